@@ -1,0 +1,53 @@
+#!/usr/bin/env node
+import { CommanderError } from "commander";
+import { configFromArgv } from "./cli-options.js";
+import { type Config, ConfigError } from "./config.js";
+import { createLogger } from "./logger.js";
+import { ListenError, startRouter } from "./server.js";
+
+async function main(): Promise<void> {
+  let config: Config;
+  try {
+    config = configFromArgv(process.argv.slice(2));
+  } catch (err) {
+    if (err instanceof CommanderError) process.exit(err.exitCode === 0 ? 0 : 2);
+    if (err instanceof ConfigError) usageError(err.message);
+    throw err;
+  }
+  const logger = createLogger({ level: config.logLevel });
+  let router: Awaited<ReturnType<typeof startRouter>>;
+  try {
+    router = await startRouter(config, { logger });
+  } catch (err) {
+    if (err instanceof ListenError || err instanceof ConfigError) usageError(err.message);
+    throw err;
+  }
+  let signals = 0;
+  const onSignal = (signal: NodeJS.Signals) => {
+    signals += 1;
+    if (signals > 1) {
+      logger.warn({ signal }, "second signal: exiting now");
+      process.exit(1);
+    }
+    logger.info({ signal }, "signal received");
+    router.stop().then(
+      () => process.exit(0),
+      (err) => {
+        logger.error({ err }, "error during shutdown");
+        process.exit(1);
+      },
+    );
+  };
+  process.on("SIGTERM", onSignal);
+  process.on("SIGINT", onSignal);
+}
+
+function usageError(message: string): never {
+  process.stderr.write(`radixgate: error: ${message}\n`);
+  process.exit(2);
+}
+
+main().catch((err) => {
+  process.stderr.write(`radixgate: fatal: ${(err as Error)?.stack ?? String(err)}\n`);
+  process.exit(1);
+});

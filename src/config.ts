@@ -1,0 +1,401 @@
+import { POLICY_NAMES, type PolicyName } from "./policies/policy.js";
+import { normalizeWorkerUrl } from "./workers/worker-url.js";
+
+/** The router's whole configuration, after parsing and validation. */
+export interface Config {
+  workerUrls: string[];
+  host: string;
+  port: number;
+  policy: PolicyName;
+  cacheThreshold: number;
+  balanceAbsThreshold: number;
+  balanceRelThreshold: number;
+  evictionIntervalSecs: number;
+  maxTreeSize: number;
+  maxPayloadSize: number;
+  requestTimeoutSecs: number;
+  connectTimeoutSecs: number;
+  firstByteTimeoutSecs: number;
+  idleTimeoutSecs: number;
+  retryMaxAttempts: number;
+  retryInitialBackoffMs: number;
+  retryMaxBackoffMs: number;
+  healthCheckIntervalSecs: number;
+  healthCheckTimeoutSecs: number;
+  healthFailureThreshold: number;
+  healthSuccessThreshold: number;
+  cbFailureThreshold: number;
+  cbTimeoutSecs: number;
+  maxConcurrentRequests: number;
+  queueSize: number;
+  queueTimeoutSecs: number;
+  apiKey: string | undefined;
+  adminApiKey: string | undefined;
+  logLevel: LogLevel;
+  prometheusPort: number | undefined;
+  shutdownGraceSecs: number;
+}
+
+export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/** Raised for any invalid setting; `flag` names the command-line flag so the message points at it. */
+export class ConfigError extends Error {
+  constructor(
+    readonly flag: string,
+    message: string,
+  ) {
+    super(`${flag} ${message}`);
+    this.name = "ConfigError";
+  }
+}
+
+type Parser<T> = (raw: string, flag: string) => T;
+
+/** One row of the settings table: the single source for defaults, the CLI, env vars and the docs. */
+export interface Setting<K extends keyof Config = keyof Config> {
+  key: K;
+  flag: string;
+  /** Value placeholder shown in --help. */
+  arg: string;
+  description: string;
+  default: Config[K];
+  parse: Parser<Config[K]>;
+  /** `--worker-urls a b c` takes several values. */
+  variadic?: boolean;
+  /** Never print the value (help, logs, docs). */
+  secret?: boolean;
+}
+
+const number =
+  (min: number, max = Number.POSITIVE_INFINITY, opts: { integer?: boolean; minExclusive?: boolean } = {}) =>
+  (raw: string, flag: string): number => {
+    const value = Number(raw.trim());
+    const kind = opts.integer ? "an integer" : "a number";
+    const lower = opts.minExclusive ? `> ${min}` : `>= ${min}`;
+    const range = max === Number.POSITIVE_INFINITY ? lower : `in [${min}, ${max}]`;
+    const bad =
+      raw.trim() === "" ||
+      !Number.isFinite(value) ||
+      (opts.integer && !Number.isInteger(value)) ||
+      value < min ||
+      (opts.minExclusive && value === min) ||
+      value > max;
+    if (bad) throw new ConfigError(flag, `must be ${kind} ${range}, got "${raw}"`);
+    return value;
+  };
+
+const integer = (min: number, max = Number.MAX_SAFE_INTEGER) => number(min, max, { integer: true });
+const port = integer(0, 65535);
+const text = (raw: string) => raw;
+const optionalText = (raw: string): string | undefined => (raw === "" ? undefined : raw);
+
+const oneOf =
+  <T extends string>(values: readonly T[]) =>
+  (raw: string, flag: string): T => {
+    if ((values as readonly string[]).includes(raw)) return raw as T;
+    throw new ConfigError(flag, `must be one of ${values.join(", ")}, got "${raw}"`);
+  };
+
+const workerUrls = (raw: string, flag: string): string[] =>
+  raw
+    .split(/[\s,]+/)
+    .filter((s) => s !== "")
+    .map((url) => {
+      try {
+        return normalizeWorkerUrl(url);
+      } catch (err) {
+        throw new ConfigError(flag, (err as Error).message);
+      }
+    });
+
+const optionalPort = (raw: string, flag: string): number | undefined =>
+  raw === "" ? undefined : port(raw, flag);
+
+function setting<K extends keyof Config>(s: Setting<K>): Setting<K> {
+  return s;
+}
+
+/** Every setting with its default, in the order `--help` and docs/configuration.md show them. */
+export const SETTINGS = [
+  setting({
+    key: "workerUrls",
+    flag: "--worker-urls",
+    arg: "<url...>",
+    description: "Worker base URLs (space- or comma-separated). May be empty: add workers later through the admin API.",
+    default: [],
+    parse: workerUrls,
+    variadic: true,
+  }),
+  setting({ key: "host", flag: "--host", arg: "<addr>", description: "Address to listen on.", default: "0.0.0.0", parse: text }),
+  setting({ key: "port", flag: "--port", arg: "<port>", description: "Port to listen on (0 = any free port).", default: 30000, parse: port }),
+  setting({
+    key: "policy",
+    flag: "--policy",
+    arg: "<name>",
+    description: `Routing policy: ${POLICY_NAMES.join(" | ")}.`,
+    default: "cache_aware",
+    parse: oneOf(POLICY_NAMES),
+  }),
+  setting({
+    key: "cacheThreshold",
+    flag: "--cache-threshold",
+    arg: "<0..1>",
+    description: "cache_aware: route to the best-matching worker when its match rate is above this.",
+    default: 0.3,
+    parse: number(0, 1),
+  }),
+  setting({
+    key: "balanceAbsThreshold",
+    flag: "--balance-abs-threshold",
+    arg: "<n>",
+    description: "cache_aware: imbalanced when max - min in-flight exceeds this (and the relative test holds).",
+    default: 64,
+    parse: number(0),
+  }),
+  setting({
+    key: "balanceRelThreshold",
+    flag: "--balance-rel-threshold",
+    arg: "<x>",
+    description: "cache_aware: imbalanced when max in-flight exceeds min x this (and the absolute test holds).",
+    default: 1.5,
+    parse: number(1),
+  }),
+  setting({
+    key: "evictionIntervalSecs",
+    flag: "--eviction-interval",
+    arg: "<secs>",
+    description: "Seconds between LRU eviction passes over every tree (0 = timer off; inserts still evict past 110% of the budget).",
+    default: 120,
+    parse: number(0),
+  }),
+  setting({
+    key: "maxTreeSize",
+    flag: "--max-tree-size",
+    arg: "<chars>",
+    description: "Budget of each worker's prefix tree, in characters.",
+    default: 67108864,
+    parse: integer(1),
+  }),
+  setting({
+    key: "maxPayloadSize",
+    flag: "--max-payload-size",
+    arg: "<bytes>",
+    description: "Largest request body accepted; larger bodies get 413 before any worker is contacted.",
+    default: 64 * 1024 * 1024,
+    parse: integer(1),
+  }),
+  setting({
+    key: "requestTimeoutSecs",
+    flag: "--request-timeout-secs",
+    arg: "<secs>",
+    description: "Overall limit for one request, retries and streaming included.",
+    default: 1800,
+    parse: number(0, Number.POSITIVE_INFINITY, { minExclusive: true }),
+  }),
+  setting({
+    key: "connectTimeoutSecs",
+    flag: "--connect-timeout-secs",
+    arg: "<secs>",
+    description: "Limit for opening a connection to a worker.",
+    default: 5,
+    parse: number(0, Number.POSITIVE_INFINITY, { minExclusive: true }),
+  }),
+  setting({
+    key: "firstByteTimeoutSecs",
+    flag: "--first-byte-timeout-secs",
+    arg: "<secs>",
+    description: "Limit for a worker's response headers after the request was sent (long prefills are legitimate).",
+    default: 600,
+    parse: number(0, Number.POSITIVE_INFINITY, { minExclusive: true }),
+  }),
+  setting({
+    key: "idleTimeoutSecs",
+    flag: "--idle-timeout-secs",
+    arg: "<secs>",
+    description: "Limit for silence between two chunks of a worker's response body.",
+    default: 120,
+    parse: number(0, Number.POSITIVE_INFINITY, { minExclusive: true }),
+  }),
+  setting({
+    key: "retryMaxAttempts",
+    flag: "--retry-max-attempts",
+    arg: "<n>",
+    description: "Attempts in all for one request (1 = no retry); retries go to workers not yet tried.",
+    default: 3,
+    parse: integer(1, 100),
+  }),
+  setting({
+    key: "retryInitialBackoffMs",
+    flag: "--retry-initial-backoff-ms",
+    arg: "<ms>",
+    description: "First retry backoff; doubles each retry, with full jitter.",
+    default: 50,
+    parse: number(0),
+  }),
+  setting({
+    key: "retryMaxBackoffMs",
+    flag: "--retry-max-backoff-ms",
+    arg: "<ms>",
+    description: "Largest retry backoff (also caps a worker's Retry-After).",
+    default: 5000,
+    parse: number(0),
+  }),
+  setting({
+    key: "healthCheckIntervalSecs",
+    flag: "--health-check-interval-secs",
+    arg: "<secs>",
+    description: "Seconds between active GET /health checks of every worker (0 = off).",
+    default: 10,
+    parse: number(0),
+  }),
+  setting({
+    key: "healthCheckTimeoutSecs",
+    flag: "--health-check-timeout-secs",
+    arg: "<secs>",
+    description: "Limit for one health check.",
+    default: 5,
+    parse: number(0, Number.POSITIVE_INFINITY, { minExclusive: true }),
+  }),
+  setting({
+    key: "healthFailureThreshold",
+    flag: "--health-failure-threshold",
+    arg: "<n>",
+    description: "Consecutive failed checks that mark a worker unhealthy.",
+    default: 3,
+    parse: integer(1),
+  }),
+  setting({
+    key: "healthSuccessThreshold",
+    flag: "--health-success-threshold",
+    arg: "<n>",
+    description: "Consecutive passed checks that mark an unhealthy worker healthy again.",
+    default: 2,
+    parse: integer(1),
+  }),
+  setting({
+    key: "cbFailureThreshold",
+    flag: "--cb-failure-threshold",
+    arg: "<n>",
+    description: "Consecutive request failures (connection errors, timeouts, 5xx; never 4xx) that open a worker's circuit breaker.",
+    default: 5,
+    parse: integer(1),
+  }),
+  setting({
+    key: "cbTimeoutSecs",
+    flag: "--cb-timeout-secs",
+    arg: "<secs>",
+    description: "Seconds an open breaker waits before letting a trial request through (half-open).",
+    default: 30,
+    parse: number(0),
+  }),
+  setting({
+    key: "maxConcurrentRequests",
+    flag: "--max-concurrent-requests",
+    arg: "<n>",
+    description: "Requests forwarded at once; more wait in a queue (0 = no limit).",
+    default: 0,
+    parse: integer(0),
+  }),
+  setting({
+    key: "queueSize",
+    flag: "--queue-size",
+    arg: "<n>",
+    description: "With --max-concurrent-requests: requests that may wait; beyond it 429.",
+    default: 1024,
+    parse: integer(0),
+  }),
+  setting({
+    key: "queueTimeoutSecs",
+    flag: "--queue-timeout-secs",
+    arg: "<secs>",
+    description: "With --max-concurrent-requests: longest wait in the queue; beyond it 408.",
+    default: 60,
+    parse: number(0, Number.POSITIVE_INFINITY, { minExclusive: true }),
+  }),
+  setting({
+    key: "apiKey",
+    flag: "--api-key",
+    arg: "<key>",
+    description: "Bearer key required on the data plane (/v1/*, /generate). Unset = open.",
+    default: undefined,
+    parse: optionalText,
+    secret: true,
+  }),
+  setting({
+    key: "adminApiKey",
+    flag: "--admin-api-key",
+    arg: "<key>",
+    description: "Bearer key required on the admin API. Unset = admin API answers loopback clients only.",
+    default: undefined,
+    parse: optionalText,
+    secret: true,
+  }),
+  setting({
+    key: "logLevel",
+    flag: "--log-level",
+    arg: "<level>",
+    description: `Log level: ${LOG_LEVELS.join(" | ")}.`,
+    default: "info",
+    parse: oneOf(LOG_LEVELS),
+  }),
+  setting({
+    key: "prometheusPort",
+    flag: "--prometheus-port",
+    arg: "<port>",
+    description: "Also serve /metrics on this port (it is always on the main port too).",
+    default: undefined,
+    parse: optionalPort,
+  }),
+  setting({
+    key: "shutdownGraceSecs",
+    flag: "--shutdown-grace-secs",
+    arg: "<secs>",
+    description: "On SIGTERM/SIGINT, how long in-flight requests may take to finish.",
+    default: 30,
+    parse: number(0),
+  }),
+] as const satisfies readonly Setting[];
+
+/** `--worker-urls` → `RADIXGATE_WORKER_URLS`. */
+export function envName(flag: string): string {
+  return `RADIXGATE_${flag.replace(/^--/, "").replace(/-/g, "_").toUpperCase()}`;
+}
+
+export function defaultConfig(): Config {
+  const config = {} as Record<string, unknown>;
+  for (const s of SETTINGS) config[s.key] = Array.isArray(s.default) ? [...s.default] : s.default;
+  return config as unknown as Config;
+}
+
+/** Checks that involve more than one setting. */
+export function validateConfig(config: Config): Config {
+  if (config.retryMaxBackoffMs < config.retryInitialBackoffMs) {
+    throw new ConfigError(
+      "--retry-max-backoff-ms",
+      `must be >= --retry-initial-backoff-ms (${config.retryInitialBackoffMs}), got ${config.retryMaxBackoffMs}`,
+    );
+  }
+  if (config.prometheusPort !== undefined && config.prometheusPort !== 0 && config.prometheusPort === config.port) {
+    throw new ConfigError("--prometheus-port", `must differ from --port (${config.port})`);
+  }
+  if (new Set(config.workerUrls).size !== config.workerUrls.length) {
+    throw new ConfigError("--worker-urls", "lists the same worker twice");
+  }
+  return config;
+}
+
+/**
+ * Builds a Config from raw strings keyed by setting key (from flags or env), applying defaults.
+ * Throws ConfigError naming the flag on the first invalid value.
+ */
+export function parseConfig(raw: Partial<Record<keyof Config, string | string[]>>): Config {
+  const config = defaultConfig() as unknown as Record<string, unknown>;
+  for (const s of SETTINGS) {
+    const value = raw[s.key];
+    if (value === undefined) continue;
+    const joined = Array.isArray(value) ? value.join(" ") : value;
+    config[s.key] = (s.parse as Parser<unknown>)(joined, s.flag);
+  }
+  return validateConfig(config as unknown as Config);
+}

@@ -1,0 +1,112 @@
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import type { WorkerRegistry } from "./workers/registry.js";
+
+const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
+const RATE_BUCKETS = [0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 1];
+const BREAKER_VALUE = { closed: 0, half_open: 1, open: 2 } as const;
+
+/**
+ * The router's Prometheus metrics, prefix radixgate_. Per-worker gauges are read from the
+ * registry at scrape time, so the request path only touches counters and histograms, and a
+ * removed worker's series disappear with it.
+ */
+export class Metrics {
+  readonly registry = new Registry();
+  readonly requests: Counter<"endpoint" | "status">;
+  readonly requestDuration: Histogram<"endpoint">;
+  readonly timeToFirstByte: Histogram<"endpoint">;
+  readonly decisions: Counter<"policy" | "branch">;
+  readonly matchRate: Histogram<never>;
+  readonly evictedChars: Counter<never>;
+  readonly retries: Counter<"endpoint">;
+  readonly upstreamErrors: Counter<"worker" | "kind">;
+  readonly queueRejections: Counter<"reason">;
+
+  constructor(workers: WorkerRegistry) {
+    const registers = [this.registry];
+    collectDefaultMetrics({ register: this.registry, prefix: "radixgate_process_" });
+    this.requests = new Counter({
+      name: "radixgate_requests_total",
+      help: "Requests answered, by endpoint and HTTP status.",
+      labelNames: ["endpoint", "status"],
+      registers,
+    });
+    this.requestDuration = new Histogram({
+      name: "radixgate_request_duration_seconds",
+      help: "Time from request arrival to the end of the response.",
+      labelNames: ["endpoint"],
+      buckets: LATENCY_BUCKETS,
+      registers,
+    });
+    this.timeToFirstByte = new Histogram({
+      name: "radixgate_time_to_first_byte_seconds",
+      help: "Time from request arrival to the first response body byte sent to the client.",
+      labelNames: ["endpoint"],
+      buckets: LATENCY_BUCKETS,
+      registers,
+    });
+    this.decisions = new Counter({
+      name: "radixgate_routing_decisions_total",
+      help: "Routing decisions by policy and branch (cache_hit, cache_miss, imbalanced, ...).",
+      labelNames: ["policy", "branch"],
+      registers,
+    });
+    this.matchRate = new Histogram({
+      name: "radixgate_match_rate",
+      help: "cache_aware: the chosen worker's prefix match rate (matched / prompt characters).",
+      buckets: RATE_BUCKETS,
+      registers,
+    });
+    this.evictedChars = new Counter({
+      name: "radixgate_tree_evicted_characters_total",
+      help: "Characters evicted from the prefix trees (LRU).",
+      registers,
+    });
+    this.retries = new Counter({
+      name: "radixgate_retries_total",
+      help: "Requests sent again to another worker after a retryable failure.",
+      labelNames: ["endpoint"],
+      registers,
+    });
+    this.upstreamErrors = new Counter({
+      name: "radixgate_upstream_errors_total",
+      help: "Failed upstream attempts by worker and kind (connect, timeout, status_5xx, stream, ...).",
+      labelNames: ["worker", "kind"],
+      registers,
+    });
+    this.queueRejections = new Counter({
+      name: "radixgate_queue_rejections_total",
+      help: "Requests refused by the admission queue (full, timeout).",
+      labelNames: ["reason"],
+      registers,
+    });
+    const perWorker = (name: string, help: string, read: (w: ReturnType<WorkerRegistry["list"]>[number]) => number) =>
+      new Gauge({
+        name,
+        help,
+        labelNames: ["worker"],
+        registers,
+        collect() {
+          this.reset();
+          for (const worker of workers.list()) this.set({ worker: worker.url }, read(worker));
+        },
+      });
+    perWorker("radixgate_worker_in_flight", "Requests in flight per worker.", (w) => w.inFlight);
+    perWorker("radixgate_worker_healthy", "1 when the worker passes health checks.", (w) => (w.healthy ? 1 : 0));
+    perWorker(
+      "radixgate_worker_circuit_state",
+      "Circuit breaker state: 0 closed, 1 half-open, 2 open.",
+      (w) => BREAKER_VALUE[w.breaker.state],
+    );
+    perWorker("radixgate_tree_characters", "Characters held in the worker's prefix tree.", (w) => w.tree.charCount);
+    perWorker("radixgate_worker_requests_served_total", "Requests completed by the worker.", (w) => w.served);
+    new Gauge({
+      name: "radixgate_workers",
+      help: "Registered workers.",
+      registers,
+      collect() {
+        this.set(workers.size);
+      },
+    });
+  }
+}

@@ -1,0 +1,105 @@
+import type { HttpBindings } from "@hono/node-server";
+import type { Context, Hono, MiddlewareHandler } from "hono";
+import { RouterError } from "../errors.js";
+import { bearerMatches, isLoopback } from "./auth.js";
+import type { RouterContext } from "./context.js";
+
+type Env = { Bindings: HttpBindings };
+
+/** Paths of the admin API, REST and SGLang-compatible. */
+export const ADMIN_PATHS = ["/workers", "/workers/*", "/add_worker", "/remove_worker", "/list_workers"];
+
+/**
+ * The workers admin API. With --admin-api-key it needs `Authorization: Bearer <key>`; without
+ * one it answers loopback clients only, the safe default for a router bound to 0.0.0.0.
+ */
+export function registerAdminRoutes(app: Hono<Env>, ctx: RouterContext): void {
+  const guard = adminGuard(ctx);
+  for (const path of ADMIN_PATHS) app.use(path, guard);
+
+  app.get("/workers", (c) => c.json({ workers: ctx.registry.list().map((w) => w.toJSON()) }));
+
+  app.post("/workers", async (c) => {
+    const url = await urlFromBody(c);
+    const worker = addWorker(ctx, url);
+    return c.json(worker.toJSON(), 201);
+  });
+
+  app.get("/workers/:id", (c) => {
+    const worker = ctx.registry.get(c.req.param("id"));
+    if (!worker) throw unknownWorker(c.req.param("id"));
+    return c.json(worker.toJSON());
+  });
+
+  app.delete("/workers/:id", (c) => {
+    const worker = removeWorker(ctx, c.req.param("id"));
+    return c.json(worker.toJSON());
+  });
+
+  // SGLang router compatibility: existing scripts keep working.
+  app.post("/add_worker", (c) => {
+    const worker = addWorker(ctx, requiredQueryUrl(c));
+    return c.json({ status: "ok", message: `Added worker ${worker.url}`, worker: worker.toJSON() });
+  });
+  app.post("/remove_worker", (c) => {
+    const worker = removeWorker(ctx, requiredQueryUrl(c));
+    return c.json({ status: "ok", message: `Removed worker ${worker.url}`, worker: worker.toJSON() });
+  });
+  app.get("/list_workers", (c) => c.json({ urls: ctx.registry.list().map((w) => w.url) }));
+}
+
+function adminGuard(ctx: RouterContext): MiddlewareHandler<Env> {
+  return async (c, next) => {
+    const key = ctx.config.adminApiKey;
+    if (key !== undefined) {
+      if (!bearerMatches(c.req.header("authorization"), key)) {
+        throw new RouterError("unauthorized", "Admin API key missing or wrong: send Authorization: Bearer <admin key>.");
+      }
+    } else if (!isLoopback(c.env.incoming.socket.remoteAddress)) {
+      throw new RouterError(
+        "forbidden",
+        "The admin API answers loopback clients only while no --admin-api-key is set.",
+      );
+    }
+    await next();
+  };
+}
+
+function addWorker(ctx: RouterContext, url: string) {
+  const worker = ctx.registry.add(url);
+  ctx.logger.info({ worker: worker.id, url: worker.url }, "worker added");
+  // First check at once, so a dead worker is found before the first interval passes.
+  void ctx.health.check(worker);
+  return worker;
+}
+
+function removeWorker(ctx: RouterContext, idOrUrl: string) {
+  const worker = ctx.registry.remove(idOrUrl);
+  if (!worker) throw unknownWorker(idOrUrl);
+  ctx.logger.info({ worker: worker.id, url: worker.url, in_flight: worker.inFlight }, "worker removed");
+  return worker;
+}
+
+function unknownWorker(idOrUrl: string): RouterError {
+  return new RouterError("worker_not_found", `No worker with id or URL "${idOrUrl}".`);
+}
+
+function requiredQueryUrl(c: Context<Env>): string {
+  const url = c.req.query("url");
+  if (!url) throw new RouterError("invalid_worker_url", "Query parameter url is required, e.g. ?url=http://10.0.0.1:30000");
+  return url;
+}
+
+async function urlFromBody(c: Context<Env>): Promise<string> {
+  let body: unknown;
+  try {
+    body = await c.req.json();
+  } catch {
+    throw new RouterError("invalid_json", 'Body must be JSON like {"url": "http://10.0.0.1:30000"}.');
+  }
+  const url = (body as { url?: unknown } | null)?.url;
+  if (typeof url !== "string" || url === "") {
+    throw new RouterError("invalid_worker_url", 'Body must be JSON like {"url": "http://10.0.0.1:30000"}.');
+  }
+  return url;
+}

@@ -1,0 +1,27 @@
+import type { Config } from "../config.js";
+import type { Logger } from "../logger.js";
+import type { Metrics } from "../metrics.js";
+import type { Admission } from "../proxy/admission.js";
+import type { Forwarder } from "../proxy/forward.js";
+import type { HealthChecker } from "../workers/health.js";
+import type { WorkerRegistry } from "../workers/registry.js";
+
+/** Lifecycle flags the routes read. */
+export interface RouterState {
+  shuttingDown: boolean;
+  /** Data-plane requests being handled now (graceful shutdown waits for 0). */
+  active: number;
+}
+
+/** What the routes share; built once by server.ts. */
+export interface RouterContext {
+  config: Config;
+  logger: Logger;
+  metrics: Metrics;
+  registry: WorkerRegistry;
+  forwarder: Forwarder;
+  modelsForwarder: Forwarder;
+  admission: Admission;
+  health: HealthChecker;
+  state: RouterState;
+}

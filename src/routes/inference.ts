@@ -1,0 +1,190 @@
+import { randomUUID } from "node:crypto";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { HttpBindings } from "@hono/node-server";
+import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
+import type { Hono } from "hono";
+import { RouterError } from "../errors.js";
+import { type ForwardOutcome, type ForwardRequest, writeError } from "../proxy/forward.js";
+import { ClientGoneError, readBody } from "../proxy/read-body.js";
+import { type Endpoint, modelOf, routingText } from "../proxy/routing-text.js";
+import { bearerMatches } from "./auth.js";
+import type { RouterContext } from "./context.js";
+
+/** POST routes of the data plane and the routing text each one prefills. */
+export const INFERENCE_ROUTES: ReadonlyArray<{ path: string; endpoint: Endpoint }> = [
+  { path: "/v1/chat/completions", endpoint: "chat" },
+  { path: "/v1/completions", endpoint: "completions" },
+  { path: "/v1/embeddings", endpoint: "embeddings" },
+  { path: "/generate", endpoint: "generate" },
+];
+
+type Env = { Bindings: HttpBindings };
+
+/** The OpenAI-compatible and SGLang-native data plane. */
+export function registerInferenceRoutes(app: Hono<Env>, ctx: RouterContext): void {
+  for (const { path, endpoint } of INFERENCE_ROUTES) {
+    app.post(path, async (c) => {
+      await handle(ctx, c.env.incoming, c.env.outgoing, endpoint, "POST");
+      return RESPONSE_ALREADY_SENT;
+    });
+    app.all(path, (c) => methodNotAllowed(c.req.method, path, "POST"));
+  }
+  app.get("/v1/models", async (c) => {
+    await handle(ctx, c.env.incoming, c.env.outgoing, "models", "GET");
+    return RESPONSE_ALREADY_SENT;
+  });
+  app.all("/v1/models", (c) => methodNotAllowed(c.req.method, "/v1/models", "GET"));
+}
+
+function methodNotAllowed(method: string, path: string, allowed: string): Response {
+  const error = new RouterError("method_not_allowed", `${method} is not allowed on ${path}; use ${allowed}.`);
+  return Response.json(error.toBody(), { status: error.status, headers: { allow: allowed } });
+}
+
+async function handle(
+  ctx: RouterContext,
+  incoming: IncomingMessage,
+  res: ServerResponse,
+  endpoint: Endpoint | "models",
+  method: "GET" | "POST",
+): Promise<void> {
+  const startedAt = Date.now();
+  const header = incoming.headers["x-request-id"];
+  const requestId = typeof header === "string" && header !== "" && header.length <= 200 ? header : randomUUID();
+  const client = new AbortController();
+  const onClose = () => {
+    if (!res.writableFinished) client.abort();
+  };
+  res.on("close", onClose);
+  ctx.state.active += 1;
+  let outcome: ForwardOutcome;
+  try {
+    outcome = await admitAndForward(ctx, incoming, res, endpoint, method, requestId, startedAt, client.signal);
+  } catch (err) {
+    outcome = failed(err, res, requestId, ctx);
+  } finally {
+    ctx.state.active -= 1;
+    res.off("close", onClose);
+  }
+  observe(ctx, endpoint, incoming, requestId, startedAt, outcome);
+}
+
+async function admitAndForward(
+  ctx: RouterContext,
+  incoming: IncomingMessage,
+  res: ServerResponse,
+  endpoint: Endpoint | "models",
+  method: "GET" | "POST",
+  requestId: string,
+  startedAt: number,
+  clientSignal: AbortSignal,
+): Promise<ForwardOutcome> {
+  const { config } = ctx;
+  if (ctx.state.shuttingDown) throw new RouterError("shutting_down");
+  if (config.apiKey !== undefined && !bearerMatches(incoming.headers.authorization, config.apiKey)) {
+    throw new RouterError("unauthorized", "Missing or invalid API key: send Authorization: Bearer <key>.");
+  }
+  let body: Buffer | undefined;
+  let text = "";
+  let model: string | undefined;
+  if (method === "POST") {
+    checkContentType(incoming.headers["content-type"]);
+    body = await readBody(incoming, config.maxPayloadSize);
+    const parsed = parseJsonObject(body);
+    if (endpoint !== "models") text = routingText(endpoint, parsed);
+    model = modelOf(parsed);
+  }
+  const release = await ctx.admission.acquire(clientSignal);
+  try {
+    const request: ForwardRequest = {
+      method,
+      path: incoming.url ?? "/",
+      headers: incoming.headers,
+      body,
+      text,
+      model,
+      requestId,
+      startedAt,
+      clientSignal,
+    };
+    const forwarder = endpoint === "models" ? ctx.modelsForwarder : ctx.forwarder;
+    return await forwarder.forward(request, res);
+  } finally {
+    release();
+  }
+}
+
+function checkContentType(contentType: string | undefined): void {
+  if (contentType === undefined) return;
+  const type = contentType.split(";")[0]?.trim().toLowerCase() ?? "";
+  if (type === "application/json" || type.endsWith("+json")) return;
+  throw new RouterError(
+    "unsupported_media_type",
+    `Content-Type must be application/json, got "${type}" (with curl, add -H 'Content-Type: application/json').`,
+  );
+}
+
+function parseJsonObject(body: Buffer): Record<string, unknown> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body.toString("utf8"));
+  } catch (err) {
+    throw new RouterError("invalid_json", `Request body is not valid JSON: ${(err as Error).message}`);
+  }
+  if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) {
+    throw new RouterError("invalid_request", "Request body must be a JSON object.");
+  }
+  return parsed as Record<string, unknown>;
+}
+
+/** Answers a failure that happened before any worker answered. */
+function failed(err: unknown, res: ServerResponse, requestId: string, ctx: RouterContext): ForwardOutcome {
+  if (err instanceof ClientGoneError) return { status: 499, attempts: 0, error: "client_abort" };
+  if (err instanceof RouterError) {
+    // The unread rest of an oversized body is not worth reading: close the connection after the answer.
+    const extra: Record<string, string> = err.code === "payload_too_large" ? { connection: "close" } : {};
+    writeError(res, err, requestId, extra);
+    if (err.code === "too_many_requests" || err.code === "queue_timeout") {
+      ctx.metrics.queueRejections.inc({ reason: err.code });
+    }
+    return { status: err.status, attempts: 0, error: err.code };
+  }
+  ctx.logger.error({ err, request_id: requestId }, "unexpected error while routing");
+  const internal = new RouterError("internal_error");
+  writeError(res, internal, requestId);
+  if (!res.headersSent) res.destroy();
+  return { status: 500, attempts: 0, error: "internal_error" };
+}
+
+/** One access-log line and the request metrics. */
+function observe(
+  ctx: RouterContext,
+  endpoint: string,
+  incoming: IncomingMessage,
+  requestId: string,
+  startedAt: number,
+  outcome: ForwardOutcome,
+): void {
+  const durationMs = Date.now() - startedAt;
+  const status = String(outcome.status);
+  ctx.metrics.requests.inc({ endpoint, status });
+  ctx.metrics.requestDuration.observe({ endpoint }, durationMs / 1000);
+  if (outcome.ttfbMs !== undefined) ctx.metrics.timeToFirstByte.observe({ endpoint }, outcome.ttfbMs / 1000);
+  ctx.logger.info(
+    {
+      request_id: requestId,
+      endpoint,
+      path: incoming.url,
+      worker: outcome.worker?.id,
+      worker_url: outcome.worker?.url,
+      branch: outcome.branch,
+      match_rate: outcome.matchRate ?? undefined,
+      status: outcome.status,
+      attempts: outcome.attempts,
+      duration_ms: durationMs,
+      ttfb_ms: outcome.ttfbMs,
+      error: outcome.error,
+    },
+    "request",
+  );
+}

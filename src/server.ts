@@ -1,0 +1,207 @@
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { getRequestListener, type HttpBindings } from "@hono/node-server";
+import { Hono } from "hono";
+import type { Config } from "./config.js";
+import { RouterError } from "./errors.js";
+import { createLogger, type Logger } from "./logger.js";
+import { Metrics } from "./metrics.js";
+import { createPolicy } from "./policies/factory.js";
+import { Admission } from "./proxy/admission.js";
+import { Forwarder, type ForwardHooks, type ForwardSettings } from "./proxy/forward.js";
+import { registerAdminRoutes } from "./routes/admin.js";
+import type { RouterContext } from "./routes/context.js";
+import { registerInferenceRoutes } from "./routes/inference.js";
+import { registerMetricsRoute, registerOpsRoutes } from "./routes/ops.js";
+import { type EvictionTimer, startEvictionTimer } from "./tree/eviction-timer.js";
+import { HealthChecker } from "./workers/health.js";
+import { WorkerRegistry } from "./workers/registry.js";
+
+type Env = { Bindings: HttpBindings };
+
+export interface RunningRouter {
+  readonly url: string;
+  readonly port: number;
+  readonly metricsPort: number | undefined;
+  readonly context: RouterContext;
+  /** Graceful stop: refuse new requests, let in-flight ones finish within the grace period, stop timers. */
+  stop(graceMs?: number): Promise<void>;
+}
+
+export interface StartOptions {
+  logger?: Logger;
+}
+
+/** Builds the router (registry, policy, proxy, routes) without listening. */
+export function createRouter(config: Config, options: StartOptions = {}): { app: Hono<Env>; context: RouterContext } {
+  const logger = options.logger ?? createLogger({ level: config.logLevel });
+  let metrics: Metrics | undefined;
+  const registry = new WorkerRegistry({
+    maxTreeSize: config.maxTreeSize,
+    onEvict: (chars) => metrics?.evictedChars.inc(chars),
+    breaker: { failureThreshold: config.cbFailureThreshold, openMs: config.cbTimeoutSecs * 1000, successThreshold: 2 },
+    connectTimeoutMs: config.connectTimeoutSecs * 1000,
+  });
+  metrics = new Metrics(registry);
+  const m = metrics;
+
+  const settings: ForwardSettings = {
+    requestTimeoutMs: config.requestTimeoutSecs * 1000,
+    firstByteTimeoutMs: config.firstByteTimeoutSecs * 1000,
+    idleTimeoutMs: config.idleTimeoutSecs * 1000,
+    retryMaxAttempts: config.retryMaxAttempts,
+    retryInitialBackoffMs: config.retryInitialBackoffMs,
+    retryMaxBackoffMs: config.retryMaxBackoffMs,
+    forwardAuthorization: config.apiKey === undefined,
+  };
+  const upstreamHooks = {
+    onRetry: () => m.retries.inc({ endpoint: "all" }),
+    onUpstreamError: (worker, kind) => m.upstreamErrors.inc({ worker: worker.url, kind }),
+  } satisfies Partial<ForwardHooks>;
+  const hooks: ForwardHooks = {
+    ...upstreamHooks,
+    onDecision: (policy, branch, matchRate) => {
+      m.decisions.inc({ policy, branch });
+      if (matchRate !== null) m.matchRate.observe(matchRate);
+    },
+  };
+  const policy = createPolicy(config.policy, {
+    cacheThreshold: config.cacheThreshold,
+    balanceAbsThreshold: config.balanceAbsThreshold,
+    balanceRelThreshold: config.balanceRelThreshold,
+  });
+  const forwarder = new Forwarder(registry, policy, settings, hooks);
+  // /v1/models needs any available worker, not a cache decision.
+  const modelsForwarder = new Forwarder(registry, createPolicy("round_robin", {}), settings, {
+    ...upstreamHooks,
+    onDecision: () => {},
+  });
+
+  const context: RouterContext = {
+    config,
+    logger,
+    metrics: m,
+    registry,
+    forwarder,
+    modelsForwarder,
+    admission: new Admission(config.maxConcurrentRequests, config.queueSize, config.queueTimeoutSecs * 1000),
+    health: new HealthChecker(
+      registry,
+      {
+        intervalMs: config.healthCheckIntervalSecs * 1000,
+        timeoutMs: config.healthCheckTimeoutSecs * 1000,
+        failureThreshold: config.healthFailureThreshold,
+        successThreshold: config.healthSuccessThreshold,
+      },
+      logger,
+    ),
+    state: { shuttingDown: false, active: 0 },
+  };
+
+  const app = new Hono<Env>();
+  registerOpsRoutes(app, context);
+  registerAdminRoutes(app, context);
+  registerInferenceRoutes(app, context);
+  installErrorHandlers(app, logger);
+  return { app, context };
+}
+
+function installErrorHandlers(app: Hono<Env>, logger: Logger): void {
+  app.notFound((c) => {
+    const error = new RouterError("not_found", `No route for ${c.req.method} ${c.req.path}.`);
+    return c.json(error.toBody(), 404);
+  });
+  app.onError((err, c) => {
+    if (err instanceof RouterError) return c.json(err.toBody(), err.status as 400);
+    logger.error({ err, path: c.req.path }, "unhandled error");
+    return c.json(new RouterError("internal_error").toBody(), 500);
+  });
+}
+
+/** Starts the router: listens, registers --worker-urls, starts health checks and eviction. */
+export async function startRouter(config: Config, options: StartOptions = {}): Promise<RunningRouter> {
+  const { app, context } = createRouter(config, options);
+  const { logger, registry, health } = context;
+  for (const url of config.workerUrls) registry.add(url);
+
+  const server = await listen(app, config.host, config.port, "--port");
+  let metricsServer: Server | undefined;
+  if (config.prometheusPort !== undefined) {
+    const metricsApp = new Hono<Env>();
+    registerMetricsRoute(metricsApp, context.metrics);
+    try {
+      metricsServer = await listen(metricsApp, config.host, config.prometheusPort, "--prometheus-port");
+    } catch (err) {
+      server.close();
+      await registry.close();
+      throw err;
+    }
+  }
+
+  health.start();
+  void health.checkAll();
+  const eviction: EvictionTimer = startEvictionTimer(() => registry.trees(), config.evictionIntervalSecs);
+
+  const port = (server.address() as AddressInfo).port;
+  const displayHost = config.host === "0.0.0.0" || config.host === "::" ? "127.0.0.1" : config.host;
+  const url = `http://${displayHost.includes(":") ? `[${displayHost}]` : displayHost}:${port}`;
+  const metricsPort = metricsServer ? (metricsServer.address() as AddressInfo).port : undefined;
+  logger.info(
+    { url, host: config.host, port, policy: config.policy, workers: registry.list().map((w) => w.url), metrics_port: metricsPort },
+    "radixgate listening",
+  );
+
+  let stopping: Promise<void> | undefined;
+  const stop = (graceMs = config.shutdownGraceSecs * 1000): Promise<void> => {
+    stopping ??= (async () => {
+      context.state.shuttingDown = true;
+      logger.info({ in_flight: context.state.active, grace_ms: graceMs }, "shutting down");
+      server.close();
+      metricsServer?.close();
+      server.closeIdleConnections();
+      const deadline = Date.now() + graceMs;
+      while (context.state.active > 0 && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 25));
+      }
+      if (context.state.active > 0) logger.warn({ in_flight: context.state.active }, "grace period over; closing connections");
+      server.closeAllConnections();
+      metricsServer?.closeAllConnections();
+      health.stop();
+      eviction.stop();
+      await registry.close();
+      logger.info("stopped");
+    })();
+    return stopping;
+  };
+
+  return { url, port, metricsPort, context, stop };
+}
+
+/** Listens, turning "address in use" into a ConfigError-like message naming the flag. */
+function listen(app: Hono<Env>, host: string, port: number, flag: string): Promise<Server> {
+  const server = createServer(getRequestListener(app.fetch));
+  // Long generations can exceed Node's default request timeout (5 min): the router has its own.
+  server.requestTimeout = 0;
+  server.headersTimeout = 60_000;
+  server.keepAliveTimeout = 65_000;
+  return new Promise((resolve, reject) => {
+    server.once("error", (err: NodeJS.ErrnoException) => {
+      if (err.code === "EADDRINUSE") reject(new ListenError(flag, `${flag} ${port}: address ${host}:${port} is already in use`));
+      else if (err.code === "EACCES") reject(new ListenError(flag, `${flag} ${port}: permission denied on ${host}:${port}`));
+      else if (err.code === "EADDRNOTAVAIL" || err.code === "ENOTFOUND") reject(new ListenError(flag, `--host ${host}: cannot listen on this address`));
+      else reject(err);
+    });
+    server.listen(port, host, () => resolve(server));
+  });
+}
+
+/** A listen failure the CLI reports as a usage error (exit 2). */
+export class ListenError extends Error {
+  constructor(
+    readonly flag: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = "ListenError";
+  }
+}

@@ -1,0 +1,97 @@
+import type { RadixTree } from "../tree/radix-tree.js";
+import { RouterError } from "../errors.js";
+import { Worker, type WorkerOptions } from "./worker.js";
+import { normalizeWorkerUrl, workerIdFor } from "./worker-url.js";
+
+export type RegistryListener = (event: "added" | "removed", worker: Worker) => void;
+
+/** The set of workers behind the router. Adding and removing is safe while requests are in flight. */
+export class WorkerRegistry {
+  private readonly byId = new Map<string, Worker>();
+  private readonly listeners: RegistryListener[] = [];
+  /** Cached array of workers; rebuilt only when the set changes, not per request. */
+  private snapshot: readonly Worker[] = [];
+
+  constructor(private readonly options: WorkerOptions) {}
+
+  /** Registers a worker; throws invalid_worker_url or worker_exists. */
+  add(rawUrl: string): Worker {
+    let url: string;
+    try {
+      url = normalizeWorkerUrl(rawUrl);
+    } catch (err) {
+      throw new RouterError("invalid_worker_url", `Worker URL ${(err as Error).message}`);
+    }
+    const id = workerIdFor(url);
+    if (this.byId.has(id)) throw new RouterError("worker_exists", `Worker ${url} is already registered.`);
+    const worker = new Worker(id, url, this.options);
+    this.byId.set(id, worker);
+    this.snapshot = [...this.byId.values()];
+    for (const listener of this.listeners) listener("added", worker);
+    return worker;
+  }
+
+  /**
+   * Unregisters a worker: it gets no new requests, requests in flight complete, its tree is
+   * dropped and its connection pool closes once they have.
+   */
+  remove(idOrUrl: string): Worker | undefined {
+    const worker = this.get(idOrUrl);
+    if (!worker) return undefined;
+    this.byId.delete(worker.id);
+    this.snapshot = [...this.byId.values()];
+    worker.removed = true;
+    worker.tree.clear();
+    // Pool.close() waits for in-flight requests before closing sockets.
+    worker.pool.close().catch(() => {});
+    for (const listener of this.listeners) listener("removed", worker);
+    return worker;
+  }
+
+  /** By id, or by worker URL (raw or URL-encoded). */
+  get(idOrUrl: string): Worker | undefined {
+    const direct = this.byId.get(idOrUrl);
+    if (direct) return direct;
+    let candidate = idOrUrl;
+    try {
+      candidate = decodeURIComponent(idOrUrl);
+    } catch {
+      return undefined;
+    }
+    try {
+      return this.byId.get(workerIdFor(normalizeWorkerUrl(candidate)));
+    } catch {
+      return undefined;
+    }
+  }
+
+  list(): readonly Worker[] {
+    return this.snapshot;
+  }
+
+  get size(): number {
+    return this.snapshot.length;
+  }
+
+  /** Workers that may take a new request now, minus those already tried for this request. */
+  candidates(exclude?: ReadonlySet<Worker>): Worker[] {
+    const out: Worker[] = [];
+    for (const worker of this.snapshot) {
+      if (worker.available && !exclude?.has(worker)) out.push(worker);
+    }
+    return out;
+  }
+
+  *trees(): Iterable<RadixTree> {
+    for (const worker of this.snapshot) yield worker.tree;
+  }
+
+  onChange(listener: RegistryListener): void {
+    this.listeners.push(listener);
+  }
+
+  /** Closes every pool (shutdown). */
+  async close(): Promise<void> {
+    await Promise.allSettled(this.snapshot.map((w) => w.pool.close()));
+  }
+}

@@ -1,0 +1,67 @@
+import { Pool } from "undici";
+import { RadixTree } from "../tree/radix-tree.js";
+import { type BreakerOptions, CircuitBreaker } from "./breaker.js";
+
+export interface WorkerOptions {
+  maxTreeSize: number;
+  onEvict?: (evictedChars: number) => void;
+  breaker: Omit<BreakerOptions, "now">;
+  connectTimeoutMs: number;
+}
+
+/** One inference server behind the router: where it is, how loaded and healthy it is, what it probably caches. */
+export class Worker {
+  /** Requests dispatched and not yet finished (router's own count, kept for every policy). */
+  inFlight = 0;
+  /** Requests that completed with a response from this worker. */
+  served = 0;
+  /** Result of active health checks; unhealthy workers keep their tree but get no traffic. */
+  healthy = true;
+  healthFailures = 0;
+  healthSuccesses = 0;
+  /** Set when removed from the registry: no new requests, in-flight ones complete. */
+  removed = false;
+  readonly tree: RadixTree;
+  readonly breaker: CircuitBreaker;
+  /** Keep-alive connection pool to this worker. */
+  readonly pool: Pool;
+  /** Path prefix of the worker's base URL (e.g. "/sglang" for http://host/sglang), "" for none. */
+  readonly basePath: string;
+
+  constructor(
+    readonly id: string,
+    readonly url: string,
+    options: WorkerOptions,
+  ) {
+    this.tree = new RadixTree({
+      maxChars: options.maxTreeSize,
+      ...(options.onEvict ? { onEvict: options.onEvict } : {}),
+    });
+    this.breaker = new CircuitBreaker({ ...options.breaker });
+    const parsed = new URL(url);
+    this.basePath = parsed.pathname.replace(/\/$/, "");
+    this.pool = new Pool(parsed.origin, {
+      connect: { timeout: options.connectTimeoutMs },
+      keepAliveTimeout: 30_000,
+      // Timeouts are set per request (see proxy/forward.ts); these only bound idle sockets.
+    });
+  }
+
+  /** Healthy, not removed, and the breaker lets a request through. */
+  get available(): boolean {
+    return this.healthy && !this.removed && this.breaker.admits();
+  }
+
+
+  toJSON() {
+    return {
+      id: this.id,
+      url: this.url,
+      healthy: this.healthy,
+      circuit: this.breaker.state,
+      in_flight: this.inFlight,
+      tree_characters: this.tree.charCount,
+      requests_served: this.served,
+    };
+  }
+}

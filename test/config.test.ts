@@ -1,0 +1,84 @@
+import { describe, expect, it } from "vitest";
+import { configFromArgv } from "../src/cli-options.js";
+import { settingsTable } from "../scripts/config-docs.js";
+import { ConfigError, defaultConfig, envName, parseConfig, SETTINGS } from "../src/config.js";
+
+describe("config", () => {
+  it("has the SGLang router's defaults", () => {
+    const config = defaultConfig();
+    expect(config).toMatchObject({
+      host: "0.0.0.0",
+      port: 30000,
+      policy: "cache_aware",
+      cacheThreshold: 0.3,
+      balanceAbsThreshold: 64,
+      balanceRelThreshold: 1.5,
+      evictionIntervalSecs: 120,
+      maxTreeSize: 67108864,
+      workerUrls: [],
+    });
+  });
+
+  it("names env vars RADIXGATE_<FLAG>", () => {
+    expect(envName("--worker-urls")).toBe("RADIXGATE_WORKER_URLS");
+    expect(envName("--balance-abs-threshold")).toBe("RADIXGATE_BALANCE_ABS_THRESHOLD");
+  });
+
+  it.each([
+    ["--cache-threshold", ["--cache-threshold", "1.5"]],
+    ["--cache-threshold", ["--cache-threshold", "-0.1"]],
+    ["--cache-threshold", ["--cache-threshold", "abc"]],
+    ["--balance-rel-threshold", ["--balance-rel-threshold", "0.9"]],
+    ["--policy", ["--policy", "fastest"]],
+    ["--worker-urls", ["--worker-urls", "not a url"]],
+    ["--worker-urls", ["--worker-urls", "ftp://10.0.0.1"]],
+    ["--port", ["--port", "70000"]],
+    ["--max-tree-size", ["--max-tree-size", "0"]],
+    ["--retry-max-attempts", ["--retry-max-attempts", "1.5"]],
+  ])("rejects a bad %s with a message naming the flag", (flag, argv) => {
+    let error: unknown;
+    try {
+      configFromArgv(argv);
+    } catch (err) {
+      error = err;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).flag).toBe(flag);
+    expect((error as Error).message.startsWith(flag)).toBe(true);
+  });
+
+  it("takes several worker URLs, space- or comma-separated, normalized", () => {
+    const config = configFromArgv(["--worker-urls", "http://a:1/", "http://b:2", "--port", "0"]);
+    expect(config.workerUrls).toEqual(["http://a:1", "http://b:2"]);
+    expect(parseConfig({ workerUrls: "http://a:1,http://b:2" }).workerUrls).toEqual(["http://a:1", "http://b:2"]);
+  });
+
+  it("rejects the same worker listed twice", () => {
+    expect(() => parseConfig({ workerUrls: "http://a:1 http://a:1/" })).toThrow(/same worker twice/);
+  });
+
+  it("reads every flag from its environment variable", () => {
+    const saved = { ...process.env };
+    try {
+      process.env.RADIXGATE_CACHE_THRESHOLD = "0.7";
+      process.env.RADIXGATE_WORKER_URLS = "http://w1:8000 http://w2:8000";
+      process.env.RADIXGATE_POLICY = "least_load";
+      const config = configFromArgv([]);
+      expect(config.cacheThreshold).toBe(0.7);
+      expect(config.workerUrls).toEqual(["http://w1:8000", "http://w2:8000"]);
+      expect(config.policy).toBe("least_load");
+      // A flag beats the environment.
+      expect(configFromArgv(["--policy", "random"]).policy).toBe("random");
+    } finally {
+      process.env = saved;
+    }
+  });
+
+  it("docs/configuration.md lists every flag, env var and default, as generated from SETTINGS", async () => {
+    const { readFile } = await import("node:fs/promises");
+    const doc = await readFile(new URL("../docs/configuration.md", import.meta.url), "utf8");
+    // Stale docs fail here: run `npm run docs:config`.
+    expect(doc).toContain(settingsTable());
+    for (const s of SETTINGS) expect(doc, s.flag).toContain(`\`${envName(s.flag)}\``);
+  });
+});

@@ -1,0 +1,38 @@
+import { type Config, defaultConfig } from "../../src/config.js";
+import { createLogger } from "../../src/logger.js";
+import { type RunningRouter, startRouter } from "../../src/server.js";
+
+/** A router on 127.0.0.1, a free port, silent, with no background timers unless asked for. */
+export async function startTestRouter(overrides: Partial<Config> = {}): Promise<RunningRouter> {
+  const config: Config = {
+    ...defaultConfig(),
+    host: "127.0.0.1",
+    port: 0,
+    logLevel: "silent",
+    healthCheckIntervalSecs: 0,
+    evictionIntervalSecs: 0,
+    retryInitialBackoffMs: 1,
+    retryMaxBackoffMs: 20,
+    shutdownGraceSecs: 2,
+    ...overrides,
+  };
+  return startRouter(config, { logger: createLogger({ level: "silent" }) });
+}
+
+export async function postJson(url: string, body: unknown, headers: Record<string, string> = {}): Promise<Response> {
+  return fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body: typeof body === "string" ? body : JSON.stringify(body),
+  });
+}
+
+/** Polls until `check` returns true or the time is up (no fixed sleeps in tests). */
+export async function waitFor(check: () => boolean | Promise<boolean>, timeoutMs = 5000, what = "condition"): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await check()) return;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
