@@ -1,0 +1,94 @@
+import { LeastLoaded } from "./least-loaded.js";
+import type { ResolvedPolicyOptions } from "./options.js";
+import type { Policy, PolicyWorker, RouteBranch, RouteDecision, RouteRequest } from "./policy.js";
+
+export type CacheAwareOptions = Pick<
+  ResolvedPolicyOptions,
+  "cacheThreshold" | "balanceAbsThreshold" | "balanceRelThreshold"
+>;
+
+/**
+ * The SGLang router's cache-aware policy, with its defaults (see POLICY_DEFAULTS):
+ *
+ * 1. If the candidates' in-flight counts are out of balance, i.e. (max - min) > balanceAbsThreshold
+ *    AND max > min * balanceRelThreshold, load wins: the least-loaded worker ("imbalanced").
+ * 2. Otherwise the worker whose tree holds the longest prefix of the text, if matched / length is
+ *    strictly above cacheThreshold ("cache_hit"); among equal best matches, the least loaded.
+ * 3. Otherwise the least-loaded worker ("cache_miss").
+ * In every branch the text goes into the chosen worker's tree: it is what that worker will cache.
+ *
+ * Fixed against the original: ties on load rotate (the original always took the first worker,
+ * so cold traffic at low concurrency piled onto one), and no per-worker state lives here: each
+ * worker carries its own tree, so a worker that drops out of the candidates for a while keeps its
+ * tree and a removed worker leaves nothing behind.
+ */
+export class CacheAwarePolicy implements Policy {
+  readonly name = "cache_aware" as const;
+  private readonly loads = new LeastLoaded();
+  private readonly cacheThreshold: number;
+  private readonly balanceAbsThreshold: number;
+  private readonly balanceRelThreshold: number;
+
+  constructor(options: CacheAwareOptions) {
+    this.cacheThreshold = options.cacheThreshold;
+    this.balanceAbsThreshold = options.balanceAbsThreshold;
+    this.balanceRelThreshold = options.balanceRelThreshold;
+  }
+
+  select<W extends PolicyWorker>(
+    candidates: readonly W[],
+    request: RouteRequest,
+  ): RouteDecision<W> | undefined {
+    // The load scan reads integers only; matching trees is the costly part, so it comes after the
+    // gate and the imbalanced branch matches just the one tree it needs for matchRate.
+    const least = this.loads.scan(candidates);
+    if (least < 0) return undefined;
+    const text = request.text;
+    const length = text.length;
+    const min = this.loads.min;
+    const max = this.loads.max;
+
+    let chosen = least;
+    let matched = 0;
+    let branch: RouteBranch;
+    if (max - min > this.balanceAbsThreshold && max > min * this.balanceRelThreshold) {
+      branch = "imbalanced";
+      if (length > 0) matched = candidates[least]!.tree.match(text);
+    } else {
+      branch = "cache_miss";
+      if (length > 0) {
+        // One pass, each tree matched once, in the same rotated order as the load scan so that
+        // equal matches on equal loads take turns too.
+        const n = candidates.length;
+        const start = this.loads.start;
+        let best = least;
+        let bestMatched = -1;
+        let bestLoad = 0;
+        let leastMatched = 0;
+        for (let i = 0; i < n; i++) {
+          let index = start + i;
+          if (index >= n) index -= n;
+          const worker = candidates[index]!;
+          const m = worker.tree.match(text);
+          if (index === least) leastMatched = m;
+          if (m > bestMatched || (m === bestMatched && worker.inFlight < bestLoad)) {
+            best = index;
+            bestMatched = m;
+            bestLoad = worker.inFlight;
+          }
+        }
+        if (bestMatched / length > this.cacheThreshold) {
+          branch = "cache_hit";
+          chosen = best;
+          matched = bestMatched;
+        } else {
+          matched = leastMatched;
+        }
+      }
+    }
+
+    const worker = candidates[chosen]!;
+    if (length > 0) worker.tree.insert(text);
+    return { worker, branch, matchRate: length === 0 ? 0 : matched / length };
+  }
+}

@@ -1,0 +1,80 @@
+/** A source of uniform numbers in [0, 1); Math.random unless a test injects a seeded one. */
+export type RandomSource = () => number;
+
+/** Options of the policies, as the configuration passes them; every field has a default. */
+export interface PolicyOptions {
+  /** cache_aware: a worker's match rate must be strictly above this to win on prefix. [0, 1]. */
+  readonly cacheThreshold?: number | undefined;
+  /** cache_aware: the fleet is imbalanced only if max - min in-flight exceeds this. >= 0. */
+  readonly balanceAbsThreshold?: number | undefined;
+  /** cache_aware: ... and only if max in-flight exceeds min times this. >= 1. */
+  readonly balanceRelThreshold?: number | undefined;
+  /** random, power_of_two: the random source (for deterministic tests). */
+  readonly random?: RandomSource | undefined;
+}
+
+export interface ResolvedPolicyOptions {
+  readonly cacheThreshold: number;
+  readonly balanceAbsThreshold: number;
+  readonly balanceRelThreshold: number;
+  readonly random: RandomSource;
+}
+
+/** The SGLang router's defaults for its cache-aware policy. */
+export const POLICY_DEFAULTS: Readonly<Omit<ResolvedPolicyOptions, "random">> = Object.freeze({
+  cacheThreshold: 0.3,
+  balanceAbsThreshold: 64,
+  balanceRelThreshold: 1.5,
+});
+
+function checkNumber(
+  name: string,
+  value: number | undefined,
+  fallback: number,
+  valid: (v: number) => boolean,
+  range: string,
+): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== "number" || !Number.isFinite(value) || !valid(value)) {
+    throw new RangeError(`${name} must be a finite number ${range}, got ${String(value)}`);
+  }
+  return value;
+}
+
+/** Fills in defaults and rejects out-of-range values with a RangeError naming the option. */
+export function resolvePolicyOptions(options: PolicyOptions = {}): ResolvedPolicyOptions {
+  const random = options.random ?? Math.random;
+  if (typeof random !== "function") {
+    throw new TypeError(`random must be a function returning a number in [0, 1)`);
+  }
+  return {
+    cacheThreshold: checkNumber(
+      "cacheThreshold",
+      options.cacheThreshold,
+      POLICY_DEFAULTS.cacheThreshold,
+      (v) => v >= 0 && v <= 1,
+      "in [0, 1]",
+    ),
+    balanceAbsThreshold: checkNumber(
+      "balanceAbsThreshold",
+      options.balanceAbsThreshold,
+      POLICY_DEFAULTS.balanceAbsThreshold,
+      (v) => v >= 0,
+      ">= 0",
+    ),
+    balanceRelThreshold: checkNumber(
+      "balanceRelThreshold",
+      options.balanceRelThreshold,
+      POLICY_DEFAULTS.balanceRelThreshold,
+      (v) => v >= 1,
+      ">= 1",
+    ),
+    random,
+  };
+}
+
+/** A uniform index in [0, n) for n > 0; a misbehaving source (1, NaN, negative) falls back to 0. */
+export function randomIndex(random: RandomSource, n: number): number {
+  const index = Math.floor(random() * n);
+  return index >= 0 && index < n ? index : 0;
+}

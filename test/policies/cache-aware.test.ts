@@ -1,0 +1,268 @@
+import { describe, expect, it } from "vitest";
+import { type CacheAwareOptions, CacheAwarePolicy } from "../../src/policies/cache-aware.js";
+import { POLICY_DEFAULTS } from "../../src/policies/options.js";
+import { coldText, type FakeWorker, fakeWorker, fleet } from "./fake-worker.js";
+
+function cacheAware(overrides: Partial<CacheAwareOptions> = {}): CacheAwarePolicy {
+  return new CacheAwarePolicy({ ...POLICY_DEFAULTS, ...overrides });
+}
+
+const PROMPT = "You are a helpful assistant. Answer briefly and cite your sources. ";
+
+/** Plays the router at concurrency 1: in-flight up while the request runs, down when it ends. */
+function route(policy: CacheAwarePolicy, workers: FakeWorker[], text: string): FakeWorker {
+  const decision = policy.select(workers, { text })!;
+  decision.worker.inFlight++;
+  decision.worker.inFlight--;
+  return decision.worker;
+}
+
+describe("cache_aware imbalance gate", () => {
+  // The heavier worker holds the prompt, so "balanced" shows as a cache_hit on it and
+  // "imbalanced" as a move to the lighter one.
+  function gate(light: number, heavy: number) {
+    const policy = cacheAware();
+    const a = fakeWorker("light", light);
+    const b = fakeWorker("heavy", heavy);
+    b.tree.insert(PROMPT);
+    return policy.select([a, b], { text: PROMPT })!;
+  }
+
+  it("is imbalanced when both the absolute and the relative conditions hold", () => {
+    const decision = gate(10, 100); // 90 > 64 and 100 > 15
+    expect(decision.branch).toBe("imbalanced");
+    expect(decision.worker.id).toBe("light");
+  });
+
+  it("is not imbalanced on the absolute condition alone", () => {
+    const decision = gate(1000, 1100); // 100 > 64, but 1100 <= 1500
+    expect(decision.branch).toBe("cache_hit");
+    expect(decision.worker.id).toBe("heavy");
+  });
+
+  it("is not imbalanced on the relative condition alone", () => {
+    const decision = gate(10, 40); // 40 > 15, but 30 <= 64
+    expect(decision.branch).toBe("cache_hit");
+    expect(decision.worker.id).toBe("heavy");
+  });
+
+  it("uses strict comparisons: a difference of exactly abs, or a ratio of exactly rel, is balanced", () => {
+    expect(gate(0, 64).branch).toBe("cache_hit"); // 64 > 64 is false
+    expect(gate(200, 300).branch).toBe("cache_hit"); // 300 > 200 * 1.5 is false
+    expect(gate(0, 65).branch).toBe("imbalanced");
+  });
+
+  it("honours configured thresholds", () => {
+    const policy = cacheAware({ balanceAbsThreshold: 2, balanceRelThreshold: 1 });
+    const [a, b] = fleet(2, [1, 4]) as [FakeWorker, FakeWorker];
+    b.tree.insert(PROMPT);
+    expect(policy.select([a, b], { text: PROMPT })).toMatchObject({
+      worker: a,
+      branch: "imbalanced",
+    });
+  });
+
+  it("sends an imbalanced fleet to the least-loaded worker, reporting that worker's match rate", () => {
+    const policy = cacheAware();
+    const workers = fleet(4, [120, 7, 90, 300]);
+    workers[3]!.tree.insert(PROMPT); // full match, but the heaviest
+    workers[1]!.tree.insert(PROMPT.slice(0, 10)); // partial match on the least loaded
+    const decision = policy.select(workers, { text: PROMPT })!;
+    expect(decision.worker).toBe(workers[1]);
+    expect(decision.branch).toBe("imbalanced");
+    expect(decision.matchRate).toBeCloseTo(10 / PROMPT.length, 12);
+  });
+
+  it("breaks load ties in rotation when imbalanced", () => {
+    const policy = cacheAware();
+    const workers = fleet(4, [0, 500, 0, 500]);
+    const chosen = [0, 1, 2, 3].map((i) => policy.select(workers, { text: coldText(i) })!);
+    expect(chosen.every((d) => d.branch === "imbalanced")).toBe(true);
+    expect(new Set(chosen.map((d) => d.worker.id))).toEqual(new Set(["w0", "w2"]));
+  });
+});
+
+describe("cache_aware prefix matching", () => {
+  it("sends a best match above the threshold to that worker, as a cache_hit with its match rate", () => {
+    const policy = cacheAware();
+    const workers = fleet(3, [0, 5, 0]);
+    workers[1]!.tree.insert(`${PROMPT}What is the capital of France?`);
+    const text = `${PROMPT}What is 2 + 2?`;
+    const decision = policy.select(workers, { text })!;
+    expect(decision.worker).toBe(workers[1]);
+    expect(decision.branch).toBe("cache_hit");
+    expect(decision.matchRate).toBe(`${PROMPT}What is `.length / text.length);
+  });
+
+  it("does not count a match rate exactly at the threshold as a hit (strictly above)", () => {
+    const workers = fleet(2, [0, 5]);
+    workers[1]!.tree.insert("abcXXXXXXX");
+    // 3 of 10 characters match: 0.3 is not > 0.3.
+    const atThreshold = cacheAware().select(workers, { text: "abcYYYYYYY" })!;
+    expect(atThreshold.branch).toBe("cache_miss");
+    expect(atThreshold.worker).toBe(workers[0]);
+    expect(atThreshold.matchRate).toBe(0);
+    // 4 of 10: a hit.
+    workers[1]!.tree.insert("abcdXXXXXX");
+    const above = cacheAware().select(workers, { text: "abcdYYYYYY" })!;
+    expect(above.branch).toBe("cache_hit");
+    expect(above.worker).toBe(workers[1]);
+    expect(above.matchRate).toBe(0.4);
+  });
+
+  it("picks the least loaded among workers with an equal best match", () => {
+    const policy = cacheAware();
+    const workers = fleet(4, [3, 1, 0, 2]);
+    for (const i of [0, 1, 3]) workers[i]!.tree.insert(PROMPT);
+    const decision = policy.select(workers, { text: PROMPT })!;
+    expect(decision.worker).toBe(workers[1]);
+    expect(decision.branch).toBe("cache_hit");
+    expect(decision.matchRate).toBe(1);
+  });
+
+  it("rotates among equally loaded workers with an equal best match", () => {
+    const policy = cacheAware();
+    const workers = fleet(3, [1, 1, 0]);
+    workers[0]!.tree.insert(PROMPT);
+    workers[1]!.tree.insert(PROMPT);
+    const ids = new Set<string>();
+    for (let i = 0; i < 6; i++) {
+      const decision = policy.select(workers, { text: PROMPT })!;
+      expect(decision.branch).toBe("cache_hit");
+      ids.add(decision.worker.id);
+    }
+    expect(ids).toEqual(new Set(["w0", "w1"]));
+  });
+
+  it("prefers a longer match over a lighter load when the fleet is balanced", () => {
+    const policy = cacheAware();
+    const workers = fleet(2, [0, 20]);
+    workers[0]!.tree.insert(PROMPT.slice(0, 40));
+    workers[1]!.tree.insert(PROMPT);
+    expect(policy.select(workers, { text: PROMPT })!.worker).toBe(workers[1]);
+  });
+
+  it("sends a best match below the threshold to the least-loaded worker as a cache_miss", () => {
+    const policy = cacheAware();
+    const workers = fleet(3, [4, 2, 9]);
+    workers[2]!.tree.insert("abXXXXXXXX");
+    workers[1]!.tree.insert("aXXXXXXXXX");
+    const decision = policy.select(workers, { text: "abYYYYYYYY" })!;
+    expect(decision.worker).toBe(workers[1]);
+    expect(decision.branch).toBe("cache_miss");
+    expect(decision.matchRate).toBe(0.1); // the chosen worker's own rate, not the best one
+  });
+
+  it("treats empty text as a miss with match rate 0 and inserts nothing", () => {
+    const policy = cacheAware({ cacheThreshold: 0 });
+    const workers = fleet(2, [1, 0]);
+    workers[0]!.tree.insert(PROMPT);
+    const before = workers[0]!.tree.charCount;
+    const decision = policy.select(workers, { text: "" })!;
+    expect(decision).toMatchObject({ worker: workers[1], branch: "cache_miss", matchRate: 0 });
+    expect(workers[0]!.tree.charCount).toBe(before);
+    expect(workers[1]!.tree.charCount).toBe(0);
+    const imbalanced = policy.select(fleet(2, [0, 100]), { text: "" })!;
+    expect(imbalanced).toMatchObject({ branch: "imbalanced", matchRate: 0 });
+  });
+});
+
+describe("cache_aware spreading and stickiness", () => {
+  // Regression: the SGLang router took the first least-loaded worker, so at concurrency 1 (every
+  // load 0 at selection time) all cold traffic went to worker 0.
+  it("spreads cold traffic at concurrency 1 over all 4 workers, round-robin-like", () => {
+    const policy = cacheAware();
+    const workers = fleet(4);
+    const counts = new Map<string, number>();
+    for (let i = 0; i < 40; i++) {
+      const worker = route(policy, workers, coldText(i));
+      counts.set(worker.id, (counts.get(worker.id) ?? 0) + 1);
+    }
+    expect(Object.fromEntries(counts)).toEqual({ w0: 10, w1: 10, w2: 10, w3: 10 });
+  });
+
+  it("routes the same long prefix to the same worker again and again", () => {
+    const policy = cacheAware();
+    const workers = fleet(4);
+    const first = route(policy, workers, `${PROMPT}question 0`);
+    for (let i = 1; i < 30; i++) {
+      expect(route(policy, workers, `${PROMPT}question ${i}`)).toBe(first);
+    }
+  });
+
+  it("spreads different prefix families over different workers, each family sticking to one", () => {
+    const policy = cacheAware();
+    const workers = fleet(4);
+    const families = [
+      "Alpha system prompt: ",
+      "Beta rules of play: ",
+      "Gamma code review: ",
+      "Delta translate: ",
+    ];
+    const homes = new Map<string, Set<string>>();
+    for (let round = 0; round < 10; round++) {
+      for (const family of families) {
+        const worker = route(policy, workers, `${family.repeat(4)}request ${round}`);
+        const set = homes.get(family) ?? new Set<string>();
+        set.add(worker.id);
+        homes.set(family, set);
+      }
+    }
+    const home = families.map((f) => [...homes.get(f)!]);
+    for (const ids of home) expect(ids).toHaveLength(1);
+    expect(new Set(home.map((ids) => ids[0]))).toEqual(new Set(["w0", "w1", "w2", "w3"]));
+  });
+});
+
+describe("cache_aware tree upkeep", () => {
+  function inserted(worker: FakeWorker, text: string): boolean {
+    return worker.tree.match(text) === text.length;
+  }
+
+  it("inserts the text into the chosen worker's tree on an imbalanced decision", () => {
+    const workers = fleet(2, [0, 100]);
+    const text = "imbalanced text";
+    const decision = cacheAware().select(workers, { text })!;
+    expect(decision.branch).toBe("imbalanced");
+    expect(inserted(workers[0]!, text)).toBe(true);
+    expect(workers[1]!.tree.match(text)).toBe(0);
+  });
+
+  it("inserts the text into the chosen worker's tree on a cache_hit", () => {
+    const workers = fleet(2);
+    workers[1]!.tree.insert(PROMPT);
+    const text = `${PROMPT}and one more thing`;
+    const decision = cacheAware().select(workers, { text })!;
+    expect(decision.branch).toBe("cache_hit");
+    expect(inserted(workers[1]!, text)).toBe(true);
+    expect(workers[0]!.tree.match(text)).toBe(0);
+  });
+
+  it("inserts the text into the chosen worker's tree on a cache_miss", () => {
+    const workers = fleet(2, [3, 0]);
+    const text = "miss text";
+    const decision = cacheAware().select(workers, { text })!;
+    expect(decision.branch).toBe("cache_miss");
+    expect(decision.worker).toBe(workers[1]);
+    expect(inserted(workers[1]!, text)).toBe(true);
+    expect(workers[0]!.tree.match(text)).toBe(0);
+  });
+
+  it("lets a worker absent from one call keep its tree and win again when it returns", () => {
+    const policy = cacheAware();
+    const [a, b, c] = fleet(3, [5, 0, 0]) as [FakeWorker, FakeWorker, FakeWorker];
+    a.tree.insert(PROMPT);
+    // a is briefly unhealthy: not a candidate for a while.
+    for (let i = 0; i < 5; i++) {
+      expect(policy.select([b, c], { text: coldText(i) })!.worker).not.toBe(a);
+    }
+    expect(inserted(a, PROMPT)).toBe(true);
+    // Back, and still the only holder of the prompt: it wins despite the heavier load.
+    const back = policy.select([a, b, c], { text: `${PROMPT}after return` })!;
+    expect(back).toMatchObject({
+      worker: a,
+      branch: "cache_hit",
+      matchRate: PROMPT.length / `${PROMPT}after return`.length,
+    });
+  });
+});
