@@ -1,0 +1,24 @@
+# syntax=docker/dockerfile:1
+# radixgate production image: multi-stage, Node 20, runs as the unprivileged "node" user.
+
+FROM node:20-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY src ./src
+RUN npm run build && npm prune --omit=dev
+
+FROM node:20-slim
+ENV NODE_ENV=production
+WORKDIR /app
+COPY --from=build --chown=node:node /app/node_modules ./node_modules
+COPY --from=build --chown=node:node /app/dist ./dist
+COPY --chown=node:node package.json ./
+USER node
+EXPOSE 30000
+HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.RADIXGATE_PORT||30000)+'/health').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
+# Flags or RADIXGATE_* variables configure it, e.g.
+#   docker run -p 30000:30000 -e RADIXGATE_WORKER_URLS="http://10.0.0.1:30000 http://10.0.0.2:30000" radixgate
+ENTRYPOINT ["node", "dist/cli.js"]
