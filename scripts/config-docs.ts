@@ -10,10 +10,21 @@ const END = "<!-- settings:end -->";
 
 export function settingsTable(): string {
   const rows = SETTINGS.map((s) => {
-    const def = s.secret || s.default === undefined ? "none" : Array.isArray(s.default) ? "none" : `\`${String(s.default)}\``;
+    const def =
+      s.secret || s.default === undefined
+        ? "none"
+        : Array.isArray(s.default)
+          ? "none"
+          : `\`${String(s.default)}\``;
     return `| \`${s.flag}\` ${s.arg.replace(/</g, "&lt;").replace(/>/g, "&gt;")} | \`${envName(s.flag)}\` | ${def} | ${s.description.replace(/\|/g, "\\|")} |`;
   });
-  return [BEGIN, "| Flag | Environment variable | Default | Meaning |", "| --- | --- | --- | --- |", ...rows, END].join("\n");
+  return [
+    BEGIN,
+    "| Flag | Environment variable | Default | Meaning |",
+    "| --- | --- | --- | --- |",
+    ...rows,
+    END,
+  ].join("\n");
 }
 
 async function main(): Promise<void> {

@@ -68,7 +68,11 @@ export interface Setting<K extends keyof Config = keyof Config> {
 }
 
 const number =
-  (min: number, max = Number.POSITIVE_INFINITY, opts: { integer?: boolean; minExclusive?: boolean } = {}) =>
+  (
+    min: number,
+    max = Number.POSITIVE_INFINITY,
+    opts: { integer?: boolean; minExclusive?: boolean } = {},
+  ) =>
   (raw: string, flag: string): number => {
     const value = Number(raw.trim());
     const kind = opts.integer ? "an integer" : "a number";
@@ -122,13 +126,28 @@ export const SETTINGS = [
     key: "workerUrls",
     flag: "--worker-urls",
     arg: "<url...>",
-    description: "Worker base URLs (space- or comma-separated). May be empty: add workers later through the admin API.",
+    description:
+      "Worker base URLs (space- or comma-separated). May be empty: add workers later through the admin API.",
     default: [],
     parse: workerUrls,
     variadic: true,
   }),
-  setting({ key: "host", flag: "--host", arg: "<addr>", description: "Address to listen on.", default: "0.0.0.0", parse: text }),
-  setting({ key: "port", flag: "--port", arg: "<port>", description: "Port to listen on (0 = any free port).", default: 30000, parse: port }),
+  setting({
+    key: "host",
+    flag: "--host",
+    arg: "<addr>",
+    description: "Address to listen on.",
+    default: "0.0.0.0",
+    parse: text,
+  }),
+  setting({
+    key: "port",
+    flag: "--port",
+    arg: "<port>",
+    description: "Port to listen on (0 = any free port).",
+    default: 30000,
+    parse: port,
+  }),
   setting({
     key: "policy",
     flag: "--policy",
@@ -141,7 +160,8 @@ export const SETTINGS = [
     key: "cacheThreshold",
     flag: "--cache-threshold",
     arg: "<0..1>",
-    description: "cache_aware: route to the best-matching worker when its match rate is above this.",
+    description:
+      "cache_aware: route to the best-matching worker when its match rate is above this.",
     default: 0.3,
     parse: number(0, 1),
   }),
@@ -149,7 +169,8 @@ export const SETTINGS = [
     key: "balanceAbsThreshold",
     flag: "--balance-abs-threshold",
     arg: "<n>",
-    description: "cache_aware: imbalanced when max - min in-flight exceeds this (and the relative test holds).",
+    description:
+      "cache_aware: imbalanced when max - min in-flight exceeds this (and the relative test holds).",
     default: 64,
     parse: number(0),
   }),
@@ -157,7 +178,8 @@ export const SETTINGS = [
     key: "balanceRelThreshold",
     flag: "--balance-rel-threshold",
     arg: "<x>",
-    description: "cache_aware: imbalanced when max in-flight exceeds min x this (and the absolute test holds).",
+    description:
+      "cache_aware: imbalanced when max in-flight exceeds min x this (and the absolute test holds).",
     default: 1.5,
     parse: number(1),
   }),
@@ -165,7 +187,8 @@ export const SETTINGS = [
     key: "evictionIntervalSecs",
     flag: "--eviction-interval",
     arg: "<secs>",
-    description: "Seconds between LRU eviction passes over every tree (0 = timer off; inserts still evict past 110% of the budget).",
+    description:
+      "Seconds between LRU eviction passes over every tree (0 = timer off; inserts still evict past 110% of the budget).",
     default: 120,
     parse: number(0),
   }),
@@ -181,7 +204,8 @@ export const SETTINGS = [
     key: "maxPayloadSize",
     flag: "--max-payload-size",
     arg: "<bytes>",
-    description: "Largest request body accepted; larger bodies get 413 before any worker is contacted.",
+    description:
+      "Largest request body accepted; larger bodies get 413 before any worker is contacted.",
     default: 64 * 1024 * 1024,
     parse: integer(1),
   }),
@@ -205,7 +229,8 @@ export const SETTINGS = [
     key: "firstByteTimeoutSecs",
     flag: "--first-byte-timeout-secs",
     arg: "<secs>",
-    description: "Limit for a worker's response headers after the request was sent (long prefills are legitimate).",
+    description:
+      "Limit for a worker's response headers after the request was sent (long prefills are legitimate).",
     default: 600,
     parse: number(0, Number.POSITIVE_INFINITY, { minExclusive: true }),
   }),
@@ -221,7 +246,8 @@ export const SETTINGS = [
     key: "retryMaxAttempts",
     flag: "--retry-max-attempts",
     arg: "<n>",
-    description: "Attempts in all for one request (1 = no retry); retries go to workers not yet tried.",
+    description:
+      "Attempts in all for one request (1 = no retry); retries go to workers not yet tried.",
     default: 3,
     parse: integer(1, 100),
   }),
@@ -277,7 +303,8 @@ export const SETTINGS = [
     key: "cbFailureThreshold",
     flag: "--cb-failure-threshold",
     arg: "<n>",
-    description: "Consecutive request failures (connection errors, timeouts, 5xx; never 4xx) that open a worker's circuit breaker.",
+    description:
+      "Consecutive request failures (connection errors, timeouts, 5xx; never 4xx) that open a worker's circuit breaker.",
     default: 5,
     parse: integer(1),
   }),
@@ -285,7 +312,8 @@ export const SETTINGS = [
     key: "cbTimeoutSecs",
     flag: "--cb-timeout-secs",
     arg: "<secs>",
-    description: "Seconds an open breaker waits before letting a trial request through (half-open).",
+    description:
+      "Seconds an open breaker waits before letting a trial request through (half-open).",
     default: 30,
     parse: number(0),
   }),
@@ -326,7 +354,8 @@ export const SETTINGS = [
     key: "adminApiKey",
     flag: "--admin-api-key",
     arg: "<key>",
-    description: "Bearer key required on the admin API. Unset = admin API answers loopback clients only.",
+    description:
+      "Bearer key required on the admin API. Unset = admin API answers loopback clients only.",
     default: undefined,
     parse: optionalText,
     secret: true,
@@ -376,7 +405,11 @@ export function validateConfig(config: Config): Config {
       `must be >= --retry-initial-backoff-ms (${config.retryInitialBackoffMs}), got ${config.retryMaxBackoffMs}`,
     );
   }
-  if (config.prometheusPort !== undefined && config.prometheusPort !== 0 && config.prometheusPort === config.port) {
+  if (
+    config.prometheusPort !== undefined &&
+    config.prometheusPort !== 0 &&
+    config.prometheusPort === config.port
+  ) {
     throw new ConfigError("--prometheus-port", `must differ from --port (${config.port})`);
   }
   if (new Set(config.workerUrls).size !== config.workerUrls.length) {

@@ -3,28 +3,68 @@
  * `{"error": {"message", "type", "code"}}`. Upstream errors from workers pass through untouched.
  */
 export const ERROR_CATALOG = {
-  invalid_json: { status: 400, type: "invalid_request_error", message: "Request body is not valid JSON." },
+  invalid_json: {
+    status: 400,
+    type: "invalid_request_error",
+    message: "Request body is not valid JSON.",
+  },
   invalid_request: { status: 400, type: "invalid_request_error", message: "Invalid request." },
-  unauthorized: { status: 401, type: "authentication_error", message: "Missing or invalid API key." },
+  unauthorized: {
+    status: 401,
+    type: "authentication_error",
+    message: "Missing or invalid API key.",
+  },
   forbidden: { status: 403, type: "permission_error", message: "Forbidden." },
   not_found: { status: 404, type: "invalid_request_error", message: "Not found." },
-  method_not_allowed: { status: 405, type: "invalid_request_error", message: "Method not allowed." },
-  queue_timeout: { status: 408, type: "server_error", message: "Request waited too long for a free slot." },
-  worker_exists: { status: 409, type: "invalid_request_error", message: "Worker already registered." },
-  payload_too_large: { status: 413, type: "invalid_request_error", message: "Request body is too large." },
+  method_not_allowed: {
+    status: 405,
+    type: "invalid_request_error",
+    message: "Method not allowed.",
+  },
+  queue_timeout: {
+    status: 408,
+    type: "server_error",
+    message: "Request waited too long for a free slot.",
+  },
+  worker_exists: {
+    status: 409,
+    type: "invalid_request_error",
+    message: "Worker already registered.",
+  },
+  payload_too_large: {
+    status: 413,
+    type: "invalid_request_error",
+    message: "Request body is too large.",
+  },
   unsupported_media_type: {
     status: 415,
     type: "invalid_request_error",
     message: "Content-Type must be application/json.",
   },
-  too_many_requests: { status: 429, type: "server_error", message: "Router is at capacity; retry later." },
+  too_many_requests: {
+    status: 429,
+    type: "server_error",
+    message: "Router is at capacity; retry later.",
+  },
   internal_error: { status: 500, type: "server_error", message: "Internal router error." },
   upstream_error: { status: 502, type: "server_error", message: "The worker failed to answer." },
-  no_workers_available: { status: 503, type: "server_error", message: "No healthy worker is available." },
+  no_workers_available: {
+    status: 503,
+    type: "server_error",
+    message: "No healthy worker is available.",
+  },
   shutting_down: { status: 503, type: "server_error", message: "Router is shutting down." },
-  upstream_timeout: { status: 504, type: "server_error", message: "The worker did not answer in time." },
+  upstream_timeout: {
+    status: 504,
+    type: "server_error",
+    message: "The worker did not answer in time.",
+  },
   worker_not_found: { status: 404, type: "invalid_request_error", message: "No such worker." },
-  invalid_worker_url: { status: 400, type: "invalid_request_error", message: "Invalid worker URL." },
+  invalid_worker_url: {
+    status: 400,
+    type: "invalid_request_error",
+    message: "Invalid worker URL.",
+  },
 } as const satisfies Record<string, { status: number; type: string; message: string }>;
 
 export type ErrorCode = keyof typeof ERROR_CATALOG;
@@ -50,6 +90,9 @@ export class RouterError extends Error {
   }
 }
 
-export function errorBody(code: ErrorCode, message: string = ERROR_CATALOG[code].message): ErrorBody {
+export function errorBody(
+  code: ErrorCode,
+  message: string = ERROR_CATALOG[code].message,
+): ErrorBody {
   return { error: { message, type: ERROR_CATALOG[code].type, code } };
 }

@@ -33,6 +33,7 @@ export function createLogger(options: LoggerOptions): Logger {
     timestamp: pino.stdTimeFunctions.isoTime,
   };
   if (options.destination) return pino(base, options.destination);
-  if (process.stdout.isTTY) return pino(base, pretty({ colorize: true, translateTime: "SYS:HH:MM:ss.l" }));
+  if (process.stdout.isTTY)
+    return pino(base, pretty({ colorize: true, translateTime: "SYS:HH:MM:ss.l" }));
   return pino(base, pino.destination({ fd: 1, sync: false }));
 }

@@ -80,7 +80,11 @@ export class Metrics {
       labelNames: ["reason"],
       registers,
     });
-    const perWorker = (name: string, help: string, read: (w: ReturnType<WorkerRegistry["list"]>[number]) => number) =>
+    const perWorker = (
+      name: string,
+      help: string,
+      read: (w: ReturnType<WorkerRegistry["list"]>[number]) => number,
+    ) =>
       new Gauge({
         name,
         help,
@@ -92,14 +96,24 @@ export class Metrics {
         },
       });
     perWorker("radixgate_worker_in_flight", "Requests in flight per worker.", (w) => w.inFlight);
-    perWorker("radixgate_worker_healthy", "1 when the worker passes health checks.", (w) => (w.healthy ? 1 : 0));
+    perWorker("radixgate_worker_healthy", "1 when the worker passes health checks.", (w) =>
+      w.healthy ? 1 : 0,
+    );
     perWorker(
       "radixgate_worker_circuit_state",
       "Circuit breaker state: 0 closed, 1 half-open, 2 open.",
       (w) => BREAKER_VALUE[w.breaker.state],
     );
-    perWorker("radixgate_tree_characters", "Characters held in the worker's prefix tree.", (w) => w.tree.charCount);
-    perWorker("radixgate_worker_requests_served_total", "Requests completed by the worker.", (w) => w.served);
+    perWorker(
+      "radixgate_tree_characters",
+      "Characters held in the worker's prefix tree.",
+      (w) => w.tree.charCount,
+    );
+    perWorker(
+      "radixgate_worker_requests_served_total",
+      "Requests completed by the worker.",
+      (w) => w.served,
+    );
     new Gauge({
       name: "radixgate_workers",
       help: "Registered workers.",

@@ -33,13 +33,20 @@ export interface StartOptions {
 }
 
 /** Builds the router (registry, policy, proxy, routes) without listening. */
-export function createRouter(config: Config, options: StartOptions = {}): { app: Hono<Env>; context: RouterContext } {
+export function createRouter(
+  config: Config,
+  options: StartOptions = {},
+): { app: Hono<Env>; context: RouterContext } {
   const logger = options.logger ?? createLogger({ level: config.logLevel });
   let metrics: Metrics | undefined;
   const registry = new WorkerRegistry({
     maxTreeSize: config.maxTreeSize,
     onEvict: (chars) => metrics?.evictedChars.inc(chars),
-    breaker: { failureThreshold: config.cbFailureThreshold, openMs: config.cbTimeoutSecs * 1000, successThreshold: 2 },
+    breaker: {
+      failureThreshold: config.cbFailureThreshold,
+      openMs: config.cbTimeoutSecs * 1000,
+      successThreshold: 2,
+    },
     connectTimeoutMs: config.connectTimeoutSecs * 1000,
   });
   metrics = new Metrics(registry);
@@ -84,7 +91,11 @@ export function createRouter(config: Config, options: StartOptions = {}): { app:
     registry,
     forwarder,
     modelsForwarder,
-    admission: new Admission(config.maxConcurrentRequests, config.queueSize, config.queueTimeoutSecs * 1000),
+    admission: new Admission(
+      config.maxConcurrentRequests,
+      config.queueSize,
+      config.queueTimeoutSecs * 1000,
+    ),
     health: new HealthChecker(
       registry,
       {
@@ -119,7 +130,10 @@ function installErrorHandlers(app: Hono<Env>, logger: Logger): void {
 }
 
 /** Starts the router: listens, registers --worker-urls, starts health checks and eviction. */
-export async function startRouter(config: Config, options: StartOptions = {}): Promise<RunningRouter> {
+export async function startRouter(
+  config: Config,
+  options: StartOptions = {},
+): Promise<RunningRouter> {
   const { app, context } = createRouter(config, options);
   const { logger, registry, health } = context;
   for (const url of config.workerUrls) registry.add(url);
@@ -130,7 +144,12 @@ export async function startRouter(config: Config, options: StartOptions = {}): P
     const metricsApp = new Hono<Env>();
     registerMetricsRoute(metricsApp, context.metrics);
     try {
-      metricsServer = await listen(metricsApp, config.host, config.prometheusPort, "--prometheus-port");
+      metricsServer = await listen(
+        metricsApp,
+        config.host,
+        config.prometheusPort,
+        "--prometheus-port",
+      );
     } catch (err) {
       server.close();
       await registry.close();
@@ -140,14 +159,24 @@ export async function startRouter(config: Config, options: StartOptions = {}): P
 
   health.start();
   void health.checkAll();
-  const eviction: EvictionTimer = startEvictionTimer(() => registry.trees(), config.evictionIntervalSecs);
+  const eviction: EvictionTimer = startEvictionTimer(
+    () => registry.trees(),
+    config.evictionIntervalSecs,
+  );
 
   const port = (server.address() as AddressInfo).port;
   const displayHost = config.host === "0.0.0.0" || config.host === "::" ? "127.0.0.1" : config.host;
   const url = `http://${displayHost.includes(":") ? `[${displayHost}]` : displayHost}:${port}`;
   const metricsPort = metricsServer ? (metricsServer.address() as AddressInfo).port : undefined;
   logger.info(
-    { url, host: config.host, port, policy: config.policy, workers: registry.list().map((w) => w.url), metrics_port: metricsPort },
+    {
+      url,
+      host: config.host,
+      port,
+      policy: config.policy,
+      workers: registry.list().map((w) => w.url),
+      metrics_port: metricsPort,
+    },
     "radixgate listening",
   );
 
@@ -163,7 +192,8 @@ export async function startRouter(config: Config, options: StartOptions = {}): P
       while (context.state.active > 0 && Date.now() < deadline) {
         await new Promise((resolve) => setTimeout(resolve, 25));
       }
-      if (context.state.active > 0) logger.warn({ in_flight: context.state.active }, "grace period over; closing connections");
+      if (context.state.active > 0)
+        logger.warn({ in_flight: context.state.active }, "grace period over; closing connections");
       server.closeAllConnections();
       metricsServer?.closeAllConnections();
       health.stop();
@@ -186,9 +216,12 @@ function listen(app: Hono<Env>, host: string, port: number, flag: string): Promi
   server.keepAliveTimeout = 65_000;
   return new Promise((resolve, reject) => {
     server.once("error", (err: NodeJS.ErrnoException) => {
-      if (err.code === "EADDRINUSE") reject(new ListenError(flag, `${flag} ${port}: address ${host}:${port} is already in use`));
-      else if (err.code === "EACCES") reject(new ListenError(flag, `${flag} ${port}: permission denied on ${host}:${port}`));
-      else if (err.code === "EADDRNOTAVAIL" || err.code === "ENOTFOUND") reject(new ListenError(flag, `--host ${host}: cannot listen on this address`));
+      if (err.code === "EADDRINUSE")
+        reject(new ListenError(flag, `${flag} ${port}: address ${host}:${port} is already in use`));
+      else if (err.code === "EACCES")
+        reject(new ListenError(flag, `${flag} ${port}: permission denied on ${host}:${port}`));
+      else if (err.code === "EADDRNOTAVAIL" || err.code === "ENOTFOUND")
+        reject(new ListenError(flag, `--host ${host}: cannot listen on this address`));
       else reject(err);
     });
     server.listen(port, host, () => resolve(server));

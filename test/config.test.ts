@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { configFromArgv } from "../src/cli-options.js";
 import { settingsTable } from "../scripts/config-docs.js";
+import { configFromArgv } from "../src/cli-options.js";
 import { ConfigError, defaultConfig, envName, parseConfig, SETTINGS } from "../src/config.js";
 
 describe("config", () => {
@@ -50,11 +50,16 @@ describe("config", () => {
   it("takes several worker URLs, space- or comma-separated, normalized", () => {
     const config = configFromArgv(["--worker-urls", "http://a:1/", "http://b:2", "--port", "0"]);
     expect(config.workerUrls).toEqual(["http://a:1", "http://b:2"]);
-    expect(parseConfig({ workerUrls: "http://a:1,http://b:2" }).workerUrls).toEqual(["http://a:1", "http://b:2"]);
+    expect(parseConfig({ workerUrls: "http://a:1,http://b:2" }).workerUrls).toEqual([
+      "http://a:1",
+      "http://b:2",
+    ]);
   });
 
   it("rejects the same worker listed twice", () => {
-    expect(() => parseConfig({ workerUrls: "http://a:1 http://a:1/" })).toThrow(/same worker twice/);
+    expect(() => parseConfig({ workerUrls: "http://a:1 http://a:1/" })).toThrow(
+      /same worker twice/,
+    );
   });
 
   it("reads every flag from its environment variable", () => {

@@ -1,5 +1,5 @@
-import { ClientGoneError } from "./read-body.js";
 import { RouterError } from "../errors.js";
+import { ClientGoneError } from "./read-body.js";
 
 interface Waiter {
   grant: () => void;
@@ -42,7 +42,10 @@ export class Admission {
     }
     if (this.queue.length >= this.queueSize) {
       return Promise.reject(
-        new RouterError("too_many_requests", `Router is at capacity (${this.maxConcurrent} running, ${this.queueSize} waiting); retry later.`),
+        new RouterError(
+          "too_many_requests",
+          `Router is at capacity (${this.maxConcurrent} running, ${this.queueSize} waiting); retry later.`,
+        ),
       );
     }
     return new Promise((resolve, reject) => {
@@ -57,7 +60,13 @@ export class Admission {
         },
       };
       const timer = setTimeout(
-        () => waiter.fail(new RouterError("queue_timeout", `Request waited over ${this.queueTimeoutMs} ms for a free slot.`)),
+        () =>
+          waiter.fail(
+            new RouterError(
+              "queue_timeout",
+              `Request waited over ${this.queueTimeoutMs} ms for a free slot.`,
+            ),
+          ),
         this.queueTimeoutMs,
       );
       const onAbort = () => waiter.fail(new ClientGoneError());

@@ -3,10 +3,10 @@ import type { Dispatcher } from "undici";
 import { errors as undiciErrors } from "undici";
 import { type ErrorCode, errorBody, RouterError } from "../errors.js";
 import type { Policy, RouteBranch } from "../policies/policy.js";
-import type { Worker } from "../workers/worker.js";
 import type { WorkerRegistry } from "../workers/registry.js";
+import type { Worker } from "../workers/worker.js";
 import { backoffMs, retryAfterMs, sleep } from "./backoff.js";
-import { upstreamRequestHeaders, responseHeaders } from "./headers.js";
+import { responseHeaders, upstreamRequestHeaders } from "./headers.js";
 
 export interface ForwardSettings {
   requestTimeoutMs: number;
@@ -55,7 +55,15 @@ export interface ForwardRequest {
 /** Statuses after which another worker may succeed and nothing reached the client yet. */
 const RETRYABLE_STATUS = new Set([429, 502, 503, 504]);
 /** Network failures where the worker cannot have started on the request. */
-const RETRYABLE_NETWORK = new Set(["ECONNREFUSED", "ECONNRESET", "EHOSTUNREACH", "ENETUNREACH", "EPIPE", "UND_ERR_CONNECT_TIMEOUT", "UND_ERR_SOCKET"]);
+const RETRYABLE_NETWORK = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "EPIPE",
+  "UND_ERR_CONNECT_TIMEOUT",
+  "UND_ERR_SOCKET",
+]);
 
 type AttemptFailure = { kind: string; retryable: boolean; code: ErrorCode; message: string };
 
@@ -75,7 +83,11 @@ export class Forwarder {
   async forward(req: ForwardRequest, res: ServerResponse): Promise<ForwardOutcome> {
     const deadline = req.startedAt + this.settings.requestTimeoutMs;
     const tried = new Set<Worker>();
-    const headers = upstreamRequestHeaders(req.headers, req.requestId, this.settings.forwardAuthorization);
+    const headers = upstreamRequestHeaders(
+      req.headers,
+      req.requestId,
+      this.settings.forwardAuthorization,
+    );
     let lastFailure: AttemptFailure | undefined;
     let attempts = 0;
 
@@ -90,13 +102,23 @@ export class Forwarder {
       attempts += 1;
       const base = { worker, branch: decision.branch, matchRate: decision.matchRate, attempts };
 
-      const result = await this.attempt(worker, req, headers, deadline, res, base.branch, base.matchRate);
+      const result = await this.attempt(
+        worker,
+        req,
+        headers,
+        deadline,
+        res,
+        base.branch,
+        base.matchRate,
+      );
       if (result.kind === "done") return { ...base, ...result.outcome };
       lastFailure = result.failure;
       this.hooks.onUpstreamError(worker, result.failure.kind);
       if (!result.failure.retryable) break;
       const remaining = deadline - Date.now();
-      const delay = result.retryAfterMs ?? backoffMs(attempts, this.settings.retryInitialBackoffMs, this.settings.retryMaxBackoffMs);
+      const delay =
+        result.retryAfterMs ??
+        backoffMs(attempts, this.settings.retryInitialBackoffMs, this.settings.retryMaxBackoffMs);
       if (attempts >= this.settings.retryMaxAttempts || delay >= remaining) break;
       if (this.registry.candidates(tried).length === 0) break;
       this.hooks.onRetry();
@@ -127,7 +149,10 @@ export class Forwarder {
     const controller = new AbortController();
     const onClientGone = () => controller.abort(new ClientAbort());
     req.clientSignal.addEventListener("abort", onClientGone, { once: true });
-    const overall = setTimeout(() => controller.abort(new RequestTimeout()), Math.max(0, deadline - Date.now()));
+    const overall = setTimeout(
+      () => controller.abort(new RequestTimeout()),
+      Math.max(0, deadline - Date.now()),
+    );
     worker.inFlight += 1;
     worker.breaker.onDispatch();
     let released = false;
@@ -147,7 +172,10 @@ export class Forwarder {
         headers,
         body: req.body ?? null,
         signal: controller.signal,
-        headersTimeout: Math.max(1, Math.min(this.settings.firstByteTimeoutMs, deadline - Date.now())),
+        headersTimeout: Math.max(
+          1,
+          Math.min(this.settings.firstByteTimeoutMs, deadline - Date.now()),
+        ),
         bodyTimeout: this.settings.idleTimeoutMs,
       });
     } catch (err) {
@@ -164,7 +192,8 @@ export class Forwarder {
     const status = upstream.statusCode;
     if (RETRYABLE_STATUS.has(status)) {
       const retryAfter = retryAfterMs(upstream.headers["retry-after"]);
-      const withinBudget = retryAfter === undefined || retryAfter <= this.settings.retryMaxBackoffMs;
+      const withinBudget =
+        retryAfter === undefined || retryAfter <= this.settings.retryMaxBackoffMs;
       if (withinBudget) {
         // Nothing reached the client yet: discard this answer and let the caller try another worker.
         upstream.body.dump().catch(() => {});
@@ -176,7 +205,12 @@ export class Forwarder {
           failure: {
             kind: `status_${status}`,
             retryable: true,
-            code: status === 504 ? "upstream_timeout" : status === 429 ? "too_many_requests" : "upstream_error",
+            code:
+              status === 504
+                ? "upstream_timeout"
+                : status === 429
+                  ? "too_many_requests"
+                  : "upstream_error",
             message: `Worker ${worker.url} answered ${status}.`,
           },
           ...(retryAfter !== undefined ? { retryAfterMs: retryAfter } : {}),
@@ -202,7 +236,10 @@ export class Forwarder {
     const status = upstream.statusCode;
     const contentType = String(upstream.headers["content-type"] ?? "");
     const isEventStream = contentType.startsWith("text/event-stream");
-    res.writeHead(status, responseHeaders(upstream.headers, worker.id, routeHeader(branch, matchRate), req.requestId));
+    res.writeHead(
+      status,
+      responseHeaders(upstream.headers, worker.id, routeHeader(branch, matchRate), req.requestId),
+    );
     if (typeof res.flushHeaders === "function") res.flushHeaders();
 
     return new Promise((resolve) => {
@@ -221,7 +258,12 @@ export class Forwarder {
         controller.abort(new ClientAbort());
         body.destroy();
         worker.breaker.onNeutral();
-        finish({ status, worker, error: "client_abort", ...(ttfbMs !== undefined ? { ttfbMs } : {}) });
+        finish({
+          status,
+          worker,
+          error: "client_abort",
+          ...(ttfbMs !== undefined ? { ttfbMs } : {}),
+        });
       };
       res.on("close", onClientClose);
       body.once("data", () => {
@@ -236,7 +278,9 @@ export class Forwarder {
       });
       body.on("error", (err) => {
         if (controller.signal.reason instanceof ClientAbort) return;
-        const timedOut = controller.signal.reason instanceof RequestTimeout || err instanceof undiciErrors.BodyTimeoutError;
+        const timedOut =
+          controller.signal.reason instanceof RequestTimeout ||
+          err instanceof undiciErrors.BodyTimeoutError;
         const kind = timedOut ? "timeout" : "stream";
         worker.breaker.onFailure();
         this.hooks.onUpstreamError(worker, kind);
@@ -272,16 +316,31 @@ class RequestTimeout extends Error {
 
 function classifyNetworkError(err: unknown, reason: unknown, worker: Worker): AttemptFailure {
   if (reason instanceof RequestTimeout) {
-    return { kind: "timeout", retryable: false, code: "upstream_timeout", message: `Request to worker ${worker.url} exceeded --request-timeout-secs.` };
+    return {
+      kind: "timeout",
+      retryable: false,
+      code: "upstream_timeout",
+      message: `Request to worker ${worker.url} exceeded --request-timeout-secs.`,
+    };
   }
   if (err instanceof undiciErrors.HeadersTimeoutError) {
-    return { kind: "timeout", retryable: false, code: "upstream_timeout", message: `Worker ${worker.url} sent no response within --first-byte-timeout-secs.` };
+    return {
+      kind: "timeout",
+      retryable: false,
+      code: "upstream_timeout",
+      message: `Worker ${worker.url} sent no response within --first-byte-timeout-secs.`,
+    };
   }
   if (err instanceof undiciErrors.ConnectTimeoutError) {
-    return { kind: "connect_timeout", retryable: true, code: "upstream_timeout", message: `Connecting to worker ${worker.url} timed out.` };
+    return {
+      kind: "connect_timeout",
+      retryable: true,
+      code: "upstream_timeout",
+      message: `Connecting to worker ${worker.url} timed out.`,
+    };
   }
   const code = (err as { code?: string }).code ?? "";
-  const causeCode = ((err as { cause?: { code?: string } }).cause?.code) ?? "";
+  const causeCode = (err as { cause?: { code?: string } }).cause?.code ?? "";
   const retryable = RETRYABLE_NETWORK.has(code) || RETRYABLE_NETWORK.has(causeCode);
   return {
     kind: retryable ? "connect" : "network",
@@ -303,7 +362,12 @@ function noWorkerMessage(registry: WorkerRegistry): string {
 }
 
 /** Writes a router error as JSON, unless a response is already under way. */
-export function writeError(res: ServerResponse, error: RouterError, requestId: string, extra?: Record<string, string>): void {
+export function writeError(
+  res: ServerResponse,
+  error: RouterError,
+  requestId: string,
+  extra?: Record<string, string>,
+): void {
   if (res.headersSent || res.destroyed) return;
   const body = JSON.stringify(error.toBody());
   res.writeHead(error.status, {

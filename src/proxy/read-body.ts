@@ -59,5 +59,8 @@ export class ClientGoneError extends Error {
 }
 
 function tooLarge(limit: number): RouterError {
-  return new RouterError("payload_too_large", `Request body exceeds the limit of ${limit} bytes (--max-payload-size).`);
+  return new RouterError(
+    "payload_too_large",
+    `Request body exceeds the limit of ${limit} bytes (--max-payload-size).`,
+  );
 }

@@ -7,7 +7,13 @@ import type { RouterContext } from "./context.js";
 type Env = { Bindings: HttpBindings };
 
 /** Paths of the admin API, REST and SGLang-compatible. */
-export const ADMIN_PATHS = ["/workers", "/workers/*", "/add_worker", "/remove_worker", "/list_workers"];
+export const ADMIN_PATHS = [
+  "/workers",
+  "/workers/*",
+  "/add_worker",
+  "/remove_worker",
+  "/list_workers",
+];
 
 /**
  * The workers admin API. With --admin-api-key it needs `Authorization: Bearer <key>`; without
@@ -43,7 +49,11 @@ export function registerAdminRoutes(app: Hono<Env>, ctx: RouterContext): void {
   });
   app.post("/remove_worker", (c) => {
     const worker = removeWorker(ctx, requiredQueryUrl(c));
-    return c.json({ status: "ok", message: `Removed worker ${worker.url}`, worker: worker.toJSON() });
+    return c.json({
+      status: "ok",
+      message: `Removed worker ${worker.url}`,
+      worker: worker.toJSON(),
+    });
   });
   app.get("/list_workers", (c) => c.json({ urls: ctx.registry.list().map((w) => w.url) }));
 }
@@ -53,7 +63,10 @@ function adminGuard(ctx: RouterContext): MiddlewareHandler<Env> {
     const key = ctx.config.adminApiKey;
     if (key !== undefined) {
       if (!bearerMatches(c.req.header("authorization"), key)) {
-        throw new RouterError("unauthorized", "Admin API key missing or wrong: send Authorization: Bearer <admin key>.");
+        throw new RouterError(
+          "unauthorized",
+          "Admin API key missing or wrong: send Authorization: Bearer <admin key>.",
+        );
       }
     } else if (!isLoopback(c.env.incoming.socket.remoteAddress)) {
       throw new RouterError(
@@ -76,7 +89,10 @@ function addWorker(ctx: RouterContext, url: string) {
 function removeWorker(ctx: RouterContext, idOrUrl: string) {
   const worker = ctx.registry.remove(idOrUrl);
   if (!worker) throw unknownWorker(idOrUrl);
-  ctx.logger.info({ worker: worker.id, url: worker.url, in_flight: worker.inFlight }, "worker removed");
+  ctx.logger.info(
+    { worker: worker.id, url: worker.url, in_flight: worker.inFlight },
+    "worker removed",
+  );
   return worker;
 }
 
@@ -86,7 +102,11 @@ function unknownWorker(idOrUrl: string): RouterError {
 
 function requiredQueryUrl(c: Context<Env>): string {
   const url = c.req.query("url");
-  if (!url) throw new RouterError("invalid_worker_url", "Query parameter url is required, e.g. ?url=http://10.0.0.1:30000");
+  if (!url)
+    throw new RouterError(
+      "invalid_worker_url",
+      "Query parameter url is required, e.g. ?url=http://10.0.0.1:30000",
+    );
   return url;
 }
 
@@ -95,11 +115,17 @@ async function urlFromBody(c: Context<Env>): Promise<string> {
   try {
     body = await c.req.json();
   } catch {
-    throw new RouterError("invalid_json", 'Body must be JSON like {"url": "http://10.0.0.1:30000"}.');
+    throw new RouterError(
+      "invalid_json",
+      'Body must be JSON like {"url": "http://10.0.0.1:30000"}.',
+    );
   }
   const url = (body as { url?: unknown } | null)?.url;
   if (typeof url !== "string" || url === "") {
-    throw new RouterError("invalid_worker_url", 'Body must be JSON like {"url": "http://10.0.0.1:30000"}.');
+    throw new RouterError(
+      "invalid_worker_url",
+      'Body must be JSON like {"url": "http://10.0.0.1:30000"}.',
+    );
   }
   return url;
 }

@@ -5,7 +5,9 @@ export function bearerMatches(header: string | undefined, key: string): boolean 
   if (header === undefined) return false;
   const match = /^Bearer\s+(.+)$/i.exec(header.trim());
   if (!match) return false;
-  const given = createHash("sha256").update(match[1] as string).digest();
+  const given = createHash("sha256")
+    .update(match[1] as string)
+    .digest();
   const expected = createHash("sha256").update(key).digest();
   return timingSafeEqual(given, expected);
 }

@@ -37,7 +37,10 @@ export function registerInferenceRoutes(app: Hono<Env>, ctx: RouterContext): voi
 }
 
 function methodNotAllowed(method: string, path: string, allowed: string): Response {
-  const error = new RouterError("method_not_allowed", `${method} is not allowed on ${path}; use ${allowed}.`);
+  const error = new RouterError(
+    "method_not_allowed",
+    `${method} is not allowed on ${path}; use ${allowed}.`,
+  );
   return Response.json(error.toBody(), { status: error.status, headers: { allow: allowed } });
 }
 
@@ -50,7 +53,8 @@ async function handle(
 ): Promise<void> {
   const startedAt = Date.now();
   const header = incoming.headers["x-request-id"];
-  const requestId = typeof header === "string" && header !== "" && header.length <= 200 ? header : randomUUID();
+  const requestId =
+    typeof header === "string" && header !== "" && header.length <= 200 ? header : randomUUID();
   const client = new AbortController();
   const onClose = () => {
     if (!res.writableFinished) client.abort();
@@ -59,7 +63,16 @@ async function handle(
   ctx.state.active += 1;
   let outcome: ForwardOutcome;
   try {
-    outcome = await admitAndForward(ctx, incoming, res, endpoint, method, requestId, startedAt, client.signal);
+    outcome = await admitAndForward(
+      ctx,
+      incoming,
+      res,
+      endpoint,
+      method,
+      requestId,
+      startedAt,
+      client.signal,
+    );
   } catch (err) {
     outcome = failed(err, res, requestId, ctx);
   } finally {
@@ -81,8 +94,14 @@ async function admitAndForward(
 ): Promise<ForwardOutcome> {
   const { config } = ctx;
   if (ctx.state.shuttingDown) throw new RouterError("shutting_down");
-  if (config.apiKey !== undefined && !bearerMatches(incoming.headers.authorization, config.apiKey)) {
-    throw new RouterError("unauthorized", "Missing or invalid API key: send Authorization: Bearer <key>.");
+  if (
+    config.apiKey !== undefined &&
+    !bearerMatches(incoming.headers.authorization, config.apiKey)
+  ) {
+    throw new RouterError(
+      "unauthorized",
+      "Missing or invalid API key: send Authorization: Bearer <key>.",
+    );
   }
   let body: Buffer | undefined;
   let text = "";
@@ -129,7 +148,10 @@ function parseJsonObject(body: Buffer): Record<string, unknown> {
   try {
     parsed = JSON.parse(body.toString("utf8"));
   } catch (err) {
-    throw new RouterError("invalid_json", `Request body is not valid JSON: ${(err as Error).message}`);
+    throw new RouterError(
+      "invalid_json",
+      `Request body is not valid JSON: ${(err as Error).message}`,
+    );
   }
   if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) {
     throw new RouterError("invalid_request", "Request body must be a JSON object.");
@@ -138,11 +160,17 @@ function parseJsonObject(body: Buffer): Record<string, unknown> {
 }
 
 /** Answers a failure that happened before any worker answered. */
-function failed(err: unknown, res: ServerResponse, requestId: string, ctx: RouterContext): ForwardOutcome {
+function failed(
+  err: unknown,
+  res: ServerResponse,
+  requestId: string,
+  ctx: RouterContext,
+): ForwardOutcome {
   if (err instanceof ClientGoneError) return { status: 499, attempts: 0, error: "client_abort" };
   if (err instanceof RouterError) {
     // The unread rest of an oversized body is not worth reading: close the connection after the answer.
-    const extra: Record<string, string> = err.code === "payload_too_large" ? { connection: "close" } : {};
+    const extra: Record<string, string> =
+      err.code === "payload_too_large" ? { connection: "close" } : {};
     writeError(res, err, requestId, extra);
     if (err.code === "too_many_requests" || err.code === "queue_timeout") {
       ctx.metrics.queueRejections.inc({ reason: err.code });
@@ -169,7 +197,8 @@ function observe(
   const status = String(outcome.status);
   ctx.metrics.requests.inc({ endpoint, status });
   ctx.metrics.requestDuration.observe({ endpoint }, durationMs / 1000);
-  if (outcome.ttfbMs !== undefined) ctx.metrics.timeToFirstByte.observe({ endpoint }, outcome.ttfbMs / 1000);
+  if (outcome.ttfbMs !== undefined)
+    ctx.metrics.timeToFirstByte.observe({ endpoint }, outcome.ttfbMs / 1000);
   ctx.logger.info(
     {
       request_id: requestId,

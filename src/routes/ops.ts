@@ -12,11 +12,15 @@ export function registerOpsRoutes(app: Hono<Env>, ctx: RouterContext): void {
   app.get("/liveness", alive);
 
   app.get("/readiness", (c) => {
-    if (ctx.state.shuttingDown) return c.json({ status: "not_ready", reason: "shutting down" }, 503);
+    if (ctx.state.shuttingDown)
+      return c.json({ status: "not_ready", reason: "shutting down" }, 503);
     const workers = ctx.registry.list();
     const healthy = workers.filter((w) => w.available).length;
     if (healthy === 0) {
-      const reason = workers.length === 0 ? "no workers registered" : `none of ${workers.length} workers is available`;
+      const reason =
+        workers.length === 0
+          ? "no workers registered"
+          : `none of ${workers.length} workers is available`;
       return c.json({ status: "not_ready", reason, workers: workers.length, healthy }, 503);
     }
     return c.json({ status: "ready", workers: workers.length, healthy });

@@ -81,7 +81,10 @@ export class HealthChecker {
       worker.healthFailures += 1;
       if (worker.healthy && worker.healthFailures >= this.options.failureThreshold) {
         worker.healthy = false;
-        this.logger.warn({ worker: worker.id, url: worker.url, failures: worker.healthFailures }, "worker unhealthy");
+        this.logger.warn(
+          { worker: worker.id, url: worker.url, failures: worker.healthFailures },
+          "worker unhealthy",
+        );
       }
     }
   }

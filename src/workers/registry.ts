@@ -1,5 +1,5 @@
-import type { RadixTree } from "../tree/radix-tree.js";
 import { RouterError } from "../errors.js";
+import type { RadixTree } from "../tree/radix-tree.js";
 import { Worker, type WorkerOptions } from "./worker.js";
 import { normalizeWorkerUrl, workerIdFor } from "./worker-url.js";
 
@@ -23,7 +23,8 @@ export class WorkerRegistry {
       throw new RouterError("invalid_worker_url", `Worker URL ${(err as Error).message}`);
     }
     const id = workerIdFor(url);
-    if (this.byId.has(id)) throw new RouterError("worker_exists", `Worker ${url} is already registered.`);
+    if (this.byId.has(id))
+      throw new RouterError("worker_exists", `Worker ${url} is already registered.`);
     const worker = new Worker(id, url, this.options);
     this.byId.set(id, worker);
     this.snapshot = [...this.byId.values()];

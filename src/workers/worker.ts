@@ -52,7 +52,6 @@ export class Worker {
     return this.healthy && !this.removed && this.breaker.admits();
   }
 
-
   toJSON() {
     return {
       id: this.id,

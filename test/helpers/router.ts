@@ -19,7 +19,11 @@ export async function startTestRouter(overrides: Partial<Config> = {}): Promise<
   return startRouter(config, { logger: createLogger({ level: "silent" }) });
 }
 
-export async function postJson(url: string, body: unknown, headers: Record<string, string> = {}): Promise<Response> {
+export async function postJson(
+  url: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+): Promise<Response> {
   return fetch(url, {
     method: "POST",
     headers: { "content-type": "application/json", ...headers },
@@ -28,7 +32,11 @@ export async function postJson(url: string, body: unknown, headers: Record<strin
 }
 
 /** Polls until `check` returns true or the time is up (no fixed sleeps in tests). */
-export async function waitFor(check: () => boolean | Promise<boolean>, timeoutMs = 5000, what = "condition"): Promise<void> {
+export async function waitFor(
+  check: () => boolean | Promise<boolean>,
+  timeoutMs = 5000,
+  what = "condition",
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (await check()) return;

@@ -1,25 +1,6 @@
-import { type ChildProcess, spawn } from "node:child_process";
 import { createServer } from "node:net";
 import { describe, expect, it } from "vitest";
-
-const ROOT = new URL("../../", import.meta.url).pathname;
-
-/** Runs the real CLI (through tsx) and collects its exit code and output. */
-export function runCli(args: string[], env: Record<string, string> = {}): { child: ChildProcess; done: Promise<{ code: number | null; stdout: string; stderr: string }> } {
-  const child = spawn(process.execPath, ["--import", "tsx", "src/cli.ts", ...args], {
-    cwd: ROOT,
-    env: { ...process.env, ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let stdout = "";
-  let stderr = "";
-  child.stdout!.on("data", (d) => (stdout += d));
-  child.stderr!.on("data", (d) => (stderr += d));
-  const done = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) =>
-    child.on("exit", (code) => resolve({ code, stdout, stderr })),
-  );
-  return { child, done };
-}
+import { runCli } from "../helpers/cli.js";
 
 describe("CLI", () => {
   it.each([
@@ -30,7 +11,10 @@ describe("CLI", () => {
   ])("exits 2 with one line naming the flag for %j", async (args, flag) => {
     const { code, stderr } = await runCli(args).done;
     expect(code).toBe(2);
-    const lines = stderr.trim().split("\n").filter((l) => !l.includes("npm warn"));
+    const lines = stderr
+      .trim()
+      .split("\n")
+      .filter((l) => !l.includes("npm warn"));
     expect(lines).toHaveLength(1);
     expect(lines[0]).toContain(flag);
   });
@@ -63,7 +47,14 @@ describe("CLI", () => {
   });
 
   it("starts with no workers, answers 503 on the data plane, and exits 0 on SIGTERM", async () => {
-    const { child, done } = runCli(["--host", "127.0.0.1", "--port", "0", "--health-check-interval-secs", "0"]);
+    const { child, done } = runCli([
+      "--host",
+      "127.0.0.1",
+      "--port",
+      "0",
+      "--health-check-interval-secs",
+      "0",
+    ]);
     let output = "";
     child.stdout!.on("data", (d) => (output += d));
     const deadline = Date.now() + 10_000;

@@ -13,8 +13,12 @@ describe("Admission", () => {
     const a = new Admission(1, 10, 10_000);
     const first = await a.acquire();
     const order: number[] = [];
-    const second = a.acquire().then((r) => (order.push(2), r));
-    const third = a.acquire().then((r) => (order.push(3), r));
+    const track = (n: number) => (release: () => void) => {
+      order.push(n);
+      return release;
+    };
+    const second = a.acquire().then(track(2));
+    const third = a.acquire().then(track(3));
     expect(a.waiting).toBe(2);
     first();
     (await second)();

@@ -13,7 +13,8 @@ describe("routingText", () => {
         { role: "user", content: "Again" },
       ],
     });
-    for (const part of ["You are terse.", "Hi", "Hello.", "42", "Again"]) expect(text).toContain(part);
+    for (const part of ["You are terse.", "Hi", "Hello.", "42", "Again"])
+      expect(text).toContain(part);
     expect(text.indexOf("You are terse.")).toBeLessThan(text.indexOf("Hi"));
     expect(text.indexOf("Hello.")).toBeLessThan(text.indexOf("Again"));
   });
@@ -41,18 +42,36 @@ describe("routingText", () => {
       { role: "user", content: "q1" },
     ];
     const turn2 = [...turn1, { role: "assistant", content: "a1" }, { role: "user", content: "q2" }];
-    expect(routingText("chat", { messages: turn2 }).startsWith(routingText("chat", { messages: turn1 }))).toBe(true);
+    expect(
+      routingText("chat", { messages: turn2 }).startsWith(routingText("chat", { messages: turn1 })),
+    ).toBe(true);
   });
 
   it("chat: message boundaries matter (['ab','c'] differs from ['a','bc'])", () => {
-    const a = routingText("chat", { messages: [{ role: "user", content: "ab" }, { role: "user", content: "c" }] });
-    const b = routingText("chat", { messages: [{ role: "user", content: "a" }, { role: "user", content: "bc" }] });
+    const a = routingText("chat", {
+      messages: [
+        { role: "user", content: "ab" },
+        { role: "user", content: "c" },
+      ],
+    });
+    const b = routingText("chat", {
+      messages: [
+        { role: "user", content: "a" },
+        { role: "user", content: "bc" },
+      ],
+    });
     expect(a).not.toBe(b);
   });
 
   it("chat: tool calls of assistant messages count", () => {
     const text = routingText("chat", {
-      messages: [{ role: "assistant", content: null, tool_calls: [{ function: { name: "lookup", arguments: '{"q":1}' } }] }],
+      messages: [
+        {
+          role: "assistant",
+          content: null,
+          tool_calls: [{ function: { name: "lookup", arguments: '{"q":1}' } }],
+        },
+      ],
     });
     expect(text).toContain('lookup({"q":1})');
   });
@@ -64,11 +83,17 @@ describe("routingText", () => {
   });
 
   it("token ids never prefix-collide: [1, 2] is not a prefix of [1, 23]", () => {
-    expect(routingText("completions", { prompt: [1, 23] }).startsWith(routingText("completions", { prompt: [1, 2] }))).toBe(false);
+    expect(
+      routingText("completions", { prompt: [1, 23] }).startsWith(
+        routingText("completions", { prompt: [1, 2] }),
+      ),
+    ).toBe(false);
   });
 
   it("generate: text, else input_ids", () => {
-    expect(routingText("generate", { text: "The capital of France" })).toBe("The capital of France");
+    expect(routingText("generate", { text: "The capital of France" })).toBe(
+      "The capital of France",
+    );
     expect(routingText("generate", { input_ids: [5, 6, 7] })).toBe("5,6,7,");
     expect(routingText("generate", { input_ids: [[5, 6], [7]] })).toBe("5,6,\n7,\n");
   });
@@ -87,10 +112,16 @@ describe("routingText", () => {
 
   it("never throws on any JSON object (property)", () => {
     fc.assert(
-      fc.property(fc.constantFrom("chat", "completions", "generate", "embeddings" as const), fc.object(), (endpoint, body) => {
-        expect(typeof routingText(endpoint as "chat", body as Record<string, unknown>)).toBe("string");
-        modelOf(body as Record<string, unknown>);
-      }),
+      fc.property(
+        fc.constantFrom("chat", "completions", "generate", "embeddings" as const),
+        fc.object(),
+        (endpoint, body) => {
+          expect(typeof routingText(endpoint as "chat", body as Record<string, unknown>)).toBe(
+            "string",
+          );
+          modelOf(body as Record<string, unknown>);
+        },
+      ),
       { numRuns: 300 },
     );
   });

@@ -5,12 +5,17 @@ describe("worker URLs", () => {
   it("normalizes spellings of one worker to one URL", () => {
     expect(normalizeWorkerUrl("http://A:30000/")).toBe("http://a:30000");
     expect(normalizeWorkerUrl(" http://a:30000 ")).toBe("http://a:30000");
-    expect(normalizeWorkerUrl("https://gpu1.internal/sglang/")).toBe("https://gpu1.internal/sglang");
+    expect(normalizeWorkerUrl("https://gpu1.internal/sglang/")).toBe(
+      "https://gpu1.internal/sglang",
+    );
   });
 
-  it.each(["10.0.0.1:30000", "ftp://a", "http://user:pw@a:1", "http://a:1/?x=1", "", "http://"])("rejects %s", (url) => {
-    expect(() => normalizeWorkerUrl(url)).toThrow();
-  });
+  it.each(["10.0.0.1:30000", "ftp://a", "http://user:pw@a:1", "http://a:1/?x=1", "", "http://"])(
+    "rejects %s",
+    (url) => {
+      expect(() => normalizeWorkerUrl(url)).toThrow();
+    },
+  );
 
   it("never echoes credentials in its error", () => {
     expect(() => normalizeWorkerUrl("http://user:secret@a:1")).toThrow(/^(?!.*secret)/);
