@@ -1,0 +1,288 @@
+/**
+ * The simulated engine: continuous batching over a FIFO waiting queue, as vLLM and SGLang schedule.
+ *
+ * Each step (one forward pass) takes, within a token budget (`maxBatchTokens`): one token for every
+ * decoding sequence, then prefill chunks for sequences still prefilling, then admits waiting
+ * sequences in arrival order while there is a free slot (`maxRunning`), budget, and KV room. A
+ * sequence whose prefill completes emits its first token at the end of that step; afterwards it
+ * emits one token per step. A step lasts stepDurationMs(shape) × delayFactor().
+ *
+ * Time is virtual and catches up: each step starts when the previous one ended, and steps whose
+ * end is already past run back to back without a timer. Small time scales therefore keep their
+ * aggregate throughput even though timers cannot fire more often than once per millisecond, and a
+ * delay factor of 0 runs every request to completion synchronously.
+ */
+import type { Clock } from "./clock.js";
+import type { KvAllocation, PrefixKvCache } from "./kv-cache.js";
+import { generatedTokenIds } from "./output-text.js";
+import { type StepShape, stepDurationMs, type TimingModel } from "./timing.js";
+
+/** Receives a sequence's progress. Called synchronously from the engine's step loop. */
+export interface SequenceSink {
+  /** The sequence left the queue; `cachedTokens` of its prompt were found in the KV cache. */
+  onAdmit?(cachedTokens: number): void;
+  /** Output token `index` (0-based) was produced. */
+  onToken(index: number): void;
+  /** Every requested token was produced (or, for maxTokens = 0, the prompt was prefilled). */
+  onFinish(): void;
+}
+
+export interface SequenceSpec {
+  promptTokens: readonly number[];
+  /** Output tokens to generate; 0 = prefill only (embeddings). */
+  maxTokens: number;
+  sink: SequenceSink;
+}
+
+export type SequenceState = "waiting" | "running" | "finished" | "aborted";
+
+export interface SequenceHandle {
+  readonly state: SequenceState;
+  readonly cachedTokens: number;
+  readonly generated: number;
+  /** Stop the sequence: it leaves the queue or the batch and its KV pins are released. */
+  abort(): void;
+}
+
+export interface EngineOptions {
+  timing: TimingModel;
+  /** Most sequences in the running batch. */
+  maxRunning: number;
+  /** Most tokens one step processes (decode tokens + prefill chunks). */
+  maxBatchTokens: number;
+  /** Real milliseconds per model millisecond (timeScale × slowdown), read at every step. */
+  delayFactor: () => number;
+}
+
+class Sequence implements SequenceHandle {
+  state: SequenceState = "waiting";
+  cachedTokens = 0;
+  generated = 0;
+  /** Prompt tokens with KV (cached or prefilled). */
+  computed = 0;
+  alloc: KvAllocation | undefined;
+
+  constructor(
+    readonly engine: Engine,
+    readonly promptTokens: readonly number[],
+    readonly maxTokens: number,
+    readonly sink: SequenceSink,
+    readonly arrival: number,
+  ) {}
+
+  abort(): void {
+    this.engine.abortSequence(this);
+  }
+}
+
+interface PlanEntry {
+  seq: Sequence;
+  /** Prefill chunk length; 0 for a decode step. */
+  prefill: number;
+}
+
+interface StepPlan {
+  entries: PlanEntry[];
+  shape: StepShape;
+}
+
+export class Engine {
+  private readonly waitingQueue: Sequence[] = [];
+  private readonly runningBatch: Sequence[] = [];
+  private timer: unknown;
+  private pumping = false;
+  private stopped = false;
+  private stepCount = 0;
+
+  constructor(
+    private readonly options: EngineOptions,
+    private readonly kv: PrefixKvCache,
+    private readonly clock: Clock,
+  ) {
+    if (!Number.isInteger(options.maxRunning) || options.maxRunning < 1) {
+      throw new RangeError(`maxRunning must be a positive integer, got ${options.maxRunning}`);
+    }
+    if (!Number.isInteger(options.maxBatchTokens) || options.maxBatchTokens < 1) {
+      throw new RangeError(
+        `maxBatchTokens must be a positive integer, got ${options.maxBatchTokens}`,
+      );
+    }
+  }
+
+  /** Whether a sequence of this size can ever be admitted (it fits in the whole KV pool). */
+  fits(promptTokens: number, maxTokens: number): boolean {
+    return this.kv.blocksFor(promptTokens + maxTokens) <= this.kv.totalBlocks;
+  }
+
+  submit(spec: SequenceSpec): SequenceHandle {
+    if (this.stopped) throw new Error("engine stopped");
+    if (spec.promptTokens.length === 0) throw new RangeError("empty prompt");
+    if (!this.fits(spec.promptTokens.length, spec.maxTokens)) {
+      throw new RangeError("prompt + maxTokens exceed the KV cache capacity");
+    }
+    const seq = new Sequence(this, spec.promptTokens, spec.maxTokens, spec.sink, this.clock.now());
+    this.waitingQueue.push(seq);
+    if (this.timer === undefined && !this.pumping) this.pump(seq.arrival);
+    return seq;
+  }
+
+  get running(): number {
+    return this.runningBatch.length;
+  }
+
+  get waiting(): number {
+    return this.waitingQueue.length;
+  }
+
+  /** Steps executed so far. */
+  get steps(): number {
+    return this.stepCount;
+  }
+
+  /** Abort everything and stop stepping; the engine accepts nothing afterwards. */
+  stop(): void {
+    this.stopped = true;
+    if (this.timer !== undefined) this.clock.clearTimer(this.timer);
+    this.timer = undefined;
+    for (const seq of [...this.runningBatch, ...this.waitingQueue]) this.abortSequence(seq);
+  }
+
+  /** @internal Called by SequenceHandle.abort. */
+  abortSequence(seq: Sequence): void {
+    if (seq.state === "waiting") {
+      const i = this.waitingQueue.indexOf(seq);
+      if (i >= 0) this.waitingQueue.splice(i, 1);
+    } else if (seq.state === "running") {
+      this.leaveBatch(seq);
+    } else {
+      return;
+    }
+    seq.state = "aborted";
+  }
+
+  /**
+   * Run steps from virtual time `start` (after applying a step that has just ended, if any) until
+   * a step ends in the future (then wait for it) or there is nothing left to do.
+   */
+  private pump(start: number, ended?: StepPlan): void {
+    this.pumping = true;
+    try {
+      if (ended !== undefined) this.apply(ended);
+      let t = start;
+      while (!this.stopped) {
+        const plan = this.plan(t);
+        if (plan === undefined) {
+          const head = this.waitingQueue[0];
+          // Catching up: the head arrived after this (past) step would have started.
+          if (head !== undefined && head.arrival > t) {
+            t = head.arrival;
+            continue;
+          }
+          if (head !== undefined) {
+            // Unreachable: with nothing running every block is evictable and submit() checked fit.
+            throw new Error("simulated engine stalled with an admissible queue head");
+          }
+          return;
+        }
+        const end =
+          t + stepDurationMs(this.options.timing, plan.shape) * this.options.delayFactor();
+        const now = this.clock.now();
+        if (end > now) {
+          this.timer = this.clock.setTimer(() => {
+            this.timer = undefined;
+            this.pump(end, plan);
+          }, end - now);
+          return;
+        }
+        this.apply(plan);
+        t = end;
+      }
+    } finally {
+      this.pumping = false;
+    }
+  }
+
+  /** Choose the work of a step starting at virtual time t; undefined when there is none. */
+  private plan(t: number): StepPlan | undefined {
+    const entries: PlanEntry[] = [];
+    const shape: StepShape = { prefillTokens: 0, decodeSeqs: 0, seqs: 0, contextTokens: 0 };
+    let budget = this.options.maxBatchTokens;
+    for (const seq of this.runningBatch) {
+      if (budget === 0) break;
+      if (seq.computed < seq.promptTokens.length) continue;
+      entries.push({ seq, prefill: 0 });
+      budget--;
+      shape.decodeSeqs++;
+      shape.contextTokens += seq.promptTokens.length + seq.generated;
+    }
+    for (const seq of this.runningBatch) {
+      if (budget === 0) break;
+      if (seq.computed >= seq.promptTokens.length) continue;
+      budget -= this.addPrefill(entries, shape, seq, budget);
+    }
+    while (budget > 0 && this.runningBatch.length < this.options.maxRunning) {
+      const head = this.waitingQueue[0];
+      if (head === undefined || head.arrival > t) break;
+      const alloc = this.kv.allocate(head.promptTokens, head.promptTokens.length + head.maxTokens);
+      if (alloc === undefined) break; // FIFO: the head waits for KV room, and so do those behind it.
+      this.waitingQueue.shift();
+      head.state = "running";
+      head.alloc = alloc;
+      head.cachedTokens = alloc.cachedTokens;
+      head.computed = alloc.cachedTokens;
+      this.runningBatch.push(head);
+      head.sink.onAdmit?.(alloc.cachedTokens);
+      budget -= this.addPrefill(entries, shape, head, budget);
+    }
+    shape.seqs = entries.length;
+    return entries.length === 0 ? undefined : { entries, shape };
+  }
+
+  private addPrefill(
+    entries: PlanEntry[],
+    shape: StepShape,
+    seq: Sequence,
+    budget: number,
+  ): number {
+    const chunk = Math.min(seq.promptTokens.length - seq.computed, budget);
+    entries.push({ seq, prefill: chunk });
+    shape.prefillTokens += chunk;
+    shape.contextTokens += seq.computed + chunk;
+    return chunk;
+  }
+
+  /** The step has ended: advance every sequence in it. */
+  private apply(plan: StepPlan): void {
+    this.stepCount++;
+    for (const { seq, prefill } of plan.entries) {
+      if (seq.state !== "running") continue; // aborted during the step
+      if (prefill > 0) {
+        seq.computed += prefill;
+        this.kv.commit(seq.alloc as KvAllocation, seq.promptTokens, seq.computed);
+        if (seq.computed < seq.promptTokens.length) continue;
+        if (seq.maxTokens === 0) {
+          this.finish(seq);
+          continue;
+        }
+      }
+      seq.generated++;
+      seq.sink.onToken(seq.generated - 1);
+      if (seq.state === "running" && seq.generated >= seq.maxTokens) this.finish(seq);
+    }
+  }
+
+  private finish(seq: Sequence): void {
+    // The output's full blocks are cached too, so a follow-up turn that re-sends the reply hits.
+    const sequence = seq.promptTokens.concat(generatedTokenIds(seq.generated));
+    this.kv.commit(seq.alloc as KvAllocation, sequence, sequence.length);
+    this.leaveBatch(seq);
+    seq.state = "finished";
+    seq.sink.onFinish();
+  }
+
+  private leaveBatch(seq: Sequence): void {
+    const i = this.runningBatch.indexOf(seq);
+    if (i >= 0) this.runningBatch.splice(i, 1);
+    if (seq.alloc !== undefined) this.kv.release(seq.alloc);
+  }
+}

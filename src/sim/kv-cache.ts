@@ -1,0 +1,247 @@
+/**
+ * The simulated engine's own prefix KV cache, modelled on vLLM's automatic prefix caching and
+ * independent of anything the router guesses:
+ *
+ * - KV memory is a pool of fixed-size blocks (16 tokens by default, vLLM's default).
+ * - A full block is identified by a chained hash: hash(parent block's hash, the block's token ids).
+ *   Only full blocks are cached; a partial tail block is private to its request.
+ * - A request's cached tokens are the tokens of the longest run of leading blocks already present,
+ *   capped so that at least one prompt token is computed (the engine needs its logits).
+ * - A running request pins its blocks (reference counts) and reserves the blocks it will fill
+ *   (rest of the prompt plus max output). Blocks nobody references stay cached until memory is
+ *   needed, then the least recently used go first; among blocks freed together the tail goes
+ *   before its parents (they are queued in reverse, as vLLM does), so prefixes outlive suffixes.
+ */
+import { fmix32 } from "./hash.js";
+
+/** A cached block: its identity and how many running requests hold it. */
+interface Block {
+  readonly hash: number;
+  refs: number;
+}
+
+/** One request's hold on the pool, from admission until release. */
+export interface KvAllocation {
+  /** Prompt tokens found in the cache at admission. */
+  readonly cachedTokens: number;
+  /** Hashed blocks this request holds, in sequence order. */
+  readonly blocks: Block[];
+  /** Reserved, not yet hashed blocks (to be filled by prefill and decode). */
+  reserved: number;
+  released: boolean;
+}
+
+export interface KvCacheOptions {
+  /** Capacity of the pool in tokens; rounded down to whole blocks. */
+  capacityTokens: number;
+  /** Tokens per block. */
+  blockSize: number;
+}
+
+const TWO_32 = 2 ** 32;
+const ROOT_HASH = 0x5eed;
+
+/**
+ * The hash of a block given its parent's hash and its tokens: 53 bits (two mixed 32-bit lanes),
+ * so that collisions are negligible for any pool that fits in memory.
+ */
+export function chainHash(
+  parent: number,
+  tokens: readonly number[],
+  start: number,
+  end: number,
+): number {
+  let h1 = Math.floor(parent / TWO_32) ^ 0x9e3779b9;
+  let h2 = (parent >>> 0) ^ 0x85ebca6b;
+  for (let i = start; i < end; i++) {
+    const t = tokens[i] as number;
+    h1 = Math.imul(h1 ^ t, 0x01000193);
+    h2 = Math.imul(h2 ^ t, 0x5bd1e995);
+    h2 ^= h2 >>> 13;
+  }
+  h1 = fmix32(h1 ^ (end - start));
+  h2 = fmix32(h2 ^ h1);
+  return (h1 >>> 11) * TWO_32 + (h2 >>> 0);
+}
+
+export class PrefixKvCache {
+  readonly blockSize: number;
+  readonly totalBlocks: number;
+  /** Every hashed block in the pool, pinned or not. */
+  private readonly byHash = new Map<number, Block>();
+  /** Hashed blocks with no references, least recently used first (Map keeps insertion order). */
+  private readonly free = new Map<number, Block>();
+  private pinned = 0;
+  private reservedTotal = 0;
+  private evictedTotal = 0;
+
+  constructor(options: KvCacheOptions) {
+    const { capacityTokens, blockSize } = options;
+    if (!Number.isInteger(blockSize) || blockSize < 1) {
+      throw new RangeError(`blockSize must be a positive integer, got ${blockSize}`);
+    }
+    if (!Number.isFinite(capacityTokens) || capacityTokens < blockSize) {
+      throw new RangeError(
+        `capacityTokens must hold at least one block of ${blockSize} tokens, got ${capacityTokens}`,
+      );
+    }
+    this.blockSize = blockSize;
+    this.totalBlocks = Math.floor(capacityTokens / blockSize);
+  }
+
+  /** Chained hashes of the full blocks of `tokens` (at most `maxBlocks`). */
+  blockHashes(tokens: readonly number[], maxBlocks = Number.POSITIVE_INFINITY): number[] {
+    const n = Math.min(Math.floor(tokens.length / this.blockSize), maxBlocks);
+    const hashes: number[] = [];
+    let parent = ROOT_HASH;
+    for (let i = 0; i < n; i++) {
+      parent = chainHash(parent, tokens, i * this.blockSize, (i + 1) * this.blockSize);
+      hashes.push(parent);
+    }
+    return hashes;
+  }
+
+  /** Tokens of `prompt` that admission would find cached now; no side effects. */
+  cachedPrefixTokens(prompt: readonly number[]): number {
+    let hits = 0;
+    for (const hash of this.blockHashes(prompt, this.matchableBlocks(prompt.length))) {
+      if (!this.byHash.has(hash)) break;
+      hits++;
+    }
+    return hits * this.blockSize;
+  }
+
+  /** Blocks a request needs for its whole life (prompt plus every output token). */
+  blocksFor(totalTokens: number): number {
+    return Math.ceil(totalTokens / this.blockSize);
+  }
+
+  /**
+   * Admit a request: pin the cached leading blocks of `prompt` and reserve the rest of the
+   * `totalTokens` it may occupy, evicting unreferenced blocks if needed. Returns undefined (and
+   * changes nothing) when the pool cannot make room now.
+   */
+  allocate(prompt: readonly number[], totalTokens: number): KvAllocation | undefined {
+    const hashes = this.blockHashes(prompt, this.matchableBlocks(prompt.length));
+    const hits: Block[] = [];
+    let hitsNowFree = 0;
+    for (const hash of hashes) {
+      const block = this.byHash.get(hash);
+      if (block === undefined) break;
+      hits.push(block);
+      if (block.refs === 0) hitsNowFree++;
+    }
+    const needed = Math.max(0, this.blocksFor(Math.max(totalTokens, prompt.length)) - hits.length);
+    // Room = everything not pinned or reserved, minus the free blocks this request will pin.
+    if (needed > this.totalBlocks - this.pinned - this.reservedTotal - hitsNowFree)
+      return undefined;
+
+    for (const block of hits) this.ref(block);
+    this.evictUntil(needed);
+    this.reservedTotal += needed;
+    return {
+      cachedTokens: hits.length * this.blockSize,
+      blocks: hits,
+      reserved: needed,
+      released: false,
+    };
+  }
+
+  /**
+   * Record that the first `computedTokens` of `tokens` (prompt, then output) now have KV: their
+   * full blocks become hashed, findable blocks held by this request.
+   */
+  commit(alloc: KvAllocation, tokens: readonly number[], computedTokens: number): void {
+    if (alloc.released) return;
+    const full = Math.floor(Math.min(computedTokens, tokens.length) / this.blockSize);
+    let parent = alloc.blocks.length > 0 ? (alloc.blocks.at(-1) as Block).hash : ROOT_HASH;
+    for (let i = alloc.blocks.length; i < full && alloc.reserved > 0; i++) {
+      parent = chainHash(parent, tokens, i * this.blockSize, (i + 1) * this.blockSize);
+      let block = this.byHash.get(parent);
+      if (block === undefined) {
+        block = { hash: parent, refs: 0 };
+        this.byHash.set(parent, block);
+      }
+      // A block computed twice (two requests raced on the same prefix) is kept once; the
+      // duplicate's reservation simply goes back to the pool.
+      this.ref(block);
+      alloc.blocks.push(block);
+      alloc.reserved--;
+      this.reservedTotal--;
+    }
+  }
+
+  /** Drop a request's hold: its hashed blocks stay cached (evictable), its reservation is freed. */
+  release(alloc: KvAllocation): void {
+    if (alloc.released) return;
+    alloc.released = true;
+    this.reservedTotal -= alloc.reserved;
+    alloc.reserved = 0;
+    // Tail first, so that it is evicted before the blocks it depends on.
+    for (let i = alloc.blocks.length - 1; i >= 0; i--) {
+      const block = alloc.blocks[i] as Block;
+      block.refs--;
+      if (block.refs === 0) {
+        this.pinned--;
+        this.free.set(block.hash, block);
+      }
+    }
+  }
+
+  has(hash: number): boolean {
+    return this.byHash.has(hash);
+  }
+
+  /** Blocks in use: pinned + reserved + cached but unreferenced. Never above totalBlocks. */
+  get usedBlocks(): number {
+    return this.pinned + this.reservedTotal + this.free.size;
+  }
+
+  get pinnedBlocks(): number {
+    return this.pinned;
+  }
+
+  get reservedBlocks(): number {
+    return this.reservedTotal;
+  }
+
+  /** Hashed blocks no running request holds (the evictable cache). */
+  get evictableBlocks(): number {
+    return this.free.size;
+  }
+
+  /** Blocks evicted so far. */
+  get evictions(): number {
+    return this.evictedTotal;
+  }
+
+  /** Fraction of the pool held by running requests (pinned + reserved), as engines report it. */
+  get activeUsage(): number {
+    return (this.pinned + this.reservedTotal) / this.totalBlocks;
+  }
+
+  /** A prompt may reuse at most its first length - 1 tokens: one token must be computed. */
+  private matchableBlocks(promptLength: number): number {
+    return Math.floor(Math.max(0, promptLength - 1) / this.blockSize);
+  }
+
+  private ref(block: Block): void {
+    if (block.refs === 0) {
+      this.free.delete(block.hash);
+      this.pinned++;
+    }
+    block.refs++;
+  }
+
+  /** Evict least recently used unreferenced blocks until `blocks` are unused. */
+  private evictUntil(blocks: number): void {
+    let unused = this.totalBlocks - this.usedBlocks;
+    if (unused >= blocks) return;
+    for (const [hash] of this.free) {
+      this.free.delete(hash);
+      this.byHash.delete(hash);
+      this.evictedTotal++;
+      if (++unused >= blocks) return;
+    }
+  }
+}

@@ -1,0 +1,126 @@
+/**
+ * GET /metrics in Prometheus text format, under the metric names of the engine being mimicked:
+ * vLLM (vllm:num_requests_running, vllm:kv_cache_usage_perc, vllm:prefix_cache_hits_total, ...)
+ * or SGLang (sglang:num_running_reqs, sglang:num_queue_reqs, sglang:cache_hit_rate, ...).
+ */
+import type { SimFlavor } from "./options.js";
+
+export interface MetricsSnapshot {
+  model: string;
+  running: number;
+  waiting: number;
+  /** Fraction of KV blocks held by running requests, 0..1. */
+  kvUsage: number;
+  /** Blocks held by running requests, in tokens. */
+  kvUsedTokens: number;
+  /** Prompt tokens looked up in the prefix cache at admission. */
+  promptTokens: number;
+  /** Of those, tokens found cached. */
+  cachedTokens: number;
+  generationTokens: number;
+  completedRequests: number;
+}
+
+type Sample = [name: string, type: "gauge" | "counter", help: string, value: number];
+
+export const METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
+
+export function renderMetrics(flavor: SimFlavor, m: MetricsSnapshot): string {
+  const hitRate = m.promptTokens > 0 ? m.cachedTokens / m.promptTokens : 0;
+  const samples: Sample[] =
+    flavor === "vllm"
+      ? [
+          [
+            "vllm:num_requests_running",
+            "gauge",
+            "Number of requests in model execution batches.",
+            m.running,
+          ],
+          [
+            "vllm:num_requests_waiting",
+            "gauge",
+            "Number of requests waiting to be processed.",
+            m.waiting,
+          ],
+          [
+            "vllm:kv_cache_usage_perc",
+            "gauge",
+            "KV-cache usage. 1 means 100 percent usage.",
+            m.kvUsage,
+          ],
+          [
+            "vllm:prefix_cache_queries_total",
+            "counter",
+            "Prefix cache queries, in terms of number of queried tokens.",
+            m.promptTokens,
+          ],
+          [
+            "vllm:prefix_cache_hits_total",
+            "counter",
+            "Prefix cache hits, in terms of number of cached tokens.",
+            m.cachedTokens,
+          ],
+          [
+            "vllm:prompt_tokens_total",
+            "counter",
+            "Number of prefill tokens processed.",
+            m.promptTokens,
+          ],
+          [
+            "vllm:generation_tokens_total",
+            "counter",
+            "Number of generation tokens processed.",
+            m.generationTokens,
+          ],
+          [
+            "vllm:request_success_total",
+            "counter",
+            "Count of successfully processed requests.",
+            m.completedRequests,
+          ],
+        ]
+      : [
+          ["sglang:num_running_reqs", "gauge", "The number of running requests.", m.running],
+          [
+            "sglang:num_queue_reqs",
+            "gauge",
+            "The number of requests in the waiting queue.",
+            m.waiting,
+          ],
+          ["sglang:token_usage", "gauge", "The token usage.", m.kvUsage],
+          ["sglang:num_used_tokens", "gauge", "The number of used tokens.", m.kvUsedTokens],
+          ["sglang:cache_hit_rate", "gauge", "The prefix cache hit rate.", hitRate],
+          [
+            "sglang:prompt_tokens_total",
+            "counter",
+            "Number of prefill tokens processed.",
+            m.promptTokens,
+          ],
+          [
+            "sglang:generation_tokens_total",
+            "counter",
+            "Number of generation tokens processed.",
+            m.generationTokens,
+          ],
+          [
+            "sglang:num_requests_total",
+            "counter",
+            "Number of requests processed.",
+            m.completedRequests,
+          ],
+        ];
+  const label = `{model_name="${escapeLabel(m.model)}"}`;
+  let out = "";
+  for (const [name, type, help, value] of samples) {
+    out += `# HELP ${name} ${help}\n# TYPE ${name} ${type}\n${name}${label} ${formatValue(value)}\n`;
+  }
+  return out;
+}
+
+function escapeLabel(value: string): string {
+  return value.replace(/\\/g, "\\\\").replace(/\n/g, "\\n").replace(/"/g, '\\"');
+}
+
+function formatValue(value: number): string {
+  return Number.isInteger(value) ? `${value}.0` : String(value);
+}

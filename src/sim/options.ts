@@ -1,0 +1,151 @@
+/**
+ * Every constant of a simulated worker, with its default, in one table. The CLI derives one flag
+ * per numeric option from NUMERIC_OPTIONS, so options and flags cannot drift apart.
+ */
+import type { SimFaults } from "./faults.js";
+import { DEFAULT_TIMING, type TimingModel } from "./timing.js";
+
+export type SimFlavor = "sglang" | "vllm";
+
+/** Numeric constants: the timing model, the KV cache, and protocol limits. */
+export interface SimNumericOptions extends TimingModel {
+  /** Real ms per model ms: 1 = real time, 0.01 = 100× faster, 0 = answer at once. */
+  timeScale: number;
+  /** Most sequences in the running batch (vLLM max_num_seqs, SGLang max_running_requests). */
+  maxRunning: number;
+  /** Most tokens per step (vLLM max_num_batched_tokens, SGLang chunked_prefill_size). */
+  maxBatchTokens: number;
+  /** KV cache capacity in tokens. */
+  kvCapacityTokens: number;
+  /** Tokens per KV block. */
+  blockSize: number;
+  /** Longest prompt + output accepted (400 above). */
+  maxModelLen: number;
+  /** Output tokens when a request does not say (max_tokens / max_new_tokens). */
+  defaultMaxTokens: number;
+  /** Dimension of the fake embeddings. */
+  embeddingDim: number;
+  /** Largest request body accepted (413 above). */
+  bodyLimitBytes: number;
+}
+
+export interface SimWorkerOptions extends Partial<SimNumericOptions> {
+  /** Tag of every response (header x-sim-worker-id); default `sim-<port>`. */
+  id?: string;
+  /** Default 127.0.0.1. */
+  host?: string;
+  /** Default 0 (a free port). */
+  port?: number;
+  /** Which engine's metric names and labels to mimic; default "sglang". */
+  flavor?: SimFlavor;
+  /** Served model name; default "meta-llama/Llama-3.1-8B-Instruct". */
+  model?: string;
+  /** Initial fault knobs. */
+  faults?: Partial<SimFaults>;
+}
+
+export interface NumericOptionSpec {
+  key: keyof SimNumericOptions;
+  description: string;
+  integer: boolean;
+  /** Smallest allowed value (inclusive). */
+  min: number;
+}
+
+export const NUMERIC_OPTIONS: readonly NumericOptionSpec[] = [
+  { key: "timeScale", description: "real ms per model ms (0 = no delays)", integer: false, min: 0 },
+  {
+    key: "prefillTokensPerSec",
+    description: "prefill throughput, tokens/s",
+    integer: false,
+    min: 1,
+  },
+  { key: "stepFloorMs", description: "minimum duration of a step, ms", integer: false, min: 0 },
+  {
+    key: "decodePerSeqMs",
+    description: "step cost per batched sequence, ms",
+    integer: false,
+    min: 0,
+  },
+  {
+    key: "kvReadMsPer1kTokens",
+    description: "step cost per 1000 context tokens read, ms",
+    integer: false,
+    min: 0,
+  },
+  { key: "maxRunning", description: "max sequences in the running batch", integer: true, min: 1 },
+  {
+    key: "maxBatchTokens",
+    description: "max tokens per step (chunked prefill)",
+    integer: true,
+    min: 1,
+  },
+  { key: "kvCapacityTokens", description: "KV cache capacity, tokens", integer: true, min: 1 },
+  { key: "blockSize", description: "tokens per KV block", integer: true, min: 1 },
+  { key: "maxModelLen", description: "max prompt + output tokens", integer: true, min: 1 },
+  { key: "defaultMaxTokens", description: "output tokens when unspecified", integer: true, min: 1 },
+  { key: "embeddingDim", description: "dimension of fake embeddings", integer: true, min: 1 },
+  { key: "bodyLimitBytes", description: "largest request body, bytes", integer: true, min: 1 },
+];
+
+export const DEFAULT_NUMERIC_OPTIONS: Readonly<SimNumericOptions> = Object.freeze({
+  ...DEFAULT_TIMING,
+  timeScale: 1,
+  maxRunning: 256,
+  maxBatchTokens: 8192,
+  kvCapacityTokens: 400_000,
+  blockSize: 16,
+  maxModelLen: 131_072,
+  defaultMaxTokens: 16,
+  embeddingDim: 32,
+  bodyLimitBytes: 32 * 1024 * 1024,
+});
+
+export const DEFAULT_MODEL = "meta-llama/Llama-3.1-8B-Instruct";
+
+export interface ResolvedSimOptions extends SimNumericOptions {
+  id: string | undefined;
+  host: string;
+  port: number;
+  flavor: SimFlavor;
+  model: string;
+}
+
+/** Fill defaults and validate; throws RangeError naming the bad option. */
+export function resolveOptions(options: SimWorkerOptions = {}): ResolvedSimOptions {
+  const numeric = { ...DEFAULT_NUMERIC_OPTIONS };
+  for (const spec of NUMERIC_OPTIONS) {
+    const value = options[spec.key];
+    if (value === undefined) continue;
+    if (typeof value !== "number" || !Number.isFinite(value) || value < spec.min) {
+      throw new RangeError(`${spec.key} must be a finite number >= ${spec.min}, got ${value}`);
+    }
+    if (spec.integer && !Number.isInteger(value)) {
+      throw new RangeError(`${spec.key} must be an integer, got ${value}`);
+    }
+    numeric[spec.key] = value;
+  }
+  if (numeric.kvCapacityTokens < numeric.blockSize) {
+    throw new RangeError(
+      `kvCapacityTokens (${numeric.kvCapacityTokens}) must hold one block of ${numeric.blockSize}`,
+    );
+  }
+  const port = options.port ?? 0;
+  if (!Number.isInteger(port) || port < 0 || port > 65_535) {
+    throw new RangeError(`port must be an integer 0-65535, got ${port}`);
+  }
+  const flavor = options.flavor ?? "sglang";
+  if (flavor !== "sglang" && flavor !== "vllm") {
+    throw new RangeError(`flavor must be "sglang" or "vllm", got ${String(flavor)}`);
+  }
+  if (options.id !== undefined && options.id.length === 0)
+    throw new RangeError("id must not be empty");
+  return {
+    ...numeric,
+    id: options.id,
+    host: options.host ?? "127.0.0.1",
+    port,
+    flavor,
+    model: options.model ?? DEFAULT_MODEL,
+  };
+}

@@ -1,0 +1,453 @@
+/**
+ * A simulated SGLang/vLLM inference server: a real HTTP server (node:http, for precise control of
+ * streaming and aborts) in front of the simulated engine and its prefix KV cache. Every response,
+ * errors and /health included, carries `x-sim-worker-id: <id>`.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { type Clock, realClock } from "./clock.js";
+import { Engine } from "./engine.js";
+import { DEFAULT_FAULTS, mergeFaults, type SimFaults } from "./faults.js";
+import { PrefixKvCache } from "./kv-cache.js";
+import { METRICS_CONTENT_TYPE, renderMetrics } from "./metrics.js";
+import { type ResolvedSimOptions, resolveOptions, type SimWorkerOptions } from "./options.js";
+import { BadRequest, type InferenceEndpoint, parseJob } from "./protocol.js";
+import { errorBody } from "./responses.js";
+import { type ServeCounters, sendJson, serveJob } from "./serve.js";
+
+export type { SimFaults } from "./faults.js";
+export type { SimFlavor, SimWorkerOptions } from "./options.js";
+
+export const WORKER_ID_HEADER = "x-sim-worker-id";
+
+export interface SimStats {
+  id: string;
+  /** Inference requests received (every endpoint that runs the engine), faulted ones included. */
+  requests: number;
+  /** Sequences running or waiting in the engine, plus requests held by the hang fault. */
+  inFlight: number;
+  running: number;
+  waiting: number;
+  hanging: number;
+  /** Inference responses sent in full. */
+  completed: number;
+  /** Inference requests whose client disconnected before the response was complete. */
+  aborted: number;
+  /** Streams cut by the crashMidStream fault. */
+  crashed: number;
+  /** Requests answered with an injected fault status (status, failFirst). */
+  failed: number;
+  /** Requests answered 4xx for bad input. */
+  rejected: number;
+  /** Prompt tokens admitted to the engine, and of those the ones found in the prefix cache. */
+  promptTokens: number;
+  cachedTokens: number;
+  completionTokens: number;
+  /** Fraction of KV blocks held by running requests. */
+  kvUsage: number;
+  /** KV blocks evicted from the prefix cache so far. */
+  kvEvictions: number;
+  /** Requests per path (unknown paths under "unmatched"). */
+  endpoints: Record<string, number>;
+}
+
+export interface SimWorker {
+  readonly id: string;
+  readonly url: string;
+  readonly port: number;
+  readonly flavor: "sglang" | "vllm";
+  stats(): SimStats;
+  faults(): SimFaults;
+  setFaults(f: Partial<SimFaults>): void;
+  /** Closes the server and destroys open sockets (hanging and streaming requests included). */
+  close(): Promise<void>;
+}
+
+const INFERENCE_PATHS: Readonly<Record<string, InferenceEndpoint>> = {
+  "/v1/chat/completions": "chat",
+  "/v1/completions": "completions",
+  "/generate": "generate",
+  "/v1/embeddings": "embeddings",
+};
+
+const OTHER_PATHS = new Set([
+  "/health",
+  "/health_generate",
+  "/v1/models",
+  "/get_model_info",
+  "/get_server_info",
+  "/version",
+  "/metrics",
+  "/_sim/faults",
+  "/_sim/stats",
+]);
+
+const SIM_VERSION = "0.0.0-sim";
+
+class BodyTooLarge extends Error {}
+
+export async function startSimWorker(options: SimWorkerOptions = {}): Promise<SimWorker> {
+  const resolved = resolveOptions(options);
+  const faults = mergeFaults({ ...DEFAULT_FAULTS }, options.faults ?? {});
+  const worker = new HttpSimWorker(resolved, faults, realClock);
+  await worker.listen();
+  return worker;
+}
+
+class HttpSimWorker implements SimWorker {
+  readonly flavor: "sglang" | "vllm";
+  private readonly server: Server;
+  private readonly kv: PrefixKvCache;
+  private readonly engine: Engine;
+  private currentFaults: SimFaults;
+  private failRemaining: number;
+  private readonly hanging = new Set<ServerResponse>();
+  private readonly counters: ServeCounters & {
+    requests: number;
+    failed: number;
+    rejected: number;
+  } = {
+    requests: 0,
+    completed: 0,
+    aborted: 0,
+    crashed: 0,
+    failed: 0,
+    rejected: 0,
+    promptTokens: 0,
+    cachedTokens: 0,
+    completionTokens: 0,
+  };
+  private readonly endpointCounts: Record<string, number> = {};
+  private idCounter = 0;
+  private assignedId = "";
+  private assignedPort = 0;
+  private closing: Promise<void> | undefined;
+
+  constructor(
+    private readonly options: ResolvedSimOptions,
+    faults: SimFaults,
+    clock: Clock,
+  ) {
+    this.flavor = options.flavor;
+    this.currentFaults = faults;
+    this.failRemaining = faults.failFirst;
+    this.kv = new PrefixKvCache({
+      capacityTokens: options.kvCapacityTokens,
+      blockSize: options.blockSize,
+    });
+    this.engine = new Engine(
+      {
+        timing: options,
+        maxRunning: options.maxRunning,
+        maxBatchTokens: options.maxBatchTokens,
+        delayFactor: () => this.options.timeScale * this.currentFaults.slowdown,
+      },
+      this.kv,
+      clock,
+    );
+    this.server = createServer((req, res) => {
+      this.handle(req, res).catch((err: unknown) => {
+        if (!res.headersSent) sendJson(res, 500, errorBody(500, `simulator error: ${String(err)}`));
+        else res.destroy();
+      });
+    });
+  }
+
+  get id(): string {
+    return this.assignedId;
+  }
+
+  get port(): number {
+    return this.assignedPort;
+  }
+
+  get url(): string {
+    const host = this.options.host.includes(":") ? `[${this.options.host}]` : this.options.host;
+    return `http://${host}:${this.assignedPort}`;
+  }
+
+  async listen(): Promise<void> {
+    await new Promise<void>((resolve, reject) => {
+      this.server.once("error", reject);
+      this.server.listen(this.options.port, this.options.host, () => {
+        this.server.off("error", reject);
+        resolve();
+      });
+    });
+    this.assignedPort = (this.server.address() as AddressInfo).port;
+    this.assignedId = this.options.id ?? `sim-${this.assignedPort}`;
+  }
+
+  stats(): SimStats {
+    const c = this.counters;
+    return {
+      id: this.assignedId,
+      requests: c.requests,
+      inFlight: this.engine.running + this.engine.waiting + this.hanging.size,
+      running: this.engine.running,
+      waiting: this.engine.waiting,
+      hanging: this.hanging.size,
+      completed: c.completed,
+      aborted: c.aborted,
+      crashed: c.crashed,
+      failed: c.failed,
+      rejected: c.rejected,
+      promptTokens: c.promptTokens,
+      cachedTokens: c.cachedTokens,
+      completionTokens: c.completionTokens,
+      kvUsage: this.kv.activeUsage,
+      kvEvictions: this.kv.evictions,
+      endpoints: { ...this.endpointCounts },
+    };
+  }
+
+  faults(): SimFaults {
+    return { ...this.currentFaults, failFirst: this.failRemaining };
+  }
+
+  setFaults(f: Partial<SimFaults>): void {
+    this.currentFaults = mergeFaults(this.currentFaults, f);
+    if (f.failFirst !== undefined) this.failRemaining = this.currentFaults.failFirst;
+  }
+
+  close(): Promise<void> {
+    this.closing ??= new Promise<void>((resolve) => {
+      this.engine.stop();
+      this.server.close(() => resolve());
+      this.server.closeAllConnections();
+    });
+    return this.closing;
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    res.setHeader(WORKER_ID_HEADER, this.assignedId);
+    const path = (req.url ?? "/").split("?", 1)[0] as string;
+    const known = INFERENCE_PATHS[path] !== undefined || OTHER_PATHS.has(path);
+    const key = known ? path : "unmatched";
+    this.endpointCounts[key] = (this.endpointCounts[key] ?? 0) + 1;
+
+    const endpoint = INFERENCE_PATHS[path];
+    if (endpoint !== undefined) {
+      if (req.method !== "POST") return methodNotAllowed(res);
+      return this.inference(endpoint, req, res);
+    }
+    if (path === "/_sim/faults" && req.method === "POST") return this.postFaults(req, res);
+    if (!known) return sendJson(res, 404, { detail: "Not Found" });
+    if (req.method !== "GET" && req.method !== "HEAD") return methodNotAllowed(res);
+    switch (path) {
+      case "/health":
+      case "/health_generate":
+        res.writeHead(this.currentFaults.unhealthy ? 503 : 200, { "content-length": 0 });
+        res.end();
+        return;
+      case "/v1/models":
+        return sendJson(res, 200, this.models());
+      case "/get_model_info":
+        return sendJson(res, 200, {
+          model_path: this.options.model,
+          tokenizer_path: this.options.model,
+          is_generation: true,
+        });
+      case "/get_server_info":
+        return sendJson(res, 200, this.serverInfo());
+      case "/version":
+        return sendJson(res, 200, { version: SIM_VERSION });
+      case "/metrics":
+        return this.metrics(res);
+      case "/_sim/faults":
+        return sendJson(res, 200, this.faults());
+      case "/_sim/stats":
+        return sendJson(res, 200, this.stats());
+    }
+  }
+
+  private async inference(
+    endpoint: InferenceEndpoint,
+    req: IncomingMessage,
+    res: ServerResponse,
+  ): Promise<void> {
+    this.counters.requests++;
+    const body = await this.readJson(req, res);
+    if (body === undefined) return;
+
+    const f = this.currentFaults;
+    if (f.status !== null) {
+      this.counters.failed++;
+      return sendJson(res, f.status, errorBody(f.status, `injected fault: status ${f.status}`));
+    }
+    if (this.failRemaining > 0) {
+      this.failRemaining--;
+      this.counters.failed++;
+      return sendJson(res, f.failStatus, errorBody(f.failStatus, "injected fault: failFirst"));
+    }
+    if (f.hang) {
+      this.hanging.add(res);
+      res.on("close", () => {
+        this.hanging.delete(res);
+        this.counters.aborted++;
+      });
+      return;
+    }
+
+    let job: ReturnType<typeof parseJob>;
+    try {
+      job = parseJob(endpoint, body, {
+        defaultMaxTokens: this.options.defaultMaxTokens,
+        maxModelLen: this.options.maxModelLen,
+        model: this.options.model,
+      });
+    } catch (err) {
+      if (!(err instanceof BadRequest)) throw err;
+      this.counters.rejected++;
+      return sendJson(res, 400, errorBody(400, err.message, err.param));
+    }
+    for (const prompt of job.prompts) {
+      if (!this.engine.fits(prompt.length, job.maxTokens)) {
+        this.counters.rejected++;
+        const message =
+          `prompt (${prompt.length} tokens) + max tokens (${job.maxTokens}) exceed the KV cache ` +
+          `capacity (${this.kv.totalBlocks * this.kv.blockSize} tokens)`;
+        return sendJson(res, 400, errorBody(400, message));
+      }
+    }
+    serveJob(
+      {
+        engine: this.engine,
+        counters: this.counters,
+        embeddingDim: this.options.embeddingDim,
+        crashAfterChunks: f.crashMidStream,
+        nextId: (prefix) => `${prefix}${this.assignedId}-${++this.idCounter}`,
+      },
+      job,
+      res,
+    );
+  }
+
+  /** The parsed JSON body, or undefined once an error (or nothing, if the client left) was sent. */
+  private async readJson(req: IncomingMessage, res: ServerResponse): Promise<unknown> {
+    let raw: Buffer;
+    try {
+      raw = await readBody(req, this.options.bodyLimitBytes);
+    } catch (err) {
+      if (err instanceof BodyTooLarge) {
+        this.counters.rejected++;
+        res.setHeader("connection", "close");
+        sendJson(
+          res,
+          413,
+          errorBody(413, `request body exceeds ${this.options.bodyLimitBytes} bytes`),
+        );
+      } else {
+        this.counters.aborted++;
+      }
+      return undefined;
+    }
+    try {
+      return JSON.parse(raw.toString("utf8")) as unknown;
+    } catch {
+      this.counters.rejected++;
+      sendJson(res, 400, errorBody(400, "request body is not valid JSON"));
+      return undefined;
+    }
+  }
+
+  private async postFaults(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const body = await this.readJson(req, res);
+    if (body === undefined) return;
+    try {
+      this.setFaults(body as Partial<SimFaults>);
+    } catch (err) {
+      return sendJson(res, 400, errorBody(400, (err as Error).message));
+    }
+    sendJson(res, 200, this.faults());
+  }
+
+  private models() {
+    return {
+      object: "list",
+      data: [
+        {
+          id: this.options.model,
+          object: "model",
+          created: Math.floor(Date.now() / 1000),
+          owned_by: this.flavor,
+          root: this.options.model,
+          parent: null,
+          max_model_len: this.options.maxModelLen,
+        },
+      ],
+    };
+  }
+
+  private serverInfo() {
+    const o = this.options;
+    return {
+      model_path: o.model,
+      served_model_name: o.model,
+      context_length: o.maxModelLen,
+      max_total_num_tokens: this.kv.totalBlocks * this.kv.blockSize,
+      max_running_requests: o.maxRunning,
+      chunked_prefill_size: o.maxBatchTokens,
+      page_size: o.blockSize,
+      version: SIM_VERSION,
+      simulator: {
+        id: this.assignedId,
+        flavor: o.flavor,
+        timeScale: o.timeScale,
+        prefillTokensPerSec: o.prefillTokensPerSec,
+        stepFloorMs: o.stepFloorMs,
+        decodePerSeqMs: o.decodePerSeqMs,
+        kvReadMsPer1kTokens: o.kvReadMsPer1kTokens,
+        defaultMaxTokens: o.defaultMaxTokens,
+      },
+    };
+  }
+
+  private metrics(res: ServerResponse): void {
+    const s = this.stats();
+    const text = renderMetrics(this.flavor, {
+      model: this.options.model,
+      running: s.running,
+      waiting: s.waiting,
+      kvUsage: s.kvUsage,
+      kvUsedTokens: (this.kv.pinnedBlocks + this.kv.reservedBlocks) * this.kv.blockSize,
+      promptTokens: s.promptTokens,
+      cachedTokens: s.cachedTokens,
+      generationTokens: s.completionTokens,
+      completedRequests: s.completed,
+    });
+    res.writeHead(200, {
+      "content-type": METRICS_CONTENT_TYPE,
+      "content-length": Buffer.byteLength(text),
+    });
+    res.end(text);
+  }
+}
+
+function methodNotAllowed(res: ServerResponse): void {
+  sendJson(res, 405, { detail: "Method Not Allowed" });
+}
+
+/** Read a request body up to `limit` bytes; rejects with BodyTooLarge beyond it. */
+function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        req.off("data", onData);
+        req.resume(); // drain and discard the rest
+        reject(new BodyTooLarge());
+        return;
+      }
+      chunks.push(chunk);
+    };
+    req.on("data", onData);
+    req.once("end", () => resolve(Buffer.concat(chunks)));
+    req.once("error", reject);
+    req.once("close", () => {
+      if (!req.complete) reject(new Error("client closed the connection while sending the body"));
+    });
+  });
+}

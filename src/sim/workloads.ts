@@ -1,0 +1,280 @@
+/**
+ * Seeded, deterministic request workloads for tests, benchmarks and the demo: the same options and
+ * seed always give the same requests in the same order; another seed gives other text and order.
+ *
+ * Sizes are in tokens of the simulator's stand-in tokenizer: generated text is pseudo-random words
+ * cut to exactly 4 characters per token, with no newlines inside, so a system prompt of N tokens
+ * is N tokens to the simulated engine.
+ */
+import { generatedText } from "./output-text.js";
+import { exponential, mulberry32, type Rng, randomInt, shuffleInPlace } from "./prng.js";
+import { type ChatMessage, renderChat } from "./template.js";
+import { CHARS_PER_TOKEN } from "./tokenizer.js";
+
+export type RequestKind = "chat" | "completion";
+
+export interface RequestSpec {
+  id: string;
+  /** Shared-prefix group (generatedSharedPrefix; hotPrefix uses 0). */
+  group?: number;
+  /** Conversation and turn (0-based) of multiTurnChat. */
+  conversation?: number;
+  turn?: number;
+  kind: RequestKind;
+  /** For kind "chat". */
+  messages?: ChatMessage[];
+  /** For kind "completion". */
+  prompt?: string;
+  maxTokens: number;
+}
+
+// A small fixed vocabulary: enough variety that unrelated texts share no 4-character run of blocks.
+const WORDS = (
+  "alpha bravo cedar delta ember fable gamma harbor iris jasper kelp lumen maple nectar onyx " +
+  "pepper quartz raven sable timber umber velvet willow xenon yarrow zephyr amber basil cobalt " +
+  "dune echo fjord granite hazel indigo juniper kestrel lagoon meadow nimbus orchid prairie quill " +
+  "ridge saffron thistle tundra valley walnut zenith anchor beacon canyon drift falcon glacier " +
+  "horizon island lantern mosaic north oasis pebble river summit tide vapor wander"
+).split(" ");
+
+/** Pseudo-random words, exactly `tokens` × 4 characters long, no newline. */
+export function randomText(rng: Rng, tokens: number): string {
+  const length = tokens * CHARS_PER_TOKEN;
+  const words: string[] = [];
+  let size = 0;
+  while (size < length) {
+    const word = WORDS[randomInt(rng, WORDS.length)] as string;
+    size += (words.length > 0 ? 1 : 0) + word.length; // length of words.join(" ")
+    words.push(word);
+  }
+  return words.join(" ").slice(0, length);
+}
+
+/** The text a spec asks the engine to prefill (chat through the simulator's template). */
+export function promptTextOf(spec: RequestSpec): string {
+  if (spec.kind === "chat") return renderChat(spec.messages ?? []);
+  return spec.prompt ?? "";
+}
+
+/** The request body for the spec's OpenAI endpoint (/v1/chat/completions or /v1/completions). */
+export function openAiBody(spec: RequestSpec, model?: string): Record<string, unknown> {
+  const base = model === undefined ? {} : { model };
+  return spec.kind === "chat"
+    ? { ...base, messages: spec.messages, max_tokens: spec.maxTokens }
+    : { ...base, prompt: spec.prompt, max_tokens: spec.maxTokens };
+}
+
+function specFor(
+  id: string,
+  kind: RequestKind,
+  system: string,
+  question: string,
+  maxTokens: number,
+): RequestSpec {
+  return kind === "chat"
+    ? {
+        id,
+        kind,
+        messages: [
+          { role: "system", content: system },
+          { role: "user", content: question },
+        ],
+        maxTokens,
+      }
+    : { id, kind, prompt: `${system}\n${question}`, maxTokens };
+}
+
+function positiveInt(name: string, value: number, min = 1): number {
+  if (!Number.isInteger(value) || value < min) {
+    throw new RangeError(`${name} must be an integer >= ${min}, got ${value}`);
+  }
+  return value;
+}
+
+export interface SharedPrefixOptions {
+  groups?: number;
+  promptsPerGroup?: number;
+  systemPromptTokens?: number;
+  questionTokens?: number;
+  outputTokens?: number;
+  kind?: RequestKind;
+  seed: number;
+}
+
+/**
+ * SGLang bench_serving's "generated-shared-prefix": `groups` random system prompts, each followed
+ * by `promptsPerGroup` random questions. Defaults are bench_serving's (64 × 16, 2048 + 128 → 256).
+ */
+export function generatedSharedPrefix(o: SharedPrefixOptions): RequestSpec[] {
+  const groups = positiveInt("groups", o.groups ?? 64);
+  const perGroup = positiveInt("promptsPerGroup", o.promptsPerGroup ?? 16);
+  const systemTokens = positiveInt("systemPromptTokens", o.systemPromptTokens ?? 2048);
+  const questionTokens = positiveInt("questionTokens", o.questionTokens ?? 128);
+  const outputTokens = positiveInt("outputTokens", o.outputTokens ?? 256);
+  const kind = o.kind ?? "completion";
+  const rng = mulberry32(o.seed);
+  const specs: RequestSpec[] = [];
+  for (let g = 0; g < groups; g++) {
+    const system = randomText(rng, systemTokens);
+    for (let p = 0; p < perGroup; p++) {
+      const spec = specFor(
+        `gsp-g${g}-p${p}`,
+        kind,
+        system,
+        randomText(rng, questionTokens),
+        outputTokens,
+      );
+      spec.group = g;
+      specs.push(spec);
+    }
+  }
+  return shuffleInPlace(rng, specs);
+}
+
+export interface MultiTurnOptions {
+  conversations: number;
+  turns: number;
+  systemPromptTokens: number;
+  turnTokens: number;
+  outputTokens: number;
+  /** One system prompt for every conversation instead of one each (default false). */
+  sharedSystemPrompt?: boolean;
+  seed: number;
+}
+
+/**
+ * Chat sessions: turn k re-sends the system prompt, every earlier question and reply, and a new
+ * question. Replies are exactly what the simulator generates for `outputTokens` tokens, so an
+ * engine that served the previous turn holds the whole history in its cache. Rounds are in
+ * order (turn k of every conversation before turn k + 1), shuffled within a round.
+ */
+export function multiTurnChat(o: MultiTurnOptions): RequestSpec[] {
+  const conversations = positiveInt("conversations", o.conversations);
+  const turns = positiveInt("turns", o.turns);
+  const systemTokens = positiveInt("systemPromptTokens", o.systemPromptTokens);
+  const turnTokens = positiveInt("turnTokens", o.turnTokens);
+  const outputTokens = positiveInt("outputTokens", o.outputTokens);
+  const rng = mulberry32(o.seed);
+  const reply = generatedText(outputTokens);
+  const shared = o.sharedSystemPrompt === true ? randomText(rng, systemTokens) : undefined;
+  const histories: ChatMessage[][] = [];
+  for (let c = 0; c < conversations; c++) {
+    histories.push([{ role: "system", content: shared ?? randomText(rng, systemTokens) }]);
+  }
+  const specs: RequestSpec[] = [];
+  for (let t = 0; t < turns; t++) {
+    const round: RequestSpec[] = [];
+    for (let c = 0; c < conversations; c++) {
+      const history = histories[c] as ChatMessage[];
+      if (t > 0) history.push({ role: "assistant", content: reply });
+      history.push({ role: "user", content: randomText(rng, turnTokens) });
+      round.push({
+        id: `mt-c${c}-t${t}`,
+        conversation: c,
+        turn: t,
+        kind: "chat",
+        messages: history.map((m) => ({ ...m })),
+        maxTokens: outputTokens,
+      });
+    }
+    specs.push(...shuffleInPlace(rng, round));
+  }
+  return specs;
+}
+
+export interface NoSharingOptions {
+  requests: number;
+  promptTokens: number;
+  outputTokens: number;
+  kind?: RequestKind;
+  seed: number;
+}
+
+/** Unique prompts: each starts with its own number, so no two share even the first block. */
+export function noSharing(o: NoSharingOptions): RequestSpec[] {
+  const requests = positiveInt("requests", o.requests);
+  const promptTokens = positiveInt("promptTokens", o.promptTokens);
+  const outputTokens = positiveInt("outputTokens", o.outputTokens);
+  const kind = o.kind ?? "completion";
+  const rng = mulberry32(o.seed);
+  const specs: RequestSpec[] = [];
+  for (let i = 0; i < requests; i++) {
+    const text = `#${i} ${randomText(rng, promptTokens)}`.slice(0, promptTokens * CHARS_PER_TOKEN);
+    specs.push(
+      kind === "chat"
+        ? {
+            id: `ns-${i}`,
+            kind,
+            messages: [{ role: "user", content: text }],
+            maxTokens: outputTokens,
+          }
+        : { id: `ns-${i}`, kind, prompt: text, maxTokens: outputTokens },
+    );
+  }
+  return shuffleInPlace(rng, specs);
+}
+
+export interface HotPrefixOptions {
+  requests: number;
+  systemPromptTokens: number;
+  questionTokens: number;
+  outputTokens: number;
+  kind?: RequestKind;
+  seed: number;
+}
+
+/** One very popular system prompt shared by every request, each with its own question. */
+export function hotPrefix(o: HotPrefixOptions): RequestSpec[] {
+  const requests = positiveInt("requests", o.requests);
+  const systemTokens = positiveInt("systemPromptTokens", o.systemPromptTokens);
+  const questionTokens = positiveInt("questionTokens", o.questionTokens);
+  const outputTokens = positiveInt("outputTokens", o.outputTokens);
+  const kind = o.kind ?? "chat";
+  const rng = mulberry32(o.seed);
+  const system = randomText(rng, systemTokens);
+  const specs: RequestSpec[] = [];
+  for (let i = 0; i < requests; i++) {
+    const spec = specFor(`hot-${i}`, kind, system, randomText(rng, questionTokens), outputTokens);
+    spec.group = 0;
+    specs.push(spec);
+  }
+  return shuffleInPlace(rng, specs);
+}
+
+/**
+ * When requests start. Closed loop: keep `concurrency` requests outstanding, the next one starting
+ * when one finishes (no gaps). Poisson: open loop, exponential gaps with mean 1000 / rate ms.
+ */
+export interface ArrivalProcess {
+  readonly kind: "closed-loop" | "poisson";
+  /** Most requests outstanding at once (Infinity for an open loop). */
+  readonly concurrency: number;
+  /** The first `count` inter-arrival gaps in ms; the same on every call. */
+  gapsMs(count: number): number[];
+}
+
+export function closedLoop(concurrency: number): ArrivalProcess {
+  positiveInt("concurrency", concurrency);
+  return {
+    kind: "closed-loop",
+    concurrency,
+    gapsMs: (count) => new Array<number>(positiveInt("count", count, 0)).fill(0),
+  };
+}
+
+export function poissonArrivals(ratePerSec: number, seed: number): ArrivalProcess {
+  if (!Number.isFinite(ratePerSec) || ratePerSec <= 0) {
+    throw new RangeError(`ratePerSec must be a finite number > 0, got ${ratePerSec}`);
+  }
+  const meanMs = 1000 / ratePerSec;
+  return {
+    kind: "poisson",
+    concurrency: Number.POSITIVE_INFINITY,
+    gapsMs: (count) => {
+      const rng = mulberry32(seed);
+      const gaps: number[] = [];
+      for (let i = 0; i < positiveInt("count", count, 0); i++) gaps.push(exponential(rng, meanMs));
+      return gaps;
+    },
+  };
+}

@@ -1,0 +1,258 @@
+import { describe, expect, it } from "vitest";
+import { Engine, type SequenceHandle } from "../../src/sim/engine.js";
+import { PrefixKvCache } from "../../src/sim/kv-cache.js";
+import { generatedTokenIds } from "../../src/sim/output-text.js";
+import {
+  DEFAULT_TIMING,
+  decodeStepMs,
+  estimateLatency,
+  prefillMs,
+  type TimingModel,
+} from "../../src/sim/timing.js";
+import { ManualClock } from "./manual-clock.js";
+
+interface Trace {
+  admittedAt?: number;
+  cached?: number;
+  tokenTimes: number[];
+  finishedAt?: number;
+}
+
+function setup(
+  o: {
+    maxRunning?: number;
+    maxBatchTokens?: number;
+    capacityTokens?: number;
+    factor?: () => number;
+    timing?: TimingModel;
+  } = {},
+) {
+  const clock = new ManualClock();
+  const kv = new PrefixKvCache({ capacityTokens: o.capacityTokens ?? 100_000, blockSize: 16 });
+  const timing = o.timing ?? DEFAULT_TIMING;
+  const engine = new Engine(
+    {
+      timing,
+      maxRunning: o.maxRunning ?? 256,
+      maxBatchTokens: o.maxBatchTokens ?? 8192,
+      delayFactor: o.factor ?? (() => 1),
+    },
+    kv,
+    clock,
+  );
+  const submit = (prompt: number[], maxTokens: number): [SequenceHandle, Trace] => {
+    const trace: Trace = { tokenTimes: [] };
+    const handle = engine.submit({
+      promptTokens: prompt,
+      maxTokens,
+      sink: {
+        onAdmit: (cached) => {
+          trace.admittedAt = clock.now();
+          trace.cached = cached;
+        },
+        onToken: () => trace.tokenTimes.push(clock.now()),
+        onFinish: () => {
+          trace.finishedAt = clock.now();
+        },
+      },
+    });
+    return [handle, trace];
+  };
+  return { clock, kv, engine, submit, timing };
+}
+
+/** A prompt of `n` token ids, distinct per `seed`. */
+function prompt(n: number, seed = 0): number[] {
+  return Array.from({ length: n }, (_, i) => (seed * 7919 + i * 31) % 128_000);
+}
+
+describe("engine: timing of prefill and decode", () => {
+  it("charges prefill only for uncached tokens: a repeated long prompt has a far shorter TTFT", () => {
+    const { clock, submit, timing } = setup();
+    const p = prompt(4096);
+    const [, first] = submit(p, 1);
+    clock.runAll();
+    const [, second] = submit(p, 1);
+    const start = clock.now();
+    clock.runAll();
+
+    expect(first.cached).toBe(0);
+    expect(first.tokenTimes[0]).toBe(prefillMs(timing, 4096, 0));
+    expect(second.cached).toBe(4080); // every full block but the last: one token must be computed
+    expect((second.tokenTimes[0] as number) - start).toBeCloseTo(prefillMs(timing, 16, 4080), 9);
+    expect(prefillMs(timing, 16, 4080)).toBeLessThan(prefillMs(timing, 4096, 0) / 10);
+  });
+
+  it("emits the first token at the end of prefill, then one token per decode step", () => {
+    const { clock, submit, timing } = setup();
+    const [, t] = submit(prompt(100), 4);
+    clock.runAll();
+    expect(t.tokenTimes).toHaveLength(4);
+    const ttft = prefillMs(timing, 100);
+    expect(t.tokenTimes[0]).toBe(ttft);
+    const gap = (t.tokenTimes[1] as number) - (t.tokenTimes[0] as number);
+    expect(gap).toBeCloseTo(decodeStepMs(timing, 1, 101), 9);
+    expect(t.finishedAt).toBe(t.tokenTimes[3]);
+    const est = estimateLatency(timing, {
+      promptTokens: 100,
+      cachedTokens: 0,
+      outputTokens: 4,
+      maxBatchTokens: 8192,
+    });
+    expect(t.finishedAt).toBeCloseTo(est.totalMs, 9);
+  });
+
+  it("splits a long prompt into chunks of maxBatchTokens (chunked prefill)", () => {
+    const { clock, engine, submit, timing } = setup({ maxBatchTokens: 8192 });
+    const [, t] = submit(prompt(20_000), 1);
+    clock.runAll();
+    expect(engine.steps).toBe(3);
+    const est = estimateLatency(timing, {
+      promptTokens: 20_000,
+      cachedTokens: 0,
+      outputTokens: 1,
+      maxBatchTokens: 8192,
+    });
+    expect(t.tokenTimes[0]).toBeCloseTo(est.ttftMs, 9);
+  });
+
+  it("decode steps slow down mildly as the batch grows", () => {
+    expect(decodeStepMs(DEFAULT_TIMING, 64, 64 * 2000)).toBeGreaterThan(
+      decodeStepMs(DEFAULT_TIMING, 1, 2000),
+    );
+    expect(decodeStepMs(DEFAULT_TIMING, 64, 64 * 2000)).toBeLessThan(
+      3 * decodeStepMs(DEFAULT_TIMING, 1, 2000),
+    );
+  });
+});
+
+describe("engine: continuous batching and queueing", () => {
+  it("keeps requests beyond maxRunning waiting (FIFO) until a slot frees", () => {
+    const { clock, engine, submit } = setup({ maxRunning: 2 });
+    const traces = [
+      submit(prompt(64, 1), 4)[1],
+      submit(prompt(64, 2), 4)[1],
+      submit(prompt(64, 3), 4)[1],
+    ];
+    // The first arrival starts a step at once; the others join at the next step boundary.
+    expect(engine.running).toBe(1);
+    expect(engine.waiting).toBe(2);
+    clock.advance(prefillMs(DEFAULT_TIMING, 64)); // the first step ends
+    expect(engine.running).toBe(2);
+    expect(engine.waiting).toBe(1);
+    clock.runAll();
+    const [a, b, c] = traces as [Trace, Trace, Trace];
+    expect(a.finishedAt).toBeDefined();
+    expect(b.finishedAt).toBeDefined();
+    expect(c.admittedAt as number).toBeGreaterThanOrEqual(a.finishedAt as number);
+    expect(c.admittedAt as number).toBeGreaterThan(b.admittedAt as number);
+    expect(engine.running + engine.waiting).toBe(0);
+  });
+
+  it("makes a request wait for KV room even with free batch slots", () => {
+    // 40 blocks of 16 = 640 tokens; each request needs 25 blocks for prompt + output.
+    const { clock, engine, submit } = setup({ capacityTokens: 640 });
+    const [, a] = submit(prompt(300, 1), 100);
+    const [, b] = submit(prompt(300, 2), 100);
+    clock.advance(100); // a is decoding (its 100 tokens take ~600 ms); b found no KV room
+    expect(a.tokenTimes.length).toBeGreaterThan(0);
+    expect(engine.running).toBe(1);
+    expect(engine.waiting).toBe(1);
+    clock.runAll();
+    expect(b.admittedAt as number).toBeGreaterThanOrEqual(a.finishedAt as number);
+  });
+
+  it("frees the batch slot and the KV pins of an aborted request", () => {
+    const { clock, engine, kv, submit } = setup({ maxRunning: 1 });
+    const [a] = submit(prompt(64, 1), 1000);
+    const [, b] = submit(prompt(64, 2), 2);
+    clock.advance(50);
+    expect(engine.running).toBe(1);
+    expect(engine.waiting).toBe(1);
+    expect(kv.pinnedBlocks + kv.reservedBlocks).toBeGreaterThan(0);
+    a.abort();
+    expect(a.state).toBe("aborted");
+    expect(engine.running).toBe(0);
+    clock.runAll();
+    expect(b.finishedAt).toBeDefined();
+    expect(kv.pinnedBlocks).toBe(0);
+    expect(kv.reservedBlocks).toBe(0);
+  });
+
+  it("aborting a waiting request removes it from the queue", () => {
+    const { clock, engine, submit } = setup({ maxRunning: 1 });
+    submit(prompt(64, 1), 3);
+    const [b, tb] = submit(prompt(64, 2), 3);
+    b.abort();
+    expect(engine.waiting).toBe(0);
+    clock.runAll();
+    expect(tb.admittedAt).toBeUndefined();
+    expect(tb.tokenTimes).toHaveLength(0);
+  });
+});
+
+describe("engine: delays", () => {
+  it("multiplies every step by the delay factor (timeScale × slowdown)", () => {
+    let factor = 1;
+    const { clock, submit, timing } = setup({ factor: () => factor });
+    const [, normal] = submit(prompt(100, 1), 1);
+    clock.runAll();
+    factor = 3;
+    const start = clock.now();
+    const [, slow] = submit(prompt(100, 2), 1);
+    clock.runAll();
+    expect(normal.tokenTimes[0]).toBe(prefillMs(timing, 100));
+    expect((slow.tokenTimes[0] as number) - start).toBeCloseTo(3 * prefillMs(timing, 100), 9);
+  });
+
+  it("with a zero delay factor, finishes a request before submit returns", () => {
+    const { clock, submit } = setup({ factor: () => 0 });
+    const [handle, t] = submit(prompt(500), 50);
+    expect(handle.state).toBe("finished");
+    expect(t.tokenTimes).toHaveLength(50);
+    expect(clock.pendingTimers).toBe(0);
+  });
+
+  it("catches up on late timers by running the missed steps back to back", () => {
+    const { clock, engine, submit } = setup();
+    const [, t] = submit(prompt(100), 10);
+    clock.advanceLate(10_000); // far past the whole request: one timer, all ten steps
+    expect(t.tokenTimes).toHaveLength(10);
+    expect(engine.steps).toBe(10);
+    expect(clock.fired).toBe(1);
+  });
+});
+
+describe("engine: prefix cache interplay", () => {
+  it("caches the generated tokens too, so a follow-up that re-sends the reply hits them", () => {
+    const { clock, kv, submit } = setup();
+    const p = prompt(100);
+    submit(p, 40);
+    clock.runAll();
+    const followUp = [...p, ...generatedTokenIds(40), ...prompt(30, 9)];
+    // 140 tokens of history → 8 full blocks (128 tokens) cached.
+    expect(kv.cachedPrefixTokens(followUp)).toBe(128);
+  });
+
+  it("runs a prefill-only sequence (maxTokens 0) without emitting tokens", () => {
+    const { clock, submit } = setup();
+    const [handle, t] = submit(prompt(64), 0);
+    clock.runAll();
+    expect(handle.state).toBe("finished");
+    expect(t.tokenTimes).toHaveLength(0);
+    expect(t.finishedAt).toBe(prefillMs(DEFAULT_TIMING, 64));
+  });
+
+  it("refuses a request larger than the whole KV pool", () => {
+    const { engine } = setup({ capacityTokens: 640 });
+    expect(engine.fits(600, 40)).toBe(true);
+    expect(engine.fits(600, 41)).toBe(false);
+    expect(() =>
+      engine.submit({
+        promptTokens: prompt(700),
+        maxTokens: 1,
+        sink: { onToken() {}, onFinish() {} },
+      }),
+    ).toThrow(RangeError);
+  });
+});
