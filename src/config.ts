@@ -230,7 +230,7 @@ export const SETTINGS = [
     flag: "--first-byte-timeout-secs",
     arg: "<secs>",
     description:
-      "Limit for a worker's response headers after the request was sent (long prefills are legitimate).",
+      "Limit for a worker's response headers, from the start of an attempt (long prefills are legitimate; a non-streaming answer's headers come when generation ends).",
     default: 600,
     parse: number(0, Number.POSITIVE_INFINITY, { minExclusive: true }),
   }),

@@ -62,7 +62,7 @@ export function createRouter(
     forwardAuthorization: config.apiKey === undefined,
   };
   const upstreamHooks = {
-    onRetry: () => m.retries.inc({ endpoint: "all" }),
+    onRetry: (endpoint) => m.retries.inc({ endpoint }),
     onUpstreamError: (worker, kind) => m.upstreamErrors.inc({ worker: worker.url, kind }),
   } satisfies Partial<ForwardHooks>;
   const hooks: ForwardHooks = {

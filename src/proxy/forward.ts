@@ -34,11 +34,13 @@ export interface ForwardOutcome {
 
 export interface ForwardHooks {
   onDecision(policy: string, branch: RouteBranch, matchRate: number | null): void;
-  onRetry(): void;
+  onRetry(endpoint: string): void;
   onUpstreamError(worker: Worker, kind: string): void;
 }
 
 export interface ForwardRequest {
+  /** Metric label of the route (chat, completions, generate, embeddings, models). */
+  endpoint: string;
   method: "GET" | "POST";
   /** Path and query as received, e.g. "/v1/chat/completions". */
   path: string;
@@ -54,16 +56,19 @@ export interface ForwardRequest {
 
 /** Statuses after which another worker may succeed and nothing reached the client yet. */
 const RETRYABLE_STATUS = new Set([429, 502, 503, 504]);
-/** Network failures where the worker cannot have started on the request. */
-const RETRYABLE_NETWORK = new Set([
+/** Network failures where the worker never got the request (down, unreachable). */
+const CONNECT_FAILURES = new Set([
   "ECONNREFUSED",
-  "ECONNRESET",
   "EHOSTUNREACH",
   "ENETUNREACH",
-  "EPIPE",
   "UND_ERR_CONNECT_TIMEOUT",
-  "UND_ERR_SOCKET",
 ]);
+/**
+ * The connection was lost before any response (worker killed or restarted mid-request). The
+ * worker may have started, but nothing reached the client and a lost connection aborts the work
+ * on the engine, so another worker may take the request.
+ */
+const RESET_FAILURES = new Set(["ECONNRESET", "EPIPE", "UND_ERR_SOCKET"]);
 
 type AttemptFailure = { kind: string; retryable: boolean; code: ErrorCode; message: string };
 
@@ -101,6 +106,9 @@ export class Forwarder {
       tried.add(worker);
       attempts += 1;
       const base = { worker, branch: decision.branch, matchRate: decision.matchRate, attempts };
+      // On the last possible attempt a retryable answer is passed through as the worker sent it.
+      const canRetry = () =>
+        attempts < this.settings.retryMaxAttempts && this.registry.candidates(tried).length > 0;
 
       const result = await this.attempt(
         worker,
@@ -110,6 +118,7 @@ export class Forwarder {
         res,
         base.branch,
         base.matchRate,
+        canRetry,
       );
       if (result.kind === "done") return { ...base, ...result.outcome };
       lastFailure = result.failure;
@@ -121,7 +130,7 @@ export class Forwarder {
         backoffMs(attempts, this.settings.retryInitialBackoffMs, this.settings.retryMaxBackoffMs);
       if (attempts >= this.settings.retryMaxAttempts || delay >= remaining) break;
       if (this.registry.candidates(tried).length === 0) break;
-      this.hooks.onRetry();
+      this.hooks.onRetry(req.endpoint);
       await sleep(delay, req.clientSignal);
     }
 
@@ -142,6 +151,7 @@ export class Forwarder {
     res: ServerResponse,
     branch: RouteBranch,
     matchRate: number | null,
+    canRetry: () => boolean,
   ): Promise<
     | { kind: "done"; outcome: Omit<ForwardOutcome, "attempts"> }
     | { kind: "failed"; failure: AttemptFailure; retryAfterMs?: number }
@@ -151,7 +161,13 @@ export class Forwarder {
     req.clientSignal.addEventListener("abort", onClientGone, { once: true });
     const overall = setTimeout(
       () => controller.abort(new RequestTimeout()),
-      Math.max(0, deadline - Date.now()),
+      timerMs(deadline - Date.now()),
+    );
+    // Native timers, not undici's headersTimeout/bodyTimeout: those run on a coarse clock that
+    // fires up to a second late, so a 0.3 s first-byte timeout would really be ~1 s.
+    const firstByte = setTimeout(
+      () => controller.abort(new FirstByteTimeout()),
+      timerMs(this.settings.firstByteTimeoutMs),
     );
     worker.inFlight += 1;
     worker.breaker.onDispatch();
@@ -161,6 +177,7 @@ export class Forwarder {
       released = true;
       worker.inFlight -= 1;
       clearTimeout(overall);
+      clearTimeout(firstByte);
       req.clientSignal.removeEventListener("abort", onClientGone);
     };
 
@@ -172,11 +189,9 @@ export class Forwarder {
         headers,
         body: req.body ?? null,
         signal: controller.signal,
-        headersTimeout: Math.max(
-          1,
-          Math.min(this.settings.firstByteTimeoutMs, deadline - Date.now()),
-        ),
-        bodyTimeout: this.settings.idleTimeoutMs,
+        // 0 = off: the timers above and in relay() bound the wait instead.
+        headersTimeout: 0,
+        bodyTimeout: 0,
       });
     } catch (err) {
       release();
@@ -189,11 +204,13 @@ export class Forwarder {
       return { kind: "failed", failure: classifyNetworkError(err, reason, worker) };
     }
 
+    clearTimeout(firstByte);
     const status = upstream.statusCode;
-    if (RETRYABLE_STATUS.has(status)) {
+    if (RETRYABLE_STATUS.has(status) && canRetry()) {
       const retryAfter = retryAfterMs(upstream.headers["retry-after"]);
       const withinBudget =
-        retryAfter === undefined || retryAfter <= this.settings.retryMaxBackoffMs;
+        retryAfter === undefined ||
+        (retryAfter <= this.settings.retryMaxBackoffMs && retryAfter < deadline - Date.now());
       if (withinBudget) {
         // Nothing reached the client yet: discard this answer and let the caller try another worker.
         upstream.body.dump().catch(() => {});
@@ -246,9 +263,15 @@ export class Forwarder {
       const body = upstream.body;
       let ttfbMs: number | undefined;
       let settled = false;
+      const idle = setTimeout(() => {
+        // Silence caused by a client that does not read is not the worker's: wait for it.
+        if (res.writableNeedDrain) idle.refresh();
+        else controller.abort(new IdleTimeout());
+      }, timerMs(this.settings.idleTimeoutMs));
       const finish = (outcome: Omit<ForwardOutcome, "attempts">) => {
         if (settled) return;
         settled = true;
+        clearTimeout(idle);
         res.off("close", onClientClose);
         resolve(outcome);
       };
@@ -269,27 +292,32 @@ export class Forwarder {
       body.once("data", () => {
         ttfbMs = Date.now() - req.startedAt;
       });
+      body.on("data", () => idle.refresh());
       body.on("end", () => {
         res.end();
         worker.served += 1;
-        if (status >= 500) worker.breaker.onFailure();
-        else worker.breaker.onSuccess();
+        if (status >= 500) {
+          worker.breaker.onFailure();
+          this.hooks.onUpstreamError(worker, `status_${status}`);
+        } else worker.breaker.onSuccess();
         finish({ status, worker, ...(ttfbMs !== undefined ? { ttfbMs } : {}) });
       });
       body.on("error", (err) => {
-        if (controller.signal.reason instanceof ClientAbort) return;
-        const timedOut =
-          controller.signal.reason instanceof RequestTimeout ||
-          err instanceof undiciErrors.BodyTimeoutError;
+        const reason = controller.signal.reason;
+        if (reason instanceof ClientAbort) return;
+        const timedOut = reason instanceof RequestTimeout || reason instanceof IdleTimeout;
         const kind = timedOut ? "timeout" : "stream";
         worker.breaker.onFailure();
         this.hooks.onUpstreamError(worker, kind);
         if (isEventStream && !res.destroyed) {
           // Tell a streaming client in-band that the stream broke, then close it cleanly.
           const code: ErrorCode = timedOut ? "upstream_timeout" : "upstream_error";
-          const message = timedOut
-            ? `Worker ${worker.url} stopped sending (timeout).`
-            : `Worker ${worker.url} failed mid-stream.`;
+          const message =
+            reason instanceof IdleTimeout
+              ? `Worker ${worker.url} sent nothing for --idle-timeout-secs.`
+              : reason instanceof RequestTimeout
+                ? `Request to worker ${worker.url} exceeded --request-timeout-secs.`
+                : `Worker ${worker.url} failed mid-stream: ${err.message}`;
           res.end(`data: ${JSON.stringify(errorBody(code, message))}\n\n`);
         } else {
           // A truncated JSON body must not look complete: cut the connection.
@@ -314,6 +342,18 @@ class RequestTimeout extends Error {
   }
 }
 
+class FirstByteTimeout extends Error {
+  constructor() {
+    super("first-byte timeout");
+  }
+}
+
+class IdleTimeout extends Error {
+  constructor() {
+    super("idle timeout");
+  }
+}
+
 function classifyNetworkError(err: unknown, reason: unknown, worker: Worker): AttemptFailure {
   if (reason instanceof RequestTimeout) {
     return {
@@ -323,7 +363,7 @@ function classifyNetworkError(err: unknown, reason: unknown, worker: Worker): At
       message: `Request to worker ${worker.url} exceeded --request-timeout-secs.`,
     };
   }
-  if (err instanceof undiciErrors.HeadersTimeoutError) {
+  if (reason instanceof FirstByteTimeout) {
     return {
       kind: "timeout",
       retryable: false,
@@ -341,13 +381,19 @@ function classifyNetworkError(err: unknown, reason: unknown, worker: Worker): At
   }
   const code = (err as { code?: string }).code ?? "";
   const causeCode = (err as { cause?: { code?: string } }).cause?.code ?? "";
-  const retryable = RETRYABLE_NETWORK.has(code) || RETRYABLE_NETWORK.has(causeCode);
+  const has = (set: Set<string>) => set.has(code) || set.has(causeCode);
+  const kind = has(CONNECT_FAILURES) ? "connect" : has(RESET_FAILURES) ? "reset" : "network";
   return {
-    kind: retryable ? "connect" : "network",
-    retryable,
+    kind,
+    retryable: kind !== "network",
     code: "upstream_error",
     message: `Worker ${worker.url} failed: ${(err as Error).message ?? String(err)}.`,
   };
+}
+
+/** setTimeout fires at once for delays past 2^31-1 ms (~24.8 days): clamp long settings. */
+function timerMs(ms: number): number {
+  return Math.min(Math.max(0, ms), 2_147_483_647);
 }
 
 function routeHeader(branch: RouteBranch, matchRate: number | null): string {

@@ -116,6 +116,7 @@ async function admitAndForward(
   const release = await ctx.admission.acquire(clientSignal);
   try {
     const request: ForwardRequest = {
+      endpoint,
       method,
       path: incoming.url ?? "/",
       headers: incoming.headers,

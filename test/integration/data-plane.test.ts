@@ -18,8 +18,7 @@ describe("data plane", () => {
   });
 
   afterEach(async () => {
-    for (const w of workers)
-      w.setFaults({ hang: false, status: null, failFirst: 0, slowdown: 1 });
+    for (const w of workers) w.setFaults({ hang: false, status: null, failFirst: 0, slowdown: 1 });
   });
 
   afterAll(async () => {

@@ -1,0 +1,163 @@
+/**
+ * Shared helpers of the fault-injection tests: a router whose access log can be read, tiny
+ * scripted upstreams for answers the simulator cannot give (Retry-After), and small readers for
+ * SSE bodies, error codes and Prometheus samples.
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { Writable } from "node:stream";
+import { type Config, defaultConfig } from "../../src/config.js";
+import { createLogger } from "../../src/logger.js";
+import { type RunningRouter, startRouter } from "../../src/server.js";
+import { postJson } from "../helpers/router.js";
+
+/** One access-log line ("request") of the router. */
+export interface AccessLog {
+  request_id: string;
+  endpoint: string;
+  status: number;
+  attempts: number;
+  worker?: string;
+  error?: string;
+}
+
+/** Like startTestRouter, but the access log is kept in memory for assertions on attempts. */
+export async function startLoggedRouter(
+  overrides: Partial<Config> = {},
+): Promise<{ router: RunningRouter; accessLog: () => AccessLog[] }> {
+  const lines: AccessLog[] = [];
+  const destination = new Writable({
+    write(chunk: Buffer, _encoding, callback) {
+      for (const line of chunk.toString("utf8").split("\n")) {
+        if (line === "") continue;
+        const entry = JSON.parse(line) as AccessLog & { msg: string };
+        if (entry.msg === "request") lines.push(entry);
+      }
+      callback();
+    },
+  });
+  const config: Config = {
+    ...defaultConfig(),
+    host: "127.0.0.1",
+    port: 0,
+    logLevel: "info",
+    healthCheckIntervalSecs: 0,
+    evictionIntervalSecs: 0,
+    retryInitialBackoffMs: 1,
+    retryMaxBackoffMs: 20,
+    shutdownGraceSecs: 2,
+    ...overrides,
+  };
+  const router = await startRouter(config, {
+    logger: createLogger({ level: "info", destination }),
+  });
+  return { router, accessLog: () => [...lines] };
+}
+
+export function chat(
+  routerUrl: string,
+  content: string,
+  extra: Record<string, unknown> = {},
+  init: { signal?: AbortSignal } = {},
+): Promise<Response> {
+  return fetch(`${routerUrl}/v1/chat/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({
+      model: "m",
+      messages: [{ role: "user", content }],
+      max_tokens: 4,
+      ...extra,
+    }),
+    ...init,
+  });
+}
+
+export function complete(routerUrl: string, prompt: string, maxTokens = 2): Promise<Response> {
+  return postJson(`${routerUrl}/v1/completions`, { model: "m", prompt, max_tokens: maxTokens });
+}
+
+/** The `data:` payloads of an SSE body, in order. */
+export function sseData(text: string): string[] {
+  return text
+    .split("\n\n")
+    .filter((event) => event.startsWith("data: "))
+    .map((event) => event.slice("data: ".length));
+}
+
+/** The router's error code of a JSON error response (reads the body). */
+export async function errorCode(res: Response): Promise<string | undefined> {
+  const body = (await res.json()) as { error?: { code?: string } };
+  return body.error?.code;
+}
+
+/** Value of one Prometheus sample, 0 when the series is absent. */
+export async function metric(
+  routerUrl: string,
+  name: string,
+  labels: Record<string, string> = {},
+): Promise<number> {
+  const text = await (await fetch(`${routerUrl}/metrics`)).text();
+  let total = 0;
+  for (const line of text.split("\n")) {
+    if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;
+    const ok = Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`));
+    if (ok) total += Number(line.slice(line.lastIndexOf(" ") + 1));
+  }
+  return total;
+}
+
+/** A URL where nothing listens (a port taken and released at once). */
+export async function deadUrl(): Promise<string> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return `http://127.0.0.1:${port}`;
+}
+
+/** A scripted upstream on 127.0.0.1 for answers the simulator cannot give. */
+export interface TinyUpstream {
+  readonly url: string;
+  /** Inference requests received (anything but GET /health), with their arrival time. */
+  readonly hits: number[];
+  close(): Promise<void>;
+}
+
+export async function startTinyUpstream(
+  handler: (req: IncomingMessage, res: ServerResponse) => void,
+): Promise<TinyUpstream> {
+  const hits: number[] = [];
+  const server = createServer((req, res) => {
+    if (req.method === "GET" && req.url === "/health") {
+      res.writeHead(200, { "content-length": 0 }).end();
+      return;
+    }
+    hits.push(Date.now());
+    // Read the body before answering, like a real server does.
+    req.resume();
+    req.on("end", () => handler(req, res));
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    hits,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+/** A minimal OpenAI chat completion, for tiny upstreams that should succeed. */
+export function okCompletion(res: ServerResponse, from: string): void {
+  const body = JSON.stringify({
+    id: `chatcmpl-${from}`,
+    object: "chat.completion",
+    choices: [{ index: 0, message: { role: "assistant", content: from }, finish_reason: "stop" }],
+  });
+  res.writeHead(200, { "content-type": "application/json", "content-length": body.length });
+  res.end(body);
+}
