@@ -162,6 +162,7 @@ export async function startRouter(
   const eviction: EvictionTimer = startEvictionTimer(
     () => registry.trees(),
     config.evictionIntervalSecs,
+    (err) => logger.error({ err }, "eviction pass failed"),
   );
 
   const port = (server.address() as AddressInfo).port;
