@@ -23,8 +23,8 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import v8 from "node:v8";
 import vm from "node:vm";
+import { mulberry32 } from "../src/sim/prng.js";
 import { RadixTree } from "../src/tree/radix-tree.js";
-import { mulberry32 } from "./lib/prng.js";
 import { type Script, Workload, words } from "./lib/prompts.js";
 import { printTable, type Summary, summarize } from "./lib/stats.js";
 

@@ -1,4 +1,5 @@
 import type { PolicyWorker } from "../../src/policies/policy.js";
+import { mulberry32 } from "../../src/sim/prng.js";
 import { RadixTree } from "../../src/tree/radix-tree.js";
 
 /** A worker as a policy sees it; `inFlight` is writable so tests can play the router's part. */
@@ -15,17 +16,8 @@ export function fleet(n: number, loads: readonly number[] = []): FakeWorker[] {
   return Array.from({ length: n }, (_, i) => fakeWorker(`w${i}`, loads[i] ?? 0));
 }
 
-/** A small seeded PRNG (mulberry32), so tests of the random policies are deterministic. */
-export function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** A small seeded PRNG, so tests of the random policies are deterministic. */
+export const seededRandom = mulberry32;
 
 /** A text whose first character differs for every i < 20000: no two share a prefix. */
 export function coldText(i: number, length = 40): string {
