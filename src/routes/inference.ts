@@ -29,12 +29,18 @@ export function registerInferenceRoutes(app: Hono<Env>, ctx: RouterContext): voi
     });
     app.all(path, (c) => methodNotAllowed(c.req.method, path, "POST"));
   }
-  app.get("/v1/models", async (c) => {
-    await handle(ctx, c.env.incoming, c.env.outgoing, "models", "GET");
-    return RESPONSE_ALREADY_SENT;
-  });
-  app.all("/v1/models", (c) => methodNotAllowed(c.req.method, "/v1/models", "GET"));
+  // Model and server info: the same from any worker, so any available one answers.
+  for (const path of INFO_ROUTES) {
+    app.get(path, async (c) => {
+      await handle(ctx, c.env.incoming, c.env.outgoing, "models", "GET");
+      return RESPONSE_ALREADY_SENT;
+    });
+    app.all(path, (c) => methodNotAllowed(c.req.method, path, "GET"));
+  }
 }
+
+/** GET routes answered by any available worker (OpenAI and SGLang). */
+export const INFO_ROUTES = ["/v1/models", "/get_model_info", "/get_server_info"];
 
 function methodNotAllowed(method: string, path: string, allowed: string): Response {
   const error = new RouterError(

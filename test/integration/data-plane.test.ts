@@ -74,6 +74,16 @@ describe("data plane", () => {
     expect(Array.isArray(json.data)).toBe(true);
   });
 
+  it.each(["/get_model_info", "/get_server_info"])(
+    "GET %s (SGLang) comes from a worker",
+    async (path) => {
+      const res = await fetch(`${router.url}${path}`);
+      expect(res.status).toBe(200);
+      expect(res.headers.get("x-radixgate-worker")).toMatch(/^[0-9a-f]{10}$/);
+      expect(typeof (await res.json())).toBe("object");
+    },
+  );
+
   it.each([
     [
       "/v1/chat/completions",
