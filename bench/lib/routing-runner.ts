@@ -1,0 +1,259 @@
+/**
+ * bench:routing's engine: for one workload, run the same requests through the real router once
+ * per policy (and once straight to the workers for the oracle), each time on a fresh simulated
+ * fleet so every row starts with cold caches, and measure what the clients and workers saw.
+ */
+import { type Config, defaultConfig } from "../../src/config.js";
+import { createLogger } from "../../src/logger.js";
+import { POLICY_NAMES, type PolicyName } from "../../src/policies/policy.js";
+import { startRouter } from "../../src/server.js";
+import type { SimStats } from "../../src/sim/worker.js";
+import { openAiBody, poissonArrivals, type RequestSpec } from "../../src/sim/workloads.js";
+import { childFleetHost, type FleetHost, inlineFleetHost } from "./fleet.js";
+import { type LatencySummary, summarizeMs } from "./latency.js";
+import { type LoadJob, type LoadRequest, loadAgent, type RequestOutcome, runLoad } from "./load.js";
+import {
+  type PreparedWorkload,
+  prepareWorkload,
+  type RoutingPreset,
+  type WorkloadName,
+} from "./routing-workloads.js";
+
+export const ORACLE_ROW = "oracle_sticky";
+export type RowName = PolicyName | typeof ORACLE_ROW;
+export const ALL_ROWS: readonly RowName[] = [...POLICY_NAMES, ORACLE_ROW];
+/** Share of a row's requests (in sending order) left out of warmTtftMs. */
+export const WARM_SKIP = 0.1;
+
+export interface RowResult {
+  row: RowName;
+  requests: number;
+  errors: number;
+  /** First error message, if any. */
+  firstError: string | undefined;
+  /** Fleet prefix-cache hit rate: Σ cachedTokens / Σ promptTokens over the workers. */
+  hitRate: number;
+  promptTokens: number;
+  cachedTokens: number;
+  ttftMs: LatencySummary;
+  /**
+   * TTFT of the requests sent after the first WARM_SKIP share of the run: the steady state of a
+   * long-running fleet, without the cold start every row begins with.
+   */
+  warmTtftMs: LatencySummary;
+  e2eMs: LatencySummary;
+  wallMs: number;
+  requestsPerSec: number;
+  outputTokensPerSec: number;
+  /** Inference requests each worker received, by worker id. */
+  perWorker: Record<string, number>;
+  /**
+   * Busy share of this process's event loop (router + load client) during the row: well below 1
+   * means neither the router nor the client was a bottleneck.
+   */
+  loopUtilization: number;
+  /** Router decisions by branch (cache_hit, cache_miss, imbalanced, ...); empty for the oracle. */
+  branches: Record<string, number>;
+}
+
+export interface WorkloadReport {
+  workload: WorkloadName;
+  description: string;
+  requests: number;
+  workingSetTokens: number;
+  preset: RoutingPreset;
+  arrival: string;
+  rows: RowResult[];
+}
+
+export interface RunOptions {
+  preset: RoutingPreset;
+  /** Rows to run, in order (default: every policy, then the oracle where the workload has one). */
+  rows?: readonly RowName[];
+  /** Open loop: Poisson arrivals at this many requests per second instead of the closed loop. */
+  rate?: number;
+  /** Run the simulated workers in a child process (default true). Ignored when `host` is given. */
+  isolate?: boolean;
+  /** Where fleets are started; by default a host made (and closed) for this call. */
+  host?: FleetHost;
+  /**
+   * Requests sent per row before the measured rows, on throwaway fleets and routers, so that the
+   * JIT has compiled the router, the client and the simulator before the first measurement
+   * (default: 2 × concurrency; 0 = none).
+   */
+  warmupRequests?: number;
+  /** Progress: a row starts (with its request count), a request completes. */
+  onRowStart?: (row: RowName, total: number) => void;
+  onRequest?: (outcome: RequestOutcome) => void;
+  onRowEnd?: (result: RowResult) => void;
+}
+
+export async function runRoutingWorkload(
+  name: WorkloadName,
+  o: RunOptions,
+): Promise<WorkloadReport> {
+  const workload = prepareWorkload(name, o.preset);
+  const rows = (o.rows ?? ALL_ROWS).filter(
+    (row) => row !== ORACLE_ROW || workload.oracle !== undefined,
+  );
+  const host = o.host ?? (o.isolate === false ? inlineFleetHost() : await childFleetHost());
+  const results: RowResult[] = [];
+  try {
+    const warmup = Math.min(workload.specs.length, o.warmupRequests ?? 2 * o.preset.concurrency);
+    if (warmup > 0) {
+      // Whole conversations only, so that no warm-up request waits for a turn it does not send.
+      const specs = workload.specs.slice(0, warmup).filter((s) => (s.turn ?? 0) === 0);
+      for (const row of rows) await runRow({ ...workload, specs }, row, o, host);
+    }
+    for (const row of rows) {
+      o.onRowStart?.(row, workload.specs.length);
+      const result = await runRow(workload, row, o, host);
+      o.onRowEnd?.(result);
+      results.push(result);
+    }
+  } finally {
+    if (o.host === undefined) await host.close();
+  }
+  return {
+    workload: name,
+    description: workload.description,
+    requests: workload.specs.length,
+    workingSetTokens: workload.workingSetTokens,
+    preset: o.preset,
+    arrival:
+      o.rate === undefined
+        ? `closed loop, concurrency ${o.preset.concurrency}`
+        : `open loop, Poisson ${o.rate} req/s`,
+    rows: results,
+  };
+}
+
+async function runRow(
+  w: PreparedWorkload,
+  row: RowName,
+  o: RunOptions,
+  host: FleetHost,
+): Promise<RowResult> {
+  const p = o.preset;
+  const fleet = await host.startFleet({
+    count: p.workers,
+    worker: { timeScale: p.timeScale, kvCapacityTokens: p.kvCapacityTokens },
+  });
+  const urls = fleet.workers.map((x) => x.url);
+  const logger = createLogger({ level: "silent" });
+  const router =
+    row === ORACLE_ROW
+      ? undefined
+      : await startRouter(routerConfig(row, urls), { logger }).catch(async (err: unknown) => {
+          await fleet.close();
+          throw err;
+        });
+  const concurrency = o.rate === undefined ? p.concurrency : w.specs.length;
+  const dispatcher = loadAgent(concurrency);
+  try {
+    // A chat's turn waits for the previous turn's reply, whose id we look up by (chat, turn).
+    const turnIds = new Map<string, string>();
+    for (const spec of w.specs) {
+      if (spec.conversation !== undefined)
+        turnIds.set(`${spec.conversation}/${spec.turn}`, spec.id);
+    }
+    const jobs = w.specs.map((spec): LoadJob => {
+      const origin =
+        router !== undefined
+          ? router.url
+          : fleet.workers[w.oracle!(spec, fleet.workers.length)]!.url;
+      const job: LoadJob = { key: spec.id, request: requestFor(spec, origin) };
+      const previous =
+        spec.turn !== undefined ? turnIds.get(`${spec.conversation}/${spec.turn - 1}`) : undefined;
+      if (previous !== undefined) job.after = previous;
+      return job;
+    });
+    const gapsMs =
+      o.rate === undefined ? undefined : poissonArrivals(o.rate, p.seed).gapsMs(jobs.length);
+    const elu = performance.eventLoopUtilization();
+    const run = await runLoad(jobs, {
+      dispatcher,
+      concurrency: p.concurrency,
+      ...(gapsMs === undefined ? {} : { gapsMs }),
+      onDone: (outcome) => o.onRequest?.(outcome),
+    });
+    const loopUtilization = performance.eventLoopUtilization(elu).utilization;
+    const stats = await fleet.stats();
+    const branches: Record<string, number> = {};
+    if (router !== undefined) {
+      for (const v of (await router.context.metrics.decisions.get()).values) {
+        const branch = String(v.labels.branch);
+        branches[branch] = (branches[branch] ?? 0) + v.value;
+      }
+    }
+    return { ...summarizeRow(row, run.outcomes, run.wallMs, stats, branches), loopUtilization };
+  } finally {
+    await dispatcher.close();
+    await router?.stop(1000);
+    await fleet.close();
+  }
+}
+
+/** The real router's defaults, listening on a free loopback port, silent. */
+export function routerConfig(policy: PolicyName, workerUrls: string[]): Config {
+  return {
+    ...defaultConfig(),
+    host: "127.0.0.1",
+    port: 0,
+    logLevel: "silent",
+    policy,
+    workerUrls,
+  };
+}
+
+/** A streaming OpenAI request for a spec, with usage in the last chunk. */
+export function requestFor(spec: RequestSpec, origin: string): LoadRequest {
+  const body = { ...openAiBody(spec), stream: true, stream_options: { include_usage: true } };
+  return {
+    origin,
+    path: spec.kind === "chat" ? "/v1/chat/completions" : "/v1/completions",
+    body: JSON.stringify(body),
+    stream: true,
+  };
+}
+
+function summarizeRow(
+  row: RowName,
+  outcomes: readonly RequestOutcome[],
+  wallMs: number,
+  stats: readonly SimStats[],
+  branches: Record<string, number>,
+): Omit<RowResult, "loopUtilization"> {
+  const ok = outcomes.filter((x) => x.ok);
+  const failed = outcomes.filter((x) => !x.ok);
+  let promptTokens = 0;
+  let cachedTokens = 0;
+  const perWorker: Record<string, number> = {};
+  for (const s of stats) {
+    promptTokens += s.promptTokens;
+    cachedTokens += s.cachedTokens;
+    perWorker[s.id] = s.requests;
+  }
+  const outputTokens = ok.reduce((sum, x) => sum + x.outputTokens, 0);
+  return {
+    row,
+    requests: outcomes.length,
+    errors: failed.length,
+    firstError: failed[0]?.error,
+    hitRate: promptTokens === 0 ? 0 : cachedTokens / promptTokens,
+    promptTokens,
+    cachedTokens,
+    ttftMs: summarizeMs(ok.map((x) => x.ttftMs)),
+    warmTtftMs: summarizeMs(
+      outcomes
+        .slice(Math.floor(outcomes.length * WARM_SKIP))
+        .flatMap((x) => (x.ok ? [x.ttftMs] : [])),
+    ),
+    e2eMs: summarizeMs(ok.map((x) => x.e2eMs)),
+    wallMs,
+    requestsPerSec: (ok.length * 1000) / wallMs,
+    outputTokensPerSec: (outputTokens * 1000) / wallMs,
+    perWorker,
+    branches,
+  };
+}

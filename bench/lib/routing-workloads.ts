@@ -1,0 +1,171 @@
+/**
+ * The workloads of bench:routing and their presets. Every size is in the simulator's tokens
+ * (4 characters each). The fleet's KV capacity is fixed per preset, and the workloads are sized
+ * against it the way a busy production fleet is: the reused working set of shared-prefix and
+ * multi-turn is about twice one worker's KV cache, so it fits in the fleet (4 workers) only if
+ * each worker keeps its own share of it.
+ */
+import {
+  generatedSharedPrefix,
+  hotPrefix,
+  multiTurnChat,
+  noSharing,
+  type RequestSpec,
+} from "../../src/sim/workloads.js";
+
+export const WORKLOADS = ["shared-prefix", "multi-turn", "no-sharing", "hot-prefix"] as const;
+export type WorkloadName = (typeof WORKLOADS)[number];
+
+export interface RoutingPreset {
+  name: string;
+  workers: number;
+  /** Closed loop: requests outstanding at once. */
+  concurrency: number;
+  /** Real ms per model ms of the simulated engines. */
+  timeScale: number;
+  /** KV cache of each simulated worker, tokens. */
+  kvCapacityTokens: number;
+  seed: number;
+  sharedPrefix: {
+    groups: number;
+    promptsPerGroup: number;
+    systemPromptTokens: number;
+    questionTokens: number;
+    outputTokens: number;
+  };
+  multiTurn: {
+    conversations: number;
+    turns: number;
+    systemPromptTokens: number;
+    turnTokens: number;
+    outputTokens: number;
+  };
+  noSharing: { requests: number; promptTokens: number; outputTokens: number };
+  hotPrefix: {
+    requests: number;
+    systemPromptTokens: number;
+    questionTokens: number;
+    outputTokens: number;
+  };
+}
+
+/**
+ * The default run. Shared-prefix has the shape of SGLang bench_serving's generated-shared-prefix
+ * (2048-token system prompts, 128-token questions, 256 output tokens, 16 questions per prompt).
+ * KV is 48k tokens per worker (192k in the fleet): shared-prefix reuses 48 × 2048 = 98k tokens of
+ * system prompts, multi-turn 40 chats of up to 2944 tokens = 118k, both about 2-2.5× one worker.
+ * Engines run at half real time (a 6 ms decode step takes 3 ms).
+ */
+export const FULL_PRESET: RoutingPreset = {
+  name: "full",
+  workers: 4,
+  concurrency: 32,
+  timeScale: 0.5,
+  kvCapacityTokens: 48_000,
+  seed: 42,
+  sharedPrefix: {
+    groups: 48,
+    promptsPerGroup: 16,
+    systemPromptTokens: 2048,
+    questionTokens: 128,
+    outputTokens: 256,
+  },
+  multiTurn: {
+    conversations: 40,
+    turns: 6,
+    systemPromptTokens: 1024,
+    turnTokens: 128,
+    outputTokens: 192,
+  },
+  noSharing: { requests: 256, promptTokens: 2048, outputTokens: 256 },
+  hotPrefix: { requests: 384, systemPromptTokens: 2048, questionTokens: 128, outputTokens: 256 },
+};
+
+/** The same shapes, smaller and on a faster clock: every workload in well under a minute. */
+export const QUICK_PRESET: RoutingPreset = {
+  name: "quick",
+  workers: 4,
+  concurrency: 16,
+  timeScale: 0.2,
+  kvCapacityTokens: 12_000,
+  seed: 42,
+  sharedPrefix: {
+    groups: 12,
+    promptsPerGroup: 8,
+    systemPromptTokens: 2048,
+    questionTokens: 128,
+    outputTokens: 32,
+  },
+  multiTurn: {
+    conversations: 12,
+    turns: 4,
+    systemPromptTokens: 1024,
+    turnTokens: 128,
+    outputTokens: 32,
+  },
+  noSharing: { requests: 64, promptTokens: 2048, outputTokens: 32 },
+  hotPrefix: { requests: 96, systemPromptTokens: 2048, questionTokens: 128, outputTokens: 32 },
+};
+
+export interface PreparedWorkload {
+  name: WorkloadName;
+  specs: RequestSpec[];
+  /** Prompt tokens worth keeping cached (shared system prompts, whole conversations). */
+  workingSetTokens: number;
+  /** The worker (index) an oracle would pin this request to, when the workload has one. */
+  oracle: ((spec: RequestSpec, workers: number) => number) | undefined;
+  /** What this workload is, in one line, for the report. */
+  description: string;
+}
+
+export function prepareWorkload(name: WorkloadName, p: RoutingPreset): PreparedWorkload {
+  switch (name) {
+    case "shared-prefix": {
+      const s = p.sharedPrefix;
+      return {
+        name,
+        specs: generatedSharedPrefix({ ...s, kind: "completion", seed: p.seed }),
+        workingSetTokens: s.groups * s.systemPromptTokens,
+        oracle: (spec, n) => (spec.group ?? 0) % n,
+        description:
+          `${s.groups} system prompts × ${s.promptsPerGroup} questions, ` +
+          `${s.systemPromptTokens} + ${s.questionTokens} → ${s.outputTokens} tokens, shuffled`,
+      };
+    }
+    case "multi-turn": {
+      const m = p.multiTurn;
+      const finalTokens = m.systemPromptTokens + m.turns * (m.turnTokens + m.outputTokens);
+      return {
+        name,
+        specs: multiTurnChat({ ...m, seed: p.seed }),
+        workingSetTokens: m.conversations * finalTokens,
+        oracle: (spec, n) => (spec.conversation ?? 0) % n,
+        description:
+          `${m.conversations} chats × ${m.turns} turns, system ${m.systemPromptTokens}, ` +
+          `+${m.turnTokens} user / +${m.outputTokens} assistant tokens a turn`,
+      };
+    }
+    case "no-sharing": {
+      const s = p.noSharing;
+      return {
+        name,
+        specs: noSharing({ ...s, kind: "completion", seed: p.seed }),
+        workingSetTokens: 0,
+        oracle: undefined,
+        description: `${s.requests} unique prompts of ${s.promptTokens} → ${s.outputTokens} tokens`,
+      };
+    }
+    case "hot-prefix": {
+      const h = p.hotPrefix;
+      return {
+        name,
+        specs: hotPrefix({ ...h, kind: "chat", seed: p.seed }),
+        workingSetTokens: h.systemPromptTokens,
+        oracle: undefined,
+        description:
+          `${h.requests} chats sharing one system prompt, ` +
+          `${h.systemPromptTokens} + ${h.questionTokens} → ${h.outputTokens} tokens`,
+      };
+    }
+  }
+}

@@ -1,0 +1,266 @@
+/**
+ * Proxy overhead: the latency and throughput cost of going through radixgate. The same requests go
+ * straight to one simulated worker in zero-delay mode (timeScale 0: it answers as fast as it can
+ * compute) and through the router (its own process, default settings: cache_aware, info-level
+ * access log to /dev/null), at several concurrencies, prompt sizes, streamed and not.
+ *
+ *   npm run bench:overhead                     3000 measured requests per cell (a few minutes)
+ *   npm run bench:overhead -- --quick          200 per cell
+ *   npm run bench:overhead -- --requests 5000
+ *
+ * Prints a table and writes bench/results/overhead.json.
+ */
+import { mkdirSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { parseArgs } from "node:util";
+import { defaultConfig } from "../src/config.js";
+import { mulberry32 } from "../src/sim/prng.js";
+import { randomText } from "../src/sim/workloads.js";
+import { childFleetHost } from "./lib/fleet.js";
+import { fmt, type LatencySummary, summarizeMs } from "./lib/latency.js";
+import { type LoadJob, loadAgent, runLoad } from "./lib/load.js";
+import { ProgressBar } from "./lib/progress.js";
+import { startRouterProcess } from "./lib/router-process.js";
+import { printTable } from "./lib/stats.js";
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
+const RESULTS = join(ROOT, "bench", "results", "overhead.json");
+
+const CONCURRENCIES = [1, 16, 64];
+const PROMPT_CHARS = [1024, 32_768];
+const STREAMS = [false, true];
+/** Distinct prompts per size, cycled (the worker's KV cache holds them all, the router's trees too). */
+const DISTINCT_PROMPTS = 64;
+const OUTPUT_TOKENS = 16;
+
+export interface TargetResult {
+  requests: number;
+  errors: number;
+  latencyMs: LatencySummary;
+  /** Streams only: time to the first content chunk. */
+  ttftMs: LatencySummary;
+  requestsPerSec: number;
+}
+
+export interface CellResult {
+  promptChars: number;
+  stream: boolean;
+  concurrency: number;
+  direct: TargetResult;
+  router: TargetResult;
+  addedP50Ms: number;
+  addedP99Ms: number;
+  throughputRatio: number;
+}
+
+function prompts(chars: number, seed: number): string[] {
+  const rng = mulberry32(seed);
+  return Array.from({ length: DISTINCT_PROMPTS }, (_, i) =>
+    `#${i} ${randomText(rng, Math.ceil(chars / 4))}`.slice(0, chars),
+  );
+}
+
+function jobs(origin: string, texts: readonly string[], stream: boolean, n: number): LoadJob[] {
+  return Array.from({ length: n }, (_, i) => ({
+    key: String(i),
+    request: {
+      origin,
+      path: "/v1/chat/completions",
+      body: JSON.stringify({
+        messages: [{ role: "user", content: texts[i % texts.length] }],
+        max_tokens: OUTPUT_TOKENS,
+        ...(stream ? { stream: true } : {}),
+      }),
+      stream,
+    },
+  }));
+}
+
+async function measure(
+  origin: string,
+  texts: readonly string[],
+  stream: boolean,
+  concurrency: number,
+  requests: number,
+  warmup: number,
+  label: string,
+): Promise<TargetResult> {
+  const dispatcher = loadAgent(concurrency);
+  try {
+    if (warmup > 0) await runLoad(jobs(origin, texts, stream, warmup), { dispatcher, concurrency });
+    const bar = new ProgressBar(label, requests);
+    const run = await runLoad(jobs(origin, texts, stream, requests), {
+      dispatcher,
+      concurrency,
+      onDone: () => bar.tick(),
+    });
+    bar.finish();
+    const ok = run.outcomes.filter((o) => o.ok);
+    return {
+      requests,
+      errors: requests - ok.length,
+      latencyMs: summarizeMs(ok.map((o) => o.e2eMs)),
+      ttftMs: summarizeMs(stream ? ok.map((o) => o.ttftMs) : []),
+      requestsPerSec: (ok.length * 1000) / run.wallMs,
+    };
+  } finally {
+    await dispatcher.close();
+  }
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      quick: { type: "boolean", default: false },
+      requests: { type: "string" },
+    },
+  });
+  const requests = Number(values.requests ?? (values.quick ? 200 : 3000));
+  if (!Number.isInteger(requests) || requests < 10) {
+    console.error("bench:overhead: --requests must be an integer >= 10");
+    process.exit(2);
+  }
+  const warmup = Math.max(100, Math.floor(requests / 5));
+  const machine = `${os.cpus().length} × ${os.cpus()[0]?.model ?? "cpu"}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, ${os.platform()} ${os.release()}`;
+  console.log(
+    `bench:overhead — ${new Date().toISOString()} — node ${process.version} — ${machine}`,
+  );
+
+  // Worker and router each in a process of their own; this process is the load client.
+  const host = await childFleetHost();
+  const fleet = await host.startFleet({
+    count: 1,
+    worker: { timeScale: 0, kvCapacityTokens: 2_000_000 },
+  });
+  const workerUrl = fleet.workers[0]!.url;
+  const router = await startRouterProcess({
+    ...defaultConfig(),
+    host: "127.0.0.1",
+    port: 0,
+    workerUrls: [workerUrl],
+  });
+  const cells: CellResult[] = [];
+  const texts = new Map(PROMPT_CHARS.map((chars) => [chars, prompts(chars, chars)]));
+  try {
+    // Warm every code path of the client, the router and the worker before any measurement
+    // (the JIT needs thousands of requests, more than a cell's own warm-up).
+    for (const chars of PROMPT_CHARS) {
+      for (const stream of STREAMS) {
+        for (const origin of [workerUrl, router.url]) {
+          await measure(origin, texts.get(chars)!, stream, 16, warmup * 2, 0, "warm-up");
+        }
+      }
+    }
+    for (const chars of PROMPT_CHARS) {
+      const texts = prompts(chars, chars);
+      for (const stream of STREAMS) {
+        for (const concurrency of CONCURRENCIES) {
+          const label = `${chars} chars ${stream ? "stream" : "json"} c=${concurrency}`;
+          const direct = await measure(
+            workerUrl,
+            texts,
+            stream,
+            concurrency,
+            requests,
+            warmup,
+            `${label} direct`,
+          );
+          const routed = await measure(
+            router.url,
+            texts,
+            stream,
+            concurrency,
+            requests,
+            warmup,
+            `${label} router`,
+          );
+          cells.push({
+            promptChars: chars,
+            stream,
+            concurrency,
+            direct,
+            router: routed,
+            addedP50Ms: routed.latencyMs.p50 - direct.latencyMs.p50,
+            addedP99Ms: routed.latencyMs.p99 - direct.latencyMs.p99,
+            throughputRatio: routed.requestsPerSec / direct.requestsPerSec,
+          });
+        }
+      }
+    }
+  } finally {
+    await router.stop();
+    await host.close();
+  }
+
+  console.log(
+    `\n${requests} measured requests per cell (after ${warmup} warm-up), ${OUTPUT_TOKENS} output tokens, ` +
+      "latency = request sent → response complete, at the client",
+  );
+  printTable(
+    [
+      "prompt",
+      "mode",
+      "conc",
+      "direct p50",
+      "direct p99",
+      "router p50",
+      "router p99",
+      "added p50",
+      "added p99",
+      "direct req/s",
+      "router req/s",
+      "ratio",
+      "errors",
+    ],
+    cells.map((c) => [
+      `${c.promptChars / 1024}k`,
+      c.stream ? "stream" : "json",
+      c.concurrency,
+      fmt(c.direct.latencyMs.p50, 2),
+      fmt(c.direct.latencyMs.p99, 2),
+      fmt(c.router.latencyMs.p50, 2),
+      fmt(c.router.latencyMs.p99, 2),
+      fmt(c.addedP50Ms, 2),
+      fmt(c.addedP99Ms, 2),
+      fmt(c.direct.requestsPerSec, 0),
+      fmt(c.router.requestsPerSec, 0),
+      fmt(c.throughputRatio, 2),
+      c.direct.errors + c.router.errors,
+    ]),
+  );
+  mkdirSync(dirname(RESULTS), { recursive: true });
+  writeFileSync(
+    RESULTS,
+    `${JSON.stringify(
+      {
+        benchmark: "overhead",
+        date: new Date().toISOString(),
+        node: process.version,
+        machine,
+        command: commandLine("bench:overhead"),
+        requestsPerCell: requests,
+        warmupPerCell: warmup,
+        outputTokens: OUTPUT_TOKENS,
+        cells,
+      },
+      null,
+      2,
+    )}\n`,
+  );
+  console.log(`\nresults: ${RESULTS}`);
+}
+
+/** How this run was started, as an npm command. */
+function commandLine(script: string): string {
+  const args = process.argv.slice(2);
+  return args.length === 0 ? `npm run ${script}` : `npm run ${script} -- ${args.join(" ")}`;
+}
+
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  main().catch((err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  });
+}

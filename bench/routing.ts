@@ -1,0 +1,318 @@
+/**
+ * Routing quality: the same seeded workload through the real router once per policy (and once
+ * pinned by an oracle), each on a fresh fleet of simulated workers, compared on the fleet's
+ * prefix-cache hit rate (the workers' own counters), client-side TTFT and end-to-end latency,
+ * throughput and spread of requests over the workers.
+ *
+ *   npm run bench:routing                         every workload, default preset (a few minutes)
+ *   npm run bench:routing -- --quick              small preset, under a minute
+ *   npm run bench:routing -- --workload multi-turn --concurrency 64
+ *   npm run bench:routing -- --rate 40            open loop, Poisson arrivals at 40 req/s
+ *
+ * Prints a table per workload, writes bench/results/routing-<workload>[-<tag>].json, and (for the
+ * default preset over every workload) docs/chart-routing.svg.
+ */
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { parseArgs } from "node:util";
+import { POLICY_NAMES } from "../src/policies/policy.js";
+import { fmt } from "./lib/latency.js";
+import { ProgressBar } from "./lib/progress.js";
+import { routingChartSvg } from "./lib/routing-chart.js";
+import {
+  ALL_ROWS,
+  ORACLE_ROW,
+  type RowName,
+  type RowResult,
+  runRoutingWorkload,
+  WARM_SKIP,
+  type WorkloadReport,
+} from "./lib/routing-runner.js";
+import {
+  FULL_PRESET,
+  QUICK_PRESET,
+  type RoutingPreset,
+  WORKLOADS,
+  type WorkloadName,
+} from "./lib/routing-workloads.js";
+import { printTable } from "./lib/stats.js";
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
+const RESULTS_DIR = join(ROOT, "bench", "results");
+const CHART_PATH = join(ROOT, "docs", "chart-routing.svg");
+
+interface CliOptions {
+  workloads: WorkloadName[];
+  preset: RoutingPreset;
+  rows: RowName[];
+  rate: number | undefined;
+  isolate: boolean;
+  /** "" for the default preset without overrides; else a file-name suffix. */
+  tag: string;
+  chart: boolean;
+}
+
+function parseCli(argv: string[]): CliOptions {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      workload: { type: "string", default: "all" },
+      quick: { type: "boolean", default: false },
+      concurrency: { type: "string" },
+      rate: { type: "string" },
+      workers: { type: "string" },
+      "time-scale": { type: "string" },
+      "kv-capacity-tokens": { type: "string" },
+      seed: { type: "string" },
+      policies: { type: "string" },
+      "no-oracle": { type: "boolean", default: false },
+      "no-isolate": { type: "boolean", default: false },
+      "no-chart": { type: "boolean", default: false },
+      help: { type: "boolean", default: false },
+    },
+  });
+  if (values.help) {
+    console.log(
+      [
+        "usage: npm run bench:routing -- [options]",
+        `  --workload <all|${WORKLOADS.join("|")}>  (default all)`,
+        "  --quick                       small preset (under a minute)",
+        "  --concurrency <n>             closed loop: requests outstanding (default 32; quick 16)",
+        "  --rate <req/s>                open loop: Poisson arrivals instead of the closed loop",
+        "  --workers <n>                 simulated workers (default 4)",
+        "  --time-scale <x>              real ms per model ms of the workers (default 0.5; quick 0.1)",
+        "  --kv-capacity-tokens <n>      KV cache per worker (default 48000; quick 12000)",
+        "  --seed <n>                    workload seed (default 42)",
+        `  --policies <a,b>              subset of ${POLICY_NAMES.join(",")}`,
+        "  --no-oracle                   skip the oracle_sticky row",
+        "  --no-isolate                  run the workers in this process (default: a child process)",
+        "  --no-chart                    do not rewrite docs/chart-routing.svg",
+        "Columns: hit rate = Σ cached / Σ prompt tokens over the workers' own counters; TTFT = time",
+        "to the first streamed content chunk at the client; warm mean = TTFT mean without the first",
+        `${WARM_SKIP * 100}% of requests (cold start); loop = busy share of the router + client event loop.`,
+      ].join("\n"),
+    );
+    process.exit(0);
+  }
+  const preset: RoutingPreset = structuredClone(values.quick ? QUICK_PRESET : FULL_PRESET);
+  let overridden = false;
+  const num = (flag: string, raw: string | undefined, min: number, integer: boolean) => {
+    if (raw === undefined) return undefined;
+    const v = Number(raw);
+    if (!Number.isFinite(v) || v < min || (integer && !Number.isInteger(v))) {
+      throw new Error(`--${flag} must be ${integer ? "an integer" : "a number"} >= ${min}`);
+    }
+    overridden = true;
+    return v;
+  };
+  preset.concurrency = num("concurrency", values.concurrency, 1, true) ?? preset.concurrency;
+  preset.workers = num("workers", values.workers, 1, true) ?? preset.workers;
+  preset.timeScale = num("time-scale", values["time-scale"], 0, false) ?? preset.timeScale;
+  preset.kvCapacityTokens =
+    num("kv-capacity-tokens", values["kv-capacity-tokens"], 16, true) ?? preset.kvCapacityTokens;
+  preset.seed = num("seed", values.seed, 0, true) ?? preset.seed;
+  const rate = num("rate", values.rate, Number.MIN_VALUE, false);
+
+  const workloads: WorkloadName[] =
+    values.workload === "all"
+      ? [...WORKLOADS]
+      : values.workload.split(",").map((w) => {
+          if (!(WORKLOADS as readonly string[]).includes(w)) {
+            throw new Error(`--workload: unknown workload "${w}"; expected all or ${WORKLOADS}`);
+          }
+          return w as WorkloadName;
+        });
+  let rows: RowName[] = [...ALL_ROWS];
+  if (values.policies !== undefined) {
+    overridden = true;
+    rows = values.policies.split(",").map((p) => {
+      if (!(POLICY_NAMES as readonly string[]).includes(p)) {
+        throw new Error(`--policies: unknown policy "${p}"; expected ${POLICY_NAMES}`);
+      }
+      return p as RowName;
+    });
+    if (!values["no-oracle"]) rows.push(ORACLE_ROW);
+  }
+  if (values["no-oracle"]) rows = rows.filter((r) => r !== ORACLE_ROW);
+  const tag = [values.quick ? "quick" : "", overridden ? "custom" : ""].filter(Boolean).join("-");
+  return {
+    workloads,
+    preset,
+    rows,
+    rate,
+    isolate: !values["no-isolate"],
+    tag,
+    chart: !values["no-chart"] && tag === "",
+  };
+}
+
+function pct(x: number): string {
+  return `${(x * 100).toFixed(1)}%`;
+}
+
+function printReport(report: WorkloadReport): void {
+  console.log(`\n## ${report.workload}: ${report.description}`);
+  console.log(
+    `${report.requests} requests, ${report.arrival}, ${report.preset.workers} workers × ` +
+      `${report.preset.kvCapacityTokens} KV tokens, working set ${report.workingSetTokens} tokens, ` +
+      `timeScale ${report.preset.timeScale}`,
+  );
+  printTable(
+    [
+      "policy",
+      "hit rate",
+      "TTFT mean",
+      "p50",
+      "p90",
+      "p99",
+      "warm mean",
+      "e2e mean",
+      "e2e p99",
+      "req/s",
+      "out tok/s",
+      "errors",
+      "loop",
+      "requests per worker",
+    ],
+    report.rows.map((r) => [
+      r.row,
+      pct(r.hitRate),
+      fmt(r.ttftMs.mean),
+      fmt(r.ttftMs.p50),
+      fmt(r.ttftMs.p90),
+      fmt(r.ttftMs.p99),
+      fmt(r.warmTtftMs.mean),
+      fmt(r.e2eMs.mean),
+      fmt(r.e2eMs.p99),
+      fmt(r.requestsPerSec),
+      fmt(r.outputTokensPerSec, 0),
+      r.errors,
+      pct(r.loopUtilization),
+      Object.values(r.perWorker).join("/"),
+    ]),
+  );
+  for (const r of report.rows) {
+    if (r.firstError !== undefined) console.log(`  ${r.row}: first error: ${r.firstError}`);
+  }
+  for (const line of goalLines(report)) console.log(line);
+}
+
+/** The goals the benchmark checks, as report lines (never hidden when missed). */
+export function goalLines(report: WorkloadReport): string[] {
+  const row = (name: RowName): RowResult | undefined => report.rows.find((r) => r.row === name);
+  const ca = row("cache_aware");
+  const lines: string[] = [];
+  if (ca === undefined) return lines;
+  const oracle = row(ORACLE_ROW);
+  const rr = row("round_robin");
+  const ll = row("least_load");
+  if (report.workload === "shared-prefix" || report.workload === "multi-turn") {
+    if (oracle !== undefined) {
+      const ok = ca.hitRate >= oracle.hitRate * 0.9;
+      lines.push(
+        `goal: cache_aware hit rate within 10% of the oracle: ${pct(ca.hitRate)} vs ${pct(oracle.hitRate)} → ${ok ? "met" : "MISSED"}`,
+      );
+    }
+    if (rr !== undefined) {
+      const ratio = rr.ttftMs.mean / ca.ttftMs.mean;
+      lines.push(
+        `goal: cache_aware mean TTFT ≥ 2× lower than round_robin: ${fmt(ca.ttftMs.mean)} vs ${fmt(rr.ttftMs.mean)} ms (${fmt(ratio, 2)}×) → ${ratio >= 2 ? "met" : "MISSED"}`,
+        `  (for information: p50 ${fmt(rr.ttftMs.p50 / ca.ttftMs.p50, 2)}×; warm mean, without the first ${WARM_SKIP * 100}% of requests, ${fmt(rr.warmTtftMs.mean / ca.warmTtftMs.mean, 2)}×)`,
+      );
+    }
+  }
+  if (report.workload === "no-sharing" && ll !== undefined) {
+    const ratio = ca.ttftMs.mean / ll.ttftMs.mean;
+    lines.push(
+      `goal: cache_aware no worse than least_load (mean TTFT): ${fmt(ca.ttftMs.mean)} vs ${fmt(ll.ttftMs.mean)} ms (${fmt(ratio, 2)}×; within 5% counts as equal) → ${ratio <= 1.05 ? "met" : "MISSED"}`,
+    );
+  }
+  return lines;
+}
+
+function resultPath(workload: WorkloadName, tag: string): string {
+  return join(RESULTS_DIR, `routing-${workload}${tag === "" ? "" : `-${tag}`}.json`);
+}
+
+async function main(): Promise<void> {
+  let cli: CliOptions;
+  try {
+    cli = parseCli(process.argv.slice(2));
+  } catch (err) {
+    console.error(`bench:routing: ${(err as Error).message}`);
+    process.exit(2);
+  }
+  mkdirSync(RESULTS_DIR, { recursive: true });
+  const machine = `${os.cpus().length} × ${os.cpus()[0]?.model ?? "cpu"}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, ${os.platform()} ${os.release()}`;
+  console.log(`bench:routing — ${new Date().toISOString()} — node ${process.version} — ${machine}`);
+  const reports: WorkloadReport[] = [];
+  for (const workload of cli.workloads) {
+    let bar: ProgressBar | undefined;
+    const report = await runRoutingWorkload(workload, {
+      preset: cli.preset,
+      rows: cli.rows,
+      ...(cli.rate === undefined ? {} : { rate: cli.rate }),
+      isolate: cli.isolate,
+      onRowStart: (row, total) => {
+        bar = new ProgressBar(`${workload} ${row}`, total);
+      },
+      onRequest: () => bar?.tick(),
+      onRowEnd: () => bar?.finish(),
+    });
+    printReport(report);
+    reports.push(report);
+    writeFileSync(
+      resultPath(workload, cli.tag),
+      `${JSON.stringify(
+        {
+          benchmark: "routing",
+          date: new Date().toISOString(),
+          node: process.version,
+          machine,
+          command: commandLine("bench:routing"),
+          goals: goalLines(report),
+          report,
+        },
+        null,
+        2,
+      )}\n`,
+    );
+  }
+  if (cli.chart) {
+    // Every workload's latest default-preset result, so a single-workload run updates its panel.
+    const all: WorkloadReport[] = [];
+    for (const w of WORKLOADS) {
+      try {
+        all.push(
+          (JSON.parse(readFileSync(resultPath(w, ""), "utf8")) as { report: WorkloadReport })
+            .report,
+        );
+      } catch {
+        // not run yet
+      }
+    }
+    const p = cli.preset;
+    const arrival = cli.rate === undefined ? `closed loop ×${p.concurrency}` : `${cli.rate} req/s`;
+    const caption =
+      `npm run bench:routing — ${p.workers} simulated workers, ${p.kvCapacityTokens} KV tokens each, ` +
+      `timeScale ${p.timeScale}, ${arrival}, seed ${p.seed}, node ${process.version}, ${new Date().toISOString().slice(0, 10)}`;
+    writeFileSync(CHART_PATH, routingChartSvg(all, caption));
+    console.log(`\nchart: ${CHART_PATH}`);
+  }
+  console.log(`results: ${RESULTS_DIR}/routing-<workload>${cli.tag ? `-${cli.tag}` : ""}.json`);
+}
+
+/** How this run was started, as an npm command. */
+function commandLine(script: string): string {
+  const args = process.argv.slice(2);
+  return args.length === 0 ? `npm run ${script}` : `npm run ${script} -- ${args.join(" ")}`;
+}
+
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  main().catch((err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  });
+}

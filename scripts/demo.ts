@@ -1,0 +1,349 @@
+/**
+ * One-command demo: a fleet of simulated SGLang workers with the real radixgate router in front.
+ *
+ *   npm run demo                      router on 127.0.0.1:30000, 4 workers, real-time timing
+ *   npm run demo -- --traffic         plus a small background workload, so the hit rate moves
+ *   npm run demo -- --port 8080 --workers 8 --policy round_robin
+ *
+ * Prints where it listens, example curl commands, and every few seconds the fleet's prefix-cache
+ * hit rate (from the workers' own counters) and requests per worker. Ctrl-C stops it cleanly.
+ */
+import { pathToFileURL } from "node:url";
+import { parseArgs } from "node:util";
+import { Agent } from "undici";
+import { type Config, defaultConfig, LOG_LEVELS, type LogLevel } from "../src/config.js";
+import { createLogger } from "../src/logger.js";
+import { POLICY_NAMES, type PolicyName } from "../src/policies/policy.js";
+import { ListenError, type RunningRouter, startRouter } from "../src/server.js";
+import { exponential, mulberry32 } from "../src/sim/prng.js";
+import { type SimWorker, startSimWorker } from "../src/sim/worker.js";
+import { generatedSharedPrefix, openAiBody, type RequestSpec } from "../src/sim/workloads.js";
+
+export interface DemoOptions {
+  /** Router port (default 30000; 0 = any free port). Falls back to a free port when taken. */
+  port?: number;
+  /** Router address (default 127.0.0.1). */
+  host?: string;
+  /** Simulated workers (default 4). */
+  workers?: number;
+  /** Real ms per model ms of the simulated engines (default 1: real time). */
+  timeScale?: number;
+  policy?: PolicyName;
+  /** Background requests per second, 0 = none (default 0; --traffic sets 4). */
+  trafficRate?: number;
+  /** Seconds between two status lines (default 5). */
+  statsIntervalSecs?: number;
+  /** Router log level (default "warn": a line per request would drown the status lines). */
+  logLevel?: LogLevel;
+  /** Print nothing (tests). */
+  quiet?: boolean;
+  /** Where lines go (default console.log). */
+  print?: (line: string) => void;
+}
+
+export interface Demo {
+  /** The router's base URL. */
+  readonly url: string;
+  readonly port: number;
+  readonly router: RunningRouter;
+  readonly workers: readonly SimWorker[];
+  /** Fleet prefix-cache hit rate and requests per worker, from the workers' counters. */
+  status(): DemoStatus;
+  /** Stops the traffic, the router (gracefully) and the workers. */
+  stop(): Promise<void>;
+}
+
+export interface DemoStatus {
+  promptTokens: number;
+  cachedTokens: number;
+  hitRate: number;
+  requests: Record<string, number>;
+  inFlight: number;
+}
+
+const DEFAULT_PORT = 30000;
+const MODEL = "meta-llama/Llama-3.1-8B-Instruct";
+
+export async function startDemo(o: DemoOptions = {}): Promise<Demo> {
+  const print = o.quiet === true ? () => {} : (o.print ?? ((line: string) => console.log(line)));
+  const count = o.workers ?? 4;
+  const workers: SimWorker[] = [];
+  let router: RunningRouter;
+  try {
+    for (let i = 1; i <= count; i++) {
+      workers.push(
+        await startSimWorker({ id: `w${i}`, timeScale: o.timeScale ?? 1, model: MODEL }),
+      );
+    }
+    router = await startDemoRouter(o, workers, print);
+  } catch (err) {
+    await Promise.allSettled(workers.map((w) => w.close()));
+    throw err;
+  }
+
+  const status = (): DemoStatus => {
+    const s = workers.map((w) => w.stats());
+    const promptTokens = s.reduce((sum, x) => sum + x.promptTokens, 0);
+    const cachedTokens = s.reduce((sum, x) => sum + x.cachedTokens, 0);
+    return {
+      promptTokens,
+      cachedTokens,
+      hitRate: promptTokens === 0 ? 0 : cachedTokens / promptTokens,
+      requests: Object.fromEntries(s.map((x) => [x.id, x.requests])),
+      inFlight: s.reduce((sum, x) => sum + x.inFlight, 0),
+    };
+  };
+
+  printBanner(print, router.url, workers, o);
+  let last = status();
+  const intervalMs = (o.statsIntervalSecs ?? 5) * 1000;
+  const timer = setInterval(() => {
+    const now = status();
+    print(statusLine(now, last));
+    last = now;
+  }, intervalMs);
+  timer.unref();
+  const traffic =
+    (o.trafficRate ?? 0) > 0 ? startTraffic(router.url, o.trafficRate as number) : undefined;
+
+  let stopping: Promise<void> | undefined;
+  return {
+    url: router.url,
+    port: router.port,
+    router,
+    workers,
+    status,
+    stop: () => {
+      stopping ??= (async () => {
+        clearInterval(timer);
+        await traffic?.stop();
+        await router.stop(2000);
+        await Promise.allSettled(workers.map((w) => w.close()));
+      })();
+      return stopping;
+    },
+  };
+}
+
+async function startDemoRouter(
+  o: DemoOptions,
+  workers: readonly SimWorker[],
+  print: (line: string) => void,
+): Promise<RunningRouter> {
+  const port = o.port ?? DEFAULT_PORT;
+  const config: Config = {
+    ...defaultConfig(),
+    host: o.host ?? "127.0.0.1",
+    port,
+    policy: o.policy ?? "cache_aware",
+    logLevel: o.logLevel ?? "warn",
+    workerUrls: workers.map((w) => w.url),
+    shutdownGraceSecs: 2,
+  };
+  const logger = createLogger({ level: config.logLevel });
+  try {
+    return await startRouter(config, { logger });
+  } catch (err) {
+    if (!(err instanceof ListenError) || port === 0) throw err;
+    print(`radixgate demo: ${err.message}; using a free port instead (choose one with --port).`);
+    return startRouter({ ...config, port: 0 }, { logger });
+  }
+}
+
+function printBanner(
+  print: (line: string) => void,
+  url: string,
+  workers: readonly SimWorker[],
+  o: DemoOptions,
+): void {
+  const body = (stream: boolean) =>
+    JSON.stringify({
+      model: MODEL,
+      messages: [
+        { role: "system", content: "You are a concise assistant for the radixgate demo." },
+        { role: "user", content: "What does a cache-aware router do?" },
+      ],
+      max_tokens: 32,
+      ...(stream ? { stream: true } : {}),
+    });
+  print(
+    [
+      `radixgate demo: ${workers.length} simulated SGLang workers, policy ${o.policy ?? "cache_aware"}, ` +
+        `time scale ${o.timeScale ?? 1}${(o.trafficRate ?? 0) > 0 ? `, background traffic ${o.trafficRate} req/s` : ""}`,
+      `  router   ${url}`,
+      ...workers.map((w) => `  worker   ${w.id}  ${w.url}`),
+      "",
+      "Try:",
+      `  curl -s ${url}/v1/chat/completions -H 'content-type: application/json' \\`,
+      `    -d '${body(false)}'`,
+      "  streaming:",
+      `  curl -N ${url}/v1/chat/completions -H 'content-type: application/json' \\`,
+      `    -d '${body(true)}'`,
+      `  curl -s ${url}/workers          # the router's view of the fleet (admin API, loopback only)`,
+      `  curl -s ${url}/metrics | grep radixgate_routing_decisions_total`,
+      "",
+      "Send the same system prompt again: the router sends it to the worker that already cached it.",
+      "Ctrl-C to stop.",
+      "",
+    ].join("\n"),
+  );
+}
+
+function statusLine(now: DemoStatus, before: DemoStatus): string {
+  const prompt = now.promptTokens - before.promptTokens;
+  const cached = now.cachedTokens - before.cachedTokens;
+  const recent = prompt === 0 ? "-" : `${((cached / prompt) * 100).toFixed(1)}%`;
+  const perWorker = Object.entries(now.requests)
+    .map(([id, n]) => `${id} ${n}`)
+    .join("  ");
+  const time = new Date().toTimeString().slice(0, 8);
+  return (
+    `[${time}] fleet hit rate ${(now.hitRate * 100).toFixed(1)}% ` +
+    `(${now.cachedTokens}/${now.promptTokens} prompt tokens cached; since last line ${recent}) | ` +
+    `requests ${perWorker} | in flight ${now.inFlight}`
+  );
+}
+
+/**
+ * Background traffic: Poisson arrivals of shared-prefix chats (8 system prompts, so the hit rate
+ * climbs as the router learns where each lives), at most 32 outstanding.
+ */
+function startTraffic(url: string, rate: number): { stop(): Promise<void> } {
+  const specs: RequestSpec[] = generatedSharedPrefix({
+    groups: 8,
+    promptsPerGroup: 64,
+    systemPromptTokens: 1024,
+    questionTokens: 64,
+    outputTokens: 32,
+    kind: "chat",
+    seed: 7,
+  });
+  const rng = mulberry32(11);
+  const agent = new Agent({ connections: 32, keepAliveTimeout: 30_000 });
+  const pending = new Set<Promise<void>>();
+  let stopped = false;
+  let next = 0;
+  let timer: NodeJS.Timeout | undefined;
+  const send = (spec: RequestSpec) => {
+    const p = agent
+      .request({
+        origin: url,
+        path: "/v1/chat/completions",
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(openAiBody(spec, MODEL)),
+      })
+      .then((res) => res.body.dump())
+      .catch(() => {
+        // the demo's own traffic: a failure shows in the worker counters, nothing to report here
+      })
+      .finally(() => pending.delete(p));
+    pending.add(p);
+  };
+  const schedule = () => {
+    if (stopped) return;
+    timer = setTimeout(
+      () => {
+        if (pending.size < 32) send(specs[next++ % specs.length] as RequestSpec);
+        schedule();
+      },
+      exponential(rng, 1000 / rate),
+    );
+  };
+  schedule();
+  return {
+    async stop() {
+      stopped = true;
+      clearTimeout(timer);
+      await Promise.allSettled([...pending]);
+      await agent.close();
+    },
+  };
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      port: { type: "string", default: String(DEFAULT_PORT) },
+      host: { type: "string", default: "127.0.0.1" },
+      workers: { type: "string", default: "4" },
+      "time-scale": { type: "string", default: "1" },
+      policy: { type: "string", default: "cache_aware" },
+      traffic: { type: "boolean", default: false },
+      rate: { type: "string", default: "4" },
+      interval: { type: "string", default: "5" },
+      "log-level": { type: "string", default: "warn" },
+      help: { type: "boolean", default: false },
+    },
+  });
+  if (values.help) {
+    console.log(
+      [
+        "usage: npm run demo -- [options]",
+        "  --port <n>          router port (default 30000; a free port if taken)",
+        "  --host <addr>       router address (default 127.0.0.1)",
+        "  --workers <n>       simulated workers (default 4)",
+        "  --time-scale <x>    real ms per model ms (default 1 = real time)",
+        `  --policy <name>     ${POLICY_NAMES.join(" | ")} (default cache_aware)`,
+        "  --traffic           send a small background workload",
+        "  --rate <req/s>      background traffic rate (default 4)",
+        "  --interval <secs>   seconds between status lines (default 5)",
+        `  --log-level <lvl>   router log level: ${LOG_LEVELS.join(" | ")} (default warn)`,
+      ].join("\n"),
+    );
+    return;
+  }
+  const number = (flag: string, raw: string, min: number): number => {
+    const v = Number(raw);
+    if (raw.trim() === "" || !Number.isFinite(v) || v < min) {
+      console.error(`demo: --${flag} must be a number >= ${min}, got "${raw}"`);
+      process.exit(2);
+    }
+    return v;
+  };
+  if (!(POLICY_NAMES as readonly string[]).includes(values.policy)) {
+    console.error(`demo: --policy must be one of ${POLICY_NAMES.join(", ")}`);
+    process.exit(2);
+  }
+  if (!(LOG_LEVELS as readonly string[]).includes(values["log-level"])) {
+    console.error(`demo: --log-level must be one of ${LOG_LEVELS.join(", ")}`);
+    process.exit(2);
+  }
+  let demo: Demo;
+  try {
+    demo = await startDemo({
+      port: number("port", values.port, 0),
+      host: values.host,
+      workers: number("workers", values.workers, 1),
+      timeScale: number("time-scale", values["time-scale"], 0),
+      policy: values.policy as PolicyName,
+      trafficRate: values.traffic ? number("rate", values.rate, 0.01) : 0,
+      statsIntervalSecs: number("interval", values.interval, 0.1),
+      logLevel: values["log-level"] as LogLevel,
+    });
+  } catch (err) {
+    console.error(`demo: could not start: ${(err as Error).message}`);
+    process.exit(1);
+  }
+  let signals = 0;
+  const onSignal = () => {
+    if (++signals > 1) process.exit(1);
+    console.log("\nstopping: letting in-flight requests finish...");
+    demo.stop().then(
+      () => {
+        console.log("stopped.");
+        process.exit(0);
+      },
+      (err: unknown) => {
+        console.error(`error while stopping: ${(err as Error).message}`);
+        process.exit(1);
+      },
+    );
+  };
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
+}
+
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  void main();
+}
