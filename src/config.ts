@@ -10,6 +10,7 @@ export interface Config {
   cacheThreshold: number;
   balanceAbsThreshold: number;
   balanceRelThreshold: number;
+  cacheLoadBound: number;
   evictionIntervalSecs: number;
   maxTreeSize: number;
   maxPayloadSize: number;
@@ -182,6 +183,20 @@ export const SETTINGS = [
       "cache_aware: imbalanced when max in-flight exceeds min x this (and the absolute test holds).",
     default: 1.5,
     parse: number(1),
+  }),
+  setting({
+    key: "cacheLoadBound",
+    flag: "--cache-load-bound",
+    arg: "<x>",
+    description:
+      "cache_aware: a worker wins on prefix only while its in-flight is at most this x the mean in-flight + 1, so one hot prefix cannot pile onto one worker (0 = no bound, as the SGLang router).",
+    default: 2,
+    parse: (raw, flag) => {
+      const value = number(0)(raw, flag);
+      if (value !== 0 && value < 1)
+        throw new ConfigError(flag, `must be 0 (no bound) or >= 1, got "${raw}"`);
+      return value;
+    },
   }),
   setting({
     key: "evictionIntervalSecs",

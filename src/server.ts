@@ -76,6 +76,7 @@ export function createRouter(
     cacheThreshold: config.cacheThreshold,
     balanceAbsThreshold: config.balanceAbsThreshold,
     balanceRelThreshold: config.balanceRelThreshold,
+    cacheLoadBound: config.cacheLoadBound,
   });
   const forwarder = new Forwarder(registry, policy, settings, hooks);
   // /v1/models needs any available worker, not a cache decision.

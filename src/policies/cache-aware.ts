@@ -4,7 +4,7 @@ import type { Policy, PolicyWorker, RouteBranch, RouteDecision, RouteRequest } f
 
 export type CacheAwareOptions = Pick<
   ResolvedPolicyOptions,
-  "cacheThreshold" | "balanceAbsThreshold" | "balanceRelThreshold"
+  "cacheThreshold" | "balanceAbsThreshold" | "balanceRelThreshold" | "cacheLoadBound"
 >;
 
 /**
@@ -14,10 +14,15 @@ export type CacheAwareOptions = Pick<
  *    AND max > min * balanceRelThreshold, load wins: the least-loaded worker ("imbalanced").
  * 2. Otherwise the worker whose tree holds the longest prefix of the text, if matched / length is
  *    strictly above cacheThreshold ("cache_hit"); among equal best matches, the least loaded.
+ *    A worker wins on prefix only while its in-flight count is at most cacheLoadBound × the mean
+ *    in-flight of the candidates, plus one; when the best match is over that bound, the least-loaded
+ *    worker takes the request ("load_bound") and, once it holds the prefix too, the two share it.
  * 3. Otherwise the least-loaded worker ("cache_miss").
  * In every branch the text goes into the chosen worker's tree: it is what that worker will cache.
  *
- * Fixed against the original: ties on load rotate (the original always took the first worker,
+ * Fixed against the original: a single hot prefix (one system prompt for all traffic) no longer
+ * piles every request onto one worker while the in-flight gap stays under the absolute imbalance
+ * threshold (64 by default, more than a small fleet ever reaches); ties on load rotate (the original always took the first worker,
  * so cold traffic at low concurrency piled onto one), and no per-worker state lives here: each
  * worker carries its own tree, so a worker that drops out of the candidates for a while keeps its
  * tree and a removed worker leaves nothing behind.
@@ -28,8 +33,10 @@ export class CacheAwarePolicy implements Policy {
   private readonly cacheThreshold: number;
   private readonly balanceAbsThreshold: number;
   private readonly balanceRelThreshold: number;
+  private readonly cacheLoadBound: number;
 
   constructor(options: CacheAwareOptions) {
+    this.cacheLoadBound = options.cacheLoadBound;
     this.cacheThreshold = options.cacheThreshold;
     this.balanceAbsThreshold = options.balanceAbsThreshold;
     this.balanceRelThreshold = options.balanceRelThreshold;
@@ -61,17 +68,25 @@ export class CacheAwarePolicy implements Policy {
         // equal matches on equal loads take turns too.
         const n = candidates.length;
         const start = this.loads.start;
+        // The least-loaded worker is always within the bound (its load is at most the mean).
+        const bound =
+          this.cacheLoadBound === 0
+            ? Number.POSITIVE_INFINITY
+            : this.cacheLoadBound * (this.loads.total / n) + 1;
         let best = least;
         let bestMatched = -1;
         let bestLoad = 0;
         let leastMatched = 0;
+        let overBoundMatched = 0;
         for (let i = 0; i < n; i++) {
           let index = start + i;
           if (index >= n) index -= n;
           const worker = candidates[index]!;
           const m = worker.tree.match(text);
           if (index === least) leastMatched = m;
-          if (m > bestMatched || (m === bestMatched && worker.inFlight < bestLoad)) {
+          if (worker.inFlight > bound) {
+            if (m > overBoundMatched) overBoundMatched = m;
+          } else if (m > bestMatched || (m === bestMatched && worker.inFlight < bestLoad)) {
             best = index;
             bestMatched = m;
             bestLoad = worker.inFlight;
@@ -83,6 +98,7 @@ export class CacheAwarePolicy implements Policy {
           matched = bestMatched;
         } else {
           matched = leastMatched;
+          if (overBoundMatched / length > this.cacheThreshold) branch = "load_bound";
         }
       }
     }

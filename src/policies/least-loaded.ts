@@ -19,6 +19,7 @@ export class LeastLoaded {
   private lastStart = 0;
   private lastMin = 0;
   private lastMax = 0;
+  private lastTotal = 0;
 
   /** Index where the last scan started. */
   get start(): number {
@@ -35,6 +36,11 @@ export class LeastLoaded {
     return this.lastMax;
   }
 
+  /** Sum of the in-flight counts seen by the last scan. */
+  get total(): number {
+    return this.lastTotal;
+  }
+
   /** One pass over `candidates`: the index of the least-loaded one, or -1 when there are none. */
   scan(candidates: readonly Loaded[]): number {
     const n = candidates.length;
@@ -43,10 +49,12 @@ export class LeastLoaded {
     let best = start;
     let min = candidates[start]!.inFlight;
     let max = min;
+    let total = min;
     for (let i = 1; i < n; i++) {
       let index = start + i;
       if (index >= n) index -= n;
       const load = candidates[index]!.inFlight;
+      total += load;
       // Strictly less: among equal loads the first in rotated order wins.
       if (load < min) {
         min = load;
@@ -58,6 +66,7 @@ export class LeastLoaded {
     this.lastStart = start;
     this.lastMin = min;
     this.lastMax = max;
+    this.lastTotal = total;
     return best;
   }
 

@@ -9,6 +9,11 @@ export interface PolicyOptions {
   readonly balanceAbsThreshold?: number | undefined;
   /** cache_aware: ... and only if max in-flight exceeds min times this. >= 1. */
   readonly balanceRelThreshold?: number | undefined;
+  /**
+   * cache_aware: a worker wins on prefix only while its in-flight count is at most this times the
+   * candidates' mean in-flight, plus one. 0 = no bound (the SGLang router's behaviour). 0 or >= 1.
+   */
+  readonly cacheLoadBound?: number | undefined;
   /** random, power_of_two: the random source (for deterministic tests). */
   readonly random?: RandomSource | undefined;
 }
@@ -17,14 +22,16 @@ export interface ResolvedPolicyOptions {
   readonly cacheThreshold: number;
   readonly balanceAbsThreshold: number;
   readonly balanceRelThreshold: number;
+  readonly cacheLoadBound: number;
   readonly random: RandomSource;
 }
 
-/** The SGLang router's defaults for its cache-aware policy. */
+/** The SGLang router's defaults for its cache-aware policy, plus radixgate's load bound. */
 export const POLICY_DEFAULTS: Readonly<Omit<ResolvedPolicyOptions, "random">> = Object.freeze({
   cacheThreshold: 0.3,
   balanceAbsThreshold: 64,
   balanceRelThreshold: 1.5,
+  cacheLoadBound: 2,
 });
 
 function checkNumber(
@@ -68,6 +75,13 @@ export function resolvePolicyOptions(options: PolicyOptions = {}): ResolvedPolic
       POLICY_DEFAULTS.balanceRelThreshold,
       (v) => v >= 1,
       ">= 1",
+    ),
+    cacheLoadBound: checkNumber(
+      "cacheLoadBound",
+      options.cacheLoadBound,
+      POLICY_DEFAULTS.cacheLoadBound,
+      (v) => v === 0 || v >= 1,
+      "that is 0 (no bound) or >= 1",
     ),
     random,
   };

@@ -16,6 +16,7 @@ export type RouteBranch =
   | "cache_hit" // cache_aware: best match_rate above cache_threshold
   | "cache_miss" // cache_aware: no worker matched enough, least loaded chosen
   | "imbalanced" // cache_aware: fleet out of balance, least loaded chosen
+  | "load_bound" // cache_aware: the best match was over the load bound, least loaded chosen
   | "round_robin"
   | "random"
   | "power_of_two"

@@ -85,7 +85,8 @@ describe("cache_aware imbalance gate", () => {
 describe("cache_aware prefix matching", () => {
   it("sends a best match above the threshold to that worker, as a cache_hit with its match rate", () => {
     const policy = cacheAware();
-    const workers = fleet(3, [0, 5, 0]);
+    // Worker 1 is the busiest, but within the load bound (2 x mean 2.33 + 1).
+    const workers = fleet(3, [2, 3, 2]);
     workers[1]!.tree.insert(`${PROMPT}What is the capital of France?`);
     const text = `${PROMPT}What is 2 + 2?`;
     const decision = policy.select(workers, { text })!;
@@ -250,7 +251,7 @@ describe("cache_aware tree upkeep", () => {
 
   it("lets a worker absent from one call keep its tree and win again when it returns", () => {
     const policy = cacheAware();
-    const [a, b, c] = fleet(3, [5, 0, 0]) as [FakeWorker, FakeWorker, FakeWorker];
+    const [a, b, c] = fleet(3, [3, 2, 2]) as [FakeWorker, FakeWorker, FakeWorker];
     a.tree.insert(PROMPT);
     // a is briefly unhealthy: not a candidate for a while.
     for (let i = 0; i < 5; i++) {
@@ -264,5 +265,96 @@ describe("cache_aware tree upkeep", () => {
       branch: "cache_hit",
       matchRate: PROMPT.length / `${PROMPT}after return`.length,
     });
+  });
+});
+
+describe("cache_aware load bound (one hot prefix must not pile onto one worker)", () => {
+  const HOT = `${PROMPT}${"Shared instructions for every request. ".repeat(20)}`;
+
+  it("sends the best match to the least-loaded worker when it is over the bound, as load_bound", () => {
+    const policy = cacheAware();
+    // Mean in-flight 5, bound 2 x 5 + 1 = 11: the holder at 17 is over it.
+    const [a, b, c, d] = fleet(4, [17, 1, 0, 2]) as [
+      FakeWorker,
+      FakeWorker,
+      FakeWorker,
+      FakeWorker,
+    ];
+    a.tree.insert(HOT);
+    const text = `${HOT}question`;
+    const decision = policy.select([a, b, c, d], { text })!;
+    expect(decision.worker).toBe(c);
+    expect(decision.branch).toBe("load_bound");
+    expect(decision.matchRate).toBe(0);
+    expect(c.tree.match(text)).toBe(text.length);
+  });
+
+  it("keeps the cache hit while the holder is within the bound", () => {
+    const policy = cacheAware();
+    // Mean 5, bound 11: the holder at 11 is still within it.
+    const [a, b, c, d] = fleet(4, [11, 4, 3, 2]) as [
+      FakeWorker,
+      FakeWorker,
+      FakeWorker,
+      FakeWorker,
+    ];
+    a.tree.insert(HOT);
+    expect(policy.select([a, b, c, d], { text: `${HOT}question` })).toMatchObject({
+      worker: a,
+      branch: "cache_hit",
+    });
+  });
+
+  it("prefers a holder within the bound over one above it", () => {
+    const policy = cacheAware();
+    const [a, b, c, d] = fleet(4, [17, 1, 0, 2]) as [
+      FakeWorker,
+      FakeWorker,
+      FakeWorker,
+      FakeWorker,
+    ];
+    a.tree.insert(HOT);
+    b.tree.insert(HOT);
+    expect(policy.select([a, b, c, d], { text: `${HOT}question` })).toMatchObject({
+      worker: b,
+      branch: "cache_hit",
+    });
+  });
+
+  it("with cacheLoadBound 0 behaves as the SGLang router: the holder wins however loaded", () => {
+    const policy = cacheAware({ cacheLoadBound: 0 });
+    const [a, b, c, d] = fleet(4, [60, 0, 0, 0]) as [
+      FakeWorker,
+      FakeWorker,
+      FakeWorker,
+      FakeWorker,
+    ];
+    a.tree.insert(HOT);
+    expect(policy.select([a, b, c, d], { text: `${HOT}question` })).toMatchObject({
+      worker: a,
+      branch: "cache_hit",
+    });
+  });
+
+  it("spreads a hot prefix over several workers as in-flight requests pile up (regression: 384/0/0/0 in bench:routing)", () => {
+    for (const bound of [2, 1.5]) {
+      const policy = cacheAware({ cacheLoadBound: bound });
+      const workers = fleet(4);
+      const served = new Map<FakeWorker, number>();
+      // 32 requests in flight at once, none finishing: the closed-loop peak of the benchmark.
+      for (let i = 0; i < 32; i++) {
+        const decision = policy.select(workers, { text: `${HOT}question ${i}` })!;
+        decision.worker.inFlight++;
+        served.set(decision.worker, (served.get(decision.worker) ?? 0) + 1);
+      }
+      expect(served.size, `bound ${bound}`).toBeGreaterThanOrEqual(2);
+      expect(Math.max(...served.values()), `bound ${bound}`).toBeLessThanOrEqual(18);
+    }
+    // Without a bound, every request goes to the first holder.
+    const unbounded = cacheAware({ cacheLoadBound: 0 });
+    const workers = fleet(4);
+    for (let i = 0; i < 32; i++)
+      unbounded.select(workers, { text: `${HOT}question ${i}` })!.worker.inFlight++;
+    expect(workers.map((w) => w.inFlight).sort((x, y) => y - x)[0]).toBe(32);
   });
 });

@@ -15,12 +15,19 @@ describe("createPolicy", () => {
     expect(policy.select(fleet(2), { text: "hi" })).toBeDefined();
   });
 
-  it("uses the SGLang router's defaults", () => {
+  it("uses the SGLang router's defaults, plus a load bound of 2", () => {
     expect(POLICY_DEFAULTS).toEqual({
       cacheThreshold: 0.3,
       balanceAbsThreshold: 64,
       balanceRelThreshold: 1.5,
+      cacheLoadBound: 2,
     });
+  });
+
+  it("rejects a cacheLoadBound between 0 and 1", () => {
+    expect(() => createPolicy("cache_aware", { cacheLoadBound: 0.5 })).toThrow(/^cacheLoadBound/);
+    expect(() => createPolicy("cache_aware", { cacheLoadBound: 0 })).not.toThrow();
+    expect(() => createPolicy("cache_aware", { cacheLoadBound: 1 })).not.toThrow();
   });
 
   it("accepts the edges of every range", () => {
