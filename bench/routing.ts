@@ -48,6 +48,7 @@ interface CliOptions {
   preset: RoutingPreset;
   rows: RowName[];
   rate: number | undefined;
+  cacheLoadBound: number | undefined;
   isolate: boolean;
   /** "" for the default preset without overrides; else a file-name suffix. */
   tag: string;
@@ -66,6 +67,7 @@ function parseCli(argv: string[]): CliOptions {
       "time-scale": { type: "string" },
       "kv-capacity-tokens": { type: "string" },
       seed: { type: "string" },
+      "cache-load-bound": { type: "string" },
       policies: { type: "string" },
       "no-oracle": { type: "boolean", default: false },
       "no-isolate": { type: "boolean", default: false },
@@ -85,6 +87,7 @@ function parseCli(argv: string[]): CliOptions {
         "  --time-scale <x>              real ms per model ms of the workers (default 0.5; quick 0.1)",
         "  --kv-capacity-tokens <n>      KV cache per worker (default 48000; quick 12000)",
         "  --seed <n>                    workload seed (default 42)",
+        "  --cache-load-bound <x>        the router's --cache-load-bound (default: the router's, 2)",
         `  --policies <a,b>              subset of ${POLICY_NAMES.join(",")}`,
         "  --no-oracle                   skip the oracle_sticky row",
         "  --no-isolate                  run the workers in this process (default: a child process)",
@@ -114,6 +117,7 @@ function parseCli(argv: string[]): CliOptions {
     num("kv-capacity-tokens", values["kv-capacity-tokens"], 16, true) ?? preset.kvCapacityTokens;
   preset.seed = num("seed", values.seed, 0, true) ?? preset.seed;
   const rate = num("rate", values.rate, Number.MIN_VALUE, false);
+  const cacheLoadBound = num("cache-load-bound", values["cache-load-bound"], 0, false);
 
   const workloads: WorkloadName[] =
     values.workload === "all"
@@ -142,6 +146,7 @@ function parseCli(argv: string[]): CliOptions {
     preset,
     rows,
     rate,
+    cacheLoadBound,
     isolate: !values["no-isolate"],
     tag,
     chart: !values["no-chart"] && tag === "",
@@ -254,6 +259,9 @@ async function main(): Promise<void> {
       preset: cli.preset,
       rows: cli.rows,
       ...(cli.rate === undefined ? {} : { rate: cli.rate }),
+      ...(cli.cacheLoadBound === undefined
+        ? {}
+        : { routerOverrides: { cacheLoadBound: cli.cacheLoadBound } }),
       isolate: cli.isolate,
       onRowStart: (row, total) => {
         bar = new ProgressBar(`${workload} ${row}`, total);

@@ -82,6 +82,8 @@ export interface RunOptions {
    * (default: 2 × concurrency; 0 = none).
    */
   warmupRequests?: number;
+  /** Router settings on top of the defaults, e.g. { cacheLoadBound: 1.5 } (--cache-load-bound). */
+  routerOverrides?: Partial<Config>;
   /** Progress: a row starts (with its request count), a request completes. */
   onRowStart?: (row: RowName, total: number) => void;
   onRequest?: (outcome: RequestOutcome) => void;
@@ -144,10 +146,12 @@ async function runRow(
   const router =
     row === ORACLE_ROW
       ? undefined
-      : await startRouter(routerConfig(row, urls), { logger }).catch(async (err: unknown) => {
-          await fleet.close();
-          throw err;
-        });
+      : await startRouter(routerConfig(row, urls, o.routerOverrides), { logger }).catch(
+          async (err: unknown) => {
+            await fleet.close();
+            throw err;
+          },
+        );
   const concurrency = o.rate === undefined ? p.concurrency : w.specs.length;
   const dispatcher = loadAgent(concurrency);
   try {
@@ -195,9 +199,14 @@ async function runRow(
 }
 
 /** The real router's defaults, listening on a free loopback port, silent. */
-export function routerConfig(policy: PolicyName, workerUrls: string[]): Config {
+export function routerConfig(
+  policy: PolicyName,
+  workerUrls: string[],
+  overrides: Partial<Config> = {},
+): Config {
   return {
     ...defaultConfig(),
+    ...overrides,
     host: "127.0.0.1",
     port: 0,
     logLevel: "silent",
