@@ -13,11 +13,12 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import { dirname, join } from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { defaultConfig } from "../src/config.js";
 import { mulberry32 } from "../src/sim/prng.js";
 import { randomText } from "../src/sim/workloads.js";
+import { commandLine, runIfEntryPoint } from "./lib/entry.js";
 import { childFleetHost } from "./lib/fleet.js";
 import { fmt, type LatencySummary, summarizeMs } from "./lib/latency.js";
 import { type LoadJob, loadAgent, runLoad } from "./lib/load.js";
@@ -252,15 +253,4 @@ async function main(): Promise<void> {
   console.log(`\nresults: ${RESULTS}`);
 }
 
-/** How this run was started, as an npm command. */
-function commandLine(script: string): string {
-  const args = process.argv.slice(2);
-  return args.length === 0 ? `npm run ${script}` : `npm run ${script} -- ${args.join(" ")}`;
-}
-
-if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  main().catch((err: unknown) => {
-    console.error(err);
-    process.exit(1);
-  });
-}
+runIfEntryPoint(import.meta.url, main);

@@ -15,9 +15,10 @@
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import { dirname, join } from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { POLICY_NAMES } from "../src/policies/policy.js";
+import { commandLine, runIfEntryPoint } from "./lib/entry.js";
 import { fmt } from "./lib/latency.js";
 import { ProgressBar } from "./lib/progress.js";
 import { routingChartSvg } from "./lib/routing-chart.js";
@@ -312,15 +313,4 @@ async function main(): Promise<void> {
   console.log(`results: ${RESULTS_DIR}/routing-<workload>${cli.tag ? `-${cli.tag}` : ""}.json`);
 }
 
-/** How this run was started, as an npm command. */
-function commandLine(script: string): string {
-  const args = process.argv.slice(2);
-  return args.length === 0 ? `npm run ${script}` : `npm run ${script} -- ${args.join(" ")}`;
-}
-
-if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  main().catch((err: unknown) => {
-    console.error(err);
-    process.exit(1);
-  });
-}
+runIfEntryPoint(import.meta.url, main);
