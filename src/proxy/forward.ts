@@ -1,12 +1,20 @@
 import type { IncomingHttpHeaders, ServerResponse } from "node:http";
 import type { Dispatcher } from "undici";
-import { errors as undiciErrors } from "undici";
-import { type ErrorCode, errorBody, RouterError } from "../errors.js";
+import { RouterError } from "../errors.js";
 import type { Policy, RouteBranch } from "../policies/policy.js";
 import type { WorkerRegistry } from "../workers/registry.js";
 import type { Worker } from "../workers/worker.js";
+import { ClientAbort, FirstByteTimeout, RequestTimeout, timerMs } from "./abort-reasons.js";
 import { backoffMs, retryAfterMs, sleep } from "./backoff.js";
-import { responseHeaders, upstreamRequestHeaders } from "./headers.js";
+import { upstreamRequestHeaders } from "./headers.js";
+import { relay } from "./relay.js";
+import {
+  type AttemptFailure,
+  classifyNetworkError,
+  RETRYABLE_STATUS,
+  statusFailure,
+} from "./upstream-failure.js";
+import { writeError } from "./write-error.js";
 
 export interface ForwardSettings {
   requestTimeoutMs: number;
@@ -53,24 +61,6 @@ export interface ForwardRequest {
   /** Aborted when the client goes away. */
   clientSignal: AbortSignal;
 }
-
-/** Statuses after which another worker may succeed and nothing reached the client yet. */
-const RETRYABLE_STATUS = new Set([429, 502, 503, 504]);
-/** Network failures where the worker never got the request (down, unreachable). */
-const CONNECT_FAILURES = new Set([
-  "ECONNREFUSED",
-  "EHOSTUNREACH",
-  "ENETUNREACH",
-  "UND_ERR_CONNECT_TIMEOUT",
-]);
-/**
- * The connection was lost before any response (worker killed or restarted mid-request). The
- * worker may have started, but nothing reached the client and a lost connection aborts the work
- * on the engine, so another worker may take the request.
- */
-const RESET_FAILURES = new Set(["ECONNRESET", "EPIPE", "UND_ERR_SOCKET"]);
-
-type AttemptFailure = { kind: string; retryable: boolean; code: ErrorCode; message: string };
 
 /**
  * Sends one request to a worker chosen by the policy and streams the answer back unbuffered.
@@ -219,181 +209,25 @@ export class Forwarder {
         else worker.breaker.onFailure();
         return {
           kind: "failed",
-          failure: {
-            kind: `status_${status}`,
-            retryable: true,
-            code:
-              status === 504
-                ? "upstream_timeout"
-                : status === 429
-                  ? "too_many_requests"
-                  : "upstream_error",
-            message: `Worker ${worker.url} answered ${status}.`,
-          },
+          failure: statusFailure(status, worker),
           ...(retryAfter !== undefined ? { retryAfterMs: retryAfter } : {}),
         };
       }
     }
 
-    const outcome = await this.relay(upstream, worker, req, res, controller, branch, matchRate);
+    const outcome = await relay(
+      upstream,
+      worker,
+      req,
+      res,
+      controller,
+      routeHeader(branch, matchRate),
+      this.settings.idleTimeoutMs,
+      this.hooks.onUpstreamError,
+    );
     release();
     return { kind: "done", outcome };
   }
-
-  /** Streams the worker's answer to the client as it arrives, honouring back-pressure. */
-  private relay(
-    upstream: Dispatcher.ResponseData,
-    worker: Worker,
-    req: ForwardRequest,
-    res: ServerResponse,
-    controller: AbortController,
-    branch: RouteBranch,
-    matchRate: number | null,
-  ): Promise<Omit<ForwardOutcome, "attempts">> {
-    const status = upstream.statusCode;
-    const contentType = String(upstream.headers["content-type"] ?? "");
-    const isEventStream = contentType.startsWith("text/event-stream");
-    res.writeHead(
-      status,
-      responseHeaders(upstream.headers, worker.id, routeHeader(branch, matchRate), req.requestId),
-    );
-    if (typeof res.flushHeaders === "function") res.flushHeaders();
-
-    return new Promise((resolve) => {
-      const body = upstream.body;
-      let ttfbMs: number | undefined;
-      let settled = false;
-      const idle = setTimeout(() => {
-        // Silence caused by a client that does not read is not the worker's: wait for it.
-        if (res.writableNeedDrain) idle.refresh();
-        else controller.abort(new IdleTimeout());
-      }, timerMs(this.settings.idleTimeoutMs));
-      const finish = (outcome: Omit<ForwardOutcome, "attempts">) => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(idle);
-        res.off("close", onClientClose);
-        resolve(outcome);
-      };
-      const onClientClose = () => {
-        if (res.writableFinished) return;
-        // The client left mid-response: stop the worker's work too; not the worker's fault.
-        controller.abort(new ClientAbort());
-        body.destroy();
-        worker.breaker.onNeutral();
-        finish({
-          status,
-          worker,
-          error: "client_abort",
-          ...(ttfbMs !== undefined ? { ttfbMs } : {}),
-        });
-      };
-      res.on("close", onClientClose);
-      body.once("data", () => {
-        ttfbMs = Date.now() - req.startedAt;
-      });
-      body.on("data", () => idle.refresh());
-      body.on("end", () => {
-        res.end();
-        worker.served += 1;
-        if (status >= 500) {
-          worker.breaker.onFailure();
-          this.hooks.onUpstreamError(worker, `status_${status}`);
-        } else worker.breaker.onSuccess();
-        finish({ status, worker, ...(ttfbMs !== undefined ? { ttfbMs } : {}) });
-      });
-      body.on("error", (err) => {
-        const reason = controller.signal.reason;
-        if (reason instanceof ClientAbort) return;
-        const timedOut = reason instanceof RequestTimeout || reason instanceof IdleTimeout;
-        const kind = timedOut ? "timeout" : "stream";
-        worker.breaker.onFailure();
-        this.hooks.onUpstreamError(worker, kind);
-        if (isEventStream && !res.destroyed) {
-          // Tell a streaming client in-band that the stream broke, then close it cleanly.
-          const code: ErrorCode = timedOut ? "upstream_timeout" : "upstream_error";
-          const message =
-            reason instanceof IdleTimeout
-              ? `Worker ${worker.url} sent nothing for --idle-timeout-secs.`
-              : reason instanceof RequestTimeout
-                ? `Request to worker ${worker.url} exceeded --request-timeout-secs.`
-                : `Worker ${worker.url} failed mid-stream: ${err.message}`;
-          res.end(`data: ${JSON.stringify(errorBody(code, message))}\n\n`);
-        } else {
-          // A truncated JSON body must not look complete: cut the connection.
-          res.destroy();
-        }
-        finish({ status, worker, error: kind, ...(ttfbMs !== undefined ? { ttfbMs } : {}) });
-      });
-      body.pipe(res, { end: false });
-    });
-  }
-}
-
-class ClientAbort extends Error {
-  constructor() {
-    super("client disconnected");
-  }
-}
-
-class RequestTimeout extends Error {
-  constructor() {
-    super("request timeout");
-  }
-}
-
-class FirstByteTimeout extends Error {
-  constructor() {
-    super("first-byte timeout");
-  }
-}
-
-class IdleTimeout extends Error {
-  constructor() {
-    super("idle timeout");
-  }
-}
-
-function classifyNetworkError(err: unknown, reason: unknown, worker: Worker): AttemptFailure {
-  if (reason instanceof RequestTimeout) {
-    return {
-      kind: "timeout",
-      retryable: false,
-      code: "upstream_timeout",
-      message: `Request to worker ${worker.url} exceeded --request-timeout-secs.`,
-    };
-  }
-  if (reason instanceof FirstByteTimeout) {
-    return {
-      kind: "timeout",
-      retryable: false,
-      code: "upstream_timeout",
-      message: `Worker ${worker.url} sent no response within --first-byte-timeout-secs.`,
-    };
-  }
-  if (err instanceof undiciErrors.ConnectTimeoutError) {
-    return {
-      kind: "connect_timeout",
-      retryable: true,
-      code: "upstream_timeout",
-      message: `Connecting to worker ${worker.url} timed out.`,
-    };
-  }
-  const code = (err as { code?: string }).code ?? "";
-  const causeCode = (err as { cause?: { code?: string } }).cause?.code ?? "";
-  const has = (set: Set<string>) => set.has(code) || set.has(causeCode);
-  const kind = has(CONNECT_FAILURES) ? "connect" : has(RESET_FAILURES) ? "reset" : "network";
-  return {
-    kind,
-    retryable: kind !== "network",
-    code: "upstream_error",
-    message: `Worker ${worker.url} failed: ${(err as Error).message ?? String(err)}.`,
-  };
-}
-
-/** setTimeout fires at once for delays past 2^31-1 ms (~24.8 days): clamp long settings. */
-function timerMs(ms: number): number {
-  return Math.min(Math.max(0, ms), 2_147_483_647);
 }
 
 function routeHeader(branch: RouteBranch, matchRate: number | null): string {
@@ -405,22 +239,4 @@ function noWorkerMessage(registry: WorkerRegistry): string {
   return total === 0
     ? "No workers are registered; add one with POST /workers or start with --worker-urls."
     : `None of the ${total} registered workers is available (unhealthy or circuit open).`;
-}
-
-/** Writes a router error as JSON, unless a response is already under way. */
-export function writeError(
-  res: ServerResponse,
-  error: RouterError,
-  requestId: string,
-  extra?: Record<string, string>,
-): void {
-  if (res.headersSent || res.destroyed) return;
-  const body = JSON.stringify(error.toBody());
-  res.writeHead(error.status, {
-    "content-type": "application/json",
-    "content-length": Buffer.byteLength(body),
-    "x-request-id": requestId,
-    ...extra,
-  });
-  res.end(body);
 }

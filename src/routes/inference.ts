@@ -4,9 +4,10 @@ import type { HttpBindings } from "@hono/node-server";
 import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
 import type { Hono } from "hono";
 import { RouterError } from "../errors.js";
-import { type ForwardOutcome, type ForwardRequest, writeError } from "../proxy/forward.js";
+import type { ForwardOutcome, ForwardRequest } from "../proxy/forward.js";
 import { ClientGoneError, readBody } from "../proxy/read-body.js";
 import { type Endpoint, modelOf, routingText } from "../proxy/routing-text.js";
+import { writeError } from "../proxy/write-error.js";
 import { bearerMatches } from "./auth.js";
 import type { RouterContext } from "./context.js";
 

@@ -1,0 +1,33 @@
+/**
+ * Why an upstream request was aborted. The forwarder aborts with one of these as the signal's
+ * reason, so whoever sees the failure afterwards (the catch around the request, the body's error
+ * handler) can tell a client that left from a limit that fired.
+ */
+export class ClientAbort extends Error {
+  constructor() {
+    super("client disconnected");
+  }
+}
+
+export class RequestTimeout extends Error {
+  constructor() {
+    super("request timeout");
+  }
+}
+
+export class FirstByteTimeout extends Error {
+  constructor() {
+    super("first-byte timeout");
+  }
+}
+
+export class IdleTimeout extends Error {
+  constructor() {
+    super("idle timeout");
+  }
+}
+
+/** setTimeout fires at once for delays past 2^31-1 ms (~24.8 days): clamp long settings. */
+export function timerMs(ms: number): number {
+  return Math.min(Math.max(0, ms), 2_147_483_647);
+}

@@ -1,0 +1,103 @@
+import type { ServerResponse } from "node:http";
+import type { Dispatcher } from "undici";
+import { type ErrorCode, errorBody } from "../errors.js";
+import type { Worker } from "../workers/worker.js";
+import { ClientAbort, IdleTimeout, RequestTimeout, timerMs } from "./abort-reasons.js";
+import { responseHeaders } from "./headers.js";
+
+/** How a relayed response ended, for the access log and metrics. */
+export interface RelayOutcome {
+  status: number;
+  worker: Worker;
+  /** ms from arrival to the first body byte sent to the client. */
+  ttfbMs?: number;
+  /** client_abort, stream, timeout; absent when the response ended normally. */
+  error?: string;
+}
+
+/** Streams the worker's answer to the client as it arrives, honouring back-pressure. */
+export function relay(
+  upstream: Dispatcher.ResponseData,
+  worker: Worker,
+  req: { readonly requestId: string; readonly startedAt: number },
+  res: ServerResponse,
+  controller: AbortController,
+  route: string,
+  idleTimeoutMs: number,
+  onUpstreamError: (worker: Worker, kind: string) => void,
+): Promise<RelayOutcome> {
+  const status = upstream.statusCode;
+  const contentType = String(upstream.headers["content-type"] ?? "");
+  const isEventStream = contentType.startsWith("text/event-stream");
+  res.writeHead(status, responseHeaders(upstream.headers, worker.id, route, req.requestId));
+  if (typeof res.flushHeaders === "function") res.flushHeaders();
+
+  return new Promise((resolve) => {
+    const body = upstream.body;
+    let ttfbMs: number | undefined;
+    let settled = false;
+    const idle = setTimeout(() => {
+      // Silence caused by a client that does not read is not the worker's: wait for it.
+      if (res.writableNeedDrain) idle.refresh();
+      else controller.abort(new IdleTimeout());
+    }, timerMs(idleTimeoutMs));
+    const finish = (outcome: RelayOutcome) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(idle);
+      res.off("close", onClientClose);
+      resolve(outcome);
+    };
+    const onClientClose = () => {
+      if (res.writableFinished) return;
+      // The client left mid-response: stop the worker's work too; not the worker's fault.
+      controller.abort(new ClientAbort());
+      body.destroy();
+      worker.breaker.onNeutral();
+      finish({
+        status,
+        worker,
+        error: "client_abort",
+        ...(ttfbMs !== undefined ? { ttfbMs } : {}),
+      });
+    };
+    res.on("close", onClientClose);
+    body.once("data", () => {
+      ttfbMs = Date.now() - req.startedAt;
+    });
+    body.on("data", () => idle.refresh());
+    body.on("end", () => {
+      res.end();
+      worker.served += 1;
+      if (status >= 500) {
+        worker.breaker.onFailure();
+        onUpstreamError(worker, `status_${status}`);
+      } else worker.breaker.onSuccess();
+      finish({ status, worker, ...(ttfbMs !== undefined ? { ttfbMs } : {}) });
+    });
+    body.on("error", (err) => {
+      const reason = controller.signal.reason;
+      if (reason instanceof ClientAbort) return;
+      const timedOut = reason instanceof RequestTimeout || reason instanceof IdleTimeout;
+      const kind = timedOut ? "timeout" : "stream";
+      worker.breaker.onFailure();
+      onUpstreamError(worker, kind);
+      if (isEventStream && !res.destroyed) {
+        // Tell a streaming client in-band that the stream broke, then close it cleanly.
+        const code: ErrorCode = timedOut ? "upstream_timeout" : "upstream_error";
+        const message =
+          reason instanceof IdleTimeout
+            ? `Worker ${worker.url} sent nothing for --idle-timeout-secs.`
+            : reason instanceof RequestTimeout
+              ? `Request to worker ${worker.url} exceeded --request-timeout-secs.`
+              : `Worker ${worker.url} failed mid-stream: ${err.message}`;
+        res.end(`data: ${JSON.stringify(errorBody(code, message))}\n\n`);
+      } else {
+        // A truncated JSON body must not look complete: cut the connection.
+        res.destroy();
+      }
+      finish({ status, worker, error: kind, ...(ttfbMs !== undefined ? { ttfbMs } : {}) });
+    });
+    body.pipe(res, { end: false });
+  });
+}
