@@ -176,9 +176,12 @@ function failed(
 ): ForwardOutcome {
   if (err instanceof ClientGoneError) return { status: 499, attempts: 0, error: "client_abort" };
   if (err instanceof RouterError) {
-    // The unread rest of an oversized body is not worth reading: close the connection after the answer.
+    // Close the connection after the answer: the unread rest of an oversized body is not worth
+    // reading, and a client of a router that is shutting down should reconnect elsewhere.
     const extra: Record<string, string> =
-      err.code === "payload_too_large" ? { connection: "close" } : {};
+      err.code === "payload_too_large" || err.code === "shutting_down"
+        ? { connection: "close" }
+        : {};
     writeError(res, err, requestId, extra);
     if (err.code === "too_many_requests" || err.code === "queue_timeout") {
       ctx.metrics.queueRejections.inc({ reason: err.code });

@@ -90,3 +90,25 @@ describe("operations endpoints", () => {
     );
   });
 });
+
+describe("while shutting down", () => {
+  it("the data plane answers 503 shutting_down with Connection: close, and readiness is 503", async () => {
+    const sim = await startSimWorker({ id: "bye", timeScale: 0 });
+    const router = await startTestRouter({ workerUrls: [sim.url] });
+    try {
+      router.context.state.shuttingDown = true;
+      const res = await postJson(`${router.url}/v1/completions`, { prompt: "late", max_tokens: 1 });
+      expect(res.status).toBe(503);
+      expect(res.headers.get("connection")).toBe("close");
+      expect(((await res.json()) as { error: { code: string } }).error.code).toBe("shutting_down");
+      expect(sim.stats().requests).toBe(0);
+      const ready = await fetch(`${router.url}/readiness`);
+      expect(ready.status).toBe(503);
+      expect(((await ready.json()) as { reason: string }).reason).toBe("shutting down");
+    } finally {
+      router.context.state.shuttingDown = false;
+      await router.stop(100);
+      await sim.close();
+    }
+  });
+});
