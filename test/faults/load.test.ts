@@ -1,48 +1,41 @@
-import { afterEach, describe, expect, it } from "vitest";
-import type { RunningRouter } from "../../src/server.js";
-import { type SimWorker, startSimWorker } from "../../src/sim/worker.js";
+import { describe, expect, it } from "vitest";
+import { startSimWorker } from "../../src/sim/worker.js";
 import { startTestRouter, waitFor } from "../helpers/router.js";
 import {
   chat,
   errorCode,
   metric,
   okCompletion,
+  startedPerTest,
   startTinyUpstream,
-  type TinyUpstream,
 } from "./support.js";
 
 describe("load: maxConcurrentRequests with a bounded queue", () => {
-  let sims: SimWorker[] = [];
-  let tiny: TinyUpstream[] = [];
-  let router: RunningRouter | undefined;
-  afterEach(async () => {
-    await router?.stop(100);
-    await Promise.all([...sims, ...tiny].map((s) => s.close()));
-    router = undefined;
-    sims = [];
-    tiny = [];
-  });
+  const started = startedPerTest();
 
   it("429 when the queue is full, 408 when a request waited past queueTimeoutSecs", async () => {
-    sims = [await startSimWorker({ id: "hang", timeScale: 0, faults: { hang: true } })];
-    const sim = sims[0]!;
-    router = await startTestRouter({
+    started.sims = [await startSimWorker({ id: "hang", timeScale: 0, faults: { hang: true } })];
+    const sim = started.sims[0]!;
+    started.router = await startTestRouter({
       workerUrls: [sim.url],
       maxConcurrentRequests: 1,
       queueSize: 1,
       queueTimeoutSecs: 0.3,
       firstByteTimeoutSecs: 30,
     });
-    const admission = router.context.admission;
+    const admission = started.router.context.admission;
     const holder = new AbortController();
-    const running = chat(router.url, "holds the only slot", {}, { signal: holder.signal }).catch(
-      () => undefined,
-    );
+    const running = chat(
+      started.router.url,
+      "holds the only slot",
+      {},
+      { signal: holder.signal },
+    ).catch(() => undefined);
     await waitFor(() => sim.stats().hanging === 1, 2000, "the first request at the worker");
-    const queued = chat(router.url, "waits in the queue");
+    const queued = chat(started.router.url, "waits in the queue");
     await waitFor(() => admission.waiting === 1, 2000, "the second request queued");
 
-    const rejected = await chat(router.url, "no room left");
+    const rejected = await chat(started.router.url, "no room left");
     expect(rejected.status).toBe(429);
     expect(await errorCode(rejected)).toBe("too_many_requests");
 
@@ -52,10 +45,14 @@ describe("load: maxConcurrentRequests with a bounded queue", () => {
     // Neither refused request reached the worker.
     expect(sim.stats().requests).toBe(1);
     expect(
-      await metric(router.url, "radixgate_queue_rejections_total", { reason: "too_many_requests" }),
+      await metric(started.router.url, "radixgate_queue_rejections_total", {
+        reason: "too_many_requests",
+      }),
     ).toBe(1);
     expect(
-      await metric(router.url, "radixgate_queue_rejections_total", { reason: "queue_timeout" }),
+      await metric(started.router.url, "radixgate_queue_rejections_total", {
+        reason: "queue_timeout",
+      }),
     ).toBe(1);
 
     // Free the slot: the router serves again.
@@ -63,7 +60,7 @@ describe("load: maxConcurrentRequests with a bounded queue", () => {
     await running;
     sim.setFaults({ hang: false });
     await waitFor(() => admission.running === 0, 2000, "the slot freed");
-    expect((await chat(router.url, "after the rush")).status).toBe(200);
+    expect((await chat(started.router.url, "after the rush")).status).toBe(200);
   });
 
   it("queued requests go in turn and never exceed the limit at the workers", async () => {
@@ -77,38 +74,40 @@ describe("load: maxConcurrentRequests with a bounded queue", () => {
         okCompletion(res, "tiny");
       }, 30);
     });
-    tiny = [upstream];
-    router = await startTestRouter({
+    started.tiny = [upstream];
+    started.router = await startTestRouter({
       workerUrls: [upstream.url],
       maxConcurrentRequests: 2,
       queueSize: 10,
       queueTimeoutSecs: 10,
     });
     const answers = await Promise.all(
-      Array.from({ length: 8 }, (_, i) => chat(router!.url, `queued ${i}`)),
+      Array.from({ length: 8 }, (_, i) => chat(started.router!.url, `queued ${i}`)),
     );
     expect(answers.map((r) => r.status)).toEqual(Array(8).fill(200));
     expect(upstream.hits).toHaveLength(8);
     expect(peak).toBe(2);
-    expect(router.context.admission.running).toBe(0);
+    expect(started.router.context.admission.running).toBe(0);
   });
 
   it("a client that leaves while queued just leaves the queue", async () => {
-    sims = [await startSimWorker({ id: "hang2", timeScale: 0, faults: { hang: true } })];
-    const sim = sims[0]!;
-    router = await startTestRouter({
+    started.sims = [await startSimWorker({ id: "hang2", timeScale: 0, faults: { hang: true } })];
+    const sim = started.sims[0]!;
+    started.router = await startTestRouter({
       workerUrls: [sim.url],
       maxConcurrentRequests: 1,
       queueSize: 4,
       queueTimeoutSecs: 30,
       firstByteTimeoutSecs: 30,
     });
-    const admission = router.context.admission;
+    const admission = started.router.context.admission;
     const first = new AbortController();
     const second = new AbortController();
-    const a = chat(router.url, "slot", {}, { signal: first.signal }).catch(() => undefined);
+    const a = chat(started.router.url, "slot", {}, { signal: first.signal }).catch(() => undefined);
     await waitFor(() => sim.stats().hanging === 1, 2000, "the first request at the worker");
-    const b = chat(router.url, "queued", {}, { signal: second.signal }).catch(() => undefined);
+    const b = chat(started.router.url, "queued", {}, { signal: second.signal }).catch(
+      () => undefined,
+    );
     await waitFor(() => admission.waiting === 1, 2000, "the second request queued");
     second.abort();
     await b;

@@ -1,5 +1,4 @@
-import { afterEach, describe, expect, it } from "vitest";
-import type { RunningRouter } from "../../src/server.js";
+import { describe, expect, it } from "vitest";
 import { type SimWorker, startSimWorker } from "../../src/sim/worker.js";
 import { startTestRouter } from "../helpers/router.js";
 import {
@@ -10,9 +9,9 @@ import {
   metric,
   okCompletion,
   sseData,
+  startedPerTest,
   startLoggedRouter,
   startTinyUpstream,
-  type TinyUpstream,
 } from "./support.js";
 
 /**
@@ -20,38 +19,31 @@ import {
  * retry to the next one: that makes "which worker failed first" deterministic.
  */
 describe("retries, only where safe", () => {
-  let sims: SimWorker[] = [];
-  let tiny: TinyUpstream[] = [];
-  let router: RunningRouter | undefined;
-  afterEach(async () => {
-    await router?.stop(100);
-    await Promise.all([...sims, ...tiny].map((s) => s.close()));
-    router = undefined;
-    sims = [];
-    tiny = [];
-  });
+  const started = startedPerTest();
 
   async function routerFor(
     urls: string[],
     overrides: Parameters<typeof startLoggedRouter>[0] = {},
   ): Promise<{ url: string; log: () => AccessLog[] }> {
-    const started = await startLoggedRouter({
+    const logged = await startLoggedRouter({
       workerUrls: urls,
       policy: "round_robin",
       ...overrides,
     });
-    router = started.router;
-    return { url: started.router.url, log: started.accessLog };
+    started.router = logged.router;
+    return { url: logged.router.url, log: logged.accessLog };
   }
 
   it("a refused connection (worker down) is retried on another worker and counted in radixgate_retries_total", async () => {
     const dead = await deadUrl();
-    sims = [await startSimWorker({ id: "live", timeScale: 0 })];
-    const { url, log } = await routerFor([dead, sims[0]!.url]);
+    started.sims = [await startSimWorker({ id: "live", timeScale: 0 })];
+    const { url, log } = await routerFor([dead, started.sims[0]!.url]);
 
     const res = await chat(url, "first goes to the dead worker");
     expect(res.status).toBe(200);
-    expect(res.headers.get("x-radixgate-worker")).toBe(router!.context.registry.list()[1]!.id);
+    expect(res.headers.get("x-radixgate-worker")).toBe(
+      started.router!.context.registry.list()[1]!.id,
+    );
     await res.arrayBuffer();
     expect(log().at(-1)).toMatchObject({ status: 200, attempts: 2 });
     expect(await metric(url, "radixgate_retries_total")).toBe(1);
@@ -63,11 +55,11 @@ describe("retries, only where safe", () => {
   it.each([502, 503, 504, 429])(
     "a %i answer is retried on another worker, which serves the request",
     async (status) => {
-      sims = await Promise.all([
+      started.sims = await Promise.all([
         startSimWorker({ id: "failing", timeScale: 0, faults: { status } }),
         startSimWorker({ id: "fine", timeScale: 0 }),
       ]);
-      const [failing, fine] = sims as [SimWorker, SimWorker];
+      const [failing, fine] = started.sims as [SimWorker, SimWorker];
       const { url, log } = await routerFor([failing.url, fine.url]);
 
       const res = await chat(url, "retry me");
@@ -78,7 +70,7 @@ describe("retries, only where safe", () => {
       expect(log().at(-1)).toMatchObject({ status: 200, attempts: 2 });
       expect(await metric(url, "radixgate_retries_total")).toBe(1);
       // 429 says "busy", not "broken": it does not count against the worker's breaker.
-      const breaker = router!.context.registry.get(failing.url)!.breaker;
+      const breaker = started.router!.context.registry.get(failing.url)!.breaker;
       expect(breaker.consecutiveFailures).toBe(status === 429 ? 0 : 1);
     },
   );
@@ -89,7 +81,7 @@ describe("retries, only where safe", () => {
       res.end('{"error":{"message":"busy"}}');
     });
     const fine = await startTinyUpstream((_req, res) => okCompletion(res, "fine"));
-    tiny = [busy, fine];
+    started.tiny = [busy, fine];
     const { url, log } = await routerFor([busy.url, fine.url], { retryMaxBackoffMs: 1000 });
 
     const res = await chat(url, "be patient");
@@ -106,7 +98,7 @@ describe("retries, only where safe", () => {
       res.end('{"error":{"message":"slow down","code":"rate_limited"}}');
     });
     const fine = await startTinyUpstream((_req, res) => okCompletion(res, "fine"));
-    tiny = [busy, fine];
+    started.tiny = [busy, fine];
     const { url, log } = await routerFor([busy.url, fine.url], { retryMaxBackoffMs: 20 });
 
     const res = await chat(url, "rate limited");
@@ -118,13 +110,13 @@ describe("retries, only where safe", () => {
   });
 
   it("makes at most retryMaxAttempts attempts, each to a worker not yet tried", async () => {
-    sims = await Promise.all(
+    started.sims = await Promise.all(
       [1, 2, 3, 4].map((i) =>
         startSimWorker({ id: `f${i}`, timeScale: 0, faults: { status: 503 } }),
       ),
     );
     const { url, log } = await routerFor(
-      sims.map((s) => s.url),
+      started.sims.map((s) => s.url),
       { retryMaxAttempts: 3 },
     );
 
@@ -133,7 +125,7 @@ describe("retries, only where safe", () => {
     expect(res.status).toBe(503);
     expect(res.headers.get("x-radixgate-worker")).not.toBeNull();
     expect(await errorCode(res)).toBe(503);
-    const failed = sims.map((s) => s.stats().failed);
+    const failed = started.sims.map((s) => s.stats().failed);
     expect(failed.reduce((a, b) => a + b, 0)).toBe(3);
     expect(Math.max(...failed)).toBe(1);
     expect(log().at(-1)).toMatchObject({ status: 503, attempts: 3 });
@@ -142,17 +134,17 @@ describe("retries, only where safe", () => {
   });
 
   it("with fewer workers than retryMaxAttempts, each worker is tried once", async () => {
-    sims = await Promise.all(
+    started.sims = await Promise.all(
       [1, 2].map((i) => startSimWorker({ id: `g${i}`, timeScale: 0, faults: { status: 502 } })),
     );
     const { url, log } = await routerFor(
-      sims.map((s) => s.url),
+      started.sims.map((s) => s.url),
       { retryMaxAttempts: 5 },
     );
     const res = await chat(url, "two busy workers");
     expect(res.status).toBe(502);
     expect(await errorCode(res)).toBe(502);
-    expect(sims.map((s) => s.stats().failed)).toEqual([1, 1]);
+    expect(started.sims.map((s) => s.stats().failed)).toEqual([1, 1]);
     expect(log().at(-1)).toMatchObject({ attempts: 2 });
   });
 
@@ -162,7 +154,7 @@ describe("retries, only where safe", () => {
       res.end('{"error":{"message":"overloaded","code":"busy"}}');
     });
     const fine = await startTinyUpstream((_req, res) => okCompletion(res, "fine"));
-    tiny = [busy, fine];
+    started.tiny = [busy, fine];
     const { url, log } = await routerFor([busy.url, fine.url], { retryMaxAttempts: 1 });
     const res = await chat(url, "no second chance");
     expect(res.status).toBe(503);
@@ -175,11 +167,11 @@ describe("retries, only where safe", () => {
   it.each([400, 404, 422, 500])(
     "a %i from the worker is passed through unchanged and never retried (attempts 1)",
     async (status) => {
-      sims = await Promise.all([
+      started.sims = await Promise.all([
         startSimWorker({ id: "strict", timeScale: 0, faults: { status } }),
         startSimWorker({ id: "other", timeScale: 0 }),
       ]);
-      const [strict, other] = sims as [SimWorker, SimWorker];
+      const [strict, other] = started.sims as [SimWorker, SimWorker];
       const { url, log } = await routerFor([strict.url, other.url]);
 
       const res = await chat(url, "not retryable");
@@ -197,13 +189,13 @@ describe("retries, only where safe", () => {
   );
 
   it("never retries once a byte reached the client: a stream broken mid-way ends with an SSE error event and counts against the worker", async () => {
-    sims = await Promise.all([
+    started.sims = await Promise.all([
       // Real (small) step times: at timeScale 0 the sim writes and crashes in one tick, and the
       // destroyed socket drops the chunks before they leave.
       startSimWorker({ id: "crashy", timeScale: 1, stepFloorMs: 5, faults: { crashMidStream: 3 } }),
       startSimWorker({ id: "other", timeScale: 0 }),
     ]);
-    const [crashy, other] = sims as [SimWorker, SimWorker];
+    const [crashy, other] = started.sims as [SimWorker, SimWorker];
     const { url, log } = await routerFor([crashy.url, other.url]);
 
     const res = await chat(url, "stream then break", { stream: true, max_tokens: 20 });
@@ -218,7 +210,7 @@ describe("retries, only where safe", () => {
     expect(crashy.stats().crashed).toBe(1);
     expect(other.stats().requests).toBe(0);
     expect(log().at(-1)).toMatchObject({ attempts: 1, error: "stream" });
-    expect(router!.context.registry.get(crashy.url)!.breaker.consecutiveFailures).toBe(1);
+    expect(started.router!.context.registry.get(crashy.url)!.breaker.consecutiveFailures).toBe(1);
     expect(
       await metric(url, "radixgate_upstream_errors_total", { worker: crashy.url, kind: "stream" }),
     ).toBe(1);
@@ -231,11 +223,11 @@ describe("retries, only where safe", () => {
       res.write('{"id":"partial",');
       setTimeout(() => res.socket?.destroy(), 20);
     });
-    tiny = [cut];
-    router = await startTestRouter({ workerUrls: [cut.url] });
-    const res = await chat(router.url, "truncated");
+    started.tiny = [cut];
+    started.router = await startTestRouter({ workerUrls: [cut.url] });
+    const res = await chat(started.router.url, "truncated");
     expect(res.status).toBe(200);
     await expect(res.text()).rejects.toThrow();
-    expect(router.context.registry.list()[0]!.breaker.consecutiveFailures).toBe(1);
+    expect(started.router.context.registry.list()[0]!.breaker.consecutiveFailures).toBe(1);
   });
 });

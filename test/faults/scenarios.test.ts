@@ -1,9 +1,9 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { RunningRouter } from "../../src/server.js";
 import { type SimWorker, startSimWorker } from "../../src/sim/worker.js";
 import { workerIdFor } from "../../src/workers/worker-url.js";
 import { postJson, startTestRouter, waitFor } from "../helpers/router.js";
-import { chat, deadUrl, errorCode, metric, sseData } from "./support.js";
+import { chat, deadUrl, errorCode, metric, sseData, startedPerTest } from "./support.js";
 
 /** Prompts that share no prefix, so cache_aware spreads them by load (ties rotate). */
 const distinct = (i: number) => `${String.fromCharCode(65 + (i % 26)).repeat(24)} ${i}`;
@@ -18,51 +18,51 @@ async function listed(router: RunningRouter, url: string): Promise<WorkerJson | 
 }
 
 describe("fault-injection scenarios", () => {
-  let sims: SimWorker[] = [];
-  let router: RunningRouter | undefined;
-  afterEach(async () => {
-    await router?.stop(100);
-    await Promise.all(sims.map((s) => s.close()));
-    router = undefined;
-    sims = [];
-  });
+  const started = startedPerTest();
 
   it("a worker down at start: every request still succeeds through retries, and health checks mark it unhealthy", async () => {
     const dead = await deadUrl();
-    sims = await Promise.all([1, 2].map((i) => startSimWorker({ id: `up${i}`, timeScale: 0 })));
-    router = await startTestRouter({
-      workerUrls: [dead, ...sims.map((s) => s.url)],
+    started.sims = await Promise.all(
+      [1, 2].map((i) => startSimWorker({ id: `up${i}`, timeScale: 0 })),
+    );
+    started.router = await startTestRouter({
+      workerUrls: [dead, ...started.sims.map((s) => s.url)],
       healthCheckIntervalSecs: 0.05,
       healthFailureThreshold: 2,
       cbFailureThreshold: 100,
     });
     const statuses = await Promise.all(
       Array.from({ length: 12 }, async (_, i) => {
-        const res = await chat(router!.url, distinct(i));
+        const res = await chat(started.router!.url, distinct(i));
         await res.arrayBuffer();
         return res.status;
       }),
     );
     expect(statuses).toEqual(Array(12).fill(200));
     expect(
-      await metric(router.url, "radixgate_retries_total", { endpoint: "chat" }),
+      await metric(started.router.url, "radixgate_retries_total", { endpoint: "chat" }),
     ).toBeGreaterThan(0);
 
-    await waitFor(async () => (await listed(router!, dead))?.healthy === false, 3000, "unhealthy");
+    await waitFor(
+      async () => (await listed(started.router!, dead))?.healthy === false,
+      3000,
+      "unhealthy",
+    );
     // Once it is known to be down, it costs nothing: no more retries.
-    const retries = await metric(router.url, "radixgate_retries_total");
-    for (let i = 0; i < 6; i++) expect((await chat(router.url, distinct(i + 12))).status).toBe(200);
-    expect(await metric(router.url, "radixgate_retries_total")).toBe(retries);
+    const retries = await metric(started.router.url, "radixgate_retries_total");
+    for (let i = 0; i < 6; i++)
+      expect((await chat(started.router.url, distinct(i + 12))).status).toBe(200);
+    expect(await metric(started.router.url, "radixgate_retries_total")).toBe(retries);
   });
 
   it("a worker killed under load: every non-streamed request still succeeds through retries", async () => {
-    sims = await Promise.all(
+    started.sims = await Promise.all(
       [1, 2, 3].map((i) => startSimWorker({ id: `k${i}`, timeScale: 1, stepFloorMs: 10 })),
     );
-    const victim = sims[0]!;
-    router = await startTestRouter({ workerUrls: sims.map((s) => s.url) });
+    const victim = started.sims[0]!;
+    started.router = await startTestRouter({ workerUrls: started.sims.map((s) => s.url) });
     const requests = Array.from({ length: 20 }, async (_, i) => {
-      const res = await chat(router!.url, distinct(i), { max_tokens: 20 });
+      const res = await chat(started.router!.url, distinct(i), { max_tokens: 20 });
       const body = (await res.json()) as { object?: string };
       return { status: res.status, object: body.object };
     });
@@ -77,30 +77,30 @@ describe("fault-injection scenarios", () => {
     expect(victim.stats().completed).toBeLessThan(20);
     // Each request cut on the victim (connection lost before any response) went to another worker.
     expect(
-      await metric(router.url, "radixgate_upstream_errors_total", {
+      await metric(started.router.url, "radixgate_upstream_errors_total", {
         worker: victim.url,
         kind: "reset",
       }),
     ).toBeGreaterThanOrEqual(cut);
-    expect(await metric(router.url, "radixgate_retries_total")).toBeGreaterThanOrEqual(cut);
+    expect(await metric(started.router.url, "radixgate_retries_total")).toBeGreaterThanOrEqual(cut);
     await waitFor(
-      () => router!.context.registry.list().every((w) => w.inFlight === 0),
+      () => started.router!.context.registry.list().every((w) => w.inFlight === 0),
       2000,
       "in-flight 0",
     );
   });
 
   it("a worker killed under load: its streams end with an SSE error event, the others complete", async () => {
-    sims = await Promise.all(
+    started.sims = await Promise.all(
       [1, 2, 3].map((i) => startSimWorker({ id: `s${i}`, timeScale: 1, stepFloorMs: 10 })),
     );
-    const victim = sims[0]!;
+    const victim = started.sims[0]!;
     const victimId = workerIdFor(victim.url);
-    router = await startTestRouter({ workerUrls: sims.map((s) => s.url) });
+    started.router = await startTestRouter({ workerUrls: started.sims.map((s) => s.url) });
     // Headers received: each stream is committed to its worker.
     const responses = await Promise.all(
       Array.from({ length: 9 }, (_, i) =>
-        chat(router!.url, distinct(i), { stream: true, max_tokens: 60 }),
+        chat(started.router!.url, distinct(i), { stream: true, max_tokens: 60 }),
       ),
     );
     const onVictim = responses.filter((r) => r.headers.get("x-radixgate-worker") === victimId);
@@ -122,7 +122,7 @@ describe("fault-injection scenarios", () => {
       }
     }
     expect(
-      await metric(router.url, "radixgate_upstream_errors_total", {
+      await metric(started.router.url, "radixgate_upstream_errors_total", {
         worker: victim.url,
         kind: "stream",
       }),
@@ -130,53 +130,54 @@ describe("fault-injection scenarios", () => {
   });
 
   it("a worker answering 500s: its breaker opens, traffic moves to the others, it recovers once fixed and cbTimeoutSecs passed", async () => {
-    sims = await Promise.all([
+    started.sims = await Promise.all([
       startSimWorker({ id: "bad", timeScale: 0, faults: { status: 500 } }),
       startSimWorker({ id: "good", timeScale: 0 }),
     ]);
-    const [bad, good] = sims as [SimWorker, SimWorker];
-    router = await startTestRouter({
+    const [bad, good] = started.sims as [SimWorker, SimWorker];
+    started.router = await startTestRouter({
       workerUrls: [bad.url, good.url],
       cbFailureThreshold: 3,
       cbTimeoutSecs: 0.3,
     });
     const statuses: number[] = [];
     for (let i = 0; i < 16; i++) {
-      const res = await chat(router.url, distinct(i));
+      const res = await chat(started.router.url, distinct(i));
       await res.arrayBuffer();
       statuses.push(res.status);
     }
     // 500 is the worker's own answer (passed through, not retried) until the breaker opens.
     expect(statuses.filter((s) => s === 500)).toHaveLength(3);
     expect(bad.stats().requests).toBe(3);
-    expect((await listed(router, bad.url))?.circuit).toBe("open");
+    expect((await listed(started.router, bad.url))?.circuit).toBe("open");
 
     bad.setFaults({ status: null });
     await waitFor(
-      async () => (await listed(router!, bad.url))?.circuit === "half_open",
+      async () => (await listed(started.router!, bad.url))?.circuit === "half_open",
       3000,
       "half-open",
     );
-    for (let i = 0; i < 8; i++) expect((await chat(router.url, distinct(i + 16))).status).toBe(200);
-    expect((await listed(router, bad.url))?.circuit).toBe("closed");
+    for (let i = 0; i < 8; i++)
+      expect((await chat(started.router.url, distinct(i + 16))).status).toBe(200);
+    expect((await listed(started.router, bad.url))?.circuit).toBe("closed");
     expect(bad.stats().completed).toBeGreaterThanOrEqual(2);
   });
 
   it("a worker that hangs: its requests time out with 504, its breaker opens, the rest is served elsewhere", async () => {
-    sims = await Promise.all([
+    started.sims = await Promise.all([
       startSimWorker({ id: "stuck", timeScale: 0, faults: { hang: true } }),
       startSimWorker({ id: "ok", timeScale: 0 }),
     ]);
-    const [stuck] = sims as [SimWorker, SimWorker];
-    router = await startTestRouter({
-      workerUrls: sims.map((s) => s.url),
+    const [stuck] = started.sims as [SimWorker, SimWorker];
+    started.router = await startTestRouter({
+      workerUrls: started.sims.map((s) => s.url),
       firstByteTimeoutSecs: 0.2,
       cbFailureThreshold: 2,
       cbTimeoutSecs: 30,
     });
     const codes: string[] = [];
     for (let i = 0; i < 10; i++) {
-      const res = await chat(router.url, distinct(i));
+      const res = await chat(started.router.url, distinct(i));
       if (res.status === 200) {
         await res.arrayBuffer();
         codes.push("ok");
@@ -187,30 +188,30 @@ describe("fault-injection scenarios", () => {
     }
     expect(codes.filter((c) => c === "upstream_timeout")).toHaveLength(2);
     expect(codes.filter((c) => c === "ok")).toHaveLength(8);
-    expect((await listed(router, stuck.url))?.circuit).toBe("open");
+    expect((await listed(started.router, stuck.url))?.circuit).toBe("open");
     // The router gave up on the held requests: the worker sees them aborted.
     await waitFor(() => stuck.stats().hanging === 0, 2000, "aborted at the worker");
   });
 
   it("a flapping worker (unhealthy, healthy, unhealthy, ...): requests keep succeeding", async () => {
-    sims = await Promise.all([
+    started.sims = await Promise.all([
       startSimWorker({ id: "flappy", timeScale: 0 }),
       startSimWorker({ id: "steady", timeScale: 0 }),
     ]);
-    const [flappy] = sims as [SimWorker, SimWorker];
-    router = await startTestRouter({
-      workerUrls: sims.map((s) => s.url),
+    const [flappy] = started.sims as [SimWorker, SimWorker];
+    started.router = await startTestRouter({
+      workerUrls: started.sims.map((s) => s.url),
       healthCheckIntervalSecs: 0.03,
       healthFailureThreshold: 1,
       healthSuccessThreshold: 1,
       cbTimeoutSecs: 0.1,
     });
-    const worker = router.context.registry.get(flappy.url)!;
+    const worker = started.router.context.registry.get(flappy.url)!;
     const statuses: number[] = [];
     let running = true;
     const load = Array.from({ length: 3 }, async (_, lane) => {
       for (let i = 0; running; i++) {
-        const res = await chat(router!.url, distinct(lane * 1000 + i));
+        const res = await chat(started.router!.url, distinct(lane * 1000 + i));
         await res.arrayBuffer();
         statuses.push(res.status);
       }
@@ -235,25 +236,25 @@ describe("fault-injection scenarios", () => {
   });
 
   it("a worker removed while streams are in flight: they complete normally, new requests go elsewhere", async () => {
-    sims = await Promise.all(
+    started.sims = await Promise.all(
       [1, 2].map((i) => startSimWorker({ id: `r${i}`, timeScale: 1, stepFloorMs: 10 })),
     );
-    const [leaving, staying] = sims as [SimWorker, SimWorker];
+    const [leaving, staying] = started.sims as [SimWorker, SimWorker];
     const leavingId = workerIdFor(leaving.url);
-    router = await startTestRouter({ workerUrls: sims.map((s) => s.url) });
+    started.router = await startTestRouter({ workerUrls: started.sims.map((s) => s.url) });
     const responses = await Promise.all(
       Array.from({ length: 6 }, (_, i) =>
-        chat(router!.url, distinct(i), { stream: true, max_tokens: 30 }),
+        chat(started.router!.url, distinct(i), { stream: true, max_tokens: 30 }),
       ),
     );
     const onLeaving = responses.filter((r) => r.headers.get("x-radixgate-worker") === leavingId);
     expect(onLeaving.length).toBeGreaterThan(0);
 
-    const removed = await fetch(`${router.url}/workers/${leavingId}`, { method: "DELETE" });
+    const removed = await fetch(`${started.router.url}/workers/${leavingId}`, { method: "DELETE" });
     expect(removed.status).toBe(200);
     const before = leaving.stats().requests;
     for (let i = 0; i < 4; i++) {
-      const res = await postJson(`${router.url}/v1/completions`, {
+      const res = await postJson(`${started.router.url}/v1/completions`, {
         prompt: distinct(i + 10),
         max_tokens: 1,
       });
@@ -267,6 +268,6 @@ describe("fault-injection scenarios", () => {
     expect(endings).toEqual(Array(6).fill("[DONE]"));
     expect(leaving.stats().completed).toBe(onLeaving.length);
     expect(leaving.stats().aborted).toBe(0);
-    expect(router.context.registry.size).toBe(1);
+    expect(started.router.context.registry.size).toBe(1);
   });
 });

@@ -6,9 +6,11 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Writable } from "node:stream";
+import { afterEach } from "vitest";
 import { type Config, defaultConfig } from "../../src/config.js";
 import { createLogger } from "../../src/logger.js";
 import { type RunningRouter, startRouter } from "../../src/server.js";
+import type { SimWorker } from "../../src/sim/worker.js";
 import { postJson } from "../helpers/router.js";
 
 /** One access-log line ("request") of the router. */
@@ -160,4 +162,24 @@ export function okCompletion(res: ServerResponse, from: string): void {
   });
   res.writeHead(200, { "content-type": "application/json", "content-length": body.length });
   res.end(body);
+}
+
+/** The router and upstreams one test started; `startedPerTest` closes them after each test. */
+export interface Started {
+  router: RunningRouter | undefined;
+  sims: SimWorker[];
+  tiny: TinyUpstream[];
+}
+
+/** Call in a describe block: whatever a test puts in the returned object is closed after it. */
+export function startedPerTest(): Started {
+  const started: Started = { router: undefined, sims: [], tiny: [] };
+  afterEach(async () => {
+    await started.router?.stop(100);
+    await Promise.all([...started.sims, ...started.tiny].map((s) => s.close()));
+    started.router = undefined;
+    started.sims = [];
+    started.tiny = [];
+  });
+  return started;
 }

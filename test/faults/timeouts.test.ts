@@ -1,54 +1,44 @@
 import { request } from "node:http";
-import { afterEach, describe, expect, it } from "vitest";
-import type { RunningRouter } from "../../src/server.js";
-import { type SimWorker, startSimWorker } from "../../src/sim/worker.js";
+import { describe, expect, it } from "vitest";
+import { startSimWorker } from "../../src/sim/worker.js";
 import { startTestRouter, waitFor } from "../helpers/router.js";
-import { chat, sseData, startTinyUpstream, type TinyUpstream } from "./support.js";
+import { chat, sseData, startedPerTest, startTinyUpstream } from "./support.js";
 
 type ErrorJson = { error: { code: string; message: string; type: string } };
 
 describe("timeouts", () => {
-  let sims: SimWorker[] = [];
-  let tiny: TinyUpstream[] = [];
-  let router: RunningRouter | undefined;
-  afterEach(async () => {
-    await router?.stop(100);
-    await Promise.all([...sims, ...tiny].map((s) => s.close()));
-    router = undefined;
-    sims = [];
-    tiny = [];
-  });
+  const started = startedPerTest();
 
   it("a worker that hangs: 504 upstream_timeout from the first-byte timeout (not later), and the upstream request is aborted", async () => {
-    sims = [await startSimWorker({ id: "hang", timeScale: 0, faults: { hang: true } })];
-    const sim = sims[0]!;
+    started.sims = [await startSimWorker({ id: "hang", timeScale: 0, faults: { hang: true } })];
+    const sim = started.sims[0]!;
     // Regression: with undici's own headersTimeout (a coarse clock) a 0.3 s first-byte timeout
     // fired after ~1 s, so the 0.8 s request timeout won and the message named the wrong limit.
-    router = await startTestRouter({
+    started.router = await startTestRouter({
       workerUrls: [sim.url],
       firstByteTimeoutSecs: 0.3,
       requestTimeoutSecs: 0.8,
     });
-    const res = await chat(router.url, "are you there?");
+    const res = await chat(started.router.url, "are you there?");
     expect(res.status).toBe(504);
     expect(res.headers.get("content-type")).toContain("application/json");
     const body = (await res.json()) as ErrorJson;
     expect(body.error).toMatchObject({ code: "upstream_timeout", type: "server_error" });
     expect(body.error.message).toContain("--first-byte-timeout-secs");
     await waitFor(() => sim.stats().hanging === 0, 2000, "the worker to see the abort");
-    expect(router.context.registry.list()[0]!.inFlight).toBe(0);
+    expect(started.router.context.registry.list()[0]!.inFlight).toBe(0);
   });
 
   it("the idle timeout fires between stream chunks (not later): the stream ends with an SSE error event", async () => {
-    sims = [await startSimWorker({ id: "stall", timeScale: 1, stepFloorMs: 10 })];
-    const sim = sims[0]!;
+    started.sims = [await startSimWorker({ id: "stall", timeScale: 1, stepFloorMs: 10 })];
+    const sim = started.sims[0]!;
     // Regression: undici's bodyTimeout fired ~1 s late, after the 0.8 s request timeout.
-    router = await startTestRouter({
+    started.router = await startTestRouter({
       workerUrls: [sim.url],
       idleTimeoutSecs: 0.3,
       requestTimeoutSecs: 0.8,
     });
-    const res = await chat(router.url, "then stall", { stream: true, max_tokens: 500 });
+    const res = await chat(started.router.url, "then stall", { stream: true, max_tokens: 500 });
     expect(res.status).toBe(200);
     const reader = res.body!.getReader();
     const first = await reader.read();
@@ -65,18 +55,21 @@ describe("timeouts", () => {
     expect(last.error.code).toBe("upstream_timeout");
     expect(last.error.message).toContain("--idle-timeout-secs");
     await waitFor(() => sim.stats().aborted === 1, 2000, "the worker to see the abort");
-    expect(router.context.registry.list()[0]!.breaker.consecutiveFailures).toBe(1);
+    expect(started.router.context.registry.list()[0]!.breaker.consecutiveFailures).toBe(1);
   });
 
   it("the overall request timeout ends a stream that is still going", async () => {
-    sims = [await startSimWorker({ id: "long", timeScale: 1, stepFloorMs: 20 })];
-    const sim = sims[0]!;
-    router = await startTestRouter({
+    started.sims = [await startSimWorker({ id: "long", timeScale: 1, stepFloorMs: 20 })];
+    const sim = started.sims[0]!;
+    started.router = await startTestRouter({
       workerUrls: [sim.url],
       requestTimeoutSecs: 0.5,
       idleTimeoutSecs: 0.3,
     });
-    const res = await chat(router.url, "a very long answer", { stream: true, max_tokens: 1000 });
+    const res = await chat(started.router.url, "a very long answer", {
+      stream: true,
+      max_tokens: 1000,
+    });
     expect(res.status).toBe(200);
     const events = sseData(await res.text());
     // Chunks kept coming every 20 ms, so only the overall limit can have ended it.
@@ -88,14 +81,14 @@ describe("timeouts", () => {
   });
 
   it("the overall request timeout bounds a non-streamed wait: 504 JSON", async () => {
-    sims = [await startSimWorker({ id: "slow", timeScale: 1, stepFloorMs: 20 })];
-    const sim = sims[0]!;
-    router = await startTestRouter({
+    started.sims = [await startSimWorker({ id: "slow", timeScale: 1, stepFloorMs: 20 })];
+    const sim = started.sims[0]!;
+    started.router = await startTestRouter({
       workerUrls: [sim.url],
       requestTimeoutSecs: 0.3,
       firstByteTimeoutSecs: 30,
     });
-    const res = await chat(router.url, "take your time", { max_tokens: 1000 });
+    const res = await chat(started.router.url, "take your time", { max_tokens: 1000 });
     expect(res.status).toBe(504);
     const body = (await res.json()) as ErrorJson;
     expect(body.error.code).toBe("upstream_timeout");
@@ -118,11 +111,11 @@ describe("timeouts", () => {
       };
       pump();
     });
-    tiny = [big];
-    router = await startTestRouter({ workerUrls: [big.url], idleTimeoutSecs: 0.1 });
+    started.tiny = [big];
+    started.router = await startTestRouter({ workerUrls: [big.url], idleTimeoutSecs: 0.1 });
     const received = await new Promise<number>((resolve, reject) => {
       const req = request(
-        `${router!.url}/v1/completions`,
+        `${started.router!.url}/v1/completions`,
         { method: "POST", headers: { "content-type": "application/json" } },
         (res) => {
           let bytes = 0;
@@ -140,6 +133,6 @@ describe("timeouts", () => {
       req.end('{"prompt":"a large answer"}');
     });
     expect(received).toBe(size);
-    expect(router.context.registry.list()[0]!.breaker.consecutiveFailures).toBe(0);
+    expect(started.router.context.registry.list()[0]!.breaker.consecutiveFailures).toBe(0);
   });
 });
