@@ -270,16 +270,14 @@ describe("cache_aware tree upkeep", () => {
 
 describe("cache_aware load bound (one hot prefix must not pile onto one worker)", () => {
   const HOT = `${PROMPT}${"Shared instructions for every request. ".repeat(20)}`;
+  /** Four workers a, b, c, d with the given in-flight counts. */
+  const fleet4 = (loads: number[]) =>
+    fleet(4, loads) as [FakeWorker, FakeWorker, FakeWorker, FakeWorker];
 
   it("sends the best match to the least-loaded worker when it is over the bound, as load_bound", () => {
     const policy = cacheAware();
     // Mean in-flight 5, bound 2 x 5 + 1 = 11: the holder at 17 is over it.
-    const [a, b, c, d] = fleet(4, [17, 1, 0, 2]) as [
-      FakeWorker,
-      FakeWorker,
-      FakeWorker,
-      FakeWorker,
-    ];
+    const [a, b, c, d] = fleet4([17, 1, 0, 2]);
     a.tree.insert(HOT);
     const text = `${HOT}question`;
     const decision = policy.select([a, b, c, d], { text })!;
@@ -292,12 +290,7 @@ describe("cache_aware load bound (one hot prefix must not pile onto one worker)"
   it("keeps the cache hit while the holder is within the bound", () => {
     const policy = cacheAware();
     // Mean 5, bound 11: the holder at 11 is still within it.
-    const [a, b, c, d] = fleet(4, [11, 4, 3, 2]) as [
-      FakeWorker,
-      FakeWorker,
-      FakeWorker,
-      FakeWorker,
-    ];
+    const [a, b, c, d] = fleet4([11, 4, 3, 2]);
     a.tree.insert(HOT);
     expect(policy.select([a, b, c, d], { text: `${HOT}question` })).toMatchObject({
       worker: a,
@@ -307,12 +300,7 @@ describe("cache_aware load bound (one hot prefix must not pile onto one worker)"
 
   it("prefers a holder within the bound over one above it", () => {
     const policy = cacheAware();
-    const [a, b, c, d] = fleet(4, [17, 1, 0, 2]) as [
-      FakeWorker,
-      FakeWorker,
-      FakeWorker,
-      FakeWorker,
-    ];
+    const [a, b, c, d] = fleet4([17, 1, 0, 2]);
     a.tree.insert(HOT);
     b.tree.insert(HOT);
     expect(policy.select([a, b, c, d], { text: `${HOT}question` })).toMatchObject({
@@ -323,12 +311,7 @@ describe("cache_aware load bound (one hot prefix must not pile onto one worker)"
 
   it("with cacheLoadBound 0 behaves as the SGLang router: the holder wins however loaded", () => {
     const policy = cacheAware({ cacheLoadBound: 0 });
-    const [a, b, c, d] = fleet(4, [60, 0, 0, 0]) as [
-      FakeWorker,
-      FakeWorker,
-      FakeWorker,
-      FakeWorker,
-    ];
+    const [a, b, c, d] = fleet4([60, 0, 0, 0]);
     a.tree.insert(HOT);
     expect(policy.select([a, b, c, d], { text: `${HOT}question` })).toMatchObject({
       worker: a,
