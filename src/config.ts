@@ -17,10 +17,12 @@ export interface Config {
   requestTimeoutSecs: number;
   connectTimeoutSecs: number;
   firstByteTimeoutSecs: number;
+  streamFirstByteTimeoutSecs: number;
   idleTimeoutSecs: number;
   retryMaxAttempts: number;
   retryInitialBackoffMs: number;
   retryMaxBackoffMs: number;
+  maxCoolDownSecs: number;
   healthCheckIntervalSecs: number;
   healthCheckTimeoutSecs: number;
   healthFailureThreshold: number;
@@ -32,6 +34,8 @@ export interface Config {
   queueTimeoutSecs: number;
   apiKey: string | undefined;
   adminApiKey: string | undefined;
+  workerApiKey: string | undefined;
+  allowLinkLocalWorkers: boolean;
   logLevel: LogLevel;
   prometheusPort: number | undefined;
   shutdownGraceSecs: number;
@@ -113,6 +117,14 @@ const workerUrls = (raw: string, flag: string): string[] =>
         throw new ConfigError(flag, (err as Error).message);
       }
     });
+
+/** A boolean flag: `--flag` alone (commander passes true), or true/false/1/0/yes/no. */
+const flagValue = (raw: string | boolean, flag: string): boolean => {
+  const value = String(raw).trim().toLowerCase();
+  if (["true", "1", "yes", "on"].includes(value)) return true;
+  if (["false", "0", "no", "off", ""].includes(value)) return false;
+  throw new ConfigError(flag, `must be true or false, got "${raw}"`);
+};
 
 const optionalPort = (raw: string, flag: string): number | undefined =>
   raw === "" ? undefined : port(raw, flag);
@@ -245,8 +257,17 @@ export const SETTINGS = [
     flag: "--first-byte-timeout-secs",
     arg: "<secs>",
     description:
-      "Limit for a worker's response headers, from the start of an attempt (long prefills are legitimate; a non-streaming answer's headers come when generation ends).",
-    default: 600,
+      "Limit for a worker's response headers to a non-streaming request, from the start of an attempt (its headers come only when generation ends: prefill + max_tokens x time per token). A timeout counts against the worker's breaker.",
+    default: 300,
+    parse: number(0, Number.POSITIVE_INFINITY, { minExclusive: true }),
+  }),
+  setting({
+    key: "streamFirstByteTimeoutSecs",
+    flag: "--stream-first-byte-timeout-secs",
+    arg: "<secs>",
+    description:
+      "Limit for a worker's response headers to a streaming request (engines send them before prefill; the first token is then bounded by --idle-timeout-secs). A timeout counts against the worker's breaker.",
+    default: 60,
     parse: number(0, Number.POSITIVE_INFINITY, { minExclusive: true }),
   }),
   setting({
@@ -278,8 +299,17 @@ export const SETTINGS = [
     key: "retryMaxBackoffMs",
     flag: "--retry-max-backoff-ms",
     arg: "<ms>",
-    description: "Largest retry backoff (also caps a worker's Retry-After).",
+    description: "Largest retry backoff.",
     default: 5000,
+    parse: number(0),
+  }),
+  setting({
+    key: "maxCoolDownSecs",
+    flag: "--max-cool-down-secs",
+    arg: "<secs>",
+    description:
+      "A worker answering 429/503 with Retry-After gets no new requests for that long, at most this (0 = ignore Retry-After).",
+    default: 60,
     parse: number(0),
   }),
   setting({
@@ -374,6 +404,25 @@ export const SETTINGS = [
     default: undefined,
     parse: optionalText,
     secret: true,
+  }),
+  setting({
+    key: "workerApiKey",
+    flag: "--worker-api-key",
+    arg: "<key>",
+    description:
+      "Bearer key the router sends to workers started with --api-key (requests and health checks); a worker added with its own api_key uses that. Never logged.",
+    default: undefined,
+    parse: optionalText,
+    secret: true,
+  }),
+  setting({
+    key: "allowLinkLocalWorkers",
+    flag: "--allow-link-local-workers",
+    arg: "[bool]",
+    description:
+      "Accept workers at link-local or cloud metadata addresses (169.254.0.0/16, fe80::/10, metadata.google.internal), refused by default.",
+    default: false,
+    parse: flagValue,
   }),
   setting({
     key: "logLevel",

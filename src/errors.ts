@@ -65,6 +65,11 @@ export const ERROR_CATALOG = {
     type: "invalid_request_error",
     message: "Invalid worker URL.",
   },
+  loop_detected: {
+    status: 508,
+    type: "server_error",
+    message: "Request loop: the request already passed through this router.",
+  },
 } as const satisfies Record<string, { status: number; type: string; message: string }>;
 
 export type ErrorCode = keyof typeof ERROR_CATALOG;

@@ -17,7 +17,42 @@ export const REDACTED_PATHS = [
   "*.apiKey",
   "*.adminApiKey",
   "*.authorization",
+  "workerApiKey",
+  "config.workerApiKey",
+  "*.workerApiKey",
+  "api_key",
+  "*.api_key",
 ];
+
+/** Query parameters that carry credentials; their values never reach a log line. */
+const SECRET_PARAMS =
+  /^(api[-_]?key|key|token|access[-_]?token|auth|authorization|password|secret|signature|sig)$/i;
+
+/**
+ * A request path with the values of credential-like query parameters replaced, e.g.
+ * `/v1/models?api_key=sk-1` → `/v1/models?api_key=[redacted]`. Some clients put keys there.
+ */
+export function redactPath(path: unknown): unknown {
+  if (typeof path !== "string") return path;
+  const q = path.indexOf("?");
+  if (q < 0) return path;
+  const query = path
+    .slice(q + 1)
+    .split("&")
+    .map((pair) => {
+      const eq = pair.indexOf("=");
+      const rawName = eq < 0 ? pair : pair.slice(0, eq);
+      let name = rawName;
+      try {
+        name = decodeURIComponent(rawName.replace(/\+/g, " "));
+      } catch {
+        // A malformed escape: judge the raw name.
+      }
+      return SECRET_PARAMS.test(name.trim()) ? `${rawName}=[redacted]` : pair;
+    })
+    .join("&");
+  return `${path.slice(0, q)}?${query}`;
+}
 
 export interface LoggerOptions {
   level: LogLevel;
@@ -30,6 +65,7 @@ export function createLogger(options: LoggerOptions): Logger {
     level: options.level,
     base: { service: "radixgate" },
     redact: { paths: REDACTED_PATHS, censor: "[redacted]" },
+    serializers: { path: redactPath },
     timestamp: pino.stdTimeFunctions.isoTime,
   };
   if (options.destination) return pino(base, options.destination);

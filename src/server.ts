@@ -1,8 +1,9 @@
+import { randomBytes } from "node:crypto";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { getRequestListener, type HttpBindings } from "@hono/node-server";
 import { Hono } from "hono";
-import type { Config } from "./config.js";
+import { type Config, ConfigError } from "./config.js";
 import { RouterError } from "./errors.js";
 import { createLogger, type Logger } from "./logger.js";
 import { Metrics } from "./metrics.js";
@@ -48,6 +49,10 @@ export function createRouter(
       successThreshold: 2,
     },
     connectTimeoutMs: config.connectTimeoutSecs * 1000,
+  },
+  {
+    allowLinkLocal: config.allowLinkLocalWorkers,
+    ...(config.workerApiKey !== undefined ? { defaultApiKey: config.workerApiKey } : {}),
   });
   metrics = new Metrics(registry);
   const m = metrics;
@@ -55,10 +60,14 @@ export function createRouter(
   const settings: ForwardSettings = {
     requestTimeoutMs: config.requestTimeoutSecs * 1000,
     firstByteTimeoutMs: config.firstByteTimeoutSecs * 1000,
+    streamFirstByteTimeoutMs: config.streamFirstByteTimeoutSecs * 1000,
     idleTimeoutMs: config.idleTimeoutSecs * 1000,
     retryMaxAttempts: config.retryMaxAttempts,
     retryInitialBackoffMs: config.retryInitialBackoffMs,
     retryMaxBackoffMs: config.retryMaxBackoffMs,
+    maxCoolDownMs: config.maxCoolDownSecs * 1000,
+    // Random per process: two replicas in a chain are not a loop, one router twice is.
+    instanceId: randomBytes(4).toString("hex"),
     forwardAuthorization: config.apiKey === undefined,
   };
   const upstreamHooks = {
@@ -137,9 +146,19 @@ export async function startRouter(
 ): Promise<RunningRouter> {
   const { app, context } = createRouter(config, options);
   const { logger, registry, health } = context;
-  for (const url of config.workerUrls) registry.add(url);
+  // A fixed --port is known before listening; port 0 is only known after (no worker can be it yet).
+  if (config.port !== 0) registry.setListenAddress({ host: config.host, port: config.port });
+  for (const url of config.workerUrls) {
+    try {
+      registry.add(url);
+    } catch (err) {
+      if (err instanceof RouterError) throw new ConfigError("--worker-urls", err.message);
+      throw err;
+    }
+  }
 
   const server = await listen(app, config.host, config.port, "--port");
+  registry.setListenAddress({ host: config.host, port: (server.address() as AddressInfo).port });
   let metricsServer: Server | undefined;
   if (config.prometheusPort !== undefined) {
     const metricsApp = new Hono<Env>();
@@ -194,8 +213,17 @@ export async function startRouter(
       while (context.state.active > 0 && Date.now() < deadline) {
         await new Promise((resolve) => setTimeout(resolve, 25));
       }
-      if (context.state.active > 0)
+      if (context.state.active > 0) {
         logger.warn({ in_flight: context.state.active }, "grace period over; closing connections");
+        // End what is left cleanly (a stream gets an SSE error event, a waiting request a 503)
+        // and give those last bytes a moment to leave before the sockets are closed.
+        context.forwarder.abortAll();
+        context.modelsForwarder.abortAll();
+        const flushBy = Date.now() + SHUTDOWN_FLUSH_MS;
+        while (context.state.active > 0 && Date.now() < flushBy) {
+          await new Promise((resolve) => setTimeout(resolve, 10));
+        }
+      }
       server.closeAllConnections();
       metricsServer?.closeAllConnections();
       health.stop();
@@ -208,6 +236,9 @@ export async function startRouter(
 
   return { url, port, metricsPort, context, stop };
 }
+
+/** After the grace period, how long aborted requests get to write their last event. */
+const SHUTDOWN_FLUSH_MS = 500;
 
 /** Listens, turning "address in use" into a ConfigError-like message naming the flag. */
 function listen(app: Hono<Env>, host: string, port: number, flag: string): Promise<Server> {

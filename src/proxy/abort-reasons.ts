@@ -16,14 +16,29 @@ export class RequestTimeout extends Error {
 }
 
 export class FirstByteTimeout extends Error {
-  constructor() {
+  constructor(
+    readonly limitMs = 0,
+    readonly stream = false,
+  ) {
     super("first-byte timeout");
+  }
+
+  /** The flag that set the limit, for the error message. */
+  get flag(): string {
+    return this.stream ? "--stream-first-byte-timeout-secs" : "--first-byte-timeout-secs";
   }
 }
 
 export class IdleTimeout extends Error {
   constructor() {
     super("idle timeout");
+  }
+}
+
+/** The router's shutdown grace period ran out while this request was still going. */
+export class ShutdownAbort extends Error {
+  constructor() {
+    super("router shutting down");
   }
 }
 

@@ -4,9 +4,15 @@ import { RouterError } from "../errors.js";
 import type { Policy, RouteBranch } from "../policies/policy.js";
 import type { WorkerRegistry } from "../workers/registry.js";
 import type { Worker } from "../workers/worker.js";
-import { ClientAbort, FirstByteTimeout, RequestTimeout, timerMs } from "./abort-reasons.js";
+import {
+  ClientAbort,
+  FirstByteTimeout,
+  RequestTimeout,
+  ShutdownAbort,
+  timerMs,
+} from "./abort-reasons.js";
 import { backoffMs, retryAfterMs, sleep } from "./backoff.js";
-import { upstreamRequestHeaders } from "./headers.js";
+import { hasPassedThrough, upstreamRequestHeaders, viaToken, withWorkerAuth } from "./headers.js";
 import { relay } from "./relay.js";
 import {
   type AttemptFailure,
@@ -18,11 +24,18 @@ import { writeError } from "./write-error.js";
 
 export interface ForwardSettings {
   requestTimeoutMs: number;
+  /** First-byte limit of a non-streaming request (its headers come when generation ends). */
   firstByteTimeoutMs: number;
+  /** First-byte limit of a streaming request (engines send headers before prefill). */
+  streamFirstByteTimeoutMs: number;
   idleTimeoutMs: number;
   retryMaxAttempts: number;
   retryInitialBackoffMs: number;
   retryMaxBackoffMs: number;
+  /** Longest cool-down a worker's Retry-After imposes (0 = ignore Retry-After). */
+  maxCoolDownMs: number;
+  /** This router process's id in the Via hop marker (loop detection). */
+  instanceId: string;
   /** Forward the client's Authorization header to workers (only when the router has no key of its own). */
   forwardAuthorization: boolean;
 }
@@ -56,6 +69,8 @@ export interface ForwardRequest {
   body: Buffer | undefined;
   text: string;
   model: string | undefined;
+  /** `"stream": true`: the first-byte limit is the streaming one. */
+  stream?: boolean;
   requestId: string;
   startedAt: number;
   /** Aborted when the client goes away. */
@@ -68,6 +83,9 @@ export interface ForwardRequest {
  * failures that are safe to repeat.
  */
 export class Forwarder {
+  /** Upstream requests under way, so a shutdown that runs out of grace can end them cleanly. */
+  private readonly inProgress = new Set<AbortController>();
+
   constructor(
     private readonly registry: WorkerRegistry,
     private readonly policy: Policy,
@@ -75,13 +93,30 @@ export class Forwarder {
     private readonly hooks: ForwardHooks,
   ) {}
 
+  /** Ends every upstream request under way (shutdown grace over): streams get an SSE error event. */
+  abortAll(): number {
+    for (const controller of this.inProgress) controller.abort(new ShutdownAbort());
+    return this.inProgress.size;
+  }
+
   async forward(req: ForwardRequest, res: ServerResponse): Promise<ForwardOutcome> {
     const deadline = req.startedAt + this.settings.requestTimeoutMs;
     const tried = new Set<Worker>();
+    const via = viaToken(this.settings.instanceId);
+    if (hasPassedThrough(req.headers.via, via)) {
+      // This request already went through this router: a worker URL points back at it.
+      const error = new RouterError(
+        "loop_detected",
+        `Request loop: this request already passed through this router (Via: ${via}); a worker URL points back at the router.`,
+      );
+      writeError(res, error, req.requestId);
+      return { status: error.status, attempts: 0, error: "loop_detected" };
+    }
     const headers = upstreamRequestHeaders(
       req.headers,
       req.requestId,
       this.settings.forwardAuthorization,
+      via,
     );
     let lastFailure: AttemptFailure | undefined;
     let attempts = 0;
@@ -115,9 +150,12 @@ export class Forwarder {
       this.hooks.onUpstreamError(worker, result.failure.kind);
       if (!result.failure.retryable) break;
       const remaining = deadline - Date.now();
-      const delay =
-        result.retryAfterMs ??
-        backoffMs(attempts, this.settings.retryInitialBackoffMs, this.settings.retryMaxBackoffMs);
+      // A Retry-After holds back the worker that sent it (its cool-down), not the retry to another.
+      const delay = backoffMs(
+        attempts,
+        this.settings.retryInitialBackoffMs,
+        this.settings.retryMaxBackoffMs,
+      );
       if (attempts >= this.settings.retryMaxAttempts || delay >= remaining) break;
       if (this.registry.candidates(tried).length === 0) break;
       this.hooks.onRetry(req.endpoint);
@@ -125,11 +163,18 @@ export class Forwarder {
     }
 
     if (req.clientSignal.aborted) return { status: 499, attempts, error: "client_abort" };
-    const error = lastFailure
-      ? new RouterError(lastFailure.code, lastFailure.message)
-      : new RouterError("no_workers_available", noWorkerMessage(this.registry));
-    writeError(res, error, req.requestId);
-    return { status: error.status, attempts, error: lastFailure?.kind ?? "no_workers" };
+    if (lastFailure) {
+      const error = new RouterError(lastFailure.code, lastFailure.message);
+      writeError(res, error, req.requestId);
+      return { status: error.status, attempts, error: lastFailure.kind };
+    }
+    const coolDownMs = shortestCoolDown(this.registry);
+    const error = new RouterError("no_workers_available", noWorkerMessage(this.registry));
+    // Every worker that could take it asked for a pause: say when to come back.
+    const extra: Record<string, string> =
+      coolDownMs > 0 ? { "retry-after": String(Math.max(1, Math.ceil(coolDownMs / 1000))) } : {};
+    writeError(res, error, req.requestId, extra);
+    return { status: error.status, attempts, error: "no_workers" };
   }
 
   /** One try against one worker. Either the response was (or is being) sent, or it failed before any byte. */
@@ -144,9 +189,10 @@ export class Forwarder {
     canRetry: () => boolean,
   ): Promise<
     | { kind: "done"; outcome: Omit<ForwardOutcome, "attempts"> }
-    | { kind: "failed"; failure: AttemptFailure; retryAfterMs?: number }
+    | { kind: "failed"; failure: AttemptFailure }
   > {
     const controller = new AbortController();
+    this.inProgress.add(controller);
     const onClientGone = () => controller.abort(new ClientAbort());
     req.clientSignal.addEventListener("abort", onClientGone, { once: true });
     const overall = setTimeout(
@@ -155,9 +201,12 @@ export class Forwarder {
     );
     // Native timers, not undici's headersTimeout/bodyTimeout: those run on a coarse clock that
     // fires up to a second late, so a 0.3 s first-byte timeout would really be ~1 s.
+    const firstByteMs = req.stream
+      ? this.settings.streamFirstByteTimeoutMs
+      : this.settings.firstByteTimeoutMs;
     const firstByte = setTimeout(
-      () => controller.abort(new FirstByteTimeout()),
-      timerMs(this.settings.firstByteTimeoutMs),
+      () => controller.abort(new FirstByteTimeout(firstByteMs, req.stream === true)),
+      timerMs(firstByteMs),
     );
     worker.inFlight += 1;
     worker.breaker.onDispatch();
@@ -166,6 +215,7 @@ export class Forwarder {
       if (released) return;
       released = true;
       worker.inFlight -= 1;
+      this.inProgress.delete(controller);
       clearTimeout(overall);
       clearTimeout(firstByte);
       req.clientSignal.removeEventListener("abort", onClientGone);
@@ -176,7 +226,7 @@ export class Forwarder {
       upstream = await worker.pool.request({
         method: req.method,
         path: worker.basePath + req.path,
-        headers,
+        headers: withWorkerAuth(headers, worker.authorization),
         body: req.body ?? null,
         signal: controller.signal,
         // 0 = off: the timers above and in relay() bound the wait instead.
@@ -190,29 +240,32 @@ export class Forwarder {
         worker.breaker.onNeutral();
         return { kind: "done", outcome: { status: 499, worker, error: "client_abort" } };
       }
+      if (reason instanceof ShutdownAbort) {
+        worker.breaker.onNeutral();
+        const error = new RouterError(
+          "shutting_down",
+          "The router is shutting down and its --shutdown-grace-secs ran out; retry the request.",
+        );
+        writeError(res, error, req.requestId);
+        return { kind: "done", outcome: { status: error.status, worker, error: "shutdown" } };
+      }
+      // Connection failures and timeouts (first byte included) count against the breaker like a
+      // 5xx: a worker that accepts requests and never answers is ejected after
+      // --cb-failure-threshold of them, although its /health may still say 200.
       worker.breaker.onFailure();
       return { kind: "failed", failure: classifyNetworkError(err, reason, worker) };
     }
 
     clearTimeout(firstByte);
     const status = upstream.statusCode;
+    this.coolDown(worker, status, upstream.headers["retry-after"]);
     if (RETRYABLE_STATUS.has(status) && canRetry()) {
-      const retryAfter = retryAfterMs(upstream.headers["retry-after"]);
-      const withinBudget =
-        retryAfter === undefined ||
-        (retryAfter <= this.settings.retryMaxBackoffMs && retryAfter < deadline - Date.now());
-      if (withinBudget) {
-        // Nothing reached the client yet: discard this answer and let the caller try another worker.
-        upstream.body.dump().catch(() => {});
-        release();
-        if (status === 429) worker.breaker.onNeutral();
-        else worker.breaker.onFailure();
-        return {
-          kind: "failed",
-          failure: statusFailure(status, worker),
-          ...(retryAfter !== undefined ? { retryAfterMs: retryAfter } : {}),
-        };
-      }
+      // Nothing reached the client yet: discard this answer and let the caller try another worker.
+      upstream.body.dump().catch(() => {});
+      release();
+      if (status === 429) worker.breaker.onNeutral();
+      else worker.breaker.onFailure();
+      return { kind: "failed", failure: statusFailure(status, worker) };
     }
 
     const outcome = await relay(
@@ -228,6 +281,28 @@ export class Forwarder {
     release();
     return { kind: "done", outcome };
   }
+
+  /**
+   * A 429/503 with Retry-After: the worker gets no new requests until then (capped by
+   * --max-cool-down-secs). Other workers are not held back.
+   */
+  private coolDown(worker: Worker, status: number, header: string | string[] | undefined): void {
+    if ((status !== 429 && status !== 503) || this.settings.maxCoolDownMs <= 0) return;
+    const ms = retryAfterMs(header);
+    if (ms === undefined || ms <= 0) return;
+    const until = Date.now() + Math.min(ms, this.settings.maxCoolDownMs);
+    if (until > worker.coolDownUntil) worker.coolDownUntil = until;
+  }
+}
+
+/** ms until the first cooling-down worker that is otherwise available returns, 0 when none. */
+function shortestCoolDown(registry: WorkerRegistry): number {
+  let shortest = 0;
+  for (const worker of registry.list()) {
+    const left = worker.coolDownMs;
+    if (left > 0 && worker.healthy && (shortest === 0 || left < shortest)) shortest = left;
+  }
+  return shortest;
 }
 
 function routeHeader(branch: RouteBranch, matchRate: number | null): string {
@@ -238,5 +313,5 @@ function noWorkerMessage(registry: WorkerRegistry): string {
   const total = registry.size;
   return total === 0
     ? "No workers are registered; add one with POST /workers or start with --worker-urls."
-    : `None of the ${total} registered workers is available (unhealthy or circuit open).`;
+    : `None of the ${total} registered workers is available (unhealthy, circuit open or cooling down after Retry-After).`;
 }

@@ -16,21 +16,69 @@ const HOP_BY_HOP = new Set([
   "expect",
 ]);
 
-/** The client's headers as sent on to a worker. */
+/**
+ * Header names a `Connection` header lists: hop-by-hop for this one connection (RFC 9110
+ * §7.6.1), so a proxy must drop them, e.g. `Connection: x-debug` with an `X-Debug` header.
+ */
+function connectionNamed(value: string | string[] | undefined): Set<string> | undefined {
+  if (value === undefined) return undefined;
+  const names = new Set<string>();
+  for (const part of Array.isArray(value) ? value : [value]) {
+    for (const token of part.split(",")) {
+      const name = token.trim().toLowerCase();
+      if (name !== "") names.add(name);
+    }
+  }
+  return names.size > 0 ? names : undefined;
+}
+
+/** This router's entry in the Via header (RFC 9110 §7.6.3): `1.1 radixgate-<instance id>`. */
+export function viaToken(instanceId: string): string {
+  return `1.1 radixgate-${instanceId}`;
+}
+
+/** Whether a Via header shows the request already passed the router with this token. */
+export function hasPassedThrough(via: string | string[] | undefined, token: string): boolean {
+  if (via === undefined) return false;
+  const pseudonym = token.slice(token.indexOf(" ") + 1);
+  for (const header of Array.isArray(via) ? via : [via]) {
+    for (const entry of header.split(",")) {
+      // An entry is "<protocol> <pseudonym> [comment]".
+      if (entry.trim().split(/\s+/)[1] === pseudonym) return true;
+    }
+  }
+  return false;
+}
+
+/** The client's headers as sent on to a worker, with this router appended to Via. */
 export function upstreamRequestHeaders(
   incoming: IncomingHttpHeaders,
   requestId: string,
   forwardAuthorization: boolean,
+  via?: string,
 ): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};
+  const named = connectionNamed(incoming.connection);
   for (const name in incoming) {
     const value = incoming[name];
-    if (value === undefined || HOP_BY_HOP.has(name)) continue;
+    if (value === undefined || HOP_BY_HOP.has(name) || named?.has(name)) continue;
     if (name === "authorization" && !forwardAuthorization) continue;
     out[name] = value;
   }
   out["x-request-id"] = requestId;
+  if (via !== undefined) {
+    const previous = out.via;
+    out.via = previous === undefined ? via : `${[previous].flat().join(", ")}, ${via}`;
+  }
   return out;
+}
+
+/** The headers for one worker: its own key replaces whatever Authorization the client sent. */
+export function withWorkerAuth(
+  headers: Record<string, string | string[]>,
+  authorization: string | undefined,
+): Record<string, string | string[]> {
+  return authorization === undefined ? headers : { ...headers, authorization };
 }
 
 /** The worker's response headers as sent to the client, plus the router's own. */
@@ -41,9 +89,11 @@ export function responseHeaders(
   requestId: string,
 ): OutgoingHttpHeaders {
   const out: OutgoingHttpHeaders = {};
+  const named = connectionNamed(upstream.connection);
   for (const name in upstream) {
     const value = upstream[name];
     if (value === undefined || (HOP_BY_HOP.has(name) && name !== "content-length")) continue;
+    if (named?.has(name)) continue;
     out[name] = value;
   }
   out["x-radixgate-worker"] = workerId;

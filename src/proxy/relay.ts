@@ -2,7 +2,13 @@ import type { ServerResponse } from "node:http";
 import type { Dispatcher } from "undici";
 import { type ErrorCode, errorBody } from "../errors.js";
 import type { Worker } from "../workers/worker.js";
-import { ClientAbort, IdleTimeout, RequestTimeout, timerMs } from "./abort-reasons.js";
+import {
+  ClientAbort,
+  IdleTimeout,
+  RequestTimeout,
+  ShutdownAbort,
+  timerMs,
+} from "./abort-reasons.js";
 import { responseHeaders } from "./headers.js";
 
 /** How a relayed response ended, for the access log and metrics. */
@@ -54,8 +60,9 @@ export function relay(
       controller.abort(new ClientAbort());
       body.destroy();
       worker.breaker.onNeutral();
+      // Logged and counted as 499 whatever the worker's status was: the client did not get it.
       finish({
-        status,
+        status: 499,
         worker,
         error: "client_abort",
         ...(ttfbMs !== undefined ? { ttfbMs } : {}),
@@ -72,32 +79,49 @@ export function relay(
       if (status >= 500) {
         worker.breaker.onFailure();
         onUpstreamError(worker, `status_${status}`);
+      } else if (status >= 400) {
+        // A 4xx says the request was bad, not the worker: neutral, so it neither opens a closed
+        // breaker nor closes a half-open one.
+        worker.breaker.onNeutral();
       } else worker.breaker.onSuccess();
       finish({ status, worker, ...(ttfbMs !== undefined ? { ttfbMs } : {}) });
     });
     body.on("error", (err) => {
       const reason = controller.signal.reason;
       if (reason instanceof ClientAbort) return;
+      if (reason instanceof ShutdownAbort) {
+        // Not the worker's fault: no breaker count. A stream learns why it ends, in-band.
+        worker.breaker.onNeutral();
+        endBroken(
+          "shutting_down",
+          "The router is shutting down and its --shutdown-grace-secs ran out; retry the request.",
+        );
+        finish({ status, worker, error: "shutdown", ...(ttfbMs !== undefined ? { ttfbMs } : {}) });
+        return;
+      }
       const timedOut = reason instanceof RequestTimeout || reason instanceof IdleTimeout;
       const kind = timedOut ? "timeout" : "stream";
       worker.breaker.onFailure();
       onUpstreamError(worker, kind);
+      const message =
+        reason instanceof IdleTimeout
+          ? `Worker ${worker.url} sent nothing for --idle-timeout-secs.`
+          : reason instanceof RequestTimeout
+            ? `Request to worker ${worker.url} exceeded --request-timeout-secs.`
+            : `Worker ${worker.url} failed mid-stream: ${err.message}`;
+      endBroken(timedOut ? "upstream_timeout" : "upstream_error", message);
+      finish({ status, worker, error: kind, ...(ttfbMs !== undefined ? { ttfbMs } : {}) });
+    });
+    /** Ends a response whose upstream broke: an SSE error event, or a cut for a JSON body. */
+    const endBroken = (code: ErrorCode, message: string) => {
       if (isEventStream && !res.destroyed) {
         // Tell a streaming client in-band that the stream broke, then close it cleanly.
-        const code: ErrorCode = timedOut ? "upstream_timeout" : "upstream_error";
-        const message =
-          reason instanceof IdleTimeout
-            ? `Worker ${worker.url} sent nothing for --idle-timeout-secs.`
-            : reason instanceof RequestTimeout
-              ? `Request to worker ${worker.url} exceeded --request-timeout-secs.`
-              : `Worker ${worker.url} failed mid-stream: ${err.message}`;
         res.end(`data: ${JSON.stringify(errorBody(code, message))}\n\n`);
       } else {
         // A truncated JSON body must not look complete: cut the connection.
         res.destroy();
       }
-      finish({ status, worker, error: kind, ...(ttfbMs !== undefined ? { ttfbMs } : {}) });
-    });
+    };
     body.pipe(res, { end: false });
   });
 }

@@ -40,7 +40,7 @@ export function classifyNetworkError(
       kind: "timeout",
       retryable: false,
       code: "upstream_timeout",
-      message: `Worker ${worker.url} sent no response within --first-byte-timeout-secs.`,
+      message: `Worker ${worker.url} sent no response within ${reason.flag} (${reason.limitMs / 1000} s).`,
     };
   }
   if (err instanceof undiciErrors.ConnectTimeoutError) {

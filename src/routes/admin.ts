@@ -26,8 +26,8 @@ export function registerAdminRoutes(app: Hono<Env>, ctx: RouterContext): void {
   app.get("/workers", (c) => c.json({ workers: ctx.registry.list().map((w) => w.toJSON()) }));
 
   app.post("/workers", async (c) => {
-    const url = await urlFromBody(c);
-    const worker = addWorker(ctx, url);
+    const { url, apiKey } = await workerFromBody(c);
+    const worker = addWorker(ctx, url, apiKey);
     return c.json(worker.toJSON(), 201);
   });
 
@@ -43,8 +43,10 @@ export function registerAdminRoutes(app: Hono<Env>, ctx: RouterContext): void {
   });
 
   // SGLang router compatibility: existing scripts keep working.
-  app.post("/add_worker", (c) => {
-    const worker = addWorker(ctx, requiredQueryUrl(c));
+  // SGLang's add_worker takes only ?url=; a key goes in the JSON body, not the query string
+  // (query strings end up in access logs).
+  app.post("/add_worker", async (c) => {
+    const worker = addWorker(ctx, requiredQueryUrl(c), await optionalKeyFromBody(c));
     return c.json({ status: "ok", message: `Added worker ${worker.url}`, worker: worker.toJSON() });
   });
   app.post("/remove_worker", (c) => {
@@ -78,8 +80,8 @@ function adminGuard(ctx: RouterContext): MiddlewareHandler<Env> {
   };
 }
 
-function addWorker(ctx: RouterContext, url: string) {
-  const worker = ctx.registry.add(url);
+function addWorker(ctx: RouterContext, url: string, apiKey?: string) {
+  const worker = ctx.registry.add(url, apiKey !== undefined ? { apiKey } : {});
   ctx.logger.info({ worker: worker.id, url: worker.url }, "worker added");
   // First check at once, so a dead worker is found before the first interval passes.
   void ctx.health.check(worker);
@@ -110,22 +112,40 @@ function requiredQueryUrl(c: Context<Env>): string {
   return url;
 }
 
-async function urlFromBody(c: Context<Env>): Promise<string> {
+const ADD_EXAMPLE = 'Body must be JSON like {"url": "http://10.0.0.1:30000"} (optionally with "api_key").';
+
+async function workerFromBody(c: Context<Env>): Promise<{ url: string; apiKey?: string }> {
   let body: unknown;
   try {
     body = await c.req.json();
   } catch {
-    throw new RouterError(
-      "invalid_json",
-      'Body must be JSON like {"url": "http://10.0.0.1:30000"}.',
-    );
+    throw new RouterError("invalid_json", ADD_EXAMPLE);
   }
-  const url = (body as { url?: unknown } | null)?.url;
-  if (typeof url !== "string" || url === "") {
-    throw new RouterError(
-      "invalid_worker_url",
-      'Body must be JSON like {"url": "http://10.0.0.1:30000"}.',
-    );
+  const fields = (body ?? {}) as { url?: unknown; api_key?: unknown };
+  if (typeof fields.url !== "string" || fields.url === "") {
+    throw new RouterError("invalid_worker_url", ADD_EXAMPLE);
   }
-  return url;
+  const apiKey = apiKeyField(fields.api_key);
+  return apiKey === undefined ? { url: fields.url } : { url: fields.url, apiKey };
+}
+
+/** `{"api_key": "..."}` in an optional JSON body (SGLang-style add_worker). */
+async function optionalKeyFromBody(c: Context<Env>): Promise<string | undefined> {
+  const raw = await c.req.text();
+  if (raw.trim() === "") return undefined;
+  let body: unknown;
+  try {
+    body = JSON.parse(raw);
+  } catch {
+    throw new RouterError("invalid_json", 'The optional body must be JSON like {"api_key": "..."}.');
+  }
+  return apiKeyField((body as { api_key?: unknown } | null)?.api_key);
+}
+
+function apiKeyField(value: unknown): string | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== "string" || value === "") {
+    throw new RouterError("invalid_request", "api_key must be a non-empty string.");
+  }
+  return value;
 }

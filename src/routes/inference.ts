@@ -113,12 +113,14 @@ async function admitAndForward(
   let body: Buffer | undefined;
   let text = "";
   let model: string | undefined;
+  let stream = false;
   if (method === "POST") {
     checkContentType(incoming.headers["content-type"]);
     body = await readBody(incoming, config.maxPayloadSize);
     const parsed = parseJsonObject(body);
     if (endpoint !== "models") text = routingText(endpoint, parsed);
     model = modelOf(parsed);
+    stream = parsed.stream === true;
   }
   const release = await ctx.admission.acquire(clientSignal);
   try {
@@ -130,6 +132,7 @@ async function admitAndForward(
       body,
       text,
       model,
+      stream,
       requestId,
       startedAt,
       clientSignal,

@@ -51,7 +51,8 @@ export function buildCommand(): Command {
         .choices(["sglang", "vllm"])
         .default("sglang"),
     )
-    .option("--model <name>", "served model name");
+    .option("--model <name>", "served model name")
+    .option("--api-key <key>", "require Authorization: Bearer <key> (all but /health), as the engines do");
   for (const spec of NUMERIC_OPTIONS) {
     cmd.option(
       `${flagName(spec.key)} <n>`,
@@ -104,6 +105,7 @@ export function planFromArgs(
     faults,
   };
   if (o.model !== undefined) base.model = o.model as string;
+  if (o.apiKey !== undefined) base.apiKey = o.apiKey as string;
   for (const spec of NUMERIC_OPTIONS) {
     const value = o[spec.key];
     if (value !== undefined) base[spec.key] = value as number;

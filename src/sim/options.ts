@@ -42,6 +42,12 @@ export interface SimWorkerOptions extends Partial<SimNumericOptions> {
   model?: string;
   /** Initial fault knobs. */
   faults?: Partial<SimFaults>;
+  /**
+   * Like the engines' --api-key: every path but /health (and the /_sim control paths) needs
+   * `Authorization: Bearer <key>`, else 401. SGLang exempts only /health (add_api_key_middleware
+   * in sglang/srt/utils); vLLM guards /v1 paths.
+   */
+  apiKey?: string;
 }
 
 export interface NumericOptionSpec {
@@ -109,6 +115,7 @@ export interface ResolvedSimOptions extends SimNumericOptions {
   port: number;
   flavor: SimFlavor;
   model: string;
+  apiKey: string | undefined;
 }
 
 /** Fill defaults and validate; throws RangeError naming the bad option. */
@@ -147,5 +154,6 @@ export function resolveOptions(options: SimWorkerOptions = {}): ResolvedSimOptio
     port,
     flavor,
     model: options.model ?? DEFAULT_MODEL,
+    apiKey: options.apiKey === "" ? undefined : options.apiKey,
   };
 }

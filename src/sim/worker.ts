@@ -39,6 +39,8 @@ export interface SimStats {
   failed: number;
   /** Requests answered 4xx for bad input. */
   rejected: number;
+  /** Requests answered 401 for a missing or wrong --api-key. */
+  unauthorized: number;
   /** Prompt tokens admitted to the engine, and of those the ones found in the prefix cache. */
   promptTokens: number;
   cachedTokens: number;
@@ -106,6 +108,7 @@ class HttpSimWorker implements SimWorker {
     requests: number;
     failed: number;
     rejected: number;
+    unauthorized: number;
   } = {
     requests: 0,
     completed: 0,
@@ -113,6 +116,7 @@ class HttpSimWorker implements SimWorker {
     crashed: 0,
     failed: 0,
     rejected: 0,
+    unauthorized: 0,
     promptTokens: 0,
     cachedTokens: 0,
     completionTokens: 0,
@@ -192,6 +196,7 @@ class HttpSimWorker implements SimWorker {
       crashed: c.crashed,
       failed: c.failed,
       rejected: c.rejected,
+      unauthorized: c.unauthorized,
       promptTokens: c.promptTokens,
       cachedTokens: c.cachedTokens,
       completionTokens: c.completionTokens,
@@ -219,6 +224,15 @@ class HttpSimWorker implements SimWorker {
     return this.closing;
   }
 
+  /** --api-key: everything but /health and the simulator's own control paths needs the key. */
+  private authorized(req: IncomingMessage, path: string): boolean {
+    const key = this.options.apiKey;
+    if (key === undefined || path === "/health" || path.startsWith("/_sim/")) return true;
+    if (req.headers.authorization === `Bearer ${key}`) return true;
+    this.counters.unauthorized += 1;
+    return false;
+  }
+
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     res.setHeader(WORKER_ID_HEADER, this.assignedId);
     const path = (req.url ?? "/").split("?", 1)[0] as string;
@@ -226,6 +240,9 @@ class HttpSimWorker implements SimWorker {
     const key = known ? path : "unmatched";
     this.endpointCounts[key] = (this.endpointCounts[key] ?? 0) + 1;
 
+    if (!this.authorized(req, path)) {
+      return sendJson(res, 401, { error: "Unauthorized" });
+    }
     const endpoint = INFERENCE_PATHS[path];
     if (endpoint !== undefined) {
       if (req.method !== "POST") return methodNotAllowed(res);

@@ -56,6 +56,9 @@ export class HealthChecker {
       const res = await worker.pool.request({
         method: "GET",
         path: `${worker.basePath}/health`,
+        ...(worker.authorization !== undefined
+          ? { headers: { authorization: worker.authorization } }
+          : {}),
         signal: AbortSignal.timeout(this.options.timeoutMs),
         headersTimeout: this.options.timeoutMs,
         bodyTimeout: this.options.timeoutMs,

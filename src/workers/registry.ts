@@ -1,7 +1,21 @@
 import { RouterError } from "../errors.js";
 import type { RadixTree } from "../tree/radix-tree.js";
 import { Worker, type WorkerOptions } from "./worker.js";
-import { normalizeWorkerUrl, workerIdFor } from "./worker-url.js";
+import { isSelfAddress, type ListenAddress } from "./self-address.js";
+import { linkLocalReason, normalizeWorkerUrl, workerIdFor } from "./worker-url.js";
+
+/** How the registry vets new workers (besides what every worker gets, WorkerOptions). */
+export interface AdmissionRules {
+  /** --allow-link-local-workers: accept 169.254.0.0/16, fe80::/10 and cloud metadata hosts. */
+  allowLinkLocal?: boolean;
+  /** --worker-api-key: the key for workers added without one of their own. */
+  defaultApiKey?: string;
+}
+
+export interface AddOptions {
+  /** Bearer key for this worker; overrides --worker-api-key. */
+  apiKey?: string;
+}
 
 export type RegistryListener = (event: "added" | "removed", worker: Worker) => void;
 
@@ -12,20 +26,49 @@ export class WorkerRegistry {
   /** Cached array of workers; rebuilt only when the set changes, not per request. */
   private snapshot: readonly Worker[] = [];
 
-  constructor(private readonly options: WorkerOptions) {}
+  /** Where the router listens once known; a worker at that address would be a request loop. */
+  private listen: ListenAddress | undefined;
 
-  /** Registers a worker; throws invalid_worker_url or worker_exists. */
-  add(rawUrl: string): Worker {
+  constructor(
+    private readonly options: WorkerOptions,
+    private readonly rules: AdmissionRules = {},
+  ) {}
+
+  /** Tells the registry the router's own address, so a worker pointing back at it is refused. */
+  setListenAddress(listen: ListenAddress): void {
+    this.listen = listen;
+  }
+
+  /**
+   * Registers a worker under its canonical URL; throws invalid_worker_url (malformed, the
+   * router's own address, link-local without --allow-link-local-workers) or worker_exists
+   * (any spelling of a registered URL).
+   */
+  add(rawUrl: string, addOptions: AddOptions = {}): Worker {
     let url: string;
     try {
       url = normalizeWorkerUrl(rawUrl);
     } catch (err) {
       throw new RouterError("invalid_worker_url", `Worker URL ${(err as Error).message}`);
     }
+    if (this.listen && isSelfAddress(url, this.listen)) {
+      throw new RouterError(
+        "invalid_worker_url",
+        `Worker URL ${url} is this router's own address (${this.listen.host}:${this.listen.port}); requests sent there would loop.`,
+      );
+    }
+    const linkLocal = this.rules.allowLinkLocal ? undefined : linkLocalReason(url);
+    if (linkLocal !== undefined) {
+      throw new RouterError(
+        "invalid_worker_url",
+        `Worker URL ${url} refused: ${linkLocal}. Start the router with --allow-link-local-workers if this really is a worker.`,
+      );
+    }
     const id = workerIdFor(url);
     if (this.byId.has(id))
       throw new RouterError("worker_exists", `Worker ${url} is already registered.`);
-    const worker = new Worker(id, url, this.options);
+    const apiKey = addOptions.apiKey ?? this.rules.defaultApiKey;
+    const worker = new Worker(id, url, this.options, apiKey);
     this.byId.set(id, worker);
     this.snapshot = [...this.byId.values()];
     for (const listener of this.listeners) listener("added", worker);

@@ -1,8 +1,16 @@
 import { createHash } from "node:crypto";
+import { BlockList, isIPv6 } from "node:net";
 
 /**
  * Canonical form of a worker base URL: http(s) only, no credentials, query or fragment, no
- * trailing slash. Two spellings of one worker (`http://a:1/` and `http://A:1`) compare equal.
+ * trailing slash, no trailing `/v1`. Spellings of one worker compare equal: host case and a
+ * trailing dot, default ports (`http://a:80` = `http://a`), IPv4 written as a number or in hex
+ * (`http://2130706433` = `http://127.0.0.1`, done by the WHATWG URL parser) and IPv4-mapped IPv6
+ * (`http://[::ffff:127.0.0.1]` and `http://[::ffff:7f00:1]` = `http://127.0.0.1`).
+ *
+ * A base URL ending in `/v1` (an OpenAI-style base URL pasted as a worker) is normalised to the
+ * server root: the router appends `/v1/chat/completions` itself, and `/generate`, `/health` and
+ * `/get_model_info` live at the root of SGLang and vLLM, so keeping `/v1` would 404 them.
  */
 export function normalizeWorkerUrl(input: string): string {
   let url: URL;
@@ -20,8 +28,55 @@ export function normalizeWorkerUrl(input: string): string {
   if (url.search !== "" || url.hash !== "") {
     throw new Error(`must not have a query or fragment: "${input}"`);
   }
-  const path = url.pathname.replace(/\/+$/, "");
-  return `${url.protocol}//${url.host}${path}`;
+  if (url.hostname === "") throw new Error(`has no host: "${input}"`);
+  const host = canonicalHost(url.hostname);
+  const port = url.port === "" ? "" : `:${url.port}`;
+  const path = url.pathname
+    .replace(/\/{2,}/g, "/")
+    .replace(/\/+$/, "")
+    .replace(/\/v1$/i, "");
+  return `${url.protocol}//${host}${port}${path}`;
+}
+
+/** The hostname as it appears in a canonical URL (IPv6 in brackets). */
+function canonicalHost(hostname: string): string {
+  const name = hostname.replace(/\.$/, "");
+  if (!name.startsWith("[")) return name;
+  const mapped = ipv4Mapped(name.slice(1, -1));
+  return mapped ?? name;
+}
+
+/** `::ffff:7f00:1` → `127.0.0.1` (the URL parser has already compressed the address). */
+function ipv4Mapped(ipv6: string): string | undefined {
+  const match = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(ipv6);
+  if (!match) return undefined;
+  const hi = Number.parseInt(match[1] ?? "", 16);
+  const lo = Number.parseInt(match[2] ?? "", 16);
+  return `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
+}
+
+/** Link-local ranges (where cloud metadata services live) and the metadata addresses outside them. */
+const LINK_LOCAL = new BlockList();
+LINK_LOCAL.addSubnet("169.254.0.0", 16, "ipv4");
+LINK_LOCAL.addSubnet("fe80::", 10, "ipv6");
+// AWS IMDS over IPv6, Alibaba Cloud metadata.
+LINK_LOCAL.addAddress("fd00:ec2::254", "ipv6");
+LINK_LOCAL.addAddress("100.100.100.200", "ipv4");
+const METADATA_HOSTS = new Set(["metadata.google.internal", "metadata.goog", "metadata"]);
+
+/**
+ * Why a canonical worker URL points at a link-local or cloud-metadata address, or undefined.
+ * Such a "worker" is almost always a mistake or an attempt to reach credentials (SSRF), so the
+ * registry refuses it unless --allow-link-local-workers is set.
+ */
+export function linkLocalReason(normalizedUrl: string): string | undefined {
+  const hostname = new URL(normalizedUrl).hostname;
+  if (METADATA_HOSTS.has(hostname)) return `${hostname} is a cloud metadata host`;
+  const ip = hostname.startsWith("[") ? hostname.slice(1, -1) : hostname;
+  const family = isIPv6(ip) ? "ipv6" : /^\d+\.\d+\.\d+\.\d+$/.test(ip) ? "ipv4" : undefined;
+  if (family && LINK_LOCAL.check(ip, family))
+    return `${ip} is a link-local or cloud metadata address`;
+  return undefined;
 }
 
 /** A short id that stays the same for the same URL across restarts and router replicas. */

@@ -21,6 +21,11 @@ export class Worker {
   healthSuccesses = 0;
   /** Set when removed from the registry: no new requests, in-flight ones complete. */
   removed = false;
+  /**
+   * Epoch ms until which the worker gets no new requests, because it answered 429/503 with a
+   * Retry-After (proxy/forward.ts). 0 = not cooling down.
+   */
+  coolDownUntil = 0;
   readonly tree: RadixTree;
   readonly breaker: CircuitBreaker;
   /** Keep-alive connection pool to this worker. */
@@ -28,11 +33,19 @@ export class Worker {
   /** Path prefix of the worker's base URL (e.g. "/sglang" for http://host/sglang), "" for none. */
   readonly basePath: string;
 
+  /**
+   * Bearer key the router sends to this worker (data plane and health checks), for engines started
+   * with --api-key. A non-enumerable property, so no JSON or log of the worker can carry it.
+   */
+  declare readonly apiKey: string | undefined;
+
   constructor(
     readonly id: string,
     readonly url: string,
     options: WorkerOptions,
+    apiKey?: string,
   ) {
+    Object.defineProperty(this, "apiKey", { value: apiKey, enumerable: false });
     this.tree = new RadixTree({
       maxChars: options.maxTreeSize,
       ...(options.onEvict ? { onEvict: options.onEvict } : {}),
@@ -47,9 +60,24 @@ export class Worker {
     });
   }
 
-  /** Healthy, not removed, and the breaker lets a request through. */
+  /** Healthy, not removed, not cooling down, and the breaker lets a request through. */
   get available(): boolean {
-    return this.healthy && !this.removed && this.breaker.admits();
+    return (
+      this.healthy &&
+      !this.removed &&
+      (this.coolDownUntil === 0 || Date.now() >= this.coolDownUntil) &&
+      this.breaker.admits()
+    );
+  }
+
+  /** ms left of a Retry-After cool-down, 0 when none. */
+  get coolDownMs(): number {
+    return Math.max(0, this.coolDownUntil - Date.now());
+  }
+
+  /** The Authorization header the router sends to this worker, if it has a key. */
+  get authorization(): string | undefined {
+    return this.apiKey === undefined ? undefined : `Bearer ${this.apiKey}`;
   }
 
   toJSON() {
@@ -61,6 +89,9 @@ export class Worker {
       in_flight: this.inFlight,
       tree_characters: this.tree.charCount,
       requests_served: this.served,
+      cool_down_ms: this.coolDownMs,
+      // Whether the router authenticates to it; the key itself is never shown.
+      api_key: this.apiKey !== undefined,
     };
   }
 }
