@@ -75,26 +75,33 @@ describe("retries, only where safe", () => {
     },
   );
 
-  it("waits for a Retry-After within retryMaxBackoffMs before the retry", async () => {
+  it("Retry-After: 1 holds back the worker that sent it, not the retry: an idle worker gets the request well under 1 s", async () => {
     const busy = await startTinyUpstream((_req, res) => {
-      res.writeHead(503, { "retry-after": "0.15", "content-type": "application/json" });
+      res.writeHead(429, { "retry-after": "1", "content-type": "application/json" });
       res.end('{"error":{"message":"busy"}}');
     });
     const fine = await startTinyUpstream((_req, res) => okCompletion(res, "fine"));
     started.tiny = [busy, fine];
-    const { url, log } = await routerFor([busy.url, fine.url], { retryMaxBackoffMs: 1000 });
+    const { url, log } = await routerFor([busy.url, fine.url], { retryMaxBackoffMs: 20 });
 
-    const res = await chat(url, "be patient");
+    const res = await chat(url, "be quick");
     expect(res.status).toBe(200);
     await res.arrayBuffer();
     expect(log().at(-1)).toMatchObject({ status: 200, attempts: 2 });
-    // The retry came no earlier than the worker asked (a lower bound, not a performance figure).
-    expect(fine.hits[0]! - busy.hits[0]!).toBeGreaterThanOrEqual(140);
+    // The retry waits only the normal backoff (<= 20 ms here), never the worker's 1 s.
+    expect(fine.hits[0]! - busy.hits[0]!).toBeLessThan(500);
+    // ...and the worker that asked for a pause gets nothing until its Retry-After passes.
+    const busyWorker = started.router!.context.registry.get(busy.url)!;
+    expect(busyWorker.coolDownMs).toBeGreaterThan(0);
+    expect(started.router!.context.registry.candidates()).not.toContain(busyWorker);
+    for (let i = 0; i < 3; i++) await (await chat(url, `next ${i}`)).arrayBuffer();
+    expect(busy.hits).toHaveLength(1);
+    expect(fine.hits).toHaveLength(4);
   });
 
-  it("a Retry-After beyond retryMaxBackoffMs is not waited for: the worker's answer is passed through", async () => {
+  it("Retry-After: 10 is not passed to the client while another worker is free: the request is retried there", async () => {
     const busy = await startTinyUpstream((_req, res) => {
-      res.writeHead(429, { "retry-after": "30", "content-type": "application/json" });
+      res.writeHead(429, { "retry-after": "10", "content-type": "application/json" });
       res.end('{"error":{"message":"slow down","code":"rate_limited"}}');
     });
     const fine = await startTinyUpstream((_req, res) => okCompletion(res, "fine"));
@@ -102,11 +109,61 @@ describe("retries, only where safe", () => {
     const { url, log } = await routerFor([busy.url, fine.url], { retryMaxBackoffMs: 20 });
 
     const res = await chat(url, "rate limited");
+    expect(res.status).toBe(200);
+    expect(res.headers.get("x-radixgate-worker")).toBe(
+      started.router!.context.registry.get(fine.url)!.id,
+    );
+    await res.arrayBuffer();
+    expect(log().at(-1)).toMatchObject({ status: 200, attempts: 2 });
+    const cooling = started.router!.context.registry.get(busy.url)!;
+    expect(cooling.coolDownMs).toBeGreaterThan(8000);
+    expect(cooling.toJSON().cool_down_ms).toBeGreaterThan(8000);
+  });
+
+  it("a Retry-After from the last worker that could answer goes to the client as it is", async () => {
+    const busy = await startTinyUpstream((_req, res) => {
+      res.writeHead(429, { "retry-after": "30", "content-type": "application/json" });
+      res.end('{"error":{"message":"slow down","code":"rate_limited"}}');
+    });
+    started.tiny = [busy];
+    const { url, log } = await routerFor([busy.url]);
+
+    const res = await chat(url, "rate limited");
     expect(res.status).toBe(429);
     expect(res.headers.get("retry-after")).toBe("30");
     expect(await errorCode(res)).toBe("rate_limited");
-    expect(fine.hits).toHaveLength(0);
     expect(log().at(-1)).toMatchObject({ status: 429, attempts: 1 });
+  });
+
+  it("while every worker cools down, the router answers 503 at once with the shortest Retry-After left", async () => {
+    const busy = await startTinyUpstream((_req, res) => {
+      res.writeHead(503, { "retry-after": "5", "content-type": "application/json" });
+      res.end('{"error":{"message":"overloaded"}}');
+    });
+    started.tiny = [busy];
+    const { url } = await routerFor([busy.url]);
+    await (await chat(url, "first")).arrayBuffer();
+
+    const res = await chat(url, "second");
+    expect(res.status).toBe(503);
+    expect(await errorCode(res)).toBe("no_workers_available");
+    expect(Number(res.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+    expect(Number(res.headers.get("retry-after"))).toBeLessThanOrEqual(5);
+    // The worker was not asked again during its cool-down.
+    expect(busy.hits).toHaveLength(1);
+  });
+
+  it("--max-cool-down-secs caps a worker's Retry-After cool-down", async () => {
+    const busy = await startTinyUpstream((_req, res) => {
+      res.writeHead(429, { "retry-after": "3600" });
+      res.end();
+    });
+    started.tiny = [busy];
+    const { url } = await routerFor([busy.url], { maxCoolDownSecs: 2 });
+    await (await chat(url, "first")).arrayBuffer();
+    const worker = started.router!.context.registry.get(busy.url)!;
+    expect(worker.coolDownMs).toBeGreaterThan(0);
+    expect(worker.coolDownMs).toBeLessThanOrEqual(2000);
   });
 
   it("makes at most retryMaxAttempts attempts, each to a worker not yet tried", async () => {
