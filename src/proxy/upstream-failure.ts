@@ -38,7 +38,10 @@ export function classifyNetworkError(
   if (reason instanceof FirstByteTimeout) {
     return {
       kind: "timeout",
-      retryable: false,
+      // Engines send a stream's headers before any prefill, so a silent stream means a stuck
+      // worker, not a long prompt: another worker may serve it. A non-streaming request may still
+      // be generating; trying it again elsewhere would double its wait.
+      retryable: reason.stream,
       code: "upstream_timeout",
       message: `Worker ${worker.url} sent no response within ${reason.flag} (${reason.limitMs / 1000} s).`,
     };
