@@ -1,0 +1,174 @@
+/**
+ * Issue 10 item 10: workers behind their own key (SGLang/vLLM --api-key). The router sends
+ * `Authorization: Bearer <key>` to them; the key never appears in GET /workers, /metrics or logs.
+ */
+import { createServer, type IncomingHttpHeaders } from "node:http";
+import type { AddressInfo } from "node:net";
+import { Writable } from "node:stream";
+import { afterEach, describe, expect, it } from "vitest";
+import { type Config, defaultConfig } from "../../src/config.js";
+import { createLogger } from "../../src/logger.js";
+import { type RunningRouter, startRouter } from "../../src/server.js";
+import { type SimWorker, startSimWorker } from "../../src/sim/worker.js";
+import { postJson, waitFor } from "../helpers/router.js";
+
+const KEY = "sk-worker-7f3a9c";
+
+/** A router whose every log line is kept as text. */
+async function loggedRouter(
+  overrides: Partial<Config>,
+): Promise<{ router: RunningRouter; logs: string[] }> {
+  const logs: string[] = [];
+  const destination = new Writable({
+    write(chunk: Buffer, _encoding, callback) {
+      logs.push(chunk.toString("utf8"));
+      callback();
+    },
+  });
+  const router = await startRouter(
+    {
+      ...defaultConfig(),
+      host: "127.0.0.1",
+      port: 0,
+      logLevel: "debug",
+      healthCheckIntervalSecs: 0,
+      evictionIntervalSecs: 0,
+      ...overrides,
+    },
+    { logger: createLogger({ level: "debug", destination }) },
+  );
+  return { router, logs };
+}
+
+function chat(url: string, headers: Record<string, string> = {}): Promise<Response> {
+  return postJson(
+    `${url}/v1/chat/completions`,
+    { model: "m", messages: [{ role: "user", content: "hi" }], max_tokens: 2 },
+    headers,
+  );
+}
+
+describe("workers behind their own API key", () => {
+  const cleanup: Array<() => Promise<unknown>> = [];
+  afterEach(async () => {
+    await Promise.all(cleanup.splice(0).map((f) => f()));
+  });
+
+  async function sim(apiKey = KEY): Promise<SimWorker> {
+    const worker = await startSimWorker({ timeScale: 0, apiKey });
+    cleanup.push(() => worker.close());
+    return worker;
+  }
+
+  it("the simulator with apiKey answers 401 without the key, like the engines, and /health stays open", async () => {
+    const worker = await sim();
+    expect((await chat(worker.url)).status).toBe(401);
+    expect((await chat(worker.url, { authorization: `Bearer ${KEY}` })).status).toBe(200);
+    expect((await fetch(`${worker.url}/health`)).status).toBe(200);
+    expect(worker.stats().unauthorized).toBe(1);
+  });
+
+  it("--worker-api-key: requests reach a keyed worker; without it the worker's 401 comes back", async () => {
+    const worker = await sim();
+    const { router } = await loggedRouter({ workerUrls: [worker.url], workerApiKey: KEY });
+    cleanup.push(() => router.stop(100));
+    const res = await chat(router.url);
+    expect(res.status).toBe(200);
+    await res.arrayBuffer();
+
+    const bare = await loggedRouter({ workerUrls: [worker.url] });
+    cleanup.push(() => bare.router.stop(100));
+    expect((await chat(bare.router.url)).status).toBe(401);
+  });
+
+  it("the worker key replaces whatever Authorization the client sent", async () => {
+    const worker = await sim();
+    const { router } = await loggedRouter({ workerUrls: [worker.url], workerApiKey: KEY });
+    cleanup.push(() => router.stop(100));
+    const res = await chat(router.url, { authorization: "Bearer client-key" });
+    expect(res.status).toBe(200);
+    await res.arrayBuffer();
+  });
+
+  it("POST /workers with api_key: that worker gets its own key, another keeps --worker-api-key", async () => {
+    const own = await sim("sk-own-key-1");
+    const shared = await sim();
+    const { router, logs } = await loggedRouter({
+      workerUrls: [shared.url],
+      workerApiKey: KEY,
+      policy: "round_robin",
+    });
+    cleanup.push(() => router.stop(100));
+    const added = await postJson(`${router.url}/workers`, {
+      url: own.url,
+      api_key: "sk-own-key-1",
+    });
+    expect(added.status).toBe(201);
+    const record = await added.text();
+    expect(record).not.toContain("sk-own-key-1");
+    expect(JSON.parse(record)).toMatchObject({ api_key: true });
+
+    for (let i = 0; i < 4; i++) {
+      const res = await chat(router.url);
+      expect(res.status).toBe(200);
+      await res.arrayBuffer();
+    }
+    expect(own.stats().completed).toBe(2);
+    expect(shared.stats().completed).toBe(2);
+
+    // Never shown or logged.
+    const listing = await (await fetch(`${router.url}/workers`)).text();
+    const metrics = await (await fetch(`${router.url}/metrics`)).text();
+    for (const text of [listing, metrics, logs.join("")]) {
+      expect(text).not.toContain("sk-own-key-1");
+      expect(text).not.toContain(KEY);
+    }
+  });
+
+  it("SGLang-style POST /add_worker?url= takes the key from an optional JSON body", async () => {
+    const worker = await sim();
+    const { router } = await loggedRouter({});
+    cleanup.push(() => router.stop(100));
+    const added = await fetch(`${router.url}/add_worker?url=${encodeURIComponent(worker.url)}`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ api_key: KEY }),
+    });
+    expect(added.status).toBe(200);
+    expect(await added.text()).not.toContain(KEY);
+    expect((await chat(router.url)).status).toBe(200);
+  });
+
+  it("health checks carry the worker key too", async () => {
+    const seen: IncomingHttpHeaders[] = [];
+    const server = createServer((req, res) => {
+      seen.push(req.headers);
+      res.writeHead(req.headers.authorization === `Bearer ${KEY}` ? 200 : 401).end();
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    cleanup.push(
+      () =>
+        new Promise<void>((resolve) => {
+          server.close(() => resolve());
+          server.closeAllConnections();
+        }),
+    );
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const { router } = await loggedRouter({ workerUrls: [url], workerApiKey: KEY });
+    cleanup.push(() => router.stop(100));
+    // The check at start-up, and one more.
+    await waitFor(() => seen.length > 0, 3000, "the start-up health check");
+    await router.context.health.checkAll();
+    expect(seen.every((h) => h.authorization === `Bearer ${KEY}`)).toBe(true);
+    expect(router.context.registry.list()[0]!.healthy).toBe(true);
+  });
+
+  it("the key is not an enumerable property of the worker, so no serializer can reach it", async () => {
+    const { router } = await loggedRouter({ workerApiKey: KEY });
+    cleanup.push(() => router.stop(100));
+    const worker = router.context.registry.add("http://127.0.0.1:9");
+    expect(worker.apiKey).toBe(KEY);
+    expect(Object.keys(worker)).not.toContain("apiKey");
+    expect(JSON.stringify(worker)).not.toContain(KEY);
+  });
+});
