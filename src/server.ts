@@ -40,20 +40,22 @@ export function createRouter(
 ): { app: Hono<Env>; context: RouterContext } {
   const logger = options.logger ?? createLogger({ level: config.logLevel });
   let metrics: Metrics | undefined;
-  const registry = new WorkerRegistry({
-    maxTreeSize: config.maxTreeSize,
-    onEvict: (chars) => metrics?.evictedChars.inc(chars),
-    breaker: {
-      failureThreshold: config.cbFailureThreshold,
-      openMs: config.cbTimeoutSecs * 1000,
-      successThreshold: 2,
+  const registry = new WorkerRegistry(
+    {
+      maxTreeSize: config.maxTreeSize,
+      onEvict: (chars) => metrics?.evictedChars.inc(chars),
+      breaker: {
+        failureThreshold: config.cbFailureThreshold,
+        openMs: config.cbTimeoutSecs * 1000,
+        successThreshold: 2,
+      },
+      connectTimeoutMs: config.connectTimeoutSecs * 1000,
     },
-    connectTimeoutMs: config.connectTimeoutSecs * 1000,
-  },
-  {
-    allowLinkLocal: config.allowLinkLocalWorkers,
-    ...(config.workerApiKey !== undefined ? { defaultApiKey: config.workerApiKey } : {}),
-  });
+    {
+      allowLinkLocal: config.allowLinkLocalWorkers,
+      ...(config.workerApiKey !== undefined ? { defaultApiKey: config.workerApiKey } : {}),
+    },
+  );
   metrics = new Metrics(registry);
   const m = metrics;
 

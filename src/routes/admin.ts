@@ -112,7 +112,8 @@ function requiredQueryUrl(c: Context<Env>): string {
   return url;
 }
 
-const ADD_EXAMPLE = 'Body must be JSON like {"url": "http://10.0.0.1:30000"} (optionally with "api_key").';
+const ADD_EXAMPLE =
+  'Body must be JSON like {"url": "http://10.0.0.1:30000"} (optionally with "api_key").';
 
 async function workerFromBody(c: Context<Env>): Promise<{ url: string; apiKey?: string }> {
   let body: unknown;
@@ -137,7 +138,10 @@ async function optionalKeyFromBody(c: Context<Env>): Promise<string | undefined>
   try {
     body = JSON.parse(raw);
   } catch {
-    throw new RouterError("invalid_json", 'The optional body must be JSON like {"api_key": "..."}.');
+    throw new RouterError(
+      "invalid_json",
+      'The optional body must be JSON like {"api_key": "..."}.',
+    );
   }
   return apiKeyField((body as { api_key?: unknown } | null)?.api_key);
 }

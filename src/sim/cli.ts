@@ -52,7 +52,10 @@ export function buildCommand(): Command {
         .default("sglang"),
     )
     .option("--model <name>", "served model name")
-    .option("--api-key <key>", "require Authorization: Bearer <key> (all but /health), as the engines do");
+    .option(
+      "--api-key <key>",
+      "require Authorization: Bearer <key> (all but /health), as the engines do",
+    );
   for (const spec of NUMERIC_OPTIONS) {
     cmd.option(
       `${flagName(spec.key)} <n>`,

@@ -1,7 +1,7 @@
 import { RouterError } from "../errors.js";
 import type { RadixTree } from "../tree/radix-tree.js";
-import { Worker, type WorkerOptions } from "./worker.js";
 import { isSelfAddress, type ListenAddress } from "./self-address.js";
+import { Worker, type WorkerOptions } from "./worker.js";
 import { linkLocalReason, normalizeWorkerUrl, workerIdFor } from "./worker-url.js";
 
 /** How the registry vets new workers (besides what every worker gets, WorkerOptions). */

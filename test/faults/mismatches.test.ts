@@ -76,12 +76,8 @@ describe("docs and behaviour agree", () => {
     controller.abort();
     await waitFor(() => logged.accessLog().length === 1, 3000, "the access log line");
     expect(logged.accessLog()[0]).toMatchObject({ status: 499, error: "client_abort" });
-    expect(
-      await metric(logged.router.url, "radixgate_requests_total", { status: "499" }),
-    ).toBe(1);
-    expect(
-      await metric(logged.router.url, "radixgate_requests_total", { status: "200" }),
-    ).toBe(0);
+    expect(await metric(logged.router.url, "radixgate_requests_total", { status: "499" })).toBe(1);
+    expect(await metric(logged.router.url, "radixgate_requests_total", { status: "200" })).toBe(0);
   });
 
   it("when the shutdown grace period runs out, an open SSE stream ends with an SSE error event, not a reset", async () => {
