@@ -35,6 +35,11 @@ export function normalizeWorkerUrl(input: string): string {
     .replace(/\/{2,}/g, "/")
     .replace(/\/+$/, "")
     .replace(/\/v1$/i, "");
+  if (/\/v1\//i.test(`${path}/`)) {
+    throw new Error(
+      `looks like an endpoint, not a server: "${input}" (give the base URL, e.g. http://10.0.0.1:30000; the router adds /v1/... itself)`,
+    );
+  }
   return `${url.protocol}//${host}${port}${path}`;
 }
 

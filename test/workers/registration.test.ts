@@ -78,6 +78,12 @@ describe("worker registration", () => {
     expect(codeOf(() => registry(true).add(url))).toBeUndefined();
   });
 
+  it("refuses an endpoint URL pasted as a worker, with a message that says what to give", () => {
+    expect(() => normalizeWorkerUrl("http://gpu1:8000/v1/chat/completions")).toThrow(
+      /endpoint, not a server.*base URL/,
+    );
+  });
+
   it("does not mistake ordinary private addresses for link-local ones", () => {
     for (const url of [
       "http://10.0.0.1:8000",
