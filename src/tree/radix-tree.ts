@@ -299,6 +299,80 @@ export class RadixTree {
   }
 
   /**
+   * Forgets what this tree holds of `text` beyond its first `keep` characters, and everything that
+   * extends it: afterwards match(text) <= keep, and every held string that shared more than `keep`
+   * characters with `text` is cut to those `keep` characters (a prefix cache is prefix-closed: an
+   * engine that lost a prefix lost whatever extended it). `keep` is rounded down to a code point
+   * boundary. Not reported to onEvict (nothing was evicted for lack of room). Returns the
+   * characters removed.
+   */
+  truncate(text: string, keep: number): number {
+    if (typeof keep !== "number" || Number.isNaN(keep) || keep < 0) {
+      throw new RangeError(`RadixTree truncate keep must be a number >= 0, got ${String(keep)}`);
+    }
+    const n = text.length;
+    let cut = Math.floor(keep);
+    if (cut >= n) return 0;
+    if (cut > 0 && isLow(text.charCodeAt(cut)) && isHigh(text.charCodeAt(cut - 1))) cut--;
+    const root = this.root;
+    let node = root;
+    let pos = 0;
+    while (pos < n) {
+      const child = childOf(node, text.codePointAt(pos)!);
+      if (child === undefined) return 0;
+      const label = child.label;
+      const k = edgeMatch(text, pos, label);
+      if (pos + k <= cut) {
+        // Everything this edge shares with text is within what is kept.
+        if (k !== label.length) return 0;
+        node = child;
+        pos += k;
+        continue;
+      }
+      if (pos === cut) {
+        // The whole edge (and its subtree) lies beyond the cut.
+        const removed = this.dropSubtree(child, true);
+        removeChild(node, child);
+        child.parent = null;
+        if (node !== root && isLeaf(node)) this.leaves.promote(node);
+        return removed;
+      }
+      // The cut falls inside this edge: keep its head, drop its tail and everything below.
+      let removed = this.dropSubtree(child, false);
+      const head = cut - pos;
+      removed += label.length - head;
+      this.chars -= label.length - head;
+      child.label = ownCopy(label.slice(0, head));
+      if (child.kids !== null || child.map !== null) {
+        child.kids = null;
+        child.map = null;
+        this.leaves.promote(child);
+      }
+      return removed;
+    }
+    return 0;
+  }
+
+  /**
+   * Unqueues and uncounts the descendants of `top` (and `top` itself when `withTop`); returns their
+   * characters. The caller unlinks `top` or its children.
+   */
+  private dropSubtree(top: TreeNode, withTop: boolean): number {
+    let removed = 0;
+    const stack: TreeNode[] = [];
+    if (withTop) stack.push(top);
+    else pushChildren(top, stack);
+    for (let node = stack.pop(); node !== undefined; node = stack.pop()) {
+      if (isLeaf(node)) this.leaves.detach(node);
+      else pushChildren(node, stack);
+      removed += node.label.length;
+      this.nodes--;
+    }
+    this.chars -= removed;
+    return removed;
+  }
+
+  /**
    * Removes least-recently-used leaves until charCount <= targetChars (default maxChars); a parent
    * left childless becomes a leaf with its own recency. Returns the characters evicted. Costs
    * O(k log h) for k leaves evicted (h: parents made leaves by earlier evictions), whatever the

@@ -1,5 +1,5 @@
 import { RouterError } from "../errors.js";
-import type { RadixTree } from "../tree/radix-tree.js";
+import type { PrefixIndex } from "../index/prefix-index.js";
 import { Worker, type WorkerOptions } from "./worker.js";
 import { normalizeWorkerUrl, workerIdFor } from "./worker-url.js";
 
@@ -12,7 +12,11 @@ export class WorkerRegistry {
   /** Cached array of workers; rebuilt only when the set changes, not per request. */
   private snapshot: readonly Worker[] = [];
 
-  constructor(private readonly options: WorkerOptions) {}
+  constructor(
+    private readonly options: WorkerOptions,
+    /** Told when workers come and go, so it tracks exactly the registered set. */
+    private readonly index?: PrefixIndex,
+  ) {}
 
   /** Registers a worker; throws invalid_worker_url or worker_exists. */
   add(rawUrl: string): Worker {
@@ -27,14 +31,19 @@ export class WorkerRegistry {
       throw new RouterError("worker_exists", `Worker ${url} is already registered.`);
     const worker = new Worker(id, url, this.options);
     this.byId.set(id, worker);
+    const index = this.index;
+    if (index !== undefined) {
+      index.addWorker(id);
+      worker.indexedChars = () => index.size(id);
+    }
     this.snapshot = [...this.byId.values()];
     for (const listener of this.listeners) listener("added", worker);
     return worker;
   }
 
   /**
-   * Unregisters a worker: it gets no new requests, requests in flight complete, its tree is
-   * dropped and its connection pool closes once they have.
+   * Unregisters a worker: it gets no new requests, requests in flight complete, its prefix index
+   * entries are dropped and its connection pool closes once they have.
    */
   remove(idOrUrl: string): Worker | undefined {
     const worker = this.get(idOrUrl);
@@ -42,7 +51,7 @@ export class WorkerRegistry {
     this.byId.delete(worker.id);
     this.snapshot = [...this.byId.values()];
     worker.removed = true;
-    worker.tree.clear();
+    this.index?.removeWorker(worker.id);
     // Pool.close() waits for in-flight requests before closing sockets.
     worker.pool.close().catch(() => {});
     for (const listener of this.listeners) listener("removed", worker);
@@ -81,10 +90,6 @@ export class WorkerRegistry {
       if (worker.available && !exclude?.has(worker)) out.push(worker);
     }
     return out;
-  }
-
-  *trees(): Iterable<RadixTree> {
-    for (const worker of this.snapshot) yield worker.tree;
   }
 
   onChange(listener: RegistryListener): void {

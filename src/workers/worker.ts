@@ -1,15 +1,15 @@
 import { Pool } from "undici";
-import { RadixTree } from "../tree/radix-tree.js";
 import { type BreakerOptions, CircuitBreaker } from "./breaker.js";
 
 export interface WorkerOptions {
-  maxTreeSize: number;
-  onEvict?: (evictedChars: number) => void;
   breaker: Omit<BreakerOptions, "now">;
   connectTimeoutMs: number;
 }
 
-/** One inference server behind the router: where it is, how loaded and healthy it is, what it probably caches. */
+/**
+ * One inference server behind the router: where it is, how loaded and healthy it is. What it
+ * probably caches is the prefix index's business (src/index/), keyed by the worker's id.
+ */
 export class Worker {
   /** Requests dispatched and not yet finished (router's own count, kept for every policy). */
   inFlight = 0;
@@ -21,8 +21,9 @@ export class Worker {
   healthSuccesses = 0;
   /** Set when removed from the registry: no new requests, in-flight ones complete. */
   removed = false;
-  readonly tree: RadixTree;
   readonly breaker: CircuitBreaker;
+  /** Characters the prefix index holds for this worker (set by the registry; for reports only). */
+  indexedChars: () => number = () => 0;
   /** Keep-alive connection pool to this worker. */
   readonly pool: Pool;
   /** Path prefix of the worker's base URL (e.g. "/sglang" for http://host/sglang), "" for none. */
@@ -33,10 +34,6 @@ export class Worker {
     readonly url: string,
     options: WorkerOptions,
   ) {
-    this.tree = new RadixTree({
-      maxChars: options.maxTreeSize,
-      ...(options.onEvict ? { onEvict: options.onEvict } : {}),
-    });
     this.breaker = new CircuitBreaker({ ...options.breaker });
     const parsed = new URL(url);
     this.basePath = parsed.pathname.replace(/\/$/, "");
@@ -59,7 +56,7 @@ export class Worker {
       healthy: this.healthy,
       circuit: this.breaker.state,
       in_flight: this.inFlight,
-      tree_characters: this.tree.charCount,
+      tree_characters: this.indexedChars(),
       requests_served: this.served,
     };
   }
