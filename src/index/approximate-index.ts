@@ -56,6 +56,10 @@ export class ApproximateIndex implements PrefixIndex {
     return this.trees.get(workerId)?.truncate(text, keep) ?? 0;
   }
 
+  setBudget(workerId: string, chars: number): number {
+    return this.trees.get(workerId)?.setMaxChars(chars) ?? 0;
+  }
+
   size(workerId: string): number {
     return this.trees.get(workerId)?.charCount ?? 0;
   }

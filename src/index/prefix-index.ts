@@ -41,6 +41,12 @@ export interface PrefixIndex {
    */
   truncate(workerId: string, model: string | undefined, text: string, keep: number): number;
 
+  /**
+   * Sets the worker's budget in characters (e.g. learned from its engine's KV capacity); the index
+   * evicts down to it. Returns the characters evicted.
+   */
+  setBudget(workerId: string, chars: number): number;
+
   /** Characters held for the worker (0 for an unknown worker). */
   size(workerId: string): number;
 

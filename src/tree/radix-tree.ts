@@ -176,9 +176,9 @@ function pushChildren(node: TreeNode, out: TreeNode[]): void {
 }
 
 export class RadixTree {
-  readonly maxChars: number;
+  private budget: number;
   readonly highWaterRatio: number;
-  private readonly highWater: number;
+  private highWater: number;
   private readonly onEvict: ((evictedChars: number) => void) | undefined;
   private readonly root = new TreeNode("", -1, null, 0);
   private readonly leaves = new LeafQueue(new TreeNode("", -1, null, 0));
@@ -207,10 +207,30 @@ export class RadixTree {
     if (onEvict !== undefined && typeof onEvict !== "function") {
       throw new RangeError("RadixTree onEvict must be a function");
     }
-    this.maxChars = maxChars;
+    this.budget = maxChars;
     this.highWaterRatio = ratio;
     this.highWater = Math.floor(maxChars * ratio);
     this.onEvict = onEvict;
+  }
+
+  /** Budget in characters: eviction brings charCount back to at most this. */
+  get maxChars(): number {
+    return this.budget;
+  }
+
+  /**
+   * Changes the budget (a worker's learned KV capacity changed) and evicts down to it at once when
+   * the tree holds more. Throws a RangeError unless a positive integer.
+   */
+  setMaxChars(maxChars: number): number {
+    if (!Number.isSafeInteger(maxChars) || maxChars <= 0) {
+      throw new RangeError(
+        `RadixTree maxChars must be a positive integer, got ${String(maxChars)}`,
+      );
+    }
+    this.budget = maxChars;
+    this.highWater = Math.floor(maxChars * this.highWaterRatio);
+    return this.chars > maxChars ? this.evict(maxChars) : 0;
   }
 
   /** Characters held: the sum of all edge label lengths. */
