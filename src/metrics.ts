@@ -104,10 +104,8 @@ export class Metrics {
       "Circuit breaker state: 0 closed, 1 half-open, 2 open.",
       (w) => BREAKER_VALUE[w.breaker.state],
     );
-    perWorker(
-      "radixgate_tree_characters",
-      "Characters held in the worker's prefix tree.",
-      (w) => w.tree.charCount,
+    perWorker("radixgate_tree_characters", "Characters held in the worker's prefix tree.", (w) =>
+      w.indexedChars(),
     );
     perWorker(
       "radixgate_worker_requests_served_total",

@@ -5,8 +5,10 @@ import { getRequestListener, type HttpBindings } from "@hono/node-server";
 import { Hono } from "hono";
 import { type Config, ConfigError } from "./config.js";
 import { RouterError } from "./errors.js";
+import { ApproximateIndex } from "./index/approximate-index.js";
 import { createLogger, type Logger } from "./logger.js";
 import { Metrics } from "./metrics.js";
+import { RoutingDecider } from "./policies/decider.js";
 import { createPolicy } from "./policies/factory.js";
 import { Admission } from "./proxy/admission.js";
 import { Forwarder, type ForwardHooks, type ForwardSettings } from "./proxy/forward.js";
@@ -40,10 +42,12 @@ export function createRouter(
 ): { app: Hono<Env>; context: RouterContext } {
   const logger = options.logger ?? createLogger({ level: config.logLevel });
   let metrics: Metrics | undefined;
+  const index = new ApproximateIndex({
+    maxTreeSize: config.maxTreeSize,
+    onEvict: (chars) => metrics?.evictedChars.inc(chars),
+  });
   const registry = new WorkerRegistry(
     {
-      maxTreeSize: config.maxTreeSize,
-      onEvict: (chars) => metrics?.evictedChars.inc(chars),
       breaker: {
         failureThreshold: config.cbFailureThreshold,
         openMs: config.cbTimeoutSecs * 1000,
@@ -51,6 +55,7 @@ export function createRouter(
       },
       connectTimeoutMs: config.connectTimeoutSecs * 1000,
     },
+    index,
     {
       allowLinkLocal: config.allowLinkLocalWorkers,
       ...(config.workerApiKey !== undefined ? { defaultApiKey: config.workerApiKey } : {}),
@@ -89,18 +94,21 @@ export function createRouter(
     balanceRelThreshold: config.balanceRelThreshold,
     cacheLoadBound: config.cacheLoadBound,
   });
-  const forwarder = new Forwarder(registry, policy, settings, hooks);
+  const forwarder = new Forwarder(registry, new RoutingDecider(policy, index), settings, hooks);
   // /v1/models needs any available worker, not a cache decision.
-  const modelsForwarder = new Forwarder(registry, createPolicy("round_robin", {}), settings, {
-    ...upstreamHooks,
-    onDecision: () => {},
-  });
+  const modelsForwarder = new Forwarder(
+    registry,
+    new RoutingDecider(createPolicy("round_robin", {}), index),
+    settings,
+    { ...upstreamHooks, onDecision: () => {} },
+  );
 
   const context: RouterContext = {
     config,
     logger,
     metrics: m,
     registry,
+    index,
     forwarder,
     modelsForwarder,
     admission: new Admission(
@@ -182,7 +190,7 @@ export async function startRouter(
   health.start();
   void health.checkAll();
   const eviction: EvictionTimer = startEvictionTimer(
-    () => registry.trees(),
+    () => context.index.evictionUnits(),
     config.evictionIntervalSecs,
     (err) => logger.error({ err }, "eviction pass failed"),
   );

@@ -12,23 +12,25 @@ export type CacheAwareOptions = Pick<
  *
  * 1. If the candidates' in-flight counts are out of balance, i.e. (max - min) > balanceAbsThreshold
  *    AND max > min * balanceRelThreshold, load wins: the least-loaded worker ("imbalanced").
- * 2. Otherwise the worker whose tree holds the longest prefix of the text, if matched / length is
+ * 2. Otherwise the worker that holds the longest prefix of the text, if matched / length is
  *    strictly above cacheThreshold ("cache_hit"); among equal best matches, the least loaded.
  *    A worker wins on prefix only while its in-flight count is at most cacheLoadBound × the mean
  *    in-flight of the candidates, plus one; when the best match is over that bound, the least-loaded
  *    worker takes the request ("load_bound") and, once it holds the prefix too, the two share it.
  * 3. Otherwise the least-loaded worker ("cache_miss").
- * In every branch the text goes into the chosen worker's tree: it is what that worker will cache.
+ * Matched lengths come from the prefix index (request.matched); the decider inserts the text for
+ * the chosen worker in every branch: it is what that worker will cache.
  *
  * Fixed against the original: a single hot prefix (one system prompt for all traffic) no longer
  * piles every request onto one worker while the in-flight gap stays under the absolute imbalance
  * threshold (64 by default, more than a small fleet ever reaches); ties on load rotate (the original always took the first worker,
- * so cold traffic at low concurrency piled onto one), and no per-worker state lives here: each
- * worker carries its own tree, so a worker that drops out of the candidates for a while keeps its
- * tree and a removed worker leaves nothing behind.
+ * so cold traffic at low concurrency piled onto one), and no per-worker state lives here: the
+ * prefix index keeps it, so a worker that drops out of the candidates for a while keeps what it
+ * holds and a removed worker leaves nothing behind.
  */
 export class CacheAwarePolicy implements Policy {
   readonly name = "cache_aware" as const;
+  readonly usesPrefixes = true;
   private readonly loads = new LeastLoaded();
   private readonly cacheThreshold: number;
   private readonly balanceAbsThreshold: number;
@@ -46,12 +48,10 @@ export class CacheAwarePolicy implements Policy {
     candidates: readonly W[],
     request: RouteRequest,
   ): RouteDecision<W> | undefined {
-    // The load scan reads integers only; matching trees is the costly part, so it comes after the
-    // gate and the imbalanced branch matches just the one tree it needs for matchRate.
     const least = this.loads.scan(candidates);
     if (least < 0) return undefined;
-    const text = request.text;
-    const length = text.length;
+    const length = request.text.length;
+    const matchedOf = request.matched;
     const min = this.loads.min;
     const max = this.loads.max;
 
@@ -60,11 +60,11 @@ export class CacheAwarePolicy implements Policy {
     let branch: RouteBranch;
     if (max - min > this.balanceAbsThreshold && max > min * this.balanceRelThreshold) {
       branch = "imbalanced";
-      if (length > 0) matched = candidates[least]!.tree.match(text);
+      if (length > 0) matched = matchedOf?.[least] ?? 0;
     } else {
       branch = "cache_miss";
       if (length > 0) {
-        // One pass, each tree matched once, in the same rotated order as the load scan so that
+        // One pass in the same rotated order as the load scan so that
         // equal matches on equal loads take turns too.
         const n = candidates.length;
         const start = this.loads.start;
@@ -82,7 +82,7 @@ export class CacheAwarePolicy implements Policy {
           let index = start + i;
           if (index >= n) index -= n;
           const worker = candidates[index]!;
-          const m = worker.tree.match(text);
+          const m = matchedOf?.[index] ?? 0;
           if (index === least) leastMatched = m;
           if (worker.inFlight > bound) {
             if (m > overBoundMatched) overBoundMatched = m;
@@ -104,7 +104,6 @@ export class CacheAwarePolicy implements Policy {
     }
 
     const worker = candidates[chosen]!;
-    if (length > 0) worker.tree.insert(text);
     return { worker, branch, matchRate: length === 0 ? 0 : matched / length };
   }
 }

@@ -4,6 +4,7 @@ import type { Policy, PolicyWorker, RouteDecision, RouteRequest } from "./policy
 /** The worker with the fewest in-flight requests; equal loads take turns. Ignores prefixes. */
 export class LeastLoadPolicy implements Policy {
   readonly name = "least_load" as const;
+  readonly usesPrefixes = false;
   private readonly loads = new LeastLoaded();
 
   select<W extends PolicyWorker>(

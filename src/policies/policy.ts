@@ -1,14 +1,12 @@
-import type { RadixTree } from "../tree/radix-tree.js";
-
 /**
- * What a policy may see of a worker: its id, the router's own in-flight count for it, and its
- * approximate prefix tree. Policies never see URLs, HTTP or health: the caller passes only the
- * candidates (healthy workers whose breaker admits a request).
+ * What a policy may see of a worker: its id and the router's own in-flight count for it. Policies
+ * never see URLs, HTTP, health or prefix indexes: the caller passes only the candidates (healthy
+ * workers whose breaker admits a request) and, for policies that use them, how much of the text
+ * each candidate probably holds (see policies/decider.ts).
  */
 export interface PolicyWorker {
   readonly id: string;
   readonly inFlight: number;
-  readonly tree: RadixTree;
 }
 
 /** Why a worker was chosen; exported as a metric label and in the x-radixgate-route header. */
@@ -25,8 +23,13 @@ export type RouteBranch =
 export interface RouteRequest {
   /** The text the engine will prefill (see proxy/routing-text.ts). May be empty. */
   readonly text: string;
-  /** The requested model, when the body names one (reserved for per-model trees). */
+  /** The requested model, when the body names one. */
   readonly model?: string | undefined;
+  /**
+   * matched[i] = leading characters of `text` that candidates[i] probably holds, from the prefix
+   * index. Given to policies whose `usesPrefixes` is true; absent (all zero) otherwise.
+   */
+  readonly matched?: readonly number[] | undefined;
 }
 
 export interface RouteDecision<W extends PolicyWorker> {
@@ -38,6 +41,8 @@ export interface RouteDecision<W extends PolicyWorker> {
 
 export interface Policy {
   readonly name: PolicyName;
+  /** True when the policy reads `matched`: the decider then asks the index and inserts the text. */
+  readonly usesPrefixes: boolean;
   /** Pick one of `candidates`, or undefined when there are none. Never returns a non-candidate. */
   select<W extends PolicyWorker>(
     candidates: readonly W[],

@@ -7,6 +7,7 @@ import type { Policy, PolicyWorker, RouteDecision, RouteRequest } from "./policy
  */
 export class PowerOfTwoPolicy implements Policy {
   readonly name = "power_of_two" as const;
+  readonly usesPrefixes = false;
 
   constructor(private readonly random: RandomSource) {}
 

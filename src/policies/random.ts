@@ -4,6 +4,7 @@ import type { Policy, PolicyWorker, RouteDecision, RouteRequest } from "./policy
 /** A uniformly random candidate. Ignores load and prefixes. */
 export class RandomPolicy implements Policy {
   readonly name = "random" as const;
+  readonly usesPrefixes = false;
 
   constructor(private readonly random: RandomSource) {}
 

@@ -4,6 +4,7 @@ import { Rotation } from "./rotation.js";
 /** Each call takes the next candidate in turn. Ignores load and prefixes. */
 export class RoundRobinPolicy implements Policy {
   readonly name = "round_robin" as const;
+  readonly usesPrefixes = false;
   private readonly rotation = new Rotation();
 
   select<W extends PolicyWorker>(

@@ -1,7 +1,8 @@
 import type { IncomingHttpHeaders, ServerResponse } from "node:http";
 import type { Dispatcher } from "undici";
 import { RouterError } from "../errors.js";
-import type { Policy, RouteBranch } from "../policies/policy.js";
+import type { RoutingDecider } from "../policies/decider.js";
+import type { RouteBranch } from "../policies/policy.js";
 import type { WorkerRegistry } from "../workers/registry.js";
 import type { Worker } from "../workers/worker.js";
 import {
@@ -46,11 +47,15 @@ export interface ForwardOutcome {
   worker?: Worker;
   branch?: RouteBranch;
   matchRate?: number | null;
+  /** The prefix index behind matchRate, when the policy used one. */
+  index?: string | null;
   attempts: number;
   /** ms from arrival to the first body byte sent to the client. */
   ttfbMs?: number;
   /** Set when the request did not end normally: client_abort, stream_error, timeout, ... */
   error?: string;
+  /** The worker's status when the client got another (a client gone mid-stream: 499). */
+  upstreamStatus?: number;
 }
 
 export interface ForwardHooks {
@@ -88,7 +93,7 @@ export class Forwarder {
 
   constructor(
     private readonly registry: WorkerRegistry,
-    private readonly policy: Policy,
+    private readonly decider: RoutingDecider,
     private readonly settings: ForwardSettings,
     private readonly hooks: ForwardHooks,
   ) {}
@@ -124,13 +129,19 @@ export class Forwarder {
     while (attempts < this.settings.retryMaxAttempts) {
       if (req.clientSignal.aborted) return { status: 499, attempts, error: "client_abort" };
       const candidates = this.registry.candidates(tried);
-      const decision = this.policy.select(candidates, { text: req.text, model: req.model });
+      const decision = this.decider.decide(candidates, req);
       if (!decision) break;
-      this.hooks.onDecision(this.policy.name, decision.branch, decision.matchRate);
+      this.hooks.onDecision(this.decider.policy.name, decision.branch, decision.matchRate);
       const worker = decision.worker;
       tried.add(worker);
       attempts += 1;
-      const base = { worker, branch: decision.branch, matchRate: decision.matchRate, attempts };
+      const base = {
+        worker,
+        branch: decision.branch,
+        matchRate: decision.matchRate,
+        index: decision.index,
+        attempts,
+      };
       // On the last possible attempt a retryable answer is passed through as the worker sent it.
       const canRetry = () =>
         attempts < this.settings.retryMaxAttempts && this.registry.candidates(tried).length > 0;
@@ -145,7 +156,13 @@ export class Forwarder {
         base.matchRate,
         canRetry,
       );
-      if (result.kind === "done") return { ...base, ...result.outcome };
+      if (result.kind === "done") {
+        // Only what a worker accepted stays in its index entry: an error answer, or a client gone
+        // before the answer began, caches nothing there.
+        if (!accepted(result.outcome)) this.decider.rejected(decision, req);
+        return { ...base, ...result.outcome };
+      }
+      this.decider.rejected(decision, req);
       lastFailure = result.failure;
       this.hooks.onUpstreamError(worker, result.failure.kind);
       if (!result.failure.retryable) break;
@@ -303,6 +320,13 @@ function shortestCoolDown(registry: WorkerRegistry): number {
     if (left > 0 && worker.healthy && (shortest === 0 || left < shortest)) shortest = left;
   }
   return shortest;
+}
+
+/** The worker took the request: a 2xx answer (streamed to the end or cut later by the client). */
+function accepted(outcome: { status: number; upstreamStatus?: number }): boolean {
+  // A client gone mid-stream is logged as 499, but the worker had accepted the request.
+  const status = outcome.upstreamStatus ?? outcome.status;
+  return status >= 200 && status < 300;
 }
 
 function routeHeader(branch: RouteBranch, matchRate: number | null): string {

@@ -19,6 +19,8 @@ export interface RelayOutcome {
   ttfbMs?: number;
   /** client_abort, stream, timeout; absent when the response ended normally. */
   error?: string;
+  /** The worker's own status when it differs from `status` (a client gone mid-stream: 499). */
+  upstreamStatus?: number;
 }
 
 /** Streams the worker's answer to the client as it arrives, honouring back-pressure. */
@@ -63,6 +65,7 @@ export function relay(
       // Logged and counted as 499 whatever the worker's status was: the client did not get it.
       finish({
         status: 499,
+        upstreamStatus: status,
         worker,
         error: "client_abort",
         ...(ttfbMs !== undefined ? { ttfbMs } : {}),

@@ -1,4 +1,5 @@
 import type { Config } from "../config.js";
+import type { PrefixIndex } from "../index/prefix-index.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
 import type { Admission } from "../proxy/admission.js";
@@ -19,6 +20,8 @@ export interface RouterContext {
   logger: Logger;
   metrics: Metrics;
   registry: WorkerRegistry;
+  /** Which workers probably hold which prefixes (the policy reads it through the forwarder). */
+  index: PrefixIndex;
   forwarder: Forwarder;
   modelsForwarder: Forwarder;
   admission: Admission;

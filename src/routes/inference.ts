@@ -222,6 +222,7 @@ function observe(
       worker_url: outcome.worker?.url,
       branch: outcome.branch,
       match_rate: outcome.matchRate ?? undefined,
+      index: outcome.index ?? undefined,
       status: outcome.status,
       attempts: outcome.attempts,
       duration_ms: durationMs,

@@ -1,4 +1,7 @@
-import type { RadixTree } from "./radix-tree.js";
+/** Anything that evicts down to its own budget (a tree, an index unit). */
+export interface Evictable {
+  evict(): number;
+}
 
 export interface EvictionTimer {
   stop(): void;
@@ -18,7 +21,7 @@ const MAX_INTERVAL_SECS = 2_147_483;
  * it goes to `onError` when given, else it is thrown from that tree's turn (an uncaught exception).
  */
 export function startEvictionTimer(
-  getTrees: () => Iterable<RadixTree>,
+  getTrees: () => Iterable<Evictable>,
   intervalSecs: number,
   onError?: (error: unknown) => void,
 ): EvictionTimer {
@@ -37,7 +40,7 @@ export function startEvictionTimer(
   let stopped = false;
   let pending: NodeJS.Immediate | null = null;
 
-  const step = (trees: RadixTree[], index: number): void => {
+  const step = (trees: Evictable[], index: number): void => {
     pending = null;
     if (stopped || index >= trees.length) return;
     // Schedule the rest first, so that a throwing tree does not end the sweep.

@@ -176,9 +176,9 @@ function pushChildren(node: TreeNode, out: TreeNode[]): void {
 }
 
 export class RadixTree {
-  readonly maxChars: number;
+  private budget: number;
   readonly highWaterRatio: number;
-  private readonly highWater: number;
+  private highWater: number;
   private readonly onEvict: ((evictedChars: number) => void) | undefined;
   private readonly root = new TreeNode("", -1, null, 0);
   private readonly leaves = new LeafQueue(new TreeNode("", -1, null, 0));
@@ -207,10 +207,30 @@ export class RadixTree {
     if (onEvict !== undefined && typeof onEvict !== "function") {
       throw new RangeError("RadixTree onEvict must be a function");
     }
-    this.maxChars = maxChars;
+    this.budget = maxChars;
     this.highWaterRatio = ratio;
     this.highWater = Math.floor(maxChars * ratio);
     this.onEvict = onEvict;
+  }
+
+  /** Budget in characters: eviction brings charCount back to at most this. */
+  get maxChars(): number {
+    return this.budget;
+  }
+
+  /**
+   * Changes the budget (a worker's learned KV capacity changed) and evicts down to it at once when
+   * the tree holds more. Throws a RangeError unless a positive integer.
+   */
+  setMaxChars(maxChars: number): number {
+    if (!Number.isSafeInteger(maxChars) || maxChars <= 0) {
+      throw new RangeError(
+        `RadixTree maxChars must be a positive integer, got ${String(maxChars)}`,
+      );
+    }
+    this.budget = maxChars;
+    this.highWater = Math.floor(maxChars * this.highWaterRatio);
+    return this.chars > maxChars ? this.evict(maxChars) : 0;
   }
 
   /** Characters held: the sum of all edge label lengths. */
@@ -296,6 +316,80 @@ export class RadixTree {
       node = child;
     }
     return pos;
+  }
+
+  /**
+   * Forgets what this tree holds of `text` beyond its first `keep` characters, and everything that
+   * extends it: afterwards match(text) <= keep, and every held string that shared more than `keep`
+   * characters with `text` is cut to those `keep` characters (a prefix cache is prefix-closed: an
+   * engine that lost a prefix lost whatever extended it). `keep` is rounded down to a code point
+   * boundary. Not reported to onEvict (nothing was evicted for lack of room). Returns the
+   * characters removed.
+   */
+  truncate(text: string, keep: number): number {
+    if (typeof keep !== "number" || Number.isNaN(keep) || keep < 0) {
+      throw new RangeError(`RadixTree truncate keep must be a number >= 0, got ${String(keep)}`);
+    }
+    const n = text.length;
+    let cut = Math.floor(keep);
+    if (cut >= n) return 0;
+    if (cut > 0 && isLow(text.charCodeAt(cut)) && isHigh(text.charCodeAt(cut - 1))) cut--;
+    const root = this.root;
+    let node = root;
+    let pos = 0;
+    while (pos < n) {
+      const child = childOf(node, text.codePointAt(pos)!);
+      if (child === undefined) return 0;
+      const label = child.label;
+      const k = edgeMatch(text, pos, label);
+      if (pos + k <= cut) {
+        // Everything this edge shares with text is within what is kept.
+        if (k !== label.length) return 0;
+        node = child;
+        pos += k;
+        continue;
+      }
+      if (pos === cut) {
+        // The whole edge (and its subtree) lies beyond the cut.
+        const removed = this.dropSubtree(child, true);
+        removeChild(node, child);
+        child.parent = null;
+        if (node !== root && isLeaf(node)) this.leaves.promote(node);
+        return removed;
+      }
+      // The cut falls inside this edge: keep its head, drop its tail and everything below.
+      let removed = this.dropSubtree(child, false);
+      const head = cut - pos;
+      removed += label.length - head;
+      this.chars -= label.length - head;
+      child.label = ownCopy(label.slice(0, head));
+      if (child.kids !== null || child.map !== null) {
+        child.kids = null;
+        child.map = null;
+        this.leaves.promote(child);
+      }
+      return removed;
+    }
+    return 0;
+  }
+
+  /**
+   * Unqueues and uncounts the descendants of `top` (and `top` itself when `withTop`); returns their
+   * characters. The caller unlinks `top` or its children.
+   */
+  private dropSubtree(top: TreeNode, withTop: boolean): number {
+    let removed = 0;
+    const stack: TreeNode[] = [];
+    if (withTop) stack.push(top);
+    else pushChildren(top, stack);
+    for (let node = stack.pop(); node !== undefined; node = stack.pop()) {
+      if (isLeaf(node)) this.leaves.detach(node);
+      else pushChildren(node, stack);
+      removed += node.label.length;
+      this.nodes--;
+    }
+    this.chars -= removed;
+    return removed;
   }
 
   /**

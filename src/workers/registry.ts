@@ -1,5 +1,5 @@
 import { RouterError } from "../errors.js";
-import type { RadixTree } from "../tree/radix-tree.js";
+import type { PrefixIndex } from "../index/prefix-index.js";
 import { isSelfAddress, type ListenAddress } from "./self-address.js";
 import { Worker, type WorkerOptions } from "./worker.js";
 import { linkLocalReason, normalizeWorkerUrl, workerIdFor } from "./worker-url.js";
@@ -31,6 +31,8 @@ export class WorkerRegistry {
 
   constructor(
     private readonly options: WorkerOptions,
+    /** Told when workers come and go, so it tracks exactly the registered set. */
+    private readonly index?: PrefixIndex,
     private readonly rules: AdmissionRules = {},
   ) {}
 
@@ -70,14 +72,19 @@ export class WorkerRegistry {
     const apiKey = addOptions.apiKey ?? this.rules.defaultApiKey;
     const worker = new Worker(id, url, this.options, apiKey);
     this.byId.set(id, worker);
+    const index = this.index;
+    if (index !== undefined) {
+      index.addWorker(id);
+      worker.indexedChars = () => index.size(id);
+    }
     this.snapshot = [...this.byId.values()];
     for (const listener of this.listeners) listener("added", worker);
     return worker;
   }
 
   /**
-   * Unregisters a worker: it gets no new requests, requests in flight complete, its tree is
-   * dropped and its connection pool closes once they have.
+   * Unregisters a worker: it gets no new requests, requests in flight complete, its prefix index
+   * entries are dropped and its connection pool closes once they have.
    */
   remove(idOrUrl: string): Worker | undefined {
     const worker = this.get(idOrUrl);
@@ -85,7 +92,7 @@ export class WorkerRegistry {
     this.byId.delete(worker.id);
     this.snapshot = [...this.byId.values()];
     worker.removed = true;
-    worker.tree.clear();
+    this.index?.removeWorker(worker.id);
     // Pool.close() waits for in-flight requests before closing sockets.
     worker.pool.close().catch(() => {});
     for (const listener of this.listeners) listener("removed", worker);
@@ -124,10 +131,6 @@ export class WorkerRegistry {
       if (worker.available && !exclude?.has(worker)) out.push(worker);
     }
     return out;
-  }
-
-  *trees(): Iterable<RadixTree> {
-    for (const worker of this.snapshot) yield worker.tree;
   }
 
   onChange(listener: RegistryListener): void {

@@ -1,15 +1,15 @@
 import { Pool } from "undici";
-import { RadixTree } from "../tree/radix-tree.js";
 import { type BreakerOptions, CircuitBreaker } from "./breaker.js";
 
 export interface WorkerOptions {
-  maxTreeSize: number;
-  onEvict?: (evictedChars: number) => void;
   breaker: Omit<BreakerOptions, "now">;
   connectTimeoutMs: number;
 }
 
-/** One inference server behind the router: where it is, how loaded and healthy it is, what it probably caches. */
+/**
+ * One inference server behind the router: where it is, how loaded and healthy it is. What it
+ * probably caches is the prefix index's business (src/index/), keyed by the worker's id.
+ */
 export class Worker {
   /** Requests dispatched and not yet finished (router's own count, kept for every policy). */
   inFlight = 0;
@@ -26,8 +26,9 @@ export class Worker {
    * Retry-After (proxy/forward.ts). 0 = not cooling down.
    */
   coolDownUntil = 0;
-  readonly tree: RadixTree;
   readonly breaker: CircuitBreaker;
+  /** Characters the prefix index holds for this worker (set by the registry; for reports only). */
+  indexedChars: () => number = () => 0;
   /** Keep-alive connection pool to this worker. */
   readonly pool: Pool;
   /** Path prefix of the worker's base URL (e.g. "/sglang" for http://host/sglang), "" for none. */
@@ -46,10 +47,6 @@ export class Worker {
     apiKey?: string,
   ) {
     Object.defineProperty(this, "apiKey", { value: apiKey, enumerable: false });
-    this.tree = new RadixTree({
-      maxChars: options.maxTreeSize,
-      ...(options.onEvict ? { onEvict: options.onEvict } : {}),
-    });
     this.breaker = new CircuitBreaker({ ...options.breaker });
     const parsed = new URL(url);
     this.basePath = parsed.pathname.replace(/\/$/, "");
@@ -87,7 +84,7 @@ export class Worker {
       healthy: this.healthy,
       circuit: this.breaker.state,
       in_flight: this.inFlight,
-      tree_characters: this.tree.charCount,
+      tree_characters: this.indexedChars(),
       requests_served: this.served,
       cool_down_ms: this.coolDownMs,
       // Whether the router authenticates to it; the key itself is never shown.

@@ -76,7 +76,7 @@ describe("failure detection: active health checks", () => {
       expect((await complete(started.router.url, prompt)).status).toBe(200);
     expect(sick.stats().requests).toBe(2);
     const worker = started.router.context.registry.get(sick.url)!;
-    const treeChars = worker.tree.charCount;
+    const treeChars = started.router.context.index.size(worker.id);
     expect(treeChars).toBeGreaterThan(0);
 
     sick.setFaults({ unhealthy: true });
@@ -89,7 +89,7 @@ describe("failure detection: active health checks", () => {
       0,
     );
     expect(started.router.context.registry.size).toBe(2);
-    expect(worker.tree.charCount).toBe(treeChars);
+    expect(started.router.context.index.size(worker.id)).toBe(treeChars);
 
     const before = sick.stats().requests;
     for (let i = 0; i < 6; i++) {
@@ -105,7 +105,7 @@ describe("failure detection: active health checks", () => {
       3000,
       "healthy again",
     );
-    expect(worker.tree.charCount).toBe(treeChars);
+    expect(started.router.context.index.size(worker.id)).toBe(treeChars);
   });
 });
 

@@ -116,10 +116,11 @@ describe("admin API (REST and SGLang-compatible)", () => {
       workers: WorkerJson[];
     };
     const worker = router.context.registry.get(workers[0]!.id)!;
-    expect(worker.tree.charCount).toBeGreaterThan(0);
+    expect(router.context.index.size(worker.id)).toBeGreaterThan(0);
     const res = await fetch(`${router.url}/workers/${workers[0]!.id}`, { method: "DELETE" });
     expect(res.status).toBe(200);
-    expect(worker.tree.charCount).toBe(0);
+    expect(router.context.index.size(worker.id)).toBe(0);
+    expect(worker.toJSON().tree_characters).toBe(0);
     expect(
       (await fetch(`${router.url}/workers/${workers[0]!.id}`, { method: "DELETE" })).status,
     ).toBe(404);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { type CacheAwareOptions, CacheAwarePolicy } from "../../src/policies/cache-aware.js";
 import { POLICY_DEFAULTS } from "../../src/policies/options.js";
-import { coldText, type FakeWorker, fakeWorker, fleet } from "./fake-worker.js";
+import { coldText, type FakeWorker, fakeWorker, fleet, selectWith } from "./fake-worker.js";
 
 function cacheAware(overrides: Partial<CacheAwareOptions> = {}): CacheAwarePolicy {
   return new CacheAwarePolicy({ ...POLICY_DEFAULTS, ...overrides });
@@ -11,7 +11,7 @@ const PROMPT = "You are a helpful assistant. Answer briefly and cite your source
 
 /** Plays the router at concurrency 1: in-flight up while the request runs, down when it ends. */
 function route(policy: CacheAwarePolicy, workers: FakeWorker[], text: string): FakeWorker {
-  const decision = policy.select(workers, { text })!;
+  const decision = selectWith(policy, workers, { text })!;
   decision.worker.inFlight++;
   decision.worker.inFlight--;
   return decision.worker;
@@ -25,7 +25,7 @@ describe("cache_aware imbalance gate", () => {
     const a = fakeWorker("light", light);
     const b = fakeWorker("heavy", heavy);
     b.tree.insert(PROMPT);
-    return policy.select([a, b], { text: PROMPT })!;
+    return selectWith(policy, [a, b], { text: PROMPT })!;
   }
 
   it("is imbalanced when both the absolute and the relative conditions hold", () => {
@@ -56,7 +56,7 @@ describe("cache_aware imbalance gate", () => {
     const policy = cacheAware({ balanceAbsThreshold: 2, balanceRelThreshold: 1 });
     const [a, b] = fleet(2, [1, 4]) as [FakeWorker, FakeWorker];
     b.tree.insert(PROMPT);
-    expect(policy.select([a, b], { text: PROMPT })).toMatchObject({
+    expect(selectWith(policy, [a, b], { text: PROMPT })).toMatchObject({
       worker: a,
       branch: "imbalanced",
     });
@@ -67,7 +67,7 @@ describe("cache_aware imbalance gate", () => {
     const workers = fleet(4, [120, 7, 90, 300]);
     workers[3]!.tree.insert(PROMPT); // full match, but the heaviest
     workers[1]!.tree.insert(PROMPT.slice(0, 10)); // partial match on the least loaded
-    const decision = policy.select(workers, { text: PROMPT })!;
+    const decision = selectWith(policy, workers, { text: PROMPT })!;
     expect(decision.worker).toBe(workers[1]);
     expect(decision.branch).toBe("imbalanced");
     expect(decision.matchRate).toBeCloseTo(10 / PROMPT.length, 12);
@@ -76,7 +76,7 @@ describe("cache_aware imbalance gate", () => {
   it("breaks load ties in rotation when imbalanced", () => {
     const policy = cacheAware();
     const workers = fleet(4, [0, 500, 0, 500]);
-    const chosen = [0, 1, 2, 3].map((i) => policy.select(workers, { text: coldText(i) })!);
+    const chosen = [0, 1, 2, 3].map((i) => selectWith(policy, workers, { text: coldText(i) })!);
     expect(chosen.every((d) => d.branch === "imbalanced")).toBe(true);
     expect(new Set(chosen.map((d) => d.worker.id))).toEqual(new Set(["w0", "w2"]));
   });
@@ -89,7 +89,7 @@ describe("cache_aware prefix matching", () => {
     const workers = fleet(3, [2, 3, 2]);
     workers[1]!.tree.insert(`${PROMPT}What is the capital of France?`);
     const text = `${PROMPT}What is 2 + 2?`;
-    const decision = policy.select(workers, { text })!;
+    const decision = selectWith(policy, workers, { text })!;
     expect(decision.worker).toBe(workers[1]);
     expect(decision.branch).toBe("cache_hit");
     expect(decision.matchRate).toBe(`${PROMPT}What is `.length / text.length);
@@ -99,13 +99,13 @@ describe("cache_aware prefix matching", () => {
     const workers = fleet(2, [0, 5]);
     workers[1]!.tree.insert("abcXXXXXXX");
     // 3 of 10 characters match: 0.3 is not > 0.3.
-    const atThreshold = cacheAware().select(workers, { text: "abcYYYYYYY" })!;
+    const atThreshold = selectWith(cacheAware(), workers, { text: "abcYYYYYYY" })!;
     expect(atThreshold.branch).toBe("cache_miss");
     expect(atThreshold.worker).toBe(workers[0]);
     expect(atThreshold.matchRate).toBe(0);
     // 4 of 10: a hit.
     workers[1]!.tree.insert("abcdXXXXXX");
-    const above = cacheAware().select(workers, { text: "abcdYYYYYY" })!;
+    const above = selectWith(cacheAware(), workers, { text: "abcdYYYYYY" })!;
     expect(above.branch).toBe("cache_hit");
     expect(above.worker).toBe(workers[1]);
     expect(above.matchRate).toBe(0.4);
@@ -115,7 +115,7 @@ describe("cache_aware prefix matching", () => {
     const policy = cacheAware();
     const workers = fleet(4, [3, 1, 0, 2]);
     for (const i of [0, 1, 3]) workers[i]!.tree.insert(PROMPT);
-    const decision = policy.select(workers, { text: PROMPT })!;
+    const decision = selectWith(policy, workers, { text: PROMPT })!;
     expect(decision.worker).toBe(workers[1]);
     expect(decision.branch).toBe("cache_hit");
     expect(decision.matchRate).toBe(1);
@@ -128,7 +128,7 @@ describe("cache_aware prefix matching", () => {
     workers[1]!.tree.insert(PROMPT);
     const ids = new Set<string>();
     for (let i = 0; i < 6; i++) {
-      const decision = policy.select(workers, { text: PROMPT })!;
+      const decision = selectWith(policy, workers, { text: PROMPT })!;
       expect(decision.branch).toBe("cache_hit");
       ids.add(decision.worker.id);
     }
@@ -140,7 +140,7 @@ describe("cache_aware prefix matching", () => {
     const workers = fleet(2, [0, 20]);
     workers[0]!.tree.insert(PROMPT.slice(0, 40));
     workers[1]!.tree.insert(PROMPT);
-    expect(policy.select(workers, { text: PROMPT })!.worker).toBe(workers[1]);
+    expect(selectWith(policy, workers, { text: PROMPT })!.worker).toBe(workers[1]);
   });
 
   it("sends a best match below the threshold to the least-loaded worker as a cache_miss", () => {
@@ -148,7 +148,7 @@ describe("cache_aware prefix matching", () => {
     const workers = fleet(3, [4, 2, 9]);
     workers[2]!.tree.insert("abXXXXXXXX");
     workers[1]!.tree.insert("aXXXXXXXXX");
-    const decision = policy.select(workers, { text: "abYYYYYYYY" })!;
+    const decision = selectWith(policy, workers, { text: "abYYYYYYYY" })!;
     expect(decision.worker).toBe(workers[1]);
     expect(decision.branch).toBe("cache_miss");
     expect(decision.matchRate).toBe(0.1); // the chosen worker's own rate, not the best one
@@ -159,11 +159,11 @@ describe("cache_aware prefix matching", () => {
     const workers = fleet(2, [1, 0]);
     workers[0]!.tree.insert(PROMPT);
     const before = workers[0]!.tree.charCount;
-    const decision = policy.select(workers, { text: "" })!;
+    const decision = selectWith(policy, workers, { text: "" })!;
     expect(decision).toMatchObject({ worker: workers[1], branch: "cache_miss", matchRate: 0 });
     expect(workers[0]!.tree.charCount).toBe(before);
     expect(workers[1]!.tree.charCount).toBe(0);
-    const imbalanced = policy.select(fleet(2, [0, 100]), { text: "" })!;
+    const imbalanced = selectWith(policy, fleet(2, [0, 100]), { text: "" })!;
     expect(imbalanced).toMatchObject({ branch: "imbalanced", matchRate: 0 });
   });
 });
@@ -223,7 +223,7 @@ describe("cache_aware tree upkeep", () => {
   it("inserts the text into the chosen worker's tree on an imbalanced decision", () => {
     const workers = fleet(2, [0, 100]);
     const text = "imbalanced text";
-    const decision = cacheAware().select(workers, { text })!;
+    const decision = selectWith(cacheAware(), workers, { text })!;
     expect(decision.branch).toBe("imbalanced");
     expect(inserted(workers[0]!, text)).toBe(true);
     expect(workers[1]!.tree.match(text)).toBe(0);
@@ -233,7 +233,7 @@ describe("cache_aware tree upkeep", () => {
     const workers = fleet(2);
     workers[1]!.tree.insert(PROMPT);
     const text = `${PROMPT}and one more thing`;
-    const decision = cacheAware().select(workers, { text })!;
+    const decision = selectWith(cacheAware(), workers, { text })!;
     expect(decision.branch).toBe("cache_hit");
     expect(inserted(workers[1]!, text)).toBe(true);
     expect(workers[0]!.tree.match(text)).toBe(0);
@@ -242,7 +242,7 @@ describe("cache_aware tree upkeep", () => {
   it("inserts the text into the chosen worker's tree on a cache_miss", () => {
     const workers = fleet(2, [3, 0]);
     const text = "miss text";
-    const decision = cacheAware().select(workers, { text })!;
+    const decision = selectWith(cacheAware(), workers, { text })!;
     expect(decision.branch).toBe("cache_miss");
     expect(decision.worker).toBe(workers[1]);
     expect(inserted(workers[1]!, text)).toBe(true);
@@ -255,11 +255,11 @@ describe("cache_aware tree upkeep", () => {
     a.tree.insert(PROMPT);
     // a is briefly unhealthy: not a candidate for a while.
     for (let i = 0; i < 5; i++) {
-      expect(policy.select([b, c], { text: coldText(i) })!.worker).not.toBe(a);
+      expect(selectWith(policy, [b, c], { text: coldText(i) })!.worker).not.toBe(a);
     }
     expect(inserted(a, PROMPT)).toBe(true);
     // Back, and still the only holder of the prompt: it wins despite the heavier load.
-    const back = policy.select([a, b, c], { text: `${PROMPT}after return` })!;
+    const back = selectWith(policy, [a, b, c], { text: `${PROMPT}after return` })!;
     expect(back).toMatchObject({
       worker: a,
       branch: "cache_hit",
@@ -280,7 +280,7 @@ describe("cache_aware load bound (one hot prefix must not pile onto one worker)"
     const [a, b, c, d] = fleet4([17, 1, 0, 2]);
     a.tree.insert(HOT);
     const text = `${HOT}question`;
-    const decision = policy.select([a, b, c, d], { text })!;
+    const decision = selectWith(policy, [a, b, c, d], { text })!;
     expect(decision.worker).toBe(c);
     expect(decision.branch).toBe("load_bound");
     expect(decision.matchRate).toBe(0);
@@ -292,7 +292,7 @@ describe("cache_aware load bound (one hot prefix must not pile onto one worker)"
     // Mean 5, bound 11: the holder at 11 is still within it.
     const [a, b, c, d] = fleet4([11, 4, 3, 2]);
     a.tree.insert(HOT);
-    expect(policy.select([a, b, c, d], { text: `${HOT}question` })).toMatchObject({
+    expect(selectWith(policy, [a, b, c, d], { text: `${HOT}question` })).toMatchObject({
       worker: a,
       branch: "cache_hit",
     });
@@ -303,7 +303,7 @@ describe("cache_aware load bound (one hot prefix must not pile onto one worker)"
     const [a, b, c, d] = fleet4([17, 1, 0, 2]);
     a.tree.insert(HOT);
     b.tree.insert(HOT);
-    expect(policy.select([a, b, c, d], { text: `${HOT}question` })).toMatchObject({
+    expect(selectWith(policy, [a, b, c, d], { text: `${HOT}question` })).toMatchObject({
       worker: b,
       branch: "cache_hit",
     });
@@ -313,7 +313,7 @@ describe("cache_aware load bound (one hot prefix must not pile onto one worker)"
     const policy = cacheAware({ cacheLoadBound: 0 });
     const [a, b, c, d] = fleet4([60, 0, 0, 0]);
     a.tree.insert(HOT);
-    expect(policy.select([a, b, c, d], { text: `${HOT}question` })).toMatchObject({
+    expect(selectWith(policy, [a, b, c, d], { text: `${HOT}question` })).toMatchObject({
       worker: a,
       branch: "cache_hit",
     });
@@ -326,7 +326,7 @@ describe("cache_aware load bound (one hot prefix must not pile onto one worker)"
       const served = new Map<FakeWorker, number>();
       // 32 requests in flight at once, none finishing: the closed-loop peak of the benchmark.
       for (let i = 0; i < 32; i++) {
-        const decision = policy.select(workers, { text: `${HOT}question ${i}` })!;
+        const decision = selectWith(policy, workers, { text: `${HOT}question ${i}` })!;
         decision.worker.inFlight++;
         served.set(decision.worker, (served.get(decision.worker) ?? 0) + 1);
       }
@@ -337,7 +337,7 @@ describe("cache_aware load bound (one hot prefix must not pile onto one worker)"
     const unbounded = cacheAware({ cacheLoadBound: 0 });
     const workers = fleet(4);
     for (let i = 0; i < 32; i++)
-      unbounded.select(workers, { text: `${HOT}question ${i}` })!.worker.inFlight++;
+      selectWith(unbounded, workers, { text: `${HOT}question ${i}` })!.worker.inFlight++;
     expect(workers.map((w) => w.inFlight).sort((x, y) => y - x)[0]).toBe(32);
   });
 });

@@ -6,13 +6,13 @@ import {
   type PolicyOptions,
 } from "../../src/policies/factory.js";
 import { POLICY_NAMES, type PolicyName } from "../../src/policies/policy.js";
-import { fleet } from "./fake-worker.js";
+import { fleet, selectWith } from "./fake-worker.js";
 
 describe("createPolicy", () => {
   it.each(POLICY_NAMES)("constructs %s with default options", (name) => {
     const policy = createPolicy(name);
     expect(policy.name).toBe(name);
-    expect(policy.select(fleet(2), { text: "hi" })).toBeDefined();
+    expect(selectWith(policy, fleet(2), { text: "hi" })).toBeDefined();
   });
 
   it("uses the SGLang router's defaults, plus a load bound of 2", () => {
@@ -44,7 +44,7 @@ describe("createPolicy", () => {
     const decide = (options: PolicyOptions) => {
       const workers = fleet(2, [0, 1]);
       workers[1]!.tree.insert("abXXXXXXXX");
-      const decision = createPolicy("cache_aware", options).select(workers, {
+      const decision = selectWith(createPolicy("cache_aware", options), workers, {
         text: "abYYYYYYYY",
       })!;
       return [decision.worker.id, decision.branch];
@@ -56,10 +56,11 @@ describe("createPolicy", () => {
   it("passes the random source to random and power_of_two", () => {
     const workers = fleet(3);
     expect(
-      createPolicy("random", { random: () => 0.7 }).select(workers, { text: "" })!.worker,
+      selectWith(createPolicy("random", { random: () => 0.7 }), workers, { text: "" })!.worker,
     ).toBe(workers[2]);
     expect(
-      createPolicy("power_of_two", { random: () => 0.7 }).select(workers, { text: "" })!.worker,
+      selectWith(createPolicy("power_of_two", { random: () => 0.7 }), workers, { text: "" })!
+        .worker,
     ).toBe(workers[2]);
   });
 

@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { Policy, PolicyName, RouteBranch } from "../../src/policies/policy.js";
-import { coldText, type FakeWorker, fakeWorker, fleet } from "./fake-worker.js";
+import { coldText, type FakeWorker, fakeWorker, fleet, selectWith } from "./fake-worker.js";
 
 const BRANCHES: readonly RouteBranch[] = [
   "cache_hit",
@@ -29,15 +29,15 @@ export function describePolicyConformance(name: PolicyName, make: () => Policy):
     });
 
     it("returns undefined when there are no candidates", () => {
-      expect(make().select([], { text: "hello" })).toBeUndefined();
-      expect(make().select([], { text: "" })).toBeUndefined();
+      expect(selectWith(make(), [], { text: "hello" })).toBeUndefined();
+      expect(selectWith(make(), [], { text: "" })).toBeUndefined();
     });
 
     it("returns the only candidate when there is one, whatever its load and the text", () => {
       const policy = make();
       const only = fakeWorker("only", 1000);
       for (const text of ["", "a", "hello world", "hello world"]) {
-        const decision = policy.select([only], { text, model: "m" });
+        const decision = selectWith(policy, [only], { text, model: "m" });
         expect(decision?.worker).toBe(only);
       }
     });
@@ -45,7 +45,7 @@ export function describePolicyConformance(name: PolicyName, make: () => Policy):
     it("chooses among many candidates and says why", () => {
       const policy = make();
       const workers = fleet(8, [3, 1, 4, 1, 5, 9, 2, 6]);
-      const decision = policy.select(workers, { text: "some prompt text" });
+      const decision = selectWith(policy, workers, { text: "some prompt text" });
       expect(decision).toBeDefined();
       expect(workers).toContain(decision!.worker);
       expect(BRANCHES).toContain(decision!.branch);
@@ -54,7 +54,7 @@ export function describePolicyConformance(name: PolicyName, make: () => Policy):
     it("handles empty text", () => {
       const policy = make();
       const workers = fleet(3);
-      const decision = policy.select(workers, { text: "" });
+      const decision = selectWith(policy, workers, { text: "" });
       expect(workers).toContain(decision!.worker);
       if (decision!.matchRate !== null) expect(decision!.matchRate).toBe(0);
       for (const w of workers) expect(w.tree.charCount).toBe(0);
@@ -64,7 +64,7 @@ export function describePolicyConformance(name: PolicyName, make: () => Policy):
       const policy = make();
       const loads = [5, 0, 70, 2];
       const workers = frozen(fleet(4, loads));
-      for (let i = 0; i < 50; i++) policy.select(workers, { text: coldText(i % 3) });
+      for (let i = 0; i < 50; i++) selectWith(policy, workers, { text: coldText(i % 3) });
       expect(workers.map((w) => w.inFlight)).toEqual(loads);
     });
 
@@ -73,7 +73,7 @@ export function describePolicyConformance(name: PolicyName, make: () => Policy):
       const workers = fleet(5);
       const seen = new Set<string>();
       for (let i = 0; i < 200; i++) {
-        seen.add(policy.select(workers, { text: coldText(i) })!.worker.id);
+        seen.add(selectWith(policy, workers, { text: coldText(i) })!.worker.id);
       }
       expect([...seen].sort()).toEqual(["w0", "w1", "w2", "w3", "w4"]);
     });
@@ -103,7 +103,7 @@ export function describePolicyConformance(name: PolicyName, make: () => Policy):
             for (const text of requests) {
               // Tempt the policy: the non-candidates hold the text already.
               for (const w of outsiders) w.tree.insert(text);
-              const decision = policy.select(candidates, { text });
+              const decision = selectWith(policy, candidates, { text });
               if (candidates.length === 0) {
                 expect(decision).toBeUndefined();
                 continue;
@@ -128,7 +128,7 @@ export function describePolicyConformance(name: PolicyName, make: () => Policy):
     it("keeps no reference to any worker between calls", () => {
       const policy = make();
       const workers = fleet(4, [0, 1, 2, 3]);
-      for (let i = 0; i < 20; i++) policy.select(workers, { text: coldText(i) });
+      for (let i = 0; i < 20; i++) selectWith(policy, workers, { text: coldText(i) });
       expect(reachesAny(policy, new Set<unknown>(workers))).toBe(false);
     });
   });

@@ -191,3 +191,48 @@ describe("RadixTree against the reference model (with eviction)", () => {
     );
   });
 });
+
+describe("RadixTree.truncate against the reference model", () => {
+  /** The model's truncate: every string sharing more than `keep` code units with text is cut to `keep`. */
+  function modelTruncate(strings: string[], text: string, keep: number): string[] {
+    let cut = Math.min(keep, text.length);
+    if (splitsPair(text, cut)) cut--;
+    return strings
+      .map((s) => (modelMatch([s], text) > cut ? s.slice(0, cut) : s))
+      .filter((s) => s.length > 0);
+  }
+
+  it("cuts every string that extends the kept prefix, keeps the rest, and keeps counters exact", () => {
+    fc.assert(
+      fc.property(
+        scenario((p) =>
+          fc.tuple(
+            fc.array(text(p), { minLength: 1, maxLength: 20, size: "max" }),
+            fc.array(fc.tuple(text(p), fc.nat({ max: 250 })), { minLength: 1, maxLength: 6 }),
+          ),
+        ),
+        ([texts, cuts]) => {
+          const tree = new RadixTree();
+          let model = texts.filter((t) => t.length > 0);
+          for (const t of texts) tree.insert(t);
+          for (const [t, keep] of cuts) {
+            const before = tree.charCount;
+            const removed = tree.truncate(t, keep);
+            model = modelTruncate(model, t, keep);
+            expect(before - tree.charCount).toBe(removed);
+            expect(tree.charCount).toBe(modelChars(model));
+            expect(tree.match(t)).toBe(modelMatch(model, t));
+            expect(tree.match(t)).toBeLessThanOrEqual(keep);
+            expectCountersExact(tree);
+            for (const s of model) expect(tree.match(s)).toBe(s.length);
+          }
+          // What is left still evicts in order and to zero.
+          tree.evict(0);
+          expect(tree.charCount).toBe(0);
+          expectCountersExact(tree);
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+});

@@ -337,3 +337,16 @@ describe("RadixTree options", () => {
     expect(() => new RadixTree(options as never)).toThrow(message);
   });
 });
+
+describe("RadixTree.setMaxChars", () => {
+  it("lowers the budget and evicts the least recently used down to it at once", () => {
+    const tree = new RadixTree({ maxChars: 1000 });
+    tree.insert("a".repeat(100));
+    tree.insert("b".repeat(100));
+    expect(tree.setMaxChars(150)).toBe(100);
+    expect(tree.maxChars).toBe(150);
+    expect(tree.match("a".repeat(100))).toBe(0);
+    expect(tree.match("b".repeat(100))).toBe(100);
+    expect(() => tree.setMaxChars(0)).toThrow(RangeError);
+  });
+});

@@ -1,6 +1,8 @@
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { describe, expect, it } from "vitest";
+import { ApproximateIndex } from "../../src/index/approximate-index.js";
+import { RoutingDecider } from "../../src/policies/decider.js";
 import { createPolicy } from "../../src/policies/factory.js";
 import { WorkerRegistry } from "../../src/workers/registry.js";
 
@@ -17,16 +19,21 @@ describe("bounded memory", () => {
   it("routing 1M distinct prompts keeps every tree within its budget and the heap bounded", async () => {
     const budget = 1_000_000;
     let evicted = 0;
-    const registry = new WorkerRegistry({
+    const index = new ApproximateIndex({
       maxTreeSize: budget,
       onEvict: (chars) => {
         evicted += chars;
       },
-      breaker: { failureThreshold: 5, openMs: 30_000, successThreshold: 2 },
-      connectTimeoutMs: 1000,
     });
+    const registry = new WorkerRegistry(
+      {
+        breaker: { failureThreshold: 5, openMs: 30_000, successThreshold: 2 },
+        connectTimeoutMs: 1000,
+      },
+      index,
+    );
     for (let i = 0; i < 4; i++) registry.add(`http://127.0.0.1:${40000 + i}`);
-    const policy = createPolicy("cache_aware");
+    const decider = new RoutingDecider(createPolicy("cache_aware"), index);
     const candidates = registry.candidates();
     const system = "You are a helpful assistant. Answer briefly and precisely. ";
     let routed = 0;
@@ -35,10 +42,10 @@ describe("bounded memory", () => {
     for (let i = 0; i < 1_000_000; i++) {
       // Distinct prompts, a quarter of them behind a shared system prompt.
       const text = `${i % 4 === 0 ? system : ""}request ${i} ${(i * 2654435761) % 4294967296} about topic ${i % 997}`;
-      const decision = policy.select(candidates, { text });
+      const decision = decider.decide(candidates, { text });
       if (decision) routed += 1;
       if (i % 1000 === 0) {
-        for (const w of candidates) maxSeen = Math.max(maxSeen, w.tree.charCount);
+        for (const w of candidates) maxSeen = Math.max(maxSeen, index.size(w.id));
       }
       if (i === 100_000) heapAt100k = heapAfterGc();
     }
@@ -48,9 +55,10 @@ describe("bounded memory", () => {
     expect(maxSeen).toBeLessThanOrEqual(budget * 1.1);
     // ...and an eviction pass brings it back within the budget.
     for (const w of candidates) {
-      w.tree.evict();
-      expect(w.tree.charCount).toBeLessThanOrEqual(budget);
-      expect(w.tree.recount().chars).toBe(w.tree.charCount);
+      const tree = index.treeOf(w.id)!;
+      tree.evict();
+      expect(tree.charCount).toBeLessThanOrEqual(budget);
+      expect(tree.recount().chars).toBe(tree.charCount);
     }
     expect(evicted).toBeGreaterThan(10_000_000);
     // Ten times more prompts after the 100k mark, and the heap did not grow with them.

@@ -15,10 +15,10 @@ import { postJson, startTestRouter } from "../helpers/router.js";
 function registry(allowLinkLocal = false): WorkerRegistry {
   return new WorkerRegistry(
     {
-      maxTreeSize: 1000,
       breaker: { failureThreshold: 5, openMs: 1000, successThreshold: 2 },
       connectTimeoutMs: 1000,
     },
+    undefined,
     { allowLinkLocal },
   );
 }

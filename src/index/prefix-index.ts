@@ -1,0 +1,60 @@
+/**
+ * The prefix index seam: "for this request, how much of its text does each worker probably hold?"
+ *
+ * Policies never see an index: the decider (policies/decider.ts) asks the index for matched
+ * lengths, hands them to the policy, and tells the index what was routed where. Several indexes
+ * can answer behind this one interface (approximate per-worker trees, a fleet-wide shared tree, a
+ * precise index fed by the engines' KV events); each reports its name so that logs and the
+ * x-radixgate-route header can say which one produced a decision.
+ *
+ * Lengths are in UTF-16 code units of the routing text, always at a code point boundary.
+ */
+export interface PrefixIndex {
+  /** Short name for logs and headers ("approx", "shared", "precise", ...). */
+  readonly name: string;
+
+  /** Starts tracking a worker (no-op when already tracked). */
+  addWorker(workerId: string): void;
+
+  /** Forgets everything about a worker (it left the fleet). */
+  removeWorker(workerId: string): void;
+
+  /**
+   * out[i] = how many leading characters of `text` workers[i] probably holds for `model`.
+   * Pure: does not change recency. `out` is overwritten from 0 to workers.length - 1.
+   */
+  match(
+    text: string,
+    model: string | undefined,
+    workers: readonly { readonly id: string }[],
+    out: number[],
+  ): void;
+
+  /** `text` was routed to the worker: it will cache it. Refreshes recency; may evict. */
+  insert(workerId: string, model: string | undefined, text: string): void;
+
+  /**
+   * The worker holds no more than the first `keep` characters of `text`: forget the rest of that
+   * path and everything below it (prefix caches are prefix-closed, so whatever extends a forgotten
+   * prefix is gone too). Used when a worker did not accept a request, and when an engine reports
+   * fewer cached tokens than the index claimed. Returns the characters forgotten.
+   */
+  truncate(workerId: string, model: string | undefined, text: string, keep: number): number;
+
+  /**
+   * Sets the worker's budget in characters (e.g. learned from its engine's KV capacity); the index
+   * evicts down to it. Returns the characters evicted.
+   */
+  setBudget(workerId: string, chars: number): number;
+
+  /** Characters held for the worker (0 for an unknown worker). */
+  size(workerId: string): number;
+
+  /** The units the background eviction timer visits, one per turn of the event loop. */
+  evictionUnits(): Iterable<EvictionUnit>;
+}
+
+/** Something that can evict down to its own budget; returns the characters evicted. */
+export interface EvictionUnit {
+  evict(): number;
+}

@@ -1,0 +1,65 @@
+import type { PrefixIndex } from "../index/prefix-index.js";
+import type { Policy, PolicyWorker, RouteDecision } from "./policy.js";
+
+/** A policy's decision, plus what the prefix index needs to take it back. */
+export interface Decision<W extends PolicyWorker> extends RouteDecision<W> {
+  /** Name of the index that produced the match rate; null when the policy does not use prefixes. */
+  readonly index: string | null;
+  /** Characters of the text the chosen worker held before this request was inserted. */
+  readonly heldBefore: number;
+}
+
+export interface DecisionRequest {
+  readonly text: string;
+  readonly model?: string | undefined;
+}
+
+/**
+ * Joins a policy and a prefix index: asks the index how much of the text each candidate holds,
+ * lets the policy choose, and records the text as routed to the chosen worker. The policy never
+ * sees the index, and the index never sees load.
+ *
+ * The text goes into the index at decision time, not when the answer arrives, so that a burst of
+ * requests with one new prefix converges on the worker that got the first of them. When that
+ * worker then does not accept the request (`rejected`), the index forgets what the insert claimed.
+ */
+export class RoutingDecider {
+  /** Reused across decisions: `select` is synchronous and never keeps the array. */
+  private readonly matched: number[] = [];
+
+  constructor(
+    readonly policy: Policy,
+    readonly index: PrefixIndex,
+  ) {}
+
+  decide<W extends PolicyWorker>(
+    candidates: readonly W[],
+    request: DecisionRequest,
+  ): Decision<W> | undefined {
+    const { text, model } = request;
+    const usesIndex = this.policy.usesPrefixes && text.length > 0;
+    const matched = this.matched;
+    if (usesIndex) {
+      matched.length = candidates.length;
+      this.index.match(text, model, candidates, matched);
+    }
+    const decision = this.policy.select(
+      candidates,
+      usesIndex ? { text, model, matched } : { text, model },
+    );
+    if (decision === undefined) return undefined;
+    if (!usesIndex) return { ...decision, index: null, heldBefore: 0 };
+    const heldBefore = matched[candidates.indexOf(decision.worker)] ?? 0;
+    this.index.insert(decision.worker.id, model, text);
+    return { ...decision, index: this.index.name, heldBefore };
+  }
+
+  /**
+   * The chosen worker did not accept the request (an error status, a refused connection, a retry
+   * elsewhere): it will not cache the text, so the index keeps only what it held before.
+   */
+  rejected(decision: Decision<PolicyWorker>, request: DecisionRequest): void {
+    if (decision.index === null) return;
+    this.index.truncate(decision.worker.id, request.model, request.text, decision.heldBefore);
+  }
+}

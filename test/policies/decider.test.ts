@@ -1,0 +1,60 @@
+import { describe, expect, it } from "vitest";
+import { ApproximateIndex } from "../../src/index/approximate-index.js";
+import { RoutingDecider } from "../../src/policies/decider.js";
+import { createPolicy } from "../../src/policies/factory.js";
+
+const SYSTEM = "You are a helpful assistant. Answer briefly and cite your sources. ";
+
+function setup(policy: "cache_aware" | "round_robin" = "cache_aware") {
+  const index = new ApproximateIndex();
+  const workers = ["a", "b", "c"].map((id) => ({ id, inFlight: 0 }));
+  for (const w of workers) index.addWorker(w.id);
+  return { index, workers, decider: new RoutingDecider(createPolicy(policy), index) };
+}
+
+describe("RoutingDecider", () => {
+  it("hands the index's matched lengths to the policy and inserts the text for the chosen worker", () => {
+    const { index, workers, decider } = setup();
+    index.insert("b", undefined, `${SYSTEM}first question`);
+    const decision = decider.decide(workers, { text: `${SYSTEM}second question` })!;
+    expect(decision.worker.id).toBe("b");
+    expect(decision.branch).toBe("cache_hit");
+    expect(decision.index).toBe("approx");
+    expect(decision.heldBefore).toBe(SYSTEM.length);
+    expect(index.treeOf("b")!.match(`${SYSTEM}second question`)).toBe(
+      `${SYSTEM}second question`.length,
+    );
+  });
+
+  it("does not ask or fill the index for policies that ignore prefixes", () => {
+    const { index, workers, decider } = setup("round_robin");
+    const decision = decider.decide(workers, { text: SYSTEM })!;
+    expect(decision.index).toBeNull();
+    for (const w of workers) expect(index.size(w.id)).toBe(0);
+  });
+
+  it("rejected() forgets exactly what the decision inserted and keeps what the worker held before", () => {
+    const { index, workers, decider } = setup();
+    index.insert("a", undefined, `${SYSTEM}kept question`);
+    const before = index.size("a");
+    const request = { text: `${SYSTEM}a 60 MB request the worker refused` };
+    const decision = decider.decide(workers, request)!;
+    expect(decision.worker.id).toBe("a");
+    expect(index.size("a")).toBeGreaterThan(before);
+    decider.rejected(decision, request);
+    expect(index.size("a")).toBe(before);
+    expect(index.treeOf("a")!.match(`${SYSTEM}kept question`)).toBe(
+      `${SYSTEM}kept question`.length,
+    );
+    expect(index.treeOf("a")!.match(request.text)).toBe(SYSTEM.length);
+  });
+
+  it("a cold request that is rejected leaves the worker's tree as empty as it was", () => {
+    const { index, workers, decider } = setup();
+    const request = { text: "x".repeat(10_000) };
+    const decision = decider.decide(workers, request)!;
+    decider.rejected(decision, request);
+    expect(index.size(decision.worker.id)).toBe(0);
+    expect(index.treeOf(decision.worker.id)!.recount().chars).toBe(0);
+  });
+});
