@@ -76,6 +76,8 @@ describe("docs and behaviour agree", () => {
     controller.abort();
     await waitFor(() => logged.accessLog().length === 1, 3000, "the access log line");
     expect(logged.accessLog()[0]).toMatchObject({ status: 499, error: "client_abort" });
+    // The worker had accepted the request (200, prefill done): its index keeps the prompt.
+    expect(logged.router.context.registry.list()[0]!.indexedChars()).toBeGreaterThan(0);
     expect(await metric(logged.router.url, "radixgate_requests_total", { status: "499" })).toBe(1);
     expect(await metric(logged.router.url, "radixgate_requests_total", { status: "200" })).toBe(0);
   });
