@@ -6,9 +6,11 @@ import { createServer, type IncomingHttpHeaders } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Writable } from "node:stream";
 import { afterEach, describe, expect, it } from "vitest";
+import { configFromArgv } from "../../src/cli-options.js";
 import { type Config, defaultConfig } from "../../src/config.js";
 import { createLogger } from "../../src/logger.js";
 import { type RunningRouter, startRouter } from "../../src/server.js";
+import { planFromArgs } from "../../src/sim/cli.js";
 import { type SimWorker, startSimWorker } from "../../src/sim/worker.js";
 import { postJson, waitFor } from "../helpers/router.js";
 
@@ -170,5 +172,11 @@ describe("workers behind their own API key", () => {
     expect(worker.apiKey).toBe(KEY);
     expect(Object.keys(worker)).not.toContain("apiKey");
     expect(JSON.stringify(worker)).not.toContain(KEY);
+  });
+
+  it("--worker-api-key and RADIXGATE_WORKER_API_KEY reach the config; the simulator takes --api-key", () => {
+    expect(configFromArgv(["--worker-api-key", KEY]).workerApiKey).toBe(KEY);
+    expect(configFromArgv([]).workerApiKey).toBeUndefined();
+    expect(planFromArgs(["--api-key", KEY]).workers[0]?.apiKey).toBe(KEY);
   });
 });

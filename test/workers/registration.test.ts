@@ -3,6 +3,7 @@
  * link-local and metadata addresses refused unless allowed; a base URL ending in /v1 works.
  */
 import { afterEach, describe, expect, it } from "vitest";
+import { configFromArgv } from "../../src/cli-options.js";
 import { ConfigError, defaultConfig } from "../../src/config.js";
 import { RouterError } from "../../src/errors.js";
 import { createLogger } from "../../src/logger.js";
@@ -154,5 +155,17 @@ describe("worker registration", () => {
       await res.arrayBuffer();
     }
     expect(sim.stats().endpoints.unmatched ?? 0).toBe(0);
+  });
+
+  it("--allow-link-local-workers is a flag: alone it means true, and it lets such a worker start", () => {
+    expect(configFromArgv([]).allowLinkLocalWorkers).toBe(false);
+    expect(configFromArgv(["--allow-link-local-workers"]).allowLinkLocalWorkers).toBe(true);
+    expect(
+      configFromArgv(["--allow-link-local-workers", "--worker-urls", "http://169.254.1.2:8000"]),
+    ).toMatchObject({ allowLinkLocalWorkers: true, workerUrls: ["http://169.254.1.2:8000"] });
+    expect(configFromArgv(["--allow-link-local-workers", "false"]).allowLinkLocalWorkers).toBe(
+      false,
+    );
+    expect(() => configFromArgv(["--allow-link-local-workers", "maybe"])).toThrow(ConfigError);
   });
 });
