@@ -26,7 +26,8 @@ describe("outlier ejection: silent workers", () => {
       policy: "round_robin",
       cbFailureThreshold: 2,
       cbTimeoutSecs: 60,
-      firstByteTimeoutSecs: 0.2,
+      // Short for the silent worker; the fine one answers at once (timeScale 0).
+      firstByteTimeoutSecs: 0.5,
       retryMaxAttempts: 1,
     });
     started.router = logged.router;
@@ -67,7 +68,7 @@ describe("outlier ejection: silent workers", () => {
       workerUrls: [silent.url, fine.url],
       policy: "round_robin",
       firstByteTimeoutSecs: 30,
-      streamFirstByteTimeoutSecs: 0.2,
+      streamFirstByteTimeoutSecs: 0.5,
     });
     started.router = logged.router;
 

@@ -94,9 +94,6 @@ describe("retries, only where safe", () => {
     const busyWorker = started.router!.context.registry.get(busy.url)!;
     expect(busyWorker.coolDownMs).toBeGreaterThan(0);
     expect(started.router!.context.registry.candidates()).not.toContain(busyWorker);
-    for (let i = 0; i < 3; i++) await (await chat(url, `next ${i}`)).arrayBuffer();
-    expect(busy.hits).toHaveLength(1);
-    expect(fine.hits).toHaveLength(4);
   });
 
   it("Retry-After: 10 is not passed to the client while another worker is free: the request is retried there", async () => {
@@ -116,8 +113,12 @@ describe("retries, only where safe", () => {
     await res.arrayBuffer();
     expect(log().at(-1)).toMatchObject({ status: 200, attempts: 2 });
     const cooling = started.router!.context.registry.get(busy.url)!;
-    expect(cooling.coolDownMs).toBeGreaterThan(8000);
-    expect(cooling.toJSON().cool_down_ms).toBeGreaterThan(8000);
+    expect(cooling.coolDownMs).toBeGreaterThan(5000);
+    expect(cooling.toJSON().cool_down_ms).toBeGreaterThan(5000);
+    // During its cool-down the worker that asked for a pause gets no new request at all.
+    for (let i = 0; i < 3; i++) await (await chat(url, `next ${i}`)).arrayBuffer();
+    expect(busy.hits).toHaveLength(1);
+    expect(fine.hits).toHaveLength(4);
   });
 
   it("a Retry-After from the last worker that could answer goes to the client as it is", async () => {
