@@ -90,6 +90,8 @@ export interface ForwardRequest {
 export class Forwarder {
   /** Upstream requests under way, so a shutdown that runs out of grace can end them cleanly. */
   private readonly inProgress = new Set<AbortController>();
+  /** Set by abortAll: an attempt that starts afterwards (a retry after its backoff) ends at once. */
+  private closed = false;
 
   constructor(
     private readonly registry: WorkerRegistry,
@@ -100,6 +102,7 @@ export class Forwarder {
 
   /** Ends every upstream request under way (shutdown grace over): streams get an SSE error event. */
   abortAll(): number {
+    this.closed = true;
     for (const controller of this.inProgress) controller.abort(new ShutdownAbort());
     return this.inProgress.size;
   }
@@ -210,6 +213,7 @@ export class Forwarder {
   > {
     const controller = new AbortController();
     this.inProgress.add(controller);
+    if (this.closed) controller.abort(new ShutdownAbort());
     const onClientGone = () => controller.abort(new ClientAbort());
     req.clientSignal.addEventListener("abort", onClientGone, { once: true });
     const overall = setTimeout(

@@ -104,6 +104,22 @@ describe("docs and behaviour agree", () => {
     expect(logged.accessLog().at(-1)).toMatchObject({ error: "shutdown" });
   });
 
+  it("a request still waiting for its worker when the grace period runs out gets 503 shutting_down", async () => {
+    const silent = await startSimWorker({ id: "silent", timeScale: 0, faults: { hang: true } });
+    started.sims = [silent];
+    const logged = await startLoggedRouter({ workerUrls: [silent.url] });
+
+    const pending = chat(logged.router.url, "waiting for headers");
+    await waitFor(() => silent.stats().hanging === 1, 3000, "the worker to hold the request");
+    await logged.router.stop(200);
+
+    const res = await pending;
+    expect(res.status).toBe(503);
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBe("shutting_down");
+    // Not the worker's fault.
+    expect(logged.router.context.registry.list()[0]!.breaker.consecutiveFailures).toBe(0);
+  });
+
   it("headers named in Connection (hop-by-hop) are not forwarded to workers", async () => {
     let seen: IncomingHttpHeaders | undefined;
     const worker = await startTinyUpstream((req, res) => {
