@@ -162,6 +162,7 @@ export async function startRouter(
     try {
       registry.add(url);
     } catch (err) {
+      await registry.close();
       if (err instanceof RouterError) throw new ConfigError("--worker-urls", err.message);
       throw err;
     }
