@@ -11,6 +11,7 @@ import { type RunningRouter, startRouter } from "../../src/server.js";
 import { type SimWorker, startSimWorker } from "../../src/sim/worker.js";
 import { WorkerRegistry } from "../../src/workers/registry.js";
 import { linkLocalReason, normalizeWorkerUrl } from "../../src/workers/worker-url.js";
+import { runCli } from "../helpers/cli.js";
 import { postJson, startTestRouter } from "../helpers/router.js";
 
 function registry(allowLinkLocal = false): WorkerRegistry {
@@ -168,4 +169,20 @@ describe("worker registration", () => {
     );
     expect(() => configFromArgv(["--allow-link-local-workers", "maybe"])).toThrow(ConfigError);
   });
+
+  it("the real CLI exits 2 with one line naming --worker-urls for a metadata address", async () => {
+    const { done } = runCli([
+      "--port",
+      "0",
+      "--host",
+      "127.0.0.1",
+      "--worker-urls",
+      "http://169.254.169.254",
+    ]);
+    const { code, stderr } = await done;
+    expect(code).toBe(2);
+    expect(stderr).toMatch(
+      /^radixgate: error: --worker-urls .*169\.254\.169\.254.*--allow-link-local-workers/,
+    );
+  }, 30_000);
 });
