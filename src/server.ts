@@ -54,6 +54,7 @@ export function createRouter(
         successThreshold: 2,
       },
       connectTimeoutMs: config.connectTimeoutSecs * 1000,
+      refuseLinkLocal: !config.allowLinkLocalWorkers,
     },
     index,
     {

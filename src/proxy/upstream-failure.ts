@@ -11,6 +11,8 @@ const CONNECT_FAILURES = new Set([
   "EHOSTUNREACH",
   "ENETUNREACH",
   "UND_ERR_CONNECT_TIMEOUT",
+  // workers/guarded-lookup.ts: the name resolved to a link-local address; nothing was sent.
+  "ERR_LINK_LOCAL_REFUSED",
 ]);
 /**
  * The connection was lost before any response (worker killed or restarted mid-request). The

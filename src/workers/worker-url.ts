@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { BlockList, isIPv6 } from "node:net";
+import { BlockList, isIPv4, isIPv6 } from "node:net";
 
 /**
  * Canonical form of a worker base URL: http(s) only, no credentials, query or fragment, no
@@ -78,10 +78,17 @@ export function linkLocalReason(normalizedUrl: string): string | undefined {
   const hostname = new URL(normalizedUrl).hostname;
   if (METADATA_HOSTS.has(hostname)) return `${hostname} is a cloud metadata host`;
   const ip = hostname.startsWith("[") ? hostname.slice(1, -1) : hostname;
-  const family = isIPv6(ip) ? "ipv6" : /^\d+\.\d+\.\d+\.\d+$/.test(ip) ? "ipv4" : undefined;
-  if (family && LINK_LOCAL.check(ip, family))
-    return `${ip} is a link-local or cloud metadata address`;
+  if (isLinkLocalIp(ip)) return `${ip} is a link-local or cloud metadata address`;
   return undefined;
+}
+
+/** Whether an IP address (v4, v6 or IPv4-mapped v6) is link-local or a cloud metadata address. */
+export function isLinkLocalIp(address: string): boolean {
+  const ip = address.replace(/%.*$/, "").toLowerCase();
+  if (isIPv4(ip)) return LINK_LOCAL.check(ip, "ipv4");
+  if (!isIPv6(ip)) return false;
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(ip)?.[1] ?? ipv4Mapped(ip);
+  return mapped !== undefined ? LINK_LOCAL.check(mapped, "ipv4") : LINK_LOCAL.check(ip, "ipv6");
 }
 
 /** A short id that stays the same for the same URL across restarts and router replicas. */

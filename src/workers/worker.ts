@@ -1,9 +1,12 @@
 import { Pool } from "undici";
 import { type BreakerOptions, CircuitBreaker } from "./breaker.js";
+import { guardedLookup } from "./guarded-lookup.js";
 
 export interface WorkerOptions {
   breaker: Omit<BreakerOptions, "now">;
   connectTimeoutMs: number;
+  /** Refuse connections whose host name resolves to a link-local / metadata address. */
+  refuseLinkLocal?: boolean;
 }
 
 /**
@@ -51,7 +54,10 @@ export class Worker {
     const parsed = new URL(url);
     this.basePath = parsed.pathname.replace(/\/$/, "");
     this.pool = new Pool(parsed.origin, {
-      connect: { timeout: options.connectTimeoutMs },
+      connect: {
+        timeout: options.connectTimeoutMs,
+        ...(options.refuseLinkLocal ? { lookup: guardedLookup() } : {}),
+      },
       keepAliveTimeout: 30_000,
       // Timeouts are set per request (see proxy/forward.ts); these only bound idle sockets.
     });

@@ -9,8 +9,13 @@ import { RouterError } from "../../src/errors.js";
 import { createLogger } from "../../src/logger.js";
 import { type RunningRouter, startRouter } from "../../src/server.js";
 import { type SimWorker, startSimWorker } from "../../src/sim/worker.js";
+import { guardedLookup, LINK_LOCAL_REFUSED } from "../../src/workers/guarded-lookup.js";
 import { WorkerRegistry } from "../../src/workers/registry.js";
-import { linkLocalReason, normalizeWorkerUrl } from "../../src/workers/worker-url.js";
+import {
+  isLinkLocalIp,
+  linkLocalReason,
+  normalizeWorkerUrl,
+} from "../../src/workers/worker-url.js";
 import { runCli } from "../helpers/cli.js";
 import { postJson, startTestRouter } from "../helpers/router.js";
 
@@ -185,4 +190,45 @@ describe("worker registration", () => {
       /^radixgate: error: --worker-urls .*169\.254\.169\.254.*--allow-link-local-workers/,
     );
   }, 30_000);
+
+  it("a worker name that resolves to a link-local address is refused at connect time (DNS is checked too)", async () => {
+    type Answer = string | Array<{ address: string; family: number }>;
+    const fakeDns =
+      (answer: Answer) =>
+      (_host: string, _opts: unknown, cb: (e: null, a: Answer, f?: number) => void) =>
+        cb(null, answer, 4);
+    const run = (answer: Answer, all: boolean) =>
+      new Promise<{ code?: string; address?: Answer }>((resolve) =>
+        guardedLookup(fakeDns(answer) as never)("evil.example", { all }, (err, address) =>
+          resolve(err ? { code: err.code } : { address }),
+        ),
+      );
+    expect(await run("169.254.169.254", false)).toEqual({ code: LINK_LOCAL_REFUSED });
+    expect(
+      await run(
+        [
+          { address: "10.0.0.1", family: 4 },
+          { address: "fe80::1", family: 6 },
+        ],
+        true,
+      ),
+    ).toEqual({ code: LINK_LOCAL_REFUSED });
+    expect(await run("10.0.0.7", false)).toEqual({ address: "10.0.0.7" });
+    expect(isLinkLocalIp("::ffff:169.254.1.1")).toBe(true);
+    expect(isLinkLocalIp("::ffff:a9fe:101")).toBe(true);
+    expect(isLinkLocalIp("127.0.0.1")).toBe(false);
+  });
+
+  it("a worker registered by name (localhost) still connects through the guarded lookup", async () => {
+    const sim = await startSimWorker({ id: "by-name", timeScale: 0 });
+    const port = new URL(sim.url).port;
+    const router = await startTestRouter({ workerUrls: [`http://localhost:${port}`] });
+    cleanup.push(async () => {
+      await router.stop(100);
+      await sim.close();
+    });
+    const res = await postJson(`${router.url}/v1/completions`, { prompt: "hi", max_tokens: 1 });
+    expect(res.status).toBe(200);
+    await res.arrayBuffer();
+  });
 });
