@@ -12,6 +12,7 @@ import { RoutingDecider } from "./policies/decider.js";
 import { createPolicy } from "./policies/factory.js";
 import { Admission } from "./proxy/admission.js";
 import { Forwarder, type ForwardHooks, type ForwardSettings } from "./proxy/forward.js";
+import { UsageFeedback } from "./proxy/usage-feedback.js";
 import { registerAdminRoutes } from "./routes/admin.js";
 import type { RouterContext } from "./routes/context.js";
 import { registerInferenceRoutes } from "./routes/inference.js";
@@ -95,7 +96,20 @@ export function createRouter(
     balanceRelThreshold: config.balanceRelThreshold,
     cacheLoadBound: config.cacheLoadBound,
   });
-  const forwarder = new Forwarder(registry, new RoutingDecider(policy, index), settings, hooks);
+  const feedback = new UsageFeedback({
+    onEngineTokens: (worker, prompt, cached) => {
+      m.enginePromptTokens.inc({ worker: worker.url }, prompt);
+      m.engineCachedTokens.inc({ worker: worker.url }, cached);
+    },
+    onCorrection: (worker) => m.feedbackCorrections.inc({ worker: worker.url }),
+  });
+  const forwarder = new Forwarder(
+    registry,
+    new RoutingDecider(policy, index),
+    settings,
+    hooks,
+    feedback,
+  );
   // /v1/models needs any available worker, not a cache decision.
   const modelsForwarder = new Forwarder(
     registry,

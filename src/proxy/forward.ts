@@ -21,6 +21,8 @@ import {
   RETRYABLE_STATUS,
   statusFailure,
 } from "./upstream-failure.js";
+import type { UsageFeedback } from "./usage-feedback.js";
+import { type ReportedUsage, UsageTap } from "./usage-tap.js";
 import { writeError } from "./write-error.js";
 
 export interface ForwardSettings {
@@ -98,6 +100,8 @@ export class Forwarder {
     private readonly decider: RoutingDecider,
     private readonly settings: ForwardSettings,
     private readonly hooks: ForwardHooks,
+    /** Learns from the usage the engines report (characters per token, cached tokens). */
+    private readonly feedback?: UsageFeedback,
   ) {}
 
   /** Ends every upstream request under way (shutdown grace over): streams get an SSE error event. */
@@ -163,6 +167,8 @@ export class Forwarder {
         // Only what a worker accepted stays in its index entry: an error answer, or a client gone
         // before the answer began, caches nothing there.
         if (!accepted(result.outcome)) this.decider.rejected(decision, req);
+        else if (result.usage !== undefined)
+          this.feedback?.apply(worker, result.usage, decision, req, this.decider);
         return { ...base, ...result.outcome };
       }
       this.decider.rejected(decision, req);
@@ -208,7 +214,7 @@ export class Forwarder {
     matchRate: number | null,
     canRetry: () => boolean,
   ): Promise<
-    | { kind: "done"; outcome: Omit<ForwardOutcome, "attempts"> }
+    | { kind: "done"; outcome: Omit<ForwardOutcome, "attempts">; usage?: ReportedUsage }
     | { kind: "failed"; failure: AttemptFailure }
   > {
     const controller = new AbortController();
@@ -289,6 +295,7 @@ export class Forwarder {
       return { kind: "failed", failure: statusFailure(status, worker) };
     }
 
+    const tap = this.feedback !== undefined ? usageTapFor(req, upstream) : undefined;
     const outcome = await relay(
       upstream,
       worker,
@@ -300,7 +307,8 @@ export class Forwarder {
       this.hooks.onUpstreamError,
     );
     release();
-    return { kind: "done", outcome };
+    const usage = tap?.result();
+    return usage === undefined ? { kind: "done", outcome } : { kind: "done", outcome, usage };
   }
 
   /**
@@ -314,6 +322,20 @@ export class Forwarder {
     const until = Date.now() + Math.min(ms, this.settings.maxCoolDownMs);
     if (until > worker.coolDownUntil) worker.coolDownUntil = until;
   }
+}
+
+/**
+ * A tap on a successful inference answer's body, which reads the engine's usage as the bytes go
+ * by (never holding them back); none for a compressed body, which the tap cannot read.
+ */
+function usageTapFor(req: ForwardRequest, upstream: Dispatcher.ResponseData): UsageTap | undefined {
+  if (req.method !== "POST" || upstream.statusCode < 200 || upstream.statusCode >= 300) return;
+  const encoding = upstream.headers["content-encoding"];
+  if (encoding !== undefined && encoding !== "identity") return;
+  const tap = new UsageTap();
+  // Attached just before relay() pipes the body, in the same tick: no chunk can be missed.
+  upstream.body.on("data", (chunk: Buffer) => tap.write(chunk));
+  return tap;
 }
 
 /** ms until the first cooling-down worker that is otherwise available returns, 0 when none. */
