@@ -98,10 +98,10 @@ export function createRouter(
   });
   const feedback = new UsageFeedback({
     onEngineTokens: (worker, prompt, cached) => {
-      m.enginePromptTokens.inc({ worker: worker.url }, prompt);
-      m.engineCachedTokens.inc({ worker: worker.url }, cached);
+      m.enginePromptTokens.inc({ worker: worker.id }, prompt);
+      m.engineCachedTokens.inc({ worker: worker.id }, cached);
     },
-    onCorrection: (worker) => m.feedbackCorrections.inc({ worker: worker.url }),
+    onCorrection: (worker) => m.feedbackCorrections.inc({ worker: worker.id }),
   });
   const forwarder = new Forwarder(
     registry,

@@ -4,6 +4,7 @@ import { RouterError } from "../errors.js";
 import type { RoutingDecider } from "../policies/decider.js";
 import type { RouteBranch } from "../policies/policy.js";
 import type { WorkerRegistry } from "../workers/registry.js";
+import { indexModel, noWorkerServes, servingCandidates } from "../workers/served-models.js";
 import type { Worker } from "../workers/worker.js";
 import {
   ClientAbort,
@@ -124,6 +125,18 @@ export class Forwarder {
       writeError(res, error, req.requestId);
       return { status: error.status, attempts: 0, error: "loop_detected" };
     }
+    const workers = this.registry.list();
+    if (noWorkerServes(workers, req.model)) {
+      const error = new RouterError(
+        "model_not_found",
+        `The model '${req.model}' is not served by any of the ${workers.length} workers; GET /v1/models lists the models they serve.`,
+      );
+      writeError(res, error, req.requestId);
+      return { status: error.status, attempts: 0, error: "model_not_found" };
+    }
+    // What the index sees: the text, under the model's own key when its KV is kept apart.
+    const routed = { text: req.text, model: indexModel(workers, req.model) };
+    const candidates = () => servingCandidates(this.registry.candidates(tried), req.model);
     const headers = upstreamRequestHeaders(
       req.headers,
       req.requestId,
@@ -135,8 +148,7 @@ export class Forwarder {
 
     while (attempts < this.settings.retryMaxAttempts) {
       if (req.clientSignal.aborted) return { status: 499, attempts, error: "client_abort" };
-      const candidates = this.registry.candidates(tried);
-      const decision = this.decider.decide(candidates, req);
+      const decision = this.decider.decide(candidates(), routed);
       if (!decision) break;
       this.hooks.onDecision(this.decider.policy.name, decision.branch, decision.matchRate);
       const worker = decision.worker;
@@ -150,8 +162,7 @@ export class Forwarder {
         attempts,
       };
       // On the last possible attempt a retryable answer is passed through as the worker sent it.
-      const canRetry = () =>
-        attempts < this.settings.retryMaxAttempts && this.registry.candidates(tried).length > 0;
+      const canRetry = () => attempts < this.settings.retryMaxAttempts && candidates().length > 0;
 
       const result = await this.attempt(
         worker,
@@ -166,12 +177,12 @@ export class Forwarder {
       if (result.kind === "done") {
         // Only what a worker accepted stays in its index entry: an error answer, or a client gone
         // before the answer began, caches nothing there.
-        if (!accepted(result.outcome)) this.decider.rejected(decision, req);
+        if (!accepted(result.outcome)) this.decider.rejected(decision, routed);
         else if (result.usage !== undefined)
-          this.feedback?.apply(worker, result.usage, decision, req, this.decider);
+          this.feedback?.apply(worker, result.usage, decision, routed, this.decider);
         return { ...base, ...result.outcome };
       }
-      this.decider.rejected(decision, req);
+      this.decider.rejected(decision, routed);
       lastFailure = result.failure;
       this.hooks.onUpstreamError(worker, result.failure.kind);
       if (!result.failure.retryable) break;
@@ -183,7 +194,7 @@ export class Forwarder {
         this.settings.retryMaxBackoffMs,
       );
       if (attempts >= this.settings.retryMaxAttempts || delay >= remaining) break;
-      if (this.registry.candidates(tried).length === 0) break;
+      if (candidates().length === 0) break;
       this.hooks.onRetry(req.endpoint);
       await sleep(delay, req.clientSignal);
     }

@@ -78,8 +78,8 @@ describe("usage feedback from the engines' responses", () => {
       prompted += usage.prompt_tokens;
       cached += usage.prompt_tokens_details?.cached_tokens ?? 0;
     }
-    expect(await metric(router, "radixgate_engine_prompt_tokens_total", sim.url)).toBe(prompted);
-    expect(await metric(router, "radixgate_engine_cached_tokens_total", sim.url)).toBe(cached);
+    expect(await metric(router, "radixgate_engine_prompt_tokens_total", worker.id)).toBe(prompted);
+    expect(await metric(router, "radixgate_engine_cached_tokens_total", worker.id)).toBe(cached);
     const json = (await (await fetch(`${router.url}/workers`)).json()) as {
       workers: { chars_per_token: number }[];
     };
@@ -115,7 +115,7 @@ describe("usage feedback from the engines' responses", () => {
     const cold = await complete(router.url, shared + w);
     expect(cold.prompt_tokens_details!.cached_tokens).toBeLessThan(500);
     expect(worker.feedbackCorrections).toBe(1);
-    expect(await metric(router, "radixgate_feedback_corrections_total", sim.url)).toBe(1);
+    expect(await metric(router, "radixgate_feedback_corrections_total", worker.id)).toBe(1);
     // The branches below the evicted prefix are forgotten; the text just computed stays.
     expect(tree.match(shared + w)).toBe((shared + w).length);
     expect(tree.match(shared + x)).toBeLessThanOrEqual(shared.length);
