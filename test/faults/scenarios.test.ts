@@ -230,7 +230,11 @@ describe("fault-injection scenarios", () => {
     }
     // Let some traffic reach it while it is up.
     const served = flappy.stats().completed;
-    await waitFor(() => flappy.stats().completed > served, 3000, state("traffic back on the worker"));
+    await waitFor(
+      () => flappy.stats().completed > served,
+      3000,
+      state("traffic back on the worker"),
+    );
     running = false;
     await Promise.all(load);
     expect(flaps).toBe(3);
