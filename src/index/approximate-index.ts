@@ -65,7 +65,9 @@ export class ApproximateIndex implements PrefixIndex {
 
   truncate(workerId: string, model: string | undefined, text: string, keep: number): number {
     const key = modelKey(model);
-    return this.trees.get(workerId)?.truncate(key + text, key.length + keep) ?? 0;
+    // A bad keep (negative, NaN) reaches the tree as it is, which refuses it.
+    const cut = keep >= 0 ? key.length + keep : keep;
+    return this.trees.get(workerId)?.truncate(key + text, cut) ?? 0;
   }
 
   setBudget(workerId: string, chars: number): number {
