@@ -5,6 +5,7 @@ import type { Metrics } from "../metrics.js";
 import type { Admission } from "../proxy/admission.js";
 import type { BodyBudget } from "../proxy/body-budget.js";
 import type { Forwarder } from "../proxy/forward.js";
+import type { SharedState } from "../state/shared-state.js";
 import type { HealthChecker } from "../workers/health.js";
 import type { WorkerRegistry } from "../workers/registry.js";
 
@@ -30,4 +31,6 @@ export interface RouterContext {
   bodyBudget: BodyBudget;
   health: HealthChecker;
   state: RouterState;
+  /** --state-url: what this replica shares with the others through Redis. */
+  sharedState?: SharedState;
 }
