@@ -44,6 +44,12 @@ export interface Config {
   requestIdHeaders: string[];
   prometheusPort: number | undefined;
   shutdownGraceSecs: number;
+  stateUrl: string | undefined;
+  stateKeyPrefix: string;
+  stateMaxTextChars: number;
+  stateStreamLength: number;
+  stateLoadIntervalMs: number;
+  stateQueueSize: number;
 }
 
 export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
@@ -167,6 +173,31 @@ const urlPath = (raw: string, flag: string): string => {
 
 const optionalPort = (raw: string, flag: string): number | undefined =>
   raw === "" ? undefined : port(raw, flag);
+
+/** redis:// or rediss:// (TLS); Valkey speaks the same protocol. Errors never echo the URL (it may hold a password). */
+const stateUrl = (raw: string, flag: string): string | undefined => {
+  if (raw.trim() === "") return undefined;
+  let url: URL;
+  try {
+    url = new URL(raw.trim());
+  } catch {
+    throw new ConfigError(flag, "must be a URL like redis://host:6379/0");
+  }
+  if (!["redis:", "rediss:"].includes(url.protocol)) {
+    throw new ConfigError(flag, `must start with redis:// or rediss://, got ${url.protocol}//`);
+  }
+  const db = url.pathname.replace(/^\//, "");
+  if (db !== "" && !/^\d+$/.test(db)) {
+    throw new ConfigError(flag, `database must be a number (redis://host:6379/0), got "/${db}"`);
+  }
+  return raw.trim();
+};
+
+const keyPrefix = (raw: string, flag: string): string => {
+  if (!/^[A-Za-z0-9_.:{}-]{1,64}$/.test(raw))
+    throw new ConfigError(flag, `must be 1-64 characters of A-Z a-z 0-9 _ . : { } -, got "${raw}"`);
+  return raw;
+};
 
 function setting<K extends keyof Config>(s: Setting<K>): Setting<K> {
   return s;
@@ -531,6 +562,61 @@ export const SETTINGS = [
     description: "On SIGTERM/SIGINT, how long in-flight requests may take to finish.",
     default: 30,
     parse: number(0),
+  }),
+  setting({
+    key: "stateUrl",
+    flag: "--state-url",
+    arg: "<redis-url>",
+    description:
+      "Share routing decisions, in-flight counts and workers with other replicas through Redis 7 / Valkey, e.g. redis://10.0.0.5:6379/0 (rediss:// for TLS). Unset = this replica routes on its own state. Never logged (it may hold a password).",
+    default: undefined,
+    parse: stateUrl,
+    secret: true,
+  }),
+  setting({
+    key: "stateKeyPrefix",
+    flag: "--state-key-prefix",
+    arg: "<prefix>",
+    description:
+      "With --state-url: prefix of every Redis key, so several fleets can share one Redis (replicas of one fleet use the same).",
+    default: "radixgate",
+    parse: keyPrefix,
+  }),
+  setting({
+    key: "stateMaxTextChars",
+    flag: "--state-max-text-chars",
+    arg: "<chars>",
+    description:
+      "With --state-url: characters of each routed text published to the other replicas (its first ones; the rest of a long prompt is not shared).",
+    default: 16384,
+    parse: integer(1, 1_048_576),
+  }),
+  setting({
+    key: "stateStreamLength",
+    flag: "--state-stream-length",
+    arg: "<n>",
+    description:
+      "With --state-url: decisions kept in the Redis stream (approximately); a replica that starts or reconnects replays them.",
+    default: 10000,
+    parse: integer(1),
+  }),
+  setting({
+    key: "stateLoadIntervalMs",
+    flag: "--state-load-interval-ms",
+    arg: "<ms>",
+    description:
+      "With --state-url: how often each replica publishes its in-flight counts and reads its peers' (a peer's count expires after 3 intervals).",
+    default: 250,
+    parse: integer(10, 60_000),
+  }),
+  setting({
+    key: "stateQueueSize",
+    flag: "--state-queue-size",
+    arg: "<n>",
+    description:
+      "With --state-url: updates waiting to be published while Redis is slow or down; past it the oldest are dropped.",
+    default: 10000,
+    parse: integer(1),
   }),
 ] as const satisfies readonly Setting[];
 

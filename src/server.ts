@@ -16,6 +16,7 @@ import { registerAdminRoutes } from "./routes/admin.js";
 import type { RouterContext } from "./routes/context.js";
 import { registerInferenceRoutes } from "./routes/inference.js";
 import { registerMetricsRoute, registerOpsRoutes } from "./routes/ops.js";
+import { SharedState } from "./state/shared-state.js";
 import { type EvictionTimer, startEvictionTimer } from "./tree/eviction-timer.js";
 import { HealthChecker } from "./workers/health.js";
 import { WorkerRegistry } from "./workers/registry.js";
@@ -42,10 +43,26 @@ export function createRouter(
 ): { app: Hono<Env>; context: RouterContext } {
   const logger = options.logger ?? createLogger({ level: config.logLevel });
   let metrics: Metrics | undefined;
-  const index = new ApproximateIndex({
+  const baseIndex = new ApproximateIndex({
     maxTreeSize: config.maxTreeSize,
     onEvict: (chars) => metrics?.evictedChars.inc(chars),
   });
+  // --state-url: the outermost layer publishes decisions to, and applies them from, the peers.
+  const sharedState =
+    config.stateUrl === undefined
+      ? undefined
+      : new SharedState(
+          {
+            url: config.stateUrl,
+            keyPrefix: config.stateKeyPrefix,
+            maxTextChars: config.stateMaxTextChars,
+            streamLength: config.stateStreamLength,
+            loadIntervalMs: config.stateLoadIntervalMs,
+            queueSize: config.stateQueueSize,
+          },
+          logger,
+        );
+  const index = sharedState?.wrapIndex(baseIndex) ?? baseIndex;
   const registry = new WorkerRegistry(
     {
       breaker: {
@@ -64,6 +81,7 @@ export function createRouter(
   );
   metrics = new Metrics(registry);
   const m = metrics;
+  sharedState?.attach(registry, m.registry);
 
   const settings: ForwardSettings = {
     requestTimeoutMs: config.requestTimeoutSecs * 1000,
@@ -131,6 +149,7 @@ export function createRouter(
       logger,
     ),
     state: { shuttingDown: false, active: 0 },
+    ...(sharedState !== undefined ? { sharedState } : {}),
   };
 
   const app = new Hono<Env>();
@@ -172,7 +191,16 @@ export async function startRouter(
     }
   }
 
-  const server = await listen(app, config.host, config.port, "--port");
+  // Peers' workers and recent decisions before the first request (bounded wait; never fails).
+  await context.sharedState?.start();
+  let server: Server;
+  try {
+    server = await listen(app, config.host, config.port, "--port");
+  } catch (err) {
+    await context.sharedState?.stop();
+    await registry.close();
+    throw err;
+  }
   registry.setListenAddress({ host: config.host, port: (server.address() as AddressInfo).port });
   let metricsServer: Server | undefined;
   if (config.prometheusPort !== undefined) {
@@ -187,6 +215,7 @@ export async function startRouter(
       );
     } catch (err) {
       server.close();
+      await context.sharedState?.stop();
       await registry.close();
       throw err;
     }
@@ -243,6 +272,7 @@ export async function startRouter(
       metricsServer?.closeAllConnections();
       health.stop();
       eviction.stop();
+      await context.sharedState?.stop();
       await registry.close();
       logger.info("stopped");
     })();

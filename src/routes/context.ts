@@ -4,6 +4,7 @@ import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
 import type { Admission } from "../proxy/admission.js";
 import type { Forwarder } from "../proxy/forward.js";
+import type { SharedState } from "../state/shared-state.js";
 import type { HealthChecker } from "../workers/health.js";
 import type { WorkerRegistry } from "../workers/registry.js";
 
@@ -27,4 +28,6 @@ export interface RouterContext {
   admission: Admission;
   health: HealthChecker;
   state: RouterState;
+  /** --state-url: what this replica shares with the others through Redis. */
+  sharedState?: SharedState;
 }
