@@ -16,6 +16,10 @@ export interface Config {
   evictionIntervalSecs: number;
   maxTreeSize: number;
   maxPayloadSize: number;
+  maxBodyBufferBytes: number;
+  bodyReadTimeoutSecs: number;
+  bodyIdleTimeoutSecs: number;
+  bodyMinRateBytes: number;
   requestTimeoutSecs: number;
   connectTimeoutSecs: number;
   firstByteTimeoutSecs: number;
@@ -323,6 +327,41 @@ export const SETTINGS = [
       "Largest request body accepted; larger bodies get 413 before any worker is contacted.",
     default: 64 * 1024 * 1024,
     parse: integer(1),
+  }),
+  setting({
+    key: "maxBodyBufferBytes",
+    flag: "--max-body-buffer-bytes",
+    arg: "<bytes>",
+    description:
+      "Request-body bytes buffered at once across all requests (a body is held until its request ends); a body that does not fit gets 503 body_buffer_full with Retry-After (0 = no budget; else >= --max-payload-size).",
+    default: 1024 * 1024 * 1024,
+    parse: integer(0),
+  }),
+  setting({
+    key: "bodyReadTimeoutSecs",
+    flag: "--body-read-timeout-secs",
+    arg: "<secs>",
+    description: "Limit for receiving a whole request body; beyond it 408 body_timeout.",
+    default: 300,
+    parse: number(0, Number.POSITIVE_INFINITY, { minExclusive: true }),
+  }),
+  setting({
+    key: "bodyIdleTimeoutSecs",
+    flag: "--body-idle-timeout-secs",
+    arg: "<secs>",
+    description:
+      "Limit for silence between two chunks of a request body; beyond it 408 body_timeout.",
+    default: 30,
+    parse: number(0, Number.POSITIVE_INFINITY, { minExclusive: true }),
+  }),
+  setting({
+    key: "bodyMinRateBytes",
+    flag: "--body-min-rate-bytes",
+    arg: "<bytes/s>",
+    description:
+      "Slowest average rate accepted for a request body once --body-idle-timeout-secs have passed (each byte extends the allowed time, like Apache's mod_reqtimeout MinRate); slower gets 408 body_timeout (0 = off).",
+    default: 500,
+    parse: number(0),
   }),
   setting({
     key: "requestTimeoutSecs",
@@ -645,6 +684,12 @@ export function validateConfig(config: Config): Config {
     config.prometheusPort === config.port
   ) {
     throw new ConfigError("--prometheus-port", `must differ from --port (${config.port})`);
+  }
+  if (config.maxBodyBufferBytes !== 0 && config.maxBodyBufferBytes < config.maxPayloadSize) {
+    throw new ConfigError(
+      "--max-body-buffer-bytes",
+      `must be 0 (no budget) or >= --max-payload-size (${config.maxPayloadSize}), got ${config.maxBodyBufferBytes}`,
+    );
   }
   if (new Set(config.workerUrls).size !== config.workerUrls.length) {
     throw new ConfigError("--worker-urls", "lists the same worker twice");

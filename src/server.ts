@@ -11,6 +11,7 @@ import { Metrics } from "./metrics.js";
 import { RoutingDecider } from "./policies/decider.js";
 import { createPolicy } from "./policies/factory.js";
 import { Admission } from "./proxy/admission.js";
+import { BodyBudget } from "./proxy/body-budget.js";
 import { Forwarder, type ForwardHooks, type ForwardSettings } from "./proxy/forward.js";
 import { registerAdminRoutes } from "./routes/admin.js";
 import type { RouterContext } from "./routes/context.js";
@@ -148,6 +149,7 @@ export function createRouter(
       },
       logger,
     ),
+    bodyBudget: new BodyBudget(config.maxBodyBufferBytes),
     state: { shuttingDown: false, active: 0 },
     ...(sharedState !== undefined ? { sharedState } : {}),
   };
