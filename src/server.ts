@@ -69,7 +69,7 @@ export function createRouter(
       breaker: {
         failureThreshold: config.cbFailureThreshold,
         openMs: config.cbTimeoutSecs * 1000,
-        successThreshold: 2,
+        successThreshold: config.cbSuccessThreshold,
       },
       connectTimeoutMs: config.connectTimeoutSecs * 1000,
       refuseLinkLocal: !config.allowLinkLocalWorkers,
@@ -145,6 +145,7 @@ export function createRouter(
         timeoutMs: config.healthCheckTimeoutSecs * 1000,
         failureThreshold: config.healthFailureThreshold,
         successThreshold: config.healthSuccessThreshold,
+        endpoint: config.healthCheckEndpoint,
       },
       logger,
     ),

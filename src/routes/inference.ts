@@ -60,7 +60,7 @@ async function handle(
   method: "GET" | "POST",
 ): Promise<void> {
   const startedAt = Date.now();
-  const header = incoming.headers["x-request-id"];
+  const header = requestIdHeader(incoming, ctx.config.requestIdHeaders);
   const requestId =
     typeof header === "string" && header !== "" && header.length <= 200 ? header : randomUUID();
   const client = new AbortController();
@@ -253,4 +253,13 @@ function observe(
     },
     "request",
   );
+}
+
+/** The first of the configured request-id headers the client sent (--request-id-headers). */
+function requestIdHeader(incoming: IncomingMessage, names: readonly string[]): string | undefined {
+  for (const name of names) {
+    const value = incoming.headers[name];
+    if (typeof value === "string" && value !== "") return value;
+  }
+  return undefined;
 }
