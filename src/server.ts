@@ -11,6 +11,7 @@ import { Metrics } from "./metrics.js";
 import { RoutingDecider } from "./policies/decider.js";
 import { createPolicy } from "./policies/factory.js";
 import { Admission } from "./proxy/admission.js";
+import { BodyBudget } from "./proxy/body-budget.js";
 import { Forwarder, type ForwardHooks, type ForwardSettings } from "./proxy/forward.js";
 import { UsageFeedback } from "./proxy/usage-feedback.js";
 import { registerAdminRoutes } from "./routes/admin.js";
@@ -69,7 +70,7 @@ export function createRouter(
       breaker: {
         failureThreshold: config.cbFailureThreshold,
         openMs: config.cbTimeoutSecs * 1000,
-        successThreshold: 2,
+        successThreshold: config.cbSuccessThreshold,
       },
       connectTimeoutMs: config.connectTimeoutSecs * 1000,
       refuseLinkLocal: !config.allowLinkLocalWorkers,
@@ -158,9 +159,11 @@ export function createRouter(
         timeoutMs: config.healthCheckTimeoutSecs * 1000,
         failureThreshold: config.healthFailureThreshold,
         successThreshold: config.healthSuccessThreshold,
+        endpoint: config.healthCheckEndpoint,
       },
       logger,
     ),
+    bodyBudget: new BodyBudget(config.maxBodyBufferBytes),
     state: { shuttingDown: false, active: 0 },
     ...(sharedState !== undefined ? { sharedState } : {}),
   };
