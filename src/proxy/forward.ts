@@ -79,6 +79,8 @@ export interface ForwardRequest {
   model: string | undefined;
   /** `"stream": true`: the first-byte limit is the streaming one. */
   stream?: boolean;
+  /** One prompt (not a batch): the engine's usage then describes `text` (proxy/usage-feedback.ts). */
+  singlePrompt?: boolean;
   requestId: string;
   startedAt: number;
   /** Aborted when the client goes away. */
@@ -180,7 +182,9 @@ export class Forwarder {
         // before the answer began, caches nothing there.
         if (!accepted(result.outcome)) this.decider.rejected(decision, routed);
         else if (result.usage !== undefined)
-          this.feedback?.apply(worker, result.usage, decision, routed, this.decider);
+          this.feedback?.apply(worker, result.usage, decision, routed, this.decider, {
+            aboutText: req.singlePrompt === true,
+          });
         return { ...base, ...result.outcome };
       }
       this.decider.rejected(decision, routed);

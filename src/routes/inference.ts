@@ -8,6 +8,7 @@ import type { BodyLease } from "../proxy/body-budget.js";
 import type { ForwardOutcome, ForwardRequest } from "../proxy/forward.js";
 import { ClientGoneError, readBody } from "../proxy/read-body.js";
 import { type Endpoint, modelOf, routingText } from "../proxy/routing-text.js";
+import { isSinglePrompt } from "../proxy/single-prompt.js";
 import { writeError } from "../proxy/write-error.js";
 import { bearerMatches } from "./auth.js";
 import type { RouterContext } from "./context.js";
@@ -124,6 +125,7 @@ async function admitAndForward(
   let text = "";
   let model: string | undefined;
   let stream = false;
+  let singlePrompt = false;
   if (method === "POST") {
     checkContentType(incoming.headers["content-type"]);
     body = await readBody(
@@ -140,6 +142,7 @@ async function admitAndForward(
     if (endpoint !== "models") text = routingText(endpoint, parsed);
     model = modelOf(parsed);
     stream = parsed.stream === true;
+    if (endpoint !== "models") singlePrompt = isSinglePrompt(endpoint, parsed);
   }
   const release = await ctx.admission.acquire(clientSignal);
   try {
@@ -152,6 +155,7 @@ async function admitAndForward(
       text,
       model,
       stream,
+      singlePrompt,
       requestId,
       startedAt,
       clientSignal,
