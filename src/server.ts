@@ -11,11 +11,13 @@ import { Metrics } from "./metrics.js";
 import { RoutingDecider } from "./policies/decider.js";
 import { createPolicy } from "./policies/factory.js";
 import { Admission } from "./proxy/admission.js";
+import { BodyBudget } from "./proxy/body-budget.js";
 import { Forwarder, type ForwardHooks, type ForwardSettings } from "./proxy/forward.js";
 import { registerAdminRoutes } from "./routes/admin.js";
 import type { RouterContext } from "./routes/context.js";
 import { registerInferenceRoutes } from "./routes/inference.js";
 import { registerMetricsRoute, registerOpsRoutes } from "./routes/ops.js";
+import { SharedState } from "./state/shared-state.js";
 import { type EvictionTimer, startEvictionTimer } from "./tree/eviction-timer.js";
 import { HealthChecker } from "./workers/health.js";
 import { WorkerRegistry } from "./workers/registry.js";
@@ -42,10 +44,26 @@ export function createRouter(
 ): { app: Hono<Env>; context: RouterContext } {
   const logger = options.logger ?? createLogger({ level: config.logLevel });
   let metrics: Metrics | undefined;
-  const index = createBaseIndex(config.prefixIndex, {
+  const baseIndex = createBaseIndex(config.prefixIndex, {
     maxTreeSize: config.maxTreeSize,
     onEvict: (chars) => metrics?.evictedChars.inc(chars),
   });
+  // --state-url: the outermost layer publishes decisions to, and applies them from, the peers.
+  const sharedState =
+    config.stateUrl === undefined
+      ? undefined
+      : new SharedState(
+          {
+            url: config.stateUrl,
+            keyPrefix: config.stateKeyPrefix,
+            maxTextChars: config.stateMaxTextChars,
+            streamLength: config.stateStreamLength,
+            loadIntervalMs: config.stateLoadIntervalMs,
+            queueSize: config.stateQueueSize,
+          },
+          logger,
+        );
+  const index = sharedState?.wrapIndex(baseIndex) ?? baseIndex;
   const registry = new WorkerRegistry(
     {
       breaker: {
@@ -64,6 +82,7 @@ export function createRouter(
   );
   metrics = new Metrics(registry);
   const m = metrics;
+  sharedState?.attach(registry, m.registry);
 
   const settings: ForwardSettings = {
     requestTimeoutMs: config.requestTimeoutSecs * 1000,
@@ -129,7 +148,9 @@ export function createRouter(
       },
       logger,
     ),
+    bodyBudget: new BodyBudget(config.maxBodyBufferBytes),
     state: { shuttingDown: false, active: 0 },
+    ...(sharedState !== undefined ? { sharedState } : {}),
   };
 
   const app = new Hono<Env>();
@@ -171,7 +192,16 @@ export async function startRouter(
     }
   }
 
-  const server = await listen(app, config.host, config.port, "--port");
+  // Peers' workers and recent decisions before the first request (bounded wait; never fails).
+  await context.sharedState?.start();
+  let server: Server;
+  try {
+    server = await listen(app, config.host, config.port, "--port");
+  } catch (err) {
+    await context.sharedState?.stop();
+    await registry.close();
+    throw err;
+  }
   registry.setListenAddress({ host: config.host, port: (server.address() as AddressInfo).port });
   let metricsServer: Server | undefined;
   if (config.prometheusPort !== undefined) {
@@ -186,6 +216,7 @@ export async function startRouter(
       );
     } catch (err) {
       server.close();
+      await context.sharedState?.stop();
       await registry.close();
       throw err;
     }
@@ -242,6 +273,7 @@ export async function startRouter(
       metricsServer?.closeAllConnections();
       health.stop();
       eviction.stop();
+      await context.sharedState?.stop();
       await registry.close();
       logger.info("stopped");
     })();
