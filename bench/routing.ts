@@ -17,6 +17,7 @@ import os from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import { PREFIX_INDEX_NAMES, type PrefixIndexName } from "../src/index/factory.js";
 import { POLICY_NAMES } from "../src/policies/policy.js";
 import { commandLine, runIfEntryPoint } from "./lib/entry.js";
 import { fmt } from "./lib/latency.js";
@@ -50,6 +51,7 @@ interface CliOptions {
   rows: RowName[];
   rate: number | undefined;
   cacheLoadBound: number | undefined;
+  prefixIndex: PrefixIndexName | undefined;
   isolate: boolean;
   /** "" for the default preset without overrides; else a file-name suffix. */
   tag: string;
@@ -69,6 +71,7 @@ function parseCli(argv: string[]): CliOptions {
       "kv-capacity-tokens": { type: "string" },
       seed: { type: "string" },
       "cache-load-bound": { type: "string" },
+      "prefix-index": { type: "string" },
       policies: { type: "string" },
       "no-oracle": { type: "boolean", default: false },
       "no-isolate": { type: "boolean", default: false },
@@ -89,6 +92,7 @@ function parseCli(argv: string[]): CliOptions {
         "  --kv-capacity-tokens <n>      KV cache per worker (default 48000; quick 12000)",
         "  --seed <n>                    workload seed (default 42)",
         "  --cache-load-bound <x>        the router's --cache-load-bound (default: the router's, 2)",
+        `  --prefix-index <name>         the router's --prefix-index (${PREFIX_INDEX_NAMES.join("|")}; default: the router's)`,
         `  --policies <a,b>              subset of ${POLICY_NAMES.join(",")}`,
         "  --no-oracle                   skip the oracle_sticky row",
         "  --no-isolate                  run the workers in this process (default: a child process)",
@@ -119,6 +123,13 @@ function parseCli(argv: string[]): CliOptions {
   preset.seed = num("seed", values.seed, 0, true) ?? preset.seed;
   const rate = num("rate", values.rate, Number.MIN_VALUE, false);
   const cacheLoadBound = num("cache-load-bound", values["cache-load-bound"], 0, false);
+  const prefixIndex = values["prefix-index"] as PrefixIndexName | undefined;
+  if (prefixIndex !== undefined) {
+    if (!PREFIX_INDEX_NAMES.includes(prefixIndex)) {
+      throw new Error(`--prefix-index must be one of ${PREFIX_INDEX_NAMES.join(", ")}`);
+    }
+    overridden = true;
+  }
 
   const workloads: WorkloadName[] =
     values.workload === "all"
@@ -148,6 +159,7 @@ function parseCli(argv: string[]): CliOptions {
     rows,
     rate,
     cacheLoadBound,
+    prefixIndex,
     isolate: !values["no-isolate"],
     tag,
     chart: !values["no-chart"] && tag === "",
@@ -260,9 +272,10 @@ async function main(): Promise<void> {
       preset: cli.preset,
       rows: cli.rows,
       ...(cli.rate === undefined ? {} : { rate: cli.rate }),
-      ...(cli.cacheLoadBound === undefined
-        ? {}
-        : { routerOverrides: { cacheLoadBound: cli.cacheLoadBound } }),
+      routerOverrides: {
+        ...(cli.cacheLoadBound === undefined ? {} : { cacheLoadBound: cli.cacheLoadBound }),
+        ...(cli.prefixIndex === undefined ? {} : { prefixIndex: cli.prefixIndex }),
+      },
       isolate: cli.isolate,
       onRowStart: (row, total) => {
         bar = new ProgressBar(`${workload} ${row}`, total);
