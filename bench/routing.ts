@@ -52,6 +52,7 @@ interface CliOptions {
   rate: number | undefined;
   cacheLoadBound: number | undefined;
   prefixIndex: PrefixIndexName | undefined;
+  maxTreeSize: number | undefined;
   isolate: boolean;
   /** "" for the default preset without overrides; else a file-name suffix. */
   tag: string;
@@ -72,6 +73,7 @@ function parseCli(argv: string[]): CliOptions {
       seed: { type: "string" },
       "cache-load-bound": { type: "string" },
       "prefix-index": { type: "string" },
+      "max-tree-size": { type: "string" },
       policies: { type: "string" },
       "no-oracle": { type: "boolean", default: false },
       "no-isolate": { type: "boolean", default: false },
@@ -89,10 +91,12 @@ function parseCli(argv: string[]): CliOptions {
         "  --rate <req/s>                open loop: Poisson arrivals instead of the closed loop",
         "  --workers <n>                 simulated workers (default 4)",
         "  --time-scale <x>              real ms per model ms of the workers (default 0.5; quick 0.1)",
-        "  --kv-capacity-tokens <n>      KV cache per worker (default 48000; quick 12000)",
+        "  --kv-capacity-tokens <n>      KV cache per worker (default 48000; quick 12000; cache-pressure",
+        "                                sizes its own: a share of its working set)",
         "  --seed <n>                    workload seed (default 42)",
         "  --cache-load-bound <x>        the router's --cache-load-bound (default: the router's, 2)",
         `  --prefix-index <name>         the router's --prefix-index (${PREFIX_INDEX_NAMES.join("|")}; default: the router's)`,
+        "  --max-tree-size <chars>       the router's --max-tree-size (default: the router's)",
         `  --policies <a,b>              subset of ${POLICY_NAMES.join(",")}`,
         "  --no-oracle                   skip the oracle_sticky row",
         "  --no-isolate                  run the workers in this process (default: a child process)",
@@ -130,6 +134,7 @@ function parseCli(argv: string[]): CliOptions {
     }
     overridden = true;
   }
+  const maxTreeSize = num("max-tree-size", values["max-tree-size"], 1, true);
 
   const workloads: WorkloadName[] =
     values.workload === "all"
@@ -160,6 +165,7 @@ function parseCli(argv: string[]): CliOptions {
     rate,
     cacheLoadBound,
     prefixIndex,
+    maxTreeSize,
     isolate: !values["no-isolate"],
     tag,
     chart: !values["no-chart"] && tag === "",
@@ -174,7 +180,7 @@ function printReport(report: WorkloadReport): void {
   console.log(`\n## ${report.workload}: ${report.description}`);
   console.log(
     `${report.requests} requests, ${report.arrival}, ${report.preset.workers} workers × ` +
-      `${report.preset.kvCapacityTokens} KV tokens, working set ${report.workingSetTokens} tokens, ` +
+      `${report.kvCapacityTokens} KV tokens, working set ${report.workingSetTokens} tokens, ` +
       `timeScale ${report.preset.timeScale}`,
   );
   printTable(
@@ -241,6 +247,18 @@ export function goalLines(report: WorkloadReport): string[] {
       );
     }
   }
+  if (report.workload === "cache-pressure" && oracle !== undefined) {
+    for (const name of ["cache_aware", "prefix_cost"] as const) {
+      const r = row(name);
+      if (r === undefined) continue;
+      const hit = r.hitRate / oracle.hitRate;
+      const ttft = r.ttftMs.mean / oracle.ttftMs.mean;
+      lines.push(
+        `goal: ${name} hit rate ≥ 0.98× the tenant-sticky oracle: ${pct(r.hitRate)} vs ${pct(oracle.hitRate)} (${fmt(hit, 3)}×) → ${hit >= 0.98 ? "met" : "MISSED"}`,
+        `goal: ${name} mean TTFT ≤ 0.9× the oracle: ${fmt(r.ttftMs.mean)} vs ${fmt(oracle.ttftMs.mean)} ms (${fmt(ttft, 2)}×) → ${ttft <= 0.9 ? "met" : "MISSED"}`,
+      );
+    }
+  }
   if (report.workload === "no-sharing" && ll !== undefined) {
     const ratio = ca.ttftMs.mean / ll.ttftMs.mean;
     lines.push(
@@ -275,6 +293,7 @@ async function main(): Promise<void> {
       routerOverrides: {
         ...(cli.cacheLoadBound === undefined ? {} : { cacheLoadBound: cli.cacheLoadBound }),
         ...(cli.prefixIndex === undefined ? {} : { prefixIndex: cli.prefixIndex }),
+        ...(cli.maxTreeSize === undefined ? {} : { maxTreeSize: cli.maxTreeSize }),
       },
       isolate: cli.isolate,
       onRowStart: (row, total) => {
