@@ -11,6 +11,7 @@ import { Metrics } from "./metrics.js";
 import { RoutingDecider } from "./policies/decider.js";
 import { createPolicy } from "./policies/factory.js";
 import { Admission } from "./proxy/admission.js";
+import { BodyBudget } from "./proxy/body-budget.js";
 import { Forwarder, type ForwardHooks, type ForwardSettings } from "./proxy/forward.js";
 import { registerAdminRoutes } from "./routes/admin.js";
 import type { RouterContext } from "./routes/context.js";
@@ -68,7 +69,7 @@ export function createRouter(
       breaker: {
         failureThreshold: config.cbFailureThreshold,
         openMs: config.cbTimeoutSecs * 1000,
-        successThreshold: 2,
+        successThreshold: config.cbSuccessThreshold,
       },
       connectTimeoutMs: config.connectTimeoutSecs * 1000,
       refuseLinkLocal: !config.allowLinkLocalWorkers,
@@ -143,9 +144,11 @@ export function createRouter(
         timeoutMs: config.healthCheckTimeoutSecs * 1000,
         failureThreshold: config.healthFailureThreshold,
         successThreshold: config.healthSuccessThreshold,
+        endpoint: config.healthCheckEndpoint,
       },
       logger,
     ),
+    bodyBudget: new BodyBudget(config.maxBodyBufferBytes),
     state: { shuttingDown: false, active: 0 },
     ...(sharedState !== undefined ? { sharedState } : {}),
   };

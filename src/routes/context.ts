@@ -3,6 +3,7 @@ import type { PrefixIndex } from "../index/prefix-index.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
 import type { Admission } from "../proxy/admission.js";
+import type { BodyBudget } from "../proxy/body-budget.js";
 import type { Forwarder } from "../proxy/forward.js";
 import type { SharedState } from "../state/shared-state.js";
 import type { HealthChecker } from "../workers/health.js";
@@ -26,6 +27,8 @@ export interface RouterContext {
   forwarder: Forwarder;
   modelsForwarder: Forwarder;
   admission: Admission;
+  /** Router-wide memory budget for buffered request bodies (--max-body-buffer-bytes). */
+  bodyBudget: BodyBudget;
   health: HealthChecker;
   state: RouterState;
   /** --state-url: what this replica shares with the others through Redis. */
