@@ -51,6 +51,8 @@ interface CliOptions {
   rate: number | undefined;
   cacheLoadBound: number | undefined;
   maxTreeSize: number | undefined;
+  prefixCostQueueWeight: number | undefined;
+  prefixCostRequestChars: number | undefined;
   isolate: boolean;
   /** "" for the default preset without overrides; else a file-name suffix. */
   tag: string;
@@ -71,6 +73,8 @@ function parseCli(argv: string[]): CliOptions {
       seed: { type: "string" },
       "cache-load-bound": { type: "string" },
       "max-tree-size": { type: "string" },
+      "prefix-cost-queue-weight": { type: "string" },
+      "prefix-cost-request-chars": { type: "string" },
       policies: { type: "string" },
       "no-oracle": { type: "boolean", default: false },
       "no-isolate": { type: "boolean", default: false },
@@ -93,6 +97,7 @@ function parseCli(argv: string[]): CliOptions {
         "  --seed <n>                    workload seed (default 42)",
         "  --cache-load-bound <x>        the router's --cache-load-bound (default: the router's, 2)",
         "  --max-tree-size <chars>       the router's --max-tree-size (default: the router's)",
+        "  --prefix-cost-queue-weight <x>, --prefix-cost-request-chars <n>   prefix_cost's weights",
         `  --policies <a,b>              subset of ${POLICY_NAMES.join(",")}`,
         "  --no-oracle                   skip the oracle_sticky row",
         "  --no-isolate                  run the workers in this process (default: a child process)",
@@ -124,6 +129,13 @@ function parseCli(argv: string[]): CliOptions {
   const rate = num("rate", values.rate, Number.MIN_VALUE, false);
   const cacheLoadBound = num("cache-load-bound", values["cache-load-bound"], 0, false);
   const maxTreeSize = num("max-tree-size", values["max-tree-size"], 1, true);
+  const queueWeight = num("prefix-cost-queue-weight", values["prefix-cost-queue-weight"], 0, false);
+  const requestChars = num(
+    "prefix-cost-request-chars",
+    values["prefix-cost-request-chars"],
+    0,
+    false,
+  );
 
   const workloads: WorkloadName[] =
     values.workload === "all"
@@ -154,6 +166,8 @@ function parseCli(argv: string[]): CliOptions {
     rate,
     cacheLoadBound,
     maxTreeSize,
+    prefixCostQueueWeight: queueWeight,
+    prefixCostRequestChars: requestChars,
     isolate: !values["no-isolate"],
     tag,
     chart: !values["no-chart"] && tag === "",
@@ -281,6 +295,12 @@ async function main(): Promise<void> {
       routerOverrides: {
         ...(cli.cacheLoadBound === undefined ? {} : { cacheLoadBound: cli.cacheLoadBound }),
         ...(cli.maxTreeSize === undefined ? {} : { maxTreeSize: cli.maxTreeSize }),
+        ...(cli.prefixCostQueueWeight === undefined
+          ? {}
+          : { prefixCostQueueWeight: cli.prefixCostQueueWeight }),
+        ...(cli.prefixCostRequestChars === undefined
+          ? {}
+          : { prefixCostRequestChars: cli.prefixCostRequestChars }),
       },
       isolate: cli.isolate,
       onRowStart: (row, total) => {
