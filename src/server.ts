@@ -13,6 +13,7 @@ import { createPolicy } from "./policies/factory.js";
 import { Admission } from "./proxy/admission.js";
 import { BodyBudget } from "./proxy/body-budget.js";
 import { Forwarder, type ForwardHooks, type ForwardSettings } from "./proxy/forward.js";
+import { UsageFeedback } from "./proxy/usage-feedback.js";
 import { registerAdminRoutes } from "./routes/admin.js";
 import type { RouterContext } from "./routes/context.js";
 import { registerInferenceRoutes } from "./routes/inference.js";
@@ -82,7 +83,6 @@ export function createRouter(
   );
   metrics = new Metrics(registry);
   const m = metrics;
-  sharedState?.attach(registry, m.registry);
 
   const settings: ForwardSettings = {
     requestTimeoutMs: config.requestTimeoutSecs * 1000,
@@ -116,7 +116,20 @@ export function createRouter(
     prefixCostQueueWeight: config.prefixCostQueueWeight,
     prefixCostRequestChars: config.prefixCostRequestChars,
   });
-  const forwarder = new Forwarder(registry, new RoutingDecider(policy, index), settings, hooks);
+  const feedback = new UsageFeedback({
+    onEngineTokens: (worker, prompt, cached) => {
+      m.enginePromptTokens.inc({ worker: worker.id }, prompt);
+      m.engineCachedTokens.inc({ worker: worker.id }, cached);
+    },
+    onCorrection: (worker) => m.feedbackCorrections.inc({ worker: worker.id }),
+  });
+  const forwarder = new Forwarder(
+    registry,
+    new RoutingDecider(policy, index),
+    settings,
+    hooks,
+    feedback,
+  );
   // /v1/models needs any available worker, not a cache decision.
   const modelsForwarder = new Forwarder(
     registry,
@@ -153,6 +166,11 @@ export function createRouter(
     state: { shuttingDown: false, active: 0 },
     ...(sharedState !== undefined ? { sharedState } : {}),
   };
+
+  // A worker a peer replica added gets its first health check at once, as a local add does.
+  sharedState?.attach(registry, m.registry, {
+    onRemoteAdd: (worker) => void context.health.check(worker),
+  });
 
   const app = new Hono<Env>();
   registerOpsRoutes(app, context);

@@ -1,5 +1,6 @@
 import { Pool } from "undici";
 import { type BreakerOptions, CircuitBreaker } from "./breaker.js";
+import { CharsPerToken } from "./chars-per-token.js";
 import { guardedLookup } from "./guarded-lookup.js";
 
 export interface WorkerOptions {
@@ -14,8 +15,13 @@ export interface WorkerOptions {
  * probably caches is the prefix index's business (src/index/), keyed by the worker's id.
  */
 export class Worker {
-  /** Requests dispatched and not yet finished (router's own count, kept for every policy). */
-  inFlight = 0;
+  /** Requests this router dispatched to the worker and that have not finished (exact). */
+  ownInFlight = 0;
+  /**
+   * The other replicas' in-flight counts for this worker, as they last published them
+   * (--state-url; state/load-sync.ts). 0 without shared state.
+   */
+  peerInFlight = 0;
   /**
    * Uncached prompt characters (text length − what the index said this worker held) of the
    * in-flight requests that have no first byte back yet: prefill work queued on the engine, as the
@@ -39,6 +45,15 @@ export class Worker {
   readonly breaker: CircuitBreaker;
   /** Characters the prefix index holds for this worker (set by the registry; for reports only). */
   indexedChars: () => number = () => 0;
+  /** Characters of routing text per prompt token, learned from the engine's usage reports. */
+  readonly charsPerTokenEstimate = new CharsPerToken();
+  /** Times the engine reported clearly fewer cached tokens than the index claimed (index trimmed). */
+  feedbackCorrections = 0;
+  /**
+   * Models and LoRA adapters the worker serves (from its /v1/models); undefined = not known, so
+   * it is a candidate for any model.
+   */
+  servedModels: ReadonlySet<string> | undefined = undefined;
   /** Keep-alive connection pool to this worker. */
   readonly pool: Pool;
   /** Path prefix of the worker's base URL (e.g. "/sglang" for http://host/sglang), "" for none. */
@@ -70,6 +85,16 @@ export class Worker {
     });
   }
 
+  /** Requests in flight on the worker fleet-wide: this router's own plus its peers' (what policies weigh). */
+  get inFlight(): number {
+    return this.ownInFlight + this.peerInFlight;
+  }
+
+  /** Characters of routing text per prompt token (default 4 until the engine reported usage). */
+  get charsPerToken(): number {
+    return this.charsPerTokenEstimate.value;
+  }
+
   /** Healthy, not removed, not cooling down, and the breaker lets a request through. */
   get available(): boolean {
     return (
@@ -97,10 +122,13 @@ export class Worker {
       healthy: this.healthy,
       circuit: this.breaker.state,
       in_flight: this.inFlight,
+      in_flight_here: this.ownInFlight,
       pending_prefill_chars: this.pendingPrefillChars,
       tree_characters: this.indexedChars(),
       requests_served: this.served,
       cool_down_ms: this.coolDownMs,
+      chars_per_token: Math.round(this.charsPerToken * 100) / 100,
+      feedback_corrections: this.feedbackCorrections,
       // Whether the router authenticates to it; the key itself is never shown.
       api_key: this.apiKey !== undefined,
     };
