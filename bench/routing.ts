@@ -17,6 +17,7 @@ import os from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import { PREFIX_INDEX_NAMES, type PrefixIndexName } from "../src/index/factory.js";
 import { POLICY_NAMES } from "../src/policies/policy.js";
 import { commandLine, runIfEntryPoint } from "./lib/entry.js";
 import { fmt } from "./lib/latency.js";
@@ -50,6 +51,7 @@ interface CliOptions {
   rows: RowName[];
   rate: number | undefined;
   cacheLoadBound: number | undefined;
+  prefixIndex: PrefixIndexName | undefined;
   maxTreeSize: number | undefined;
   prefixCostQueueWeight: number | undefined;
   prefixCostRequestChars: number | undefined;
@@ -72,6 +74,7 @@ function parseCli(argv: string[]): CliOptions {
       "kv-capacity-tokens": { type: "string" },
       seed: { type: "string" },
       "cache-load-bound": { type: "string" },
+      "prefix-index": { type: "string" },
       "max-tree-size": { type: "string" },
       "prefix-cost-queue-weight": { type: "string" },
       "prefix-cost-request-chars": { type: "string" },
@@ -96,6 +99,7 @@ function parseCli(argv: string[]): CliOptions {
         "                                sizes its own: a share of its working set)",
         "  --seed <n>                    workload seed (default 42)",
         "  --cache-load-bound <x>        the router's --cache-load-bound (default: the router's, 2)",
+        `  --prefix-index <name>         the router's --prefix-index (${PREFIX_INDEX_NAMES.join("|")}; default: the router's)`,
         "  --max-tree-size <chars>       the router's --max-tree-size (default: the router's)",
         "  --prefix-cost-queue-weight <x>, --prefix-cost-request-chars <n>   prefix_cost's weights",
         `  --policies <a,b>              subset of ${POLICY_NAMES.join(",")}`,
@@ -128,6 +132,13 @@ function parseCli(argv: string[]): CliOptions {
   preset.seed = num("seed", values.seed, 0, true) ?? preset.seed;
   const rate = num("rate", values.rate, Number.MIN_VALUE, false);
   const cacheLoadBound = num("cache-load-bound", values["cache-load-bound"], 0, false);
+  const prefixIndex = values["prefix-index"] as PrefixIndexName | undefined;
+  if (prefixIndex !== undefined) {
+    if (!PREFIX_INDEX_NAMES.includes(prefixIndex)) {
+      throw new Error(`--prefix-index must be one of ${PREFIX_INDEX_NAMES.join(", ")}`);
+    }
+    overridden = true;
+  }
   const maxTreeSize = num("max-tree-size", values["max-tree-size"], 1, true);
   const queueWeight = num("prefix-cost-queue-weight", values["prefix-cost-queue-weight"], 0, false);
   const requestChars = num(
@@ -165,6 +176,7 @@ function parseCli(argv: string[]): CliOptions {
     rows,
     rate,
     cacheLoadBound,
+    prefixIndex,
     maxTreeSize,
     prefixCostQueueWeight: queueWeight,
     prefixCostRequestChars: requestChars,
@@ -294,6 +306,7 @@ async function main(): Promise<void> {
       ...(cli.rate === undefined ? {} : { rate: cli.rate }),
       routerOverrides: {
         ...(cli.cacheLoadBound === undefined ? {} : { cacheLoadBound: cli.cacheLoadBound }),
+        ...(cli.prefixIndex === undefined ? {} : { prefixIndex: cli.prefixIndex }),
         ...(cli.maxTreeSize === undefined ? {} : { maxTreeSize: cli.maxTreeSize }),
         ...(cli.prefixCostQueueWeight === undefined
           ? {}
