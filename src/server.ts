@@ -6,6 +6,8 @@ import { Hono } from "hono";
 import { type Config, ConfigError } from "./config.js";
 import { RouterError } from "./errors.js";
 import { ApproximateIndex } from "./index/approximate-index.js";
+import type { PrefixIndex } from "./index/prefix-index.js";
+import { setUpKvEvents } from "./kv-events/setup.js";
 import { createLogger, type Logger } from "./logger.js";
 import { Metrics } from "./metrics.js";
 import { RoutingDecider } from "./policies/decider.js";
@@ -42,10 +44,13 @@ export function createRouter(
 ): { app: Hono<Env>; context: RouterContext } {
   const logger = options.logger ?? createLogger({ level: config.logLevel });
   let metrics: Metrics | undefined;
-  const index = new ApproximateIndex({
+  const approximate = new ApproximateIndex({
     maxTreeSize: config.maxTreeSize,
     onEvict: (chars) => metrics?.evictedChars.inc(chars),
   });
+  // --kv-events: the precise index from the engines' events, with the trees as fallback.
+  const kvSetup = config.kvEvents ? setUpKvEvents(config, approximate) : undefined;
+  const index: PrefixIndex = kvSetup?.index ?? approximate;
   const registry = new WorkerRegistry(
     {
       breaker: {
@@ -64,6 +69,7 @@ export function createRouter(
   );
   metrics = new Metrics(registry);
   const m = metrics;
+  const kvEvents = kvSetup?.attach(registry, m.registry, logger);
 
   const settings: ForwardSettings = {
     requestTimeoutMs: config.requestTimeoutSecs * 1000,
@@ -130,6 +136,7 @@ export function createRouter(
       logger,
     ),
     state: { shuttingDown: false, active: 0 },
+    ...(kvEvents !== undefined ? { kvEvents } : {}),
   };
 
   const app = new Hono<Env>();
@@ -165,6 +172,7 @@ export async function startRouter(
     try {
       registry.add(url);
     } catch (err) {
+      context.kvEvents?.close();
       await registry.close();
       if (err instanceof RouterError) throw new ConfigError("--worker-urls", err.message);
       throw err;
@@ -186,6 +194,7 @@ export async function startRouter(
       );
     } catch (err) {
       server.close();
+      context.kvEvents?.close();
       await registry.close();
       throw err;
     }
@@ -242,6 +251,7 @@ export async function startRouter(
       metricsServer?.closeAllConnections();
       health.stop();
       eviction.stop();
+      context.kvEvents?.close();
       await registry.close();
       logger.info("stopped");
     })();

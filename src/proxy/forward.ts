@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders, ServerResponse } from "node:http";
 import type { Dispatcher } from "undici";
 import { RouterError } from "../errors.js";
+import type { TokenizeInput } from "../kv-events/tokenize-input.js";
 import type { RoutingDecider } from "../policies/decider.js";
 import type { RouteBranch } from "../policies/policy.js";
 import type { WorkerRegistry } from "../workers/registry.js";
@@ -74,6 +75,8 @@ export interface ForwardRequest {
   body: Buffer | undefined;
   text: string;
   model: string | undefined;
+  /** The request as the engine's tokenizer takes it; set only with --kv-events. */
+  tokenizeInput?: TokenizeInput | undefined;
   /** `"stream": true`: the first-byte limit is the streaming one. */
   stream?: boolean;
   requestId: string;
@@ -128,6 +131,9 @@ export class Forwarder {
     );
     let lastFailure: AttemptFailure | undefined;
     let attempts = 0;
+    // Only an index with an asynchronous step (the precise index tokenizing) makes this wait.
+    const preparing = this.decider.prepare(this.registry.candidates(tried), req);
+    if (preparing !== undefined) await preparing;
 
     while (attempts < this.settings.retryMaxAttempts) {
       if (req.clientSignal.aborted) return { status: 499, attempts, error: "client_abort" };

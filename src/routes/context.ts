@@ -1,5 +1,6 @@
 import type { Config } from "../config.js";
 import type { PrefixIndex } from "../index/prefix-index.js";
+import type { KvEventsManager } from "../kv-events/manager.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
 import type { Admission } from "../proxy/admission.js";
@@ -27,4 +28,6 @@ export interface RouterContext {
   admission: Admission;
   health: HealthChecker;
   state: RouterState;
+  /** --kv-events: the engines' KV-event intake (per-worker endpoints, stream state). */
+  kvEvents?: KvEventsManager;
 }
