@@ -16,6 +16,10 @@ export interface Config {
   evictionIntervalSecs: number;
   maxTreeSize: number;
   maxPayloadSize: number;
+  maxBodyBufferBytes: number;
+  bodyReadTimeoutSecs: number;
+  bodyIdleTimeoutSecs: number;
+  bodyMinRateBytes: number;
   requestTimeoutSecs: number;
   connectTimeoutSecs: number;
   firstByteTimeoutSecs: number;
@@ -51,6 +55,12 @@ export interface Config {
   kvBlockSize: number;
   tokenizeTimeoutMs: number;
   tokenizerCacheTokens: number;
+  stateUrl: string | undefined;
+  stateKeyPrefix: string;
+  stateMaxTextChars: number;
+  stateStreamLength: number;
+  stateLoadIntervalMs: number;
+  stateQueueSize: number;
 }
 
 export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
@@ -140,6 +150,31 @@ const flagValue = (raw: string | boolean, flag: string): boolean => {
 
 const optionalPort = (raw: string, flag: string): number | undefined =>
   raw === "" ? undefined : port(raw, flag);
+
+/** redis:// or rediss:// (TLS); Valkey speaks the same protocol. Errors never echo the URL (it may hold a password). */
+const stateUrl = (raw: string, flag: string): string | undefined => {
+  if (raw.trim() === "") return undefined;
+  let url: URL;
+  try {
+    url = new URL(raw.trim());
+  } catch {
+    throw new ConfigError(flag, "must be a URL like redis://host:6379/0");
+  }
+  if (!["redis:", "rediss:"].includes(url.protocol)) {
+    throw new ConfigError(flag, `must start with redis:// or rediss://, got ${url.protocol}//`);
+  }
+  const db = url.pathname.replace(/^\//, "");
+  if (db !== "" && !/^\d+$/.test(db)) {
+    throw new ConfigError(flag, `database must be a number (redis://host:6379/0), got "/${db}"`);
+  }
+  return raw.trim();
+};
+
+const keyPrefix = (raw: string, flag: string): string => {
+  if (!/^[A-Za-z0-9_.:{}-]{1,64}$/.test(raw))
+    throw new ConfigError(flag, `must be 1-64 characters of A-Z a-z 0-9 _ . : { } -, got "${raw}"`);
+  return raw;
+};
 
 function setting<K extends keyof Config>(s: Setting<K>): Setting<K> {
   return s;
@@ -265,6 +300,41 @@ export const SETTINGS = [
       "Largest request body accepted; larger bodies get 413 before any worker is contacted.",
     default: 64 * 1024 * 1024,
     parse: integer(1),
+  }),
+  setting({
+    key: "maxBodyBufferBytes",
+    flag: "--max-body-buffer-bytes",
+    arg: "<bytes>",
+    description:
+      "Request-body bytes buffered at once across all requests (a body is held until its request ends); a body that does not fit gets 503 body_buffer_full with Retry-After (0 = no budget; else >= --max-payload-size).",
+    default: 1024 * 1024 * 1024,
+    parse: integer(0),
+  }),
+  setting({
+    key: "bodyReadTimeoutSecs",
+    flag: "--body-read-timeout-secs",
+    arg: "<secs>",
+    description: "Limit for receiving a whole request body; beyond it 408 body_timeout.",
+    default: 300,
+    parse: number(0, Number.POSITIVE_INFINITY, { minExclusive: true }),
+  }),
+  setting({
+    key: "bodyIdleTimeoutSecs",
+    flag: "--body-idle-timeout-secs",
+    arg: "<secs>",
+    description:
+      "Limit for silence between two chunks of a request body; beyond it 408 body_timeout.",
+    default: 30,
+    parse: number(0, Number.POSITIVE_INFINITY, { minExclusive: true }),
+  }),
+  setting({
+    key: "bodyMinRateBytes",
+    flag: "--body-min-rate-bytes",
+    arg: "<bytes/s>",
+    description:
+      "Slowest average rate accepted for a request body once --body-idle-timeout-secs have passed (each byte extends the allowed time, like Apache's mod_reqtimeout MinRate); slower gets 408 body_timeout (0 = off).",
+    default: 500,
+    parse: number(0),
   }),
   setting({
     key: "requestTimeoutSecs",
@@ -565,6 +635,61 @@ export const SETTINGS = [
     default: 4_000_000,
     parse: integer(0),
   }),
+  setting({
+    key: "stateUrl",
+    flag: "--state-url",
+    arg: "<redis-url>",
+    description:
+      "Share routing decisions, in-flight counts and workers with other replicas through Redis 7 / Valkey, e.g. redis://10.0.0.5:6379/0 (rediss:// for TLS). Unset = this replica routes on its own state. Never logged (it may hold a password).",
+    default: undefined,
+    parse: stateUrl,
+    secret: true,
+  }),
+  setting({
+    key: "stateKeyPrefix",
+    flag: "--state-key-prefix",
+    arg: "<prefix>",
+    description:
+      "With --state-url: prefix of every Redis key, so several fleets can share one Redis (replicas of one fleet use the same).",
+    default: "radixgate",
+    parse: keyPrefix,
+  }),
+  setting({
+    key: "stateMaxTextChars",
+    flag: "--state-max-text-chars",
+    arg: "<chars>",
+    description:
+      "With --state-url: characters of each routed text published to the other replicas (its first ones; the rest of a long prompt is not shared).",
+    default: 16384,
+    parse: integer(1, 1_048_576),
+  }),
+  setting({
+    key: "stateStreamLength",
+    flag: "--state-stream-length",
+    arg: "<n>",
+    description:
+      "With --state-url: decisions kept in the Redis stream (approximately); a replica that starts or reconnects replays them.",
+    default: 10000,
+    parse: integer(1),
+  }),
+  setting({
+    key: "stateLoadIntervalMs",
+    flag: "--state-load-interval-ms",
+    arg: "<ms>",
+    description:
+      "With --state-url: how often each replica publishes its in-flight counts and reads its peers' (a peer's count expires after 3 intervals).",
+    default: 250,
+    parse: integer(10, 60_000),
+  }),
+  setting({
+    key: "stateQueueSize",
+    flag: "--state-queue-size",
+    arg: "<n>",
+    description:
+      "With --state-url: updates waiting to be published while Redis is slow or down; past it the oldest are dropped.",
+    default: 10000,
+    parse: integer(1),
+  }),
 ] as const satisfies readonly Setting[];
 
 /** `--worker-urls` → `RADIXGATE_WORKER_URLS`. */
@@ -592,6 +717,12 @@ export function validateConfig(config: Config): Config {
     config.prometheusPort === config.port
   ) {
     throw new ConfigError("--prometheus-port", `must differ from --port (${config.port})`);
+  }
+  if (config.maxBodyBufferBytes !== 0 && config.maxBodyBufferBytes < config.maxPayloadSize) {
+    throw new ConfigError(
+      "--max-body-buffer-bytes",
+      `must be 0 (no budget) or >= --max-payload-size (${config.maxPayloadSize}), got ${config.maxBodyBufferBytes}`,
+    );
   }
   if (new Set(config.workerUrls).size !== config.workerUrls.length) {
     throw new ConfigError("--worker-urls", "lists the same worker twice");

@@ -13,11 +13,13 @@ import { Metrics } from "./metrics.js";
 import { RoutingDecider } from "./policies/decider.js";
 import { createPolicy } from "./policies/factory.js";
 import { Admission } from "./proxy/admission.js";
+import { BodyBudget } from "./proxy/body-budget.js";
 import { Forwarder, type ForwardHooks, type ForwardSettings } from "./proxy/forward.js";
 import { registerAdminRoutes } from "./routes/admin.js";
 import type { RouterContext } from "./routes/context.js";
 import { registerInferenceRoutes } from "./routes/inference.js";
 import { registerMetricsRoute, registerOpsRoutes } from "./routes/ops.js";
+import { SharedState } from "./state/shared-state.js";
 import { type EvictionTimer, startEvictionTimer } from "./tree/eviction-timer.js";
 import { HealthChecker } from "./workers/health.js";
 import { WorkerRegistry } from "./workers/registry.js";
@@ -50,7 +52,23 @@ export function createRouter(
   });
   // --kv-events: the precise index from the engines' events, with the trees as fallback.
   const kvSetup = config.kvEvents ? setUpKvEvents(config, approximate) : undefined;
-  const index: PrefixIndex = kvSetup?.index ?? approximate;
+  const baseIndex: PrefixIndex = kvSetup?.index ?? approximate;
+  // --state-url: the outermost layer publishes decisions to, and applies them from, the peers.
+  const sharedState =
+    config.stateUrl === undefined
+      ? undefined
+      : new SharedState(
+          {
+            url: config.stateUrl,
+            keyPrefix: config.stateKeyPrefix,
+            maxTextChars: config.stateMaxTextChars,
+            streamLength: config.stateStreamLength,
+            loadIntervalMs: config.stateLoadIntervalMs,
+            queueSize: config.stateQueueSize,
+          },
+          logger,
+        );
+  const index = sharedState?.wrapIndex(baseIndex) ?? baseIndex;
   const registry = new WorkerRegistry(
     {
       breaker: {
@@ -70,6 +88,7 @@ export function createRouter(
   metrics = new Metrics(registry);
   const m = metrics;
   const kvEvents = kvSetup?.attach(registry, m.registry, logger);
+  sharedState?.attach(registry, m.registry);
 
   const settings: ForwardSettings = {
     requestTimeoutMs: config.requestTimeoutSecs * 1000,
@@ -135,8 +154,10 @@ export function createRouter(
       },
       logger,
     ),
+    bodyBudget: new BodyBudget(config.maxBodyBufferBytes),
     state: { shuttingDown: false, active: 0 },
     ...(kvEvents !== undefined ? { kvEvents } : {}),
+    ...(sharedState !== undefined ? { sharedState } : {}),
   };
 
   const app = new Hono<Env>();
@@ -179,7 +200,16 @@ export async function startRouter(
     }
   }
 
-  const server = await listen(app, config.host, config.port, "--port");
+  // Peers' workers and recent decisions before the first request (bounded wait; never fails).
+  await context.sharedState?.start();
+  let server: Server;
+  try {
+    server = await listen(app, config.host, config.port, "--port");
+  } catch (err) {
+    await context.sharedState?.stop();
+    await registry.close();
+    throw err;
+  }
   registry.setListenAddress({ host: config.host, port: (server.address() as AddressInfo).port });
   let metricsServer: Server | undefined;
   if (config.prometheusPort !== undefined) {
@@ -195,6 +225,7 @@ export async function startRouter(
     } catch (err) {
       server.close();
       context.kvEvents?.close();
+      await context.sharedState?.stop();
       await registry.close();
       throw err;
     }
@@ -252,6 +283,7 @@ export async function startRouter(
       health.stop();
       eviction.stop();
       context.kvEvents?.close();
+      await context.sharedState?.stop();
       await registry.close();
       logger.info("stopped");
     })();

@@ -13,8 +13,11 @@ export interface ApproximateIndexOptions {
  * router's own guess of each worker's prefix cache (the SGLang router's approximate index).
  * Matching costs one walk per worker.
  */
+/** The approximate trees' name in logs and headers. */
+export const APPROXIMATE_INDEX = "approx";
+
 export class ApproximateIndex implements PrefixIndex {
-  readonly name = "approx";
+  readonly name = APPROXIMATE_INDEX;
   private readonly trees = new Map<string, RadixTree>();
 
   constructor(private readonly options: ApproximateIndexOptions = {}) {}

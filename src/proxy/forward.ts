@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders, ServerResponse } from "node:http";
 import type { Dispatcher } from "undici";
 import { RouterError } from "../errors.js";
+import { APPROXIMATE_INDEX } from "../index/approximate-index.js";
 import type { TokenizeInput } from "../kv-events/tokenize-input.js";
 import type { RoutingDecider } from "../policies/decider.js";
 import type { RouteBranch } from "../policies/policy.js";
@@ -162,8 +163,7 @@ export class Forwarder {
         headers,
         deadline,
         res,
-        base.branch,
-        base.matchRate,
+        routeHeader(base.branch, base.matchRate, decision.index),
         canRetry,
       );
       if (result.kind === "done") {
@@ -213,8 +213,8 @@ export class Forwarder {
     headers: Record<string, string | string[]>,
     deadline: number,
     res: ServerResponse,
-    branch: RouteBranch,
-    matchRate: number | null,
+    /** The x-radixgate-route header: branch, match rate, and the index when not the trees. */
+    route: string,
     canRetry: () => boolean,
   ): Promise<
     | { kind: "done"; outcome: Omit<ForwardOutcome, "attempts"> }
@@ -315,7 +315,7 @@ export class Forwarder {
       req,
       res,
       controller,
-      routeHeader(branch, matchRate),
+      route,
       this.settings.idleTimeoutMs,
       this.hooks.onUpstreamError,
     );
@@ -353,8 +353,10 @@ function accepted(outcome: { status: number; upstreamStatus?: number }): boolean
   return status >= 200 && status < 300;
 }
 
-function routeHeader(branch: RouteBranch, matchRate: number | null): string {
-  return matchRate === null ? branch : `${branch};match=${matchRate.toFixed(2)}`;
+function routeHeader(branch: RouteBranch, matchRate: number | null, index: string | null): string {
+  const route = matchRate === null ? branch : `${branch};match=${matchRate.toFixed(2)}`;
+  // The approximate trees are the default and go unnamed; any other index says it answered.
+  return index === null || index === APPROXIMATE_INDEX ? route : `${route};index=${index}`;
 }
 
 function noWorkerMessage(registry: WorkerRegistry): string {

@@ -4,7 +4,9 @@ import type { KvEventsManager } from "../kv-events/manager.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
 import type { Admission } from "../proxy/admission.js";
+import type { BodyBudget } from "../proxy/body-budget.js";
 import type { Forwarder } from "../proxy/forward.js";
+import type { SharedState } from "../state/shared-state.js";
 import type { HealthChecker } from "../workers/health.js";
 import type { WorkerRegistry } from "../workers/registry.js";
 
@@ -26,8 +28,12 @@ export interface RouterContext {
   forwarder: Forwarder;
   modelsForwarder: Forwarder;
   admission: Admission;
+  /** Router-wide memory budget for buffered request bodies (--max-body-buffer-bytes). */
+  bodyBudget: BodyBudget;
   health: HealthChecker;
   state: RouterState;
   /** --kv-events: the engines' KV-event intake (per-worker endpoints, stream state). */
   kvEvents?: KvEventsManager;
+  /** --state-url: what this replica shares with the others through Redis. */
+  sharedState?: SharedState;
 }
