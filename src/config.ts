@@ -33,7 +33,9 @@ export interface Config {
   healthCheckTimeoutSecs: number;
   healthFailureThreshold: number;
   healthSuccessThreshold: number;
+  healthCheckEndpoint: string;
   cbFailureThreshold: number;
+  cbSuccessThreshold: number;
   cbTimeoutSecs: number;
   maxConcurrentRequests: number;
   queueSize: number;
@@ -43,6 +45,7 @@ export interface Config {
   workerApiKey: string | undefined;
   allowLinkLocalWorkers: boolean;
   logLevel: LogLevel;
+  requestIdHeaders: string[];
   prometheusPort: number | undefined;
   shutdownGraceSecs: number;
   kvEvents: boolean;
@@ -119,7 +122,15 @@ const number =
 const integer = (min: number, max = Number.MAX_SAFE_INTEGER) => number(min, max, { integer: true });
 const port = integer(0, 65535);
 const text = (raw: string) => raw;
-const optionalText = (raw: string): string | undefined => (raw === "" ? undefined : raw);
+/** A key: unset means none, but an empty value is refused (it would silently turn auth off). */
+const key = (raw: string, flag: string): string | undefined => {
+  if (raw.trim() === "")
+    throw new ConfigError(
+      flag,
+      `(or ${envName(flag)}) is empty; unset it to run without a key, or give a key`,
+    );
+  return raw;
+};
 
 const oneOf =
   <T extends string>(values: readonly T[]) =>
@@ -146,6 +157,32 @@ const flagValue = (raw: string | boolean, flag: string): boolean => {
   if (["true", "1", "yes", "on"].includes(value)) return true;
   if (["false", "0", "no", "off", ""].includes(value)) return false;
   throw new ConfigError(flag, `must be true or false, got "${raw}"`);
+};
+
+/** SGLang's Python log level names, accepted for drop-in launch lines. */
+const LOG_LEVEL_ALIASES: Record<string, LogLevel> = { warning: "warn", critical: "fatal" };
+
+const logLevel = (raw: string, flag: string): LogLevel =>
+  LOG_LEVEL_ALIASES[raw.toLowerCase()] ?? oneOf(LOG_LEVELS)(raw.toLowerCase(), flag);
+
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9a-z-]+$/;
+
+const headerNames = (raw: string, flag: string): string[] => {
+  const names = raw
+    .split(/[\s,]+/)
+    .filter((n) => n !== "")
+    .map((n) => n.toLowerCase());
+  for (const n of names) {
+    if (!HEADER_NAME.test(n)) throw new ConfigError(flag, `has an invalid header name "${n}"`);
+  }
+  if (names.length === 0) throw new ConfigError(flag, "needs at least one header name");
+  return names;
+};
+
+const urlPath = (raw: string, flag: string): string => {
+  if (!raw.startsWith("/") || /[\s?#]/.test(raw))
+    throw new ConfigError(flag, `must be a path starting with "/", got "${raw}"`);
+  return raw;
 };
 
 const optionalPort = (raw: string, flag: string): number | undefined =>
@@ -445,6 +482,14 @@ export const SETTINGS = [
     parse: integer(1),
   }),
   setting({
+    key: "healthCheckEndpoint",
+    flag: "--health-check-endpoint",
+    arg: "<path>",
+    description: "Path of the health check, after the worker's base URL.",
+    default: "/health",
+    parse: urlPath,
+  }),
+  setting({
     key: "cbFailureThreshold",
     flag: "--cb-failure-threshold",
     arg: "<n>",
@@ -463,12 +508,21 @@ export const SETTINGS = [
     parse: number(0),
   }),
   setting({
+    key: "cbSuccessThreshold",
+    flag: "--cb-success-threshold",
+    arg: "<n>",
+    description: "Successful trial requests that close a half-open breaker.",
+    default: 2,
+    parse: integer(1),
+  }),
+  setting({
     key: "maxConcurrentRequests",
     flag: "--max-concurrent-requests",
     arg: "<n>",
-    description: "Requests forwarded at once; more wait in a queue (0 = no limit).",
+    description: "Requests forwarded at once; more wait in a queue (0 or -1 = no limit).",
     default: 0,
-    parse: integer(0),
+    // -1 is the SGLang router's spelling of "no limit".
+    parse: (raw, flag) => (raw.trim() === "-1" ? 0 : integer(0)(raw, flag)),
   }),
   setting({
     key: "queueSize",
@@ -492,7 +546,7 @@ export const SETTINGS = [
     arg: "<key>",
     description: "Bearer key required on the data plane (/v1/*, /generate). Unset = open.",
     default: undefined,
-    parse: optionalText,
+    parse: key,
     secret: true,
   }),
   setting({
@@ -502,7 +556,7 @@ export const SETTINGS = [
     description:
       "Bearer key required on the admin API. Unset = admin API answers loopback clients only.",
     default: undefined,
-    parse: optionalText,
+    parse: key,
     secret: true,
   }),
   setting({
@@ -512,7 +566,7 @@ export const SETTINGS = [
     description:
       "Bearer key the router sends to workers started with --api-key (requests and health checks); a worker added with its own api_key uses that. Never logged.",
     default: undefined,
-    parse: optionalText,
+    parse: key,
     secret: true,
   }),
   setting({
@@ -528,9 +582,19 @@ export const SETTINGS = [
     key: "logLevel",
     flag: "--log-level",
     arg: "<level>",
-    description: `Log level: ${LOG_LEVELS.join(" | ")}.`,
+    description: `Log level: ${LOG_LEVELS.join(" | ")} (warning, critical: as warn, fatal).`,
     default: "info",
-    parse: oneOf(LOG_LEVELS),
+    parse: logLevel,
+  }),
+  setting({
+    key: "requestIdHeaders",
+    flag: "--request-id-headers",
+    arg: "<name...>",
+    description:
+      "Request headers that carry a client's request id, first present wins (else one is generated); it is logged and sent on as x-request-id.",
+    default: ["x-request-id"],
+    parse: headerNames,
+    variadic: true,
   }),
   setting({
     key: "prometheusPort",

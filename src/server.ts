@@ -15,6 +15,7 @@ import { createPolicy } from "./policies/factory.js";
 import { Admission } from "./proxy/admission.js";
 import { BodyBudget } from "./proxy/body-budget.js";
 import { Forwarder, type ForwardHooks, type ForwardSettings } from "./proxy/forward.js";
+import { UsageFeedback } from "./proxy/usage-feedback.js";
 import { registerAdminRoutes } from "./routes/admin.js";
 import type { RouterContext } from "./routes/context.js";
 import { registerInferenceRoutes } from "./routes/inference.js";
@@ -74,7 +75,7 @@ export function createRouter(
       breaker: {
         failureThreshold: config.cbFailureThreshold,
         openMs: config.cbTimeoutSecs * 1000,
-        successThreshold: 2,
+        successThreshold: config.cbSuccessThreshold,
       },
       connectTimeoutMs: config.connectTimeoutSecs * 1000,
       refuseLinkLocal: !config.allowLinkLocalWorkers,
@@ -122,7 +123,20 @@ export function createRouter(
     prefixCostQueueWeight: config.prefixCostQueueWeight,
     prefixCostRequestChars: config.prefixCostRequestChars,
   });
-  const forwarder = new Forwarder(registry, new RoutingDecider(policy, index), settings, hooks);
+  const feedback = new UsageFeedback({
+    onEngineTokens: (worker, prompt, cached) => {
+      m.enginePromptTokens.inc({ worker: worker.id }, prompt);
+      m.engineCachedTokens.inc({ worker: worker.id }, cached);
+    },
+    onCorrection: (worker) => m.feedbackCorrections.inc({ worker: worker.id }),
+  });
+  const forwarder = new Forwarder(
+    registry,
+    new RoutingDecider(policy, index),
+    settings,
+    hooks,
+    feedback,
+  );
   // /v1/models needs any available worker, not a cache decision.
   const modelsForwarder = new Forwarder(
     registry,
@@ -151,6 +165,7 @@ export function createRouter(
         timeoutMs: config.healthCheckTimeoutSecs * 1000,
         failureThreshold: config.healthFailureThreshold,
         successThreshold: config.healthSuccessThreshold,
+        endpoint: config.healthCheckEndpoint,
       },
       logger,
     ),

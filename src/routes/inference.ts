@@ -12,6 +12,7 @@ import { type Endpoint, modelOf, routingText } from "../proxy/routing-text.js";
 import { writeError } from "../proxy/write-error.js";
 import { bearerMatches } from "./auth.js";
 import type { RouterContext } from "./context.js";
+import { registerModelsRoute } from "./models.js";
 
 /** POST routes of the data plane and the routing text each one prefills. */
 export const INFERENCE_ROUTES: ReadonlyArray<{ path: string; endpoint: Endpoint }> = [
@@ -32,6 +33,9 @@ export function registerInferenceRoutes(app: Hono<Env>, ctx: RouterContext): voi
     });
     app.all(path, (c) => methodNotAllowed(c.req.method, path, "POST"));
   }
+  // The fleet's models: every worker's list, merged (routes/models.ts).
+  registerModelsRoute(app, ctx);
+  app.all("/v1/models", (c) => methodNotAllowed(c.req.method, "/v1/models", "GET"));
   // Model and server info: the same from any worker, so any available one answers.
   for (const path of INFO_ROUTES) {
     app.get(path, async (c) => {
@@ -43,7 +47,7 @@ export function registerInferenceRoutes(app: Hono<Env>, ctx: RouterContext): voi
 }
 
 /** GET routes answered by any available worker (OpenAI and SGLang). */
-export const INFO_ROUTES = ["/v1/models", "/get_model_info", "/get_server_info"];
+export const INFO_ROUTES = ["/get_model_info", "/get_server_info"];
 
 function methodNotAllowed(method: string, path: string, allowed: string): Response {
   const error = new RouterError(
@@ -61,7 +65,7 @@ async function handle(
   method: "GET" | "POST",
 ): Promise<void> {
   const startedAt = Date.now();
-  const header = incoming.headers["x-request-id"];
+  const header = requestIdHeader(incoming, ctx.config.requestIdHeaders);
   const requestId =
     typeof header === "string" && header !== "" && header.length <= 200 ? header : randomUUID();
   const client = new AbortController();
@@ -257,4 +261,13 @@ function observe(
     },
     "request",
   );
+}
+
+/** The first of the configured request-id headers the client sent (--request-id-headers). */
+function requestIdHeader(incoming: IncomingMessage, names: readonly string[]): string | undefined {
+  for (const name of names) {
+    const value = incoming.headers[name];
+    if (typeof value === "string" && value !== "") return value;
+  }
+  return undefined;
 }

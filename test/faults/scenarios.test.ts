@@ -138,7 +138,9 @@ describe("fault-injection scenarios", () => {
     started.router = await startTestRouter({
       workerUrls: [bad.url, good.url],
       cbFailureThreshold: 3,
-      cbTimeoutSecs: 0.3,
+      // Long enough that the 16 requests below (slow when this test runs first, cold) all fall
+      // inside the open period; a half-open trial among them would be a fourth 500.
+      cbTimeoutSecs: 1.5,
     });
     const statuses: number[] = [];
     for (let i = 0; i < 16; i++) {
@@ -154,7 +156,7 @@ describe("fault-injection scenarios", () => {
     bad.setFaults({ status: null });
     await waitFor(
       async () => (await listed(started.router!, bad.url))?.circuit === "half_open",
-      3000,
+      5000,
       "half-open",
     );
     for (let i = 0; i < 8; i++)
