@@ -89,7 +89,6 @@ export function createRouter(
   metrics = new Metrics(registry);
   const m = metrics;
   const kvEvents = kvSetup?.attach(registry, m.registry, logger);
-  sharedState?.attach(registry, m.registry);
 
   const settings: ForwardSettings = {
     requestTimeoutMs: config.requestTimeoutSecs * 1000,
@@ -174,6 +173,11 @@ export function createRouter(
     ...(kvEvents !== undefined ? { kvEvents } : {}),
     ...(sharedState !== undefined ? { sharedState } : {}),
   };
+
+  // A worker a peer replica added gets its first health check at once, as a local add does.
+  sharedState?.attach(registry, m.registry, {
+    onRemoteAdd: (worker) => void context.health.check(worker),
+  });
 
   const app = new Hono<Env>();
   registerOpsRoutes(app, context);
