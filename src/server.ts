@@ -5,7 +5,7 @@ import { getRequestListener, type HttpBindings } from "@hono/node-server";
 import { Hono } from "hono";
 import { type Config, ConfigError } from "./config.js";
 import { RouterError } from "./errors.js";
-import { ApproximateIndex } from "./index/approximate-index.js";
+import { createBaseIndex } from "./index/factory.js";
 import type { PrefixIndex } from "./index/prefix-index.js";
 import { setUpKvEvents } from "./kv-events/setup.js";
 import { createLogger, type Logger } from "./logger.js";
@@ -47,13 +47,13 @@ export function createRouter(
 ): { app: Hono<Env>; context: RouterContext } {
   const logger = options.logger ?? createLogger({ level: config.logLevel });
   let metrics: Metrics | undefined;
-  const approximate = new ApproximateIndex({
+  const trees = createBaseIndex(config.prefixIndex, {
     maxTreeSize: config.maxTreeSize,
     onEvict: (chars) => metrics?.evictedChars.inc(chars),
   });
   // --kv-events: the precise index from the engines' events, with the trees as fallback.
-  const kvSetup = config.kvEvents ? setUpKvEvents(config, approximate) : undefined;
-  const baseIndex: PrefixIndex = kvSetup?.index ?? approximate;
+  const kvSetup = config.kvEvents ? setUpKvEvents(config, trees) : undefined;
+  const baseIndex: PrefixIndex = kvSetup?.index ?? trees;
   // --state-url: the outermost layer publishes decisions to, and applies them from, the peers.
   const sharedState =
     config.stateUrl === undefined
