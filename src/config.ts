@@ -303,8 +303,8 @@ export const SETTINGS = [
     flag: "--prefix-cost-queue-weight",
     arg: "<x>",
     description:
-      "prefix_cost: weight of the uncached prompt characters already queued on a worker (in-flight requests without a first byte yet) against this request's own uncached characters.",
-    default: 1,
+      "prefix_cost: weight of the uncached prompt characters already queued on a worker (in-flight requests without a first byte yet) against this request's own uncached characters (below 1: chunked prefill overlaps them, and leaving a prefix's holder copies the prefix).",
+    default: 0.5,
     parse: number(0),
   }),
   setting({
@@ -313,7 +313,7 @@ export const SETTINGS = [
     arg: "<chars>",
     description:
       "prefix_cost: characters of prefill each in-flight request on a worker counts for (its share of every engine step), so one hot prefix spreads over several workers.",
-    default: 512,
+    default: 256,
     parse: number(0),
   }),
   setting({
