@@ -18,7 +18,9 @@ import { registerInferenceRoutes } from "./routes/inference.js";
 import { registerMetricsRoute, registerOpsRoutes } from "./routes/ops.js";
 import { type EvictionTimer, startEvictionTimer } from "./tree/eviction-timer.js";
 import { HealthChecker } from "./workers/health.js";
+import { EngineIntrospector } from "./workers/introspection.js";
 import { WorkerRegistry } from "./workers/registry.js";
+import { TreeBudgets } from "./workers/tree-budget.js";
 
 type Env = { Bindings: HttpBindings };
 
@@ -43,7 +45,7 @@ export function createRouter(
   const logger = options.logger ?? createLogger({ level: config.logLevel });
   let metrics: Metrics | undefined;
   const index = new ApproximateIndex({
-    maxTreeSize: config.maxTreeSize,
+    maxTreeSize: config.maxTreeSize === "auto" ? undefined : config.maxTreeSize,
     onEvict: (chars) => metrics?.evictedChars.inc(chars),
   });
   const registry = new WorkerRegistry(
@@ -64,6 +66,20 @@ export function createRouter(
   );
   metrics = new Metrics(registry);
   const m = metrics;
+  // Tree budgets follow the engines' KV capacity (--max-tree-size auto) or stay fixed.
+  const budgets = new TreeBudgets(index, config.maxTreeSize, config.treeCapacityFactor);
+  registry.onChange((event, worker) => {
+    if (event === "added") budgets.added(worker);
+  });
+  const introspection = new EngineIntrospector(
+    registry,
+    {
+      intervalMs: config.enginePollIntervalSecs * 1000,
+      timeoutMs: config.enginePollTimeoutSecs * 1000,
+    },
+    logger,
+    (worker) => budgets.update(worker),
+  );
 
   const settings: ForwardSettings = {
     requestTimeoutMs: config.requestTimeoutSecs * 1000,
@@ -127,6 +143,7 @@ export function createRouter(
       },
       logger,
     ),
+    introspection,
     state: { shuttingDown: false, active: 0 },
   };
 
@@ -156,7 +173,7 @@ export async function startRouter(
   options: StartOptions = {},
 ): Promise<RunningRouter> {
   const { app, context } = createRouter(config, options);
-  const { logger, registry, health } = context;
+  const { logger, registry, health, introspection } = context;
   // A fixed --port is known before listening; port 0 is only known after (no worker can be it yet).
   if (config.port !== 0) registry.setListenAddress({ host: config.host, port: config.port });
   for (const url of config.workerUrls) {
@@ -191,6 +208,7 @@ export async function startRouter(
 
   health.start();
   void health.checkAll();
+  introspection.start();
   const eviction: EvictionTimer = startEvictionTimer(
     () => context.index.evictionUnits(),
     config.evictionIntervalSecs,
@@ -239,6 +257,7 @@ export async function startRouter(
       server.closeAllConnections();
       metricsServer?.closeAllConnections();
       health.stop();
+      introspection.stop();
       eviction.stop();
       await registry.close();
       logger.info("stopped");

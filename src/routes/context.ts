@@ -5,6 +5,7 @@ import type { Metrics } from "../metrics.js";
 import type { Admission } from "../proxy/admission.js";
 import type { Forwarder } from "../proxy/forward.js";
 import type { HealthChecker } from "../workers/health.js";
+import type { EngineIntrospector } from "../workers/introspection.js";
 import type { WorkerRegistry } from "../workers/registry.js";
 
 /** Lifecycle flags the routes read. */
@@ -26,5 +27,7 @@ export interface RouterContext {
   modelsForwarder: Forwarder;
   admission: Admission;
   health: HealthChecker;
+  /** Reads the workers' engines (capacity, queue, KV usage, models) on a schedule. */
+  introspection: EngineIntrospector;
   state: RouterState;
 }

@@ -1,6 +1,7 @@
 import { Pool } from "undici";
 import { type BreakerOptions, CircuitBreaker } from "./breaker.js";
 import { guardedLookup } from "./guarded-lookup.js";
+import { EngineSignals } from "./signals.js";
 
 export interface WorkerOptions {
   breaker: Omit<BreakerOptions, "now">;
@@ -30,6 +31,17 @@ export class Worker {
    */
   coolDownUntil = 0;
   readonly breaker: CircuitBreaker;
+  /** What its engine reports: KV capacity, queue, KV usage, with their age (workers/introspection.ts). */
+  readonly signals = new EngineSignals();
+  /**
+   * Characters of routing text per prompt token on this worker (learned from responses' usage;
+   * 4 until learned). Turns a KV capacity in tokens into a tree budget in characters.
+   */
+  charsPerToken = 4;
+  /** Models and adapters it serves, from its /v1/models; undefined = serves anything. */
+  servedModels: ReadonlySet<string> | undefined = undefined;
+  /** Budget of its prefix tree in characters, as last set (workers/tree-budget.ts). */
+  treeBudget: number | undefined = undefined;
   /** Characters the prefix index holds for this worker (set by the registry; for reports only). */
   indexedChars: () => number = () => 0;
   /** Keep-alive connection pool to this worker. */
