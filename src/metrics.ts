@@ -24,7 +24,8 @@ export class Metrics {
 
   constructor(workers: WorkerRegistry) {
     const registers = [this.registry];
-    collectDefaultMetrics({ register: this.registry, prefix: "radixgate_process_" });
+    // Node's default metric names already start with process_/nodejs_: the prefix is ours alone.
+    collectDefaultMetrics({ register: this.registry, prefix: "radixgate_" });
     this.requests = new Counter({
       name: "radixgate_requests_total",
       help: "Requests answered, by endpoint and HTTP status.",
@@ -70,7 +71,7 @@ export class Metrics {
     });
     this.upstreamErrors = new Counter({
       name: "radixgate_upstream_errors_total",
-      help: "Failed upstream attempts by worker and kind (connect, timeout, status_5xx, stream, ...).",
+      help: "Failed upstream attempts by worker id and kind (connect, timeout, status_5xx, stream, ...).",
       labelNames: ["worker", "kind"],
       registers,
     });
@@ -92,7 +93,7 @@ export class Metrics {
         registers,
         collect() {
           this.reset();
-          for (const worker of workers.list()) this.set({ worker: worker.url }, read(worker));
+          for (const worker of workers.list()) this.set({ worker: worker.id }, read(worker));
         },
       });
     perWorker("radixgate_worker_in_flight", "Requests in flight per worker.", (w) => w.inFlight);
@@ -107,11 +108,30 @@ export class Metrics {
     perWorker("radixgate_tree_characters", "Characters held in the worker's prefix tree.", (w) =>
       w.indexedChars(),
     );
-    perWorker(
-      "radixgate_worker_requests_served_total",
-      "Requests completed by the worker.",
-      (w) => w.served,
-    );
+    // A counter read at scrape time from the worker's own count: monotonic for as long as the
+    // worker is registered, and its series leaves with it (like the gauges above).
+    new Counter({
+      name: "radixgate_worker_requests_served_total",
+      help: "Requests completed by the worker.",
+      labelNames: ["worker"],
+      registers,
+      collect() {
+        this.reset();
+        for (const worker of workers.list()) this.inc({ worker: worker.id }, worker.served);
+      },
+    });
+    // Every per-worker series is labelled with the worker id (as the x-radixgate-worker header
+    // and the logs); this info metric joins an id to its URL.
+    new Gauge({
+      name: "radixgate_worker_info",
+      help: "Always 1; joins the worker label (the worker id) to the worker URL.",
+      labelNames: ["worker", "url"],
+      registers,
+      collect() {
+        this.reset();
+        for (const worker of workers.list()) this.set({ worker: worker.id, url: worker.url }, 1);
+      },
+    });
     new Gauge({
       name: "radixgate_workers",
       help: "Registered workers.",

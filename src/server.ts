@@ -96,7 +96,7 @@ export function createRouter(
   };
   const upstreamHooks = {
     onRetry: (endpoint) => m.retries.inc({ endpoint }),
-    onUpstreamError: (worker, kind) => m.upstreamErrors.inc({ worker: worker.url, kind }),
+    onUpstreamError: (worker, kind) => m.upstreamErrors.inc({ worker: worker.id, kind }),
   } satisfies Partial<ForwardHooks>;
   const hooks: ForwardHooks = {
     ...upstreamHooks,

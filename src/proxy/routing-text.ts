@@ -1,78 +1,185 @@
+import { RouterError } from "../errors.js";
+
 /**
  * The text an engine will prefill for a request, per endpoint. It only has to be prefix-stable:
  * two requests whose prompts share a prefix must produce routing texts that share a prefix.
  * Every message counts (not just the first), so multi-turn chats keep their cache affinity.
- * Anything malformed contributes nothing; the worker, not the router, validates the request.
+ * Anything malformed contributes nothing; the worker, not the router, validates the request,
+ * with one exception: nesting deeper than MAX_NESTING_DEPTH is refused (400), because walking it
+ * could exhaust the stack and no engine accepts it anyway.
  */
 export type Endpoint = "chat" | "completions" | "generate" | "embeddings";
 
 type Json = Record<string, unknown>;
 
-export function routingText(endpoint: Endpoint, body: Json): string {
-  switch (endpoint) {
-    case "chat":
-      return chatText(body.messages);
-    case "completions":
-      return promptText(body.prompt);
-    case "generate":
-      return body.text !== undefined ? promptText(body.text) : promptText(body.input_ids);
-    case "embeddings":
-      return promptText(body.input);
+/**
+ * Deepest array/object nesting walked in prompt, input, input_ids and tools. Engines take at most
+ * two levels of prompt arrays (token-id batches); a tool's JSON schema nests a few levels.
+ */
+export const MAX_NESTING_DEPTH = 128;
+
+/**
+ * Builds the routing text, at most `maxChars` characters: the text past the limit cannot change
+ * which worker holds the prefix better, and a bounded text keeps tree inserts and matches bounded.
+ * Truncation keeps prefix stability (a prefix of a prefix is a prefix).
+ */
+class BoundedText {
+  private parts: string[] = [];
+  private length = 0;
+  constructor(private readonly maxChars: number) {}
+
+  get full(): boolean {
+    return this.length >= this.maxChars;
+  }
+
+  add(s: string): void {
+    if (this.full || s === "") return;
+    const room = this.maxChars - this.length;
+    const piece = s.length > room ? s.slice(0, room) : s;
+    this.parts.push(piece);
+    this.length += piece.length;
+  }
+
+  toString(): string {
+    return this.parts.join("");
   }
 }
 
-function chatText(messages: unknown): string {
-  if (!Array.isArray(messages)) return "";
-  let out = "";
+export function routingText(
+  endpoint: Endpoint,
+  body: Json,
+  maxChars: number = Number.POSITIVE_INFINITY,
+): string {
+  const out = new BoundedText(maxChars);
+  switch (endpoint) {
+    case "chat":
+      toolsText(body.tools, out);
+      chatText(body.messages, out);
+      break;
+    case "completions":
+      promptText(body.prompt, "prompt", out);
+      break;
+    case "generate":
+      if (body.text !== undefined) promptText(body.text, "text", out);
+      else promptText(body.input_ids, "input_ids", out);
+      break;
+    case "embeddings":
+      promptText(body.input, "input", out);
+      break;
+  }
+  return out.toString();
+}
+
+/**
+ * Tool definitions come first: chat templates render them before the conversation (vLLM's
+ * examples/tool_chat_template_hermes.jinja opens the prompt with them; Llama 3.1's template puts
+ * them in the system block or the first user turn), and vLLM (entrypoints/openai/serving_chat.py)
+ * and SGLang (python/sglang/srt/entrypoints/openai/serving_chat.py, _process_messages) pass `tools`
+ * to the template.
+ * The JSON text stands in for each template's own rendering: it only has to be prefix-stable.
+ */
+function toolsText(tools: unknown, out: BoundedText): void {
+  if (!Array.isArray(tools) || tools.length === 0) return;
+  assertNestingWithin(tools, "tools");
+  out.add("<tools>");
+  for (const tool of tools) {
+    if (out.full) return;
+    out.add(JSON.stringify(tool) ?? "");
+    out.add("\n");
+  }
+  out.add("</tools>\n");
+}
+
+function chatText(messages: unknown, out: BoundedText): void {
+  if (!Array.isArray(messages)) return;
   for (const message of messages) {
+    if (out.full) return;
     if (message === null || typeof message !== "object") continue;
     const { role, content, tool_calls: toolCalls } = message as Json;
     // The role marks message boundaries, as the chat template does for the engine.
-    out += typeof role === "string" ? `<${role}>` : "<>";
-    out += contentText(content);
-    if (Array.isArray(toolCalls)) out += toolCallsText(toolCalls);
-    out += "\n";
+    out.add(typeof role === "string" ? `<${role}>` : "<>");
+    contentText(content, out);
+    if (Array.isArray(toolCalls)) toolCallsText(toolCalls, out);
+    out.add("\n");
   }
-  return out;
 }
 
 /** A string, or OpenAI multi-part content: the text parts in order. */
-function contentText(content: unknown): string {
-  if (typeof content === "string") return content;
-  if (!Array.isArray(content)) return "";
-  let out = "";
+function contentText(content: unknown, out: BoundedText): void {
+  if (typeof content === "string") {
+    out.add(content);
+    return;
+  }
+  if (!Array.isArray(content)) return;
   for (const part of content) {
-    if (typeof part === "string") out += part;
+    if (out.full) return;
+    if (typeof part === "string") out.add(part);
     else if (part !== null && typeof part === "object" && typeof (part as Json).text === "string") {
-      out += (part as Json).text as string;
+      out.add((part as Json).text as string);
     }
   }
-  return out;
 }
 
-function toolCallsText(calls: unknown[]): string {
-  let out = "";
+function toolCallsText(calls: unknown[], out: BoundedText): void {
   for (const call of calls) {
     const fn = call !== null && typeof call === "object" ? (call as Json).function : undefined;
     if (fn !== null && typeof fn === "object") {
       const { name, arguments: args } = fn as Json;
-      out += `${typeof name === "string" ? name : ""}(${typeof args === "string" ? args : ""})`;
+      out.add(`${typeof name === "string" ? name : ""}(${typeof args === "string" ? args : ""})`);
     }
   }
-  return out;
 }
 
-/** string | string[] | token ids | token-id batches. Ids end with "," so "1,2" never prefixes "1,23". */
-function promptText(prompt: unknown): string {
-  if (typeof prompt === "string") return prompt;
-  if (!Array.isArray(prompt)) return "";
-  let out = "";
-  for (const item of prompt) {
-    if (typeof item === "string") out += `${item}\n`;
-    else if (typeof item === "number") out += `${item},`;
-    else if (Array.isArray(item)) out += `${promptText(item)}\n`;
+/**
+ * string | string[] | token ids | token-id batches. Ids end with "," so "1,2" never prefixes "1,23".
+ * Iterative (an explicit stack of array cursors), so nesting depth is bounded by MAX_NESTING_DEPTH
+ * and never by the call stack.
+ */
+function promptText(prompt: unknown, field: string, out: BoundedText): void {
+  if (typeof prompt === "string") {
+    out.add(prompt);
+    return;
   }
-  return out;
+  if (!Array.isArray(prompt)) return;
+  const stack: Array<{ items: unknown[]; next: number }> = [{ items: prompt, next: 0 }];
+  while (stack.length > 0 && !out.full) {
+    const top = stack[stack.length - 1] as { items: unknown[]; next: number };
+    if (top.next >= top.items.length) {
+      stack.pop();
+      // A nested batch ends with a newline, as a string item does.
+      if (stack.length > 0) out.add("\n");
+      continue;
+    }
+    const item = top.items[top.next++];
+    if (typeof item === "string") out.add(`${item}\n`);
+    else if (typeof item === "number") out.add(`${item},`);
+    else if (Array.isArray(item)) {
+      if (stack.length >= MAX_NESTING_DEPTH) throw tooDeep(field);
+      stack.push({ items: item, next: 0 });
+    }
+  }
+}
+
+/** Refuses a value nested deeper than MAX_NESTING_DEPTH before JSON.stringify recurses into it. */
+function assertNestingWithin(value: unknown, field: string): void {
+  const stack: Array<{ value: unknown; depth: number }> = [{ value, depth: 1 }];
+  while (stack.length > 0) {
+    const { value: v, depth } = stack.pop() as { value: unknown; depth: number };
+    if (v === null || typeof v !== "object") continue;
+    if (depth > MAX_NESTING_DEPTH) throw tooDeep(field);
+    const children = Array.isArray(v) ? v : Object.values(v);
+    for (const child of children) {
+      if (child !== null && typeof child === "object")
+        stack.push({ value: child, depth: depth + 1 });
+    }
+  }
+}
+
+function tooDeep(field: string): RouterError {
+  return new RouterError(
+    "invalid_request",
+    `"${field}" is nested deeper than ${MAX_NESTING_DEPTH} levels; no engine accepts that.`,
+  );
 }
 
 export function modelOf(body: Json): string | undefined {

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { RunningRouter } from "../../src/server.js";
 import { type SimWorker, startSimWorker } from "../../src/sim/worker.js";
 import { startTestRouter, waitFor } from "../helpers/router.js";
-import { chat, complete, deadUrl, errorCode, metric, startedPerTest } from "./support.js";
+import { chat, complete, deadUrl, errorCode, metric, startedPerTest, workerId } from "./support.js";
 
 type WorkerJson = { id: string; url: string; healthy: boolean; circuit: string };
 
@@ -85,9 +85,9 @@ describe("failure detection: active health checks", () => {
       3000,
       "healthy:false",
     );
-    expect(await metric(started.router.url, "radixgate_worker_healthy", { worker: sick.url })).toBe(
-      0,
-    );
+    expect(
+      await metric(started.router.url, "radixgate_worker_healthy", { worker: workerId(sick.url) }),
+    ).toBe(0);
     expect(started.router.context.registry.size).toBe(2);
     expect(started.router.context.index.size(worker.id)).toBe(treeChars);
 
@@ -123,7 +123,7 @@ describe("failure detection: passive circuit breaker", () => {
     });
     const circuit = async () => (await listed(started.router!, sim.url)).circuit;
     const gauge = () =>
-      metric(started.router!.url, "radixgate_worker_circuit_state", { worker: sim.url });
+      metric(started.router!.url, "radixgate_worker_circuit_state", { worker: workerId(sim.url) });
 
     for (let i = 0; i < 2; i++)
       expect((await chat(started.router.url, `fail ${i}`)).status).toBe(500);
@@ -203,7 +203,7 @@ describe("failure detection: passive circuit breaker", () => {
     expect((await listed(started.router, url)).circuit).toBe("open");
     expect(
       await metric(started.router.url, "radixgate_upstream_errors_total", {
-        worker: url,
+        worker: workerId(url),
         kind: "connect",
       }),
     ).toBe(3);

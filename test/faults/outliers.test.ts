@@ -6,7 +6,7 @@ import { describe, expect, it } from "vitest";
 import { defaultConfig } from "../../src/config.js";
 import { type SimWorker, startSimWorker } from "../../src/sim/worker.js";
 import { waitFor } from "../helpers/router.js";
-import { chat, metric, sseData, startedPerTest, startLoggedRouter } from "./support.js";
+import { chat, metric, sseData, startedPerTest, startLoggedRouter, workerId } from "./support.js";
 
 describe("outlier ejection: silent workers", () => {
   const started = startedPerTest();
@@ -56,7 +56,7 @@ describe("outlier ejection: silent workers", () => {
     expect(fine.stats().completed).toBe(6);
     expect(
       await metric(logged.router.url, "radixgate_upstream_errors_total", {
-        worker: silent.url,
+        worker: workerId(silent.url),
         kind: "timeout",
       }),
     ).toBe(2);

@@ -12,6 +12,7 @@ import {
   startedPerTest,
   startLoggedRouter,
   startTinyUpstream,
+  workerId,
 } from "./support.js";
 
 /**
@@ -48,7 +49,10 @@ describe("retries, only where safe", () => {
     expect(log().at(-1)).toMatchObject({ status: 200, attempts: 2 });
     expect(await metric(url, "radixgate_retries_total")).toBe(1);
     expect(
-      await metric(url, "radixgate_upstream_errors_total", { worker: dead, kind: "connect" }),
+      await metric(url, "radixgate_upstream_errors_total", {
+        worker: workerId(dead),
+        kind: "connect",
+      }),
     ).toBe(1);
   });
 
@@ -270,7 +274,10 @@ describe("retries, only where safe", () => {
     expect(log().at(-1)).toMatchObject({ attempts: 1, error: "stream" });
     expect(started.router!.context.registry.get(crashy.url)!.breaker.consecutiveFailures).toBe(1);
     expect(
-      await metric(url, "radixgate_upstream_errors_total", { worker: crashy.url, kind: "stream" }),
+      await metric(url, "radixgate_upstream_errors_total", {
+        worker: workerId(crashy.url),
+        kind: "stream",
+      }),
     ).toBe(1);
     expect(await metric(url, "radixgate_retries_total")).toBe(0);
   });

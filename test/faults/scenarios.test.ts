@@ -3,7 +3,7 @@ import type { RunningRouter } from "../../src/server.js";
 import { type SimWorker, startSimWorker } from "../../src/sim/worker.js";
 import { workerIdFor } from "../../src/workers/worker-url.js";
 import { postJson, startTestRouter, waitFor } from "../helpers/router.js";
-import { chat, deadUrl, errorCode, metric, sseData, startedPerTest } from "./support.js";
+import { chat, deadUrl, errorCode, metric, sseData, startedPerTest, workerId } from "./support.js";
 
 /** Prompts that share no prefix, so cache_aware spreads them by load (ties rotate). */
 const distinct = (i: number) => `${String.fromCharCode(65 + (i % 26)).repeat(24)} ${i}`;
@@ -78,7 +78,7 @@ describe("fault-injection scenarios", () => {
     // Each request cut on the victim (connection lost before any response) went to another worker.
     expect(
       await metric(started.router.url, "radixgate_upstream_errors_total", {
-        worker: victim.url,
+        worker: workerId(victim.url),
         kind: "reset",
       }),
     ).toBeGreaterThanOrEqual(cut);
@@ -123,7 +123,7 @@ describe("fault-injection scenarios", () => {
     }
     expect(
       await metric(started.router.url, "radixgate_upstream_errors_total", {
-        worker: victim.url,
+        worker: workerId(victim.url),
         kind: "stream",
       }),
     ).toBe(onVictim.length);

@@ -11,6 +11,7 @@ import { type Config, defaultConfig } from "../../src/config.js";
 import { createLogger } from "../../src/logger.js";
 import { type RunningRouter, startRouter } from "../../src/server.js";
 import type { SimWorker } from "../../src/sim/worker.js";
+import { normalizeWorkerUrl, workerIdFor } from "../../src/workers/worker-url.js";
 import { postJson } from "../helpers/router.js";
 
 /** One access-log line ("request") of the router. */
@@ -107,6 +108,11 @@ export async function metric(
     if (ok) total += Number(line.slice(line.lastIndexOf(" ") + 1));
   }
   return total;
+}
+
+/** The id the router gives a worker URL: the `worker` label of every per-worker metric. */
+export function workerId(url: string): string {
+  return workerIdFor(normalizeWorkerUrl(url));
 }
 
 /** A URL where nothing listens (a port taken and released at once). */

@@ -53,16 +53,19 @@ describe("operations endpoints", () => {
       max_tokens: 1,
     }).then((r) => r.arrayBuffer());
     const text = await (await fetch(`${router.url}/metrics`)).text();
+    const id = router.context.registry.list()[0]!.id;
     for (const name of [
       'radixgate_requests_total{endpoint="completions",status="200"} 1',
       "radixgate_request_duration_seconds_bucket",
       "radixgate_time_to_first_byte_seconds_bucket",
       'radixgate_routing_decisions_total{policy="cache_aware",branch="cache_miss"}',
       "radixgate_match_rate_bucket",
-      `radixgate_tree_characters{worker="${sim.url}"} 14`,
-      `radixgate_worker_in_flight{worker="${sim.url}"} 0`,
-      `radixgate_worker_healthy{worker="${sim.url}"} 1`,
-      `radixgate_worker_circuit_state{worker="${sim.url}"} 0`,
+      `radixgate_tree_characters{worker="${id}"} 14`,
+      `radixgate_worker_in_flight{worker="${id}"} 0`,
+      `radixgate_worker_healthy{worker="${id}"} 1`,
+      `radixgate_worker_circuit_state{worker="${id}"} 0`,
+      `radixgate_worker_requests_served_total{worker="${id}"} 1`,
+      `radixgate_worker_info{worker="${id}",url="${sim.url}"} 1`,
       "radixgate_tree_evicted_characters_total 0",
       "radixgate_retries_total",
       "radixgate_upstream_errors_total",
@@ -70,6 +73,17 @@ describe("operations endpoints", () => {
     ]) {
       expect(text).toContain(name);
     }
+  });
+
+  it("/metrics: Node's process metrics carry the prefix once, served requests are a counter", async () => {
+    const text = await (await fetch(`${router.url}/metrics`)).text();
+    expect(text).toContain("radixgate_process_cpu_user_seconds_total");
+    expect(text).toContain("radixgate_nodejs_eventloop_lag_seconds");
+    expect(text).not.toContain("radixgate_process_process_");
+    expect(text).toContain("# TYPE radixgate_worker_requests_served_total counter");
+    // The worker label is the worker id everywhere; the URL appears only in the info metric.
+    const urlLabelled = text.split("\n").filter((line) => line.includes(`worker="${sim.url}"`));
+    expect(urlLabelled).toEqual([]);
   });
 
   it("/metrics is also served on --prometheus-port", async () => {

@@ -1,6 +1,23 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { modelOf, routingText } from "../../src/proxy/routing-text.js";
+import { RouterError } from "../../src/errors.js";
+import { MAX_NESTING_DEPTH, modelOf, routingText } from "../../src/proxy/routing-text.js";
+
+/** `[[[ ... [inner] ... ]]]`, `depth` arrays deep, built without recursion. */
+function nested(depth: number, inner: unknown = 1): unknown {
+  let value: unknown = inner;
+  for (let i = 0; i < depth; i++) value = [value];
+  return value;
+}
+
+const TOOL = {
+  type: "function",
+  function: {
+    name: "get_weather",
+    description: "Current weather for a city.",
+    parameters: { type: "object", properties: { city: { type: "string" } } },
+  },
+};
 
 describe("routingText", () => {
   it("chat: every message's content in order, not just the first (SGLang router regression)", () => {
@@ -133,5 +150,101 @@ describe("routingText", () => {
       }),
       { numRuns: 300 },
     );
+  });
+
+  it("token-id batches nested 8,000 levels deep: a 400 invalid_request, not a stack overflow", () => {
+    for (const [endpoint, field] of [
+      ["completions", "prompt"],
+      ["embeddings", "input"],
+      ["generate", "input_ids"],
+      ["generate", "text"],
+    ] as const) {
+      const call = () => routingText(endpoint, { [field]: nested(8000) });
+      expect(call, field).toThrow(RouterError);
+      expect(call, field).toThrow(/nested deeper than/);
+      try {
+        call();
+      } catch (err) {
+        expect((err as RouterError).status).toBe(400);
+        expect((err as RouterError).code).toBe("invalid_request");
+      }
+    }
+  });
+
+  it("nesting up to MAX_NESTING_DEPTH levels is walked, one level more is refused", () => {
+    expect(routingText("completions", { prompt: nested(MAX_NESTING_DEPTH - 1, 7) })).toBe(
+      `7,${"\n".repeat(MAX_NESTING_DEPTH - 2)}`,
+    );
+    expect(() => routingText("completions", { prompt: nested(MAX_NESTING_DEPTH + 1) })).toThrow(
+      RouterError,
+    );
+  });
+
+  it("tools nested 8,000 levels deep: a 400 invalid_request, not a stack overflow", () => {
+    let schema: Record<string, unknown> = { type: "string" };
+    for (let i = 0; i < 8000; i++) schema = { type: "object", properties: { x: schema } };
+    const call = () =>
+      routingText("chat", {
+        tools: [{ type: "function", function: { name: "f", parameters: schema } }],
+        messages: [{ role: "user", content: "hi" }],
+      });
+    expect(call).toThrow(RouterError);
+  });
+
+  it("chat: tool definitions come before the messages (chat templates render them first)", () => {
+    const text = routingText("chat", {
+      tools: [TOOL],
+      messages: [{ role: "user", content: "Weather in Paris?" }],
+    });
+    expect(text).toContain("get_weather");
+    expect(text).toContain("Current weather for a city.");
+    expect(text.indexOf("get_weather")).toBeLessThan(text.indexOf("Weather in Paris?"));
+  });
+
+  it("chat: same messages with different tools give routing texts that differ from the start", () => {
+    const messages = [{ role: "user", content: "Weather in Paris?" }];
+    const other = { ...TOOL, function: { ...TOOL.function, name: "book_flight" } };
+    const a = routingText("chat", { tools: [TOOL], messages });
+    const b = routingText("chat", { tools: [other], messages });
+    expect(a).not.toBe(b);
+    let common = 0;
+    while (common < a.length && a[common] === b[common]) common++;
+    expect(common).toBeLessThan(a.indexOf("Weather"));
+  });
+
+  it("chat: a conversation with tools keeps its earlier routing text as a prefix", () => {
+    const turn1 = [{ role: "user", content: "q1" }];
+    const turn2 = [...turn1, { role: "assistant", content: "a1" }, { role: "user", content: "q2" }];
+    expect(
+      routingText("chat", { tools: [TOOL], messages: turn2 }).startsWith(
+        routingText("chat", { tools: [TOOL], messages: turn1 }),
+      ),
+    ).toBe(true);
+  });
+
+  it("chat: no tools (absent or empty) leaves the routing text as before", () => {
+    const messages = [{ role: "user", content: "hi" }];
+    expect(routingText("chat", { messages, tools: [] })).toBe("<user>hi\n");
+    expect(routingText("chat", { messages })).toBe("<user>hi\n");
+  });
+
+  it("chat: fields no template renders before the messages do not count (response_format, tool_choice)", () => {
+    const messages = [{ role: "user", content: "hi" }];
+    expect(
+      routingText("chat", {
+        messages,
+        response_format: { type: "json_object" },
+        tool_choice: "auto",
+      }),
+    ).toBe(routingText("chat", { messages }));
+  });
+
+  it("maxChars bounds the routing text and keeps it a prefix of the full one", () => {
+    const body = { tools: [TOOL], messages: [{ role: "user", content: "z".repeat(1000) }] };
+    const full = routingText("chat", body);
+    const short = routingText("chat", body, 100);
+    expect(short.length).toBe(100);
+    expect(full.startsWith(short)).toBe(true);
+    expect(routingText("completions", { prompt: [1, 2, 3, 4] }, 5)).toBe("1,2,3");
   });
 });

@@ -1,0 +1,63 @@
+/**
+ * The router's own chained keys of token blocks: key(i) = mix(key(i - 1), tokens of block i),
+ * starting from a root derived from the LoRA adapter name ("" for the base model). Engines' own
+ * block hashes cannot be reproduced outside the engine (vLLM seeds them at random), so the precise
+ * index maps every engine hash to one of these keys when a BlockStored event brings its tokens.
+ *
+ * Keys are 53-bit integers (two mixed 32-bit lanes), exact as JS numbers and cheap as Map keys.
+ */
+
+const TWO_32 = 2 ** 32;
+
+function fmix32(h: number): number {
+  let x = h | 0;
+  x ^= x >>> 16;
+  x = Math.imul(x, 0x85ebca6b);
+  x ^= x >>> 13;
+  x = Math.imul(x, 0xc2b2ae35);
+  x ^= x >>> 16;
+  return x >>> 0;
+}
+
+/** The key that stands before the first block of a sequence for this adapter. */
+export function rootKey(lora: string): number {
+  let h1 = 0x243f6a88;
+  let h2 = 0x85a308d3;
+  for (let i = 0; i < lora.length; i++) {
+    const c = lora.charCodeAt(i);
+    h1 = Math.imul(h1 ^ c, 0x01000193);
+    h2 = Math.imul(h2 ^ c, 0x5bd1e995);
+  }
+  return chain(fmix32(h1) >>> 11, fmix32(h2), [], 0, 0);
+}
+
+/** The key of tokens[start, end) following the block whose key is `parent`. */
+export function blockKey(parent: number, tokens: readonly number[], start: number, end: number) {
+  return chain(Math.floor(parent / TWO_32), parent >>> 0, tokens, start, end);
+}
+
+function chain(hi: number, lo: number, tokens: readonly number[], start: number, end: number) {
+  let h1 = hi ^ 0x9e3779b9;
+  let h2 = lo ^ 0x7f4a7c15;
+  for (let i = start; i < end; i++) {
+    const t = tokens[i] as number;
+    h1 = Math.imul(h1 ^ t, 0x01000193);
+    h2 = Math.imul(h2 ^ t, 0xcc9e2d51);
+    h2 ^= h2 >>> 15;
+  }
+  h1 = fmix32(h1 ^ (end - start));
+  h2 = fmix32(h2 ^ h1);
+  return (h1 >>> 11) * TWO_32 + (h2 >>> 0);
+}
+
+/** Keys of the full blocks of `tokens` for one adapter and block size. */
+export function blockKeys(tokens: readonly number[], blockSize: number, lora: string): number[] {
+  const n = Math.floor(tokens.length / blockSize);
+  const keys = new Array<number>(n);
+  let parent = rootKey(lora);
+  for (let i = 0; i < n; i++) {
+    parent = blockKey(parent, tokens, i * blockSize, (i + 1) * blockSize);
+    keys[i] = parent;
+  }
+  return keys;
+}

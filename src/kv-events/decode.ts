@@ -1,0 +1,187 @@
+/**
+ * Decodes the engines' KV-event messages. Wire format (vLLM vllm/distributed/kv_events.py,
+ * ZmqEventPublisher; SGLang python/sglang/srt/disaggregation/kv_events.py, same publisher):
+ *
+ * - PUB socket, multipart [topic, sequence (8 bytes, big-endian), msgpack payload].
+ * - Replay (ROUTER socket): the subscriber sends the first wanted sequence as 8 big-endian bytes;
+ *   the publisher answers one [sequence, payload] message per buffered batch from there on, then
+ *   [-1 as 8 signed big-endian bytes, empty payload] to end the replay.
+ * - The payload is an event batch [ts, events, data_parallel_rank?] or {ts, events,
+ *   data_parallel_rank?}; each event is ["BlockStored", ...fields] or {type: "BlockStored", ...}.
+ *
+ * Everything is validated: a malformed message throws KvDecodeError (the caller counts it and
+ * skips it), never anything else.
+ */
+import { Decoder } from "@msgpack/msgpack";
+import type { EngineHash, EventBatch, KvEvent } from "./events.js";
+
+export class KvDecodeError extends Error {
+  override readonly name = "KvDecodeError";
+}
+
+/** Bounds for one payload: a real batch holds a few thousand blocks at most. */
+const decoder = new Decoder({
+  useBigInt64: true,
+  maxStrLength: 1 << 16,
+  maxBinLength: 1 << 10,
+  maxArrayLength: 1 << 22,
+  maxMapLength: 64,
+  maxExtLength: 0,
+});
+
+/** Sequence number that ends a replay (vLLM END_SEQ: -1 as 8 signed big-endian bytes). */
+export const END_OF_REPLAY = -1n;
+
+/** An 8-byte big-endian sequence number (signed, so END_OF_REPLAY reads as -1). */
+export function decodeSequence(frame: Uint8Array): bigint {
+  if (frame.length !== 8)
+    throw new KvDecodeError(`sequence frame has ${frame.length} bytes, not 8`);
+  return new DataView(frame.buffer, frame.byteOffset, 8).getBigInt64(0, false);
+}
+
+export interface PublishedMessage {
+  readonly topic: string;
+  readonly sequence: bigint;
+  readonly batch: EventBatch;
+}
+
+/** A PUB message: [topic, sequence, payload]. */
+export function decodeMessage(frames: readonly Uint8Array[]): PublishedMessage {
+  if (frames.length !== 3) throw new KvDecodeError(`message has ${frames.length} frames, not 3`);
+  const sequence = decodeSequence(frames[1]!);
+  if (sequence < 0n) throw new KvDecodeError(`negative sequence ${sequence}`);
+  return {
+    topic: Buffer.from(frames[0]!).toString("utf8"),
+    sequence,
+    batch: decodeBatch(frames[2]!),
+  };
+}
+
+/** A msgpack event batch, positional or keyed. */
+export function decodeBatch(payload: Uint8Array): EventBatch {
+  let raw: unknown;
+  try {
+    raw = decoder.decode(payload);
+  } catch (error) {
+    throw new KvDecodeError(`not msgpack: ${(error as Error).message}`);
+  }
+  let ts: unknown;
+  let events: unknown;
+  let rank: unknown;
+  if (Array.isArray(raw)) {
+    [ts, events, rank] = raw;
+  } else if (isMap(raw)) {
+    ({ ts, events, data_parallel_rank: rank } = raw);
+  } else {
+    throw new KvDecodeError("batch is neither an array nor a map");
+  }
+  if (typeof ts !== "number") throw new KvDecodeError("batch ts is not a number");
+  if (!Array.isArray(events)) throw new KvDecodeError("batch events is not an array");
+  return {
+    ts,
+    events: events.map(decodeEvent),
+    dataParallelRank: optionalInt(rank, "data_parallel_rank"),
+  };
+}
+
+/** Field order of the positional encoding, after the tag (vLLM's struct field order). */
+const STORED_FIELDS = [
+  "block_hashes",
+  "parent_block_hash",
+  "token_ids",
+  "block_size",
+  "lora_id",
+  "medium",
+  "lora_name",
+] as const;
+const REMOVED_FIELDS = ["block_hashes", "medium"] as const;
+
+function decodeEvent(raw: unknown): KvEvent {
+  let fields: Record<string, unknown>;
+  let tag: unknown;
+  if (Array.isArray(raw)) {
+    tag = raw[0];
+    const names =
+      tag === "BlockStored" ? STORED_FIELDS : tag === "BlockRemoved" ? REMOVED_FIELDS : [];
+    fields = {};
+    names.forEach((name, i) => {
+      fields[name] = raw[i + 1];
+    });
+  } else if (isMap(raw)) {
+    tag = raw.type;
+    fields = raw;
+  } else {
+    throw new KvDecodeError("event is neither an array nor a map");
+  }
+  switch (tag) {
+    case "BlockStored": {
+      const blockHashes = hashList(fields.block_hashes);
+      const tokenIds = fields.token_ids;
+      if (!Array.isArray(tokenIds) || !tokenIds.every(isTokenId)) {
+        throw new KvDecodeError("BlockStored token_ids is not a list of token ids");
+      }
+      const blockSize = fields.block_size;
+      if (typeof blockSize !== "number" || !Number.isInteger(blockSize) || blockSize < 1) {
+        throw new KvDecodeError("BlockStored block_size is not a positive integer");
+      }
+      return {
+        type: "BlockStored",
+        blockHashes,
+        parentHash: fields.parent_block_hash == null ? null : hashOf(fields.parent_block_hash),
+        tokenIds: tokenIds as number[],
+        blockSize,
+        loraId: optionalInt(fields.lora_id, "lora_id"),
+        medium: optionalString(fields.medium, "medium"),
+        loraName: optionalString(fields.lora_name, "lora_name"),
+      };
+    }
+    case "BlockRemoved":
+      return {
+        type: "BlockRemoved",
+        blockHashes: hashList(fields.block_hashes),
+        medium: optionalString(fields.medium, "medium"),
+      };
+    case "AllBlocksCleared":
+      return { type: "AllBlocksCleared" };
+    default:
+      throw new KvDecodeError(`unknown event type ${JSON.stringify(String(tag)).slice(0, 40)}`);
+  }
+}
+
+function isMap(value: unknown): value is Record<string, unknown> {
+  return (
+    value !== null &&
+    typeof value === "object" &&
+    !Array.isArray(value) &&
+    !ArrayBuffer.isView(value)
+  );
+}
+
+function isTokenId(value: unknown): boolean {
+  return typeof value === "number" && Number.isInteger(value) && value >= 0;
+}
+
+function hashList(value: unknown): EngineHash[] {
+  if (!Array.isArray(value)) throw new KvDecodeError("block_hashes is not a list");
+  return value.map(hashOf);
+}
+
+/** int (number or 64-bit bigint) → decimal; bytes → "x" + hex. */
+export function hashOf(value: unknown): EngineHash {
+  if (typeof value === "bigint") return value.toString();
+  if (typeof value === "number" && Number.isInteger(value)) return value.toString();
+  if (value instanceof Uint8Array) return `x${Buffer.from(value).toString("hex")}`;
+  throw new KvDecodeError("block hash is neither an int nor bytes");
+}
+
+function optionalInt(value: unknown, field: string): number | null {
+  if (value == null) return null;
+  if (typeof value === "number" && Number.isInteger(value)) return value;
+  throw new KvDecodeError(`${field} is not an integer`);
+}
+
+function optionalString(value: unknown, field: string): string | null {
+  if (value == null) return null;
+  if (typeof value === "string") return value;
+  throw new KvDecodeError(`${field} is not a string`);
+}

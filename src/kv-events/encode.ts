@@ -1,0 +1,102 @@
+/**
+ * Encodes KV-event batches the way the engines publish them (see decode.ts for the wire format),
+ * in either encoding: "array" (positional, SGLang and older vLLM) or "map" (keyed by field name
+ * with a `type` tag, vLLM since 2026). Used by the simulator and the tests, never by the router.
+ */
+import { Encoder } from "@msgpack/msgpack";
+
+export type KvEncoding = "array" | "map";
+
+/** Hashes on the wire: an int (number or bigint) or bytes, as the engine chose. */
+export type WireHash = number | bigint | Uint8Array;
+
+export interface WireStored {
+  readonly type: "BlockStored";
+  readonly blockHashes: readonly WireHash[];
+  readonly parentHash: WireHash | null;
+  readonly tokenIds: readonly number[];
+  readonly blockSize: number;
+  readonly loraId?: number | null;
+  readonly medium?: string | null;
+  readonly loraName?: string | null;
+}
+
+export interface WireRemoved {
+  readonly type: "BlockRemoved";
+  readonly blockHashes: readonly WireHash[];
+  readonly medium?: string | null;
+}
+
+export type WireEvent = WireStored | WireRemoved | { readonly type: "AllBlocksCleared" };
+
+export interface WireBatch {
+  readonly ts: number;
+  readonly events: readonly WireEvent[];
+  readonly dataParallelRank?: number | null;
+}
+
+const encoder = new Encoder({ useBigInt64: true });
+
+export function encodeBatch(batch: WireBatch, encoding: KvEncoding): Uint8Array {
+  const events = batch.events.map((e) => (encoding === "array" ? eventArray(e) : eventMap(e)));
+  // msgspec writes ts as float64; an integral JS number would go out as an int, which the
+  // decoder accepts too (it only needs a number).
+  const ts = batch.ts;
+  const rank = batch.dataParallelRank ?? null;
+  const value =
+    encoding === "array"
+      ? rank === null
+        ? [ts, events]
+        : [ts, events, rank]
+      : rank === null
+        ? { ts, events }
+        : { ts, events, data_parallel_rank: rank };
+  return encoder.encode(value);
+}
+
+/** An 8-byte big-endian sequence frame (signed, so -1 is the end-of-replay marker). */
+export function encodeSequence(sequence: bigint): Uint8Array {
+  const frame = new Uint8Array(8);
+  new DataView(frame.buffer).setBigInt64(0, sequence, false);
+  return frame;
+}
+
+function eventArray(e: WireEvent): unknown[] {
+  switch (e.type) {
+    case "BlockStored":
+      return [
+        e.type,
+        e.blockHashes,
+        e.parentHash,
+        e.tokenIds,
+        e.blockSize,
+        e.loraId ?? null,
+        e.medium ?? null,
+        ...(e.loraName != null ? [e.loraName] : []),
+      ];
+    case "BlockRemoved":
+      return [e.type, e.blockHashes, e.medium ?? null];
+    case "AllBlocksCleared":
+      return [e.type];
+  }
+}
+
+function eventMap(e: WireEvent): Record<string, unknown> {
+  switch (e.type) {
+    case "BlockStored":
+      return {
+        type: e.type,
+        block_hashes: e.blockHashes,
+        parent_block_hash: e.parentHash,
+        token_ids: e.tokenIds,
+        block_size: e.blockSize,
+        lora_id: e.loraId ?? null,
+        medium: e.medium ?? null,
+        lora_name: e.loraName ?? null,
+      };
+    case "BlockRemoved":
+      return { type: e.type, block_hashes: e.blockHashes, medium: e.medium ?? null };
+    case "AllBlocksCleared":
+      return { type: e.type };
+  }
+}

@@ -1,0 +1,155 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { blockKeys } from "../../src/index/block-keys.js";
+import { PreciseIndex } from "../../src/index/precise-index.js";
+import type { BlockStored, KvEvent } from "../../src/kv-events/events.js";
+
+const BS = 4;
+const tokens = (n: number, seed = 0) => Array.from({ length: n }, (_, i) => (i * 7 + seed) % 1000);
+
+function stored(
+  hashes: string[],
+  parent: string | null,
+  ids: number[],
+  extra: Partial<BlockStored> = {},
+): KvEvent {
+  return {
+    type: "BlockStored",
+    blockHashes: hashes,
+    parentHash: parent,
+    tokenIds: ids,
+    blockSize: BS,
+    loraId: null,
+    medium: null,
+    loraName: null,
+    ...extra,
+  };
+}
+
+function setup(now = () => 0) {
+  const index = new PreciseIndex({ maxBlocksPerWorker: 100, speculativeTtlMs: 1000, now });
+  index.addWorker("w");
+  return index;
+}
+
+describe("PreciseIndex", () => {
+  it("matches the leading blocks a BlockStored reported, across events chained by parent hash", () => {
+    const index = setup();
+    const t = tokens(16);
+    expect(index.apply("w", stored(["a", "b"], null, t.slice(0, 8)))).toBe("applied");
+    expect(index.apply("w", stored(["c"], "b", t.slice(8, 12)))).toBe("applied");
+    const keys = index.keysFor("w", t, undefined)!;
+    expect(keys).toHaveLength(4);
+    expect(index.matchBlocks("w", keys)).toBe(3);
+    expect(index.matchBlocks("w", index.keysFor("w", tokens(16, 1), undefined)!)).toBe(0);
+    expect(index.size).toBe(3);
+  });
+
+  it("BlockRemoved stops the match at the removed block; AllBlocksCleared forgets everything", () => {
+    const index = setup();
+    const t = tokens(12);
+    index.apply("w", stored(["a", "b", "c"], null, t));
+    const keys = index.keysFor("w", t, undefined)!;
+    index.apply("w", { type: "BlockRemoved", blockHashes: ["b"], medium: null });
+    expect(index.matchBlocks("w", keys)).toBe(1);
+    index.apply("w", { type: "AllBlocksCleared" });
+    expect(index.matchBlocks("w", keys)).toBe(0);
+    expect(index.size).toBe(0);
+  });
+
+  it("skips a block whose parent it never saw, and token counts that do not fit the hashes", () => {
+    const index = setup();
+    expect(index.apply("w", stored(["b"], "unknown", tokens(4)))).toBe("orphan");
+    expect(index.apply("w", stored(["b"], null, tokens(5)))).toBe("malformed");
+    expect(index.size).toBe(0);
+  });
+
+  it("ignores blocks on another medium (CPU offload) and keeps adapters apart", () => {
+    const index = setup();
+    const t = tokens(8);
+    expect(index.apply("w", stored(["a"], null, t.slice(0, 4), { medium: "CPU" }))).toBe("ignored");
+    index.apply("w", stored(["l1", "l2"], null, t, { loraName: "sql" }));
+    expect(index.matchBlocks("w", index.keysFor("w", t, undefined)!)).toBe(0);
+    expect(index.matchBlocks("w", index.keysFor("w", t, "sql")!)).toBe(2);
+  });
+
+  it("speculative entries expire after the TTL unless a BlockStored confirms them", () => {
+    let now = 0;
+    const index = setup(() => now);
+    index.apply("w", stored(["seed"], null, tokens(4, 9)));
+    const t = tokens(12);
+    const keys = index.keysFor("w", t, undefined)!;
+    index.speculate("w", keys);
+    expect(index.matchBlocks("w", keys)).toBe(3);
+    index.apply("w", stored(["a"], null, t.slice(0, 4)));
+    now = 1500;
+    expect(index.matchBlocks("w", keys)).toBe(1);
+    index.speculate("w", keys);
+    index.withdraw("w", keys, 2);
+    expect(index.matchBlocks("w", keys)).toBe(2);
+  });
+
+  it("stays within its bound, dropping the oldest engine blocks first", () => {
+    const index = new PreciseIndex({ maxBlocksPerWorker: 3, speculativeTtlMs: 1000 });
+    index.addWorker("w");
+    const t = tokens(20);
+    for (let i = 0; i < 5; i++) {
+      index.apply("w", stored([`h${i}`], i === 0 ? null : `h${i - 1}`, t.slice(i * 4, i * 4 + 4)));
+    }
+    expect(index.blockCount("w")).toBe(3);
+    expect(index.size).toBe(3);
+    expect(index.matchBlocks("w", index.keysFor("w", t, undefined)!)).toBe(0);
+    index.speculate("w", blockKeys(tokens(40, 3), 4, ""));
+    expect(index.speculativeCount("w")).toBeLessThanOrEqual(3);
+  });
+
+  it("agrees with a reference model over random store/remove sequences", () => {
+    // Reference: the engine's blocks as a set of chains; match = leading blocks still present.
+    fc.assert(
+      fc.property(
+        fc.array(
+          fc.oneof(
+            fc.record({
+              op: fc.constant("store" as const),
+              chain: fc.nat(3),
+              len: fc.integer({ min: 1, max: 4 }),
+            }),
+            fc.record({ op: fc.constant("remove" as const), chain: fc.nat(3), at: fc.nat(3) }),
+            fc.constant({ op: "clear" as const }),
+          ),
+          { maxLength: 30 },
+        ),
+        (ops) => {
+          const index = setup();
+          const present = new Set<string>();
+          const chainTokens = (c: number) => tokens(16, c * 101);
+          for (const o of ops) {
+            if (o.op === "store") {
+              const t = chainTokens(o.chain);
+              const hashes = Array.from({ length: o.len }, (_, i) => `${o.chain}:${i}`);
+              index.apply("w", stored(hashes, null, t.slice(0, o.len * BS)));
+              for (const h of hashes) present.add(h);
+            } else if (o.op === "remove") {
+              index.apply("w", {
+                type: "BlockRemoved",
+                blockHashes: [`${o.chain}:${o.at}`],
+                medium: null,
+              });
+              present.delete(`${o.chain}:${o.at}`);
+            } else {
+              index.apply("w", { type: "AllBlocksCleared" });
+              present.clear();
+            }
+          }
+          for (let c = 0; c < 4; c++) {
+            let expected = 0;
+            while (expected < 4 && present.has(`${c}:${expected}`)) expected++;
+            const keys = blockKeys(chainTokens(c), BS, "");
+            expect(index.matchBlocks("w", keys)).toBe(expected);
+          }
+          expect(index.size).toBe(present.size);
+        },
+      ),
+    );
+  });
+});

@@ -1,0 +1,219 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import {
+  decodeBatch,
+  decodeMessage,
+  decodeSequence,
+  END_OF_REPLAY,
+  KvDecodeError,
+} from "../../src/kv-events/decode.js";
+import {
+  encodeBatch,
+  encodeSequence,
+  type KvEncoding,
+  type WireBatch,
+  type WireEvent,
+} from "../../src/kv-events/encode.js";
+
+const hex = (s: string) => Uint8Array.from(Buffer.from(s.replace(/\s+/g, ""), "hex"));
+const str = (s: string) =>
+  (s.length < 32 ? (0xa0 + s.length).toString(16) : "") + Buffer.from(s).toString("hex");
+
+describe("decodeBatch on byte-exact samples", () => {
+  it("reads the positional encoding (SGLang, vLLM before 2026): [ts, events] and tagged arrays", () => {
+    // [1.5, [["BlockStored", [1, 2], null, [1..8], 4, null], ["BlockRemoved", [7]], ["AllBlocksCleared"]]]
+    const bytes = hex(`
+      92 cb3ff8000000000000 93
+        96 ab426c6f636b53746f726564 920102 c0 980102030405060708 04 c0
+        92 ac426c6f636b52656d6f766564 9107
+        91 b0416c6c426c6f636b73436c6561726564`);
+    expect(decodeBatch(bytes)).toEqual({
+      ts: 1.5,
+      dataParallelRank: null,
+      events: [
+        {
+          type: "BlockStored",
+          blockHashes: ["1", "2"],
+          parentHash: null,
+          tokenIds: [1, 2, 3, 4, 5, 6, 7, 8],
+          blockSize: 4,
+          loraId: null,
+          medium: null,
+          loraName: null,
+        },
+        { type: "BlockRemoved", blockHashes: ["7"], medium: null },
+        { type: "AllBlocksCleared" },
+      ],
+    });
+  });
+
+  it("reads the map encoding (vLLM since 2026): bytes hashes, a uint64 parent, lora_name, rank", () => {
+    const bytes = hex(`
+      83 ${str("ts")} cb4000000000000000 ${str("events")} 91
+        88 ${str("type")} ${str("BlockStored")}
+           ${str("block_hashes")} 91 c402abcd
+           ${str("parent_block_hash")} cfffffffffffffffff
+           ${str("token_ids")} 9409090909
+           ${str("block_size")} 04
+           ${str("lora_id")} c0
+           ${str("medium")} ${str("GPU")}
+           ${str("lora_name")} ${str("ad")}
+      ${str("data_parallel_rank")} 00`);
+    // The literal bytes, so a helper mistake cannot hide a decoder mistake.
+    expect(Buffer.from(bytes).toString("hex").slice(0, 30)).toBe("83a27473cb4000000000000000a665");
+    expect(decodeBatch(bytes)).toEqual({
+      ts: 2,
+      dataParallelRank: 0,
+      events: [
+        {
+          type: "BlockStored",
+          blockHashes: ["xabcd"],
+          parentHash: "18446744073709551615",
+          tokenIds: [9, 9, 9, 9],
+          blockSize: 4,
+          loraId: null,
+          medium: "GPU",
+          loraName: "ad",
+        },
+      ],
+    });
+  });
+
+  it("reads a negative int64 hash (Python's hash() can be negative) as its decimal form", () => {
+    // [0.5, [["BlockRemoved", [-1], "GPU"]]]
+    const bytes = hex(
+      `92 cb3fe0000000000000 91 93 ${str("BlockRemoved")} 91 d3ffffffffffffffff ${str("GPU")}`,
+    );
+    expect(decodeBatch(bytes).events).toEqual([
+      { type: "BlockRemoved", blockHashes: ["-1"], medium: "GPU" },
+    ]);
+  });
+
+  it.each([
+    ["not msgpack", "c1"],
+    ["a bare number", "01"],
+    ["ts missing", `91 90`],
+    ["events not a list", `92 cb3ff8000000000000 01`],
+    ["unknown event type", `92 cb3ff8000000000000 91 91 ${str("Nope")}`],
+    ["block_size zero", `92 cb3ff8000000000000 91 96 ${str("BlockStored")} 9101 c0 9101 00 c0`],
+    ["a string hash", `92 cb3ff8000000000000 91 92 ${str("BlockRemoved")} 91 ${str("h")}`],
+    ["negative token id", `92 cb3ff8000000000000 91 96 ${str("BlockStored")} 9101 c0 91ff 01 c0`],
+  ])("refuses %s with KvDecodeError", (_name, bytes) => {
+    expect(() => decodeBatch(hex(bytes))).toThrow(KvDecodeError);
+  });
+});
+
+describe("sequence frames", () => {
+  it("reads 8 big-endian bytes, -1 as the end of a replay", () => {
+    expect(decodeSequence(hex("0000000000000102"))).toBe(258n);
+    expect(decodeSequence(hex("ffffffffffffffff"))).toBe(END_OF_REPLAY);
+    expect(decodeSequence(encodeSequence(123456789n))).toBe(123456789n);
+    expect(() => decodeSequence(hex("0102"))).toThrow(KvDecodeError);
+  });
+
+  it("decodes a [topic, sequence, payload] message and refuses other frame counts", () => {
+    const payload = encodeBatch({ ts: 1.25, events: [{ type: "AllBlocksCleared" }] }, "array");
+    const message = decodeMessage([Buffer.from("kv"), encodeSequence(5n), payload]);
+    expect(message).toEqual({
+      topic: "kv",
+      sequence: 5n,
+      batch: { ts: 1.25, events: [{ type: "AllBlocksCleared" }], dataParallelRank: null },
+    });
+    expect(() => decodeMessage([payload])).toThrow(KvDecodeError);
+    expect(() => decodeMessage([Buffer.from(""), encodeSequence(-1n), payload])).toThrow(
+      KvDecodeError,
+    );
+  });
+});
+
+const wireHash = fc.oneof(
+  fc.integer({ min: 0, max: 2 ** 31 }),
+  fc.bigInt({ min: -(2n ** 63n), max: 2n ** 64n - 1n }),
+  fc.uint8Array({ minLength: 1, maxLength: 32 }),
+);
+const wireEvent: fc.Arbitrary<WireEvent> = fc.oneof(
+  fc.record({
+    type: fc.constant("BlockStored" as const),
+    blockHashes: fc.array(wireHash, { maxLength: 4 }),
+    parentHash: fc.option(wireHash, { nil: null }),
+    tokenIds: fc.array(fc.nat({ max: 200_000 }), { maxLength: 16 }),
+    blockSize: fc.integer({ min: 1, max: 64 }),
+    loraId: fc.option(fc.nat(), { nil: null }),
+    medium: fc.option(fc.constantFrom("GPU", "CPU"), { nil: null }),
+  }),
+  fc.record({
+    type: fc.constant("BlockRemoved" as const),
+    blockHashes: fc.array(wireHash, { maxLength: 4 }),
+    medium: fc.option(fc.constant("GPU"), { nil: null }),
+  }),
+  fc.constant({ type: "AllBlocksCleared" as const }),
+);
+const normal = (h: number | bigint | Uint8Array) =>
+  h instanceof Uint8Array ? `x${Buffer.from(h).toString("hex")}` : h.toString();
+
+describe("decoder properties", () => {
+  it("round-trips every batch in both encodings", () => {
+    fc.assert(
+      fc.property(
+        fc.array(wireEvent, { maxLength: 5 }),
+        fc.constantFrom<KvEncoding>("array", "map"),
+        fc.option(fc.nat({ max: 7 }), { nil: null }),
+        (events, encoding, rank) => {
+          const batch: WireBatch = { ts: 1700000000.25, events, dataParallelRank: rank };
+          const decoded = decodeBatch(encodeBatch(batch, encoding));
+          expect(decoded.dataParallelRank).toBe(rank);
+          expect(decoded.events.map((e) => e.type)).toEqual(events.map((e) => e.type));
+          decoded.events.forEach((e, i) => {
+            const w = events[i]!;
+            if (e.type === "AllBlocksCleared" || w.type === "AllBlocksCleared") return;
+            expect(e.blockHashes).toEqual(w.blockHashes.map(normal));
+            if (e.type === "BlockStored" && w.type === "BlockStored") {
+              expect(e.parentHash).toBe(w.parentHash === null ? null : normal(w.parentHash));
+              expect(e.tokenIds).toEqual(w.tokenIds);
+            }
+          });
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it("random bytes never throw anything but KvDecodeError", () => {
+    fc.assert(
+      fc.property(fc.array(fc.uint8Array({ maxLength: 64 }), { maxLength: 4 }), (frames) => {
+        for (const attempt of [
+          () => decodeMessage(frames),
+          () => decodeBatch(frames[0] ?? hex("")),
+        ]) {
+          try {
+            attempt();
+          } catch (error) {
+            expect(error).toBeInstanceOf(KvDecodeError);
+          }
+        }
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it("valid messages with one byte corrupted never throw anything but KvDecodeError", () => {
+    fc.assert(
+      fc.property(
+        fc.array(wireEvent, { minLength: 1, maxLength: 3 }),
+        fc.constantFrom<KvEncoding>("array", "map"),
+        fc.nat(),
+        fc.integer({ min: 0, max: 255 }),
+        (events, encoding, at, byte) => {
+          const payload = encodeBatch({ ts: 1.5, events }, encoding).slice();
+          payload[at % payload.length] = byte;
+          try {
+            decodeBatch(payload);
+          } catch (error) {
+            expect(error).toBeInstanceOf(KvDecodeError);
+          }
+        },
+      ),
+      { numRuns: 1000 },
+    );
+  });
+});
