@@ -11,6 +11,8 @@ export interface Config {
   balanceAbsThreshold: number;
   balanceRelThreshold: number;
   cacheLoadBound: number;
+  prefixCostQueueWeight: number;
+  prefixCostRequestChars: number;
   evictionIntervalSecs: number;
   /** A fixed budget in characters, or "auto": learned from each worker's KV capacity. */
   maxTreeSize: number | "auto";
@@ -213,6 +215,24 @@ export const SETTINGS = [
         throw new ConfigError(flag, `must be 0 (no bound) or >= 1, got "${raw}"`);
       return value;
     },
+  }),
+  setting({
+    key: "prefixCostQueueWeight",
+    flag: "--prefix-cost-queue-weight",
+    arg: "<x>",
+    description:
+      "prefix_cost: weight of the uncached prompt characters already queued on a worker (in-flight requests without a first byte yet) against this request's own uncached characters.",
+    default: 1,
+    parse: number(0),
+  }),
+  setting({
+    key: "prefixCostRequestChars",
+    flag: "--prefix-cost-request-chars",
+    arg: "<chars>",
+    description:
+      "prefix_cost: characters of prefill each in-flight request on a worker counts for (its share of every engine step), so one hot prefix spreads over several workers.",
+    default: 512,
+    parse: number(0),
   }),
   setting({
     key: "evictionIntervalSecs",

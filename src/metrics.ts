@@ -97,6 +97,11 @@ export class Metrics {
         },
       });
     perWorker("radixgate_worker_in_flight", "Requests in flight per worker.", (w) => w.inFlight);
+    perWorker(
+      "radixgate_worker_pending_prefill_chars",
+      "Uncached prompt characters of the worker's in-flight requests still waiting for a first byte (prefix_cost's queue).",
+      (w) => w.pendingPrefillChars,
+    );
     perWorker("radixgate_worker_healthy", "1 when the worker passes health checks.", (w) =>
       w.healthy ? 1 : 0,
     );

@@ -110,6 +110,8 @@ export function createRouter(
     balanceAbsThreshold: config.balanceAbsThreshold,
     balanceRelThreshold: config.balanceRelThreshold,
     cacheLoadBound: config.cacheLoadBound,
+    prefixCostQueueWeight: config.prefixCostQueueWeight,
+    prefixCostRequestChars: config.prefixCostRequestChars,
   });
   const forwarder = new Forwarder(registry, new RoutingDecider(policy, index), settings, hooks);
   // /v1/models needs any available worker, not a cache decision.

@@ -3,6 +3,7 @@ import { LeastLoadPolicy } from "./least-load.js";
 import { type PolicyOptions, resolvePolicyOptions } from "./options.js";
 import { POLICY_NAMES, type Policy, type PolicyName } from "./policy.js";
 import { PowerOfTwoPolicy } from "./power-of-two.js";
+import { PrefixCostPolicy } from "./prefix-cost.js";
 import { RandomPolicy } from "./random.js";
 import { RoundRobinPolicy } from "./round-robin.js";
 
@@ -31,6 +32,8 @@ export function createPolicy(name: PolicyName, options: PolicyOptions = {}): Pol
       return new PowerOfTwoPolicy(resolved.random);
     case "least_load":
       return new LeastLoadPolicy();
+    case "prefix_cost":
+      return new PrefixCostPolicy(resolved);
     default: {
       const unknown: never = name;
       throw new RangeError(

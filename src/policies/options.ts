@@ -14,6 +14,13 @@ export interface PolicyOptions {
    * candidates' mean in-flight, plus one. 0 = no bound (the SGLang router's behaviour). 0 or >= 1.
    */
   readonly cacheLoadBound?: number | undefined;
+  /**
+   * prefix_cost: weight of the uncached characters already queued on a worker (its in-flight
+   * requests' prefill not yet done) against this request's own uncached characters. >= 0.
+   */
+  readonly prefixCostQueueWeight?: number | undefined;
+  /** prefix_cost: characters of prefill one in-flight request is worth (its decode share). >= 0. */
+  readonly prefixCostRequestChars?: number | undefined;
   /** random, power_of_two: the random source (for deterministic tests). */
   readonly random?: RandomSource | undefined;
 }
@@ -23,15 +30,22 @@ export interface ResolvedPolicyOptions {
   readonly balanceAbsThreshold: number;
   readonly balanceRelThreshold: number;
   readonly cacheLoadBound: number;
+  readonly prefixCostQueueWeight: number;
+  readonly prefixCostRequestChars: number;
   readonly random: RandomSource;
 }
 
-/** The SGLang router's defaults for its cache-aware policy, plus radixgate's load bound. */
+/**
+ * The SGLang router's defaults for its cache-aware policy, plus radixgate's load bound, and the
+ * weights of prefix_cost (see policies/prefix-cost.ts and docs/benchmarks.md for how they were set).
+ */
 export const POLICY_DEFAULTS: Readonly<Omit<ResolvedPolicyOptions, "random">> = Object.freeze({
   cacheThreshold: 0.3,
   balanceAbsThreshold: 64,
   balanceRelThreshold: 1.5,
   cacheLoadBound: 2,
+  prefixCostQueueWeight: 1,
+  prefixCostRequestChars: 512,
 });
 
 function checkNumber(
@@ -82,6 +96,20 @@ export function resolvePolicyOptions(options: PolicyOptions = {}): ResolvedPolic
       POLICY_DEFAULTS.cacheLoadBound,
       (v) => v === 0 || v >= 1,
       "that is 0 (no bound) or >= 1",
+    ),
+    prefixCostQueueWeight: checkNumber(
+      "prefixCostQueueWeight",
+      options.prefixCostQueueWeight,
+      POLICY_DEFAULTS.prefixCostQueueWeight,
+      (v) => v >= 0,
+      ">= 0",
+    ),
+    prefixCostRequestChars: checkNumber(
+      "prefixCostRequestChars",
+      options.prefixCostRequestChars,
+      POLICY_DEFAULTS.prefixCostRequestChars,
+      (v) => v >= 0,
+      ">= 0",
     ),
     random,
   };

@@ -7,6 +7,11 @@
 export interface PolicyWorker {
   readonly id: string;
   readonly inFlight: number;
+  /**
+   * Uncached characters of this worker's in-flight requests that have not yet produced a first
+   * byte (prefill still queued or running), kept by the forwarder. Read by prefix_cost; 0 if absent.
+   */
+  readonly pendingPrefillChars?: number | undefined;
 }
 
 /** Why a worker was chosen; exported as a metric label and in the x-radixgate-route header. */
@@ -18,7 +23,8 @@ export type RouteBranch =
   | "round_robin"
   | "random"
   | "power_of_two"
-  | "least_load";
+  | "least_load"
+  | "lowest_cost"; // prefix_cost: lowest estimated prefill work ahead of the first token
 
 export interface RouteRequest {
   /** The text the engine will prefill (see proxy/routing-text.ts). May be empty. */
@@ -56,5 +62,6 @@ export const POLICY_NAMES = [
   "random",
   "power_of_two",
   "least_load",
+  "prefix_cost",
 ] as const;
 export type PolicyName = (typeof POLICY_NAMES)[number];

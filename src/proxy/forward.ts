@@ -152,6 +152,7 @@ export class Forwarder {
       const result = await this.attempt(
         worker,
         req,
+        Math.max(0, req.text.length - decision.heldBefore),
         headers,
         deadline,
         res,
@@ -201,6 +202,8 @@ export class Forwarder {
   private async attempt(
     worker: Worker,
     req: ForwardRequest,
+    /** Characters of the text the worker probably has to prefill (not held before). */
+    uncachedChars: number,
     headers: Record<string, string | string[]>,
     deadline: number,
     res: ServerResponse,
@@ -230,11 +233,21 @@ export class Forwarder {
       timerMs(firstByteMs),
     );
     worker.inFlight += 1;
+    worker.pendingPrefillChars += uncachedChars;
     worker.breaker.onDispatch();
+    // The first body byte means prefill is over (engines stream a token only after it); a
+    // non-streaming answer only has its body at the end.
+    let prefilled = false;
+    const prefillDone = () => {
+      if (prefilled) return;
+      prefilled = true;
+      worker.pendingPrefillChars -= uncachedChars;
+    };
     let released = false;
     const release = () => {
       if (released) return;
       released = true;
+      prefillDone();
       worker.inFlight -= 1;
       this.inProgress.delete(controller);
       clearTimeout(overall);
@@ -289,6 +302,7 @@ export class Forwarder {
       return { kind: "failed", failure: statusFailure(status, worker) };
     }
 
+    upstream.body.once("data", prefillDone);
     const outcome = await relay(
       upstream,
       worker,

@@ -36,6 +36,16 @@ export interface KvCacheOptions {
   capacityTokens: number;
   /** Tokens per block. */
   blockSize: number;
+  /** Told of every block stored and removed, as an engine publishes KV events (sim/kv-publisher.ts). */
+  listener?: KvCacheListener;
+}
+
+/** What the cache tells a KV-event publisher (vLLM's BlockStored / BlockRemoved / AllBlocksCleared). */
+export interface KvCacheListener {
+  /** New blocks, in order; `parent` is the hash before the first, null at the start of a sequence. */
+  stored(hashes: number[], parent: number | null, tokens: number[]): void;
+  removed(hashes: number[]): void;
+  cleared(): void;
 }
 
 const TWO_32 = 2 ** 32;
@@ -74,9 +84,11 @@ export class PrefixKvCache {
   private pinned = 0;
   private reservedTotal = 0;
   private evictedTotal = 0;
+  private readonly listener: KvCacheListener | undefined;
 
   constructor(options: KvCacheOptions) {
     const { capacityTokens, blockSize } = options;
+    this.listener = options.listener;
     if (!Number.isInteger(blockSize) || blockSize < 1) {
       throw new RangeError(`blockSize must be a positive integer, got ${blockSize}`);
     }
@@ -155,12 +167,25 @@ export class PrefixKvCache {
     if (alloc.released) return;
     const full = Math.floor(Math.min(computedTokens, tokens.length) / this.blockSize);
     let parent = alloc.blocks.length > 0 ? (alloc.blocks.at(-1) as Block).hash : ROOT_HASH;
+    // Runs of newly stored blocks, reported as one BlockStored event each.
+    let run: { hashes: number[]; parent: number | null; start: number } | undefined;
+    const flush = () => {
+      if (run === undefined || this.listener === undefined) return;
+      const end = run.start + run.hashes.length * this.blockSize;
+      this.listener.stored(run.hashes, run.parent, tokens.slice(run.start, end));
+      run = undefined;
+    };
     for (let i = alloc.blocks.length; i < full && alloc.reserved > 0; i++) {
+      const before = parent;
       parent = chainHash(parent, tokens, i * this.blockSize, (i + 1) * this.blockSize);
       let block = this.byHash.get(parent);
       if (block === undefined) {
         block = { hash: parent, refs: 0 };
         this.byHash.set(parent, block);
+        run ??= { hashes: [], parent: i === 0 ? null : before, start: i * this.blockSize };
+        run.hashes.push(parent);
+      } else {
+        flush();
       }
       // A block computed twice (two requests raced on the same prefix) is kept once; the
       // duplicate's reservation simply goes back to the pool.
@@ -169,6 +194,7 @@ export class PrefixKvCache {
       alloc.reserved--;
       this.reservedTotal--;
     }
+    flush();
   }
 
   /** Drop a request's hold: its hashed blocks stay cached (evictable), its reservation is freed. */
@@ -233,15 +259,28 @@ export class PrefixKvCache {
     block.refs++;
   }
 
+  /**
+   * Drops every block no running request holds (vLLM's reset_prefix_cache); `announce` = false
+   * models an engine restart, which publishes nothing (its event sequence starts again instead).
+   */
+  clearCache(announce = true): void {
+    for (const hash of this.free.keys()) this.byHash.delete(hash);
+    this.free.clear();
+    if (announce) this.listener?.cleared();
+  }
+
   /** Evict least recently used unreferenced blocks until `blocks` are unused. */
   private evictUntil(blocks: number): void {
     let unused = this.totalBlocks - this.usedBlocks;
     if (unused >= blocks) return;
+    const removed: number[] = [];
     for (const [hash] of this.free) {
       this.free.delete(hash);
       this.byHash.delete(hash);
       this.evictedTotal++;
-      if (++unused >= blocks) return;
+      removed.push(hash);
+      if (++unused >= blocks) break;
     }
+    if (removed.length > 0) this.listener?.removed(removed);
   }
 }

@@ -48,6 +48,11 @@ export interface SimWorkerOptions extends Partial<SimNumericOptions> {
    * in sglang/srt/utils); vLLM guards /v1 paths.
    */
   apiKey?: string;
+  /**
+   * Publish KV-cache events over ZMQ as the engines do (sim/kv-publisher.ts): "array" (SGLang,
+   * vLLM before 2026) or "map" (vLLM since 2026) encoding; `noReplay` leaves out the replay socket.
+   */
+  kvEvents?: { encoding: "array" | "map"; noReplay?: boolean; topic?: string };
 }
 
 export interface NumericOptionSpec {

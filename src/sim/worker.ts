@@ -9,11 +9,14 @@ import { type Clock, realClock } from "./clock.js";
 import { Engine } from "./engine.js";
 import { DEFAULT_FAULTS, mergeFaults, type SimFaults } from "./faults.js";
 import { PrefixKvCache } from "./kv-cache.js";
+import { SimKvPublisher } from "./kv-publisher.js";
 import { METRICS_CONTENT_TYPE, renderMetrics } from "./metrics.js";
 import { type ResolvedSimOptions, resolveOptions, type SimWorkerOptions } from "./options.js";
 import { BadRequest, type InferenceEndpoint, parseJob } from "./protocol.js";
 import { errorBody } from "./responses.js";
 import { type ServeCounters, sendJson, serveJob } from "./serve.js";
+import { renderChat } from "./template.js";
+import { tokenize } from "./tokenizer.js";
 
 export type { SimFaults } from "./faults.js";
 export type { SimFlavor, SimWorkerOptions } from "./options.js";
@@ -61,6 +64,14 @@ export interface SimWorker {
   stats(): SimStats;
   faults(): SimFaults;
   setFaults(f: Partial<SimFaults>): void;
+  /** The KV-event publisher, when started with `kvEvents`. */
+  readonly kvEvents: SimKvPublisher | undefined;
+  /**
+   * Drops every cached block nobody holds. `restart` models an engine restart: nothing is
+   * announced and the event sequence starts again at 0; otherwise AllBlocksCleared is published
+   * (vLLM's reset_prefix_cache).
+   */
+  clearKvCache(options?: { restart?: boolean }): void;
   /** Closes the server and destroys open sockets (hanging and streaming requests included). */
   close(): Promise<void>;
 }
@@ -80,6 +91,7 @@ const OTHER_PATHS = new Set([
   "/get_server_info",
   "/version",
   "/metrics",
+  "/tokenize",
   "/_sim/faults",
   "/_sim/stats",
 ]);
@@ -91,7 +103,12 @@ class BodyTooLarge extends Error {}
 export async function startSimWorker(options: SimWorkerOptions = {}): Promise<SimWorker> {
   const resolved = resolveOptions(options);
   const faults = mergeFaults({ ...DEFAULT_FAULTS }, options.faults ?? {});
-  const worker = new HttpSimWorker(resolved, faults, realClock);
+  const publisher =
+    options.kvEvents === undefined
+      ? undefined
+      : new SimKvPublisher({ ...options.kvEvents, host: resolved.host });
+  await publisher?.bind();
+  const worker = new HttpSimWorker(resolved, faults, realClock, publisher);
   await worker.listen();
   return worker;
 }
@@ -131,6 +148,7 @@ class HttpSimWorker implements SimWorker {
     private readonly options: ResolvedSimOptions,
     faults: SimFaults,
     clock: Clock,
+    readonly kvEvents: SimKvPublisher | undefined = undefined,
   ) {
     this.flavor = options.flavor;
     this.currentFaults = faults;
@@ -138,6 +156,7 @@ class HttpSimWorker implements SimWorker {
     this.kv = new PrefixKvCache({
       capacityTokens: options.kvCapacityTokens,
       blockSize: options.blockSize,
+      ...(kvEvents !== undefined ? { listener: kvEvents } : {}),
     });
     this.engine = new Engine(
       {
@@ -215,8 +234,14 @@ class HttpSimWorker implements SimWorker {
     if (f.failFirst !== undefined) this.failRemaining = this.currentFaults.failFirst;
   }
 
+  clearKvCache(options: { restart?: boolean } = {}): void {
+    this.kv.clearCache(!options.restart);
+    if (options.restart) this.kvEvents?.restart();
+  }
+
   close(): Promise<void> {
     this.closing ??= new Promise<void>((resolve) => {
+      void this.kvEvents?.close();
       this.engine.stop();
       this.server.close(() => resolve());
       this.server.closeAllConnections();
@@ -249,6 +274,10 @@ class HttpSimWorker implements SimWorker {
       return this.inference(endpoint, req, res);
     }
     if (path === "/_sim/faults" && req.method === "POST") return this.postFaults(req, res);
+    if (path === "/tokenize") {
+      if (req.method !== "POST") return methodNotAllowed(res);
+      return this.tokenizeEndpoint(req, res);
+    }
     if (!known) return sendJson(res, 404, { detail: "Not Found" });
     if (req.method !== "GET" && req.method !== "HEAD") return methodNotAllowed(res);
     switch (path) {
@@ -369,6 +398,31 @@ class HttpSimWorker implements SimWorker {
       sendJson(res, 400, errorBody(400, "request body is not valid JSON"));
       return undefined;
     }
+  }
+
+  /**
+   * vLLM's POST /tokenize (vllm/entrypoints/openai/protocol.py TokenizeCompletionRequest and
+   * TokenizeChatRequest; SGLang's /tokenize takes the `prompt` form): `{prompt}` or `{messages}`
+   * in, `{count, max_model_len, tokens}` out, with the same template the engine prefills.
+   */
+  private async tokenizeEndpoint(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const body = (await this.readJson(req, res)) as Record<string, unknown> | undefined;
+    if (body === undefined) return;
+    let text: string;
+    if (typeof body?.prompt === "string") {
+      text = body.prompt;
+    } else if (Array.isArray(body?.messages)) {
+      const messages = body.messages.map((m: unknown) => {
+        const { role, content } = (m ?? {}) as Record<string, unknown>;
+        return { role: String(role), content: typeof content === "string" ? content : "" };
+      });
+      text = renderChat(messages, body.add_generation_prompt !== false);
+    } else {
+      this.counters.rejected++;
+      return sendJson(res, 400, errorBody(400, "tokenize needs prompt or messages"));
+    }
+    const tokens = tokenize(text);
+    sendJson(res, 200, { count: tokens.length, max_model_len: this.options.maxModelLen, tokens });
   }
 
   private async postFaults(req: IncomingMessage, res: ServerResponse): Promise<void> {

@@ -1,8 +1,18 @@
-import type { TreeNode } from "./node.js";
+/**
+ * What the queue needs of an entry: its access time and the links the queue keeps in it. A tree
+ * node (node.ts) for one worker's tree; a worker's claim on a shared node (index/claim.ts).
+ */
+export interface Queued<T> {
+  access: number;
+  prev: T | null;
+  next: T | null;
+  heapIndex: number;
+}
 
 /**
- * The tree's leaves in eviction order (least recently accessed first), kept up to date on every
- * insert so that evicting k leaves costs O(k log h), never a walk over the whole tree.
+ * A tree's leaves (or one worker's leaf claims in the shared index) in eviction order (least
+ * recently accessed first), kept up to date on every insert so that evicting k leaves costs
+ * O(k log h), never a walk over the whole tree.
  *
  * Two parts: a doubly linked recency list and a small binary heap.
  * - A node that becomes a leaf during an insert (a new leaf, or an existing leaf the insert ends
@@ -12,15 +22,15 @@ import type { TreeNode } from "./node.js";
  *   access), which cannot be appended; it goes into the heap instead.
  * The oldest leaf is the older of the list's head and the heap's top.
  */
-export class LeafQueue {
+export class LeafQueue<T extends Queued<T>> {
   /** Sentinel of the circular list: sentinel.next is the oldest, sentinel.prev the newest. */
-  private readonly sentinel: TreeNode;
+  private readonly sentinel: T;
   private listSize = 0;
   /** Heap keys (access times) apart from the nodes, so sifting compares one contiguous array. */
   private keys: number[] = [];
-  private nodes: TreeNode[] = [];
+  private nodes: T[] = [];
 
-  constructor(sentinel: TreeNode) {
+  constructor(sentinel: T) {
     sentinel.prev = sentinel;
     sentinel.next = sentinel;
     this.sentinel = sentinel;
@@ -31,7 +41,7 @@ export class LeafQueue {
   }
 
   /** Adds a leaf whose access time is the newest of all (it was just set by an insert). */
-  append(node: TreeNode): void {
+  append(node: T): void {
     const tail = this.sentinel.prev!;
     node.prev = tail;
     node.next = this.sentinel;
@@ -41,7 +51,7 @@ export class LeafQueue {
   }
 
   /** Adds a leaf with an older access time (a parent whose last child was just evicted). */
-  promote(node: TreeNode): void {
+  promote(node: T): void {
     const i = this.nodes.length;
     this.keys.push(node.access);
     this.nodes.push(node);
@@ -50,7 +60,7 @@ export class LeafQueue {
   }
 
   /** Removes a node from wherever it is queued (a no-op for a node that is not queued). */
-  detach(node: TreeNode): void {
+  detach(node: T): void {
     if (node.heapIndex >= 0) {
       this.removeAt(node.heapIndex);
       return;
@@ -66,7 +76,7 @@ export class LeafQueue {
   }
 
   /** Removes and returns the least recently accessed leaf. */
-  popOldest(): TreeNode | undefined {
+  popOldest(): T | undefined {
     const head = this.sentinel.next!;
     const fromList = head !== this.sentinel;
     if (this.nodes.length > 0 && (!fromList || this.keys[0]! < head.access)) {
@@ -91,8 +101,8 @@ export class LeafQueue {
    * For tests: throws unless the list is sorted by access, the heap is a heap, and every queued
    * node's links agree with where it is. Returns the queued nodes.
    */
-  check(): Set<TreeNode> {
-    const queued = new Set<TreeNode>();
+  check(): Set<T> {
+    const queued = new Set<T>();
     let last = Number.NEGATIVE_INFINITY;
     for (let n = this.sentinel.next!; n !== this.sentinel; n = n.next!) {
       if (n.next!.prev !== n || n.heapIndex !== -1) throw new Error("leaf list links broken");

@@ -27,7 +27,8 @@ export const DEFAULT_MAX_CHARS = 67_108_864;
 export const DEFAULT_HIGH_WATER_RATIO = 1.1;
 
 // The hot path (child lookup, edge comparison) stays in this one module so that V8 can inline it
-// into match and insert without going through ES-module bindings.
+// into match and insert without going through ES-module bindings. The shared index
+// (index/shared-index.ts) imports the edge comparison and the label copy from here.
 
 /** Above this many children a node switches from a scanned array to a Map keyed by code point. */
 const MAX_ARRAY_CHILDREN = 8;
@@ -38,11 +39,11 @@ const SCAN_CHARS = 16;
 /** V8 copies substrings shorter than this; longer ones become sliced strings (see `ownCopy`). */
 const MIN_SLICED_LENGTH = 13;
 
-function isHigh(code: number): boolean {
+export function isHigh(code: number): boolean {
   return (code & 0xfc00) === 0xd800;
 }
 
-function isLow(code: number): boolean {
+export function isLow(code: number): boolean {
   return (code & 0xfc00) === 0xdc00;
 }
 
@@ -52,7 +53,7 @@ function isLow(code: number): boolean {
  * `join` builds a fresh sequential string of exactly the right length. Measured the cheapest flat
  * copy (~0.3 µs for 8k chars, against 2-16 µs for Buffer or JSON round trips).
  */
-function ownCopy(s: string): string {
+export function ownCopy(s: string): string {
   return s.length < MIN_SLICED_LENGTH ? s : [s.slice(0, 1), s.slice(1)].join("");
 }
 
@@ -90,7 +91,7 @@ function commonLength(a: string, ai: number, b: string, max: number, from: numbe
  * string. The tree never lets a child start with a low surrogate that pairs with the end of its
  * parent's label, so a label's end counts as "not followed by a low surrogate".
  */
-function edgeMatch(text: string, pos: number, label: string): number {
+export function edgeMatch(text: string, pos: number, label: string): number {
   const len = label.length;
   const rest = text.length - pos;
   const max = Math.min(len, rest);
@@ -181,7 +182,7 @@ export class RadixTree {
   private highWater: number;
   private readonly onEvict: ((evictedChars: number) => void) | undefined;
   private readonly root = new TreeNode("", -1, null, 0);
-  private readonly leaves = new LeafQueue(new TreeNode("", -1, null, 0));
+  private readonly leaves = new LeafQueue<TreeNode>(new TreeNode("", -1, null, 0));
   private clock = 0;
   private chars = 0;
   private nodes = 0;

@@ -17,6 +17,13 @@ export interface WorkerOptions {
 export class Worker {
   /** Requests dispatched and not yet finished (router's own count, kept for every policy). */
   inFlight = 0;
+  /**
+   * Uncached prompt characters (text length − what the index said this worker held) of the
+   * in-flight requests that have no first byte back yet: prefill work queued on the engine, as the
+   * router estimates it. Added at dispatch, removed at the first body byte or when the attempt
+   * ends, whichever comes first (proxy/forward.ts). Read by the prefix_cost policy.
+   */
+  pendingPrefillChars = 0;
   /** Requests that completed with a response from this worker. */
   served = 0;
   /** Result of active health checks; unhealthy workers keep their tree but get no traffic. */
@@ -102,6 +109,7 @@ export class Worker {
       healthy: this.healthy,
       circuit: this.breaker.state,
       in_flight: this.inFlight,
+      pending_prefill_chars: this.pendingPrefillChars,
       tree_characters: this.indexedChars(),
       requests_served: this.served,
       cool_down_ms: this.coolDownMs,

@@ -15,12 +15,14 @@ describe("createPolicy", () => {
     expect(selectWith(policy, fleet(2), { text: "hi" })).toBeDefined();
   });
 
-  it("uses the SGLang router's defaults, plus a load bound of 2", () => {
+  it("uses the SGLang router's defaults, plus a load bound of 2, and prefix_cost's weights", () => {
     expect(POLICY_DEFAULTS).toEqual({
       cacheThreshold: 0.3,
       balanceAbsThreshold: 64,
       balanceRelThreshold: 1.5,
       cacheLoadBound: 2,
+      prefixCostQueueWeight: 1,
+      prefixCostRequestChars: 512,
     });
   });
 

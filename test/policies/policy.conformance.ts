@@ -11,6 +11,7 @@ const BRANCHES: readonly RouteBranch[] = [
   "random",
   "power_of_two",
   "least_load",
+  "lowest_cost",
 ];
 
 /** Frozen copies: any write to a candidate's load throws (ESM is strict) instead of passing. */

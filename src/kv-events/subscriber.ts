@@ -1,0 +1,243 @@
+/**
+ * One worker's KV-event stream: a ZMQ SUB socket on the engine's publisher, sequence tracking,
+ * and replay over a DEALER socket on the engine's replay (ROUTER) endpoint. Wire format: see
+ * decode.ts (vLLM vllm/distributed/kv_events.py ZmqEventPublisher, SGLang the same).
+ *
+ * - In order: each batch is handed to `onBatch`, one at a time, in sequence order.
+ * - Gap (a lost message, a reconnect): the missed range is asked from the replay endpoint. When
+ *   replay is unavailable or incomplete, the worker's precise state is dropped (`onReset`) and the
+ *   stream counts as "rebuilding" for `rebuildMs`: the router routes that worker on its
+ *   approximate tree meanwhile.
+ * - Sequence going backwards (the engine restarted): `onReset`, then start over from there.
+ * - On every (re)connection the subscriber asks for a replay from where it stopped, so an idle
+ *   engine is synchronised without waiting for its next event. ZMQ reconnects by itself, with
+ *   exponential backoff between `reconnectMinMs` and `reconnectMaxMs`.
+ * - A malformed message is counted and skipped, never fatal.
+ */
+import { Dealer, Subscriber } from "zeromq";
+import { decodeBatch, decodeSequence, END_OF_REPLAY, KvDecodeError } from "./decode.js";
+import { encodeSequence } from "./encode.js";
+import type { EventBatch } from "./events.js";
+
+export interface KvSubscriberOptions {
+  endpoint: string;
+  /** Undefined: the engine was started without a replay endpoint. */
+  replayEndpoint: string | undefined;
+  replayTimeoutMs: number;
+  /** How long a worker whose history is incomplete routes on its approximate tree. */
+  rebuildMs: number;
+  reconnectMinMs: number;
+  reconnectMaxMs: number;
+  /** Largest message accepted, bytes (ZMQ drops the connection on a bigger one). */
+  maxMessageBytes: number;
+  now?: () => number;
+  onBatch(batch: EventBatch): void;
+  /** Forget the worker's precise state: a restart, or a gap replay could not fill. */
+  onReset(reason: "sequence_reset" | "gap"): void;
+  onMalformed(error: KvDecodeError): void;
+  onReplay(outcome: "complete" | "incomplete" | "unavailable" | "failed"): void;
+}
+
+/** Most batches one replay may bring (vLLM keeps 10 000 by default). */
+const MAX_REPLAY_BATCHES = 20_000;
+
+export class KvEventSubscriber {
+  private readonly sub: Subscriber;
+  private readonly now: () => number;
+  /** Sequence of the next batch expected; undefined until the first synchronisation. */
+  private expected: bigint | undefined;
+  /** Payloads applied from the last replay, so the same batch arriving on SUB is skipped once. */
+  private replayed = new Map<bigint, Uint8Array>();
+  private connected = false;
+  private rebuildingUntil = 0;
+  private synced = false;
+  /** Serialises message handling and replays: one at a time, in arrival order. */
+  private queue: Promise<void> = Promise.resolve();
+  private closed = false;
+
+  constructor(private readonly options: KvSubscriberOptions) {
+    this.now = options.now ?? Date.now;
+    this.sub = new Subscriber({
+      linger: 0,
+      reconnectInterval: options.reconnectMinMs,
+      reconnectMaxInterval: options.reconnectMaxMs,
+      maxMessageSize: options.maxMessageBytes,
+      receiveHighWaterMark: 100_000,
+    });
+  }
+
+  /** Events can be trusted: connected, synchronised, and not rebuilding after a loss. */
+  get live(): boolean {
+    return this.connected && this.synced && this.now() >= this.rebuildingUntil;
+  }
+
+  get state(): "live" | "rebuilding" | "disconnected" | "syncing" {
+    if (!this.connected) return "disconnected";
+    if (!this.synced) return "syncing";
+    return this.now() >= this.rebuildingUntil ? "live" : "rebuilding";
+  }
+
+  start(): void {
+    this.sub.subscribe();
+    void this.watchEvents();
+    this.sub.connect(this.options.endpoint);
+    void this.receiveLoop();
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.connected = false;
+    this.sub.close();
+  }
+
+  private async watchEvents(): Promise<void> {
+    try {
+      for await (const event of this.sub.events) {
+        if (event.type === "connect") {
+          this.connected = true;
+          this.synced = false;
+          this.enqueue(() => this.sync());
+        } else if (event.type === "disconnect") {
+          this.connected = false;
+        }
+      }
+    } catch {
+      // The socket closed.
+    }
+  }
+
+  private async receiveLoop(): Promise<void> {
+    try {
+      for await (const frames of this.sub) {
+        await this.enqueue(() => this.handle(frames));
+      }
+    } catch {
+      // The socket closed.
+    }
+  }
+
+  private enqueue(task: () => Promise<void> | void): Promise<void> {
+    this.queue = this.queue.then(task).catch(() => {});
+    return this.queue;
+  }
+
+  /** After a (re)connection: fetch whatever was missed, or everything the engine still has. */
+  private async sync(): Promise<void> {
+    if (this.closed) return;
+    await this.catchUp(this.expected ?? 0n, undefined);
+    this.synced = true;
+  }
+
+  private async handle(frames: Buffer[]): Promise<void> {
+    if (this.closed) return;
+    let sequence: bigint;
+    try {
+      if (frames.length !== 3)
+        throw new KvDecodeError(`message has ${frames.length} frames, not 3`);
+      sequence = decodeSequence(frames[1]!);
+      if (sequence < 0n) throw new KvDecodeError(`negative sequence ${sequence}`);
+    } catch (error) {
+      this.options.onMalformed(error as KvDecodeError);
+      return;
+    }
+    const payload = frames[2]!;
+    if (this.expected !== undefined && sequence < this.expected) {
+      const seen = this.replayed.get(sequence);
+      if (seen !== undefined && Buffer.from(seen).equals(payload)) return; // already applied
+      // The sequence went backwards: the engine restarted with an empty cache.
+      this.options.onReset("sequence_reset");
+      this.expected = sequence;
+      this.replayed.clear();
+    }
+    if (this.expected === undefined || sequence > this.expected) {
+      await this.catchUp(this.expected ?? 0n, sequence);
+    }
+    this.replayed.clear();
+    this.apply(sequence, payload);
+    this.synced = true;
+  }
+
+  /**
+   * Replays [from, to) (to undefined: everything buffered). A range that cannot be filled means
+   * lost events: the precise state is dropped (when there was one) and the worker rebuilds.
+   */
+  private async catchUp(from: bigint, to: bigint | undefined): Promise<void> {
+    const hadState = this.expected !== undefined;
+    const batches = await this.replay(from);
+    if (batches === undefined) {
+      // A first message with the very sequence expected missed nothing.
+      if (to !== undefined && to === from) return;
+      this.options.onReplay("unavailable");
+      this.lost(hadState);
+      if (to !== undefined) this.expected = to;
+      return;
+    }
+    const usable = batches.filter(
+      (b) => b.sequence >= from && (to === undefined || b.sequence < to),
+    );
+    const contiguous = usable.every((b, i) => b.sequence === from + BigInt(i));
+    const complete = contiguous && (to === undefined || from + BigInt(usable.length) === to);
+    this.options.onReplay(complete ? "complete" : "incomplete");
+    // Reset before applying: what the replay still has is worth keeping.
+    if (!complete) this.lost(hadState);
+    for (const { sequence, payload } of usable) {
+      this.apply(sequence, payload);
+      this.replayed.set(sequence, payload);
+    }
+    this.expected = to ?? (usable.length > 0 ? usable.at(-1)!.sequence + 1n : from);
+  }
+
+  /** Events were lost: drop what the worker's state was built on, and rebuild for a while. */
+  private lost(hadState: boolean): void {
+    if (hadState) this.options.onReset("gap");
+    this.startRebuild();
+  }
+
+  private startRebuild(): void {
+    this.rebuildingUntil = this.now() + this.options.rebuildMs;
+  }
+
+  private apply(sequence: bigint, payload: Uint8Array): void {
+    this.expected = sequence + 1n;
+    let batch: EventBatch;
+    try {
+      batch = decodeBatch(payload);
+    } catch (error) {
+      this.options.onMalformed(error as KvDecodeError);
+      return;
+    }
+    this.options.onBatch(batch);
+  }
+
+  /** Batches from `from` on, from the replay endpoint; undefined when it does not answer. */
+  private async replay(
+    from: bigint,
+  ): Promise<{ sequence: bigint; payload: Uint8Array }[] | undefined> {
+    const endpoint = this.options.replayEndpoint;
+    if (endpoint === undefined) return undefined;
+    const timeout = this.options.replayTimeoutMs;
+    const dealer = new Dealer({ linger: 0, receiveTimeout: timeout, sendTimeout: timeout });
+    const deadline = this.now() + timeout;
+    try {
+      dealer.connect(endpoint);
+      await dealer.send(["", encodeSequence(from)]);
+      const out: { sequence: bigint; payload: Uint8Array }[] = [];
+      while (out.length <= MAX_REPLAY_BATCHES && this.now() < deadline) {
+        const frames = await dealer.receive();
+        // [empty delimiter, sequence, payload]
+        if (frames.length !== 3) throw new KvDecodeError("replay answer is not 3 frames");
+        const sequence = decodeSequence(frames[1]!);
+        if (sequence === END_OF_REPLAY) return out;
+        out.push({ sequence, payload: frames[2]! });
+      }
+      this.options.onReplay("failed");
+      return undefined;
+    } catch (error) {
+      if (error instanceof KvDecodeError) this.options.onMalformed(error);
+      return undefined;
+    } finally {
+      dealer.close();
+    }
+  }
+}

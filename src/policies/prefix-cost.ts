@@ -1,0 +1,69 @@
+import { LeastLoaded } from "./least-loaded.js";
+import type { ResolvedPolicyOptions } from "./options.js";
+import type { Policy, PolicyWorker, RouteDecision, RouteRequest } from "./policy.js";
+
+export type PrefixCostOptions = Pick<
+  ResolvedPolicyOptions,
+  "prefixCostQueueWeight" | "prefixCostRequestChars"
+>;
+
+/**
+ * Picks the candidate with the lowest estimated time to first token, counted in characters of
+ * prefill work (prefill dominates TTFT and is proportional to the uncached prompt):
+ *
+ *   cost = (text length − matched)                   this request's own uncached prefill there
+ *        + queueWeight × pendingPrefillChars          uncached prefill already queued there
+ *        + requestChars × inFlight                    each running request's share of every step
+ *
+ * A worker that holds the prefix wins while the work queued on it stays below what a cold worker
+ * would have to recompute; once it falls behind by more than that, the next request goes where it
+ * finishes prefill first, so one hot prefix spreads by the work it causes rather than by a count.
+ * Equal costs go to the less loaded worker, then take turns. Matched lengths come from the prefix
+ * index (request.matched), the queue figures from the forwarder (Worker.pendingPrefillChars).
+ */
+export class PrefixCostPolicy implements Policy {
+  readonly name = "prefix_cost" as const;
+  readonly usesPrefixes = true;
+  private readonly loads = new LeastLoaded();
+  private readonly queueWeight: number;
+  private readonly requestChars: number;
+
+  constructor(options: PrefixCostOptions) {
+    this.queueWeight = options.prefixCostQueueWeight;
+    this.requestChars = options.prefixCostRequestChars;
+  }
+
+  select<W extends PolicyWorker>(
+    candidates: readonly W[],
+    request: RouteRequest,
+  ): RouteDecision<W> | undefined {
+    // The scan only supplies the rotated start, so equal costs on equal loads take turns.
+    if (this.loads.scan(candidates) < 0) return undefined;
+    const length = request.text.length;
+    const matchedOf = request.matched;
+    const n = candidates.length;
+    const start = this.loads.start;
+    let best = start;
+    let bestCost = Number.POSITIVE_INFINITY;
+    let bestLoad = 0;
+    let bestMatched = 0;
+    for (let i = 0; i < n; i++) {
+      let index = start + i;
+      if (index >= n) index -= n;
+      const worker = candidates[index]!;
+      // Clamped: an index may claim more than the text (never fewer than 0 characters to compute).
+      const matched = length === 0 ? 0 : Math.min(length, Math.max(0, matchedOf?.[index] ?? 0));
+      const queued = Math.max(0, worker.pendingPrefillChars ?? 0);
+      const cost =
+        length - matched + this.queueWeight * queued + this.requestChars * worker.inFlight;
+      if (cost < bestCost || (cost === bestCost && worker.inFlight < bestLoad)) {
+        best = index;
+        bestCost = cost;
+        bestLoad = worker.inFlight;
+        bestMatched = matched;
+      }
+    }
+    const worker = candidates[best]!;
+    return { worker, branch: "lowest_cost", matchRate: length === 0 ? 0 : bestMatched / length };
+  }
+}

@@ -1,0 +1,111 @@
+import { afterEach, describe, expect, it } from "vitest";
+import type { EventBatch } from "../../src/kv-events/events.js";
+import { KvEventSubscriber, type KvSubscriberOptions } from "../../src/kv-events/subscriber.js";
+import { tokenize } from "../../src/sim/tokenizer.js";
+import { type SimWorker, startSimWorker } from "../../src/sim/worker.js";
+import { post, waitFor } from "../sim/http-helpers.js";
+
+const open: { close(): unknown }[] = [];
+afterEach(async () => {
+  for (const x of open.splice(0)) await x.close();
+});
+
+async function sim(options: { encoding: "array" | "map"; noReplay?: boolean }) {
+  const worker = await startSimWorker({ timeScale: 0, blockSize: 4, kvEvents: options });
+  open.push(worker);
+  return worker;
+}
+
+function subscribe(worker: SimWorker, extra: Partial<KvSubscriberOptions> = {}) {
+  const seen = {
+    batches: [] as EventBatch[],
+    resets: [] as string[],
+    replays: [] as string[],
+    malformed: 0,
+  };
+  const subscriber = new KvEventSubscriber({
+    endpoint: worker.kvEvents!.endpoint,
+    replayEndpoint: worker.kvEvents!.replayEndpoint,
+    replayTimeoutMs: 5000,
+    rebuildMs: 60_000,
+    reconnectMinMs: 50,
+    reconnectMaxMs: 500,
+    maxMessageBytes: 1 << 20,
+    onBatch: (b) => seen.batches.push(b),
+    onReset: (r) => seen.resets.push(r),
+    onReplay: (o) => seen.replays.push(o),
+    onMalformed: () => seen.malformed++,
+    ...extra,
+  });
+  subscriber.start();
+  open.push(subscriber);
+  return { subscriber, seen };
+}
+
+const stored = (seen: { batches: EventBatch[] }) =>
+  seen.batches.flatMap((b) => b.events).filter((e) => e.type === "BlockStored");
+
+async function complete(worker: SimWorker, prompt: string) {
+  const res = await post(worker.url, "/v1/completions", { prompt, max_tokens: 1 });
+  expect(res.status).toBe(200);
+  await res.text();
+}
+
+describe("KvEventSubscriber against the simulator's real ZMQ publisher", () => {
+  it.each(["array", "map"] as const)(
+    "receives BlockStored with the prompt's tokens (%s encoding)",
+    async (encoding) => {
+      const worker = await sim({ encoding });
+      const { subscriber, seen } = subscribe(worker);
+      await waitFor(() => subscriber.live);
+      const prompt = "abcdefgh".repeat(8);
+      await complete(worker, prompt);
+      await waitFor(() => stored(seen).length > 0);
+      const tokens = stored(seen).flatMap((e) => (e.type === "BlockStored" ? e.tokenIds : []));
+      expect(tokens).toEqual(tokenize(prompt).slice(0, tokens.length));
+      expect(tokens.length).toBeGreaterThanOrEqual(8);
+      expect(seen.malformed).toBe(0);
+    },
+  );
+
+  it("fills a dropped message from the replay endpoint, without a reset", async () => {
+    const worker = await sim({ encoding: "map" });
+    const { subscriber, seen } = subscribe(worker);
+    await waitFor(() => subscriber.live);
+    worker.kvEvents!.dropNext(1);
+    await complete(worker, "first prompt, long enough for blocks");
+    await complete(worker, "second prompt, long enough for blocks");
+    await waitFor(() => seen.batches.length >= 2);
+    expect(worker.kvEvents!.batches).toBe(seen.batches.length);
+    expect(seen.replays).toContain("complete");
+    expect(seen.resets).toEqual([]);
+    expect(subscriber.state).toBe("live");
+  });
+
+  it("without replay, a dropped message resets the worker and it rebuilds", async () => {
+    const worker = await sim({ encoding: "array", noReplay: true });
+    const { subscriber, seen } = subscribe(worker, { rebuildMs: 0 });
+    await complete(worker, "warm up prompt, long enough for blocks");
+    await waitFor(() => seen.batches.length >= 1);
+    worker.kvEvents!.dropNext(1);
+    await complete(worker, "lost prompt, long enough for blocks!!");
+    await complete(worker, "third prompt, long enough for blocks!");
+    await waitFor(() => seen.resets.length > 0);
+    expect(seen.resets).toEqual(["gap"]);
+    expect(seen.replays).toContain("unavailable");
+    expect(subscriber.live).toBe(true); // rebuildMs 0: back at once
+  });
+
+  it("a sequence that starts again (engine restart) resets the worker", async () => {
+    const worker = await sim({ encoding: "array" });
+    const { subscriber, seen } = subscribe(worker);
+    await waitFor(() => subscriber.live);
+    await complete(worker, "before the restart, long enough");
+    await complete(worker, "before the restart, another one");
+    await waitFor(() => seen.batches.length >= 2);
+    worker.clearKvCache({ restart: true });
+    await complete(worker, "after the restart, long enough!!");
+    await waitFor(() => seen.resets.length > 0);
+    expect(seen.resets).toEqual(["sequence_reset"]);
+  });
+});
