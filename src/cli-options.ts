@@ -1,5 +1,17 @@
+import { readFileSync } from "node:fs";
 import { Command, Option } from "commander";
+import { translateCompatFlags } from "./compat-flags.js";
 import { type Config, envName, parseConfig, SETTINGS } from "./config.js";
+
+/** Our own version, from the package.json beside src/ or dist/ (never the caller's npm project). */
+export function ownVersion(): string {
+  try {
+    const pkg = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8"));
+    return typeof pkg.version === "string" ? pkg.version : "unknown";
+  } catch {
+    return "unknown";
+  }
+}
 
 /** Flags (each also settable as RADIXGATE_<FLAG>) → validated Config. Exits 2 on a bad value. */
 export function buildProgram(): Command {
@@ -7,26 +19,63 @@ export function buildProgram(): Command {
     .description("Cache-aware request router for SGLang and vLLM fleets.")
     .showHelpAfterError("(run radixgate --help for every flag and its default)")
     .helpOption("-h, --help", "Show every flag with its default.")
-    .version(process.env.npm_package_version ?? "0.1.0", "-V, --version");
+    .version(ownVersion(), "-V, --version")
+    .addHelpText(
+      "after",
+      "\nSGLang router launch flags are accepted too (docs/configuration.md lists each one).",
+    );
   for (const s of SETTINGS) {
     const option = new Option(`${s.flag} ${s.arg}`, s.description).env(envName(s.flag));
     if (s.secret || s.default === undefined) option.default(undefined, "none");
-    else if (Array.isArray(s.default)) option.default(undefined, "none");
+    else if (Array.isArray(s.default))
+      option.default(undefined, s.default.length > 0 ? s.default.join(" ") : "none");
     else option.default(String(s.default));
     program.addOption(option);
   }
   return program;
 }
 
-/** Parses argv (and the environment) into a Config; throws ConfigError or CommanderError. */
-export function configFromArgv(argv: string[]): Config {
+/** Environment variables that look like ours but name no setting (a typo such as RADIXGATE_POLCY). */
+export function unknownEnvVars(env: NodeJS.ProcessEnv = process.env): string[] {
+  const known = new Set(SETTINGS.map((s) => envName(s.flag)));
+  return Object.keys(env)
+    .filter((name) => name.startsWith("RADIXGATE_") && !known.has(name))
+    .sort();
+}
+
+export interface ParsedArgv {
+  config: Config;
+  /** One line each, for the log once the logger exists: ignored SGLang flags, unknown variables. */
+  warnings: string[];
+}
+
+/**
+ * Parses argv (and the environment) into a Config plus warnings; throws ConfigError,
+ * UnsupportedFlagError or CommanderError.
+ */
+export function parseArgv(argv: readonly string[]): ParsedArgv {
+  const translated = translateCompatFlags(argv);
   const program = buildProgram().exitOverride();
-  program.parse(argv, { from: "user" });
+  program.parse(translated.argv, { from: "user" });
   const opts = program.opts<Record<string, string | string[] | undefined>>();
   const raw: Record<string, string | string[]> = {};
   for (const s of SETTINGS) {
-    const value = opts[s.key];
+    // Commander names the value after the flag (--eviction-interval → evictionInterval), which
+    // is not always the setting's key (evictionIntervalSecs).
+    const option = program.options.find((o) => o.long === s.flag);
+    const value = opts[option?.attributeName() ?? s.key];
     if (value !== undefined) raw[s.key] = value;
   }
-  return parseConfig(raw);
+  const warnings = [
+    ...translated.warnings,
+    ...unknownEnvVars().map(
+      (name) => `${name} is not a radixgate setting and is ignored (radixgate --help lists them)`,
+    ),
+  ];
+  return { config: parseConfig(raw), warnings };
+}
+
+/** Parses argv (and the environment) into a Config; throws ConfigError or CommanderError. */
+export function configFromArgv(argv: string[]): Config {
+  return parseArgv(argv).config;
 }

@@ -1,20 +1,23 @@
 #!/usr/bin/env node
 import { CommanderError } from "commander";
-import { configFromArgv } from "./cli-options.js";
+import { parseArgv } from "./cli-options.js";
+import { UnsupportedFlagError } from "./compat-flags.js";
 import { type Config, ConfigError } from "./config.js";
 import { createLogger } from "./logger.js";
 import { ListenError, startRouter } from "./server.js";
 
 async function main(): Promise<void> {
   let config: Config;
+  let warnings: string[];
   try {
-    config = configFromArgv(process.argv.slice(2));
+    ({ config, warnings } = parseArgv(process.argv.slice(2)));
   } catch (err) {
     if (err instanceof CommanderError) process.exit(err.exitCode === 0 ? 0 : 2);
-    if (err instanceof ConfigError) usageError(err.message);
+    if (err instanceof ConfigError || err instanceof UnsupportedFlagError) usageError(err.message);
     throw err;
   }
   const logger = createLogger({ level: config.logLevel });
+  for (const warning of warnings) logger.warn(warning);
   let router: Awaited<ReturnType<typeof startRouter>>;
   try {
     router = await startRouter(config, { logger });

@@ -20,6 +20,10 @@ export interface Config {
   enginePollIntervalSecs: number;
   enginePollTimeoutSecs: number;
   maxPayloadSize: number;
+  maxBodyBufferBytes: number;
+  bodyReadTimeoutSecs: number;
+  bodyIdleTimeoutSecs: number;
+  bodyMinRateBytes: number;
   requestTimeoutSecs: number;
   connectTimeoutSecs: number;
   firstByteTimeoutSecs: number;
@@ -33,7 +37,9 @@ export interface Config {
   healthCheckTimeoutSecs: number;
   healthFailureThreshold: number;
   healthSuccessThreshold: number;
+  healthCheckEndpoint: string;
   cbFailureThreshold: number;
+  cbSuccessThreshold: number;
   cbTimeoutSecs: number;
   maxConcurrentRequests: number;
   queueSize: number;
@@ -43,8 +49,15 @@ export interface Config {
   workerApiKey: string | undefined;
   allowLinkLocalWorkers: boolean;
   logLevel: LogLevel;
+  requestIdHeaders: string[];
   prometheusPort: number | undefined;
   shutdownGraceSecs: number;
+  stateUrl: string | undefined;
+  stateKeyPrefix: string;
+  stateMaxTextChars: number;
+  stateStreamLength: number;
+  stateLoadIntervalMs: number;
+  stateQueueSize: number;
 }
 
 export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
@@ -103,7 +116,15 @@ const number =
 const integer = (min: number, max = Number.MAX_SAFE_INTEGER) => number(min, max, { integer: true });
 const port = integer(0, 65535);
 const text = (raw: string) => raw;
-const optionalText = (raw: string): string | undefined => (raw === "" ? undefined : raw);
+/** A key: unset means none, but an empty value is refused (it would silently turn auth off). */
+const key = (raw: string, flag: string): string | undefined => {
+  if (raw.trim() === "")
+    throw new ConfigError(
+      flag,
+      `(or ${envName(flag)}) is empty; unset it to run without a key, or give a key`,
+    );
+  return raw;
+};
 
 const oneOf =
   <T extends string>(values: readonly T[]) =>
@@ -132,8 +153,59 @@ const flagValue = (raw: string | boolean, flag: string): boolean => {
   throw new ConfigError(flag, `must be true or false, got "${raw}"`);
 };
 
+/** SGLang's Python log level names, accepted for drop-in launch lines. */
+const LOG_LEVEL_ALIASES: Record<string, LogLevel> = { warning: "warn", critical: "fatal" };
+
+const logLevel = (raw: string, flag: string): LogLevel =>
+  LOG_LEVEL_ALIASES[raw.toLowerCase()] ?? oneOf(LOG_LEVELS)(raw.toLowerCase(), flag);
+
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9a-z-]+$/;
+
+const headerNames = (raw: string, flag: string): string[] => {
+  const names = raw
+    .split(/[\s,]+/)
+    .filter((n) => n !== "")
+    .map((n) => n.toLowerCase());
+  for (const n of names) {
+    if (!HEADER_NAME.test(n)) throw new ConfigError(flag, `has an invalid header name "${n}"`);
+  }
+  if (names.length === 0) throw new ConfigError(flag, "needs at least one header name");
+  return names;
+};
+
+const urlPath = (raw: string, flag: string): string => {
+  if (!raw.startsWith("/") || /[\s?#]/.test(raw))
+    throw new ConfigError(flag, `must be a path starting with "/", got "${raw}"`);
+  return raw;
+};
+
 const optionalPort = (raw: string, flag: string): number | undefined =>
   raw === "" ? undefined : port(raw, flag);
+
+/** redis:// or rediss:// (TLS); Valkey speaks the same protocol. Errors never echo the URL (it may hold a password). */
+const stateUrl = (raw: string, flag: string): string | undefined => {
+  if (raw.trim() === "") return undefined;
+  let url: URL;
+  try {
+    url = new URL(raw.trim());
+  } catch {
+    throw new ConfigError(flag, "must be a URL like redis://host:6379/0");
+  }
+  if (!["redis:", "rediss:"].includes(url.protocol)) {
+    throw new ConfigError(flag, `must start with redis:// or rediss://, got ${url.protocol}//`);
+  }
+  const db = url.pathname.replace(/^\//, "");
+  if (db !== "" && !/^\d+$/.test(db)) {
+    throw new ConfigError(flag, `database must be a number (redis://host:6379/0), got "/${db}"`);
+  }
+  return raw.trim();
+};
+
+const keyPrefix = (raw: string, flag: string): string => {
+  if (!/^[A-Za-z0-9_.:{}-]{1,64}$/.test(raw))
+    throw new ConfigError(flag, `must be 1-64 characters of A-Z a-z 0-9 _ . : { } -, got "${raw}"`);
+  return raw;
+};
 
 function setting<K extends keyof Config>(s: Setting<K>): Setting<K> {
   return s;
@@ -288,6 +360,41 @@ export const SETTINGS = [
     parse: integer(1),
   }),
   setting({
+    key: "maxBodyBufferBytes",
+    flag: "--max-body-buffer-bytes",
+    arg: "<bytes>",
+    description:
+      "Request-body bytes buffered at once across all requests (a body is held until its request ends); a body that does not fit gets 503 body_buffer_full with Retry-After (0 = no budget; else >= --max-payload-size).",
+    default: 1024 * 1024 * 1024,
+    parse: integer(0),
+  }),
+  setting({
+    key: "bodyReadTimeoutSecs",
+    flag: "--body-read-timeout-secs",
+    arg: "<secs>",
+    description: "Limit for receiving a whole request body; beyond it 408 body_timeout.",
+    default: 300,
+    parse: number(0, Number.POSITIVE_INFINITY, { minExclusive: true }),
+  }),
+  setting({
+    key: "bodyIdleTimeoutSecs",
+    flag: "--body-idle-timeout-secs",
+    arg: "<secs>",
+    description:
+      "Limit for silence between two chunks of a request body; beyond it 408 body_timeout.",
+    default: 30,
+    parse: number(0, Number.POSITIVE_INFINITY, { minExclusive: true }),
+  }),
+  setting({
+    key: "bodyMinRateBytes",
+    flag: "--body-min-rate-bytes",
+    arg: "<bytes/s>",
+    description:
+      "Slowest average rate accepted for a request body once --body-idle-timeout-secs have passed (each byte extends the allowed time, like Apache's mod_reqtimeout MinRate); slower gets 408 body_timeout (0 = off).",
+    default: 500,
+    parse: number(0),
+  }),
+  setting({
     key: "requestTimeoutSecs",
     flag: "--request-timeout-secs",
     arg: "<secs>",
@@ -396,6 +503,14 @@ export const SETTINGS = [
     parse: integer(1),
   }),
   setting({
+    key: "healthCheckEndpoint",
+    flag: "--health-check-endpoint",
+    arg: "<path>",
+    description: "Path of the health check, after the worker's base URL.",
+    default: "/health",
+    parse: urlPath,
+  }),
+  setting({
     key: "cbFailureThreshold",
     flag: "--cb-failure-threshold",
     arg: "<n>",
@@ -414,12 +529,21 @@ export const SETTINGS = [
     parse: number(0),
   }),
   setting({
+    key: "cbSuccessThreshold",
+    flag: "--cb-success-threshold",
+    arg: "<n>",
+    description: "Successful trial requests that close a half-open breaker.",
+    default: 2,
+    parse: integer(1),
+  }),
+  setting({
     key: "maxConcurrentRequests",
     flag: "--max-concurrent-requests",
     arg: "<n>",
-    description: "Requests forwarded at once; more wait in a queue (0 = no limit).",
+    description: "Requests forwarded at once; more wait in a queue (0 or -1 = no limit).",
     default: 0,
-    parse: integer(0),
+    // -1 is the SGLang router's spelling of "no limit".
+    parse: (raw, flag) => (raw.trim() === "-1" ? 0 : integer(0)(raw, flag)),
   }),
   setting({
     key: "queueSize",
@@ -443,7 +567,7 @@ export const SETTINGS = [
     arg: "<key>",
     description: "Bearer key required on the data plane (/v1/*, /generate). Unset = open.",
     default: undefined,
-    parse: optionalText,
+    parse: key,
     secret: true,
   }),
   setting({
@@ -453,7 +577,7 @@ export const SETTINGS = [
     description:
       "Bearer key required on the admin API. Unset = admin API answers loopback clients only.",
     default: undefined,
-    parse: optionalText,
+    parse: key,
     secret: true,
   }),
   setting({
@@ -463,7 +587,7 @@ export const SETTINGS = [
     description:
       "Bearer key the router sends to workers started with --api-key (requests and health checks); a worker added with its own api_key uses that. Never logged.",
     default: undefined,
-    parse: optionalText,
+    parse: key,
     secret: true,
   }),
   setting({
@@ -479,9 +603,19 @@ export const SETTINGS = [
     key: "logLevel",
     flag: "--log-level",
     arg: "<level>",
-    description: `Log level: ${LOG_LEVELS.join(" | ")}.`,
+    description: `Log level: ${LOG_LEVELS.join(" | ")} (warning, critical: as warn, fatal).`,
     default: "info",
-    parse: oneOf(LOG_LEVELS),
+    parse: logLevel,
+  }),
+  setting({
+    key: "requestIdHeaders",
+    flag: "--request-id-headers",
+    arg: "<name...>",
+    description:
+      "Request headers that carry a client's request id, first present wins (else one is generated); it is logged and sent on as x-request-id.",
+    default: ["x-request-id"],
+    parse: headerNames,
+    variadic: true,
   }),
   setting({
     key: "prometheusPort",
@@ -498,6 +632,61 @@ export const SETTINGS = [
     description: "On SIGTERM/SIGINT, how long in-flight requests may take to finish.",
     default: 30,
     parse: number(0),
+  }),
+  setting({
+    key: "stateUrl",
+    flag: "--state-url",
+    arg: "<redis-url>",
+    description:
+      "Share routing decisions, in-flight counts and workers with other replicas through Redis 7 / Valkey, e.g. redis://10.0.0.5:6379/0 (rediss:// for TLS). Unset = this replica routes on its own state. Never logged (it may hold a password).",
+    default: undefined,
+    parse: stateUrl,
+    secret: true,
+  }),
+  setting({
+    key: "stateKeyPrefix",
+    flag: "--state-key-prefix",
+    arg: "<prefix>",
+    description:
+      "With --state-url: prefix of every Redis key, so several fleets can share one Redis (replicas of one fleet use the same).",
+    default: "radixgate",
+    parse: keyPrefix,
+  }),
+  setting({
+    key: "stateMaxTextChars",
+    flag: "--state-max-text-chars",
+    arg: "<chars>",
+    description:
+      "With --state-url: characters of each routed text published to the other replicas (its first ones; the rest of a long prompt is not shared).",
+    default: 16384,
+    parse: integer(1, 1_048_576),
+  }),
+  setting({
+    key: "stateStreamLength",
+    flag: "--state-stream-length",
+    arg: "<n>",
+    description:
+      "With --state-url: decisions kept in the Redis stream (approximately); a replica that starts or reconnects replays them.",
+    default: 10000,
+    parse: integer(1),
+  }),
+  setting({
+    key: "stateLoadIntervalMs",
+    flag: "--state-load-interval-ms",
+    arg: "<ms>",
+    description:
+      "With --state-url: how often each replica publishes its in-flight counts and reads its peers' (a peer's count expires after 3 intervals).",
+    default: 250,
+    parse: integer(10, 60_000),
+  }),
+  setting({
+    key: "stateQueueSize",
+    flag: "--state-queue-size",
+    arg: "<n>",
+    description:
+      "With --state-url: updates waiting to be published while Redis is slow or down; past it the oldest are dropped.",
+    default: 10000,
+    parse: integer(1),
   }),
 ] as const satisfies readonly Setting[];
 
@@ -526,6 +715,12 @@ export function validateConfig(config: Config): Config {
     config.prometheusPort === config.port
   ) {
     throw new ConfigError("--prometheus-port", `must differ from --port (${config.port})`);
+  }
+  if (config.maxBodyBufferBytes !== 0 && config.maxBodyBufferBytes < config.maxPayloadSize) {
+    throw new ConfigError(
+      "--max-body-buffer-bytes",
+      `must be 0 (no budget) or >= --max-payload-size (${config.maxPayloadSize}), got ${config.maxBodyBufferBytes}`,
+    );
   }
   if (new Set(config.workerUrls).size !== config.workerUrls.length) {
     throw new ConfigError("--worker-urls", "lists the same worker twice");

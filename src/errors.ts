@@ -26,6 +26,11 @@ export const ERROR_CATALOG = {
     type: "server_error",
     message: "Request waited too long for a free slot.",
   },
+  body_timeout: {
+    status: 408,
+    type: "invalid_request_error",
+    message: "The request body did not arrive in time.",
+  },
   worker_exists: {
     status: 409,
     type: "invalid_request_error",
@@ -52,6 +57,11 @@ export const ERROR_CATALOG = {
     status: 503,
     type: "server_error",
     message: "No healthy worker is available.",
+  },
+  body_buffer_full: {
+    status: 503,
+    type: "server_error",
+    message: "The router is buffering its limit of request bodies; retry shortly.",
   },
   shutting_down: { status: 503, type: "server_error", message: "Router is shutting down." },
   upstream_timeout: {

@@ -11,11 +11,13 @@ import { Metrics } from "./metrics.js";
 import { RoutingDecider } from "./policies/decider.js";
 import { createPolicy } from "./policies/factory.js";
 import { Admission } from "./proxy/admission.js";
+import { BodyBudget } from "./proxy/body-budget.js";
 import { Forwarder, type ForwardHooks, type ForwardSettings } from "./proxy/forward.js";
 import { registerAdminRoutes } from "./routes/admin.js";
 import type { RouterContext } from "./routes/context.js";
 import { registerInferenceRoutes } from "./routes/inference.js";
 import { registerMetricsRoute, registerOpsRoutes } from "./routes/ops.js";
+import { SharedState } from "./state/shared-state.js";
 import { type EvictionTimer, startEvictionTimer } from "./tree/eviction-timer.js";
 import { HealthChecker } from "./workers/health.js";
 import { EngineIntrospector } from "./workers/introspection.js";
@@ -44,16 +46,32 @@ export function createRouter(
 ): { app: Hono<Env>; context: RouterContext } {
   const logger = options.logger ?? createLogger({ level: config.logLevel });
   let metrics: Metrics | undefined;
-  const index = new ApproximateIndex({
+  const baseIndex = new ApproximateIndex({
     maxTreeSize: config.maxTreeSize === "auto" ? undefined : config.maxTreeSize,
     onEvict: (chars) => metrics?.evictedChars.inc(chars),
   });
+  // --state-url: the outermost layer publishes decisions to, and applies them from, the peers.
+  const sharedState =
+    config.stateUrl === undefined
+      ? undefined
+      : new SharedState(
+          {
+            url: config.stateUrl,
+            keyPrefix: config.stateKeyPrefix,
+            maxTextChars: config.stateMaxTextChars,
+            streamLength: config.stateStreamLength,
+            loadIntervalMs: config.stateLoadIntervalMs,
+            queueSize: config.stateQueueSize,
+          },
+          logger,
+        );
+  const index = sharedState?.wrapIndex(baseIndex) ?? baseIndex;
   const registry = new WorkerRegistry(
     {
       breaker: {
         failureThreshold: config.cbFailureThreshold,
         openMs: config.cbTimeoutSecs * 1000,
-        successThreshold: 2,
+        successThreshold: config.cbSuccessThreshold,
       },
       connectTimeoutMs: config.connectTimeoutSecs * 1000,
       refuseLinkLocal: !config.allowLinkLocalWorkers,
@@ -66,6 +84,7 @@ export function createRouter(
   );
   metrics = new Metrics(registry);
   const m = metrics;
+  sharedState?.attach(registry, m.registry);
   // Tree budgets follow the engines' KV capacity (--max-tree-size auto) or stay fixed.
   const budgets = new TreeBudgets(index, config.maxTreeSize, config.treeCapacityFactor);
   registry.onChange((event, worker) => {
@@ -142,11 +161,14 @@ export function createRouter(
         timeoutMs: config.healthCheckTimeoutSecs * 1000,
         failureThreshold: config.healthFailureThreshold,
         successThreshold: config.healthSuccessThreshold,
+        endpoint: config.healthCheckEndpoint,
       },
       logger,
     ),
+    bodyBudget: new BodyBudget(config.maxBodyBufferBytes),
     introspection,
     state: { shuttingDown: false, active: 0 },
+    ...(sharedState !== undefined ? { sharedState } : {}),
   };
 
   const app = new Hono<Env>();
@@ -188,7 +210,16 @@ export async function startRouter(
     }
   }
 
-  const server = await listen(app, config.host, config.port, "--port");
+  // Peers' workers and recent decisions before the first request (bounded wait; never fails).
+  await context.sharedState?.start();
+  let server: Server;
+  try {
+    server = await listen(app, config.host, config.port, "--port");
+  } catch (err) {
+    await context.sharedState?.stop();
+    await registry.close();
+    throw err;
+  }
   registry.setListenAddress({ host: config.host, port: (server.address() as AddressInfo).port });
   let metricsServer: Server | undefined;
   if (config.prometheusPort !== undefined) {
@@ -203,6 +234,7 @@ export async function startRouter(
       );
     } catch (err) {
       server.close();
+      await context.sharedState?.stop();
       await registry.close();
       throw err;
     }
@@ -261,6 +293,7 @@ export async function startRouter(
       health.stop();
       introspection.stop();
       eviction.stop();
+      await context.sharedState?.stop();
       await registry.close();
       logger.info("stopped");
     })();

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { settingsTable } from "../scripts/config-docs.js";
+import { settingsTable, sglangFlagsTable } from "../scripts/config-docs.js";
 import { configFromArgv } from "../src/cli-options.js";
 import { ConfigError, defaultConfig, envName, parseConfig, SETTINGS } from "../src/config.js";
 
@@ -97,6 +97,7 @@ describe("config", () => {
     const doc = await readFile(new URL("../docs/configuration.md", import.meta.url), "utf8");
     // Stale docs fail here: run `npm run docs:config`.
     expect(doc).toContain(settingsTable());
+    expect(doc).toContain(sglangFlagsTable());
     for (const s of SETTINGS) expect(doc, s.flag).toContain(`\`${envName(s.flag)}\``);
   });
 });

@@ -1,35 +1,100 @@
 import type { IncomingMessage } from "node:http";
 import { RouterError } from "../errors.js";
+import type { BodyLease } from "./body-budget.js";
+
+/** Bounds on reading one request body (see docs/reliability.md, "Reading request bodies"). */
+export interface BodyReadLimits {
+  /** --max-payload-size */
+  maxBytes: number;
+  /** --body-read-timeout-secs: the whole body, from when the route starts reading it. */
+  totalTimeoutMs: number;
+  /** --body-idle-timeout-secs: silence between two chunks. */
+  idleTimeoutMs: number;
+  /**
+   * --body-min-rate-bytes: after a first idle-timeout's worth of grace, the body must average at
+   * least this many bytes a second (0 = off). Like Apache's mod_reqtimeout MinRate, each byte
+   * received extends the allowed time, so a client dripping a byte every few seconds is cut off.
+   */
+  minBytesPerSec: number;
+}
 
 /**
- * Reads a request body into one Buffer, refusing more than `limit` bytes: at once from
+ * Reads a request body into one Buffer, refusing more than `maxBytes` bytes: at once from
  * Content-Length, or as soon as a chunked body crosses the limit. Nothing is sent to a worker
- * before the whole body is here, so a 413 never costs a worker anything.
+ * before the whole body is here, so a 413 never costs a worker anything. The bytes are covered by
+ * `lease` (the router-wide body budget) as they arrive; a body that arrives too slowly gets 408.
  */
-export function readBody(incoming: IncomingMessage, limit: number): Promise<Buffer> {
+export function readBody(
+  incoming: IncomingMessage,
+  limits: BodyReadLimits,
+  lease?: BodyLease,
+): Promise<Buffer> {
   const declared = incoming.headers["content-length"];
-  if (declared !== undefined && Number(declared) > limit) {
-    return Promise.reject(tooLarge(limit));
+  if (declared !== undefined && Number(declared) > limits.maxBytes) {
+    return Promise.reject(tooLarge(limits.maxBytes));
+  }
+  try {
+    // Reserve a declared body whole, so one that cannot fit is refused before it is read.
+    if (declared !== undefined && Number.isFinite(Number(declared))) lease?.cover(Number(declared));
+  } catch (err) {
+    return Promise.reject(err);
   }
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
+    const startedAt = Date.now();
+    let lastChunkAt = startedAt;
+    let timer: NodeJS.Timeout | undefined;
+
+    const deadlines = (): Array<[BodyTimeoutKind, number]> => {
+      const out: Array<[BodyTimeoutKind, number]> = [
+        ["idle", lastChunkAt + limits.idleTimeoutMs],
+        ["total", startedAt + limits.totalTimeoutMs],
+      ];
+      if (limits.minBytesPerSec > 0) {
+        out.push([
+          "rate",
+          startedAt + limits.idleTimeoutMs + (size * 1000) / limits.minBytesPerSec,
+        ]);
+      }
+      return out;
+    };
+    /** One timer, set to the earliest deadline; every chunk moves the idle and rate ones. */
+    const arm = () => {
+      if (timer !== undefined) clearTimeout(timer);
+      const earliest = Math.min(...deadlines().map(([, at]) => at));
+      timer = setTimeout(onTimer, Math.max(0, earliest - Date.now()));
+    };
+    const onTimer = () => {
+      const now = Date.now();
+      const expired = deadlines().find(([, at]) => at <= now);
+      if (expired === undefined) return arm();
+      fail(bodyTimeout(expired[0], limits, size));
+    };
     const cleanup = () => {
+      if (timer !== undefined) clearTimeout(timer);
       incoming.off("data", onData);
       incoming.off("end", onEnd);
       incoming.off("error", onError);
       incoming.off("aborted", onAborted);
     };
+    const fail = (err: Error) => {
+      cleanup();
+      // Stop reading; the answer goes out and the rest of the body is drained or cut (linger.ts).
+      incoming.pause();
+      reject(err);
+    };
     const onData = (chunk: Buffer) => {
       size += chunk.length;
-      if (size > limit) {
-        cleanup();
-        // Stop reading; the 413 goes out with Connection: close.
-        incoming.pause();
-        reject(tooLarge(limit));
-        return;
+      if (size > limits.maxBytes) return fail(tooLarge(limits.maxBytes));
+      try {
+        lease?.cover(size);
+      } catch (err) {
+        return fail(err as Error);
       }
       chunks.push(chunk);
+      lastChunkAt = Date.now();
+      arm();
     };
     const onEnd = () => {
       cleanup();
@@ -47,6 +112,7 @@ export function readBody(incoming: IncomingMessage, limit: number): Promise<Buff
     incoming.on("end", onEnd);
     incoming.on("error", onError);
     incoming.on("aborted", onAborted);
+    arm();
   });
 }
 
@@ -56,6 +122,18 @@ export class ClientGoneError extends Error {
     super("client disconnected");
     this.name = "ClientGoneError";
   }
+}
+
+type BodyTimeoutKind = "idle" | "total" | "rate";
+
+function bodyTimeout(kind: BodyTimeoutKind, limits: BodyReadLimits, size: number): RouterError {
+  const secs = (ms: number) => `${ms / 1000} s`;
+  const why = {
+    idle: `no data for ${secs(limits.idleTimeoutMs)} (--body-idle-timeout-secs)`,
+    total: `not complete after ${secs(limits.totalTimeoutMs)} (--body-read-timeout-secs)`,
+    rate: `arriving slower than ${limits.minBytesPerSec} bytes/s (--body-min-rate-bytes)`,
+  }[kind];
+  return new RouterError("body_timeout", `Request body timed out after ${size} bytes: ${why}.`);
 }
 
 function tooLarge(limit: number): RouterError {

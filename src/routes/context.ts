@@ -3,7 +3,9 @@ import type { PrefixIndex } from "../index/prefix-index.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
 import type { Admission } from "../proxy/admission.js";
+import type { BodyBudget } from "../proxy/body-budget.js";
 import type { Forwarder } from "../proxy/forward.js";
+import type { SharedState } from "../state/shared-state.js";
 import type { HealthChecker } from "../workers/health.js";
 import type { EngineIntrospector } from "../workers/introspection.js";
 import type { WorkerRegistry } from "../workers/registry.js";
@@ -26,8 +28,12 @@ export interface RouterContext {
   forwarder: Forwarder;
   modelsForwarder: Forwarder;
   admission: Admission;
+  /** Router-wide memory budget for buffered request bodies (--max-body-buffer-bytes). */
+  bodyBudget: BodyBudget;
   health: HealthChecker;
   /** Reads the workers' engines (capacity, queue, KV usage, models) on a schedule. */
   introspection: EngineIntrospector;
   state: RouterState;
+  /** --state-url: what this replica shares with the others through Redis. */
+  sharedState?: SharedState;
 }

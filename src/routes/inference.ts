@@ -4,6 +4,7 @@ import type { HttpBindings } from "@hono/node-server";
 import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
 import type { Hono } from "hono";
 import { RouterError } from "../errors.js";
+import type { BodyLease } from "../proxy/body-budget.js";
 import type { ForwardOutcome, ForwardRequest } from "../proxy/forward.js";
 import { ClientGoneError, readBody } from "../proxy/read-body.js";
 import { type Endpoint, modelOf, routingText } from "../proxy/routing-text.js";
@@ -59,7 +60,7 @@ async function handle(
   method: "GET" | "POST",
 ): Promise<void> {
   const startedAt = Date.now();
-  const header = incoming.headers["x-request-id"];
+  const header = requestIdHeader(incoming, ctx.config.requestIdHeaders);
   const requestId =
     typeof header === "string" && header !== "" && header.length <= 200 ? header : randomUUID();
   const client = new AbortController();
@@ -68,6 +69,8 @@ async function handle(
   };
   res.on("close", onClose);
   ctx.state.active += 1;
+  // The body's bytes count against the router-wide budget until the request ends (retries resend it).
+  const lease = ctx.bodyBudget.lease();
   let outcome: ForwardOutcome;
   try {
     outcome = await admitAndForward(
@@ -79,10 +82,12 @@ async function handle(
       requestId,
       startedAt,
       client.signal,
+      lease,
     );
   } catch (err) {
     outcome = failed(err, res, requestId, ctx);
   } finally {
+    lease.release();
     ctx.state.active -= 1;
     res.off("close", onClose);
   }
@@ -98,6 +103,7 @@ async function admitAndForward(
   requestId: string,
   startedAt: number,
   clientSignal: AbortSignal,
+  lease: BodyLease,
 ): Promise<ForwardOutcome> {
   const { config } = ctx;
   if (ctx.state.shuttingDown) throw new RouterError("shutting_down");
@@ -116,7 +122,16 @@ async function admitAndForward(
   let stream = false;
   if (method === "POST") {
     checkContentType(incoming.headers["content-type"]);
-    body = await readBody(incoming, config.maxPayloadSize);
+    body = await readBody(
+      incoming,
+      {
+        maxBytes: config.maxPayloadSize,
+        totalTimeoutMs: config.bodyReadTimeoutSecs * 1000,
+        idleTimeoutMs: config.bodyIdleTimeoutSecs * 1000,
+        minBytesPerSec: config.bodyMinRateBytes,
+      },
+      lease,
+    );
     const parsed = parseJsonObject(body);
     if (endpoint !== "models") text = routingText(endpoint, parsed);
     model = modelOf(parsed);
@@ -170,6 +185,14 @@ function parseJsonObject(body: Buffer): Record<string, unknown> {
   return parsed as Record<string, unknown>;
 }
 
+/** Errors after which the connection is closed (the body was not read to its end). */
+const CLOSE_AFTER: ReadonlySet<string> = new Set([
+  "payload_too_large",
+  "shutting_down",
+  "body_timeout",
+  "body_buffer_full",
+]);
+
 /** Answers a failure that happened before any worker answered. */
 function failed(
   err: unknown,
@@ -181,10 +204,9 @@ function failed(
   if (err instanceof RouterError) {
     // Close the connection after the answer: the unread rest of an oversized body is not worth
     // reading, and a client of a router that is shutting down should reconnect elsewhere.
-    const extra: Record<string, string> =
-      err.code === "payload_too_large" || err.code === "shutting_down"
-        ? { connection: "close" }
-        : {};
+    const extra: Record<string, string> = CLOSE_AFTER.has(err.code) ? { connection: "close" } : {};
+    // Bodies in the budget are freed as their requests end: a second is a fair first wait.
+    if (err.code === "body_buffer_full") extra["retry-after"] = "1";
     writeError(res, err, requestId, extra);
     if (err.code === "too_many_requests" || err.code === "queue_timeout") {
       ctx.metrics.queueRejections.inc({ reason: err.code });
@@ -231,4 +253,13 @@ function observe(
     },
     "request",
   );
+}
+
+/** The first of the configured request-id headers the client sent (--request-id-headers). */
+function requestIdHeader(incoming: IncomingMessage, names: readonly string[]): string | undefined {
+  for (const name of names) {
+    const value = incoming.headers[name];
+    if (typeof value === "string" && value !== "") return value;
+  }
+  return undefined;
 }

@@ -103,7 +103,12 @@ export function serveJob(ctx: ServeContext, job: InferenceJob, res: ServerRespon
     settled = true;
     ctx.counters.crashed++;
     abortAll();
-    res.socket?.destroy();
+    // Drop the connection once the chunks already written have left: in the tick of the crash the
+    // response may still be corked, and destroy() would silently discard them, so a "mid-stream"
+    // crash would look to the router like a crash before the first token.
+    const socket = res.socket;
+    if (socket === null || socket.destroyed) return;
+    socket.write("", () => socket.destroy());
   };
   const rid = (t: Tracked) => job.rid?.[t.result.promptIndex] ?? `${meta.id}-${t.result.index}`;
   const seconds = () => (performance.now() - startedAt) / 1000;

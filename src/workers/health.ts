@@ -7,6 +7,8 @@ export interface HealthOptions {
   timeoutMs: number;
   failureThreshold: number;
   successThreshold: number;
+  /** Path checked after the worker's base URL (SGLang and vLLM both answer /health). */
+  endpoint?: string;
 }
 
 /**
@@ -55,7 +57,7 @@ export class HealthChecker {
     try {
       const res = await worker.pool.request({
         method: "GET",
-        path: `${worker.basePath}/health`,
+        path: `${worker.basePath}${this.options.endpoint ?? "/health"}`,
         ...(worker.authorization !== undefined
           ? { headers: { authorization: worker.authorization } }
           : {}),

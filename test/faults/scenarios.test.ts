@@ -138,7 +138,9 @@ describe("fault-injection scenarios", () => {
     started.router = await startTestRouter({
       workerUrls: [bad.url, good.url],
       cbFailureThreshold: 3,
-      cbTimeoutSecs: 0.3,
+      // Long enough that the 16 requests below (slow when this test runs first, cold) all fall
+      // inside the open period; a half-open trial among them would be a fourth 500.
+      cbTimeoutSecs: 1.5,
     });
     const statuses: number[] = [];
     for (let i = 0; i < 16; i++) {
@@ -154,7 +156,7 @@ describe("fault-injection scenarios", () => {
     bad.setFaults({ status: null });
     await waitFor(
       async () => (await listed(started.router!, bad.url))?.circuit === "half_open",
-      3000,
+      5000,
       "half-open",
     );
     for (let i = 0; i < 8; i++)
@@ -207,6 +209,9 @@ describe("fault-injection scenarios", () => {
       cbTimeoutSecs: 0.1,
     });
     const worker = started.router.context.registry.get(flappy.url)!;
+    // On a timeout, say where the worker stood: these waits depend on health, breaker and cool-down.
+    const state = (what: string) => () =>
+      `${what} (healthy ${worker.healthy}, circuit ${worker.breaker.state}, in flight ${worker.inFlight}, cool-down ${worker.coolDownMs} ms, admits ${worker.breaker.admits()})`;
     const statuses: number[] = [];
     let running = true;
     const load = Array.from({ length: 3 }, async (_, lane) => {
@@ -220,14 +225,18 @@ describe("fault-injection scenarios", () => {
     for (let cycle = 0; cycle < 3; cycle++) {
       // Down: fails its health checks and answers 503 to whatever still reaches it.
       flappy.setFaults({ unhealthy: true, status: 503 });
-      await waitFor(() => !worker.healthy, 3000, "unhealthy");
+      await waitFor(() => !worker.healthy, 3000, state("unhealthy"));
       flappy.setFaults({ unhealthy: false, status: null });
-      await waitFor(() => worker.healthy, 3000, "healthy");
+      await waitFor(() => worker.healthy, 3000, state("healthy"));
       flaps += 1;
     }
     // Let some traffic reach it while it is up.
     const served = flappy.stats().completed;
-    await waitFor(() => flappy.stats().completed > served, 3000, "traffic back on the worker");
+    await waitFor(
+      () => flappy.stats().completed > served,
+      3000,
+      state("traffic back on the worker"),
+    );
     running = false;
     await Promise.all(load);
     expect(flaps).toBe(3);

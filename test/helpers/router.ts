@@ -40,12 +40,12 @@ export async function postJson(
 export async function waitFor(
   check: () => boolean | Promise<boolean>,
   timeoutMs = 5000,
-  what = "condition",
+  what: string | (() => string) = "condition",
 ): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (await check()) return;
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
-  throw new Error(`timed out waiting for ${what}`);
+  throw new Error(`timed out waiting for ${typeof what === "string" ? what : what()}`);
 }

@@ -75,4 +75,50 @@ describe("CLI", () => {
     expect(code).toBe(0);
     expect(stdout).toContain("shutting down");
   });
+
+  it("runs the SGLang router docs' launch lines unchanged: mapped flags apply, ignored ones warn once each", async () => {
+    // From sgl-project/sglang docs/advanced_features/router.md (Retries, Circuit Breaker, Rate
+    // Limiting and Queuing), joined into one line; only the worker hosts are made local.
+    const launch = `python -m sglang_router.launch_router \\
+      --worker-urls http://worker1:8000 http://worker2:8001 \\
+      --retry-max-retries 5 --retry-initial-backoff-ms 50 --retry-max-backoff-ms 30000 \\
+      --retry-backoff-multiplier 1.5 --retry-jitter-factor 0.2 \\
+      --cb-failure-threshold 5 --cb-success-threshold 2 --cb-timeout-duration-secs 30 \\
+      --cb-window-duration-secs 60 \\
+      --max-concurrent-requests 256 --rate-limit-tokens-per-second 512 --queue-size 128 \\
+      --queue-timeout-secs 30`;
+    const args = launch
+      .replace(/\\\n/g, " ")
+      .split(/\s+/)
+      .filter((t) => t !== "")
+      .slice(3)
+      .map((t) => t.replace(/^http:\/\/worker(\d):(\d+)$/, "http://127.0.0.1:$2"));
+    const { child, done } = runCli([
+      ...args,
+      "--host",
+      "127.0.0.1",
+      "--port",
+      "0",
+      "--health-check-interval-secs",
+      "0",
+    ]);
+    let output = "";
+    child.stdout!.on("data", (d) => (output += d));
+    const deadline = Date.now() + 10_000;
+    while (!output.includes("radixgate listening") && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(output).toContain("radixgate listening");
+    child.kill("SIGTERM");
+    const { code, stdout } = await done;
+    expect(code).toBe(0);
+    for (const flag of [
+      "--retry-backoff-multiplier",
+      "--retry-jitter-factor",
+      "--cb-window-duration-secs",
+      "--rate-limit-tokens-per-second",
+    ]) {
+      expect(stdout.split("\n").filter((l) => l.includes(`"msg":"${flag} `))).toHaveLength(1);
+    }
+  });
 });

@@ -1,0 +1,316 @@
+/**
+ * Launch flags of the SGLang router (and vllm-project/router, which forked it) that radixgate
+ * spells differently or has no use for, so that an existing launch script runs unchanged.
+ *
+ * Source of the flag list: sgl-project/sglang sgl-router/py_src/sglang_router/router_args.py
+ * (`RouterArgs.add_cli_args`, the arguments of `python -m sglang_router.launch_router`) and
+ * vllm-project/router py_src/vllm_router/router_args.py. Flags radixgate shares under the same
+ * name and meaning (--worker-urls, --policy, --cache-threshold, --cb-failure-threshold, ...) are
+ * plain settings in src/config.ts and need no entry here.
+ */
+
+/** How many values follow the flag on the command line (argparse store_true / type / nargs). */
+export type Arity = "none" | "one" | "many";
+
+export interface CompatFlag {
+  flag: string;
+  arity: Arity;
+  /** The radixgate flag with the same meaning; absent when the flag is accepted and ignored. */
+  ours?: string;
+  /** Values for `ours` when they differ from the flag's own (a switch that sets a number). */
+  translate?: (values: string[]) => string[];
+  /** Why it is ignored, or how the meaning maps; shown in docs/configuration.md. */
+  note: string;
+  /** Refused with this message instead: silently dropping it would route wrongly. */
+  unsupported?: string;
+}
+
+const PD_MODE =
+  "prefill-decode disaggregation is not supported by radixgate; run one radixgate per pool of regular workers";
+const DISCOVERY =
+  "Kubernetes service discovery is not supported; list workers with --worker-urls or add them through the admin API (POST /workers)";
+
+/** Every entry: the SGLang flag, what radixgate does with it. */
+export const COMPAT_FLAGS: readonly CompatFlag[] = [
+  {
+    flag: "--eviction-interval-secs",
+    arity: "one",
+    ours: "--eviction-interval",
+    note: "Same meaning.",
+  },
+  {
+    flag: "--retry-max-retries",
+    arity: "one",
+    ours: "--retry-max-attempts",
+    note: "Same meaning: SGLang counts the first attempt too (--disable-retries equals 1).",
+  },
+  {
+    flag: "--disable-retries",
+    arity: "none",
+    ours: "--retry-max-attempts",
+    translate: () => ["1"],
+    note: "Sets --retry-max-attempts 1.",
+  },
+  {
+    flag: "--cb-timeout-duration-secs",
+    arity: "one",
+    ours: "--cb-timeout-secs",
+    note: "Same meaning.",
+  },
+  {
+    flag: "--disable-circuit-breaker",
+    arity: "none",
+    ours: "--cb-failure-threshold",
+    translate: () => [String(Number.MAX_SAFE_INTEGER)],
+    note: "A failure threshold that is never reached, as in SGLang.",
+  },
+  {
+    flag: "--retry-backoff-multiplier",
+    arity: "one",
+    note: "Ignored: the backoff doubles each retry, with full jitter, between --retry-initial-backoff-ms and --retry-max-backoff-ms.",
+  },
+  {
+    flag: "--retry-jitter-factor",
+    arity: "one",
+    note: "Ignored: full jitter (a uniform wait between 0 and the backoff).",
+  },
+  {
+    flag: "--cb-window-duration-secs",
+    arity: "one",
+    note: "Ignored: the breaker counts consecutive failures, not failures within a window.",
+  },
+  {
+    flag: "--worker-startup-timeout-secs",
+    arity: "one",
+    note: "Ignored: radixgate starts at once, probes every worker before it takes traffic, and a worker that is not up yet joins when it passes a health check.",
+  },
+  {
+    flag: "--worker-startup-check-interval",
+    arity: "one",
+    note: "Ignored: see --health-check-interval-secs.",
+  },
+  {
+    flag: "--prometheus-host",
+    arity: "one",
+    note: "Ignored: --prometheus-port listens on --host.",
+  },
+  {
+    flag: "--log-dir",
+    arity: "one",
+    note: "Ignored: logs go to stdout (JSON lines); redirect or let systemd/Docker collect them.",
+  },
+  {
+    flag: "--dp-aware",
+    arity: "none",
+    note: "Ignored: data-parallel ranks behind one worker URL are the engine's business; each URL is one worker.",
+  },
+  {
+    flag: "--enable-igw",
+    arity: "none",
+    note: "Ignored: workers serving several models are routed by prefix as usual.",
+  },
+  {
+    flag: "--rate-limit-tokens-per-second",
+    arity: "one",
+    note: "Ignored: admission is bounded by --max-concurrent-requests and --queue-size.",
+  },
+  {
+    flag: "--cors-allowed-origins",
+    arity: "many",
+    note: "Ignored: no CORS headers are sent (an API router, not a browser endpoint).",
+  },
+  {
+    flag: "--bucket-adjust-interval-secs",
+    arity: "one",
+    note: "Ignored: the bucket policy is a PD-mode prefill policy.",
+  },
+  {
+    flag: "--model-path",
+    arity: "one",
+    note: "Ignored: routing works on characters, no tokenizer.",
+  },
+  { flag: "--tokenizer-path", arity: "one", note: "Ignored: no tokenizer." },
+  { flag: "--chat-template", arity: "one", note: "Ignored: no tokenizer or template." },
+  { flag: "--tokenizer-cache-enable-l0", arity: "none", note: "Ignored: no tokenizer." },
+  { flag: "--tokenizer-cache-l0-max-entries", arity: "one", note: "Ignored: no tokenizer." },
+  { flag: "--tokenizer-cache-enable-l1", arity: "none", note: "Ignored: no tokenizer." },
+  { flag: "--tokenizer-cache-l1-max-memory", arity: "one", note: "Ignored: no tokenizer." },
+  {
+    flag: "--reasoning-parser",
+    arity: "one",
+    note: "Ignored: responses pass through unparsed; start the engine with its own --reasoning-parser.",
+  },
+  {
+    flag: "--tool-call-parser",
+    arity: "one",
+    note: "Ignored: responses pass through unparsed; start the engine with its own --tool-call-parser.",
+  },
+  { flag: "--mcp-config-path", arity: "one", note: "Ignored: no MCP tool execution." },
+  {
+    flag: "--backend",
+    arity: "one",
+    note: "Ignored: any OpenAI-compatible worker (SGLang, vLLM) is served the same way.",
+  },
+  {
+    flag: "--history-backend",
+    arity: "one",
+    note: "Ignored: no conversation storage (the Responses API's stored state is the engine's).",
+  },
+  { flag: "--oracle-wallet-path", arity: "one", note: "Ignored: no history storage." },
+  { flag: "--oracle-tns-alias", arity: "one", note: "Ignored: no history storage." },
+  { flag: "--oracle-connect-descriptor", arity: "one", note: "Ignored: no history storage." },
+  { flag: "--oracle-username", arity: "one", note: "Ignored: no history storage." },
+  {
+    flag: "--oracle-password",
+    arity: "one",
+    note: "Ignored: no history storage (the value is never printed).",
+  },
+  { flag: "--oracle-pool-min", arity: "one", note: "Ignored: no history storage." },
+  { flag: "--oracle-pool-max", arity: "one", note: "Ignored: no history storage." },
+  { flag: "--oracle-pool-timeout-secs", arity: "one", note: "Ignored: no history storage." },
+  {
+    flag: "--client-cert-path",
+    arity: "one",
+    note: "Ignored: no mTLS to workers; terminate TLS in front of them or use --worker-api-key.",
+  },
+  { flag: "--client-key-path", arity: "one", note: "Ignored: no mTLS to workers." },
+  {
+    flag: "--ca-cert-paths",
+    arity: "many",
+    note: "Ignored: https workers are verified against Node's CA store (NODE_EXTRA_CA_CERTS adds one).",
+  },
+  { flag: "--enable-trace", arity: "none", note: "Ignored: no OpenTelemetry tracing." },
+  { flag: "--otlp-traces-endpoint", arity: "one", note: "Ignored: no OpenTelemetry tracing." },
+  { flag: "--mini-lb", arity: "none", note: "Refused.", unsupported: PD_MODE },
+  { flag: "--pd-disaggregation", arity: "none", note: "Refused.", unsupported: PD_MODE },
+  { flag: "--prefill", arity: "many", note: "Refused.", unsupported: PD_MODE },
+  { flag: "--decode", arity: "many", note: "Refused.", unsupported: PD_MODE },
+  { flag: "--prefill-policy", arity: "one", note: "Refused.", unsupported: PD_MODE },
+  { flag: "--decode-policy", arity: "one", note: "Refused.", unsupported: PD_MODE },
+  { flag: "--prefill-selector", arity: "many", note: "Refused.", unsupported: PD_MODE },
+  { flag: "--decode-selector", arity: "many", note: "Refused.", unsupported: PD_MODE },
+  { flag: "--service-discovery", arity: "none", note: "Refused.", unsupported: DISCOVERY },
+  { flag: "--selector", arity: "many", note: "Refused.", unsupported: DISCOVERY },
+  { flag: "--service-discovery-port", arity: "one", note: "Refused.", unsupported: DISCOVERY },
+  {
+    flag: "--service-discovery-namespace",
+    arity: "one",
+    note: "Refused.",
+    unsupported: DISCOVERY,
+  },
+];
+
+const BY_FLAG = new Map(COMPAT_FLAGS.map((c) => [c.flag, c]));
+
+/** A compat flag that cannot be honoured; the CLI reports it like a bad value (exit 2). */
+export class UnsupportedFlagError extends Error {
+  constructor(
+    readonly flag: string,
+    message: string,
+  ) {
+    super(`${flag}: ${message}`);
+    this.name = "UnsupportedFlagError";
+  }
+}
+
+export interface TranslatedArgv {
+  /** argv with SGLang spellings replaced by radixgate's and ignored flags removed. */
+  argv: string[];
+  /** One line per ignored flag, naming it (never its value, which may be a password). */
+  warnings: string[];
+}
+
+/**
+ * Rewrites SGLang router flags in argv into radixgate's. Values follow argparse's rules: `none`
+ * takes nothing, `one` the next token (or `--flag=value`), `many` every token up to the next
+ * `--flag`. Throws UnsupportedFlagError for a flag whose meaning radixgate cannot provide.
+ */
+export function translateCompatFlags(argv: readonly string[]): TranslatedArgv {
+  const out: string[] = [];
+  const warnings: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const token = argv[i]!;
+    const eq = token.indexOf("=");
+    const name = token.startsWith("--") && eq > 0 ? token.slice(0, eq) : token;
+    const compat = BY_FLAG.get(name);
+    if (!compat) {
+      out.push(token);
+      continue;
+    }
+    const values: string[] = [];
+    if (eq > 0 && name !== token) values.push(token.slice(eq + 1));
+    else if (compat.arity === "one" && i + 1 < argv.length) values.push(argv[++i]!);
+    else if (compat.arity === "many") {
+      while (i + 1 < argv.length && !argv[i + 1]!.startsWith("--")) values.push(argv[++i]!);
+    }
+    if (compat.unsupported) throw new UnsupportedFlagError(compat.flag, compat.unsupported);
+    if (compat.ours) {
+      out.push(compat.ours, ...(compat.translate ? compat.translate(values) : values));
+    } else {
+      warnings.push(`${compat.flag} (SGLang router flag) accepted and ignored: ${compat.note}`);
+    }
+  }
+  return { argv: out, warnings };
+}
+
+/**
+ * SGLang router flags that are radixgate settings under the same name (src/config.ts), with what
+ * differs, if anything. A test checks that each one is a real setting.
+ */
+export const SHARED_FLAGS: readonly { flag: string; note: string }[] = [
+  { flag: "--host", note: "Same meaning." },
+  { flag: "--port", note: "Same meaning." },
+  { flag: "--worker-urls", note: "Same meaning; commas also separate URLs." },
+  {
+    flag: "--policy",
+    note: "Same names (cache_aware, round_robin, random, power_of_two), plus least_load.",
+  },
+  { flag: "--cache-threshold", note: "Same meaning." },
+  { flag: "--balance-abs-threshold", note: "Same meaning." },
+  { flag: "--balance-rel-threshold", note: "Same meaning." },
+  { flag: "--max-tree-size", note: "Same meaning (characters per worker)." },
+  { flag: "--max-payload-size", note: "Same meaning; default 64 MiB instead of 512 MiB." },
+  {
+    flag: "--api-key",
+    note: "Different: radixgate's --api-key is the key clients must send; the key radixgate sends to workers (SGLang's meaning) is --worker-api-key.",
+  },
+  { flag: "--log-level", note: "Same; SGLang's `warning` and `critical` mean `warn` and `fatal`." },
+  { flag: "--prometheus-port", note: "Same; off unless given (SGLang defaults to 29000)." },
+  {
+    flag: "--request-id-headers",
+    note: "Same meaning: the first header present becomes the request id.",
+  },
+  { flag: "--request-timeout-secs", note: "Same meaning." },
+  { flag: "--retry-initial-backoff-ms", note: "Same meaning." },
+  { flag: "--retry-max-backoff-ms", note: "Same meaning; default 5000 ms instead of 30000." },
+  { flag: "--cb-failure-threshold", note: "Same meaning (consecutive failures); default 5." },
+  { flag: "--cb-success-threshold", note: "Same meaning; default 2." },
+  { flag: "--health-failure-threshold", note: "Same meaning." },
+  { flag: "--health-success-threshold", note: "Same meaning." },
+  { flag: "--health-check-timeout-secs", note: "Same meaning." },
+  { flag: "--health-check-interval-secs", note: "Same meaning; default 10 s instead of 60." },
+  { flag: "--health-check-endpoint", note: "Same meaning." },
+  { flag: "--max-concurrent-requests", note: "Same; 0 or -1 = no limit (the default)." },
+  { flag: "--queue-size", note: "Same meaning." },
+  { flag: "--queue-timeout-secs", note: "Same meaning." },
+];
+
+/** The compatibility table of docs/configuration.md: SGLang flag, ours, meaning, notes. */
+export function compatTable(): string {
+  const rows = [
+    ...SHARED_FLAGS.map(
+      (s) => `| \`${s.flag}\` | \`${s.flag}\` | same flag | ${s.note.replace(/\|/g, "\\|")} |`,
+    ),
+    ...COMPAT_FLAGS.map((c) => {
+      const ours = c.ours ? `\`${c.ours}\`` : "none";
+      const meaning = c.unsupported ? "refused (exit 2)" : c.ours ? "mapped" : "accepted, ignored";
+      const note = (c.unsupported ? `${c.unsupported}.` : c.note).replace(/\|/g, "\\|");
+      return `| \`${c.flag}\` | ${ours} | ${meaning} | ${note} |`;
+    }),
+  ];
+  return [
+    "| SGLang router flag | Ours | Meaning | Notes |",
+    "| --- | --- | --- | --- |",
+    ...rows,
+  ].join("\n");
+}

@@ -1,0 +1,120 @@
+import { BoundedQueue } from "./bounded-queue.js";
+import type { RedisLink } from "./redis-link.js";
+import type { StateKeys } from "./state-keys.js";
+import { encodeOp, type StateOp } from "./state-op.js";
+
+export interface OpsPublisherOptions {
+  replicaId: string;
+  keys: StateKeys;
+  /** --state-queue-size: ops waiting while Redis is slow or down; the oldest are dropped past it. */
+  queueSize: number;
+  /** --state-stream-length: the stream is trimmed to about this many entries. */
+  streamLength: number;
+  /** Told how many ops were published, dropped (queue full) or failed (sent again later). */
+  onPublished?: (ops: number, bytes: number) => void;
+  onDropped?: (ops: number) => void;
+}
+
+/** Ops per pipeline: one round trip each, small enough not to hold the event loop. */
+const BATCH = 256;
+/** Wait after the first op of a batch, so that a burst goes out in one round trip. */
+const LINGER_MS = 2;
+
+/**
+ * Publishes index and membership operations to the ops stream. The request path only pushes onto
+ * a bounded queue (O(1), no await); batches leave in one pipeline each, one at a time, so a slow
+ * Redis makes the queue fill and drop its oldest ops instead of piling up commands or memory.
+ * Membership ops also update the workers hash, the set a starting replica loads.
+ */
+export class OpsPublisher {
+  private readonly queue: BoundedQueue<StateOp>;
+  private timer: NodeJS.Timeout | undefined;
+  private sending: Promise<void> | undefined;
+  private stopped = false;
+
+  constructor(
+    private readonly link: RedisLink,
+    private readonly options: OpsPublisherOptions,
+  ) {
+    this.queue = new BoundedQueue(options.queueSize);
+    link.onChange((up) => {
+      if (up) this.schedule();
+    });
+  }
+
+  get pending(): number {
+    return this.queue.size;
+  }
+
+  /** Queues an op; never blocks and never throws. */
+  publish(op: StateOp): void {
+    if (this.stopped) return;
+    if (!this.queue.push(op)) this.options.onDropped?.(1);
+    this.schedule();
+  }
+
+  private schedule(): void {
+    if (this.timer !== undefined || this.sending !== undefined || this.stopped) return;
+    if (this.queue.size === 0 || !this.link.up) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.sending = this.sendBatch().finally(() => {
+        this.sending = undefined;
+        this.schedule();
+      });
+    }, LINGER_MS);
+    this.timer.unref();
+  }
+
+  private async sendBatch(): Promise<void> {
+    if (!this.link.up) return;
+    const ops = this.queue.take(BATCH);
+    if (ops.length === 0) return;
+    const { keys, replicaId, streamLength } = this.options;
+    const pipeline = this.link.commands.pipeline();
+    let bytes = 0;
+    for (const op of ops) {
+      const fields = encodeOp(replicaId, op);
+      for (const f of fields) bytes += f.length;
+      pipeline.xadd(keys.ops, "MAXLEN", "~", streamLength, "*", ...fields);
+      if (op.kind === "add") {
+        pipeline.hset(keys.workers, op.url, JSON.stringify({ added_at: Date.now() }));
+      } else if (op.kind === "remove") {
+        pipeline.hdel(keys.workers, op.url);
+      }
+    }
+    try {
+      const results = await pipeline.exec();
+      if (results === null || results.some(([err]) => err !== null)) throw new Error("pipeline");
+      this.options.onPublished?.(ops.length, bytes);
+    } catch {
+      // Not sent (or not known to be): keep them for the next attempt, as room allows. An op
+      // that did reach Redis is then applied twice by peers, which inserts nothing new.
+      const before = this.queue.dropped;
+      this.queue.requeueFront(ops);
+      const dropped = this.queue.dropped - before;
+      if (dropped > 0) this.options.onDropped?.(dropped);
+    }
+  }
+
+  /** Sends whatever is queued now (membership resync, tests); resolves when done or Redis is down. */
+  async flush(): Promise<void> {
+    if (this.sending !== undefined) await this.sending;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    while (this.queue.size > 0 && this.link.up && !this.stopped) {
+      const before = this.queue.size;
+      this.sending = this.sendBatch();
+      await this.sending;
+      this.sending = undefined;
+      if (this.queue.size >= before) break;
+    }
+    this.schedule();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+}

@@ -1,0 +1,118 @@
+import { READ_BLOCK_MS, type RedisLink } from "./redis-link.js";
+import type { StateKeys } from "./state-keys.js";
+import { decodeOp, type StateOp } from "./state-op.js";
+
+export interface OpsReaderOptions {
+  replicaId: string;
+  keys: StateKeys;
+  /** Applies a peer's op to this replica's own state (never publishes it again). */
+  apply: (op: StateOp) => void;
+  onApplied?: (ops: number) => void;
+}
+
+/** Entries per XREAD: bounds the work done between two turns of the event loop. */
+const READ_COUNT = 256;
+/** Wait between two reads after an error (the link reconnects on its own meanwhile). */
+const RETRY_MS = 200;
+
+type XReadReply = [stream: string, entries: [id: string, fields: string[]][]][] | null;
+
+/**
+ * Follows the ops stream and applies the other replicas' ops. It starts from the oldest entry
+ * still in the stream, so a new replica replays the recent decisions (bounded by
+ * --state-stream-length) before following new ones; after an outage it goes on from the last
+ * entry it applied, so it catches up on whatever the stream still holds: entries trimmed away
+ * meanwhile are lost, by design (old updates are dropped rather than kept without bound).
+ */
+export class OpsReader {
+  private lastId = "0-0";
+  private running = false;
+  private loop: Promise<void> | undefined;
+  /** Resolved whenever a read returns fewer entries than asked: the reader is caught up. */
+  private caughtUpWaiters: (() => void)[] = [];
+
+  constructor(
+    private readonly link: RedisLink,
+    private readonly options: OpsReaderOptions,
+  ) {}
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.loop = this.run();
+  }
+
+  /** Resolves once the reader has read everything in the stream, or after `timeoutMs`. */
+  caughtUp(timeoutMs: number): Promise<boolean> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => resolve(false), timeoutMs);
+      timer.unref();
+      this.caughtUpWaiters.push(() => {
+        clearTimeout(timer);
+        resolve(true);
+      });
+    });
+  }
+
+  private async run(): Promise<void> {
+    const { keys } = this.options;
+    while (this.running) {
+      if (this.link.reader.status !== "ready") {
+        await sleep(RETRY_MS);
+        continue;
+      }
+      let reply: XReadReply;
+      try {
+        // A short block when waiters want to know that the stream is read to its end.
+        const block = this.caughtUpWaiters.length > 0 ? 1 : READ_BLOCK_MS;
+        reply = (await this.link.reader.xread(
+          "COUNT",
+          READ_COUNT,
+          "BLOCK",
+          block,
+          "STREAMS",
+          keys.ops,
+          this.lastId,
+        )) as XReadReply;
+      } catch {
+        if (this.running) await sleep(RETRY_MS);
+        continue;
+      }
+      const entries = reply?.[0]?.[1] ?? [];
+      this.applyEntries(entries);
+      if (entries.length < READ_COUNT) {
+        const waiters = this.caughtUpWaiters;
+        this.caughtUpWaiters = [];
+        for (const resolve of waiters) resolve();
+      } else {
+        // Let requests run between two full batches of a long replay.
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+    }
+  }
+
+  private applyEntries(entries: readonly [string, string[]][]): void {
+    let applied = 0;
+    for (const [id, fields] of entries) {
+      this.lastId = id;
+      const decoded = decodeOp(fields);
+      if (decoded === undefined || decoded.replica === this.options.replicaId) continue;
+      try {
+        this.options.apply(decoded.op);
+        applied += 1;
+      } catch {
+        // A peer's op this replica cannot apply (e.g. a worker URL it refuses): skip it.
+      }
+    }
+    if (applied > 0) this.options.onApplied?.(applied);
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    await this.loop;
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}

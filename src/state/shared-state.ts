@@ -1,0 +1,128 @@
+import { randomBytes } from "node:crypto";
+import type { Registry } from "prom-client";
+import type { PrefixIndex } from "../index/prefix-index.js";
+import type { Logger } from "../logger.js";
+import type { WorkerRegistry } from "../workers/registry.js";
+import { OpsPublisher } from "./ops-publisher.js";
+import { OpsReader } from "./ops-reader.js";
+import { PublishingIndex } from "./publishing-index.js";
+import { RedisLink } from "./redis-link.js";
+import { stateKeys } from "./state-keys.js";
+import { StateMetrics } from "./state-metrics.js";
+import type { StateOp } from "./state-op.js";
+
+export interface SharedStateOptions {
+  /** --state-url */
+  url: string;
+  keyPrefix: string;
+  maxTextChars: number;
+  streamLength: number;
+  loadIntervalMs: number;
+  queueSize: number;
+}
+
+/** How long start() waits for Redis and for the replay of recent decisions before serving. */
+const START_WAIT_MS = 3000;
+
+/**
+ * Everything one replica shares with the others through Redis (--state-url): the routing
+ * decisions of its index. Built in two steps because of who needs whom: `wrapIndex` before the
+ * registry exists (the registry is built on the wrapped index), `attach` once it does.
+ *
+ * Redis is never on a request's path: publishing is a queue push, peers' ops arrive on a
+ * background reader, and while Redis is away the replica routes on what it knows.
+ */
+export class SharedState {
+  /** This process's id among the replicas (new at every start). */
+  readonly replicaId = randomBytes(6).toString("hex");
+  readonly link: RedisLink;
+  readonly publisher: OpsPublisher;
+  readonly reader: OpsReader;
+  private inner: PrefixIndex | undefined;
+  private registry: WorkerRegistry | undefined;
+  private metrics: StateMetrics | undefined;
+
+  constructor(
+    readonly options: SharedStateOptions,
+    private readonly logger: Logger,
+  ) {
+    const keys = stateKeys(options.keyPrefix);
+    this.link = new RedisLink({ url: options.url }, logger);
+    this.publisher = new OpsPublisher(this.link, {
+      replicaId: this.replicaId,
+      keys,
+      queueSize: options.queueSize,
+      streamLength: options.streamLength,
+      onPublished: (ops, bytes) => {
+        this.metrics?.published.inc(ops);
+        this.metrics?.publishedBytes.inc(bytes);
+      },
+      onDropped: (ops) => this.metrics?.dropped.inc(ops),
+    });
+    this.reader = new OpsReader(this.link, {
+      replicaId: this.replicaId,
+      keys,
+      apply: (op) => this.apply(op),
+      onApplied: (ops) => this.metrics?.applied.inc(ops),
+    });
+  }
+
+  /** The index the router should use: `index`, publishing its decisions. */
+  wrapIndex(index: PrefixIndex): PrefixIndex {
+    this.inner = index;
+    return new PublishingIndex(
+      index,
+      (op) => this.publisher.publish(op),
+      this.options.maxTextChars,
+    );
+  }
+
+  /** Connects the registry (peers' ops name its workers) and registers the metrics. */
+  attach(registry: WorkerRegistry, metricsRegistry: Registry): void {
+    this.registry = registry;
+    this.metrics = new StateMetrics(metricsRegistry, {
+      connected: () => this.link.up,
+      pending: () => this.publisher.pending,
+    });
+  }
+
+  /**
+   * Connects and replays the recent decisions, waiting at most a few seconds: a Redis that is
+   * down or slow delays the start by that much at most, and never stops it.
+   */
+  async start(): Promise<void> {
+    const deadline = Date.now() + START_WAIT_MS;
+    const connected = await this.link.connect();
+    this.reader.start();
+    if (connected) await this.reader.caughtUp(Math.max(0, deadline - Date.now()));
+    this.logger.info(
+      { replica: this.replicaId, connected, key_prefix: this.options.keyPrefix },
+      "shared state started",
+    );
+  }
+
+  /** Applies a peer's op to this replica's own state, without publishing it again. */
+  private apply(op: StateOp): void {
+    const inner = this.inner;
+    const registry = this.registry;
+    if (inner === undefined || registry === undefined) return;
+    switch (op.kind) {
+      case "insert":
+        if (registry.get(op.worker) !== undefined) inner.insert(op.worker, op.model, op.text);
+        break;
+      case "truncate":
+        if (registry.get(op.worker) !== undefined)
+          inner.truncate(op.worker, op.model, op.text, op.keep);
+        break;
+      default:
+        break;
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.publisher.stop();
+    const reading = this.reader.stop();
+    await this.link.close();
+    await reading;
+  }
+}

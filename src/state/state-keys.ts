@@ -1,0 +1,20 @@
+/** The Redis keys one fleet's replicas share, all under --state-key-prefix. */
+export interface StateKeys {
+  /** Stream of index and membership operations (XADD ... MAXLEN ~ --state-stream-length). */
+  readonly ops: string;
+  /** Hash: canonical worker URL → JSON {added_at}; the current set, loaded by a starting replica. */
+  readonly workers: string;
+  /** Set of replica ids that have published load; members whose load key expired are removed. */
+  readonly replicas: string;
+  /** String per replica: JSON {worker id: own in-flight}, with a TTL of 3 load intervals. */
+  load(replicaId: string): string;
+}
+
+export function stateKeys(prefix: string): StateKeys {
+  return {
+    ops: `${prefix}:ops`,
+    workers: `${prefix}:workers`,
+    replicas: `${prefix}:replicas`,
+    load: (replicaId) => `${prefix}:load:${replicaId}`,
+  };
+}

@@ -1,0 +1,49 @@
+import { Counter, Gauge, type Registry } from "prom-client";
+
+/** Metrics of the shared state (--state-url), registered only when it is on. */
+export class StateMetrics {
+  readonly published: Counter<never>;
+  readonly publishedBytes: Counter<never>;
+  readonly applied: Counter<never>;
+  readonly dropped: Counter<never>;
+
+  constructor(registry: Registry, read: { connected: () => boolean; pending: () => number }) {
+    const registers = [registry];
+    new Gauge({
+      name: "radixgate_state_connected",
+      help: "1 while this replica is connected to the shared-state Redis (--state-url).",
+      registers,
+      collect() {
+        this.set(read.connected() ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: "radixgate_state_publish_queue",
+      help: "Routing and membership updates waiting to be published to Redis.",
+      registers,
+      collect() {
+        this.set(read.pending());
+      },
+    });
+    this.published = new Counter({
+      name: "radixgate_state_ops_published_total",
+      help: "Routing and membership updates published to the other replicas.",
+      registers,
+    });
+    this.publishedBytes = new Counter({
+      name: "radixgate_state_published_bytes_total",
+      help: "Payload bytes (field names and values) of the updates published.",
+      registers,
+    });
+    this.applied = new Counter({
+      name: "radixgate_state_ops_applied_total",
+      help: "Updates from other replicas applied to this replica's index and worker set.",
+      registers,
+    });
+    this.dropped = new Counter({
+      name: "radixgate_state_ops_dropped_total",
+      help: "Updates dropped because the publish queue was full (Redis slow or down).",
+      registers,
+    });
+  }
+}

@@ -1,0 +1,152 @@
+import { describe, expect, it } from "vitest";
+import { parseArgv } from "../src/cli-options.js";
+import {
+  COMPAT_FLAGS,
+  SHARED_FLAGS,
+  translateCompatFlags,
+  UnsupportedFlagError,
+} from "../src/compat-flags.js";
+import { SETTINGS } from "../src/config.js";
+
+/** Runs parseArgv with a clean RADIXGATE_* environment. */
+function parse(argv: string[]) {
+  const saved = { ...process.env };
+  try {
+    for (const name of Object.keys(process.env)) {
+      if (name.startsWith("RADIXGATE_")) delete process.env[name];
+    }
+    return parseArgv(argv);
+  } finally {
+    process.env = saved;
+  }
+}
+
+describe("SGLang router flag compatibility", () => {
+  it("every flag the issue named is accepted (never exit 2 for these)", () => {
+    const { config, warnings } = parse([
+      "--worker-urls",
+      "http://w1:8000",
+      "--eviction-interval-secs",
+      "60",
+      "--retry-max-retries",
+      "4",
+      "--cb-timeout-duration-secs",
+      "45",
+      "--cb-success-threshold",
+      "3",
+      "--prometheus-host",
+      "0.0.0.0",
+      "--request-id-headers",
+      "x-trace-id",
+      "X-Request-Id",
+      "--dp-aware",
+      "--log-dir",
+      "/var/log/router",
+      "--health-check-endpoint",
+      "/ping",
+      "--worker-startup-timeout-secs",
+      "600",
+    ]);
+    expect(config.evictionIntervalSecs).toBe(60);
+    expect(config.retryMaxAttempts).toBe(4);
+    expect(config.cbTimeoutSecs).toBe(45);
+    expect(config.cbSuccessThreshold).toBe(3);
+    expect(config.requestIdHeaders).toEqual(["x-trace-id", "x-request-id"]);
+    expect(config.healthCheckEndpoint).toBe("/ping");
+    expect(config.workerUrls).toEqual(["http://w1:8000"]);
+    // One warning line per ignored flag, naming it.
+    expect(warnings).toHaveLength(4);
+    for (const flag of [
+      "--prometheus-host",
+      "--dp-aware",
+      "--log-dir",
+      "--worker-startup-timeout-secs",
+    ])
+      expect(warnings.filter((w) => w.startsWith(`${flag} `))).toHaveLength(1);
+  });
+
+  it("--disable-retries and --disable-circuit-breaker set our equivalents; --flag=value works", () => {
+    const { config } = parse([
+      "--disable-retries",
+      "--disable-circuit-breaker",
+      "--eviction-interval-secs=30",
+    ]);
+    expect(config.retryMaxAttempts).toBe(1);
+    expect(config.cbFailureThreshold).toBe(Number.MAX_SAFE_INTEGER);
+    expect(config.evictionIntervalSecs).toBe(30);
+  });
+
+  it("regression: --eviction-interval reached the config (commander named its value evictionInterval)", () => {
+    expect(parse(["--eviction-interval", "7"]).config.evictionIntervalSecs).toBe(7);
+  });
+
+  it("SGLang's log level names and -1 for no concurrency limit are accepted", () => {
+    expect(parse(["--log-level", "warning"]).config.logLevel).toBe("warn");
+    expect(parse(["--log-level", "critical"]).config.logLevel).toBe("fatal");
+    expect(parse(["--max-concurrent-requests", "-1"]).config.maxConcurrentRequests).toBe(0);
+  });
+
+  it("an ignored flag's values are consumed, so the next flag still parses", () => {
+    const { config, warnings } = parse([
+      "--cors-allowed-origins",
+      "http://a",
+      "http://b",
+      "--policy",
+      "round_robin",
+      "--oracle-password",
+      "hunter2",
+    ]);
+    expect(config.policy).toBe("round_robin");
+    expect(warnings).toHaveLength(2);
+    // A value can be a password: no warning ever repeats one.
+    expect(warnings.join("\n")).not.toContain("hunter2");
+  });
+
+  it("PD disaggregation and Kubernetes discovery are refused with a reason, not run wrongly", () => {
+    expect(() => translateCompatFlags(["--pd-disaggregation"])).toThrow(UnsupportedFlagError);
+    expect(() => translateCompatFlags(["--prefill", "http://p:8000", "9000"])).toThrow(
+      /prefill-decode disaggregation is not supported/,
+    );
+    expect(() => translateCompatFlags(["--service-discovery"])).toThrow(/--worker-urls/);
+  });
+
+  it("every shared flag is a real setting and no compat flag shadows one", () => {
+    const ours = new Set<string>(SETTINGS.map((s) => s.flag));
+    for (const s of SHARED_FLAGS) expect(ours.has(s.flag), s.flag).toBe(true);
+    for (const c of COMPAT_FLAGS) {
+      expect(ours.has(c.flag), c.flag).toBe(false);
+      if (c.ours) expect(ours.has(c.ours), `${c.flag} → ${c.ours}`).toBe(true);
+    }
+  });
+});
+
+describe("configuration hygiene", () => {
+  it("warns once per unknown RADIXGATE_* variable, naming it", () => {
+    const saved = { ...process.env };
+    try {
+      process.env.RADIXGATE_POLCY = "random";
+      process.env.RADIXGATE_POLICY = "round_robin";
+      const { config, warnings } = parseArgv([]);
+      expect(config.policy).toBe("round_robin");
+      expect(warnings.filter((w) => w.includes("RADIXGATE_POLCY"))).toHaveLength(1);
+      expect(warnings.some((w) => w.includes("RADIXGATE_POLICY "))).toBe(false);
+    } finally {
+      process.env = saved;
+    }
+  });
+
+  it.each([
+    ["--api-key", "RADIXGATE_API_KEY"],
+    ["--admin-api-key", "RADIXGATE_ADMIN_API_KEY"],
+    ["--worker-api-key", "RADIXGATE_WORKER_API_KEY"],
+  ])("refuses an empty %s (it would silently turn auth off)", (flag, env) => {
+    expect(() => parse([flag, ""])).toThrow(new RegExp(`${flag} \\(or ${env}\\) is empty`));
+    const saved = { ...process.env };
+    try {
+      process.env[env] = "";
+      expect(() => parseArgv([])).toThrow(/is empty/);
+    } finally {
+      process.env = saved;
+    }
+  });
+});

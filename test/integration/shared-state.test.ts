@@ -1,0 +1,173 @@
+import { randomBytes } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Config } from "../../src/config.js";
+import type { RunningRouter } from "../../src/server.js";
+import { type SimWorker, startSimWorker } from "../../src/sim/worker.js";
+import { redisSkipReason, startRedis, type TestRedis } from "../helpers/redis.js";
+import { postJson, startTestRouter, waitFor } from "../helpers/router.js";
+
+// Replicas sharing routing state through a real redis-server (issue 11).
+describe.skipIf(redisSkipReason !== undefined)(
+  `shared state through Redis${redisSkipReason ? ` (skipped: ${redisSkipReason})` : ""}`,
+  () => {
+    let redis: TestRedis;
+    let workers: SimWorker[];
+    const routers: RunningRouter[] = [];
+
+    beforeAll(async () => {
+      redis = await startRedis();
+      workers = await Promise.all(
+        [1, 2, 3].map((i) => startSimWorker({ id: `w${i}`, timeScale: 0 })),
+      );
+    });
+
+    afterAll(async () => {
+      await Promise.allSettled(routers.map((r) => r.stop(100)));
+      await Promise.allSettled(workers.map((w) => w.close()));
+      await redis?.stop();
+    });
+
+    /** A replica on the test's Redis, under its own key prefix so tests do not see each other. */
+    const replica = async (prefix: string, overrides: Partial<Config> = {}) => {
+      const router = await startTestRouter({
+        workerUrls: workers.map((w) => w.url),
+        stateUrl: redis.url,
+        stateKeyPrefix: prefix,
+        stateLoadIntervalMs: 50,
+        ...overrides,
+      });
+      routers.push(router);
+      return router;
+    };
+    const freshPrefix = () => `t${randomBytes(4).toString("hex")}`;
+    const prompt = (topic: string) =>
+      `You are the ${topic} assistant. ${"Answer carefully and cite the manual. ".repeat(30)}`;
+    const chat = (router: RunningRouter, system: string, question = "What now?") =>
+      postJson(`${router.url}/v1/chat/completions`, {
+        model: "m",
+        messages: [
+          { role: "system", content: system },
+          { role: "user", content: question },
+        ],
+        max_tokens: 2,
+      });
+
+    it("a decision taken on one replica reaches the other replica's index, which then routes the same prefix to the same worker", async () => {
+      const prefix = freshPrefix();
+      const a = await replica(prefix);
+      const b = await replica(prefix);
+      const system = prompt("billing");
+      const first = await chat(a, system);
+      expect(first.status).toBe(200);
+      const chosen = first.headers.get("x-radixgate-worker")!;
+      await first.text();
+      await waitFor(
+        () => b.context.index.size(chosen) > 0,
+        10_000,
+        "replica B applies A's decision",
+      );
+      // B never saw this prompt itself, yet finds it on the worker A sent it to.
+      const second = await chat(b, system, "And then?");
+      expect(second.status).toBe(200);
+      expect(second.headers.get("x-radixgate-worker")).toBe(chosen);
+      expect(second.headers.get("x-radixgate-route")).toMatch(/^cache_hit/);
+      await second.text();
+    });
+
+    it("without --state-url the second replica does not know where the prefix went", async () => {
+      const a = await startTestRouter({ workerUrls: workers.map((w) => w.url) });
+      const b = await startTestRouter({ workerUrls: workers.map((w) => w.url) });
+      routers.push(a, b);
+      const res = await chat(a, prompt("shipping"));
+      const chosen = res.headers.get("x-radixgate-worker")!;
+      await res.text();
+      expect(b.context.index.size(chosen)).toBe(0);
+    });
+
+    it("a replica started later replays the recent decisions before it serves", async () => {
+      const prefix = freshPrefix();
+      const a = await replica(prefix);
+      const system = prompt("returns");
+      const res = await chat(a, system);
+      const chosen = res.headers.get("x-radixgate-worker")!;
+      await res.text();
+      await waitFor(
+        async () => Number((await redis.client.xlen(`${prefix}:ops`)) ?? 0) > 0,
+        10_000,
+        "the decision reaches the stream",
+      );
+      const late = await replica(prefix);
+      // No waiting: start() replayed the stream before the router listened.
+      expect(late.context.index.size(chosen)).toBeGreaterThan(0);
+      const again = await chat(late, system, "Another question");
+      expect(again.headers.get("x-radixgate-worker")).toBe(chosen);
+      await again.text();
+    });
+
+    it("killing Redis mid-run fails no request, and Redis coming back resynchronises the replicas", async () => {
+      const prefix = freshPrefix();
+      const a = await replica(prefix);
+      const b = await replica(prefix);
+      const statuses: number[] = [];
+      let sending = true;
+      const traffic = (async () => {
+        let i = 0;
+        while (sending) {
+          const router = i % 2 === 0 ? a : b;
+          const res = await chat(router, prompt(`topic${i % 5}`), `question ${i}`);
+          statuses.push(res.status);
+          await res.text();
+          i += 1;
+        }
+      })();
+      await waitFor(() => statuses.length >= 10, 10_000, "traffic before the outage");
+      await redis.kill();
+      const atKill = statuses.length;
+      await waitFor(() => statuses.length >= atKill + 20, 10_000, "traffic during the outage");
+      await waitFor(() => a.context.sharedState?.link.up === false, 10_000, "A sees Redis down");
+      await redis.restart();
+      await waitFor(
+        () => a.context.sharedState?.link.up === true && b.context.sharedState?.link.up === true,
+        15_000,
+        "both replicas reconnect",
+      );
+      await waitFor(() => statuses.length >= atKill + 40, 10_000, "traffic after the outage");
+      sending = false;
+      await traffic;
+      expect(statuses.every((s) => s === 200)).toBe(true);
+
+      // Resynchronised: a new decision on A reaches B again.
+      const system = prompt("after the outage");
+      const res = await chat(a, system);
+      const chosen = res.headers.get("x-radixgate-worker")!;
+      await res.text();
+      const before = b.context.index.size(chosen);
+      await waitFor(
+        () => b.context.index.size(chosen) > before,
+        15_000,
+        "B applies A's decisions after Redis returned",
+      );
+      const onB = await chat(b, system, "and?");
+      expect(onB.headers.get("x-radixgate-worker")).toBe(chosen);
+      await onB.text();
+    }, 60_000);
+
+    it("a replica whose Redis is down at start still starts and serves", async () => {
+      const dead = await startRedis();
+      const url = dead.url;
+      await dead.stop();
+      const started = Date.now();
+      const router = await startTestRouter({
+        workerUrls: workers.map((w) => w.url),
+        stateUrl: url,
+        stateKeyPrefix: freshPrefix(),
+      });
+      routers.push(router);
+      expect(Date.now() - started).toBeLessThan(8000);
+      const res = await chat(router, prompt("offline"));
+      expect(res.status).toBe(200);
+      await res.text();
+      expect(router.context.sharedState?.link.up).toBe(false);
+    });
+  },
+);
