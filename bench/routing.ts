@@ -50,6 +50,7 @@ interface CliOptions {
   rows: RowName[];
   rate: number | undefined;
   cacheLoadBound: number | undefined;
+  maxTreeSize: number | undefined;
   isolate: boolean;
   /** "" for the default preset without overrides; else a file-name suffix. */
   tag: string;
@@ -69,6 +70,7 @@ function parseCli(argv: string[]): CliOptions {
       "kv-capacity-tokens": { type: "string" },
       seed: { type: "string" },
       "cache-load-bound": { type: "string" },
+      "max-tree-size": { type: "string" },
       policies: { type: "string" },
       "no-oracle": { type: "boolean", default: false },
       "no-isolate": { type: "boolean", default: false },
@@ -86,9 +88,11 @@ function parseCli(argv: string[]): CliOptions {
         "  --rate <req/s>                open loop: Poisson arrivals instead of the closed loop",
         "  --workers <n>                 simulated workers (default 4)",
         "  --time-scale <x>              real ms per model ms of the workers (default 0.5; quick 0.1)",
-        "  --kv-capacity-tokens <n>      KV cache per worker (default 48000; quick 12000)",
+        "  --kv-capacity-tokens <n>      KV cache per worker (default 48000; quick 12000; cache-pressure",
+        "                                sizes its own: a share of its working set)",
         "  --seed <n>                    workload seed (default 42)",
         "  --cache-load-bound <x>        the router's --cache-load-bound (default: the router's, 2)",
+        "  --max-tree-size <chars>       the router's --max-tree-size (default: the router's)",
         `  --policies <a,b>              subset of ${POLICY_NAMES.join(",")}`,
         "  --no-oracle                   skip the oracle_sticky row",
         "  --no-isolate                  run the workers in this process (default: a child process)",
@@ -119,6 +123,7 @@ function parseCli(argv: string[]): CliOptions {
   preset.seed = num("seed", values.seed, 0, true) ?? preset.seed;
   const rate = num("rate", values.rate, Number.MIN_VALUE, false);
   const cacheLoadBound = num("cache-load-bound", values["cache-load-bound"], 0, false);
+  const maxTreeSize = num("max-tree-size", values["max-tree-size"], 1, true);
 
   const workloads: WorkloadName[] =
     values.workload === "all"
@@ -148,6 +153,7 @@ function parseCli(argv: string[]): CliOptions {
     rows,
     rate,
     cacheLoadBound,
+    maxTreeSize,
     isolate: !values["no-isolate"],
     tag,
     chart: !values["no-chart"] && tag === "",
@@ -162,7 +168,7 @@ function printReport(report: WorkloadReport): void {
   console.log(`\n## ${report.workload}: ${report.description}`);
   console.log(
     `${report.requests} requests, ${report.arrival}, ${report.preset.workers} workers × ` +
-      `${report.preset.kvCapacityTokens} KV tokens, working set ${report.workingSetTokens} tokens, ` +
+      `${report.kvCapacityTokens} KV tokens, working set ${report.workingSetTokens} tokens, ` +
       `timeScale ${report.preset.timeScale}`,
   );
   printTable(
@@ -229,6 +235,18 @@ export function goalLines(report: WorkloadReport): string[] {
       );
     }
   }
+  if (report.workload === "cache-pressure" && oracle !== undefined) {
+    for (const name of ["cache_aware", "prefix_cost"] as const) {
+      const r = row(name);
+      if (r === undefined) continue;
+      const hit = r.hitRate / oracle.hitRate;
+      const ttft = r.ttftMs.mean / oracle.ttftMs.mean;
+      lines.push(
+        `goal: ${name} hit rate ≥ 0.98× the tenant-sticky oracle: ${pct(r.hitRate)} vs ${pct(oracle.hitRate)} (${fmt(hit, 3)}×) → ${hit >= 0.98 ? "met" : "MISSED"}`,
+        `goal: ${name} mean TTFT ≤ 0.9× the oracle: ${fmt(r.ttftMs.mean)} vs ${fmt(oracle.ttftMs.mean)} ms (${fmt(ttft, 2)}×) → ${ttft <= 0.9 ? "met" : "MISSED"}`,
+      );
+    }
+  }
   if (report.workload === "no-sharing" && ll !== undefined) {
     const ratio = ca.ttftMs.mean / ll.ttftMs.mean;
     lines.push(
@@ -260,9 +278,10 @@ async function main(): Promise<void> {
       preset: cli.preset,
       rows: cli.rows,
       ...(cli.rate === undefined ? {} : { rate: cli.rate }),
-      ...(cli.cacheLoadBound === undefined
-        ? {}
-        : { routerOverrides: { cacheLoadBound: cli.cacheLoadBound } }),
+      routerOverrides: {
+        ...(cli.cacheLoadBound === undefined ? {} : { cacheLoadBound: cli.cacheLoadBound }),
+        ...(cli.maxTreeSize === undefined ? {} : { maxTreeSize: cli.maxTreeSize }),
+      },
       isolate: cli.isolate,
       onRowStart: (row, total) => {
         bar = new ProgressBar(`${workload} ${row}`, total);

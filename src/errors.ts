@@ -69,6 +69,11 @@ export const ERROR_CATALOG = {
     type: "server_error",
     message: "The worker did not answer in time.",
   },
+  model_not_found: {
+    status: 404,
+    type: "invalid_request_error",
+    message: "No worker serves this model.",
+  },
   worker_not_found: { status: 404, type: "invalid_request_error", message: "No such worker." },
   invalid_worker_url: {
     status: 400,

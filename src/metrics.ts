@@ -21,6 +21,9 @@ export class Metrics {
   readonly retries: Counter<"endpoint">;
   readonly upstreamErrors: Counter<"worker" | "kind">;
   readonly queueRejections: Counter<"reason">;
+  readonly enginePromptTokens: Counter<"worker">;
+  readonly engineCachedTokens: Counter<"worker">;
+  readonly feedbackCorrections: Counter<"worker">;
 
   constructor(workers: WorkerRegistry) {
     const registers = [this.registry];
@@ -79,6 +82,25 @@ export class Metrics {
       name: "radixgate_queue_rejections_total",
       help: "Requests refused by the admission queue (full, timeout).",
       labelNames: ["reason"],
+      registers,
+    });
+    // Engine-reported usage (proxy/usage-tap.ts): cached / prompt is the fleet's real hit rate.
+    this.enginePromptTokens = new Counter({
+      name: "radixgate_engine_prompt_tokens_total",
+      help: "Prompt tokens the workers' engines reported in their responses' usage.",
+      labelNames: ["worker"],
+      registers,
+    });
+    this.engineCachedTokens = new Counter({
+      name: "radixgate_engine_cached_tokens_total",
+      help: "Prompt tokens the workers' engines reported as found in their prefix cache.",
+      labelNames: ["worker"],
+      registers,
+    });
+    this.feedbackCorrections = new Counter({
+      name: "radixgate_feedback_corrections_total",
+      help: "Times an engine reported clearly fewer cached tokens than the index claimed, so the index was trimmed.",
+      labelNames: ["worker"],
       registers,
     });
     const perWorker = (

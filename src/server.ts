@@ -13,6 +13,7 @@ import { createPolicy } from "./policies/factory.js";
 import { Admission } from "./proxy/admission.js";
 import { BodyBudget } from "./proxy/body-budget.js";
 import { Forwarder, type ForwardHooks, type ForwardSettings } from "./proxy/forward.js";
+import { UsageFeedback } from "./proxy/usage-feedback.js";
 import { registerAdminRoutes } from "./routes/admin.js";
 import type { RouterContext } from "./routes/context.js";
 import { registerInferenceRoutes } from "./routes/inference.js";
@@ -132,7 +133,20 @@ export function createRouter(
     prefixCostQueueWeight: config.prefixCostQueueWeight,
     prefixCostRequestChars: config.prefixCostRequestChars,
   });
-  const forwarder = new Forwarder(registry, new RoutingDecider(policy, index), settings, hooks);
+  const feedback = new UsageFeedback({
+    onEngineTokens: (worker, prompt, cached) => {
+      m.enginePromptTokens.inc({ worker: worker.id }, prompt);
+      m.engineCachedTokens.inc({ worker: worker.id }, cached);
+    },
+    onCorrection: (worker) => m.feedbackCorrections.inc({ worker: worker.id }),
+  });
+  const forwarder = new Forwarder(
+    registry,
+    new RoutingDecider(policy, index),
+    settings,
+    hooks,
+    feedback,
+  );
   // /v1/models needs any available worker, not a cache decision.
   const modelsForwarder = new Forwarder(
     registry,

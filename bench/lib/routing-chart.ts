@@ -10,6 +10,7 @@ const COLORS: Record<string, string> = {
   random: "#f59e0b",
   power_of_two: "#8b5cf6",
   least_load: "#10b981",
+  prefix_cost: "#0891b2",
   oracle_sticky: "#6b7280",
 };
 

@@ -61,6 +61,8 @@ export interface WorkloadReport {
   description: string;
   requests: number;
   workingSetTokens: number;
+  /** KV cache of each simulated worker in this workload's fleets, tokens. */
+  kvCapacityTokens: number;
   preset: RoutingPreset;
   arrival: string;
   rows: RowResult[];
@@ -121,6 +123,7 @@ export async function runRoutingWorkload(
     description: workload.description,
     requests: workload.specs.length,
     workingSetTokens: workload.workingSetTokens,
+    kvCapacityTokens: workload.kvCapacityTokens,
     preset: o.preset,
     arrival:
       o.rate === undefined
@@ -139,7 +142,7 @@ async function runRow(
   const p = o.preset;
   const fleet = await host.startFleet({
     count: p.workers,
-    worker: { timeScale: p.timeScale, kvCapacityTokens: p.kvCapacityTokens },
+    worker: { timeScale: p.timeScale, kvCapacityTokens: w.kvCapacityTokens },
   });
   const urls = fleet.workers.map((x) => x.url);
   const logger = createLogger({ level: "silent" });

@@ -5,15 +5,26 @@
  * multi-turn is about twice one worker's KV cache, so it fits in the fleet (4 workers) only if
  * each worker keeps its own share of it.
  */
+import { CHARS_PER_TOKEN } from "../../src/sim/tokenizer.js";
 import {
+  type CachePressureOptions,
+  cachePressure,
   generatedSharedPrefix,
   hotPrefix,
   multiTurnChat,
   noSharing,
+  promptTextOf,
   type RequestSpec,
 } from "../../src/sim/workloads.js";
+import { RadixTree } from "../../src/tree/radix-tree.js";
 
-export const WORKLOADS = ["shared-prefix", "multi-turn", "no-sharing", "hot-prefix"] as const;
+export const WORKLOADS = [
+  "shared-prefix",
+  "multi-turn",
+  "no-sharing",
+  "hot-prefix",
+  "cache-pressure",
+] as const;
 export type WorkloadName = (typeof WORKLOADS)[number];
 
 export interface RoutingPreset {
@@ -47,6 +58,12 @@ export interface RoutingPreset {
     questionTokens: number;
     outputTokens: number;
   };
+  /**
+   * Its fleet's KV is sized from its own working set (every distinct prompt token), not by
+   * kvCapacityTokens: each worker holds `kvShareOfWorkingSet` of it, so the fleet holds less than
+   * all of it and which worker keeps what decides the hit rate.
+   */
+  cachePressure: Omit<CachePressureOptions, "seed"> & { kvShareOfWorkingSet: number };
 }
 
 /**
@@ -79,6 +96,18 @@ export const FULL_PRESET: RoutingPreset = {
   },
   noSharing: { requests: 256, promptTokens: 2048, outputTokens: 256 },
   hotPrefix: { requests: 384, systemPromptTokens: 2048, questionTokens: 128, outputTokens: 256 },
+  cachePressure: {
+    tenants: 64,
+    zipfExponent: 1,
+    toolPreambleTokens: 1536,
+    tenantPromptTokens: 1024,
+    conversations: 128,
+    activeConversations: 32,
+    turns: 4,
+    turnTokens: 64,
+    outputTokens: 96,
+    kvShareOfWorkingSet: 0.22,
+  },
 };
 
 /** The same shapes, smaller and on a faster clock: every workload in well under a minute. */
@@ -105,6 +134,18 @@ export const QUICK_PRESET: RoutingPreset = {
   },
   noSharing: { requests: 64, promptTokens: 2048, outputTokens: 32 },
   hotPrefix: { requests: 96, systemPromptTokens: 2048, questionTokens: 128, outputTokens: 32 },
+  cachePressure: {
+    tenants: 24,
+    zipfExponent: 1,
+    toolPreambleTokens: 1024,
+    tenantPromptTokens: 768,
+    conversations: 48,
+    activeConversations: 16,
+    turns: 3,
+    turnTokens: 64,
+    outputTokens: 32,
+    kvShareOfWorkingSet: 0.22,
+  },
 };
 
 export interface PreparedWorkload {
@@ -116,9 +157,26 @@ export interface PreparedWorkload {
   oracle: ((spec: RequestSpec, workers: number) => number) | undefined;
   /** What this workload is, in one line, for the report. */
   description: string;
+  /** KV cache of each simulated worker for this workload, tokens. */
+  kvCapacityTokens: number;
+}
+
+/** Distinct prompt tokens of a workload: what caching every prompt at once would take. */
+export function distinctPromptTokens(specs: readonly RequestSpec[]): number {
+  const tree = new RadixTree({ maxChars: Number.MAX_SAFE_INTEGER });
+  for (const spec of specs) tree.insert(promptTextOf(spec));
+  return Math.ceil(tree.charCount / CHARS_PER_TOKEN);
 }
 
 export function prepareWorkload(name: WorkloadName, p: RoutingPreset): PreparedWorkload {
+  const prepared = prepareSpecs(name, p);
+  return { ...prepared, kvCapacityTokens: prepared.kvCapacityTokens ?? p.kvCapacityTokens };
+}
+
+function prepareSpecs(
+  name: WorkloadName,
+  p: RoutingPreset,
+): Omit<PreparedWorkload, "kvCapacityTokens"> & { kvCapacityTokens?: number } {
   switch (name) {
     case "shared-prefix": {
       const s = p.sharedPrefix;
@@ -165,6 +223,26 @@ export function prepareWorkload(name: WorkloadName, p: RoutingPreset): PreparedW
         description:
           `${h.requests} chats sharing one system prompt, ` +
           `${h.systemPromptTokens} + ${h.questionTokens} → ${h.outputTokens} tokens`,
+      };
+    }
+    case "cache-pressure": {
+      const { kvShareOfWorkingSet, ...c } = p.cachePressure;
+      const specs = cachePressure({ ...c, seed: p.seed });
+      const workingSetTokens = distinctPromptTokens(specs);
+      const tenantsSeen = new Set(specs.map((s) => s.group)).size;
+      return {
+        name,
+        specs,
+        workingSetTokens,
+        // Whole blocks (the simulator's default block size is 16 tokens).
+        kvCapacityTokens: Math.ceil((workingSetTokens * kvShareOfWorkingSet) / 16) * 16,
+        // Tenant-sticky: every conversation of a tenant on the tenant's worker.
+        oracle: (spec, n) => (spec.group ?? 0) % n,
+        description:
+          `${c.conversations} chats of ${tenantsSeen}/${c.tenants} Zipf(${c.zipfExponent}) tenants × ${c.turns} turns, ` +
+          `${c.activeConversations} at a time, shared tools ${c.toolPreambleTokens} + tenant ${c.tenantPromptTokens}, ` +
+          `+${c.turnTokens} user / +${c.outputTokens} assistant tokens a turn, ` +
+          `KV per worker ${kvShareOfWorkingSet} of the working set`,
       };
     }
   }

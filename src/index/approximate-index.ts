@@ -12,6 +12,13 @@ export interface ApproximateIndexOptions {
  * One character radix tree per worker, holding the routing texts the router sent there: the
  * router's own guess of each worker's prefix cache (the SGLang router's approximate index).
  * Matching costs one walk per worker.
+ *
+ * Per model: KV is not shared across models or LoRA adapters, so texts routed for a named model
+ * live under their own root branch of the worker's tree (the text prefixed with a model key), a
+ * tree per (worker, model) in effect. They share the worker's one budget and one LRU order,
+ * as the adapters of one engine share its one KV pool; a model nobody asks for any more is
+ * evicted like any other cold prefix. Texts without a model key (the router passes none when
+ * the fleet serves one model) are stored as they are.
  */
 export class ApproximateIndex implements PrefixIndex {
   readonly name = "approx";
@@ -38,22 +45,29 @@ export class ApproximateIndex implements PrefixIndex {
 
   match(
     text: string,
-    _model: string | undefined,
+    model: string | undefined,
     workers: readonly { readonly id: string }[],
     out: number[],
   ): void {
+    const key = modelKey(model);
+    const keyed = key + text;
     for (let i = 0; i < workers.length; i++) {
       const tree = this.trees.get(workers[i]!.id);
-      out[i] = tree === undefined || text.length === 0 ? 0 : tree.match(text);
+      out[i] =
+        tree === undefined || text.length === 0 ? 0 : Math.max(0, tree.match(keyed) - key.length);
     }
   }
 
-  insert(workerId: string, _model: string | undefined, text: string): void {
-    this.trees.get(workerId)?.insert(text);
+  insert(workerId: string, model: string | undefined, text: string): void {
+    if (text.length === 0) return;
+    this.trees.get(workerId)?.insert(modelKey(model) + text);
   }
 
-  truncate(workerId: string, _model: string | undefined, text: string, keep: number): number {
-    return this.trees.get(workerId)?.truncate(text, keep) ?? 0;
+  truncate(workerId: string, model: string | undefined, text: string, keep: number): number {
+    const key = modelKey(model);
+    // A bad keep (negative, NaN) reaches the tree as it is, which refuses it.
+    const cut = keep >= 0 ? key.length + keep : keep;
+    return this.trees.get(workerId)?.truncate(key + text, cut) ?? 0;
   }
 
   setBudget(workerId: string, chars: number): number {
@@ -73,4 +87,13 @@ export class ApproximateIndex implements PrefixIndex {
   treeOf(workerId: string): RadixTree | undefined {
     return this.trees.get(workerId);
   }
+}
+
+/**
+ * The root branch of a model's texts: "" without a model, else NUL, the name's length, ":" and the
+ * name. The length makes the keys prefix-free (no model's key starts another's), and the NUL keeps
+ * them apart from ordinary texts.
+ */
+export function modelKey(model: string | undefined): string {
+  return model === undefined ? "" : `\u0000${model.length}:${model}`;
 }

@@ -62,4 +62,20 @@ export class RoutingDecider {
     if (decision.index === null) return;
     this.index.truncate(decision.worker.id, request.model, request.text, decision.heldBefore);
   }
+
+  /**
+   * The chosen worker's engine reports holding only about `engineHeld` characters of the text
+   * before this request (it evicted the rest): whatever the index keeps below that point is gone
+   * from the engine too (prefix caches are prefix-closed), so forget it; this request's own text
+   * was just computed there and stays. Returns the characters forgotten (net of the text).
+   */
+  reported(decision: Decision<PolicyWorker>, request: DecisionRequest, engineHeld: number): number {
+    if (decision.index === null) return 0;
+    const { text, model } = request;
+    const id = decision.worker.id;
+    const before = this.index.size(id);
+    if (this.index.truncate(id, model, text, engineHeld) === 0) return 0;
+    this.index.insert(id, model, text);
+    return Math.max(0, before - this.index.size(id));
+  }
 }

@@ -4,6 +4,7 @@ import { RouterError } from "../errors.js";
 import type { RoutingDecider } from "../policies/decider.js";
 import type { RouteBranch } from "../policies/policy.js";
 import type { WorkerRegistry } from "../workers/registry.js";
+import { indexModel, noWorkerServes, servingCandidates } from "../workers/served-models.js";
 import type { Worker } from "../workers/worker.js";
 import {
   ClientAbort,
@@ -21,6 +22,8 @@ import {
   RETRYABLE_STATUS,
   statusFailure,
 } from "./upstream-failure.js";
+import type { UsageFeedback } from "./usage-feedback.js";
+import { type ReportedUsage, UsageTap } from "./usage-tap.js";
 import { writeError } from "./write-error.js";
 
 export interface ForwardSettings {
@@ -98,6 +101,8 @@ export class Forwarder {
     private readonly decider: RoutingDecider,
     private readonly settings: ForwardSettings,
     private readonly hooks: ForwardHooks,
+    /** Learns from the usage the engines report (characters per token, cached tokens). */
+    private readonly feedback?: UsageFeedback,
   ) {}
 
   /** Ends every upstream request under way (shutdown grace over): streams get an SSE error event. */
@@ -120,6 +125,18 @@ export class Forwarder {
       writeError(res, error, req.requestId);
       return { status: error.status, attempts: 0, error: "loop_detected" };
     }
+    const workers = this.registry.list();
+    if (noWorkerServes(workers, req.model)) {
+      const error = new RouterError(
+        "model_not_found",
+        `The model '${req.model}' is not served by any of the ${workers.length} workers; GET /v1/models lists the models they serve.`,
+      );
+      writeError(res, error, req.requestId);
+      return { status: error.status, attempts: 0, error: "model_not_found" };
+    }
+    // What the index sees: the text, under the model's own key when its KV is kept apart.
+    const routed = { text: req.text, model: indexModel(workers, req.model) };
+    const candidates = () => servingCandidates(this.registry.candidates(tried), req.model);
     const headers = upstreamRequestHeaders(
       req.headers,
       req.requestId,
@@ -131,8 +148,7 @@ export class Forwarder {
 
     while (attempts < this.settings.retryMaxAttempts) {
       if (req.clientSignal.aborted) return { status: 499, attempts, error: "client_abort" };
-      const candidates = this.registry.candidates(tried);
-      const decision = this.decider.decide(candidates, req);
+      const decision = this.decider.decide(candidates(), routed);
       if (!decision) break;
       this.hooks.onDecision(this.decider.policy.name, decision.branch, decision.matchRate);
       const worker = decision.worker;
@@ -146,8 +162,7 @@ export class Forwarder {
         attempts,
       };
       // On the last possible attempt a retryable answer is passed through as the worker sent it.
-      const canRetry = () =>
-        attempts < this.settings.retryMaxAttempts && this.registry.candidates(tried).length > 0;
+      const canRetry = () => attempts < this.settings.retryMaxAttempts && candidates().length > 0;
 
       const result = await this.attempt(
         worker,
@@ -163,10 +178,12 @@ export class Forwarder {
       if (result.kind === "done") {
         // Only what a worker accepted stays in its index entry: an error answer, or a client gone
         // before the answer began, caches nothing there.
-        if (!accepted(result.outcome)) this.decider.rejected(decision, req);
+        if (!accepted(result.outcome)) this.decider.rejected(decision, routed);
+        else if (result.usage !== undefined)
+          this.feedback?.apply(worker, result.usage, decision, routed, this.decider);
         return { ...base, ...result.outcome };
       }
-      this.decider.rejected(decision, req);
+      this.decider.rejected(decision, routed);
       lastFailure = result.failure;
       this.hooks.onUpstreamError(worker, result.failure.kind);
       if (!result.failure.retryable) break;
@@ -178,7 +195,7 @@ export class Forwarder {
         this.settings.retryMaxBackoffMs,
       );
       if (attempts >= this.settings.retryMaxAttempts || delay >= remaining) break;
-      if (this.registry.candidates(tried).length === 0) break;
+      if (candidates().length === 0) break;
       this.hooks.onRetry(req.endpoint);
       await sleep(delay, req.clientSignal);
     }
@@ -211,7 +228,7 @@ export class Forwarder {
     matchRate: number | null,
     canRetry: () => boolean,
   ): Promise<
-    | { kind: "done"; outcome: Omit<ForwardOutcome, "attempts"> }
+    | { kind: "done"; outcome: Omit<ForwardOutcome, "attempts">; usage?: ReportedUsage }
     | { kind: "failed"; failure: AttemptFailure }
   > {
     const controller = new AbortController();
@@ -303,6 +320,7 @@ export class Forwarder {
     }
 
     upstream.body.once("data", prefillDone);
+    const tap = this.feedback !== undefined ? usageTapFor(req, upstream) : undefined;
     const outcome = await relay(
       upstream,
       worker,
@@ -314,7 +332,8 @@ export class Forwarder {
       this.hooks.onUpstreamError,
     );
     release();
-    return { kind: "done", outcome };
+    const usage = tap?.result();
+    return usage === undefined ? { kind: "done", outcome } : { kind: "done", outcome, usage };
   }
 
   /**
@@ -328,6 +347,20 @@ export class Forwarder {
     const until = Date.now() + Math.min(ms, this.settings.maxCoolDownMs);
     if (until > worker.coolDownUntil) worker.coolDownUntil = until;
   }
+}
+
+/**
+ * A tap on a successful inference answer's body, which reads the engine's usage as the bytes go
+ * by (never holding them back); none for a compressed body, which the tap cannot read.
+ */
+function usageTapFor(req: ForwardRequest, upstream: Dispatcher.ResponseData): UsageTap | undefined {
+  if (req.method !== "POST" || upstream.statusCode < 200 || upstream.statusCode >= 300) return;
+  const encoding = upstream.headers["content-encoding"];
+  if (encoding !== undefined && encoding !== "identity") return;
+  const tap = new UsageTap();
+  // Attached just before relay() pipes the body, in the same tick: no chunk can be missed.
+  upstream.body.on("data", (chunk: Buffer) => tap.write(chunk));
+  return tap;
 }
 
 /** ms until the first cooling-down worker that is otherwise available returns, 0 when none. */

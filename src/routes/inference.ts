@@ -11,6 +11,7 @@ import { type Endpoint, modelOf, routingText } from "../proxy/routing-text.js";
 import { writeError } from "../proxy/write-error.js";
 import { bearerMatches } from "./auth.js";
 import type { RouterContext } from "./context.js";
+import { registerModelsRoute } from "./models.js";
 
 /** POST routes of the data plane and the routing text each one prefills. */
 export const INFERENCE_ROUTES: ReadonlyArray<{ path: string; endpoint: Endpoint }> = [
@@ -31,6 +32,9 @@ export function registerInferenceRoutes(app: Hono<Env>, ctx: RouterContext): voi
     });
     app.all(path, (c) => methodNotAllowed(c.req.method, path, "POST"));
   }
+  // The fleet's models: every worker's list, merged (routes/models.ts).
+  registerModelsRoute(app, ctx);
+  app.all("/v1/models", (c) => methodNotAllowed(c.req.method, "/v1/models", "GET"));
   // Model and server info: the same from any worker, so any available one answers.
   for (const path of INFO_ROUTES) {
     app.get(path, async (c) => {
@@ -42,7 +46,7 @@ export function registerInferenceRoutes(app: Hono<Env>, ctx: RouterContext): voi
 }
 
 /** GET routes answered by any available worker (OpenAI and SGLang). */
-export const INFO_ROUTES = ["/v1/models", "/get_model_info", "/get_server_info"];
+export const INFO_ROUTES = ["/get_model_info", "/get_server_info"];
 
 function methodNotAllowed(method: string, path: string, allowed: string): Response {
   const error = new RouterError(

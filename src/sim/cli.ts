@@ -34,6 +34,12 @@ function parseNumber(integer: boolean, min: number) {
   };
 }
 
+function commaList(raw: string): string[] {
+  const names = raw.split(",").map((n) => n.trim());
+  if (names.some((n) => n === "")) throw new InvalidArgumentError("expected comma-separated names");
+  return names;
+}
+
 export function buildCommand(): Command {
   const cmd = new Command("sim")
     .description("Run simulated SGLang/vLLM inference workers (no GPU) for tests and demos.")
@@ -52,6 +58,16 @@ export function buildCommand(): Command {
         .default("sglang"),
     )
     .option("--model <name>", "served model name")
+    .option(
+      "--model-aliases <names>",
+      "more served names of the model, comma-separated (vLLM --served-model-name)",
+      commaList,
+    )
+    .option(
+      "--lora-adapters <names>",
+      "LoRA adapters served on the model, comma-separated (listed on /v1/models by vllm)",
+      commaList,
+    )
     .option(
       "--api-key <key>",
       "require Authorization: Bearer <key> (all but /health), as the engines do",
@@ -108,6 +124,8 @@ export function planFromArgs(
     faults,
   };
   if (o.model !== undefined) base.model = o.model as string;
+  if (o.modelAliases !== undefined) base.modelAliases = o.modelAliases as string[];
+  if (o.loraAdapters !== undefined) base.loraAdapters = o.loraAdapters as string[];
   if (o.apiKey !== undefined) base.apiKey = o.apiKey as string;
   for (const spec of NUMERIC_OPTIONS) {
     const value = o[spec.key];

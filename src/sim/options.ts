@@ -40,6 +40,10 @@ export interface SimWorkerOptions extends Partial<SimNumericOptions> {
   flavor?: SimFlavor;
   /** Served model name; default "meta-llama/Llama-3.1-8B-Instruct". */
   model?: string;
+  /** More names for the same model (vLLM --served-model-name a b); listed after `model`. */
+  modelAliases?: string[];
+  /** LoRA adapters served on top of the model (vLLM --lora-modules, SGLang --lora-paths). */
+  loraAdapters?: string[];
   /** Initial fault knobs. */
   faults?: Partial<SimFaults>;
   /**
@@ -120,6 +124,8 @@ export interface ResolvedSimOptions extends SimNumericOptions {
   port: number;
   flavor: SimFlavor;
   model: string;
+  modelAliases: string[];
+  loraAdapters: string[];
   apiKey: string | undefined;
 }
 
@@ -159,6 +165,17 @@ export function resolveOptions(options: SimWorkerOptions = {}): ResolvedSimOptio
     port,
     flavor,
     model: options.model ?? DEFAULT_MODEL,
+    modelAliases: names("modelAliases", options.modelAliases),
+    loraAdapters: names("loraAdapters", options.loraAdapters),
     apiKey: options.apiKey === "" ? undefined : options.apiKey,
   };
+}
+
+function names(option: string, list: string[] | undefined): string[] {
+  if (list === undefined) return [];
+  for (const name of list) {
+    if (typeof name !== "string" || name.length === 0)
+      throw new RangeError(`${option} must be non-empty names, got ${JSON.stringify(name)}`);
+  }
+  return [...new Set(list)];
 }

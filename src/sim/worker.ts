@@ -11,6 +11,7 @@ import { DEFAULT_FAULTS, mergeFaults, type SimFaults } from "./faults.js";
 import { PrefixKvCache } from "./kv-cache.js";
 import { SimKvPublisher } from "./kv-publisher.js";
 import { METRICS_CONTENT_TYPE, renderMetrics } from "./metrics.js";
+import { chooseModel, ModelNotFound, modelList, saltForAdapter } from "./models.js";
 import { type ResolvedSimOptions, resolveOptions, type SimWorkerOptions } from "./options.js";
 import { BadRequest, type InferenceEndpoint, parseJob } from "./protocol.js";
 import { errorBody } from "./responses.js";
@@ -345,7 +346,17 @@ class HttpSimWorker implements SimWorker {
         maxModelLen: this.options.maxModelLen,
         model: this.options.model,
       });
+      const b = body as Record<string, unknown>;
+      const requested = typeof b.model === "string" && b.model.length > 0 ? b.model : undefined;
+      const choice = chooseModel(this.served, this.flavor, requested, b.lora_path);
+      job.model = choice.name;
+      const adapter = choice.adapter;
+      if (adapter !== undefined) job.prompts = job.prompts.map((p) => saltForAdapter(p, adapter));
     } catch (err) {
+      if (err instanceof ModelNotFound) {
+        this.counters.rejected++;
+        return sendJson(res, 404, errorBody(404, err.message, "model"));
+      }
       if (!(err instanceof BadRequest)) throw err;
       this.counters.rejected++;
       return sendJson(res, 400, errorBody(400, err.message, err.param));
@@ -437,19 +448,18 @@ class HttpSimWorker implements SimWorker {
   }
 
   private models() {
+    return modelList(
+      this.served,
+      this.flavor,
+      this.options.maxModelLen,
+      Math.floor(Date.now() / 1000),
+    );
+  }
+
+  private get served() {
     return {
-      object: "list",
-      data: [
-        {
-          id: this.options.model,
-          object: "model",
-          created: Math.floor(Date.now() / 1000),
-          owned_by: this.flavor,
-          root: this.options.model,
-          parent: null,
-          max_model_len: this.options.maxModelLen,
-        },
-      ],
+      names: [this.options.model, ...this.options.modelAliases],
+      adapters: this.options.loraAdapters,
     };
   }
 

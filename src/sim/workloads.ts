@@ -182,6 +182,98 @@ export function multiTurnChat(o: MultiTurnOptions): RequestSpec[] {
   return specs;
 }
 
+export interface CachePressureOptions {
+  /** Tenants; tenant popularity follows Zipf's law over them. */
+  tenants: number;
+  /** Zipf exponent s: the k-th most popular tenant is chosen with weight 1 / k^s. >= 0. */
+  zipfExponent: number;
+  /** One tool preamble every tenant's system prompt starts with (tool definitions, house rules). */
+  toolPreambleTokens: number;
+  /** Each tenant's own system prompt, after the preamble. */
+  tenantPromptTokens: number;
+  /** Conversations in all; each belongs to a tenant drawn by popularity. */
+  conversations: number;
+  /** Conversations under way at once: they arrive in waves of this many. */
+  activeConversations: number;
+  turns: number;
+  turnTokens: number;
+  outputTokens: number;
+  seed: number;
+}
+
+/**
+ * Multi-tenant chat traffic under cache pressure: every tenant's system prompt is one long tool
+ * preamble shared by all tenants followed by a long prompt of its own, and each conversation
+ * (of a tenant drawn by Zipf popularity, so a few tenants carry most traffic) re-sends its whole
+ * history every turn. Conversations arrive in waves of `activeConversations`; within a wave,
+ * turn k of every conversation comes before turn k + 1, shuffled. Which tenant is the most popular
+ * is itself drawn at random, so tenant ids say nothing of popularity. `group` = tenant.
+ */
+export function cachePressure(o: CachePressureOptions): RequestSpec[] {
+  const tenants = positiveInt("tenants", o.tenants);
+  if (!Number.isFinite(o.zipfExponent) || o.zipfExponent < 0) {
+    throw new RangeError(`zipfExponent must be a finite number >= 0, got ${o.zipfExponent}`);
+  }
+  const preambleTokens = positiveInt("toolPreambleTokens", o.toolPreambleTokens);
+  const tenantTokens = positiveInt("tenantPromptTokens", o.tenantPromptTokens);
+  const conversations = positiveInt("conversations", o.conversations);
+  const active = positiveInt("activeConversations", o.activeConversations);
+  const turns = positiveInt("turns", o.turns);
+  const turnTokens = positiveInt("turnTokens", o.turnTokens);
+  const outputTokens = positiveInt("outputTokens", o.outputTokens);
+  const rng = mulberry32(o.seed);
+  const preamble = randomText(rng, preambleTokens);
+  const systems = Array.from(
+    { length: tenants },
+    () => `${preamble}\n${randomText(rng, tenantTokens)}`,
+  );
+  // byRank[k] = the tenant with the k-th highest popularity.
+  const byRank = shuffleInPlace(rng, [...Array(tenants).keys()]);
+  const cumulative: number[] = [];
+  let total = 0;
+  for (let k = 0; k < tenants; k++) {
+    total += 1 / (k + 1) ** o.zipfExponent;
+    cumulative.push(total);
+  }
+  const drawTenant = (): number => {
+    const u = rng() * total;
+    let k = 0;
+    while (k < tenants - 1 && (cumulative[k] as number) <= u) k++;
+    return byRank[k] as number;
+  };
+  const reply = generatedText(outputTokens);
+  const specs: RequestSpec[] = [];
+  for (let first = 0; first < conversations; first += active) {
+    const wave: { id: number; tenant: number; history: ChatMessage[] }[] = [];
+    for (let c = first; c < Math.min(conversations, first + active); c++) {
+      const tenant = drawTenant();
+      wave.push({
+        id: c,
+        tenant,
+        history: [{ role: "system", content: systems[tenant] as string }],
+      });
+    }
+    for (let t = 0; t < turns; t++) {
+      const round: RequestSpec[] = [];
+      for (const conversation of wave) {
+        if (t > 0) conversation.history.push({ role: "assistant", content: reply });
+        conversation.history.push({ role: "user", content: randomText(rng, turnTokens) });
+        round.push({
+          id: `cp-c${conversation.id}-t${t}`,
+          group: conversation.tenant,
+          conversation: conversation.id,
+          turn: t,
+          kind: "chat",
+          messages: conversation.history.map((m) => ({ ...m })),
+          maxTokens: outputTokens,
+        });
+      }
+      specs.push(...shuffleInPlace(rng, round));
+    }
+  }
+  return specs;
+}
+
 export interface NoSharingOptions {
   requests: number;
   promptTokens: number;

@@ -1,5 +1,6 @@
 import { Pool } from "undici";
 import { type BreakerOptions, CircuitBreaker } from "./breaker.js";
+import { CharsPerToken } from "./chars-per-token.js";
 import { guardedLookup } from "./guarded-lookup.js";
 import { EngineSignals } from "./signals.js";
 
@@ -51,6 +52,15 @@ export class Worker {
   treeBudget: number | undefined = undefined;
   /** Characters the prefix index holds for this worker (set by the registry; for reports only). */
   indexedChars: () => number = () => 0;
+  /** Characters of routing text per prompt token, learned from the engine's usage reports. */
+  readonly charsPerTokenEstimate = new CharsPerToken();
+  /** Times the engine reported clearly fewer cached tokens than the index claimed (index trimmed). */
+  feedbackCorrections = 0;
+  /**
+   * Models and LoRA adapters the worker serves (from its /v1/models); undefined = not known, so
+   * it is a candidate for any model.
+   */
+  servedModels: ReadonlySet<string> | undefined = undefined;
   /** Keep-alive connection pool to this worker. */
   readonly pool: Pool;
   /** Path prefix of the worker's base URL (e.g. "/sglang" for http://host/sglang), "" for none. */
@@ -80,6 +90,11 @@ export class Worker {
       keepAliveTimeout: 30_000,
       // Timeouts are set per request (see proxy/forward.ts); these only bound idle sockets.
     });
+  }
+
+  /** Characters of routing text per prompt token (default 4 until the engine reported usage). */
+  get charsPerToken(): number {
+    return this.charsPerTokenEstimate.value;
   }
 
   /** Healthy, not removed, not cooling down, and the breaker lets a request through. */
@@ -113,6 +128,8 @@ export class Worker {
       tree_characters: this.indexedChars(),
       requests_served: this.served,
       cool_down_ms: this.coolDownMs,
+      chars_per_token: Math.round(this.charsPerToken * 100) / 100,
+      feedback_corrections: this.feedbackCorrections,
       // Whether the router authenticates to it; the key itself is never shown.
       api_key: this.apiKey !== undefined,
     };

@@ -57,4 +57,32 @@ describe("RoutingDecider", () => {
     expect(index.size(decision.worker.id)).toBe(0);
     expect(index.treeOf(decision.worker.id)!.recount().chars).toBe(0);
   });
+
+  it("reported() forgets what extended the evicted part of the path and keeps the text just computed", () => {
+    const { index, workers, decider } = setup();
+    index.insert("a", undefined, `${SYSTEM}older branch one`);
+    index.insert("a", undefined, `${SYSTEM}older branch two`);
+    const request = { text: `${SYSTEM}new question` };
+    const decision = decider.decide(workers, request)!;
+    expect(decision.worker.id).toBe("a");
+    expect(decision.heldBefore).toBe(SYSTEM.length);
+    // The engine held only the first 10 characters: everything below them is gone there.
+    const forgotten = decider.reported(decision, request, 10);
+    // The two branches shared "older branch ": 16 + 3 characters.
+    expect(forgotten).toBe("older branch one".length + "two".length);
+    const tree = index.treeOf("a")!;
+    expect(tree.match(request.text)).toBe(request.text.length);
+    expect(tree.match(`${SYSTEM}older branch one`)).toBe(SYSTEM.length);
+    expect(index.size("a")).toBe(request.text.length);
+  });
+
+  it("reported() changes nothing when the engine held what the index claimed", () => {
+    const { index, workers, decider } = setup();
+    index.insert("a", undefined, `${SYSTEM}older`);
+    const request = { text: `${SYSTEM}new` };
+    const decision = decider.decide(workers, request)!;
+    const size = index.size("a");
+    expect(decider.reported(decision, request, SYSTEM.length)).toBe(0);
+    expect(index.size("a")).toBe(size);
+  });
 });

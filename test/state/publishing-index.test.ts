@@ -15,7 +15,9 @@ describe("PublishingIndex", () => {
   it("inserts into the inner index and publishes the first maxTextChars characters", () => {
     const { inner, index, published } = setup();
     index.insert("w1", "m", "0123456789abc");
-    expect(inner.size("w1")).toBe(13);
+    const out: number[] = [];
+    inner.match("0123456789abc", "m", [{ id: "w1" }], out);
+    expect(out).toEqual([13]);
     expect(published).toEqual([{ kind: "insert", worker: "w1", model: "m", text: "01234567" }]);
   });
 

@@ -1,0 +1,35 @@
+import { describe, expect, it } from "vitest";
+import {
+  distinctPromptTokens,
+  prepareWorkload,
+  QUICK_PRESET,
+} from "../../bench/lib/routing-workloads.js";
+import type { RequestSpec } from "../../src/sim/workloads.js";
+
+describe("bench:routing cache-pressure preparation", () => {
+  it("counts the working set as the distinct prompt tokens", () => {
+    const a: RequestSpec = { id: "a", kind: "completion", prompt: "x".repeat(400), maxTokens: 1 };
+    const b: RequestSpec = {
+      id: "b",
+      kind: "completion",
+      prompt: `${"x".repeat(200)}${"y".repeat(200)}`,
+      maxTokens: 1,
+    };
+    expect(distinctPromptTokens([a, a])).toBe(100);
+    expect(distinctPromptTokens([a, b])).toBe(150);
+  });
+
+  it("sizes each worker's KV to its share of the working set, and pins each tenant to one worker in the oracle", () => {
+    const w = prepareWorkload("cache-pressure", QUICK_PRESET);
+    const share = QUICK_PRESET.cachePressure.kvShareOfWorkingSet;
+    expect(w.kvCapacityTokens % 16).toBe(0);
+    expect(w.kvCapacityTokens).toBeGreaterThanOrEqual(w.workingSetTokens * share);
+    expect(w.kvCapacityTokens).toBeLessThan(w.workingSetTokens * share + 16);
+    // The fleet holds less than the whole working set.
+    expect(w.kvCapacityTokens * QUICK_PRESET.workers).toBeLessThan(w.workingSetTokens);
+    for (const spec of w.specs) expect(w.oracle!(spec, 4)).toBe(spec.group! % 4);
+    expect(prepareWorkload("shared-prefix", QUICK_PRESET).kvCapacityTokens).toBe(
+      QUICK_PRESET.kvCapacityTokens,
+    );
+  });
+});

@@ -1,0 +1,124 @@
+import { afterEach, describe, expect, it } from "vitest";
+import type { ApproximateIndex } from "../../src/index/approximate-index.js";
+import type { RunningRouter } from "../../src/server.js";
+import { type SimWorker, startSimWorker } from "../../src/sim/worker.js";
+import { postJson, startTestRouter } from "../helpers/router.js";
+
+/** `n` characters of deterministic filler, no newlines, different for each seed. */
+function filler(seed: string, n: number): string {
+  let out = "";
+  for (let i = 0; out.length < n; i++) out += `${seed}${i} `;
+  return out.slice(0, n);
+}
+
+interface Usage {
+  prompt_tokens: number;
+  prompt_tokens_details?: { cached_tokens: number };
+}
+
+async function complete(url: string, prompt: string): Promise<Usage> {
+  const res = await postJson(`${url}/v1/completions`, { prompt, max_tokens: 1 });
+  expect(res.status).toBe(200);
+  return ((await res.json()) as { usage: Usage }).usage;
+}
+
+/** Streams a chat completion with include_usage; returns the final usage chunk's usage. */
+async function streamChat(url: string, content: string): Promise<Usage> {
+  const res = await postJson(`${url}/v1/chat/completions`, {
+    messages: [{ role: "user", content }],
+    max_tokens: 2,
+    stream: true,
+    stream_options: { include_usage: true },
+  });
+  expect(res.status).toBe(200);
+  const text = await res.text();
+  const usageLine = text
+    .split("\n\n")
+    .map((event) => event.replace(/^data: /, ""))
+    .filter((data) => data.startsWith("{"))
+    .map((data) => JSON.parse(data) as { usage?: Usage | null })
+    .find((chunk) => chunk.usage);
+  return usageLine!.usage!;
+}
+
+async function metric(router: RunningRouter, name: string, worker: string): Promise<number> {
+  const text = await (await fetch(`${router.url}/metrics`)).text();
+  const line = text.split("\n").find((l) => l.startsWith(`${name}{worker="${worker}"}`));
+  return line === undefined ? 0 : Number(line.split(" ").pop());
+}
+
+describe("usage feedback from the engines' responses", () => {
+  let sim: SimWorker | undefined;
+  let router: RunningRouter | undefined;
+  afterEach(async () => {
+    await router?.stop(100);
+    await sim?.close();
+  });
+
+  it("learns characters per token and counts engine tokens, streaming or not", async () => {
+    sim = await startSimWorker({ id: "cpt", timeScale: 0 });
+    router = await startTestRouter({ workerUrls: [sim.url] });
+    const worker = router.context.registry.list()[0]!;
+    expect(worker.charsPerToken).toBe(4);
+
+    // The simulator's tokenizer makes 4-character tokens: a 3-character-per-token text gives 3.
+    const prompt = filler("abc", 3000);
+    const first = await complete(router.url, prompt);
+    expect(worker.charsPerToken).toBeCloseTo(prompt.length / first.prompt_tokens, 5);
+    expect(worker.charsPerTokenEstimate.samples).toBe(1);
+
+    // Streamed twice: the second is a cache hit, reported in the final usage chunk.
+    const streams = [await streamChat(router.url, prompt), await streamChat(router.url, prompt)];
+    expect(worker.charsPerTokenEstimate.samples).toBe(3);
+    expect(streams[1]!.prompt_tokens_details?.cached_tokens).toBeGreaterThan(0);
+
+    let prompted = 0;
+    let cached = 0;
+    for (const usage of [first, ...streams]) {
+      prompted += usage.prompt_tokens;
+      cached += usage.prompt_tokens_details?.cached_tokens ?? 0;
+    }
+    expect(await metric(router, "radixgate_engine_prompt_tokens_total", worker.id)).toBe(prompted);
+    expect(await metric(router, "radixgate_engine_cached_tokens_total", worker.id)).toBe(cached);
+    const json = (await (await fetch(`${router.url}/workers`)).json()) as {
+      workers: { chars_per_token: number }[];
+    };
+    expect(json.workers[0]!.chars_per_token).toBeGreaterThan(3);
+    expect(json.workers[0]!.chars_per_token).toBeLessThan(4);
+  });
+
+  it("trims what the engine evicted when it reports clearly fewer cached tokens", async () => {
+    sim = await startSimWorker({ id: "evicting", timeScale: 0, kvCapacityTokens: 2048 });
+    router = await startTestRouter({ workerUrls: [sim.url] });
+    const worker = router.context.registry.list()[0]!;
+    const tree = (router.context.index as ApproximateIndex).treeOf(worker.id)!;
+    const shared = filler("shared", 4000);
+    const x = `X${filler("x", 300)}`;
+    const y = `Y${filler("y", 300)}`;
+    const w = `W${filler("w", 300)}`;
+
+    await complete(router.url, shared + x);
+    const warm = await complete(router.url, shared + y);
+    // The engine held the shared prefix: the index was right, nothing to correct.
+    expect(warm.prompt_tokens_details!.cached_tokens).toBeGreaterThan(900);
+    expect(worker.feedbackCorrections).toBe(0);
+    expect(tree.match(shared + x)).toBe((shared + x).length);
+
+    // Someone else fills the engine's KV cache: the shared prefix is evicted there.
+    const res = await postJson(`${sim.url}/v1/completions`, {
+      prompt: filler("other", 7900),
+      max_tokens: 1,
+    });
+    expect(res.status).toBe(200);
+    await res.arrayBuffer();
+
+    const cold = await complete(router.url, shared + w);
+    expect(cold.prompt_tokens_details!.cached_tokens).toBeLessThan(500);
+    expect(worker.feedbackCorrections).toBe(1);
+    expect(await metric(router, "radixgate_feedback_corrections_total", worker.id)).toBe(1);
+    // The branches below the evicted prefix are forgotten; the text just computed stays.
+    expect(tree.match(shared + w)).toBe((shared + w).length);
+    expect(tree.match(shared + x)).toBeLessThanOrEqual(shared.length);
+    expect(tree.match(shared + y)).toBeLessThanOrEqual(shared.length);
+  });
+});
