@@ -41,13 +41,6 @@ export class Worker {
   readonly breaker: CircuitBreaker;
   /** What its engine reports: KV capacity, queue, KV usage, with their age (workers/introspection.ts). */
   readonly signals = new EngineSignals();
-  /**
-   * Characters of routing text per prompt token on this worker (learned from responses' usage;
-   * 4 until learned). Turns a KV capacity in tokens into a tree budget in characters.
-   */
-  charsPerToken = 4;
-  /** Models and adapters it serves, from its /v1/models; undefined = serves anything. */
-  servedModels: ReadonlySet<string> | undefined = undefined;
   /** Budget of its prefix tree in characters, as last set (workers/tree-budget.ts). */
   treeBudget: number | undefined = undefined;
   /** Characters the prefix index holds for this worker (set by the registry; for reports only). */

@@ -52,7 +52,7 @@ describe("TreeBudgets", () => {
     expect(budgets.update(w)).toBeGreaterThan(0);
     expect(w.treeBudget).toBe(1000);
     expect(tree.charCount).toBeLessThanOrEqual(1000);
-    w.charsPerToken = 3;
+    w.charsPerTokenEstimate.observe(300, 100); // 3 characters per token
     budgets.update(w);
     expect(w.treeBudget).toBe(750);
     expect(tree.maxChars).toBe(750);
