@@ -24,6 +24,8 @@ export interface Config {
   bodyReadTimeoutSecs: number;
   bodyIdleTimeoutSecs: number;
   bodyMinRateBytes: number;
+  bodyLingerSecs: number;
+  bodyLingerBytes: number;
   requestTimeoutSecs: number;
   connectTimeoutSecs: number;
   firstByteTimeoutSecs: number;
@@ -393,6 +395,24 @@ export const SETTINGS = [
       "Slowest average rate accepted for a request body once --body-idle-timeout-secs have passed (each byte extends the allowed time, like Apache's mod_reqtimeout MinRate); slower gets 408 body_timeout (0 = off).",
     default: 500,
     parse: number(0),
+  }),
+  setting({
+    key: "bodyLingerSecs",
+    flag: "--body-linger-secs",
+    arg: "<secs>",
+    description:
+      "After an early error answer (413, 503, 401...) to a client still sending its body, keep reading and discarding the body this long so the client can read the answer (lingering close); then the connection is cut.",
+    default: 10,
+    parse: number(0),
+  }),
+  setting({
+    key: "bodyLingerBytes",
+    flag: "--body-linger-bytes",
+    arg: "<bytes>",
+    description:
+      "Most body bytes read and discarded after an early error answer; past it the connection is cut.",
+    default: 16 * 1024 * 1024,
+    parse: integer(0),
   }),
   setting({
     key: "requestTimeoutSecs",

@@ -85,7 +85,6 @@ export function createRouter(
   );
   metrics = new Metrics(registry);
   const m = metrics;
-  sharedState?.attach(registry, m.registry);
   // Tree budgets follow the engines' KV capacity (--max-tree-size auto) or stay fixed.
   const budgets = new TreeBudgets(index, config.maxTreeSize, config.treeCapacityFactor);
   registry.onChange((event, worker) => {
@@ -184,6 +183,11 @@ export function createRouter(
     state: { shuttingDown: false, active: 0 },
     ...(sharedState !== undefined ? { sharedState } : {}),
   };
+
+  // A worker a peer replica added gets its first health check at once, as a local add does.
+  sharedState?.attach(registry, m.registry, {
+    onRemoteAdd: (worker) => void context.health.check(worker),
+  });
 
   const app = new Hono<Env>();
   registerOpsRoutes(app, context);

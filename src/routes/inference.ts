@@ -6,6 +6,7 @@ import type { Hono } from "hono";
 import { RouterError } from "../errors.js";
 import type { BodyLease } from "../proxy/body-budget.js";
 import type { ForwardOutcome, ForwardRequest } from "../proxy/forward.js";
+import { lingerOnUnreadBody } from "../proxy/linger.js";
 import { ClientGoneError, readBody } from "../proxy/read-body.js";
 import { type Endpoint, modelOf, routingText } from "../proxy/routing-text.js";
 import { writeError } from "../proxy/write-error.js";
@@ -89,7 +90,7 @@ async function handle(
       lease,
     );
   } catch (err) {
-    outcome = failed(err, res, requestId, ctx);
+    outcome = failed(err, incoming, res, requestId, ctx);
   } finally {
     lease.release();
     ctx.state.active -= 1;
@@ -189,28 +190,34 @@ function parseJsonObject(body: Buffer): Record<string, unknown> {
   return parsed as Record<string, unknown>;
 }
 
-/** Errors after which the connection is closed (the body was not read to its end). */
-const CLOSE_AFTER: ReadonlySet<string> = new Set([
-  "payload_too_large",
-  "shutting_down",
-  "body_timeout",
-  "body_buffer_full",
-]);
+/**
+ * Errors after which the connection is closed at once: a client of a router that is shutting down
+ * should reconnect elsewhere, and a client too slow with its body is not worth waiting for.
+ */
+const CLOSE_AFTER: ReadonlySet<string> = new Set(["shutting_down", "body_timeout"]);
 
 /** Answers a failure that happened before any worker answered. */
 function failed(
   err: unknown,
+  incoming: IncomingMessage,
   res: ServerResponse,
   requestId: string,
   ctx: RouterContext,
 ): ForwardOutcome {
   if (err instanceof ClientGoneError) return { status: 499, attempts: 0, error: "client_abort" };
   if (err instanceof RouterError) {
-    // Close the connection after the answer: the unread rest of an oversized body is not worth
-    // reading, and a client of a router that is shutting down should reconnect elsewhere.
-    const extra: Record<string, string> = CLOSE_AFTER.has(err.code) ? { connection: "close" } : {};
+    const close = CLOSE_AFTER.has(err.code);
+    const extra: Record<string, string> = close ? { connection: "close" } : {};
     // Bodies in the budget are freed as their requests end: a second is a fair first wait.
     if (err.code === "body_buffer_full") extra["retry-after"] = "1";
+    // An early answer (413, 503, 401...) to a client still sending: drain the rest, bounded, so
+    // the client can finish writing and read the answer instead of meeting a reset.
+    if (!close) {
+      lingerOnUnreadBody(incoming, {
+        maxMs: ctx.config.bodyLingerSecs * 1000,
+        maxBytes: ctx.config.bodyLingerBytes,
+      });
+    }
     writeError(res, err, requestId, extra);
     if (err.code === "too_many_requests" || err.code === "queue_timeout") {
       ctx.metrics.queueRejections.inc({ reason: err.code });

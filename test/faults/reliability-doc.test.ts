@@ -29,6 +29,8 @@ const RELIABILITY_FLAGS = [
   "--body-read-timeout-secs",
   "--body-idle-timeout-secs",
   "--body-min-rate-bytes",
+  "--body-linger-secs",
+  "--body-linger-bytes",
   "--max-concurrent-requests",
   "--queue-size",
   "--queue-timeout-secs",
