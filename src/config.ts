@@ -1,3 +1,4 @@
+import { PREFIX_INDEX_NAMES, type PrefixIndexName } from "./index/factory.js";
 import { POLICY_NAMES, type PolicyName } from "./policies/policy.js";
 import { normalizeWorkerUrl } from "./workers/worker-url.js";
 
@@ -19,6 +20,7 @@ export interface Config {
   treeCapacityFactor: number;
   enginePollIntervalSecs: number;
   enginePollTimeoutSecs: number;
+  prefixIndex: PrefixIndexName;
   maxPayloadSize: number;
   maxBodyBufferBytes: number;
   bodyReadTimeoutSecs: number;
@@ -351,6 +353,15 @@ export const SETTINGS = [
     description: "Limit for one read of one engine endpoint.",
     default: 2,
     parse: number(0, Number.POSITIVE_INFINITY, { minExclusive: true }),
+  }),
+  setting({
+    key: "prefixIndex",
+    flag: "--prefix-index",
+    arg: "<name>",
+    description:
+      "Prefix index: approx (one radix tree per worker; a decision walks every candidate's tree) | shared (one tree per model whose nodes record which workers hold them; a decision walks it once). Same answers, same per-worker budgets.",
+    default: "approx",
+    parse: oneOf(PREFIX_INDEX_NAMES),
   }),
   setting({
     key: "maxPayloadSize",

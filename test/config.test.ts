@@ -44,6 +44,7 @@ describe("config", () => {
     ["--worker-urls", ["--worker-urls", "ftp://10.0.0.1"]],
     ["--port", ["--port", "70000"]],
     ["--max-tree-size", ["--max-tree-size", "0"]],
+    ["--prefix-index", ["--prefix-index", "exact"]],
     ["--retry-max-attempts", ["--retry-max-attempts", "1.5"]],
     ["--tree-capacity-factor", ["--tree-capacity-factor", "0"]],
     ["--engine-poll-interval-secs", ["--engine-poll-interval-secs", "-1"]],
