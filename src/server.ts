@@ -84,7 +84,6 @@ export function createRouter(
   );
   metrics = new Metrics(registry);
   const m = metrics;
-  sharedState?.attach(registry, m.registry);
 
   const settings: ForwardSettings = {
     requestTimeoutMs: config.requestTimeoutSecs * 1000,
@@ -172,6 +171,11 @@ export function createRouter(
     state: { shuttingDown: false, active: 0 },
     ...(sharedState !== undefined ? { sharedState } : {}),
   };
+
+  // A worker a peer replica added gets its first health check at once, as a local add does.
+  sharedState?.attach(registry, m.registry, {
+    onRemoteAdd: (worker) => void context.health.check(worker),
+  });
 
   const app = new Hono<Env>();
   registerOpsRoutes(app, context);

@@ -249,7 +249,7 @@ export class Forwarder {
       () => controller.abort(new FirstByteTimeout(firstByteMs, req.stream === true)),
       timerMs(firstByteMs),
     );
-    worker.inFlight += 1;
+    worker.ownInFlight += 1;
     worker.pendingPrefillChars += uncachedChars;
     worker.breaker.onDispatch();
     // The first body byte means prefill is over (engines stream a token only after it); a
@@ -265,7 +265,7 @@ export class Forwarder {
       if (released) return;
       released = true;
       prefillDone();
-      worker.inFlight -= 1;
+      worker.ownInFlight -= 1;
       this.inProgress.delete(controller);
       clearTimeout(overall);
       clearTimeout(firstByte);

@@ -17,6 +17,8 @@ export interface OpsPublisherOptions {
 
 /** Ops per pipeline: one round trip each, small enough not to hold the event loop. */
 const BATCH = 256;
+/** Membership ops that may wait (workers are few; this only bounds a pathological admin loop). */
+const CONTROL_QUEUE_SIZE = 1024;
 /** Wait after the first op of a batch, so that a burst goes out in one round trip. */
 const LINGER_MS = 2;
 
@@ -28,6 +30,11 @@ const LINGER_MS = 2;
  */
 export class OpsPublisher {
   private readonly queue: BoundedQueue<StateOp>;
+  /**
+   * Membership ops wait apart and leave first: a flood of decisions while Redis is away must not
+   * push out the rare add or remove of a worker.
+   */
+  private readonly control = new BoundedQueue<StateOp>(CONTROL_QUEUE_SIZE);
   private timer: NodeJS.Timeout | undefined;
   private sending: Promise<void> | undefined;
   private stopped = false;
@@ -43,19 +50,20 @@ export class OpsPublisher {
   }
 
   get pending(): number {
-    return this.queue.size;
+    return this.queue.size + this.control.size;
   }
 
   /** Queues an op; never blocks and never throws. */
   publish(op: StateOp): void {
     if (this.stopped) return;
-    if (!this.queue.push(op)) this.options.onDropped?.(1);
+    const queue = op.kind === "add" || op.kind === "remove" ? this.control : this.queue;
+    if (!queue.push(op)) this.options.onDropped?.(1);
     this.schedule();
   }
 
   private schedule(): void {
     if (this.timer !== undefined || this.sending !== undefined || this.stopped) return;
-    if (this.queue.size === 0 || !this.link.up) return;
+    if (this.pending === 0 || !this.link.up) return;
     this.timer = setTimeout(() => {
       this.timer = undefined;
       this.sending = this.sendBatch().finally(() => {
@@ -68,7 +76,9 @@ export class OpsPublisher {
 
   private async sendBatch(): Promise<void> {
     if (!this.link.up) return;
-    const ops = this.queue.take(BATCH);
+    const control = this.control.take(BATCH);
+    const decisions = this.queue.take(BATCH - control.length);
+    const ops = control.length === 0 ? decisions : [...control, ...decisions];
     if (ops.length === 0) return;
     const { keys, replicaId, streamLength } = this.options;
     const pipeline = this.link.commands.pipeline();
@@ -90,9 +100,10 @@ export class OpsPublisher {
     } catch {
       // Not sent (or not known to be): keep them for the next attempt, as room allows. An op
       // that did reach Redis is then applied twice by peers, which inserts nothing new.
-      const before = this.queue.dropped;
-      this.queue.requeueFront(ops);
-      const dropped = this.queue.dropped - before;
+      const before = this.queue.dropped + this.control.dropped;
+      this.control.requeueFront(control);
+      this.queue.requeueFront(decisions);
+      const dropped = this.queue.dropped + this.control.dropped - before;
       if (dropped > 0) this.options.onDropped?.(dropped);
     }
   }
@@ -102,12 +113,12 @@ export class OpsPublisher {
     if (this.sending !== undefined) await this.sending;
     clearTimeout(this.timer);
     this.timer = undefined;
-    while (this.queue.size > 0 && this.link.up && !this.stopped) {
-      const before = this.queue.size;
+    while (this.pending > 0 && this.link.up && !this.stopped) {
+      const before = this.pending;
       this.sending = this.sendBatch();
       await this.sending;
       this.sending = undefined;
-      if (this.queue.size >= before) break;
+      if (this.pending >= before) break;
     }
     this.schedule();
   }

@@ -96,10 +96,15 @@ export class OpsReader {
     for (const [id, fields] of entries) {
       this.lastId = id;
       const decoded = decodeOp(fields);
-      if (decoded === undefined || decoded.replica === this.options.replicaId) continue;
+      if (decoded === undefined) continue;
+      // Own decisions are already in the index. Own membership ops are applied like a peer's
+      // (a no-op when nothing changed since), so that replaying an old "remove" before this
+      // replica's own later "add" of the same worker ends with the worker present.
+      const own = decoded.replica === this.options.replicaId;
+      if (own && (decoded.op.kind === "insert" || decoded.op.kind === "truncate")) continue;
       try {
         this.options.apply(decoded.op);
-        applied += 1;
+        if (!own) applied += 1;
       } catch {
         // A peer's op this replica cannot apply (e.g. a worker URL it refuses): skip it.
       }

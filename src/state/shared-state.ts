@@ -3,11 +3,14 @@ import type { Registry } from "prom-client";
 import type { PrefixIndex } from "../index/prefix-index.js";
 import type { Logger } from "../logger.js";
 import type { WorkerRegistry } from "../workers/registry.js";
+import type { Worker } from "../workers/worker.js";
+import { LoadSync } from "./load-sync.js";
+import { MembershipSync } from "./membership-sync.js";
 import { OpsPublisher } from "./ops-publisher.js";
 import { OpsReader } from "./ops-reader.js";
 import { PublishingIndex } from "./publishing-index.js";
 import { RedisLink } from "./redis-link.js";
-import { stateKeys } from "./state-keys.js";
+import { type StateKeys, stateKeys } from "./state-keys.js";
 import { StateMetrics } from "./state-metrics.js";
 import type { StateOp } from "./state-op.js";
 
@@ -41,12 +44,18 @@ export class SharedState {
   private inner: PrefixIndex | undefined;
   private registry: WorkerRegistry | undefined;
   private metrics: StateMetrics | undefined;
+  private membership: MembershipSync | undefined;
+  private load: LoadSync | undefined;
+  private readonly keys: StateKeys;
+  /** The reconcile under way since the link last came up (start() waits for the first). */
+  private reconciling: Promise<void> | undefined;
 
   constructor(
     readonly options: SharedStateOptions,
     private readonly logger: Logger,
   ) {
     const keys = stateKeys(options.keyPrefix);
+    this.keys = keys;
     this.link = new RedisLink({ url: options.url }, logger);
     this.publisher = new OpsPublisher(this.link, {
       replicaId: this.replicaId,
@@ -77,12 +86,39 @@ export class SharedState {
     );
   }
 
-  /** Connects the registry (peers' ops name its workers) and registers the metrics. */
-  attach(registry: WorkerRegistry, metricsRegistry: Registry): void {
+  /**
+   * Connects the registry (its changes are published, peers' are applied to it; its workers'
+   * in-flight counts are shared) and registers the metrics.
+   */
+  attach(
+    registry: WorkerRegistry,
+    metricsRegistry: Registry,
+    hooks: { onRemoteAdd?: (worker: Worker) => void } = {},
+  ): void {
     this.registry = registry;
     this.metrics = new StateMetrics(metricsRegistry, {
       connected: () => this.link.up,
       pending: () => this.publisher.pending,
+    });
+    const membership = new MembershipSync(
+      this.link,
+      {
+        keys: this.keys,
+        registry,
+        publisher: this.publisher,
+        ...(hooks.onRemoteAdd !== undefined ? { onRemoteAdd: hooks.onRemoteAdd } : {}),
+      },
+      this.logger,
+    );
+    this.membership = membership;
+    this.load = new LoadSync(this.link, {
+      replicaId: this.replicaId,
+      keys: this.keys,
+      intervalMs: this.options.loadIntervalMs,
+      workers: () => registry.list(),
+    });
+    this.link.onChange((up) => {
+      if (up) this.reconciling = membership.reconcile().catch(() => {});
     });
   }
 
@@ -93,7 +129,9 @@ export class SharedState {
   async start(): Promise<void> {
     const deadline = Date.now() + START_WAIT_MS;
     const connected = await this.link.connect();
+    if (connected && this.reconciling !== undefined) await withDeadline(this.reconciling, deadline);
     this.reader.start();
+    this.load?.start();
     if (connected) await this.reader.caughtUp(Math.max(0, deadline - Date.now()));
     this.logger.info(
       { replica: this.replicaId, connected, key_prefix: this.options.keyPrefix },
@@ -114,15 +152,32 @@ export class SharedState {
         if (registry.get(op.worker) !== undefined)
           inner.truncate(op.worker, op.model, op.text, op.keep);
         break;
-      default:
+      case "add":
+        this.membership?.applyAdd(op.url);
+        break;
+      case "remove":
+        this.membership?.applyRemove(op.url);
         break;
     }
   }
 
   async stop(): Promise<void> {
+    await this.load?.stop();
     this.publisher.stop();
     const reading = this.reader.stop();
     await this.link.close();
     await reading;
   }
+}
+
+/** Waits for `work`, or until the epoch-ms deadline, whichever comes first. */
+async function withDeadline(work: Promise<void>, deadline: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    work,
+    new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, Math.max(0, deadline - Date.now()));
+    }),
+  ]);
+  clearTimeout(timer);
 }

@@ -15,8 +15,13 @@ export interface WorkerOptions {
  * probably caches is the prefix index's business (src/index/), keyed by the worker's id.
  */
 export class Worker {
-  /** Requests dispatched and not yet finished (router's own count, kept for every policy). */
-  inFlight = 0;
+  /** Requests this router dispatched to the worker and that have not finished (exact). */
+  ownInFlight = 0;
+  /**
+   * The other replicas' in-flight counts for this worker, as they last published them
+   * (--state-url; state/load-sync.ts). 0 without shared state.
+   */
+  peerInFlight = 0;
   /**
    * Uncached prompt characters (text length − what the index said this worker held) of the
    * in-flight requests that have no first byte back yet: prefill work queued on the engine, as the
@@ -80,6 +85,11 @@ export class Worker {
     });
   }
 
+  /** Requests in flight on the worker fleet-wide: this router's own plus its peers' (what policies weigh). */
+  get inFlight(): number {
+    return this.ownInFlight + this.peerInFlight;
+  }
+
   /** Characters of routing text per prompt token (default 4 until the engine reported usage). */
   get charsPerToken(): number {
     return this.charsPerTokenEstimate.value;
@@ -112,6 +122,7 @@ export class Worker {
       healthy: this.healthy,
       circuit: this.breaker.state,
       in_flight: this.inFlight,
+      in_flight_here: this.ownInFlight,
       pending_prefill_chars: this.pendingPrefillChars,
       tree_characters: this.indexedChars(),
       requests_served: this.served,

@@ -152,6 +152,87 @@ describe.skipIf(redisSkipReason !== undefined)(
       await onB.text();
     }, 60_000);
 
+    it("a worker added through one replica's admin API appears on the other; removing it on the other removes it everywhere", async () => {
+      const prefix = freshPrefix();
+      const extra = await startSimWorker({ id: "extra", timeScale: 0 });
+      try {
+        const a = await replica(prefix);
+        const b = await replica(prefix);
+        const added = await postJson(`${a.url}/workers`, { url: extra.url });
+        expect(added.status).toBe(201);
+        await waitFor(() => b.context.registry.get(extra.url) !== undefined, 10_000, "B adds it");
+        // A third replica started now, with no --worker-urls at all, loads the current set.
+        const c = await replica(prefix, { workerUrls: [] });
+        expect(
+          c.context.registry
+            .list()
+            .map((w) => w.url)
+            .sort(),
+        ).toEqual([...workers.map((w) => w.url), extra.url].sort());
+        const removed = await fetch(`${b.url}/workers/${encodeURIComponent(extra.url)}`, {
+          method: "DELETE",
+        });
+        expect(removed.status).toBe(200);
+        await waitFor(
+          () =>
+            a.context.registry.get(extra.url) === undefined &&
+            c.context.registry.get(extra.url) === undefined,
+          10_000,
+          "A and C remove it",
+        );
+        expect(await redis.client.hexists(`${prefix}:workers`, extra.url)).toBe(0);
+      } finally {
+        await extra.close();
+      }
+    });
+
+    it("each replica sees the others' in-flight requests in its load, and they drop out when they finish", async () => {
+      const prefix = freshPrefix();
+      const slow = await startSimWorker({ id: "slow", timeScale: 0 });
+      const quick = await startSimWorker({ id: "quick", timeScale: 0 });
+      slow.setFaults({ hang: true });
+      const controllers: AbortController[] = [];
+      try {
+        const urls = [slow.url, quick.url];
+        // A alternates: every other request hangs on the slow worker.
+        const a = await replica(prefix, { workerUrls: urls, policy: "round_robin" });
+        const b = await replica(prefix, { workerUrls: urls, policy: "least_load" });
+        const pending = [1, 2, 3, 4, 5, 6].map(() => {
+          const controller = new AbortController();
+          controllers.push(controller);
+          return fetch(`${a.url}/v1/completions`, {
+            method: "POST",
+            headers: { "content-type": "application/json" },
+            body: JSON.stringify({ model: "m", prompt: "wait", max_tokens: 2 }),
+            signal: controller.signal,
+          })
+            .then((res) => res.text())
+            .catch(() => undefined);
+        });
+        const onA = a.context.registry.get(slow.url)!;
+        const onB = b.context.registry.get(slow.url)!;
+        await waitFor(() => onA.ownInFlight === 3, 10_000, "A has 3 in flight");
+        await waitFor(() => onB.peerInFlight === 3, 10_000, "B sees A's 3");
+        expect(onB.ownInFlight).toBe(0);
+        expect(onB.inFlight).toBe(3);
+        // B's least_load now avoids the worker that is busy with A's requests.
+        slow.setFaults({ hang: false });
+        const res = await postJson(`${b.url}/v1/completions`, {
+          model: "m",
+          prompt: "hi",
+          max_tokens: 2,
+        });
+        expect(res.headers.get("x-radixgate-worker")).toBe(b.context.registry.get(quick.url)!.id);
+        await res.text();
+        for (const c of controllers) c.abort();
+        await Promise.all(pending);
+        await waitFor(() => onB.peerInFlight === 0, 10_000, "A's requests drop out of B's load");
+      } finally {
+        for (const c of controllers) c.abort();
+        await Promise.allSettled([slow.close(), quick.close()]);
+      }
+    });
+
     it("a replica whose Redis is down at start still starts and serves", async () => {
       const dead = await startRedis();
       const url = dead.url;

@@ -1,0 +1,124 @@
+import type { RedisLink } from "./redis-link.js";
+import type { StateKeys } from "./state-keys.js";
+
+/** What load sharing needs of a worker: its id, the router's own count, and where peers' go. */
+export interface LoadWorker {
+  readonly id: string;
+  readonly ownInFlight: number;
+  peerInFlight: number;
+}
+
+export interface LoadSyncOptions {
+  replicaId: string;
+  keys: StateKeys;
+  /** --state-load-interval-ms */
+  intervalMs: number;
+  workers: () => readonly LoadWorker[];
+}
+
+/**
+ * Shares in-flight counts between replicas. Every interval, each replica writes its own count per
+ * worker to a key of its own that expires after 3 intervals (SET PX), and reads its peers' keys;
+ * the sum of the peers' counts becomes each worker's `peerInFlight`, so load terms see the
+ * fleet-wide count (own exact, peers' as last published). A peer that stops publishing drops out
+ * when its key expires; when Redis is away for longer than that, peers' counts fall to 0 and the
+ * replica balances on its own counts alone.
+ */
+export class LoadSync {
+  private timer: NodeJS.Timeout | undefined;
+  private busy = false;
+  private lastRead = 0;
+  private readonly ttlMs: number;
+
+  constructor(
+    private readonly link: RedisLink,
+    private readonly options: LoadSyncOptions,
+  ) {
+    this.ttlMs = options.intervalMs * 3;
+  }
+
+  start(): void {
+    if (this.timer !== undefined) return;
+    this.timer = setInterval(() => void this.tick(), this.options.intervalMs);
+    this.timer.unref();
+  }
+
+  /** One publish-and-read round (the timer's work; tests call it directly). */
+  async tick(): Promise<void> {
+    if (this.busy) return; // a slow Redis: skip rounds rather than overlap them
+    this.busy = true;
+    try {
+      if (this.link.up && (await this.exchange())) this.lastRead = Date.now();
+      else if (Date.now() - this.lastRead > this.ttlMs) this.forgetPeers();
+    } finally {
+      this.busy = false;
+    }
+  }
+
+  private async exchange(): Promise<boolean> {
+    const { keys, replicaId } = this.options;
+    const own: Record<string, number> = {};
+    for (const worker of this.options.workers()) {
+      if (worker.ownInFlight > 0) own[worker.id] = worker.ownInFlight;
+    }
+    const redis = this.link.commands;
+    try {
+      const results = await redis
+        .pipeline()
+        .set(keys.load(replicaId), JSON.stringify(own), "PX", this.ttlMs)
+        .sadd(keys.replicas, replicaId)
+        .smembers(keys.replicas)
+        .exec();
+      const members = results?.[2]?.[1];
+      if (!Array.isArray(members)) return false;
+      const peers = (members as string[]).filter((id) => id !== replicaId);
+      const totals = new Map<string, number>();
+      if (peers.length > 0) {
+        const loads = await redis.mget(peers.map((id) => keys.load(id)));
+        const gone: string[] = [];
+        loads.forEach((raw, i) => {
+          if (raw === null) gone.push(peers[i] as string);
+          else addCounts(totals, raw);
+        });
+        if (gone.length > 0) void redis.srem(keys.replicas, ...gone).catch(() => {});
+      }
+      for (const worker of this.options.workers()) worker.peerInFlight = totals.get(worker.id) ?? 0;
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  private forgetPeers(): void {
+    for (const worker of this.options.workers()) worker.peerInFlight = 0;
+  }
+
+  /** Stops publishing and removes this replica's count at once (best effort). */
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    this.timer = undefined;
+    if (!this.link.up) return;
+    const { keys, replicaId } = this.options;
+    await this.link.commands
+      .pipeline()
+      .del(keys.load(replicaId))
+      .srem(keys.replicas, replicaId)
+      .exec()
+      .catch(() => {});
+  }
+}
+
+/** Adds a peer's published counts; ignores anything that is not {id: non-negative integer}. */
+function addCounts(totals: Map<string, number>, raw: string): void {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    return;
+  }
+  if (parsed === null || typeof parsed !== "object") return;
+  for (const [id, n] of Object.entries(parsed as Record<string, unknown>)) {
+    if (typeof n === "number" && Number.isInteger(n) && n > 0)
+      totals.set(id, (totals.get(id) ?? 0) + n);
+  }
+}
