@@ -17,6 +17,7 @@ import os from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import { PREFIX_INDEX_NAMES, type PrefixIndexName } from "../src/index/factory.js";
 import { POLICY_NAMES } from "../src/policies/policy.js";
 import { commandLine, runIfEntryPoint } from "./lib/entry.js";
 import { fmt } from "./lib/latency.js";
@@ -50,6 +51,7 @@ interface CliOptions {
   rows: RowName[];
   rate: number | undefined;
   cacheLoadBound: number | undefined;
+  prefixIndex: PrefixIndexName | undefined;
   maxTreeSize: number | undefined;
   isolate: boolean;
   /** "" for the default preset without overrides; else a file-name suffix. */
@@ -70,6 +72,7 @@ function parseCli(argv: string[]): CliOptions {
       "kv-capacity-tokens": { type: "string" },
       seed: { type: "string" },
       "cache-load-bound": { type: "string" },
+      "prefix-index": { type: "string" },
       "max-tree-size": { type: "string" },
       policies: { type: "string" },
       "no-oracle": { type: "boolean", default: false },
@@ -92,6 +95,7 @@ function parseCli(argv: string[]): CliOptions {
         "                                sizes its own: a share of its working set)",
         "  --seed <n>                    workload seed (default 42)",
         "  --cache-load-bound <x>        the router's --cache-load-bound (default: the router's, 2)",
+        `  --prefix-index <name>         the router's --prefix-index (${PREFIX_INDEX_NAMES.join("|")}; default: the router's)`,
         "  --max-tree-size <chars>       the router's --max-tree-size (default: the router's)",
         `  --policies <a,b>              subset of ${POLICY_NAMES.join(",")}`,
         "  --no-oracle                   skip the oracle_sticky row",
@@ -123,6 +127,13 @@ function parseCli(argv: string[]): CliOptions {
   preset.seed = num("seed", values.seed, 0, true) ?? preset.seed;
   const rate = num("rate", values.rate, Number.MIN_VALUE, false);
   const cacheLoadBound = num("cache-load-bound", values["cache-load-bound"], 0, false);
+  const prefixIndex = values["prefix-index"] as PrefixIndexName | undefined;
+  if (prefixIndex !== undefined) {
+    if (!PREFIX_INDEX_NAMES.includes(prefixIndex)) {
+      throw new Error(`--prefix-index must be one of ${PREFIX_INDEX_NAMES.join(", ")}`);
+    }
+    overridden = true;
+  }
   const maxTreeSize = num("max-tree-size", values["max-tree-size"], 1, true);
 
   const workloads: WorkloadName[] =
@@ -153,6 +164,7 @@ function parseCli(argv: string[]): CliOptions {
     rows,
     rate,
     cacheLoadBound,
+    prefixIndex,
     maxTreeSize,
     isolate: !values["no-isolate"],
     tag,
@@ -280,6 +292,7 @@ async function main(): Promise<void> {
       ...(cli.rate === undefined ? {} : { rate: cli.rate }),
       routerOverrides: {
         ...(cli.cacheLoadBound === undefined ? {} : { cacheLoadBound: cli.cacheLoadBound }),
+        ...(cli.prefixIndex === undefined ? {} : { prefixIndex: cli.prefixIndex }),
         ...(cli.maxTreeSize === undefined ? {} : { maxTreeSize: cli.maxTreeSize }),
       },
       isolate: cli.isolate,

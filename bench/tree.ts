@@ -13,8 +13,14 @@
  * The gc is --expose-gc's when given, else switched on at run time (v8.setFlagsFromString), so
  * plain `npm run bench:tree` measures memory the same way.
  *
+ * 4. The prefix indexes (bench/lib/index-bench.ts): one decision through the PrefixIndex interface,
+ *    approx against shared, for 8k prompts at 16, 64 and 256 workers; heap per claimed character
+ *    (a prefix held by two workers counts twice); evicting half of a 2^26-character shared index
+ *    in the timer's slices (total and longest slice).
+ *
  * Prints tables and writes bench/results/tree.json. Seeded: every run draws the same requests.
- * Environment: BENCH_QUICK=1 for a fast smoke run with fewer samples.
+ * Environment: BENCH_QUICK=1 for a fast smoke run with fewer samples; BENCH_PART=index runs only
+ * part 4, BENCH_PART=tree only parts 1-3.
  */
 
 import { mkdirSync, writeFileSync } from "node:fs";
@@ -25,10 +31,23 @@ import v8 from "node:v8";
 import vm from "node:vm";
 import { mulberry32 } from "../src/sim/prng.js";
 import { RadixTree } from "../src/tree/radix-tree.js";
+import {
+  benchIndexDecision,
+  benchIndexMemory,
+  benchSlicedEvict,
+  type IndexDecisionResult,
+  type IndexMemoryResult,
+  type SlicedEvictResult,
+} from "./lib/index-bench.js";
 import { type Script, Workload, words } from "./lib/prompts.js";
 import { printTable, type Summary, summarize } from "./lib/stats.js";
 
 const QUICK = process.env.BENCH_QUICK === "1";
+const PART = process.env.BENCH_PART ?? "all";
+const INDEX_WORKER_COUNTS = [16, 64, 256];
+const INDEX_PROMPT_CHARS = 8192;
+const INDEX_MEMORY = { workers: 16, chars: QUICK ? 2_000_000 : 16_000_000 };
+const INDEX_EVICT_CHARS = QUICK ? 2_000_000 : 2 ** 26;
 const PROMPT_SIZES = [1024, 8192, 32768];
 const WORKER_COUNTS = [4, 16, 64];
 const ROUNDS = QUICK ? 1 : 3;
@@ -313,11 +332,96 @@ function us(ns: number): string {
   return (ns / 1000).toFixed(2);
 }
 
+interface IndexPart {
+  decisions: IndexDecisionResult[];
+  memory: IndexMemoryResult[];
+  evict: SlicedEvictResult[];
+}
+
+function indexPart(): IndexPart {
+  const memory = (["approx", "shared"] as const).map((kind) => {
+    const result = benchIndexMemory(kind, INDEX_MEMORY.workers, INDEX_MEMORY.chars, settledHeap);
+    settledHeap();
+    return result;
+  });
+  console.log(
+    `\nPrefix index heap per claimed character (${INDEX_MEMORY.workers} workers, 4k-prompt mix routed by the decision below)`,
+  );
+  printTable(
+    ["index", "workers", "claimed chars", "heap MB", "bytes/claimed char"],
+    memory.map((m) => [
+      m.kind,
+      m.workers,
+      m.claimedChars,
+      (m.heapBytes / 2 ** 20).toFixed(1),
+      m.bytesPerClaimedChar.toFixed(3),
+    ]),
+  );
+
+  const decisions: IndexDecisionResult[] = [];
+  for (const workers of INDEX_WORKER_COUNTS) {
+    for (const kind of ["approx", "shared"] as const) {
+      decisions.push(
+        benchIndexDecision(
+          kind,
+          INDEX_PROMPT_CHARS,
+          workers,
+          ROUNDS,
+          WARMUP_DECISIONS,
+          MEASURED_DECISIONS,
+          CJK_SHARE,
+        ),
+      );
+      settledHeap();
+    }
+  }
+  console.log(
+    `\nOne decision through the PrefixIndex (match all candidates + insert one), ${INDEX_PROMPT_CHARS}-char prompts: ${ROUNDS} rounds x ${MEASURED_DECISIONS} samples after ${WARMUP_DECISIONS} warm-up decisions`,
+  );
+  printTable(
+    ["index", "workers", "hit rate", "median µs", "p99 µs", "mean µs", "round medians µs"],
+    decisions.map((d) => [
+      d.kind,
+      d.workers,
+      d.cacheHitRate.toFixed(3),
+      us(d.medianNs),
+      us(d.p99Ns),
+      us(d.meanNs),
+      d.roundMediansNs.map((ns) => (ns / 1000).toFixed(1)).join(" "),
+    ]),
+  );
+
+  benchSlicedEvict(4, 400_000); // warm the eviction code
+  const evict = [1, 16].map((workers) => {
+    const result = benchSlicedEvict(workers, INDEX_EVICT_CHARS);
+    settledHeap();
+    return result;
+  });
+  console.log("\nShared index: evict half of every worker's characters, in the timer's slices");
+  printTable(
+    ["workers", "claimed before", "claimed after", "slices", "total ms", "longest slice ms"],
+    evict.map((e) => [
+      e.workers,
+      e.claimedBefore,
+      e.claimedAfter,
+      e.slices,
+      e.totalMs.toFixed(2),
+      e.longestSliceMs.toFixed(2),
+    ]),
+  );
+  return { decisions, memory, evict };
+}
+
 function main(): void {
   const started = Date.now();
   console.log(
     `bench:tree — node ${process.version}, ${os.cpus().length} cpus, gc: ${gcMode}${QUICK ? ", QUICK" : ""}`,
   );
+  if (PART === "index") {
+    const index = indexPart();
+    writeResults("tree-index.json", { seconds: (Date.now() - started) / 1000, index });
+    return;
+  }
 
   // Memory first, on a fresh heap, then the decision and eviction timings.
   const memory = MEMORY_POINTS.map((p, i) => benchMemory(p.chars, p.script, 100 + i));
@@ -426,30 +530,23 @@ function main(): void {
     ],
   );
 
+  const index = PART === "tree" ? undefined : indexPart();
   const seconds = (Date.now() - started) / 1000;
-  console.log(`\ntotal ${seconds.toFixed(1)} s`);
+  writeResults("tree.json", { seconds, decisions, memory, evict, reactive, index });
+}
 
-  const out = join(dirname(fileURLToPath(import.meta.url)), "results", "tree.json");
+function writeResults(name: string, results: Record<string, unknown>): void {
+  console.log(`\ntotal ${Number(results.seconds).toFixed(1)} s`);
+  const out = join(dirname(fileURLToPath(import.meta.url)), "results", name);
   mkdirSync(dirname(out), { recursive: true });
-  writeFileSync(
-    out,
-    `${JSON.stringify(
-      {
-        date: new Date().toISOString(),
-        node: process.version,
-        cpus: os.cpus().length,
-        gcMode,
-        quick: QUICK,
-        seconds,
-        decisions,
-        memory,
-        evict,
-        reactive,
-      },
-      null,
-      2,
-    )}\n`,
-  );
+  const header = {
+    date: new Date().toISOString(),
+    node: process.version,
+    cpus: os.cpus().length,
+    gcMode,
+    quick: QUICK,
+  };
+  writeFileSync(out, `${JSON.stringify({ ...header, ...results }, null, 2)}\n`);
   console.log(`wrote ${out}`);
 }
 

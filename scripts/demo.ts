@@ -4,6 +4,7 @@
  *   npm run demo                      router on 127.0.0.1:30000, 4 workers, real-time timing
  *   npm run demo -- --traffic         plus a small background workload, so the hit rate moves
  *   npm run demo -- --port 8080 --workers 8 --policy round_robin
+ *   npm run demo -- --replicas 2      two router replicas sharing state through a local redis-server
  *
  * Prints where it listens, example curl commands, and every few seconds the fleet's prefix-cache
  * hit rate (from the workers' own counters) and requests per worker. Ctrl-C stops it cleanly.
@@ -16,6 +17,12 @@ import { createLogger } from "../src/logger.js";
 import { POLICY_NAMES, type PolicyName } from "../src/policies/policy.js";
 import { ListenError, type RunningRouter, startRouter } from "../src/server.js";
 import { exponential, mulberry32 } from "../src/sim/prng.js";
+import {
+  findRedisServer,
+  type LocalRedis,
+  REDIS_INSTALL_HINT,
+  startLocalRedis,
+} from "../src/sim/redis-server.js";
 import { type SimWorker, startSimWorker } from "../src/sim/worker.js";
 import { generatedSharedPrefix, openAiBody, type RequestSpec } from "../src/sim/workloads.js";
 
@@ -35,6 +42,12 @@ export interface DemoOptions {
   statsIntervalSecs?: number;
   /** Router log level (default "warn": a line per request would drown the status lines). */
   logLevel?: LogLevel;
+  /**
+   * Router replicas (default 1). With 2 or more, a redis-server is started on a free port and the
+   * replicas share decisions, load and workers through it (--state-url); without redis-server
+   * installed the demo says how to install it and runs one replica.
+   */
+  replicas?: number;
   /** Print nothing (tests). */
   quiet?: boolean;
   /** Where lines go (default console.log). */
@@ -42,10 +55,14 @@ export interface DemoOptions {
 }
 
 export interface Demo {
-  /** The router's base URL. */
+  /** The (first) router's base URL. */
   readonly url: string;
   readonly port: number;
   readonly router: RunningRouter;
+  /** Every replica, the first being `router`. */
+  readonly routers: readonly RunningRouter[];
+  /** The redis-server the replicas share, when there are several. */
+  readonly redis: LocalRedis | undefined;
   readonly workers: readonly SimWorker[];
   /** Fleet prefix-cache hit rate and requests per worker, from the workers' counters. */
   status(): DemoStatus;
@@ -68,18 +85,35 @@ export async function startDemo(o: DemoOptions = {}): Promise<Demo> {
   const print = o.quiet === true ? () => {} : (o.print ?? ((line: string) => console.log(line)));
   const count = o.workers ?? 4;
   const workers: SimWorker[] = [];
-  let router: RunningRouter;
+  const routers: RunningRouter[] = [];
+  let redis: LocalRedis | undefined;
   try {
     for (let i = 1; i <= count; i++) {
       workers.push(
         await startSimWorker({ id: `w${i}`, timeScale: o.timeScale ?? 1, model: MODEL }),
       );
     }
-    router = await startDemoRouter(o, workers, print);
+    let replicas = o.replicas ?? 1;
+    if (replicas > 1 && findRedisServer() === undefined) {
+      print(`radixgate demo: ${REDIS_INSTALL_HINT}; running one replica instead of ${replicas}.`);
+      replicas = 1;
+    }
+    if (replicas > 1) redis = await startLocalRedis();
+    const first = await startDemoRouter(o, workers, print, redis?.url);
+    routers.push(first);
+    for (let i = 1; i < replicas; i++) {
+      // The next ports up when free, any free port otherwise.
+      routers.push(
+        await startDemoRouter({ ...o, port: first.port + i }, workers, print, redis?.url),
+      );
+    }
   } catch (err) {
+    await Promise.allSettled(routers.map((r) => r.stop(100)));
     await Promise.allSettled(workers.map((w) => w.close()));
+    await redis?.stop();
     throw err;
   }
+  const router = routers[0] as RunningRouter;
 
   const status = (): DemoStatus => {
     const s = workers.map((w) => w.stats());
@@ -94,7 +128,7 @@ export async function startDemo(o: DemoOptions = {}): Promise<Demo> {
     };
   };
 
-  printBanner(print, router.url, workers, o);
+  printBanner(print, routers, workers, o, redis);
   let last = status();
   const intervalMs = (o.statsIntervalSecs ?? 5) * 1000;
   const timer = setInterval(() => {
@@ -104,21 +138,29 @@ export async function startDemo(o: DemoOptions = {}): Promise<Demo> {
   }, intervalMs);
   timer.unref();
   const traffic =
-    (o.trafficRate ?? 0) > 0 ? startTraffic(router.url, o.trafficRate as number) : undefined;
+    (o.trafficRate ?? 0) > 0
+      ? startTraffic(
+          routers.map((r) => r.url),
+          o.trafficRate as number,
+        )
+      : undefined;
 
   let stopping: Promise<void> | undefined;
   return {
     url: router.url,
     port: router.port,
     router,
+    routers,
+    redis,
     workers,
     status,
     stop: () => {
       stopping ??= (async () => {
         clearInterval(timer);
         await traffic?.stop();
-        await router.stop(2000);
+        await Promise.allSettled(routers.map((r) => r.stop(2000)));
         await Promise.allSettled(workers.map((w) => w.close()));
+        await redis?.stop();
       })();
       return stopping;
     },
@@ -129,6 +171,7 @@ async function startDemoRouter(
   o: DemoOptions,
   workers: readonly SimWorker[],
   print: (line: string) => void,
+  stateUrl?: string,
 ): Promise<RunningRouter> {
   const port = o.port ?? DEFAULT_PORT;
   const config: Config = {
@@ -139,6 +182,7 @@ async function startDemoRouter(
     logLevel: o.logLevel ?? "warn",
     workerUrls: workers.map((w) => w.url),
     shutdownGraceSecs: 2,
+    ...(stateUrl !== undefined ? { stateUrl, stateKeyPrefix: "radixgate-demo" } : {}),
   };
   const logger = createLogger({ level: config.logLevel });
   try {
@@ -152,10 +196,12 @@ async function startDemoRouter(
 
 function printBanner(
   print: (line: string) => void,
-  url: string,
+  routers: readonly RunningRouter[],
   workers: readonly SimWorker[],
   o: DemoOptions,
+  redis: LocalRedis | undefined,
 ): void {
+  const url = (routers[0] as RunningRouter).url;
   const body = (stream: boolean) =>
     JSON.stringify({
       model: MODEL,
@@ -170,7 +216,10 @@ function printBanner(
     [
       `radixgate demo: ${workers.length} simulated SGLang workers, policy ${o.policy ?? "cache_aware"}, ` +
         `time scale ${o.timeScale ?? 1}${(o.trafficRate ?? 0) > 0 ? `, background traffic ${o.trafficRate} req/s` : ""}`,
-      `  router   ${url}`,
+      ...routers.map((r) => `  router   ${r.url}`),
+      ...(redis !== undefined
+        ? [`  redis    ${redis.url}  (the replicas share decisions, load and workers through it)`]
+        : []),
       ...workers.map((w) => `  worker   ${w.id}  ${w.url}`),
       "",
       "Try:",
@@ -183,6 +232,11 @@ function printBanner(
       `  curl -s ${url}/metrics | grep radixgate_routing_decisions_total`,
       "",
       "Send the same system prompt again: the router sends it to the worker that already cached it.",
+      ...(routers.length > 1
+        ? [
+            `Send it to another replica (${(routers[1] as RunningRouter).url}): it knows where the first one sent it.`,
+          ]
+        : []),
       "Ctrl-C to stop.",
       "",
     ].join("\n"),
@@ -208,7 +262,7 @@ function statusLine(now: DemoStatus, before: DemoStatus): string {
  * Background traffic: Poisson arrivals of shared-prefix chats (8 system prompts, so the hit rate
  * climbs as the router learns where each lives), at most 32 outstanding.
  */
-function startTraffic(url: string, rate: number): { stop(): Promise<void> } {
+function startTraffic(urls: readonly string[], rate: number): { stop(): Promise<void> } {
   const specs: RequestSpec[] = generatedSharedPrefix({
     groups: 8,
     promptsPerGroup: 64,
@@ -219,6 +273,8 @@ function startTraffic(url: string, rate: number): { stop(): Promise<void> } {
     seed: 7,
   });
   const rng = mulberry32(11);
+  // Spread over the replicas at random, as an L4 load balancer would.
+  const pick = mulberry32(13);
   const agent = new Agent({ connections: 32, keepAliveTimeout: 30_000 });
   const pending = new Set<Promise<void>>();
   let stopped = false;
@@ -227,7 +283,7 @@ function startTraffic(url: string, rate: number): { stop(): Promise<void> } {
   const send = (spec: RequestSpec) => {
     const p = agent
       .request({
-        origin: url,
+        origin: urls[Math.floor(pick() * urls.length)] as string,
         path: "/v1/chat/completions",
         method: "POST",
         headers: { "content-type": "application/json" },
@@ -273,6 +329,7 @@ async function main(): Promise<void> {
       rate: { type: "string", default: "4" },
       interval: { type: "string", default: "5" },
       "log-level": { type: "string", default: "warn" },
+      replicas: { type: "string", default: "1" },
       help: { type: "boolean", default: false },
     },
   });
@@ -289,6 +346,7 @@ async function main(): Promise<void> {
         "  --rate <req/s>      background traffic rate (default 4)",
         "  --interval <secs>   seconds between status lines (default 5)",
         `  --log-level <lvl>   router log level: ${LOG_LEVELS.join(" | ")} (default warn)`,
+        "  --replicas <n>      router replicas sharing state through a local redis-server (default 1)",
       ].join("\n"),
     );
     return;
@@ -320,6 +378,7 @@ async function main(): Promise<void> {
       trafficRate: values.traffic ? number("rate", values.rate, 0.01) : 0,
       statsIntervalSecs: number("interval", values.interval, 0.1),
       logLevel: values["log-level"] as LogLevel,
+      replicas: Math.floor(number("replicas", values.replicas, 1)),
     });
   } catch (err) {
     console.error(`demo: could not start: ${(err as Error).message}`);

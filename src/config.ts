@@ -1,3 +1,4 @@
+import { PREFIX_INDEX_NAMES, type PrefixIndexName } from "./index/factory.js";
 import { POLICY_NAMES, type PolicyName } from "./policies/policy.js";
 import { normalizeWorkerUrl } from "./workers/worker-url.js";
 
@@ -15,6 +16,7 @@ export interface Config {
   prefixCostRequestChars: number;
   evictionIntervalSecs: number;
   maxTreeSize: number;
+  prefixIndex: PrefixIndexName;
   maxPayloadSize: number;
   maxBodyBufferBytes: number;
   bodyReadTimeoutSecs: number;
@@ -324,6 +326,15 @@ export const SETTINGS = [
     description: "Budget of each worker's prefix tree, in characters.",
     default: 67108864,
     parse: integer(1),
+  }),
+  setting({
+    key: "prefixIndex",
+    flag: "--prefix-index",
+    arg: "<name>",
+    description:
+      "Prefix index: approx (one radix tree per worker; a decision walks every candidate's tree) | shared (one tree per model whose nodes record which workers hold them; a decision walks it once). Same answers, same per-worker budgets.",
+    default: "approx",
+    parse: oneOf(PREFIX_INDEX_NAMES),
   }),
   setting({
     key: "maxPayloadSize",

@@ -5,7 +5,7 @@ import { getRequestListener, type HttpBindings } from "@hono/node-server";
 import { Hono } from "hono";
 import { type Config, ConfigError } from "./config.js";
 import { RouterError } from "./errors.js";
-import { ApproximateIndex } from "./index/approximate-index.js";
+import { createBaseIndex } from "./index/factory.js";
 import { createLogger, type Logger } from "./logger.js";
 import { Metrics } from "./metrics.js";
 import { RoutingDecider } from "./policies/decider.js";
@@ -46,7 +46,7 @@ export function createRouter(
 ): { app: Hono<Env>; context: RouterContext } {
   const logger = options.logger ?? createLogger({ level: config.logLevel });
   let metrics: Metrics | undefined;
-  const baseIndex = new ApproximateIndex({
+  const baseIndex = createBaseIndex(config.prefixIndex, {
     maxTreeSize: config.maxTreeSize,
     onEvict: (chars) => metrics?.evictedChars.inc(chars),
   });

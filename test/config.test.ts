@@ -34,6 +34,7 @@ describe("config", () => {
     ["--worker-urls", ["--worker-urls", "ftp://10.0.0.1"]],
     ["--port", ["--port", "70000"]],
     ["--max-tree-size", ["--max-tree-size", "0"]],
+    ["--prefix-index", ["--prefix-index", "exact"]],
     ["--retry-max-attempts", ["--retry-max-attempts", "1.5"]],
   ])("rejects a bad %s with a message naming the flag", (flag, argv) => {
     let error: unknown;

@@ -2,6 +2,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { type Demo, startDemo } from "../../scripts/demo.js";
+import { redisSkipReason } from "../helpers/redis.js";
 import { waitFor } from "../helpers/router.js";
 
 const demos: Demo[] = [];
@@ -93,4 +94,26 @@ describe("npm run demo (startDemo)", () => {
     await demo.stop();
     await expect(fetch(`${demo.url}/health`)).rejects.toThrow();
   });
+
+  it.skipIf(redisSkipReason !== undefined)(
+    `--replicas 2: two routers and a redis-server; the second knows where the first sent a prompt${redisSkipReason ? ` (skipped: ${redisSkipReason})` : ""}`,
+    async () => {
+      const demo = await startDemo({ port: 0, quiet: true, timeScale: 0, replicas: 2, workers: 3 });
+      demos.push(demo);
+      expect(demo.routers).toHaveLength(2);
+      expect(demo.redis?.url).toMatch(/^redis:\/\/127\.0\.0\.1:\d+\/0$/);
+      const [first, second] = demo.routers;
+      const res = await chat(first!.url, { messages: MESSAGES, max_tokens: 2 });
+      const worker = res.headers.get("x-radixgate-worker")!;
+      await res.text();
+      await waitFor(
+        () => second!.context.index.size(worker) > 0,
+        10_000,
+        "the second replica learns",
+      );
+      const again = await chat(second!.url, { messages: MESSAGES, max_tokens: 2 });
+      expect(again.headers.get("x-radixgate-worker")).toBe(worker);
+      await again.text();
+    },
+  );
 });

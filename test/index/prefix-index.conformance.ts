@@ -269,6 +269,30 @@ export function describePrefixIndex(name: string, subject: IndexUnderTest): void
       expect(() => index.truncate("a", undefined, "abc", -1)).toThrow(RangeError);
     });
 
+    it("keeps models apart: text routed for one model never matches another, budgets are per worker", () => {
+      const index = subject.make({});
+      index.addWorker("a");
+      const one = (q: string, model: string | undefined): number => {
+        const out: number[] = [];
+        index.match(q, model, [{ id: "a" }], out);
+        return out[0]!;
+      };
+      index.insert("a", "llama", "shared prompt text");
+      expect(one("shared prompt text", "llama")).toBe(18);
+      expect(one("shared prompt text", "qwen")).toBe(0);
+      expect(one("shared prompt text", undefined)).toBe(0);
+      index.insert("a", "qwen", "shared prompt");
+      index.insert("a", undefined, "shared");
+      expect(one("shared prompt text", "qwen")).toBe(13);
+      expect(one("shared prompt text", undefined)).toBe(6);
+      const sizeWithBoth = index.size("a");
+      expect(index.truncate("a", "qwen", "shared prompt", 6)).toBe(7);
+      expect(index.size("a")).toBe(sizeWithBoth - 7);
+      expect(one("shared prompt text", "llama")).toBe(18);
+      expect(one("shared prompt text", "qwen")).toBe(6);
+      subject.check(index);
+    });
+
     it("ignores unknown workers and empty text", () => {
       const index = subject.make({});
       index.insert(UNKNOWN, undefined, "hello");

@@ -41,20 +41,6 @@ describe("SharedIndex", () => {
     index.check();
   });
 
-  it("keeps one tree per model: text routed for one model never matches another", () => {
-    const index = new SharedIndex();
-    index.addWorker("a");
-    index.insert("a", "llama", "shared prompt text");
-    expect(matched(index, "shared prompt text", ["a"], "llama")).toEqual([18]);
-    expect(matched(index, "shared prompt text", ["a"], "qwen")).toEqual([0]);
-    expect(matched(index, "shared prompt text", ["a"])).toEqual([0]);
-    index.insert("a", "qwen", "shared prompt");
-    expect(index.size("a")).toBe(18 + 13);
-    expect(index.truncate("a", "qwen", "shared prompt", 6)).toBe(7);
-    expect(matched(index, "shared prompt text", ["a"], "llama")).toEqual([18]);
-    index.check();
-  });
-
   it("drops a model's tree once nothing is left in it (model names come from clients)", () => {
     const index = new SharedIndex({ maxTreeSize: 100 });
     index.addWorker("a");

@@ -1,0 +1,84 @@
+/**
+ * Launches a real redis-server (not a simulation: Redis is what replicas share state through) on
+ * a free 127.0.0.1 port, without persistence, for the demo and the benchmarks.
+ */
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { createServer, Socket } from "node:net";
+
+export const REDIS_INSTALL_HINT =
+  "redis-server is not installed (Debian/Ubuntu: apt-get install -y redis-server; macOS: brew install redis)";
+
+/** Path of redis-server on this machine, or undefined. */
+export function findRedisServer(): string | undefined {
+  try {
+    const out = execFileSync("sh", ["-c", "command -v redis-server"], { encoding: "utf8" });
+    return out.trim() || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export interface LocalRedis {
+  readonly port: number;
+  readonly url: string;
+  stop(): Promise<void>;
+}
+
+export async function startLocalRedis(binary = findRedisServer()): Promise<LocalRedis> {
+  if (binary === undefined) throw new Error(REDIS_INSTALL_HINT);
+  const port = await freePort();
+  const child = spawn(
+    binary,
+    ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+    { stdio: "ignore" },
+  );
+  await waitUntilListening(child, port);
+  return {
+    port,
+    url: `redis://127.0.0.1:${port}/0`,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        child.once("exit", () => resolve());
+        child.kill("SIGTERM");
+      }),
+  };
+}
+
+async function waitUntilListening(child: ChildProcess, port: number): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`redis-server exited with code ${child.exitCode}`);
+    if (await answersPing(port)) return;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  child.kill("SIGKILL");
+  throw new Error(`redis-server did not answer on 127.0.0.1:${port} within 10 s`);
+}
+
+/** One inline PING over a raw socket (no client library needed to know it is up). */
+function answersPing(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = new Socket();
+    const done = (ok: boolean) => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.setTimeout(1000, () => done(false));
+    socket.once("error", () => done(false));
+    socket.once("data", (d) => done(d.toString().startsWith("+PONG")));
+    socket.connect(port, "127.0.0.1", () => socket.write("PING\r\n"));
+  });
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      const port = typeof address === "object" && address !== null ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
