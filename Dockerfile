@@ -17,8 +17,12 @@ COPY --from=build --chown=node:node /app/dist ./dist
 COPY --chown=node:node package.json ./
 USER node
 EXPOSE 30000
+# Probes the port the router really uses: its --port flag (read from PID 1's command line, the
+# exec-form ENTRYPOINT below) or RADIXGATE_PORT, as the router itself reads them.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \
-  CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.RADIXGATE_PORT||30000)+'/health').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
-# Flags or RADIXGATE_* variables configure it, e.g.
+  CMD ["node", "dist/healthcheck.js"]
+# Exec form: node is PID 1 and receives SIGTERM from `docker stop` directly (radixgate drains
+# in-flight requests for --shutdown-grace-secs, then exits 0). Flags or RADIXGATE_* variables
+# configure it, e.g.
 #   docker run -p 30000:30000 -e RADIXGATE_WORKER_URLS="http://10.0.0.1:30000 http://10.0.0.2:30000" radixgate
 ENTRYPOINT ["node", "dist/cli.js"]

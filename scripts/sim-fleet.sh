@@ -33,11 +33,12 @@ cat <<MSG
 Starting $count simulated workers: ${urls[*]}
 
 Put radixgate in front of them, in another terminal:
-  npx tsx src/cli.ts --port 30000 --worker-urls ${urls[*]}
+  node --import tsx src/cli.ts --port 30000 --worker-urls ${urls[*]}
 or, after npm run build:
   node dist/cli.js --port 30000 --worker-urls ${urls[*]}
 
 MSG
 
-# exec: Ctrl-C and SIGTERM reach the simulator, which closes every worker cleanly.
-exec npm run --silent sim -- --count "$count" --port "$base" --id w "$@"
+# exec node itself (not npm, which would sit between as a parent): Ctrl-C and SIGTERM reach the
+# simulator, which closes every worker cleanly.
+exec node --import tsx src/sim/cli.ts --count "$count" --port "$base" --id w "$@"

@@ -4,7 +4,8 @@ import { parseArgv } from "./cli-options.js";
 import { UnsupportedFlagError } from "./compat-flags.js";
 import { type Config, ConfigError } from "./config.js";
 import { createLogger } from "./logger.js";
-import { ListenError, startRouter } from "./server.js";
+import { startedByNpm, watchParent } from "./parent-watch.js";
+import { ListenError, type RunningRouter, startRouter } from "./server.js";
 
 async function main(): Promise<void> {
   let config: Config;
@@ -18,14 +19,18 @@ async function main(): Promise<void> {
   }
   const logger = createLogger({ level: config.logLevel });
   for (const warning of warnings) logger.warn(warning);
-  let router: Awaited<ReturnType<typeof startRouter>>;
-  try {
-    router = await startRouter(config, { logger });
-  } catch (err) {
-    if (err instanceof ListenError || err instanceof ConfigError) usageError(err.message);
-    throw err;
-  }
+  let router: RunningRouter | undefined;
   let signals = 0;
+  const stop = (running: RunningRouter) =>
+    running.stop().then(
+      () => process.exit(0),
+      (err) => {
+        logger.error({ err }, "error during shutdown");
+        process.exit(1);
+      },
+    );
+  // Installed before start-up, so a SIGTERM that arrives while workers are probed or the port is
+  // being bound still ends in a clean stop (exit 0), not in Node's default signal death.
   const onSignal = (signal: NodeJS.Signals) => {
     signals += 1;
     if (signals > 1) {
@@ -33,16 +38,23 @@ async function main(): Promise<void> {
       process.exit(1);
     }
     logger.info({ signal }, "signal received");
-    router.stop().then(
-      () => process.exit(0),
-      (err) => {
-        logger.error({ err }, "error during shutdown");
-        process.exit(1);
-      },
-    );
+    if (router) void stop(router);
   };
   process.on("SIGTERM", onSignal);
   process.on("SIGINT", onSignal);
+  if (startedByNpm()) {
+    watchParent(() => {
+      logger.warn("the npm process that started radixgate is gone: stopping as on SIGTERM");
+      onSignal("SIGTERM");
+    });
+  }
+  try {
+    router = await startRouter(config, { logger });
+  } catch (err) {
+    if (err instanceof ListenError || err instanceof ConfigError) usageError(err.message);
+    throw err;
+  }
+  if (signals > 0) void stop(router);
 }
 
 function usageError(message: string): never {

@@ -71,5 +71,30 @@ export function createLogger(options: LoggerOptions): Logger {
   if (options.destination) return pino(base, options.destination);
   if (process.stdout.isTTY)
     return pino(base, pretty({ colorize: true, translateTime: "SYS:HH:MM:ss.l" }));
-  return pino(base, pino.destination({ fd: 1, sync: false }));
+  return pino(base, stdoutDestination());
+}
+
+let stdoutClosed = false;
+let stdoutWatched = false;
+
+/**
+ * Standard output for the JSON log lines, safe when the reader is gone (`radixgate | head -1`):
+ * an EPIPE ends logging instead of failing the process, and nothing is retried, so a SIGTERM
+ * still ends it at once. (pino.destination's SonicBoom retries a failed write every 100 ms
+ * while flushing at exit, forever when the pipe is closed: the hang of issue 13 item 3.)
+ * process.stdout writes pipes synchronously on Linux and handles EAGAIN itself.
+ */
+function stdoutDestination(): DestinationStream {
+  if (!stdoutWatched) {
+    stdoutWatched = true;
+    process.stdout.on("error", (err: NodeJS.ErrnoException) => {
+      if (err.code === "EPIPE") stdoutClosed = true;
+      else process.stderr.write(`radixgate: stdout: ${err.message}\n`);
+    });
+  }
+  return {
+    write(line: string) {
+      if (!stdoutClosed && process.stdout.writable) process.stdout.write(line);
+    },
+  };
 }

@@ -153,6 +153,10 @@ export interface SlicedEvictResult {
   slices: number;
   totalMs: number;
   longestSliceMs: number;
+  medianSliceMs: number;
+  /** CPU time of this process over the whole eviction (excludes time the OS ran others). */
+  cpuMs: number;
+  longestSliceCpuMs: number;
 }
 
 /**
@@ -175,23 +179,30 @@ export function benchSlicedEvict(workers: number, chars: number): SlicedEvictRes
     }
   }
   const claimedBefore = claimed();
-  let longest = 0;
-  let slices = 0;
+  const sliceNs: number[] = [];
+  let longestCpuUs = 0;
+  const cpu0 = process.cpuUsage();
   const start = process.hrtime.bigint();
   for (const unit of index.evictionUnits()) {
+    const c0 = process.cpuUsage();
     const t0 = process.hrtime.bigint();
     unit.evict();
-    const ns = Number(process.hrtime.bigint() - t0);
-    if (ns > longest) longest = ns;
-    slices++;
+    sliceNs.push(Number(process.hrtime.bigint() - t0));
+    const c = process.cpuUsage(c0);
+    longestCpuUs = Math.max(longestCpuUs, c.user + c.system);
   }
   const totalMs = Number(process.hrtime.bigint() - start) / 1e6;
+  const cpu = process.cpuUsage(cpu0);
+  const summary = summarize(sliceNs);
   return {
     workers,
     claimedBefore,
     claimedAfter: claimed(),
-    slices,
+    slices: sliceNs.length,
     totalMs,
-    longestSliceMs: longest / 1e6,
+    longestSliceMs: summary.maxNs / 1e6,
+    medianSliceMs: summary.medianNs / 1e6,
+    cpuMs: (cpu.user + cpu.system) / 1000,
+    longestSliceCpuMs: longestCpuUs / 1000,
   };
 }
