@@ -1,4 +1,5 @@
 import { RouterError } from "../errors.js";
+import { type TokenizeInput, tokenizeInputOf } from "../kv-events/tokenize-input.js";
 import { type Endpoint, modelOf, routingText } from "./routing-text.js";
 
 /** What the router needs from a request body: the routing key and a few fields. */
@@ -6,6 +7,8 @@ export interface BodySummary {
   text: string;
   model: string | undefined;
   stream: boolean;
+  /** What the engine would tokenize (for the precise KV-event index); only when asked for. */
+  tokenizeInput?: TokenizeInput | undefined;
 }
 
 /**
@@ -17,12 +20,14 @@ export function summarizeBody(
   endpoint: Endpoint | "models",
   body: Uint8Array,
   maxRoutingTextChars: number,
+  withTokenizeInput = false,
 ): BodySummary {
   const parsed = parseJsonObject(body);
   return {
     text: endpoint === "models" ? "" : routingText(endpoint, parsed, maxRoutingTextChars),
     model: modelOf(parsed),
     stream: parsed.stream === true,
+    tokenizeInput: withTokenizeInput ? tokenizeInputOf(endpoint, parsed) : undefined,
   };
 }
 

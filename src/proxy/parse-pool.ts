@@ -13,6 +13,7 @@ export interface ParseJob {
   /** The body; backed by a SharedArrayBuffer when possible, so posting it copies nothing. */
   body: Uint8Array;
   maxChars: number;
+  withTokenizeInput: boolean;
 }
 
 export type ParseResult =
@@ -55,10 +56,21 @@ export class ParsePool {
 
   constructor(private readonly options: ParsePoolOptions) {}
 
-  summarize(endpoint: Endpoint | "models", body: Buffer, maxChars: number): Promise<BodySummary> {
+  summarize(
+    endpoint: Endpoint | "models",
+    body: Buffer,
+    maxChars: number,
+    withTokenizeInput = false,
+  ): Promise<BodySummary> {
     if (this.closed) return Promise.reject(new RouterError("shutting_down"));
     return new Promise((resolve, reject) => {
-      const job: ParseJob = { id: this.nextId++, endpoint, body: shared(body), maxChars };
+      const job: ParseJob = {
+        id: this.nextId++,
+        endpoint,
+        body: shared(body),
+        maxChars,
+        withTokenizeInput,
+      };
       this.queue.push({ job, resolve, reject });
       this.dispatch();
     });

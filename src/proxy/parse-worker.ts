@@ -13,7 +13,10 @@ if (port === null) throw new Error("parse-worker.ts must run in a worker thread"
 port.on("message", (job: ParseJob) => {
   let result: ParseResult;
   try {
-    result = { id: job.id, summary: summarizeBody(job.endpoint, job.body, job.maxChars) };
+    result = {
+      id: job.id,
+      summary: summarizeBody(job.endpoint, job.body, job.maxChars, job.withTokenizeInput),
+    };
   } catch (err) {
     const routerError = err instanceof RouterError;
     result = {

@@ -4,6 +4,7 @@ import type { HttpBindings } from "@hono/node-server";
 import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
 import type { Hono } from "hono";
 import { RouterError } from "../errors.js";
+import type { TokenizeInput } from "../kv-events/tokenize-input.js";
 import type { BodyLease } from "../proxy/body-budget.js";
 import { summarizeBody } from "../proxy/body-summary.js";
 import type { ForwardOutcome, ForwardRequest } from "../proxy/forward.js";
@@ -126,6 +127,7 @@ async function admitAndForward(
   let text = "";
   let model: string | undefined;
   let stream = false;
+  let tokenizeInput: TokenizeInput | undefined;
   if (method === "POST") {
     checkContentType(incoming.headers["content-type"]);
     body = await readBody(
@@ -140,11 +142,17 @@ async function admitAndForward(
       lease,
     );
     // A large body is parsed off the event loop, so it cannot stall every other request.
+    const withTokenizeInput = ctx.kvEvents !== undefined;
     const summary =
       ctx.parsePool !== undefined && body.byteLength >= config.parseOffloadBytes
-        ? await ctx.parsePool.summarize(endpoint, body, config.maxRoutingTextChars)
-        : summarizeBody(endpoint, body, config.maxRoutingTextChars);
-    ({ text, model, stream } = summary);
+        ? await ctx.parsePool.summarize(
+            endpoint,
+            body,
+            config.maxRoutingTextChars,
+            withTokenizeInput,
+          )
+        : summarizeBody(endpoint, body, config.maxRoutingTextChars, withTokenizeInput);
+    ({ text, model, stream, tokenizeInput } = summary);
   }
   const release = await ctx.admission.acquire(clientSignal);
   try {
@@ -156,6 +164,7 @@ async function admitAndForward(
       body,
       text,
       model,
+      tokenizeInput,
       stream,
       requestId,
       startedAt,
