@@ -9,6 +9,7 @@ import type { Forwarder } from "../proxy/forward.js";
 import type { ParsePool } from "../proxy/parse-pool.js";
 import type { SharedState } from "../state/shared-state.js";
 import type { HealthChecker } from "../workers/health.js";
+import type { EngineIntrospector } from "../workers/introspection.js";
 import type { WorkerRegistry } from "../workers/registry.js";
 
 /** Lifecycle flags the routes read. */
@@ -34,6 +35,8 @@ export interface RouterContext {
   /** Worker threads for large bodies (--parse-workers); undefined = every body parsed in line. */
   parsePool: ParsePool | undefined;
   health: HealthChecker;
+  /** Reads the workers' engines (capacity, queue, KV usage, models) on a schedule. */
+  introspection: EngineIntrospector;
   state: RouterState;
   /** --kv-events: the engines' KV-event intake (per-worker endpoints, stream state). */
   kvEvents?: KvEventsManager;

@@ -2,6 +2,7 @@ import { Pool } from "undici";
 import { type BreakerOptions, CircuitBreaker } from "./breaker.js";
 import { CharsPerToken } from "./chars-per-token.js";
 import { guardedLookup } from "./guarded-lookup.js";
+import { EngineSignals } from "./signals.js";
 
 export interface WorkerOptions {
   breaker: Omit<BreakerOptions, "now">;
@@ -43,6 +44,10 @@ export class Worker {
    */
   coolDownUntil = 0;
   readonly breaker: CircuitBreaker;
+  /** What its engine reports: KV capacity, queue, KV usage, with their age (workers/introspection.ts). */
+  readonly signals = new EngineSignals();
+  /** Budget of its prefix tree in characters, as last set (workers/tree-budget.ts). */
+  treeBudget: number | undefined = undefined;
   /** Characters the prefix index holds for this worker (set by the registry; for reports only). */
   indexedChars: () => number = () => 0;
   /** Characters of routing text per prompt token, learned from the engine's usage reports. */
