@@ -329,7 +329,7 @@ export const SETTINGS = [
     flag: "--eviction-interval",
     arg: "<secs>",
     description:
-      "Seconds between LRU eviction passes over every tree (0 = timer off; inserts still evict past 110% of the budget).",
+      "Seconds between LRU eviction passes over every tree (0 = timer off; inserts still evict past 110% of a fixed budget, and past a learned one at once).",
     default: 120,
     parse: number(0),
   }),
