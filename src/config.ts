@@ -15,7 +15,11 @@ export interface Config {
   prefixCostQueueWeight: number;
   prefixCostRequestChars: number;
   evictionIntervalSecs: number;
-  maxTreeSize: number;
+  /** A fixed budget in characters, or "auto": learned from each worker's KV capacity. */
+  maxTreeSize: number | "auto";
+  treeCapacityFactor: number;
+  enginePollIntervalSecs: number;
+  enginePollTimeoutSecs: number;
   prefixIndex: PrefixIndexName;
   maxPayloadSize: number;
   maxBodyBufferBytes: number;
@@ -24,6 +28,10 @@ export interface Config {
   bodyMinRateBytes: number;
   bodyLingerSecs: number;
   bodyLingerBytes: number;
+  parseOffloadBytes: number;
+  parseWorkers: number;
+  parseWorkerMemoryMb: number;
+  maxRoutingTextChars: number;
   requestTimeoutSecs: number;
   connectTimeoutSecs: number;
   firstByteTimeoutSecs: number;
@@ -52,6 +60,16 @@ export interface Config {
   requestIdHeaders: string[];
   prometheusPort: number | undefined;
   shutdownGraceSecs: number;
+  kvEvents: boolean;
+  kvEventsEndpointTemplate: string;
+  kvEventsReplayTemplate: string;
+  kvEventsReplayTimeoutMs: number;
+  kvEventsRebuildSecs: number;
+  kvIndexMaxBlocks: number;
+  kvSpeculativeTtlMs: number;
+  kvBlockSize: number;
+  tokenizeTimeoutMs: number;
+  tokenizerCacheTokens: number;
   stateUrl: string | undefined;
   stateKeyPrefix: string;
   stateMaxTextChars: number;
@@ -293,8 +311,8 @@ export const SETTINGS = [
     flag: "--prefix-cost-queue-weight",
     arg: "<x>",
     description:
-      "prefix_cost: weight of the uncached prompt characters already queued on a worker (in-flight requests without a first byte yet) against this request's own uncached characters.",
-    default: 1,
+      "prefix_cost: weight of the uncached prompt characters already queued on a worker (in-flight requests without a first byte yet) against this request's own uncached characters (below 1: chunked prefill overlaps them, and leaving a prefix's holder copies the prefix).",
+    default: 0.5,
     parse: number(0),
   }),
   setting({
@@ -303,7 +321,7 @@ export const SETTINGS = [
     arg: "<chars>",
     description:
       "prefix_cost: characters of prefill each in-flight request on a worker counts for (its share of every engine step), so one hot prefix spreads over several workers.",
-    default: 512,
+    default: 256,
     parse: number(0),
   }),
   setting({
@@ -311,17 +329,44 @@ export const SETTINGS = [
     flag: "--eviction-interval",
     arg: "<secs>",
     description:
-      "Seconds between LRU eviction passes over every tree (0 = timer off; inserts still evict past 110% of the budget).",
+      "Seconds between LRU eviction passes over every tree (0 = timer off; inserts still evict past 110% of a fixed budget, and past a learned one at once).",
     default: 120,
     parse: number(0),
   }),
   setting({
     key: "maxTreeSize",
     flag: "--max-tree-size",
-    arg: "<chars>",
-    description: "Budget of each worker's prefix tree, in characters.",
-    default: 67108864,
-    parse: integer(1),
+    arg: "<chars|auto>",
+    description:
+      "Budget of each worker's prefix tree, in characters. auto = the worker's KV capacity in tokens (learned from its engine) x its characters per token x --tree-capacity-factor, kept exactly (no slack on insert); 67108864 (2^26) until a capacity is known. A number fixes the budget for every worker.",
+    default: "auto",
+    parse: (raw, flag) => (raw.trim().toLowerCase() === "auto" ? "auto" : integer(1)(raw, flag)),
+  }),
+  setting({
+    key: "treeCapacityFactor",
+    flag: "--tree-capacity-factor",
+    arg: "<x>",
+    description:
+      "With --max-tree-size auto: multiplies each learned budget (below 1 the trees forget sooner than the engines, above 1 later).",
+    default: 1,
+    parse: number(0, 100, { minExclusive: true }),
+  }),
+  setting({
+    key: "enginePollIntervalSecs",
+    flag: "--engine-poll-interval-secs",
+    arg: "<secs>",
+    description:
+      "Seconds between reads of every worker's engine signals (SGLang /get_server_info, /metrics, /v1/models), also read right after a worker is added (0 = off). Signals older than 3 intervals are ignored.",
+    default: 5,
+    parse: number(0),
+  }),
+  setting({
+    key: "enginePollTimeoutSecs",
+    flag: "--engine-poll-timeout-secs",
+    arg: "<secs>",
+    description: "Limit for one read of one engine endpoint.",
+    default: 2,
+    parse: number(0, Number.POSITIVE_INFINITY, { minExclusive: true }),
   }),
   setting({
     key: "prefixIndex",
@@ -393,6 +438,42 @@ export const SETTINGS = [
       "Most body bytes read and discarded after an early error answer; past it the connection is cut.",
     default: 16 * 1024 * 1024,
     parse: integer(0),
+  }),
+  setting({
+    key: "parseOffloadBytes",
+    flag: "--parse-offload-bytes",
+    arg: "<bytes>",
+    description:
+      "Request bodies of at least this size are parsed in a worker thread, so a huge body never stalls the event loop; smaller ones are parsed in line (cheaper than a hand-off).",
+    default: 256 * 1024,
+    parse: integer(1),
+  }),
+  setting({
+    key: "parseWorkers",
+    flag: "--parse-workers",
+    arg: "<n>",
+    description:
+      "Worker threads that parse large request bodies, started on first use (0 = parse every body on the event loop).",
+    default: 2,
+    parse: integer(0, 64),
+  }),
+  setting({
+    key: "parseWorkerMemoryMb",
+    flag: "--parse-worker-memory-mb",
+    arg: "<MB>",
+    description:
+      "Heap limit of each parse worker; a body whose parse needs more gets 413 and the worker is replaced.",
+    default: 1024,
+    parse: integer(16),
+  }),
+  setting({
+    key: "maxRoutingTextChars",
+    flag: "--max-routing-text-chars",
+    arg: "<chars>",
+    description:
+      "Longest routing text (the prefix key) taken from one request; the rest of a longer prompt cannot change which worker holds its prefix, and bounds tree work per request.",
+    default: 1024 * 1024,
+    parse: integer(1),
   }),
   setting({
     key: "requestTimeoutSecs",
@@ -632,6 +713,93 @@ export const SETTINGS = [
     description: "On SIGTERM/SIGINT, how long in-flight requests may take to finish.",
     default: 30,
     parse: number(0),
+  }),
+  setting({
+    key: "kvEvents",
+    flag: "--kv-events",
+    arg: "[bool]",
+    description:
+      "Route on the engines' KV-cache events (vLLM/SGLang over ZMQ): a precise block index per worker, with the approximate trees as fallback. See docs/kv-events.md.",
+    default: false,
+    parse: flagValue,
+  }),
+  setting({
+    key: "kvEventsEndpointTemplate",
+    flag: "--kv-events-endpoint-template",
+    arg: "<url>",
+    description:
+      "Each worker's KV-event publisher; {host} is the worker's host. The admin API can give one per worker (kv_events_endpoint).",
+    default: "tcp://{host}:5557",
+    parse: text,
+  }),
+  setting({
+    key: "kvEventsReplayTemplate",
+    flag: "--kv-events-replay-template",
+    arg: "<url>",
+    description:
+      "Each worker's KV-event replay endpoint (asked for missed events after a gap); empty = none: a gap drops the worker's precise index until it is rebuilt.",
+    default: "tcp://{host}:5558",
+    parse: text,
+  }),
+  setting({
+    key: "kvEventsReplayTimeoutMs",
+    flag: "--kv-events-replay-timeout-ms",
+    arg: "<ms>",
+    description: "Longest wait for a replay answer.",
+    default: 2000,
+    parse: integer(1),
+  }),
+  setting({
+    key: "kvEventsRebuildSecs",
+    flag: "--kv-events-rebuild-secs",
+    arg: "<secs>",
+    description:
+      "After events were lost (no replay), how long a worker routes on its approximate tree while its precise index is rebuilt.",
+    default: 60,
+    parse: number(0),
+  }),
+  setting({
+    key: "kvIndexMaxBlocks",
+    flag: "--kv-index-max-blocks",
+    arg: "<n>",
+    description: "Most KV blocks the precise index holds per worker (oldest dropped first).",
+    default: 262_144,
+    parse: integer(1),
+  }),
+  setting({
+    key: "kvSpeculativeTtlMs",
+    flag: "--kv-speculative-ttl-ms",
+    arg: "<ms>",
+    description:
+      "A routed request's blocks count as held by its worker for this long, unless a BlockStored event confirms them first.",
+    default: 2000,
+    parse: integer(0),
+  }),
+  setting({
+    key: "kvBlockSize",
+    flag: "--kv-block-size",
+    arg: "<tokens>",
+    description:
+      "Tokens per KV block assumed until a worker's first BlockStored event gives its own (vLLM default 16).",
+    default: 16,
+    parse: integer(1),
+  }),
+  setting({
+    key: "tokenizeTimeoutMs",
+    flag: "--tokenize-timeout-ms",
+    arg: "<ms>",
+    description:
+      "With --kv-events: longest wait for the worker's /tokenize before a request routes on the approximate trees.",
+    default: 50,
+    parse: integer(1),
+  }),
+  setting({
+    key: "tokenizerCacheTokens",
+    flag: "--tokenizer-cache-tokens",
+    arg: "<n>",
+    description: "Tokens kept by the tokenizer cache (per prompt prefix), all entries together.",
+    default: 4_000_000,
+    parse: integer(0),
   }),
   setting({
     key: "stateUrl",

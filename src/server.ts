@@ -6,6 +6,8 @@ import { Hono } from "hono";
 import { type Config, ConfigError } from "./config.js";
 import { RouterError } from "./errors.js";
 import { createBaseIndex } from "./index/factory.js";
+import type { PrefixIndex } from "./index/prefix-index.js";
+import { setUpKvEvents } from "./kv-events/setup.js";
 import { createLogger, type Logger } from "./logger.js";
 import { Metrics } from "./metrics.js";
 import { RoutingDecider } from "./policies/decider.js";
@@ -13,6 +15,7 @@ import { createPolicy } from "./policies/factory.js";
 import { Admission } from "./proxy/admission.js";
 import { BodyBudget } from "./proxy/body-budget.js";
 import { Forwarder, type ForwardHooks, type ForwardSettings } from "./proxy/forward.js";
+import { ParsePool } from "./proxy/parse-pool.js";
 import { UsageFeedback } from "./proxy/usage-feedback.js";
 import { registerAdminRoutes } from "./routes/admin.js";
 import type { RouterContext } from "./routes/context.js";
@@ -21,7 +24,9 @@ import { registerMetricsRoute, registerOpsRoutes } from "./routes/ops.js";
 import { SharedState } from "./state/shared-state.js";
 import { type EvictionTimer, startEvictionTimer } from "./tree/eviction-timer.js";
 import { HealthChecker } from "./workers/health.js";
+import { EngineIntrospector } from "./workers/introspection.js";
 import { WorkerRegistry } from "./workers/registry.js";
+import { TreeBudgets } from "./workers/tree-budget.js";
 
 type Env = { Bindings: HttpBindings };
 
@@ -45,10 +50,13 @@ export function createRouter(
 ): { app: Hono<Env>; context: RouterContext } {
   const logger = options.logger ?? createLogger({ level: config.logLevel });
   let metrics: Metrics | undefined;
-  const baseIndex = createBaseIndex(config.prefixIndex, {
-    maxTreeSize: config.maxTreeSize,
+  const trees = createBaseIndex(config.prefixIndex, {
+    maxTreeSize: config.maxTreeSize === "auto" ? undefined : config.maxTreeSize,
     onEvict: (chars) => metrics?.evictedChars.inc(chars),
   });
+  // --kv-events: the precise index from the engines' events, with the trees as fallback.
+  const kvSetup = config.kvEvents ? setUpKvEvents(config, trees) : undefined;
+  const baseIndex: PrefixIndex = kvSetup?.index ?? trees;
   // --state-url: the outermost layer publishes decisions to, and applies them from, the peers.
   const sharedState =
     config.stateUrl === undefined
@@ -83,6 +91,21 @@ export function createRouter(
   );
   metrics = new Metrics(registry);
   const m = metrics;
+  const kvEvents = kvSetup?.attach(registry, m.registry, logger);
+  // Tree budgets follow the engines' KV capacity (--max-tree-size auto) or stay fixed.
+  const budgets = new TreeBudgets(index, config.maxTreeSize, config.treeCapacityFactor);
+  registry.onChange((event, worker) => {
+    if (event === "added") budgets.added(worker);
+  });
+  const introspection = new EngineIntrospector(
+    registry,
+    {
+      intervalMs: config.enginePollIntervalSecs * 1000,
+      timeoutMs: config.enginePollTimeoutSecs * 1000,
+    },
+    logger,
+    (worker) => budgets.update(worker),
+  );
 
   const settings: ForwardSettings = {
     requestTimeoutMs: config.requestTimeoutSecs * 1000,
@@ -163,7 +186,13 @@ export function createRouter(
       logger,
     ),
     bodyBudget: new BodyBudget(config.maxBodyBufferBytes),
+    parsePool:
+      config.parseWorkers > 0
+        ? new ParsePool({ size: config.parseWorkers, memoryMb: config.parseWorkerMemoryMb })
+        : undefined,
+    introspection,
     state: { shuttingDown: false, active: 0 },
+    ...(kvEvents !== undefined ? { kvEvents } : {}),
     ...(sharedState !== undefined ? { sharedState } : {}),
   };
 
@@ -198,13 +227,14 @@ export async function startRouter(
   options: StartOptions = {},
 ): Promise<RunningRouter> {
   const { app, context } = createRouter(config, options);
-  const { logger, registry, health } = context;
+  const { logger, registry, health, introspection } = context;
   // A fixed --port is known before listening; port 0 is only known after (no worker can be it yet).
   if (config.port !== 0) registry.setListenAddress({ host: config.host, port: config.port });
   for (const url of config.workerUrls) {
     try {
       registry.add(url);
     } catch (err) {
+      context.kvEvents?.close();
       await registry.close();
       if (err instanceof RouterError) throw new ConfigError("--worker-urls", err.message);
       throw err;
@@ -235,6 +265,7 @@ export async function startRouter(
       );
     } catch (err) {
       server.close();
+      context.kvEvents?.close();
       await context.sharedState?.stop();
       await registry.close();
       throw err;
@@ -243,6 +274,7 @@ export async function startRouter(
 
   health.start();
   void health.checkAll();
+  introspection.start();
   const eviction: EvictionTimer = startEvictionTimer(
     () => context.index.evictionUnits(),
     config.evictionIntervalSecs,
@@ -291,7 +323,10 @@ export async function startRouter(
       server.closeAllConnections();
       metricsServer?.closeAllConnections();
       health.stop();
+      introspection.stop();
       eviction.stop();
+      context.kvEvents?.close();
+      await context.parsePool?.close();
       await context.sharedState?.stop();
       await registry.close();
       logger.info("stopped");

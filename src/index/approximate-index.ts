@@ -20,8 +20,11 @@ export interface ApproximateIndexOptions {
  * evicted like any other cold prefix. Texts without a model key (the router passes none when
  * the fleet serves one model) are stored as they are.
  */
+/** The approximate trees' name in logs and headers. */
+export const APPROXIMATE_INDEX = "approx";
+
 export class ApproximateIndex implements PrefixIndex {
-  readonly name = "approx";
+  readonly name = APPROXIMATE_INDEX;
   private readonly trees = new Map<string, RadixTree>();
 
   constructor(private readonly options: ApproximateIndexOptions = {}) {}
@@ -71,7 +74,8 @@ export class ApproximateIndex implements PrefixIndex {
   }
 
   setBudget(workerId: string, chars: number): number {
-    return this.trees.get(workerId)?.setMaxChars(chars) ?? 0;
+    // A set budget is what the engine can hold: kept on every insert, with no high-water slack.
+    return this.trees.get(workerId)?.setMaxChars(chars, 1) ?? 0;
   }
 
   size(workerId: string): number {
