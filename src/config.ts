@@ -15,7 +15,11 @@ export interface Config {
   prefixCostQueueWeight: number;
   prefixCostRequestChars: number;
   evictionIntervalSecs: number;
-  maxTreeSize: number;
+  /** A fixed budget in characters, or "auto": learned from each worker's KV capacity. */
+  maxTreeSize: number | "auto";
+  treeCapacityFactor: number;
+  enginePollIntervalSecs: number;
+  enginePollTimeoutSecs: number;
   prefixIndex: PrefixIndexName;
   maxPayloadSize: number;
   maxBodyBufferBytes: number;
@@ -321,17 +325,44 @@ export const SETTINGS = [
     flag: "--eviction-interval",
     arg: "<secs>",
     description:
-      "Seconds between LRU eviction passes over every tree (0 = timer off; inserts still evict past 110% of the budget).",
+      "Seconds between LRU eviction passes over every tree (0 = timer off; inserts still evict past 110% of a fixed budget, and past a learned one at once).",
     default: 120,
     parse: number(0),
   }),
   setting({
     key: "maxTreeSize",
     flag: "--max-tree-size",
-    arg: "<chars>",
-    description: "Budget of each worker's prefix tree, in characters.",
-    default: 67108864,
-    parse: integer(1),
+    arg: "<chars|auto>",
+    description:
+      "Budget of each worker's prefix tree, in characters. auto = the worker's KV capacity in tokens (learned from its engine) x its characters per token x --tree-capacity-factor, kept exactly (no slack on insert); 67108864 (2^26) until a capacity is known. A number fixes the budget for every worker.",
+    default: "auto",
+    parse: (raw, flag) => (raw.trim().toLowerCase() === "auto" ? "auto" : integer(1)(raw, flag)),
+  }),
+  setting({
+    key: "treeCapacityFactor",
+    flag: "--tree-capacity-factor",
+    arg: "<x>",
+    description:
+      "With --max-tree-size auto: multiplies each learned budget (below 1 the trees forget sooner than the engines, above 1 later).",
+    default: 1,
+    parse: number(0, 100, { minExclusive: true }),
+  }),
+  setting({
+    key: "enginePollIntervalSecs",
+    flag: "--engine-poll-interval-secs",
+    arg: "<secs>",
+    description:
+      "Seconds between reads of every worker's engine signals (SGLang /get_server_info, /metrics, /v1/models), also read right after a worker is added (0 = off). Signals older than 3 intervals are ignored.",
+    default: 5,
+    parse: number(0),
+  }),
+  setting({
+    key: "enginePollTimeoutSecs",
+    flag: "--engine-poll-timeout-secs",
+    arg: "<secs>",
+    description: "Limit for one read of one engine endpoint.",
+    default: 2,
+    parse: number(0, Number.POSITIVE_INFINITY, { minExclusive: true }),
   }),
   setting({
     key: "prefixIndex",

@@ -23,7 +23,9 @@ import { registerMetricsRoute, registerOpsRoutes } from "./routes/ops.js";
 import { SharedState } from "./state/shared-state.js";
 import { type EvictionTimer, startEvictionTimer } from "./tree/eviction-timer.js";
 import { HealthChecker } from "./workers/health.js";
+import { EngineIntrospector } from "./workers/introspection.js";
 import { WorkerRegistry } from "./workers/registry.js";
+import { TreeBudgets } from "./workers/tree-budget.js";
 
 type Env = { Bindings: HttpBindings };
 
@@ -48,7 +50,7 @@ export function createRouter(
   const logger = options.logger ?? createLogger({ level: config.logLevel });
   let metrics: Metrics | undefined;
   const trees = createBaseIndex(config.prefixIndex, {
-    maxTreeSize: config.maxTreeSize,
+    maxTreeSize: config.maxTreeSize === "auto" ? undefined : config.maxTreeSize,
     onEvict: (chars) => metrics?.evictedChars.inc(chars),
   });
   // --kv-events: the precise index from the engines' events, with the trees as fallback.
@@ -89,6 +91,20 @@ export function createRouter(
   metrics = new Metrics(registry);
   const m = metrics;
   const kvEvents = kvSetup?.attach(registry, m.registry, logger);
+  // Tree budgets follow the engines' KV capacity (--max-tree-size auto) or stay fixed.
+  const budgets = new TreeBudgets(index, config.maxTreeSize, config.treeCapacityFactor);
+  registry.onChange((event, worker) => {
+    if (event === "added") budgets.added(worker);
+  });
+  const introspection = new EngineIntrospector(
+    registry,
+    {
+      intervalMs: config.enginePollIntervalSecs * 1000,
+      timeoutMs: config.enginePollTimeoutSecs * 1000,
+    },
+    logger,
+    (worker) => budgets.update(worker),
+  );
 
   const settings: ForwardSettings = {
     requestTimeoutMs: config.requestTimeoutSecs * 1000,
@@ -169,6 +185,7 @@ export function createRouter(
       logger,
     ),
     bodyBudget: new BodyBudget(config.maxBodyBufferBytes),
+    introspection,
     state: { shuttingDown: false, active: 0 },
     ...(kvEvents !== undefined ? { kvEvents } : {}),
     ...(sharedState !== undefined ? { sharedState } : {}),
@@ -205,7 +222,7 @@ export async function startRouter(
   options: StartOptions = {},
 ): Promise<RunningRouter> {
   const { app, context } = createRouter(config, options);
-  const { logger, registry, health } = context;
+  const { logger, registry, health, introspection } = context;
   // A fixed --port is known before listening; port 0 is only known after (no worker can be it yet).
   if (config.port !== 0) registry.setListenAddress({ host: config.host, port: config.port });
   for (const url of config.workerUrls) {
@@ -252,6 +269,7 @@ export async function startRouter(
 
   health.start();
   void health.checkAll();
+  introspection.start();
   const eviction: EvictionTimer = startEvictionTimer(
     () => context.index.evictionUnits(),
     config.evictionIntervalSecs,
@@ -300,6 +318,7 @@ export async function startRouter(
       server.closeAllConnections();
       metricsServer?.closeAllConnections();
       health.stop();
+      introspection.stop();
       eviction.stop();
       context.kvEvents?.close();
       await context.sharedState?.stop();

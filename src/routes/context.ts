@@ -8,6 +8,7 @@ import type { BodyBudget } from "../proxy/body-budget.js";
 import type { Forwarder } from "../proxy/forward.js";
 import type { SharedState } from "../state/shared-state.js";
 import type { HealthChecker } from "../workers/health.js";
+import type { EngineIntrospector } from "../workers/introspection.js";
 import type { WorkerRegistry } from "../workers/registry.js";
 
 /** Lifecycle flags the routes read. */
@@ -31,6 +32,8 @@ export interface RouterContext {
   /** Router-wide memory budget for buffered request bodies (--max-body-buffer-bytes). */
   bodyBudget: BodyBudget;
   health: HealthChecker;
+  /** Reads the workers' engines (capacity, queue, KV usage, models) on a schedule. */
+  introspection: EngineIntrospector;
   state: RouterState;
   /** --kv-events: the engines' KV-event intake (per-worker endpoints, stream state). */
   kvEvents?: KvEventsManager;
