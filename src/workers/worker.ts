@@ -120,6 +120,23 @@ export class Worker {
     return this.apiKey === undefined ? undefined : `Bearer ${this.apiKey}`;
   }
 
+  /** What the engine reported (null where unknown; queue and KV usage only while fresh). */
+  private engineJSON() {
+    const load = this.signals.load();
+    const age = this.signals.ageSecs();
+    return {
+      engine: this.signals.engine ?? null,
+      kv_capacity_tokens: this.signals.lastCapacity ?? null,
+      kv_capacity_source: this.signals.capacityFrom ?? null,
+      tree_budget_characters: this.treeBudget ?? null,
+      engine_queue: load?.queued ?? null,
+      engine_running: load?.running ?? null,
+      kv_usage: load?.kvUsage ?? null,
+      signal_age_secs: age === undefined ? null : Math.round(age * 10) / 10,
+      served_models: this.servedModels === undefined ? null : [...this.servedModels],
+    };
+  }
+
   toJSON() {
     return {
       id: this.id,
@@ -134,6 +151,7 @@ export class Worker {
       cool_down_ms: this.coolDownMs,
       chars_per_token: Math.round(this.charsPerToken * 100) / 100,
       feedback_corrections: this.feedbackCorrections,
+      ...this.engineJSON(),
       // Whether the router authenticates to it; the key itself is never shown.
       api_key: this.apiKey !== undefined,
     };

@@ -88,6 +88,59 @@ describe("engine introspection over HTTP", () => {
     expect(vlw.treeBudget).toBe(2048 * 4);
   });
 
+  it("GET /workers and /metrics show capacity, chars per token, budget, queue, KV usage, signal age", async () => {
+    const vl = await sim({ id: "obs", flavor: "vllm", model: "obs-model", kvCapacityTokens: 2048 });
+    const bare = await oddWorker(() => ({ status: 404, body: "" }));
+    const r = await router({ workerUrls: [vl.url, bare], enginePollIntervalSecs: 60 });
+    const worker = r.context.registry.get(vl.url)!;
+    await waitFor(() => worker.treeBudget === 8192, 5000, "learned budget");
+
+    const { workers } = (await (await fetch(`${r.url}/workers`)).json()) as {
+      workers: Array<Record<string, unknown>>;
+    };
+    const shown = workers.find((w) => w.url === vl.url)!;
+    expect(shown).toMatchObject({
+      engine: "vllm",
+      kv_capacity_tokens: 2048,
+      kv_capacity_source: "metrics",
+      chars_per_token: 4,
+      tree_budget_characters: 8192,
+      engine_queue: 0,
+      engine_running: 0,
+      kv_usage: 0,
+      feedback_corrections: 0,
+      served_models: ["obs-model"],
+    });
+    expect(shown.signal_age_secs).toEqual(expect.any(Number));
+    // A worker that exposes nothing: today's budget, nothing claimed.
+    expect(workers.find((w) => w.url === bare)).toMatchObject({
+      engine: null,
+      kv_capacity_tokens: null,
+      tree_budget_characters: FALLBACK_TREE_BUDGET,
+      engine_queue: null,
+      kv_usage: null,
+      signal_age_secs: null,
+      served_models: null,
+    });
+
+    const text = await (await fetch(`${r.url}/metrics`)).text();
+    const series = (name: string) =>
+      new RegExp(`^${name}\\{worker="${worker.id}"\\} (\\S+)$`, "m").exec(text)?.[1];
+    expect(series("radixgate_worker_kv_capacity_tokens")).toBe("2048");
+    expect(series("radixgate_worker_chars_per_token")).toBe("4");
+    expect(series("radixgate_tree_budget_characters")).toBe("8192");
+    expect(series("radixgate_worker_engine_queue")).toBe("0");
+    expect(series("radixgate_worker_engine_running")).toBe("0");
+    expect(series("radixgate_worker_kv_usage")).toBe("0");
+    expect(Number(series("radixgate_worker_signal_age_seconds"))).toBeGreaterThanOrEqual(0);
+    expect(text).toContain("# TYPE radixgate_feedback_corrections_total counter");
+    const bareId = r.context.registry.get(bare)!.id;
+    expect(text).not.toContain(`radixgate_worker_kv_capacity_tokens{worker="${bareId}"}`);
+    expect(text).toContain(
+      `radixgate_tree_budget_characters{worker="${bareId}"} ${FALLBACK_TREE_BUDGET}`,
+    );
+  });
+
   it("reads a worker right after it is added through the admin API", async () => {
     const w = await sim({ id: "late", kvCapacityTokens: 1024 });
     const r = await router({ enginePollIntervalSecs: 60 });
