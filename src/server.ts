@@ -15,6 +15,7 @@ import { createPolicy } from "./policies/factory.js";
 import { Admission } from "./proxy/admission.js";
 import { BodyBudget } from "./proxy/body-budget.js";
 import { Forwarder, type ForwardHooks, type ForwardSettings } from "./proxy/forward.js";
+import { ParsePool } from "./proxy/parse-pool.js";
 import { UsageFeedback } from "./proxy/usage-feedback.js";
 import { registerAdminRoutes } from "./routes/admin.js";
 import type { RouterContext } from "./routes/context.js";
@@ -185,6 +186,10 @@ export function createRouter(
       logger,
     ),
     bodyBudget: new BodyBudget(config.maxBodyBufferBytes),
+    parsePool:
+      config.parseWorkers > 0
+        ? new ParsePool({ size: config.parseWorkers, memoryMb: config.parseWorkerMemoryMb })
+        : undefined,
     introspection,
     state: { shuttingDown: false, active: 0 },
     ...(kvEvents !== undefined ? { kvEvents } : {}),
@@ -321,6 +326,7 @@ export async function startRouter(
       introspection.stop();
       eviction.stop();
       context.kvEvents?.close();
+      await context.parsePool?.close();
       await context.sharedState?.stop();
       await registry.close();
       logger.info("stopped");

@@ -85,6 +85,8 @@ describe("KvEventSubscriber against the simulator's real ZMQ publisher", () => {
   it("without replay, a dropped message resets the worker and it rebuilds", async () => {
     const worker = await sim({ encoding: "array", noReplay: true });
     const { subscriber, seen } = subscribe(worker, { rebuildMs: 0 });
+    // A SUB socket misses what is published before it is connected (ZMQ's slow joiner).
+    await waitFor(() => subscriber.live);
     await complete(worker, "warm up prompt, long enough for blocks");
     await waitFor(() => seen.batches.length >= 1);
     worker.kvEvents!.dropNext(1);
