@@ -305,6 +305,21 @@ describe.skipIf(redisSkipReason !== undefined)(
       );
     });
 
+    it("garbage in a peer's load key is ignored, not added", async () => {
+      const prefix = freshPrefix();
+      const a = await replica(prefix);
+      const id = a.context.registry.list()[0]!.id;
+      await redis.client.set(`${prefix}:load:bad1`, "not json", "PX", 60_000);
+      await redis.client.set(`${prefix}:load:bad2`, JSON.stringify({ [id]: -5 }), "PX", 60_000);
+      await redis.client.set(`${prefix}:load:good`, JSON.stringify({ [id]: 2 }), "PX", 60_000);
+      await redis.client.sadd(`${prefix}:replicas`, "bad1", "bad2", "good");
+      const worker = a.context.registry.get(id)!;
+      await waitFor(() => worker.peerInFlight === 2, 10_000, "the good peer's count");
+      await redis.client.del(`${prefix}:load:good`);
+      await waitFor(() => worker.peerInFlight === 0, 10_000, "an expired peer drops out");
+      expect(await redis.client.sismember(`${prefix}:replicas`, "good")).toBe(0);
+    });
+
     it("a replica whose Redis is down at start still starts and serves", async () => {
       const dead = await startRedis();
       const url = dead.url;
