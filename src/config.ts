@@ -373,8 +373,8 @@ export const SETTINGS = [
     flag: "--prefix-index",
     arg: "<name>",
     description:
-      "Prefix index: approx (one radix tree per worker; a decision walks every candidate's tree) | shared (one tree per model whose nodes record which workers hold them; a decision walks it once). Same answers, same per-worker budgets.",
-    default: "approx",
+      "Prefix index: shared (one tree per model whose nodes record which workers hold them; a decision walks it once) | approx (one radix tree per worker; a decision walks every candidate's tree). Same answers, same per-worker budgets.",
+    default: "shared",
     parse: oneOf(PREFIX_INDEX_NAMES),
   }),
   setting({
