@@ -211,6 +211,9 @@ export async function startRouter(
     }
   }
 
+  // Each worker answers one health check before it takes traffic, so a worker that is down at
+  // start is reported as such from the first request on (bounded by the health check timeout).
+  await Promise.all(registry.list().map((w) => health.probeFirst(w)));
   // Peers' workers and recent decisions before the first request (bounded wait; never fails).
   await context.sharedState?.start();
   let server: Server;
@@ -242,7 +245,6 @@ export async function startRouter(
   }
 
   health.start();
-  void health.checkAll();
   const eviction: EvictionTimer = startEvictionTimer(
     () => context.index.evictionUnits(),
     config.evictionIntervalSecs,

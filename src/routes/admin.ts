@@ -2,6 +2,7 @@ import type { HttpBindings } from "@hono/node-server";
 import type { Context, Hono, MiddlewareHandler } from "hono";
 import { RouterError } from "../errors.js";
 import { bearerMatches, isLoopback } from "./auth.js";
+import { checkContentType } from "./content-type.js";
 import type { RouterContext } from "./context.js";
 
 type Env = { Bindings: HttpBindings };
@@ -27,7 +28,7 @@ export function registerAdminRoutes(app: Hono<Env>, ctx: RouterContext): void {
 
   app.post("/workers", async (c) => {
     const { url, apiKey } = await workerFromBody(c);
-    const worker = addWorker(ctx, url, apiKey);
+    const worker = await addWorker(ctx, url, apiKey);
     return c.json(worker.toJSON(), 201);
   });
 
@@ -46,7 +47,7 @@ export function registerAdminRoutes(app: Hono<Env>, ctx: RouterContext): void {
   // SGLang's add_worker takes only ?url=; a key goes in the JSON body, not the query string
   // (query strings end up in access logs).
   app.post("/add_worker", async (c) => {
-    const worker = addWorker(ctx, requiredQueryUrl(c), await optionalKeyFromBody(c));
+    const worker = await addWorker(ctx, requiredQueryUrl(c), await optionalKeyFromBody(c));
     return c.json({ status: "ok", message: `Added worker ${worker.url}`, worker: worker.toJSON() });
   });
   app.post("/remove_worker", (c) => {
@@ -80,11 +81,11 @@ function adminGuard(ctx: RouterContext): MiddlewareHandler<Env> {
   };
 }
 
-function addWorker(ctx: RouterContext, url: string, apiKey?: string) {
+async function addWorker(ctx: RouterContext, url: string, apiKey?: string) {
   const worker = ctx.registry.add(url, apiKey !== undefined ? { apiKey } : {});
   ctx.logger.info({ worker: worker.id, url: worker.url }, "worker added");
-  // First check at once, so a dead worker is found before the first interval passes.
-  void ctx.health.check(worker);
+  // Probed before it takes traffic; the answer reports the result ("healthy").
+  await ctx.health.probeFirst(worker);
   return worker;
 }
 
@@ -116,6 +117,7 @@ const ADD_EXAMPLE =
   'Body must be JSON like {"url": "http://10.0.0.1:30000"} (optionally with "api_key").';
 
 async function workerFromBody(c: Context<Env>): Promise<{ url: string; apiKey?: string }> {
+  checkContentType(c.req.header("content-type"));
   let body: unknown;
   try {
     body = await c.req.json();
@@ -134,6 +136,7 @@ async function workerFromBody(c: Context<Env>): Promise<{ url: string; apiKey?: 
 async function optionalKeyFromBody(c: Context<Env>): Promise<string | undefined> {
   const raw = await c.req.text();
   if (raw.trim() === "") return undefined;
+  checkContentType(c.req.header("content-type"));
   let body: unknown;
   try {
     body = JSON.parse(raw);

@@ -11,6 +11,7 @@ import { ClientGoneError, readBody } from "../proxy/read-body.js";
 import { type Endpoint, modelOf, routingText } from "../proxy/routing-text.js";
 import { writeError } from "../proxy/write-error.js";
 import { bearerMatches } from "./auth.js";
+import { checkContentType } from "./content-type.js";
 import type { RouterContext } from "./context.js";
 import { registerModelsRoute } from "./models.js";
 
@@ -162,16 +163,6 @@ async function admitAndForward(
   } finally {
     release();
   }
-}
-
-function checkContentType(contentType: string | undefined): void {
-  if (contentType === undefined) return;
-  const type = contentType.split(";")[0]?.trim().toLowerCase() ?? "";
-  if (type === "application/json" || type.endsWith("+json")) return;
-  throw new RouterError(
-    "unsupported_media_type",
-    `Content-Type must be application/json, got "${type}" (with curl, add -H 'Content-Type: application/json').`,
-  );
 }
 
 function parseJsonObject(body: Buffer): Record<string, unknown> {
