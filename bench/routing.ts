@@ -53,6 +53,8 @@ interface CliOptions {
   cacheLoadBound: number | undefined;
   prefixIndex: PrefixIndexName | undefined;
   maxTreeSize: number | undefined;
+  prefixCostQueueWeight: number | undefined;
+  prefixCostRequestChars: number | undefined;
   isolate: boolean;
   /** "" for the default preset without overrides; else a file-name suffix. */
   tag: string;
@@ -74,6 +76,8 @@ function parseCli(argv: string[]): CliOptions {
       "cache-load-bound": { type: "string" },
       "prefix-index": { type: "string" },
       "max-tree-size": { type: "string" },
+      "prefix-cost-queue-weight": { type: "string" },
+      "prefix-cost-request-chars": { type: "string" },
       policies: { type: "string" },
       "no-oracle": { type: "boolean", default: false },
       "no-isolate": { type: "boolean", default: false },
@@ -97,6 +101,7 @@ function parseCli(argv: string[]): CliOptions {
         "  --cache-load-bound <x>        the router's --cache-load-bound (default: the router's, 2)",
         `  --prefix-index <name>         the router's --prefix-index (${PREFIX_INDEX_NAMES.join("|")}; default: the router's)`,
         "  --max-tree-size <chars>       the router's --max-tree-size (default: the router's)",
+        "  --prefix-cost-queue-weight <x>, --prefix-cost-request-chars <n>   prefix_cost's weights",
         `  --policies <a,b>              subset of ${POLICY_NAMES.join(",")}`,
         "  --no-oracle                   skip the oracle_sticky row",
         "  --no-isolate                  run the workers in this process (default: a child process)",
@@ -135,6 +140,13 @@ function parseCli(argv: string[]): CliOptions {
     overridden = true;
   }
   const maxTreeSize = num("max-tree-size", values["max-tree-size"], 1, true);
+  const queueWeight = num("prefix-cost-queue-weight", values["prefix-cost-queue-weight"], 0, false);
+  const requestChars = num(
+    "prefix-cost-request-chars",
+    values["prefix-cost-request-chars"],
+    0,
+    false,
+  );
 
   const workloads: WorkloadName[] =
     values.workload === "all"
@@ -166,6 +178,8 @@ function parseCli(argv: string[]): CliOptions {
     cacheLoadBound,
     prefixIndex,
     maxTreeSize,
+    prefixCostQueueWeight: queueWeight,
+    prefixCostRequestChars: requestChars,
     isolate: !values["no-isolate"],
     tag,
     chart: !values["no-chart"] && tag === "",
@@ -294,6 +308,12 @@ async function main(): Promise<void> {
         ...(cli.cacheLoadBound === undefined ? {} : { cacheLoadBound: cli.cacheLoadBound }),
         ...(cli.prefixIndex === undefined ? {} : { prefixIndex: cli.prefixIndex }),
         ...(cli.maxTreeSize === undefined ? {} : { maxTreeSize: cli.maxTreeSize }),
+        ...(cli.prefixCostQueueWeight === undefined
+          ? {}
+          : { prefixCostQueueWeight: cli.prefixCostQueueWeight }),
+        ...(cli.prefixCostRequestChars === undefined
+          ? {}
+          : { prefixCostRequestChars: cli.prefixCostRequestChars }),
       },
       isolate: cli.isolate,
       onRowStart: (row, total) => {

@@ -1,12 +1,13 @@
 /**
  * bench:routing's engine: for one workload, run the same requests through the real router once
- * per policy (and once straight to the workers for the oracle), each time on a fresh simulated
- * fleet so every row starts with cold caches, and measure what the clients and workers saw.
+ * per policy (and once pinned by the oracle, through one single-worker router per worker), each
+ * time on a fresh simulated fleet so every row starts with cold caches, and measure what the
+ * clients and workers saw.
  */
 import { type Config, defaultConfig } from "../../src/config.js";
 import { createLogger } from "../../src/logger.js";
 import { POLICY_NAMES, type PolicyName } from "../../src/policies/policy.js";
-import { startRouter } from "../../src/server.js";
+import { type RunningRouter, startRouter } from "../../src/server.js";
 import type { SimStats } from "../../src/sim/worker.js";
 import { openAiBody, poissonArrivals, type RequestSpec } from "../../src/sim/workloads.js";
 import { childFleetHost, type FleetHost, inlineFleetHost } from "./fleet.js";
@@ -146,15 +147,25 @@ async function runRow(
   });
   const urls = fleet.workers.map((x) => x.url);
   const logger = createLogger({ level: "silent" });
-  const router =
-    row === ORACLE_ROW
-      ? undefined
-      : await startRouter(routerConfig(row, urls, o.routerOverrides), { logger }).catch(
-          async (err: unknown) => {
-            await fleet.close();
-            throw err;
-          },
-        );
+  let router: RunningRouter | undefined;
+  // The oracle pins requests itself but still goes through the router's code: one single-worker
+  // router per worker, so its TTFT carries the same proxy hop as the policies' rows.
+  let pinned: RunningRouter[] = [];
+  try {
+    if (row === ORACLE_ROW) {
+      pinned = await Promise.all(
+        urls.map((url) =>
+          startRouter(routerConfig("round_robin", [url], o.routerOverrides), { logger }),
+        ),
+      );
+    } else {
+      router = await startRouter(routerConfig(row, urls, o.routerOverrides), { logger });
+    }
+  } catch (err) {
+    await Promise.all(pinned.map((r) => r.stop(1000)));
+    await fleet.close();
+    throw err;
+  }
   const concurrency = o.rate === undefined ? p.concurrency : w.specs.length;
   const dispatcher = loadAgent(concurrency);
   try {
@@ -166,9 +177,7 @@ async function runRow(
     }
     const jobs = w.specs.map((spec): LoadJob => {
       const origin =
-        router !== undefined
-          ? router.url
-          : fleet.workers[w.oracle!(spec, fleet.workers.length)]!.url;
+        router !== undefined ? router.url : pinned[w.oracle!(spec, pinned.length)]!.url;
       const job: LoadJob = { key: spec.id, request: requestFor(spec, origin) };
       const previous =
         spec.turn !== undefined ? turnIds.get(`${spec.conversation}/${spec.turn - 1}`) : undefined;
@@ -197,6 +206,7 @@ async function runRow(
   } finally {
     await dispatcher.close();
     await router?.stop(1000);
+    await Promise.all(pinned.map((r) => r.stop(1000)));
     await fleet.close();
   }
 }
