@@ -45,11 +45,17 @@ export class HealthChecker {
    * The first check of a worker, before it takes traffic (at start-up and when added through the
    * admin API): it is held back while the probe runs, one pass lets it in, and a failure keeps it
    * out until it passes `successThreshold` regular checks. The result is logged either way. With
-   * health checks off (interval 0) the worker is trusted as given, since nothing would ever check
-   * it again. Bounded by the health check timeout.
+   * health checks off (interval 0) the worker is trusted as given, since nothing would check it
+   * again to let it back in. Bounded by the health check timeout.
    */
   async probeFirst(worker: Worker): Promise<boolean> {
-    if (this.options.intervalMs <= 0 || worker.removed) return worker.healthy;
+    if (worker.removed) return false;
+    if (this.options.intervalMs <= 0) {
+      // Checks off: one check in the background, counted like any other (it alone never reaches
+      // the failure threshold), so the worker is trusted as given.
+      void this.check(worker);
+      return worker.healthy;
+    }
     worker.healthy = false;
     this.running.add(worker);
     let failure: string | undefined;
