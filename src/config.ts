@@ -52,6 +52,16 @@ export interface Config {
   requestIdHeaders: string[];
   prometheusPort: number | undefined;
   shutdownGraceSecs: number;
+  kvEvents: boolean;
+  kvEventsEndpointTemplate: string;
+  kvEventsReplayTemplate: string;
+  kvEventsReplayTimeoutMs: number;
+  kvEventsRebuildSecs: number;
+  kvIndexMaxBlocks: number;
+  kvSpeculativeTtlMs: number;
+  kvBlockSize: number;
+  tokenizeTimeoutMs: number;
+  tokenizerCacheTokens: number;
   stateUrl: string | undefined;
   stateKeyPrefix: string;
   stateMaxTextChars: number;
@@ -293,8 +303,8 @@ export const SETTINGS = [
     flag: "--prefix-cost-queue-weight",
     arg: "<x>",
     description:
-      "prefix_cost: weight of the uncached prompt characters already queued on a worker (in-flight requests without a first byte yet) against this request's own uncached characters.",
-    default: 1,
+      "prefix_cost: weight of the uncached prompt characters already queued on a worker (in-flight requests without a first byte yet) against this request's own uncached characters (below 1: chunked prefill overlaps them, and leaving a prefix's holder copies the prefix).",
+    default: 0.5,
     parse: number(0),
   }),
   setting({
@@ -303,7 +313,7 @@ export const SETTINGS = [
     arg: "<chars>",
     description:
       "prefix_cost: characters of prefill each in-flight request on a worker counts for (its share of every engine step), so one hot prefix spreads over several workers.",
-    default: 512,
+    default: 256,
     parse: number(0),
   }),
   setting({
@@ -632,6 +642,93 @@ export const SETTINGS = [
     description: "On SIGTERM/SIGINT, how long in-flight requests may take to finish.",
     default: 30,
     parse: number(0),
+  }),
+  setting({
+    key: "kvEvents",
+    flag: "--kv-events",
+    arg: "[bool]",
+    description:
+      "Route on the engines' KV-cache events (vLLM/SGLang over ZMQ): a precise block index per worker, with the approximate trees as fallback. See docs/kv-events.md.",
+    default: false,
+    parse: flagValue,
+  }),
+  setting({
+    key: "kvEventsEndpointTemplate",
+    flag: "--kv-events-endpoint-template",
+    arg: "<url>",
+    description:
+      "Each worker's KV-event publisher; {host} is the worker's host. The admin API can give one per worker (kv_events_endpoint).",
+    default: "tcp://{host}:5557",
+    parse: text,
+  }),
+  setting({
+    key: "kvEventsReplayTemplate",
+    flag: "--kv-events-replay-template",
+    arg: "<url>",
+    description:
+      "Each worker's KV-event replay endpoint (asked for missed events after a gap); empty = none: a gap drops the worker's precise index until it is rebuilt.",
+    default: "tcp://{host}:5558",
+    parse: text,
+  }),
+  setting({
+    key: "kvEventsReplayTimeoutMs",
+    flag: "--kv-events-replay-timeout-ms",
+    arg: "<ms>",
+    description: "Longest wait for a replay answer.",
+    default: 2000,
+    parse: integer(1),
+  }),
+  setting({
+    key: "kvEventsRebuildSecs",
+    flag: "--kv-events-rebuild-secs",
+    arg: "<secs>",
+    description:
+      "After events were lost (no replay), how long a worker routes on its approximate tree while its precise index is rebuilt.",
+    default: 60,
+    parse: number(0),
+  }),
+  setting({
+    key: "kvIndexMaxBlocks",
+    flag: "--kv-index-max-blocks",
+    arg: "<n>",
+    description: "Most KV blocks the precise index holds per worker (oldest dropped first).",
+    default: 262_144,
+    parse: integer(1),
+  }),
+  setting({
+    key: "kvSpeculativeTtlMs",
+    flag: "--kv-speculative-ttl-ms",
+    arg: "<ms>",
+    description:
+      "A routed request's blocks count as held by its worker for this long, unless a BlockStored event confirms them first.",
+    default: 2000,
+    parse: integer(0),
+  }),
+  setting({
+    key: "kvBlockSize",
+    flag: "--kv-block-size",
+    arg: "<tokens>",
+    description:
+      "Tokens per KV block assumed until a worker's first BlockStored event gives its own (vLLM default 16).",
+    default: 16,
+    parse: integer(1),
+  }),
+  setting({
+    key: "tokenizeTimeoutMs",
+    flag: "--tokenize-timeout-ms",
+    arg: "<ms>",
+    description:
+      "With --kv-events: longest wait for the worker's /tokenize before a request routes on the approximate trees.",
+    default: 50,
+    parse: integer(1),
+  }),
+  setting({
+    key: "tokenizerCacheTokens",
+    flag: "--tokenizer-cache-tokens",
+    arg: "<n>",
+    description: "Tokens kept by the tokenizer cache (per prompt prefix), all entries together.",
+    default: 4_000_000,
+    parse: integer(0),
   }),
   setting({
     key: "stateUrl",

@@ -6,6 +6,8 @@ import { Hono } from "hono";
 import { type Config, ConfigError } from "./config.js";
 import { RouterError } from "./errors.js";
 import { createBaseIndex } from "./index/factory.js";
+import type { PrefixIndex } from "./index/prefix-index.js";
+import { setUpKvEvents } from "./kv-events/setup.js";
 import { createLogger, type Logger } from "./logger.js";
 import { Metrics } from "./metrics.js";
 import { RoutingDecider } from "./policies/decider.js";
@@ -45,10 +47,13 @@ export function createRouter(
 ): { app: Hono<Env>; context: RouterContext } {
   const logger = options.logger ?? createLogger({ level: config.logLevel });
   let metrics: Metrics | undefined;
-  const baseIndex = createBaseIndex(config.prefixIndex, {
+  const trees = createBaseIndex(config.prefixIndex, {
     maxTreeSize: config.maxTreeSize,
     onEvict: (chars) => metrics?.evictedChars.inc(chars),
   });
+  // --kv-events: the precise index from the engines' events, with the trees as fallback.
+  const kvSetup = config.kvEvents ? setUpKvEvents(config, trees) : undefined;
+  const baseIndex: PrefixIndex = kvSetup?.index ?? trees;
   // --state-url: the outermost layer publishes decisions to, and applies them from, the peers.
   const sharedState =
     config.stateUrl === undefined
@@ -83,6 +88,7 @@ export function createRouter(
   );
   metrics = new Metrics(registry);
   const m = metrics;
+  const kvEvents = kvSetup?.attach(registry, m.registry, logger);
 
   const settings: ForwardSettings = {
     requestTimeoutMs: config.requestTimeoutSecs * 1000,
@@ -164,6 +170,7 @@ export function createRouter(
     ),
     bodyBudget: new BodyBudget(config.maxBodyBufferBytes),
     state: { shuttingDown: false, active: 0 },
+    ...(kvEvents !== undefined ? { kvEvents } : {}),
     ...(sharedState !== undefined ? { sharedState } : {}),
   };
 
@@ -205,6 +212,7 @@ export async function startRouter(
     try {
       registry.add(url);
     } catch (err) {
+      context.kvEvents?.close();
       await registry.close();
       if (err instanceof RouterError) throw new ConfigError("--worker-urls", err.message);
       throw err;
@@ -238,6 +246,7 @@ export async function startRouter(
       );
     } catch (err) {
       server.close();
+      context.kvEvents?.close();
       await context.sharedState?.stop();
       await registry.close();
       throw err;
@@ -294,6 +303,7 @@ export async function startRouter(
       metricsServer?.closeAllConnections();
       health.stop();
       eviction.stop();
+      context.kvEvents?.close();
       await context.sharedState?.stop();
       await registry.close();
       logger.info("stopped");

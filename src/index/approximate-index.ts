@@ -20,8 +20,11 @@ export interface ApproximateIndexOptions {
  * evicted like any other cold prefix. Texts without a model key (the router passes none when
  * the fleet serves one model) are stored as they are.
  */
+/** The approximate trees' name in logs and headers. */
+export const APPROXIMATE_INDEX = "approx";
+
 export class ApproximateIndex implements PrefixIndex {
-  readonly name = "approx";
+  readonly name = APPROXIMATE_INDEX;
   private readonly trees = new Map<string, RadixTree>();
 
   constructor(private readonly options: ApproximateIndexOptions = {}) {}

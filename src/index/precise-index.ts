@@ -193,8 +193,12 @@ export class PreciseIndex {
   }
 
   /** Keys of a request's tokens for this worker's block size and adapter (undefined: unknown yet). */
-  keysFor(workerId: string, tokens: readonly number[], model: string | undefined) {
-    const blockSize = this.blockSizeOf(workerId);
+  keysFor(
+    workerId: string,
+    tokens: readonly number[],
+    model: string | undefined,
+    blockSize = this.blockSizeOf(workerId),
+  ): number[] | undefined {
     if (blockSize === undefined) return undefined;
     return blockKeys(tokens, blockSize, this.loraFor(workerId, model));
   }

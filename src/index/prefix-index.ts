@@ -1,3 +1,5 @@
+import type { TokenizeInput } from "../kv-events/tokenize-input.js";
+
 /**
  * The prefix index seam: "for this request, how much of its text does each worker probably hold?"
  *
@@ -52,6 +54,27 @@ export interface PrefixIndex {
 
   /** The units the background eviction timer visits, one per turn of the event loop. */
   evictionUnits(): Iterable<EvictionUnit>;
+
+  /**
+   * Optional asynchronous step before `match` (e.g. the precise index tokenizes the request with
+   * the engine's tokenizer). Returns undefined when there is nothing to wait for, so an index
+   * without it adds no await to the request path.
+   */
+  prepare?(
+    request: PrepareRequest,
+    workers: readonly { readonly id: string }[],
+  ): Promise<void> | undefined;
+
+  /** Which index answered the last `match` for this worker (for logs and the route header). */
+  sourceOf?(workerId: string): string;
+}
+
+/** What `prepare` sees of a request. */
+export interface PrepareRequest {
+  readonly text: string;
+  readonly model?: string | undefined;
+  /** The request in the form the engine's tokenizer takes it (kv-events/tokenize-input.ts). */
+  readonly tokenizeInput?: TokenizeInput | undefined;
 }
 
 /** Something that can evict down to its own budget; returns the characters evicted. */

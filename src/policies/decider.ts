@@ -1,4 +1,4 @@
-import type { PrefixIndex } from "../index/prefix-index.js";
+import type { PrefixIndex, PrepareRequest } from "../index/prefix-index.js";
 import type { Policy, PolicyWorker, RouteDecision } from "./policy.js";
 
 /** A policy's decision, plus what the prefix index needs to take it back. */
@@ -9,7 +9,7 @@ export interface Decision<W extends PolicyWorker> extends RouteDecision<W> {
   readonly heldBefore: number;
 }
 
-export interface DecisionRequest {
+export interface DecisionRequest extends PrepareRequest {
   readonly text: string;
   readonly model?: string | undefined;
 }
@@ -32,6 +32,19 @@ export class RoutingDecider {
     readonly index: PrefixIndex,
   ) {}
 
+  /**
+   * The index's asynchronous step before `decide` (tokenizing, for the precise index); undefined
+   * when there is none, so the request path awaits nothing.
+   */
+  prepare(
+    candidates: readonly PolicyWorker[],
+    request: DecisionRequest,
+  ): Promise<void> | undefined {
+    if (this.index.prepare === undefined || !this.policy.usesPrefixes) return undefined;
+    if (request.text.length === 0) return undefined;
+    return this.index.prepare(request, candidates);
+  }
+
   decide<W extends PolicyWorker>(
     candidates: readonly W[],
     request: DecisionRequest,
@@ -51,7 +64,8 @@ export class RoutingDecider {
     if (!usesIndex) return { ...decision, index: null, heldBefore: 0 };
     const heldBefore = matched[candidates.indexOf(decision.worker)] ?? 0;
     this.index.insert(decision.worker.id, model, text);
-    return { ...decision, index: this.index.name, heldBefore };
+    const source = this.index.sourceOf?.(decision.worker.id) ?? this.index.name;
+    return { ...decision, index: source, heldBefore };
   }
 
   /**

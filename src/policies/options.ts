@@ -44,8 +44,8 @@ export const POLICY_DEFAULTS: Readonly<Omit<ResolvedPolicyOptions, "random">> = 
   balanceAbsThreshold: 64,
   balanceRelThreshold: 1.5,
   cacheLoadBound: 2,
-  prefixCostQueueWeight: 1,
-  prefixCostRequestChars: 512,
+  prefixCostQueueWeight: 0.5,
+  prefixCostRequestChars: 256,
 });
 
 function checkNumber(

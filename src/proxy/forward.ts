@@ -1,6 +1,8 @@
 import type { IncomingHttpHeaders, ServerResponse } from "node:http";
 import type { Dispatcher } from "undici";
 import { RouterError } from "../errors.js";
+import { APPROXIMATE_INDEX } from "../index/approximate-index.js";
+import type { TokenizeInput } from "../kv-events/tokenize-input.js";
 import type { RoutingDecider } from "../policies/decider.js";
 import type { RouteBranch } from "../policies/policy.js";
 import type { WorkerRegistry } from "../workers/registry.js";
@@ -77,6 +79,8 @@ export interface ForwardRequest {
   body: Buffer | undefined;
   text: string;
   model: string | undefined;
+  /** The request as the engine's tokenizer takes it; set only with --kv-events. */
+  tokenizeInput?: TokenizeInput | undefined;
   /** `"stream": true`: the first-byte limit is the streaming one. */
   stream?: boolean;
   requestId: string;
@@ -145,6 +149,9 @@ export class Forwarder {
     );
     let lastFailure: AttemptFailure | undefined;
     let attempts = 0;
+    // Only an index with an asynchronous step (the precise index tokenizing) makes this wait.
+    const preparing = this.decider.prepare(this.registry.candidates(tried), req);
+    if (preparing !== undefined) await preparing;
 
     while (attempts < this.settings.retryMaxAttempts) {
       if (req.clientSignal.aborted) return { status: 499, attempts, error: "client_abort" };
@@ -171,8 +178,7 @@ export class Forwarder {
         headers,
         deadline,
         res,
-        base.branch,
-        base.matchRate,
+        routeHeader(base.branch, base.matchRate, decision.index),
         canRetry,
       );
       if (result.kind === "done") {
@@ -224,8 +230,8 @@ export class Forwarder {
     headers: Record<string, string | string[]>,
     deadline: number,
     res: ServerResponse,
-    branch: RouteBranch,
-    matchRate: number | null,
+    /** The x-radixgate-route header: branch, match rate, and the index when not the trees. */
+    route: string,
     canRetry: () => boolean,
   ): Promise<
     | { kind: "done"; outcome: Omit<ForwardOutcome, "attempts">; usage?: ReportedUsage }
@@ -327,7 +333,7 @@ export class Forwarder {
       req,
       res,
       controller,
-      routeHeader(branch, matchRate),
+      route,
       this.settings.idleTimeoutMs,
       this.hooks.onUpstreamError,
     );
@@ -380,8 +386,10 @@ function accepted(outcome: { status: number; upstreamStatus?: number }): boolean
   return status >= 200 && status < 300;
 }
 
-function routeHeader(branch: RouteBranch, matchRate: number | null): string {
-  return matchRate === null ? branch : `${branch};match=${matchRate.toFixed(2)}`;
+function routeHeader(branch: RouteBranch, matchRate: number | null, index: string | null): string {
+  const route = matchRate === null ? branch : `${branch};match=${matchRate.toFixed(2)}`;
+  // The approximate trees are the default and go unnamed; any other index says it answered.
+  return index === null || index === APPROXIMATE_INDEX ? route : `${route};index=${index}`;
 }
 
 function noWorkerMessage(registry: WorkerRegistry): string {

@@ -1,6 +1,8 @@
 import type { HttpBindings } from "@hono/node-server";
 import type { Context, Hono, MiddlewareHandler } from "hono";
 import { RouterError } from "../errors.js";
+import type { KvEndpoints } from "../kv-events/manager.js";
+import type { Worker } from "../workers/worker.js";
 import { bearerMatches, isLoopback } from "./auth.js";
 import { checkContentType } from "./content-type.js";
 import type { RouterContext } from "./context.js";
@@ -24,18 +26,27 @@ export function registerAdminRoutes(app: Hono<Env>, ctx: RouterContext): void {
   const guard = adminGuard(ctx);
   for (const path of ADMIN_PATHS) app.use(path, guard);
 
-  app.get("/workers", (c) => c.json({ workers: ctx.registry.list().map((w) => w.toJSON()) }));
+  app.get("/workers", (c) =>
+    c.json({ workers: ctx.registry.list().map((w) => workerJson(ctx, w)) }),
+  );
 
   app.post("/workers", async (c) => {
-    const { url, apiKey } = await workerFromBody(c);
+    const { url, apiKey, kvEndpoints } = await workerFromBody(c);
+    if (kvEndpoints !== undefined && ctx.kvEvents === undefined) {
+      throw new RouterError(
+        "invalid_request",
+        "kv_events_endpoint needs the router started with --kv-events.",
+      );
+    }
     const worker = await addWorker(ctx, url, apiKey);
-    return c.json(worker.toJSON(), 201);
+    if (kvEndpoints !== undefined) ctx.kvEvents?.configure(worker, kvEndpoints);
+    return c.json(workerJson(ctx, worker), 201);
   });
 
   app.get("/workers/:id", (c) => {
     const worker = ctx.registry.get(c.req.param("id"));
     if (!worker) throw unknownWorker(c.req.param("id"));
-    return c.json(worker.toJSON());
+    return c.json(workerJson(ctx, worker));
   });
 
   app.delete("/workers/:id", (c) => {
@@ -116,7 +127,57 @@ function requiredQueryUrl(c: Context<Env>): string {
 const ADD_EXAMPLE =
   'Body must be JSON like {"url": "http://10.0.0.1:30000"} (optionally with "api_key").';
 
-async function workerFromBody(c: Context<Env>): Promise<{ url: string; apiKey?: string }> {
+/** A worker as the admin API shows it; with --kv-events, its event stream too. */
+function workerJson(ctx: RouterContext, worker: Worker) {
+  const kv = ctx.kvEvents;
+  if (kv === undefined) return worker.toJSON();
+  const endpoints = kv.endpointsOf(worker.id);
+  return {
+    ...worker.toJSON(),
+    kv_events: {
+      state: kv.stateOf(worker.id) ?? "off",
+      endpoint: endpoints?.endpoint ?? null,
+      replay_endpoint: endpoints?.replayEndpoint ?? null,
+    },
+  };
+}
+
+/** `kv_events_endpoint` (+ optional `kv_events_replay_endpoint`): ZMQ tcp:// or ipc:// URLs. */
+function kvEndpointsField(fields: {
+  kv_events_endpoint?: unknown;
+  kv_events_replay_endpoint?: unknown;
+}): KvEndpoints | undefined {
+  const { kv_events_endpoint: endpoint, kv_events_replay_endpoint: replay } = fields;
+  if (endpoint === undefined || endpoint === null) {
+    if (replay !== undefined && replay !== null) {
+      throw new RouterError(
+        "invalid_request",
+        "kv_events_replay_endpoint needs kv_events_endpoint.",
+      );
+    }
+    return undefined;
+  }
+  const zmqUrl = (value: unknown, name: string): string => {
+    if (typeof value !== "string" || !/^(tcp|ipc):\/\/\S+$/.test(value)) {
+      throw new RouterError(
+        "invalid_request",
+        `${name} must be a ZMQ endpoint like "tcp://10.0.0.1:5557".`,
+      );
+    }
+    return value;
+  };
+  return {
+    endpoint: zmqUrl(endpoint, "kv_events_endpoint"),
+    replayEndpoint:
+      replay === undefined || replay === null
+        ? undefined
+        : zmqUrl(replay, "kv_events_replay_endpoint"),
+  };
+}
+
+async function workerFromBody(
+  c: Context<Env>,
+): Promise<{ url: string; apiKey?: string; kvEndpoints?: KvEndpoints }> {
   checkContentType(c.req.header("content-type"));
   let body: unknown;
   try {
@@ -124,12 +185,22 @@ async function workerFromBody(c: Context<Env>): Promise<{ url: string; apiKey?: 
   } catch {
     throw new RouterError("invalid_json", ADD_EXAMPLE);
   }
-  const fields = (body ?? {}) as { url?: unknown; api_key?: unknown };
+  const fields = (body ?? {}) as {
+    url?: unknown;
+    api_key?: unknown;
+    kv_events_endpoint?: unknown;
+    kv_events_replay_endpoint?: unknown;
+  };
   if (typeof fields.url !== "string" || fields.url === "") {
     throw new RouterError("invalid_worker_url", ADD_EXAMPLE);
   }
   const apiKey = apiKeyField(fields.api_key);
-  return apiKey === undefined ? { url: fields.url } : { url: fields.url, apiKey };
+  const kvEndpoints = kvEndpointsField(fields);
+  return {
+    url: fields.url,
+    ...(apiKey !== undefined ? { apiKey } : {}),
+    ...(kvEndpoints !== undefined ? { kvEndpoints } : {}),
+  };
 }
 
 /** `{"api_key": "..."}` in an optional JSON body (SGLang-style add_worker). */

@@ -1,5 +1,6 @@
 import type { Config } from "../config.js";
 import type { PrefixIndex } from "../index/prefix-index.js";
+import type { KvEventsManager } from "../kv-events/manager.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
 import type { Admission } from "../proxy/admission.js";
@@ -31,6 +32,8 @@ export interface RouterContext {
   bodyBudget: BodyBudget;
   health: HealthChecker;
   state: RouterState;
+  /** --kv-events: the engines' KV-event intake (per-worker endpoints, stream state). */
+  kvEvents?: KvEventsManager;
   /** --state-url: what this replica shares with the others through Redis. */
   sharedState?: SharedState;
 }

@@ -4,6 +4,7 @@ import type { HttpBindings } from "@hono/node-server";
 import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
 import type { Hono } from "hono";
 import { RouterError } from "../errors.js";
+import { type TokenizeInput, tokenizeInputOf } from "../kv-events/tokenize-input.js";
 import type { BodyLease } from "../proxy/body-budget.js";
 import type { ForwardOutcome, ForwardRequest } from "../proxy/forward.js";
 import { lingerOnUnreadBody } from "../proxy/linger.js";
@@ -126,6 +127,7 @@ async function admitAndForward(
   let text = "";
   let model: string | undefined;
   let stream = false;
+  let tokenizeInput: TokenizeInput | undefined;
   if (method === "POST") {
     checkContentType(incoming.headers["content-type"]);
     body = await readBody(
@@ -142,6 +144,7 @@ async function admitAndForward(
     if (endpoint !== "models") text = routingText(endpoint, parsed);
     model = modelOf(parsed);
     stream = parsed.stream === true;
+    if (ctx.kvEvents !== undefined) tokenizeInput = tokenizeInputOf(endpoint, parsed);
   }
   const release = await ctx.admission.acquire(clientSignal);
   try {
@@ -153,6 +156,7 @@ async function admitAndForward(
       body,
       text,
       model,
+      tokenizeInput,
       stream,
       requestId,
       startedAt,

@@ -1,4 +1,4 @@
-import type { EvictionUnit, PrefixIndex } from "../index/prefix-index.js";
+import type { EvictionUnit, PrefixIndex, PrepareRequest } from "../index/prefix-index.js";
 import { boundedText, type StateOp } from "./state-op.js";
 
 /**
@@ -72,5 +72,17 @@ export class PublishingIndex implements PrefixIndex {
 
   evictionUnits(): Iterable<EvictionUnit> {
     return this.inner.evictionUnits();
+  }
+
+  // The inner index's asynchronous step and per-worker source (the hybrid index, --kv-events).
+  prepare(
+    request: PrepareRequest,
+    workers: readonly { readonly id: string }[],
+  ): Promise<void> | undefined {
+    return this.inner.prepare?.(request, workers);
+  }
+
+  sourceOf(workerId: string): string {
+    return this.inner.sourceOf?.(workerId) ?? this.inner.name;
   }
 }

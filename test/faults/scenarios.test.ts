@@ -204,30 +204,37 @@ describe("fault-injection scenarios", () => {
       `${what} (healthy ${worker.healthy}, circuit ${worker.breaker.state}, in flight ${worker.inFlight}, cool-down ${worker.coolDownMs} ms, admits ${worker.breaker.admits()})`;
     const statuses: number[] = [];
     let running = true;
+    // Prompts that share no prefix: each is a cache miss and goes to the least loaded worker, so
+    // the flapping worker gets traffic whenever it is up (with shared prefixes, the steady worker
+    // would win every request on cache affinity while the other was down, and keep winning).
     const load = Array.from({ length: 3 }, async (_, lane) => {
       for (let i = 0; running; i++) {
-        const res = await chat(started.router!.url, distinct(lane * 1000 + i));
+        const res = await chat(started.router!.url, `${lane * 100_000 + i} ${"x".repeat(24)}`);
         await res.arrayBuffer();
         statuses.push(res.status);
       }
     });
     let flaps = 0;
-    for (let cycle = 0; cycle < 3; cycle++) {
-      // Down: fails its health checks and answers 503 to whatever still reaches it.
-      flappy.setFaults({ unhealthy: true, status: 503 });
-      await waitFor(() => !worker.healthy, 3000, state("unhealthy"));
-      flappy.setFaults({ unhealthy: false, status: null });
-      await waitFor(() => worker.healthy, 3000, state("healthy"));
-      flaps += 1;
+    try {
+      for (let cycle = 0; cycle < 3; cycle++) {
+        // Down: fails its health checks and answers 503 to whatever still reaches it.
+        flappy.setFaults({ unhealthy: true, status: 503 });
+        await waitFor(() => !worker.healthy, 3000, state("unhealthy"));
+        flappy.setFaults({ unhealthy: false, status: null });
+        await waitFor(() => worker.healthy, 3000, state("healthy"));
+        flaps += 1;
+      }
+      // Let some traffic reach it while it is up.
+      const served = flappy.stats().completed;
+      await waitFor(
+        () => flappy.stats().completed > served,
+        3000,
+        state("traffic back on the worker"),
+      );
+    } finally {
+      running = false;
+      await Promise.allSettled(load);
     }
-    // Let some traffic reach it while it is up.
-    const served = flappy.stats().completed;
-    await waitFor(
-      () => flappy.stats().completed > served,
-      3000,
-      state("traffic back on the worker"),
-    );
-    running = false;
     await Promise.all(load);
     expect(flaps).toBe(3);
     expect(statuses.length).toBeGreaterThan(10);

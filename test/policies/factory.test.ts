@@ -21,8 +21,8 @@ describe("createPolicy", () => {
       balanceAbsThreshold: 64,
       balanceRelThreshold: 1.5,
       cacheLoadBound: 2,
-      prefixCostQueueWeight: 1,
-      prefixCostRequestChars: 512,
+      prefixCostQueueWeight: 0.5,
+      prefixCostRequestChars: 256,
     });
   });
 

@@ -52,7 +52,7 @@ describe("prefix_cost: the request's own uncached prefill", () => {
 
 describe("prefix_cost: prefill already queued on a worker", () => {
   it("leaves the prefix holder when the prefill queued on it exceeds what a cold worker recomputes", () => {
-    const policy = prefixCost({ prefixCostRequestChars: 0 });
+    const policy = prefixCost({ prefixCostQueueWeight: 1, prefixCostRequestChars: 0 });
     const text = question(1);
     const holder = queued("holder", text.length + 1);
     const cold = fakeWorker("cold");
@@ -62,12 +62,21 @@ describe("prefix_cost: prefill already queued on a worker", () => {
   });
 
   it("stays on the prefix holder while its queue is shorter than the recompute", () => {
-    const policy = prefixCost({ prefixCostRequestChars: 0 });
+    const policy = prefixCost({ prefixCostQueueWeight: 1, prefixCostRequestChars: 0 });
     const text = question(1);
     const holder = queued("holder", text.length - 100);
     const cold = fakeWorker("cold");
     holder.tree.insert(text.slice(0, text.length - 10));
     expect(selectWith(policy, [holder, cold], { text })!.worker).toBe(holder);
+  });
+
+  it("by default keeps a hit on its holder behind one cold prefill of the same size (weight 0.5)", () => {
+    const policy = prefixCost({ prefixCostRequestChars: 0 });
+    const text = question(1);
+    // Another group's cold prompt, as long as this one, is being prefilled on the holder.
+    const holder = queued("holder", text.length);
+    holder.tree.insert(question(0));
+    expect(selectWith(policy, [holder, fakeWorker("cold")], { text })!.worker).toBe(holder);
   });
 
   it("weighs the queue by --prefix-cost-queue-weight (0 ignores it)", () => {
@@ -103,7 +112,9 @@ describe("prefix_cost: requests in flight", () => {
     holder.tree.insert(text);
     // 3 × 512 = 1536 > length (about 1230): the cold worker is cheaper.
     expect(text.length).toBeLessThan(3 * 512);
-    expect(selectWith(prefixCost(), [holder, cold], { text })!.worker).toBe(cold);
+    expect(
+      selectWith(prefixCost({ prefixCostRequestChars: 512 }), [holder, cold], { text })!.worker,
+    ).toBe(cold);
     const fresh = fakeWorker("holder", 3);
     fresh.tree.insert(text);
     const cheapRequests = prefixCost({ prefixCostRequestChars: 100 });
@@ -134,7 +145,7 @@ describe("prefix_cost: requests in flight", () => {
     const policy = prefixCost();
     const workers = [queued("a", 0, 2), queued("b", 0, 1), queued("c", 700, 0)];
     const decision = selectWith(policy, workers, { text: "" })!;
-    expect(decision.worker.id).toBe("b"); // a: 1024, b: 512, c: 700
+    expect(decision.worker.id).toBe("b"); // a: 2 × 256, b: 256, c: 0.5 × 700
     expect(decision.matchRate).toBe(0);
   });
 });

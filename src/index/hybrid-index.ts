@@ -1,0 +1,200 @@
+/**
+ * The hybrid index (--kv-events): the engines' KV events are the truth for every worker whose
+ * event stream is live; the base index (the approximate trees) answers for the others, and keeps
+ * learning from routing decisions for all of them, so it is warm whenever a stream drops.
+ *
+ * - `prepare` tokenizes the request with the worker's tokenizer (cached per prefix), waiting at
+ *   most `tokenizeBudgetMs`: past that the request routes on the approximate trees, and the
+ *   answer, when it comes, serves the next request with that prefix.
+ * - `match` answers, per worker, the matched fraction of the request's tokens (precise) mapped
+ *   onto the routing text, or the base index's characters (approximate).
+ * - `insert` holds the chosen worker's blocks speculatively (PreciseIndex TTL) until a BlockStored
+ *   confirms them; `truncate` withdraws them when the worker did not accept the request.
+ * - `sourceOf` says which index answered for a worker: "precise" or the base index's name.
+ */
+import type { TokenizeInput } from "../kv-events/tokenize-input.js";
+import type { PreciseIndex } from "./precise-index.js";
+import type { EvictionUnit, PrefixIndex, PrepareRequest } from "./prefix-index.js";
+
+/** How the hybrid index gets tokens and stream health; implemented by kv-events/manager.ts. */
+export interface TokenSource {
+  /** Whether the worker's event stream can be trusted now. */
+  isLive(workerId: string): boolean;
+  /** Tokens already known for the input (cache, or ids the client sent). */
+  cached(model: string | undefined, input: TokenizeInput): readonly number[] | undefined;
+  /** Tokens from one of these workers' tokenizer; undefined when none answers. */
+  tokenize(
+    workerIds: readonly string[],
+    model: string | undefined,
+    input: TokenizeInput,
+  ): Promise<readonly number[] | undefined>;
+}
+
+export interface HybridIndexOptions {
+  /** Longest wait for tokens before routing a request on the approximate trees. */
+  tokenizeBudgetMs: number;
+  /** Tokens per block before a worker's first BlockStored says (vLLM's default is 16). */
+  defaultBlockSize: number;
+  /** Called when a request routes approximately because tokens were not ready in time. */
+  onTokenizeMiss?: (reason: "timeout" | "unavailable") => void;
+}
+
+export const PRECISE = "precise";
+
+/** Requests prepared and not yet decided; small: decide follows prepare at once. */
+const MAX_PREPARED = 1024;
+
+export class HybridIndex implements PrefixIndex {
+  readonly name: string;
+  /** Routing text (+ model) → its tokens, for the decide that follows prepare. */
+  private readonly prepared = new Map<string, readonly number[]>();
+  private readonly sources = new Map<string, string>();
+
+  constructor(
+    private readonly base: PrefixIndex,
+    readonly precise: PreciseIndex,
+    private readonly tokens: TokenSource,
+    private readonly options: HybridIndexOptions,
+  ) {
+    this.name = `${PRECISE}+${base.name}`;
+  }
+
+  addWorker(workerId: string): void {
+    this.base.addWorker(workerId);
+    this.precise.addWorker(workerId);
+  }
+
+  removeWorker(workerId: string): void {
+    this.base.removeWorker(workerId);
+    this.precise.removeWorker(workerId);
+    this.sources.delete(workerId);
+  }
+
+  prepare(
+    request: PrepareRequest,
+    workers: readonly { readonly id: string }[],
+  ): Promise<void> | undefined {
+    const { text, model, tokenizeInput } = request;
+    if (tokenizeInput === undefined) return undefined;
+    const live = workers.filter((w) => this.tokens.isLive(w.id)).map((w) => w.id);
+    if (live.length === 0) return undefined;
+    const known = this.tokens.cached(model, tokenizeInput);
+    if (known !== undefined) {
+      this.remember(text, model, known);
+      return undefined;
+    }
+    return this.awaitTokens(text, model, tokenizeInput, live);
+  }
+
+  private async awaitTokens(
+    text: string,
+    model: string | undefined,
+    input: TokenizeInput,
+    workerIds: readonly string[],
+  ): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const budget = new Promise<"timeout">((resolve) => {
+      timer = setTimeout(() => resolve("timeout"), this.options.tokenizeBudgetMs);
+    });
+    const tokens = this.tokens.tokenize(workerIds, model, input);
+    const result = await Promise.race([tokens, budget]);
+    clearTimeout(timer);
+    if (result === "timeout") this.options.onTokenizeMiss?.("timeout");
+    else if (result === undefined) this.options.onTokenizeMiss?.("unavailable");
+    else this.remember(text, model, result);
+  }
+
+  private remember(text: string, model: string | undefined, tokens: readonly number[]): void {
+    const key = preparedKey(text, model);
+    this.prepared.delete(key);
+    this.prepared.set(key, tokens);
+    if (this.prepared.size > MAX_PREPARED) {
+      this.prepared.delete(this.prepared.keys().next().value as string);
+    }
+  }
+
+  match(
+    text: string,
+    model: string | undefined,
+    workers: readonly { readonly id: string }[],
+    out: number[],
+  ): void {
+    this.base.match(text, model, workers, out);
+    const tokens = this.prepared.get(preparedKey(text, model));
+    // Workers with the same block size and adapter share one computation of the keys.
+    const memo = new Map<string, number[]>();
+    for (let i = 0; i < workers.length; i++) {
+      const id = workers[i]!.id;
+      if (tokens === undefined || tokens.length === 0 || !this.tokens.isLive(id)) {
+        this.sources.set(id, this.base.name);
+        continue;
+      }
+      const { keys, blockSize } = this.keysFor(id, tokens, model, memo);
+      const matchedTokens = this.precise.matchBlocks(id, keys) * blockSize;
+      out[i] = charsFor(text, matchedTokens / tokens.length);
+      this.sources.set(id, PRECISE);
+    }
+  }
+
+  insert(workerId: string, model: string | undefined, text: string): void {
+    this.base.insert(workerId, model, text);
+    const tokens = this.prepared.get(preparedKey(text, model));
+    if (tokens === undefined || !this.tokens.isLive(workerId)) return;
+    this.precise.speculate(workerId, this.keysFor(workerId, tokens, model).keys);
+  }
+
+  truncate(workerId: string, model: string | undefined, text: string, keep: number): number {
+    const forgotten = this.base.truncate(workerId, model, text, keep);
+    const tokens = this.prepared.get(preparedKey(text, model));
+    if (tokens !== undefined && text.length > 0) {
+      const { keys, blockSize } = this.keysFor(workerId, tokens, model);
+      const keepBlocks = Math.floor(((keep / text.length) * tokens.length) / blockSize);
+      this.precise.withdraw(workerId, keys, keepBlocks);
+    }
+    return forgotten;
+  }
+
+  setBudget(workerId: string, chars: number): number {
+    return this.base.setBudget(workerId, chars);
+  }
+
+  size(workerId: string): number {
+    return this.base.size(workerId);
+  }
+
+  evictionUnits(): Iterable<EvictionUnit> {
+    return this.base.evictionUnits();
+  }
+
+  sourceOf(workerId: string): string {
+    return this.sources.get(workerId) ?? this.base.name;
+  }
+
+  private keysFor(
+    workerId: string,
+    tokens: readonly number[],
+    model: string | undefined,
+    memo?: Map<string, number[]>,
+  ) {
+    const blockSize = this.precise.blockSizeOf(workerId) ?? this.options.defaultBlockSize;
+    const memoKey = `${blockSize}\u0000${this.precise.loraFor(workerId, model)}`;
+    let keys = memo?.get(memoKey);
+    if (keys === undefined) {
+      keys = this.precise.keysFor(workerId, tokens, model, blockSize) ?? [];
+      memo?.set(memoKey, keys);
+    }
+    return { keys, blockSize };
+  }
+}
+
+function preparedKey(text: string, model: string | undefined): string {
+  return `${model ?? ""}\u0000${text}`;
+}
+
+/** The characters of `text` standing for a matched fraction of its tokens, at a code point boundary. */
+export function charsFor(text: string, fraction: number): number {
+  let chars = Math.floor(text.length * Math.min(1, Math.max(0, fraction)));
+  const before = text.charCodeAt(chars - 1);
+  if (chars > 0 && chars < text.length && before >= 0xd800 && before <= 0xdbff) chars--;
+  return chars;
+}

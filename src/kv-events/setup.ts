@@ -1,0 +1,60 @@
+/**
+ * Assembles --kv-events: the precise index, the hybrid index around the base index, and (once the
+ * worker registry exists) the manager that feeds them. The hybrid index is created first because
+ * the registry tells its index about workers; the manager needs the registry, so the hybrid index
+ * reaches it through a TokenSource that answers "not live" until the manager is attached.
+ */
+import type { Registry } from "prom-client";
+import type { Config } from "../config.js";
+import { HybridIndex, type TokenSource } from "../index/hybrid-index.js";
+import { PreciseIndex } from "../index/precise-index.js";
+import type { PrefixIndex } from "../index/prefix-index.js";
+import type { Logger } from "../logger.js";
+import type { WorkerRegistry } from "../workers/registry.js";
+import { KvEventsManager } from "./manager.js";
+
+export interface KvEventsSetup {
+  readonly index: HybridIndex;
+  /** Starts the intake for the registry's workers (and those added later). */
+  attach(registry: WorkerRegistry, promRegistry: Registry, logger: Logger): KvEventsManager;
+}
+
+export function setUpKvEvents(config: Config, base: PrefixIndex): KvEventsSetup {
+  const precise = new PreciseIndex({
+    maxBlocksPerWorker: config.kvIndexMaxBlocks,
+    speculativeTtlMs: config.kvSpeculativeTtlMs,
+  });
+  let manager: KvEventsManager | undefined;
+  const source: TokenSource = {
+    isLive: (id) => manager?.isLive(id) ?? false,
+    cached: (model, input) => manager?.cached(model, input),
+    tokenize: (ids, model, input) =>
+      manager?.tokenize(ids, model, input) ?? Promise.resolve(undefined),
+  };
+  const index = new HybridIndex(base, precise, source, {
+    tokenizeBudgetMs: config.tokenizeTimeoutMs,
+    defaultBlockSize: config.kvBlockSize,
+    onTokenizeMiss: (reason) => manager?.metrics.tokenize.inc({ outcome: reason }),
+  });
+  return {
+    index,
+    attach(registry, promRegistry, logger) {
+      manager = new KvEventsManager(
+        {
+          endpointTemplate: config.kvEventsEndpointTemplate,
+          replayTemplate: config.kvEventsReplayTemplate,
+          replayTimeoutMs: config.kvEventsReplayTimeoutMs,
+          rebuildMs: config.kvEventsRebuildSecs * 1000,
+          // A slow answer still fills the cache for the next request with this prefix.
+          tokenizeRequestTimeoutMs: Math.max(1000, config.tokenizeTimeoutMs * 10),
+          tokenizerCacheTokens: config.tokenizerCacheTokens,
+        },
+        precise,
+        registry,
+        promRegistry,
+        logger,
+      );
+      return manager;
+    },
+  };
+}

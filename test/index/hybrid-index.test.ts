@@ -1,0 +1,127 @@
+import { describe, expect, it } from "vitest";
+import { ApproximateIndex } from "../../src/index/approximate-index.js";
+import { blockKeys } from "../../src/index/block-keys.js";
+import { charsFor, HybridIndex, type TokenSource } from "../../src/index/hybrid-index.js";
+import { PreciseIndex } from "../../src/index/precise-index.js";
+import type { TokenizeInput } from "../../src/kv-events/tokenize-input.js";
+
+const BS = 4;
+const TEXT = "a".repeat(160);
+/** 40 tokens: 10 blocks of 4. */
+const TOKENS = Array.from({ length: 40 }, (_, i) => i + 1);
+const workers = [{ id: "a" }, { id: "b" }];
+
+/** Tokens from a table, answered after `delayMs`; liveness per worker. */
+class TableSource implements TokenSource {
+  live = new Set(["a", "b"]);
+  delayMs = 0;
+  calls = 0;
+  private readonly known = new Map<string, readonly number[]>();
+  isLive(id: string) {
+    return this.live.has(id);
+  }
+  cached(_model: string | undefined, input: TokenizeInput) {
+    return "prompt" in input ? this.known.get(input.prompt) : undefined;
+  }
+  async tokenize(_ids: readonly string[], _model: string | undefined, input: TokenizeInput) {
+    this.calls++;
+    await new Promise((r) => setTimeout(r, this.delayMs));
+    const tokens = "prompt" in input && input.prompt === TEXT ? TOKENS : undefined;
+    if (tokens !== undefined && "prompt" in input) this.known.set(input.prompt, tokens);
+    return tokens;
+  }
+}
+
+function setup(budgetMs = 1000) {
+  const precise = new PreciseIndex({ maxBlocksPerWorker: 1000, speculativeTtlMs: 60_000 });
+  const source = new TableSource();
+  const misses: string[] = [];
+  const index = new HybridIndex(new ApproximateIndex(), precise, source, {
+    tokenizeBudgetMs: budgetMs,
+    defaultBlockSize: BS,
+    onTokenizeMiss: (r) => misses.push(r),
+  });
+  for (const w of workers) index.addWorker(w.id);
+  return { index, precise, source, misses };
+}
+
+/** Worker `id` stores the first `blocks` blocks of TOKENS. */
+function store(precise: PreciseIndex, id: string, blocks: number) {
+  precise.apply(id, {
+    type: "BlockStored",
+    blockHashes: Array.from({ length: blocks }, (_, i) => `${id}${i}`),
+    parentHash: null,
+    tokenIds: TOKENS.slice(0, blocks * BS),
+    blockSize: BS,
+    loraId: null,
+    medium: null,
+    loraName: null,
+  });
+}
+
+const request = { text: TEXT, model: undefined, tokenizeInput: { prompt: TEXT } };
+
+describe("HybridIndex", () => {
+  it("answers from the engines' blocks for live workers and says so", async () => {
+    const { index, precise } = setup();
+    store(precise, "a", 5);
+    // b's approximate tree thinks it holds everything; its events say nothing.
+    index.insert("b", undefined, TEXT);
+    await index.prepare(request, workers);
+    const out: number[] = [];
+    index.match(TEXT, undefined, workers, out);
+    expect(out).toEqual([80, 0]);
+    expect(index.sourceOf("a")).toBe("precise");
+  });
+
+  it("falls back to the approximate tree for a worker whose stream is not live", async () => {
+    const { index, precise, source } = setup();
+    store(precise, "a", 5);
+    index.insert("b", undefined, TEXT.slice(0, 40));
+    source.live.delete("b");
+    await index.prepare(request, workers);
+    const out: number[] = [];
+    index.match(TEXT, undefined, workers, out);
+    expect(out).toEqual([80, 40]);
+    expect(index.sourceOf("b")).toBe("approx");
+  });
+
+  it("routes approximately when tokens miss the budget, and precisely once they arrive", async () => {
+    const { index, precise, source, misses } = setup(5);
+    store(precise, "a", 10);
+    source.delayMs = 100;
+    await index.prepare(request, workers);
+    const out: number[] = [];
+    index.match(TEXT, undefined, workers, out);
+    expect(out).toEqual([0, 0]);
+    expect(index.sourceOf("a")).toBe("approx");
+    expect(misses).toEqual(["timeout"]);
+    await new Promise((r) => setTimeout(r, 150));
+    expect(index.prepare(request, workers)).toBeUndefined(); // cached now: no await at all
+    index.match(TEXT, undefined, workers, out);
+    expect(out).toEqual([160, 0]);
+  });
+
+  it("insert holds the blocks speculatively; truncate withdraws what the worker did not accept", async () => {
+    const { index, precise } = setup();
+    await index.prepare(request, workers);
+    index.insert("b", undefined, TEXT);
+    const keys = blockKeys(TOKENS, BS, "");
+    expect(precise.matchBlocks("b", keys)).toBe(10);
+    index.truncate("b", undefined, TEXT, 32); // keep 20% = 2 blocks
+    expect(precise.matchBlocks("b", keys)).toBe(2);
+  });
+
+  it("does nothing asynchronous for requests without tokenizer input", () => {
+    const { index, source } = setup();
+    expect(index.prepare({ text: TEXT }, workers)).toBeUndefined();
+    expect(source.calls).toBe(0);
+  });
+
+  it("charsFor never splits a surrogate pair", () => {
+    const text = "ab😀cd";
+    expect(charsFor(text, 0.5)).toBe(2);
+    expect(charsFor(text, 1)).toBe(text.length);
+    expect(charsFor(text, 0)).toBe(0);
+  });
+});

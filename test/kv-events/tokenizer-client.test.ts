@@ -1,0 +1,68 @@
+import { Pool } from "undici";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { TokenizerClient } from "../../src/kv-events/tokenizer-client.js";
+import { renderChat } from "../../src/sim/template.js";
+import { tokenize } from "../../src/sim/tokenizer.js";
+import { type SimWorker, startSimWorker } from "../../src/sim/worker.js";
+
+let sim: SimWorker;
+let pool: Pool;
+const target = () => ({ pool, basePath: "", authorization: undefined });
+
+beforeAll(async () => {
+  sim = await startSimWorker({ timeScale: 0 });
+  pool = new Pool(sim.url);
+});
+afterAll(async () => {
+  await pool.close();
+  await sim.close();
+});
+
+const options = { requestTimeoutMs: 5000, maxCachedTokens: 10_000, maxTokens: 100_000 };
+
+describe("TokenizerClient against the simulator's /tokenize", () => {
+  it("tokenizes prompts and chat messages as the engine does", async () => {
+    const client = new TokenizerClient(options);
+    expect(await client.tokenize(target(), "m", { prompt: "hello world\n" })).toEqual(
+      tokenize("hello world\n"),
+    );
+    const messages = [{ role: "user", content: "hi there" }];
+    expect(await client.tokenize(target(), "m", { messages })).toEqual(
+      tokenize(renderChat(messages)),
+    );
+  });
+
+  it("reuses a cached line prefix: a longer conversation only sends its new part", async () => {
+    const client = new TokenizerClient(options);
+    const history = "system: be brief\nuser: first question\n";
+    await client.tokenize(target(), "m", { prompt: history });
+    const before = sim.stats().endpoints["/tokenize"] ?? 0;
+    const longer = `${history}assistant: answer\nuser: second`;
+    const tokens = await client.tokenize(target(), "m", { prompt: longer });
+    expect(tokens).toEqual(tokenize(longer));
+    expect(sim.stats().endpoints["/tokenize"]).toBe(before + 1);
+    expect(client.cached("m", { prompt: longer })).toEqual(tokens);
+  });
+
+  it("stays within its token bound, dropping the oldest entries", async () => {
+    const client = new TokenizerClient({ ...options, maxCachedTokens: 20 });
+    await client.tokenize(target(), "m", { prompt: "x".repeat(40) }); // 10 tokens
+    await client.tokenize(target(), "m", { prompt: "y".repeat(40) });
+    await client.tokenize(target(), "m", { prompt: "z".repeat(40) });
+    expect(client.size).toBeLessThanOrEqual(20);
+    expect(client.cached("m", { prompt: "x".repeat(40) })).toBeUndefined();
+  });
+
+  it("answers undefined (never throws) when the worker refuses or is gone", async () => {
+    const client = new TokenizerClient(options);
+    expect(await client.tokenize(target(), "m", { messages: "nope" as never })).toBeUndefined();
+    const dead = new Pool("http://127.0.0.1:1");
+    expect(
+      await client.tokenize({ pool: dead, basePath: "", authorization: undefined }, "m", {
+        prompt: "a",
+      }),
+    ).toBeUndefined();
+    await dead.close();
+    expect(client.failures).toBe(2);
+  });
+});
