@@ -12,6 +12,7 @@ import { createLogger, type Logger } from "./logger.js";
 import { Metrics } from "./metrics.js";
 import { RoutingDecider } from "./policies/decider.js";
 import { createPolicy } from "./policies/factory.js";
+import { SessionTable } from "./policies/session-table.js";
 import { Admission } from "./proxy/admission.js";
 import { BodyBudget } from "./proxy/body-budget.js";
 import { Forwarder, type ForwardHooks, type ForwardSettings } from "./proxy/forward.js";
@@ -131,7 +132,11 @@ export function createRouter(
   });
   const forwarder = new Forwarder(
     registry,
-    new RoutingDecider(policy, index),
+    new RoutingDecider(
+      policy,
+      index,
+      config.sessionAffinity === "off" ? undefined : new SessionTable(config.maxSessions),
+    ),
     settings,
     hooks,
     feedback,

@@ -10,6 +10,7 @@ import type { ForwardOutcome, ForwardRequest } from "../proxy/forward.js";
 import { lingerOnUnreadBody } from "../proxy/linger.js";
 import { ClientGoneError, readBody } from "../proxy/read-body.js";
 import { type Endpoint, modelOf, routingText } from "../proxy/routing-text.js";
+import { sessionKey } from "../proxy/session-key.js";
 import { writeError } from "../proxy/write-error.js";
 import { bearerMatches } from "./auth.js";
 import { checkContentType } from "./content-type.js";
@@ -127,6 +128,7 @@ async function admitAndForward(
   let text = "";
   let model: string | undefined;
   let stream = false;
+  let session: string | undefined;
   let tokenizeInput: TokenizeInput | undefined;
   if (method === "POST") {
     checkContentType(incoming.headers["content-type"]);
@@ -144,6 +146,7 @@ async function admitAndForward(
     if (endpoint !== "models") text = routingText(endpoint, parsed);
     model = modelOf(parsed);
     stream = parsed.stream === true;
+    session = sessionKey(config.sessionAffinity, config.sessionHeader, incoming.headers, parsed);
     if (ctx.kvEvents !== undefined) tokenizeInput = tokenizeInputOf(endpoint, parsed);
   }
   const release = await ctx.admission.acquire(clientSignal);
@@ -156,6 +159,7 @@ async function admitAndForward(
       body,
       text,
       model,
+      session,
       tokenizeInput,
       stream,
       requestId,
