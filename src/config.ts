@@ -16,7 +16,11 @@ export interface Config {
   prefixCostQueueWeight: number;
   prefixCostRequestChars: number;
   evictionIntervalSecs: number;
-  maxTreeSize: number;
+  /** A fixed budget in characters, or "auto": learned from each worker's KV capacity. */
+  maxTreeSize: number | "auto";
+  treeCapacityFactor: number;
+  enginePollIntervalSecs: number;
+  enginePollTimeoutSecs: number;
   prefixIndex: PrefixIndexName;
   maxPayloadSize: number;
   maxBodyBufferBytes: number;
@@ -25,6 +29,10 @@ export interface Config {
   bodyMinRateBytes: number;
   bodyLingerSecs: number;
   bodyLingerBytes: number;
+  parseOffloadBytes: number;
+  parseWorkers: number;
+  parseWorkerMemoryMb: number;
+  maxRoutingTextChars: number;
   requestTimeoutSecs: number;
   connectTimeoutSecs: number;
   firstByteTimeoutSecs: number;
@@ -325,17 +333,44 @@ export const SETTINGS = [
     flag: "--eviction-interval",
     arg: "<secs>",
     description:
-      "Seconds between LRU eviction passes over every tree (0 = timer off; inserts still evict past 110% of the budget).",
+      "Seconds between LRU eviction passes over every tree (0 = timer off; inserts still evict past 110% of a fixed budget, and past a learned one at once).",
     default: 120,
     parse: number(0),
   }),
   setting({
     key: "maxTreeSize",
     flag: "--max-tree-size",
-    arg: "<chars>",
-    description: "Budget of each worker's prefix tree, in characters.",
-    default: 67108864,
-    parse: integer(1),
+    arg: "<chars|auto>",
+    description:
+      "Budget of each worker's prefix tree, in characters. auto = the worker's KV capacity in tokens (learned from its engine) x its characters per token x --tree-capacity-factor, kept exactly (no slack on insert); 67108864 (2^26) until a capacity is known. A number fixes the budget for every worker.",
+    default: "auto",
+    parse: (raw, flag) => (raw.trim().toLowerCase() === "auto" ? "auto" : integer(1)(raw, flag)),
+  }),
+  setting({
+    key: "treeCapacityFactor",
+    flag: "--tree-capacity-factor",
+    arg: "<x>",
+    description:
+      "With --max-tree-size auto: multiplies each learned budget (below 1 the trees forget sooner than the engines, above 1 later).",
+    default: 1,
+    parse: number(0, 100, { minExclusive: true }),
+  }),
+  setting({
+    key: "enginePollIntervalSecs",
+    flag: "--engine-poll-interval-secs",
+    arg: "<secs>",
+    description:
+      "Seconds between reads of every worker's engine signals (SGLang /get_server_info, /metrics, /v1/models), also read right after a worker is added (0 = off). Signals older than 3 intervals are ignored.",
+    default: 5,
+    parse: number(0),
+  }),
+  setting({
+    key: "enginePollTimeoutSecs",
+    flag: "--engine-poll-timeout-secs",
+    arg: "<secs>",
+    description: "Limit for one read of one engine endpoint.",
+    default: 2,
+    parse: number(0, Number.POSITIVE_INFINITY, { minExclusive: true }),
   }),
   setting({
     key: "prefixIndex",
@@ -407,6 +442,42 @@ export const SETTINGS = [
       "Most body bytes read and discarded after an early error answer; past it the connection is cut.",
     default: 16 * 1024 * 1024,
     parse: integer(0),
+  }),
+  setting({
+    key: "parseOffloadBytes",
+    flag: "--parse-offload-bytes",
+    arg: "<bytes>",
+    description:
+      "Request bodies of at least this size are parsed in a worker thread, so a huge body never stalls the event loop; smaller ones are parsed in line (cheaper than a hand-off).",
+    default: 256 * 1024,
+    parse: integer(1),
+  }),
+  setting({
+    key: "parseWorkers",
+    flag: "--parse-workers",
+    arg: "<n>",
+    description:
+      "Worker threads that parse large request bodies, started on first use (0 = parse every body on the event loop).",
+    default: 2,
+    parse: integer(0, 64),
+  }),
+  setting({
+    key: "parseWorkerMemoryMb",
+    flag: "--parse-worker-memory-mb",
+    arg: "<MB>",
+    description:
+      "Heap limit of each parse worker; a body whose parse needs more gets 413 and the worker is replaced.",
+    default: 1024,
+    parse: integer(16),
+  }),
+  setting({
+    key: "maxRoutingTextChars",
+    flag: "--max-routing-text-chars",
+    arg: "<chars>",
+    description:
+      "Longest routing text (the prefix key) taken from one request; the rest of a longer prompt cannot change which worker holds its prefix, and bounds tree work per request.",
+    default: 1024 * 1024,
+    parse: integer(1),
   }),
   setting({
     key: "requestTimeoutSecs",

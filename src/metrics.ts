@@ -135,6 +135,61 @@ export class Metrics {
     perWorker("radixgate_tree_characters", "Characters held in the worker's prefix tree.", (w) =>
       w.indexedChars(),
     );
+    // What the engines report (workers/introspection.ts): a worker has no series while unknown,
+    // and queue and KV usage only while fresh (read within 3 poll intervals).
+    const perWorkerKnown = (
+      name: string,
+      help: string,
+      read: (w: ReturnType<WorkerRegistry["list"]>[number]) => number | undefined,
+    ) =>
+      new Gauge({
+        name,
+        help,
+        labelNames: ["worker"],
+        registers,
+        collect() {
+          this.reset();
+          for (const worker of workers.list()) {
+            const value = read(worker);
+            if (value !== undefined) this.set({ worker: worker.id }, value);
+          }
+        },
+      });
+    perWorkerKnown(
+      "radixgate_worker_kv_capacity_tokens",
+      "KV cache capacity in tokens, as the worker's engine last reported it.",
+      (w) => w.signals.lastCapacity,
+    );
+    perWorkerKnown(
+      "radixgate_worker_chars_per_token",
+      "Characters of routing text per prompt token, learned from the engine's usage (4 until then).",
+      (w) => w.charsPerToken,
+    );
+    perWorkerKnown(
+      "radixgate_tree_budget_characters",
+      "Budget of the worker's prefix tree (--max-tree-size, or learned: capacity x chars per token x factor).",
+      (w) => w.treeBudget,
+    );
+    perWorkerKnown(
+      "radixgate_worker_engine_queue",
+      "Requests waiting in the engine's queue (engine-reported, while fresh).",
+      (w) => w.signals.load()?.queued,
+    );
+    perWorkerKnown(
+      "radixgate_worker_engine_running",
+      "Requests in the engine's running batch (engine-reported, while fresh).",
+      (w) => w.signals.load()?.running,
+    );
+    perWorkerKnown(
+      "radixgate_worker_kv_usage",
+      "Fraction of the engine's KV cache in use, 0..1 (engine-reported, while fresh).",
+      (w) => w.signals.load()?.kvUsage,
+    );
+    perWorkerKnown(
+      "radixgate_worker_signal_age_seconds",
+      "Seconds since the worker's engine last answered an introspection read.",
+      (w) => w.signals.ageSecs(),
+    );
     // A counter read at scrape time from the worker's own count: monotonic for as long as the
     // worker is registered, and its series leaves with it (like the gauges above).
     new Counter({

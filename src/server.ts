@@ -16,6 +16,7 @@ import { SessionTable } from "./policies/session-table.js";
 import { Admission } from "./proxy/admission.js";
 import { BodyBudget } from "./proxy/body-budget.js";
 import { Forwarder, type ForwardHooks, type ForwardSettings } from "./proxy/forward.js";
+import { ParsePool } from "./proxy/parse-pool.js";
 import { UsageFeedback } from "./proxy/usage-feedback.js";
 import { registerAdminRoutes } from "./routes/admin.js";
 import type { RouterContext } from "./routes/context.js";
@@ -24,7 +25,9 @@ import { registerMetricsRoute, registerOpsRoutes } from "./routes/ops.js";
 import { SharedState } from "./state/shared-state.js";
 import { type EvictionTimer, startEvictionTimer } from "./tree/eviction-timer.js";
 import { HealthChecker } from "./workers/health.js";
+import { EngineIntrospector } from "./workers/introspection.js";
 import { WorkerRegistry } from "./workers/registry.js";
+import { TreeBudgets } from "./workers/tree-budget.js";
 
 type Env = { Bindings: HttpBindings };
 
@@ -49,7 +52,7 @@ export function createRouter(
   const logger = options.logger ?? createLogger({ level: config.logLevel });
   let metrics: Metrics | undefined;
   const trees = createBaseIndex(config.prefixIndex, {
-    maxTreeSize: config.maxTreeSize,
+    maxTreeSize: config.maxTreeSize === "auto" ? undefined : config.maxTreeSize,
     onEvict: (chars) => metrics?.evictedChars.inc(chars),
   });
   // --kv-events: the precise index from the engines' events, with the trees as fallback.
@@ -90,6 +93,20 @@ export function createRouter(
   metrics = new Metrics(registry);
   const m = metrics;
   const kvEvents = kvSetup?.attach(registry, m.registry, logger);
+  // Tree budgets follow the engines' KV capacity (--max-tree-size auto) or stay fixed.
+  const budgets = new TreeBudgets(index, config.maxTreeSize, config.treeCapacityFactor);
+  registry.onChange((event, worker) => {
+    if (event === "added") budgets.added(worker);
+  });
+  const introspection = new EngineIntrospector(
+    registry,
+    {
+      intervalMs: config.enginePollIntervalSecs * 1000,
+      timeoutMs: config.enginePollTimeoutSecs * 1000,
+    },
+    logger,
+    (worker) => budgets.update(worker),
+  );
 
   const settings: ForwardSettings = {
     requestTimeoutMs: config.requestTimeoutSecs * 1000,
@@ -174,6 +191,11 @@ export function createRouter(
       logger,
     ),
     bodyBudget: new BodyBudget(config.maxBodyBufferBytes),
+    parsePool:
+      config.parseWorkers > 0
+        ? new ParsePool({ size: config.parseWorkers, memoryMb: config.parseWorkerMemoryMb })
+        : undefined,
+    introspection,
     state: { shuttingDown: false, active: 0 },
     ...(kvEvents !== undefined ? { kvEvents } : {}),
     ...(sharedState !== undefined ? { sharedState } : {}),
@@ -210,7 +232,7 @@ export async function startRouter(
   options: StartOptions = {},
 ): Promise<RunningRouter> {
   const { app, context } = createRouter(config, options);
-  const { logger, registry, health } = context;
+  const { logger, registry, health, introspection } = context;
   // A fixed --port is known before listening; port 0 is only known after (no worker can be it yet).
   if (config.port !== 0) registry.setListenAddress({ host: config.host, port: config.port });
   for (const url of config.workerUrls) {
@@ -259,6 +281,7 @@ export async function startRouter(
   }
 
   health.start();
+  introspection.start();
   const eviction: EvictionTimer = startEvictionTimer(
     () => context.index.evictionUnits(),
     config.evictionIntervalSecs,
@@ -307,8 +330,10 @@ export async function startRouter(
       server.closeAllConnections();
       metricsServer?.closeAllConnections();
       health.stop();
+      introspection.stop();
       eviction.stop();
       context.kvEvents?.close();
+      await context.parsePool?.close();
       await context.sharedState?.stop();
       await registry.close();
       logger.info("stopped");

@@ -14,9 +14,19 @@ describe("config", () => {
       balanceAbsThreshold: 64,
       balanceRelThreshold: 1.5,
       evictionIntervalSecs: 120,
-      maxTreeSize: 67108864,
+      maxTreeSize: "auto",
+      treeCapacityFactor: 1,
+      enginePollIntervalSecs: 5,
       workerUrls: [],
     });
+  });
+
+  it("--max-tree-size takes auto (any case) or a positive integer", () => {
+    expect(configFromArgv(["--max-tree-size", "AUTO"]).maxTreeSize).toBe("auto");
+    expect(configFromArgv(["--max-tree-size", "1000"]).maxTreeSize).toBe(1000);
+    expect(() => configFromArgv(["--max-tree-size", "automatic"])).toThrow(
+      /--max-tree-size must be an integer/,
+    );
   });
 
   it("names env vars RADIXGATE_<FLAG>", () => {
@@ -36,6 +46,9 @@ describe("config", () => {
     ["--max-tree-size", ["--max-tree-size", "0"]],
     ["--prefix-index", ["--prefix-index", "exact"]],
     ["--retry-max-attempts", ["--retry-max-attempts", "1.5"]],
+    ["--tree-capacity-factor", ["--tree-capacity-factor", "0"]],
+    ["--engine-poll-interval-secs", ["--engine-poll-interval-secs", "-1"]],
+    ["--engine-poll-timeout-secs", ["--engine-poll-timeout-secs", "0"]],
   ])("rejects a bad %s with a message naming the flag", (flag, argv) => {
     let error: unknown;
     try {

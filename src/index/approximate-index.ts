@@ -74,7 +74,8 @@ export class ApproximateIndex implements PrefixIndex {
   }
 
   setBudget(workerId: string, chars: number): number {
-    return this.trees.get(workerId)?.setMaxChars(chars) ?? 0;
+    // A set budget is what the engine can hold: kept on every insert, with no high-water slack.
+    return this.trees.get(workerId)?.setMaxChars(chars, 1) ?? 0;
   }
 
   size(workerId: string): number {

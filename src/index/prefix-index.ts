@@ -45,7 +45,8 @@ export interface PrefixIndex {
 
   /**
    * Sets the worker's budget in characters (e.g. learned from its engine's KV capacity); the index
-   * evicts down to it. Returns the characters evicted.
+   * evicts down to it at once and keeps it there on every insert (no high-water slack, so the index
+   * forgets what the engine forgets). Returns the characters evicted.
    */
   setBudget(workerId: string, chars: number): number;
 

@@ -260,7 +260,8 @@ export class SharedIndex implements PrefixIndex {
     const worker = this.workers.get(workerId);
     if (worker === undefined) return 0;
     worker.budget = chars;
-    worker.highWater = this.highWaterOf(chars);
+    // A set budget is what the engine can hold (PrefixIndex.setBudget): no high-water slack.
+    worker.highWater = chars;
     let evicted = 0;
     while (worker.chars > chars) {
       const slice = this.evictSlice(worker, chars, false);

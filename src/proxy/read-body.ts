@@ -16,6 +16,11 @@ export interface BodyReadLimits {
    * received extends the allowed time, so a client dripping a byte every few seconds is cut off.
    */
   minBytesPerSec: number;
+  /**
+   * Bodies of at least this many bytes are assembled in shared memory, so a parse worker reads
+   * them without a copy (parse-pool.ts). Undefined = never.
+   */
+  sharedFrom?: number;
 }
 
 /**
@@ -35,13 +40,21 @@ export function readBody(
   }
   try {
     // Reserve a declared body whole, so one that cannot fit is refused before it is read.
-    if (declared !== undefined && Number.isFinite(Number(declared))) lease?.cover(Number(declared));
+    if (declared !== undefined && Number.isFinite(Number(declared))) {
+      lease?.cover(Number(declared));
+    }
   } catch (err) {
     return Promise.reject(err);
   }
+  const declaredBytes = declared === undefined ? Number.NaN : Number(declared);
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
+    // A large declared body is copied into shared memory as it arrives: no big copy at the end.
+    const target =
+      limits.sharedFrom !== undefined && declaredBytes >= limits.sharedFrom
+        ? Buffer.from(new SharedArrayBuffer(declaredBytes))
+        : undefined;
     const startedAt = Date.now();
     let lastChunkAt = startedAt;
     let timer: NodeJS.Timeout | undefined;
@@ -92,12 +105,17 @@ export function readBody(
       } catch (err) {
         return fail(err as Error);
       }
-      chunks.push(chunk);
+      if (target !== undefined) chunk.copy(target, size - chunk.length);
+      else chunks.push(chunk);
       lastChunkAt = Date.now();
       arm();
     };
     const onEnd = () => {
       cleanup();
+      if (target !== undefined) return resolve(target.subarray(0, size));
+      if (limits.sharedFrom !== undefined && size >= limits.sharedFrom) {
+        return resolve(concatShared(chunks, size));
+      }
       resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size));
     };
     const onError = (err: Error) => {
@@ -114,6 +132,13 @@ export function readBody(
     incoming.on("aborted", onAborted);
     arm();
   });
+}
+
+function concatShared(chunks: Buffer[], size: number): Buffer {
+  const out = Buffer.from(new SharedArrayBuffer(size));
+  let offset = 0;
+  for (const chunk of chunks) offset += chunk.copy(out, offset);
+  return out;
 }
 
 /** The client went away; there is no one left to answer. */

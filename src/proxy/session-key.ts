@@ -15,11 +15,11 @@ export function sessionKey(
   source: SessionSource,
   headerName: string,
   headers: IncomingHttpHeaders,
-  body: Record<string, unknown> | undefined,
+  user: string | undefined,
 ): string | undefined {
   let value: unknown;
   if (source === "header") value = headers[headerName];
-  else if (source === "user") value = body?.user;
+  else if (source === "user") value = user;
   if (typeof value !== "string" || value === "" || value.length > MAX_SESSION_CHARS)
     return undefined;
   return value;

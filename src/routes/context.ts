@@ -6,8 +6,10 @@ import type { Metrics } from "../metrics.js";
 import type { Admission } from "../proxy/admission.js";
 import type { BodyBudget } from "../proxy/body-budget.js";
 import type { Forwarder } from "../proxy/forward.js";
+import type { ParsePool } from "../proxy/parse-pool.js";
 import type { SharedState } from "../state/shared-state.js";
 import type { HealthChecker } from "../workers/health.js";
+import type { EngineIntrospector } from "../workers/introspection.js";
 import type { WorkerRegistry } from "../workers/registry.js";
 
 /** Lifecycle flags the routes read. */
@@ -30,7 +32,11 @@ export interface RouterContext {
   admission: Admission;
   /** Router-wide memory budget for buffered request bodies (--max-body-buffer-bytes). */
   bodyBudget: BodyBudget;
+  /** Worker threads for large bodies (--parse-workers); undefined = every body parsed in line. */
+  parsePool: ParsePool | undefined;
   health: HealthChecker;
+  /** Reads the workers' engines (capacity, queue, KV usage, models) on a schedule. */
+  introspection: EngineIntrospector;
   state: RouterState;
   /** --kv-events: the engines' KV-event intake (per-worker endpoints, stream state). */
   kvEvents?: KvEventsManager;

@@ -4,12 +4,13 @@ import type { HttpBindings } from "@hono/node-server";
 import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
 import type { Hono } from "hono";
 import { RouterError } from "../errors.js";
-import { type TokenizeInput, tokenizeInputOf } from "../kv-events/tokenize-input.js";
+import type { TokenizeInput } from "../kv-events/tokenize-input.js";
 import type { BodyLease } from "../proxy/body-budget.js";
+import { summarizeBody } from "../proxy/body-summary.js";
 import type { ForwardOutcome, ForwardRequest } from "../proxy/forward.js";
 import { lingerOnUnreadBody } from "../proxy/linger.js";
 import { ClientGoneError, readBody } from "../proxy/read-body.js";
-import { type Endpoint, modelOf, routingText } from "../proxy/routing-text.js";
+import type { Endpoint } from "../proxy/routing-text.js";
 import { sessionKey } from "../proxy/session-key.js";
 import { writeError } from "../proxy/write-error.js";
 import { bearerMatches } from "./auth.js";
@@ -139,15 +140,28 @@ async function admitAndForward(
         totalTimeoutMs: config.bodyReadTimeoutSecs * 1000,
         idleTimeoutMs: config.bodyIdleTimeoutSecs * 1000,
         minBytesPerSec: config.bodyMinRateBytes,
+        sharedFrom: ctx.parsePool !== undefined ? config.parseOffloadBytes : undefined,
       },
       lease,
     );
-    const parsed = parseJsonObject(body);
-    if (endpoint !== "models") text = routingText(endpoint, parsed);
-    model = modelOf(parsed);
-    stream = parsed.stream === true;
-    session = sessionKey(config.sessionAffinity, config.sessionHeader, incoming.headers, parsed);
-    if (ctx.kvEvents !== undefined) tokenizeInput = tokenizeInputOf(endpoint, parsed);
+    // A large body is parsed off the event loop, so it cannot stall every other request.
+    const withTokenizeInput = ctx.kvEvents !== undefined;
+    const summary =
+      ctx.parsePool !== undefined && body.byteLength >= config.parseOffloadBytes
+        ? await ctx.parsePool.summarize(
+            endpoint,
+            body,
+            config.maxRoutingTextChars,
+            withTokenizeInput,
+          )
+        : summarizeBody(endpoint, body, config.maxRoutingTextChars, withTokenizeInput);
+    ({ text, model, stream, tokenizeInput } = summary);
+    session = sessionKey(
+      config.sessionAffinity,
+      config.sessionHeader,
+      incoming.headers,
+      summary.user,
+    );
   }
   const release = await ctx.admission.acquire(clientSignal);
   try {
@@ -171,22 +185,6 @@ async function admitAndForward(
   } finally {
     release();
   }
-}
-
-function parseJsonObject(body: Buffer): Record<string, unknown> {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(body.toString("utf8"));
-  } catch (err) {
-    throw new RouterError(
-      "invalid_json",
-      `Request body is not valid JSON: ${(err as Error).message}`,
-    );
-  }
-  if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) {
-    throw new RouterError("invalid_request", "Request body must be a JSON object.");
-  }
-  return parsed as Record<string, unknown>;
 }
 
 /**

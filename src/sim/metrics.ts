@@ -1,7 +1,10 @@
 /**
- * GET /metrics in Prometheus text format, under the metric names of the engine being mimicked:
- * vLLM (vllm:num_requests_running, vllm:kv_cache_usage_perc, vllm:prefix_cache_hits_total, ...)
- * or SGLang (sglang:num_running_reqs, sglang:num_queue_reqs, sglang:cache_hit_rate, ...).
+ * GET /metrics in Prometheus text format, under the metric names and labels of the engine being
+ * mimicked: vLLM (vllm:num_requests_running, vllm:kv_cache_usage_perc, ..., labels model_name and
+ * engine, plus the info gauge vllm:cache_config_info whose labels carry block_size and
+ * num_gpu_blocks: PrometheusStatLogger in vllm/v1/metrics/loggers.py) or SGLang
+ * (sglang:num_running_reqs, sglang:num_queue_reqs, sglang:token_usage, sglang:cache_hit_rate,
+ * sglang:max_total_num_tokens: SchedulerMetricsCollector in sglang/srt/metrics/collector.py).
  */
 import type { SimFlavor } from "./options.js";
 
@@ -19,6 +22,9 @@ export interface MetricsSnapshot {
   cachedTokens: number;
   generationTokens: number;
   completedRequests: number;
+  /** KV blocks in the cache and tokens per block (its capacity). */
+  kvBlocks: number;
+  blockSize: number;
 }
 
 type Sample = [name: string, type: "gauge" | "counter", help: string, value: number];
@@ -91,6 +97,12 @@ export function renderMetrics(flavor: SimFlavor, m: MetricsSnapshot): string {
           ["sglang:num_used_tokens", "gauge", "The number of used tokens.", m.kvUsedTokens],
           ["sglang:cache_hit_rate", "gauge", "The prefix cache hit rate.", hitRate],
           [
+            "sglang:max_total_num_tokens",
+            "gauge",
+            "Maximum total number of tokens in the KV cache pool.",
+            m.kvBlocks * m.blockSize,
+          ],
+          [
             "sglang:prompt_tokens_total",
             "counter",
             "Number of prefill tokens processed.",
@@ -109,10 +121,21 @@ export function renderMetrics(flavor: SimFlavor, m: MetricsSnapshot): string {
             m.completedRequests,
           ],
         ];
-  const label = `{model_name="${escapeLabel(m.model)}"}`;
+  // vLLM labels every series with the served model and the engine index (one per DP rank).
+  const model = `model_name="${escapeLabel(m.model)}"`;
+  const label = flavor === "vllm" ? `{${model},engine="0"}` : `{${model}}`;
   let out = "";
   for (const [name, type, help, value] of samples) {
     out += `# HELP ${name} ${help}\n# TYPE ${name} ${type}\n${name}${label} ${formatValue(value)}\n`;
+  }
+  if (flavor === "vllm") {
+    // An info gauge: value 1, the CacheConfig fields as string labels ("None" when unset).
+    const name = "vllm:cache_config_info";
+    out +=
+      `# HELP ${name} Information of the LLMEngine CacheConfig\n# TYPE ${name} gauge\n` +
+      `${name}{block_size="${m.blockSize}",cache_dtype="auto",enable_prefix_caching="True",` +
+      `engine="0",gpu_memory_utilization="0.9",num_cpu_blocks="None",` +
+      `num_gpu_blocks="${m.kvBlocks}",num_gpu_blocks_override="None"} 1.0\n`;
   }
   return out;
 }

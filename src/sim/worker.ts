@@ -290,12 +290,15 @@ class HttpSimWorker implements SimWorker {
       case "/v1/models":
         return sendJson(res, 200, this.models());
       case "/get_model_info":
+        // SGLang's native endpoints: a vLLM server answers 404 there.
+        if (this.flavor === "vllm") return sendJson(res, 404, { detail: "Not Found" });
         return sendJson(res, 200, {
           model_path: this.options.model,
           tokenizer_path: this.options.model,
           is_generation: true,
         });
       case "/get_server_info":
+        if (this.flavor === "vllm") return sendJson(res, 404, { detail: "Not Found" });
         return sendJson(res, 200, this.serverInfo());
       case "/version":
         return sendJson(res, 200, { version: SIM_VERSION });
@@ -467,6 +470,8 @@ class HttpSimWorker implements SimWorker {
       served_model_name: o.model,
       context_length: o.maxModelLen,
       max_total_num_tokens: this.kv.totalBlocks * this.kv.blockSize,
+      max_req_input_len: o.maxModelLen - 1,
+      dp_size: 1,
       max_running_requests: o.maxRunning,
       chunked_prefill_size: o.maxBatchTokens,
       page_size: o.blockSize,
@@ -496,6 +501,8 @@ class HttpSimWorker implements SimWorker {
       cachedTokens: s.cachedTokens,
       generationTokens: s.completionTokens,
       completedRequests: s.completed,
+      kvBlocks: this.kv.totalBlocks,
+      blockSize: this.kv.blockSize,
     });
     res.writeHead(200, {
       "content-type": METRICS_CONTENT_TYPE,

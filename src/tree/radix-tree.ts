@@ -178,7 +178,7 @@ function pushChildren(node: TreeNode, out: TreeNode[]): void {
 
 export class RadixTree {
   private budget: number;
-  readonly highWaterRatio: number;
+  private ratio: number;
   private highWater: number;
   private readonly onEvict: ((evictedChars: number) => void) | undefined;
   private readonly root = new TreeNode("", -1, null, 0);
@@ -209,9 +209,14 @@ export class RadixTree {
       throw new RangeError("RadixTree onEvict must be a function");
     }
     this.budget = maxChars;
-    this.highWaterRatio = ratio;
+    this.ratio = ratio;
     this.highWater = Math.floor(maxChars * ratio);
     this.onEvict = onEvict;
+  }
+
+  /** Inserts evict only once charCount passes maxChars x this (1 = never above maxChars). */
+  get highWaterRatio(): number {
+    return this.ratio;
   }
 
   /** Budget in characters: eviction brings charCount back to at most this. */
@@ -221,16 +226,23 @@ export class RadixTree {
 
   /**
    * Changes the budget (a worker's learned KV capacity changed) and evicts down to it at once when
-   * the tree holds more. Throws a RangeError unless a positive integer.
+   * the tree holds more; `highWaterRatio` (default: unchanged) sets the slack allowed on insert.
+   * Throws a RangeError unless a positive integer (and a ratio >= 1).
    */
-  setMaxChars(maxChars: number): number {
+  setMaxChars(maxChars: number, highWaterRatio: number = this.ratio): number {
     if (!Number.isSafeInteger(maxChars) || maxChars <= 0) {
       throw new RangeError(
         `RadixTree maxChars must be a positive integer, got ${String(maxChars)}`,
       );
     }
+    if (!Number.isFinite(highWaterRatio) || highWaterRatio < 1) {
+      throw new RangeError(
+        `RadixTree highWaterRatio must be a finite number >= 1, got ${String(highWaterRatio)}`,
+      );
+    }
     this.budget = maxChars;
-    this.highWater = Math.floor(maxChars * this.highWaterRatio);
+    this.ratio = highWaterRatio;
+    this.highWater = Math.floor(maxChars * highWaterRatio);
     return this.chars > maxChars ? this.evict(maxChars) : 0;
   }
 

@@ -2,6 +2,7 @@ import { Pool } from "undici";
 import { type BreakerOptions, CircuitBreaker } from "./breaker.js";
 import { CharsPerToken } from "./chars-per-token.js";
 import { guardedLookup } from "./guarded-lookup.js";
+import { EngineSignals } from "./signals.js";
 
 export interface WorkerOptions {
   breaker: Omit<BreakerOptions, "now">;
@@ -43,6 +44,10 @@ export class Worker {
    */
   coolDownUntil = 0;
   readonly breaker: CircuitBreaker;
+  /** What its engine reports: KV capacity, queue, KV usage, with their age (workers/introspection.ts). */
+  readonly signals = new EngineSignals();
+  /** Budget of its prefix tree in characters, as last set (workers/tree-budget.ts). */
+  treeBudget: number | undefined = undefined;
   /** Characters the prefix index holds for this worker (set by the registry; for reports only). */
   indexedChars: () => number = () => 0;
   /** Characters of routing text per prompt token, learned from the engine's usage reports. */
@@ -115,6 +120,23 @@ export class Worker {
     return this.apiKey === undefined ? undefined : `Bearer ${this.apiKey}`;
   }
 
+  /** What the engine reported (null where unknown; queue and KV usage only while fresh). */
+  private engineJSON() {
+    const load = this.signals.load();
+    const age = this.signals.ageSecs();
+    return {
+      engine: this.signals.engine ?? null,
+      kv_capacity_tokens: this.signals.lastCapacity ?? null,
+      kv_capacity_source: this.signals.capacityFrom ?? null,
+      tree_budget_characters: this.treeBudget ?? null,
+      engine_queue: load?.queued ?? null,
+      engine_running: load?.running ?? null,
+      kv_usage: load?.kvUsage ?? null,
+      signal_age_secs: age === undefined ? null : Math.round(age * 10) / 10,
+      served_models: this.servedModels === undefined ? null : [...this.servedModels],
+    };
+  }
+
   toJSON() {
     return {
       id: this.id,
@@ -129,6 +151,7 @@ export class Worker {
       cool_down_ms: this.coolDownMs,
       chars_per_token: Math.round(this.charsPerToken * 100) / 100,
       feedback_corrections: this.feedbackCorrections,
+      ...this.engineJSON(),
       // Whether the router authenticates to it; the key itself is never shown.
       api_key: this.apiKey !== undefined,
     };

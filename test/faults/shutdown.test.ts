@@ -31,7 +31,8 @@ describe("graceful shutdown", () => {
   it("SIGTERM under load: in-flight streams complete, new requests are refused, the process exits 0", async () => {
     // 40 tokens at 50 ms a step: each stream lasts about two seconds, long enough on a loaded
     // machine for all six to be running when SIGTERM arrives.
-    sim = await startSimWorker({ id: "drain", timeScale: 1, stepFloorMs: 50 });
+    // It serves "m", the model chat() asks for: the router reads its /v1/models and routes by model.
+    sim = await startSimWorker({ id: "drain", model: "m", timeScale: 1, stepFloorMs: 50 });
     const { child, done } = runCli([
       "--host",
       "127.0.0.1",

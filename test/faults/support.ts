@@ -46,6 +46,8 @@ export async function startLoggedRouter(
     logLevel: "info",
     healthCheckIntervalSecs: 0,
     evictionIntervalSecs: 0,
+    // Engine polling would add requests to the tiny upstreams that count their hits.
+    enginePollIntervalSecs: 0,
     retryInitialBackoffMs: 1,
     retryMaxBackoffMs: 20,
     shutdownGraceSecs: 2,

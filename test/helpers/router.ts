@@ -1,22 +1,27 @@
 import { type Config, defaultConfig } from "../../src/config.js";
-import { createLogger } from "../../src/logger.js";
+import { createLogger, type Logger } from "../../src/logger.js";
 import { type RunningRouter, startRouter } from "../../src/server.js";
 
-/** A router on 127.0.0.1, a free port, silent, with no background timers unless asked for. */
-export async function startTestRouter(overrides: Partial<Config> = {}): Promise<RunningRouter> {
+/** A router on 127.0.0.1, a free port, silent, with no background timers (health checks, eviction, engine polling) unless asked for. */
+export async function startTestRouter(
+  overrides: Partial<Config> = {},
+  logger: Logger = createLogger({ level: "silent" }),
+): Promise<RunningRouter> {
   const config: Config = {
     ...defaultConfig(),
     host: "127.0.0.1",
     port: 0,
     logLevel: "silent",
     healthCheckIntervalSecs: 0,
+    // Engine polling adds requests and log lines to every test; the introspection tests turn it on.
+    enginePollIntervalSecs: 0,
     evictionIntervalSecs: 0,
     retryInitialBackoffMs: 1,
     retryMaxBackoffMs: 20,
     shutdownGraceSecs: 2,
     ...overrides,
   };
-  return startRouter(config, { logger: createLogger({ level: "silent" }) });
+  return startRouter(config, { logger });
 }
 
 export async function postJson(

@@ -269,6 +269,17 @@ export function describePrefixIndex(name: string, subject: IndexUnderTest): void
       expect(() => index.truncate("a", undefined, "abc", -1)).toThrow(RangeError);
     });
 
+    it("keeps a budget set through setBudget on every insert, with no high-water slack", () => {
+      const index = subject.make({});
+      index.addWorker("a");
+      index.setBudget("a", 500);
+      for (let i = 0; i < 300; i++) {
+        index.insert("a", undefined, `conversation ${i} ${"y".repeat(i % 37)}`);
+        expect(index.size("a")).toBeLessThanOrEqual(500);
+      }
+      subject.check(index);
+    });
+
     it("keeps models apart: text routed for one model never matches another, budgets are per worker", () => {
       const index = subject.make({});
       index.addWorker("a");

@@ -57,7 +57,8 @@ describe("workers behind their own API key", () => {
   });
 
   async function sim(apiKey = KEY): Promise<SimWorker> {
-    const worker = await startSimWorker({ timeScale: 0, apiKey });
+    // Serves "m", the model chat() asks for (the router learns the list from /v1/models).
+    const worker = await startSimWorker({ timeScale: 0, apiKey, model: "m" });
     cleanup.push(() => worker.close());
     return worker;
   }

@@ -77,11 +77,8 @@ describe("session affinity", () => {
   it("session ids come from the configured header or the user field, never from an empty or huge value", () => {
     expect(sessionKey("header", "x-session-id", { "x-session-id": "c1" }, undefined)).toBe("c1");
     expect(sessionKey("header", "x-conv", { "x-session-id": "c1" }, undefined)).toBeUndefined();
-    expect(sessionKey("user", "x-session-id", {}, { user: "u-42" })).toBe("u-42");
-    expect(sessionKey("user", "x-session-id", {}, { user: 42 })).toBeUndefined();
-    expect(
-      sessionKey("off", "x-session-id", { "x-session-id": "c1" }, { user: "u" }),
-    ).toBeUndefined();
+    expect(sessionKey("user", "x-session-id", {}, "u-42")).toBe("u-42");
+    expect(sessionKey("off", "x-session-id", { "x-session-id": "c1" }, "u")).toBeUndefined();
     expect(sessionKey("header", "x-session-id", { "x-session-id": "" }, undefined)).toBeUndefined();
     expect(
       sessionKey("header", "x-session-id", { "x-session-id": "x".repeat(300) }, undefined),

@@ -354,7 +354,9 @@ describe("GET endpoints", () => {
     await post(v.url, "/v1/completions", req).then((r) => r.arrayBuffer());
     const text = await (await fetch(`${v.url}/metrics`)).text();
     const value = (name: string) =>
-      Number(new RegExp(`^${name}\\{model_name="test-model"\\} (\\S+)$`, "m").exec(text)?.[1]);
+      Number(
+        new RegExp(`^${name}\\{model_name="test-model",engine="0"\\} (\\S+)$`, "m").exec(text)?.[1],
+      );
     expect(value("vllm:num_requests_running")).toBe(0);
     expect(value("vllm:num_requests_waiting")).toBe(0);
     expect(value("vllm:kv_cache_usage_perc")).toBe(0);
@@ -362,6 +364,20 @@ describe("GET endpoints", () => {
     expect(value("vllm:prefix_cache_queries_total")).toBe(2 * promptTokens);
     expect(value("vllm:prefix_cache_hits_total")).toBe(Math.floor((promptTokens - 1) / 16) * 16);
     expect(text).not.toContain("sglang:");
+  });
+
+  it("a vllm worker exposes its KV capacity as vLLM does (cache_config_info), and no SGLang endpoints", async () => {
+    const text = await (await fetch(`${v.url}/metrics`)).text();
+    const info = /^vllm:cache_config_info\{([^}]*)\} 1\.0$/m.exec(text)?.[1] ?? "";
+    expect(info).toContain('block_size="16"');
+    expect(info).toContain(`num_gpu_blocks="${400_000 / 16}"`);
+    expect((await fetch(`${v.url}/get_server_info`)).status).toBe(404);
+    expect((await fetch(`${v.url}/get_model_info`)).status).toBe(404);
+  });
+
+  it("an sglang worker reports its KV pool as a gauge too (sglang:max_total_num_tokens)", async () => {
+    const text = await (await fetch(`${w.url}/metrics`)).text();
+    expect(text).toMatch(/^sglang:max_total_num_tokens\{model_name="[^"]+"\} 400000\.0$/m);
   });
 
   it("counts requests per endpoint", () => {

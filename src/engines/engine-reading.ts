@@ -1,0 +1,16 @@
+/** What one read of an engine's /metrics told the router (fields absent when not exposed). */
+export type EngineKind = "sglang" | "vllm";
+
+export interface MetricsReading {
+  readonly engine: EngineKind;
+  /** Requests waiting in the engine's queue (summed over DP ranks / engines). */
+  readonly queued?: number;
+  /** Requests in the running batch. */
+  readonly running?: number;
+  /** Fraction of the KV cache in use, 0..1 (mean over ranks). */
+  readonly kvUsage?: number;
+  /** The engine's own prefix cache hit rate, 0..1 (SGLang only). */
+  readonly cacheHitRate?: number;
+  /** KV cache capacity in tokens, when the metrics carry it. */
+  readonly capacityTokens?: number;
+}

@@ -1,0 +1,21 @@
+/**
+ * GET /v1/models, as both engines answer it: {"object": "list", "data": [{"id", "root",
+ * "parent", ...}]}. vLLM lists every LoRA adapter as its own entry whose `parent` is the base
+ * model (vllm/entrypoints/openai/serving_models.py, show_available_models); SGLang lists its
+ * served_model_name (sglang/srt/entrypoints/http_server.py, available_models), and any adapter
+ * entry it lists is read the same way. A request names a model or an adapter: every id counts.
+ */
+
+/** The ids served; undefined when the list is empty (then the worker is taken to serve anything). */
+export function readModelsList(body: unknown): ReadonlySet<string> | undefined {
+  const data = (body as { data?: unknown } | null)?.data;
+  if (typeof body !== "object" || body === null || !Array.isArray(data)) {
+    throw new TypeError("/v1/models did not answer an OpenAI model list");
+  }
+  const ids = new Set<string>();
+  for (const entry of data) {
+    const id = (entry as { id?: unknown } | null)?.id;
+    if (typeof id === "string" && id !== "") ids.add(id);
+  }
+  return ids.size > 0 ? ids : undefined;
+}

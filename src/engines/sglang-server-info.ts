@@ -1,0 +1,34 @@
+/**
+ * SGLang's GET /get_server_info (sglang/python/sglang/srt/entrypoints/http_server.py): the server
+ * arguments (model_path, served_model_name, page_size, dp_size, ...) merged with the scheduler's
+ * start-up info (max_total_num_tokens, max_req_input_len; Scheduler.get_init_info in
+ * srt/managers/scheduler.py), plus internal_states and version. max_total_num_tokens is one
+ * scheduler's KV pool; with dp_size > 1 every DP rank has a pool of its own.
+ */
+export interface ServerInfo {
+  /** KV cache capacity in tokens over all DP ranks (0 when the engine says 0). */
+  readonly capacityTokens?: number;
+  readonly pageSize?: number;
+  readonly modelPath?: string;
+}
+
+/** Throws a TypeError when the body is not a JSON object. */
+export function readSglangServerInfo(body: unknown): ServerInfo {
+  if (typeof body !== "object" || body === null || Array.isArray(body)) {
+    throw new TypeError("/get_server_info did not answer a JSON object");
+  }
+  const info = body as Record<string, unknown>;
+  const perRank = nonNegative(info.max_total_num_tokens);
+  const dpSize = nonNegative(info.dp_size);
+  const pageSize = nonNegative(info.page_size);
+  const modelPath = typeof info.model_path === "string" ? info.model_path : undefined;
+  return {
+    ...(perRank !== undefined ? { capacityTokens: perRank * Math.max(1, dpSize ?? 1) } : {}),
+    ...(pageSize !== undefined ? { pageSize } : {}),
+    ...(modelPath !== undefined ? { modelPath } : {}),
+  };
+}
+
+function nonNegative(value: unknown): number | undefined {
+  return typeof value === "number" && Number.isFinite(value) && value >= 0 ? value : undefined;
+}

@@ -1,0 +1,45 @@
+/**
+ * vLLM's /metrics. Names from PrometheusStatLogger in vllm/v1/metrics/loggers.py:
+ * vllm:num_requests_waiting, vllm:num_requests_running, vllm:kv_cache_usage_perc (before 0.9:
+ * vllm:gpu_cache_usage_perc, also what the V0 engine exposes), and the info gauge
+ * vllm:cache_config_info (log_metrics_info("cache_config", ...)), whose labels are the CacheConfig
+ * fields as strings: block_size and num_gpu_blocks give the capacity in tokens. With data
+ * parallelism every engine reports its own series (label `engine`), so counts and capacities add.
+ */
+import type { MetricsReading } from "./engine-reading.js";
+import { type MetricFamilies, meanOf, sumOf } from "./prometheus-text.js";
+
+/** undefined when the exposition holds no vLLM scheduler metric. */
+export function readVllmMetrics(families: MetricFamilies): MetricsReading | undefined {
+  const queued = sumOf(families, "vllm:num_requests_waiting");
+  const running = sumOf(families, "vllm:num_requests_running");
+  const kvUsage = meanOf(families, "vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc");
+  const capacityTokens = cacheConfigCapacity(families);
+  if ([queued, running, kvUsage, capacityTokens].every((v) => v === undefined)) return undefined;
+  return {
+    engine: "vllm",
+    ...(queued !== undefined ? { queued } : {}),
+    ...(running !== undefined ? { running } : {}),
+    ...(kvUsage !== undefined ? { kvUsage } : {}),
+    ...(capacityTokens !== undefined ? { capacityTokens } : {}),
+  };
+}
+
+/**
+ * num_gpu_blocks × block_size summed over the series of vllm:cache_config_info; undefined when
+ * absent or not yet known (num_gpu_blocks is "None" until the engine has profiled its memory).
+ */
+function cacheConfigCapacity(families: MetricFamilies): number | undefined {
+  const samples = families.get("vllm:cache_config_info");
+  if (samples === undefined) return undefined;
+  let total: number | undefined;
+  for (const { labels } of samples) {
+    const blocks = Number(labels.num_gpu_blocks);
+    const blockSize = Number(labels.block_size);
+    if (!Number.isFinite(blocks) || !Number.isFinite(blockSize) || blocks < 0 || blockSize <= 0) {
+      continue;
+    }
+    total = (total ?? 0) + blocks * blockSize;
+  }
+  return total;
+}

@@ -1,0 +1,54 @@
+import { RouterError } from "../errors.js";
+import { type TokenizeInput, tokenizeInputOf } from "../kv-events/tokenize-input.js";
+import { type Endpoint, modelOf, routingText } from "./routing-text.js";
+
+/** What the router needs from a request body: the routing key and a few fields. */
+export interface BodySummary {
+  text: string;
+  model: string | undefined;
+  stream: boolean;
+  /** What the engine would tokenize (for the precise KV-event index); only when asked for. */
+  tokenizeInput?: TokenizeInput | undefined;
+  /** The OpenAI `user` field, when a string (session affinity by user, --session-affinity user). */
+  user?: string | undefined;
+}
+
+/**
+ * Parses a JSON body once and extracts its summary. Pure and self-contained, so it runs the same
+ * on the event loop (small bodies) and in a parse worker (large ones, see parse-pool.ts): it must
+ * only return plain data and only throw RouterError.
+ */
+export function summarizeBody(
+  endpoint: Endpoint | "models",
+  body: Uint8Array,
+  maxRoutingTextChars: number,
+  withTokenizeInput = false,
+): BodySummary {
+  const parsed = parseJsonObject(body);
+  return {
+    text: endpoint === "models" ? "" : routingText(endpoint, parsed, maxRoutingTextChars),
+    model: modelOf(parsed),
+    stream: parsed.stream === true,
+    tokenizeInput: withTokenizeInput ? tokenizeInputOf(endpoint, parsed) : undefined,
+    user: typeof parsed.user === "string" ? parsed.user : undefined,
+  };
+}
+
+function parseJsonObject(body: Uint8Array): Record<string, unknown> {
+  let parsed: unknown;
+  try {
+    // Buffer.from over the same memory: no copy (works for shared memory too, unlike TextDecoder).
+    parsed = JSON.parse(
+      Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString("utf8"),
+    );
+  } catch (err) {
+    throw new RouterError(
+      "invalid_json",
+      `Request body is not valid JSON: ${(err as Error).message}`,
+    );
+  }
+  if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) {
+    throw new RouterError("invalid_request", "Request body must be a JSON object.");
+  }
+  return parsed as Record<string, unknown>;
+}

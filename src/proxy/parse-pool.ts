@@ -1,0 +1,172 @@
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { Worker } from "node:worker_threads";
+import { type ErrorCode, RouterError } from "../errors.js";
+import type { BodySummary } from "./body-summary.js";
+import type { Endpoint } from "./routing-text.js";
+
+/** One body to parse, as posted to a parse worker. */
+export interface ParseJob {
+  id: number;
+  endpoint: Endpoint | "models";
+  /** The body; backed by a SharedArrayBuffer when possible, so posting it copies nothing. */
+  body: Uint8Array;
+  maxChars: number;
+  withTokenizeInput: boolean;
+}
+
+export type ParseResult =
+  | { id: number; summary: BodySummary }
+  | { id: number; error: { code: ErrorCode; message: string } };
+
+interface PendingJob {
+  job: ParseJob;
+  resolve: (summary: BodySummary) => void;
+  reject: (err: Error) => void;
+}
+
+interface Slot {
+  worker: Worker;
+  current: PendingJob | undefined;
+}
+
+export interface ParsePoolOptions {
+  /** Worker threads (--parse-workers). */
+  size: number;
+  /** Old-generation heap limit of each worker (--parse-worker-memory-mb). */
+  memoryMb: number;
+}
+
+/**
+ * A small pool of worker threads that parse large request bodies, so that JSON.parse and the
+ * routing-text walk of a 60 MB body (seconds of CPU) never stall the event loop that serves every
+ * other request. Workers start on first use and are replaced when one dies (a body that needs
+ * more than its heap limit kills it: that request gets 413, the next one gets a fresh worker).
+ * Jobs wait in a FIFO queue; its length is bounded by the body budget (every queued body holds
+ * its bytes in --max-body-buffer-bytes).
+ */
+export class ParsePool {
+  private readonly slots: Slot[] = [];
+  private readonly queue: PendingJob[] = [];
+  private nextId = 1;
+  private closed = false;
+  /** Bodies parsed by a worker since start (tests and the benchmark read it). */
+  completed = 0;
+
+  constructor(private readonly options: ParsePoolOptions) {}
+
+  summarize(
+    endpoint: Endpoint | "models",
+    body: Buffer,
+    maxChars: number,
+    withTokenizeInput = false,
+  ): Promise<BodySummary> {
+    if (this.closed) return Promise.reject(new RouterError("shutting_down"));
+    return new Promise((resolve, reject) => {
+      const job: ParseJob = {
+        id: this.nextId++,
+        endpoint,
+        body: shared(body),
+        maxChars,
+        withTokenizeInput,
+      };
+      this.queue.push({ job, resolve, reject });
+      this.dispatch();
+    });
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const pending of this.queue.splice(0)) pending.reject(new RouterError("shutting_down"));
+    await Promise.all(this.slots.splice(0).map((slot) => slot.worker.terminate()));
+  }
+
+  private dispatch(): void {
+    while (this.queue.length > 0) {
+      const slot = this.idleSlot();
+      if (slot === undefined) return;
+      const pending = this.queue.shift() as PendingJob;
+      slot.current = pending;
+      slot.worker.postMessage(pending.job);
+    }
+  }
+
+  private idleSlot(): Slot | undefined {
+    const idle = this.slots.find((slot) => slot.current === undefined);
+    if (idle !== undefined) return idle;
+    if (this.slots.length >= this.options.size) return undefined;
+    const slot: Slot = { worker: this.spawn(), current: undefined };
+    this.slots.push(slot);
+    this.watch(slot);
+    return slot;
+  }
+
+  private spawn(): Worker {
+    const resourceLimits = { maxOldGenerationSizeMb: this.options.memoryMb };
+    // Built (dist/): the worker is plain JavaScript beside this file.
+    if (!import.meta.url.endsWith(".ts")) {
+      return unrefed(new Worker(new URL("./parse-worker.js", import.meta.url), { resourceLimits }));
+    }
+    // Under tsx or vitest (tests, benchmarks) the worker is TypeScript: it registers tsx's loader
+    // first (a worker does not inherit the parent's loader hooks on Node 20).
+    // tsx's package.json maps the ESM import of "tsx/esm/api" to dist/esm/api/index.mjs.
+    const tsxRoot = dirname(createRequire(import.meta.url).resolve("tsx/package.json"));
+    const tsxApi = pathToFileURL(join(tsxRoot, "dist/esm/api/index.mjs")).href;
+    const entry = new URL("./parse-worker.ts", import.meta.url).href;
+    const bootstrap = `import(${JSON.stringify(tsxApi)}).then((tsx) => { tsx.register(); return import(${JSON.stringify(entry)}); });`;
+    return unrefed(new Worker(bootstrap, { eval: true, resourceLimits }));
+  }
+
+  private watch(slot: Slot): void {
+    slot.worker.on("message", (result: ParseResult) => {
+      const pending = slot.current;
+      slot.current = undefined;
+      if (pending !== undefined && pending.job.id === result.id) {
+        if ("summary" in result) {
+          this.completed += 1;
+          pending.resolve(result.summary);
+        } else {
+          pending.reject(new RouterError(result.error.code, result.error.message));
+        }
+      }
+      this.dispatch();
+    });
+    slot.worker.on("error", (err: Error & { code?: string }) => {
+      const pending = slot.current;
+      slot.current = undefined;
+      if (pending !== undefined) {
+        pending.reject(
+          err.code === "ERR_WORKER_OUT_OF_MEMORY"
+            ? new RouterError(
+                "payload_too_large",
+                `Parsing this request body needs more than ${this.options.memoryMb} MB (--parse-worker-memory-mb).`,
+              )
+            : err,
+        );
+      }
+    });
+    slot.worker.on("exit", () => {
+      const at = this.slots.indexOf(slot);
+      if (at >= 0) this.slots.splice(at, 1);
+      const pending = slot.current;
+      slot.current = undefined;
+      pending?.reject(new Error("parse worker exited"));
+      if (!this.closed) this.dispatch();
+    });
+  }
+}
+
+/** The pool must never keep the process alive on its own. */
+function unrefed(worker: Worker): Worker {
+  worker.unref();
+  return worker;
+}
+
+/** The body as a view over shared memory: a copy only when it is not shared already. */
+function shared(body: Buffer): Uint8Array {
+  if (body.buffer instanceof SharedArrayBuffer) return body;
+  const copy = new Uint8Array(new SharedArrayBuffer(body.byteLength));
+  copy.set(body);
+  return copy;
+}

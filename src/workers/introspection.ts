@@ -1,0 +1,246 @@
+import type { MetricsReading } from "../engines/engine-reading.js";
+import { readModelsList } from "../engines/models-list.js";
+import { parseExposition } from "../engines/prometheus-text.js";
+import { readSglangMetrics } from "../engines/sglang-metrics.js";
+import { readSglangServerInfo } from "../engines/sglang-server-info.js";
+import { readVllmMetrics } from "../engines/vllm-metrics.js";
+import type { Logger } from "../logger.js";
+import type { WorkerRegistry } from "./registry.js";
+import type { Worker } from "./worker.js";
+
+export interface IntrospectionOptions {
+  /** Between two reads of every worker; 0 = off (no timer, no read on add). */
+  intervalMs: number;
+  /** Limit for one read of one endpoint. */
+  timeoutMs: number;
+  /** Largest body read from one endpoint (a vLLM /metrics is ~100 KB). */
+  maxBodyBytes?: number;
+}
+
+/** Signals older than this many intervals are ignored. */
+export const STALE_AFTER_INTERVALS = 3;
+const DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024;
+
+type Endpoint = "/get_server_info" | "/metrics" | "/v1/models";
+
+/** Why an endpoint gave nothing usable; "absent" (404/405) is normal and never logged as a fault. */
+type Outcome = { ok: true } | { ok: false; absent: boolean; reason: string };
+
+class EndpointAbsent extends Error {}
+
+/**
+ * Reads every worker's engine on a schedule and right after it is added: SGLang /get_server_info
+ * (KV capacity), /metrics of either engine (queue, KV usage, vLLM's capacity), /v1/models (models
+ * and adapters served). A worker exposing none of it works as before. Failures are logged once per
+ * change of state (not every interval), and whatever was not read keeps ageing until ignored.
+ */
+export class EngineIntrospector {
+  private timer: NodeJS.Timeout | undefined;
+  private stopped = false;
+  private readonly running = new Set<Worker>();
+  /** Last outcome per worker and endpoint, to log changes only. */
+  private readonly outcomes = new WeakMap<Worker, Map<Endpoint, string>>();
+
+  constructor(
+    private readonly registry: WorkerRegistry,
+    private readonly options: IntrospectionOptions,
+    private readonly logger: Logger,
+    /** Called after every read of a worker (tree budgets are re-evaluated there). */
+    private readonly onRead: (worker: Worker) => void = () => {},
+  ) {
+    registry.onChange((event, worker) => {
+      if (event === "added" && this.enabled && !this.stopped) void this.poll(worker);
+    });
+  }
+
+  private get enabled(): boolean {
+    return this.options.intervalMs > 0;
+  }
+
+  start(): void {
+    if (!this.enabled || this.timer) return;
+    this.stopped = false;
+    this.timer = setInterval(() => void this.pollAll(), this.options.intervalMs);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  pollAll(): Promise<void> {
+    return Promise.all(this.registry.list().map((w) => this.poll(w))).then(() => {});
+  }
+
+  /** One read of one worker's endpoints; reads of the same worker are not stacked. */
+  async poll(worker: Worker): Promise<void> {
+    if (this.running.has(worker) || worker.removed) return;
+    this.running.add(worker);
+    worker.signals.staleAfterMs = STALE_AFTER_INTERVALS * this.options.intervalMs;
+    try {
+      await Promise.all([
+        this.read(worker, "/get_server_info", (body) => this.serverInfo(worker, body)),
+        this.read(worker, "/metrics", (body) => this.metrics(worker, body)),
+        this.read(worker, "/v1/models", (body) => this.models(worker, body)),
+      ]);
+      if (!worker.removed) this.onRead(worker);
+    } catch (err) {
+      this.logger.error({ err, worker: worker.id }, "engine introspection failed");
+    } finally {
+      this.running.delete(worker);
+    }
+  }
+
+  private async read(
+    worker: Worker,
+    endpoint: Endpoint,
+    use: (body: string) => void,
+  ): Promise<void> {
+    let outcome: Outcome;
+    try {
+      use(await this.fetchText(worker, endpoint));
+      outcome = { ok: true };
+    } catch (err) {
+      outcome = {
+        ok: false,
+        absent: err instanceof EndpointAbsent,
+        reason: describe(err, this.options.timeoutMs),
+      };
+    }
+    if (worker.removed || this.stopped) return;
+    this.report(worker, endpoint, outcome);
+  }
+
+  private async fetchText(worker: Worker, endpoint: Endpoint): Promise<string> {
+    const timeout = this.options.timeoutMs;
+    const res = await worker.pool.request({
+      method: "GET",
+      path: `${worker.basePath}${endpoint}`,
+      ...(worker.authorization !== undefined
+        ? { headers: { authorization: worker.authorization } }
+        : {}),
+      signal: AbortSignal.timeout(timeout),
+      headersTimeout: timeout,
+      bodyTimeout: timeout,
+    });
+    if (res.statusCode === 404 || res.statusCode === 405) {
+      await res.body.dump();
+      throw new EndpointAbsent(`HTTP ${res.statusCode}`);
+    }
+    if (res.statusCode < 200 || res.statusCode >= 300) {
+      await res.body.dump();
+      throw new Error(`HTTP ${res.statusCode}`);
+    }
+    const limit = this.options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of res.body) {
+      size += (chunk as Buffer).length;
+      if (size > limit) {
+        res.body.destroy();
+        throw new Error(`body larger than ${limit} bytes`);
+      }
+      chunks.push(chunk as Buffer);
+    }
+    return Buffer.concat(chunks).toString("utf8");
+  }
+
+  private serverInfo(worker: Worker, body: string): void {
+    const info = readSglangServerInfo(parseJson(body));
+    if (info.capacityTokens === undefined) {
+      throw new Error("answer has no max_total_num_tokens");
+    }
+    worker.signals.engine = "sglang";
+    this.capacity(worker, info.capacityTokens, "get_server_info");
+  }
+
+  private metrics(worker: Worker, body: string): void {
+    const families = parseExposition(body);
+    const reading: MetricsReading | undefined =
+      readVllmMetrics(families) ?? readSglangMetrics(families);
+    if (reading === undefined) throw new Error("no SGLang or vLLM scheduler metric in it");
+    const now = Date.now();
+    worker.signals.engine ??= reading.engine;
+    worker.signals.recordLoad(
+      {
+        queued: reading.queued,
+        running: reading.running,
+        kvUsage: reading.kvUsage,
+        cacheHitRate: reading.cacheHitRate,
+      },
+      now,
+    );
+    // /get_server_info is SGLang's own word on capacity; the metric only stands in without it.
+    const fromServerInfo =
+      worker.signals.capacityFrom === "get_server_info" &&
+      worker.signals.capacity(now) !== undefined;
+    if (reading.capacityTokens !== undefined && !fromServerInfo) {
+      this.capacity(worker, reading.capacityTokens, "metrics");
+    }
+  }
+
+  private models(worker: Worker, body: string): void {
+    worker.servedModels = readModelsList(parseJson(body));
+    worker.signals.recordSeen(Date.now());
+  }
+
+  private capacity(worker: Worker, tokens: number, source: "get_server_info" | "metrics"): void {
+    if (tokens <= 0) {
+      throw new Error(`reports a KV capacity of ${tokens} tokens; ignored`);
+    }
+    const before = worker.signals.lastCapacity;
+    worker.signals.recordCapacity(tokens, source, Date.now());
+    if (before !== tokens) {
+      this.logger.info(
+        { worker: worker.id, url: worker.url, capacity_tokens: tokens, source, previous: before },
+        "worker KV capacity learned",
+      );
+    }
+  }
+
+  /** Logs when an endpoint's outcome changes (a fault once, its recovery once). */
+  private report(worker: Worker, endpoint: Endpoint, outcome: Outcome): void {
+    let byEndpoint = this.outcomes.get(worker);
+    if (byEndpoint === undefined) {
+      byEndpoint = new Map();
+      this.outcomes.set(worker, byEndpoint);
+    }
+    const key = outcome.ok ? "ok" : outcome.reason;
+    const previous = byEndpoint.get(endpoint);
+    if (previous === key) return;
+    byEndpoint.set(endpoint, key);
+    const fields = { worker: worker.id, url: worker.url, endpoint };
+    if (outcome.ok) {
+      if (previous !== undefined) this.logger.info(fields, "engine signal readable again");
+    } else if (outcome.absent) {
+      // vLLM has no /get_server_info, SGLang has no /metrics without --enable-metrics.
+      this.logger.debug({ ...fields, reason: outcome.reason }, "engine endpoint not exposed");
+    } else {
+      this.logger.warn(
+        { ...fields, reason: outcome.reason },
+        "engine signal unreadable; the router goes on without it",
+      );
+    }
+  }
+}
+
+function parseJson(body: string): unknown {
+  try {
+    return JSON.parse(body);
+  } catch {
+    throw new Error("answer is not JSON");
+  }
+}
+
+function describe(err: unknown, timeoutMs: number): string {
+  const e = err as { name?: string; code?: string; message?: string };
+  const timedOut =
+    e.name === "TimeoutError" ||
+    e.code === "UND_ERR_HEADERS_TIMEOUT" ||
+    e.code === "UND_ERR_BODY_TIMEOUT";
+  if (timedOut) return `no answer within ${timeoutMs} ms`;
+  if (e.code !== undefined && /^E[A-Z]+$/.test(e.code)) return `connection failed (${e.code})`;
+  return e.message ?? String(err);
+}

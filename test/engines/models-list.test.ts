@@ -1,0 +1,23 @@
+import { describe, expect, it } from "vitest";
+import { readModelsList } from "../../src/engines/models-list.js";
+import { VLLM_MODELS_WITH_LORA } from "./samples.js";
+
+describe("readModelsList", () => {
+  it("lists base models and LoRA adapters", () => {
+    expect(readModelsList(VLLM_MODELS_WITH_LORA)).toEqual(
+      new Set(["meta-llama/Llama-3.1-8B-Instruct", "sql-lora"]),
+    );
+  });
+
+  it("an empty list means unknown (the worker is taken to serve anything)", () => {
+    expect(readModelsList({ object: "list", data: [] })).toBeUndefined();
+  });
+
+  it("skips entries without a string id", () => {
+    expect(readModelsList({ data: [{ id: 3 }, {}, null, { id: "m" }] })).toEqual(new Set(["m"]));
+  });
+
+  it.each([null, {}, { data: "x" }, []])("refuses %j with a TypeError", (body) => {
+    expect(() => readModelsList(body)).toThrow(TypeError);
+  });
+});

@@ -1,0 +1,31 @@
+import { describe, expect, it } from "vitest";
+import { parseExposition } from "../../src/engines/prometheus-text.js";
+import { readSglangMetrics } from "../../src/engines/sglang-metrics.js";
+import { SGLANG_METRICS, SGLANG_OLD_METRICS, VLLM_DP2_METRICS } from "./samples.js";
+
+describe("readSglangMetrics", () => {
+  it("adds queues and pools over DP ranks and averages usage and hit rate", () => {
+    const reading = readSglangMetrics(parseExposition(SGLANG_METRICS));
+    expect(reading).toMatchObject({
+      engine: "sglang",
+      queued: 2,
+      running: 14,
+      cacheHitRate: 0.5,
+      capacityTokens: 1_000_000,
+    });
+    expect(reading?.kvUsage).toBeCloseTo(0.2);
+  });
+
+  it("reads an older SGLang without the max_total_num_tokens gauge", () => {
+    expect(readSglangMetrics(parseExposition(SGLANG_OLD_METRICS))).toEqual({
+      engine: "sglang",
+      queued: 3,
+      running: 1,
+      kvUsage: 0.02,
+    });
+  });
+
+  it("is undefined for another engine's metrics", () => {
+    expect(readSglangMetrics(parseExposition(VLLM_DP2_METRICS))).toBeUndefined();
+  });
+});

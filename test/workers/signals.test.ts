@@ -1,0 +1,33 @@
+import { describe, expect, it } from "vitest";
+import { EngineSignals } from "../../src/workers/signals.js";
+
+const LOAD = { queued: 2, running: 3, kvUsage: 0.5, cacheHitRate: undefined };
+
+describe("EngineSignals", () => {
+  it("answers nothing before anything was read", () => {
+    const s = new EngineSignals();
+    expect(s.capacity(1000)).toBeUndefined();
+    expect(s.load(1000)).toBeUndefined();
+    expect(s.ageSecs(1000)).toBeUndefined();
+  });
+
+  it("ignores signals older than staleAfterMs, keeping the last capacity for the budget", () => {
+    const s = new EngineSignals();
+    s.staleAfterMs = 15_000;
+    s.recordCapacity(400_000, "get_server_info", 1_000);
+    s.recordLoad(LOAD, 1_000);
+    expect(s.capacity(16_000)).toBe(400_000);
+    expect(s.load(16_000)).toEqual(LOAD);
+    expect(s.capacity(16_001)).toBeUndefined();
+    expect(s.load(16_001)).toBeUndefined();
+    expect(s.lastCapacity).toBe(400_000);
+    expect(s.ageSecs(16_001)).toBe(15.001);
+  });
+
+  it("ages from the last read of anything", () => {
+    const s = new EngineSignals();
+    s.recordLoad(LOAD, 1_000);
+    s.recordSeen(3_000);
+    expect(s.ageSecs(4_000)).toBe(1);
+  });
+});
