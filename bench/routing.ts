@@ -26,6 +26,7 @@ import { routingChartSvg } from "./lib/routing-chart.js";
 import {
   ALL_ROWS,
   ORACLE_ROW,
+  PRECISE_ROW,
   type RowName,
   type RowResult,
   runRoutingWorkload,
@@ -50,6 +51,7 @@ interface CliOptions {
   preset: RoutingPreset;
   rows: RowName[];
   rate: number | undefined;
+  bypassShare: number | undefined;
   cacheLoadBound: number | undefined;
   prefixIndex: PrefixIndexName | undefined;
   maxTreeSize: number | undefined;
@@ -79,6 +81,7 @@ function parseCli(argv: string[]): CliOptions {
       "prefix-cost-queue-weight": { type: "string" },
       "prefix-cost-request-chars": { type: "string" },
       policies: { type: "string" },
+      bypass: { type: "string" },
       "no-oracle": { type: "boolean", default: false },
       "no-isolate": { type: "boolean", default: false },
       "no-chart": { type: "boolean", default: false },
@@ -98,6 +101,8 @@ function parseCli(argv: string[]): CliOptions {
         "  --kv-capacity-tokens <n>      KV cache per worker (default 48000; quick 12000; cache-pressure",
         "                                sizes its own: a share of its working set)",
         "  --seed <n>                    workload seed (default 42)",
+        "  --bypass <share>              share of requests sent straight to a worker, bypassing the router",
+        "                                (e.g. 0.25; the precise row sees them through the KV events)",
         "  --cache-load-bound <x>        the router's --cache-load-bound (default: the router's, 2)",
         `  --prefix-index <name>         the router's --prefix-index (${PREFIX_INDEX_NAMES.join("|")}; default: the router's)`,
         "  --max-tree-size <chars>       the router's --max-tree-size (default: the router's)",
@@ -161,20 +166,28 @@ function parseCli(argv: string[]): CliOptions {
   if (values.policies !== undefined) {
     overridden = true;
     rows = values.policies.split(",").map((p) => {
-      if (!(POLICY_NAMES as readonly string[]).includes(p)) {
-        throw new Error(`--policies: unknown policy "${p}"; expected ${POLICY_NAMES}`);
+      if (!(POLICY_NAMES as readonly string[]).includes(p) && p !== PRECISE_ROW) {
+        throw new Error(
+          `--policies: unknown policy "${p}"; expected ${POLICY_NAMES} or ${PRECISE_ROW}`,
+        );
       }
       return p as RowName;
     });
     if (!values["no-oracle"]) rows.push(ORACLE_ROW);
   }
   if (values["no-oracle"]) rows = rows.filter((r) => r !== ORACLE_ROW);
+  const bypassShare = num("bypass", values.bypass, 0, false);
+  if (bypassShare !== undefined) {
+    if (bypassShare > 1) throw new Error("--bypass must be a share in [0, 1]");
+    overridden = true;
+  }
   const tag = [values.quick ? "quick" : "", overridden ? "custom" : ""].filter(Boolean).join("-");
   return {
     workloads,
     preset,
     rows,
     rate,
+    bypassShare,
     cacheLoadBound,
     prefixIndex,
     maxTreeSize,
@@ -304,6 +317,7 @@ async function main(): Promise<void> {
       preset: cli.preset,
       rows: cli.rows,
       ...(cli.rate === undefined ? {} : { rate: cli.rate }),
+      ...(cli.bypassShare === undefined ? {} : { bypassShare: cli.bypassShare }),
       routerOverrides: {
         ...(cli.cacheLoadBound === undefined ? {} : { cacheLoadBound: cli.cacheLoadBound }),
         ...(cli.prefixIndex === undefined ? {} : { prefixIndex: cli.prefixIndex }),

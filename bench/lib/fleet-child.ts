@@ -3,7 +3,7 @@
  * and exits on "exit" or when the parent goes away (never lingering as an orphan holding ports).
  */
 import type { SimWorker } from "../../src/sim/worker.js";
-import { type FleetReply, type FleetRequest, startSimWorkers } from "./fleet.js";
+import { type FleetReply, type FleetRequest, memberOf, startSimWorkers } from "./fleet.js";
 
 /** Workers by URL (ids repeat across fleets). */
 const running = new Map<string, SimWorker>();
@@ -33,7 +33,7 @@ process.on("message", (msg: FleetRequest) => {
         reply({
           type: "started",
           seq: msg.seq,
-          workers: sims.map((s) => ({ id: s.id, url: s.url })),
+          workers: sims.map(memberOf),
         });
       } else {
         const sims = msg.urls.map((url) => running.get(url)).filter((s) => s !== undefined);

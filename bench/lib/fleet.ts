@@ -24,6 +24,20 @@ export interface FleetOptions {
 export interface FleetMember {
   id: string;
   url: string;
+  /** The worker's KV-event endpoints, when started with `kvEvents`. */
+  kvEvents?: { endpoint: string; replayEndpoint: string | undefined };
+}
+
+/** A started worker as the fleet reports it. */
+export function memberOf(s: SimWorker): FleetMember {
+  const kv = s.kvEvents;
+  return kv === undefined
+    ? { id: s.id, url: s.url }
+    : {
+        id: s.id,
+        url: s.url,
+        kvEvents: { endpoint: kv.endpoint, replayEndpoint: kv.replayEndpoint },
+      };
 }
 
 export interface Fleet {
@@ -80,7 +94,7 @@ export function inlineFleetHost(): FleetHost {
     async startFleet(o) {
       const sims = await startSimWorkers(fleetWorkerOptions(o));
       const fleet: Fleet = {
-        workers: sims.map((s) => ({ id: s.id, url: s.url })),
+        workers: sims.map(memberOf),
         stats: async () => sims.map((s) => s.stats()),
         close: async () => {
           open.delete(fleet);

@@ -11,6 +11,7 @@ const COLORS: Record<string, string> = {
   power_of_two: "#8b5cf6",
   least_load: "#10b981",
   prefix_cost: "#0891b2",
+  precise: "#1e3a8a",
   oracle_sticky: "#6b7280",
 };
 

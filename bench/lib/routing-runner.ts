@@ -8,9 +8,10 @@ import { type Config, defaultConfig } from "../../src/config.js";
 import { createLogger } from "../../src/logger.js";
 import { POLICY_NAMES, type PolicyName } from "../../src/policies/policy.js";
 import { type RunningRouter, startRouter } from "../../src/server.js";
+import { hashString } from "../../src/sim/hash.js";
 import type { SimStats } from "../../src/sim/worker.js";
 import { openAiBody, poissonArrivals, type RequestSpec } from "../../src/sim/workloads.js";
-import { childFleetHost, type FleetHost, inlineFleetHost } from "./fleet.js";
+import { childFleetHost, type FleetHost, type FleetMember, inlineFleetHost } from "./fleet.js";
 import { type LatencySummary, summarizeMs } from "./latency.js";
 import { type LoadJob, type LoadRequest, loadAgent, type RequestOutcome, runLoad } from "./load.js";
 import {
@@ -21,8 +22,10 @@ import {
 } from "./routing-workloads.js";
 
 export const ORACLE_ROW = "oracle_sticky";
-export type RowName = PolicyName | typeof ORACLE_ROW;
-export const ALL_ROWS: readonly RowName[] = [...POLICY_NAMES, ORACLE_ROW];
+/** cache_aware on the engines' KV events (--kv-events, docs/kv-events.md). */
+export const PRECISE_ROW = "precise";
+export type RowName = PolicyName | typeof ORACLE_ROW | typeof PRECISE_ROW;
+export const ALL_ROWS: readonly RowName[] = [...POLICY_NAMES, PRECISE_ROW, ORACLE_ROW];
 /** Share of a row's requests (in sending order) left out of warmTtftMs. */
 export const WARM_SKIP = 0.1;
 
@@ -85,6 +88,12 @@ export interface RunOptions {
    * (default: 2 × concurrency; 0 = none).
    */
   warmupRequests?: number;
+  /**
+   * Share of requests (0-1) sent straight to a worker, bypassing the router (another client, or
+   * another router's traffic): to the oracle's worker when the workload has one, else one chosen
+   * by the request's id. The same requests bypass in every row.
+   */
+  bypassShare?: number;
   /** Router settings on top of the defaults, e.g. { cacheLoadBound: 1.5 } (--cache-load-bound). */
   routerOverrides?: Partial<Config>;
   /** Progress: a row starts (with its request count), a request completes. */
@@ -143,7 +152,11 @@ async function runRow(
   const p = o.preset;
   const fleet = await host.startFleet({
     count: p.workers,
-    worker: { timeScale: p.timeScale, kvCapacityTokens: w.kvCapacityTokens },
+    worker: {
+      timeScale: p.timeScale,
+      kvCapacityTokens: w.kvCapacityTokens,
+      ...(row === PRECISE_ROW ? { kvEvents: { encoding: "map" as const } } : {}),
+    },
   });
   const urls = fleet.workers.map((x) => x.url);
   const logger = createLogger({ level: "silent" });
@@ -158,6 +171,8 @@ async function runRow(
           startRouter(routerConfig("round_robin", [url], o.routerOverrides), { logger }),
         ),
       );
+    } else if (row === PRECISE_ROW) {
+      router = await startPreciseRouter(fleet.workers, o.routerOverrides);
     } else {
       router = await startRouter(routerConfig(row, urls, o.routerOverrides), { logger });
     }
@@ -176,8 +191,13 @@ async function runRow(
         turnIds.set(`${spec.conversation}/${spec.turn}`, spec.id);
     }
     const jobs = w.specs.map((spec): LoadJob => {
+      const direct = bypassTarget(spec, w, o.bypassShare ?? 0, urls.length);
       const origin =
-        router !== undefined ? router.url : pinned[w.oracle!(spec, pinned.length)]!.url;
+        direct !== undefined
+          ? urls[direct]!
+          : router !== undefined
+            ? router.url
+            : pinned[w.oracle!(spec, pinned.length)]!.url;
       const job: LoadJob = { key: spec.id, request: requestFor(spec, origin) };
       const previous =
         spec.turn !== undefined ? turnIds.get(`${spec.conversation}/${spec.turn - 1}`) : undefined;
@@ -209,6 +229,48 @@ async function runRow(
     await Promise.all(pinned.map((r) => r.stop(1000)));
     await fleet.close();
   }
+}
+
+/** The worker a bypassing request goes to straight, or undefined when it goes through the router. */
+function bypassTarget(
+  spec: RequestSpec,
+  w: PreparedWorkload,
+  share: number,
+  workers: number,
+): number | undefined {
+  if (share <= 0) return undefined;
+  const h = hashString(spec.id);
+  if ((h % 10_000) / 10_000 >= share) return undefined;
+  return w.oracle !== undefined ? w.oracle(spec, workers) : (h >>> 8) % workers;
+}
+
+/** cache_aware with --kv-events, every worker added with its own event endpoints, all streams live. */
+async function startPreciseRouter(
+  workers: readonly FleetMember[],
+  overrides: Partial<Config> = {},
+): Promise<RunningRouter> {
+  const router = await startRouter(
+    routerConfig("cache_aware", [], {
+      ...overrides,
+      kvEvents: true,
+      kvEventsEndpointTemplate: "",
+    }),
+    { logger: createLogger({ level: "silent" }) },
+  );
+  const kv = router.context.kvEvents!;
+  for (const member of workers) {
+    const worker = router.context.registry.add(member.url);
+    if (member.kvEvents !== undefined) kv.configure(worker, member.kvEvents);
+  }
+  const deadline = Date.now() + 30_000;
+  while (!workers.every((m) => kv.isLive(router.context.registry.get(m.url)!.id))) {
+    if (Date.now() > deadline) {
+      await router.stop(0);
+      throw new Error("precise row: the workers' KV-event streams did not come up within 30 s");
+    }
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  return router;
 }
 
 /** The real router's defaults, listening on a free loopback port, silent. */

@@ -46,8 +46,12 @@ const MAX_PREPARED = 1024;
 
 export class HybridIndex implements PrefixIndex {
   readonly name: string;
-  /** Routing text (+ model) → its tokens, for the decide that follows prepare. */
-  private readonly prepared = new Map<string, readonly number[]>();
+  /**
+   * Model → routing text → its tokens, for the decide that follows prepare. Keyed by the text
+   * itself (not a concatenation), so the lookups reuse the string's cached hash.
+   */
+  private readonly prepared = new Map<string, Map<string, readonly number[]>>();
+  private preparedCount = 0;
   private readonly sources = new Map<string, string>();
 
   constructor(
@@ -105,12 +109,29 @@ export class HybridIndex implements PrefixIndex {
   }
 
   private remember(text: string, model: string | undefined, tokens: readonly number[]): void {
-    const key = preparedKey(text, model);
-    this.prepared.delete(key);
-    this.prepared.set(key, tokens);
-    if (this.prepared.size > MAX_PREPARED) {
-      this.prepared.delete(this.prepared.keys().next().value as string);
+    const m = model ?? "";
+    let byText = this.prepared.get(m);
+    if (byText === undefined) {
+      byText = new Map();
+      this.prepared.set(m, byText);
     }
+    if (byText.delete(text)) this.preparedCount--;
+    byText.set(text, tokens);
+    this.preparedCount++;
+    // Oldest first within each model; models themselves in order of first use.
+    for (const [key, texts] of this.prepared) {
+      if (this.preparedCount <= MAX_PREPARED) break;
+      const oldest = texts.keys().next();
+      if (!oldest.done) {
+        texts.delete(oldest.value);
+        this.preparedCount--;
+      }
+      if (texts.size === 0) this.prepared.delete(key);
+    }
+  }
+
+  private tokensOf(text: string, model: string | undefined): readonly number[] | undefined {
+    return this.prepared.get(model ?? "")?.get(text);
   }
 
   match(
@@ -120,7 +141,7 @@ export class HybridIndex implements PrefixIndex {
     out: number[],
   ): void {
     this.base.match(text, model, workers, out);
-    const tokens = this.prepared.get(preparedKey(text, model));
+    const tokens = this.tokensOf(text, model);
     // Workers with the same block size and adapter share one computation of the keys.
     const memo = new Map<string, number[]>();
     for (let i = 0; i < workers.length; i++) {
@@ -138,14 +159,14 @@ export class HybridIndex implements PrefixIndex {
 
   insert(workerId: string, model: string | undefined, text: string): void {
     this.base.insert(workerId, model, text);
-    const tokens = this.prepared.get(preparedKey(text, model));
+    const tokens = this.tokensOf(text, model);
     if (tokens === undefined || !this.tokens.isLive(workerId)) return;
     this.precise.speculate(workerId, this.keysFor(workerId, tokens, model).keys);
   }
 
   truncate(workerId: string, model: string | undefined, text: string, keep: number): number {
     const forgotten = this.base.truncate(workerId, model, text, keep);
-    const tokens = this.prepared.get(preparedKey(text, model));
+    const tokens = this.tokensOf(text, model);
     if (tokens !== undefined && text.length > 0) {
       const { keys, blockSize } = this.keysFor(workerId, tokens, model);
       const keepBlocks = Math.floor(((keep / text.length) * tokens.length) / blockSize);
@@ -185,10 +206,6 @@ export class HybridIndex implements PrefixIndex {
     }
     return { keys, blockSize };
   }
-}
-
-function preparedKey(text: string, model: string | undefined): string {
-  return `${model ?? ""}\u0000${text}`;
 }
 
 /** The characters of `text` standing for a matched fraction of its tokens, at a code point boundary. */

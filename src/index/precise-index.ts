@@ -161,9 +161,14 @@ export class PreciseIndex {
   speculate(workerId: string, keys: readonly number[]): void {
     const w = this.workers.get(workerId);
     if (w === undefined) return;
-    const expiry = this.now() + this.options.speculativeTtlMs;
+    const now = this.now();
+    const ttl = this.options.speculativeTtlMs;
+    const expiry = now + ttl;
     for (const key of keys) {
       if (w.held.has(key)) continue;
+      // A fresh entry is left alone: re-setting every key of every hot prefix churns the Map.
+      const current = w.speculative.get(key);
+      if (current !== undefined && current - now > ttl / 2) continue;
       // Re-inserting moves the key to the end of the Map: the bound drops the stalest first.
       w.speculative.delete(key);
       w.speculative.set(key, expiry);

@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders, ServerResponse } from "node:http";
 import type { Dispatcher } from "undici";
 import { RouterError } from "../errors.js";
-import { APPROXIMATE_INDEX } from "../index/approximate-index.js";
+import { PREFIX_INDEX_NAMES } from "../index/factory.js";
 import type { TokenizeInput } from "../kv-events/tokenize-input.js";
 import type { RoutingDecider } from "../policies/decider.js";
 import type { RouteBranch } from "../policies/policy.js";
@@ -392,10 +392,12 @@ function accepted(outcome: { status: number; upstreamStatus?: number }): boolean
   return status >= 200 && status < 300;
 }
 
+const BASE_INDEXES: ReadonlySet<string> = new Set(PREFIX_INDEX_NAMES);
+
 function routeHeader(branch: RouteBranch, matchRate: number | null, index: string | null): string {
   const route = matchRate === null ? branch : `${branch};match=${matchRate.toFixed(2)}`;
-  // The approximate trees are the default and go unnamed; any other index says it answered.
-  return index === null || index === APPROXIMATE_INDEX ? route : `${route};index=${index}`;
+  // The base indexes (approx, shared: the same answers) go unnamed; any other says it answered.
+  return index === null || BASE_INDEXES.has(index) ? route : `${route};index=${index}`;
 }
 
 function noWorkerMessage(registry: WorkerRegistry): string {

@@ -17,9 +17,13 @@ export interface MembershipSyncOptions {
  * Keeps the worker set the same on every replica. A local add or remove (admin API,
  * --worker-urls) is published as an op on the ops stream and written to the workers hash; peers
  * apply the op as it arrives. Whenever the link comes up (at start, after an outage) the replica
- * first sends what it queued meanwhile, then adopts the hash: it adds the workers it lacks and
- * drops those the others removed. An empty hash means Redis lost its data: the replica then
- * publishes its own set.
+ * first sends what it queued meanwhile, then adds the workers of the hash it lacks. An empty hash
+ * means Redis lost its data: the replica then publishes its own set.
+ *
+ * Removals travel only as ops on the stream, which a replica back from an outage reads on from
+ * where it stopped: the hash is never a reason to remove a worker, because another replica may
+ * be writing it back (after Redis lost its data) while this one reads it, and a partial view would
+ * drop live workers.
  *
  * Worker API keys are secrets and never go to Redis: a replica adds a peer's worker with its own
  * --worker-api-key.
@@ -27,8 +31,6 @@ export interface MembershipSyncOptions {
 export class MembershipSync {
   /** True while applying a peer's change, so the registry listener does not publish it back. */
   private applying = false;
-  /** Local adds since the current reconcile began: not yet in the hash, but not removed elsewhere. */
-  private readonly addedLocally = new Set<string>();
 
   constructor(
     private readonly link: RedisLink,
@@ -37,7 +39,6 @@ export class MembershipSync {
   ) {
     options.registry.onChange((event, worker) => {
       if (this.applying) return;
-      if (event === "added") this.addedLocally.add(worker.url);
       options.publisher.publish({ kind: event === "added" ? "add" : "remove", url: worker.url });
     });
   }
@@ -76,10 +77,9 @@ export class MembershipSync {
       this.logger.info({ worker: worker.id, url: worker.url }, "worker removed by a peer replica");
   }
 
-  /** Sends what is queued, then adopts the shared set (see the class comment). */
+  /** Sends what is queued, then adds the shared set's workers (see the class comment). */
   async reconcile(): Promise<void> {
     const { keys, registry, publisher } = this.options;
-    this.addedLocally.clear();
     await publisher.flush();
     let shared: Record<string, string>;
     try {
@@ -92,11 +92,6 @@ export class MembershipSync {
       for (const worker of registry.list()) publisher.publish({ kind: "add", url: worker.url });
       return;
     }
-    const wanted = new Set(urls);
     for (const url of urls) this.applyAdd(url);
-    for (const worker of registry.list()) {
-      if (!wanted.has(worker.url) && !this.addedLocally.has(worker.url))
-        this.applyRemove(worker.url);
-    }
   }
 }

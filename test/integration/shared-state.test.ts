@@ -135,6 +135,10 @@ describe.skipIf(redisSkipReason !== undefined)(
       sending = false;
       await traffic;
       expect(statuses.every((s) => s === 200)).toBe(true);
+      // Regression: both replicas rewrote the lost workers hash at once, and one read it half
+      // written and dropped live workers. The hash only ever adds workers now.
+      expect(a.context.registry.size).toBe(workers.length);
+      expect(b.context.registry.size).toBe(workers.length);
 
       // Resynchronised: a new decision on A reaches B again.
       const system = prompt("after the outage");
@@ -233,6 +237,89 @@ describe.skipIf(redisSkipReason !== undefined)(
       }
     });
 
+    it("a Redis that stops answering (CLIENT PAUSE) delays no request: they all finish while it is paused", async () => {
+      const prefix = freshPrefix();
+      const a = await replica(prefix);
+      const b = await replica(prefix);
+      // Redis holds every client's commands (its own UNPAUSE too) for 4 s.
+      const pausedAt = Date.now();
+      await redis.client.call("CLIENT", "PAUSE", "4000", "ALL");
+      const finished: number[] = [];
+      for (let i = 0; i < 6; i++) {
+        const res = await chat(i % 2 === 0 ? a : b, prompt(`slow redis ${i}`));
+        expect(res.status).toBe(200);
+        await res.text();
+        finished.push(Date.now());
+      }
+      expect(Math.max(...finished)).toBeLessThan(pausedAt + 4000);
+    }, 30_000);
+
+    it("a replica started while Redis is down connects when it comes up and publishes its workers", async () => {
+      const late = await startRedis();
+      try {
+        await late.kill();
+        const prefix = freshPrefix();
+        const router = await startTestRouter({
+          workerUrls: workers.map((w) => w.url),
+          stateUrl: late.url,
+          stateKeyPrefix: prefix,
+        });
+        routers.push(router);
+        expect(router.context.sharedState?.link.up).toBe(false);
+        await late.restart();
+        await waitFor(() => router.context.sharedState?.link.up === true, 15_000, "connects");
+        await waitFor(
+          async () => (await late.client.hlen(`${prefix}:workers`)) === workers.length,
+          15_000,
+          "its workers reach the shared set",
+        );
+      } finally {
+        await late.stop();
+      }
+    }, 40_000);
+
+    it("entries it cannot read in the stream (another writer, another version) are skipped", async () => {
+      const prefix = freshPrefix();
+      await redis.client.xadd(`${prefix}:ops`, "*", "junk", "1");
+      await redis.client.xadd(
+        `${prefix}:ops`,
+        "*",
+        "r",
+        "x",
+        "k",
+        "i",
+        "w",
+        "no-such-worker",
+        "x",
+        "t",
+      );
+      const a = await replica(prefix);
+      const b = await replica(prefix);
+      const res = await chat(a, prompt("after junk"));
+      const chosen = res.headers.get("x-radixgate-worker")!;
+      await res.text();
+      await waitFor(
+        () => b.context.index.size(chosen) > 0,
+        10_000,
+        "B still applies A's decisions",
+      );
+    });
+
+    it("garbage in a peer's load key is ignored, not added", async () => {
+      const prefix = freshPrefix();
+      const a = await replica(prefix);
+      const id = a.context.registry.list()[0]!.id;
+      await redis.client.set(`${prefix}:load:bad1`, "not json", "PX", 60_000);
+      await redis.client.set(`${prefix}:load:bad2`, JSON.stringify({ [id]: -5 }), "PX", 60_000);
+      await redis.client.set(`${prefix}:load:good`, JSON.stringify({ [id]: 2 }), "PX", 60_000);
+      await redis.client.sadd(`${prefix}:replicas`, "bad1", "bad2", "good");
+      const worker = a.context.registry.get(id)!;
+      await waitFor(() => worker.peerInFlight === 2, 10_000, "the good peer's count");
+      await redis.client.del(`${prefix}:load:good`);
+      await waitFor(() => worker.peerInFlight === 0, 10_000, "an expired peer drops out");
+      expect(await redis.client.sismember(`${prefix}:replicas`, "good")).toBe(0);
+    });
+
     it("a replica whose Redis is down at start still starts and serves", async () => {
       const dead = await startRedis();
       const url = dead.url;
@@ -242,6 +329,7 @@ describe.skipIf(redisSkipReason !== undefined)(
         workerUrls: workers.map((w) => w.url),
         stateUrl: url,
         stateKeyPrefix: freshPrefix(),
+        stateQueueSize: 3,
       });
       routers.push(router);
       expect(Date.now() - started).toBeLessThan(8000);
@@ -249,6 +337,11 @@ describe.skipIf(redisSkipReason !== undefined)(
       expect(res.status).toBe(200);
       await res.text();
       expect(router.context.sharedState?.link.up).toBe(false);
+      // Its publish queue is bounded: past --state-queue-size the oldest decisions are dropped.
+      for (let i = 0; i < 6; i++) await (await chat(router, prompt(`offline ${i}`))).text();
+      const metrics = await (await fetch(`${router.url}/metrics`)).text();
+      expect(metrics).toMatch(/^radixgate_state_connected 0$/m);
+      expect(metrics).toMatch(/^radixgate_state_ops_dropped_total 4$/m);
     });
   },
 );

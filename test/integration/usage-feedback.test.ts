@@ -89,7 +89,7 @@ describe("usage feedback from the engines' responses", () => {
 
   it("trims what the engine evicted when it reports clearly fewer cached tokens", async () => {
     sim = await startSimWorker({ id: "evicting", timeScale: 0, kvCapacityTokens: 2048 });
-    router = await startTestRouter({ workerUrls: [sim.url] });
+    router = await startTestRouter({ workerUrls: [sim.url], prefixIndex: "approx" });
     const worker = router.context.registry.list()[0]!;
     const tree = (router.context.index as ApproximateIndex).treeOf(worker.id)!;
     const shared = filler("shared", 4000);
