@@ -7,6 +7,11 @@
  *   npm run bench:overhead                     3000 measured requests per cell (a few minutes)
  *   npm run bench:overhead -- --quick          200 per cell
  *   npm run bench:overhead -- --requests 5000
+ *   npm run bench:overhead -- --cpu-prof bench/results/prof   the router writes a .cpuprofile there
+ *
+ * When nginx is installed (`apt-get install nginx-light`), the same requests also go through nginx
+ * as a plain reverse proxy to the same worker (bench/lib/nginx.ts), in the same run, for a
+ * baseline: "nginx added" and "router/nginx" columns.
  *
  * Prints a table and writes bench/results/overhead.json.
  */
@@ -22,6 +27,7 @@ import { commandLine, runIfEntryPoint } from "./lib/entry.js";
 import { childFleetHost } from "./lib/fleet.js";
 import { fmt, type LatencySummary, summarizeMs } from "./lib/latency.js";
 import { type LoadJob, loadAgent, runLoad } from "./lib/load.js";
+import { type NginxProxy, startNginx } from "./lib/nginx.js";
 import { ProgressBar } from "./lib/progress.js";
 import { startRouterProcess } from "./lib/router-process.js";
 import { printTable } from "./lib/stats.js";
@@ -54,6 +60,11 @@ export interface CellResult {
   addedP50Ms: number;
   addedP99Ms: number;
   throughputRatio: number;
+  /** The same requests through nginx (when installed). */
+  nginx?: TargetResult;
+  nginxAddedP50Ms?: number;
+  /** Router requests/s over nginx's. */
+  routerVsNginx?: number;
 }
 
 function prompts(chars: number, seed: number): string[] {
@@ -116,8 +127,10 @@ async function main(): Promise<void> {
     options: {
       quick: { type: "boolean", default: false },
       requests: { type: "string" },
+      "cpu-prof": { type: "string" },
     },
   });
+  const cpuProfDir = values["cpu-prof"];
   const requests = Number(values.requests ?? (values.quick ? 200 : 3000));
   if (!Number.isInteger(requests) || requests < 10) {
     console.error("bench:overhead: --requests must be an integer >= 10");
@@ -136,12 +149,19 @@ async function main(): Promise<void> {
     worker: { timeScale: 0, kvCapacityTokens: 2_000_000 },
   });
   const workerUrl = fleet.workers[0]!.url;
-  const router = await startRouterProcess({
-    ...defaultConfig(),
-    host: "127.0.0.1",
-    port: 0,
-    workerUrls: [workerUrl],
-  });
+  const router = await startRouterProcess(
+    {
+      ...defaultConfig(),
+      host: "127.0.0.1",
+      port: 0,
+      workerUrls: [workerUrl],
+    },
+    "ignore",
+    cpuProfDir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${cpuProfDir}`],
+  );
+  const nginx: NginxProxy | undefined = await startNginx(workerUrl);
+  console.log(nginx === undefined ? "nginx: not installed, no baseline" : `nginx: ${nginx.url}`);
+  const origins = [workerUrl, router.url, ...(nginx === undefined ? [] : [nginx.url])];
   const cells: CellResult[] = [];
   const texts = new Map(PROMPT_CHARS.map((chars) => [chars, prompts(chars, chars)]));
   try {
@@ -149,7 +169,7 @@ async function main(): Promise<void> {
     // (the JIT needs thousands of requests, more than a cell's own warm-up).
     for (const chars of PROMPT_CHARS) {
       for (const stream of STREAMS) {
-        for (const origin of [workerUrl, router.url]) {
+        for (const origin of origins) {
           await measure(origin, texts.get(chars)!, stream, 16, warmup * 2, 0, "warm-up");
         }
       }
@@ -177,6 +197,18 @@ async function main(): Promise<void> {
             warmup,
             `${label} router`,
           );
+          const viaNginx =
+            nginx === undefined
+              ? undefined
+              : await measure(
+                  nginx.url,
+                  texts,
+                  stream,
+                  concurrency,
+                  requests,
+                  warmup,
+                  `${label} nginx`,
+                );
           cells.push({
             promptChars: chars,
             stream,
@@ -186,12 +218,20 @@ async function main(): Promise<void> {
             addedP50Ms: routed.latencyMs.p50 - direct.latencyMs.p50,
             addedP99Ms: routed.latencyMs.p99 - direct.latencyMs.p99,
             throughputRatio: routed.requestsPerSec / direct.requestsPerSec,
+            ...(viaNginx === undefined
+              ? {}
+              : {
+                  nginx: viaNginx,
+                  nginxAddedP50Ms: viaNginx.latencyMs.p50 - direct.latencyMs.p50,
+                  routerVsNginx: routed.requestsPerSec / viaNginx.requestsPerSec,
+                }),
           });
         }
       }
     }
   } finally {
     await router.stop();
+    await nginx?.stop();
     await host.close();
   }
 
@@ -213,6 +253,9 @@ async function main(): Promise<void> {
       "direct req/s",
       "router req/s",
       "ratio",
+      ...(nginx === undefined
+        ? []
+        : ["nginx p50", "nginx added p50", "nginx req/s", "router/nginx"]),
       "errors",
     ],
     cells.map((c) => [
@@ -228,7 +271,15 @@ async function main(): Promise<void> {
       fmt(c.direct.requestsPerSec, 0),
       fmt(c.router.requestsPerSec, 0),
       fmt(c.throughputRatio, 2),
-      c.direct.errors + c.router.errors,
+      ...(c.nginx === undefined
+        ? []
+        : [
+            fmt(c.nginx.latencyMs.p50, 2),
+            fmt(c.nginxAddedP50Ms!, 2),
+            fmt(c.nginx.requestsPerSec, 0),
+            fmt(c.routerVsNginx!, 2),
+          ]),
+      c.direct.errors + c.router.errors + (c.nginx?.errors ?? 0),
     ]),
   );
   mkdirSync(dirname(RESULTS), { recursive: true });

@@ -22,9 +22,11 @@ const CHILD_SCRIPT = fileURLToPath(new URL("./router-child.ts", import.meta.url)
 export async function startRouterProcess(
   config: Config,
   logsTo: "ignore" | "inherit" = "ignore",
+  /** More node flags for the router, e.g. --cpu-prof (written when the router exits). */
+  extraExecArgv: readonly string[] = [],
 ): Promise<RouterProcess> {
   const child = fork(CHILD_SCRIPT, [], {
-    execArgv: [...TSX_EXEC_ARGV],
+    execArgv: [...TSX_EXEC_ARGV, ...extraExecArgv],
     stdio: ["ignore", logsTo, "inherit", "ipc"],
   });
   const url = await new Promise<string>((resolve, reject) => {

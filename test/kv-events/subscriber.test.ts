@@ -85,10 +85,14 @@ describe("KvEventSubscriber against the simulator's real ZMQ publisher", () => {
   it("without replay, a dropped message resets the worker and it rebuilds", async () => {
     const worker = await sim({ encoding: "array", noReplay: true });
     const { subscriber, seen } = subscribe(worker, { rebuildMs: 0 });
-    // A SUB socket misses what is published before it is connected (ZMQ's slow joiner).
     await waitFor(() => subscriber.live);
-    await complete(worker, "warm up prompt, long enough for blocks");
-    await waitFor(() => seen.batches.length >= 1);
+    // A PUB socket drops what it sends before the subscription has reached it (ZMQ's slow
+    // joiner), and without replay nothing brings it back: send until one batch arrives.
+    for (let i = 0; seen.batches.length === 0; i++) {
+      if (i === 100) throw new Error("no batch arrived");
+      await complete(worker, `warm up prompt ${i}, long enough for blocks`);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
     worker.kvEvents!.dropNext(1);
     await complete(worker, "lost prompt, long enough for blocks!!");
     await complete(worker, "third prompt, long enough for blocks!");

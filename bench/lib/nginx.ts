@@ -1,0 +1,117 @@
+/**
+ * nginx as a plain reverse proxy in front of the same worker, for bench:overhead's side-by-side
+ * baseline (issue 12: "added latency and throughput against nginx in the same run"). Started only
+ * when an nginx binary is installed (`apt-get install nginx-light`); one worker process, like the
+ * router's one event loop; keep-alive to the upstream; no buffering, so streams pass through.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { connect, createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+export interface NginxProxy {
+  readonly url: string;
+  stop(): Promise<void>;
+}
+
+const CANDIDATES = ["/usr/sbin/nginx", "/usr/local/sbin/nginx", "/usr/bin/nginx"];
+
+export function findNginx(): string | undefined {
+  return CANDIDATES.find((path) => existsSync(path));
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      const port = typeof address === "object" && address !== null ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+async function accepting(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(port, "127.0.0.1");
+    socket.once("connect", () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once("error", () => resolve(false));
+  });
+}
+
+/** Starts nginx proxying to `upstream` (http://host:port); undefined when nginx is not installed. */
+export async function startNginx(upstream: string): Promise<NginxProxy | undefined> {
+  const binary = findNginx();
+  if (binary === undefined) return undefined;
+  const dir = mkdtempSync(join(tmpdir(), "radixgate-nginx-"));
+  const port = await freePort();
+  const target = new URL(upstream);
+  const conf = join(dir, "nginx.conf");
+  writeFileSync(
+    conf,
+    `daemon off;
+worker_processes 1;
+pid ${join(dir, "nginx.pid")};
+error_log ${join(dir, "error.log")} warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path ${dir}/body;
+  proxy_temp_path ${dir}/proxy;
+  fastcgi_temp_path ${dir}/fastcgi;
+  uwsgi_temp_path ${dir}/uwsgi;
+  scgi_temp_path ${dir}/scgi;
+  client_max_body_size 64m;
+  client_body_buffer_size 1m;
+  upstream worker {
+    server ${target.hostname}:${target.port};
+    keepalive 128;
+  }
+  server {
+    listen 127.0.0.1:${port};
+    location / {
+      proxy_pass http://worker;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_buffering off;
+    }
+  }
+}
+`,
+  );
+  const child: ChildProcess = spawn(binary, ["-p", dir, "-c", conf], {
+    stdio: ["ignore", "ignore", "inherit"],
+  });
+  const deadline = Date.now() + 10_000;
+  while (!(await accepting(port))) {
+    if (child.exitCode !== null || Date.now() > deadline) {
+      child.kill("SIGKILL");
+      rmSync(dir, { recursive: true, force: true });
+      throw new Error(`nginx did not start (see ${join(dir, "error.log")})`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return {
+    url: `http://127.0.0.1:${port}`,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        const done = () => {
+          rmSync(dir, { recursive: true, force: true });
+          resolve();
+        };
+        if (child.exitCode !== null || child.signalCode !== null) return done();
+        const timer = setTimeout(() => child.kill("SIGKILL"), 5000);
+        child.once("exit", () => {
+          clearTimeout(timer);
+          done();
+        });
+        // SIGQUIT: nginx's graceful shutdown.
+        child.kill("SIGQUIT");
+      }),
+  };
+}
