@@ -24,7 +24,8 @@ export type RouteBranch =
   | "random"
   | "power_of_two"
   | "least_load"
-  | "lowest_cost"; // prefix_cost: lowest estimated prefill work ahead of the first token
+  | "lowest_cost" // prefix_cost: lowest estimated prefill work ahead of the first token
+  | "session"; // --session-affinity: the worker this conversation was last sent to
 
 export interface RouteRequest {
   /** The text the engine will prefill (see proxy/routing-text.ts). May be empty. */

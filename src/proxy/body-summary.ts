@@ -9,6 +9,8 @@ export interface BodySummary {
   stream: boolean;
   /** What the engine would tokenize (for the precise KV-event index); only when asked for. */
   tokenizeInput?: TokenizeInput | undefined;
+  /** The OpenAI `user` field, when a string (session affinity by user, --session-affinity user). */
+  user?: string | undefined;
 }
 
 /**
@@ -28,6 +30,7 @@ export function summarizeBody(
     model: modelOf(parsed),
     stream: parsed.stream === true,
     tokenizeInput: withTokenizeInput ? tokenizeInputOf(endpoint, parsed) : undefined,
+    user: typeof parsed.user === "string" ? parsed.user : undefined,
   };
 }
 
