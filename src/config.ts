@@ -1,5 +1,6 @@
 import { PREFIX_INDEX_NAMES, type PrefixIndexName } from "./index/factory.js";
 import { POLICY_NAMES, type PolicyName } from "./policies/policy.js";
+import { SESSION_SOURCES, type SessionSource } from "./proxy/session-key.js";
 import { normalizeWorkerUrl } from "./workers/worker-url.js";
 
 /** The router's whole configuration, after parsing and validation. */
@@ -60,6 +61,9 @@ export interface Config {
   requestIdHeaders: string[];
   prometheusPort: number | undefined;
   shutdownGraceSecs: number;
+  sessionAffinity: SessionSource;
+  sessionHeader: string;
+  maxSessions: number;
   kvEvents: boolean;
   kvEventsEndpointTemplate: string;
   kvEventsReplayTemplate: string;
@@ -705,6 +709,35 @@ export const SETTINGS = [
     description: "Also serve /metrics on this port (it is always on the main port too).",
     default: undefined,
     parse: optionalPort,
+  }),
+  setting({
+    key: "sessionAffinity",
+    flag: "--session-affinity",
+    arg: "<source>",
+    description:
+      "Keep a conversation on one worker while it is available: off | header (the --session-header value) | user (the OpenAI `user` body field). Composes with the policy: a new or moved session is routed by it.",
+    default: "off",
+    parse: oneOf(SESSION_SOURCES),
+  }),
+  setting({
+    key: "sessionHeader",
+    flag: "--session-header",
+    arg: "<name>",
+    description: "With --session-affinity header: the request header that names the session.",
+    default: "x-session-id",
+    parse: (raw, flag) => {
+      const [name] = headerNames(raw, flag);
+      return name!;
+    },
+  }),
+  setting({
+    key: "maxSessions",
+    flag: "--max-sessions",
+    arg: "<n>",
+    description:
+      "With --session-affinity: sessions remembered; past it the least recently used is forgotten.",
+    default: 100000,
+    parse: integer(1),
   }),
   setting({
     key: "shutdownGraceSecs",

@@ -12,6 +12,7 @@ import { createLogger, type Logger } from "./logger.js";
 import { Metrics } from "./metrics.js";
 import { RoutingDecider } from "./policies/decider.js";
 import { createPolicy } from "./policies/factory.js";
+import { SessionTable } from "./policies/session-table.js";
 import { Admission } from "./proxy/admission.js";
 import { BodyBudget } from "./proxy/body-budget.js";
 import { Forwarder, type ForwardHooks, type ForwardSettings } from "./proxy/forward.js";
@@ -148,7 +149,11 @@ export function createRouter(
   });
   const forwarder = new Forwarder(
     registry,
-    new RoutingDecider(policy, index),
+    new RoutingDecider(
+      policy,
+      index,
+      config.sessionAffinity === "off" ? undefined : new SessionTable(config.maxSessions),
+    ),
     settings,
     hooks,
     feedback,
@@ -241,6 +246,9 @@ export async function startRouter(
     }
   }
 
+  // Each worker answers one health check before it takes traffic, so a worker that is down at
+  // start is reported as such from the first request on (bounded by the health check timeout).
+  await Promise.all(registry.list().map((w) => health.probeFirst(w)));
   // Peers' workers and recent decisions before the first request (bounded wait; never fails).
   await context.sharedState?.start();
   let server: Server;
@@ -273,7 +281,6 @@ export async function startRouter(
   }
 
   health.start();
-  void health.checkAll();
   introspection.start();
   const eviction: EvictionTimer = startEvictionTimer(
     () => context.index.evictionUnits(),

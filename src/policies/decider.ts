@@ -1,5 +1,6 @@
 import type { PrefixIndex, PrepareRequest } from "../index/prefix-index.js";
 import type { Policy, PolicyWorker, RouteDecision } from "./policy.js";
+import type { SessionTable } from "./session-table.js";
 
 /** A policy's decision, plus what the prefix index needs to take it back. */
 export interface Decision<W extends PolicyWorker> extends RouteDecision<W> {
@@ -12,6 +13,8 @@ export interface Decision<W extends PolicyWorker> extends RouteDecision<W> {
 export interface DecisionRequest extends PrepareRequest {
   readonly text: string;
   readonly model?: string | undefined;
+  /** Conversation id (--session-affinity); its turns stay on one worker while it is a candidate. */
+  readonly session?: string | undefined;
 }
 
 /**
@@ -30,6 +33,8 @@ export class RoutingDecider {
   constructor(
     readonly policy: Policy,
     readonly index: PrefixIndex,
+    /** Session affinity, when on: consulted before the policy, updated after every decision. */
+    private readonly sessions?: SessionTable,
   ) {}
 
   /**
@@ -56,16 +61,34 @@ export class RoutingDecider {
       matched.length = candidates.length;
       this.index.match(text, model, candidates, matched);
     }
-    const decision = this.policy.select(
-      candidates,
-      usesIndex ? { text, model, matched } : { text, model },
-    );
+    const decision =
+      this.stickyDecision(candidates, request, usesIndex) ??
+      this.policy.select(candidates, usesIndex ? { text, model, matched } : { text, model });
     if (decision === undefined) return undefined;
+    if (request.session !== undefined) this.sessions?.bind(request.session, decision.worker.id);
     if (!usesIndex) return { ...decision, index: null, heldBefore: 0 };
     const heldBefore = matched[candidates.indexOf(decision.worker)] ?? 0;
     this.index.insert(decision.worker.id, model, text);
     const source = this.index.sourceOf?.(decision.worker.id) ?? this.index.name;
     return { ...decision, index: source, heldBefore };
+  }
+
+  /**
+   * The worker this session was last sent to, while it is still a candidate (healthy, breaker
+   * closed, not tried yet for this request); its prefix match is still reported and inserted.
+   */
+  private stickyDecision<W extends PolicyWorker>(
+    candidates: readonly W[],
+    request: DecisionRequest,
+    usesIndex: boolean,
+  ): RouteDecision<W> | undefined {
+    if (request.session === undefined || this.sessions === undefined) return undefined;
+    const id = this.sessions.workerFor(request.session);
+    if (id === undefined) return undefined;
+    const i = candidates.findIndex((c) => c.id === id);
+    if (i < 0) return undefined;
+    const matchRate = usesIndex ? (this.matched[i] ?? 0) / request.text.length : null;
+    return { worker: candidates[i]!, branch: "session", matchRate };
   }
 
   /**

@@ -15,6 +15,8 @@ export interface BodySummary {
    * engine reports is about this text (proxy/usage-feedback.ts).
    */
   usageDescribesText: boolean;
+  /** The OpenAI `user` field, when a string (session affinity by user, --session-affinity user). */
+  user?: string | undefined;
 }
 
 /**
@@ -39,6 +41,7 @@ export function summarizeBody(
       endpoint !== "models" &&
       text.length < maxRoutingTextChars &&
       isSinglePrompt(endpoint, parsed),
+    user: typeof parsed.user === "string" ? parsed.user : undefined,
   };
 }
 

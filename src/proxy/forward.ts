@@ -79,6 +79,8 @@ export interface ForwardRequest {
   body: Buffer | undefined;
   text: string;
   model: string | undefined;
+  /** Conversation id for session affinity (--session-affinity), when the request carries one. */
+  session?: string | undefined;
   /** The request as the engine's tokenizer takes it; set only with --kv-events. */
   tokenizeInput?: TokenizeInput | undefined;
   /** `"stream": true`: the first-byte limit is the streaming one. */
@@ -141,7 +143,11 @@ export class Forwarder {
       return { status: error.status, attempts: 0, error: "model_not_found" };
     }
     // What the index sees: the text, under the model's own key when its KV is kept apart.
-    const routed = { text: req.text, model: indexModel(workers, req.model) };
+    const routed = {
+      text: req.text,
+      model: indexModel(workers, req.model),
+      session: req.session,
+    };
     const candidates = () => servingCandidates(this.registry.candidates(tried), req.model);
     const headers = upstreamRequestHeaders(
       req.headers,
@@ -261,6 +267,7 @@ export class Forwarder {
     );
     worker.ownInFlight += 1;
     worker.pendingPrefillChars += uncachedChars;
+    worker.pendingPrefillRequests += 1;
     worker.breaker.onDispatch();
     // The first body byte means prefill is over (engines stream a token only after it); a
     // non-streaming answer only has its body at the end.
@@ -269,6 +276,7 @@ export class Forwarder {
       if (prefilled) return;
       prefilled = true;
       worker.pendingPrefillChars -= uncachedChars;
+      worker.pendingPrefillRequests -= 1;
     };
     let released = false;
     const release = () => {

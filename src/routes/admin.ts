@@ -4,6 +4,7 @@ import { RouterError } from "../errors.js";
 import type { KvEndpoints } from "../kv-events/manager.js";
 import type { Worker } from "../workers/worker.js";
 import { bearerMatches, isLoopback } from "./auth.js";
+import { checkContentType } from "./content-type.js";
 import type { RouterContext } from "./context.js";
 
 type Env = { Bindings: HttpBindings };
@@ -37,7 +38,7 @@ export function registerAdminRoutes(app: Hono<Env>, ctx: RouterContext): void {
         "kv_events_endpoint needs the router started with --kv-events.",
       );
     }
-    const worker = addWorker(ctx, url, apiKey);
+    const worker = await addWorker(ctx, url, apiKey);
     if (kvEndpoints !== undefined) ctx.kvEvents?.configure(worker, kvEndpoints);
     return c.json(workerJson(ctx, worker), 201);
   });
@@ -57,7 +58,7 @@ export function registerAdminRoutes(app: Hono<Env>, ctx: RouterContext): void {
   // SGLang's add_worker takes only ?url=; a key goes in the JSON body, not the query string
   // (query strings end up in access logs).
   app.post("/add_worker", async (c) => {
-    const worker = addWorker(ctx, requiredQueryUrl(c), await optionalKeyFromBody(c));
+    const worker = await addWorker(ctx, requiredQueryUrl(c), await optionalKeyFromBody(c));
     return c.json({ status: "ok", message: `Added worker ${worker.url}`, worker: worker.toJSON() });
   });
   app.post("/remove_worker", (c) => {
@@ -91,11 +92,11 @@ function adminGuard(ctx: RouterContext): MiddlewareHandler<Env> {
   };
 }
 
-function addWorker(ctx: RouterContext, url: string, apiKey?: string) {
+async function addWorker(ctx: RouterContext, url: string, apiKey?: string) {
   const worker = ctx.registry.add(url, apiKey !== undefined ? { apiKey } : {});
   ctx.logger.info({ worker: worker.id, url: worker.url }, "worker added");
-  // First check at once, so a dead worker is found before the first interval passes.
-  void ctx.health.check(worker);
+  // Probed before it takes traffic; the answer reports the result ("healthy").
+  await ctx.health.probeFirst(worker);
   return worker;
 }
 
@@ -177,6 +178,7 @@ function kvEndpointsField(fields: {
 async function workerFromBody(
   c: Context<Env>,
 ): Promise<{ url: string; apiKey?: string; kvEndpoints?: KvEndpoints }> {
+  checkContentType(c.req.header("content-type"));
   let body: unknown;
   try {
     body = await c.req.json();
@@ -205,6 +207,7 @@ async function workerFromBody(
 async function optionalKeyFromBody(c: Context<Env>): Promise<string | undefined> {
   const raw = await c.req.text();
   if (raw.trim() === "") return undefined;
+  checkContentType(c.req.header("content-type"));
   let body: unknown;
   try {
     body = JSON.parse(raw);

@@ -11,8 +11,10 @@ import type { ForwardOutcome, ForwardRequest } from "../proxy/forward.js";
 import { lingerOnUnreadBody } from "../proxy/linger.js";
 import { ClientGoneError, readBody } from "../proxy/read-body.js";
 import type { Endpoint } from "../proxy/routing-text.js";
+import { sessionKey } from "../proxy/session-key.js";
 import { writeError } from "../proxy/write-error.js";
 import { bearerMatches } from "./auth.js";
+import { checkContentType } from "./content-type.js";
 import type { RouterContext } from "./context.js";
 import { registerModelsRoute } from "./models.js";
 
@@ -127,6 +129,7 @@ async function admitAndForward(
   let text = "";
   let model: string | undefined;
   let stream = false;
+  let session: string | undefined;
   let tokenizeInput: TokenizeInput | undefined;
   let usageDescribesText = false;
   if (method === "POST") {
@@ -154,6 +157,12 @@ async function admitAndForward(
           )
         : summarizeBody(endpoint, body, config.maxRoutingTextChars, withTokenizeInput);
     ({ text, model, stream, tokenizeInput, usageDescribesText } = summary);
+    session = sessionKey(
+      config.sessionAffinity,
+      config.sessionHeader,
+      incoming.headers,
+      summary.user,
+    );
   }
   const release = await ctx.admission.acquire(clientSignal);
   try {
@@ -165,6 +174,7 @@ async function admitAndForward(
       body,
       text,
       model,
+      session,
       tokenizeInput,
       stream,
       usageDescribesText,
@@ -177,16 +187,6 @@ async function admitAndForward(
   } finally {
     release();
   }
-}
-
-function checkContentType(contentType: string | undefined): void {
-  if (contentType === undefined) return;
-  const type = contentType.split(";")[0]?.trim().toLowerCase() ?? "";
-  if (type === "application/json" || type.endsWith("+json")) return;
-  throw new RouterError(
-    "unsupported_media_type",
-    `Content-Type must be application/json, got "${type}" (with curl, add -H 'Content-Type: application/json').`,
-  );
 }
 
 /**

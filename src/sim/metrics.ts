@@ -31,6 +31,13 @@ type Sample = [name: string, type: "gauge" | "counter", help: string, value: num
 
 export const METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
 
+/**
+ * Written here rather than with prom-client (which the router itself uses) on purpose: the point
+ * of the simulator is to expose the text the engines expose, and both are Python
+ * prometheus_client servers that print every sample as a float ("1.0", "400000.0"); prom-client
+ * prints "1". The router's parser (src/engines/) is tested against this float form, the one it
+ * meets in production. Escaping follows the text format's rules (escapeLabel below).
+ */
 export function renderMetrics(flavor: SimFlavor, m: MetricsSnapshot): string {
   const hitRate = m.promptTokens > 0 ? m.cachedTokens / m.promptTokens : 0;
   const samples: Sample[] =

@@ -47,6 +47,12 @@ interface Tracked {
   handle: SequenceHandle | undefined;
 }
 
+/**
+ * SSE is written by hand here, not with hono's streamSSE: the simulator serves raw node:http
+ * responses (no Hono context), and its fault knobs need the bare socket: crash after N chunks
+ * (destroy mid-event), stall between chunks, honour back-pressure per write. The format itself is
+ * the engines' one line per event, `data: <json>` and a blank line, ending with `data: [DONE]`.
+ */
 const SSE_HEADERS = {
   "content-type": "text/event-stream; charset=utf-8",
   "cache-control": "no-cache",

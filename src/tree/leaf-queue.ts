@@ -21,6 +21,10 @@ export interface Queued<T> {
  * - A parent left childless by an eviction becomes a leaf with an OLDER access time (its own last
  *   access), which cannot be appended; it goes into the heap instead.
  * The oldest leaf is the older of the list's head and the heap's top.
+ *
+ * Not lru-cache or a generic LRU library: those evict whole keys, while here the entries are tree
+ * nodes whose leaf status changes under eviction (a parent becomes a leaf) and whose links live
+ * inside the nodes, with no per-entry allocation on the hot path.
  */
 export class LeafQueue<T extends Queued<T>> {
   /** Sentinel of the circular list: sentinel.next is the oldest, sentinel.prev the newest. */

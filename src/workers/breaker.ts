@@ -14,6 +14,10 @@ export interface BreakerOptions {
  * Passive per-worker circuit breaker. Only failures that say something about the worker count
  * (connection errors, timeouts, 5xx); the caller never reports a 4xx as a failure, because a bad
  * request is not a bad worker. Half-open admits one trial request at a time.
+ *
+ * Not opossum or cockatiel: those wrap a function call and count its outcome, while here the
+ * outcome of one request is known only at the end of a stream, a 4xx is neutral, and the policy
+ * must ask "does it admit a request?" without making one; this is about 60 lines.
  */
 export class CircuitBreaker {
   private current: BreakerState = "closed";

@@ -41,19 +41,61 @@ export class HealthChecker {
     return Promise.all(this.registry.list().map((w) => this.check(w))).then(() => {});
   }
 
+  /**
+   * The first check of a worker, before it takes traffic (at start-up and when added through the
+   * admin API): it is held back while the probe runs, one pass lets it in, and a failure keeps it
+   * out until it passes `successThreshold` regular checks. The result is logged either way. With
+   * health checks off (interval 0) the worker is trusted as given, since nothing would check it
+   * again to let it back in. Bounded by the health check timeout.
+   */
+  async probeFirst(worker: Worker): Promise<boolean> {
+    if (worker.removed) return false;
+    if (this.options.intervalMs <= 0) {
+      // Checks off: one check in the background, counted like any other (it alone never reaches
+      // the failure threshold), so the worker is trusted as given.
+      void this.check(worker);
+      return worker.healthy;
+    }
+    worker.healthy = false;
+    this.running.add(worker);
+    let failure: string | undefined;
+    try {
+      failure = await this.probe(worker);
+    } finally {
+      this.running.delete(worker);
+    }
+    if (worker.removed) return false;
+    const where = { worker: worker.id, url: worker.url };
+    if (failure === undefined) {
+      worker.healthy = true;
+      worker.healthFailures = 0;
+      worker.healthSuccesses = 1;
+      this.logger.info(where, "worker answered its first health check: taking traffic");
+    } else {
+      worker.healthFailures = 1;
+      worker.healthSuccesses = 0;
+      this.logger.warn(
+        { ...where, reason: failure, success_threshold: this.options.successThreshold },
+        "worker failed its first health check: no traffic until it passes health checks",
+      );
+    }
+    return worker.healthy;
+  }
+
   /** One check of one worker; concurrent checks of the same worker are not stacked. */
   async check(worker: Worker): Promise<void> {
     if (this.running.has(worker) || worker.removed) return;
     this.running.add(worker);
     try {
-      const passed = await this.probe(worker);
-      this.record(worker, passed);
+      const failure = await this.probe(worker);
+      this.record(worker, failure === undefined);
     } finally {
       this.running.delete(worker);
     }
   }
 
-  private async probe(worker: Worker): Promise<boolean> {
+  /** undefined when the worker passed; else why not (status or error code), for the log. */
+  private async probe(worker: Worker): Promise<string | undefined> {
     try {
       const res = await worker.pool.request({
         method: "GET",
@@ -66,9 +108,10 @@ export class HealthChecker {
         bodyTimeout: this.options.timeoutMs,
       });
       await res.body.dump();
-      return res.statusCode >= 200 && res.statusCode < 300;
-    } catch {
-      return false;
+      return res.statusCode >= 200 && res.statusCode < 300 ? undefined : `status ${res.statusCode}`;
+    } catch (err) {
+      const e = err as { code?: string; name?: string; message?: string };
+      return e.code ?? e.name ?? e.message ?? "error";
     }
   }
 

@@ -56,6 +56,29 @@ describe("admin API (REST and SGLang-compatible)", () => {
     expect((await postJson(`${router.url}/workers`, { nope: 1 })).status).toBe(400);
   });
 
+  it("Content-Type as on the data plane: none is taken as JSON, a non-JSON type gets 415", async () => {
+    // Bytes, not a string: fetch would add text/plain to a string body.
+    const noType = await fetch(`${router.url}/workers`, {
+      method: "POST",
+      body: new TextEncoder().encode(JSON.stringify({ url: sims[1]!.url })),
+    });
+    expect(noType.status).toBe(201);
+    const id = ((await noType.json()) as WorkerJson).id;
+    expect((await fetch(`${router.url}/workers/${id}`, { method: "DELETE" })).status).toBe(200);
+    // curl -d without -H sends a form type: refused like /v1/*, with the fix in the message.
+    for (const path of ["/workers", "/v1/chat/completions"]) {
+      const form = await fetch(`${router.url}${path}`, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body: JSON.stringify({ url: sims[1]!.url, messages: [] }),
+      });
+      expect(form.status, path).toBe(415);
+      const body = (await form.json()) as { error: { code: string; message: string } };
+      expect(body.error.code).toBe("unsupported_media_type");
+      expect(body.error.message).toContain("Content-Type: application/json");
+    }
+  });
+
   it("GET /workers lists id, url, health, in-flight, tree characters and requests served", async () => {
     await postJson(`${router.url}/v1/completions`, { prompt: "count me", max_tokens: 1 }).then(
       (r) => r.arrayBuffer(),

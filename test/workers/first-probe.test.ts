@@ -1,0 +1,103 @@
+import { Writable } from "node:stream";
+import { afterEach, describe, expect, it } from "vitest";
+import { type Config, defaultConfig } from "../../src/config.js";
+import { createLogger } from "../../src/logger.js";
+import { type RunningRouter, startRouter } from "../../src/server.js";
+import { type SimWorker, startSimWorker } from "../../src/sim/worker.js";
+import { deadUrl, metric } from "../faults/support.js";
+import { postJson } from "../helpers/router.js";
+
+interface LogLine {
+  msg: string;
+  url?: string;
+  level: number;
+}
+
+/** A router with health checks on (a long interval: only the first probe matters here). */
+async function startProbingRouter(
+  overrides: Partial<Config>,
+): Promise<{ router: RunningRouter; logs: LogLine[] }> {
+  const logs: LogLine[] = [];
+  const destination = new Writable({
+    write(chunk: Buffer, _encoding, callback) {
+      for (const line of chunk.toString("utf8").split("\n"))
+        if (line !== "") logs.push(JSON.parse(line));
+      callback();
+    },
+  });
+  const router = await startRouter(
+    {
+      ...defaultConfig(),
+      host: "127.0.0.1",
+      port: 0,
+      healthCheckIntervalSecs: 60,
+      healthCheckTimeoutSecs: 2,
+      evictionIntervalSecs: 0,
+      ...overrides,
+    },
+    { logger: createLogger({ level: "info", destination }) },
+  );
+  return { router, logs };
+}
+
+describe("first health probe: a worker takes traffic only once it has answered", () => {
+  let router: RunningRouter | undefined;
+  let sim: SimWorker | undefined;
+  afterEach(async () => {
+    await router?.stop(100);
+    await sim?.close();
+    router = undefined;
+    sim = undefined;
+  });
+
+  it("regression: a worker down at start is reported unhealthy at once, and logged", async () => {
+    const dead = await deadUrl();
+    sim = await startSimWorker({ id: "up", timeScale: 0 });
+    const started = await startProbingRouter({ workerUrls: [dead, sim.url] });
+    router = started.router;
+    const workers = (await (await fetch(`${router.url}/workers`)).json()) as {
+      workers: { url: string; healthy: boolean }[];
+    };
+    expect(workers.workers.find((w) => w.url === dead)?.healthy).toBe(false);
+    expect(workers.workers.find((w) => w.url === sim!.url)?.healthy).toBe(true);
+    const readiness = await (await fetch(`${router.url}/readiness`)).json();
+    expect(readiness).toMatchObject({ status: "ready", workers: 2, healthy: 1 });
+    // Every request goes to the live worker on its first attempt.
+    for (let i = 0; i < 4; i++) {
+      const res = await postJson(`${router.url}/v1/completions`, {
+        prompt: `p${i}`,
+        max_tokens: 1,
+      });
+      expect(res.status).toBe(200);
+      await res.arrayBuffer();
+    }
+    expect(await metric(router.url, "radixgate_retries_total")).toBe(0);
+    expect(await metric(router.url, "radixgate_upstream_errors_total")).toBe(0);
+    const probeLogs = started.logs.filter(
+      (l) => l.url === dead && l.level === 40 && /first health check/.test(l.msg),
+    );
+    expect(probeLogs).toHaveLength(1);
+  });
+
+  it("/readiness is 503 from the start when the only worker is down", async () => {
+    const started = await startProbingRouter({ workerUrls: [await deadUrl()] });
+    router = started.router;
+    const res = await fetch(`${router.url}/readiness`);
+    expect(res.status).toBe(503);
+    expect(await res.json()).toMatchObject({ healthy: 0, workers: 1 });
+  });
+
+  it("a worker added through the admin API is probed before it is listed healthy", async () => {
+    const started = await startProbingRouter({ workerUrls: [] });
+    router = started.router;
+    const dead = await deadUrl();
+    const added = await postJson(`${router.url}/workers`, { url: dead });
+    expect(added.status).toBe(201);
+    expect(await added.json()).toMatchObject({ url: dead, healthy: false });
+    expect((await fetch(`${router.url}/readiness`)).status).toBe(503);
+    sim = await startSimWorker({ id: "late", timeScale: 0 });
+    const live = await postJson(`${router.url}/workers`, { url: sim.url });
+    expect(await live.json()).toMatchObject({ url: sim.url, healthy: true });
+    expect((await fetch(`${router.url}/readiness`)).status).toBe(200);
+  });
+});
