@@ -60,7 +60,19 @@ export class UsageTap {
 
   /** Looks at one chunk of the body; never keeps it. */
   write(chunk: Uint8Array): void {
-    for (let i = 0; i < chunk.length; i++) this.step(chunk[i]!);
+    const bytes = Buffer.isBuffer(chunk)
+      ? chunk
+      : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    let i = 0;
+    while (i < bytes.length) {
+      if (this.phase === Phase.Key && this.promptAt === 0 && this.cachedAt === 0) {
+        // Between matches only a quote can start a key: jump to the next one (native search).
+        i = bytes.indexOf(QUOTE, i);
+        if (i === -1) return;
+      }
+      this.step(bytes[i]!);
+      i++;
+    }
   }
 
   /** What was reported, once the body ended; undefined when no prompt token count was seen. */
