@@ -5,7 +5,7 @@ import { UnsupportedFlagError } from "./compat-flags.js";
 import { type Config, ConfigError } from "./config.js";
 import { createLogger } from "./logger.js";
 import { startedByNpm, watchParent } from "./parent-watch.js";
-import { ListenError, type RunningRouter, startRouter } from "./server.js";
+import type { RunningRouter } from "./server.js";
 
 async function main(): Promise<void> {
   let config: Config;
@@ -48,6 +48,8 @@ async function main(): Promise<void> {
       onSignal("SIGTERM");
     });
   }
+  // Loaded only now: --help, --version and a bad flag need none of the server's modules.
+  const { ListenError, startRouter } = await import("./server.js");
   try {
     router = await startRouter(config, { logger });
   } catch (err) {

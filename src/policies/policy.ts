@@ -12,6 +12,10 @@ export interface PolicyWorker {
    * byte (prefill still queued or running), kept by the forwarder. Read by prefix_cost; 0 if absent.
    */
   readonly pendingPrefillChars?: number | undefined;
+  /** How many in-flight requests pendingPrefillChars counts. */
+  readonly pendingPrefillRequests?: number | undefined;
+  /** Requests waiting in the engine's own queue, when its report is fresh (src/workers/signals.ts). */
+  readonly engineQueued?: number | undefined;
 }
 
 /** Why a worker was chosen; exported as a metric label and in the x-radixgate-route header. */

@@ -13,7 +13,14 @@ export type PrefixCostOptions = Pick<
  *
  *   cost = (text length − matched)                   this request's own uncached prefill there
  *        + queueWeight × pendingPrefillChars          uncached prefill already queued there
+ *        + queueWeight × foreign × text length        engine-queued requests the router did not
+ *                                                     send (another replica's, direct clients'),
+ *                                                     each guessed as long as this one, uncached
  *        + requestChars × inFlight                    each running request's share of every step
+ *
+ * foreign = the engine's reported queue (sglang:num_queue_reqs, vllm:num_requests_waiting, when
+ * fresh) minus this router's own requests still waiting for a first byte there, never below 0:
+ * the engine's queue includes those, already counted in pendingPrefillChars.
  *
  * A worker that holds the prefix wins while the work queued on it stays below what a cold worker
  * would have to recompute; once it falls behind by more than that, the next request goes where it
@@ -54,8 +61,15 @@ export class PrefixCostPolicy implements Policy {
       // Clamped: an index may claim more than the text (never fewer than 0 characters to compute).
       const matched = length === 0 ? 0 : Math.min(length, Math.max(0, matchedOf?.[index] ?? 0));
       const queued = Math.max(0, worker.pendingPrefillChars ?? 0);
+      const foreign = Math.max(
+        0,
+        (worker.engineQueued ?? 0) - Math.max(0, worker.pendingPrefillRequests ?? 0),
+      );
       const cost =
-        length - matched + this.queueWeight * queued + this.requestChars * worker.inFlight;
+        length -
+        matched +
+        this.queueWeight * (queued + foreign * length) +
+        this.requestChars * worker.inFlight;
       if (cost < bestCost || (cost === bestCost && worker.inFlight < bestLoad)) {
         best = index;
         bestCost = cost;

@@ -263,6 +263,7 @@ export class Forwarder {
     );
     worker.ownInFlight += 1;
     worker.pendingPrefillChars += uncachedChars;
+    worker.pendingPrefillRequests += 1;
     worker.breaker.onDispatch();
     // The first body byte means prefill is over (engines stream a token only after it); a
     // non-streaming answer only has its body at the end.
@@ -271,6 +272,7 @@ export class Forwarder {
       if (prefilled) return;
       prefilled = true;
       worker.pendingPrefillChars -= uncachedChars;
+      worker.pendingPrefillRequests -= 1;
     };
     let released = false;
     const release = () => {

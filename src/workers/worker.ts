@@ -30,6 +30,8 @@ export class Worker {
    * ends, whichever comes first (proxy/forward.ts). Read by the prefix_cost policy.
    */
   pendingPrefillChars = 0;
+  /** How many requests pendingPrefillChars adds up (same bounds: dispatch to first byte or end). */
+  pendingPrefillRequests = 0;
   /** Requests that completed with a response from this worker. */
   served = 0;
   /** Result of active health checks; unhealthy workers keep their tree but get no traffic. */
@@ -98,6 +100,11 @@ export class Worker {
   /** Characters of routing text per prompt token (default 4 until the engine reported usage). */
   get charsPerToken(): number {
     return this.charsPerTokenEstimate.value;
+  }
+
+  /** Requests waiting in the engine's queue as it last reported them; undefined when stale or unknown. */
+  get engineQueued(): number | undefined {
+    return this.signals.load()?.queued;
   }
 
   /** Healthy, not removed, not cooling down, and the breaker lets a request through. */

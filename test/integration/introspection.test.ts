@@ -6,6 +6,8 @@ import type { Config } from "../../src/config.js";
 import { createLogger } from "../../src/logger.js";
 import type { RunningRouter } from "../../src/server.js";
 import { type SimWorker, type SimWorkerOptions, startSimWorker } from "../../src/sim/worker.js";
+import { EngineIntrospector } from "../../src/workers/introspection.js";
+import { WorkerRegistry } from "../../src/workers/registry.js";
 import { FALLBACK_TREE_BUDGET } from "../../src/workers/tree-budget.js";
 import { postJson, startTestRouter, waitFor } from "../helpers/router.js";
 
@@ -219,6 +221,44 @@ describe("engine introspection over HTTP", () => {
       reason: "reports a KV capacity of 0 tokens; ignored",
     });
     expect(r.context.registry.get(url)!.treeBudget).toBe(FALLBACK_TREE_BUDGET);
+  });
+
+  it("reads a worker behind --api-key with the worker's key", async () => {
+    const w = await sim({ id: "keyed", kvCapacityTokens: 1024, apiKey: "sk-engine" });
+    const r = await router({
+      workerUrls: [w.url],
+      workerApiKey: "sk-engine",
+      enginePollIntervalSecs: 60,
+    });
+    const worker = r.context.registry.get(w.url)!;
+    await waitFor(() => worker.treeBudget === 4096, 5000, "learned budget");
+    expect(w.stats().unauthorized).toBe(0);
+  });
+
+  it("a body larger than the limit is refused with a log line, not read to the end", async () => {
+    const url = await oddWorker((path) =>
+      path === "/metrics"
+        ? { status: 200, body: `sglang:num_queue_reqs 1\n${"# padding\n".repeat(1000)}` }
+        : { status: 404, body: "" },
+    );
+    const { lines, logger } = capture();
+    const registry = new WorkerRegistry({
+      breaker: { failureThreshold: 5, openMs: 1000, successThreshold: 1 },
+      connectTimeoutMs: 1000,
+    });
+    cleanups.push(() => registry.close());
+    const introspector = new EngineIntrospector(
+      registry,
+      { intervalMs: 60_000, timeoutMs: 2000, maxBodyBytes: 1024 },
+      logger,
+    );
+    const worker = registry.add(url); // read at once (the registry tells the introspector)
+    await waitFor(() => lines.some((l) => l.endpoint === "/metrics"), 5000, "log line");
+    expect(about(lines, "engine signal unreadable; the router goes on without it")).toMatchObject([
+      { endpoint: "/metrics", reason: "body larger than 1024 bytes" },
+    ]);
+    expect(worker.signals.load()).toBeUndefined();
+    introspector.stop();
   });
 
   it("a fixed --max-tree-size is kept whatever the engine says", async () => {

@@ -104,6 +104,36 @@ describe("prefix_cost: prefill already queued on a worker", () => {
   });
 });
 
+describe("prefix_cost: the engine's own queue", () => {
+  const engineQueue = (id: string, engineQueued: number, pendingPrefillRequests: number) =>
+    Object.assign(fakeWorker(id), {
+      engineQueued,
+      pendingPrefillRequests,
+      pendingPrefillChars: 0,
+    });
+
+  it("counts requests queued at the engine that this router did not send, each as long as this one", () => {
+    const policy = prefixCost({ prefixCostRequestChars: 0 });
+    const text = question(1);
+    // Three foreign requests queued at the holder: 0.5 × 3 × length > a cold worker's length.
+    const holder = engineQueue("holder", 3, 0);
+    holder.tree.insert(text);
+    expect(selectWith(policy, [holder, fakeWorker("cold")], { text })!.worker.id).toBe("cold");
+  });
+
+  it("does not count the router's own waiting requests twice (they are in the engine's queue too)", () => {
+    const policy = prefixCost({ prefixCostRequestChars: 0 });
+    const text = question(1);
+    const holder = engineQueue("holder", 3, 3);
+    holder.tree.insert(text);
+    expect(selectWith(policy, [holder, fakeWorker("cold")], { text })!.worker.id).toBe("holder");
+    // More of its own requests than the engine reports (a report older than the last dispatch).
+    const stale = engineQueue("stale", 0, 5);
+    stale.tree.insert(text);
+    expect(selectWith(policy, [stale, fakeWorker("cold")], { text })!.worker.id).toBe("stale");
+  });
+});
+
 describe("prefix_cost: requests in flight", () => {
   it("counts --prefix-cost-request-chars for each in-flight request", () => {
     const text = question(1);

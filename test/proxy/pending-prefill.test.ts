@@ -15,7 +15,10 @@ describe("pending prefill accounting", () => {
   const workers = (): readonly Worker[] => started.router!.context.registry.list();
   const settled = (what: string) =>
     waitFor(
-      () => workers().every((w) => w.pendingPrefillChars === 0 && w.inFlight === 0),
+      () =>
+        workers().every(
+          (w) => w.pendingPrefillChars === 0 && w.pendingPrefillRequests === 0 && w.inFlight === 0,
+        ),
       3000,
       `${what}: pending prefill and in-flight back to 0`,
     );
@@ -38,6 +41,7 @@ describe("pending prefill accounting", () => {
     const worker = workers()[0]!;
     // Cold worker: the whole routing text is still to prefill.
     expect(worker.pendingPrefillChars).toBeGreaterThan("a question nobody answers".length);
+    expect(worker.pendingPrefillRequests).toBe(1);
     client.abort();
     await expect(pending).rejects.toThrow();
     await settled("client abort");
@@ -64,6 +68,7 @@ describe("pending prefill accounting", () => {
     const worker = workers()[0]!;
     expect(worker.inFlight).toBe(1);
     expect(worker.pendingPrefillChars).toBe(0);
+    expect(worker.pendingPrefillRequests).toBe(0);
     client.abort();
     await reader.cancel().catch(() => {});
     await settled("stream cut by the client");
