@@ -85,6 +85,8 @@ export interface ForwardRequest {
   tokenizeInput?: TokenizeInput | undefined;
   /** `"stream": true`: the first-byte limit is the streaming one. */
   stream?: boolean;
+  /** One prompt, whole in `text`: the engine's usage describes it (proxy/body-summary.ts). */
+  usageDescribesText?: boolean;
   requestId: string;
   startedAt: number;
   /** Aborted when the client goes away. */
@@ -192,7 +194,9 @@ export class Forwarder {
         // before the answer began, caches nothing there.
         if (!accepted(result.outcome)) this.decider.rejected(decision, routed);
         else if (result.usage !== undefined)
-          this.feedback?.apply(worker, result.usage, decision, routed, this.decider);
+          this.feedback?.apply(worker, result.usage, decision, routed, this.decider, {
+            aboutText: req.usageDescribesText === true,
+          });
         return { ...base, ...result.outcome };
       }
       this.decider.rejected(decision, routed);
