@@ -158,7 +158,7 @@ export class Forwarder {
     let lastFailure: AttemptFailure | undefined;
     let attempts = 0;
     // Only an index with an asynchronous step (the precise index tokenizing) makes this wait.
-    const preparing = this.decider.prepare(this.registry.candidates(tried), req);
+    const preparing = this.decider.prepare(() => this.registry.candidates(tried), req);
     if (preparing !== undefined) await preparing;
 
     while (attempts < this.settings.retryMaxAttempts) {
