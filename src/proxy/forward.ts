@@ -147,6 +147,7 @@ export class Forwarder {
       text: req.text,
       model: indexModel(workers, req.model),
       session: req.session,
+      tokenizeInput: req.tokenizeInput,
     };
     const candidates = () => servingCandidates(this.registry.candidates(tried), req.model);
     const headers = upstreamRequestHeaders(
@@ -158,7 +159,8 @@ export class Forwarder {
     let lastFailure: AttemptFailure | undefined;
     let attempts = 0;
     // Only an index with an asynchronous step (the precise index tokenizing) makes this wait.
-    const preparing = this.decider.prepare(() => this.registry.candidates(tried), req);
+    // It prepares what decide() will look up: the same text under the same model key.
+    const preparing = this.decider.prepare(candidates, routed);
     if (preparing !== undefined) await preparing;
 
     while (attempts < this.settings.retryMaxAttempts) {

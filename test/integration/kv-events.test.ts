@@ -115,6 +115,23 @@ describe("--kv-events", () => {
     expect(route).toMatch(/^cache_hit;match=0\.9\d;index=precise$/);
   });
 
+  it("regression: a request naming its model routes on the engine's blocks too (prepare and decide use one model key)", async () => {
+    const text = prompt("named model");
+    const target = sims[2]!;
+    const before = blockCount(target);
+    await direct(target, text);
+    await blocksArrive(target, before, "BlockStored from the bypassed worker");
+    const res = await postJson(`${router.url}/v1/completions`, {
+      model: "meta-llama/Llama-3.1-8B-Instruct",
+      prompt: `${text}and a named question\n`,
+      max_tokens: 1,
+    });
+    expect(res.status).toBe(200);
+    await res.text();
+    expect(res.headers.get("x-sim-worker-id")).toBe(target.id);
+    expect(res.headers.get("x-radixgate-route")).toMatch(/^cache_hit;match=0\.9\d;index=precise$/);
+  });
+
   it("an eviction on the worker stops the preference; the worker that still holds it wins", async () => {
     const text = prompt("evicted");
     const [a, b] = [sims[0]!, sims[2]!];
