@@ -39,15 +39,16 @@ export class RoutingDecider {
 
   /**
    * The index's asynchronous step before `decide` (tokenizing, for the precise index); undefined
-   * when there is none, so the request path awaits nothing.
+   * when there is none, so the request path awaits nothing. The candidates are only listed when
+   * there is something to prepare.
    */
   prepare(
-    candidates: readonly PolicyWorker[],
+    candidates: () => readonly PolicyWorker[],
     request: DecisionRequest,
   ): Promise<void> | undefined {
     if (this.index.prepare === undefined || !this.policy.usesPrefixes) return undefined;
-    if (request.text.length === 0) return undefined;
-    return this.index.prepare(request, candidates);
+    if (request.text.length === 0 || request.tokenizeInput === undefined) return undefined;
+    return this.index.prepare(request, candidates());
   }
 
   decide<W extends PolicyWorker>(

@@ -1,6 +1,7 @@
 import { RouterError } from "../errors.js";
 import { type TokenizeInput, tokenizeInputOf } from "../kv-events/tokenize-input.js";
 import { type Endpoint, modelOf, routingText } from "./routing-text.js";
+import { isSinglePrompt } from "./single-prompt.js";
 
 /** What the router needs from a request body: the routing key and a few fields. */
 export interface BodySummary {
@@ -9,6 +10,11 @@ export interface BodySummary {
   stream: boolean;
   /** What the engine would tokenize (for the precise KV-event index); only when asked for. */
   tokenizeInput?: TokenizeInput | undefined;
+  /**
+   * One prompt, whole in `text` (not a batch, not cut at the routing-text limit): the usage its
+   * engine reports is about this text (proxy/usage-feedback.ts).
+   */
+  usageDescribesText: boolean;
   /** The OpenAI `user` field, when a string (session affinity by user, --session-affinity user). */
   user?: string | undefined;
 }
@@ -25,11 +31,16 @@ export function summarizeBody(
   withTokenizeInput = false,
 ): BodySummary {
   const parsed = parseJsonObject(body);
+  const text = endpoint === "models" ? "" : routingText(endpoint, parsed, maxRoutingTextChars);
   return {
-    text: endpoint === "models" ? "" : routingText(endpoint, parsed, maxRoutingTextChars),
+    text,
     model: modelOf(parsed),
     stream: parsed.stream === true,
     tokenizeInput: withTokenizeInput ? tokenizeInputOf(endpoint, parsed) : undefined,
+    usageDescribesText:
+      endpoint !== "models" &&
+      text.length < maxRoutingTextChars &&
+      isSinglePrompt(endpoint, parsed),
     user: typeof parsed.user === "string" ? parsed.user : undefined,
   };
 }

@@ -85,6 +85,8 @@ export interface ForwardRequest {
   tokenizeInput?: TokenizeInput | undefined;
   /** `"stream": true`: the first-byte limit is the streaming one. */
   stream?: boolean;
+  /** One prompt, whole in `text`: the engine's usage describes it (proxy/body-summary.ts). */
+  usageDescribesText?: boolean;
   requestId: string;
   startedAt: number;
   /** Aborted when the client goes away. */
@@ -156,7 +158,7 @@ export class Forwarder {
     let lastFailure: AttemptFailure | undefined;
     let attempts = 0;
     // Only an index with an asynchronous step (the precise index tokenizing) makes this wait.
-    const preparing = this.decider.prepare(this.registry.candidates(tried), req);
+    const preparing = this.decider.prepare(() => this.registry.candidates(tried), req);
     if (preparing !== undefined) await preparing;
 
     while (attempts < this.settings.retryMaxAttempts) {
@@ -192,7 +194,9 @@ export class Forwarder {
         // before the answer began, caches nothing there.
         if (!accepted(result.outcome)) this.decider.rejected(decision, routed);
         else if (result.usage !== undefined)
-          this.feedback?.apply(worker, result.usage, decision, routed, this.decider);
+          this.feedback?.apply(worker, result.usage, decision, routed, this.decider, {
+            aboutText: req.usageDescribesText === true,
+          });
         return { ...base, ...result.outcome };
       }
       this.decider.rejected(decision, routed);

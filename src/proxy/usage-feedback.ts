@@ -33,9 +33,12 @@ export class UsageFeedback {
     decision: Decision<PolicyWorker>,
     request: DecisionRequest,
     decider: RoutingDecider,
+    /** aboutText: one prompt, so the usage describes the routing text (not a batch's sum). */
+    { aboutText }: { aboutText: boolean },
   ): void {
     const { promptTokens, cachedTokens } = usage;
     this.hooks.onEngineTokens(worker, promptTokens, cachedTokens ?? 0);
+    if (!aboutText) return;
     worker.charsPerTokenEstimate.observe(request.text.length, promptTokens);
     if (cachedTokens === undefined || decision.index === null) return;
     const engineHeld = engineHeldChars(

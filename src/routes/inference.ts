@@ -131,6 +131,7 @@ async function admitAndForward(
   let stream = false;
   let session: string | undefined;
   let tokenizeInput: TokenizeInput | undefined;
+  let usageDescribesText = false;
   if (method === "POST") {
     checkContentType(incoming.headers["content-type"]);
     body = await readBody(
@@ -155,7 +156,7 @@ async function admitAndForward(
             withTokenizeInput,
           )
         : summarizeBody(endpoint, body, config.maxRoutingTextChars, withTokenizeInput);
-    ({ text, model, stream, tokenizeInput } = summary);
+    ({ text, model, stream, tokenizeInput, usageDescribesText } = summary);
     session = sessionKey(
       config.sessionAffinity,
       config.sessionHeader,
@@ -176,6 +177,7 @@ async function admitAndForward(
       session,
       tokenizeInput,
       stream,
+      usageDescribesText,
       requestId,
       startedAt,
       clientSignal,

@@ -83,7 +83,8 @@ describe("bench load client", () => {
       },
     });
     // Without the dependency the short jobs b and c would finish long before a.
-    const jobs = [job("a", 300), job("b", 1, "a"), job("c", 1, "b"), job("d", 1)];
+    // a lasts a few hundred ms even at timeScale 0.01, so d (started with it) ends first on a loaded machine.
+    const jobs = [job("a", 2000), job("b", 1, "a"), job("c", 1, "b"), job("d", 1)];
     const run = await runLoad(jobs, {
       dispatcher: agent,
       concurrency: 4,

@@ -112,7 +112,9 @@ describe("timeouts", () => {
       pump();
     });
     started.tiny = [big];
-    started.router = await startTestRouter({ workerUrls: [big.url], idleTimeoutSecs: 0.1 });
+    // The idle period leaves room for a loaded machine to pause the flow once the client reads;
+    // the client's pause below is still five of them.
+    started.router = await startTestRouter({ workerUrls: [big.url], idleTimeoutSecs: 0.4 });
     const received = await new Promise<number>((resolve, reject) => {
       const req = request(
         `${started.router!.url}/v1/completions`,
@@ -126,7 +128,7 @@ describe("timeouts", () => {
             res.on("end", () => resolve(bytes));
             res.on("error", reject);
             res.resume();
-          }, 500);
+          }, 2000);
         },
       );
       req.on("error", reject);

@@ -3,7 +3,7 @@ import type { ApproximateIndex } from "../../src/index/approximate-index.js";
 import type { RunningRouter } from "../../src/server.js";
 import { type SimWorker, startSimWorker } from "../../src/sim/worker.js";
 import type { Worker } from "../../src/workers/worker.js";
-import { postJson, startTestRouter } from "../helpers/router.js";
+import { postJson, startTestRouter, waitFor } from "../helpers/router.js";
 
 const PROMPT = "You translate questions into SQL for the orders database. ".repeat(10);
 
@@ -109,5 +109,51 @@ describe("model-aware routing", () => {
     expect(res.status).toBe(200);
     expect(((await res.json()) as { data: unknown[] }).data.length).toBe(3);
     expect((await fetch(`${router.url}/v1/models`, { method: "DELETE" })).status).toBe(405);
+  });
+});
+
+describe("model-aware routing from introspected /v1/models", () => {
+  it("learns each worker's models and adapters from its /v1/models, then routes and refuses by them", async () => {
+    const [lora, qwen] = await Promise.all([
+      startSimWorker({
+        id: "lora",
+        timeScale: 0,
+        flavor: "vllm",
+        model: "llama",
+        loraAdapters: ["sql"],
+      }),
+      startSimWorker({ id: "qwen", timeScale: 0, flavor: "vllm", model: "qwen" }),
+    ]);
+    const router = await startTestRouter({
+      workerUrls: [lora.url, qwen.url],
+      enginePollIntervalSecs: 60,
+    });
+    try {
+      const workers = router.context.registry.list();
+      await waitFor(
+        () => workers.every((w) => w.servedModels !== undefined),
+        10_000,
+        "models introspected",
+      );
+      const res = await postJson(`${router.url}/v1/completions`, {
+        model: "sql",
+        prompt: "SELECT",
+        max_tokens: 1,
+      });
+      expect(res.status).toBe(200);
+      expect(res.headers.get("x-sim-worker-id")).toBe("lora");
+      await res.arrayBuffer();
+      const missing = await postJson(`${router.url}/v1/completions`, {
+        model: "mistral",
+        prompt: "hi",
+      });
+      expect(missing.status).toBe(404);
+      expect(((await missing.json()) as { error: { code: string } }).error.code).toBe(
+        "model_not_found",
+      );
+    } finally {
+      await router.stop(100);
+      await Promise.all([lora.close(), qwen.close()]);
+    }
   });
 });

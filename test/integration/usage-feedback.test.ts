@@ -87,6 +87,37 @@ describe("usage feedback from the engines' responses", () => {
     expect(json.workers[0]!.chars_per_token).toBeLessThan(4);
   });
 
+  it("reads SGLang meta_info from a streamed /generate, and learns nothing from a batch", async () => {
+    sim = await startSimWorker({ id: "generate", timeScale: 0 });
+    router = await startTestRouter({ workerUrls: [sim.url] });
+    const worker = router.context.registry.list()[0]!;
+    const text = filler("gen", 2000);
+    const streamed = await postJson(`${router.url}/generate`, {
+      text,
+      stream: true,
+      sampling_params: { max_new_tokens: 3 },
+    });
+    expect(streamed.status).toBe(200);
+    const events = (await streamed.text()).split("\n\n").filter((e) => e.startsWith("data: {"));
+    const last = JSON.parse(events.at(-1)!.slice("data: ".length)) as {
+      meta_info: { prompt_tokens: number };
+    };
+    expect(worker.charsPerTokenEstimate.samples).toBe(1);
+    expect(worker.charsPerToken).toBeCloseTo(text.length / last.meta_info.prompt_tokens, 5);
+
+    const batch = await postJson(`${router.url}/generate`, {
+      text: [filler("one", 800), filler("two", 800)],
+      sampling_params: { max_new_tokens: 1 },
+    });
+    expect(batch.status).toBe(200);
+    await batch.arrayBuffer();
+    expect(worker.charsPerTokenEstimate.samples).toBe(1);
+    // Still counted as engine tokens.
+    expect(await metric(router, "radixgate_engine_prompt_tokens_total", worker.id)).toBeGreaterThan(
+      last.meta_info.prompt_tokens,
+    );
+  });
+
   it("trims what the engine evicted when it reports clearly fewer cached tokens", async () => {
     sim = await startSimWorker({ id: "evicting", timeScale: 0, kvCapacityTokens: 2048 });
     router = await startTestRouter({ workerUrls: [sim.url], prefixIndex: "approx" });

@@ -86,3 +86,39 @@ describe("RoutingDecider", () => {
     expect(index.size("a")).toBe(size);
   });
 });
+
+describe("RoutingDecider.prepare", () => {
+  /** The approximate trees plus an asynchronous step that records what it was asked. */
+  class PreparingIndex extends ApproximateIndex {
+    asked: string[][] = [];
+    prepare(_request: unknown, workers: readonly { id: string }[]) {
+      this.asked.push(workers.map((w) => w.id));
+      return Promise.resolve();
+    }
+    sourceOf() {
+      return "precise";
+    }
+  }
+
+  it("lists candidates and calls the index's step only for a request with tokenizer input", async () => {
+    const index = new PreparingIndex();
+    const decider = new RoutingDecider(createPolicy("cache_aware"), index);
+    let listed = 0;
+    const candidates = () => {
+      listed++;
+      return [{ id: "a", inFlight: 0 }];
+    };
+    expect(decider.prepare(candidates, { text: SYSTEM })).toBeUndefined();
+    expect(listed).toBe(0);
+    await decider.prepare(candidates, { text: SYSTEM, tokenizeInput: { prompt: SYSTEM } });
+    expect(index.asked).toEqual([["a"]]);
+    index.addWorker("a");
+    expect(decider.decide(candidates(), { text: SYSTEM })!.index).toBe("precise");
+  });
+
+  it("adds nothing to await for an index without the step", () => {
+    const { decider } = setup();
+    const request = { text: SYSTEM, tokenizeInput: { prompt: SYSTEM } };
+    expect(decider.prepare(() => [], request)).toBeUndefined();
+  });
+});
