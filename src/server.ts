@@ -308,10 +308,13 @@ export async function startRouter(
   const stop = (graceMs = config.shutdownGraceSecs * 1000): Promise<void> => {
     stopping ??= (async () => {
       context.state.shuttingDown = true;
-      logger.info({ in_flight: context.state.active, grace_ms: graceMs }, "shutting down");
       server.close();
       metricsServer?.close();
       server.closeIdleConnections();
+      // Logged once the port is closed: whoever reads the line (an orchestrator, a test) and then
+      // connects is refused, not accepted into the closing backlog and reset. Log lines are
+      // written synchronously (logger.ts), so the order is the order they are seen in.
+      logger.info({ in_flight: context.state.active, grace_ms: graceMs }, "shutting down");
       const deadline = Date.now() + graceMs;
       while (context.state.active > 0 && Date.now() < deadline) {
         await new Promise((resolve) => setTimeout(resolve, 25));
