@@ -142,12 +142,15 @@ describe.skipIf(redisSkipReason !== undefined)(
 
       // Resynchronised: a new decision on A reaches B again.
       const system = prompt("after the outage");
+      // B's sizes before A decides: B may apply A's decision before A's answer is even read.
+      const before = new Map(
+        b.context.registry.list().map((w) => [w.id, b.context.index.size(w.id)]),
+      );
       const res = await chat(a, system);
       const chosen = res.headers.get("x-radixgate-worker")!;
       await res.text();
-      const before = b.context.index.size(chosen);
       await waitFor(
-        () => b.context.index.size(chosen) > before,
+        () => b.context.index.size(chosen) > before.get(chosen)!,
         15_000,
         "B applies A's decisions after Redis returned",
       );
