@@ -180,6 +180,8 @@ export class Forwarder {
       };
       // On the last possible attempt a retryable answer is passed through as the worker sent it.
       const canRetry = () => attempts < this.settings.retryMaxAttempts && candidates().length > 0;
+      // Other requests still prefilling there: a low cached count may be theirs, not an eviction.
+      const othersPrefilling = worker.pendingPrefillRequests > 0;
 
       const result = await this.attempt(
         worker,
@@ -198,6 +200,7 @@ export class Forwarder {
         else if (result.usage !== undefined)
           this.feedback?.apply(worker, result.usage, decision, routed, this.decider, {
             aboutText: req.usageDescribesText === true,
+            othersPrefilling,
           });
         return { ...base, ...result.outcome };
       }

@@ -33,14 +33,19 @@ export class UsageFeedback {
     decision: Decision<PolicyWorker>,
     request: DecisionRequest,
     decider: RoutingDecider,
-    /** aboutText: one prompt, so the usage describes the routing text (not a batch's sum). */
-    { aboutText }: { aboutText: boolean },
+    /**
+     * aboutText: one prompt, so the usage describes the routing text (not a batch's sum).
+     * othersPrefilling: the worker was still prefilling other requests when this one was sent; an
+     * engine counts a prefix as cached only once computed, so a burst on a new prefix reports few
+     * cached tokens without any eviction: no correction then.
+     */
+    { aboutText, othersPrefilling = false }: { aboutText: boolean; othersPrefilling?: boolean },
   ): void {
     const { promptTokens, cachedTokens } = usage;
     this.hooks.onEngineTokens(worker, promptTokens, cachedTokens ?? 0);
     if (!aboutText) return;
     worker.charsPerTokenEstimate.observe(request.text.length, promptTokens);
-    if (cachedTokens === undefined || decision.index === null) return;
+    if (cachedTokens === undefined || decision.index === null || othersPrefilling) return;
     const engineHeld = engineHeldChars(
       decision.heldBefore,
       cachedTokens,

@@ -6,6 +6,11 @@
  * vllm/entrypoints/openai/serving_models.py, show_available_models); SGLang lists only its served
  * model name (python/sglang/srt/entrypoints/http_server.py, available_models) and takes an adapter
  * as `model: "<base>:<adapter>"`. A worker whose list is unknown serves anything.
+ *
+ * A name that no listing worker serves gets the router's 404 rather than a trip to a worker: both
+ * engines refuse it themselves (vLLM 404 "The model ... does not exist"; current SGLang 400 with
+ * the same words, only "<served name>:<adapter>" passing, as its test_strict_model_validation
+ * test checks), so routing it would only add a hop to the same refusal.
  */
 
 interface ServingWorker {

@@ -1,5 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { engineHeldChars } from "../../src/proxy/usage-feedback.js";
+import { ApproximateIndex } from "../../src/index/approximate-index.js";
+import { RoutingDecider } from "../../src/policies/decider.js";
+import { createPolicy } from "../../src/policies/factory.js";
+import { engineHeldChars, UsageFeedback } from "../../src/proxy/usage-feedback.js";
+import { CharsPerToken } from "../../src/workers/chars-per-token.js";
+import type { Worker } from "../../src/workers/worker.js";
 
 describe("engineHeldChars", () => {
   it("is the engine's cached tokens in characters when clearly below the index's claim", () => {
@@ -24,5 +29,59 @@ describe("engineHeldChars", () => {
 
   it("never keeps more than the text", () => {
     expect(engineHeldChars(9000, 100, 2500, 300, 4)).toBe(300);
+  });
+});
+
+describe("UsageFeedback.apply", () => {
+  const SYSTEM = "You are a support agent for a large shop; be brief. ".repeat(40);
+
+  function setup() {
+    const index = new ApproximateIndex();
+    index.addWorker("w");
+    const decider = new RoutingDecider(createPolicy("cache_aware"), index);
+    const worker = {
+      id: "w",
+      inFlight: 0,
+      feedbackCorrections: 0,
+      charsPerTokenEstimate: new CharsPerToken(),
+      get charsPerToken() {
+        return this.charsPerTokenEstimate.value;
+      },
+    };
+    const corrections: number[] = [];
+    const feedback = new UsageFeedback({
+      onEngineTokens: () => {},
+      onCorrection: (_, chars) => corrections.push(chars),
+    });
+    index.insert("w", undefined, `${SYSTEM}an older conversation`);
+    const request = { text: `${SYSTEM}the new question` };
+    const decision = decider.decide([worker], request)!;
+    const apply = (othersPrefilling: boolean) =>
+      feedback.apply(
+        worker as unknown as Worker,
+        { promptTokens: Math.ceil(request.text.length / 4), cachedTokens: 0 },
+        decision,
+        request,
+        decider,
+        { aboutText: true, othersPrefilling },
+      );
+    return { index, worker, corrections, apply };
+  }
+
+  it("trims the index when the engine reports far fewer cached tokens", () => {
+    const { index, worker, corrections, apply } = setup();
+    apply(false);
+    expect(worker.feedbackCorrections).toBe(1);
+    expect(corrections[0]).toBe("an older conversation".length);
+    expect(index.treeOf("w")!.match(`${SYSTEM}an older conversation`)).toBe(SYSTEM.length);
+  });
+
+  it("does not when other requests were still prefilling there (a burst, not an eviction)", () => {
+    const { index, worker, corrections, apply } = setup();
+    apply(true);
+    expect(worker.feedbackCorrections).toBe(0);
+    expect(corrections).toEqual([]);
+    const older = `${SYSTEM}an older conversation`;
+    expect(index.treeOf("w")!.match(older)).toBe(older.length);
   });
 });
