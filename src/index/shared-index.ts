@@ -1,3 +1,11 @@
+import {
+  addChild,
+  childOf,
+  childrenOf,
+  isLeaf,
+  removeChild,
+  replaceChild,
+} from "../tree/child-container.js";
 import { LeafQueue } from "../tree/leaf-queue.js";
 import {
   DEFAULT_HIGH_WATER_RATIO,
@@ -8,18 +16,7 @@ import {
   ownCopy,
 } from "../tree/radix-tree.js";
 import type { EvictionUnit, PrefixIndex } from "./prefix-index.js";
-import {
-  addChild,
-  Claim,
-  type ClaimOwner,
-  childOf,
-  childrenOf,
-  claimOf,
-  isLeaf,
-  removeChild,
-  replaceChild,
-  SharedNode,
-} from "./shared-node.js";
+import { Claim, type ClaimOwner, claimOf, SharedNode } from "./shared-node.js";
 
 export interface SharedIndexOptions {
   /** Budget of each worker, in characters (default 2^26). */

@@ -1,11 +1,13 @@
+import type { ChildContainer } from "./child-container.js";
+
 /** One node of the radix tree (see radix-tree.ts for the operations on it). */
-export class TreeNode {
+export class TreeNode implements ChildContainer<TreeNode> {
   /** Edge label from the parent; a flat string that owns its characters (see `ownCopy`). */
   label: string;
   /** First code point of `label` (the key under which the parent holds this node). */
   key: number;
   parent: TreeNode | null;
-  /** Children while there are at most MAX_ARRAY_CHILDREN of them; null when none or in `map`. */
+  /** Children (see child-container.ts). */
   kids: TreeNode[] | null = null;
   map: Map<number, TreeNode> | null = null;
   /** Logical time of the last insert whose path went through (or ended at) this node. */

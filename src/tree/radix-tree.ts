@@ -11,6 +11,14 @@
  * least-recently-used leaves, taken from a queue kept in order as inserts happen (leaf-queue.ts).
  */
 
+import {
+  addChild,
+  childOf,
+  isLeaf,
+  pushChildren,
+  removeChild,
+  replaceChild,
+} from "./child-container.js";
 import { LeafQueue } from "./leaf-queue.js";
 import { TreeNode } from "./node.js";
 
@@ -26,12 +34,9 @@ export interface RadixTreeOptions {
 export const DEFAULT_MAX_CHARS = 67_108_864;
 export const DEFAULT_HIGH_WATER_RATIO = 1.1;
 
-// The hot path (child lookup, edge comparison) stays in this one module so that V8 can inline it
-// into match and insert without going through ES-module bindings. The shared index
-// (index/shared-index.ts) imports the edge comparison and the label copy from here.
+// The edge comparison stays in this module, next to match and insert; child lookup is in
+// child-container.ts. The shared index (index/shared-index.ts) uses both, over its own node shape.
 
-/** Above this many children a node switches from a scanned array to a Map keyed by code point. */
-const MAX_ARRAY_CHILDREN = 8;
 /** Chars of an edge compared one by one before comparing the whole label at once. */
 const QUICK_CHARS = 8;
 /** Divergence search: chars compared one by one before galloping with native string equality. */
@@ -112,68 +117,6 @@ export function edgeMatch(text: string, pos: number, label: string): number {
     k--;
   }
   return k;
-}
-
-function isLeaf(node: TreeNode): boolean {
-  return node.kids === null && node.map === null;
-}
-
-function childOf(node: TreeNode, key: number): TreeNode | undefined {
-  const kids = node.kids;
-  if (kids !== null) {
-    for (let i = 0; i < kids.length; i++) {
-      const kid = kids[i]!;
-      if (kid.key === key) return kid;
-    }
-    return undefined;
-  }
-  const map = node.map;
-  return map === null ? undefined : map.get(key);
-}
-
-function addChild(node: TreeNode, child: TreeNode): void {
-  const map = node.map;
-  if (map !== null) {
-    map.set(child.key, child);
-    return;
-  }
-  const kids = node.kids;
-  if (kids === null) {
-    node.kids = [child];
-  } else if (kids.length < MAX_ARRAY_CHILDREN) {
-    kids.push(child);
-  } else {
-    const m = new Map<number, TreeNode>();
-    for (const kid of kids) m.set(kid.key, kid);
-    m.set(child.key, child);
-    node.map = m;
-    node.kids = null;
-  }
-}
-
-/** Puts `next` where `prev` was among `node`'s children (both have the same key). */
-function replaceChild(node: TreeNode, prev: TreeNode, next: TreeNode): void {
-  const kids = node.kids;
-  if (kids !== null) kids[kids.indexOf(prev)] = next;
-  else node.map!.set(next.key, next);
-}
-
-function removeChild(node: TreeNode, child: TreeNode): void {
-  const kids = node.kids;
-  if (kids !== null) {
-    const last = kids.pop()!;
-    if (last !== child) kids[kids.indexOf(child)] = last;
-    if (kids.length === 0) node.kids = null;
-    return;
-  }
-  const map = node.map!;
-  map.delete(child.key);
-  if (map.size === 0) node.map = null;
-}
-
-function pushChildren(node: TreeNode, out: TreeNode[]): void {
-  if (node.kids !== null) for (const kid of node.kids) out.push(kid);
-  else if (node.map !== null) for (const kid of node.map.values()) out.push(kid);
 }
 
 export class RadixTree {
