@@ -1,9 +1,10 @@
 /**
  * Launches a real redis-server (not a simulation: Redis is what replicas share state through) on
- * a free 127.0.0.1 port, without persistence, for the demo and the benchmarks.
+ * a free 127.0.0.1 port, without persistence, for the demo, the benchmarks and the tests.
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
-import { createServer, Socket } from "node:net";
+import { Socket } from "node:net";
+import { freePort } from "../net/free-port.js";
 
 export const REDIS_INSTALL_HINT =
   "redis-server is not installed (Debian/Ubuntu: apt-get install -y redis-server; macOS: brew install redis)";
@@ -27,12 +28,7 @@ export interface LocalRedis {
 export async function startLocalRedis(binary = findRedisServer()): Promise<LocalRedis> {
   if (binary === undefined) throw new Error(REDIS_INSTALL_HINT);
   const port = await freePort();
-  const child = spawn(
-    binary,
-    ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-    { stdio: "ignore" },
-  );
-  await waitUntilListening(child, port);
+  const child = await spawnRedisServer(binary, port);
   return {
     port,
     url: `redis://127.0.0.1:${port}/0`,
@@ -45,15 +41,36 @@ export async function startLocalRedis(binary = findRedisServer()): Promise<Local
   };
 }
 
-async function waitUntilListening(child: ChildProcess, port: number): Promise<void> {
+/** Output kept for the error message when the server fails to start (its tail says why). */
+const OUTPUT_TAIL_CHARS = 500;
+
+/**
+ * Spawns redis-server on 127.0.0.1:`port` without persistence and resolves once it answers PING
+ * (within 10 s; otherwise it is killed and the error carries the tail of its output).
+ */
+export async function spawnRedisServer(binary: string, port: number): Promise<ChildProcess> {
+  const child = spawn(
+    binary,
+    ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+    { stdio: ["ignore", "pipe", "pipe"] },
+  );
+  // Bounded, and always read: an unread pipe would stall a chatty server.
+  let output = "";
+  const keep = (d: Buffer) => {
+    output = (output + d.toString()).slice(-OUTPUT_TAIL_CHARS);
+  };
+  child.stdout?.on("data", keep);
+  child.stderr?.on("data", keep);
   const deadline = Date.now() + 10_000;
   while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`redis-server exited with code ${child.exitCode}`);
-    if (await answersPing(port)) return;
+    if (child.exitCode !== null) {
+      throw new Error(`redis-server exited with code ${child.exitCode}: ${output}`);
+    }
+    if (await answersPing(port)) return child;
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
   child.kill("SIGKILL");
-  throw new Error(`redis-server did not answer on 127.0.0.1:${port} within 10 s`);
+  throw new Error(`redis-server did not answer on 127.0.0.1:${port} within 10 s: ${output}`);
 }
 
 /** One inline PING over a raw socket (no client library needed to know it is up). */
@@ -68,17 +85,5 @@ function answersPing(port: number): Promise<boolean> {
     socket.once("error", () => done(false));
     socket.once("data", (d) => done(d.toString().startsWith("+PONG")));
     socket.connect(port, "127.0.0.1", () => socket.write("PING\r\n"));
-  });
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      const port = typeof address === "object" && address !== null ? address.port : 0;
-      server.close(() => resolve(port));
-    });
   });
 }

@@ -9,6 +9,7 @@ import { Writable } from "node:stream";
 import { afterEach } from "vitest";
 import { type Config, defaultConfig } from "../../src/config.js";
 import { createLogger } from "../../src/logger.js";
+import { freePort } from "../../src/net/free-port.js";
 import { type RunningRouter, startRouter } from "../../src/server.js";
 import type { SimWorker } from "../../src/sim/worker.js";
 import { normalizeWorkerUrl, workerIdFor } from "../../src/workers/worker-url.js";
@@ -119,11 +120,7 @@ export function workerId(url: string): string {
 
 /** A URL where nothing listens (a port taken and released at once). */
 export async function deadUrl(): Promise<string> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return `http://127.0.0.1:${port}`;
+  return `http://127.0.0.1:${await freePort()}`;
 }
 
 /** A scripted upstream on 127.0.0.1 for answers the simulator cannot give. */

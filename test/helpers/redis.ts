@@ -1,6 +1,7 @@
-import { type ChildProcess, execFileSync, spawn } from "node:child_process";
-import { createServer } from "node:net";
+import type { ChildProcess } from "node:child_process";
 import { Redis } from "ioredis";
+import { freePort } from "../../src/net/free-port.js";
+import { findRedisServer, spawnRedisServer } from "../../src/sim/redis-server.js";
 
 /**
  * A real redis-server for the shared-state tests, on a free 127.0.0.1 port, without persistence.
@@ -14,17 +15,6 @@ export const redisSkipReason: string | undefined =
   REDIS_BINARY === undefined && process.env.CI !== "true"
     ? "redis-server is not installed (Debian/Ubuntu: apt-get install -y redis-server); the shared-state tests need a real one"
     : undefined;
-
-function findRedisServer(): string | undefined {
-  try {
-    return (
-      execFileSync("sh", ["-c", "command -v redis-server"], { encoding: "utf8" }).trim() ||
-      undefined
-    );
-  } catch {
-    return undefined;
-  }
-}
 
 export interface TestRedis {
   readonly port: number;
@@ -46,7 +36,7 @@ export async function startRedis(): Promise<TestRedis> {
   }
   const binary = REDIS_BINARY;
   const port = await freePort();
-  let child: ChildProcess | undefined = await spawnRedis(binary, port);
+  let child: ChildProcess | undefined = await spawnRedisServer(binary, port);
   const client = new Redis({ host: "127.0.0.1", port, lazyConnect: true, maxRetriesPerRequest: 1 });
   client.on("error", () => {});
   await client.connect();
@@ -66,65 +56,11 @@ export async function startRedis(): Promise<TestRedis> {
     kill,
     async restart() {
       await kill();
-      child = await spawnRedis(binary, port);
+      child = await spawnRedisServer(binary, port);
     },
     async stop() {
       client.disconnect();
       await kill();
     },
   };
-}
-
-async function spawnRedis(binary: string, port: number): Promise<ChildProcess> {
-  const child = spawn(
-    binary,
-    ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-    { stdio: ["ignore", "pipe", "pipe"] },
-  );
-  let output = "";
-  child.stdout?.on("data", (d: Buffer) => {
-    output += d.toString();
-  });
-  child.stderr?.on("data", (d: Buffer) => {
-    output += d.toString();
-  });
-  const deadline = Date.now() + 10_000;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`redis-server exited: ${output.slice(-500)}`);
-    if (await pings(port)) return child;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  child.kill("SIGKILL");
-  throw new Error(`redis-server did not answer on port ${port}: ${output.slice(-500)}`);
-}
-
-async function pings(port: number): Promise<boolean> {
-  const probe = new Redis({
-    host: "127.0.0.1",
-    port,
-    lazyConnect: true,
-    retryStrategy: () => null,
-    maxRetriesPerRequest: 0,
-  });
-  probe.on("error", () => {});
-  try {
-    await probe.connect();
-    return (await probe.ping()) === "PONG";
-  } catch {
-    return false;
-  } finally {
-    probe.disconnect();
-  }
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      const port = typeof address === "object" && address !== null ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
 }

@@ -1,0 +1,17 @@
+import { createServer } from "node:net";
+
+/**
+ * A TCP port on 127.0.0.1 that was free a moment ago (bound on port 0, then released), for child
+ * processes that must be told their port up front (redis-server, nginx) rather than bind port 0.
+ */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      const port = typeof address === "object" && address !== null ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
