@@ -7,17 +7,9 @@
  * Keys are 53-bit integers (two mixed 32-bit lanes), exact as JS numbers and cheap as Map keys.
  */
 
-const TWO_32 = 2 ** 32;
+import { fmix32 } from "../hash/fmix32.js";
 
-function fmix32(h: number): number {
-  let x = h | 0;
-  x ^= x >>> 16;
-  x = Math.imul(x, 0x85ebca6b);
-  x ^= x >>> 13;
-  x = Math.imul(x, 0xc2b2ae35);
-  x ^= x >>> 16;
-  return x >>> 0;
-}
+const TWO_32 = 2 ** 32;
 
 /** The key that stands before the first block of a sequence for this adapter. */
 export function rootKey(lora: string): number {

@@ -10,7 +10,8 @@
  * KV is not shared across adapters: an adapter's prompts are salted before they reach the KV
  * cache (vLLM keys its block hashes by LoRA id too), so they never hit the base model's blocks.
  */
-import { FNV_OFFSET, FNV_PRIME, fmix32 } from "./hash.js";
+import { fmix32 } from "../hash/fmix32.js";
+import { FNV_OFFSET, FNV_PRIME } from "./hash.js";
 import type { SimFlavor } from "./options.js";
 import { BadRequest } from "./protocol.js";
 import { VOCAB_SIZE } from "./tokenizer.js";
