@@ -2,6 +2,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { PrefixIndex } from "../../src/index/prefix-index.js";
 import { modelChars, modelMatch, splitsPair } from "../tree/reference-model.js";
+import { PIECES, scenario, seenQuery, text } from "../tree/text-arbitraries.js";
 
 /**
  * One property suite every PrefixIndex must pass (approximate per-worker trees, the shared tree),
@@ -15,34 +16,6 @@ export interface IndexUnderTest {
 
 const WORKERS = ["w0", "w1", "w2"];
 const UNKNOWN = "never-added";
-
-/** Shared prefixes, CJK, emoji whose pairs share a high surrogate, combining marks, lone surrogates. */
-const PIECES = [
-  "a",
-  "b",
-  "ab",
-  " ",
-  "中",
-  "文",
-  "字",
-  "😀",
-  "😁",
-  "🎉",
-  "e\u0301",
-  "\u0301",
-  "\uD83D",
-  "\uDE00",
-  "x".repeat(40),
-  "lorem ipsum dolor sit amet, ".repeat(3),
-];
-const piece = fc.constantFrom(...PIECES);
-const tail = fc.array(piece, { maxLength: 6 }).map((parts) => parts.join(""));
-
-function text(prefixes: string[]): fc.Arbitrary<string> {
-  return fc
-    .tuple(fc.nat({ max: prefixes.length }), tail)
-    .map(([i, rest]) => (i < prefixes.length ? prefixes[i] : "") + rest);
-}
 
 type Op =
   | { kind: "insert"; worker: number; text: string }
@@ -64,13 +37,7 @@ function ops(prefixes: string[], withBudgets: boolean): fc.Arbitrary<Op[]> {
     insert,
     insert,
     text(prefixes).map((t): Op => ({ kind: "match", text: t })),
-    fc
-      .record({
-        index: fc.nat(),
-        cut: fc.nat({ max: 200 }),
-        extra: fc.oneof(piece, fc.constant("")),
-      })
-      .map((r): Op => ({ kind: "matchSeen", ...r })),
+    seenQuery.map((r): Op => ({ kind: "matchSeen", ...r })),
     fc
       .record({ worker, index: fc.nat(), cut: fc.nat({ max: 200 }), keep: fc.nat({ max: 200 }) })
       .map((r): Op => ({ kind: "truncate", ...r })),
@@ -95,9 +62,6 @@ function modelTruncate(strings: string[], t: string, keep: number): string[] {
     .map((s) => (modelMatch([s], t) > cut ? s.slice(0, cut) : s))
     .filter((s) => s.length > 0);
 }
-
-const scenario = <T>(arb: (prefixes: string[]) => fc.Arbitrary<T>) =>
-  fc.array(tail, { minLength: 1, maxLength: 4 }).chain(arb);
 
 function matchAll(index: PrefixIndex, q: string): number[] {
   const out: number[] = [];

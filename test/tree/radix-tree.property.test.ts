@@ -2,43 +2,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { RadixTree } from "../../src/tree/radix-tree.js";
 import { modelChars, modelMatch, splitsPair } from "./reference-model.js";
-
-/**
- * Pieces strings are built from: a tiny ASCII alphabet (lots of shared prefixes), CJK, emoji whose
- * surrogate pairs share a high surrogate (😀 😁 are D83D DE00 / D83D DE01), combining marks, lone
- * surrogates, and long runs that exercise the galloping comparison.
- */
-const PIECES = [
-  "a",
-  "b",
-  "ab",
-  " ",
-  "中",
-  "文",
-  "字",
-  "😀",
-  "😁",
-  "🎉",
-  "e\u0301",
-  "\u0301",
-  "\uD83D",
-  "\uDE00",
-  "x".repeat(40),
-  "lorem ipsum dolor sit amet, ".repeat(3),
-];
-
-const piece = fc.constantFrom(...PIECES);
-const tail = fc.array(piece, { maxLength: 6 }).map((parts) => parts.join(""));
-
-/** A pool of shared prefixes per run, so that generated strings really do share long prefixes. */
-const scenario = <T>(ops: (prefixes: string[]) => fc.Arbitrary<T>) =>
-  fc.array(tail, { minLength: 1, maxLength: 4 }).chain((prefixes) => ops(prefixes));
-
-function text(prefixes: string[]): fc.Arbitrary<string> {
-  return fc
-    .tuple(fc.nat({ max: prefixes.length }), tail)
-    .map(([i, rest]) => (i < prefixes.length ? prefixes[i] : "") + rest);
-}
+import { piece, scenario, seenQuery, text } from "./text-arbitraries.js";
 
 type Op =
   | { kind: "insert"; text: string }
@@ -52,13 +16,7 @@ function ops(prefixes: string[], withEvict: boolean): fc.Arbitrary<Op[]> {
     text(prefixes).map((t): Op => ({ kind: "insert", text: t })),
     text(prefixes).map((t): Op => ({ kind: "insert", text: t })),
     text(prefixes).map((t): Op => ({ kind: "match", text: t })),
-    fc
-      .record({
-        index: fc.nat(),
-        cut: fc.nat({ max: 200 }),
-        extra: fc.oneof(piece, fc.constant("")),
-      })
-      .map((r): Op => ({ kind: "matchSeen", ...r })),
+    seenQuery.map((r): Op => ({ kind: "matchSeen", ...r })),
   ];
   if (withEvict) {
     choices.push(fc.nat({ max: 300 }).map((target): Op => ({ kind: "evict", target })));
