@@ -1,8 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { ConfigError, defaultConfig, validateConfig } from "../../src/config.js";
-import type { RunningRouter } from "../../src/server.js";
-import { type SimWorker, startSimWorker } from "../../src/sim/worker.js";
-import { postJson, startTestRouter, waitFor } from "../helpers/router.js";
+import { postJson, waitFor } from "../helpers/router.js";
+import { simBehindRouter } from "../helpers/sim-behind-router.js";
 import { chunk, openRequest } from "./raw-client.js";
 
 const PAYLOAD = 10_000;
@@ -16,45 +15,34 @@ function bodyOf(bytes: number): string {
 }
 
 describe("buffered request bodies share one memory budget (issue 10 item 2)", () => {
-  let sim: SimWorker;
-  let router: RunningRouter;
-
-  beforeAll(async () => {
-    sim = await startSimWorker({ id: "w", timeScale: 0 });
-    router = await startTestRouter({
-      workerUrls: [sim.url],
-      maxPayloadSize: PAYLOAD,
-      maxBodyBufferBytes: BUDGET,
-    });
-  });
-  afterAll(async () => {
-    await router.stop(100);
-    await sim.close();
+  const fixture = simBehindRouter({
+    maxPayloadSize: PAYLOAD,
+    maxBodyBufferBytes: BUDGET,
   });
 
   it("bodies beyond the budget get 503 body_buffer_full with Retry-After; freed budget is reused", async () => {
     const body = bodyOf(PAYLOAD);
     // Two uploads in progress hold the whole budget (Content-Length is reserved up front).
     const holders = [0, 1].map(() =>
-      openRequest(router.url, "/v1/completions", {
+      openRequest(fixture.router.url, "/v1/completions", {
         ...JSON_HEADERS,
         "content-length": PAYLOAD,
       }),
     );
     for (const h of holders) await h.write(body.slice(0, 100));
-    await waitFor(() => router.context.bodyBudget.inUse === BUDGET, 3000, "budget held");
+    await waitFor(() => fixture.router.context.bodyBudget.inUse === BUDGET, 3000, "budget held");
 
-    const before = sim.stats().requests;
-    const refused = await postJson(`${router.url}/v1/completions`, bodyOf(1000));
+    const before = fixture.sim.stats().requests;
+    const refused = await postJson(`${fixture.router.url}/v1/completions`, bodyOf(1000));
     expect(refused.status).toBe(503);
     expect(refused.headers.get("retry-after")).toBe("1");
     const error = ((await refused.json()) as { error: { code: string; message: string } }).error;
     expect(error.code).toBe("body_buffer_full");
     expect(error.message).toContain("--max-body-buffer-bytes");
-    expect(sim.stats().requests).toBe(before);
+    expect(fixture.sim.stats().requests).toBe(before);
 
     // A chunked body (no Content-Length) is refused as soon as it does not fit.
-    const chunked = openRequest(router.url, "/v1/completions", {
+    const chunked = openRequest(fixture.router.url, "/v1/completions", {
       ...JSON_HEADERS,
       "transfer-encoding": "chunked",
     });
@@ -65,24 +53,24 @@ describe("buffered request bodies share one memory budget (issue 10 item 2)", ()
     // One holder finishes: its request ends, its bytes go back to the budget.
     await holders[0]!.write(body.slice(100));
     expect((await holders[0]!.answer).status).toBe(200);
-    await waitFor(() => router.context.bodyBudget.inUse === PAYLOAD, 3000, "budget freed");
-    const accepted = await postJson(`${router.url}/v1/completions`, bodyOf(1000));
+    await waitFor(() => fixture.router.context.bodyBudget.inUse === PAYLOAD, 3000, "budget freed");
+    const accepted = await postJson(`${fixture.router.url}/v1/completions`, bodyOf(1000));
     expect(accepted.status).toBe(200);
     await accepted.arrayBuffer();
 
     for (const h of holders) h.socket.destroy();
-    await waitFor(() => router.context.bodyBudget.inUse === 0, 3000, "budget empty");
+    await waitFor(() => fixture.router.context.bodyBudget.inUse === 0, 3000, "budget empty");
   });
 
   it("a client that leaves mid-upload gives its share back", async () => {
-    const req = openRequest(router.url, "/v1/completions", {
+    const req = openRequest(fixture.router.url, "/v1/completions", {
       ...JSON_HEADERS,
       "content-length": PAYLOAD,
     });
     await req.write("{");
-    await waitFor(() => router.context.bodyBudget.inUse === PAYLOAD, 3000, "reserved");
+    await waitFor(() => fixture.router.context.bodyBudget.inUse === PAYLOAD, 3000, "reserved");
     req.socket.destroy();
-    await waitFor(() => router.context.bodyBudget.inUse === 0, 3000, "released");
+    await waitFor(() => fixture.router.context.bodyBudget.inUse === 0, 3000, "released");
   });
 
   it("a budget smaller than one maximal body is refused at start-up", () => {

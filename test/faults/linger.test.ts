@@ -1,7 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { RunningRouter } from "../../src/server.js";
-import { type SimWorker, startSimWorker } from "../../src/sim/worker.js";
+import { describe, expect, it } from "vitest";
 import { postJson, startTestRouter } from "../helpers/router.js";
+import { simBehindRouter } from "../helpers/sim-behind-router.js";
 import { chunk, openRequest, sleep } from "./raw-client.js";
 
 const LIMIT = 100_000;
@@ -39,32 +38,21 @@ async function uploadThenRead(
 }
 
 describe("lingering close: an early answer reaches a client still sending (issue 10 item 11)", () => {
-  let sim: SimWorker;
-  let router: RunningRouter;
-
-  beforeAll(async () => {
-    sim = await startSimWorker({ id: "w", timeScale: 0 });
-    router = await startTestRouter({
-      workerUrls: [sim.url],
-      maxPayloadSize: LIMIT,
-      bodyLingerSecs: 10,
-      bodyLingerBytes: 1_000_000,
-    });
-  });
-  afterAll(async () => {
-    await router.stop(100);
-    await sim.close();
+  const fixture = simBehindRouter({
+    maxPayloadSize: LIMIT,
+    bodyLingerSecs: 10,
+    bodyLingerBytes: 1_000_000,
   });
 
   it("a 300 KB chunked upload over a 100 KB limit gets its 413, not a connection reset (5 runs)", async () => {
     for (let run = 0; run < 5; run++) {
-      const result = await uploadThenRead(router.url, 300_000);
+      const result = await uploadThenRead(fixture.router.url, 300_000);
       expect(result, `run ${run}`).toEqual({ status: 413, writesFailed: false });
     }
   });
 
   it("a 401 (wrong key) to a client still uploading is read the same way", async () => {
-    const keyed = await startTestRouter({ workerUrls: [sim.url], apiKey: "secret" });
+    const keyed = await startTestRouter({ workerUrls: [fixture.sim.url], apiKey: "secret" });
     try {
       const result = await uploadThenRead(keyed.url, 300_000, { authorization: "Bearer nope" });
       expect(result).toEqual({ status: 401, writesFailed: false });
@@ -74,7 +62,7 @@ describe("lingering close: an early answer reaches a client still sending (issue
   });
 
   it("the connection is cut once the client has sent more than --body-linger-bytes", async () => {
-    const req = openRequest(router.url, "/v1/completions", {
+    const req = openRequest(fixture.router.url, "/v1/completions", {
       "content-type": "application/json",
       "transfer-encoding": "chunked",
     });
@@ -88,7 +76,10 @@ describe("lingering close: an early answer reaches a client still sending (issue
   });
 
   it("the router keeps serving afterwards", async () => {
-    const res = await postJson(`${router.url}/v1/completions`, { prompt: "hi", max_tokens: 1 });
+    const res = await postJson(`${fixture.router.url}/v1/completions`, {
+      prompt: "hi",
+      max_tokens: 1,
+    });
     expect(res.status).toBe(200);
     await res.arrayBuffer();
   });

@@ -1,24 +1,13 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { RunningRouter } from "../../src/server.js";
-import { type SimWorker, startSimWorker } from "../../src/sim/worker.js";
-import { postJson, startTestRouter } from "../helpers/router.js";
+import { describe, expect, it } from "vitest";
+import { postJson } from "../helpers/router.js";
+import { simBehindRouter } from "../helpers/sim-behind-router.js";
 import { errorCode } from "./support.js";
 
 /** `[[[...[1]...]]]` as JSON text, `depth` arrays deep (issue 10 item 5 used 8,000). */
 const deepArray = (depth: number) => `${"[".repeat(depth)}1${"]".repeat(depth)}`;
 
 describe("deeply nested request bodies", () => {
-  let sim: SimWorker;
-  let router: RunningRouter;
-
-  beforeAll(async () => {
-    sim = await startSimWorker({ id: "w", timeScale: 0 });
-    router = await startTestRouter({ workerUrls: [sim.url] });
-  });
-  afterAll(async () => {
-    await router.stop(100);
-    await sim.close();
-  });
+  const fixture = simBehindRouter();
 
   it.each([
     ["/v1/completions", "prompt"],
@@ -27,24 +16,27 @@ describe("deeply nested request bodies", () => {
   ])(
     "%s with %s nested 8,000 levels: 400 invalid_request, not 500, no worker contacted",
     async (path, field) => {
-      const before = sim.stats().requests;
-      const res = await postJson(`${router.url}${path}`, `{"${field}": ${deepArray(8000)}}`);
+      const before = fixture.sim.stats().requests;
+      const res = await postJson(
+        `${fixture.router.url}${path}`,
+        `{"${field}": ${deepArray(8000)}}`,
+      );
       expect(res.status).toBe(400);
       expect(await errorCode(res)).toBe("invalid_request");
-      expect(sim.stats().requests).toBe(before);
+      expect(fixture.sim.stats().requests).toBe(before);
     },
   );
 
   it("chat tools whose schema nests 8,000 levels: 400 invalid_request, not 500", async () => {
     const schema = `${'{"a":'.repeat(8000)}1${"}".repeat(8000)}`;
     const body = `{"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f","parameters":${schema}}}]}`;
-    const res = await postJson(`${router.url}/v1/chat/completions`, body);
+    const res = await postJson(`${fixture.router.url}/v1/chat/completions`, body);
     expect(res.status).toBe(400);
     expect(await errorCode(res)).toBe("invalid_request");
   });
 
   it("the router keeps serving afterwards", async () => {
-    const res = await postJson(`${router.url}/v1/completions`, { prompt: [[1, 2], [3]] });
+    const res = await postJson(`${fixture.router.url}/v1/completions`, { prompt: [[1, 2], [3]] });
     expect(res.status).toBe(200);
     await res.arrayBuffer();
   });

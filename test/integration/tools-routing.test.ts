@@ -1,7 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { RunningRouter } from "../../src/server.js";
-import { type SimWorker, startSimWorker } from "../../src/sim/worker.js";
-import { postJson, startTestRouter } from "../helpers/router.js";
+import { describe, expect, it } from "vitest";
+import { postJson } from "../helpers/router.js";
+import { simBehindRouter } from "../helpers/sim-behind-router.js";
 
 /** A tool whose JSON schema is about 500 characters, as in issue 13 item 6. */
 function tool(name: string) {
@@ -27,28 +26,18 @@ function matchRate(res: Response): number {
 }
 
 describe("tool definitions are part of the routing text (issue 13 item 6)", () => {
-  let sim: SimWorker;
-  let router: RunningRouter;
+  const fixture = simBehindRouter({ policy: "cache_aware" });
   const messages = [{ role: "user", content: "What is the weather in Paris tomorrow?" }];
 
-  beforeAll(async () => {
-    sim = await startSimWorker({ id: "w", timeScale: 0 });
-    router = await startTestRouter({ workerUrls: [sim.url], policy: "cache_aware" });
-  });
-  afterAll(async () => {
-    await router.stop(100);
-    await sim.close();
-  });
-
   it("same messages with different tool schemas are not a full cache hit", async () => {
-    const first = await postJson(`${router.url}/v1/chat/completions`, {
+    const first = await postJson(`${fixture.router.url}/v1/chat/completions`, {
       messages,
       tools: [tool("get_weather")],
       max_tokens: 1,
     });
     expect(first.status).toBe(200);
     await first.arrayBuffer();
-    const second = await postJson(`${router.url}/v1/chat/completions`, {
+    const second = await postJson(`${fixture.router.url}/v1/chat/completions`, {
       messages,
       tools: [tool("book_flight")],
       max_tokens: 1,
@@ -59,7 +48,7 @@ describe("tool definitions are part of the routing text (issue 13 item 6)", () =
   });
 
   it("same tools and messages again are a full cache hit", async () => {
-    const again = await postJson(`${router.url}/v1/chat/completions`, {
+    const again = await postJson(`${fixture.router.url}/v1/chat/completions`, {
       messages,
       tools: [tool("get_weather")],
       max_tokens: 1,
