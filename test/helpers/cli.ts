@@ -21,3 +21,36 @@ export function runCli(
   );
   return { child, done };
 }
+
+/** Flags for a CLI run that serves: loopback, a free port, no health checks. */
+export const SERVE_LOCALLY = [
+  "--host",
+  "127.0.0.1",
+  "--port",
+  "0",
+  "--health-check-interval-secs",
+  "0",
+];
+
+/**
+ * The URL of the CLI's "radixgate listening" log line, read from `child`'s stdout; rejects when
+ * it does not come within `ms`.
+ */
+export function listeningUrl(child: ChildProcess, ms = 10_000): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let buffered = "";
+    const onData = (d: Buffer) => {
+      buffered += d;
+      const url = /"url":"(http:\/\/[^"]+)"/.exec(buffered)?.[1];
+      if (url === undefined) return;
+      clearTimeout(timer);
+      child.stdout!.off("data", onData);
+      resolve(url);
+    };
+    const timer = setTimeout(() => {
+      child.stdout!.off("data", onData);
+      reject(new Error(`the CLI did not log its URL within ${ms} ms`));
+    }, ms);
+    child.stdout!.on("data", onData);
+  });
+}

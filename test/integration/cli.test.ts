@@ -1,6 +1,6 @@
 import { createServer } from "node:net";
 import { describe, expect, it } from "vitest";
-import { runCli } from "../helpers/cli.js";
+import { listeningUrl, runCli, SERVE_LOCALLY } from "../helpers/cli.js";
 
 describe("CLI", () => {
   it.each([
@@ -47,23 +47,8 @@ describe("CLI", () => {
   });
 
   it("starts with no workers, answers 503 on the data plane, and exits 0 on SIGTERM", async () => {
-    const { child, done } = runCli([
-      "--host",
-      "127.0.0.1",
-      "--port",
-      "0",
-      "--health-check-interval-secs",
-      "0",
-    ]);
-    let output = "";
-    child.stdout!.on("data", (d) => (output += d));
-    const deadline = Date.now() + 10_000;
-    let url: string | undefined;
-    while (!url && Date.now() < deadline) {
-      url = /"url":"(http:\/\/[^"]+)"/.exec(output)?.[1];
-      await new Promise((r) => setTimeout(r, 20));
-    }
-    expect(url).toBeDefined();
+    const { child, done } = runCli(SERVE_LOCALLY);
+    const url = await listeningUrl(child);
     const res = await fetch(`${url}/v1/chat/completions`, {
       method: "POST",
       headers: { "content-type": "application/json" },
@@ -93,22 +78,8 @@ describe("CLI", () => {
       .filter((t) => t !== "")
       .slice(3)
       .map((t) => t.replace(/^http:\/\/worker(\d):(\d+)$/, "http://127.0.0.1:$2"));
-    const { child, done } = runCli([
-      ...args,
-      "--host",
-      "127.0.0.1",
-      "--port",
-      "0",
-      "--health-check-interval-secs",
-      "0",
-    ]);
-    let output = "";
-    child.stdout!.on("data", (d) => (output += d));
-    const deadline = Date.now() + 10_000;
-    while (!output.includes("radixgate listening") && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, 20));
-    }
-    expect(output).toContain("radixgate listening");
+    const { child, done } = runCli([...args, ...SERVE_LOCALLY]);
+    await listeningUrl(child);
     child.kill("SIGTERM");
     const { code, stdout } = await done;
     expect(code).toBe(0);

@@ -1,7 +1,7 @@
 import { spawn } from "node:child_process";
 import { createServer } from "node:net";
 import { describe, expect, it } from "vitest";
-import { runCli } from "../helpers/cli.js";
+import { listeningUrl, runCli, SERVE_LOCALLY } from "../helpers/cli.js";
 
 /** Resolves with the process's exit code, or "running" if it has not exited within `ms`. */
 function exitWithin(
@@ -21,23 +21,9 @@ describe("process behaviour", () => {
   ])(
     "regression: stdout a closed pipe (radixgate | head -1), then SIGTERM %s: exits 0",
     async (_, withRequests) => {
-      const { child, done } = runCli([
-        "--host",
-        "127.0.0.1",
-        "--port",
-        "0",
-        "--health-check-interval-secs",
-        "0",
-      ]);
+      const { child, done } = runCli(SERVE_LOCALLY);
       // Read up to the first line, then close the pipe as `head -1` does.
-      const url = await new Promise<string>((resolve) => {
-        let buffered = "";
-        child.stdout!.on("data", (d) => {
-          buffered += d;
-          const match = /"url":"(http:\/\/[^"]+)"/.exec(buffered);
-          if (match) resolve(match[1]!);
-        });
-      });
+      const url = await listeningUrl(child);
       child.stdout!.destroy();
       if (withRequests) {
         // Requests write access-log lines into the closed pipe first.
