@@ -63,6 +63,19 @@ function modelTruncate(strings: string[], t: string, keep: number): string[] {
     .filter((s) => s.length > 0);
 }
 
+/** What a match op asks about: its own text, or a cut of an earlier insert plus a piece. */
+function queryOf(op: Op, seen: string[]): string {
+  if (op.kind === "match") return op.text;
+  if (op.kind !== "matchSeen" || seen.length === 0) return "";
+  return seen[op.index % seen.length]!.slice(0, op.cut) + op.extra;
+}
+
+/** A prefix of an earlier insert (seen must not be empty). */
+function cutOfSeen(seen: string[], at: { index: number; cut: number }): string {
+  const base = seen[at.index % seen.length]!;
+  return base.slice(0, at.cut % (base.length + 1));
+}
+
 function matchAll(index: PrefixIndex, q: string): number[] {
   const out: number[] = [];
   index.match(
@@ -94,8 +107,7 @@ export function describePrefixIndex(name: string, subject: IndexUnderTest): void
                 }
               } else if (op.kind === "truncate") {
                 if (seen.length === 0) continue;
-                const base = seen[op.index % seen.length]!;
-                const t = base.slice(0, op.cut % (base.length + 1));
+                const t = cutOfSeen(seen, op);
                 const id = WORKERS[op.worker]!;
                 const before = index.size(id);
                 const removed = index.truncate(id, undefined, t, op.keep);
@@ -107,12 +119,7 @@ export function describePrefixIndex(name: string, subject: IndexUnderTest): void
                 index.addWorker(WORKERS[op.worker]!);
                 held[op.worker] = [];
               } else {
-                const q =
-                  op.kind === "match"
-                    ? op.text
-                    : seen.length === 0 || op.kind !== "matchSeen"
-                      ? ""
-                      : seen[op.index % seen.length]!.slice(0, op.cut) + op.extra;
+                const q = queryOf(op, seen);
                 const got = matchAll(index, q);
                 WORKERS.forEach((_, w) => {
                   expect(got[w]).toBe(q.length === 0 ? 0 : modelMatch(held[w]!, q));
@@ -184,8 +191,7 @@ export function describePrefixIndex(name: string, subject: IndexUnderTest): void
                 });
               } else if (op.kind === "truncate") {
                 if (seen.length === 0) continue;
-                const base = seen[op.index % seen.length]!;
-                const t = base.slice(0, op.cut % (base.length + 1));
+                const t = cutOfSeen(seen, op);
                 index.truncate(WORKERS[op.worker]!, undefined, t, op.keep);
                 expect(matchAll(index, t)[op.worker]!).toBeLessThanOrEqual(op.keep);
               } else if (op.kind === "remove") {
@@ -195,12 +201,7 @@ export function describePrefixIndex(name: string, subject: IndexUnderTest): void
                 index.setBudget(WORKERS[op.worker]!, budgets[op.worker]!);
                 ever[op.worker] = [];
               } else {
-                const q =
-                  op.kind === "match"
-                    ? op.text
-                    : seen.length === 0 || op.kind !== "matchSeen"
-                      ? ""
-                      : seen[op.index % seen.length]!.slice(0, op.cut) + op.extra;
+                const q = queryOf(op, seen);
                 const got = matchAll(index, q);
                 WORKERS.forEach((_, w) => {
                   expect(got[w]!).toBeLessThanOrEqual(modelMatch(ever[w]!, q));
