@@ -103,10 +103,12 @@ export class Metrics {
       labelNames: ["worker"],
       registers,
     });
+    // One gauge series per registered worker, read at scrape time; a worker whose value is
+    // undefined (an engine signal not known, or no longer fresh) has no series.
     const perWorker = (
       name: string,
       help: string,
-      read: (w: ReturnType<WorkerRegistry["list"]>[number]) => number,
+      read: (w: ReturnType<WorkerRegistry["list"]>[number]) => number | undefined,
     ) =>
       new Gauge({
         name,
@@ -115,7 +117,10 @@ export class Metrics {
         registers,
         collect() {
           this.reset();
-          for (const worker of workers.list()) this.set({ worker: worker.id }, read(worker));
+          for (const worker of workers.list()) {
+            const value = read(worker);
+            if (value !== undefined) this.set({ worker: worker.id }, value);
+          }
         },
       });
     perWorker("radixgate_worker_in_flight", "Requests in flight per worker.", (w) => w.inFlight);
@@ -137,55 +142,37 @@ export class Metrics {
     );
     // What the engines report (workers/introspection.ts): a worker has no series while unknown,
     // and queue and KV usage only while fresh (read within 3 poll intervals).
-    const perWorkerKnown = (
-      name: string,
-      help: string,
-      read: (w: ReturnType<WorkerRegistry["list"]>[number]) => number | undefined,
-    ) =>
-      new Gauge({
-        name,
-        help,
-        labelNames: ["worker"],
-        registers,
-        collect() {
-          this.reset();
-          for (const worker of workers.list()) {
-            const value = read(worker);
-            if (value !== undefined) this.set({ worker: worker.id }, value);
-          }
-        },
-      });
-    perWorkerKnown(
+    perWorker(
       "radixgate_worker_kv_capacity_tokens",
       "KV cache capacity in tokens, as the worker's engine last reported it.",
       (w) => w.signals.lastCapacity,
     );
-    perWorkerKnown(
+    perWorker(
       "radixgate_worker_chars_per_token",
       "Characters of routing text per prompt token, learned from the engine's usage (4 until then).",
       (w) => w.charsPerToken,
     );
-    perWorkerKnown(
+    perWorker(
       "radixgate_tree_budget_characters",
       "Budget of the worker's prefix tree (--max-tree-size, or learned: capacity x chars per token x factor).",
       (w) => w.treeBudget,
     );
-    perWorkerKnown(
+    perWorker(
       "radixgate_worker_engine_queue",
       "Requests waiting in the engine's queue (engine-reported, while fresh).",
       (w) => w.signals.load()?.queued,
     );
-    perWorkerKnown(
+    perWorker(
       "radixgate_worker_engine_running",
       "Requests in the engine's running batch (engine-reported, while fresh).",
       (w) => w.signals.load()?.running,
     );
-    perWorkerKnown(
+    perWorker(
       "radixgate_worker_kv_usage",
       "Fraction of the engine's KV cache in use, 0..1 (engine-reported, while fresh).",
       (w) => w.signals.load()?.kvUsage,
     );
-    perWorkerKnown(
+    perWorker(
       "radixgate_worker_signal_age_seconds",
       "Seconds since the worker's engine last answered an introspection read.",
       (w) => w.signals.ageSecs(),
