@@ -178,7 +178,7 @@ async function startDemoRouter(
     ...defaultConfig(),
     host: o.host ?? "127.0.0.1",
     port,
-    policy: o.policy ?? "cache_aware",
+    policy: o.policy ?? defaultConfig().policy,
     logLevel: o.logLevel ?? "warn",
     workerUrls: workers.map((w) => w.url),
     shutdownGraceSecs: 2,
@@ -214,7 +214,7 @@ function printBanner(
     });
   print(
     [
-      `radixgate demo: ${workers.length} simulated SGLang workers, policy ${o.policy ?? "cache_aware"}, ` +
+      `radixgate demo: ${workers.length} simulated SGLang workers, policy ${o.policy ?? defaultConfig().policy}, ` +
         `time scale ${o.timeScale ?? 1}${(o.trafficRate ?? 0) > 0 ? `, background traffic ${o.trafficRate} req/s` : ""}`,
       ...routers.map((r) => `  router   ${r.url}`),
       ...(redis !== undefined
@@ -324,7 +324,7 @@ async function main(): Promise<void> {
       host: { type: "string", default: "127.0.0.1" },
       workers: { type: "string", default: "4" },
       "time-scale": { type: "string", default: "1" },
-      policy: { type: "string", default: "cache_aware" },
+      policy: { type: "string", default: defaultConfig().policy },
       traffic: { type: "boolean", default: false },
       rate: { type: "string", default: "4" },
       interval: { type: "string", default: "5" },
@@ -341,7 +341,7 @@ async function main(): Promise<void> {
         "  --host <addr>       router address (default 127.0.0.1)",
         "  --workers <n>       simulated workers (default 4)",
         "  --time-scale <x>    real ms per model ms (default 1 = real time)",
-        `  --policy <name>     ${POLICY_NAMES.join(" | ")} (default cache_aware)`,
+        `  --policy <name>     ${POLICY_NAMES.join(" | ")} (default ${defaultConfig().policy})`,
         "  --traffic           send a small background workload",
         "  --rate <req/s>      background traffic rate (default 4)",
         "  --interval <secs>   seconds between status lines (default 5)",

@@ -263,7 +263,7 @@ export const SHARED_FLAGS: readonly { flag: string; note: string }[] = [
   { flag: "--worker-urls", note: "Same meaning; commas also separate URLs." },
   {
     flag: "--policy",
-    note: "Same names (cache_aware, round_robin, random, power_of_two), plus least_load and prefix_cost.",
+    note: "Same names (cache_aware, round_robin, random, power_of_two), plus least_load and prefix_cost; the default is prefix_cost here (SGLang: cache_aware), measured better or equal in docs/benchmarks.md. Pass --policy cache_aware for SGLang's behaviour.",
   },
   { flag: "--cache-threshold", note: "Same meaning." },
   { flag: "--balance-abs-threshold", note: "Same meaning." },

@@ -266,7 +266,7 @@ export const SETTINGS = [
     flag: "--policy",
     arg: "<name>",
     description: `Routing policy: ${POLICY_NAMES.join(" | ")}.`,
-    default: "cache_aware",
+    default: "prefix_cost",
     parse: oneOf(POLICY_NAMES),
   }),
   setting({

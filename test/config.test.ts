@@ -4,12 +4,13 @@ import { configFromArgv } from "../src/cli-options.js";
 import { ConfigError, defaultConfig, envName, parseConfig, SETTINGS } from "../src/config.js";
 
 describe("config", () => {
-  it("has the SGLang router's defaults", () => {
+  it("has the SGLang router's defaults, but for the policy (prefix_cost) and learned tree budgets", () => {
     const config = defaultConfig();
     expect(config).toMatchObject({
       host: "0.0.0.0",
       port: 30000,
-      policy: "cache_aware",
+      // Measured better or equal on every bench:routing workload (docs/benchmarks.md, issue 8).
+      policy: "prefix_cost",
       cacheThreshold: 0.3,
       balanceAbsThreshold: 64,
       balanceRelThreshold: 1.5,

@@ -26,6 +26,7 @@ describe("fault-injection scenarios", () => {
       [1, 2].map((i) => startSimWorker({ id: `up${i}`, timeScale: 0 })),
     );
     started.router = await startTestRouter({
+      policy: "cache_aware",
       workerUrls: [dead, ...started.sims.map((s) => s.url)],
       healthCheckIntervalSecs: 0.05,
       healthFailureThreshold: 2,
@@ -50,7 +51,10 @@ describe("fault-injection scenarios", () => {
       [1, 2, 3].map((i) => startSimWorker({ id: `k${i}`, timeScale: 1, stepFloorMs: 10 })),
     );
     const victim = started.sims[0]!;
-    started.router = await startTestRouter({ workerUrls: started.sims.map((s) => s.url) });
+    started.router = await startTestRouter({
+      policy: "cache_aware",
+      workerUrls: started.sims.map((s) => s.url),
+    });
     const requests = Array.from({ length: 20 }, async (_, i) => {
       const res = await chat(started.router!.url, distinct(i), { max_tokens: 20 });
       const body = (await res.json()) as { object?: string };
@@ -86,7 +90,10 @@ describe("fault-injection scenarios", () => {
     );
     const victim = started.sims[0]!;
     const victimId = workerIdFor(victim.url);
-    started.router = await startTestRouter({ workerUrls: started.sims.map((s) => s.url) });
+    started.router = await startTestRouter({
+      policy: "cache_aware",
+      workerUrls: started.sims.map((s) => s.url),
+    });
     // Headers received: each stream is committed to its worker.
     const responses = await Promise.all(
       Array.from({ length: 9 }, (_, i) =>
@@ -126,6 +133,7 @@ describe("fault-injection scenarios", () => {
     ]);
     const [bad, good] = started.sims as [SimWorker, SimWorker];
     started.router = await startTestRouter({
+      policy: "cache_aware",
       workerUrls: [bad.url, good.url],
       cbFailureThreshold: 3,
       // Long enough that the 16 requests below (slow when this test runs first, cold) all fall
@@ -162,6 +170,7 @@ describe("fault-injection scenarios", () => {
     ]);
     const [stuck] = started.sims as [SimWorker, SimWorker];
     started.router = await startTestRouter({
+      policy: "cache_aware",
       workerUrls: started.sims.map((s) => s.url),
       firstByteTimeoutSecs: 0.2,
       cbFailureThreshold: 2,
@@ -192,6 +201,7 @@ describe("fault-injection scenarios", () => {
     ]);
     const [flappy] = started.sims as [SimWorker, SimWorker];
     started.router = await startTestRouter({
+      policy: "cache_aware",
       workerUrls: started.sims.map((s) => s.url),
       healthCheckIntervalSecs: 0.03,
       healthFailureThreshold: 1,
@@ -247,7 +257,10 @@ describe("fault-injection scenarios", () => {
     );
     const [leaving, staying] = started.sims as [SimWorker, SimWorker];
     const leavingId = workerIdFor(leaving.url);
-    started.router = await startTestRouter({ workerUrls: started.sims.map((s) => s.url) });
+    started.router = await startTestRouter({
+      policy: "cache_aware",
+      workerUrls: started.sims.map((s) => s.url),
+    });
     const responses = await Promise.all(
       Array.from({ length: 6 }, (_, i) =>
         chat(started.router!.url, distinct(i), { stream: true, max_tokens: 30 }),

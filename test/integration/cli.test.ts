@@ -42,7 +42,7 @@ describe("CLI", () => {
     const { code, stdout } = await runCli(["--help"]).done;
     expect(code).toBe(0);
     expect(stdout).toContain("--worker-urls");
-    expect(stdout).toContain('(default: "cache_aware"');
+    expect(stdout).toContain('(default: "prefix_cost"');
     expect(stdout).toContain("RADIXGATE_CACHE_THRESHOLD");
   });
 

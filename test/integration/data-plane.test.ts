@@ -14,7 +14,10 @@ describe("data plane", () => {
     workers = await Promise.all(
       [1, 2, 3, 4].map((i) => startSimWorker({ id: `w${i}`, timeScale: 0 })),
     );
-    router = await startTestRouter({ workerUrls: workers.map((w) => w.url) });
+    router = await startTestRouter({
+      policy: "cache_aware",
+      workerUrls: workers.map((w) => w.url),
+    });
   });
 
   afterEach(async () => {
@@ -108,7 +111,7 @@ describe("data plane", () => {
 
   it("streams without buffering: the first chunk arrives while the worker is still generating", async () => {
     const slow = await startSimWorker({ id: "slow", timeScale: 1, stepFloorMs: 30 });
-    const single = await startTestRouter({ workerUrls: [slow.url] });
+    const single = await startTestRouter({ policy: "cache_aware", workerUrls: [slow.url] });
     try {
       const res = await postJson(`${single.url}/v1/chat/completions`, {
         model: "m",
@@ -180,7 +183,7 @@ describe("data plane", () => {
 
   it("a client that disconnects mid-stream aborts the upstream request and in-flight returns to 0", async () => {
     const slow = await startSimWorker({ id: "abort", timeScale: 1, stepFloorMs: 20 });
-    const single = await startTestRouter({ workerUrls: [slow.url] });
+    const single = await startTestRouter({ policy: "cache_aware", workerUrls: [slow.url] });
     try {
       const controller = new AbortController();
       const res = await postJson(`${single.url}/v1/chat/completions`, {
@@ -226,7 +229,7 @@ describe("data plane", () => {
 
 describe("data plane without workers", () => {
   it("answers 503 at once, and readiness is 503, until a worker is added", async () => {
-    const router = await startTestRouter();
+    const router = await startTestRouter({ policy: "cache_aware" });
     const sim = await startSimWorker({ id: "late", timeScale: 0 });
     try {
       const res = await postJson(`${router.url}/v1/completions`, { prompt: "x" });

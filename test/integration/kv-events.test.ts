@@ -68,6 +68,7 @@ beforeAll(async () => {
     ),
   );
   router = await startTestRouter({
+    policy: "cache_aware",
     kvEvents: true,
     kvEventsEndpointTemplate: "",
     tokenizeTimeoutMs: 5000,

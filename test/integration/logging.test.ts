@@ -24,6 +24,7 @@ describe("logging", () => {
     const router = await startRouter(
       {
         ...defaultConfig(),
+        policy: "cache_aware",
         host: "127.0.0.1",
         port: 0,
         workerUrls: [sim.url],
@@ -67,6 +68,7 @@ describe("logging", () => {
     const router = await startRouter(
       {
         ...defaultConfig(),
+        policy: "cache_aware",
         host: "127.0.0.1",
         port: 0,
         workerUrls: [sim.url],

@@ -10,6 +10,7 @@ describe("operations endpoints", () => {
   beforeAll(async () => {
     sim = await startSimWorker({ id: "ops", timeScale: 0 });
     router = await startTestRouter({
+      policy: "cache_aware",
       workerUrls: [sim.url],
       healthCheckIntervalSecs: 0.05,
       healthFailureThreshold: 2,
@@ -108,7 +109,7 @@ describe("operations endpoints", () => {
 describe("while shutting down", () => {
   it("the data plane answers 503 shutting_down with Connection: close, and readiness is 503", async () => {
     const sim = await startSimWorker({ id: "bye", timeScale: 0 });
-    const router = await startTestRouter({ workerUrls: [sim.url] });
+    const router = await startTestRouter({ policy: "cache_aware", workerUrls: [sim.url] });
     try {
       router.context.state.shuttingDown = true;
       const res = await postJson(`${router.url}/v1/completions`, { prompt: "late", max_tokens: 1 });

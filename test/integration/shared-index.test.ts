@@ -14,6 +14,7 @@ describe("--prefix-index shared", () => {
       [1, 2, 3].map((i) => startSimWorker({ id: `s${i}`, timeScale: 0 })),
     );
     router = await startTestRouter({
+      policy: "cache_aware",
       workerUrls: workers.map((w) => w.url),
       prefixIndex: "shared",
     });

@@ -30,6 +30,7 @@ describe.skipIf(redisSkipReason !== undefined)(
     /** A replica on the test's Redis, under its own key prefix so tests do not see each other. */
     const replica = async (prefix: string, overrides: Partial<Config> = {}) => {
       const router = await startTestRouter({
+        policy: "cache_aware",
         workerUrls: workers.map((w) => w.url),
         stateUrl: redis.url,
         stateKeyPrefix: prefix,
@@ -75,8 +76,14 @@ describe.skipIf(redisSkipReason !== undefined)(
     });
 
     it("without --state-url the second replica does not know where the prefix went", async () => {
-      const a = await startTestRouter({ workerUrls: workers.map((w) => w.url) });
-      const b = await startTestRouter({ workerUrls: workers.map((w) => w.url) });
+      const a = await startTestRouter({
+        policy: "cache_aware",
+        workerUrls: workers.map((w) => w.url),
+      });
+      const b = await startTestRouter({
+        policy: "cache_aware",
+        workerUrls: workers.map((w) => w.url),
+      });
       routers.push(a, b);
       const res = await chat(a, prompt("shipping"));
       const chosen = res.headers.get("x-radixgate-worker")!;
@@ -263,6 +270,7 @@ describe.skipIf(redisSkipReason !== undefined)(
         await late.kill();
         const prefix = freshPrefix();
         const router = await startTestRouter({
+          policy: "cache_aware",
           workerUrls: workers.map((w) => w.url),
           stateUrl: late.url,
           stateKeyPrefix: prefix,
@@ -329,6 +337,7 @@ describe.skipIf(redisSkipReason !== undefined)(
       await dead.stop();
       const started = Date.now();
       const router = await startTestRouter({
+        policy: "cache_aware",
         workerUrls: workers.map((w) => w.url),
         stateUrl: url,
         stateKeyPrefix: freshPrefix(),
