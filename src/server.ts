@@ -158,7 +158,7 @@ export function createRouter(
     hooks,
     feedback,
   );
-  // /v1/models needs any available worker, not a cache decision.
+  // /get_model_info and /get_server_info need any available worker, not a cache decision.
   const modelsForwarder = new Forwarder(
     registry,
     new RoutingDecider(createPolicy("round_robin", {}), index),

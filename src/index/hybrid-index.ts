@@ -13,6 +13,7 @@
  * - `sourceOf` says which index answered for a worker: "precise" or the base index's name.
  */
 import type { TokenizeInput } from "../kv-events/tokenize-input.js";
+import { isHigh } from "../tree/radix-tree.js";
 import type { PreciseIndex } from "./precise-index.js";
 import type { EvictionUnit, PrefixIndex, PrepareRequest } from "./prefix-index.js";
 
@@ -140,13 +141,22 @@ export class HybridIndex implements PrefixIndex {
     workers: readonly { readonly id: string }[],
     out: number[],
   ): void {
-    this.base.match(text, model, workers, out);
     const tokens = this.tokensOf(text, model);
+    const known = tokens !== undefined && tokens.length > 0;
+    // The base index answers for workers without live events; when every worker has them, its
+    // walk would only be overwritten.
+    if (!known || !workers.every((w) => this.tokens.isLive(w.id))) {
+      this.base.match(text, model, workers, out);
+    }
+    if (!known) {
+      for (const w of workers) this.sources.set(w.id, this.base.name);
+      return;
+    }
     // Workers with the same block size and adapter share one computation of the keys.
     const memo = new Map<string, number[]>();
     for (let i = 0; i < workers.length; i++) {
       const id = workers[i]!.id;
-      if (tokens === undefined || tokens.length === 0 || !this.tokens.isLive(id)) {
+      if (!this.tokens.isLive(id)) {
         this.sources.set(id, this.base.name);
         continue;
       }
@@ -211,7 +221,6 @@ export class HybridIndex implements PrefixIndex {
 /** The characters of `text` standing for a matched fraction of its tokens, at a code point boundary. */
 export function charsFor(text: string, fraction: number): number {
   let chars = Math.floor(text.length * Math.min(1, Math.max(0, fraction)));
-  const before = text.charCodeAt(chars - 1);
-  if (chars > 0 && chars < text.length && before >= 0xd800 && before <= 0xdbff) chars--;
+  if (chars > 0 && chars < text.length && isHigh(text.charCodeAt(chars - 1))) chars--;
   return chars;
 }

@@ -63,10 +63,6 @@ export class PreciseIndex {
     this.workers.delete(workerId);
   }
 
-  has(workerId: string): boolean {
-    return this.workers.has(workerId);
-  }
-
   /** Forgets everything the worker's engine reported (a restart, a gap that replay cannot fill). */
   clear(workerId: string): void {
     const w = this.workers.get(workerId);

@@ -14,6 +14,7 @@
  */
 import { Decoder } from "@msgpack/msgpack";
 import type { EngineHash, EventBatch, KvEvent } from "./events.js";
+import { isTokenId } from "./tokenize-input.js";
 
 export class KvDecodeError extends Error {
   override readonly name = "KvDecodeError";
@@ -155,10 +156,6 @@ function isMap(value: unknown): value is Record<string, unknown> {
     !Array.isArray(value) &&
     !ArrayBuffer.isView(value)
   );
-}
-
-function isTokenId(value: unknown): boolean {
-  return typeof value === "number" && Number.isInteger(value) && value >= 0;
 }
 
 function hashList(value: unknown): EngineHash[] {

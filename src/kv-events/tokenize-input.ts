@@ -32,6 +32,7 @@ function promptInput(prompt: unknown): TokenizeInput | undefined {
   return undefined;
 }
 
-function isTokenId(value: unknown): boolean {
+/** A token id as engines send and take them: a non-negative integer. */
+export function isTokenId(value: unknown): boolean {
   return typeof value === "number" && Number.isInteger(value) && value >= 0;
 }

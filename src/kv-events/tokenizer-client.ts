@@ -9,7 +9,7 @@
  * there). Chat messages are cached whole. The cache is an LRU bounded in entries and tokens.
  */
 import type { Dispatcher } from "undici";
-import type { TokenizeInput } from "./tokenize-input.js";
+import { isTokenId, type TokenizeInput } from "./tokenize-input.js";
 
 /** What the client needs of a worker: its connection pool and credentials. */
 export interface TokenizerTarget {
@@ -36,15 +36,19 @@ export class TokenizerClient {
   /** Calls under way, shared by concurrent requests for the same input. */
   private readonly inFlight = new Map<string, Promise<readonly number[] | undefined>>();
   failures = 0;
-  calls = 0;
 
   constructor(private readonly options: TokenizerClientOptions) {}
 
   /** Tokens already known for the input, without a call. */
   cached(model: string | undefined, input: TokenizeInput): readonly number[] | undefined {
     if ("tokens" in input) return input.tokens;
-    const hit = this.cache.get(cacheKey(model, input));
-    if (hit !== undefined) this.touch(cacheKey(model, input), hit);
+    return this.cachedUnder(cacheKey(model, input));
+  }
+
+  /** The cached tokens under `key` (refreshing their recency), if any. */
+  private cachedUnder(key: string): readonly number[] | undefined {
+    const hit = this.cache.get(key);
+    if (hit !== undefined) this.touch(key, hit);
     return hit;
   }
 
@@ -54,12 +58,14 @@ export class TokenizerClient {
     model: string | undefined,
     input: TokenizeInput,
   ): Promise<readonly number[] | undefined> {
-    const known = this.cached(model, input);
-    if (known !== undefined) return Promise.resolve(known);
+    if ("tokens" in input) return Promise.resolve(input.tokens);
+    // One key per request: for a chat it serialises the whole conversation.
     const key = cacheKey(model, input);
+    const known = this.cachedUnder(key);
+    if (known !== undefined) return Promise.resolve(known);
     let call = this.inFlight.get(key);
     if (call === undefined) {
-      call = this.fetchTokens(target, model, input).finally(() => this.inFlight.delete(key));
+      call = this.fetchTokens(target, model, input, key).finally(() => this.inFlight.delete(key));
       this.inFlight.set(key, call);
     }
     return call;
@@ -69,6 +75,7 @@ export class TokenizerClient {
     target: TokenizerTarget,
     model: string | undefined,
     input: TokenizeInput,
+    key: string,
   ): Promise<readonly number[] | undefined> {
     let tokens: readonly number[] | undefined;
     if ("prompt" in input) {
@@ -88,7 +95,7 @@ export class TokenizerClient {
         add_generation_prompt: true,
       });
     }
-    if (tokens !== undefined) this.touch(cacheKey(model, input), tokens);
+    if (tokens !== undefined) this.touch(key, tokens);
     return tokens;
   }
 
@@ -111,7 +118,6 @@ export class TokenizerClient {
     model: string | undefined,
     fields: Record<string, unknown>,
   ): Promise<number[] | undefined> {
-    this.calls++;
     const timeout = this.options.requestTimeoutMs;
     try {
       const res = await target.pool.request({
@@ -136,7 +142,7 @@ export class TokenizerClient {
       if (
         !Array.isArray(tokens) ||
         tokens.length > this.options.maxTokens ||
-        !tokens.every((t) => typeof t === "number" && Number.isInteger(t) && t >= 0)
+        !tokens.every(isTokenId)
       ) {
         this.failures++;
         return undefined;

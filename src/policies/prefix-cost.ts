@@ -1,6 +1,6 @@
-import { LeastLoaded } from "./least-loaded.js";
 import type { ResolvedPolicyOptions } from "./options.js";
 import type { Policy, PolicyWorker, RouteDecision, RouteRequest } from "./policy.js";
+import { Rotation } from "./rotation.js";
 
 export type PrefixCostOptions = Pick<
   ResolvedPolicyOptions,
@@ -31,7 +31,7 @@ export type PrefixCostOptions = Pick<
 export class PrefixCostPolicy implements Policy {
   readonly name = "prefix_cost" as const;
   readonly usesPrefixes = true;
-  private readonly loads = new LeastLoaded();
+  private readonly rotation = new Rotation();
   private readonly queueWeight: number;
   private readonly requestChars: number;
 
@@ -44,12 +44,12 @@ export class PrefixCostPolicy implements Policy {
     candidates: readonly W[],
     request: RouteRequest,
   ): RouteDecision<W> | undefined {
-    // The scan only supplies the rotated start, so equal costs on equal loads take turns.
-    if (this.loads.scan(candidates) < 0) return undefined;
+    const n = candidates.length;
+    if (n === 0) return undefined;
+    // A rotated start, so equal costs on equal loads take turns.
+    const start = this.rotation.next(n);
     const length = request.text.length;
     const matchedOf = request.matched;
-    const n = candidates.length;
-    const start = this.loads.start;
     let best = start;
     let bestCost = Number.POSITIVE_INFINITY;
     let bestLoad = 0;

@@ -41,10 +41,6 @@ export class BodyLease {
 
   constructor(private readonly budget: BodyBudget) {}
 
-  get bytes(): number {
-    return this.held;
-  }
-
   /** Makes the lease cover `total` bytes; throws body_buffer_full when the budget cannot. */
   cover(total: number): void {
     if (this.released || total <= this.held) return;

@@ -58,10 +58,4 @@ export class BoundedQueue<T> {
       this.count += 1;
     }
   }
-
-  clear(): void {
-    this.items.fill(undefined);
-    this.head = 0;
-    this.count = 0;
-  }
 }

@@ -1,5 +1,6 @@
 import type { PrefixIndex } from "../index/prefix-index.js";
 import { DEFAULT_MAX_CHARS } from "../tree/radix-tree.js";
+import { DEFAULT_CHARS_PER_TOKEN } from "./chars-per-token.js";
 import type { Worker } from "./worker.js";
 
 /** Budget of a tree whose worker's capacity is unknown (--max-tree-size auto): 2^26. */
@@ -14,7 +15,8 @@ export function learnedTreeBudget(
   charsPerToken: number,
   factor: number,
 ): number {
-  const perToken = Number.isFinite(charsPerToken) && charsPerToken > 0 ? charsPerToken : 4;
+  const perToken =
+    Number.isFinite(charsPerToken) && charsPerToken > 0 ? charsPerToken : DEFAULT_CHARS_PER_TOKEN;
   return Math.min(
     Number.MAX_SAFE_INTEGER,
     Math.max(1, Math.floor(capacityTokens * perToken * factor)),
