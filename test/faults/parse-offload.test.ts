@@ -1,16 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { postJson } from "../helpers/router.js";
+import { matchRate, postJson } from "../helpers/router.js";
 import { simBehindRouter } from "../helpers/sim-behind-router.js";
 import { chunk, openRequest } from "./raw-client.js";
 import { errorCode } from "./support.js";
 
 const OFFLOAD = 4096;
-
-function matchRate(res: Response): number {
-  const m = /match=(\d\.\d\d)/.exec(res.headers.get("x-radixgate-route") ?? "");
-  if (!m) throw new Error("no match rate");
-  return Number(m[1]);
-}
 
 describe("large request bodies are parsed off the event loop (issue 10 item 1)", () => {
   const fixture = simBehindRouter({

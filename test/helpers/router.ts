@@ -49,3 +49,11 @@ export async function waitFor(
   }
   throw new Error(`timed out waiting for ${typeof what === "string" ? what : what()}`);
 }
+
+/** The match rate in a response's x-radixgate-route header (`...;match=0.97`). */
+export function matchRate(res: Response): number {
+  const route = res.headers.get("x-radixgate-route") ?? "";
+  const m = /match=(\d\.\d\d)/.exec(route);
+  if (!m) throw new Error(`no match rate in "${route}"`);
+  return Number(m[1]);
+}

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { postJson } from "../helpers/router.js";
+import { matchRate, postJson } from "../helpers/router.js";
 import { simBehindRouter } from "../helpers/sim-behind-router.js";
 
 /** A tool whose JSON schema is about 500 characters, as in issue 13 item 6. */
@@ -16,13 +16,6 @@ function tool(name: string) {
       },
     },
   };
-}
-
-function matchRate(res: Response): number {
-  const route = res.headers.get("x-radixgate-route") ?? "";
-  const m = /match=(\d\.\d\d)/.exec(route);
-  if (!m) throw new Error(`no match rate in "${route}"`);
-  return Number(m[1]);
 }
 
 describe("tool definitions are part of the routing text (issue 13 item 6)", () => {
