@@ -123,7 +123,7 @@ async function admitAndForward(
   let session: string | undefined;
   let tokenizeInput: TokenizeInput | undefined;
   let usageDescribesText = false;
-  if (method === "POST") {
+  if (method === "POST" && endpoint !== "models") {
     checkContentType(incoming.headers["content-type"]);
     body = await readBody(
       incoming,
