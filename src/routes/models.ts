@@ -2,7 +2,7 @@ import type { HttpBindings } from "@hono/node-server";
 import type { Hono } from "hono";
 import { RouterError } from "../errors.js";
 import type { Worker } from "../workers/worker.js";
-import { bearerMatches } from "./auth.js";
+import { admitClient } from "./client-gate.js";
 import type { RouterContext } from "./context.js";
 
 type Env = { Bindings: HttpBindings };
@@ -25,14 +25,8 @@ export function registerModelsRoute(app: Hono<Env>, ctx: RouterContext): void {
   app.get("/v1/models", async (c) => {
     const status = await (async () => {
       const { config } = ctx;
-      if (ctx.state.shuttingDown) throw new RouterError("shutting_down");
       const clientAuth = c.req.header("authorization");
-      if (config.apiKey !== undefined && !bearerMatches(clientAuth, config.apiKey)) {
-        throw new RouterError(
-          "unauthorized",
-          "Missing or invalid API key: send Authorization: Bearer <key>.",
-        );
-      }
+      admitClient(ctx, clientAuth);
       const workers = ctx.registry.list().filter((w) => w.available);
       if (workers.length === 0) throw new RouterError("no_workers_available");
       // Without a key of its own the router passes the client's on, as on the data plane.
