@@ -149,7 +149,6 @@ export class EngineIntrospector {
         queued: reading.queued,
         running: reading.running,
         kvUsage: reading.kvUsage,
-        cacheHitRate: reading.cacheHitRate,
       },
       now,
     );
