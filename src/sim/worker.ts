@@ -22,7 +22,7 @@ import { tokenize } from "./tokenizer.js";
 export type { SimFaults } from "./faults.js";
 export type { SimFlavor, SimWorkerOptions } from "./options.js";
 
-export const WORKER_ID_HEADER = "x-sim-worker-id";
+const WORKER_ID_HEADER = "x-sim-worker-id";
 
 export interface SimStats {
   id: string;

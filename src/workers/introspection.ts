@@ -19,7 +19,7 @@ export interface IntrospectionOptions {
 }
 
 /** Signals older than this many intervals are ignored. */
-export const STALE_AFTER_INTERVALS = 3;
+const STALE_AFTER_INTERVALS = 3;
 const DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024;
 
 type Endpoint = "/get_server_info" | "/metrics" | "/v1/models";
