@@ -73,6 +73,8 @@ export interface SimWorker {
    * (vLLM's reset_prefix_cache).
    */
   clearKvCache(options?: { restart?: boolean }): void;
+  /** Tokens of this prompt the engine would find cached now (benchmark diagnostics). */
+  cachedPrefixTokens(promptTokens: readonly number[]): number;
   /** Closes the server and destroys open sockets (hanging and streaming requests included). */
   close(): Promise<void>;
 }
@@ -224,6 +226,10 @@ class HttpSimWorker implements SimWorker {
       kvEvictions: this.kv.evictions,
       endpoints: { ...this.endpointCounts },
     };
+  }
+
+  cachedPrefixTokens(promptTokens: readonly number[]): number {
+    return this.kv.cachedPrefixTokens(promptTokens);
   }
 
   faults(): SimFaults {
