@@ -74,6 +74,7 @@ export interface Config {
   kvBlockSize: number;
   tokenizeTimeoutMs: number;
   tokenizerCacheTokens: number;
+  tokenizerPath: string;
   stateUrl: string | undefined;
   stateKeyPrefix: string;
   stateMaxTextChars: number;
@@ -835,6 +836,15 @@ export const SETTINGS = [
     parse: integer(0),
   }),
   setting({
+    key: "tokenizerPath",
+    flag: "--tokenizer-path",
+    arg: "<tokenizer.json>",
+    description:
+      "With --kv-events: the model's Hugging Face tokenizer.json; prompt strings (completions, /generate) are tokenized in the router instead of by the worker's /tokenize; chat messages still use /tokenize (chat template). Empty = none.",
+    default: "",
+    parse: text,
+  }),
+  setting({
     key: "stateUrl",
     flag: "--state-url",
     arg: "<redis-url>",
@@ -921,6 +931,12 @@ export function validateConfig(config: Config): Config {
     throw new ConfigError(
       "--max-body-buffer-bytes",
       `must be 0 (no budget) or >= --max-payload-size (${config.maxPayloadSize}), got ${config.maxBodyBufferBytes}`,
+    );
+  }
+  if (config.tokenizerPath !== "" && !config.kvEvents) {
+    throw new ConfigError(
+      "--tokenizer-path",
+      "needs --kv-events (it tokenizes for the precise index)",
     );
   }
   if (new Set(config.workerUrls).size !== config.workerUrls.length) {

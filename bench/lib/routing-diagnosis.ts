@@ -39,10 +39,30 @@ export interface RoutingDiagnosis {
   preciseSource: number;
   /** Losses by cause (see the module comment). */
   lost: Record<string, LossCount>;
+  /**
+   * Decisions where no worker held any of the prompt and the index credited none either: the
+   * first of a prefix, or a prefix whose earlier requests the index lost track of.
+   */
+  coldDecisions: number;
+  /** Distinct leading prefixes (first HOME_PREFIX_TOKENS tokens) and the workers each was sent to. */
+  prefixes: number;
+  prefixHomes: number;
 }
 
+/** Tokens that name a prompt's "prefix" for the homes count (a system prompt's start). */
+const HOME_PREFIX_TOKENS = 64;
+
 export function emptyDiagnosis(): RoutingDiagnosis {
-  return { decisions: 0, promptTokens: 0, bestHolderChosen: 0, preciseSource: 0, lost: {} };
+  return {
+    decisions: 0,
+    promptTokens: 0,
+    bestHolderChosen: 0,
+    preciseSource: 0,
+    lost: {},
+    coldDecisions: 0,
+    prefixes: 0,
+    prefixHomes: 0,
+  };
 }
 
 /** Starts tallying the router's decisions against the workers' caches into `tally` (returned). */
@@ -57,6 +77,7 @@ export function diagnoseDecisions(
   const urlOf = (id: string) => router.context.registry.list().find((w) => w.id === id)?.url;
   const original = decider.decide.bind(decider);
   const matched: number[] = [];
+  const homes = new Map<string, Set<string>>();
   decider.decide = ((candidates: readonly PolicyWorker[], request) => {
     const tokens = promptTokens(request.tokenizeInput);
     const text = request.text;
@@ -78,6 +99,20 @@ export function diagnoseDecisions(
     for (let i = 0; i < held.length; i++) if (held[i]! > held[best]!) best = i;
     tally.decisions++;
     tally.promptTokens += tokens.length;
+    if (tokens.length >= HOME_PREFIX_TOKENS) {
+      const key = tokens.slice(0, HOME_PREFIX_TOKENS).join(",");
+      let set = homes.get(key);
+      if (set === undefined) {
+        set = new Set();
+        homes.set(key, set);
+        tally.prefixes++;
+      }
+      if (!set.has(decision.worker.id)) {
+        set.add(decision.worker.id);
+        tally.prefixHomes++;
+      }
+    }
+    if (held.every((h) => h === 0) && matched.every((m) => m === 0)) tally.coldDecisions++;
     if (sources[chosen] === "precise") tally.preciseSource++;
     if (best === chosen) {
       tally.bestHolderChosen++;
@@ -122,7 +157,8 @@ export function diagnosisLines(row: string, d: RoutingDiagnosis): string[] {
   const pts = (tokens: number) => ((100 * tokens) / Math.max(1, d.promptTokens)).toFixed(1);
   const lines = [
     `  ${row}: ${d.decisions} routed decisions, best holder chosen in ${d.bestHolderChosen}, ` +
-      `precise index answered for the chosen worker in ${d.preciseSource}`,
+      `precise index answered for the chosen worker in ${d.preciseSource}, ${d.coldDecisions} cold ` +
+      `(nothing held, nothing credited); ${d.prefixes} prefixes sent to ${(d.prefixHomes / Math.max(1, d.prefixes)).toFixed(2)} workers each`,
   ];
   const causes = Object.entries(d.lost).sort((a, b) => b[1].tokens - a[1].tokens);
   for (const [cause, c] of causes) {

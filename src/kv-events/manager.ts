@@ -13,6 +13,7 @@ import type { Logger } from "../logger.js";
 import type { WorkerRegistry } from "../workers/registry.js";
 import type { Worker } from "../workers/worker.js";
 import type { EventBatch } from "./events.js";
+import type { LocalTokenizer } from "./local-tokenizer.js";
 import { KvEventMetrics } from "./metrics.js";
 import { KvEventSubscriber } from "./subscriber.js";
 import type { TokenizeInput } from "./tokenize-input.js";
@@ -26,6 +27,8 @@ export interface KvEventsSettings {
   rebuildMs: number;
   tokenizeRequestTimeoutMs: number;
   tokenizerCacheTokens: number;
+  /** Tokenizes prompt strings in this process instead of calling the workers (--tokenizer-path). */
+  localTokenizer?: LocalTokenizer | undefined;
 }
 
 export interface KvEndpoints {
@@ -59,6 +62,7 @@ export class KvEventsManager implements TokenSource {
       requestTimeoutMs: settings.tokenizeRequestTimeoutMs,
       maxCachedTokens: settings.tokenizerCacheTokens,
       maxTokens: MAX_TOKENS,
+      local: settings.localTokenizer,
     });
     this.metrics = new KvEventMetrics(promRegistry, {
       workers: () =>
@@ -95,8 +99,13 @@ export class KvEventsManager implements TokenSource {
 
   cached(model: string | undefined, input: TokenizeInput): readonly number[] | undefined {
     const tokens = this.tokenizer.cached(model, input);
-    if (tokens !== undefined) this.metrics.tokenize.inc({ outcome: "cached" });
-    return tokens;
+    if (tokens !== undefined) {
+      this.metrics.tokenize.inc({ outcome: "cached" });
+      return tokens;
+    }
+    const local = this.tokenizer.local(model, input);
+    if (local !== undefined) this.metrics.tokenize.inc({ outcome: "local" });
+    return local;
   }
 
   tokenize(

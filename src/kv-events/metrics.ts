@@ -51,7 +51,7 @@ export class KvEventMetrics {
     });
     this.tokenize = new Counter({
       name: "radixgate_tokenize_total",
-      help: "Tokenization for precise matching: cached, called, timeout (routed approximately), unavailable.",
+      help: "Tokenization for precise matching: cached, local (--tokenizer-path), called (the worker's /tokenize), timeout (routed approximately), unavailable.",
       labelNames: ["outcome"],
       registers,
     });

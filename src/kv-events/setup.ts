@@ -11,6 +11,7 @@ import { PreciseIndex } from "../index/precise-index.js";
 import type { PrefixIndex } from "../index/prefix-index.js";
 import type { Logger } from "../logger.js";
 import type { WorkerRegistry } from "../workers/registry.js";
+import { loadLocalTokenizer } from "./local-tokenizer.js";
 import { KvEventsManager } from "./manager.js";
 
 export interface KvEventsSetup {
@@ -20,6 +21,9 @@ export interface KvEventsSetup {
 }
 
 export function setUpKvEvents(config: Config, base: PrefixIndex): KvEventsSetup {
+  // Loaded before anything starts, so that a bad file stops the router with a clear error.
+  const localTokenizer =
+    config.tokenizerPath === "" ? undefined : loadLocalTokenizer(config.tokenizerPath);
   const precise = new PreciseIndex({
     maxBlocksPerWorker: config.kvIndexMaxBlocks,
     speculativeTtlMs: config.kvSpeculativeTtlMs,
@@ -48,6 +52,7 @@ export function setUpKvEvents(config: Config, base: PrefixIndex): KvEventsSetup 
           // A slow answer still fills the cache for the next request with this prefix.
           tokenizeRequestTimeoutMs: Math.max(1000, config.tokenizeTimeoutMs * 10),
           tokenizerCacheTokens: config.tokenizerCacheTokens,
+          localTokenizer,
         },
         precise,
         registry,

@@ -7,8 +7,14 @@
  * only the rest is tokenized, so a growing conversation does not pay for its history twice
  * (tokenizers restart at line boundaries in practice, as the chat templates put special tokens
  * there). Chat messages are cached whole. The cache is an LRU bounded in entries and tokens.
+ *
+ * With a local tokenizer (--tokenizer-path, local-tokenizer.ts) prompt strings are tokenized in
+ * this process instead, synchronously, through the same cache: a prompt is cut at its last line
+ * boundary and the head is cached on its own, so requests that share a first part (a system
+ * prompt, a conversation's history) encode only what follows it.
  */
 import { requestWorker, type WorkerTarget } from "../workers/worker-request.js";
+import type { LocalTokenizer } from "./local-tokenizer.js";
 import { isTokenId, type TokenizeInput } from "./tokenize-input.js";
 
 export interface TokenizerClientOptions {
@@ -18,6 +24,8 @@ export interface TokenizerClientOptions {
   maxCachedTokens: number;
   /** Most tokens one answer may hold. */
   maxTokens: number;
+  /** Tokenizes prompt strings here instead of calling the worker (--tokenizer-path). */
+  local?: LocalTokenizer | undefined;
 }
 
 /** Line boundaries looked at for a cached prefix, from the end. */
@@ -43,6 +51,37 @@ export class TokenizerClient {
     const hit = this.cache.get(key);
     if (hit !== undefined) this.touch(key, hit);
     return hit;
+  }
+
+  /**
+   * With a local tokenizer, a prompt string's tokens, computed here (cached per line prefix);
+   * undefined without one, for chat messages (the engine's chat template is not run here), or
+   * past maxTokens.
+   */
+  local(model: string | undefined, input: TokenizeInput): readonly number[] | undefined {
+    const local = this.options.local;
+    if (local === undefined || !("prompt" in input)) return undefined;
+    const key = cacheKey(model, input);
+    const known = this.cachedUnder(key);
+    if (known !== undefined) return known;
+    const prompt = input.prompt;
+    let tokens: number[];
+    const prefix = this.cachedLinePrefix(model, prompt);
+    if (prefix !== undefined) {
+      tokens = [...prefix.tokens, ...local.encode(prompt.slice(prefix.length), false)];
+    } else {
+      const cut = lastLineBoundary(prompt, prompt.length);
+      if (cut > 0) {
+        const head = local.encode(prompt.slice(0, cut), true);
+        this.touch(cacheKey(model, { prompt: prompt.slice(0, cut) }), head);
+        tokens = [...head, ...local.encode(prompt.slice(cut), false)];
+      } else {
+        tokens = local.encode(prompt, true);
+      }
+    }
+    if (tokens.length > this.options.maxTokens) return undefined;
+    this.touch(key, tokens);
+    return tokens;
   }
 
   /** Tokens for the input, from the cache or the worker; undefined when the worker does not answer. */
@@ -92,16 +131,17 @@ export class TokenizerClient {
     return tokens;
   }
 
-  /** The longest cached prefix of `text` that ends a line. */
+  /** The longest cached prefix of `text` that ends at a line boundary. */
   private cachedLinePrefix(model: string | undefined, text: string) {
-    let end = text.length - 1;
+    let end = text.length;
     for (let probes = 0; probes < MAX_PREFIX_PROBES; probes++) {
-      const nl = text.lastIndexOf("\n", end - 1);
-      if (nl < 0) return undefined;
-      const prefix = text.slice(0, nl + 1);
+      const cut = lastLineBoundary(text, end);
+      if (cut <= 0) return undefined;
+      const prefix = text.slice(0, cut);
       const tokens = this.cache.get(cacheKey(model, { prompt: prefix }));
       if (tokens !== undefined) return { length: prefix.length, tokens };
-      end = nl;
+      end = cut - 1;
+      if (end <= 0) return undefined;
     }
     return undefined;
   }
@@ -166,4 +206,24 @@ function cacheKey(model: string | undefined, input: TokenizeInput): string {
   if ("prompt" in input) return `p\u0000${m}\u0000${input.prompt}`;
   if ("messages" in input) return `m\u0000${m}\u0000${JSON.stringify(input.messages)}`;
   return "";
+}
+
+/**
+ * The end of the last line of `text` before `end` (just after its "\n") that text without
+ * leading whitespace follows, or -1: there the tokenizers' pre-tokenizers split, so the tokens of
+ * the two sides put together are the tokens of the whole (a newline followed by more whitespace
+ * may merge with it into one token).
+ */
+function lastLineBoundary(text: string, end: number): number {
+  let nl = text.lastIndexOf("\n", end - 1);
+  while (nl >= 0) {
+    const next = text.charCodeAt(nl + 1);
+    // Not at the very end (nothing would follow), and not followed by whitespace.
+    if (nl + 1 < text.length && next !== 32 && next !== 9 && next !== 10 && next !== 13) {
+      return nl + 1;
+    }
+    // lastIndexOf clamps a negative start to 0: stop at the first character.
+    nl = nl === 0 ? -1 : text.lastIndexOf("\n", nl - 1);
+  }
+  return -1;
 }

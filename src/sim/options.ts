@@ -57,6 +57,12 @@ export interface SimWorkerOptions extends Partial<SimNumericOptions> {
    * vLLM before 2026) or "map" (vLLM since 2026) encoding; `noReplay` leaves out the replay socket.
    */
   kvEvents?: { encoding: "array" | "map"; noReplay?: boolean; topic?: string };
+  /**
+   * A Hugging Face tokenizer.json (the router's --tokenizer-path): prompts, chat templates and
+   * /tokenize use it instead of the stand-in tokenizer (sim/tokenizer.ts), so a router tokenizing
+   * locally and this engine agree on the tokens. Generated tokens stay the stand-in's.
+   */
+  tokenizerPath?: string;
 }
 
 export interface NumericOptionSpec {
@@ -127,6 +133,7 @@ export interface ResolvedSimOptions extends SimNumericOptions {
   modelAliases: string[];
   loraAdapters: string[];
   apiKey: string | undefined;
+  tokenizerPath: string | undefined;
 }
 
 /** Fill defaults and validate; throws RangeError naming the bad option. */
@@ -168,6 +175,7 @@ export function resolveOptions(options: SimWorkerOptions = {}): ResolvedSimOptio
     modelAliases: names("modelAliases", options.modelAliases),
     loraAdapters: names("loraAdapters", options.loraAdapters),
     apiKey: options.apiKey === "" ? undefined : options.apiKey,
+    tokenizerPath: options.tokenizerPath === "" ? undefined : options.tokenizerPath,
   };
 }
 

@@ -32,7 +32,18 @@ export interface ParseLimits {
   defaultMaxTokens: number;
   maxModelLen: number;
   model: string;
+  /** The engine's tokenizer (default: the stand-in, which adds no special tokens). */
+  tokenize?: SimTokenize;
 }
+
+/**
+ * Text → token ids. Special tokens as vLLM adds them: for a prompt string yes (completions,
+ * TokenizeCompletionRequest), for a rendered chat no (the template holds them; ChatCompletionRequest
+ * and TokenizeChatRequest default add_special_tokens to false; vllm/entrypoints/openai/protocol.py).
+ */
+export type SimTokenize = (text: string, addSpecialTokens: boolean) => number[];
+
+const standIn: SimTokenize = (text) => tokenize(text);
 
 /** Most sequences (prompts × n) in one request: a bound, like every other. */
 const MAX_SEQUENCES_PER_REQUEST = 1024;
@@ -81,7 +92,7 @@ export function parseJob(
       parseGenerate(b, job, limits);
       break;
     case "embeddings":
-      parseEmbeddings(b, job);
+      parseEmbeddings(b, job, limits);
       break;
   }
   if (job.prompts.length * job.n > MAX_SEQUENCES_PER_REQUEST) {
@@ -109,7 +120,7 @@ function parseChat(b: Json, job: InferenceJob, limits: ParseLimits): void {
   }
   const messages: ChatMessage[] = b.messages.map((m, i) => chatMessage(m, i));
   const addGenerationPrompt = optionalBool(b, "add_generation_prompt") ?? true;
-  job.prompts = [tokenize(renderChat(messages, addGenerationPrompt))];
+  job.prompts = [(limits.tokenize ?? standIn)(renderChat(messages, addGenerationPrompt), false)];
   job.maxTokens =
     outputLength(b, "max_completion_tokens", 1) ??
     outputLength(b, "max_tokens", 1) ??
@@ -165,7 +176,7 @@ function toolCallsText(calls: unknown[]): string {
 }
 
 function parseCompletions(b: Json, job: InferenceJob, limits: ParseLimits): void {
-  const { prompts } = promptList(b.prompt, "prompt");
+  const { prompts } = promptList(b.prompt, "prompt", limits.tokenize);
   job.prompts = prompts;
   job.maxTokens = outputLength(b, "max_tokens", 1) ?? limits.defaultMaxTokens;
   job.n = choices(b);
@@ -177,8 +188,8 @@ function parseGenerate(b: Json, job: InferenceJob, limits: ParseLimits): void {
   const hasIds = b.input_ids !== undefined && b.input_ids !== null;
   if (hasText === hasIds) throw new BadRequest("Either text or input_ids should be provided.");
   const { prompts, batch } = hasText
-    ? promptList(b.text, "text", "strings")
-    : promptList(b.input_ids, "input_ids", "ids");
+    ? promptList(b.text, "text", limits.tokenize, "strings")
+    : promptList(b.input_ids, "input_ids", limits.tokenize, "ids");
   job.prompts = prompts;
   job.batch = batch;
   const sp = b.sampling_params;
@@ -195,8 +206,8 @@ function parseGenerate(b: Json, job: InferenceJob, limits: ParseLimits): void {
   }
 }
 
-function parseEmbeddings(b: Json, job: InferenceJob): void {
-  const { prompts, batch } = promptList(b.input, "input");
+function parseEmbeddings(b: Json, job: InferenceJob, limits: ParseLimits): void {
+  const { prompts, batch } = promptList(b.input, "input", limits.tokenize);
   job.prompts = prompts;
   job.batch = batch;
   job.maxTokens = 0;
@@ -211,13 +222,14 @@ function parseEmbeddings(b: Json, job: InferenceJob): void {
 function promptList(
   value: unknown,
   param: string,
+  encode: SimTokenize = standIn,
   accept: "any" | "strings" | "ids" = "any",
 ): { prompts: number[][]; batch: boolean } {
   if (typeof value === "string" && accept !== "ids")
-    return { prompts: [tokenize(value)], batch: false };
+    return { prompts: [encode(value, true)], batch: false };
   if (Array.isArray(value) && value.length > 0) {
     if (value.every((v) => typeof v === "string") && accept !== "ids") {
-      return { prompts: value.map((v) => tokenize(v as string)), batch: true };
+      return { prompts: value.map((v) => encode(v as string, true)), batch: true };
     }
     if (value.every(isTokenId) && accept !== "strings") {
       return { prompts: [value as number[]], batch: false };

@@ -5,6 +5,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { loadLocalTokenizer } from "../kv-events/local-tokenizer.js";
 import { type Clock, realClock } from "./clock.js";
 import { Engine } from "./engine.js";
 import { DEFAULT_FAULTS, mergeFaults, type SimFaults } from "./faults.js";
@@ -13,7 +14,7 @@ import { SimKvPublisher } from "./kv-publisher.js";
 import { METRICS_CONTENT_TYPE, renderMetrics } from "./metrics.js";
 import { chooseModel, ModelNotFound, modelList, saltForAdapter } from "./models.js";
 import { type ResolvedSimOptions, resolveOptions, type SimWorkerOptions } from "./options.js";
-import { BadRequest, type InferenceEndpoint, parseJob } from "./protocol.js";
+import { BadRequest, type InferenceEndpoint, parseJob, type SimTokenize } from "./protocol.js";
 import { errorBody } from "./responses.js";
 import { type ServeCounters, sendJson, serveJob } from "./serve.js";
 import { renderChat } from "./template.js";
@@ -120,6 +121,8 @@ class HttpSimWorker implements SimWorker {
   readonly flavor: "sglang" | "vllm";
   private readonly server: Server;
   private readonly kv: PrefixKvCache;
+  /** The engine's tokenizer: the stand-in, or the tokenizer.json of options.tokenizerPath. */
+  private readonly encode: SimTokenize;
   private readonly engine: Engine;
   private currentFaults: SimFaults;
   private failRemaining: number;
@@ -154,6 +157,10 @@ class HttpSimWorker implements SimWorker {
     readonly kvEvents: SimKvPublisher | undefined = undefined,
   ) {
     this.flavor = options.flavor;
+    this.encode =
+      options.tokenizerPath === undefined
+        ? (text) => tokenize(text)
+        : loadLocalTokenizer(options.tokenizerPath, "tokenizerPath").encode;
     this.currentFaults = faults;
     this.failRemaining = faults.failFirst;
     this.kv = new PrefixKvCache({
@@ -351,6 +358,7 @@ class HttpSimWorker implements SimWorker {
         defaultMaxTokens: this.options.defaultMaxTokens,
         maxModelLen: this.options.maxModelLen,
         model: this.options.model,
+        tokenize: this.encode,
       });
       const b = body as Record<string, unknown>;
       const requested = typeof b.model === "string" && b.model.length > 0 ? b.model : undefined;
@@ -426,9 +434,13 @@ class HttpSimWorker implements SimWorker {
     const body = (await this.readJson(req, res)) as Record<string, unknown> | undefined;
     if (body === undefined) return;
     let text: string;
+    // vLLM's defaults: special tokens for a prompt, none for a rendered chat (protocol.ts).
+    let addSpecialTokens: boolean;
     if (typeof body?.prompt === "string") {
       text = body.prompt;
+      addSpecialTokens = body.add_special_tokens !== false;
     } else if (Array.isArray(body?.messages)) {
+      addSpecialTokens = body.add_special_tokens === true;
       const messages = body.messages.map((m: unknown) => {
         const { role, content } = (m ?? {}) as Record<string, unknown>;
         return { role: String(role), content: typeof content === "string" ? content : "" };
@@ -438,7 +450,7 @@ class HttpSimWorker implements SimWorker {
       this.counters.rejected++;
       return sendJson(res, 400, errorBody(400, "tokenize needs prompt or messages"));
     }
-    const tokens = tokenize(text);
+    const tokens = this.encode(text, addSpecialTokens);
     sendJson(res, 200, { count: tokens.length, max_model_len: this.options.maxModelLen, tokens });
   }
 
