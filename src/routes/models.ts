@@ -2,6 +2,7 @@ import type { HttpBindings } from "@hono/node-server";
 import type { Hono } from "hono";
 import { RouterError } from "../errors.js";
 import type { Worker } from "../workers/worker.js";
+import { readCappedBody, requestWorker } from "../workers/worker-request.js";
 import { admitClient } from "./client-gate.js";
 import type { RouterContext } from "./context.js";
 
@@ -63,30 +64,16 @@ async function modelsOf(
   clientAuth: string | undefined,
   timeoutMs: number,
 ): Promise<ModelCard[]> {
-  const authorization = worker.authorization ?? clientAuth;
-  const res = await worker.pool.request({
-    method: "GET",
-    path: `${worker.basePath}/v1/models`,
-    headers: authorization === undefined ? {} : { authorization },
-    signal: AbortSignal.timeout(timeoutMs),
-    headersTimeout: 0,
-    bodyTimeout: 0,
+  const res = await requestWorker(worker, "/v1/models", {
+    timeoutMs,
+    fallbackAuthorization: clientAuth,
   });
   if (res.statusCode !== 200) {
     res.body.dump().catch(() => {});
     throw new Error(`status ${res.statusCode}`);
   }
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of res.body) {
-    size += (chunk as Buffer).length;
-    if (size > MAX_LIST_BYTES) {
-      res.body.destroy();
-      throw new Error("model list too large");
-    }
-    chunks.push(chunk as Buffer);
-  }
-  const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as { data?: unknown };
+  const list = await readCappedBody(res.body, MAX_LIST_BYTES);
+  const body = JSON.parse(list.toString("utf8")) as { data?: unknown };
   if (!Array.isArray(body.data)) throw new Error("no data array");
   return body.data.filter(
     (card): card is ModelCard =>

@@ -14,7 +14,7 @@ describe("Worker.engineQueued (the queue prefix_cost reads)", () => {
     try {
       expect(w.engineQueued).toBeUndefined();
       w.signals.staleAfterMs = 15_000;
-      const load = { queued: 3, running: 1, kvUsage: 0.2, cacheHitRate: undefined };
+      const load = { queued: 3, running: 1, kvUsage: 0.2 };
       w.signals.recordLoad(load, Date.now());
       expect(w.engineQueued).toBe(3);
       w.signals.recordLoad(load, Date.now() - 60_000);
