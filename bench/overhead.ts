@@ -8,10 +8,12 @@
  *   npm run bench:overhead -- --quick          200 per cell
  *   npm run bench:overhead -- --requests 5000
  *   npm run bench:overhead -- --cpu-prof bench/results/prof   the router writes a .cpuprofile there
+ *   npm run bench:overhead -- --prompts 1024 --modes json --concurrency 16   one cell
  *
  * When nginx is installed (`apt-get install nginx-light`), the same requests also go through nginx
  * as a plain reverse proxy to the same worker (bench/lib/nginx.ts), in the same run, for a
- * baseline: "nginx added" and "router/nginx" columns.
+ * baseline: "nginx added" and "router/nginx" columns. A bare Node.js proxy (bench/lib/bare-node-proxy.ts:
+ * node:http + undici, nothing else) runs too: the floor any Node.js proxy starts from.
  *
  * Prints a table and writes bench/results/overhead.json.
  */
@@ -23,6 +25,7 @@ import { parseArgs } from "node:util";
 import { defaultConfig } from "../src/config.js";
 import { mulberry32 } from "../src/sim/prng.js";
 import { randomText } from "../src/sim/workloads.js";
+import { startBareNodeProxy } from "./lib/bare-node-proxy.js";
 import { commandLine, runIfEntryPoint } from "./lib/entry.js";
 import { childFleetHost } from "./lib/fleet.js";
 import { fmt, type LatencySummary, summarizeMs } from "./lib/latency.js";
@@ -36,8 +39,8 @@ const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 const RESULTS = join(ROOT, "bench", "results", "overhead.json");
 
 const CONCURRENCIES = [1, 16, 64];
-const PROMPT_CHARS = [1024, 32_768];
-const STREAMS = [false, true];
+const PROMPT_CHARS = [1024, 8192, 32_768];
+const MODES = ["json", "stream"];
 /** Distinct prompts per size, cycled (the worker's KV cache holds them all, the router's trees too). */
 const DISTINCT_PROMPTS = 64;
 const OUTPUT_TOKENS = 16;
@@ -49,6 +52,8 @@ export interface TargetResult {
   /** Streams only: time to the first content chunk. */
   ttftMs: LatencySummary;
   requestsPerSec: number;
+  /** The proxy process's CPU time per measured request (router and bare Node.js proxy only). */
+  cpuMicrosPerRequest?: number;
 }
 
 export interface CellResult {
@@ -65,6 +70,31 @@ export interface CellResult {
   nginxAddedP50Ms?: number;
   /** Router requests/s over nginx's. */
   routerVsNginx?: number;
+  /** The same requests through the bare Node.js proxy. */
+  bareNode?: TargetResult;
+  bareNodeAddedP50Ms?: number;
+  /** Bare Node.js proxy requests/s over nginx's. */
+  bareNodeVsNginx?: number;
+}
+
+/** A comma-separated list of numbers (or names) from a flag, each one of `allowed` when given. */
+function listFlag<T extends string | number>(
+  value: string | undefined,
+  defaults: readonly T[],
+  parse: (item: string) => T,
+  flag: string,
+): T[] {
+  if (value === undefined) return [...defaults];
+  const items = value.split(",").map((item) => parse(item.trim()));
+  for (const item of items) {
+    if (typeof item === "number" ? !Number.isInteger(item) || item < 1 : !defaults.includes(item)) {
+      console.error(
+        `bench:overhead: --${flag} ${value}: expected a list of ${defaults.join(", ")}`,
+      );
+      process.exit(2);
+    }
+  }
+  return items;
 }
 
 function prompts(chars: number, seed: number): string[] {
@@ -91,7 +121,7 @@ function jobs(origin: string, texts: readonly string[], stream: boolean, n: numb
 }
 
 async function measure(
-  origin: string,
+  target: { url: string; cpuMicros?: () => Promise<number> } | string,
   texts: readonly string[],
   stream: boolean,
   concurrency: number,
@@ -99,9 +129,12 @@ async function measure(
   warmup: number,
   label: string,
 ): Promise<TargetResult> {
+  const origin = typeof target === "string" ? target : target.url;
+  const cpuMicros = typeof target === "string" ? undefined : target.cpuMicros;
   const dispatcher = loadAgent(concurrency);
   try {
     if (warmup > 0) await runLoad(jobs(origin, texts, stream, warmup), { dispatcher, concurrency });
+    const cpuBefore = await cpuMicros?.();
     const bar = new ProgressBar(label, requests);
     const run = await runLoad(jobs(origin, texts, stream, requests), {
       dispatcher,
@@ -109,6 +142,7 @@ async function measure(
       onDone: () => bar.tick(),
     });
     bar.finish();
+    const cpuAfter = await cpuMicros?.();
     const ok = run.outcomes.filter((o) => o.ok);
     return {
       requests,
@@ -116,6 +150,9 @@ async function measure(
       latencyMs: summarizeMs(ok.map((o) => o.e2eMs)),
       ttftMs: summarizeMs(stream ? ok.map((o) => o.ttftMs) : []),
       requestsPerSec: (ok.length * 1000) / run.wallMs,
+      ...(cpuBefore !== undefined && cpuAfter !== undefined
+        ? { cpuMicrosPerRequest: (cpuAfter - cpuBefore) / requests }
+        : {}),
     };
   } finally {
     await dispatcher.close();
@@ -128,8 +165,14 @@ async function main(): Promise<void> {
       quick: { type: "boolean", default: false },
       requests: { type: "string" },
       "cpu-prof": { type: "string" },
+      prompts: { type: "string" },
+      modes: { type: "string" },
+      concurrency: { type: "string" },
     },
   });
+  const promptSizes = listFlag(values.prompts, PROMPT_CHARS, Number, "prompts");
+  const streams = listFlag(values.modes, MODES, String, "modes").map((m) => m === "stream");
+  const concurrencies = listFlag(values.concurrency, CONCURRENCIES, Number, "concurrency");
   const cpuProfDir = values["cpu-prof"];
   const requests = Number(values.requests ?? (values.quick ? 200 : 3000));
   if (!Number.isInteger(requests) || requests < 10) {
@@ -161,23 +204,29 @@ async function main(): Promise<void> {
   );
   const nginx: NginxProxy | undefined = await startNginx(workerUrl);
   console.log(nginx === undefined ? "nginx: not installed, no baseline" : `nginx: ${nginx.url}`);
-  const origins = [workerUrl, router.url, ...(nginx === undefined ? [] : [nginx.url])];
+  const bareNode = await startBareNodeProxy(workerUrl);
+  const origins = [
+    workerUrl,
+    router.url,
+    bareNode.url,
+    ...(nginx === undefined ? [] : [nginx.url]),
+  ];
   const cells: CellResult[] = [];
-  const texts = new Map(PROMPT_CHARS.map((chars) => [chars, prompts(chars, chars)]));
+  const texts = new Map(promptSizes.map((chars) => [chars, prompts(chars, chars)]));
   try {
     // Warm every code path of the client, the router and the worker before any measurement
     // (the JIT needs thousands of requests, more than a cell's own warm-up).
-    for (const chars of PROMPT_CHARS) {
-      for (const stream of STREAMS) {
+    for (const chars of promptSizes) {
+      for (const stream of streams) {
         for (const origin of origins) {
           await measure(origin, texts.get(chars)!, stream, 16, warmup * 2, 0, "warm-up");
         }
       }
     }
-    for (const chars of PROMPT_CHARS) {
+    for (const chars of promptSizes) {
       const texts = prompts(chars, chars);
-      for (const stream of STREAMS) {
-        for (const concurrency of CONCURRENCIES) {
+      for (const stream of streams) {
+        for (const concurrency of concurrencies) {
           const label = `${chars} chars ${stream ? "stream" : "json"} c=${concurrency}`;
           const direct = await measure(
             workerUrl,
@@ -189,13 +238,22 @@ async function main(): Promise<void> {
             `${label} direct`,
           );
           const routed = await measure(
-            router.url,
+            router,
             texts,
             stream,
             concurrency,
             requests,
             warmup,
             `${label} router`,
+          );
+          const viaBareNode = await measure(
+            bareNode,
+            texts,
+            stream,
+            concurrency,
+            requests,
+            warmup,
+            `${label} bare node`,
           );
           const viaNginx =
             nginx === undefined
@@ -218,12 +276,15 @@ async function main(): Promise<void> {
             addedP50Ms: routed.latencyMs.p50 - direct.latencyMs.p50,
             addedP99Ms: routed.latencyMs.p99 - direct.latencyMs.p99,
             throughputRatio: routed.requestsPerSec / direct.requestsPerSec,
+            bareNode: viaBareNode,
+            bareNodeAddedP50Ms: viaBareNode.latencyMs.p50 - direct.latencyMs.p50,
             ...(viaNginx === undefined
               ? {}
               : {
                   nginx: viaNginx,
                   nginxAddedP50Ms: viaNginx.latencyMs.p50 - direct.latencyMs.p50,
                   routerVsNginx: routed.requestsPerSec / viaNginx.requestsPerSec,
+                  bareNodeVsNginx: viaBareNode.requestsPerSec / viaNginx.requestsPerSec,
                 }),
           });
         }
@@ -231,6 +292,7 @@ async function main(): Promise<void> {
     }
   } finally {
     await router.stop();
+    await bareNode.stop();
     await nginx?.stop();
     await host.close();
   }
@@ -253,9 +315,13 @@ async function main(): Promise<void> {
       "direct req/s",
       "router req/s",
       "ratio",
+      "router cpu µs/req",
+      "node cpu µs/req",
+      "node added p50",
+      "node req/s",
       ...(nginx === undefined
         ? []
-        : ["nginx p50", "nginx added p50", "nginx req/s", "router/nginx"]),
+        : ["nginx p50", "nginx added p50", "nginx req/s", "router/nginx", "node/nginx"]),
       "errors",
     ],
     cells.map((c) => [
@@ -271,6 +337,10 @@ async function main(): Promise<void> {
       fmt(c.direct.requestsPerSec, 0),
       fmt(c.router.requestsPerSec, 0),
       fmt(c.throughputRatio, 2),
+      fmt(c.router.cpuMicrosPerRequest ?? Number.NaN, 0),
+      fmt(c.bareNode!.cpuMicrosPerRequest ?? Number.NaN, 0),
+      fmt(c.bareNodeAddedP50Ms!, 2),
+      fmt(c.bareNode!.requestsPerSec, 0),
       ...(c.nginx === undefined
         ? []
         : [
@@ -278,8 +348,9 @@ async function main(): Promise<void> {
             fmt(c.nginxAddedP50Ms!, 2),
             fmt(c.nginx.requestsPerSec, 0),
             fmt(c.routerVsNginx!, 2),
+            fmt(c.bareNodeVsNginx!, 2),
           ]),
-      c.direct.errors + c.router.errors + (c.nginx?.errors ?? 0),
+      c.direct.errors + c.router.errors + c.bareNode!.errors + (c.nginx?.errors ?? 0),
     ]),
   );
   mkdirSync(dirname(RESULTS), { recursive: true });

@@ -18,11 +18,12 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { PREFIX_INDEX_NAMES, type PrefixIndexName } from "../src/index/factory.js";
-import { POLICY_NAMES } from "../src/policies/policy.js";
+import { POLICY_NAMES, type PolicyName } from "../src/policies/policy.js";
 import { commandLine, runIfEntryPoint } from "./lib/entry.js";
 import { fmt } from "./lib/latency.js";
 import { ProgressBar } from "./lib/progress.js";
 import { routingChartSvg } from "./lib/routing-chart.js";
+import { diagnosisLines } from "./lib/routing-diagnosis.js";
 import {
   ALL_ROWS,
   ORACLE_ROW,
@@ -57,6 +58,9 @@ interface CliOptions {
   maxTreeSize: number | undefined;
   prefixCostQueueWeight: number | undefined;
   prefixCostRequestChars: number | undefined;
+  precisePolicy: PolicyName | undefined;
+  replicas: number | undefined;
+  diagnose: boolean;
   isolate: boolean;
   /** "" for the default preset without overrides; else a file-name suffix. */
   tag: string;
@@ -82,6 +86,9 @@ function parseCli(argv: string[]): CliOptions {
       "prefix-cost-request-chars": { type: "string" },
       policies: { type: "string" },
       bypass: { type: "string" },
+      "precise-policy": { type: "string" },
+      replicas: { type: "string" },
+      diagnose: { type: "boolean", default: false },
       "no-oracle": { type: "boolean", default: false },
       "no-isolate": { type: "boolean", default: false },
       "no-chart": { type: "boolean", default: false },
@@ -107,7 +114,13 @@ function parseCli(argv: string[]): CliOptions {
         `  --prefix-index <name>         the router's --prefix-index (${PREFIX_INDEX_NAMES.join("|")}; default: the router's)`,
         "  --max-tree-size <chars>       the router's --max-tree-size (default: the router's)",
         "  --prefix-cost-queue-weight <x>, --prefix-cost-request-chars <n>   prefix_cost's weights",
-        `  --policies <a,b>              subset of ${POLICY_NAMES.join(",")}`,
+        `  --policies <a,b>              subset of ${POLICY_NAMES.join(",")},${PRECISE_ROW}`,
+        "  --replicas <n>                router replicas per router row, no shared state, the requests",
+        "                                split between them by id (the precise row: each subscribed to",
+        "                                every worker's KV events); default 1",
+        "  --precise-policy <name>       the precise row's policy (default: the router's default)",
+        "  --diagnose                    tally where each router row's decisions lose cached tokens",
+        "                                (index or policy; bench/lib/routing-diagnosis.ts); implies --no-isolate",
         "  --no-oracle                   skip the oracle_sticky row",
         "  --no-isolate                  run the workers in this process (default: a child process)",
         "  --no-chart                    do not rewrite docs/chart-routing.svg",
@@ -181,6 +194,14 @@ function parseCli(argv: string[]): CliOptions {
     if (bypassShare > 1) throw new Error("--bypass must be a share in [0, 1]");
     overridden = true;
   }
+  const replicas = num("replicas", values.replicas, 1, true);
+  const precisePolicy = values["precise-policy"] as PolicyName | undefined;
+  if (precisePolicy !== undefined) {
+    if (!POLICY_NAMES.includes(precisePolicy)) {
+      throw new Error(`--precise-policy must be one of ${POLICY_NAMES.join(", ")}`);
+    }
+    overridden = true;
+  }
   const tag = [values.quick ? "quick" : "", overridden ? "custom" : ""].filter(Boolean).join("-");
   return {
     workloads,
@@ -193,7 +214,10 @@ function parseCli(argv: string[]): CliOptions {
     maxTreeSize,
     prefixCostQueueWeight: queueWeight,
     prefixCostRequestChars: requestChars,
-    isolate: !values["no-isolate"],
+    precisePolicy,
+    replicas,
+    diagnose: values.diagnose,
+    isolate: !values["no-isolate"] && !values.diagnose,
     tag,
     chart: !values["no-chart"] && tag === "",
   };
@@ -206,7 +230,7 @@ function pct(x: number): string {
 function printReport(report: WorkloadReport): void {
   console.log(`\n## ${report.workload}: ${report.description}`);
   console.log(
-    `${report.requests} requests, ${report.arrival}, ${report.preset.workers} workers × ` +
+    `${report.requests} requests, ${report.arrival}, ${report.replicas > 1 ? `${report.replicas} router replicas (no shared state), ` : ""}${report.preset.workers} workers × ` +
       `${report.kvCapacityTokens} KV tokens, working set ${report.workingSetTokens} tokens, ` +
       `timeScale ${report.preset.timeScale}`,
   );
@@ -246,6 +270,15 @@ function printReport(report: WorkloadReport): void {
   );
   for (const r of report.rows) {
     if (r.firstError !== undefined) console.log(`  ${r.row}: first error: ${r.firstError}`);
+  }
+  for (const r of report.rows) {
+    if (r.split !== undefined) {
+      console.log(
+        `  ${r.row}: hit rate of the routed requests ${pct(r.split.routedHitRate)}, of the bypassing ones ${pct(r.split.bypassHitRate)}`,
+      );
+    }
+    if (r.diagnosis !== undefined)
+      for (const line of diagnosisLines(r.row, r.diagnosis)) console.log(line);
   }
   for (const line of goalLines(report)) console.log(line);
 }
@@ -329,6 +362,9 @@ async function main(): Promise<void> {
           ? {}
           : { prefixCostRequestChars: cli.prefixCostRequestChars }),
       },
+      ...(cli.replicas === undefined ? {} : { replicas: cli.replicas }),
+      ...(cli.precisePolicy === undefined ? {} : { precisePolicy: cli.precisePolicy }),
+      diagnose: cli.diagnose,
       isolate: cli.isolate,
       onRowStart: (row, total) => {
         bar = new ProgressBar(`${workload} ${row}`, total);

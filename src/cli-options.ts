@@ -4,7 +4,7 @@ import { translateCompatFlags } from "./compat-flags.js";
 import { type Config, envName, parseConfig, SETTINGS } from "./config.js";
 
 /** Our own version, from the package.json beside src/ or dist/ (never the caller's npm project). */
-export function ownVersion(): string {
+function ownVersion(): string {
   try {
     const pkg = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8"));
     return typeof pkg.version === "string" ? pkg.version : "unknown";
@@ -14,7 +14,7 @@ export function ownVersion(): string {
 }
 
 /** Flags (each also settable as RADIXGATE_<FLAG>) → validated Config. Exits 2 on a bad value. */
-export function buildProgram(): Command {
+function buildProgram(): Command {
   const program = new Command("radixgate")
     .description("Cache-aware request router for SGLang and vLLM fleets.")
     .showHelpAfterError("(run radixgate --help for every flag and its default)")
@@ -36,7 +36,7 @@ export function buildProgram(): Command {
 }
 
 /** Environment variables that look like ours but name no setting (a typo such as RADIXGATE_POLCY). */
-export function unknownEnvVars(env: NodeJS.ProcessEnv = process.env): string[] {
+function unknownEnvVars(env: NodeJS.ProcessEnv = process.env): string[] {
   const known = new Set(SETTINGS.map((s) => envName(s.flag)));
   return Object.keys(env)
     .filter((name) => name.startsWith("RADIXGATE_") && !known.has(name))

@@ -5,7 +5,7 @@ import type { LogLevel } from "./config.js";
 export type { Logger };
 
 /** Paths never written to logs, whatever a caller passes. */
-export const REDACTED_PATHS = [
+const REDACTED_PATHS = [
   "apiKey",
   "adminApiKey",
   "config.apiKey",
@@ -32,7 +32,7 @@ const SECRET_PARAMS =
  * A request path with the values of credential-like query parameters replaced, e.g.
  * `/v1/models?api_key=sk-1` → `/v1/models?api_key=[redacted]`. Some clients put keys there.
  */
-export function redactPath(path: unknown): unknown {
+function redactPath(path: unknown): unknown {
   if (typeof path !== "string") return path;
   const q = path.indexOf("?");
   if (q < 0) return path;

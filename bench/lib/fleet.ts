@@ -44,6 +44,8 @@ export interface Fleet {
   readonly workers: readonly FleetMember[];
   /** Every worker's counters, in `workers` order. */
   stats(): Promise<SimStats[]>;
+  /** The workers themselves, in `workers` order, when hosted in this process (diagnostics). */
+  readonly sims?: readonly SimWorker[];
   close(): Promise<void>;
 }
 
@@ -96,6 +98,7 @@ export function inlineFleetHost(): FleetHost {
       const fleet: Fleet = {
         workers: sims.map(memberOf),
         stats: async () => sims.map((s) => s.stats()),
+        sims,
         close: async () => {
           open.delete(fleet);
           await Promise.all(sims.map((s) => s.close()));

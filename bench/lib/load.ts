@@ -24,6 +24,9 @@ export interface RequestOutcome {
   /** Request sent → response complete. */
   e2eMs: number;
   outputTokens: number;
+  /** usage.prompt_tokens and prompt_tokens_details.cached_tokens of the answer, when it reports them. */
+  promptTokens?: number;
+  cachedTokens?: number;
   /** x-sim-worker-id of the worker that answered, when present. */
   workerId: string | undefined;
   error: string | undefined;
@@ -85,7 +88,11 @@ export async function sendRequest(
 
 interface StreamChunk {
   choices?: { delta?: { content?: string | null }; text?: string | null }[];
-  usage?: { completion_tokens?: number } | null;
+  usage?: {
+    completion_tokens?: number;
+    prompt_tokens?: number;
+    prompt_tokens_details?: { cached_tokens?: number } | null;
+  } | null;
 }
 
 /** Read an OpenAI SSE stream: first content chunk time, output tokens, [DONE] seen. */
@@ -119,9 +126,11 @@ async function readStream(
         if (contentChunks === 0) outcome.ttftMs = performance.now() - start;
         contentChunks++;
       }
-      if (typeof parsed.usage?.completion_tokens === "number") {
-        usageTokens = parsed.usage.completion_tokens;
-      }
+      const usage = parsed.usage;
+      if (typeof usage?.completion_tokens === "number") usageTokens = usage.completion_tokens;
+      if (typeof usage?.prompt_tokens === "number") outcome.promptTokens = usage.prompt_tokens;
+      const cached = usage?.prompt_tokens_details?.cached_tokens;
+      if (typeof cached === "number") outcome.cachedTokens = cached;
     }
   }
   outcome.outputTokens = usageTokens ?? contentChunks;

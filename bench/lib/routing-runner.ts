@@ -14,6 +14,7 @@ import { openAiBody, poissonArrivals, type RequestSpec } from "../../src/sim/wor
 import { childFleetHost, type FleetHost, type FleetMember, inlineFleetHost } from "./fleet.js";
 import { type LatencySummary, summarizeMs } from "./latency.js";
 import { type LoadJob, type LoadRequest, loadAgent, type RequestOutcome, runLoad } from "./load.js";
+import { diagnoseDecisions, emptyDiagnosis, type RoutingDiagnosis } from "./routing-diagnosis.js";
 import {
   type PreparedWorkload,
   prepareWorkload,
@@ -22,7 +23,7 @@ import {
 } from "./routing-workloads.js";
 
 export const ORACLE_ROW = "oracle_sticky";
-/** cache_aware on the engines' KV events (--kv-events, docs/kv-events.md). */
+/** The router's default policy (or RunOptions.precisePolicy) on the engines' KV events (--kv-events, docs/kv-events.md). */
 export const PRECISE_ROW = "precise";
 export type RowName = PolicyName | typeof ORACLE_ROW | typeof PRECISE_ROW;
 export const ALL_ROWS: readonly RowName[] = [...POLICY_NAMES, PRECISE_ROW, ORACLE_ROW];
@@ -58,6 +59,13 @@ export interface RowResult {
   loopUtilization: number;
   /** Router decisions by branch (cache_hit, cache_miss, imbalanced, ...); empty for the oracle. */
   branches: Record<string, number>;
+  /**
+   * With bypass traffic: the hit rate (from the answers' usage) of the requests that went through
+   * the router and of those that bypassed it.
+   */
+  split?: { routedHitRate: number; bypassHitRate: number };
+  /** With RunOptions.diagnose: where the routed decisions lost cached tokens (routing-diagnosis.ts). */
+  diagnosis?: RoutingDiagnosis;
 }
 
 export interface WorkloadReport {
@@ -68,6 +76,8 @@ export interface WorkloadReport {
   /** KV cache of each simulated worker in this workload's fleets, tokens. */
   kvCapacityTokens: number;
   preset: RoutingPreset;
+  /** Router replicas per router row (RunOptions.replicas). */
+  replicas: number;
   arrival: string;
   rows: RowResult[];
 }
@@ -96,6 +106,19 @@ export interface RunOptions {
   bypassShare?: number;
   /** Router settings on top of the defaults, e.g. { cacheLoadBound: 1.5 } (--cache-load-bound). */
   routerOverrides?: Partial<Config>;
+  /**
+   * Router replicas per router row (default 1): each request goes to one of them (replicaOf); they
+   * share no state (no --state-url), so each knows only what it routed, plus, in the precise row,
+   * every worker's KV events (each replica subscribes to all of them). The oracle row ignores it.
+   */
+  replicas?: number;
+  /** The precise row's policy (default: the router's default policy). */
+  precisePolicy?: PolicyName;
+  /**
+   * Tally every router decision against the workers' caches (bench/lib/routing-diagnosis.ts);
+   * needs the workers in this process (isolate false).
+   */
+  diagnose?: boolean;
   /** Progress: a row starts (with its request count), a request completes. */
   onRowStart?: (row: RowName, total: number) => void;
   onRequest?: (outcome: RequestOutcome) => void;
@@ -135,6 +158,7 @@ export async function runRoutingWorkload(
     workingSetTokens: workload.workingSetTokens,
     kvCapacityTokens: workload.kvCapacityTokens,
     preset: o.preset,
+    replicas: o.replicas ?? 1,
     arrival:
       o.rate === undefined
         ? `closed loop, concurrency ${o.preset.concurrency}`
@@ -160,7 +184,10 @@ async function runRow(
   });
   const urls = fleet.workers.map((x) => x.url);
   const logger = createLogger({ level: "silent" });
-  let router: RunningRouter | undefined;
+  // Router rows: one router, or `replicas` of them with no shared state, each knowing only what
+  // it routed itself (plus, in the precise row, every worker's events).
+  const routers: RunningRouter[] = [];
+  const replicas = o.replicas ?? 1;
   // The oracle pins requests itself but still goes through the router's code: one single-worker
   // router per worker, so its TTFT carries the same proxy hop as the policies' rows.
   let pinned: RunningRouter[] = [];
@@ -171,15 +198,31 @@ async function runRow(
           startRouter(routerConfig("round_robin", [url], o.routerOverrides), { logger }),
         ),
       );
-    } else if (row === PRECISE_ROW) {
-      router = await startPreciseRouter(fleet.workers, o.routerOverrides);
     } else {
-      router = await startRouter(routerConfig(row, urls, o.routerOverrides), { logger });
+      for (let i = 0; i < replicas; i++) {
+        routers.push(
+          row === PRECISE_ROW
+            ? await startPreciseRouter(fleet.workers, o.precisePolicy, o.routerOverrides)
+            : await startRouter(routerConfig(row, urls, o.routerOverrides), { logger }),
+        );
+      }
     }
   } catch (err) {
-    await Promise.all(pinned.map((r) => r.stop(1000)));
+    await Promise.all([...pinned, ...routers].map((r) => r.stop(1000)));
     await fleet.close();
     throw err;
+  }
+  let diagnosis: RoutingDiagnosis | undefined;
+  if (o.diagnose === true && routers.length > 0) {
+    const sims = fleet.sims;
+    if (sims === undefined) {
+      await Promise.all(routers.map((r) => r.stop(0)));
+      await fleet.close();
+      throw new Error("diagnose needs the workers in this process (isolate: false, --no-isolate)");
+    }
+    const tally = emptyDiagnosis();
+    for (const router of routers) diagnoseDecisions(router, sims, tally);
+    diagnosis = tally;
   }
   const concurrency = o.rate === undefined ? p.concurrency : w.specs.length;
   const dispatcher = loadAgent(concurrency);
@@ -190,13 +233,15 @@ async function runRow(
       if (spec.conversation !== undefined)
         turnIds.set(`${spec.conversation}/${spec.turn}`, spec.id);
     }
+    const bypassed: boolean[] = [];
     const jobs = w.specs.map((spec): LoadJob => {
       const direct = bypassTarget(spec, w, o.bypassShare ?? 0, urls.length);
+      bypassed.push(direct !== undefined);
       const origin =
         direct !== undefined
           ? urls[direct]!
-          : router !== undefined
-            ? router.url
+          : routers.length > 0
+            ? routers[replicaOf(spec, routers.length)]!.url
             : pinned[w.oracle!(spec, pinned.length)]!.url;
       const job: LoadJob = { key: spec.id, request: requestFor(spec, origin) };
       const previous =
@@ -216,19 +261,31 @@ async function runRow(
     const loopUtilization = performance.eventLoopUtilization(elu).utilization;
     const stats = await fleet.stats();
     const branches: Record<string, number> = {};
-    if (router !== undefined) {
+    for (const router of routers) {
       for (const v of (await router.context.metrics.decisions.get()).values) {
         const branch = String(v.labels.branch);
         branches[branch] = (branches[branch] ?? 0) + v.value;
       }
     }
-    return { ...summarizeRow(row, run.outcomes, run.wallMs, stats, branches), loopUtilization };
+    return {
+      ...summarizeRow(row, run.outcomes, run.wallMs, stats, branches),
+      loopUtilization,
+      ...((o.bypassShare ?? 0) > 0 ? { split: splitHitRates(run.outcomes, bypassed) } : {}),
+      ...(diagnosis === undefined ? {} : { diagnosis }),
+    };
   } finally {
     await dispatcher.close();
-    await router?.stop(1000);
-    await Promise.all(pinned.map((r) => r.stop(1000)));
+    await Promise.all([...routers, ...pinned].map((r) => r.stop(1000)));
     await fleet.close();
   }
+}
+
+/**
+ * The replica a request goes to, as an L4 balancer in front of the replicas would spread them:
+ * by a hash of its id (every request, each turn of a chat too), the same in every row.
+ */
+export function replicaOf(spec: RequestSpec, replicas: number): number {
+  return replicas <= 1 ? 0 : (hashString(`replica/${spec.id}`) >>> 4) % replicas;
 }
 
 /** The worker a bypassing request goes to straight, or undefined when it goes through the router. */
@@ -244,13 +301,14 @@ function bypassTarget(
   return w.oracle !== undefined ? w.oracle(spec, workers) : (h >>> 8) % workers;
 }
 
-/** cache_aware with --kv-events, every worker added with its own event endpoints, all streams live. */
+/** A policy with --kv-events, every worker added with its own event endpoints, all streams live. */
 async function startPreciseRouter(
   workers: readonly FleetMember[],
+  policy: PolicyName = defaultConfig().policy,
   overrides: Partial<Config> = {},
 ): Promise<RunningRouter> {
   const router = await startRouter(
-    routerConfig("cache_aware", [], {
+    routerConfig(policy, [], {
       ...overrides,
       kvEvents: true,
       kvEventsEndpointTemplate: "",
@@ -307,7 +365,7 @@ function summarizeRow(
   wallMs: number,
   stats: readonly SimStats[],
   branches: Record<string, number>,
-): Omit<RowResult, "loopUtilization"> {
+): Omit<RowResult, "loopUtilization" | "diagnosis" | "split"> {
   const ok = outcomes.filter((x) => x.ok);
   const failed = outcomes.filter((x) => !x.ok);
   let promptTokens = 0;
@@ -340,4 +398,20 @@ function summarizeRow(
     perWorker,
     branches,
   };
+}
+
+/** Hit rates of the routed and the bypassing requests, from the usage each answer reported. */
+function splitHitRates(outcomes: readonly RequestOutcome[], bypassed: readonly boolean[]) {
+  const sums = [
+    { prompt: 0, cached: 0 },
+    { prompt: 0, cached: 0 },
+  ];
+  outcomes.forEach((x, i) => {
+    const sum = sums[bypassed[i] ? 1 : 0]!;
+    sum.prompt += x.promptTokens ?? 0;
+    sum.cached += x.cachedTokens ?? 0;
+  });
+  const rate = (s: { prompt: number; cached: number }) =>
+    s.prompt === 0 ? 0 : s.cached / s.prompt;
+  return { routedHitRate: rate(sums[0]!), bypassHitRate: rate(sums[1]!) };
 }

@@ -9,8 +9,6 @@ export interface MetricsReading {
   readonly running?: number;
   /** Fraction of the KV cache in use, 0..1 (mean over ranks). */
   readonly kvUsage?: number;
-  /** The engine's own prefix cache hit rate, 0..1 (SGLang only). */
-  readonly cacheHitRate?: number;
   /** KV cache capacity in tokens, when the metrics carry it. */
   readonly capacityTokens?: number;
 }

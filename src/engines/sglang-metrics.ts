@@ -1,8 +1,8 @@
 /**
  * SGLang's /metrics (started with --enable-metrics). Names from SchedulerMetricsCollector in
  * sglang/python/sglang/srt/metrics/collector.py: sglang:num_queue_reqs, sglang:num_running_reqs,
- * sglang:token_usage (fraction of the KV pool in use), sglang:cache_hit_rate and, in recent
- * versions, sglang:max_total_num_tokens. Each scheduler (DP rank) reports its own series.
+ * sglang:token_usage (fraction of the KV pool in use) and, in recent versions,
+ * sglang:max_total_num_tokens. Each scheduler (DP rank) reports its own series.
  */
 import type { MetricsReading } from "./engine-reading.js";
 import { type MetricFamilies, meanOf, sumOf } from "./prometheus-text.js";
@@ -12,9 +12,8 @@ export function readSglangMetrics(families: MetricFamilies): MetricsReading | un
   const queued = sumOf(families, "sglang:num_queue_reqs");
   const running = sumOf(families, "sglang:num_running_reqs");
   const kvUsage = meanOf(families, "sglang:token_usage");
-  const cacheHitRate = meanOf(families, "sglang:cache_hit_rate");
   const capacityTokens = sumOf(families, "sglang:max_total_num_tokens");
-  if ([queued, running, kvUsage, cacheHitRate, capacityTokens].every((v) => v === undefined)) {
+  if ([queued, running, kvUsage, capacityTokens].every((v) => v === undefined)) {
     return undefined;
   }
   return {
@@ -22,7 +21,6 @@ export function readSglangMetrics(families: MetricFamilies): MetricsReading | un
     ...(queued !== undefined ? { queued } : {}),
     ...(running !== undefined ? { running } : {}),
     ...(kvUsage !== undefined ? { kvUsage } : {}),
-    ...(cacheHitRate !== undefined ? { cacheHitRate } : {}),
     ...(capacityTokens !== undefined ? { capacityTokens } : {}),
   };
 }

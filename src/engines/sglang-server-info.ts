@@ -8,8 +8,6 @@
 export interface ServerInfo {
   /** KV cache capacity in tokens over all DP ranks (0 when the engine says 0). */
   readonly capacityTokens?: number;
-  readonly pageSize?: number;
-  readonly modelPath?: string;
 }
 
 /** Throws a TypeError when the body is not a JSON object. */
@@ -20,13 +18,7 @@ export function readSglangServerInfo(body: unknown): ServerInfo {
   const info = body as Record<string, unknown>;
   const perRank = nonNegative(info.max_total_num_tokens);
   const dpSize = nonNegative(info.dp_size);
-  const pageSize = nonNegative(info.page_size);
-  const modelPath = typeof info.model_path === "string" ? info.model_path : undefined;
-  return {
-    ...(perRank !== undefined ? { capacityTokens: perRank * Math.max(1, dpSize ?? 1) } : {}),
-    ...(pageSize !== undefined ? { pageSize } : {}),
-    ...(modelPath !== undefined ? { modelPath } : {}),
-  };
+  return perRank !== undefined ? { capacityTokens: perRank * Math.max(1, dpSize ?? 1) } : {};
 }
 
 function nonNegative(value: unknown): number | undefined {

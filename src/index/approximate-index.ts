@@ -21,7 +21,7 @@ export interface ApproximateIndexOptions {
  * the fleet serves one model) are stored as they are.
  */
 /** The approximate trees' name in logs and headers. */
-export const APPROXIMATE_INDEX = "approx";
+const APPROXIMATE_INDEX = "approx";
 
 export class ApproximateIndex implements PrefixIndex {
   readonly name = APPROXIMATE_INDEX;

@@ -40,7 +40,7 @@ export interface HybridIndexOptions {
   onTokenizeMiss?: (reason: "timeout" | "unavailable") => void;
 }
 
-export const PRECISE = "precise";
+const PRECISE = "precise";
 
 /** Requests prepared and not yet decided; small: decide follows prepare at once. */
 const MAX_PREPARED = 1024;

@@ -164,7 +164,7 @@ function hashList(value: unknown): EngineHash[] {
 }
 
 /** int (number or 64-bit bigint) → decimal; bytes → "x" + hex. */
-export function hashOf(value: unknown): EngineHash {
+function hashOf(value: unknown): EngineHash {
   if (typeof value === "bigint") return value.toString();
   if (typeof value === "number" && Number.isInteger(value)) return value.toString();
   if (value instanceof Uint8Array) return `x${Buffer.from(value).toString("hex")}`;

@@ -8,15 +8,8 @@
  * (tokenizers restart at line boundaries in practice, as the chat templates put special tokens
  * there). Chat messages are cached whole. The cache is an LRU bounded in entries and tokens.
  */
-import type { Dispatcher } from "undici";
+import { requestWorker, type WorkerTarget } from "../workers/worker-request.js";
 import { isTokenId, type TokenizeInput } from "./tokenize-input.js";
-
-/** What the client needs of a worker: its connection pool and credentials. */
-export interface TokenizerTarget {
-  readonly pool: Dispatcher;
-  readonly basePath: string;
-  readonly authorization: string | undefined;
-}
 
 export interface TokenizerClientOptions {
   /** Limit of one /tokenize call (the routing budget is separate: see HybridIndex.prepare). */
@@ -54,7 +47,7 @@ export class TokenizerClient {
 
   /** Tokens for the input, from the cache or the worker; undefined when the worker does not answer. */
   tokenize(
-    target: TokenizerTarget,
+    target: WorkerTarget,
     model: string | undefined,
     input: TokenizeInput,
   ): Promise<readonly number[] | undefined> {
@@ -72,7 +65,7 @@ export class TokenizerClient {
   }
 
   private async fetchTokens(
-    target: TokenizerTarget,
+    target: WorkerTarget,
     model: string | undefined,
     input: TokenizeInput,
     key: string,
@@ -114,23 +107,15 @@ export class TokenizerClient {
   }
 
   private async call(
-    target: TokenizerTarget,
+    target: WorkerTarget,
     model: string | undefined,
     fields: Record<string, unknown>,
   ): Promise<number[] | undefined> {
-    const timeout = this.options.requestTimeoutMs;
     try {
-      const res = await target.pool.request({
+      const res = await requestWorker(target, "/tokenize", {
         method: "POST",
-        path: `${target.basePath}/tokenize`,
-        headers: {
-          "content-type": "application/json",
-          ...(target.authorization !== undefined ? { authorization: target.authorization } : {}),
-        },
-        body: JSON.stringify(model !== undefined ? { model, ...fields } : fields),
-        headersTimeout: timeout,
-        bodyTimeout: timeout,
-        signal: AbortSignal.timeout(timeout),
+        json: model !== undefined ? { model, ...fields } : fields,
+        timeoutMs: this.options.requestTimeoutMs,
       });
       if (res.statusCode !== 200) {
         await res.body.dump();

@@ -25,22 +25,19 @@ export interface BodySummary {
  * only return plain data and only throw RouterError.
  */
 export function summarizeBody(
-  endpoint: Endpoint | "models",
+  endpoint: Endpoint,
   body: Uint8Array,
   maxRoutingTextChars: number,
   withTokenizeInput = false,
 ): BodySummary {
   const parsed = parseJsonObject(body);
-  const text = endpoint === "models" ? "" : routingText(endpoint, parsed, maxRoutingTextChars);
+  const text = routingText(endpoint, parsed, maxRoutingTextChars);
   return {
     text,
     model: modelOf(parsed),
     stream: parsed.stream === true,
     tokenizeInput: withTokenizeInput ? tokenizeInputOf(endpoint, parsed) : undefined,
-    usageDescribesText:
-      endpoint !== "models" &&
-      text.length < maxRoutingTextChars &&
-      isSinglePrompt(endpoint, parsed),
+    usageDescribesText: text.length < maxRoutingTextChars && isSinglePrompt(endpoint, parsed),
     user: typeof parsed.user === "string" ? parsed.user : undefined,
   };
 }

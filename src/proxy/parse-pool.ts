@@ -9,7 +9,7 @@ import type { Endpoint } from "./routing-text.js";
 /** One body to parse, as posted to a parse worker. */
 export interface ParseJob {
   id: number;
-  endpoint: Endpoint | "models";
+  endpoint: Endpoint;
   /** The body; backed by a SharedArrayBuffer when possible, so posting it copies nothing. */
   body: Uint8Array;
   maxChars: number;
@@ -57,7 +57,7 @@ export class ParsePool {
   constructor(private readonly options: ParsePoolOptions) {}
 
   summarize(
-    endpoint: Endpoint | "models",
+    endpoint: Endpoint,
     body: Buffer,
     maxChars: number,
     withTokenizeInput = false,

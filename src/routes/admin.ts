@@ -10,13 +10,7 @@ import type { RouterContext } from "./context.js";
 type Env = { Bindings: HttpBindings };
 
 /** Paths of the admin API, REST and SGLang-compatible. */
-export const ADMIN_PATHS = [
-  "/workers",
-  "/workers/*",
-  "/add_worker",
-  "/remove_worker",
-  "/list_workers",
-];
+const ADMIN_PATHS = ["/workers", "/workers/*", "/add_worker", "/remove_worker", "/list_workers"];
 
 /**
  * The workers admin API. With --admin-api-key it needs `Authorization: Bearer <key>`; without

@@ -13,7 +13,7 @@ import { ClientGoneError, readBody } from "../proxy/read-body.js";
 import type { Endpoint } from "../proxy/routing-text.js";
 import { sessionKey } from "../proxy/session-key.js";
 import { writeError } from "../proxy/write-error.js";
-import { bearerMatches } from "./auth.js";
+import { admitClient } from "./client-gate.js";
 import { checkContentType } from "./content-type.js";
 import type { RouterContext } from "./context.js";
 import { registerModelsRoute } from "./models.js";
@@ -115,16 +115,7 @@ async function admitAndForward(
   lease: BodyLease,
 ): Promise<ForwardOutcome> {
   const { config } = ctx;
-  if (ctx.state.shuttingDown) throw new RouterError("shutting_down");
-  if (
-    config.apiKey !== undefined &&
-    !bearerMatches(incoming.headers.authorization, config.apiKey)
-  ) {
-    throw new RouterError(
-      "unauthorized",
-      "Missing or invalid API key: send Authorization: Bearer <key>.",
-    );
-  }
+  admitClient(ctx, incoming.headers.authorization);
   let body: Buffer | undefined;
   let text = "";
   let model: string | undefined;
@@ -132,7 +123,7 @@ async function admitAndForward(
   let session: string | undefined;
   let tokenizeInput: TokenizeInput | undefined;
   let usageDescribesText = false;
-  if (method === "POST") {
+  if (method === "POST" && endpoint !== "models") {
     checkContentType(incoming.headers["content-type"]);
     body = await readBody(
       incoming,

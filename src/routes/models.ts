@@ -2,7 +2,8 @@ import type { HttpBindings } from "@hono/node-server";
 import type { Hono } from "hono";
 import { RouterError } from "../errors.js";
 import type { Worker } from "../workers/worker.js";
-import { bearerMatches } from "./auth.js";
+import { readCappedBody, requestWorker } from "../workers/worker-request.js";
+import { admitClient } from "./client-gate.js";
 import type { RouterContext } from "./context.js";
 
 type Env = { Bindings: HttpBindings };
@@ -25,14 +26,8 @@ export function registerModelsRoute(app: Hono<Env>, ctx: RouterContext): void {
   app.get("/v1/models", async (c) => {
     const status = await (async () => {
       const { config } = ctx;
-      if (ctx.state.shuttingDown) throw new RouterError("shutting_down");
       const clientAuth = c.req.header("authorization");
-      if (config.apiKey !== undefined && !bearerMatches(clientAuth, config.apiKey)) {
-        throw new RouterError(
-          "unauthorized",
-          "Missing or invalid API key: send Authorization: Bearer <key>.",
-        );
-      }
+      admitClient(ctx, clientAuth);
       const workers = ctx.registry.list().filter((w) => w.available);
       if (workers.length === 0) throw new RouterError("no_workers_available");
       // Without a key of its own the router passes the client's on, as on the data plane.
@@ -69,30 +64,16 @@ async function modelsOf(
   clientAuth: string | undefined,
   timeoutMs: number,
 ): Promise<ModelCard[]> {
-  const authorization = worker.authorization ?? clientAuth;
-  const res = await worker.pool.request({
-    method: "GET",
-    path: `${worker.basePath}/v1/models`,
-    headers: authorization === undefined ? {} : { authorization },
-    signal: AbortSignal.timeout(timeoutMs),
-    headersTimeout: 0,
-    bodyTimeout: 0,
+  const res = await requestWorker(worker, "/v1/models", {
+    timeoutMs,
+    fallbackAuthorization: clientAuth,
   });
   if (res.statusCode !== 200) {
     res.body.dump().catch(() => {});
     throw new Error(`status ${res.statusCode}`);
   }
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of res.body) {
-    size += (chunk as Buffer).length;
-    if (size > MAX_LIST_BYTES) {
-      res.body.destroy();
-      throw new Error("model list too large");
-    }
-    chunks.push(chunk as Buffer);
-  }
-  const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as { data?: unknown };
+  const list = await readCappedBody(res.body, MAX_LIST_BYTES);
+  const body = JSON.parse(list.toString("utf8")) as { data?: unknown };
   if (!Array.isArray(body.data)) throw new Error("no data array");
   return body.data.filter(
     (card): card is ModelCard =>

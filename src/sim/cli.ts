@@ -40,7 +40,7 @@ function commaList(raw: string): string[] {
   return names;
 }
 
-export function buildCommand(): Command {
+function buildCommand(): Command {
   const cmd = new Command("sim")
     .description("Run simulated SGLang/vLLM inference workers (no GPU) for tests and demos.")
     .option("--host <host>", "address to listen on", "127.0.0.1")

@@ -116,7 +116,7 @@ export const DEFAULT_NUMERIC_OPTIONS: Readonly<SimNumericOptions> = Object.freez
   bodyLimitBytes: 32 * 1024 * 1024,
 });
 
-export const DEFAULT_MODEL = "meta-llama/Llama-3.1-8B-Instruct";
+const DEFAULT_MODEL = "meta-llama/Llama-3.1-8B-Instruct";
 
 export interface ResolvedSimOptions extends SimNumericOptions {
   id: string | undefined;

@@ -35,7 +35,7 @@ export interface ParseLimits {
 }
 
 /** Most sequences (prompts × n) in one request: a bound, like every other. */
-export const MAX_SEQUENCES_PER_REQUEST = 1024;
+const MAX_SEQUENCES_PER_REQUEST = 1024;
 
 export class BadRequest extends Error {
   constructor(

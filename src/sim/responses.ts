@@ -191,7 +191,7 @@ export function embeddingsList(
 }
 
 /** A deterministic unit vector derived from the token ids: equal prompts, equal embeddings. */
-export function fakeEmbedding(tokens: readonly number[], dim: number): Float32Array {
+function fakeEmbedding(tokens: readonly number[], dim: number): Float32Array {
   let digest = FNV_OFFSET;
   for (const t of tokens) digest = Math.imul(digest ^ t, FNV_PRIME);
   const v = new Float32Array(dim);

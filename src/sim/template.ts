@@ -9,7 +9,7 @@ export interface ChatMessage {
   content: string;
 }
 
-export const GENERATION_PROMPT = "<|assistant|>\n";
+const GENERATION_PROMPT = "<|assistant|>\n";
 
 export function renderChat(messages: readonly ChatMessage[], addGenerationPrompt = true): string {
   let out = "";

@@ -22,7 +22,7 @@ import { tokenize } from "./tokenizer.js";
 export type { SimFaults } from "./faults.js";
 export type { SimFlavor, SimWorkerOptions } from "./options.js";
 
-export const WORKER_ID_HEADER = "x-sim-worker-id";
+const WORKER_ID_HEADER = "x-sim-worker-id";
 
 export interface SimStats {
   id: string;
@@ -73,6 +73,8 @@ export interface SimWorker {
    * (vLLM's reset_prefix_cache).
    */
   clearKvCache(options?: { restart?: boolean }): void;
+  /** Tokens of this prompt the engine would find cached now (benchmark diagnostics). */
+  cachedPrefixTokens(promptTokens: readonly number[]): number;
   /** Closes the server and destroys open sockets (hanging and streaming requests included). */
   close(): Promise<void>;
 }
@@ -224,6 +226,10 @@ class HttpSimWorker implements SimWorker {
       kvEvictions: this.kv.evictions,
       endpoints: { ...this.endpointCounts },
     };
+  }
+
+  cachedPrefixTokens(promptTokens: readonly number[]): number {
+    return this.kv.cachedPrefixTokens(promptTokens);
   }
 
   faults(): SimFaults {

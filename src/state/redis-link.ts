@@ -29,8 +29,6 @@ export class RedisLink {
   private wasUp = false;
   private reportedDown = false;
   private closed = false;
-  /** Connection errors seen (for metrics). */
-  errors = 0;
 
   constructor(
     options: RedisLinkOptions,
@@ -59,10 +57,9 @@ export class RedisLink {
       connectionName: "radixgate-reader",
     });
     for (const client of [this.commands, this.reader]) {
-      // Without an error listener ioredis would throw connection errors at the process.
-      client.on("error", () => {
-        this.errors += 1;
-      });
+      // Without an error listener ioredis would throw connection errors at the process; the
+      // link's state is logged by report() from "ready" and "close".
+      client.on("error", () => {});
     }
     this.commands.on("ready", () => this.report(true));
     this.commands.on("close", () => this.report(false));

@@ -17,7 +17,7 @@ export interface ChildContainer<N> {
 }
 
 /** Above this many children a node switches from a scanned array to a Map keyed by code point. */
-export const MAX_ARRAY_CHILDREN = 8;
+const MAX_ARRAY_CHILDREN = 8;
 
 export function isLeaf<N extends ChildContainer<N>>(node: N): boolean {
   return node.kids === null && node.map === null;

@@ -1,6 +1,7 @@
 import type { Logger } from "../logger.js";
 import type { WorkerRegistry } from "./registry.js";
 import type { Worker } from "./worker.js";
+import { requestWorker } from "./worker-request.js";
 
 export interface HealthOptions {
   intervalMs: number;
@@ -97,15 +98,8 @@ export class HealthChecker {
   /** undefined when the worker passed; else why not (status or error code), for the log. */
   private async probe(worker: Worker): Promise<string | undefined> {
     try {
-      const res = await worker.pool.request({
-        method: "GET",
-        path: `${worker.basePath}${this.options.endpoint ?? "/health"}`,
-        ...(worker.authorization !== undefined
-          ? { headers: { authorization: worker.authorization } }
-          : {}),
-        signal: AbortSignal.timeout(this.options.timeoutMs),
-        headersTimeout: this.options.timeoutMs,
-        bodyTimeout: this.options.timeoutMs,
+      const res = await requestWorker(worker, this.options.endpoint ?? "/health", {
+        timeoutMs: this.options.timeoutMs,
       });
       await res.body.dump();
       return res.statusCode >= 200 && res.statusCode < 300 ? undefined : `status ${res.statusCode}`;

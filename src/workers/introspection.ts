@@ -7,6 +7,7 @@ import { readVllmMetrics } from "../engines/vllm-metrics.js";
 import type { Logger } from "../logger.js";
 import type { WorkerRegistry } from "./registry.js";
 import type { Worker } from "./worker.js";
+import { readCappedBody, requestWorker } from "./worker-request.js";
 
 export interface IntrospectionOptions {
   /** Between two reads of every worker; 0 = off (no timer, no read on add). */
@@ -18,7 +19,7 @@ export interface IntrospectionOptions {
 }
 
 /** Signals older than this many intervals are ignored. */
-export const STALE_AFTER_INTERVALS = 3;
+const STALE_AFTER_INTERVALS = 3;
 const DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024;
 
 type Endpoint = "/get_server_info" | "/metrics" | "/v1/models";
@@ -114,17 +115,7 @@ export class EngineIntrospector {
   }
 
   private async fetchText(worker: Worker, endpoint: Endpoint): Promise<string> {
-    const timeout = this.options.timeoutMs;
-    const res = await worker.pool.request({
-      method: "GET",
-      path: `${worker.basePath}${endpoint}`,
-      ...(worker.authorization !== undefined
-        ? { headers: { authorization: worker.authorization } }
-        : {}),
-      signal: AbortSignal.timeout(timeout),
-      headersTimeout: timeout,
-      bodyTimeout: timeout,
-    });
+    const res = await requestWorker(worker, endpoint, { timeoutMs: this.options.timeoutMs });
     if (res.statusCode === 404 || res.statusCode === 405) {
       await res.body.dump();
       throw new EndpointAbsent(`HTTP ${res.statusCode}`);
@@ -134,17 +125,7 @@ export class EngineIntrospector {
       throw new Error(`HTTP ${res.statusCode}`);
     }
     const limit = this.options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
-    const chunks: Buffer[] = [];
-    let size = 0;
-    for await (const chunk of res.body) {
-      size += (chunk as Buffer).length;
-      if (size > limit) {
-        res.body.destroy();
-        throw new Error(`body larger than ${limit} bytes`);
-      }
-      chunks.push(chunk as Buffer);
-    }
-    return Buffer.concat(chunks).toString("utf8");
+    return (await readCappedBody(res.body, limit)).toString("utf8");
   }
 
   private serverInfo(worker: Worker, body: string): void {
@@ -168,7 +149,6 @@ export class EngineIntrospector {
         queued: reading.queued,
         running: reading.running,
         kvUsage: reading.kvUsage,
-        cacheHitRate: reading.cacheHitRate,
       },
       now,
     );

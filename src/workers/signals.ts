@@ -5,7 +5,6 @@ export interface LoadSignals {
   readonly queued: number | undefined;
   readonly running: number | undefined;
   readonly kvUsage: number | undefined;
-  readonly cacheHitRate: number | undefined;
 }
 
 /**

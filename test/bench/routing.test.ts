@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { runRoutingWorkload } from "../../bench/lib/routing-runner.js";
+import { replicaOf, runRoutingWorkload } from "../../bench/lib/routing-runner.js";
 import { QUICK_PRESET, type RoutingPreset } from "../../bench/lib/routing-workloads.js";
 
 /** bench:routing at toy size: 8 system prompts × 8 questions over 4 workers that each hold half. */
@@ -47,5 +47,44 @@ describe("bench:routing end to end (real router, simulated fleet)", () => {
     // With the working set at twice one worker's KV, only affinity keeps prefixes cached.
     expect(ca.hitRate).toBeGreaterThan(rr.hitRate + 0.2);
     expect(ca.hitRate).toBeGreaterThan(oracle.hitRate * 0.8);
+  });
+
+  it("splits a precise row over two replicas, tells routed from bypassing hits, and tallies decisions", async () => {
+    const report = await runRoutingWorkload("shared-prefix", {
+      preset: TINY,
+      rows: ["precise"],
+      replicas: 2,
+      bypassShare: 0.25,
+      diagnose: true,
+      isolate: false,
+      warmupRequests: 0,
+    });
+    expect(report.replicas).toBe(2);
+    const row = report.rows[0]!;
+    expect(row.errors, row.firstError).toBe(0);
+    expect(Object.values(row.perWorker).reduce((a, b) => a + b, 0)).toBe(64);
+    // Both replicas decided (their decision counters are summed), and only the routed requests.
+    const decisions = Object.values(row.branches).reduce((a, b) => a + b, 0);
+    expect(decisions).toBeGreaterThan(32);
+    expect(decisions).toBeLessThan(64);
+    expect(row.diagnosis?.decisions).toBe(decisions);
+    expect(row.split?.routedHitRate).toBeGreaterThan(0);
+    expect(row.split?.bypassHitRate).toBeGreaterThanOrEqual(0);
+  });
+});
+
+describe("replicaOf", () => {
+  it("spreads requests over every replica, the same way on every call", () => {
+    const specs = Array.from({ length: 400 }, (_, i) => ({
+      id: `r${i}`,
+      kind: "completion" as const,
+      prompt: "x",
+      maxTokens: 1,
+    }));
+    const counts = [0, 0];
+    for (const spec of specs) counts[replicaOf(spec, 2)]!++;
+    expect(Math.min(...counts)).toBeGreaterThan(150);
+    expect(specs.map((s) => replicaOf(s, 2))).toEqual(specs.map((s) => replicaOf(s, 2)));
+    expect(replicaOf(specs[0]!, 1)).toBe(0);
   });
 });

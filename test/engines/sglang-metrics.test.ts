@@ -4,13 +4,12 @@ import { readSglangMetrics } from "../../src/engines/sglang-metrics.js";
 import { SGLANG_METRICS, SGLANG_OLD_METRICS, VLLM_DP2_METRICS } from "./samples.js";
 
 describe("readSglangMetrics", () => {
-  it("adds queues and pools over DP ranks and averages usage and hit rate", () => {
+  it("adds queues and pools over DP ranks and averages usage", () => {
     const reading = readSglangMetrics(parseExposition(SGLANG_METRICS));
     expect(reading).toMatchObject({
       engine: "sglang",
       queued: 2,
       running: 14,
-      cacheHitRate: 0.5,
       capacityTokens: 1_000_000,
     });
     expect(reading?.kvUsage).toBeCloseTo(0.2);

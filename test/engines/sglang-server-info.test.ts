@@ -6,8 +6,6 @@ describe("readSglangServerInfo", () => {
   it("counts one KV pool per DP rank", () => {
     expect(readSglangServerInfo(SGLANG_SERVER_INFO)).toEqual({
       capacityTokens: 1_000_000,
-      pageSize: 1,
-      modelPath: "qwen/qwen2.5-7b-instruct",
     });
   });
 

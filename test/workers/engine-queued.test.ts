@@ -14,7 +14,7 @@ describe("Worker.engineQueuedAt (the queue prefix_cost reads)", () => {
     try {
       expect(w.engineQueuedAt(Date.now())).toBeUndefined();
       w.signals.staleAfterMs = 15_000;
-      const load = { queued: 3, running: 1, kvUsage: 0.2, cacheHitRate: undefined };
+      const load = { queued: 3, running: 1, kvUsage: 0.2 };
       w.signals.recordLoad(load, Date.now());
       expect(w.engineQueuedAt(Date.now())).toBe(3);
       w.signals.recordLoad(load, Date.now() - 60_000);

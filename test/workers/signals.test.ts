@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { EngineSignals } from "../../src/workers/signals.js";
 
-const LOAD = { queued: 2, running: 3, kvUsage: 0.5, cacheHitRate: undefined };
+const LOAD = { queued: 2, running: 3, kvUsage: 0.5 };
 
 describe("EngineSignals", () => {
   it("answers nothing before anything was read", () => {

@@ -1,0 +1,134 @@
+/**
+ * bench:routing --diagnose: where the hit rate a row misses goes. At every routing decision the
+ * simulated workers (hosted in this process) say how many of the request's prompt tokens each one
+ * holds right now; the router's prefix index says what it believes. A decision that sends the
+ * request to a worker holding fewer tokens than the best holder loses the difference, counted as:
+ *
+ * - `tokenize_miss`: the index answered for the best holder from the approximate trees (no tokens
+ *   in time, or its event stream not live): precise matching was not in play;
+ * - `index_miss`: the precise index did not credit the best holder with more than the chosen
+ *   worker (events late, speculative entries expired or wrong, block alignment of the tail);
+ * - `policy:<branch>`: the index did credit the best holder with more, and the policy chose
+ *   another worker (balance gate, load bound, cost).
+ *
+ * A debug tally, not a measurement of its own: "now" is the decision, before the request waits in
+ * the engine's queue, so a worker that is still prefilling the same prefix counts as not holding
+ * it. The router is reached through a private field, as no production path needs this hook.
+ */
+
+import type { RoutingDecider } from "../../src/policies/decider.js";
+import type { PolicyWorker } from "../../src/policies/policy.js";
+import type { RunningRouter } from "../../src/server.js";
+import { renderChat } from "../../src/sim/template.js";
+import { tokenize } from "../../src/sim/tokenizer.js";
+import type { SimWorker } from "../../src/sim/worker.js";
+
+export interface LossCount {
+  decisions: number;
+  /** Prompt tokens the best holder had and the chosen worker did not. */
+  tokens: number;
+}
+
+export interface RoutingDiagnosis {
+  decisions: number;
+  /** Prompt tokens of every diagnosed decision (the denominator of the lost points). */
+  promptTokens: number;
+  /** Decisions where the chosen worker held as much as any worker. */
+  bestHolderChosen: number;
+  /** Decisions whose index answer for the chosen worker came from the precise index. */
+  preciseSource: number;
+  /** Losses by cause (see the module comment). */
+  lost: Record<string, LossCount>;
+}
+
+export function emptyDiagnosis(): RoutingDiagnosis {
+  return { decisions: 0, promptTokens: 0, bestHolderChosen: 0, preciseSource: 0, lost: {} };
+}
+
+/** Starts tallying the router's decisions against the workers' caches into `tally` (returned). */
+export function diagnoseDecisions(
+  router: RunningRouter,
+  sims: readonly SimWorker[],
+  tally: RoutingDiagnosis = emptyDiagnosis(),
+): RoutingDiagnosis {
+  const decider = (router.context.forwarder as unknown as { decider: RoutingDecider }).decider;
+  const index = decider.index;
+  const simOf = new Map(sims.map((s) => [s.url, s]));
+  const urlOf = (id: string) => router.context.registry.list().find((w) => w.id === id)?.url;
+  const original = decider.decide.bind(decider);
+  const matched: number[] = [];
+  decider.decide = ((candidates: readonly PolicyWorker[], request) => {
+    const tokens = promptTokens(request.tokenizeInput);
+    const text = request.text;
+    if (tokens === undefined || text.length === 0 || candidates.length < 2) {
+      return original(candidates, request);
+    }
+    matched.length = candidates.length;
+    index.match(text, request.model, candidates, matched);
+    const sources = candidates.map((c) => index.sourceOf?.(c.id) ?? index.name);
+    const held = candidates.map((c) => {
+      const url = urlOf(c.id);
+      const sim = url === undefined ? undefined : simOf.get(url);
+      return sim?.cachedPrefixTokens(tokens) ?? 0;
+    });
+    const decision = original(candidates, request);
+    if (decision === undefined) return decision;
+    const chosen = candidates.indexOf(decision.worker);
+    let best = chosen;
+    for (let i = 0; i < held.length; i++) if (held[i]! > held[best]!) best = i;
+    tally.decisions++;
+    tally.promptTokens += tokens.length;
+    if (sources[chosen] === "precise") tally.preciseSource++;
+    if (best === chosen) {
+      tally.bestHolderChosen++;
+      return decision;
+    }
+    const cause =
+      sources[best] !== "precise"
+        ? "tokenize_miss"
+        : matched[best]! > matched[chosen]!
+          ? `policy:${decision.branch}`
+          : "index_miss";
+    const entry = tally.lost[cause] ?? { decisions: 0, tokens: 0 };
+    tally.lost[cause] = entry;
+    entry.decisions++;
+    entry.tokens += held[best]! - held[chosen]!;
+    return decision;
+  }) as RoutingDecider["decide"];
+  return tally;
+}
+
+/** The prompt tokens the simulated engine prefills for the request (sim/protocol.ts). */
+function promptTokens(
+  input:
+    | { prompt: string }
+    | { messages: readonly unknown[] }
+    | { tokens: readonly number[] }
+    | undefined,
+): readonly number[] | undefined {
+  if (input === undefined) return undefined;
+  if ("tokens" in input) return input.tokens;
+  if ("prompt" in input) return tokenize(input.prompt);
+  const messages = input.messages.map((m) => {
+    const { role, content } = (m ?? {}) as Record<string, unknown>;
+    return { role: String(role), content: typeof content === "string" ? content : "" };
+  });
+  return tokenize(renderChat(messages));
+}
+
+/** Report lines: lost points of hit rate by cause. */
+export function diagnosisLines(row: string, d: RoutingDiagnosis): string[] {
+  if (d.decisions === 0) return [];
+  const pts = (tokens: number) => ((100 * tokens) / Math.max(1, d.promptTokens)).toFixed(1);
+  const lines = [
+    `  ${row}: ${d.decisions} routed decisions, best holder chosen in ${d.bestHolderChosen}, ` +
+      `precise index answered for the chosen worker in ${d.preciseSource}`,
+  ];
+  const causes = Object.entries(d.lost).sort((a, b) => b[1].tokens - a[1].tokens);
+  for (const [cause, c] of causes) {
+    lines.push(
+      `    lost to ${cause}: ${c.decisions} decisions, ${c.tokens} tokens (${pts(c.tokens)} points of the routed requests' hit rate)`,
+    );
+  }
+  return lines;
+}
