@@ -38,12 +38,20 @@ export function relay(
   const contentType = String(upstream.headers["content-type"] ?? "");
   const isEventStream = contentType.startsWith("text/event-stream");
   res.writeHead(status, responseHeaders(upstream.headers, worker.id, route, req.requestId));
-  if (typeof res.flushHeaders === "function") res.flushHeaders();
 
   return new Promise((resolve) => {
     const body = upstream.body;
     let ttfbMs: number | undefined;
     let settled = false;
+    // The headers leave with the first body chunk: one write to the client instead of two (the
+    // worker's first chunk usually came in the same read as its headers). A stream whose first
+    // event is not here yet gets its headers now, as the engine sent them: the client sees the
+    // 200 while prefill runs.
+    if (isEventStream) {
+      setImmediate(() => {
+        if (ttfbMs === undefined && !settled && !res.destroyed) res.flushHeaders();
+      });
+    }
     const idle = setTimeout(() => {
       // Silence caused by a client that does not read is not the worker's: wait for it.
       if (res.writableNeedDrain) idle.refresh();
