@@ -66,7 +66,10 @@ async function held(sim: SimWorker, text: string): Promise<number> {
 async function holds(sim: SimWorker, text: string): Promise<void> {
   let chars = 0;
   await waitFor(
-    async () => (chars = await held(sim, text)) >= 0.9 * text.length,
+    async () => {
+      chars = await held(sim, text);
+      return chars >= 0.9 * text.length;
+    },
     10_000,
     () => `the precise index to hold the prefix for ${sim.id} (${chars} of ${text.length})`,
   );
