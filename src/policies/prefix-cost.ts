@@ -50,6 +50,8 @@ export class PrefixCostPolicy implements Policy {
     const start = this.rotation.next(n);
     const length = request.text.length;
     const matchedOf = request.matched;
+    // One clock read per decision: every engine report is judged against the same instant.
+    const now = Date.now();
     let best = start;
     let bestCost = Number.POSITIVE_INFINITY;
     let bestLoad = 0;
@@ -63,7 +65,7 @@ export class PrefixCostPolicy implements Policy {
       const queued = Math.max(0, worker.pendingPrefillChars ?? 0);
       const foreign = Math.max(
         0,
-        (worker.engineQueued ?? 0) - Math.max(0, worker.pendingPrefillRequests ?? 0),
+        (worker.engineQueuedAt?.(now) ?? 0) - Math.max(0, worker.pendingPrefillRequests ?? 0),
       );
       const cost =
         length -

@@ -102,9 +102,9 @@ export class Worker {
     return this.charsPerTokenEstimate.value;
   }
 
-  /** Requests waiting in the engine's queue as it last reported them; undefined when stale or unknown. */
-  get engineQueued(): number | undefined {
-    return this.signals.load()?.queued;
+  /** Requests waiting in the engine's queue as it last reported them; undefined when stale at `now` or unknown. */
+  engineQueuedAt(now: number): number | undefined {
+    return this.signals.load(now)?.queued;
   }
 
   /** Healthy, not removed, not cooling down, and the breaker lets a request through. */

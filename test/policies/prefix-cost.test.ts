@@ -107,7 +107,7 @@ describe("prefix_cost: prefill already queued on a worker", () => {
 describe("prefix_cost: the engine's own queue", () => {
   const engineQueue = (id: string, engineQueued: number, pendingPrefillRequests: number) =>
     Object.assign(fakeWorker(id), {
-      engineQueued,
+      engineQueuedAt: () => engineQueued,
       pendingPrefillRequests,
       pendingPrefillChars: 0,
     });
@@ -119,6 +119,22 @@ describe("prefix_cost: the engine's own queue", () => {
     const holder = engineQueue("holder", 3, 0);
     holder.tree.insert(text);
     expect(selectWith(policy, [holder, fakeWorker("cold")], { text })!.worker.id).toBe("cold");
+  });
+
+  it("reads the clock once per decision: every candidate's report is judged at the same instant", () => {
+    const policy = prefixCost();
+    const asked: number[] = [];
+    const workers = fleet(3).map((w) =>
+      Object.assign(w, {
+        engineQueuedAt: (now: number) => {
+          asked.push(now);
+          return 0;
+        },
+      }),
+    );
+    selectWith(policy, workers, { text: coldText(1) });
+    expect(asked).toHaveLength(3);
+    expect(new Set(asked).size).toBe(1);
   });
 
   it("does not count the router's own waiting requests twice (they are in the engine's queue too)", () => {
