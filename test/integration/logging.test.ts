@@ -1,21 +1,11 @@
-import { Writable } from "node:stream";
 import { describe, expect, it } from "vitest";
 import { defaultConfig } from "../../src/config.js";
-import { createLogger } from "../../src/logger.js";
 import { startRouter } from "../../src/server.js";
 import { startSimWorker } from "../../src/sim/worker.js";
+import { captureLogs } from "../helpers/log-capture.js";
 import { postJson } from "../helpers/router.js";
 
-function capture() {
-  const lines: string[] = [];
-  const stream = new Writable({
-    write(chunk, _enc, done) {
-      lines.push(...String(chunk).split("\n").filter(Boolean));
-      done();
-    },
-  });
-  return { lines, logger: createLogger({ level: "debug", destination: stream }) };
-}
+const capture = () => captureLogs();
 
 describe("logging", () => {
   it("writes one JSON line per request with id, endpoint, worker, branch, match rate, status, timings", async () => {
