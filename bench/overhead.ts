@@ -9,6 +9,7 @@
  *   npm run bench:overhead -- --requests 5000
  *   npm run bench:overhead -- --cpu-prof bench/results/prof   the router writes a .cpuprofile there
  *   npm run bench:overhead -- --prompts 1024 --modes json --concurrency 16   one cell
+ *   npm run bench:overhead -- --router-config '{"logLevel":"warn"}'   the router with other settings
  *
  * When nginx is installed (`apt-get install nginx-light`), the same requests also go through nginx
  * as a plain reverse proxy to the same worker (bench/lib/nginx.ts), in the same run, for a
@@ -22,7 +23,7 @@ import os from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { defaultConfig } from "../src/config.js";
+import { type Config, defaultConfig } from "../src/config.js";
 import { mulberry32 } from "../src/sim/prng.js";
 import { randomText } from "../src/sim/workloads.js";
 import { startBareNodeProxy } from "./lib/bare-node-proxy.js";
@@ -75,6 +76,19 @@ export interface CellResult {
   bareNodeAddedP50Ms?: number;
   /** Bare Node.js proxy requests/s over nginx's. */
   bareNodeVsNginx?: number;
+}
+
+/** --router-config: Config fields as JSON, over the router's defaults (e.g. what logging costs). */
+function parseRouterConfig(value: string | undefined): Partial<Config> {
+  if (value === undefined) return {};
+  try {
+    const parsed: unknown = JSON.parse(value);
+    if (typeof parsed === "object" && parsed !== null && !Array.isArray(parsed)) {
+      return parsed as Partial<Config>;
+    }
+  } catch {}
+  console.error(`bench:overhead: --router-config must be a JSON object of Config fields`);
+  process.exit(2);
 }
 
 /** A comma-separated list of numbers (or names) from a flag, each one of `allowed` when given. */
@@ -168,8 +182,10 @@ async function main(): Promise<void> {
       prompts: { type: "string" },
       modes: { type: "string" },
       concurrency: { type: "string" },
+      "router-config": { type: "string" },
     },
   });
+  const routerConfig = parseRouterConfig(values["router-config"]);
   const promptSizes = listFlag(values.prompts, PROMPT_CHARS, Number, "prompts");
   const streams = listFlag(values.modes, MODES, String, "modes").map((m) => m === "stream");
   const concurrencies = listFlag(values.concurrency, CONCURRENCIES, Number, "concurrency");
@@ -198,6 +214,7 @@ async function main(): Promise<void> {
       host: "127.0.0.1",
       port: 0,
       workerUrls: [workerUrl],
+      ...routerConfig,
     },
     "ignore",
     cpuProfDir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${cpuProfDir}`],
