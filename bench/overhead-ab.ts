@@ -2,11 +2,13 @@
  * Before and after: the router's CPU time per request for two builds side by side, in
  * interleaved rounds (base, current, current, base, ...) against the same zero-delay simulated
  * worker, so a machine whose load drifts affects both alike. The base is any git ref, built into
- * a temporary directory; the current build is this checkout's dist/ (built when stale). CPU time
+ * a temporary directory (without --base, this checkout's build runs on both sides, e.g. to price a
+ * flag with --current-args); the current build is this checkout's dist/ (built when stale). CPU time
  * comes from /proc (bench/lib/process-cpu.ts), as in bench:overhead.
  *
  *   npm run bench:overhead-ab -- --base 511f1a5
  *   npm run bench:overhead-ab -- --base main --modes stream --concurrency 1,16 --rounds 12
+ *   npm run bench:overhead-ab -- --current-args="--log-level warn"   one build, two sets of flags
  *
  * Prints the median CPU µs per request and requests per second of each build per cell (the first
  * round of each is JIT warm-up and left out) and writes bench/results/overhead-ab.json.
@@ -114,15 +116,17 @@ async function main(): Promise<void> {
       prompt: { type: "string", default: "1024" },
       rounds: { type: "string", default: "10" },
       requests: { type: "string", default: "3000" },
+      "base-args": { type: "string", default: "" },
+      "current-args": { type: "string", default: "" },
     },
   });
+  const flags = (value: string) => value.split(" ").filter((arg) => arg !== "");
   const rounds = Number(values.rounds);
   const requests = Number(values.requests);
   const promptChars = Number(values.prompt);
   const concurrencies = values.concurrency.split(",").map(Number);
   const streams = values.modes.split(",").map((m) => m === "stream");
   if (
-    values.base === undefined ||
     !Number.isInteger(rounds) ||
     rounds < 2 ||
     !Number.isInteger(requests) ||
@@ -132,11 +136,11 @@ async function main(): Promise<void> {
     concurrencies.some((c) => !Number.isInteger(c) || c < 1)
   ) {
     console.error(
-      "bench:overhead-ab: --base <git ref> is required; --rounds >= 2, --requests >= 100, --prompt and --concurrency positive integers",
+      "bench:overhead-ab: --rounds >= 2, --requests >= 100, --prompt and --concurrency positive integers",
     );
     process.exit(2);
   }
-  const base = buildRef(values.base);
+  const base = values.base === undefined ? undefined : buildRef(values.base);
   ensureBuilt();
   const head = execSync("git rev-parse --short HEAD", { cwd: ROOT }).toString().trim();
   const dirty = execSync("git status --porcelain -- src", { cwd: ROOT }).toString() !== "";
@@ -148,8 +152,12 @@ async function main(): Promise<void> {
   });
   const workerUrl = fleet.workers[0]!.url;
   const routers = {
-    base: await startBuiltRouter(["--worker-urls", workerUrl], [], base.cli),
-    current: await startBuiltRouter(["--worker-urls", workerUrl]),
+    base: await startBuiltRouter(
+      ["--worker-urls", workerUrl, ...flags(values["base-args"])],
+      [],
+      base?.cli,
+    ),
+    current: await startBuiltRouter(["--worker-urls", workerUrl, ...flags(values["current-args"])]),
   };
   const rng = mulberry32(promptChars);
   const texts = Array.from({ length: 64 }, (_, i) =>
@@ -184,7 +192,7 @@ async function main(): Promise<void> {
     await routers.base.stop();
     await routers.current.stop();
     await host.close();
-    rmSync(base.dir, { recursive: true, force: true });
+    if (base !== undefined) rmSync(base.dir, { recursive: true, force: true });
   }
   // The first round of each build warms the JIT: left out of the medians.
   const summary = cells.map((c) => {
@@ -199,7 +207,7 @@ async function main(): Promise<void> {
     };
   });
   console.log(
-    `\nbase ${values.base}, current ${current}; ${promptChars}-character prompts, ${requests} requests a round, ${rounds} rounds (medians without the first)`,
+    `\nbase ${values.base ?? current} ${values["base-args"]}, current ${current} ${values["current-args"]}; ${promptChars}-character prompts, ${requests} requests a round, ${rounds} rounds (medians without the first)`,
   );
   printTable(
     [
@@ -230,8 +238,10 @@ async function main(): Promise<void> {
         date: new Date().toISOString(),
         node: process.version,
         command: commandLine("bench:overhead-ab"),
-        base: values.base,
+        base: values.base ?? current,
+        baseArgs: values["base-args"],
         current,
+        currentArgs: values["current-args"],
         promptChars,
         requests,
         rounds,
