@@ -8,7 +8,7 @@ import { RouterError } from "./errors.js";
 import { createBaseIndex } from "./index/factory.js";
 import type { PrefixIndex } from "./index/prefix-index.js";
 import { setUpKvEvents } from "./kv-events/setup.js";
-import { createLogger, type Logger } from "./logger.js";
+import { accessLogger, createLogger, type Logger } from "./logger.js";
 import { Metrics } from "./metrics.js";
 import { RoutingDecider } from "./policies/decider.js";
 import { createPolicy } from "./policies/factory.js";
@@ -170,6 +170,7 @@ export function createRouter(
   const context: RouterContext = {
     config,
     logger,
+    accessLog: accessLogger(logger),
     metrics: m,
     registry,
     index,

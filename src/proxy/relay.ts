@@ -10,6 +10,7 @@ import {
   timerMs,
 } from "./abort-reasons.js";
 import { responseHeaders } from "./headers.js";
+import type { UsageTap } from "./usage-tap.js";
 
 /** How a relayed response ended, for the access log and metrics. */
 export interface RelayOutcome {
@@ -33,6 +34,10 @@ export function relay(
   route: string,
   idleTimeoutMs: number,
   onUpstreamError: (worker: Worker, kind: string) => void,
+  /** Called with the first body chunk (prefill is over), before it is written. */
+  onFirstChunk: () => void,
+  /** Reads the engine's usage from each chunk as it passes (usage-tap.ts). */
+  tap: UsageTap | undefined,
 ): Promise<RelayOutcome> {
   const status = upstream.statusCode;
   const contentType = String(upstream.headers["content-type"] ?? "");
@@ -80,10 +85,22 @@ export function relay(
       });
     };
     res.on("close", onClientClose);
-    body.once("data", () => {
-      ttfbMs = Date.now() - req.startedAt;
+    // One listener does everything a chunk needs (rather than pipe() plus one listener per
+    // concern): note the first byte, show it to the tap, restart the idle timer, write it on,
+    // and pause the worker's body while the client's socket is full.
+    const resume = () => body.resume();
+    body.on("data", (chunk: Buffer) => {
+      if (ttfbMs === undefined) {
+        ttfbMs = Date.now() - req.startedAt;
+        onFirstChunk();
+      }
+      tap?.write(chunk);
+      idle.refresh();
+      if (!res.write(chunk)) {
+        body.pause();
+        res.once("drain", resume);
+      }
     });
-    body.on("data", () => idle.refresh());
     body.on("end", () => {
       res.end();
       worker.served += 1;
@@ -133,6 +150,5 @@ export function relay(
         res.destroy();
       }
     };
-    body.pipe(res, { end: false });
   });
 }

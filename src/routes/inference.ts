@@ -237,7 +237,7 @@ function observe(
   ctx.metrics.requestDuration.observe({ endpoint }, durationMs / 1000);
   if (outcome.ttfbMs !== undefined)
     ctx.metrics.timeToFirstByte.observe({ endpoint }, outcome.ttfbMs / 1000);
-  ctx.logger.info(
+  ctx.accessLog.info(
     {
       request_id: requestId,
       endpoint,

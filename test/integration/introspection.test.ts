@@ -1,14 +1,14 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { Writable } from "node:stream";
 import { afterEach, describe, expect, it } from "vitest";
 import type { Config } from "../../src/config.js";
-import { createLogger } from "../../src/logger.js";
+import type { createLogger } from "../../src/logger.js";
 import type { RunningRouter } from "../../src/server.js";
 import { type SimWorker, type SimWorkerOptions, startSimWorker } from "../../src/sim/worker.js";
 import { EngineIntrospector } from "../../src/workers/introspection.js";
 import { WorkerRegistry } from "../../src/workers/registry.js";
 import { FALLBACK_TREE_BUDGET } from "../../src/workers/tree-budget.js";
+import { captureLogs } from "../helpers/log-capture.js";
 import { postJson, startTestRouter, waitFor } from "../helpers/router.js";
 
 const cleanups: Array<() => Promise<unknown>> = [];
@@ -50,14 +50,8 @@ async function oddWorker(
 }
 
 function capture() {
-  const lines: Array<Record<string, unknown>> = [];
-  const stream = new Writable({
-    write(chunk, _enc, done) {
-      for (const line of String(chunk).split("\n").filter(Boolean)) lines.push(JSON.parse(line));
-      done();
-    },
-  });
-  return { lines, logger: createLogger({ level: "debug", destination: stream }) };
+  const { logger, entries } = captureLogs();
+  return { lines: entries, logger };
 }
 
 const about = (lines: Array<Record<string, unknown>>, msg: string, endpoint?: string) =>
