@@ -269,7 +269,7 @@ describe("engine introspection over HTTP", () => {
     const introspector = new EngineIntrospector(
       registry,
       { intervalMs: 60_000, timeoutMs: 2000 },
-      createLogger({ level: "silent" }),
+      captureLogs("silent").logger,
     );
     const worker = registry.add(url); // read at once: two of the router's requests are waiting
     worker.pendingPrefillRequests = 2;
