@@ -11,7 +11,7 @@
  *   npm run bench:overhead -- --requests 5000
  *   npm run bench:overhead -- --cpu-prof bench/results/prof   the router writes a .cpuprofile there
  *   npm run bench:overhead -- --prompts 1024 --modes json --concurrency 16   one cell
- *   npm run bench:overhead -- --router-args "--log-level warn"   the router with other flags
+ *   npm run bench:overhead -- --router-args="--log-level warn"   the router with other flags
  *
  * When nginx is installed (`apt-get install nginx-light`), the same requests also go through nginx
  * as a plain reverse proxy to the same worker (bench/lib/nginx.ts), in the same run, for a

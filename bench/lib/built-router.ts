@@ -40,12 +40,14 @@ export async function startBuiltRouter(
   args: readonly string[],
   /** Node flags, e.g. --cpu-prof. */
   nodeArgs: readonly string[] = [],
+  /** Another build's dist/cli.js (bench:overhead-ab's base); default this checkout's, built if stale. */
+  cli?: string,
 ): Promise<BuiltRouter> {
-  ensureBuilt();
+  if (cli === undefined) ensureBuilt();
   const port = await freePort();
   const child: ChildProcess = spawn(
     process.execPath,
-    [...nodeArgs, CLI, "--host", "127.0.0.1", "--port", String(port), ...args],
+    [...nodeArgs, cli ?? CLI, "--host", "127.0.0.1", "--port", String(port), ...args],
     { cwd: ROOT, stdio: ["ignore", "ignore", "inherit"] },
   );
   const url = `http://127.0.0.1:${port}`;
