@@ -65,6 +65,10 @@ async function main(): Promise<void> {
       policies: { type: "string", default: "prefix_cost" },
       quick: { type: "boolean", default: false },
       seed: { type: "string" },
+      "engine-poll-secs": { type: "string", default: "5" },
+      "poll-phase-ms": { type: "string", default: "0" },
+      "poll-sweep": { type: "string" },
+      "foreign-against-now": { type: "boolean", default: false },
       "queue-weight": { type: "string" },
       "request-chars": { type: "string" },
     },
@@ -86,7 +90,20 @@ async function main(): Promise<void> {
       : { prefixCostRequestChars: Number(values["request-chars"]) }),
   };
   const w = prepareWorkload(name, preset);
-  const base = { workers: preset.workers, concurrency: preset.concurrency };
+  // The router polls its engines every --engine-poll-interval-secs of real time (default 5).
+  const pollSecs = Number(values["engine-poll-secs"]);
+  const enginePollMs = preset.timeScale > 0 ? (pollSecs * 1000) / preset.timeScale : 0;
+  const base = {
+    workers: preset.workers,
+    concurrency: preset.concurrency,
+    enginePollMs,
+    enginePollPhaseMs: Number(values["poll-phase-ms"]),
+    foreignAgainstNow: values["foreign-against-now"],
+  };
+  if (values["poll-sweep"] !== undefined) {
+    await pollSweep(w, base, policies, options, Number(values["poll-sweep"]));
+    return;
+  }
   const rows: [string, ReplayResult][] = [];
   for (const policy of policies) {
     const chooser = { kind: "policy" as const, policy: createPolicy(policy, options) };
@@ -167,6 +184,67 @@ async function main(): Promise<void> {
       }),
     );
   }
+}
+
+/**
+ * The engine poll's timing decides which requests see a queue reading, so each policy is replayed
+ * with the poll timer at `phases` evenly spaced phases, counting the foreign queue against the
+ * router's pending requests at the read (today) and against its pending requests now (before).
+ */
+async function pollSweep(
+  w: ReturnType<typeof prepareWorkload>,
+  base: { workers: number; concurrency: number; enginePollMs: number },
+  policies: readonly PolicyName[],
+  options: Record<string, number>,
+  phases: number,
+): Promise<void> {
+  const oracle = w.oracle;
+  if (oracle === undefined) throw new Error("--poll-sweep needs a workload with an oracle");
+  const reference = meanOf(
+    (await replay(w, { ...base, chooser: { kind: "pinned", workerOf: oracle } })).requests,
+    "ttft",
+  );
+  console.log(
+    `## ${w.name}: poll every ${fmt(base.enginePollMs, 0)} model ms, ${phases} phases; oracle ${fmt(reference)} model ms`,
+  );
+  const rows: (string | number)[][] = [];
+  for (const policy of policies) {
+    for (const againstNow of [true, false]) {
+      const ratios: number[] = [];
+      const hits: number[] = [];
+      for (let i = 0; i < phases; i++) {
+        const r = await replay(w, {
+          ...base,
+          chooser: { kind: "policy", policy: createPolicy(policy, options) },
+          enginePollPhaseMs: (i * base.enginePollMs) / phases,
+          foreignAgainstNow: againstNow,
+        });
+        ratios.push(meanOf(r.requests, "ttft") / reference);
+        hits.push(r.hitRate);
+      }
+      rows.push([
+        policy,
+        againstNow ? "pending now (before)" : "pending at the read",
+        fmt(mean(ratios), 3),
+        fmt(Math.min(...ratios), 3),
+        fmt(Math.max(...ratios), 3),
+        `${(mean(hits) * 100).toFixed(2)}%`,
+        `${(Math.min(...hits) * 100).toFixed(1)}%`,
+      ]);
+    }
+  }
+  printTable(
+    [
+      "policy",
+      "foreign queue against",
+      "TTFT / oracle mean",
+      "best",
+      "worst",
+      "hit mean",
+      "hit worst",
+    ],
+    rows,
+  );
 }
 
 runIfEntryPoint(import.meta.url, main);

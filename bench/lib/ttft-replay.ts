@@ -106,6 +106,9 @@ export type Chooser =
 
 interface ReplayWorker extends PolicyWorker {
   inFlight: number;
+  sampledQueue: number | undefined;
+  sampledPending: number;
+  sampledAt: number;
   pendingPrefillChars: number;
   pendingPrefillRequests: number;
   readonly index: number;
@@ -122,6 +125,20 @@ export async function replay(
     chooser: Chooser;
     /** Requests (by spec id) sent to a given worker whatever the chooser says (what-if analysis). */
     force?: ReadonlyMap<string, number>;
+    /**
+     * The router's engine poll (--engine-poll-interval-secs), in model ms: every worker's waiting
+     * queue is sampled when the run starts and then every `enginePollMs`, and policies read the
+     * last sample (engineQueuedAt) until it is 3 intervals old, as src/workers/introspection.ts
+     * does. Off by default.
+     */
+    enginePollMs?: number;
+    /** Model ms into the first interval at which the run starts (the poll timer's phase). */
+    enginePollPhaseMs?: number;
+    /**
+     * Count the foreign queue against the router's pending requests now instead of at the read
+     * (how prefix_cost did it before 2026-11-23), to measure what that cost.
+     */
+    foreignAgainstNow?: boolean;
   },
 ): Promise<ReplayResult> {
   const clock = new VirtualClock();
@@ -151,7 +168,35 @@ export async function replay(
       engine,
       steps,
       cpt: new CharsPerToken(),
+      sampledQueue: undefined,
+      sampledPending: 0,
+      sampledAt: 0,
     });
+  }
+  const pollMs = o.enginePollMs;
+  if (pollMs !== undefined && pollMs > 0) {
+    const sample = () => {
+      for (const worker of workers) {
+        worker.sampledQueue = worker.engine.waiting;
+        worker.sampledPending = worker.pendingPrefillRequests;
+        worker.sampledAt = clock.now();
+      }
+    };
+    sample();
+    const tick = () => {
+      sample();
+      clock.setTimer(tick, pollMs);
+    };
+    clock.setTimer(tick, pollMs - (o.enginePollPhaseMs ?? 0));
+    for (const worker of workers) {
+      const fresh = () => clock.now() - worker.sampledAt <= 3 * pollMs;
+      worker.foreignQueuedAt = () => {
+        if (!fresh() || worker.sampledQueue === undefined) return undefined;
+        // The router's count at the read (Worker.foreignQueuedAt), or, for comparison, today's.
+        const own = o.foreignAgainstNow ? worker.pendingPrefillRequests : worker.sampledPending;
+        return Math.max(0, worker.sampledQueue - own);
+      };
+    }
   }
   const capacity = Math.floor(w.kvCapacityTokens / BLOCK_SIZE) * BLOCK_SIZE;
   const index = new ApproximateIndex();

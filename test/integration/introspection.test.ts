@@ -255,6 +255,32 @@ describe("engine introspection over HTTP", () => {
     introspector.stop();
   });
 
+  it("remembers how many of this router's requests were pending when the engine reported its queue", async () => {
+    const url = await oddWorker((path) =>
+      path === "/metrics"
+        ? { status: 200, body: "sglang:num_queue_reqs 3\nsglang:num_running_reqs 1\n" }
+        : { status: 404, body: "" },
+    );
+    const registry = new WorkerRegistry({
+      breaker: { failureThreshold: 5, openMs: 1000, successThreshold: 1 },
+      connectTimeoutMs: 1000,
+    });
+    cleanups.push(() => registry.close());
+    const introspector = new EngineIntrospector(
+      registry,
+      { intervalMs: 60_000, timeoutMs: 2000 },
+      captureLogs("silent").logger,
+    );
+    const worker = registry.add(url); // read at once: two of the router's requests are waiting
+    worker.pendingPrefillRequests = 2;
+    await waitFor(() => worker.signals.load() !== undefined, 5000, "first read");
+    expect(worker.signals.load()).toMatchObject({ queued: 3, routerPending: 2 });
+    // They started since: the third waiting request is still the only one someone else sent.
+    worker.pendingPrefillRequests = 0;
+    expect(worker.foreignQueuedAt(Date.now())).toBe(1);
+    introspector.stop();
+  });
+
   it("a fixed --max-tree-size is kept whatever the engine says", async () => {
     const w = await sim({ id: "fixed", kvCapacityTokens: 1024 });
     const r = await router({ workerUrls: [w.url], enginePollIntervalSecs: 60, maxTreeSize: 777 });
