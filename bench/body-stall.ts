@@ -21,6 +21,7 @@ import { parseArgs } from "node:util";
 import { defaultConfig } from "../src/config.js";
 import { commandLine, runIfEntryPoint } from "./lib/entry.js";
 import { childFleetHost } from "./lib/fleet.js";
+import { summarizeMs } from "./lib/latency.js";
 import { startRouterProcess } from "./lib/router-process.js";
 import { printTable } from "./lib/stats.js";
 
@@ -70,9 +71,9 @@ async function measure(
   messages: number,
 ): Promise<StallResult> {
   // Idle baseline under the same machine load: a stall is what exceeds this.
-  const idle: number[] = [];
-  for (let i = 0; i < 200; i++) idle.push(await health(url));
-  idle.sort((a, b) => a - b);
+  const idleSamples: number[] = [];
+  for (let i = 0; i < 200; i++) idleSamples.push(await health(url));
+  const idle = summarizeMs(idleSamples);
 
   let done = false;
   const probes: number[] = [];
@@ -89,7 +90,7 @@ async function measure(
   const requestMs = performance.now() - started;
   done = true;
   await probing;
-  const sorted = [...probes].sort((a, b) => a - b);
+  const during = summarizeMs(probes);
   return {
     mode,
     bodyMB: Number((body.byteLength / 1e6).toFixed(1)),
@@ -97,10 +98,10 @@ async function measure(
     requestMs: Math.round(requestMs),
     status: res.status,
     healthProbes: probes.length,
-    healthMaxMs: Number((sorted[sorted.length - 1] ?? 0).toFixed(1)),
-    healthP50Ms: Number((sorted[Math.floor(sorted.length / 2)] ?? 0).toFixed(1)),
-    idleHealthMs: Number((idle[Math.floor(idle.length / 2)] ?? 0).toFixed(1)),
-    idleHealthMaxMs: Number((idle[idle.length - 1] ?? 0).toFixed(1)),
+    healthMaxMs: Number(during.max.toFixed(1)),
+    healthP50Ms: Number(during.p50.toFixed(1)),
+    idleHealthMs: Number(idle.p50.toFixed(1)),
+    idleHealthMaxMs: Number(idle.max.toFixed(1)),
   };
 }
 

@@ -1,14 +1,17 @@
 /**
  * Proxy overhead: the latency and throughput cost of going through radixgate. The same requests go
  * straight to one simulated worker in zero-delay mode (timeScale 0: it answers as fast as it can
- * compute) and through the router (its own process, default settings: cache_aware, info-level
- * access log to /dev/null), at several concurrencies, prompt sizes, streamed and not.
+ * compute) and through the router (built and run as production runs it, `node dist/cli.js` with
+ * default flags, its info-level access log to /dev/null), at several concurrencies, prompt sizes,
+ * streamed and not. Each proxy's CPU time per request comes from /proc (bench/lib/process-cpu.ts):
+ * unlike latency, it does not move with the machine's load.
  *
  *   npm run bench:overhead                     3000 measured requests per cell (a few minutes)
  *   npm run bench:overhead -- --quick          200 per cell
  *   npm run bench:overhead -- --requests 5000
  *   npm run bench:overhead -- --cpu-prof bench/results/prof   the router writes a .cpuprofile there
  *   npm run bench:overhead -- --prompts 1024 --modes json --concurrency 16   one cell
+ *   npm run bench:overhead -- --router-args="--log-level warn"   the router with other flags
  *
  * When nginx is installed (`apt-get install nginx-light`), the same requests also go through nginx
  * as a plain reverse proxy to the same worker (bench/lib/nginx.ts), in the same run, for a
@@ -22,17 +25,17 @@ import os from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { defaultConfig } from "../src/config.js";
 import { mulberry32 } from "../src/sim/prng.js";
 import { randomText } from "../src/sim/workloads.js";
 import { startBareNodeProxy } from "./lib/bare-node-proxy.js";
+import { startBuiltRouter } from "./lib/built-router.js";
 import { commandLine, runIfEntryPoint } from "./lib/entry.js";
 import { childFleetHost } from "./lib/fleet.js";
 import { fmt, type LatencySummary, summarizeMs } from "./lib/latency.js";
 import { type LoadJob, loadAgent, runLoad } from "./lib/load.js";
 import { type NginxProxy, startNginx } from "./lib/nginx.js";
+import { processCpuMicros } from "./lib/process-cpu.js";
 import { ProgressBar } from "./lib/progress.js";
-import { startRouterProcess } from "./lib/router-process.js";
 import { printTable } from "./lib/stats.js";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -52,7 +55,7 @@ export interface TargetResult {
   /** Streams only: time to the first content chunk. */
   ttftMs: LatencySummary;
   requestsPerSec: number;
-  /** The proxy process's CPU time per measured request (router and bare Node.js proxy only). */
+  /** The proxy process's CPU time per measured request (/proc; not for the direct target). */
   cpuMicrosPerRequest?: number;
 }
 
@@ -121,7 +124,8 @@ function jobs(origin: string, texts: readonly string[], stream: boolean, n: numb
 }
 
 async function measure(
-  target: { url: string; cpuMicros?: () => Promise<number> } | string,
+  /** A URL, or a proxy whose CPU time is read around the measurement (pid of the process). */
+  target: { url: string; pid: number } | string,
   texts: readonly string[],
   stream: boolean,
   concurrency: number,
@@ -130,11 +134,11 @@ async function measure(
   label: string,
 ): Promise<TargetResult> {
   const origin = typeof target === "string" ? target : target.url;
-  const cpuMicros = typeof target === "string" ? undefined : target.cpuMicros;
+  const cpuMicros = () => (typeof target === "string" ? undefined : processCpuMicros(target.pid));
   const dispatcher = loadAgent(concurrency);
   try {
     if (warmup > 0) await runLoad(jobs(origin, texts, stream, warmup), { dispatcher, concurrency });
-    const cpuBefore = await cpuMicros?.();
+    const cpuBefore = cpuMicros();
     const bar = new ProgressBar(label, requests);
     const run = await runLoad(jobs(origin, texts, stream, requests), {
       dispatcher,
@@ -142,7 +146,7 @@ async function measure(
       onDone: () => bar.tick(),
     });
     bar.finish();
-    const cpuAfter = await cpuMicros?.();
+    const cpuAfter = cpuMicros();
     const ok = run.outcomes.filter((o) => o.ok);
     return {
       requests,
@@ -168,8 +172,10 @@ async function main(): Promise<void> {
       prompts: { type: "string" },
       modes: { type: "string" },
       concurrency: { type: "string" },
+      "router-args": { type: "string" },
     },
   });
+  const routerArgs = (values["router-args"] ?? "").split(" ").filter((arg) => arg !== "");
   const promptSizes = listFlag(values.prompts, PROMPT_CHARS, Number, "prompts");
   const streams = listFlag(values.modes, MODES, String, "modes").map((m) => m === "stream");
   const concurrencies = listFlag(values.concurrency, CONCURRENCIES, Number, "concurrency");
@@ -192,14 +198,8 @@ async function main(): Promise<void> {
     worker: { timeScale: 0, kvCapacityTokens: 2_000_000 },
   });
   const workerUrl = fleet.workers[0]!.url;
-  const router = await startRouterProcess(
-    {
-      ...defaultConfig(),
-      host: "127.0.0.1",
-      port: 0,
-      workerUrls: [workerUrl],
-    },
-    "ignore",
+  const router = await startBuiltRouter(
+    ["--worker-urls", workerUrl, ...routerArgs],
     cpuProfDir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${cpuProfDir}`],
   );
   const nginx: NginxProxy | undefined = await startNginx(workerUrl);
@@ -259,7 +259,7 @@ async function main(): Promise<void> {
             nginx === undefined
               ? undefined
               : await measure(
-                  nginx.url,
+                  { url: nginx.url, pid: nginx.workerPid() ?? -1 },
                   texts,
                   stream,
                   concurrency,
@@ -321,7 +321,14 @@ async function main(): Promise<void> {
       "node req/s",
       ...(nginx === undefined
         ? []
-        : ["nginx p50", "nginx added p50", "nginx req/s", "router/nginx", "node/nginx"]),
+        : [
+            "nginx p50",
+            "nginx added p50",
+            "nginx req/s",
+            "nginx cpu µs/req",
+            "router/nginx",
+            "node/nginx",
+          ]),
       "errors",
     ],
     cells.map((c) => [
@@ -347,6 +354,7 @@ async function main(): Promise<void> {
             fmt(c.nginx.latencyMs.p50, 2),
             fmt(c.nginxAddedP50Ms!, 2),
             fmt(c.nginx.requestsPerSec, 0),
+            fmt(c.nginx.cpuMicrosPerRequest ?? Number.NaN, 0),
             fmt(c.routerVsNginx!, 2),
             fmt(c.bareNodeVsNginx!, 2),
           ]),

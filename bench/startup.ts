@@ -7,6 +7,7 @@
  */
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
+import { summarizeMs } from "./lib/latency.js";
 
 const ROOT = new URL("../", import.meta.url).pathname;
 const runs = Number(process.argv[2] ?? 5);
@@ -44,7 +45,7 @@ function once(args: string[], stopOnListen: boolean): Promise<Run> {
   );
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const median = (xs: number[]) => summarizeMs(xs).p50;
 
 async function main(): Promise<void> {
   if (!existsSync(`${ROOT}dist/cli.js`)) throw new Error("run npm run build first");

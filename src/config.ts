@@ -103,13 +103,11 @@ type Parser<T> = (raw: string, flag: string) => T;
 export interface Setting<K extends keyof Config = keyof Config> {
   key: K;
   flag: string;
-  /** Value placeholder shown in --help. */
+  /** Value placeholder shown in --help; `<name...>` takes several values (`--worker-urls a b c`). */
   arg: string;
   description: string;
   default: Config[K];
   parse: Parser<Config[K]>;
-  /** `--worker-urls a b c` takes several values. */
-  variadic?: boolean;
   /** Never print the value (help, logs, docs). */
   secret?: boolean;
 }
@@ -244,7 +242,6 @@ export const SETTINGS = [
       "Worker base URLs (space- or comma-separated). May be empty: add workers later through the admin API.",
     default: [],
     parse: workerUrls,
-    variadic: true,
   }),
   setting({
     key: "host",
@@ -701,7 +698,6 @@ export const SETTINGS = [
       "Request headers that carry a client's request id, first present wins (else one is generated); it is logged and sent on as x-request-id.",
     default: ["x-request-id"],
     parse: headerNames,
-    variadic: true,
   }),
   setting({
     key: "prometheusPort",

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { createServer, type Server } from "node:http";
+import { createServer, type RequestListener, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { getRequestListener, type HttpBindings } from "@hono/node-server";
 import { Hono } from "hono";
@@ -8,7 +8,7 @@ import { RouterError } from "./errors.js";
 import { createBaseIndex } from "./index/factory.js";
 import type { PrefixIndex } from "./index/prefix-index.js";
 import { setUpKvEvents } from "./kv-events/setup.js";
-import { createLogger, type Logger } from "./logger.js";
+import { accessLogger, createLogger, type Logger } from "./logger.js";
 import { Metrics } from "./metrics.js";
 import { RoutingDecider } from "./policies/decider.js";
 import { createPolicy } from "./policies/factory.js";
@@ -22,6 +22,7 @@ import { registerAdminRoutes } from "./routes/admin.js";
 import type { RouterContext } from "./routes/context.js";
 import { registerInferenceRoutes } from "./routes/inference.js";
 import { registerMetricsRoute, registerOpsRoutes } from "./routes/ops.js";
+import { routerListener } from "./routes/router-listener.js";
 import { SharedState } from "./state/shared-state.js";
 import { type EvictionTimer, startEvictionTimer } from "./tree/eviction-timer.js";
 import { HealthChecker } from "./workers/health.js";
@@ -48,7 +49,7 @@ export interface StartOptions {
 export function createRouter(
   config: Config,
   options: StartOptions = {},
-): { app: Hono<Env>; context: RouterContext } {
+): { app: Hono<Env>; listener: RequestListener; context: RouterContext } {
   const logger = options.logger ?? createLogger({ level: config.logLevel });
   let metrics: Metrics | undefined;
   const trees = createBaseIndex(config.prefixIndex, {
@@ -169,6 +170,7 @@ export function createRouter(
   const context: RouterContext = {
     config,
     logger,
+    accessLog: accessLogger(logger),
     metrics: m,
     registry,
     index,
@@ -211,7 +213,7 @@ export function createRouter(
   registerAdminRoutes(app, context);
   registerInferenceRoutes(app, context);
   installErrorHandlers(app, logger);
-  return { app, context };
+  return { app, listener: routerListener(context, app), context };
 }
 
 function installErrorHandlers(app: Hono<Env>, logger: Logger): void {
@@ -231,7 +233,7 @@ export async function startRouter(
   config: Config,
   options: StartOptions = {},
 ): Promise<RunningRouter> {
-  const { app, context } = createRouter(config, options);
+  const { listener, context } = createRouter(config, options);
   const { logger, registry, health, introspection } = context;
   // A fixed --port is known before listening; port 0 is only known after (no worker can be it yet).
   if (config.port !== 0) registry.setListenAddress({ host: config.host, port: config.port });
@@ -253,7 +255,7 @@ export async function startRouter(
   await context.sharedState?.start();
   let server: Server;
   try {
-    server = await listen(app, config.host, config.port, "--port");
+    server = await listen(listener, config.host, config.port, "--port");
   } catch (err) {
     await context.sharedState?.stop();
     await registry.close();
@@ -266,7 +268,7 @@ export async function startRouter(
     registerMetricsRoute(metricsApp, context.metrics);
     try {
       metricsServer = await listen(
-        metricsApp,
+        getRequestListener(metricsApp.fetch),
         config.host,
         config.prometheusPort,
         "--prometheus-port",
@@ -351,8 +353,13 @@ export async function startRouter(
 const SHUTDOWN_FLUSH_MS = 500;
 
 /** Listens, turning "address in use" into a ConfigError-like message naming the flag. */
-function listen(app: Hono<Env>, host: string, port: number, flag: string): Promise<Server> {
-  const server = createServer(getRequestListener(app.fetch));
+function listen(
+  listener: RequestListener,
+  host: string,
+  port: number,
+  flag: string,
+): Promise<Server> {
+  const server = createServer(listener);
   // Long generations can exceed Node's default request timeout (5 min): the router has its own.
   server.requestTimeout = 0;
   server.headersTimeout = 60_000;

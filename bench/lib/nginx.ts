@@ -10,9 +10,12 @@ import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePort } from "../../src/net/free-port.js";
+import { childPids } from "./process-cpu.js";
 
 export interface NginxProxy {
   readonly url: string;
+  /** nginx's one worker process (the one that proxies), for its CPU time; undefined if not found. */
+  workerPid(): number | undefined;
   stop(): Promise<void>;
 }
 
@@ -87,6 +90,8 @@ http {
   }
   return {
     url: `http://127.0.0.1:${port}`,
+    // Asked when needed: the master forks its worker after it has opened the port.
+    workerPid: () => (child.pid === undefined ? undefined : childPids(child.pid)[0]),
     stop: () =>
       new Promise<void>((resolve) => {
         const done = () => {

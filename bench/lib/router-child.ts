@@ -22,11 +22,6 @@ process.on("message", (msg: RouterRequest) => {
     void exit();
     return;
   }
-  if (msg.type === "cpu") {
-    const { user, system } = process.cpuUsage();
-    reply({ type: "cpu", micros: user + system });
-    return;
-  }
   startRouter(msg.config, { logger: createLogger({ level: msg.config.logLevel }) }).then(
     (r) => {
       router = r;

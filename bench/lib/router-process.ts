@@ -3,22 +3,17 @@
  * shared with the load client), started with startRouter from a Config. Its stdout (the access
  * log) goes to /dev/null unless `logsTo` says otherwise.
  */
-import { type ChildProcess, fork } from "node:child_process";
+import { fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import type { Config } from "../../src/config.js";
 import { TSX_EXEC_ARGV } from "./tsx-exec-argv.js";
 
-export type RouterRequest = { type: "start"; config: Config } | { type: "exit" } | { type: "cpu" };
-export type RouterReply =
-  | { type: "started"; url: string }
-  | { type: "error"; message: string }
-  | { type: "cpu"; micros: number };
+export type RouterRequest = { type: "start"; config: Config } | { type: "exit" };
+export type RouterReply = { type: "started"; url: string } | { type: "error"; message: string };
 
 export interface RouterProcess {
   readonly url: string;
   readonly pid: number;
-  /** The router process's CPU time so far (user + system), in µs: a load-independent cost figure. */
-  cpuMicros(): Promise<number>;
   stop(): Promise<void>;
 }
 
@@ -42,7 +37,7 @@ export async function startRouterProcess(
     child.once("message", (msg: RouterReply) => {
       child.off("exit", onExit);
       if (msg.type === "started") resolve(msg.url);
-      else if (msg.type === "error") reject(new Error(msg.message));
+      else reject(new Error(msg.message));
     });
     child.send({ type: "start", config } satisfies RouterRequest);
   }).catch((err: unknown) => {
@@ -52,7 +47,6 @@ export async function startRouterProcess(
   return {
     url,
     pid: child.pid ?? -1,
-    cpuMicros: () => askCpu(child),
     stop: () =>
       new Promise<void>((resolve) => {
         if (child.exitCode !== null || child.signalCode !== null) return resolve();
@@ -65,17 +59,4 @@ export async function startRouterProcess(
         else child.kill();
       }),
   };
-}
-
-/** Asks a child that answers `{type: "cpu"}` messages for its CPU time (router and bare proxy). */
-export function askCpu(child: ChildProcess): Promise<number> {
-  return new Promise((resolve) => {
-    const onMessage = (msg: RouterReply) => {
-      if (msg.type !== "cpu") return;
-      child.off("message", onMessage);
-      resolve(msg.micros);
-    };
-    child.on("message", onMessage);
-    child.send({ type: "cpu" } satisfies RouterRequest);
-  });
 }

@@ -1,4 +1,11 @@
 import {
+  checkHighWaterRatio,
+  checkPositiveInteger,
+  DEFAULT_HIGH_WATER_RATIO,
+  DEFAULT_MAX_CHARS,
+  highWaterMark,
+} from "../tree/char-budget.js";
+import {
   addChild,
   childOf,
   childrenOf,
@@ -7,14 +14,7 @@ import {
   replaceChild,
 } from "../tree/child-container.js";
 import { LeafQueue } from "../tree/leaf-queue.js";
-import {
-  DEFAULT_HIGH_WATER_RATIO,
-  DEFAULT_MAX_CHARS,
-  edgeMatch,
-  isHigh,
-  isLow,
-  ownCopy,
-} from "../tree/radix-tree.js";
+import { edgeMatch, isHigh, isLow, ownCopy } from "../tree/radix-tree.js";
 import type { EvictionUnit, PrefixIndex } from "./prefix-index.js";
 import { Claim, type ClaimOwner, claimOf, SharedNode } from "./shared-node.js";
 
@@ -94,24 +94,17 @@ export class SharedIndex implements PrefixIndex {
 
   /** Throws a RangeError naming the option when an option is invalid. */
   constructor(options: SharedIndexOptions = {}) {
-    const budget = options.maxTreeSize ?? DEFAULT_MAX_CHARS;
-    checkBudget(budget);
-    const sliceChars = options.sliceChars ?? DEFAULT_SLICE_CHARS;
-    if (!Number.isSafeInteger(sliceChars) || sliceChars <= 0) {
-      throw new RangeError(
-        `SharedIndex sliceChars must be a positive integer, got ${String(sliceChars)}`,
-      );
-    }
-    const ratio = options.highWaterRatio ?? DEFAULT_HIGH_WATER_RATIO;
-    if (typeof ratio !== "number" || !Number.isFinite(ratio) || ratio < 1) {
-      throw new RangeError(
-        `SharedIndex highWaterRatio must be a finite number >= 1, got ${String(ratio)}`,
-      );
-    }
-    this.highWaterRatio = ratio;
-    this.budget = budget;
+    this.budget = checkBudget(options.maxTreeSize ?? DEFAULT_MAX_CHARS);
+    this.sliceChars = checkPositiveInteger(
+      "SharedIndex",
+      "sliceChars",
+      options.sliceChars ?? DEFAULT_SLICE_CHARS,
+    );
+    this.highWaterRatio = checkHighWaterRatio(
+      "SharedIndex",
+      options.highWaterRatio ?? DEFAULT_HIGH_WATER_RATIO,
+    );
     this.onEvict = options.onEvict;
-    this.sliceChars = sliceChars;
   }
 
   addWorker(workerId: string): void {
@@ -287,7 +280,7 @@ export class SharedIndex implements PrefixIndex {
 
   /** Characters above which an insert evicts at once, for a budget. */
   highWaterOf(budget: number): number {
-    return Math.floor(budget * this.highWaterRatio);
+    return highWaterMark(budget, this.highWaterRatio);
   }
 
   /** Nodes in all trees (roots not counted). */
@@ -488,8 +481,6 @@ export class SharedIndex implements PrefixIndex {
   }
 }
 
-function checkBudget(chars: number): void {
-  if (!Number.isSafeInteger(chars) || chars <= 0) {
-    throw new RangeError(`SharedIndex budget must be a positive integer, got ${String(chars)}`);
-  }
+function checkBudget(chars: number): number {
+  return checkPositiveInteger("SharedIndex", "budget", chars);
 }

@@ -40,22 +40,18 @@ export function decodeSequence(frame: Uint8Array): bigint {
   return new DataView(frame.buffer, frame.byteOffset, 8).getBigInt64(0, false);
 }
 
-export interface PublishedMessage {
-  readonly topic: string;
-  readonly sequence: bigint;
-  readonly batch: EventBatch;
-}
-
-/** A PUB message: [topic, sequence, payload]. */
-export function decodeMessage(frames: readonly Uint8Array[]): PublishedMessage {
+/**
+ * A PUB message [topic, sequence, payload], its frames checked; the payload is left for
+ * `decodeBatch`, since a batch already applied from a replay is skipped undecoded. The topic is
+ * not read: the subscriber takes every topic of the one engine it is connected to.
+ */
+export function decodeEnvelope<P extends Uint8Array>(
+  frames: readonly P[],
+): { sequence: bigint; payload: P } {
   if (frames.length !== 3) throw new KvDecodeError(`message has ${frames.length} frames, not 3`);
   const sequence = decodeSequence(frames[1]!);
   if (sequence < 0n) throw new KvDecodeError(`negative sequence ${sequence}`);
-  return {
-    topic: Buffer.from(frames[0]!).toString("utf8"),
-    sequence,
-    batch: decodeBatch(frames[2]!),
-  };
+  return { sequence, payload: frames[2]! };
 }
 
 /** A msgpack event batch, positional or keyed. */

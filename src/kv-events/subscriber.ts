@@ -15,7 +15,13 @@
  * - A malformed message is counted and skipped, never fatal.
  */
 import { Dealer, Subscriber } from "zeromq";
-import { decodeBatch, decodeSequence, END_OF_REPLAY, KvDecodeError } from "./decode.js";
+import {
+  decodeBatch,
+  decodeEnvelope,
+  decodeSequence,
+  END_OF_REPLAY,
+  KvDecodeError,
+} from "./decode.js";
 import { encodeSequence } from "./encode.js";
 import type { EventBatch } from "./events.js";
 
@@ -132,19 +138,16 @@ export class KvEventSubscriber {
   private async handle(frames: Buffer[]): Promise<void> {
     if (this.closed) return;
     let sequence: bigint;
+    let payload: Buffer;
     try {
-      if (frames.length !== 3)
-        throw new KvDecodeError(`message has ${frames.length} frames, not 3`);
-      sequence = decodeSequence(frames[1]!);
-      if (sequence < 0n) throw new KvDecodeError(`negative sequence ${sequence}`);
+      ({ sequence, payload } = decodeEnvelope(frames));
     } catch (error) {
       this.options.onMalformed(error as KvDecodeError);
       return;
     }
-    const payload = frames[2]!;
     if (this.expected !== undefined && sequence < this.expected) {
       const seen = this.replayed.get(sequence);
-      if (seen !== undefined && Buffer.from(seen).equals(payload)) return; // already applied
+      if (seen !== undefined && payload.equals(seen)) return; // already applied
       // The sequence went backwards: the engine restarted with an empty cache.
       this.options.onReset("sequence_reset");
       this.expected = sequence;

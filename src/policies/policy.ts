@@ -14,8 +14,13 @@ export interface PolicyWorker {
   readonly pendingPrefillChars?: number | undefined;
   /** How many in-flight requests pendingPrefillChars counts. */
   readonly pendingPrefillRequests?: number | undefined;
-  /** Requests waiting in the engine's own queue, when its report is fresh (src/workers/signals.ts). */
-  readonly engineQueued?: number | undefined;
+  /**
+   * Requests in the engine's own queue that this router did not send (its report's queue minus the
+   * router's requests pending there at the report), when the report is still fresh at `now` (epoch
+   * ms; src/workers/worker.ts). A policy reads the clock once per decision and passes it to every
+   * candidate, so one decision judges every report against the same instant.
+   */
+  foreignQueuedAt?(now: number): number | undefined;
 }
 
 /** Why a worker was chosen; exported as a metric label and in the x-radixgate-route header. */

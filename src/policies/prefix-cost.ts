@@ -19,8 +19,11 @@ export type PrefixCostOptions = Pick<
  *        + requestChars × inFlight                    each running request's share of every step
  *
  * foreign = the engine's reported queue (sglang:num_queue_reqs, vllm:num_requests_waiting, when
- * fresh) minus this router's own requests still waiting for a first byte there, never below 0:
- * the engine's queue includes those, already counted in pendingPrefillChars.
+ * fresh) minus this router's own requests that were waiting for a first byte there when the engine
+ * reported it, never below 0 (Worker.foreignQueuedAt): the engine's queue includes those, counted
+ * in pendingPrefillChars while they wait. Subtracting today's count instead would turn a report
+ * taken seconds ago (polled every 5 s) into phantom foreign work whenever the router's own queue
+ * there happens to be shorter now than then, and push a tenant off its holder.
  *
  * A worker that holds the prefix wins while the work queued on it stays below what a cold worker
  * would have to recompute; once it falls behind by more than that, the next request goes where it
@@ -50,6 +53,8 @@ export class PrefixCostPolicy implements Policy {
     const start = this.rotation.next(n);
     const length = request.text.length;
     const matchedOf = request.matched;
+    // One clock read per decision: every engine report is judged against the same instant.
+    const now = Date.now();
     let best = start;
     let bestCost = Number.POSITIVE_INFINITY;
     let bestLoad = 0;
@@ -61,10 +66,7 @@ export class PrefixCostPolicy implements Policy {
       // Clamped: an index may claim more than the text (never fewer than 0 characters to compute).
       const matched = length === 0 ? 0 : Math.min(length, Math.max(0, matchedOf?.[index] ?? 0));
       const queued = Math.max(0, worker.pendingPrefillChars ?? 0);
-      const foreign = Math.max(
-        0,
-        (worker.engineQueued ?? 0) - Math.max(0, worker.pendingPrefillRequests ?? 0),
-      );
+      const foreign = Math.max(0, worker.foreignQueuedAt?.(now) ?? 0);
       const cost =
         length -
         matched +

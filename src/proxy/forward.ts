@@ -342,7 +342,6 @@ export class Forwarder {
       return { kind: "failed", failure: statusFailure(status, worker) };
     }
 
-    upstream.body.once("data", prefillDone);
     const tap = this.feedback !== undefined ? usageTapFor(req, upstream) : undefined;
     const outcome = await relay(
       upstream,
@@ -353,6 +352,8 @@ export class Forwarder {
       route,
       this.settings.idleTimeoutMs,
       this.hooks.onUpstreamError,
+      prefillDone,
+      tap,
     );
     release();
     const usage = tap?.result();
@@ -373,17 +374,14 @@ export class Forwarder {
 }
 
 /**
- * A tap on a successful inference answer's body, which reads the engine's usage as the bytes go
- * by (never holding them back); none for a compressed body, which the tap cannot read.
+ * A tap for a successful inference answer's body, which relay() shows every chunk as it goes by
+ * (never holding one back); none for a compressed body, which the tap cannot read.
  */
 function usageTapFor(req: ForwardRequest, upstream: Dispatcher.ResponseData): UsageTap | undefined {
   if (req.method !== "POST" || upstream.statusCode < 200 || upstream.statusCode >= 300) return;
   const encoding = upstream.headers["content-encoding"];
   if (encoding !== undefined && encoding !== "identity") return;
-  const tap = new UsageTap();
-  // Attached just before relay() pipes the body, in the same tick: no chunk can be missed.
-  upstream.body.on("data", (chunk: Buffer) => tap.write(chunk));
-  return tap;
+  return new UsageTap();
 }
 
 /** ms until the first cooling-down worker that is otherwise available returns, 0 when none. */

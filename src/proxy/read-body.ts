@@ -72,10 +72,15 @@ export function readBody(
       }
       return out;
     };
-    /** One timer, set to the earliest deadline; every chunk moves the idle and rate ones. */
+    /**
+     * One timer, set to the earliest deadline. Chunks only ever move deadlines later (the idle one
+     * with each chunk, the rate one with each byte), so they leave the timer alone: when it fires
+     * early, it sets itself again for the deadline that is now the earliest. A body of a thousand
+     * chunks costs one timer, not a thousand.
+     */
     const arm = () => {
-      if (timer !== undefined) clearTimeout(timer);
-      const earliest = Math.min(...deadlines().map(([, at]) => at));
+      let earliest = Number.POSITIVE_INFINITY;
+      for (const [, at] of deadlines()) earliest = Math.min(earliest, at);
       timer = setTimeout(onTimer, Math.max(0, earliest - Date.now()));
     };
     const onTimer = () => {
@@ -108,7 +113,6 @@ export function readBody(
       if (target !== undefined) chunk.copy(target, size - chunk.length);
       else chunks.push(chunk);
       lastChunkAt = Date.now();
-      arm();
     };
     const onEnd = () => {
       cleanup();

@@ -10,6 +10,7 @@ import {
   timerMs,
 } from "./abort-reasons.js";
 import { responseHeaders } from "./headers.js";
+import type { UsageTap } from "./usage-tap.js";
 
 /** How a relayed response ended, for the access log and metrics. */
 export interface RelayOutcome {
@@ -33,17 +34,29 @@ export function relay(
   route: string,
   idleTimeoutMs: number,
   onUpstreamError: (worker: Worker, kind: string) => void,
+  /** Called with the first body chunk (prefill is over), before it is written. */
+  onFirstChunk: () => void,
+  /** Reads the engine's usage from each chunk as it passes (usage-tap.ts). */
+  tap: UsageTap | undefined,
 ): Promise<RelayOutcome> {
   const status = upstream.statusCode;
   const contentType = String(upstream.headers["content-type"] ?? "");
   const isEventStream = contentType.startsWith("text/event-stream");
   res.writeHead(status, responseHeaders(upstream.headers, worker.id, route, req.requestId));
-  if (typeof res.flushHeaders === "function") res.flushHeaders();
 
   return new Promise((resolve) => {
     const body = upstream.body;
     let ttfbMs: number | undefined;
     let settled = false;
+    // The headers leave with the first body chunk: one write to the client instead of two (the
+    // worker's first chunk usually came in the same read as its headers). A stream whose first
+    // event is not here yet gets its headers now, as the engine sent them: the client sees the
+    // 200 while prefill runs.
+    if (isEventStream) {
+      setImmediate(() => {
+        if (ttfbMs === undefined && !settled && !res.destroyed) res.flushHeaders();
+      });
+    }
     const idle = setTimeout(() => {
       // Silence caused by a client that does not read is not the worker's: wait for it.
       if (res.writableNeedDrain) idle.refresh();
@@ -72,10 +85,22 @@ export function relay(
       });
     };
     res.on("close", onClientClose);
-    body.once("data", () => {
-      ttfbMs = Date.now() - req.startedAt;
+    // One listener does everything a chunk needs (rather than pipe() plus one listener per
+    // concern): note the first byte, show it to the tap, restart the idle timer, write it on,
+    // and pause the worker's body while the client's socket is full.
+    const resume = () => body.resume();
+    body.on("data", (chunk: Buffer) => {
+      if (ttfbMs === undefined) {
+        ttfbMs = Date.now() - req.startedAt;
+        onFirstChunk();
+      }
+      tap?.write(chunk);
+      idle.refresh();
+      if (!res.write(chunk)) {
+        body.pause();
+        res.once("drain", resume);
+      }
     });
-    body.on("data", () => idle.refresh());
     body.on("end", () => {
       res.end();
       worker.served += 1;
@@ -125,6 +150,5 @@ export function relay(
         res.destroy();
       }
     };
-    body.pipe(res, { end: false });
   });
 }

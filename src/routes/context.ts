@@ -23,6 +23,8 @@ export interface RouterState {
 export interface RouterContext {
   config: Config;
   logger: Logger;
+  /** The per-request access line (logger.ts: accessLogger). */
+  accessLog: Logger;
   metrics: Metrics;
   registry: WorkerRegistry;
   /** Which workers probably hold which prefixes (the policy reads it through the forwarder). */

@@ -28,13 +28,13 @@ export const INFERENCE_ROUTES: ReadonlyArray<{ path: string; endpoint: Endpoint 
 
 type Env = { Bindings: HttpBindings };
 
-/** The OpenAI-compatible and SGLang-native data plane. */
+/**
+ * The data plane's routes in hono: every method but POST on the inference paths (a 405), the
+ * merged model list, and the info routes. The POSTs themselves never reach hono: the server's
+ * listener sends them to handleInference directly (routes/router-listener.ts).
+ */
 export function registerInferenceRoutes(app: Hono<Env>, ctx: RouterContext): void {
-  for (const { path, endpoint } of INFERENCE_ROUTES) {
-    app.post(path, async (c) => {
-      await handle(ctx, c.env.incoming, c.env.outgoing, endpoint, "POST");
-      return RESPONSE_ALREADY_SENT;
-    });
+  for (const { path } of INFERENCE_ROUTES) {
     app.all(path, (c) => methodNotAllowed(c.req.method, path, "POST"));
   }
   // The fleet's models: every worker's list, merged (routes/models.ts).
@@ -43,7 +43,7 @@ export function registerInferenceRoutes(app: Hono<Env>, ctx: RouterContext): voi
   // Model and server info: the same from any worker, so any available one answers.
   for (const path of INFO_ROUTES) {
     app.get(path, async (c) => {
-      await handle(ctx, c.env.incoming, c.env.outgoing, "models", "GET");
+      await handleInference(ctx, c.env.incoming, c.env.outgoing, "models", "GET");
       return RESPONSE_ALREADY_SENT;
     });
     app.all(path, (c) => methodNotAllowed(c.req.method, path, "GET"));
@@ -61,7 +61,8 @@ function methodNotAllowed(method: string, path: string, allowed: string): Respon
   return Response.json(error.toBody(), { status: error.status, headers: { allow: allowed } });
 }
 
-async function handle(
+/** One data-plane request, answered on the raw response (never throws). */
+export async function handleInference(
   ctx: RouterContext,
   incoming: IncomingMessage,
   res: ServerResponse,
@@ -236,7 +237,7 @@ function observe(
   ctx.metrics.requestDuration.observe({ endpoint }, durationMs / 1000);
   if (outcome.ttfbMs !== undefined)
     ctx.metrics.timeToFirstByte.observe({ endpoint }, outcome.ttfbMs / 1000);
-  ctx.logger.info(
+  ctx.accessLog.info(
     {
       request_id: requestId,
       endpoint,

@@ -52,6 +52,11 @@ export interface EngineOptions {
   maxBatchTokens: number;
   /** Real milliseconds per model millisecond (timeScale × slowdown), read at every step. */
   delayFactor: () => number;
+  /**
+   * Told of every step as it is planned: when it starts, how long it lasts (real ms) and what it
+   * computes. For analysis (bench/ttft-decomposition.ts splits each request's TTFT with it).
+   */
+  onStep?: (start: number, durationMs: number, shape: Readonly<StepShape>) => void;
 }
 
 class Sequence implements SequenceHandle {
@@ -184,8 +189,10 @@ export class Engine {
           }
           return;
         }
-        const end =
-          t + stepDurationMs(this.options.timing, plan.shape) * this.options.delayFactor();
+        const duration =
+          stepDurationMs(this.options.timing, plan.shape) * this.options.delayFactor();
+        this.options.onStep?.(t, duration, plan.shape);
+        const end = t + duration;
         const now = this.clock.now();
         if (end > now) {
           this.timer = this.clock.setTimer(() => {

@@ -12,6 +12,13 @@
  */
 
 import {
+  checkHighWaterRatio,
+  checkPositiveInteger,
+  DEFAULT_HIGH_WATER_RATIO,
+  DEFAULT_MAX_CHARS,
+  highWaterMark,
+} from "./char-budget.js";
+import {
   addChild,
   childOf,
   isLeaf,
@@ -30,9 +37,6 @@ export interface RadixTreeOptions {
   /** Called with the number of characters evicted, after every eviction that removed something (timer or reactive). */
   onEvict?: (evictedChars: number) => void;
 }
-
-export const DEFAULT_MAX_CHARS = 67_108_864;
-export const DEFAULT_HIGH_WATER_RATIO = 1.1;
 
 // The edge comparison stays in this module, next to match and insert; child lookup is in
 // child-container.ts. The shared index (index/shared-index.ts) uses both, over its own node shape.
@@ -135,25 +139,22 @@ export class RadixTree {
     if (options !== undefined && (typeof options !== "object" || options === null)) {
       throw new RangeError("RadixTree options must be an object");
     }
-    const maxChars = options?.maxChars ?? DEFAULT_MAX_CHARS;
-    if (!Number.isSafeInteger(maxChars) || maxChars <= 0) {
-      throw new RangeError(
-        `RadixTree maxChars must be a positive integer, got ${String(maxChars)}`,
-      );
-    }
-    const ratio = options?.highWaterRatio ?? DEFAULT_HIGH_WATER_RATIO;
-    if (typeof ratio !== "number" || !Number.isFinite(ratio) || ratio < 1) {
-      throw new RangeError(
-        `RadixTree highWaterRatio must be a finite number >= 1, got ${String(ratio)}`,
-      );
-    }
+    const maxChars = checkPositiveInteger(
+      "RadixTree",
+      "maxChars",
+      options?.maxChars ?? DEFAULT_MAX_CHARS,
+    );
+    const ratio = checkHighWaterRatio(
+      "RadixTree",
+      options?.highWaterRatio ?? DEFAULT_HIGH_WATER_RATIO,
+    );
     const onEvict = options?.onEvict;
     if (onEvict !== undefined && typeof onEvict !== "function") {
       throw new RangeError("RadixTree onEvict must be a function");
     }
     this.budget = maxChars;
     this.ratio = ratio;
-    this.highWater = Math.floor(maxChars * ratio);
+    this.highWater = highWaterMark(maxChars, ratio);
     this.onEvict = onEvict;
   }
 
@@ -173,19 +174,11 @@ export class RadixTree {
    * Throws a RangeError unless a positive integer (and a ratio >= 1).
    */
   setMaxChars(maxChars: number, highWaterRatio: number = this.ratio): number {
-    if (!Number.isSafeInteger(maxChars) || maxChars <= 0) {
-      throw new RangeError(
-        `RadixTree maxChars must be a positive integer, got ${String(maxChars)}`,
-      );
-    }
-    if (!Number.isFinite(highWaterRatio) || highWaterRatio < 1) {
-      throw new RangeError(
-        `RadixTree highWaterRatio must be a finite number >= 1, got ${String(highWaterRatio)}`,
-      );
-    }
+    checkPositiveInteger("RadixTree", "maxChars", maxChars);
+    checkHighWaterRatio("RadixTree", highWaterRatio);
     this.budget = maxChars;
     this.ratio = highWaterRatio;
-    this.highWater = Math.floor(maxChars * highWaterRatio);
+    this.highWater = highWaterMark(maxChars, highWaterRatio);
     return this.chars > maxChars ? this.evict(maxChars) : 0;
   }
 

@@ -80,10 +80,12 @@ export class EngineIntrospector {
     if (this.running.has(worker) || worker.removed) return;
     this.running.add(worker);
     worker.signals.staleAfterMs = STALE_AFTER_INTERVALS * this.options.intervalMs;
+    // The engine's queue counts this router's waiting requests too: remember how many there were.
+    const pendingAtSend = worker.pendingPrefillRequests;
     try {
       await Promise.all([
         this.read(worker, "/get_server_info", (body) => this.serverInfo(worker, body)),
-        this.read(worker, "/metrics", (body) => this.metrics(worker, body)),
+        this.read(worker, "/metrics", (body) => this.metrics(worker, body, pendingAtSend)),
         this.read(worker, "/v1/models", (body) => this.models(worker, body)),
       ]);
       if (!worker.removed) this.onRead(worker);
@@ -137,7 +139,7 @@ export class EngineIntrospector {
     this.capacity(worker, info.capacityTokens, "get_server_info");
   }
 
-  private metrics(worker: Worker, body: string): void {
+  private metrics(worker: Worker, body: string, pendingAtSend: number): void {
     const families = parseExposition(body);
     const reading: MetricsReading | undefined =
       readVllmMetrics(families) ?? readSglangMetrics(families);
@@ -149,6 +151,7 @@ export class EngineIntrospector {
         queued: reading.queued,
         running: reading.running,
         kvUsage: reading.kvUsage,
+        routerPending: Math.max(pendingAtSend, worker.pendingPrefillRequests),
       },
       now,
     );

@@ -19,9 +19,13 @@ interface ServingWorker {
 
 /** The worker serves `model` (or the model is unnamed, or the worker's list is unknown). */
 export function servesModel(worker: ServingWorker, model: string | undefined): boolean {
+  return model === undefined || serves(worker, model, sglangAdapterBase(model));
+}
+
+/** `servesModel` with the adapter's base already split off (once per call, not per worker). */
+function serves(worker: ServingWorker, model: string, base: string | undefined): boolean {
   const served = worker.servedModels;
-  if (model === undefined || served === undefined || served.has(model)) return true;
-  const base = sglangAdapterBase(model);
+  if (served === undefined || served.has(model)) return true;
   return base !== undefined && served.has(base);
 }
 
@@ -31,7 +35,8 @@ export function noWorkerServes(
   model: string | undefined,
 ): boolean {
   if (model === undefined || workers.length === 0) return false;
-  return workers.every((w) => w.servedModels !== undefined && !servesModel(w, model));
+  const base = sglangAdapterBase(model);
+  return workers.every((w) => w.servedModels !== undefined && !serves(w, model, base));
 }
 
 /** The workers among `candidates` that serve the model (the same array when all do). */
@@ -40,8 +45,9 @@ export function servingCandidates<W extends ServingWorker>(
   model: string | undefined,
 ): readonly W[] {
   if (model === undefined) return candidates;
+  const base = sglangAdapterBase(model);
   for (const w of candidates) {
-    if (!servesModel(w, model)) return candidates.filter((c) => servesModel(c, model));
+    if (!serves(w, model, base)) return candidates.filter((c) => serves(c, model, base));
   }
   return candidates;
 }
@@ -57,10 +63,11 @@ export function indexModel(
   model: string | undefined,
 ): string | undefined {
   if (model === undefined) return undefined;
+  const base = sglangAdapterBase(model);
   for (const w of workers) {
     const served = w.servedModels;
     if (served === undefined) continue;
-    if (served.has(model) ? served.size > 1 : servesModel(w, model)) return model;
+    if (served.has(model) ? served.size > 1 : serves(w, model, base)) return model;
   }
   return undefined;
 }

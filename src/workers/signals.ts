@@ -5,6 +5,12 @@ export interface LoadSignals {
   readonly queued: number | undefined;
   readonly running: number | undefined;
   readonly kvUsage: number | undefined;
+  /**
+   * This router's own requests there still waiting for a first byte when the engine answered
+   * (the larger count of the read's start and end: the engine's snapshot falls in between).
+   * The engine's queue includes those; what it reports beyond them someone else sent.
+   */
+  readonly routerPending?: number | undefined;
 }
 
 /**

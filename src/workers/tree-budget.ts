@@ -1,5 +1,5 @@
 import type { PrefixIndex } from "../index/prefix-index.js";
-import { DEFAULT_MAX_CHARS } from "../tree/radix-tree.js";
+import { DEFAULT_MAX_CHARS } from "../tree/char-budget.js";
 import { DEFAULT_CHARS_PER_TOKEN } from "./chars-per-token.js";
 import type { Worker } from "./worker.js";
 

@@ -102,9 +102,17 @@ export class Worker {
     return this.charsPerTokenEstimate.value;
   }
 
-  /** Requests waiting in the engine's queue as it last reported them; undefined when stale or unknown. */
-  get engineQueued(): number | undefined {
-    return this.signals.load()?.queued;
+  /**
+   * Requests in the engine's queue at its last report that this router did not send (another
+   * replica's, direct clients'): the reported queue minus this router's requests pending there at
+   * that moment, never below 0; undefined when the report is stale at `now` or has no queue.
+   * Counted against the router's count at the report, not today's: with one router and a report a
+   * few seconds old, the difference to today's count is not foreign work, only the age.
+   */
+  foreignQueuedAt(now: number): number | undefined {
+    const load = this.signals.load(now);
+    if (load?.queued === undefined) return undefined;
+    return Math.max(0, load.queued - Math.max(0, load.routerPending ?? 0));
   }
 
   /** Healthy, not removed, not cooling down, and the breaker lets a request through. */

@@ -157,7 +157,7 @@ describe("docs and behaviour agree", () => {
     expect(seen?.["x-end-to-end"]).toBe("kept");
   });
 
-  it("an api_key (or key, token) in the query string is redacted in the access log", async () => {
+  it("an api_key (or key, token) in the query string is redacted in the access log, and no header reaches it", async () => {
     const worker = await startTinyUpstream((_req, res) => okCompletion(res, "w"));
     started.tiny = [worker];
     const logged = await startLoggedRouter({ workerUrls: [worker.url] });
@@ -167,13 +167,16 @@ describe("docs and behaviour agree", () => {
       `${logged.router.url}/v1/chat/completions?api_key=sk-live-123&token=tok-456&key=k-789&model=m`,
       {
         method: "POST",
-        headers: { "content-type": "application/json" },
+        headers: { "content-type": "application/json", authorization: "Bearer sk-header-555" },
         body: JSON.stringify({ model: "m", messages: [{ role: "user", content: "x" }] }),
       },
     );
     expect(res.status).toBe(200);
     await res.arrayBuffer();
     const line = logged.accessLog().at(-1) as unknown as { path: string };
+    // The access line is written without the redaction paths (logger.ts: accessLogger): it must
+    // carry no header at all, so no credential can ride along.
+    expect(JSON.stringify(line)).not.toMatch(/sk-header-555|authorization|headers/i);
     expect(line.path).toBe(
       "/v1/chat/completions?api_key=[redacted]&token=[redacted]&key=[redacted]&model=m",
     );

@@ -1,7 +1,7 @@
 import { request } from "node:http";
 import { afterEach, describe, expect, it } from "vitest";
 import { type SimWorker, startSimWorker } from "../../src/sim/worker.js";
-import { runCli } from "../helpers/cli.js";
+import { listeningUrl, runCli, SERVE_LOCALLY } from "../helpers/cli.js";
 import { waitFor } from "../helpers/router.js";
 import { chat, sseData } from "./support.js";
 
@@ -34,22 +34,16 @@ describe("graceful shutdown", () => {
     // It serves "m", the model chat() asks for: the router reads its /v1/models and routes by model.
     sim = await startSimWorker({ id: "drain", model: "m", timeScale: 1, stepFloorMs: 50 });
     const { child, done } = runCli([
-      "--host",
-      "127.0.0.1",
-      "--port",
-      "0",
+      ...SERVE_LOCALLY,
       "--worker-urls",
       sim.url,
-      "--health-check-interval-secs",
-      "0",
       "--shutdown-grace-secs",
       "20",
     ]);
     let output = "";
     child.stdout!.on("data", (d) => (output += d));
     try {
-      await waitFor(() => /"url":"http:\/\/[^"]+"/.test(output), 15_000, "the router to listen");
-      const url = /"url":"(http:\/\/[^"]+)"/.exec(output)![1]!;
+      const url = await listeningUrl(child, 15_000);
 
       const streams = await Promise.all(
         Array.from({ length: 6 }, (_, i) =>

@@ -5,14 +5,13 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { Writable } from "node:stream";
 import { afterEach } from "vitest";
 import { type Config, defaultConfig } from "../../src/config.js";
-import { createLogger } from "../../src/logger.js";
 import { freePort } from "../../src/net/free-port.js";
 import { type RunningRouter, startRouter } from "../../src/server.js";
 import type { SimWorker } from "../../src/sim/worker.js";
 import { normalizeWorkerUrl, workerIdFor } from "../../src/workers/worker-url.js";
+import { captureLogs } from "../helpers/log-capture.js";
 import { postJson } from "../helpers/router.js";
 
 /** One access-log line ("request") of the router. */
@@ -29,17 +28,7 @@ export interface AccessLog {
 export async function startLoggedRouter(
   overrides: Partial<Config> = {},
 ): Promise<{ router: RunningRouter; accessLog: () => AccessLog[] }> {
-  const lines: AccessLog[] = [];
-  const destination = new Writable({
-    write(chunk: Buffer, _encoding, callback) {
-      for (const line of chunk.toString("utf8").split("\n")) {
-        if (line === "") continue;
-        const entry = JSON.parse(line) as AccessLog & { msg: string };
-        if (entry.msg === "request") lines.push(entry);
-      }
-      callback();
-    },
-  });
+  const { logger, entries } = captureLogs<AccessLog & { msg: string }>("info");
   const config: Config = {
     ...defaultConfig(),
     host: "127.0.0.1",
@@ -54,10 +43,8 @@ export async function startLoggedRouter(
     shutdownGraceSecs: 2,
     ...overrides,
   };
-  const router = await startRouter(config, {
-    logger: createLogger({ level: "info", destination }),
-  });
-  return { router, accessLog: () => [...lines] };
+  const router = await startRouter(config, { logger });
+  return { router, accessLog: () => entries.filter((e) => e.msg === "request") };
 }
 
 export function chat(

@@ -77,6 +77,18 @@ describe("data plane", () => {
     expect(Array.isArray(json.data)).toBe(true);
   });
 
+  it("a query string does not change the route, and reaches the worker as sent", async () => {
+    const res = await postJson(`${router.url}/v1/completions?trace=1`, {
+      model: "m",
+      prompt: "Once upon a time",
+      max_tokens: 2,
+    });
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as { object: string }).object).toBe("text_completion");
+    const wrongPath = await postJson(`${router.url}/v1/completions/extra?trace=1`, {});
+    expect(wrongPath.status).toBe(404);
+  });
+
   it.each(["/get_model_info", "/get_server_info"])(
     "GET %s (SGLang) comes from a worker",
     async (path) => {

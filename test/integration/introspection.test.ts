@@ -1,14 +1,14 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { Writable } from "node:stream";
 import { afterEach, describe, expect, it } from "vitest";
 import type { Config } from "../../src/config.js";
-import { createLogger } from "../../src/logger.js";
+import type { createLogger } from "../../src/logger.js";
 import type { RunningRouter } from "../../src/server.js";
 import { type SimWorker, type SimWorkerOptions, startSimWorker } from "../../src/sim/worker.js";
 import { EngineIntrospector } from "../../src/workers/introspection.js";
 import { WorkerRegistry } from "../../src/workers/registry.js";
 import { FALLBACK_TREE_BUDGET } from "../../src/workers/tree-budget.js";
+import { captureLogs } from "../helpers/log-capture.js";
 import { postJson, startTestRouter, waitFor } from "../helpers/router.js";
 
 const cleanups: Array<() => Promise<unknown>> = [];
@@ -50,14 +50,8 @@ async function oddWorker(
 }
 
 function capture() {
-  const lines: Array<Record<string, unknown>> = [];
-  const stream = new Writable({
-    write(chunk, _enc, done) {
-      for (const line of String(chunk).split("\n").filter(Boolean)) lines.push(JSON.parse(line));
-      done();
-    },
-  });
-  return { lines, logger: createLogger({ level: "debug", destination: stream }) };
+  const { logger, entries } = captureLogs();
+  return { lines: entries, logger };
 }
 
 const about = (lines: Array<Record<string, unknown>>, msg: string, endpoint?: string) =>
@@ -258,6 +252,32 @@ describe("engine introspection over HTTP", () => {
       { endpoint: "/metrics", reason: "body larger than 1024 bytes" },
     ]);
     expect(worker.signals.load()).toBeUndefined();
+    introspector.stop();
+  });
+
+  it("remembers how many of this router's requests were pending when the engine reported its queue", async () => {
+    const url = await oddWorker((path) =>
+      path === "/metrics"
+        ? { status: 200, body: "sglang:num_queue_reqs 3\nsglang:num_running_reqs 1\n" }
+        : { status: 404, body: "" },
+    );
+    const registry = new WorkerRegistry({
+      breaker: { failureThreshold: 5, openMs: 1000, successThreshold: 1 },
+      connectTimeoutMs: 1000,
+    });
+    cleanups.push(() => registry.close());
+    const introspector = new EngineIntrospector(
+      registry,
+      { intervalMs: 60_000, timeoutMs: 2000 },
+      captureLogs("silent").logger,
+    );
+    const worker = registry.add(url); // read at once: two of the router's requests are waiting
+    worker.pendingPrefillRequests = 2;
+    await waitFor(() => worker.signals.load() !== undefined, 5000, "first read");
+    expect(worker.signals.load()).toMatchObject({ queued: 3, routerPending: 2 });
+    // They started since: the third waiting request is still the only one someone else sent.
+    worker.pendingPrefillRequests = 0;
+    expect(worker.foreignQueuedAt(Date.now())).toBe(1);
     introspector.stop();
   });
 

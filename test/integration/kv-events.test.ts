@@ -48,6 +48,33 @@ async function blocksArrive(sim: SimWorker, from: number, what: string) {
   await waitFor(() => blockCount(sim) > from, 10_000, what);
 }
 
+/** Characters of `text` the router's precise index holds for the worker (what routing reads). */
+async function held(sim: SimWorker, text: string): Promise<number> {
+  const index = router.context.index as HybridIndex;
+  const worker = [{ id: workerId(sim) }];
+  await index.prepare({ text, tokenizeInput: { prompt: text } }, worker);
+  const out = [0];
+  index.match(text, undefined, worker, out);
+  return out[0]!;
+}
+
+/**
+ * Waits until the router's precise index holds (nearly) all of `text` for the worker: its
+ * BlockStored has been applied. A block count alone cannot tell, since a worker may already hold
+ * other blocks and, with its cache full, evicts as many as it stores.
+ */
+async function holds(sim: SimWorker, text: string): Promise<void> {
+  let chars = 0;
+  await waitFor(
+    async () => {
+      chars = await held(sim, text);
+      return chars >= 0.9 * text.length;
+    },
+    10_000,
+    () => `the precise index to hold the prefix for ${sim.id} (${chars} of ${text.length})`,
+  );
+}
+
 /** Sum of a counter's values whose labels match. */
 async function counter(name: string, labels: Record<string, string>): Promise<number> {
   const metric = await router.context.metrics.registry.getSingleMetric(name)?.get();
@@ -144,9 +171,16 @@ describe("--kv-events", () => {
       route: expect.stringMatching(/^cache_hit;.*index=precise$/),
     });
     await direct(b, text);
+    await holds(b, text);
     // Flood a until its 4096-token cache has evicted the prefix.
     for (let i = 0; i < 30; i++) await direct(a, prompt(`flood ${i}`));
     expect(a.stats().kvEvictions).toBeGreaterThan(0);
+    // Until a's BlockRemoved is applied both hold it, and a tie may go either way.
+    await waitFor(
+      async () => (await held(a, text)) < (await held(b, text)),
+      10_000,
+      "the eviction on a applied",
+    );
     await waitFor(
       async () => (await routed(`${text}q2\n`)).worker === b.id,
       10_000,
@@ -180,7 +214,8 @@ describe("--kv-events", () => {
     // The restarted worker no longer holds the prefix; a worker that does gets the request.
     const other = sims[0]!;
     await direct(other, text);
-    await waitFor(() => blockCount(other) > 0, 10_000, "blocks on the other worker");
+    // Not a block count: the other worker holds blocks from the earlier tests already.
+    await holds(other, text);
     expect((await routed(`${text}after\n`)).worker).toBe(other.id);
   });
 

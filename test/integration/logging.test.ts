@@ -1,37 +1,13 @@
-import { Writable } from "node:stream";
 import { describe, expect, it } from "vitest";
-import { defaultConfig } from "../../src/config.js";
-import { createLogger } from "../../src/logger.js";
-import { startRouter } from "../../src/server.js";
 import { startSimWorker } from "../../src/sim/worker.js";
-import { postJson } from "../helpers/router.js";
-
-function capture() {
-  const lines: string[] = [];
-  const stream = new Writable({
-    write(chunk, _enc, done) {
-      lines.push(...String(chunk).split("\n").filter(Boolean));
-      done();
-    },
-  });
-  return { lines, logger: createLogger({ level: "debug", destination: stream }) };
-}
+import { captureLogs } from "../helpers/log-capture.js";
+import { postJson, startTestRouter } from "../helpers/router.js";
 
 describe("logging", () => {
   it("writes one JSON line per request with id, endpoint, worker, branch, match rate, status, timings", async () => {
     const sim = await startSimWorker({ id: "log", timeScale: 0 });
-    const { lines, logger } = capture();
-    const router = await startRouter(
-      {
-        ...defaultConfig(),
-        policy: "cache_aware",
-        host: "127.0.0.1",
-        port: 0,
-        workerUrls: [sim.url],
-        healthCheckIntervalSecs: 0,
-      },
-      { logger },
-    );
+    const { entries: logged, logger } = captureLogs();
+    const router = await startTestRouter({ policy: "cache_aware", workerUrls: [sim.url] }, logger);
     try {
       const res = await postJson(
         `${router.url}/v1/completions`,
@@ -40,9 +16,7 @@ describe("logging", () => {
       );
       await res.arrayBuffer();
       await new Promise((r) => setTimeout(r, 20));
-      const entries = lines
-        .map((l) => JSON.parse(l) as Record<string, unknown>)
-        .filter((e) => e.msg === "request");
+      const entries = logged.filter((e) => e.msg === "request");
       expect(entries).toHaveLength(1);
       expect(entries[0]).toMatchObject({
         request_id: "abc-1",
@@ -64,19 +38,15 @@ describe("logging", () => {
 
   it("never writes API keys or authorization headers", async () => {
     const sim = await startSimWorker({ id: "secret", timeScale: 0 });
-    const { lines, logger } = capture();
-    const router = await startRouter(
+    const { lines, logger } = captureLogs();
+    const router = await startTestRouter(
       {
-        ...defaultConfig(),
         policy: "cache_aware",
-        host: "127.0.0.1",
-        port: 0,
         workerUrls: [sim.url],
-        healthCheckIntervalSecs: 0,
         apiKey: "data-SECRET-1",
         adminApiKey: "admin-SECRET-2",
       },
-      { logger },
+      logger,
     );
     try {
       await postJson(

@@ -4,14 +4,13 @@
  */
 import { createServer, type IncomingHttpHeaders } from "node:http";
 import type { AddressInfo } from "node:net";
-import { Writable } from "node:stream";
 import { afterEach, describe, expect, it } from "vitest";
 import { configFromArgv } from "../../src/cli-options.js";
 import { type Config, defaultConfig } from "../../src/config.js";
-import { createLogger } from "../../src/logger.js";
 import { type RunningRouter, startRouter } from "../../src/server.js";
 import { planFromArgs } from "../../src/sim/cli.js";
 import { type SimWorker, startSimWorker } from "../../src/sim/worker.js";
+import { captureLogs } from "../helpers/log-capture.js";
 import { postJson, waitFor } from "../helpers/router.js";
 
 const KEY = "sk-worker-7f3a9c";
@@ -20,13 +19,7 @@ const KEY = "sk-worker-7f3a9c";
 async function loggedRouter(
   overrides: Partial<Config>,
 ): Promise<{ router: RunningRouter; logs: string[] }> {
-  const logs: string[] = [];
-  const destination = new Writable({
-    write(chunk: Buffer, _encoding, callback) {
-      logs.push(chunk.toString("utf8"));
-      callback();
-    },
-  });
+  const { logger, lines: logs } = captureLogs();
   const router = await startRouter(
     {
       ...defaultConfig(),
@@ -37,7 +30,7 @@ async function loggedRouter(
       evictionIntervalSecs: 0,
       ...overrides,
     },
-    { logger: createLogger({ level: "debug", destination }) },
+    { logger },
   );
   return { router, logs };
 }

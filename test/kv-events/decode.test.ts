@@ -2,7 +2,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import {
   decodeBatch,
-  decodeMessage,
+  decodeEnvelope,
   decodeSequence,
   END_OF_REPLAY,
   KvDecodeError,
@@ -113,14 +113,15 @@ describe("sequence frames", () => {
 
   it("decodes a [topic, sequence, payload] message and refuses other frame counts", () => {
     const payload = encodeBatch({ ts: 1.25, events: [{ type: "AllBlocksCleared" }] }, "array");
-    const message = decodeMessage([Buffer.from("kv"), encodeSequence(5n), payload]);
-    expect(message).toEqual({
-      topic: "kv",
-      sequence: 5n,
-      batch: { ts: 1.25, events: [{ type: "AllBlocksCleared" }], dataParallelRank: null },
+    const message = decodeEnvelope([Buffer.from("kv"), encodeSequence(5n), payload]);
+    expect(message).toEqual({ sequence: 5n, payload });
+    expect(decodeBatch(message.payload)).toEqual({
+      ts: 1.25,
+      events: [{ type: "AllBlocksCleared" }],
+      dataParallelRank: null,
     });
-    expect(() => decodeMessage([payload])).toThrow(KvDecodeError);
-    expect(() => decodeMessage([Buffer.from(""), encodeSequence(-1n), payload])).toThrow(
+    expect(() => decodeEnvelope([payload])).toThrow(KvDecodeError);
+    expect(() => decodeEnvelope([Buffer.from(""), encodeSequence(-1n), payload])).toThrow(
       KvDecodeError,
     );
   });
@@ -182,7 +183,7 @@ describe("decoder properties", () => {
     fc.assert(
       fc.property(fc.array(fc.uint8Array({ maxLength: 64 }), { maxLength: 4 }), (frames) => {
         for (const attempt of [
-          () => decodeMessage(frames),
+          () => decodeBatch(decodeEnvelope(frames).payload),
           () => decodeBatch(frames[0] ?? hex("")),
         ]) {
           try {

@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { listeningUrl, SERVE_LOCALLY } from "../helpers/cli.js";
 
 const run = promisify(execFile);
 const ROOT = new URL("../../", import.meta.url).pathname;
@@ -61,20 +62,12 @@ describe("npm package", () => {
   }, 60_000);
 
   it("npx radixgate starts from the tarball; SIGTERM to npx stops the router too (no orphan)", async () => {
-    const child = spawn(
-      "npx",
-      [...npx(["--host", "127.0.0.1", "--port", "0", "--health-check-interval-secs", "0"])],
-      { cwd: dir, stdio: ["ignore", "pipe", "pipe"] },
-    );
-    let output = "";
-    child.stdout.on("data", (d) => (output += d));
+    const child = spawn("npx", [...npx(SERVE_LOCALLY)], {
+      cwd: dir,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     const exited = new Promise<number | null>((resolve) => child.on("exit", resolve));
-    const deadline = Date.now() + 45_000;
-    while (!output.includes("radixgate listening") && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    expect(output).toContain("radixgate listening");
-    const url = /"url":"(http:\/\/[^"]+)"/.exec(output)![1]!;
+    const url = await listeningUrl(child, 45_000);
     expect((await fetch(`${url}/health`)).status).toBe(200);
     // npm dies of the signal itself, and its `sh -c` never passes it on: the router notices its
     // parent is gone and stops as on SIGTERM, so nothing is left listening.

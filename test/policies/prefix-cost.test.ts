@@ -105,32 +105,39 @@ describe("prefix_cost: prefill already queued on a worker", () => {
 });
 
 describe("prefix_cost: the engine's own queue", () => {
-  const engineQueue = (id: string, engineQueued: number, pendingPrefillRequests: number) =>
-    Object.assign(fakeWorker(id), {
-      engineQueued,
-      pendingPrefillRequests,
-      pendingPrefillChars: 0,
-    });
+  /** A fake worker whose engine reported `foreign` queued requests this router did not send. */
+  const foreignQueue = (id: string, foreign: number | undefined) =>
+    Object.assign(fakeWorker(id), { foreignQueuedAt: () => foreign, pendingPrefillChars: 0 });
 
   it("counts requests queued at the engine that this router did not send, each as long as this one", () => {
     const policy = prefixCost({ prefixCostRequestChars: 0 });
     const text = question(1);
     // Three foreign requests queued at the holder: 0.5 × 3 × length > a cold worker's length.
-    const holder = engineQueue("holder", 3, 0);
+    const holder = foreignQueue("holder", 3);
     holder.tree.insert(text);
     expect(selectWith(policy, [holder, fakeWorker("cold")], { text })!.worker.id).toBe("cold");
+    // No foreign work (or no fresh report): the holder keeps its request.
+    for (const foreign of [0, undefined]) {
+      const quiet = foreignQueue("quiet", foreign);
+      quiet.tree.insert(text);
+      expect(selectWith(policy, [quiet, fakeWorker("cold")], { text })!.worker.id).toBe("quiet");
+    }
   });
 
-  it("does not count the router's own waiting requests twice (they are in the engine's queue too)", () => {
-    const policy = prefixCost({ prefixCostRequestChars: 0 });
-    const text = question(1);
-    const holder = engineQueue("holder", 3, 3);
-    holder.tree.insert(text);
-    expect(selectWith(policy, [holder, fakeWorker("cold")], { text })!.worker.id).toBe("holder");
-    // More of its own requests than the engine reports (a report older than the last dispatch).
-    const stale = engineQueue("stale", 0, 5);
-    stale.tree.insert(text);
-    expect(selectWith(policy, [stale, fakeWorker("cold")], { text })!.worker.id).toBe("stale");
+  it("reads the clock once per decision: every candidate's report is judged at the same instant", () => {
+    const policy = prefixCost();
+    const asked: number[] = [];
+    const workers = fleet(3).map((w) =>
+      Object.assign(w, {
+        foreignQueuedAt: (now: number) => {
+          asked.push(now);
+          return 0;
+        },
+      }),
+    );
+    selectWith(policy, workers, { text: coldText(1) });
+    expect(asked).toHaveLength(3);
+    expect(new Set(asked).size).toBe(1);
   });
 });
 

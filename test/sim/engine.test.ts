@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { Engine, type SequenceHandle } from "../../src/sim/engine.js";
+import { Engine, type EngineOptions, type SequenceHandle } from "../../src/sim/engine.js";
 import { PrefixKvCache } from "../../src/sim/kv-cache.js";
 import { generatedTokenIds } from "../../src/sim/output-text.js";
 import {
@@ -25,6 +25,7 @@ function setup(
     capacityTokens?: number;
     factor?: () => number;
     timing?: TimingModel;
+    onStep?: EngineOptions["onStep"];
   } = {},
 ) {
   const clock = new ManualClock();
@@ -36,6 +37,7 @@ function setup(
       maxRunning: o.maxRunning ?? 256,
       maxBatchTokens: o.maxBatchTokens ?? 8192,
       delayFactor: o.factor ?? (() => 1),
+      ...(o.onStep === undefined ? {} : { onStep: o.onStep }),
     },
     kv,
     clock,
@@ -114,6 +116,31 @@ describe("engine: timing of prefill and decode", () => {
       maxBatchTokens: 8192,
     });
     expect(t.tokenTimes[0]).toBeCloseTo(est.ttftMs, 9);
+  });
+
+  it("tells onStep of every step: its start, duration and shape (a chunked prefill, then decode)", () => {
+    const steps: { start: number; duration: number; prefill: number; decode: number }[] = [];
+    const { clock, submit } = setup({
+      maxBatchTokens: 8192,
+      onStep: (start, duration, shape) =>
+        steps.push({
+          start,
+          duration,
+          prefill: shape.prefillTokens,
+          decode: shape.decodeSeqs,
+        }),
+    });
+    const [, t] = submit(prompt(10_000), 2);
+    clock.runAll();
+    expect(steps.map((s) => [s.prefill, s.decode])).toEqual([
+      [8192, 0],
+      [1808, 0],
+      [0, 1],
+    ]);
+    // Steps run back to back; the first token comes at the end of the last prefill step.
+    expect(steps[1]!.start).toBeCloseTo(steps[0]!.duration, 9);
+    expect(t.tokenTimes[0]).toBeCloseTo(steps[1]!.start + steps[1]!.duration, 9);
+    expect(t.finishedAt).toBeCloseTo(steps[2]!.start + steps[2]!.duration, 9);
   });
 
   it("decode steps slow down mildly as the batch grows", () => {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { DEFAULT_MAX_CHARS, RadixTree } from "../../src/tree/radix-tree.js";
+import { DEFAULT_MAX_CHARS } from "../../src/tree/char-budget.js";
+import { RadixTree } from "../../src/tree/radix-tree.js";
 import { isHigh, isLow } from "./reference-model.js";
 
 /** The edge labels, root first, read through the private root (only to check the tree's shape). */

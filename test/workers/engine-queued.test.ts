@@ -8,19 +8,53 @@ function worker(): Worker {
   });
 }
 
-describe("Worker.engineQueued (the queue prefix_cost reads)", () => {
+const LOAD = { queued: 3, running: 1, kvUsage: 0.2 };
+
+describe("Worker.foreignQueuedAt (the foreign queue prefix_cost reads)", () => {
   it("is the engine's reported queue while fresh, and undefined when unknown or stale", async () => {
     const w = worker();
     try {
-      expect(w.engineQueued).toBeUndefined();
+      expect(w.foreignQueuedAt(Date.now())).toBeUndefined();
       w.signals.staleAfterMs = 15_000;
-      const load = { queued: 3, running: 1, kvUsage: 0.2 };
-      w.signals.recordLoad(load, Date.now());
-      expect(w.engineQueued).toBe(3);
-      w.signals.recordLoad(load, Date.now() - 60_000);
-      expect(w.engineQueued).toBeUndefined();
-      w.signals.recordLoad({ ...load, queued: undefined }, Date.now());
-      expect(w.engineQueued).toBeUndefined();
+      w.signals.recordLoad(LOAD, Date.now());
+      expect(w.foreignQueuedAt(Date.now())).toBe(3);
+      w.signals.recordLoad(LOAD, Date.now() - 60_000);
+      expect(w.foreignQueuedAt(Date.now())).toBeUndefined();
+      // Judged at the instant the caller passes, not the worker's own clock.
+      const at = Date.now();
+      w.signals.recordLoad(LOAD, at);
+      expect(w.foreignQueuedAt(at + 15_000)).toBe(3);
+      expect(w.foreignQueuedAt(at + 15_001)).toBeUndefined();
+      w.signals.recordLoad({ ...LOAD, queued: undefined }, Date.now());
+      expect(w.foreignQueuedAt(Date.now())).toBeUndefined();
+    } finally {
+      await w.pool.close();
+    }
+  });
+
+  it("does not count the router's own requests twice: those pending at the report are subtracted", async () => {
+    const w = worker();
+    try {
+      w.signals.staleAfterMs = 15_000;
+      w.signals.recordLoad({ ...LOAD, routerPending: 2 }, Date.now());
+      expect(w.foreignQueuedAt(Date.now())).toBe(1);
+      w.signals.recordLoad({ ...LOAD, routerPending: 5 }, Date.now());
+      expect(w.foreignQueuedAt(Date.now())).toBe(0);
+    } finally {
+      await w.pool.close();
+    }
+  });
+
+  it("counts against the router's requests at the report, not today's (regression: stale phantom queue)", async () => {
+    const w = worker();
+    try {
+      w.signals.staleAfterMs = 15_000;
+      // The engine reported 3 waiting, all three this router's; seconds later they have all
+      // started and the router has none pending there. That is not foreign work.
+      w.pendingPrefillRequests = 3;
+      w.signals.recordLoad({ ...LOAD, routerPending: 3 }, Date.now());
+      w.pendingPrefillRequests = 0;
+      expect(w.foreignQueuedAt(Date.now())).toBe(0);
     } finally {
       await w.pool.close();
     }

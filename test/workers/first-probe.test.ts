@@ -1,10 +1,9 @@
-import { Writable } from "node:stream";
 import { afterEach, describe, expect, it } from "vitest";
 import { type Config, defaultConfig } from "../../src/config.js";
-import { createLogger } from "../../src/logger.js";
 import { type RunningRouter, startRouter } from "../../src/server.js";
 import { type SimWorker, startSimWorker } from "../../src/sim/worker.js";
 import { deadUrl, metric } from "../faults/support.js";
+import { captureLogs } from "../helpers/log-capture.js";
 import { postJson } from "../helpers/router.js";
 
 interface LogLine {
@@ -17,14 +16,7 @@ interface LogLine {
 async function startProbingRouter(
   overrides: Partial<Config>,
 ): Promise<{ router: RunningRouter; logs: LogLine[] }> {
-  const logs: LogLine[] = [];
-  const destination = new Writable({
-    write(chunk: Buffer, _encoding, callback) {
-      for (const line of chunk.toString("utf8").split("\n"))
-        if (line !== "") logs.push(JSON.parse(line));
-      callback();
-    },
-  });
+  const { logger, entries: logs } = captureLogs<LogLine>("info");
   const router = await startRouter(
     {
       ...defaultConfig(),
@@ -35,7 +27,7 @@ async function startProbingRouter(
       evictionIntervalSecs: 0,
       ...overrides,
     },
-    { logger: createLogger({ level: "info", destination }) },
+    { logger },
   );
   return { router, logs };
 }

@@ -1,0 +1,49 @@
+// The floor of any Node.js reverse proxy, for bench:overhead: node:http in front, undici's pool to
+// the worker behind, the body read whole and sent on, the answer streamed back. No routing, no
+// limits, no logging, no metrics. Whatever the router costs above this row is ours to cut; what
+// this row costs above nginx is the runtime's (one JavaScript event loop, two HTTP parsers).
+//
+// Plain JavaScript run by plain `node`, like the built router (bench/lib/built-router.ts): no
+// TypeScript loader in the measured process. Started by bench/lib/bare-node-proxy.ts:
+//   node bench/lib/bare-node-proxy.mjs <worker url> <port>
+import { createServer } from "node:http";
+import { Pool } from "undici";
+
+const HOP_BY_HOP = new Set(["connection", "keep-alive", "transfer-encoding", "host"]);
+const [upstream, port] = process.argv.slice(2);
+const pool = new Pool(upstream, { connections: 128, pipelining: 1 });
+
+function copyHeaders(from, skipLength) {
+  const out = {};
+  for (const name in from) {
+    const value = from[name];
+    if (value === undefined || HOP_BY_HOP.has(name)) continue;
+    if (skipLength && name === "content-length") continue;
+    out[name] = value;
+  }
+  return out;
+}
+
+const server = createServer((req, res) => {
+  const chunks = [];
+  req.on("data", (chunk) => chunks.push(chunk));
+  req.on("end", () => {
+    pool
+      .request({
+        method: req.method,
+        path: req.url ?? "/",
+        headers: copyHeaders(req.headers, true),
+        body: Buffer.concat(chunks),
+      })
+      .then(
+        (answer) => {
+          res.writeHead(answer.statusCode, copyHeaders(answer.headers, false));
+          answer.body.pipe(res);
+        },
+        () => res.writeHead(502).end(),
+      );
+  });
+});
+server.keepAliveTimeout = 65_000;
+server.listen(Number(port), "127.0.0.1");
+process.on("SIGTERM", () => process.exit(0));

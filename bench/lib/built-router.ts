@@ -1,0 +1,82 @@
+/**
+ * The router as production runs it, for bench:overhead: `node dist/cli.js` (tsc's output, no
+ * TypeScript loader in the process), built first when dist/ is missing or older than src/. Its
+ * log goes to /dev/null; it is ready when /readiness answers.
+ */
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { existsSync, readdirSync, statSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { freePort } from "../../src/net/free-port.js";
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
+const CLI = join(ROOT, "dist", "cli.js");
+
+export interface BuiltRouter {
+  readonly url: string;
+  readonly pid: number;
+  /** SIGTERM and wait: a --cpu-prof profile is written as the process exits. */
+  stop(): Promise<void>;
+}
+
+function newestMtime(dir: string): number {
+  let newest = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    newest = Math.max(newest, entry.isDirectory() ? newestMtime(path) : statSync(path).mtimeMs);
+  }
+  return newest;
+}
+
+/** Runs `npm run build` unless dist/cli.js is newer than every file under src/. */
+export function ensureBuilt(): void {
+  if (existsSync(CLI) && statSync(CLI).mtimeMs >= newestMtime(join(ROOT, "src"))) return;
+  console.log("building dist/ (npm run build) ...");
+  execFileSync("npm", ["run", "build", "--silent"], { cwd: ROOT, stdio: "inherit" });
+}
+
+export async function startBuiltRouter(
+  /** CLI flags besides --host and --port, e.g. ["--worker-urls", url]. */
+  args: readonly string[],
+  /** Node flags, e.g. --cpu-prof. */
+  nodeArgs: readonly string[] = [],
+  /** Another build's dist/cli.js (bench:overhead-ab's base); default this checkout's, built if stale. */
+  cli?: string,
+): Promise<BuiltRouter> {
+  if (cli === undefined) ensureBuilt();
+  const port = await freePort();
+  const child: ChildProcess = spawn(
+    process.execPath,
+    [...nodeArgs, cli ?? CLI, "--host", "127.0.0.1", "--port", String(port), ...args],
+    { cwd: ROOT, stdio: ["ignore", "ignore", "inherit"] },
+  );
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`the router exited (code ${child.exitCode})`);
+    const ready = await fetch(`${url}/readiness`).then(
+      (res) => res.ok,
+      () => false,
+    );
+    if (ready) break;
+    if (Date.now() > deadline) {
+      child.kill("SIGKILL");
+      throw new Error("the router did not become ready within 20 s");
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return {
+    url,
+    pid: child.pid ?? -1,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null || child.signalCode !== null) return resolve();
+        const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
+        child.once("exit", () => {
+          clearTimeout(timer);
+          resolve();
+        });
+        child.kill("SIGTERM");
+      }),
+  };
+}

@@ -1,0 +1,349 @@
+/**
+ * A deterministic replay of one bench:routing workload in model time, for finding where TTFT goes:
+ * the simulator's engines and KV caches (src/sim/engine.ts, kv-cache.ts) on a virtual clock, the
+ * router's own decision path (RoutingDecider over the approximate index, the real policy), its
+ * per-worker bookkeeping (in-flight, pending uncached prefill until the first token) and the
+ * closed-loop client of bench:routing (lanes, a chat's turn after the previous reply). No HTTP,
+ * no CPU contention: the same inputs give the same figures, so two policies (or a policy and the
+ * tenant-sticky oracle) can be compared request by request.
+ *
+ * Each request's TTFT (arrival at the engine → first token, model ms) is split into:
+ * - wait: arrival → admission (the step in progress ends; FIFO behind KV room);
+ * - own: its own uncached prefill at the prefill throughput;
+ * - others: prefill of other requests computed in the same steps as its own;
+ * - rest: the remainder of those steps (decode tokens of the batch, the memory-bound floor).
+ * and compared with `alone`, its TTFT on an idle engine with the same cached tokens.
+ */
+import { ApproximateIndex } from "../../src/index/approximate-index.js";
+import { RoutingDecider } from "../../src/policies/decider.js";
+import type { Policy, PolicyWorker } from "../../src/policies/policy.js";
+import { routingText } from "../../src/proxy/routing-text.js";
+import { engineHeldChars } from "../../src/proxy/usage-feedback.js";
+import type { Clock } from "../../src/sim/clock.js";
+import { Engine } from "../../src/sim/engine.js";
+import { PrefixKvCache } from "../../src/sim/kv-cache.js";
+import { renderChat } from "../../src/sim/template.js";
+import { DEFAULT_TIMING, estimateLatency, type StepShape } from "../../src/sim/timing.js";
+import { tokenize } from "../../src/sim/tokenizer.js";
+import { openAiBody, type RequestSpec } from "../../src/sim/workloads.js";
+import { CharsPerToken } from "../../src/workers/chars-per-token.js";
+import { learnedTreeBudget } from "../../src/workers/tree-budget.js";
+import type { PreparedWorkload } from "./routing-workloads.js";
+
+/** The simulator's defaults (src/sim/options.ts). */
+const MAX_RUNNING = 256;
+const MAX_BATCH_TOKENS = 8192;
+const BLOCK_SIZE = 16;
+
+/** A clock that only moves when the replay's loop fires the next timer. */
+class VirtualClock implements Clock {
+  time = 0;
+  private nextId = 1;
+  private readonly timers = new Map<number, { at: number; callback: () => void }>();
+
+  now(): number {
+    return this.time;
+  }
+
+  setTimer(callback: () => void, delayMs: number): unknown {
+    const id = this.nextId++;
+    this.timers.set(id, { at: this.time + Math.max(0, delayMs), callback });
+    return id;
+  }
+
+  clearTimer(handle: unknown): void {
+    this.timers.delete(handle as number);
+  }
+
+  /** Fires the earliest timer; false when none is left. */
+  fireNext(): boolean {
+    let best: [number, { at: number; callback: () => void }] | undefined;
+    for (const entry of this.timers)
+      if (best === undefined || entry[1].at < best[1].at) best = entry;
+    if (best === undefined) return false;
+    this.timers.delete(best[0]);
+    this.time = best[1].at;
+    best[1].callback();
+    return true;
+  }
+}
+
+interface Step {
+  start: number;
+  end: number;
+  prefillTokens: number;
+}
+
+/** One replayed request, model ms. */
+export interface ReplayedRequest {
+  spec: RequestSpec;
+  worker: number;
+  promptTokens: number;
+  cachedTokens: number;
+  arrival: number;
+  admitted: number;
+  firstToken: number;
+  ttft: number;
+  wait: number;
+  own: number;
+  others: number;
+  rest: number;
+  alone: number;
+  /** Characters of the routing text the index said the chosen worker held (0 when pinned). */
+  matchedChars: number;
+}
+
+export interface ReplayResult {
+  requests: ReplayedRequest[];
+  perWorker: number[];
+  hitRate: number;
+}
+
+/** Who decides: a router policy (through the decider and the index), or a fixed assignment. */
+export type Chooser =
+  | { kind: "policy"; policy: Policy }
+  | { kind: "pinned"; workerOf: (spec: RequestSpec, workers: number) => number };
+
+interface ReplayWorker extends PolicyWorker {
+  inFlight: number;
+  sampledQueue: number | undefined;
+  sampledPending: number;
+  sampledAt: number;
+  pendingPrefillChars: number;
+  pendingPrefillRequests: number;
+  readonly index: number;
+  readonly engine: Engine;
+  readonly steps: Step[];
+  readonly cpt: CharsPerToken;
+}
+
+export async function replay(
+  w: PreparedWorkload,
+  o: {
+    workers: number;
+    concurrency: number;
+    chooser: Chooser;
+    /** Requests (by spec id) sent to a given worker whatever the chooser says (what-if analysis). */
+    force?: ReadonlyMap<string, number>;
+    /**
+     * The router's engine poll (--engine-poll-interval-secs), in model ms: every worker's waiting
+     * queue is sampled when the run starts and then every `enginePollMs`, and policies read the
+     * last sample (engineQueuedAt) until it is 3 intervals old, as src/workers/introspection.ts
+     * does. Off by default.
+     */
+    enginePollMs?: number;
+    /** Model ms into the first interval at which the run starts (the poll timer's phase). */
+    enginePollPhaseMs?: number;
+    /**
+     * Count the foreign queue against the router's pending requests now instead of at the read
+     * (how prefix_cost did it before 2026-11-23), to measure what that cost.
+     */
+    foreignAgainstNow?: boolean;
+  },
+): Promise<ReplayResult> {
+  const clock = new VirtualClock();
+  const timing = DEFAULT_TIMING;
+  const workers: ReplayWorker[] = [];
+  for (let i = 0; i < o.workers; i++) {
+    const steps: Step[] = [];
+    const kv = new PrefixKvCache({ capacityTokens: w.kvCapacityTokens, blockSize: BLOCK_SIZE });
+    const engine = new Engine(
+      {
+        timing,
+        maxRunning: MAX_RUNNING,
+        maxBatchTokens: MAX_BATCH_TOKENS,
+        delayFactor: () => 1,
+        onStep: (start: number, duration: number, shape: Readonly<StepShape>) =>
+          steps.push({ start, end: start + duration, prefillTokens: shape.prefillTokens }),
+      },
+      kv,
+      clock,
+    );
+    workers.push({
+      id: `w${i}`,
+      index: i,
+      inFlight: 0,
+      pendingPrefillChars: 0,
+      pendingPrefillRequests: 0,
+      engine,
+      steps,
+      cpt: new CharsPerToken(),
+      sampledQueue: undefined,
+      sampledPending: 0,
+      sampledAt: 0,
+    });
+  }
+  const pollMs = o.enginePollMs;
+  if (pollMs !== undefined && pollMs > 0) {
+    const sample = () => {
+      for (const worker of workers) {
+        worker.sampledQueue = worker.engine.waiting;
+        worker.sampledPending = worker.pendingPrefillRequests;
+        worker.sampledAt = clock.now();
+      }
+    };
+    sample();
+    const tick = () => {
+      sample();
+      clock.setTimer(tick, pollMs);
+    };
+    clock.setTimer(tick, pollMs - (o.enginePollPhaseMs ?? 0));
+    for (const worker of workers) {
+      const fresh = () => clock.now() - worker.sampledAt <= 3 * pollMs;
+      worker.foreignQueuedAt = () => {
+        if (!fresh() || worker.sampledQueue === undefined) return undefined;
+        // The router's count at the read (Worker.foreignQueuedAt), or, for comparison, today's.
+        const own = o.foreignAgainstNow ? worker.pendingPrefillRequests : worker.sampledPending;
+        return Math.max(0, worker.sampledQueue - own);
+      };
+    }
+  }
+  const capacity = Math.floor(w.kvCapacityTokens / BLOCK_SIZE) * BLOCK_SIZE;
+  const index = new ApproximateIndex();
+  for (const worker of workers) {
+    index.addWorker(worker.id);
+    index.setBudget(worker.id, learnedTreeBudget(capacity, worker.cpt.value, 1));
+  }
+  const decider =
+    o.chooser.kind === "policy" ? new RoutingDecider(o.chooser.policy, index) : undefined;
+
+  const done = new Map<string, () => void>();
+  const finished = new Map<string, Promise<void>>();
+  for (const spec of w.specs) {
+    finished.set(spec.id, new Promise<void>((resolve) => done.set(spec.id, resolve)));
+  }
+  const byTurn = new Map<string, string>();
+  for (const spec of w.specs) {
+    if (spec.conversation !== undefined) byTurn.set(`${spec.conversation}/${spec.turn}`, spec.id);
+  }
+  const results: ReplayedRequest[] = [];
+
+  const send = (spec: RequestSpec): Promise<void> =>
+    new Promise<void>((resolve) => {
+      const body = openAiBody(spec) as Record<string, unknown>;
+      const text = routingText(spec.kind === "chat" ? "chat" : "completions", body);
+      const prompt = spec.kind === "chat" ? renderChat(spec.messages ?? []) : (spec.prompt ?? "");
+      const tokens = tokenize(prompt);
+      const chooser = o.chooser;
+      let worker: ReplayWorker;
+      let held = 0;
+      let decision: ReturnType<RoutingDecider["decide"]> | undefined;
+      if (chooser.kind === "pinned") {
+        worker = workers[chooser.workerOf(spec, o.workers)]!;
+      } else {
+        const forced = o.force?.get(spec.id);
+        const candidates = forced === undefined ? workers : [workers[forced]!];
+        decision = decider!.decide(candidates, { text });
+        worker = decision!.worker as ReplayWorker;
+        held = decision!.heldBefore;
+      }
+      const othersPrefilling = worker.pendingPrefillRequests > 0;
+      const uncachedChars = Math.max(0, text.length - held);
+      worker.inFlight++;
+      worker.pendingPrefillChars += uncachedChars;
+      worker.pendingPrefillRequests++;
+      const arrival = clock.now();
+      let admitted = arrival;
+      let cached = 0;
+      let firstToken = Number.NaN;
+      worker.engine.submit({
+        promptTokens: tokens,
+        maxTokens: spec.maxTokens,
+        sink: {
+          onAdmit: (c) => {
+            admitted = clock.now();
+            cached = c;
+          },
+          onToken: (i) => {
+            if (i !== 0) return;
+            firstToken = clock.now();
+            worker.pendingPrefillChars -= uncachedChars;
+            worker.pendingPrefillRequests--;
+          },
+          onFinish: () => {
+            worker.inFlight--;
+            const uncached = tokens.length - cached;
+            const own = (uncached * 1000) / timing.prefillTokensPerSec;
+            let stepsPrefill = 0;
+            for (const step of worker.steps) {
+              if (step.start >= admitted - 1e-9 && step.end <= firstToken + 1e-9)
+                stepsPrefill += step.prefillTokens;
+            }
+            const others =
+              (Math.max(0, stepsPrefill - uncached) * 1000) / timing.prefillTokensPerSec;
+            const ttft = firstToken - arrival;
+            const wait = admitted - arrival;
+            results.push({
+              spec,
+              worker: worker.index,
+              promptTokens: tokens.length,
+              cachedTokens: cached,
+              arrival,
+              admitted,
+              firstToken,
+              ttft,
+              wait,
+              own,
+              others,
+              rest: Math.max(0, ttft - wait - own - others),
+              alone: estimateLatency(timing, {
+                promptTokens: tokens.length,
+                cachedTokens: cached,
+                outputTokens: 1,
+                maxBatchTokens: MAX_BATCH_TOKENS,
+              }).ttftMs,
+              matchedChars: held,
+            });
+            // The router's usage feedback (proxy/usage-feedback.ts): learn characters per token,
+            // trim the index when the engine held clearly less than it claimed.
+            if (decider !== undefined && decision !== undefined) {
+              worker.cpt.observe(text.length, tokens.length);
+              index.setBudget(worker.id, learnedTreeBudget(capacity, worker.cpt.value, 1));
+              if (!othersPrefilling) {
+                const engineHeld = engineHeldChars(
+                  held,
+                  cached,
+                  tokens.length,
+                  text.length,
+                  worker.cpt.value,
+                );
+                if (engineHeld !== undefined) decider.reported(decision, { text }, engineHeld);
+              }
+            }
+            resolve();
+          },
+        },
+      });
+    });
+
+  let next = 0;
+  const lane = async () => {
+    while (next < w.specs.length) {
+      const spec = w.specs[next++]!;
+      const previous =
+        spec.turn !== undefined ? byTurn.get(`${spec.conversation}/${spec.turn - 1}`) : undefined;
+      if (previous !== undefined) await finished.get(previous);
+      await send(spec);
+      done.get(spec.id)?.();
+    }
+  };
+  const lanes = Promise.all(Array.from({ length: Math.min(o.concurrency, w.specs.length) }, lane));
+  let settled = false;
+  void lanes.then(() => {
+    settled = true;
+  });
+  for (;;) {
+    // Let every promise continuation run before time moves on.
+    await new Promise((resolve) => setImmediate(resolve));
+    if (settled) break;
+    if (!clock.fireNext()) {
+      await new Promise((resolve) => setImmediate(resolve));
+      if (settled) break;
+      throw new Error("replay stalled: no timer left and requests outstanding");
+    }
+  }
+  const perWorker = workers.map((x) => results.filter((r) => r.worker === x.index).length);
+  const prompt = results.reduce((s, r) => s + r.promptTokens, 0);
+  const cachedTotal = results.reduce((s, r) => s + r.cachedTokens, 0);
+  return { requests: results, perWorker, hitRate: prompt === 0 ? 0 : cachedTotal / prompt };
+}

@@ -1,0 +1,258 @@
+/**
+ * Before and after: the router's CPU time per request for two builds side by side, in
+ * interleaved rounds (base, current, current, base, ...) against the same zero-delay simulated
+ * worker, so a machine whose load drifts affects both alike. The base is any git ref, built into
+ * a temporary directory (without --base, this checkout's build runs on both sides, e.g. to price a
+ * flag with --current-args); the current build is this checkout's dist/ (built when stale). CPU time
+ * comes from /proc (bench/lib/process-cpu.ts), as in bench:overhead.
+ *
+ *   npm run bench:overhead-ab -- --base 511f1a5
+ *   npm run bench:overhead-ab -- --base main --modes stream --concurrency 1,16 --rounds 12
+ *   npm run bench:overhead-ab -- --current-args="--log-level warn"   one build, two sets of flags
+ *
+ * Prints the median CPU µs per request and requests per second of each build per cell (the first
+ * round of each is JIT warm-up and left out) and writes bench/results/overhead-ab.json.
+ */
+import { execFileSync, execSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { mulberry32 } from "../src/sim/prng.js";
+import { randomText } from "../src/sim/workloads.js";
+import { type BuiltRouter, ensureBuilt, startBuiltRouter } from "./lib/built-router.js";
+import { commandLine, runIfEntryPoint } from "./lib/entry.js";
+import { childFleetHost } from "./lib/fleet.js";
+import { fmt } from "./lib/latency.js";
+import { type LoadJob, loadAgent, runLoad } from "./lib/load.js";
+import { processCpuMicros } from "./lib/process-cpu.js";
+import { printTable } from "./lib/stats.js";
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
+const RESULTS = join(ROOT, "bench", "results", "overhead-ab.json");
+
+/** Builds `ref` into a temporary directory (its own sources, this checkout's node_modules). */
+function buildRef(ref: string): { cli: string; dir: string } {
+  const dir = mkdtempSync(join(tmpdir(), "radixgate-ab-"));
+  execSync(`git archive ${JSON.stringify(ref)} | tar -x -C ${JSON.stringify(dir)}`, { cwd: ROOT });
+  symlinkSync(join(ROOT, "node_modules"), join(dir, "node_modules"));
+  console.log(`building ${ref} in ${dir} ...`);
+  execFileSync(
+    process.execPath,
+    [join(ROOT, "node_modules", "typescript", "bin", "tsc"), "-p", "tsconfig.build.json"],
+    {
+      cwd: dir,
+      stdio: "inherit",
+    },
+  );
+  return { cli: join(dir, "dist", "cli.js"), dir };
+}
+
+function jobs(origin: string, texts: readonly string[], stream: boolean, n: number): LoadJob[] {
+  return Array.from({ length: n }, (_, i) => ({
+    key: String(i),
+    request: {
+      origin,
+      path: "/v1/chat/completions",
+      body: JSON.stringify({
+        messages: [{ role: "user", content: texts[i % texts.length] }],
+        max_tokens: 16,
+        ...(stream ? { stream: true } : {}),
+      }),
+      stream,
+    },
+  }));
+}
+
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+interface Round {
+  cpuMicrosPerRequest: number;
+  requestsPerSec: number;
+}
+
+async function round(
+  router: BuiltRouter,
+  texts: readonly string[],
+  stream: boolean,
+  concurrency: number,
+  requests: number,
+): Promise<Round> {
+  const dispatcher = loadAgent(concurrency);
+  try {
+    await runLoad(jobs(router.url, texts, stream, Math.ceil(requests / 5)), {
+      dispatcher,
+      concurrency,
+    });
+    const before = processCpuMicros(router.pid);
+    const run = await runLoad(jobs(router.url, texts, stream, requests), {
+      dispatcher,
+      concurrency,
+    });
+    const after = processCpuMicros(router.pid);
+    if (before === undefined || after === undefined) throw new Error("no /proc CPU time");
+    const ok = run.outcomes.filter((o) => o.ok).length;
+    if (ok < requests) throw new Error(`${requests - ok} requests failed`);
+    return {
+      cpuMicrosPerRequest: (after - before) / requests,
+      requestsPerSec: (ok * 1000) / run.wallMs,
+    };
+  } finally {
+    await dispatcher.close();
+  }
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      base: { type: "string" },
+      modes: { type: "string", default: "json,stream" },
+      concurrency: { type: "string", default: "16" },
+      prompt: { type: "string", default: "1024" },
+      rounds: { type: "string", default: "10" },
+      requests: { type: "string", default: "3000" },
+      "base-args": { type: "string", default: "" },
+      "current-args": { type: "string", default: "" },
+    },
+  });
+  const flags = (value: string) => value.split(" ").filter((arg) => arg !== "");
+  const rounds = Number(values.rounds);
+  const requests = Number(values.requests);
+  const promptChars = Number(values.prompt);
+  const concurrencies = values.concurrency.split(",").map(Number);
+  const streams = values.modes.split(",").map((m) => m === "stream");
+  if (
+    !Number.isInteger(rounds) ||
+    rounds < 2 ||
+    !Number.isInteger(requests) ||
+    requests < 100 ||
+    !Number.isInteger(promptChars) ||
+    promptChars < 1 ||
+    concurrencies.some((c) => !Number.isInteger(c) || c < 1)
+  ) {
+    console.error(
+      "bench:overhead-ab: --rounds >= 2, --requests >= 100, --prompt and --concurrency positive integers",
+    );
+    process.exit(2);
+  }
+  const base = values.base === undefined ? undefined : buildRef(values.base);
+  ensureBuilt();
+  const head = execSync("git rev-parse --short HEAD", { cwd: ROOT }).toString().trim();
+  const dirty = execSync("git status --porcelain -- src", { cwd: ROOT }).toString() !== "";
+  const current = `${head}${dirty ? "+changes" : ""}`;
+  const host = await childFleetHost();
+  const fleet = await host.startFleet({
+    count: 1,
+    worker: { timeScale: 0, kvCapacityTokens: 2_000_000 },
+  });
+  const workerUrl = fleet.workers[0]!.url;
+  const routers = {
+    base: await startBuiltRouter(
+      ["--worker-urls", workerUrl, ...flags(values["base-args"])],
+      [],
+      base?.cli,
+    ),
+    current: await startBuiltRouter(["--worker-urls", workerUrl, ...flags(values["current-args"])]),
+  };
+  const rng = mulberry32(promptChars);
+  const texts = Array.from({ length: 64 }, (_, i) =>
+    `#${i} ${randomText(rng, Math.ceil(promptChars / 4))}`.slice(0, promptChars),
+  );
+  const cells: Array<{
+    stream: boolean;
+    concurrency: number;
+    base: Round[];
+    current: Round[];
+  }> = [];
+  try {
+    for (const stream of streams) {
+      for (const concurrency of concurrencies) {
+        const cell = { stream, concurrency, base: [] as Round[], current: [] as Round[] };
+        for (let r = 0; r < rounds; r++) {
+          // Alternate who goes first, so a drift in the machine's load favours neither.
+          const order =
+            r % 2 === 0 ? (["base", "current"] as const) : (["current", "base"] as const);
+          for (const name of order) {
+            cell[name].push(await round(routers[name], texts, stream, concurrency, requests));
+          }
+          process.stdout.write(
+            `\r${stream ? "stream" : "json"} c=${concurrency}: round ${r + 1}/${rounds}`,
+          );
+        }
+        process.stdout.write("\n");
+        cells.push(cell);
+      }
+    }
+  } finally {
+    await routers.base.stop();
+    await routers.current.stop();
+    await host.close();
+    if (base !== undefined) rmSync(base.dir, { recursive: true, force: true });
+  }
+  // The first round of each build warms the JIT: left out of the medians.
+  const summary = cells.map((c) => {
+    const of = (rs: Round[], key: keyof Round) => median(rs.slice(1).map((r) => r[key]));
+    return {
+      mode: c.stream ? "stream" : "json",
+      concurrency: c.concurrency,
+      baseCpu: of(c.base, "cpuMicrosPerRequest"),
+      currentCpu: of(c.current, "cpuMicrosPerRequest"),
+      baseRps: of(c.base, "requestsPerSec"),
+      currentRps: of(c.current, "requestsPerSec"),
+    };
+  });
+  console.log(
+    `\nbase ${values.base ?? current} ${values["base-args"]}, current ${current} ${values["current-args"]}; ${promptChars}-character prompts, ${requests} requests a round, ${rounds} rounds (medians without the first)`,
+  );
+  printTable(
+    [
+      "mode",
+      "conc",
+      "base cpu µs/req",
+      "current cpu µs/req",
+      "change",
+      "base req/s",
+      "current req/s",
+    ],
+    summary.map((s) => [
+      s.mode,
+      s.concurrency,
+      fmt(s.baseCpu, 0),
+      fmt(s.currentCpu, 0),
+      `${fmt((100 * (s.currentCpu - s.baseCpu)) / s.baseCpu, 0)}%`,
+      fmt(s.baseRps, 0),
+      fmt(s.currentRps, 0),
+    ]),
+  );
+  mkdirSync(dirname(RESULTS), { recursive: true });
+  writeFileSync(
+    RESULTS,
+    `${JSON.stringify(
+      {
+        benchmark: "overhead-ab",
+        date: new Date().toISOString(),
+        node: process.version,
+        command: commandLine("bench:overhead-ab"),
+        base: values.base ?? current,
+        baseArgs: values["base-args"],
+        current,
+        currentArgs: values["current-args"],
+        promptChars,
+        requests,
+        rounds,
+        cells,
+        summary,
+      },
+      null,
+      2,
+    )}\n`,
+  );
+  console.log(`\nresults: ${RESULTS}`);
+}
+
+runIfEntryPoint(import.meta.url, main);
