@@ -9,6 +9,10 @@
  * 2. Extra time per routing decision: one decision's index work (match every worker, insert into
  *    one) through the hybrid index with cached tokens, against the approximate trees alone, for
  *    4k-character prompts at 4, 16 and 64 workers.
+ * 3. Tokenizing per request: a prompt of a 4k-character system part and a 512-character question
+ *    tokenized in the router (--tokenizer-path; first request of its system part, and a next one
+ *    that reuses the cached part), against a call to a simulated worker's /tokenize over HTTP.
+ *    The tokenizer.json is BENCH_TOKENIZER when set (e.g. a real model's), else the tiny test one.
  *
  * Prints tables and writes bench/results/kv-events.json. Seeded. BENCH_QUICK=1 for a smoke run.
  */
@@ -16,14 +20,19 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { Pool } from "undici";
 import { ApproximateIndex } from "../src/index/approximate-index.js";
 import { HybridIndex, type TokenSource } from "../src/index/hybrid-index.js";
 import { PreciseIndex } from "../src/index/precise-index.js";
 import type { PrefixIndex } from "../src/index/prefix-index.js";
 import { decodeBatch } from "../src/kv-events/decode.js";
 import { encodeBatch, type KvEncoding, type WireEvent } from "../src/kv-events/encode.js";
+import { loadLocalTokenizer } from "../src/kv-events/local-tokenizer.js";
+import { TokenizerClient } from "../src/kv-events/tokenizer-client.js";
 import { mulberry32 } from "../src/sim/prng.js";
+import { writeTinyTokenizer } from "../src/sim/tiny-tokenizer.js";
 import { tokenize } from "../src/sim/tokenizer.js";
+import { startSimWorker } from "../src/sim/worker.js";
 
 const QUICK = process.env.BENCH_QUICK === "1";
 const BLOCK = 16;
@@ -188,10 +197,70 @@ console.table(
   })),
 );
 
+const TOKENIZE_REQUESTS = QUICK ? 50 : 500;
+const WORDS = "the other line inn later alpha river summit token prefix cache".split(" ");
+const words = (chars: number) => {
+  let out = "";
+  while (out.length < chars) out += `${WORDS[Math.floor(rand() * WORDS.length)]} `;
+  return out.slice(0, chars);
+};
+
+/** µs per request of each way to get a prompt's tokens. */
+async function tokenizeCost() {
+  const path = process.env.BENCH_TOKENIZER ?? writeTinyTokenizer();
+  const local = loadLocalTokenizer(path);
+  const options = { requestTimeoutMs: 5000, maxCachedTokens: 4_000_000, maxTokens: 1 << 20 };
+  const systems = Array.from({ length: TOKENIZE_REQUESTS }, () => words(4096));
+  const questions = Array.from({ length: TOKENIZE_REQUESTS }, () => words(512));
+  const prompt = (i: number, q: number) => `${systems[i]}\n${questions[q]}`;
+  const time = (fn: (i: number) => void) => {
+    const start = performance.now();
+    for (let i = 0; i < TOKENIZE_REQUESTS; i++) fn(i);
+    return ((performance.now() - start) * 1000) / TOKENIZE_REQUESTS;
+  };
+  const client = new TokenizerClient({ ...options, local });
+  // First request of each system part: everything is encoded (the head is cached on its way).
+  const coldUs = time((i) => client.local(undefined, { prompt: prompt(i, 0) }));
+  // Another question after each system part: only the question is encoded.
+  const warmUs = time((i) => client.local(undefined, { prompt: prompt(i, 1) }));
+  const sim = await startSimWorker({ timeScale: 0, tokenizerPath: path });
+  const pool = new Pool(sim.url, { connections: 1 });
+  const target = { pool, basePath: "", authorization: undefined };
+  const remote = new TokenizerClient(options);
+  const start = performance.now();
+  for (let i = 0; i < TOKENIZE_REQUESTS; i++) {
+    await remote.tokenize(target, undefined, { prompt: prompt(i, 0) });
+  }
+  const httpUs = ((performance.now() - start) * 1000) / TOKENIZE_REQUESTS;
+  await pool.close();
+  await sim.close();
+  const tokens = local.encode(prompt(0, 0), true).length;
+  return {
+    tokenizer: process.env.BENCH_TOKENIZER ?? "tiny test tokenizer",
+    promptChars: prompt(0, 0).length,
+    tokens,
+    coldUs,
+    warmUs,
+    httpUs,
+  };
+}
+
+const tokenizing = await tokenizeCost();
+console.log(
+  `\nTokenizing one ${tokenizing.promptChars}-character prompt (${tokenizing.tokens} tokens, ${tokenizing.tokenizer}), µs per request`,
+);
+console.table([
+  {
+    "local, new system part": tokenizing.coldUs.toFixed(0),
+    "local, system part cached": tokenizing.warmUs.toFixed(0),
+    "worker /tokenize over HTTP": tokenizing.httpUs.toFixed(0),
+  },
+]);
+
 const out = join(dirname(fileURLToPath(import.meta.url)), "results", "kv-events.json");
 mkdirSync(dirname(out), { recursive: true });
 writeFileSync(
   out,
-  `${JSON.stringify({ date: new Date().toISOString(), cpus: os.cpus().length, quick: QUICK, ingest, decisions }, null, 2)}\n`,
+  `${JSON.stringify({ date: new Date().toISOString(), cpus: os.cpus().length, quick: QUICK, ingest, decisions, tokenizing }, null, 2)}\n`,
 );
 console.log(`\nwrote ${out}`);

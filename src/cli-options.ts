@@ -72,7 +72,11 @@ export function parseArgv(argv: readonly string[]): ParsedArgv {
       (name) => `${name} is not a radixgate setting and is ignored (radixgate --help lists them)`,
     ),
   ];
-  return { config: parseConfig(raw), warnings };
+  const config = parseConfig(raw);
+  if (config.tokenizerPath !== "" && !config.kvEvents) {
+    warnings.push("--tokenizer-path is used only with --kv-events (the precise index); ignored");
+  }
+  return { config, warnings };
 }
 
 /** Parses argv (and the environment) into a Config; throws ConfigError or CommanderError. */

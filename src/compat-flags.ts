@@ -129,7 +129,6 @@ export const COMPAT_FLAGS: readonly CompatFlag[] = [
     arity: "one",
     note: "Ignored: routing works on characters, no tokenizer.",
   },
-  { flag: "--tokenizer-path", arity: "one", note: "Ignored: no tokenizer." },
   { flag: "--chat-template", arity: "one", note: "Ignored: no tokenizer or template." },
   { flag: "--tokenizer-cache-enable-l0", arity: "none", note: "Ignored: no tokenizer." },
   { flag: "--tokenizer-cache-l0-max-entries", arity: "one", note: "Ignored: no tokenizer." },
@@ -293,6 +292,10 @@ export const SHARED_FLAGS: readonly { flag: string; note: string }[] = [
   { flag: "--max-concurrent-requests", note: "Same; 0 or -1 = no limit (the default)." },
   { flag: "--queue-size", note: "Same meaning." },
   { flag: "--queue-timeout-secs", note: "Same meaning." },
+  {
+    flag: "--tokenizer-path",
+    note: "Similar: a local tokenizer.json (or its directory) that tokenizes prompt strings in the router for the precise index; used only with --kv-events (ignored with a warning otherwise); a Hub model id is not fetched.",
+  },
 ];
 
 /** The compatibility table of docs/configuration.md: SGLang flag, ours, meaning, notes. */

@@ -836,7 +836,7 @@ export const SETTINGS = [
     flag: "--tokenizer-path",
     arg: "<tokenizer.json>",
     description:
-      "With --kv-events: the model's Hugging Face tokenizer.json; prompt strings (completions, /generate) are tokenized in the router instead of by the worker's /tokenize; chat messages still use /tokenize (chat template). Empty = none.",
+      "With --kv-events: the model's Hugging Face tokenizer.json (or the directory holding it); prompt strings (completions, /generate) are tokenized in the router instead of by the worker's /tokenize; chat messages still use /tokenize (chat template). Empty = none.",
     default: "",
     parse: text,
   }),
@@ -927,12 +927,6 @@ export function validateConfig(config: Config): Config {
     throw new ConfigError(
       "--max-body-buffer-bytes",
       `must be 0 (no budget) or >= --max-payload-size (${config.maxPayloadSize}), got ${config.maxBodyBufferBytes}`,
-    );
-  }
-  if (config.tokenizerPath !== "" && !config.kvEvents) {
-    throw new ConfigError(
-      "--tokenizer-path",
-      "needs --kv-events (it tokenizes for the precise index)",
     );
   }
   if (new Set(config.workerUrls).size !== config.workerUrls.length) {

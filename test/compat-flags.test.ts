@@ -22,6 +22,14 @@ function parse(argv: string[]) {
 }
 
 describe("SGLang router flag compatibility", () => {
+  it("SGLang's --tokenizer-path is ours: used with --kv-events, a warning without", () => {
+    const off = parse(["--tokenizer-path", "/models/llama"]);
+    expect(off.config.tokenizerPath).toBe("/models/llama");
+    expect(off.warnings.join("\n")).toMatch(/--tokenizer-path is used only with --kv-events/);
+    const on = parse(["--kv-events", "--tokenizer-path", "/models/llama"]);
+    expect(on.warnings.join("\n")).not.toMatch(/tokenizer-path/);
+  });
+
   it("every flag the issue named is accepted (never exit 2 for these)", () => {
     const { config, warnings } = parse([
       "--worker-urls",

@@ -10,7 +10,7 @@
  * /tokenize add them by default (`add_special_tokens: true`, vllm/entrypoints/openai/protocol.py
  * TokenizeCompletionRequest), e.g. the BOS token a Llama tokenizer's post-processor puts first.
  */
-import { readFileSync } from "node:fs";
+import { readFileSync, statSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { Tokenizer } from "@huggingface/tokenizers";
 import { ConfigError } from "../config.js";
@@ -25,7 +25,9 @@ export interface LocalTokenizer {
  * clean-up and lower-casing options). Throws a ConfigError naming the flag when the file cannot
  * be read or is not a tokenizer the library can run.
  */
-export function loadLocalTokenizer(path: string, flag = "--tokenizer-path"): LocalTokenizer {
+export function loadLocalTokenizer(given: string, flag = "--tokenizer-path"): LocalTokenizer {
+  // A model directory (as SGLang's router takes it) holds its tokenizer.json.
+  const path = isDirectory(given) ? join(given, "tokenizer.json") : given;
   const json = readJson(path, flag);
   if (json === undefined) throw new ConfigError(flag, `cannot read ${path}`);
   const config = readJson(join(dirname(path), "tokenizer_config.json"), flag) ?? {};
@@ -44,6 +46,14 @@ export function loadLocalTokenizer(path: string, flag = "--tokenizer-path"): Loc
     encode: (text, addSpecialTokens) =>
       tokenizer.encode(text, { add_special_tokens: addSpecialTokens }).ids,
   };
+}
+
+function isDirectory(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
+  }
 }
 
 /** The parsed JSON object in the file; undefined when there is no such file. */

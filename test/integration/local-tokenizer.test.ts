@@ -7,9 +7,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { HybridIndex } from "../../src/index/hybrid-index.js";
 import { loadLocalTokenizer } from "../../src/kv-events/local-tokenizer.js";
 import type { RunningRouter } from "../../src/server.js";
+import { TINY_BOS_ID, writeTinyTokenizer } from "../../src/sim/tiny-tokenizer.js";
 import { type SimWorker, startSimWorker } from "../../src/sim/worker.js";
 import { postJson, startTestRouter, waitFor } from "../helpers/router.js";
-import { TINY_BOS_ID, writeTinyTokenizer } from "../helpers/tiny-tokenizer.js";
 
 let router: RunningRouter;
 let sims: SimWorker[];

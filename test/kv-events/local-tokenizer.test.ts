@@ -1,12 +1,16 @@
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { ConfigError } from "../../src/config.js";
 import { loadLocalTokenizer } from "../../src/kv-events/local-tokenizer.js";
 import { TokenizerClient } from "../../src/kv-events/tokenizer-client.js";
-import { TINY_BOS_ID, tinyTokenizerJson, writeTinyTokenizer } from "../helpers/tiny-tokenizer.js";
+import {
+  TINY_BOS_ID,
+  tinyTokenizerJson,
+  writeTinyTokenizer,
+} from "../../src/sim/tiny-tokenizer.js";
 
 const path = writeTinyTokenizer();
 const options = { requestTimeoutMs: 5000, maxCachedTokens: 100_000, maxTokens: 100_000 };
@@ -31,6 +35,12 @@ describe("loadLocalTokenizer (--tokenizer-path)", () => {
       expect(() => loadLocalTokenizer(bad)).toThrow(ConfigError);
       expect(() => loadLocalTokenizer(bad)).toThrow(/^--tokenizer-path /);
     }
+  });
+
+  it("takes the model's directory too (as SGLang's router takes --tokenizer-path)", () => {
+    expect(loadLocalTokenizer(dirname(path)).encode("the", false)).toEqual(
+      loadLocalTokenizer(path).encode("the", false),
+    );
   });
 
   it("reads tokenizer_config.json beside tokenizer.json when there is one", () => {

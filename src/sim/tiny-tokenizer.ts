@@ -1,5 +1,5 @@
 /**
- * A tiny Hugging Face tokenizer.json for tests (no download): a BPE model over lower-case letters,
+ * A tiny Hugging Face tokenizer.json for tests and benchmarks (no download): a BPE model over lower-case letters,
  * digits and a few punctuation marks with a handful of merges, a Lowercase normalizer, the
  * Whitespace pre-tokenizer, and a TemplateProcessing post-processor that puts a BOS token `<s>`
  * first, as Llama's does. Written to a fresh temporary directory; returns the file's path.
