@@ -1,4 +1,5 @@
 import { RouterError } from "../errors.js";
+import { type Abortable, onAbort } from "./cancel.js";
 import { ClientGoneError } from "./read-body.js";
 
 interface Waiter {
@@ -34,7 +35,7 @@ export class Admission {
   }
 
   /** Resolves with a release function once the request may go; call release exactly once. */
-  acquire(signal?: AbortSignal): Promise<() => void> {
+  acquire(signal?: Abortable): Promise<() => void> {
     if (!this.enabled) return Promise.resolve(noop);
     if (this.active < this.maxConcurrent) {
       this.active += 1;
@@ -69,14 +70,16 @@ export class Admission {
           ),
         this.queueTimeoutMs,
       );
-      const onAbort = () => waiter.fail(new ClientGoneError());
+      const stopListening =
+        signal === undefined
+          ? undefined
+          : onAbort(signal, () => waiter.fail(new ClientGoneError()));
       const settle = () => {
         clearTimeout(timer);
-        signal?.removeEventListener("abort", onAbort);
+        stopListening?.();
         const index = this.queue.indexOf(waiter);
         if (index >= 0) this.queue.splice(index, 1);
       };
-      signal?.addEventListener("abort", onAbort, { once: true });
       this.queue.push(waiter);
     });
   }

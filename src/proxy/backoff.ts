@@ -1,3 +1,5 @@
+import { type Abortable, onAbort } from "./cancel.js";
+
 /** Exponential backoff with full jitter: a random delay in [0, min(max, initial * 2^(retry-1))]. */
 export function backoffMs(
   retry: number,
@@ -21,15 +23,15 @@ export function retryAfterMs(
   return Number.isNaN(date) ? undefined : Math.max(0, date - now);
 }
 
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+export function sleep(ms: number, signal?: Abortable): Promise<void> {
   return new Promise((resolve) => {
     if (ms <= 0 || signal?.aborted) return resolve();
     const timer = setTimeout(done, ms);
+    const stopListening = signal === undefined ? undefined : onAbort(signal, done);
     function done() {
       clearTimeout(timer);
-      signal?.removeEventListener("abort", done);
+      stopListening?.();
       resolve();
     }
-    signal?.addEventListener("abort", done, { once: true });
   });
 }

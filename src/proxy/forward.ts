@@ -16,6 +16,7 @@ import {
   timerMs,
 } from "./abort-reasons.js";
 import { backoffMs, retryAfterMs, sleep } from "./backoff.js";
+import { Cancel } from "./cancel.js";
 import { hasPassedThrough, upstreamRequestHeaders, viaToken, withWorkerAuth } from "./headers.js";
 import { relay } from "./relay.js";
 import {
@@ -90,7 +91,7 @@ export interface ForwardRequest {
   requestId: string;
   startedAt: number;
   /** Aborted when the client goes away. */
-  clientSignal: AbortSignal;
+  clientSignal: Cancel;
 }
 
 /**
@@ -100,7 +101,7 @@ export interface ForwardRequest {
  */
 export class Forwarder {
   /** Upstream requests under way, so a shutdown that runs out of grace can end them cleanly. */
-  private readonly inProgress = new Set<AbortController>();
+  private readonly inProgress = new Set<Cancel>();
   /** Set by abortAll: an attempt that starts afterwards (a retry after its backoff) ends at once. */
   private closed = false;
 
@@ -252,11 +253,11 @@ export class Forwarder {
     | { kind: "done"; outcome: Omit<ForwardOutcome, "attempts">; usage?: ReportedUsage }
     | { kind: "failed"; failure: AttemptFailure }
   > {
-    const controller = new AbortController();
+    const controller = new Cancel();
     this.inProgress.add(controller);
     if (this.closed) controller.abort(new ShutdownAbort());
     const onClientGone = () => controller.abort(new ClientAbort());
-    req.clientSignal.addEventListener("abort", onClientGone, { once: true });
+    req.clientSignal.once("abort", onClientGone);
     const overall = setTimeout(
       () => controller.abort(new RequestTimeout()),
       timerMs(deadline - Date.now()),
@@ -292,7 +293,7 @@ export class Forwarder {
       this.inProgress.delete(controller);
       clearTimeout(overall);
       clearTimeout(firstByte);
-      req.clientSignal.removeEventListener("abort", onClientGone);
+      req.clientSignal.off("abort", onClientGone);
     };
 
     let upstream: Dispatcher.ResponseData;
@@ -302,14 +303,14 @@ export class Forwarder {
         path: worker.basePath + req.path,
         headers: withWorkerAuth(headers, worker.authorization),
         body: req.body ?? null,
-        signal: controller.signal,
+        signal: controller,
         // 0 = off: the timers above and in relay() bound the wait instead.
         headersTimeout: 0,
         bodyTimeout: 0,
       });
     } catch (err) {
       release();
-      const reason = controller.signal.reason;
+      const reason = controller.reason;
       if (reason instanceof ClientAbort) {
         worker.breaker.onNeutral();
         return { kind: "done", outcome: { status: 499, worker, error: "client_abort" } };

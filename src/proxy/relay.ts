@@ -9,6 +9,7 @@ import {
   ShutdownAbort,
   timerMs,
 } from "./abort-reasons.js";
+import type { Cancel } from "./cancel.js";
 import { responseHeaders } from "./headers.js";
 import type { UsageTap } from "./usage-tap.js";
 
@@ -30,7 +31,7 @@ export function relay(
   worker: Worker,
   req: { readonly requestId: string; readonly startedAt: number },
   res: ServerResponse,
-  controller: AbortController,
+  controller: Cancel,
   route: string,
   idleTimeoutMs: number,
   onUpstreamError: (worker: Worker, kind: string) => void,
@@ -115,7 +116,7 @@ export function relay(
       finish({ status, worker, ...(ttfbMs !== undefined ? { ttfbMs } : {}) });
     });
     body.on("error", (err) => {
-      const reason = controller.signal.reason;
+      const reason = controller.reason;
       if (reason instanceof ClientAbort) return;
       if (reason instanceof ShutdownAbort) {
         // Not the worker's fault: no breaker count. A stream learns why it ends, in-band.

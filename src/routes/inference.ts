@@ -7,6 +7,7 @@ import { RouterError } from "../errors.js";
 import type { TokenizeInput } from "../kv-events/tokenize-input.js";
 import type { BodyLease } from "../proxy/body-budget.js";
 import { summarizeBody } from "../proxy/body-summary.js";
+import { Cancel } from "../proxy/cancel.js";
 import type { ForwardOutcome, ForwardRequest } from "../proxy/forward.js";
 import { lingerOnUnreadBody } from "../proxy/linger.js";
 import { ClientGoneError, readBody } from "../proxy/read-body.js";
@@ -73,7 +74,7 @@ export async function handleInference(
   const header = requestIdHeader(incoming, ctx.config.requestIdHeaders);
   const requestId =
     typeof header === "string" && header !== "" && header.length <= 200 ? header : randomUUID();
-  const client = new AbortController();
+  const client = new Cancel();
   const onClose = () => {
     if (!res.writableFinished) client.abort();
   };
@@ -91,7 +92,7 @@ export async function handleInference(
       method,
       requestId,
       startedAt,
-      client.signal,
+      client,
       lease,
     );
   } catch (err) {
@@ -112,7 +113,7 @@ async function admitAndForward(
   method: "GET" | "POST",
   requestId: string,
   startedAt: number,
-  clientSignal: AbortSignal,
+  clientSignal: Cancel,
   lease: BodyLease,
 ): Promise<ForwardOutcome> {
   const { config } = ctx;

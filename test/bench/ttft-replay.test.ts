@@ -1,0 +1,52 @@
+import { describe, expect, it } from "vitest";
+import { prepareWorkload, QUICK_PRESET } from "../../bench/lib/routing-workloads.js";
+import { type ReplayResult, replay } from "../../bench/lib/ttft-replay.js";
+import { createPolicy } from "../../src/policies/factory.js";
+
+const workload = prepareWorkload("cache-pressure", QUICK_PRESET);
+const base = { workers: QUICK_PRESET.workers, concurrency: QUICK_PRESET.concurrency };
+const prefixCost = () => ({ kind: "policy" as const, policy: createPolicy("prefix_cost") });
+const placement = (r: ReplayResult) =>
+  Object.fromEntries(r.requests.map((x) => [x.spec.id, x.worker]));
+
+describe("bench:ttft replay (model time, deterministic)", () => {
+  it("gives the same figures on every run, and each TTFT splits into wait + own + others + rest", async () => {
+    const a = await replay(workload, { ...base, chooser: prefixCost() });
+    const b = await replay(workload, { ...base, chooser: prefixCost() });
+    expect(a.requests).toHaveLength(workload.specs.length);
+    expect(b.requests.map((x) => x.ttft)).toEqual(a.requests.map((x) => x.ttft));
+    expect(b.hitRate).toBe(a.hitRate);
+    for (const x of a.requests) {
+      expect(x.wait + x.own + x.others + x.rest).toBeCloseTo(x.ttft, 6);
+      // Nothing beats the same prefill on an idle engine.
+      expect(x.ttft).toBeGreaterThanOrEqual(x.alone - 1e-6);
+      expect(x.cachedTokens).toBeLessThan(x.promptTokens);
+    }
+    // A chat's turn is sent only after the previous turn's reply.
+    const byId = new Map(a.requests.map((x) => [x.spec.id, x]));
+    for (const x of a.requests) {
+      if (!x.spec.turn) continue;
+      const previous = byId.get(`cp-c${x.spec.conversation}-t${x.spec.turn - 1}`)!;
+      expect(x.arrival).toBeGreaterThan(previous.firstToken);
+    }
+  });
+
+  it("pins every request where the oracle says", async () => {
+    const r = await replay(workload, {
+      ...base,
+      chooser: { kind: "pinned", workerOf: workload.oracle! },
+    });
+    for (const x of r.requests) expect(x.worker).toBe(workload.oracle!(x.spec, base.workers));
+  });
+
+  it("with one router the engine poll changes no decision: its queue holds only the router's own requests", async () => {
+    const quiet = await replay(workload, { ...base, chooser: prefixCost() });
+    // Many readings, each soon stale against the router's count now.
+    const polled = { ...base, chooser: prefixCost(), enginePollMs: 20, enginePollPhaseMs: 7 };
+    expect(placement(await replay(workload, polled))).toEqual(placement(quiet));
+    // Counted against the router's pending requests now (before 2026-11-23), old readings turn
+    // into phantom foreign work and move requests.
+    const againstNow = await replay(workload, { ...polled, foreignAgainstNow: true });
+    expect(placement(againstNow)).not.toEqual(placement(quiet));
+  });
+});
