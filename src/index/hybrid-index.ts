@@ -9,7 +9,9 @@
  * - `match` answers, per worker, the matched fraction of the request's tokens (precise) mapped
  *   onto the routing text, or the base index's characters (approximate).
  * - `insert` holds the chosen worker's blocks speculatively (PreciseIndex TTL) until a BlockStored
- *   confirms them; `truncate` withdraws them when the worker did not accept the request.
+ *   confirms them; `truncate` withdraws them when the worker did not accept the request. A request
+ *   routed before its tokens came (past the budget) gets its speculative entries when they come,
+ *   so that the next requests with its prefix follow it instead of starting a second copy.
  * - `sourceOf` says which index answered for a worker: "precise" or the base index's name.
  */
 import type { TokenizeInput } from "../kv-events/tokenize-input.js";
@@ -54,6 +56,11 @@ export class HybridIndex implements PrefixIndex {
   private readonly prepared = new Map<string, Map<string, readonly number[]>>();
   private preparedCount = 0;
   private readonly sources = new Map<string, string>();
+  /**
+   * Texts whose tokens missed the budget and are still on their way (model + NUL + text) → the
+   * workers they were routed to meanwhile; bounded like `prepared`.
+   */
+  private readonly late = new Map<string, Set<string>>();
 
   constructor(
     private readonly base: PrefixIndex,
@@ -104,9 +111,31 @@ export class HybridIndex implements PrefixIndex {
     const tokens = this.tokens.tokenize(workerIds, model, input);
     const result = await Promise.race([tokens, budget]);
     clearTimeout(timer);
-    if (result === "timeout") this.options.onTokenizeMiss?.("timeout");
-    else if (result === undefined) this.options.onTokenizeMiss?.("unavailable");
+    if (result === "timeout") {
+      this.options.onTokenizeMiss?.("timeout");
+      this.awaitLate(text, model, tokens);
+    } else if (result === undefined) this.options.onTokenizeMiss?.("unavailable");
     else this.remember(text, model, result);
+  }
+
+  private awaitLate(
+    text: string,
+    model: string | undefined,
+    tokens: Promise<readonly number[] | undefined>,
+  ): void {
+    const key = lateKey(text, model);
+    if (this.late.has(key)) return; // another request with this text already waits for them
+    this.late.set(key, new Set());
+    if (this.late.size > MAX_PREPARED) this.late.delete(this.late.keys().next().value as string);
+    void tokens.then((arrived) => {
+      const workerIds = this.late.get(key);
+      this.late.delete(key);
+      if (arrived === undefined || arrived.length === 0 || workerIds === undefined) return;
+      for (const id of workerIds) {
+        if (this.tokens.isLive(id))
+          this.precise.speculate(id, this.keysFor(id, arrived, model).keys);
+      }
+    });
   }
 
   private remember(text: string, model: string | undefined, tokens: readonly number[]): void {
@@ -170,13 +199,20 @@ export class HybridIndex implements PrefixIndex {
   insert(workerId: string, model: string | undefined, text: string): void {
     this.base.insert(workerId, model, text);
     const tokens = this.tokensOf(text, model);
-    if (tokens === undefined || !this.tokens.isLive(workerId)) return;
+    if (tokens === undefined) {
+      this.late.get(lateKey(text, model))?.add(workerId);
+      return;
+    }
+    if (!this.tokens.isLive(workerId)) return;
     this.precise.speculate(workerId, this.keysFor(workerId, tokens, model).keys);
   }
 
   truncate(workerId: string, model: string | undefined, text: string, keep: number): number {
     const forgotten = this.base.truncate(workerId, model, text, keep);
     const tokens = this.tokensOf(text, model);
+    // Not accepted before its tokens came: nothing to speculate when they come.
+    if (tokens === undefined && keep < text.length)
+      this.late.get(lateKey(text, model))?.delete(workerId);
     if (tokens !== undefined && text.length > 0) {
       const { keys, blockSize } = this.keysFor(workerId, tokens, model);
       const keepBlocks = Math.floor(((keep / text.length) * tokens.length) / blockSize);
@@ -216,6 +252,10 @@ export class HybridIndex implements PrefixIndex {
     }
     return { keys, blockSize };
   }
+}
+
+function lateKey(text: string, model: string | undefined): string {
+  return `${model ?? ""}\u0000${text}`;
 }
 
 /** The characters of `text` standing for a matched fraction of its tokens, at a code point boundary. */

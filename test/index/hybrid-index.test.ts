@@ -102,6 +102,21 @@ describe("HybridIndex", () => {
     expect(out).toEqual([160, 0]);
   });
 
+  it("regression: a request routed before its tokens came gets its speculative entries when they come", async () => {
+    const { index, precise, source } = setup(5);
+    source.delayMs = 50;
+    await index.prepare(request, workers); // the budget runs out: routed approximately
+    index.insert("b", undefined, TEXT);
+    index.insert("a", undefined, TEXT);
+    index.truncate("a", undefined, TEXT, 0); // a did not accept it
+    const keys = blockKeys(TOKENS, BS, "");
+    expect(precise.matchBlocks("b", keys)).toBe(0);
+    await new Promise((r) => setTimeout(r, 120));
+    // Without these, the next requests with this prefix would not know b is about to hold it.
+    expect(precise.matchBlocks("b", keys)).toBe(10);
+    expect(precise.matchBlocks("a", keys)).toBe(0);
+  });
+
   it("insert holds the blocks speculatively; truncate withdraws what the worker did not accept", async () => {
     const { index, precise } = setup();
     await index.prepare(request, workers);
