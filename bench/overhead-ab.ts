@@ -19,13 +19,12 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { mulberry32 } from "../src/sim/prng.js";
-import { randomText } from "../src/sim/workloads.js";
 import { type BuiltRouter, ensureBuilt, startBuiltRouter } from "./lib/built-router.js";
 import { commandLine, runIfEntryPoint } from "./lib/entry.js";
 import { childFleetHost } from "./lib/fleet.js";
 import { fmt } from "./lib/latency.js";
-import { type LoadJob, loadAgent, runLoad } from "./lib/load.js";
+import { loadAgent, runLoad } from "./lib/load.js";
+import { overheadJobs, overheadPrompts } from "./lib/overhead-requests.js";
 import { processCpuMicros } from "./lib/process-cpu.js";
 import { printTable } from "./lib/stats.js";
 
@@ -49,22 +48,6 @@ function buildRef(ref: string): { cli: string; dir: string } {
   return { cli: join(dir, "dist", "cli.js"), dir };
 }
 
-function jobs(origin: string, texts: readonly string[], stream: boolean, n: number): LoadJob[] {
-  return Array.from({ length: n }, (_, i) => ({
-    key: String(i),
-    request: {
-      origin,
-      path: "/v1/chat/completions",
-      body: JSON.stringify({
-        messages: [{ role: "user", content: texts[i % texts.length] }],
-        max_tokens: 16,
-        ...(stream ? { stream: true } : {}),
-      }),
-      stream,
-    },
-  }));
-}
-
 function median(values: readonly number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   const mid = Math.floor(sorted.length / 2);
@@ -85,12 +68,12 @@ async function round(
 ): Promise<Round> {
   const dispatcher = loadAgent(concurrency);
   try {
-    await runLoad(jobs(router.url, texts, stream, Math.ceil(requests / 5)), {
+    await runLoad(overheadJobs(router.url, texts, stream, Math.ceil(requests / 5)), {
       dispatcher,
       concurrency,
     });
     const before = processCpuMicros(router.pid);
-    const run = await runLoad(jobs(router.url, texts, stream, requests), {
+    const run = await runLoad(overheadJobs(router.url, texts, stream, requests), {
       dispatcher,
       concurrency,
     });
@@ -159,10 +142,7 @@ async function main(): Promise<void> {
     ),
     current: await startBuiltRouter(["--worker-urls", workerUrl, ...flags(values["current-args"])]),
   };
-  const rng = mulberry32(promptChars);
-  const texts = Array.from({ length: 64 }, (_, i) =>
-    `#${i} ${randomText(rng, Math.ceil(promptChars / 4))}`.slice(0, promptChars),
-  );
+  const texts = overheadPrompts(promptChars);
   const cells: Array<{
     stream: boolean;
     concurrency: number;

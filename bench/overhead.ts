@@ -25,15 +25,14 @@ import os from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { mulberry32 } from "../src/sim/prng.js";
-import { randomText } from "../src/sim/workloads.js";
 import { startBareNodeProxy } from "./lib/bare-node-proxy.js";
 import { startBuiltRouter } from "./lib/built-router.js";
 import { commandLine, runIfEntryPoint } from "./lib/entry.js";
 import { childFleetHost } from "./lib/fleet.js";
 import { fmt, type LatencySummary, summarizeMs } from "./lib/latency.js";
-import { type LoadJob, loadAgent, runLoad } from "./lib/load.js";
+import { loadAgent, runLoad } from "./lib/load.js";
 import { type NginxProxy, startNginx } from "./lib/nginx.js";
+import { OUTPUT_TOKENS, overheadJobs, overheadPrompts } from "./lib/overhead-requests.js";
 import { processCpuMicros } from "./lib/process-cpu.js";
 import { ProgressBar } from "./lib/progress.js";
 import { printTable } from "./lib/stats.js";
@@ -44,9 +43,6 @@ const RESULTS = join(ROOT, "bench", "results", "overhead.json");
 const CONCURRENCIES = [1, 16, 64];
 const PROMPT_CHARS = [1024, 8192, 32_768];
 const MODES = ["json", "stream"];
-/** Distinct prompts per size, cycled (the worker's KV cache holds them all, the router's trees too). */
-const DISTINCT_PROMPTS = 64;
-const OUTPUT_TOKENS = 16;
 
 export interface TargetResult {
   requests: number;
@@ -100,29 +96,6 @@ function listFlag<T extends string | number>(
   return items;
 }
 
-function prompts(chars: number, seed: number): string[] {
-  const rng = mulberry32(seed);
-  return Array.from({ length: DISTINCT_PROMPTS }, (_, i) =>
-    `#${i} ${randomText(rng, Math.ceil(chars / 4))}`.slice(0, chars),
-  );
-}
-
-function jobs(origin: string, texts: readonly string[], stream: boolean, n: number): LoadJob[] {
-  return Array.from({ length: n }, (_, i) => ({
-    key: String(i),
-    request: {
-      origin,
-      path: "/v1/chat/completions",
-      body: JSON.stringify({
-        messages: [{ role: "user", content: texts[i % texts.length] }],
-        max_tokens: OUTPUT_TOKENS,
-        ...(stream ? { stream: true } : {}),
-      }),
-      stream,
-    },
-  }));
-}
-
 async function measure(
   /** A URL, or a proxy whose CPU time is read around the measurement (pid of the process). */
   target: { url: string; pid: number } | string,
@@ -137,10 +110,11 @@ async function measure(
   const cpuMicros = () => (typeof target === "string" ? undefined : processCpuMicros(target.pid));
   const dispatcher = loadAgent(concurrency);
   try {
-    if (warmup > 0) await runLoad(jobs(origin, texts, stream, warmup), { dispatcher, concurrency });
+    if (warmup > 0)
+      await runLoad(overheadJobs(origin, texts, stream, warmup), { dispatcher, concurrency });
     const cpuBefore = cpuMicros();
     const bar = new ProgressBar(label, requests);
-    const run = await runLoad(jobs(origin, texts, stream, requests), {
+    const run = await runLoad(overheadJobs(origin, texts, stream, requests), {
       dispatcher,
       concurrency,
       onDone: () => bar.tick(),
@@ -212,7 +186,7 @@ async function main(): Promise<void> {
     ...(nginx === undefined ? [] : [nginx.url]),
   ];
   const cells: CellResult[] = [];
-  const texts = new Map(promptSizes.map((chars) => [chars, prompts(chars, chars)]));
+  const texts = new Map(promptSizes.map((chars) => [chars, overheadPrompts(chars)]));
   try {
     // Warm every code path of the client, the router and the worker before any measurement
     // (the JIT needs thousands of requests, more than a cell's own warm-up).
@@ -224,7 +198,7 @@ async function main(): Promise<void> {
       }
     }
     for (const chars of promptSizes) {
-      const texts = prompts(chars, chars);
+      const texts = overheadPrompts(chars);
       for (const stream of streams) {
         for (const concurrency of concurrencies) {
           const label = `${chars} chars ${stream ? "stream" : "json"} c=${concurrency}`;

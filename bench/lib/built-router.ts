@@ -8,6 +8,7 @@ import { existsSync, readdirSync, statSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { freePort } from "../../src/net/free-port.js";
+import { stopChild } from "./child-process.js";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 const CLI = join(ROOT, "dist", "cli.js");
@@ -68,15 +69,6 @@ export async function startBuiltRouter(
   return {
     url,
     pid: child.pid ?? -1,
-    stop: () =>
-      new Promise<void>((resolve) => {
-        if (child.exitCode !== null || child.signalCode !== null) return resolve();
-        const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
-        child.once("exit", () => {
-          clearTimeout(timer);
-          resolve();
-        });
-        child.kill("SIGTERM");
-      }),
+    stop: () => stopChild(child, () => child.kill("SIGTERM"), 10_000),
   };
 }

@@ -6,10 +6,10 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePort } from "../../src/net/free-port.js";
+import { stopChild, untilAccepting } from "./child-process.js";
 import { childPids } from "./process-cpu.js";
 
 export interface NginxProxy {
@@ -23,17 +23,6 @@ const CANDIDATES = ["/usr/sbin/nginx", "/usr/local/sbin/nginx", "/usr/bin/nginx"
 
 export function findNginx(): string | undefined {
   return CANDIDATES.find((path) => existsSync(path));
-}
-
-async function accepting(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect(port, "127.0.0.1");
-    socket.once("connect", () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once("error", () => resolve(false));
-  });
 }
 
 /** Starts nginx proxying to `upstream` (http://host:port); undefined when nginx is not installed. */
@@ -79,33 +68,18 @@ http {
   const child: ChildProcess = spawn(binary, ["-p", dir, "-c", conf], {
     stdio: ["ignore", "ignore", "inherit"],
   });
-  const deadline = Date.now() + 10_000;
-  while (!(await accepting(port))) {
-    if (child.exitCode !== null || Date.now() > deadline) {
-      child.kill("SIGKILL");
-      rmSync(dir, { recursive: true, force: true });
-      throw new Error(`nginx did not start (see ${join(dir, "error.log")})`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+  await untilAccepting(child, port, () => {
+    rmSync(dir, { recursive: true, force: true });
+    return new Error(`nginx did not start (see ${join(dir, "error.log")})`);
+  });
   return {
     url: `http://127.0.0.1:${port}`,
     // Asked when needed: the master forks its worker after it has opened the port.
     workerPid: () => (child.pid === undefined ? undefined : childPids(child.pid)[0]),
-    stop: () =>
-      new Promise<void>((resolve) => {
-        const done = () => {
-          rmSync(dir, { recursive: true, force: true });
-          resolve();
-        };
-        if (child.exitCode !== null || child.signalCode !== null) return done();
-        const timer = setTimeout(() => child.kill("SIGKILL"), 5000);
-        child.once("exit", () => {
-          clearTimeout(timer);
-          done();
-        });
-        // SIGQUIT: nginx's graceful shutdown.
-        child.kill("SIGQUIT");
-      }),
+    // SIGQUIT: nginx's graceful shutdown.
+    stop: async () => {
+      await stopChild(child, () => child.kill("SIGQUIT"));
+      rmSync(dir, { recursive: true, force: true });
+    },
   };
 }

@@ -6,6 +6,7 @@
 import { fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import type { Config } from "../../src/config.js";
+import { stopChild } from "./child-process.js";
 import { TSX_EXEC_ARGV } from "./tsx-exec-argv.js";
 
 export type RouterRequest = { type: "start"; config: Config } | { type: "exit" };
@@ -48,13 +49,7 @@ export async function startRouterProcess(
     url,
     pid: child.pid ?? -1,
     stop: () =>
-      new Promise<void>((resolve) => {
-        if (child.exitCode !== null || child.signalCode !== null) return resolve();
-        const timer = setTimeout(() => child.kill("SIGKILL"), 5000);
-        child.once("exit", () => {
-          clearTimeout(timer);
-          resolve();
-        });
+      stopChild(child, () => {
         if (child.connected) child.send({ type: "exit" } satisfies RouterRequest);
         else child.kill();
       }),

@@ -1,0 +1,50 @@
+/** Starting and stopping the benchmarks' helper processes (nginx, the built router, the bare proxy). */
+import type { ChildProcess } from "node:child_process";
+import { connect } from "node:net";
+
+function accepting(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(port, "127.0.0.1");
+    socket.once("connect", () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once("error", () => resolve(false));
+  });
+}
+
+/**
+ * Waits until `child` accepts connections on 127.0.0.1:`port`; kills it and throws `failure()`
+ * when it exits first or takes longer than `timeoutMs`.
+ */
+export async function untilAccepting(
+  child: ChildProcess,
+  port: number,
+  failure: () => Error,
+  timeoutMs = 10_000,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await accepting(port))) {
+    if (child.exitCode !== null || Date.now() > deadline) {
+      child.kill("SIGKILL");
+      throw failure();
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/**
+ * Asks `child` to stop (`ask`: a signal, an IPC message) and resolves once it has exited; a child
+ * still running after `killAfterMs` gets SIGKILL.
+ */
+export function stopChild(child: ChildProcess, ask: () => void, killAfterMs = 5000): Promise<void> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve();
+    const timer = setTimeout(() => child.kill("SIGKILL"), killAfterMs);
+    child.once("exit", () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    ask();
+  });
+}
