@@ -78,6 +78,8 @@ export interface WorkloadReport {
   preset: RoutingPreset;
   /** Router replicas per router row (RunOptions.replicas). */
   replicas: number;
+  /** Share of requests that bypassed the router (RunOptions.bypassShare). */
+  bypassShare: number;
   arrival: string;
   rows: RowResult[];
 }
@@ -159,6 +161,7 @@ export async function runRoutingWorkload(
     kvCapacityTokens: workload.kvCapacityTokens,
     preset: o.preset,
     replicas: o.replicas ?? 1,
+    bypassShare: o.bypassShare ?? 0,
     arrival:
       o.rate === undefined
         ? `closed loop, concurrency ${o.preset.concurrency}`

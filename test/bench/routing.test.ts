@@ -1,6 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { replicaOf, runRoutingWorkload } from "../../bench/lib/routing-runner.js";
+import {
+  replicaOf,
+  runRoutingWorkload,
+  type WorkloadReport,
+} from "../../bench/lib/routing-runner.js";
 import { QUICK_PRESET, type RoutingPreset } from "../../bench/lib/routing-workloads.js";
+import { goalLines } from "../../bench/routing.js";
 
 /** bench:routing at toy size: 8 system prompts × 8 questions over 4 workers that each hold half. */
 const TINY: RoutingPreset = {
@@ -60,6 +65,7 @@ describe("bench:routing end to end (real router, simulated fleet)", () => {
       warmupRequests: 0,
     });
     expect(report.replicas).toBe(2);
+    expect(report.bypassShare).toBe(0.25);
     const row = report.rows[0]!;
     expect(row.errors, row.firstError).toBe(0);
     expect(Object.values(row.perWorker).reduce((a, b) => a + b, 0)).toBe(64);
@@ -86,5 +92,26 @@ describe("replicaOf", () => {
     expect(Math.min(...counts)).toBeGreaterThan(150);
     expect(specs.map((s) => replicaOf(s, 2))).toEqual(specs.map((s) => replicaOf(s, 2)));
     expect(replicaOf(specs[0]!, 1)).toBe(0);
+  });
+});
+
+describe("goalLines", () => {
+  const report = (bypassShare: number, replicas: number, precise: number, oracle: number) =>
+    ({
+      workload: "shared-prefix",
+      bypassShare,
+      replicas,
+      rows: [
+        { row: "precise", hitRate: precise },
+        { row: "oracle_sticky", hitRate: oracle },
+      ],
+    }) as unknown as WorkloadReport;
+
+  it("checks precise against the oracle where the trees lose (bypass traffic, replicas) only", () => {
+    expect(goalLines(report(0.25, 1, 0.8, 0.9))).toEqual([
+      "goal: precise hit rate ≥ the oracle's: 80.0% vs 90.0% → MISSED",
+    ]);
+    expect(goalLines(report(0, 2, 0.9, 0.9))[0]).toMatch(/→ met$/);
+    expect(goalLines(report(0, 1, 0.8, 0.9))).toEqual([]);
   });
 });
