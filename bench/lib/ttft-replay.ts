@@ -19,9 +19,9 @@ import { RoutingDecider } from "../../src/policies/decider.js";
 import type { Policy, PolicyWorker } from "../../src/policies/policy.js";
 import { routingText } from "../../src/proxy/routing-text.js";
 import { engineHeldChars } from "../../src/proxy/usage-feedback.js";
-import type { Clock } from "../../src/sim/clock.js";
 import { Engine } from "../../src/sim/engine.js";
 import { PrefixKvCache } from "../../src/sim/kv-cache.js";
+import { ManualClock } from "../../src/sim/manual-clock.js";
 import { renderChat } from "../../src/sim/template.js";
 import { DEFAULT_TIMING, estimateLatency, type StepShape } from "../../src/sim/timing.js";
 import { tokenize } from "../../src/sim/tokenizer.js";
@@ -34,39 +34,6 @@ import type { PreparedWorkload } from "./routing-workloads.js";
 const MAX_RUNNING = 256;
 const MAX_BATCH_TOKENS = 8192;
 const BLOCK_SIZE = 16;
-
-/** A clock that only moves when the replay's loop fires the next timer. */
-class VirtualClock implements Clock {
-  time = 0;
-  private nextId = 1;
-  private readonly timers = new Map<number, { at: number; callback: () => void }>();
-
-  now(): number {
-    return this.time;
-  }
-
-  setTimer(callback: () => void, delayMs: number): unknown {
-    const id = this.nextId++;
-    this.timers.set(id, { at: this.time + Math.max(0, delayMs), callback });
-    return id;
-  }
-
-  clearTimer(handle: unknown): void {
-    this.timers.delete(handle as number);
-  }
-
-  /** Fires the earliest timer; false when none is left. */
-  fireNext(): boolean {
-    let best: [number, { at: number; callback: () => void }] | undefined;
-    for (const entry of this.timers)
-      if (best === undefined || entry[1].at < best[1].at) best = entry;
-    if (best === undefined) return false;
-    this.timers.delete(best[0]);
-    this.time = best[1].at;
-    best[1].callback();
-    return true;
-  }
-}
 
 interface Step {
   start: number;
@@ -141,7 +108,7 @@ export async function replay(
     foreignAgainstNow?: boolean;
   },
 ): Promise<ReplayResult> {
-  const clock = new VirtualClock();
+  const clock = new ManualClock();
   const timing = DEFAULT_TIMING;
   const workers: ReplayWorker[] = [];
   for (let i = 0; i < o.workers; i++) {

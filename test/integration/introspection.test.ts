@@ -49,6 +49,16 @@ async function oddWorker(
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 
+/** A registry of its own for one test, closed after it. */
+function registryForTest(): WorkerRegistry {
+  const registry = new WorkerRegistry({
+    breaker: { failureThreshold: 5, openMs: 1000, successThreshold: 1 },
+    connectTimeoutMs: 1000,
+  });
+  cleanups.push(() => registry.close());
+  return registry;
+}
+
 function capture() {
   const { logger, entries } = captureLogs();
   return { lines: entries, logger };
@@ -236,11 +246,7 @@ describe("engine introspection over HTTP", () => {
         : { status: 404, body: "" },
     );
     const { lines, logger } = capture();
-    const registry = new WorkerRegistry({
-      breaker: { failureThreshold: 5, openMs: 1000, successThreshold: 1 },
-      connectTimeoutMs: 1000,
-    });
-    cleanups.push(() => registry.close());
+    const registry = registryForTest();
     const introspector = new EngineIntrospector(
       registry,
       { intervalMs: 60_000, timeoutMs: 2000, maxBodyBytes: 1024 },
@@ -261,11 +267,7 @@ describe("engine introspection over HTTP", () => {
         ? { status: 200, body: "sglang:num_queue_reqs 3\nsglang:num_running_reqs 1\n" }
         : { status: 404, body: "" },
     );
-    const registry = new WorkerRegistry({
-      breaker: { failureThreshold: 5, openMs: 1000, successThreshold: 1 },
-      connectTimeoutMs: 1000,
-    });
-    cleanups.push(() => registry.close());
+    const registry = registryForTest();
     const introspector = new EngineIntrospector(
       registry,
       { intervalMs: 60_000, timeoutMs: 2000 },

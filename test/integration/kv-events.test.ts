@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { HybridIndex } from "../../src/index/hybrid-index.js";
 import type { RunningRouter } from "../../src/server.js";
 import { type SimWorker, startSimWorker } from "../../src/sim/worker.js";
+import { addWorkersWithEvents } from "../helpers/kv-events.js";
 import { postJson, startTestRouter, waitFor } from "../helpers/router.js";
 
 let router: RunningRouter;
@@ -102,19 +103,7 @@ beforeAll(async () => {
     kvEventsRebuildSecs: 0,
     kvSpeculativeTtlMs: 200,
   });
-  for (const sim of sims) {
-    const res = await postJson(`${router.url}/workers`, {
-      url: sim.url,
-      kv_events_endpoint: sim.kvEvents!.endpoint,
-      kv_events_replay_endpoint: sim.kvEvents!.replayEndpoint,
-    });
-    expect(res.status).toBe(201);
-  }
-  await waitFor(
-    () => sims.every((s) => router.context.kvEvents!.isLive(workerId(s))),
-    10_000,
-    "every event stream live",
-  );
+  await addWorkersWithEvents(router, sims);
 });
 
 afterAll(async () => {

@@ -9,6 +9,7 @@ import { loadLocalTokenizer } from "../../src/kv-events/local-tokenizer.js";
 import type { RunningRouter } from "../../src/server.js";
 import { TINY_BOS_ID, writeTinyTokenizer } from "../../src/sim/tiny-tokenizer.js";
 import { type SimWorker, startSimWorker } from "../../src/sim/worker.js";
+import { addWorkersWithEvents } from "../helpers/kv-events.js";
 import { postJson, startTestRouter, waitFor } from "../helpers/router.js";
 
 let router: RunningRouter;
@@ -45,19 +46,7 @@ beforeAll(async () => {
     tokenizerPath,
     kvSpeculativeTtlMs: 200,
   });
-  for (const sim of sims) {
-    const res = await postJson(`${router.url}/workers`, {
-      url: sim.url,
-      kv_events_endpoint: sim.kvEvents!.endpoint,
-      kv_events_replay_endpoint: sim.kvEvents!.replayEndpoint,
-    });
-    expect(res.status).toBe(201);
-  }
-  await waitFor(
-    () => sims.every((s) => router.context.kvEvents!.isLive(workerId(s))),
-    10_000,
-    "every event stream live",
-  );
+  await addWorkersWithEvents(router, sims);
 });
 
 afterAll(async () => {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { Engine, type EngineOptions, type SequenceHandle } from "../../src/sim/engine.js";
 import { PrefixKvCache } from "../../src/sim/kv-cache.js";
+import { ManualClock } from "../../src/sim/manual-clock.js";
 import { generatedTokenIds } from "../../src/sim/output-text.js";
 import {
   DEFAULT_TIMING,
@@ -9,7 +10,6 @@ import {
   prefillMs,
   type TimingModel,
 } from "../../src/sim/timing.js";
-import { ManualClock } from "./manual-clock.js";
 
 interface Trace {
   admittedAt?: number;

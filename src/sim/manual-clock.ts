@@ -1,6 +1,10 @@
-import type { Clock } from "../../src/sim/clock.js";
+import type { Clock } from "./clock.js";
 
-/** A clock that only moves when told to; timers fire in time order during advance(). */
+/**
+ * A clock that only moves when told to; timers fire in time order during advance(). The
+ * simulator's tests drive engines with it, and bench:ttft replays whole workloads on it in model
+ * time (fireNext).
+ */
 export class ManualClock implements Clock {
   private time = 0;
   private nextId = 1;
@@ -50,6 +54,21 @@ export class ManualClock implements Clock {
       this.fired++;
       next[1].callback();
     }
+  }
+
+  /**
+   * Fires the earliest timer alone, moving time to its deadline (others due at the same instant
+   * wait for the next call, so the caller can run promise continuations in between); false when
+   * none is left.
+   */
+  fireNext(): boolean {
+    const next = this.earliest();
+    if (next === undefined) return false;
+    this.timers.delete(next[0]);
+    this.time = next[1].at;
+    this.fired++;
+    next[1].callback();
+    return true;
   }
 
   /** Fire timers until none is left (at most `limit`, against runaway loops). */
