@@ -1,5 +1,5 @@
 import { RouterError } from "../errors.js";
-import { type Abortable, onAbort } from "./cancel.js";
+import type { Cancel } from "./cancel.js";
 import { ClientGoneError } from "./read-body.js";
 
 interface Waiter {
@@ -35,7 +35,7 @@ export class Admission {
   }
 
   /** Resolves with a release function once the request may go; call release exactly once. */
-  acquire(signal?: Abortable): Promise<() => void> {
+  acquire(signal?: Cancel): Promise<() => void> {
     if (!this.enabled) return Promise.resolve(noop);
     if (this.active < this.maxConcurrent) {
       this.active += 1;
@@ -70,16 +70,14 @@ export class Admission {
           ),
         this.queueTimeoutMs,
       );
-      const stopListening =
-        signal === undefined
-          ? undefined
-          : onAbort(signal, () => waiter.fail(new ClientGoneError()));
+      const onAbort = () => waiter.fail(new ClientGoneError());
       const settle = () => {
         clearTimeout(timer);
-        stopListening?.();
+        signal?.off("abort", onAbort);
         const index = this.queue.indexOf(waiter);
         if (index >= 0) this.queue.splice(index, 1);
       };
+      signal?.once("abort", onAbort);
       this.queue.push(waiter);
     });
   }

@@ -1,4 +1,4 @@
-import { type Abortable, onAbort } from "./cancel.js";
+import type { Cancel } from "./cancel.js";
 
 /** Exponential backoff with full jitter: a random delay in [0, min(max, initial * 2^(retry-1))]. */
 export function backoffMs(
@@ -23,14 +23,14 @@ export function retryAfterMs(
   return Number.isNaN(date) ? undefined : Math.max(0, date - now);
 }
 
-export function sleep(ms: number, signal?: Abortable): Promise<void> {
+export function sleep(ms: number, signal?: Cancel): Promise<void> {
   return new Promise((resolve) => {
     if (ms <= 0 || signal?.aborted) return resolve();
     const timer = setTimeout(done, ms);
-    const stopListening = signal === undefined ? undefined : onAbort(signal, done);
+    signal?.once("abort", done);
     function done() {
       clearTimeout(timer);
-      stopListening?.();
+      signal?.off("abort", done);
       resolve();
     }
   });

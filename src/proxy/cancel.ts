@@ -18,16 +18,3 @@ export class Cancel extends EventEmitter {
     this.emit("abort");
   }
 }
-
-/** Either kind of abort signal: a Cancel, or a standard AbortSignal (from a caller or a test). */
-export type Abortable = Cancel | AbortSignal;
-
-/** Calls `listener` once when `signal` aborts; returns the function that stops listening. */
-export function onAbort(signal: Abortable, listener: () => void): () => void {
-  if (signal instanceof Cancel) {
-    signal.once("abort", listener);
-    return () => signal.off("abort", listener);
-  }
-  signal.addEventListener("abort", listener, { once: true });
-  return () => signal.removeEventListener("abort", listener);
-}

@@ -44,7 +44,7 @@ export function registerInferenceRoutes(app: Hono<Env>, ctx: RouterContext): voi
   // Model and server info: the same from any worker, so any available one answers.
   for (const path of INFO_ROUTES) {
     app.get(path, async (c) => {
-      await handleInference(ctx, c.env.incoming, c.env.outgoing, "models", "GET");
+      await handleInference(ctx, c.env.incoming, c.env.outgoing, "models");
       return RESPONSE_ALREADY_SENT;
     });
     app.all(path, (c) => methodNotAllowed(c.req.method, path, "GET"));
@@ -62,13 +62,15 @@ function methodNotAllowed(method: string, path: string, allowed: string): Respon
   return Response.json(error.toBody(), { status: error.status, headers: { allow: allowed } });
 }
 
-/** One data-plane request, answered on the raw response (never throws). */
+/**
+ * One data-plane request, answered on the raw response (never throws): a POST with a body to an
+ * inference endpoint, or a GET of model and server info ("models").
+ */
 export async function handleInference(
   ctx: RouterContext,
   incoming: IncomingMessage,
   res: ServerResponse,
   endpoint: Endpoint | "models",
-  method: "GET" | "POST",
 ): Promise<void> {
   const startedAt = Date.now();
   const header = requestIdHeader(incoming, ctx.config.requestIdHeaders);
@@ -89,7 +91,6 @@ export async function handleInference(
       incoming,
       res,
       endpoint,
-      method,
       requestId,
       startedAt,
       client,
@@ -110,7 +111,6 @@ async function admitAndForward(
   incoming: IncomingMessage,
   res: ServerResponse,
   endpoint: Endpoint | "models",
-  method: "GET" | "POST",
   requestId: string,
   startedAt: number,
   clientSignal: Cancel,
@@ -125,7 +125,7 @@ async function admitAndForward(
   let session: string | undefined;
   let tokenizeInput: TokenizeInput | undefined;
   let usageDescribesText = false;
-  if (method === "POST" && endpoint !== "models") {
+  if (endpoint !== "models") {
     checkContentType(incoming.headers["content-type"]);
     body = await readBody(
       incoming,
@@ -161,7 +161,7 @@ async function admitAndForward(
   try {
     const request: ForwardRequest = {
       endpoint,
-      method,
+      method: endpoint === "models" ? "GET" : "POST",
       path: incoming.url ?? "/",
       headers: incoming.headers,
       body,

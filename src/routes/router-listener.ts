@@ -23,7 +23,7 @@ export function routerListener(
       const query = url.indexOf("?");
       const endpoint = endpoints.get(query === -1 ? url : url.slice(0, query));
       if (endpoint !== undefined) {
-        handleInference(ctx, incoming, res, endpoint, "POST").catch((err: unknown) =>
+        handleInference(ctx, incoming, res, endpoint).catch((err: unknown) =>
           ctx.logger.error({ err }, "unhandled error in the data plane"),
         );
         return;

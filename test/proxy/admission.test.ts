@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { RouterError } from "../../src/errors.js";
 import { Admission } from "../../src/proxy/admission.js";
+import { Cancel } from "../../src/proxy/cancel.js";
 
 describe("Admission", () => {
   it("is a no-op when disabled", async () => {
@@ -50,9 +51,9 @@ describe("Admission", () => {
   it("a client that leaves while waiting leaves the queue", async () => {
     const a = new Admission(1, 5, 10_000);
     const release = await a.acquire();
-    const controller = new AbortController();
-    const waiting = a.acquire(controller.signal);
-    controller.abort();
+    const client = new Cancel();
+    const waiting = a.acquire(client);
+    client.abort();
     await expect(waiting).rejects.toThrow(/client disconnected/);
     expect(a.waiting).toBe(0);
     release();
