@@ -23,6 +23,7 @@ import { type BuiltRouter, ensureBuilt, startBuiltRouter } from "./lib/built-rou
 import { commandLine, runIfEntryPoint } from "./lib/entry.js";
 import { childFleetHost } from "./lib/fleet.js";
 import { fmt } from "./lib/latency.js";
+import { listFlag } from "./lib/list-flag.js";
 import { loadAgent, runLoad } from "./lib/load.js";
 import { overheadJobs, overheadPrompts } from "./lib/overhead-requests.js";
 import { processCpuMicros } from "./lib/process-cpu.js";
@@ -37,14 +38,8 @@ function buildRef(ref: string): { cli: string; dir: string } {
   execSync(`git archive ${JSON.stringify(ref)} | tar -x -C ${JSON.stringify(dir)}`, { cwd: ROOT });
   symlinkSync(join(ROOT, "node_modules"), join(dir, "node_modules"));
   console.log(`building ${ref} in ${dir} ...`);
-  execFileSync(
-    process.execPath,
-    [join(ROOT, "node_modules", "typescript", "bin", "tsc"), "-p", "tsconfig.build.json"],
-    {
-      cwd: dir,
-      stdio: "inherit",
-    },
-  );
+  // The same build command as this checkout's (built-router.ts: ensureBuilt).
+  execFileSync("npm", ["run", "build", "--silent"], { cwd: dir, stdio: "inherit" });
   return { cli: join(dir, "dist", "cli.js"), dir };
 }
 
@@ -94,8 +89,8 @@ async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
       base: { type: "string" },
-      modes: { type: "string", default: "json,stream" },
-      concurrency: { type: "string", default: "16" },
+      modes: { type: "string" },
+      concurrency: { type: "string" },
       prompt: { type: "string", default: "1024" },
       rounds: { type: "string", default: "10" },
       requests: { type: "string", default: "3000" },
@@ -107,19 +102,30 @@ async function main(): Promise<void> {
   const rounds = Number(values.rounds);
   const requests = Number(values.requests);
   const promptChars = Number(values.prompt);
-  const concurrencies = values.concurrency.split(",").map(Number);
-  const streams = values.modes.split(",").map((m) => m === "stream");
+  const concurrencies = listFlag(
+    "bench:overhead-ab",
+    values.concurrency,
+    [16],
+    Number,
+    "concurrency",
+  );
+  const streams = listFlag(
+    "bench:overhead-ab",
+    values.modes,
+    ["json", "stream"],
+    String,
+    "modes",
+  ).map((mode) => mode === "stream");
   if (
     !Number.isInteger(rounds) ||
     rounds < 2 ||
     !Number.isInteger(requests) ||
     requests < 100 ||
     !Number.isInteger(promptChars) ||
-    promptChars < 1 ||
-    concurrencies.some((c) => !Number.isInteger(c) || c < 1)
+    promptChars < 1
   ) {
     console.error(
-      "bench:overhead-ab: --rounds >= 2, --requests >= 100, --prompt and --concurrency positive integers",
+      "bench:overhead-ab: --rounds >= 2, --requests >= 100, --prompt a positive integer",
     );
     process.exit(2);
   }

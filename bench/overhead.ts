@@ -30,6 +30,7 @@ import { startBuiltRouter } from "./lib/built-router.js";
 import { commandLine, runIfEntryPoint } from "./lib/entry.js";
 import { childFleetHost } from "./lib/fleet.js";
 import { fmt, type LatencySummary, summarizeMs } from "./lib/latency.js";
+import { listFlag } from "./lib/list-flag.js";
 import { loadAgent, runLoad } from "./lib/load.js";
 import { type NginxProxy, startNginx } from "./lib/nginx.js";
 import { OUTPUT_TOKENS, overheadJobs, overheadPrompts } from "./lib/overhead-requests.js";
@@ -74,26 +75,6 @@ export interface CellResult {
   bareNodeAddedP50Ms?: number;
   /** Bare Node.js proxy requests/s over nginx's. */
   bareNodeVsNginx?: number;
-}
-
-/** A comma-separated list of numbers (or names) from a flag, each one of `allowed` when given. */
-function listFlag<T extends string | number>(
-  value: string | undefined,
-  defaults: readonly T[],
-  parse: (item: string) => T,
-  flag: string,
-): T[] {
-  if (value === undefined) return [...defaults];
-  const items = value.split(",").map((item) => parse(item.trim()));
-  for (const item of items) {
-    if (typeof item === "number" ? !Number.isInteger(item) || item < 1 : !defaults.includes(item)) {
-      console.error(
-        `bench:overhead: --${flag} ${value}: expected a list of ${defaults.join(", ")}`,
-      );
-      process.exit(2);
-    }
-  }
-  return items;
 }
 
 async function measure(
@@ -150,9 +131,17 @@ async function main(): Promise<void> {
     },
   });
   const routerArgs = (values["router-args"] ?? "").split(" ").filter((arg) => arg !== "");
-  const promptSizes = listFlag(values.prompts, PROMPT_CHARS, Number, "prompts");
-  const streams = listFlag(values.modes, MODES, String, "modes").map((m) => m === "stream");
-  const concurrencies = listFlag(values.concurrency, CONCURRENCIES, Number, "concurrency");
+  const promptSizes = listFlag("bench:overhead", values.prompts, PROMPT_CHARS, Number, "prompts");
+  const streams = listFlag("bench:overhead", values.modes, MODES, String, "modes").map(
+    (m) => m === "stream",
+  );
+  const concurrencies = listFlag(
+    "bench:overhead",
+    values.concurrency,
+    CONCURRENCIES,
+    Number,
+    "concurrency",
+  );
   const cpuProfDir = values["cpu-prof"];
   const requests = Number(values.requests ?? (values.quick ? 200 : 3000));
   if (!Number.isInteger(requests) || requests < 10) {

@@ -22,10 +22,15 @@ interface Profile {
 const CALLER_DEPTH = 3;
 const IDLE = new Set(["(idle)", "(program)"]);
 
+/** A library's file from node_modules/ on (`node_modules/undici/lib/...`), any other file's name. */
+function shortFile(url: string): string {
+  const library = url.lastIndexOf("/node_modules/");
+  return library >= 0 ? url.slice(library + 1) : url.slice(url.lastIndexOf("/") + 1);
+}
+
 function frameName(node: ProfileNode): string {
   const { functionName, url, lineNumber } = node.callFrame;
-  const file =
-    url === "" ? "" : ` ${url.replace(/^.*\/(node_modules\/)?/, "$1")}:${lineNumber + 1}`;
+  const file = url === "" ? "" : ` ${shortFile(url)}:${lineNumber + 1}`;
   return `${functionName === "" ? "(anonymous)" : functionName}${file}`;
 }
 

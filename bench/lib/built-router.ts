@@ -8,7 +8,7 @@ import { existsSync, readdirSync, statSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { freePort } from "../../src/net/free-port.js";
-import { stopChild } from "./child-process.js";
+import { stopChild, untilReady } from "./child-process.js";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 const CLI = join(ROOT, "dist", "cli.js");
@@ -52,20 +52,16 @@ export async function startBuiltRouter(
     { cwd: ROOT, stdio: ["ignore", "ignore", "inherit"] },
   );
   const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`the router exited (code ${child.exitCode})`);
-    const ready = await fetch(`${url}/readiness`).then(
-      (res) => res.ok,
-      () => false,
-    );
-    if (ready) break;
-    if (Date.now() > deadline) {
-      child.kill("SIGKILL");
-      throw new Error("the router did not become ready within 20 s");
-    }
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+  await untilReady(
+    child,
+    () =>
+      fetch(`${url}/readiness`).then(
+        (res) => res.ok,
+        () => false,
+      ),
+    () => new Error(`the router did not become ready within 20 s (exit code ${child.exitCode})`),
+    20_000,
+  );
   return {
     url,
     pid: child.pid ?? -1,

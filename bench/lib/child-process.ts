@@ -17,14 +17,24 @@ function accepting(port: number): Promise<boolean> {
  * Waits until `child` accepts connections on 127.0.0.1:`port`; kills it and throws `failure()`
  * when it exits first or takes longer than `timeoutMs`.
  */
-export async function untilAccepting(
+export function untilAccepting(
   child: ChildProcess,
   port: number,
   failure: () => Error,
   timeoutMs = 10_000,
 ): Promise<void> {
+  return untilReady(child, () => accepting(port), failure, timeoutMs);
+}
+
+/** Polls `ready` until it says yes; kills `child` and throws `failure()` when it exits first or time runs out. */
+export async function untilReady(
+  child: ChildProcess,
+  ready: () => Promise<boolean>,
+  failure: () => Error,
+  timeoutMs: number,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  while (!(await accepting(port))) {
+  while (!(await ready())) {
     if (child.exitCode !== null || Date.now() > deadline) {
       child.kill("SIGKILL");
       throw failure();

@@ -16,6 +16,7 @@
  * it. The router is reached through a private field, as no production path needs this hook.
  */
 
+import { PRECISE } from "../../src/index/hybrid-index.js";
 import type { RoutingDecider } from "../../src/policies/decider.js";
 import type { PolicyWorker } from "../../src/policies/policy.js";
 import type { RunningRouter } from "../../src/server.js";
@@ -113,13 +114,13 @@ export function diagnoseDecisions(
       }
     }
     if (held.every((h) => h === 0) && matched.every((m) => m === 0)) tally.coldDecisions++;
-    if (sources[chosen] === "precise") tally.preciseSource++;
+    if (sources[chosen] === PRECISE) tally.preciseSource++;
     if (best === chosen) {
       tally.bestHolderChosen++;
       return decision;
     }
     const cause =
-      sources[best] !== "precise"
+      sources[best] !== PRECISE
         ? "tokenize_miss"
         : matched[best]! > matched[chosen]!
           ? `policy:${decision.branch}`

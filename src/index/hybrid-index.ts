@@ -42,7 +42,8 @@ export interface HybridIndexOptions {
   onTokenizeMiss?: (reason: "timeout" | "unavailable") => void;
 }
 
-const PRECISE = "precise";
+/** The source name of a match the engines' events answered (x-radixgate-route, logs). */
+export const PRECISE = "precise";
 
 /** Requests prepared and not yet decided; small: decide follows prepare at once. */
 const MAX_PREPARED = 1024;
@@ -200,7 +201,8 @@ export class HybridIndex implements PrefixIndex {
     this.base.insert(workerId, model, text);
     const tokens = this.tokensOf(text, model);
     if (tokens === undefined) {
-      this.late.get(lateKey(text, model))?.add(workerId);
+      // The key copies the whole prompt: built only while some request waits for late tokens.
+      if (this.late.size > 0) this.late.get(lateKey(text, model))?.add(workerId);
       return;
     }
     if (!this.tokens.isLive(workerId)) return;
@@ -211,7 +213,7 @@ export class HybridIndex implements PrefixIndex {
     const forgotten = this.base.truncate(workerId, model, text, keep);
     const tokens = this.tokensOf(text, model);
     // Not accepted before its tokens came: nothing to speculate when they come.
-    if (tokens === undefined && keep < text.length)
+    if (tokens === undefined && keep < text.length && this.late.size > 0)
       this.late.get(lateKey(text, model))?.delete(workerId);
     if (tokens !== undefined && text.length > 0) {
       const { keys, blockSize } = this.keysFor(workerId, tokens, model);
