@@ -98,14 +98,10 @@ export class KvEventsManager implements TokenSource {
   }
 
   cached(model: string | undefined, input: TokenizeInput): readonly number[] | undefined {
-    const tokens = this.tokenizer.cached(model, input);
-    if (tokens !== undefined) {
-      this.metrics.tokenize.inc({ outcome: "cached" });
-      return tokens;
-    }
-    const local = this.tokenizer.local(model, input);
-    if (local !== undefined) this.metrics.tokenize.inc({ outcome: "local" });
-    return local;
+    const known = this.tokenizer.known(model, input);
+    if (known === undefined) return undefined;
+    this.metrics.tokenize.inc({ outcome: known.computed ? "local" : "cached" });
+    return known.tokens;
   }
 
   tokenize(

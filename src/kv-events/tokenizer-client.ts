@@ -40,10 +40,32 @@ export class TokenizerClient {
 
   constructor(private readonly options: TokenizerClientOptions) {}
 
-  /** Tokens already known for the input, without a call. */
+  /** Tokens already known for the input, without a call and without computing them. */
   cached(model: string | undefined, input: TokenizeInput): readonly number[] | undefined {
     if ("tokens" in input) return input.tokens;
     return this.cachedUnder(cacheKey(model, input));
+  }
+
+  /** With a local tokenizer, a prompt string's tokens, cached or computed here (encodeLocally). */
+  local(model: string | undefined, input: TokenizeInput): readonly number[] | undefined {
+    if (!("prompt" in input)) return undefined;
+    return this.known(model, input)?.tokens;
+  }
+
+  /**
+   * Tokens known without a call to a worker: given, cached, or computed here with the local
+   * tokenizer (`computed`). The cache key, a copy of the whole prompt, is built once.
+   */
+  known(
+    model: string | undefined,
+    input: TokenizeInput,
+  ): { tokens: readonly number[]; computed: boolean } | undefined {
+    if ("tokens" in input) return { tokens: input.tokens, computed: false };
+    const key = cacheKey(model, input);
+    const hit = this.cachedUnder(key);
+    if (hit !== undefined) return { tokens: hit, computed: false };
+    const tokens = this.encodeLocally(model, input, key);
+    return tokens === undefined ? undefined : { tokens, computed: true };
   }
 
   /** The cached tokens under `key` (refreshing their recency), if any. */
@@ -54,16 +76,17 @@ export class TokenizerClient {
   }
 
   /**
-   * With a local tokenizer, a prompt string's tokens, computed here (cached per line prefix);
-   * undefined without one, for chat messages (the engine's chat template is not run here), or
-   * past maxTokens.
+   * With a local tokenizer, a prompt string's tokens, computed here (cached under `key` and per
+   * line prefix); undefined without one, for chat messages (the engine's chat template is not run
+   * here), or past maxTokens.
    */
-  local(model: string | undefined, input: TokenizeInput): readonly number[] | undefined {
+  private encodeLocally(
+    model: string | undefined,
+    input: TokenizeInput,
+    key: string,
+  ): readonly number[] | undefined {
     const local = this.options.local;
     if (local === undefined || !("prompt" in input)) return undefined;
-    const key = cacheKey(model, input);
-    const known = this.cachedUnder(key);
-    if (known !== undefined) return known;
     const prompt = input.prompt;
     let tokens: number[];
     const prefix = this.cachedLinePrefix(model, prompt);
