@@ -24,9 +24,7 @@ import { commandLine, runIfEntryPoint } from "./lib/entry.js";
 import { childFleetHost } from "./lib/fleet.js";
 import { fmt } from "./lib/latency.js";
 import { listFlag } from "./lib/list-flag.js";
-import { loadAgent, runLoad } from "./lib/load.js";
-import { overheadJobs, overheadPrompts } from "./lib/overhead-requests.js";
-import { processCpuMicros } from "./lib/process-cpu.js";
+import { measure, overheadPrompts } from "./lib/overhead-requests.js";
 import { printTable } from "./lib/stats.js";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -61,28 +59,20 @@ async function round(
   concurrency: number,
   requests: number,
 ): Promise<Round> {
-  const dispatcher = loadAgent(concurrency);
-  try {
-    await runLoad(overheadJobs(router.url, texts, stream, Math.ceil(requests / 5)), {
-      dispatcher,
-      concurrency,
-    });
-    const before = processCpuMicros(router.pid);
-    const run = await runLoad(overheadJobs(router.url, texts, stream, requests), {
-      dispatcher,
-      concurrency,
-    });
-    const after = processCpuMicros(router.pid);
-    if (before === undefined || after === undefined) throw new Error("no /proc CPU time");
-    const ok = run.outcomes.filter((o) => o.ok).length;
-    if (ok < requests) throw new Error(`${requests - ok} requests failed`);
-    return {
-      cpuMicrosPerRequest: (after - before) / requests,
-      requestsPerSec: (ok * 1000) / run.wallMs,
-    };
-  } finally {
-    await dispatcher.close();
-  }
+  const result = await measure(
+    router,
+    texts,
+    stream,
+    concurrency,
+    requests,
+    Math.ceil(requests / 5),
+  );
+  if (result.cpuMicrosPerRequest === undefined) throw new Error("no /proc CPU time");
+  if (result.errors > 0) throw new Error(`${result.errors} requests failed`);
+  return {
+    cpuMicrosPerRequest: result.cpuMicrosPerRequest,
+    requestsPerSec: result.requestsPerSec,
+  };
 }
 
 async function main(): Promise<void> {

@@ -29,13 +29,15 @@ import { startBareNodeProxy } from "./lib/bare-node-proxy.js";
 import { startBuiltRouter } from "./lib/built-router.js";
 import { commandLine, runIfEntryPoint } from "./lib/entry.js";
 import { childFleetHost } from "./lib/fleet.js";
-import { fmt, type LatencySummary, summarizeMs } from "./lib/latency.js";
+import { fmt } from "./lib/latency.js";
 import { listFlag } from "./lib/list-flag.js";
-import { loadAgent, runLoad } from "./lib/load.js";
 import { type NginxProxy, startNginx } from "./lib/nginx.js";
-import { OUTPUT_TOKENS, overheadJobs, overheadPrompts } from "./lib/overhead-requests.js";
-import { processCpuMicros } from "./lib/process-cpu.js";
-import { ProgressBar } from "./lib/progress.js";
+import {
+  measure,
+  OUTPUT_TOKENS,
+  overheadPrompts,
+  type TargetResult,
+} from "./lib/overhead-requests.js";
 import { printTable } from "./lib/stats.js";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -44,17 +46,6 @@ const RESULTS = join(ROOT, "bench", "results", "overhead.json");
 const CONCURRENCIES = [1, 16, 64];
 const PROMPT_CHARS = [1024, 8192, 32_768];
 const MODES = ["json", "stream"];
-
-export interface TargetResult {
-  requests: number;
-  errors: number;
-  latencyMs: LatencySummary;
-  /** Streams only: time to the first content chunk. */
-  ttftMs: LatencySummary;
-  requestsPerSec: number;
-  /** The proxy process's CPU time per measured request (/proc; not for the direct target). */
-  cpuMicrosPerRequest?: number;
-}
 
 export interface CellResult {
   promptChars: number;
@@ -75,47 +66,6 @@ export interface CellResult {
   bareNodeAddedP50Ms?: number;
   /** Bare Node.js proxy requests/s over nginx's. */
   bareNodeVsNginx?: number;
-}
-
-async function measure(
-  /** A URL, or a proxy whose CPU time is read around the measurement (pid of the process). */
-  target: { url: string; pid: number } | string,
-  texts: readonly string[],
-  stream: boolean,
-  concurrency: number,
-  requests: number,
-  warmup: number,
-  label: string,
-): Promise<TargetResult> {
-  const origin = typeof target === "string" ? target : target.url;
-  const cpuMicros = () => (typeof target === "string" ? undefined : processCpuMicros(target.pid));
-  const dispatcher = loadAgent(concurrency);
-  try {
-    if (warmup > 0)
-      await runLoad(overheadJobs(origin, texts, stream, warmup), { dispatcher, concurrency });
-    const cpuBefore = cpuMicros();
-    const bar = new ProgressBar(label, requests);
-    const run = await runLoad(overheadJobs(origin, texts, stream, requests), {
-      dispatcher,
-      concurrency,
-      onDone: () => bar.tick(),
-    });
-    bar.finish();
-    const cpuAfter = cpuMicros();
-    const ok = run.outcomes.filter((o) => o.ok);
-    return {
-      requests,
-      errors: requests - ok.length,
-      latencyMs: summarizeMs(ok.map((o) => o.e2eMs)),
-      ttftMs: summarizeMs(stream ? ok.map((o) => o.ttftMs) : []),
-      requestsPerSec: (ok.length * 1000) / run.wallMs,
-      ...(cpuBefore !== undefined && cpuAfter !== undefined
-        ? { cpuMicrosPerRequest: (cpuAfter - cpuBefore) / requests }
-        : {}),
-    };
-  } finally {
-    await dispatcher.close();
-  }
 }
 
 async function main(): Promise<void> {

@@ -5,7 +5,10 @@
  */
 import { mulberry32 } from "../../src/sim/prng.js";
 import { randomText } from "../../src/sim/workloads.js";
-import type { LoadJob } from "./load.js";
+import { type LatencySummary, summarizeMs } from "./latency.js";
+import { type LoadJob, loadAgent, runLoad } from "./load.js";
+import { processCpuMicros } from "./process-cpu.js";
+import { ProgressBar } from "./progress.js";
 
 export const DISTINCT_PROMPTS = 64;
 export const OUTPUT_TOKENS = 16;
@@ -38,4 +41,60 @@ export function overheadJobs(
       stream,
     },
   }));
+}
+
+export interface TargetResult {
+  requests: number;
+  errors: number;
+  latencyMs: LatencySummary;
+  /** Streams only: time to the first content chunk. */
+  ttftMs: LatencySummary;
+  requestsPerSec: number;
+  /** The proxy process's CPU time per measured request (/proc; not for the direct target). */
+  cpuMicrosPerRequest?: number;
+}
+
+/**
+ * Sends `warmup` requests, then `requests` measured ones, to one target at a fixed concurrency;
+ * a proxy given with its pid also gets its CPU time per request (/proc). `label` shows progress.
+ */
+export async function measure(
+  /** A URL, or a proxy whose CPU time is read around the measurement (pid of the process). */
+  target: { url: string; pid: number } | string,
+  texts: readonly string[],
+  stream: boolean,
+  concurrency: number,
+  requests: number,
+  warmup: number,
+  label?: string,
+): Promise<TargetResult> {
+  const origin = typeof target === "string" ? target : target.url;
+  const cpuMicros = () => (typeof target === "string" ? undefined : processCpuMicros(target.pid));
+  const dispatcher = loadAgent(concurrency);
+  try {
+    if (warmup > 0)
+      await runLoad(overheadJobs(origin, texts, stream, warmup), { dispatcher, concurrency });
+    const cpuBefore = cpuMicros();
+    const bar = label === undefined ? undefined : new ProgressBar(label, requests);
+    const run = await runLoad(overheadJobs(origin, texts, stream, requests), {
+      dispatcher,
+      concurrency,
+      ...(bar === undefined ? {} : { onDone: () => bar.tick() }),
+    });
+    bar?.finish();
+    const cpuAfter = cpuMicros();
+    const ok = run.outcomes.filter((o) => o.ok);
+    return {
+      requests,
+      errors: requests - ok.length,
+      latencyMs: summarizeMs(ok.map((o) => o.e2eMs)),
+      ttftMs: summarizeMs(stream ? ok.map((o) => o.ttftMs) : []),
+      requestsPerSec: (ok.length * 1000) / run.wallMs,
+      ...(cpuBefore !== undefined && cpuAfter !== undefined
+        ? { cpuMicrosPerRequest: (cpuAfter - cpuBefore) / requests }
+        : {}),
+    };
+  } finally {
+    await dispatcher.close();
+  }
 }
