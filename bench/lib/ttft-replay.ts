@@ -22,6 +22,7 @@ import { engineHeldChars } from "../../src/proxy/usage-feedback.js";
 import { Engine } from "../../src/sim/engine.js";
 import { PrefixKvCache } from "../../src/sim/kv-cache.js";
 import { ManualClock } from "../../src/sim/manual-clock.js";
+import { DEFAULT_NUMERIC_OPTIONS } from "../../src/sim/options.js";
 import { renderChat } from "../../src/sim/template.js";
 import { DEFAULT_TIMING, estimateLatency, type StepShape } from "../../src/sim/timing.js";
 import { tokenize } from "../../src/sim/tokenizer.js";
@@ -30,10 +31,12 @@ import { CharsPerToken } from "../../src/workers/chars-per-token.js";
 import { learnedTreeBudget } from "../../src/workers/tree-budget.js";
 import type { PreparedWorkload } from "./routing-workloads.js";
 
-/** The simulator's defaults (src/sim/options.ts). */
-const MAX_RUNNING = 256;
-const MAX_BATCH_TOKENS = 8192;
-const BLOCK_SIZE = 16;
+/** The simulator's defaults. */
+const {
+  maxRunning: MAX_RUNNING,
+  maxBatchTokens: MAX_BATCH_TOKENS,
+  blockSize: BLOCK_SIZE,
+} = DEFAULT_NUMERIC_OPTIONS;
 
 interface Step {
   start: number;

@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { createPolicy } from "../../src/policies/factory.js";
 import { POLICY_DEFAULTS } from "../../src/policies/options.js";
 import { type PrefixCostOptions, PrefixCostPolicy } from "../../src/policies/prefix-cost.js";
@@ -135,7 +135,14 @@ describe("prefix_cost: the engine's own queue", () => {
         },
       }),
     );
-    selectWith(policy, workers, { text: coldText(1) });
+    // A clock that moves at every read: a policy reading it per candidate would pass three instants.
+    let clock = 1_000;
+    const now = vi.spyOn(Date, "now").mockImplementation(() => clock++);
+    try {
+      selectWith(policy, workers, { text: coldText(1) });
+    } finally {
+      now.mockRestore();
+    }
     expect(asked).toHaveLength(3);
     expect(new Set(asked).size).toBe(1);
   });
