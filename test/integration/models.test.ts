@@ -1,11 +1,20 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ApproximateIndex } from "../../src/index/approximate-index.js";
 import type { RunningRouter } from "../../src/server.js";
-import { type SimWorker, startSimWorker } from "../../src/sim/worker.js";
+import { type SimWorker, type SimWorkerOptions, startSimWorker } from "../../src/sim/worker.js";
 import type { Worker } from "../../src/workers/worker.js";
 import { postJson, startTestRouter, waitFor } from "../helpers/router.js";
 
 const PROMPT = "You translate questions into SQL for the orders database. ".repeat(10);
+
+/** A vLLM worker serving "llama" and its LoRA adapter "sql". */
+const LORA_WORKER: SimWorkerOptions = {
+  id: "lora",
+  timeScale: 0,
+  flavor: "vllm",
+  model: "llama",
+  loraAdapters: ["sql"],
+};
 
 describe("model-aware routing", () => {
   let lora: SimWorker;
@@ -17,13 +26,7 @@ describe("model-aware routing", () => {
 
   beforeAll(async () => {
     [lora, plain, qwen] = await Promise.all([
-      startSimWorker({
-        id: "lora",
-        timeScale: 0,
-        flavor: "vllm",
-        model: "llama",
-        loraAdapters: ["sql"],
-      }),
+      startSimWorker(LORA_WORKER),
       startSimWorker({ id: "plain", timeScale: 0, flavor: "vllm", model: "llama" }),
       startSimWorker({ id: "qwen", timeScale: 0, flavor: "vllm", model: "qwen" }),
     ]);
@@ -115,13 +118,7 @@ describe("model-aware routing", () => {
 describe("model-aware routing from introspected /v1/models", () => {
   it("learns each worker's models and adapters from its /v1/models, then routes and refuses by them", async () => {
     const [lora, qwen] = await Promise.all([
-      startSimWorker({
-        id: "lora",
-        timeScale: 0,
-        flavor: "vllm",
-        model: "llama",
-        loraAdapters: ["sql"],
-      }),
+      startSimWorker(LORA_WORKER),
       startSimWorker({ id: "qwen", timeScale: 0, flavor: "vllm", model: "qwen" }),
     ]);
     const router = await startTestRouter({
