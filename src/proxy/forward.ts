@@ -229,7 +229,10 @@ export class Forwarder {
       return { status: error.status, attempts, error: lastFailure.kind };
     }
     const coolDownMs = shortestCoolDown(this.registry);
-    const error = new RouterError("no_workers_available", noWorkerMessage(this.registry));
+    const error = new RouterError(
+      "no_workers_available",
+      noWorkerMessage(this.registry, req.model),
+    );
     // Every worker that could take it asked for a pause: say when to come back.
     const extra: Record<string, string> =
       coolDownMs > 0 ? { "retry-after": String(Math.max(1, Math.ceil(coolDownMs / 1000))) } : {};
@@ -410,9 +413,16 @@ function routeHeader(branch: RouteBranch, matchRate: number | null, index: strin
   return index === null || BASE_INDEXES.has(index) ? route : `${route};index=${index}`;
 }
 
-function noWorkerMessage(registry: WorkerRegistry): string {
+function noWorkerMessage(registry: WorkerRegistry, model: string | undefined): string {
   const total = registry.size;
-  return total === 0
-    ? "No workers are registered; add one with POST /workers or start with --worker-urls."
-    : `None of the ${total} registered workers is available (unhealthy, circuit open or cooling down after Retry-After).`;
+  if (total === 0)
+    return "No workers are registered; add one with POST /workers or start with --worker-urls.";
+  const available = registry.candidates();
+  // Available workers exist, but none of them lists the model; only workers whose model list is
+  // not known yet (so they might serve it) are left, and they are down. Say so, not "none is up".
+  if (available.length > 0 && servingCandidates(available, model).length === 0) {
+    const unknown = registry.list().filter((w) => w.servedModels === undefined).length;
+    return `No available worker serves the model '${model}': the ${available.length} available workers do not list it (GET /v1/models), and the ${unknown} whose model list is not known yet are unavailable (unhealthy, circuit open or cooling down after Retry-After).`;
+  }
+  return `None of the ${total} registered workers is available (unhealthy, circuit open or cooling down after Retry-After).`;
 }

@@ -83,6 +83,26 @@ describe("model-aware routing", () => {
     }
   });
 
+  it("a model only an unavailable worker might serve: 503 that names the model, not 'none is available'", async () => {
+    const qwenWorker = byUrl(qwen.url);
+    qwenWorker.servedModels = undefined;
+    qwenWorker.healthy = false;
+    try {
+      const res = await postJson(`${router.url}/v1/completions`, {
+        model: "mistral",
+        prompt: "hi",
+      });
+      expect(res.status).toBe(503);
+      const body = (await res.json()) as { error: { code: string; message: string } };
+      expect(body.error.code).toBe("no_workers_available");
+      expect(body.error.message).toContain("No available worker serves the model 'mistral'");
+      expect(body.error.message).toContain("the 2 available workers do not list it");
+    } finally {
+      qwenWorker.healthy = true;
+      qwenWorker.servedModels = new Set(["qwen"]);
+    }
+  });
+
   it("keeps an adapter's prefixes in its own tree", async () => {
     const text = `adapter tree ${PROMPT}`;
     expect(await servedBy("sql", text)).toBe("lora");
