@@ -26,6 +26,8 @@ import { routingChartSvg } from "./lib/routing-chart.js";
 import { diagnosisLines } from "./lib/routing-diagnosis.js";
 import {
   ALL_ROWS,
+  BYPASS_TARGETS,
+  type BypassTarget,
   ORACLE_ROW,
   PRECISE_ROW,
   type RowName,
@@ -53,6 +55,7 @@ interface CliOptions {
   rows: RowName[];
   rate: number | undefined;
   bypassShare: number | undefined;
+  bypassTo: BypassTarget | undefined;
   cacheLoadBound: number | undefined;
   prefixIndex: PrefixIndexName | undefined;
   maxTreeSize: number | undefined;
@@ -86,6 +89,7 @@ function parseCli(argv: string[]): CliOptions {
       "prefix-cost-request-chars": { type: "string" },
       policies: { type: "string" },
       bypass: { type: "string" },
+      "bypass-to": { type: "string" },
       "precise-policy": { type: "string" },
       replicas: { type: "string" },
       diagnose: { type: "boolean", default: false },
@@ -110,6 +114,10 @@ function parseCli(argv: string[]): CliOptions {
         "  --seed <n>                    workload seed (default 42)",
         "  --bypass <share>              share of requests sent straight to a worker, bypassing the router",
         "                                (e.g. 0.25; the precise row sees them through the KV events)",
+        `  --bypass-to <${BYPASS_TARGETS.join("|")}>  where the bypassing client sends them (default oracle):`,
+        "                                the oracle's worker for the request's group; each group to a",
+        "                                worker of the client's own choosing (a hash the routers and the",
+        "                                oracle do not know); or each request to a worker by a hash of its id",
         "  --cache-load-bound <x>        the router's --cache-load-bound (default: the router's, 2)",
         `  --prefix-index <name>         the router's --prefix-index (${PREFIX_INDEX_NAMES.join("|")}; default: the router's)`,
         "  --max-tree-size <chars>       the router's --max-tree-size (default: the router's)",
@@ -194,6 +202,16 @@ function parseCli(argv: string[]): CliOptions {
     if (bypassShare > 1) throw new Error("--bypass must be a share in [0, 1]");
     overridden = true;
   }
+  const bypassTo = values["bypass-to"] as BypassTarget | undefined;
+  if (bypassTo !== undefined) {
+    if (!BYPASS_TARGETS.includes(bypassTo)) {
+      throw new Error(`--bypass-to must be one of ${BYPASS_TARGETS.join(", ")}`);
+    }
+    if (bypassShare === undefined || bypassShare === 0) {
+      throw new Error("--bypass-to needs --bypass <share> above 0");
+    }
+    overridden = true;
+  }
   const replicas = num("replicas", values.replicas, 1, true);
   const precisePolicy = values["precise-policy"] as PolicyName | undefined;
   if (precisePolicy !== undefined) {
@@ -209,6 +227,7 @@ function parseCli(argv: string[]): CliOptions {
     rows,
     rate,
     bypassShare,
+    bypassTo,
     cacheLoadBound,
     prefixIndex,
     maxTreeSize,
@@ -230,7 +249,8 @@ function pct(x: number): string {
 function printReport(report: WorkloadReport): void {
   console.log(`\n## ${report.workload}: ${report.description}`);
   console.log(
-    `${report.requests} requests, ${report.arrival}, ${report.replicas > 1 ? `${report.replicas} router replicas (no shared state), ` : ""}${report.preset.workers} workers × ` +
+    `${report.requests} requests, ${report.arrival}, ${report.replicas > 1 ? `${report.replicas} router replicas (no shared state), ` : ""}` +
+      `${report.bypassShare > 0 ? `${pct(report.bypassShare)} bypassing the router (--bypass-to ${report.bypassTo}), ` : ""}${report.preset.workers} workers × ` +
       `${report.kvCapacityTokens} KV tokens, working set ${report.workingSetTokens} tokens, ` +
       `timeScale ${report.preset.timeScale}`,
   );
@@ -299,6 +319,9 @@ export function goalLines(report: WorkloadReport): string[] {
     const ok = precise.hitRate >= oracle.hitRate;
     lines.push(
       `goal: precise hit rate ≥ the oracle's: ${pct(precise.hitRate)} vs ${pct(oracle.hitRate)} → ${ok ? "met" : "MISSED"}` +
+        (report.bypassShare > 0 && report.bypassTo !== undefined
+          ? ` [--bypass-to ${report.bypassTo}]`
+          : "") +
         (precise.split === undefined
           ? ""
           : ` (routed requests ${pct(precise.split.routedHitRate)} vs ${pct(oracle.split?.routedHitRate ?? 0)})`),
@@ -366,6 +389,7 @@ async function main(): Promise<void> {
       rows: cli.rows,
       ...(cli.rate === undefined ? {} : { rate: cli.rate }),
       ...(cli.bypassShare === undefined ? {} : { bypassShare: cli.bypassShare }),
+      ...(cli.bypassTo === undefined ? {} : { bypassTo: cli.bypassTo }),
       routerOverrides: {
         ...(cli.cacheLoadBound === undefined ? {} : { cacheLoadBound: cli.cacheLoadBound }),
         ...(cli.prefixIndex === undefined ? {} : { prefixIndex: cli.prefixIndex }),

@@ -80,6 +80,8 @@ export interface WorkloadReport {
   replicas: number;
   /** Share of requests that bypassed the router (RunOptions.bypassShare). */
   bypassShare: number;
+  /** Where the bypassing requests went (RunOptions.bypassTo). */
+  bypassTo: BypassTarget;
   arrival: string;
   rows: RowResult[];
 }
@@ -102,10 +104,12 @@ export interface RunOptions {
   warmupRequests?: number;
   /**
    * Share of requests (0-1) sent straight to a worker, bypassing the router (another client, or
-   * another router's traffic): to the oracle's worker when the workload has one, else one chosen
-   * by the request's id. The same requests bypass in every row.
+   * another router's traffic), to the worker `bypassTo` picks. The same requests go to the same
+   * workers in every row.
    */
   bypassShare?: number;
+  /** How the bypassing client picks its worker (BypassTarget; default "oracle"). */
+  bypassTo?: BypassTarget;
   /** Router settings on top of the defaults, e.g. { cacheLoadBound: 1.5 } (--cache-load-bound). */
   routerOverrides?: Partial<Config>;
   /**
@@ -162,6 +166,7 @@ export async function runRoutingWorkload(
     preset: o.preset,
     replicas: o.replicas ?? 1,
     bypassShare: o.bypassShare ?? 0,
+    bypassTo: o.bypassTo ?? "oracle",
     arrival:
       o.rate === undefined
         ? `closed loop, concurrency ${o.preset.concurrency}`
@@ -238,7 +243,7 @@ async function runRow(
     }
     const bypassed: boolean[] = [];
     const jobs = w.specs.map((spec): LoadJob => {
-      const direct = bypassTarget(spec, w, o.bypassShare ?? 0, urls.length);
+      const direct = bypassTarget(spec, w, o.bypassShare ?? 0, urls.length, o.bypassTo);
       bypassed.push(direct !== undefined);
       const origin =
         direct !== undefined
@@ -291,17 +296,33 @@ export function replicaOf(spec: RequestSpec, replicas: number): number {
   return replicas <= 1 ? 0 : (hashString(`replica/${spec.id}`) >>> 4) % replicas;
 }
 
+/**
+ * How a client that bypasses the router picks its worker:
+ * - `oracle`: the oracle row's worker for the request's group (`group mod workers`). The oracle
+ *   row then knows in advance where the other client's traffic lands; no router can.
+ * - `sticky`: a client that pins each group by a mapping of its own (a salted hash of the group),
+ *   which neither the routers nor the oracle know.
+ * - `spread`: a client that sends each request to a worker chosen by a hash of its id.
+ * Workloads without groups fall back to `spread`.
+ */
+export const BYPASS_TARGETS = ["oracle", "sticky", "spread"] as const;
+export type BypassTarget = (typeof BYPASS_TARGETS)[number];
+
 /** The worker a bypassing request goes to straight, or undefined when it goes through the router. */
-function bypassTarget(
+export function bypassTarget(
   spec: RequestSpec,
-  w: PreparedWorkload,
+  w: Pick<PreparedWorkload, "group" | "oracle">,
   share: number,
   workers: number,
+  to: BypassTarget = "oracle",
 ): number | undefined {
   if (share <= 0) return undefined;
   const h = hashString(spec.id);
   if ((h % 10_000) / 10_000 >= share) return undefined;
-  return w.oracle !== undefined ? w.oracle(spec, workers) : (h >>> 8) % workers;
+  if (to === "oracle" && w.oracle !== undefined) return w.oracle(spec, workers);
+  if (to === "sticky" && w.group !== undefined)
+    return (hashString(`bypass/${w.group(spec)}`) >>> 4) % workers;
+  return (h >>> 8) % workers;
 }
 
 /** A policy with --kv-events, every worker added with its own event endpoints, all streams live. */

@@ -153,7 +153,12 @@ export interface PreparedWorkload {
   specs: RequestSpec[];
   /** Prompt tokens worth keeping cached (shared system prompts, whole conversations). */
   workingSetTokens: number;
-  /** The worker (index) an oracle would pin this request to, when the workload has one. */
+  /**
+   * The request's affinity group (system prompt, conversation or tenant), when the workload has
+   * one: what a sticky client or the oracle keeps on one worker.
+   */
+  group: ((spec: RequestSpec) => number) | undefined;
+  /** The worker (index) an oracle would pin this request to: its group's, `group mod workers`. */
   oracle: ((spec: RequestSpec, workers: number) => number) | undefined;
   /** What this workload is, in one line, for the report. */
   description: string;
@@ -170,13 +175,18 @@ export function distinctPromptTokens(specs: readonly RequestSpec[]): number {
 
 export function prepareWorkload(name: WorkloadName, p: RoutingPreset): PreparedWorkload {
   const prepared = prepareSpecs(name, p);
-  return { ...prepared, kvCapacityTokens: prepared.kvCapacityTokens ?? p.kvCapacityTokens };
+  const group = prepared.group;
+  return {
+    ...prepared,
+    oracle: group === undefined ? undefined : (spec, workers) => group(spec) % workers,
+    kvCapacityTokens: prepared.kvCapacityTokens ?? p.kvCapacityTokens,
+  };
 }
 
 function prepareSpecs(
   name: WorkloadName,
   p: RoutingPreset,
-): Omit<PreparedWorkload, "kvCapacityTokens"> & { kvCapacityTokens?: number } {
+): Omit<PreparedWorkload, "kvCapacityTokens" | "oracle"> & { kvCapacityTokens?: number } {
   switch (name) {
     case "shared-prefix": {
       const s = p.sharedPrefix;
@@ -184,7 +194,7 @@ function prepareSpecs(
         name,
         specs: generatedSharedPrefix({ ...s, kind: "completion", seed: p.seed }),
         workingSetTokens: s.groups * s.systemPromptTokens,
-        oracle: (spec, n) => (spec.group ?? 0) % n,
+        group: (spec) => spec.group ?? 0,
         description:
           `${s.groups} system prompts × ${s.promptsPerGroup} questions, ` +
           `${s.systemPromptTokens} + ${s.questionTokens} → ${s.outputTokens} tokens, shuffled`,
@@ -197,7 +207,7 @@ function prepareSpecs(
         name,
         specs: multiTurnChat({ ...m, seed: p.seed }),
         workingSetTokens: m.conversations * finalTokens,
-        oracle: (spec, n) => (spec.conversation ?? 0) % n,
+        group: (spec) => spec.conversation ?? 0,
         description:
           `${m.conversations} chats × ${m.turns} turns, system ${m.systemPromptTokens}, ` +
           `+${m.turnTokens} user / +${m.outputTokens} assistant tokens a turn`,
@@ -209,7 +219,7 @@ function prepareSpecs(
         name,
         specs: noSharing({ ...s, kind: "completion", seed: p.seed }),
         workingSetTokens: 0,
-        oracle: undefined,
+        group: undefined,
         description: `${s.requests} unique prompts of ${s.promptTokens} → ${s.outputTokens} tokens`,
       };
     }
@@ -219,7 +229,7 @@ function prepareSpecs(
         name,
         specs: hotPrefix({ ...h, kind: "chat", seed: p.seed }),
         workingSetTokens: h.systemPromptTokens,
-        oracle: undefined,
+        group: undefined,
         description:
           `${h.requests} chats sharing one system prompt, ` +
           `${h.systemPromptTokens} + ${h.questionTokens} → ${h.outputTokens} tokens`,
@@ -237,7 +247,7 @@ function prepareSpecs(
         // Whole blocks (the simulator's default block size is 16 tokens).
         kvCapacityTokens: Math.ceil((workingSetTokens * kvShareOfWorkingSet) / 16) * 16,
         // Tenant-sticky: every conversation of a tenant on the tenant's worker.
-        oracle: (spec, n) => (spec.group ?? 0) % n,
+        group: (spec) => spec.group ?? 0,
         description:
           `${c.conversations} chats of ${tenantsSeen}/${c.tenants} Zipf(${c.zipfExponent}) tenants × ${c.turns} turns, ` +
           `${c.activeConversations} at a time, shared tools ${c.toolPreambleTokens} + tenant ${c.tenantPromptTokens}, ` +

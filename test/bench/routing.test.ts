@@ -1,10 +1,15 @@
 import { describe, expect, it } from "vitest";
 import {
+  bypassTarget,
   replicaOf,
   runRoutingWorkload,
   type WorkloadReport,
 } from "../../bench/lib/routing-runner.js";
-import { QUICK_PRESET, type RoutingPreset } from "../../bench/lib/routing-workloads.js";
+import {
+  prepareWorkload,
+  QUICK_PRESET,
+  type RoutingPreset,
+} from "../../bench/lib/routing-workloads.js";
 import { goalLines } from "../../bench/routing.js";
 
 /** bench:routing at toy size: 8 system prompts × 8 questions over 4 workers that each hold half. */
@@ -92,6 +97,50 @@ describe("replicaOf", () => {
     expect(Math.min(...counts)).toBeGreaterThan(150);
     expect(specs.map((s) => replicaOf(s, 2))).toEqual(specs.map((s) => replicaOf(s, 2)));
     expect(replicaOf(specs[0]!, 1)).toBe(0);
+  });
+});
+
+describe("bypassTarget", () => {
+  const w = prepareWorkload("shared-prefix", QUICK_PRESET);
+  const workers = 4;
+  const bypassing = (to: "oracle" | "sticky" | "spread") =>
+    w.specs
+      .map((spec) => ({ spec, target: bypassTarget(spec, w, 0.25, workers, to) }))
+      .filter(
+        (x): x is { spec: (typeof w.specs)[number]; target: number } => x.target !== undefined,
+      );
+
+  it("picks the same requests whatever the target, about the share asked for", () => {
+    const ids = (to: "oracle" | "sticky" | "spread") => bypassing(to).map((x) => x.spec.id);
+    expect(ids("sticky")).toEqual(ids("oracle"));
+    expect(ids("spread")).toEqual(ids("oracle"));
+    const share = ids("oracle").length / w.specs.length;
+    expect(share).toBeGreaterThan(0.15);
+    expect(share).toBeLessThan(0.35);
+    expect(bypassTarget(w.specs[0]!, w, 0, workers, "sticky")).toBeUndefined();
+  });
+
+  it("oracle: the oracle's worker; sticky: one worker per group, mostly not the oracle's; spread: per request", () => {
+    for (const { spec, target } of bypassing("oracle"))
+      expect(target).toBe(w.oracle!(spec, workers));
+    const stickyByGroup = new Map<number, Set<number>>();
+    for (const { spec, target } of bypassing("sticky")) {
+      const group = w.group!(spec);
+      stickyByGroup.set(group, (stickyByGroup.get(group) ?? new Set()).add(target));
+    }
+    for (const targets of stickyByGroup.values()) expect(targets.size).toBe(1);
+    const groups = [...stickyByGroup.keys()];
+    const agree = groups.filter((g) => stickyByGroup.get(g)!.has(g % workers)).length;
+    // An independent mapping agrees with the oracle's for about a quarter of the groups.
+    expect(agree).toBeLessThan(groups.length / 2);
+    const spreadByGroup = new Map<number, Set<number>>();
+    for (const { spec, target } of bypassing("spread")) {
+      const group = w.group!(spec);
+      spreadByGroup.set(group, (spreadByGroup.get(group) ?? new Set()).add(target));
+    }
+    expect([...spreadByGroup.values()].some((targets) => targets.size > 1)).toBe(true);
+    for (const to of ["oracle", "sticky", "spread"] as const)
+      for (const { target } of bypassing(to)) expect(target).toBeLessThan(workers);
   });
 });
 
