@@ -39,23 +39,29 @@ function meanOf(requests: readonly ReplayedRequest[], key: (typeof COMPONENTS)[n
   return mean(requests.map((r) => r[key]));
 }
 
-/** The requests sent after the first `concurrency` (the cold start: every lane's first request). */
-function steady(r: ReplayResult, concurrency: number): ReplayedRequest[] {
-  return [...r.requests].sort((a, b) => a.arrival - b.arrival).slice(concurrency);
+/**
+ * The cold start (the first `concurrency` requests: every lane's first, sent at once to empty
+ * caches) and the steady state (every later request), by arrival.
+ */
+function splitAtStart(r: ReplayResult, concurrency: number) {
+  const byArrival = [...r.requests].sort((a, b) => a.arrival - b.arrival);
+  return { start: byArrival.slice(0, concurrency), steady: byArrival.slice(concurrency) };
 }
 
-/** The cold start's share of the mean TTFT: Σ TTFT of the first `concurrency` requests / all. */
-function startShare(r: ReplayResult, concurrency: number): number {
-  const first = [...r.requests].sort((a, b) => a.arrival - b.arrival).slice(0, concurrency);
-  return first.reduce((sum, x) => sum + x.ttft, 0) / r.requests.length;
+/** The cold start's share of the mean TTFT: Σ TTFT of its requests / all requests. */
+function startShare(start: readonly ReplayedRequest[], requests: number): number {
+  return start.reduce((sum, x) => sum + x.ttft, 0) / requests;
 }
 
 /** Kinds of request, by what the engine found cached. */
-function kindOf(r: ReplayedRequest): string {
+const KINDS = ["hit ≥ 90%", "partial 50-90%", "miss < 50%"] as const;
+
+/** Which of KINDS a request is, by its share of prompt tokens found cached. */
+function kindOf(r: ReplayedRequest): (typeof KINDS)[number] {
   const share = r.cachedTokens / r.promptTokens;
-  if (share >= 0.9) return "hit ≥ 90%";
-  if (share >= 0.5) return "partial 50-90%";
-  return "miss < 50%";
+  if (share >= 0.9) return KINDS[0];
+  if (share >= 0.5) return KINDS[1];
+  return KINDS[2];
 }
 
 async function main(): Promise<void> {
@@ -132,28 +138,30 @@ async function main(): Promise<void> {
       "steady",
       "per worker",
     ],
-    rows.map(([row, r]) => [
-      row,
-      `${(r.hitRate * 100).toFixed(1)}%`,
-      fmt(meanOf(r.requests, "ttft")),
-      fmt(meanOf(r.requests, "ttft") * preset.timeScale),
-      fmt(meanOf(r.requests, "wait")),
-      fmt(meanOf(r.requests, "own")),
-      fmt(meanOf(r.requests, "others")),
-      fmt(meanOf(r.requests, "rest")),
-      fmt(meanOf(r.requests, "alone")),
-      fmt(startShare(r, preset.concurrency)),
-      fmt(meanOf(steady(r, preset.concurrency), "ttft")),
-      r.perWorker.join("/"),
-    ]),
+    rows.map(([row, r]) => {
+      const { start, steady } = splitAtStart(r, preset.concurrency);
+      return [
+        row,
+        `${(r.hitRate * 100).toFixed(1)}%`,
+        fmt(meanOf(r.requests, "ttft")),
+        fmt(meanOf(r.requests, "ttft") * preset.timeScale),
+        fmt(meanOf(r.requests, "wait")),
+        fmt(meanOf(r.requests, "own")),
+        fmt(meanOf(r.requests, "others")),
+        fmt(meanOf(r.requests, "rest")),
+        fmt(meanOf(r.requests, "alone")),
+        fmt(startShare(start, r.requests.length)),
+        fmt(meanOf(steady, "ttft")),
+        r.perWorker.join("/"),
+      ];
+    }),
   );
-  const kinds = ["hit ≥ 90%", "partial 50-90%", "miss < 50%"];
   console.log("\nby kind: requests, mean TTFT (wait / own / others / rest)");
   printTable(
-    ["row", ...kinds],
+    ["row", ...KINDS],
     rows.map(([row, r]) => [
       row,
-      ...kinds.map((k) => {
+      ...KINDS.map((k) => {
         const of = r.requests.filter((x) => kindOf(x) === k);
         return `${of.length}: ${fmt(meanOf(of, "ttft"))} (${fmt(meanOf(of, "wait"))}/${fmt(meanOf(of, "own"))}/${fmt(meanOf(of, "others"))}/${fmt(meanOf(of, "rest"))})`;
       }),

@@ -28,6 +28,7 @@ import { DEFAULT_TIMING, estimateLatency, type StepShape } from "../../src/sim/t
 import { tokenize } from "../../src/sim/tokenizer.js";
 import { openAiBody, type RequestSpec } from "../../src/sim/workloads.js";
 import { CharsPerToken } from "../../src/workers/chars-per-token.js";
+import { EngineSignals, foreignQueued, STALE_AFTER_INTERVALS } from "../../src/workers/signals.js";
 import { learnedTreeBudget } from "../../src/workers/tree-budget.js";
 import type { PreparedWorkload } from "./routing-workloads.js";
 
@@ -76,9 +77,8 @@ export type Chooser =
 
 interface ReplayWorker extends PolicyWorker {
   inFlight: number;
-  sampledQueue: number | undefined;
-  sampledPending: number;
-  sampledAt: number;
+  /** What the engine poll last read (its queue, the router's pending count then), in model ms. */
+  readonly signals: EngineSignals;
   pendingPrefillChars: number;
   pendingPrefillRequests: number;
   readonly index: number;
@@ -97,9 +97,9 @@ export async function replay(
     force?: ReadonlyMap<string, number>;
     /**
      * The router's engine poll (--engine-poll-interval-secs), in model ms: every worker's waiting
-     * queue is sampled when the run starts and then every `enginePollMs`, and policies read the
-     * last sample (engineQueuedAt) until it is 3 intervals old, as src/workers/introspection.ts
-     * does. Off by default.
+     * queue is sampled when the run starts and then every `enginePollMs` into the router's own
+     * EngineSignals, and policies read the last sample (foreignQueuedAt) until it is 3 intervals
+     * old, as src/workers/introspection.ts does. Off by default.
      */
     enginePollMs?: number;
     /** Model ms into the first interval at which the run starts (the poll timer's phase). */
@@ -138,18 +138,20 @@ export async function replay(
       engine,
       steps,
       cpt: new CharsPerToken(),
-      sampledQueue: undefined,
-      sampledPending: 0,
-      sampledAt: 0,
+      signals: new EngineSignals(),
     });
   }
   const pollMs = o.enginePollMs;
   if (pollMs !== undefined && pollMs > 0) {
     const sample = () => {
       for (const worker of workers) {
-        worker.sampledQueue = worker.engine.waiting;
-        worker.sampledPending = worker.pendingPrefillRequests;
-        worker.sampledAt = clock.now();
+        const load = {
+          queued: worker.engine.waiting,
+          running: undefined,
+          kvUsage: undefined,
+          routerPending: worker.pendingPrefillRequests,
+        };
+        worker.signals.recordLoad(load, clock.now());
       }
     };
     sample();
@@ -159,12 +161,17 @@ export async function replay(
     };
     clock.setTimer(tick, pollMs - (o.enginePollPhaseMs ?? 0));
     for (const worker of workers) {
-      const fresh = () => clock.now() - worker.sampledAt <= 3 * pollMs;
+      const signals = worker.signals;
+      signals.staleAfterMs = STALE_AFTER_INTERVALS * pollMs;
+      // The policy passes wall-clock time; the replay judges the reading in model time.
       worker.foreignQueuedAt = () => {
-        if (!fresh() || worker.sampledQueue === undefined) return undefined;
-        // The router's count at the read (Worker.foreignQueuedAt), or, for comparison, today's.
-        const own = o.foreignAgainstNow ? worker.pendingPrefillRequests : worker.sampledPending;
-        return Math.max(0, worker.sampledQueue - own);
+        const now = clock.now();
+        if (!o.foreignAgainstNow) return signals.foreignQueued(now);
+        // For comparison: against the router's pending requests now instead of at the read.
+        const queued = signals.load(now)?.queued;
+        return queued === undefined
+          ? undefined
+          : foreignQueued(queued, worker.pendingPrefillRequests);
       };
     }
   }

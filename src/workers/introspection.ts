@@ -6,6 +6,7 @@ import { readSglangServerInfo } from "../engines/sglang-server-info.js";
 import { readVllmMetrics } from "../engines/vllm-metrics.js";
 import type { Logger } from "../logger.js";
 import type { WorkerRegistry } from "./registry.js";
+import { STALE_AFTER_INTERVALS } from "./signals.js";
 import type { Worker } from "./worker.js";
 import { readCappedBody, requestWorker } from "./worker-request.js";
 
@@ -18,8 +19,6 @@ export interface IntrospectionOptions {
   maxBodyBytes?: number;
 }
 
-/** Signals older than this many intervals are ignored. */
-const STALE_AFTER_INTERVALS = 3;
 const DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024;
 
 type Endpoint = "/get_server_info" | "/metrics" | "/v1/models";

@@ -17,12 +17,10 @@ interface ServingWorker {
   readonly servedModels: ReadonlySet<string> | undefined;
 }
 
-/** The worker serves `model` (or the model is unnamed, or the worker's list is unknown). */
-export function servesModel(worker: ServingWorker, model: string | undefined): boolean {
-  return model === undefined || serves(worker, model, sglangAdapterBase(model));
-}
-
-/** `servesModel` with the adapter's base already split off (once per call, not per worker). */
+/**
+ * The worker serves `model` (or its list is unknown), given the model's SGLang adapter base
+ * (split off once per call, not per worker).
+ */
 function serves(worker: ServingWorker, model: string, base: string | undefined): boolean {
   const served = worker.servedModels;
   if (served === undefined || served.has(model)) return true;

@@ -14,6 +14,19 @@ export interface LoadSignals {
 }
 
 /**
+ * Requests in an engine's reported queue that this router did not send (another replica's, direct
+ * clients'): the queue minus the router's own requests waiting there when the engine answered
+ * (`LoadSignals.routerPending`), never below 0. Worker.foreignQueuedAt (read by prefix_cost) and
+ * bench:ttft's replay both count it with this.
+ */
+export function foreignQueued(queued: number, routerPending: number): number {
+  return Math.max(0, queued - Math.max(0, routerPending));
+}
+
+/** Readings older than this many poll intervals are ignored (introspection.ts, bench:ttft). */
+export const STALE_AFTER_INTERVALS = 3;
+
+/**
  * What the router has learned about one worker from its engine (src/workers/introspection.ts
  * fills it), each part with the time it was read. A part older than `staleAfterMs` is ignored:
  * `load()` and `capacity()` answer undefined, exactly as for a worker that exposes nothing.
@@ -26,9 +39,10 @@ export class EngineSignals {
 
   private capacityTokens: number | undefined;
   private capacitySource: "get_server_info" | "metrics" | undefined;
-  private capacityAt = 0;
+  /** When each part was read (epoch ms, or model ms in bench:ttft); undefined = never. */
+  private capacityAt: number | undefined;
   private lastLoad: LoadSignals | undefined;
-  private loadAt = 0;
+  private loadAt: number | undefined;
   /** Last time any endpoint answered something usable (epoch ms, 0 = never). */
   private seenAt = 0;
 
@@ -68,12 +82,22 @@ export class EngineSignals {
     return this.fresh(this.loadAt, now) ? this.lastLoad : undefined;
   }
 
+  /**
+   * Requests in the engine's queue at its last reading that this router did not send
+   * (`foreignQueued`); undefined when the reading is stale at `now` or has no queue.
+   */
+  foreignQueued(now: number): number | undefined {
+    const load = this.load(now);
+    if (load?.queued === undefined) return undefined;
+    return foreignQueued(load.queued, load.routerPending ?? 0);
+  }
+
   /** Seconds since the engine last answered anything usable; undefined when it never did. */
   ageSecs(now = Date.now()): number | undefined {
     return this.seenAt === 0 ? undefined : Math.max(0, now - this.seenAt) / 1000;
   }
 
-  private fresh(at: number, now: number): boolean {
-    return at > 0 && now - at <= this.staleAfterMs;
+  private fresh(at: number | undefined, now: number): boolean {
+    return at !== undefined && now - at <= this.staleAfterMs;
   }
 }

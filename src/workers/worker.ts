@@ -110,9 +110,7 @@ export class Worker {
    * few seconds old, the difference to today's count is not foreign work, only the age.
    */
   foreignQueuedAt(now: number): number | undefined {
-    const load = this.signals.load(now);
-    if (load?.queued === undefined) return undefined;
-    return Math.max(0, load.queued - Math.max(0, load.routerPending ?? 0));
+    return this.signals.foreignQueued(now);
   }
 
   /** Healthy, not removed, not cooling down, and the breaker lets a request through. */

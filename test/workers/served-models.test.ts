@@ -1,15 +1,15 @@
 import { describe, expect, it } from "vitest";
-import {
-  indexModel,
-  noWorkerServes,
-  servesModel,
-  servingCandidates,
-} from "../../src/workers/served-models.js";
+import { indexModel, noWorkerServes, servingCandidates } from "../../src/workers/served-models.js";
 
 const unknown = { servedModels: undefined };
 const llama = { servedModels: new Set(["llama"]) };
 const llamaLora = { servedModels: new Set(["llama", "sql-lora", "chat-lora"]) };
 const qwen = { servedModels: new Set(["qwen"]) };
+
+/** One worker serves the model: it stays a candidate for it. */
+function servesModel(worker: { servedModels: ReadonlySet<string> | undefined }, model?: string) {
+  return servingCandidates([worker], model).length === 1;
+}
 
 describe("served models", () => {
   it("a worker serves what it lists; an unknown list or an unnamed model serves anything", () => {
