@@ -17,12 +17,12 @@
  */
 
 import { PRECISE } from "../../src/index/hybrid-index.js";
+import type { TokenizeInput } from "../../src/kv-events/tokenize-input.js";
 import type { RoutingDecider } from "../../src/policies/decider.js";
 import type { PolicyWorker } from "../../src/policies/policy.js";
 import type { RunningRouter } from "../../src/server.js";
-import { renderChat } from "../../src/sim/template.js";
-import { tokenize } from "../../src/sim/tokenizer.js";
 import type { SimWorker } from "../../src/sim/worker.js";
+import type { Worker } from "../../src/workers/worker.js";
 
 export interface LossCount {
   decisions: number;
@@ -74,13 +74,24 @@ export function diagnoseDecisions(
 ): RoutingDiagnosis {
   const decider = (router.context.forwarder as unknown as { decider: RoutingDecider }).decider;
   const index = decider.index;
-  const simOf = new Map(sims.map((s) => [s.url, s]));
-  const urlOf = (id: string) => router.context.registry.list().find((w) => w.id === id)?.url;
+  // Worker id → its simulator, built once and kept as the registry changes.
+  const simByUrl = new Map(sims.map((s) => [s.url, s]));
+  const simOf = new Map<string, SimWorker>();
+  const track = (worker: Worker) => {
+    const sim = simByUrl.get(worker.url);
+    if (sim !== undefined) simOf.set(worker.id, sim);
+  };
+  const registry = router.context.registry;
+  for (const worker of registry.list()) track(worker);
+  registry.onChange((event, worker) => {
+    if (event === "added") track(worker);
+    else simOf.delete(worker.id);
+  });
   const original = decider.decide.bind(decider);
   const matched: number[] = [];
   const homes = new Map<string, Set<string>>();
   decider.decide = ((candidates: readonly PolicyWorker[], request) => {
-    const tokens = promptTokens(request.tokenizeInput);
+    const tokens = promptTokens(sims[0], request.tokenizeInput);
     const text = request.text;
     if (tokens === undefined || text.length === 0 || candidates.length < 2) {
       return original(candidates, request);
@@ -88,11 +99,7 @@ export function diagnoseDecisions(
     matched.length = candidates.length;
     index.match(text, request.model, candidates, matched);
     const sources = candidates.map((c) => index.sourceOf?.(c.id) ?? index.name);
-    const held = candidates.map((c) => {
-      const url = urlOf(c.id);
-      const sim = url === undefined ? undefined : simOf.get(url);
-      return sim?.cachedPrefixTokens(tokens) ?? 0;
-    });
+    const held = candidates.map((c) => simOf.get(c.id)?.cachedPrefixTokens(tokens) ?? 0);
     const decision = original(candidates, request);
     if (decision === undefined) return decision;
     const chosen = candidates.indexOf(decision.worker);
@@ -134,22 +141,18 @@ export function diagnoseDecisions(
   return tally;
 }
 
-/** The prompt tokens the simulated engine prefills for the request (sim/protocol.ts). */
+/**
+ * The prompt tokens the simulated engine prefills for the request: what its /tokenize answers,
+ * with its own tokenizer (the stand-in, or a tokenizer.json). Every simulator of a bench fleet
+ * has the same options (fleet.ts: fleetWorkerOptions), so one of them answers for all.
+ */
 function promptTokens(
-  input:
-    | { prompt: string }
-    | { messages: readonly unknown[] }
-    | { tokens: readonly number[] }
-    | undefined,
+  sim: SimWorker | undefined,
+  input: TokenizeInput | undefined,
 ): readonly number[] | undefined {
   if (input === undefined) return undefined;
   if ("tokens" in input) return input.tokens;
-  if ("prompt" in input) return tokenize(input.prompt);
-  const messages = input.messages.map((m) => {
-    const { role, content } = (m ?? {}) as Record<string, unknown>;
-    return { role: String(role), content: typeof content === "string" ? content : "" };
-  });
-  return tokenize(renderChat(messages));
+  return sim?.tokenizeBody(input);
 }
 
 /** Report lines: lost points of hit rate by cause. */

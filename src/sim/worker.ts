@@ -76,6 +76,11 @@ export interface SimWorker {
   clearKvCache(options?: { restart?: boolean }): void;
   /** Tokens of this prompt the engine would find cached now (benchmark diagnostics). */
   cachedPrefixTokens(promptTokens: readonly number[]): number;
+  /**
+   * The tokens its POST /tokenize answers for this body (`{prompt}` or `{messages}`, with the
+   * engine's own tokenizer), or undefined when the body has neither (the endpoint answers 400).
+   */
+  tokenizeBody(body: unknown): number[] | undefined;
   /** Closes the server and destroys open sockets (hanging and streaming requests included). */
   close(): Promise<void>;
 }
@@ -431,8 +436,18 @@ class HttpSimWorker implements SimWorker {
    * in, `{count, max_model_len, tokens}` out, with the same template the engine prefills.
    */
   private async tokenizeEndpoint(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const body = (await this.readJson(req, res)) as Record<string, unknown> | undefined;
+    const body = await this.readJson(req, res);
     if (body === undefined) return;
+    const tokens = this.tokenizeBody(body);
+    if (tokens === undefined) {
+      this.counters.rejected++;
+      return sendJson(res, 400, errorBody(400, "tokenize needs prompt or messages"));
+    }
+    sendJson(res, 200, { count: tokens.length, max_model_len: this.options.maxModelLen, tokens });
+  }
+
+  tokenizeBody(json: unknown): number[] | undefined {
+    const body = json as Record<string, unknown> | null;
     let text: string;
     // vLLM's defaults: special tokens for a prompt, none for a rendered chat (protocol.ts).
     let addSpecialTokens: boolean;
@@ -447,11 +462,9 @@ class HttpSimWorker implements SimWorker {
       });
       text = renderChat(messages, body.add_generation_prompt !== false);
     } else {
-      this.counters.rejected++;
-      return sendJson(res, 400, errorBody(400, "tokenize needs prompt or messages"));
+      return undefined;
     }
-    const tokens = this.encode(text, addSpecialTokens);
-    sendJson(res, 200, { count: tokens.length, max_model_len: this.options.maxModelLen, tokens });
+    return this.encode(text, addSpecialTokens);
   }
 
   private async postFaults(req: IncomingMessage, res: ServerResponse): Promise<void> {
