@@ -19,6 +19,7 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { PREFIX_INDEX_NAMES, type PrefixIndexName } from "../src/index/factory.js";
 import { POLICY_NAMES, type PolicyName } from "../src/policies/policy.js";
+import { startLocalRedis } from "../src/sim/redis-server.js";
 import { commandLine, runIfEntryPoint } from "./lib/entry.js";
 import { fmt } from "./lib/latency.js";
 import { ProgressBar } from "./lib/progress.js";
@@ -63,6 +64,7 @@ interface CliOptions {
   prefixCostRequestChars: number | undefined;
   precisePolicy: PolicyName | undefined;
   replicas: number | undefined;
+  sharedState: boolean;
   diagnose: boolean;
   isolate: boolean;
   /** "" for the default preset without overrides; else a file-name suffix. */
@@ -92,6 +94,7 @@ function parseCli(argv: string[]): CliOptions {
       "bypass-to": { type: "string" },
       "precise-policy": { type: "string" },
       replicas: { type: "string" },
+      "shared-state": { type: "boolean", default: false },
       diagnose: { type: "boolean", default: false },
       "no-oracle": { type: "boolean", default: false },
       "no-isolate": { type: "boolean", default: false },
@@ -126,6 +129,8 @@ function parseCli(argv: string[]): CliOptions {
         "  --replicas <n>                router replicas per router row, no shared state, the requests",
         "                                split between them by id (the precise row: each subscribed to",
         "                                every worker's KV events); default 1",
+        "  --shared-state                with --replicas: the replicas share state through a local",
+        "                                redis-server (--state-url), a key prefix per row",
         "  --precise-policy <name>       the precise row's policy (default: the router's default)",
         "  --diagnose                    tally where each router row's decisions lose cached tokens",
         "                                (index or policy; bench/lib/routing-diagnosis.ts); implies --no-isolate",
@@ -213,6 +218,13 @@ function parseCli(argv: string[]): CliOptions {
     overridden = true;
   }
   const replicas = num("replicas", values.replicas, 1, true);
+  const sharedState = values["shared-state"];
+  if (sharedState) {
+    if (replicas === undefined || replicas < 2) {
+      throw new Error("--shared-state needs --replicas 2 or more");
+    }
+    overridden = true;
+  }
   const precisePolicy = values["precise-policy"] as PolicyName | undefined;
   if (precisePolicy !== undefined) {
     if (!POLICY_NAMES.includes(precisePolicy)) {
@@ -235,6 +247,7 @@ function parseCli(argv: string[]): CliOptions {
     prefixCostRequestChars: requestChars,
     precisePolicy,
     replicas,
+    sharedState,
     diagnose: values.diagnose,
     isolate: !values["no-isolate"] && !values.diagnose,
     tag,
@@ -249,7 +262,7 @@ function pct(x: number): string {
 function printReport(report: WorkloadReport): void {
   console.log(`\n## ${report.workload}: ${report.description}`);
   console.log(
-    `${report.requests} requests, ${report.arrival}, ${report.replicas > 1 ? `${report.replicas} router replicas (no shared state), ` : ""}` +
+    `${report.requests} requests, ${report.arrival}, ${report.replicas > 1 ? `${report.replicas} router replicas (${report.sharedState ? "shared state through Redis" : "no shared state"}), ` : ""}` +
       `${report.bypassShare > 0 ? `${pct(report.bypassShare)} bypassing the router (--bypass-to ${report.bypassTo}), ` : ""}${report.preset.workers} workers × ` +
       `${report.kvCapacityTokens} KV tokens, working set ${report.workingSetTokens} tokens, ` +
       `timeScale ${report.preset.timeScale}`,
@@ -382,53 +395,60 @@ async function main(): Promise<void> {
   const machine = `${os.cpus().length} × ${os.cpus()[0]?.model ?? "cpu"}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, ${os.platform()} ${os.release()}`;
   console.log(`bench:routing — ${new Date().toISOString()} — node ${process.version} — ${machine}`);
   const reports: WorkloadReport[] = [];
-  for (const workload of cli.workloads) {
-    let bar: ProgressBar | undefined;
-    const report = await runRoutingWorkload(workload, {
-      preset: cli.preset,
-      rows: cli.rows,
-      ...(cli.rate === undefined ? {} : { rate: cli.rate }),
-      ...(cli.bypassShare === undefined ? {} : { bypassShare: cli.bypassShare }),
-      ...(cli.bypassTo === undefined ? {} : { bypassTo: cli.bypassTo }),
-      routerOverrides: {
-        ...(cli.cacheLoadBound === undefined ? {} : { cacheLoadBound: cli.cacheLoadBound }),
-        ...(cli.prefixIndex === undefined ? {} : { prefixIndex: cli.prefixIndex }),
-        ...(cli.maxTreeSize === undefined ? {} : { maxTreeSize: cli.maxTreeSize }),
-        ...(cli.prefixCostQueueWeight === undefined
-          ? {}
-          : { prefixCostQueueWeight: cli.prefixCostQueueWeight }),
-        ...(cli.prefixCostRequestChars === undefined
-          ? {}
-          : { prefixCostRequestChars: cli.prefixCostRequestChars }),
-      },
-      ...(cli.replicas === undefined ? {} : { replicas: cli.replicas }),
-      ...(cli.precisePolicy === undefined ? {} : { precisePolicy: cli.precisePolicy }),
-      diagnose: cli.diagnose,
-      isolate: cli.isolate,
-      onRowStart: (row, total) => {
-        bar = new ProgressBar(`${workload} ${row}`, total);
-      },
-      onRequest: () => bar?.tick(),
-      onRowEnd: () => bar?.finish(),
-    });
-    printReport(report);
-    reports.push(report);
-    writeFileSync(
-      resultPath(workload, cli.tag),
-      `${JSON.stringify(
-        {
-          benchmark: "routing",
-          date: new Date().toISOString(),
-          node: process.version,
-          machine,
-          command: commandLine("bench:routing"),
-          goals: goalLines(report),
-          report,
+  // --shared-state: one local redis-server for the run; each row's replicas get their own prefix.
+  const redis = cli.sharedState ? await startLocalRedis() : undefined;
+  try {
+    for (const workload of cli.workloads) {
+      let bar: ProgressBar | undefined;
+      const report = await runRoutingWorkload(workload, {
+        preset: cli.preset,
+        rows: cli.rows,
+        ...(cli.rate === undefined ? {} : { rate: cli.rate }),
+        ...(cli.bypassShare === undefined ? {} : { bypassShare: cli.bypassShare }),
+        ...(cli.bypassTo === undefined ? {} : { bypassTo: cli.bypassTo }),
+        routerOverrides: {
+          ...(cli.cacheLoadBound === undefined ? {} : { cacheLoadBound: cli.cacheLoadBound }),
+          ...(cli.prefixIndex === undefined ? {} : { prefixIndex: cli.prefixIndex }),
+          ...(cli.maxTreeSize === undefined ? {} : { maxTreeSize: cli.maxTreeSize }),
+          ...(cli.prefixCostQueueWeight === undefined
+            ? {}
+            : { prefixCostQueueWeight: cli.prefixCostQueueWeight }),
+          ...(cli.prefixCostRequestChars === undefined
+            ? {}
+            : { prefixCostRequestChars: cli.prefixCostRequestChars }),
         },
-        null,
-        2,
-      )}\n`,
-    );
+        ...(cli.replicas === undefined ? {} : { replicas: cli.replicas }),
+        ...(redis === undefined ? {} : { sharedStateUrl: redis.url }),
+        ...(cli.precisePolicy === undefined ? {} : { precisePolicy: cli.precisePolicy }),
+        diagnose: cli.diagnose,
+        isolate: cli.isolate,
+        onRowStart: (row, total) => {
+          bar = new ProgressBar(`${workload} ${row}`, total);
+        },
+        onRequest: () => bar?.tick(),
+        onRowEnd: () => bar?.finish(),
+      });
+      printReport(report);
+      reports.push(report);
+      writeFileSync(
+        resultPath(workload, cli.tag),
+        `${JSON.stringify(
+          {
+            benchmark: "routing",
+            date: new Date().toISOString(),
+            node: process.version,
+            machine,
+            command: commandLine("bench:routing"),
+            goals: goalLines(report),
+            report,
+          },
+          null,
+          2,
+        )}\n`,
+      );
+    }
+  } finally {
+    await redis?.stop();
   }
   if (cli.chart) {
     // Every workload's latest default-preset result, so a single-workload run updates its panel.

@@ -4,6 +4,7 @@
  * time on a fresh simulated fleet so every row starts with cold caches, and measure what the
  * clients and workers saw.
  */
+import { randomUUID } from "node:crypto";
 import { type Config, defaultConfig } from "../../src/config.js";
 import { createLogger } from "../../src/logger.js";
 import { POLICY_NAMES, type PolicyName } from "../../src/policies/policy.js";
@@ -78,6 +79,8 @@ export interface WorkloadReport {
   preset: RoutingPreset;
   /** Router replicas per router row (RunOptions.replicas). */
   replicas: number;
+  /** The replicas shared state through Redis (RunOptions.sharedStateUrl). */
+  sharedState: boolean;
   /** Share of requests that bypassed the router (RunOptions.bypassShare). */
   bypassShare: number;
   /** Where the bypassing requests went (RunOptions.bypassTo). */
@@ -118,6 +121,11 @@ export interface RunOptions {
    * every worker's KV events (each replica subscribes to all of them). The oracle row ignores it.
    */
   replicas?: number;
+  /**
+   * A redis-server URL: the replicas of each router row share state through it (--state-url,
+   * a key prefix of their own per row), instead of sharing nothing.
+   */
+  sharedStateUrl?: string;
   /** The precise row's policy (default: the router's default policy). */
   precisePolicy?: PolicyName;
   /**
@@ -165,6 +173,7 @@ export async function runRoutingWorkload(
     kvCapacityTokens: workload.kvCapacityTokens,
     preset: o.preset,
     replicas: o.replicas ?? 1,
+    sharedState: o.sharedStateUrl !== undefined && (o.replicas ?? 1) > 1,
     bypassShare: o.bypassShare ?? 0,
     bypassTo: o.bypassTo ?? "oracle",
     arrival:
@@ -207,11 +216,20 @@ async function runRow(
         ),
       );
     } else {
+      // With shared state, this row's replicas share one key prefix that no other row uses.
+      const overrides: Partial<Config> =
+        o.sharedStateUrl !== undefined && replicas > 1
+          ? {
+              ...o.routerOverrides,
+              stateUrl: o.sharedStateUrl,
+              stateKeyPrefix: `bench-routing:${row}:${randomUUID()}:`,
+            }
+          : (o.routerOverrides ?? {});
       for (let i = 0; i < replicas; i++) {
         routers.push(
           row === PRECISE_ROW
-            ? await startPreciseRouter(fleet.workers, o.precisePolicy, o.routerOverrides)
-            : await startRouter(routerConfig(row, urls, o.routerOverrides), { logger }),
+            ? await startPreciseRouter(fleet.workers, o.precisePolicy, overrides)
+            : await startRouter(routerConfig(row, urls, overrides), { logger }),
         );
       }
     }
@@ -341,7 +359,9 @@ async function startPreciseRouter(
   );
   const kv = router.context.kvEvents!;
   for (const member of workers) {
-    const worker = router.context.registry.add(member.url);
+    // With shared state a replica started second already has the workers its peer added.
+    const worker =
+      router.context.registry.get(member.url) ?? router.context.registry.add(member.url);
     if (member.kvEvents !== undefined) kv.configure(worker, member.kvEvents);
   }
   const deadline = Date.now() + 30_000;
