@@ -11,6 +11,7 @@ import {
   type RoutingPreset,
 } from "../../bench/lib/routing-workloads.js";
 import { goalLines } from "../../bench/routing.js";
+import { redisSkipReason, startRedis } from "../helpers/redis.js";
 
 /** bench:routing at toy size: 8 system prompts × 8 questions over 4 workers that each hold half. */
 const TINY: RoutingPreset = {
@@ -81,6 +82,32 @@ describe("bench:routing end to end (real router, simulated fleet)", () => {
     expect(row.diagnosis?.decisions).toBe(decisions);
     expect(row.split?.routedHitRate).toBeGreaterThan(0);
     expect(row.split?.bypassHitRate).toBeGreaterThanOrEqual(0);
+  });
+});
+
+describe.skipIf(redisSkipReason !== undefined)("bench:routing --shared-state", () => {
+  it("gives each row's replicas one Redis key prefix of their own, and they publish through it", async () => {
+    const redis = await startRedis();
+    try {
+      const report = await runRoutingWorkload("shared-prefix", {
+        preset: TINY,
+        rows: ["prefix_cost", "cache_aware"],
+        replicas: 2,
+        sharedStateUrl: redis.url,
+        isolate: false,
+        warmupRequests: 0,
+      });
+      expect(report.sharedState).toBe(true);
+      for (const row of report.rows) expect(row.errors, row.firstError).toBe(0);
+      const keys = await redis.client.keys("bench-routing:*");
+      const prefixes = new Set(keys.map((k) => k.split(":").slice(0, 3).join(":")));
+      expect([...prefixes].map((p) => p.split(":")[1]).sort()).toEqual([
+        "cache_aware",
+        "prefix_cost",
+      ]);
+    } finally {
+      await redis.stop();
+    }
   });
 });
 
