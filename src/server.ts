@@ -22,6 +22,7 @@ import { registerAdminRoutes } from "./routes/admin.js";
 import type { RouterContext } from "./routes/context.js";
 import { registerInferenceRoutes } from "./routes/inference.js";
 import { registerMetricsRoute, registerOpsRoutes } from "./routes/ops.js";
+import { registerRouteExplainRoutes } from "./routes/route-explain.js";
 import { routerListener } from "./routes/router-listener.js";
 import { SharedState } from "./state/shared-state.js";
 import { type EvictionTimer, startEvictionTimer } from "./tree/eviction-timer.js";
@@ -148,17 +149,12 @@ export function createRouter(
     },
     onCorrection: (worker) => m.feedbackCorrections.inc({ worker: worker.id }),
   });
-  const forwarder = new Forwarder(
-    registry,
-    new RoutingDecider(
-      policy,
-      index,
-      config.sessionAffinity === "off" ? undefined : new SessionTable(config.maxSessions),
-    ),
-    settings,
-    hooks,
-    feedback,
+  const decider = new RoutingDecider(
+    policy,
+    index,
+    config.sessionAffinity === "off" ? undefined : new SessionTable(config.maxSessions),
   );
+  const forwarder = new Forwarder(registry, decider, settings, hooks, feedback);
   // /get_model_info and /get_server_info need any available worker, not a cache decision.
   const modelsForwarder = new Forwarder(
     registry,
@@ -174,6 +170,7 @@ export function createRouter(
     metrics: m,
     registry,
     index,
+    decider,
     forwarder,
     modelsForwarder,
     admission: new Admission(
@@ -211,6 +208,7 @@ export function createRouter(
   const app = new Hono<Env>();
   registerOpsRoutes(app, context);
   registerAdminRoutes(app, context);
+  registerRouteExplainRoutes(app, context);
   registerInferenceRoutes(app, context);
   installErrorHandlers(app, logger);
   return { app, listener: routerListener(context, app), context };

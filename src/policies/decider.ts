@@ -55,23 +55,61 @@ export class RoutingDecider {
     candidates: readonly W[],
     request: DecisionRequest,
   ): Decision<W> | undefined {
+    const decision = this.choose(candidates, request);
+    if (decision === undefined) return undefined;
+    if (request.session !== undefined) this.sessions?.bind(request.session, decision.worker.id);
+    if (!this.usesIndex(request)) return { ...decision, index: null, heldBefore: 0 };
+    const heldBefore = this.matched[candidates.indexOf(decision.worker)] ?? 0;
+    this.index.insert(decision.worker.id, request.model, request.text);
+    return { ...decision, index: this.sourceOf(decision.worker.id), heldBefore };
+  }
+
+  /**
+   * What `decide` would choose now and why, without recording anything (no index insert, no
+   * session binding): for GET-style questions such as POST /debug/route. Each candidate's matched
+   * characters and the index that answered; null where the policy does not look at prefixes.
+   */
+  explain<W extends PolicyWorker>(
+    candidates: readonly W[],
+    request: DecisionRequest,
+  ): {
+    decision: RouteDecision<W> | undefined;
+    matched: number[] | null;
+    indexes: string[] | null;
+  } {
+    const decision = this.choose(candidates, request);
+    if (!this.usesIndex(request)) return { decision, matched: null, indexes: null };
+    return {
+      decision,
+      matched: this.matched.slice(0, candidates.length),
+      indexes: candidates.map((c) => this.sourceOf(c.id)),
+    };
+  }
+
+  private usesIndex(request: DecisionRequest): boolean {
+    return this.policy.usesPrefixes && request.text.length > 0;
+  }
+
+  private sourceOf(workerId: string): string {
+    return this.index.sourceOf?.(workerId) ?? this.index.name;
+  }
+
+  /** Matches the text in the index (into this.matched), then the session's worker or the policy's pick. */
+  private choose<W extends PolicyWorker>(
+    candidates: readonly W[],
+    request: DecisionRequest,
+  ): RouteDecision<W> | undefined {
     const { text, model } = request;
-    const usesIndex = this.policy.usesPrefixes && text.length > 0;
+    const usesIndex = this.usesIndex(request);
     const matched = this.matched;
     if (usesIndex) {
       matched.length = candidates.length;
       this.index.match(text, model, candidates, matched);
     }
-    const decision =
+    return (
       this.stickyDecision(candidates, request, usesIndex) ??
-      this.policy.select(candidates, usesIndex ? { text, model, matched } : { text, model });
-    if (decision === undefined) return undefined;
-    if (request.session !== undefined) this.sessions?.bind(request.session, decision.worker.id);
-    if (!usesIndex) return { ...decision, index: null, heldBefore: 0 };
-    const heldBefore = matched[candidates.indexOf(decision.worker)] ?? 0;
-    this.index.insert(decision.worker.id, model, text);
-    const source = this.index.sourceOf?.(decision.worker.id) ?? this.index.name;
-    return { ...decision, index: source, heldBefore };
+      this.policy.select(candidates, usesIndex ? { text, model, matched } : { text, model })
+    );
   }
 
   /**

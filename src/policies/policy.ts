@@ -64,6 +64,12 @@ export interface Policy {
     candidates: readonly W[],
     request: RouteRequest,
   ): RouteDecision<W> | undefined;
+  /**
+   * For a policy that picks the lowest of a per-worker cost (prefix_cost): that cost, for one
+   * worker holding `matched` characters of a `length`-character text, judged at `now`. Shown by
+   * POST /debug/route; select uses the same function.
+   */
+  cost?(worker: PolicyWorker, matched: number, length: number, now: number): number;
 }
 
 export const POLICY_NAMES = [

@@ -65,13 +65,7 @@ export class PrefixCostPolicy implements Policy {
       const worker = candidates[index]!;
       // Clamped: an index may claim more than the text (never fewer than 0 characters to compute).
       const matched = length === 0 ? 0 : Math.min(length, Math.max(0, matchedOf?.[index] ?? 0));
-      const queued = Math.max(0, worker.pendingPrefillChars ?? 0);
-      const foreign = Math.max(0, worker.foreignQueuedAt?.(now) ?? 0);
-      const cost =
-        length -
-        matched +
-        this.queueWeight * (queued + foreign * length) +
-        this.requestChars * worker.inFlight;
+      const cost = this.cost(worker, matched, length, now);
       if (cost < bestCost || (cost === bestCost && worker.inFlight < bestLoad)) {
         best = index;
         bestCost = cost;
@@ -81,5 +75,17 @@ export class PrefixCostPolicy implements Policy {
     }
     const worker = candidates[best]!;
     return { worker, branch: "lowest_cost", matchRate: length === 0 ? 0 : bestMatched / length };
+  }
+
+  /** The estimated prefill work ahead of this request's first token on `worker` (formula above). */
+  cost(worker: PolicyWorker, matched: number, length: number, now: number): number {
+    const queued = Math.max(0, worker.pendingPrefillChars ?? 0);
+    const foreign = Math.max(0, worker.foreignQueuedAt?.(now) ?? 0);
+    return (
+      length -
+      matched +
+      this.queueWeight * (queued + foreign * length) +
+      this.requestChars * worker.inFlight
+    );
   }
 }

@@ -66,7 +66,8 @@ export function registerAdminRoutes(app: Hono<Env>, ctx: RouterContext): void {
   app.get("/list_workers", (c) => c.json({ urls: ctx.registry.list().map((w) => w.url) }));
 }
 
-function adminGuard(ctx: RouterContext): MiddlewareHandler<Env> {
+/** The admin API's access rule: the admin key when one is set, else loopback clients only. */
+export function adminGuard(ctx: RouterContext): MiddlewareHandler<Env> {
   return async (c, next) => {
     const key = ctx.config.adminApiKey;
     if (key !== undefined) {

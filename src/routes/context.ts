@@ -3,6 +3,7 @@ import type { PrefixIndex } from "../index/prefix-index.js";
 import type { KvEventsManager } from "../kv-events/manager.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
+import type { RoutingDecider } from "../policies/decider.js";
 import type { Admission } from "../proxy/admission.js";
 import type { BodyBudget } from "../proxy/body-budget.js";
 import type { Forwarder } from "../proxy/forward.js";
@@ -29,6 +30,8 @@ export interface RouterContext {
   registry: WorkerRegistry;
   /** Which workers probably hold which prefixes (the policy reads it through the forwarder). */
   index: PrefixIndex;
+  /** The data plane's policy and index together (the forwarder's; POST /debug/route asks it too). */
+  decider: RoutingDecider;
   forwarder: Forwarder;
   modelsForwarder: Forwarder;
   admission: Admission;

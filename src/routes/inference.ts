@@ -6,18 +6,17 @@ import type { Hono } from "hono";
 import { RouterError } from "../errors.js";
 import type { TokenizeInput } from "../kv-events/tokenize-input.js";
 import type { BodyLease } from "../proxy/body-budget.js";
-import { summarizeBody } from "../proxy/body-summary.js";
 import { Cancel } from "../proxy/cancel.js";
 import type { ForwardOutcome, ForwardRequest } from "../proxy/forward.js";
 import { lingerOnUnreadBody } from "../proxy/linger.js";
-import { ClientGoneError, readBody } from "../proxy/read-body.js";
+import { ClientGoneError } from "../proxy/read-body.js";
 import type { Endpoint } from "../proxy/routing-text.js";
 import { sessionKey } from "../proxy/session-key.js";
 import { writeError } from "../proxy/write-error.js";
 import { admitClient } from "./client-gate.js";
-import { checkContentType } from "./content-type.js";
 import type { RouterContext } from "./context.js";
 import { registerModelsRoute } from "./models.js";
+import { readRequestBody } from "./request-body.js";
 
 /** POST routes of the data plane and the routing text each one prefills. */
 export const INFERENCE_ROUTES: ReadonlyArray<{ path: string; endpoint: Endpoint }> = [
@@ -126,29 +125,9 @@ async function admitAndForward(
   let tokenizeInput: TokenizeInput | undefined;
   let usageDescribesText = false;
   if (endpoint !== "models") {
-    checkContentType(incoming.headers["content-type"]);
-    body = await readBody(
-      incoming,
-      {
-        maxBytes: config.maxPayloadSize,
-        totalTimeoutMs: config.bodyReadTimeoutSecs * 1000,
-        idleTimeoutMs: config.bodyIdleTimeoutSecs * 1000,
-        minBytesPerSec: config.bodyMinRateBytes,
-        sharedFrom: ctx.parsePool !== undefined ? config.parseOffloadBytes : undefined,
-      },
-      lease,
-    );
-    // A large body is parsed off the event loop, so it cannot stall every other request.
-    const withTokenizeInput = ctx.kvEvents !== undefined;
-    const summary =
-      ctx.parsePool !== undefined && body.byteLength >= config.parseOffloadBytes
-        ? await ctx.parsePool.summarize(
-            endpoint,
-            body,
-            config.maxRoutingTextChars,
-            withTokenizeInput,
-          )
-        : summarizeBody(endpoint, body, config.maxRoutingTextChars, withTokenizeInput);
+    const read = await readRequestBody(ctx, incoming, endpoint, lease);
+    const summary = read.summary;
+    body = read.body;
     ({ text, model, stream, tokenizeInput, usageDescribesText } = summary);
     session = sessionKey(
       config.sessionAffinity,

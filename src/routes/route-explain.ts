@@ -1,0 +1,106 @@
+import type { HttpBindings } from "@hono/node-server";
+import type { Hono } from "hono";
+import type { BodySummary } from "../proxy/body-summary.js";
+import type { Endpoint } from "../proxy/routing-text.js";
+import { sessionKey } from "../proxy/session-key.js";
+import { indexModel, servingCandidates } from "../workers/served-models.js";
+import type { Worker } from "../workers/worker.js";
+import { adminGuard } from "./admin.js";
+import type { RouterContext } from "./context.js";
+import { INFERENCE_ROUTES } from "./inference.js";
+import { readRequestBody } from "./request-body.js";
+
+type Env = { Bindings: HttpBindings };
+
+/** The dry-run prefix: POST /debug/route/v1/chat/completions takes a chat body, and so on. */
+export const ROUTE_EXPLAIN_PREFIX = "/debug/route";
+
+/**
+ * "Where would this request go, and why?" for an operator: POST the body a client sends to
+ * `/debug/route<inference path>` and get the decision the router would take now, with every
+ * candidate's matched prefix, load and (prefix_cost) cost, and why the other workers are out.
+ * Nothing is sent to a worker and nothing is recorded (no index insert, no session binding).
+ * Behind the admin API's guard: it shows the fleet's URLs and load.
+ */
+export function registerRouteExplainRoutes(app: Hono<Env>, ctx: RouterContext): void {
+  app.use(`${ROUTE_EXPLAIN_PREFIX}/*`, adminGuard(ctx));
+  for (const { path, endpoint } of INFERENCE_ROUTES) {
+    app.post(`${ROUTE_EXPLAIN_PREFIX}${path}`, async (c) => {
+      const lease = ctx.bodyBudget.lease();
+      try {
+        const { summary } = await readRequestBody(ctx, c.env.incoming, endpoint, lease);
+        return c.json(await explainRoute(ctx, endpoint, summary, c.env.incoming.headers));
+      } finally {
+        lease.release();
+      }
+    });
+  }
+}
+
+async function explainRoute(
+  ctx: RouterContext,
+  endpoint: Endpoint,
+  summary: BodySummary,
+  headers: Record<string, string | string[] | undefined>,
+) {
+  const { text, model, tokenizeInput } = summary;
+  const workers = ctx.registry.list();
+  const candidates = servingCandidates(ctx.registry.candidates(), model);
+  const session = sessionKey(
+    ctx.config.sessionAffinity,
+    ctx.config.sessionHeader,
+    headers,
+    summary.user,
+  );
+  // The same request the forwarder hands the decider (proxy/forward.ts).
+  const routed = { text, model: indexModel(workers, model), session, tokenizeInput };
+  await ctx.decider.prepare(() => candidates, routed);
+  const { decision, matched, indexes } = ctx.decider.explain(candidates, routed);
+  const policy = ctx.decider.policy;
+  const now = Date.now();
+  const length = text.length;
+  return {
+    dry_run: true,
+    policy: policy.name,
+    endpoint,
+    model: model ?? null,
+    routing_text_chars: length,
+    session: session !== undefined,
+    decision:
+      decision === undefined
+        ? null
+        : {
+            worker: decision.worker.id,
+            url: decision.worker.url,
+            branch: decision.branch,
+            match_rate: decision.matchRate,
+          },
+    candidates: candidates.map((worker, i) => {
+      // As the policies see it: never more than the text.
+      const held = matched === null ? null : Math.min(length, Math.max(0, matched[i] ?? 0));
+      return {
+        worker: worker.id,
+        url: worker.url,
+        matched_chars: held,
+        match_rate: held === null ? null : length === 0 ? 0 : held / length,
+        index: indexes?.[i] ?? null,
+        in_flight: worker.inFlight,
+        pending_prefill_chars: worker.pendingPrefillChars,
+        engine_foreign_queue: worker.foreignQueuedAt(now) ?? null,
+        ...(policy.cost !== undefined ? { cost: policy.cost(worker, held ?? 0, length, now) } : {}),
+      };
+    }),
+    excluded: workers
+      .filter((worker) => !candidates.includes(worker))
+      .map((worker) => ({ worker: worker.id, url: worker.url, reason: exclusion(worker) })),
+  };
+}
+
+/** Why a registered worker is not a candidate for this request. */
+function exclusion(worker: Worker): string {
+  if (!worker.healthy) return "unhealthy";
+  if (worker.coolDownMs > 0) return "cooling_down";
+  const circuit = worker.breaker.state;
+  if (circuit !== "closed" && !worker.breaker.admits()) return `circuit_${circuit}`;
+  return "model_not_served";
+}
