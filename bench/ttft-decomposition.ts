@@ -64,21 +64,69 @@ function kindOf(r: ReplayedRequest): (typeof KINDS)[number] {
   return KINDS[2];
 }
 
+const USAGE = [
+  "usage: npm run bench:ttft -- [options]",
+  `  --workload <${WORKLOADS.join("|")}>  (default cache-pressure)`,
+  "  --policies <a,b>              policies to replay, then the workload's oracle (default prefix_cost)",
+  "  --quick                       bench:routing's quick preset (default: the full one)",
+  "  --seed <n>                    workload seed (default 42)",
+  "  --engine-poll-secs <s>        the router's engine poll interval, real seconds (default 5; 0 = off)",
+  "  --poll-phase-ms <ms>          where the first poll falls, model ms (default 0)",
+  "  --poll-sweep <n>              replay n poll phases and print TTFT / oracle for each policy",
+  "  --foreign-against-now         count the engine's foreign queue against the router's count now",
+  "                                (the old rule), not the count at the reading",
+  "  --queue-weight <x>, --request-chars <n>   prefix_cost's weights",
+].join("\n");
+
+function parseCli(): ReturnType<typeof parseArgs<{ options: typeof OPTIONS }>>["values"] {
+  try {
+    const { values } = parseArgs({ options: OPTIONS });
+    for (const name of [
+      "seed",
+      "engine-poll-secs",
+      "poll-phase-ms",
+      "poll-sweep",
+      "queue-weight",
+      "request-chars",
+    ] as const) {
+      const value = values[name];
+      if (value !== undefined && !(Number(value) >= 0)) {
+        throw new Error(`--${name} must be a number ≥ 0, got "${value}"`);
+      }
+    }
+    if (!(WORKLOADS as readonly string[]).includes(values.workload)) {
+      throw new Error(`--workload must be one of ${WORKLOADS.join(", ")}`);
+    }
+    for (const p of values.policies.split(",")) {
+      if (!isPolicyName(p)) throw new Error(`--policies: unknown policy "${p}"`);
+    }
+    return values;
+  } catch (err) {
+    console.error(`bench:ttft: ${(err as Error).message}\n${USAGE}`);
+    process.exit(2);
+  }
+}
+
+const OPTIONS = {
+  help: { type: "boolean", default: false },
+  workload: { type: "string", default: "cache-pressure" },
+  policies: { type: "string", default: "prefix_cost" },
+  quick: { type: "boolean", default: false },
+  seed: { type: "string" },
+  "engine-poll-secs": { type: "string", default: "5" },
+  "poll-phase-ms": { type: "string", default: "0" },
+  "poll-sweep": { type: "string" },
+  "foreign-against-now": { type: "boolean", default: false },
+  "queue-weight": { type: "string" },
+  "request-chars": { type: "string" },
+} as const;
+
 async function main(): Promise<void> {
-  const { values } = parseArgs({
-    options: {
-      workload: { type: "string", default: "cache-pressure" },
-      policies: { type: "string", default: "prefix_cost" },
-      quick: { type: "boolean", default: false },
-      seed: { type: "string" },
-      "engine-poll-secs": { type: "string", default: "5" },
-      "poll-phase-ms": { type: "string", default: "0" },
-      "poll-sweep": { type: "string" },
-      "foreign-against-now": { type: "boolean", default: false },
-      "queue-weight": { type: "string" },
-      "request-chars": { type: "string" },
-    },
-  });
+  const values = parseCli();
+  if (values.help) {
+    console.log(USAGE);
+    return;
+  }
   const chosen = values.quick ? QUICK_PRESET : FULL_PRESET;
   const preset = values.seed === undefined ? chosen : { ...chosen, seed: Number(values.seed) };
   const name = values.workload as WorkloadName;
