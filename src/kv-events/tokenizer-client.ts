@@ -6,7 +6,9 @@
  * Cached per prefix: a prompt string is reused up to its last cached line ("\n" boundary), and
  * only the rest is tokenized, so a growing conversation does not pay for its history twice
  * (tokenizers restart at line boundaries in practice, as the chat templates put special tokens
- * there). Chat messages are cached whole. The cache is an LRU bounded in entries and tokens.
+ * there). Chat messages are cached whole. The cache is an LRU bounded in tokens. A prompt found
+ * longer than maxTokens is remembered as such (`TooLong`), so a repeat is neither encoded nor sent
+ * again.
  *
  * With a local tokenizer (--tokenizer-path, local-tokenizer.ts) prompt strings are tokenized in
  * this process instead, synchronously, through the same cache: a prompt is cut at its last line
@@ -31,8 +33,29 @@ export interface TokenizerClientOptions {
 /** Line boundaries looked at for a cached prefix, from the end. */
 const MAX_PREFIX_PROBES = 64;
 
+/**
+ * The cache's note that an input has more than maxTokens tokens. It costs the cache's bound what
+ * its tokens would have (its key, a copy of the prompt, is as large as theirs would be), so a
+ * note larger than the whole bound is not kept, as such tokens would not be.
+ */
+class TooLong {
+  constructor(readonly tokens: number) {}
+}
+
+/** What the cache holds for an input: its tokens, or that there are too many. */
+type Entry = readonly number[] | TooLong;
+
+function costOf(entry: Entry): number {
+  return entry instanceof TooLong ? entry.tokens : entry.length;
+}
+
+/** The entry's tokens; undefined for a TooLong (or no entry). */
+function tokensOf(entry: Entry | undefined): readonly number[] | undefined {
+  return entry instanceof TooLong ? undefined : entry;
+}
+
 export class TokenizerClient {
-  private readonly cache = new Map<string, readonly number[]>();
+  private readonly cache = new Map<string, Entry>();
   private cachedTokens = 0;
   /** Calls under way, shared by concurrent requests for the same input. */
   private readonly inFlight = new Map<string, Promise<readonly number[] | undefined>>();
@@ -43,7 +66,7 @@ export class TokenizerClient {
   /** Tokens already known for the input, without a call and without computing them. */
   cached(model: string | undefined, input: TokenizeInput): readonly number[] | undefined {
     if ("tokens" in input) return input.tokens;
-    return this.cachedUnder(cacheKey(model, input));
+    return tokensOf(this.cachedUnder(cacheKey(model, input)));
   }
 
   /** With a local tokenizer, a prompt string's tokens, cached or computed here (encodeLocally). */
@@ -63,13 +86,14 @@ export class TokenizerClient {
     if ("tokens" in input) return { tokens: input.tokens, computed: false };
     const key = cacheKey(model, input);
     const hit = this.cachedUnder(key);
+    if (hit instanceof TooLong) return undefined;
     if (hit !== undefined) return { tokens: hit, computed: false };
     const tokens = this.encodeLocally(model, input, key);
     return tokens === undefined ? undefined : { tokens, computed: true };
   }
 
-  /** The cached tokens under `key` (refreshing their recency), if any. */
-  private cachedUnder(key: string): readonly number[] | undefined {
+  /** The cache's entry under `key` (refreshing its recency), if any. */
+  private cachedUnder(key: string): Entry | undefined {
     const hit = this.cache.get(key);
     if (hit !== undefined) this.touch(key, hit);
     return hit;
@@ -102,7 +126,10 @@ export class TokenizerClient {
         tokens = local.encode(prompt, true);
       }
     }
-    if (tokens.length > this.options.maxTokens) return undefined;
+    if (tokens.length > this.options.maxTokens) {
+      this.touch(key, new TooLong(tokens.length));
+      return undefined;
+    }
     this.touch(key, tokens);
     return tokens;
   }
@@ -117,7 +144,7 @@ export class TokenizerClient {
     // One key per request: for a chat it serialises the whole conversation.
     const key = cacheKey(model, input);
     const known = this.cachedUnder(key);
-    if (known !== undefined) return Promise.resolve(known);
+    if (known !== undefined) return Promise.resolve(tokensOf(known));
     let call = this.inFlight.get(key);
     if (call === undefined) {
       call = this.fetchTokens(target, model, input, key).finally(() => this.inFlight.delete(key));
@@ -132,7 +159,7 @@ export class TokenizerClient {
     input: TokenizeInput,
     key: string,
   ): Promise<readonly number[] | undefined> {
-    let tokens: readonly number[] | undefined;
+    let tokens: Entry | undefined;
     if ("prompt" in input) {
       const prefix = this.cachedLinePrefix(model, input.prompt);
       if (prefix !== undefined) {
@@ -140,7 +167,12 @@ export class TokenizerClient {
           prompt: input.prompt.slice(prefix.length),
           add_special_tokens: false,
         });
-        tokens = rest === undefined ? undefined : [...prefix.tokens, ...rest];
+        tokens =
+          rest === undefined
+            ? undefined
+            : rest instanceof TooLong
+              ? new TooLong(prefix.tokens.length + rest.tokens)
+              : [...prefix.tokens, ...rest];
       } else {
         tokens = await this.call(target, model, { prompt: input.prompt });
       }
@@ -151,7 +183,7 @@ export class TokenizerClient {
       });
     }
     if (tokens !== undefined) this.touch(key, tokens);
-    return tokens;
+    return tokensOf(tokens);
   }
 
   /** The longest cached prefix of `text` that ends at a line boundary. */
@@ -161,7 +193,7 @@ export class TokenizerClient {
       const cut = lastLineBoundary(text, end);
       if (cut <= 0) return undefined;
       const prefix = text.slice(0, cut);
-      const tokens = this.cache.get(cacheKey(model, { prompt: prefix }));
+      const tokens = tokensOf(this.cache.get(cacheKey(model, { prompt: prefix })));
       if (tokens !== undefined) return { length: prefix.length, tokens };
       end = cut - 1;
       if (end <= 0) return undefined;
@@ -173,7 +205,7 @@ export class TokenizerClient {
     target: WorkerTarget,
     model: string | undefined,
     fields: Record<string, unknown>,
-  ): Promise<number[] | undefined> {
+  ): Promise<number[] | TooLong | undefined> {
     try {
       const res = await requestWorker(target, "/tokenize", {
         method: "POST",
@@ -187,11 +219,15 @@ export class TokenizerClient {
       }
       const answer = (await res.body.json()) as { tokens?: unknown } | null;
       const tokens = answer?.tokens;
-      if (
-        !Array.isArray(tokens) ||
-        tokens.length > this.options.maxTokens ||
-        !tokens.every(isTokenId)
-      ) {
+      if (!Array.isArray(tokens)) {
+        this.failures++;
+        return undefined;
+      }
+      if (tokens.length > this.options.maxTokens) {
+        this.failures++;
+        return new TooLong(tokens.length);
+      }
+      if (!tokens.every(isTokenId)) {
         this.failures++;
         return undefined;
       }
@@ -202,23 +238,24 @@ export class TokenizerClient {
     }
   }
 
-  private touch(key: string, tokens: readonly number[]): void {
+  private touch(key: string, entry: Entry): void {
     const old = this.cache.get(key);
     if (old !== undefined) {
       this.cache.delete(key);
-      this.cachedTokens -= old.length;
+      this.cachedTokens -= costOf(old);
     }
-    if (tokens.length > this.options.maxCachedTokens) return;
-    this.cache.set(key, tokens);
-    this.cachedTokens += tokens.length;
+    const cost = costOf(entry);
+    if (cost > this.options.maxCachedTokens) return;
+    this.cache.set(key, entry);
+    this.cachedTokens += cost;
     for (const [oldest, value] of this.cache) {
       if (this.cachedTokens <= this.options.maxCachedTokens) break;
       this.cache.delete(oldest);
-      this.cachedTokens -= value.length;
+      this.cachedTokens -= costOf(value);
     }
   }
 
-  /** Tokens held by the cache (bounded by maxCachedTokens). */
+  /** Tokens held by the cache, TooLong notes counted as their tokens (bounded by maxCachedTokens). */
   get size(): number {
     return this.cachedTokens;
   }

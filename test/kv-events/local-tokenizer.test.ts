@@ -65,6 +65,25 @@ describe("TokenizerClient with a local tokenizer", () => {
     expect(client.cached("m", { prompt: system })).toEqual(local.encode(system, true));
   });
 
+  it("encodes a prompt over maxTokens once: a repeat is answered from the cache's note", () => {
+    let encodes = 0;
+    const counting = {
+      encode: (text: string, special: boolean) => {
+        encodes++;
+        return local.encode(text, special);
+      },
+    };
+    const client = new TokenizerClient({ ...options, maxTokens: 5, local: counting });
+    const prompt = { prompt: "the other line, then the other inn" };
+    expect(client.local("m", prompt)).toBeUndefined();
+    const once = encodes;
+    expect(client.local("m", prompt)).toBeUndefined();
+    expect(client.cached("m", prompt)).toBeUndefined();
+    expect(encodes).toBe(once);
+    // The note costs the bound what the tokens would have.
+    expect(client.size).toBe(local.encode(prompt.prompt, true).length);
+  });
+
   it("leaves chat messages to the worker (the chat template runs there) and does nothing without a tokenizer", () => {
     const client = new TokenizerClient({ ...options, local });
     expect(client.local("m", { messages: [{ role: "user", content: "hi" }] })).toBeUndefined();

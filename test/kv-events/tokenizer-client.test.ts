@@ -53,6 +53,24 @@ describe("TokenizerClient against the simulator's /tokenize", () => {
     expect(client.cached("m", { prompt: "x".repeat(40) })).toBeUndefined();
   });
 
+  it("asks the worker once for an input over maxTokens; that note counts against the bound", async () => {
+    const client = new TokenizerClient({ ...options, maxCachedTokens: 20, maxTokens: 5 });
+    const calls = () => sim.stats().endpoints["/tokenize"] ?? 0;
+    const before = calls();
+    const x = { prompt: "x".repeat(40) }; // 10 tokens
+    expect(await client.tokenize(target(), "m", x)).toBeUndefined();
+    expect(await client.tokenize(target(), "m", x)).toBeUndefined();
+    expect(client.cached("m", x)).toBeUndefined();
+    expect(calls()).toBe(before + 1);
+    expect(client.failures).toBe(1);
+    // Two more such notes push the first out: asked again.
+    await client.tokenize(target(), "m", { prompt: "y".repeat(40) });
+    await client.tokenize(target(), "m", { prompt: "z".repeat(40) });
+    expect(client.size).toBeLessThanOrEqual(20);
+    await client.tokenize(target(), "m", x);
+    expect(calls()).toBe(before + 4);
+  });
+
   it("answers undefined (never throws) when the worker refuses or is gone", async () => {
     const client = new TokenizerClient(options);
     expect(await client.tokenize(target(), "m", { messages: "nope" as never })).toBeUndefined();
