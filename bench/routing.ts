@@ -117,7 +117,7 @@ function parseCli(argv: string[]): CliOptions {
         "  --seed <n>                    workload seed (default 42)",
         "  --bypass <share>              share of requests sent straight to a worker, bypassing the router",
         "                                (e.g. 0.25; the precise row sees them through the KV events)",
-        `  --bypass-to <${BYPASS_TARGETS.join("|")}>  where the bypassing client sends them (default oracle):`,
+        `  --bypass-to <${BYPASS_TARGETS.join("|")}>  where the bypassing client sends them (default sticky):`,
         "                                the oracle's worker for the request's group; each group to a",
         "                                worker of the client's own choosing (a hash the routers and the",
         "                                oracle do not know); or each request to a worker by a hash of its id",

@@ -111,7 +111,10 @@ export interface RunOptions {
    * workers in every row.
    */
   bypassShare?: number;
-  /** How the bypassing client picks its worker (BypassTarget; default "oracle"). */
+  /**
+   * How the bypassing client picks its worker (BypassTarget). Default "sticky": an independent
+   * client; "oracle" (the default before 2026-11-23 23:30 UTC) gives the oracle row foreknowledge.
+   */
   bypassTo?: BypassTarget;
   /** Router settings on top of the defaults, e.g. { cacheLoadBound: 1.5 } (--cache-load-bound). */
   routerOverrides?: Partial<Config>;
@@ -175,7 +178,7 @@ export async function runRoutingWorkload(
     replicas: o.replicas ?? 1,
     sharedState: o.sharedStateUrl !== undefined && (o.replicas ?? 1) > 1,
     bypassShare: o.bypassShare ?? 0,
-    bypassTo: o.bypassTo ?? "oracle",
+    bypassTo: o.bypassTo ?? "sticky",
     arrival:
       o.rate === undefined
         ? `closed loop, concurrency ${o.preset.concurrency}`
@@ -332,7 +335,7 @@ export function bypassTarget(
   w: Pick<PreparedWorkload, "group" | "oracle">,
   share: number,
   workers: number,
-  to: BypassTarget = "oracle",
+  to: BypassTarget = "sticky",
 ): number | undefined {
   if (share <= 0) return undefined;
   const h = hashString(spec.id);

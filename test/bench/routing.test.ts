@@ -72,6 +72,8 @@ describe("bench:routing end to end (real router, simulated fleet)", () => {
     });
     expect(report.replicas).toBe(2);
     expect(report.bypassShare).toBe(0.25);
+    // The default bypassing client is an independent one, not the oracle's mapping.
+    expect(report.bypassTo).toBe("sticky");
     const row = report.rows[0]!;
     expect(row.errors, row.firstError).toBe(0);
     expect(Object.values(row.perWorker).reduce((a, b) => a + b, 0)).toBe(64);
@@ -145,6 +147,9 @@ describe("bypassTarget", () => {
     expect(share).toBeGreaterThan(0.15);
     expect(share).toBeLessThan(0.35);
     expect(bypassTarget(w.specs[0]!, w, 0, workers, "sticky")).toBeUndefined();
+    // Default: the independent sticky client.
+    for (const { spec, target } of bypassing("sticky"))
+      expect(bypassTarget(spec, w, 0.25, workers)).toBe(target);
   });
 
   it("oracle: the oracle's worker; sticky: one worker per group, mostly not the oracle's; spread: per request", () => {
