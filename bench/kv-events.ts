@@ -220,9 +220,9 @@ async function tokenizeCost() {
   };
   const client = new TokenizerClient({ ...options, local });
   // First request of each system part: everything is encoded (the head is cached on its way).
-  const coldUs = time((i) => client.local(undefined, { prompt: prompt(i, 0) }));
+  const coldUs = time((i) => client.known(undefined, { prompt: prompt(i, 0) }));
   // Another question after each system part: only the question is encoded.
-  const warmUs = time((i) => client.local(undefined, { prompt: prompt(i, 1) }));
+  const warmUs = time((i) => client.known(undefined, { prompt: prompt(i, 1) }));
   const sim = await startSimWorker({ timeScale: 0, tokenizerPath: path });
   const pool = new Pool(sim.url, { connections: 1 });
   const target = { pool, basePath: "", authorization: undefined };

@@ -69,12 +69,6 @@ export class TokenizerClient {
     return tokensOf(this.cachedUnder(cacheKey(model, input)));
   }
 
-  /** With a local tokenizer, a prompt string's tokens, cached or computed here (encodeLocally). */
-  local(model: string | undefined, input: TokenizeInput): readonly number[] | undefined {
-    if (!("prompt" in input)) return undefined;
-    return this.known(model, input)?.tokens;
-  }
-
   /**
    * Tokens known without a call to a worker: given, cached, or computed here with the local
    * tokenizer (`computed`). The cache key, a copy of the whole prompt, is built once.

@@ -66,7 +66,7 @@ export class RoutingDecider {
 
   /**
    * What `decide` would choose now and why, without recording anything (no index insert, no
-   * session binding): for GET-style questions such as POST /debug/route. Each candidate's matched
+   * session binding): for a dry run such as POST /debug/route. Each candidate's matched
    * characters and the index that answered; null where the policy does not look at prefixes.
    */
   explain<W extends PolicyWorker>(

@@ -13,7 +13,7 @@ import { readRequestBody } from "./request-body.js";
 type Env = { Bindings: HttpBindings };
 
 /** The dry-run prefix: POST /debug/route/v1/chat/completions takes a chat body, and so on. */
-export const ROUTE_EXPLAIN_PREFIX = "/debug/route";
+const ROUTE_EXPLAIN_PREFIX = "/debug/route";
 
 /**
  * "Where would this request go, and why?" for an operator: POST the body a client sends to

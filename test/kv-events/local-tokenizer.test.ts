@@ -58,10 +58,10 @@ describe("TokenizerClient with a local tokenizer", () => {
     const client = new TokenizerClient({ ...options, local });
     const system = "System: answer in one line.\nContext: the other inn.\n";
     const first = `${system}Question one?`;
-    expect(client.local("m", { prompt: first })).toEqual(local.encode(first, true));
+    expect(client.known("m", { prompt: first })?.tokens).toEqual(local.encode(first, true));
     // The next prompt with the same first lines encodes only its own last line.
     const second = `${system}Question two!`;
-    expect(client.local("m", { prompt: second })).toEqual(local.encode(second, true));
+    expect(client.known("m", { prompt: second })?.tokens).toEqual(local.encode(second, true));
     expect(client.cached("m", { prompt: system })).toEqual(local.encode(system, true));
   });
 
@@ -75,9 +75,9 @@ describe("TokenizerClient with a local tokenizer", () => {
     };
     const client = new TokenizerClient({ ...options, maxTokens: 5, local: counting });
     const prompt = { prompt: "the other line, then the other inn" };
-    expect(client.local("m", prompt)).toBeUndefined();
+    expect(client.known("m", prompt)?.tokens).toBeUndefined();
     const once = encodes;
-    expect(client.local("m", prompt)).toBeUndefined();
+    expect(client.known("m", prompt)?.tokens).toBeUndefined();
     expect(client.cached("m", prompt)).toBeUndefined();
     expect(encodes).toBe(once);
     // The note costs the bound what the tokens would have.
@@ -86,8 +86,10 @@ describe("TokenizerClient with a local tokenizer", () => {
 
   it("leaves chat messages to the worker (the chat template runs there) and does nothing without a tokenizer", () => {
     const client = new TokenizerClient({ ...options, local });
-    expect(client.local("m", { messages: [{ role: "user", content: "hi" }] })).toBeUndefined();
-    expect(new TokenizerClient(options).local("m", { prompt: "hi" })).toBeUndefined();
+    expect(
+      client.known("m", { messages: [{ role: "user", content: "hi" }] })?.tokens,
+    ).toBeUndefined();
+    expect(new TokenizerClient(options).known("m", { prompt: "hi" })?.tokens).toBeUndefined();
   });
 
   it("property: line-prefix reuse gives the tokens of the whole prompt", () => {
@@ -120,7 +122,7 @@ describe("TokenizerClient with a local tokenizer", () => {
         for (const l of lines) {
           prompt += `${l}\n`;
           const tail = `${prompt}last`;
-          expect(client.local("m", { prompt: tail })).toEqual(local.encode(tail, true));
+          expect(client.known("m", { prompt: tail })?.tokens).toEqual(local.encode(tail, true));
         }
       }),
       { numRuns: 200 },
