@@ -1,6 +1,6 @@
 import type { ResolvedPolicyOptions, TieBreak } from "./options.js";
 import type { Policy, PolicyWorker, RouteDecision, RouteRequest } from "./policy.js";
-import { prefixKey, rendezvousScore } from "./prefix-hash.js";
+import { KEY_ALIGN, KEY_CHARS, prefixKey, rendezvousScore } from "./prefix-hash.js";
 import { Rotation } from "./rotation.js";
 
 export type PrefixCostOptions = Pick<
@@ -35,8 +35,8 @@ export type PrefixCostOptions = Pick<
  *
  * Near-equal costs, with tie-break `hash` (the default) and some worker holding part of the text:
  * every candidate within half of requestChars of the lowest cost is a tie; of those, the ones
- * holding the most of the text, and of those the winner of a rendezvous hash of the text past that
- * prefix (prefix-hash.ts). Which worker a new tenant or conversation lands on then follows from
+ * holding about the most of the text, and of those the winner of a rendezvous hash of the text
+ * past that prefix (prefix-hash.ts). Which worker a new tenant or conversation lands on then follows from
  * its text, not from which worker had one request or a few hundred characters less in flight at
  * that instant, so its later conversations find it there in every run (issue 27: that instant
  * decided the tenants' placement, and with it the hit rate, differently from run to run). A text
@@ -106,8 +106,10 @@ export class PrefixCostPolicy implements Policy {
   }
 
   /**
-   * Among the candidates whose cost is at most `limit`: those holding the most of the text, then
-   * the highest rendezvous score for the text past that prefix. `fallback` when alone.
+   * Among the candidates whose cost is at most `limit`: those holding about the most of the text
+   * (within an eighth of it, at most KEY_CHARS: tenants' prompts share a few leading characters by
+   * chance, which says nothing about where the tenant is), then the highest rendezvous score for
+   * the text from there. `fallback` when none is within the limit.
    */
   private settleTie<W extends PolicyWorker>(
     candidates: readonly W[],
@@ -117,23 +119,18 @@ export class PrefixCostPolicy implements Policy {
   ): number {
     const { costs, held } = this;
     let most = -1;
-    let tied = 0;
     for (let i = 0; i < candidates.length; i++) {
-      if (costs[i]! > limit) continue;
-      if (held[i]! > most) {
-        most = held[i]!;
-        tied = 1;
-      } else if (held[i] === most) {
-        tied++;
-      }
+      if (costs[i]! <= limit && held[i]! > most) most = held[i]!;
     }
-    if (tied === 0) return fallback;
+    if (most < 0) return fallback;
+    const floor = most - Math.min(KEY_CHARS, Math.floor(most / 8));
     let best = fallback;
     let bestScore = -1;
-    const key = tied > 1 ? prefixKey(text, most) : 0;
+    let key: number | undefined;
     for (let i = 0; i < candidates.length; i++) {
-      if (costs[i]! > limit || held[i] !== most) continue;
-      if (tied === 1) return i;
+      if (costs[i]! > limit || held[i]! < floor) continue;
+      // Keyed from a rounded point, so a few characters more or less held do not change the key.
+      key ??= prefixKey(text, floor - (floor % KEY_ALIGN));
       const score = rendezvousScore(key, candidates[i]!.id);
       if (score > bestScore) {
         best = i;

@@ -6,6 +6,8 @@
 
 /** Characters of the text past its longest held prefix that name the key (a tenant's prompt). */
 export const KEY_CHARS = 128;
+/** The key starts at a multiple of this, so a few characters more or less held keep the key. */
+export const KEY_ALIGN = 64;
 
 /** FNV-1a over the UTF-16 code units of `text` from `start` to `end`. */
 function fnv1a(text: string, start: number, end: number, seed = 0x811c9dc5): number {
@@ -29,6 +31,7 @@ function mix(h: number): number {
 /**
  * The key of a text whose first `held` characters some worker holds: the next KEY_CHARS
  * characters (what tells one tenant's or conversation's prompt from another's) and `held`.
+ * Callers pass `held` rounded down to KEY_ALIGN; the window then still reaches past the prefix.
  */
 export function prefixKey(text: string, held: number): number {
   const start = Math.max(0, Math.min(held, text.length));
