@@ -111,18 +111,18 @@ export function admitted<W extends ServingWorker>(candidates: readonly W[], plan
  *   name, SGLang's `<base>:<adapter>`); none (the shared default) when the fleet serves one model
  *   under whatever name, so clients that spell it differently still share one tree;
  * - with an SGLang `lora_path` (`adapter`, see proxy/routing-text.ts adapterOf) and a model
- *   without its own adapter, that key plus the adapter: SGLang's own priority (serving_base.py
- *   `_resolve_lora_path`: the model's `:adapter` first, then `lora_path`).
+ *   without its own `:adapter` (SGLang's priority, serving_base.py `_resolve_lora_path`), the
+ *   adapter's name: SGLang runs one base model, so the adapter alone names the KV, and the
+ *   precise index finds the adapter of the engine's KV events under that name (loraFor).
  */
 export function indexKey(
   workers: readonly ServingWorker[],
   model: string | undefined,
   adapter?: string | undefined,
 ): string | undefined {
-  const key = modelKey(workers, model);
   if (adapter === undefined || (model !== undefined && sglangAdapterBase(model) !== undefined))
-    return key;
-  return `${key ?? ""}\u0000lora_path:${adapter}`;
+    return modelKey(workers, model);
+  return adapter;
 }
 
 function modelKey(workers: readonly ServingWorker[], model: string | undefined) {

@@ -99,7 +99,8 @@ describe("index keys", () => {
   it("an SGLang lora_path keys the index apart, per adapter; the model's own :adapter wins", () => {
     const base = indexKey([sglangLlama], undefined);
     const sql = indexKey([sglangLlama], undefined, "sql");
-    expect(sql).not.toBe(base);
+    expect(sql).toBe("sql");
+    expect(base).toBeUndefined();
     expect(indexKey([sglangLlama], "llama", "sql")).toBe(sql);
     expect(indexKey([sglangLlama], undefined, "chat")).not.toBe(sql);
     expect(indexKey([sglangLlama], "llama:chat", "sql")).toBe("llama:chat");
