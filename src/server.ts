@@ -237,7 +237,7 @@ export async function startRouter(
   if (config.port !== 0) registry.setListenAddress({ host: config.host, port: config.port });
   for (const url of config.workerUrls) {
     try {
-      registry.add(url);
+      await registry.addResolved(url);
     } catch (err) {
       context.kvEvents?.close();
       await registry.close();
