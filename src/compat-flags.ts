@@ -271,7 +271,7 @@ export const SHARED_FLAGS: readonly { flag: string; note: string }[] = [
   { flag: "--max-payload-size", note: "Same meaning; default 64 MiB instead of 512 MiB." },
   {
     flag: "--api-key",
-    note: "Different: radixgate's --api-key is the key clients must send; the key radixgate sends to workers (SGLang's meaning) is --worker-api-key.",
+    note: "Same meaning: the key clients must send, and the key sent to the --worker-urls workers (as SGLang does); an explicit --worker-api-key wins for the workers. Workers added through POST /workers use their own api_key, else --worker-api-key.",
   },
   { flag: "--log-level", note: "Same; SGLang's `warning` and `critical` mean `warn` and `fatal`." },
   { flag: "--prometheus-port", note: "Same; off unless given (SGLang defaults to 29000)." },
