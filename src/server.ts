@@ -241,7 +241,7 @@ export async function startRouter(
   const cliWorkerKey = config.workerApiKey ?? config.apiKey;
   for (const url of config.workerUrls) {
     try {
-      registry.add(url, cliWorkerKey !== undefined ? { apiKey: cliWorkerKey } : {});
+      await registry.addResolved(url, cliWorkerKey !== undefined ? { apiKey: cliWorkerKey } : {});
     } catch (err) {
       context.kvEvents?.close();
       await registry.close();
