@@ -67,6 +67,7 @@ export interface Config {
   kvEvents: boolean;
   kvEventsEndpointTemplate: string;
   kvEventsReplayTemplate: string;
+  kvEventsAllowIpc: boolean;
   kvEventsReplayTimeoutMs: number;
   kvEventsRebuildSecs: number;
   kvIndexMaxBlocks: number;
@@ -650,7 +651,8 @@ export const SETTINGS = [
     key: "apiKey",
     flag: "--api-key",
     arg: "<key>",
-    description: "Bearer key required on the data plane (/v1/*, /generate). Unset = open.",
+    description:
+      "Bearer key required on the data plane (/v1/*, /generate). Unset = open. As in SGLang, it is also the key sent to the --worker-urls workers unless --worker-api-key is given.",
     default: undefined,
     parse: key,
     secret: true,
@@ -670,7 +672,7 @@ export const SETTINGS = [
     flag: "--worker-api-key",
     arg: "<key>",
     description:
-      "Bearer key the router sends to workers started with --api-key (requests and health checks); a worker added with its own api_key uses that. Never logged.",
+      "Bearer key the router sends to workers started with --api-key (requests and health checks); wins over --api-key for the --worker-urls workers; a worker added with its own api_key uses that. Never logged.",
     default: undefined,
     parse: key,
     secret: true,
@@ -772,6 +774,15 @@ export const SETTINGS = [
       "Each worker's KV-event replay endpoint (asked for missed events after a gap); empty = none: a gap drops the worker's precise index until it is rebuilt.",
     default: "tcp://{host}:5558",
     parse: text,
+  }),
+  setting({
+    key: "kvEventsAllowIpc",
+    flag: "--kv-events-allow-ipc",
+    arg: "[bool]",
+    description:
+      "Accept ipc:// KV-event endpoints from the admin API (kv_events_endpoint); refused by default, since a path lets a caller make the router connect to any local socket.",
+    default: false,
+    parse: flagValue,
   }),
   setting({
     key: "kvEventsReplayTimeoutMs",
