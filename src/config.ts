@@ -67,6 +67,7 @@ export interface Config {
   kvEvents: boolean;
   kvEventsEndpointTemplate: string;
   kvEventsReplayTemplate: string;
+  kvEventsAllowIpc: boolean;
   kvEventsReplayTimeoutMs: number;
   kvEventsRebuildSecs: number;
   kvIndexMaxBlocks: number;
@@ -771,6 +772,15 @@ export const SETTINGS = [
       "Each worker's KV-event replay endpoint (asked for missed events after a gap); empty = none: a gap drops the worker's precise index until it is rebuilt.",
     default: "tcp://{host}:5558",
     parse: text,
+  }),
+  setting({
+    key: "kvEventsAllowIpc",
+    flag: "--kv-events-allow-ipc",
+    arg: "[bool]",
+    description:
+      "Accept ipc:// KV-event endpoints from the admin API (kv_events_endpoint); refused by default, since a path lets a caller make the router connect to any local socket.",
+    default: false,
+    parse: flagValue,
   }),
   setting({
     key: "kvEventsReplayTimeoutMs",
