@@ -1,6 +1,7 @@
 import { PREFIX_INDEX_NAMES, type PrefixIndexName } from "./index/factory.js";
 import { POLICY_NAMES, type PolicyName } from "./policies/policy.js";
 import { SESSION_SOURCES, type SessionSource } from "./proxy/session-key.js";
+import { MODEL_ROUTING_MODES, type ModelRoutingMode } from "./workers/served-models.js";
 import { normalizeWorkerUrl } from "./workers/worker-url.js";
 
 /** The router's whole configuration, after parsing and validation. */
@@ -61,6 +62,7 @@ export interface Config {
   requestIdHeaders: string[];
   prometheusPort: number | undefined;
   shutdownGraceSecs: number;
+  modelRouting: ModelRoutingMode;
   sessionAffinity: SessionSource;
   sessionHeader: string;
   maxSessions: number;
@@ -708,6 +710,15 @@ export const SETTINGS = [
     description: "Also serve /metrics on this port (it is always on the main port too).",
     default: undefined,
     parse: optionalPort,
+  }),
+  setting({
+    key: "modelRouting",
+    flag: "--model-routing",
+    arg: "<mode>",
+    description:
+      "How a request's `model` picks workers. engine: as the engines treat names (a name some worker lists goes to those workers; a name none lists goes to the workers that accept any name, SGLang and workers listing no models; 404 only when there is none). strict: a name no worker lists gets the router's 404 once every worker's list is known.",
+    default: "engine",
+    parse: oneOf(MODEL_ROUTING_MODES),
   }),
   setting({
     key: "sessionAffinity",
