@@ -169,7 +169,12 @@ export class Forwarder {
 
     while (attempts < this.settings.retryMaxAttempts) {
       if (req.clientSignal.aborted) return { status: 499, attempts, error: "client_abort" };
-      const decision = this.decider.decide(candidates(), routed);
+      // The first choice of a new prefix may wait (bounded) for the replicas to agree on it.
+      const choosing =
+        attempts === 0
+          ? this.decider.decideAgreed(candidates(), routed)
+          : this.decider.decide(candidates(), routed);
+      const decision = choosing instanceof Promise ? await choosing : choosing;
       if (!decision) break;
       this.hooks.onDecision(this.decider.policy.name, decision.branch, decision.matchRate);
       const worker = decision.worker;
