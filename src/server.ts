@@ -72,6 +72,8 @@ export function createRouter(
             streamLength: config.stateStreamLength,
             loadIntervalMs: config.stateLoadIntervalMs,
             queueSize: config.stateQueueSize,
+            claimTimeoutMs: config.stateClaimTimeoutMs,
+            claimTtlMs: config.stateClaimTtlMs,
           },
           logger,
         );
@@ -122,6 +124,7 @@ export function createRouter(
     // Random per process: two replicas in a chain are not a loop, one router twice is.
     instanceId: randomBytes(4).toString("hex"),
     forwardAuthorization: config.apiKey === undefined,
+    modelRouting: config.modelRouting,
   };
   const upstreamHooks = {
     onRetry: (endpoint) => m.retries.inc({ endpoint }),
@@ -154,6 +157,7 @@ export function createRouter(
     policy,
     index,
     config.sessionAffinity === "off" ? undefined : new SessionTable(config.maxSessions),
+    sharedState?.claims,
   );
   const forwarder = new Forwarder(registry, decider, settings, hooks, feedback);
   // /get_model_info and /get_server_info need any available worker, not a cache decision.
@@ -236,9 +240,13 @@ export async function startRouter(
   const { logger, registry, health, introspection } = context;
   // A fixed --port is known before listening; port 0 is only known after (no worker can be it yet).
   if (config.port !== 0) registry.setListenAddress({ host: config.host, port: config.port });
+  // As SGLang's gateway does, --api-key is also the key of the workers listed on the command
+  // line (sgl-model-gateway/src/core/job_queue.rs, Job::InitializeWorkersFromConfig); an explicit
+  // --worker-api-key wins. Workers added later through the admin API bring their own key.
+  const cliWorkerKey = config.workerApiKey ?? config.apiKey;
   for (const url of config.workerUrls) {
     try {
-      registry.add(url);
+      await registry.addResolved(url, cliWorkerKey !== undefined ? { apiKey: cliWorkerKey } : {});
     } catch (err) {
       context.kvEvents?.close();
       await registry.close();
