@@ -5,6 +5,7 @@ import { PREFIX_INDEX_NAMES } from "../index/factory.js";
 import type { TokenizeInput } from "../kv-events/tokenize-input.js";
 import type { RoutingDecider } from "../policies/decider.js";
 import type { RouteBranch } from "../policies/policy.js";
+import { noWorkerMessage } from "../workers/no-worker-message.js";
 import type { WorkerRegistry } from "../workers/registry.js";
 import {
   admitted,
@@ -242,7 +243,7 @@ export class Forwarder {
     const coolDownMs = shortestCoolDown(this.registry);
     const error = new RouterError(
       "no_workers_available",
-      noWorkerMessage(this.registry, req.model, plan),
+      noWorkerForModelMessage(this.registry, req.model, plan),
     );
     // Every worker that could take it asked for a pause: say when to come back.
     const extra: Record<string, string> =
@@ -424,14 +425,12 @@ function routeHeader(branch: RouteBranch, matchRate: number | null, index: strin
   return index === null || BASE_INDEXES.has(index) ? route : `${route};index=${index}`;
 }
 
-function noWorkerMessage(
+function noWorkerForModelMessage(
   registry: WorkerRegistry,
   model: string | undefined,
   plan: ModelPlan,
 ): string {
-  const total = registry.size;
-  if (total === 0)
-    return "No workers are registered; add one with POST /workers or start with --worker-urls.";
+  if (registry.size === 0) return noWorkerMessage(registry);
   const available = registry.candidates();
   // Available workers exist, but the model admits none of them; the workers it admits (they list
   // it, or take any name) are down. Say so, not "none is up".
@@ -439,5 +438,5 @@ function noWorkerMessage(
     const admits = registry.list().filter(plan.admits).length;
     return `No available worker serves the model '${model}': the ${available.length} available workers do not list it (GET /v1/models), and the ${admits} that ${plan.route === "listed" ? "list it or whose model list is not known yet" : "take any model name (SGLang, or no model list known)"} are unavailable (unhealthy, circuit open or cooling down after Retry-After).`;
   }
-  return `None of the ${total} registered workers is available (unhealthy, circuit open or cooling down after Retry-After).`;
+  return noWorkerMessage(registry);
 }
