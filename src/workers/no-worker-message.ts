@@ -5,7 +5,7 @@ import type { WorkerRegistry } from "./registry.js";
  * (none registered, or none available). The data plane and GET /v1/models say the same thing,
  * so a client or operator sees one explanation whichever endpoint it called.
  */
-export function noWorkerMessage(registry: WorkerRegistry): string {
+export function noAvailableWorkerMessage(registry: WorkerRegistry): string {
   const total = registry.size;
   if (total === 0) {
     return "No workers are registered; add one with POST /workers or start with --worker-urls.";
