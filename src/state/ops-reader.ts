@@ -1,13 +1,19 @@
 import { READ_BLOCK_MS, type RedisLink } from "./redis-link.js";
 import type { StateKeys } from "./state-keys.js";
-import { decodeOp, type StateOp } from "./state-op.js";
+import { decodeOp, type OpCodec, type RejectReason, type StateOp } from "./state-op.js";
 
 export interface OpsReaderOptions {
   replicaId: string;
   keys: StateKeys;
+  /** Checks each entry's signature (the secret, and the stream's key as its scope). */
+  codec: OpCodec;
+  /** --state-max-text-chars: an entry with a longer text is dropped unread. */
+  maxTextChars: number;
   /** Applies a peer's op to this replica's own state (never publishes it again). */
   apply: (op: StateOp) => void;
   onApplied?: (ops: number) => void;
+  /** An entry was dropped: unsigned, badly signed, over the bounds or unreadable. */
+  onRejected?: (reason: RejectReason) => void;
 }
 
 /** Entries per XREAD: bounds the work done between two turns of the event loop. */
@@ -95,8 +101,11 @@ export class OpsReader {
     let applied = 0;
     for (const [id, fields] of entries) {
       this.lastId = id;
-      const decoded = decodeOp(fields);
-      if (decoded === undefined) continue;
+      const decoded = decodeOp(fields, this.options.codec, this.options.maxTextChars);
+      if ("rejected" in decoded) {
+        this.options.onRejected?.(decoded.rejected);
+        continue;
+      }
       // Own decisions are already in the index. Own membership ops are applied like a peer's
       // (a no-op when nothing changed since), so that replaying an old "remove" before this
       // replica's own later "add" of the same worker ends with the worker present.

@@ -6,6 +6,7 @@ export class StateMetrics {
   readonly publishedBytes: Counter<never>;
   readonly applied: Counter<never>;
   readonly dropped: Counter<never>;
+  readonly rejected: Counter<"reason">;
 
   constructor(registry: Registry, read: { connected: () => boolean; pending: () => number }) {
     const registers = [registry];
@@ -43,6 +44,12 @@ export class StateMetrics {
     this.dropped = new Counter({
       name: "radixgate_state_ops_dropped_total",
       help: "Updates dropped because the publish queue was full (Redis slow or down).",
+      registers,
+    });
+    this.rejected = new Counter({
+      name: "radixgate_state_ops_rejected_total",
+      help: "Entries read from Redis (ops stream, workers hash) and refused: unsigned, bad_signature (not signed with this --state-secret), oversize (e.g. a text over --state-max-text-chars) or unreadable.",
+      labelNames: ["reason"],
       registers,
     });
   }

@@ -25,6 +25,8 @@ export class WorkerRegistry {
   private readonly listeners: RegistryListener[] = [];
   /** Cached array of workers; rebuilt only when the set changes, not per request. */
   private snapshot: readonly Worker[] = [];
+  /** Workers added with an API key of their own (not --worker-api-key). */
+  private readonly ownKeys = new WeakSet<Worker>();
 
   /** Where the router listens once known; a worker at that address would be a request loop. */
   private listen: ListenAddress | undefined;
@@ -71,6 +73,7 @@ export class WorkerRegistry {
       throw new RouterError("worker_exists", `Worker ${url} is already registered.`);
     const apiKey = addOptions.apiKey ?? this.rules.defaultApiKey;
     const worker = new Worker(id, url, this.options, apiKey);
+    if (addOptions.apiKey !== undefined) this.ownKeys.add(worker);
     this.byId.set(id, worker);
     const index = this.index;
     if (index !== undefined) {
@@ -114,6 +117,11 @@ export class WorkerRegistry {
     } catch {
       return undefined;
     }
+  }
+
+  /** The worker's own API key, if it was added with one (a default --worker-api-key is not). */
+  ownApiKey(worker: Worker): string | undefined {
+    return this.ownKeys.has(worker) ? worker.apiKey : undefined;
   }
 
   list(): readonly Worker[] {
