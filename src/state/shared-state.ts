@@ -82,7 +82,20 @@ export class SharedState {
       apply: (op) => this.apply(op),
       onApplied: (ops) => this.metrics?.applied.inc(ops),
       onRejected: (reason) => this.metrics?.rejected.inc({ reason }),
+      onReset: () => this.streamReset(),
     });
+  }
+
+  /** The ops stream went backwards: the reader starts over; membership is reconciled again. */
+  private streamReset(): void {
+    this.metrics?.resets.inc();
+    this.logger.warn(
+      { key_prefix: this.options.keyPrefix },
+      "shared state: the ops stream was deleted or went backwards (Redis lost data, failover, or someone wrote to it); reading it again from its start",
+    );
+    const membership = this.membership;
+    if (membership !== undefined && this.link.up)
+      this.reconciling = membership.reconcile().catch(() => {});
   }
 
   /** The index the router should use: `index`, publishing its decisions. */

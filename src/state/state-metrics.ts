@@ -7,6 +7,7 @@ export class StateMetrics {
   readonly applied: Counter<never>;
   readonly dropped: Counter<never>;
   readonly rejected: Counter<"reason">;
+  readonly resets: Counter<never>;
 
   constructor(registry: Registry, read: { connected: () => boolean; pending: () => number }) {
     const registers = [registry];
@@ -50,6 +51,11 @@ export class StateMetrics {
       name: "radixgate_state_ops_rejected_total",
       help: "Entries read from Redis (ops stream, workers hash) and refused: unsigned, bad_signature (not signed with this --state-secret), oversize (e.g. a text over --state-max-text-chars) or unreadable.",
       labelNames: ["reason"],
+      registers,
+    });
+    this.resets = new Counter({
+      name: "radixgate_state_stream_resets_total",
+      help: "Times the ops stream was found deleted or behind the last entry read (Redis lost data, a failover, a foreign write) and was read again from its start.",
       registers,
     });
   }
