@@ -674,7 +674,8 @@ export const SETTINGS = [
     key: "apiKey",
     flag: "--api-key",
     arg: "<key>",
-    description: "Bearer key required on the data plane (/v1/*, /generate). Unset = open.",
+    description:
+      "Bearer key required on the data plane (/v1/*, /generate). Unset = open. As in SGLang, it is also the key sent to the --worker-urls workers unless --worker-api-key is given.",
     default: undefined,
     parse: key,
     secret: true,
@@ -694,7 +695,7 @@ export const SETTINGS = [
     flag: "--worker-api-key",
     arg: "<key>",
     description:
-      "Bearer key the router sends to workers started with --api-key (requests and health checks); a worker added with its own api_key uses that. Never logged.",
+      "Bearer key the router sends to workers started with --api-key (requests and health checks); wins over --api-key for the --worker-urls workers; a worker added with its own api_key uses that. Never logged.",
     default: undefined,
     parse: key,
     secret: true,

@@ -88,7 +88,7 @@ export function adminGuard(ctx: RouterContext): MiddlewareHandler<Env> {
 }
 
 async function addWorker(ctx: RouterContext, url: string, apiKey?: string) {
-  const worker = ctx.registry.add(url, apiKey !== undefined ? { apiKey } : {});
+  const worker = await ctx.registry.addResolved(url, apiKey !== undefined ? { apiKey } : {});
   ctx.logger.info({ worker: worker.id, url: worker.url }, "worker added");
   // Probed before it takes traffic; the answer reports the result ("healthy").
   await ctx.health.probeFirst(worker);

@@ -6,7 +6,9 @@
  * then the end marker. Events raised in one turn of the event loop go out as one batch.
  *
  * Test knobs: drop the next batches (they keep their sequence numbers and stay replayable, as a
- * message lost between the sockets would), and restart (the sequence starts again at 0).
+ * message lost between the sockets would), restart (the sequence starts again at 0), and take the
+ * sockets down and up again on the same ports (an engine process restarting: subscribers see a
+ * disconnection, and what is published meanwhile reaches nobody but stays replayable).
  */
 import { Publisher, Router } from "zeromq";
 import {
@@ -31,8 +33,8 @@ export interface SimKvPublisherOptions {
 const END_SEQUENCE = encodeSequence(-1n);
 
 export class SimKvPublisher implements KvCacheListener {
-  private readonly pub = new Publisher({ linger: 0, sendHighWaterMark: 100_000 });
-  private readonly replay: Router | undefined;
+  private pub = newPublisher();
+  private replay: Router | undefined;
   private readonly topic: Buffer;
   private readonly buffer: { sequence: bigint; payload: Uint8Array }[] = [];
   private pending: WireEvent[] = [];
@@ -59,6 +61,25 @@ export class SimKvPublisher implements KvCacheListener {
     if (this.replay !== undefined) {
       await this.replay.bind(`tcp://${host}:*`);
       this.replayEndpoint = this.replay.lastEndpoint ?? undefined;
+      void this.serveReplay(this.replay);
+    }
+  }
+
+  /** Closes both sockets (the engine process is gone); batches raised meanwhile reach nobody. */
+  async stop(): Promise<void> {
+    await this.sending;
+    this.pub.close();
+    this.replay?.close();
+  }
+
+  /** New sockets on the same endpoints, after `stop` (the engine process is back). */
+  async rebind(): Promise<void> {
+    await this.sending;
+    this.pub = newPublisher();
+    await this.pub.bind(this.endpoint);
+    if (this.replay !== undefined) {
+      this.replay = new Router({ linger: 0 });
+      await this.replay.bind(this.replayEndpoint!);
       void this.serveReplay(this.replay);
     }
   }
@@ -127,7 +148,7 @@ export class SimKvPublisher implements KvCacheListener {
     try {
       await this.pub.send([this.topic, encodeSequence(sequence), payload]);
     } catch {
-      // Closed while sending: the simulator is shutting down.
+      // Closed: the simulator is shutting down, or its sockets are down (`stop`).
     }
   }
 
@@ -146,4 +167,8 @@ export class SimKvPublisher implements KvCacheListener {
       // The socket closed.
     }
   }
+}
+
+function newPublisher(): Publisher {
+  return new Publisher({ linger: 0, sendHighWaterMark: 100_000 });
 }

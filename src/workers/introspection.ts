@@ -24,9 +24,11 @@ const DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024;
 type Endpoint = "/get_server_info" | "/metrics" | "/v1/models";
 
 /** Why an endpoint gave nothing usable; "absent" (404/405) is normal and never logged as a fault. */
-type Outcome = { ok: true } | { ok: false; absent: boolean; reason: string };
+type Outcome = { ok: true } | { ok: false; absent: boolean; unauthorized: boolean; reason: string };
 
 class EndpointAbsent extends Error {}
+/** The worker wants a key the router did not send (or not that one). */
+class WorkerUnauthorized extends Error {}
 
 /**
  * Reads every worker's engine on a schedule and right after it is added: SGLang /get_server_info
@@ -40,6 +42,8 @@ export class EngineIntrospector {
   private readonly running = new Set<Worker>();
   /** Last outcome per worker and endpoint, to log changes only. */
   private readonly outcomes = new WeakMap<Worker, Map<Endpoint, string>>();
+  /** Workers already warned about a 401: one warning per worker, not one per endpoint and read. */
+  private readonly warnedUnauthorized = new WeakSet<Worker>();
 
   constructor(
     private readonly registry: WorkerRegistry,
@@ -108,6 +112,7 @@ export class EngineIntrospector {
       outcome = {
         ok: false,
         absent: err instanceof EndpointAbsent,
+        unauthorized: err instanceof WorkerUnauthorized,
         reason: describe(err, this.options.timeoutMs),
       };
     }
@@ -120,6 +125,10 @@ export class EngineIntrospector {
     if (res.statusCode === 404 || res.statusCode === 405) {
       await res.body.dump();
       throw new EndpointAbsent(`HTTP ${res.statusCode}`);
+    }
+    if (res.statusCode === 401) {
+      await res.body.dump();
+      throw new WorkerUnauthorized("HTTP 401");
     }
     if (res.statusCode < 200 || res.statusCode >= 300) {
       await res.body.dump();
@@ -196,6 +205,8 @@ export class EngineIntrospector {
     const fields = { worker: worker.id, url: worker.url, endpoint };
     if (outcome.ok) {
       if (previous !== undefined) this.logger.info(fields, "engine signal readable again");
+    } else if (outcome.unauthorized) {
+      this.warnUnauthorized(worker, endpoint);
     } else if (outcome.absent) {
       // vLLM has no /get_server_info, SGLang has no /metrics without --enable-metrics.
       this.logger.debug({ ...fields, reason: outcome.reason }, "engine endpoint not exposed");
@@ -205,6 +216,24 @@ export class EngineIntrospector {
         "engine signal unreadable; the router goes on without it",
       );
     }
+  }
+
+  /**
+   * A worker started with --api-key answers 401 to a router that does not send its key: every
+   * request would fail the same way, so say once which flag fixes it (never the key itself).
+   */
+  private warnUnauthorized(worker: Worker, endpoint: Endpoint): void {
+    if (this.warnedUnauthorized.has(worker)) return;
+    this.warnedUnauthorized.add(worker);
+    this.logger.warn(
+      {
+        worker: worker.id,
+        url: worker.url,
+        endpoint,
+        sent_key: worker.authorization !== undefined,
+      },
+      "worker answered 401 Unauthorized: it was started with --api-key; give the router that key with --worker-api-key (or as api_key in POST /workers)",
+    );
   }
 }
 
