@@ -39,6 +39,8 @@ export interface MembershipSyncOptions {
 export class MembershipSync {
   /** True while applying a peer's change, so the registry listener does not publish it back. */
   private applying = false;
+  /** Peers' adds whose host name is being resolved, by URL (a remove meanwhile cancels one). */
+  private readonly pendingAdds = new Map<string, symbol>();
 
   constructor(
     private readonly link: RedisLink,
@@ -60,16 +62,30 @@ export class MembershipSync {
       : { kind: "add", url: worker.url, apiKey };
   }
 
-  /** A peer added a worker. */
-  applyAdd(url: string, apiKey?: string): void {
+  /**
+   * A peer added a worker. It gets the same checks as an admin-API add (canonical URL, not this
+   * router, not link-local, not another spelling of a registered worker, its host name resolved
+   * and checked too), then takes traffic only once this replica's own probe passes (onRemoteAdd).
+   */
+  async applyAdd(url: string, apiKey?: string): Promise<void> {
     const { registry } = this.options;
-    if (registry.get(url) !== undefined) return;
+    if (registry.get(url) !== undefined || this.pendingAdds.has(url)) return;
+    const token = Symbol(url);
+    this.pendingAdds.set(url, token);
     let worker: Worker;
-    this.applying = true;
     try {
-      // The same checks as an admin-API add: canonical URL, not this router, not link-local,
-      // not a second spelling of a registered worker.
-      worker = registry.add(url, apiKey !== undefined ? { apiKey } : {});
+      const addresses = await registry.resolveAddresses(url);
+      // A remove (or a newer add) arrived while the name resolved: this add is stale.
+      if (this.pendingAdds.get(url) !== token || registry.get(url) !== undefined) return;
+      this.applying = true;
+      try {
+        worker = registry.add(url, {
+          ...(apiKey !== undefined ? { apiKey } : {}),
+          ...(addresses.length > 0 ? { addresses } : {}),
+        });
+      } finally {
+        this.applying = false;
+      }
     } catch (err) {
       this.logger.warn(
         { url, err: (err as Error).message },
@@ -77,14 +93,15 @@ export class MembershipSync {
       );
       return;
     } finally {
-      this.applying = false;
+      if (this.pendingAdds.get(url) === token) this.pendingAdds.delete(url);
     }
     this.logger.info({ worker: worker.id, url: worker.url }, "worker added by a peer replica");
     this.options.onRemoteAdd?.(worker);
   }
 
-  /** A peer removed a worker. */
+  /** A peer removed a worker (or one whose add is still resolving). */
   applyRemove(url: string): void {
+    this.pendingAdds.delete(url);
     this.applying = true;
     let worker: Worker | undefined;
     try {
@@ -117,6 +134,6 @@ export class MembershipSync {
       for (const worker of registry.list()) publisher.publish(this.addOp(worker));
       return;
     }
-    for (const [url, apiKey] of valid) this.applyAdd(url, apiKey);
+    await Promise.all(valid.map(([url, apiKey]) => this.applyAdd(url, apiKey)));
   }
 }

@@ -177,7 +177,7 @@ export class SharedState {
           inner.truncate(op.worker, op.model, op.text, op.keep);
         break;
       case "add":
-        this.membership?.applyAdd(op.url, op.apiKey);
+        void this.membership?.applyAdd(op.url, op.apiKey);
         break;
       case "remove":
         this.membership?.applyRemove(op.url);

@@ -111,11 +111,16 @@ export class WorkerRegistry {
    * --worker-urls and every other path where a wait is fine.
    */
   async addResolved(rawUrl: string, addOptions: AddOptions = {}): Promise<Worker> {
+    const addresses = await this.resolveAddresses(rawUrl);
+    return this.add(rawUrl, addresses.length > 0 ? { ...addOptions, addresses } : addOptions);
+  }
+
+  /** The addresses `addResolved` checks a URL's host name by (none for an IP literal). */
+  async resolveAddresses(rawUrl: string): Promise<string[]> {
     const url = canonical(rawUrl);
-    if (!hostNeedsLookup(url)) return this.add(url, addOptions);
+    if (!hostNeedsLookup(url)) return [];
     const resolve = this.rules.resolveHost ?? systemResolver(this.options.connectTimeoutMs);
-    const addresses = await resolve(new URL(url).hostname);
-    return this.add(url, { ...addOptions, addresses });
+    return [...(await resolve(new URL(url).hostname))];
   }
 
   private refuseSelf(url: string, addresses: readonly string[]): void {

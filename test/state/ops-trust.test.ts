@@ -134,6 +134,7 @@ describe.skipIf(redisSkipReason !== undefined)(
       await signedXadd(prefix, { kind: "add", url: "http://169.254.169.254" });
       await signedXadd(prefix, { kind: "add", url: b.url });
       await signedXadd(prefix, { kind: "add", url: respelled });
+      await signedXadd(prefix, { kind: "add", url: w1!.url.replace("127.0.0.1", "localhost") });
       const marker = await startSimWorker({ id: "marker2", timeScale: 0 });
       try {
         await signedXadd(prefix, { kind: "add", url: marker.url });
