@@ -2,6 +2,7 @@ import { PREFIX_INDEX_NAMES, type PrefixIndexName } from "./index/factory.js";
 import { POLICY_NAMES, type PolicyName } from "./policies/policy.js";
 import { SESSION_SOURCES, type SessionSource } from "./proxy/session-key.js";
 import { MIN_STATE_SECRET_CHARS } from "./state/state-secret.js";
+import { MODEL_ROUTING_MODES, type ModelRoutingMode } from "./workers/served-models.js";
 import { normalizeWorkerUrl } from "./workers/worker-url.js";
 
 /** The router's whole configuration, after parsing and validation. */
@@ -62,12 +63,14 @@ export interface Config {
   requestIdHeaders: string[];
   prometheusPort: number | undefined;
   shutdownGraceSecs: number;
+  modelRouting: ModelRoutingMode;
   sessionAffinity: SessionSource;
   sessionHeader: string;
   maxSessions: number;
   kvEvents: boolean;
   kvEventsEndpointTemplate: string;
   kvEventsReplayTemplate: string;
+  kvEventsAllowIpc: boolean;
   kvEventsReplayTimeoutMs: number;
   kvEventsRebuildSecs: number;
   kvIndexMaxBlocks: number;
@@ -735,6 +738,15 @@ export const SETTINGS = [
     parse: optionalPort,
   }),
   setting({
+    key: "modelRouting",
+    flag: "--model-routing",
+    arg: "<mode>",
+    description:
+      "How a request's `model` picks workers. engine: as the engines treat names (a name some worker lists goes to those workers; a name none lists goes to the workers that accept any name, SGLang and workers listing no models; 404 only when there is none). strict: a name no worker lists gets the router's 404 once every worker's list is known.",
+    default: "engine",
+    parse: oneOf(MODEL_ROUTING_MODES),
+  }),
+  setting({
     key: "sessionAffinity",
     flag: "--session-affinity",
     arg: "<source>",
@@ -797,6 +809,15 @@ export const SETTINGS = [
       "Each worker's KV-event replay endpoint (asked for missed events after a gap); empty = none: a gap drops the worker's precise index until it is rebuilt.",
     default: "tcp://{host}:5558",
     parse: text,
+  }),
+  setting({
+    key: "kvEventsAllowIpc",
+    flag: "--kv-events-allow-ipc",
+    arg: "[bool]",
+    description:
+      "Accept ipc:// KV-event endpoints from the admin API (kv_events_endpoint); refused by default, since a path lets a caller make the router connect to any local socket.",
+    default: false,
+    parse: flagValue,
   }),
   setting({
     key: "kvEventsReplayTimeoutMs",

@@ -123,6 +123,7 @@ export function createRouter(
     // Random per process: two replicas in a chain are not a loop, one router twice is.
     instanceId: randomBytes(4).toString("hex"),
     forwardAuthorization: config.apiKey === undefined,
+    modelRouting: config.modelRouting,
   };
   const upstreamHooks = {
     onRetry: (endpoint) => m.retries.inc({ endpoint }),

@@ -6,7 +6,13 @@ import type { TokenizeInput } from "../kv-events/tokenize-input.js";
 import type { RoutingDecider } from "../policies/decider.js";
 import type { RouteBranch } from "../policies/policy.js";
 import type { WorkerRegistry } from "../workers/registry.js";
-import { indexModel, noWorkerServes, servingCandidates } from "../workers/served-models.js";
+import {
+  admitted,
+  indexKey,
+  type ModelPlan,
+  type ModelRoutingMode,
+  planModel,
+} from "../workers/served-models.js";
 import type { Worker } from "../workers/worker.js";
 import {
   ClientAbort,
@@ -45,6 +51,8 @@ export interface ForwardSettings {
   instanceId: string;
   /** Forward the client's Authorization header to workers (only when the router has no key of its own). */
   forwardAuthorization: boolean;
+  /** How the request's model picks workers (--model-routing; workers/served-models.ts). */
+  modelRouting: ModelRoutingMode;
 }
 
 /** What the forwarder reports about one request, for the access log and metrics. */
@@ -80,6 +88,8 @@ export interface ForwardRequest {
   body: Buffer | undefined;
   text: string;
   model: string | undefined;
+  /** SGLang's lora_path as an adapter key (proxy/routing-text.ts adapterOf): its own index key. */
+  adapter?: string | undefined;
   /** Conversation id for session affinity (--session-affinity), when the request carries one. */
   session?: string | undefined;
   /** The request as the engine's tokenizer takes it; set only with --kv-events. */
@@ -135,10 +145,11 @@ export class Forwarder {
       return { status: error.status, attempts: 0, error: "loop_detected" };
     }
     const workers = this.registry.list();
-    if (noWorkerServes(workers, req.model)) {
+    const plan = planModel(workers, req.model, this.settings.modelRouting);
+    if (plan.route === "not_found") {
       const error = new RouterError(
         "model_not_found",
-        `The model '${req.model}' is not served by any of the ${workers.length} workers; GET /v1/models lists the models they serve.`,
+        `The model '${req.model}' is not served by any of the ${workers.length} workers: none lists it${this.settings.modelRouting === "engine" ? ", and none takes any model name (SGLang, or a worker listing no models)" : ""}; GET /v1/models lists the models they serve.`,
       );
       writeError(res, error, req.requestId);
       return { status: error.status, attempts: 0, error: "model_not_found" };
@@ -146,11 +157,11 @@ export class Forwarder {
     // What the index sees: the text, under the model's own key when its KV is kept apart.
     const routed = {
       text: req.text,
-      model: indexModel(workers, req.model),
+      model: indexKey(workers, req.model, req.adapter),
       session: req.session,
       tokenizeInput: req.tokenizeInput,
     };
-    const candidates = () => servingCandidates(this.registry.candidates(tried), req.model);
+    const candidates = () => admitted(this.registry.candidates(tried), plan);
     const headers = upstreamRequestHeaders(
       req.headers,
       req.requestId,
@@ -231,7 +242,7 @@ export class Forwarder {
     const coolDownMs = shortestCoolDown(this.registry);
     const error = new RouterError(
       "no_workers_available",
-      noWorkerMessage(this.registry, req.model),
+      noWorkerMessage(this.registry, req.model, plan),
     );
     // Every worker that could take it asked for a pause: say when to come back.
     const extra: Record<string, string> =
@@ -413,16 +424,20 @@ function routeHeader(branch: RouteBranch, matchRate: number | null, index: strin
   return index === null || BASE_INDEXES.has(index) ? route : `${route};index=${index}`;
 }
 
-function noWorkerMessage(registry: WorkerRegistry, model: string | undefined): string {
+function noWorkerMessage(
+  registry: WorkerRegistry,
+  model: string | undefined,
+  plan: ModelPlan,
+): string {
   const total = registry.size;
   if (total === 0)
     return "No workers are registered; add one with POST /workers or start with --worker-urls.";
   const available = registry.candidates();
-  // Available workers exist, but none of them lists the model; only workers whose model list is
-  // not known yet (so they might serve it) are left, and they are down. Say so, not "none is up".
-  if (available.length > 0 && servingCandidates(available, model).length === 0) {
-    const unknown = registry.list().filter((w) => w.servedModels === undefined).length;
-    return `No available worker serves the model '${model}': the ${available.length} available workers do not list it (GET /v1/models), and the ${unknown} whose model list is not known yet are unavailable (unhealthy, circuit open or cooling down after Retry-After).`;
+  // Available workers exist, but the model admits none of them; the workers it admits (they list
+  // it, or take any name) are down. Say so, not "none is up".
+  if (available.length > 0 && admitted(available, plan).length === 0) {
+    const admits = registry.list().filter(plan.admits).length;
+    return `No available worker serves the model '${model}': the ${available.length} available workers do not list it (GET /v1/models), and the ${admits} that ${plan.route === "listed" ? "list it or whose model list is not known yet" : "take any model name (SGLang, or no model list known)"} are unavailable (unhealthy, circuit open or cooling down after Retry-After).`;
   }
   return `None of the ${total} registered workers is available (unhealthy, circuit open or cooling down after Retry-After).`;
 }
