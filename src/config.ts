@@ -86,6 +86,8 @@ export interface Config {
   stateStreamLength: number;
   stateLoadIntervalMs: number;
   stateQueueSize: number;
+  stateClaimTimeoutMs: number;
+  stateClaimTtlMs: number;
 }
 
 export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
@@ -951,6 +953,24 @@ export const SETTINGS = [
       "With --state-url: updates waiting to be published while Redis is slow or down; past it the oldest are dropped.",
     default: 10000,
     parse: integer(1),
+  }),
+  setting({
+    key: "stateClaimTimeoutMs",
+    flag: "--state-claim-timeout-ms",
+    arg: "<ms>",
+    description:
+      "With --state-url: how long a request that starts a new prefix waits for its claim in Redis (the first replica to claim a prefix names its worker, the others follow it); past it this replica's own choice stands. 0 = no claims.",
+    default: 50,
+    parse: integer(0, 10_000),
+  }),
+  setting({
+    key: "stateClaimTtlMs",
+    flag: "--state-claim-ttl-ms",
+    arg: "<ms>",
+    description:
+      "With --state-url: how long a new-prefix claim lives in Redis; long enough for its decision to reach every replica through the ops stream.",
+    default: 2000,
+    parse: integer(10, 600_000),
   }),
 ] as const satisfies readonly Setting[];
 

@@ -73,6 +73,8 @@ export function createRouter(
             streamLength: config.stateStreamLength,
             loadIntervalMs: config.stateLoadIntervalMs,
             queueSize: config.stateQueueSize,
+            claimTimeoutMs: config.stateClaimTimeoutMs,
+            claimTtlMs: config.stateClaimTtlMs,
           },
           logger,
         );
@@ -155,6 +157,7 @@ export function createRouter(
     policy,
     index,
     config.sessionAffinity === "off" ? undefined : new SessionTable(config.maxSessions),
+    sharedState?.claims,
   );
   const forwarder = new Forwarder(registry, decider, settings, hooks, feedback);
   // /get_model_info and /get_server_info need any available worker, not a cache decision.

@@ -6,13 +6,7 @@ import type { TokenizeInput } from "../kv-events/tokenize-input.js";
 import type { RoutingDecider } from "../policies/decider.js";
 import type { RouteBranch } from "../policies/policy.js";
 import type { WorkerRegistry } from "../workers/registry.js";
-import {
-  admitted,
-  indexKey,
-  type ModelPlan,
-  type ModelRoutingMode,
-  planModel,
-} from "../workers/served-models.js";
+import { admitted, indexKey, type ModelRoutingMode, planModel } from "../workers/served-models.js";
 import type { Worker } from "../workers/worker.js";
 import {
   ClientAbort,
@@ -24,6 +18,7 @@ import {
 import { backoffMs, retryAfterMs, sleep } from "./backoff.js";
 import { Cancel } from "./cancel.js";
 import { hasPassedThrough, upstreamRequestHeaders, viaToken, withWorkerAuth } from "./headers.js";
+import { modelNotFound, noWorkerMessage } from "./no-worker-answers.js";
 import { relay } from "./relay.js";
 import {
   type AttemptFailure,
@@ -147,10 +142,7 @@ export class Forwarder {
     const workers = this.registry.list();
     const plan = planModel(workers, req.model, this.settings.modelRouting);
     if (plan.route === "not_found") {
-      const error = new RouterError(
-        "model_not_found",
-        `The model '${req.model}' is not served by any of the ${workers.length} workers: none lists it${this.settings.modelRouting === "engine" ? ", and none takes any model name (SGLang, or a worker listing no models)" : ""}; GET /v1/models lists the models they serve.`,
-      );
+      const error = modelNotFound(req.model, workers.length, this.settings.modelRouting);
       writeError(res, error, req.requestId);
       return { status: error.status, attempts: 0, error: "model_not_found" };
     }
@@ -177,7 +169,12 @@ export class Forwarder {
 
     while (attempts < this.settings.retryMaxAttempts) {
       if (req.clientSignal.aborted) return { status: 499, attempts, error: "client_abort" };
-      const decision = this.decider.decide(candidates(), routed);
+      // The first choice of a new prefix may wait (bounded) for the replicas to agree on it.
+      const choosing =
+        attempts === 0
+          ? this.decider.decideAgreed(candidates(), routed)
+          : this.decider.decide(candidates(), routed);
+      const decision = choosing instanceof Promise ? await choosing : choosing;
       if (!decision) break;
       this.hooks.onDecision(this.decider.policy.name, decision.branch, decision.matchRate);
       const worker = decision.worker;
@@ -422,22 +419,4 @@ function routeHeader(branch: RouteBranch, matchRate: number | null, index: strin
   const route = matchRate === null ? branch : `${branch};match=${matchRate.toFixed(2)}`;
   // The base indexes (approx, shared: the same answers) go unnamed; any other says it answered.
   return index === null || BASE_INDEXES.has(index) ? route : `${route};index=${index}`;
-}
-
-function noWorkerMessage(
-  registry: WorkerRegistry,
-  model: string | undefined,
-  plan: ModelPlan,
-): string {
-  const total = registry.size;
-  if (total === 0)
-    return "No workers are registered; add one with POST /workers or start with --worker-urls.";
-  const available = registry.candidates();
-  // Available workers exist, but the model admits none of them; the workers it admits (they list
-  // it, or take any name) are down. Say so, not "none is up".
-  if (available.length > 0 && admitted(available, plan).length === 0) {
-    const admits = registry.list().filter(plan.admits).length;
-    return `No available worker serves the model '${model}': the ${available.length} available workers do not list it (GET /v1/models), and the ${admits} that ${plan.route === "listed" ? "list it or whose model list is not known yet" : "take any model name (SGLang, or no model list known)"} are unavailable (unhealthy, circuit open or cooling down after Retry-After).`;
-  }
-  return `None of the ${total} registered workers is available (unhealthy, circuit open or cooling down after Retry-After).`;
 }

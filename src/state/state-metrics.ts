@@ -8,6 +8,7 @@ export class StateMetrics {
   readonly dropped: Counter<never>;
   readonly rejected: Counter<"reason">;
   readonly resets: Counter<never>;
+  readonly claims: Counter<"outcome">;
 
   constructor(registry: Registry, read: { connected: () => boolean; pending: () => number }) {
     const registers = [registry];
@@ -56,6 +57,12 @@ export class StateMetrics {
     this.resets = new Counter({
       name: "radixgate_state_stream_resets_total",
       help: "Times the ops stream was found deleted or behind the last entry read (Redis lost data, a failover, a foreign write) and was read again from its start.",
+      registers,
+    });
+    this.claims = new Counter({
+      name: "radixgate_state_claims_total",
+      help: "New-prefix claims by outcome: won (this replica's choice), followed (another claim was first), timeout, error, skipped (too many waiting).",
+      labelNames: ["outcome"],
       registers,
     });
   }
