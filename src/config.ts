@@ -40,6 +40,7 @@ export interface Config {
   firstByteTimeoutSecs: number;
   streamFirstByteTimeoutSecs: number;
   idleTimeoutSecs: number;
+  clientStallSecs: number;
   retryMaxAttempts: number;
   retryInitialBackoffMs: number;
   retryMaxBackoffMs: number;
@@ -549,6 +550,15 @@ export const SETTINGS = [
     description: "Limit for silence between two chunks of a worker's response body.",
     default: 120,
     parse: number(0, Number.POSITIVE_INFINITY, { minExclusive: true }),
+  }),
+  setting({
+    key: "clientStallSecs",
+    flag: "--client-stall-secs",
+    arg: "<secs>",
+    description:
+      "Limit for a client that takes none of a response while its socket is full (it stopped reading): the request ends and the worker's slot is freed. 0 = no limit (only --request-timeout-secs).",
+    default: 60,
+    parse: number(0),
   }),
   setting({
     key: "retryMaxAttempts",

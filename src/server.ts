@@ -118,6 +118,7 @@ export function createRouter(
     firstByteTimeoutMs: config.firstByteTimeoutSecs * 1000,
     streamFirstByteTimeoutMs: config.streamFirstByteTimeoutSecs * 1000,
     idleTimeoutMs: config.idleTimeoutSecs * 1000,
+    clientStallMs: config.clientStallSecs * 1000,
     retryMaxAttempts: config.retryMaxAttempts,
     retryInitialBackoffMs: config.retryInitialBackoffMs,
     retryMaxBackoffMs: config.retryMaxBackoffMs,
