@@ -1,4 +1,5 @@
 import { PREFIX_INDEX_NAMES, type PrefixIndexName } from "./index/factory.js";
+import { DEFAULT_TIE_BREAK, TIE_BREAKS, type TieBreak } from "./policies/options.js";
 import { POLICY_NAMES, type PolicyName } from "./policies/policy.js";
 import { SESSION_SOURCES, type SessionSource } from "./proxy/session-key.js";
 import { MIN_STATE_SECRET_CHARS } from "./state/state-secret.js";
@@ -17,6 +18,7 @@ export interface Config {
   cacheLoadBound: number;
   prefixCostQueueWeight: number;
   prefixCostRequestChars: number;
+  prefixCostTieBreak: TieBreak;
   evictionIntervalSecs: number;
   /** A fixed budget in characters, or "auto": learned from each worker's KV capacity. */
   maxTreeSize: number | "auto";
@@ -357,6 +359,15 @@ export const SETTINGS = [
       "prefix_cost: characters of prefill each in-flight request on a worker counts for (its share of every engine step), so one hot prefix spreads over several workers.",
     default: 256,
     parse: number(0),
+  }),
+  setting({
+    key: "prefixCostTieBreak",
+    flag: "--prefix-cost-tie-break",
+    arg: "<hash|rotation>",
+    description:
+      "prefix_cost: how near-equal costs are settled when some worker holds part of the text. hash = the candidate holding the most of it among those within half of --prefix-cost-request-chars of the lowest cost, then a hash of the text past that prefix, so one tenant's new conversations keep landing on one worker whatever the load of the moment; rotation = exact ties only, the less loaded, then in turn.",
+    default: DEFAULT_TIE_BREAK,
+    parse: oneOf(TIE_BREAKS),
   }),
   setting({
     key: "evictionIntervalSecs",

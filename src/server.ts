@@ -146,6 +146,7 @@ export function createRouter(
     cacheLoadBound: config.cacheLoadBound,
     prefixCostQueueWeight: config.prefixCostQueueWeight,
     prefixCostRequestChars: config.prefixCostRequestChars,
+    prefixCostTieBreak: config.prefixCostTieBreak,
   });
   const feedback = new UsageFeedback({
     onEngineTokens: (worker, prompt, cached) => {
