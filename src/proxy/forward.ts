@@ -17,6 +17,7 @@ import {
 } from "./abort-reasons.js";
 import { backoffMs, retryAfterMs, sleep } from "./backoff.js";
 import { Cancel } from "./cancel.js";
+import { bodyForRank, clientPinnedRank, headersWithRank } from "./dp-rank.js";
 import { hasPassedThrough, upstreamRequestHeaders, viaToken, withWorkerAuth } from "./headers.js";
 import { relay } from "./relay.js";
 import {
@@ -159,6 +160,7 @@ export class Forwarder {
     );
     let lastFailure: AttemptFailure | undefined;
     let attempts = 0;
+    let pinnedRank: boolean | undefined;
     // Only an index with an asynchronous step (the precise index tokenizing) makes this wait.
     // It prepares what decide() will look up: the same text under the same model key.
     const preparing = this.decider.prepare(candidates, routed);
@@ -184,11 +186,16 @@ export class Forwarder {
       // Other requests still prefilling there: a low cached count may be theirs, not an eviction.
       const othersPrefilling = worker.pendingPrefillRequests > 0;
 
+      // The data-parallel rank whose cache the index chose, unless the client pinned one itself.
+      if (decision.rank !== undefined && pinnedRank === undefined)
+        pinnedRank = clientPinnedRank(req.headers, req.body);
+      const rank = pinnedRank === false ? decision.rank : undefined;
       const result = await this.attempt(
         worker,
         req,
         Math.max(0, req.text.length - decision.heldBefore),
-        headers,
+        rank === undefined ? headers : headersWithRank(headers, rank),
+        rank,
         deadline,
         res,
         routeHeader(base.branch, base.matchRate, decision.index),
@@ -247,6 +254,8 @@ export class Forwarder {
     /** Characters of the text the worker probably has to prefill (not held before). */
     uncachedChars: number,
     headers: Record<string, string | string[]>,
+    /** The engine's data-parallel rank the request goes to, when the router chose one. */
+    rank: number | undefined,
     deadline: number,
     res: ServerResponse,
     /** The x-radixgate-route header: branch, match rate, and the index when not the trees. */
@@ -275,6 +284,7 @@ export class Forwarder {
       timerMs(firstByteMs),
     );
     worker.ownInFlight += 1;
+    if (rank !== undefined) worker.addRankInFlight(rank, 1);
     worker.pendingPrefillChars += uncachedChars;
     worker.pendingPrefillRequests += 1;
     worker.breaker.onDispatch();
@@ -293,6 +303,7 @@ export class Forwarder {
       released = true;
       prefillDone();
       worker.ownInFlight -= 1;
+      if (rank !== undefined) worker.addRankInFlight(rank, -1);
       this.inProgress.delete(controller);
       clearTimeout(overall);
       clearTimeout(firstByte);
@@ -305,7 +316,7 @@ export class Forwarder {
         method: req.method,
         path: worker.basePath + req.path,
         headers: withWorkerAuth(headers, worker.authorization),
-        body: req.body ?? null,
+        body: bodyForRank(req.body, req.path, worker.signals.engine, rank) ?? null,
         signal: controller,
         // 0 = off: the timers above and in relay() bound the wait instead.
         headersTimeout: 0,
