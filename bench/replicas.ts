@@ -213,6 +213,8 @@ function stateDefaults() {
     streamLength: d.stateStreamLength,
     loadIntervalMs: d.stateLoadIntervalMs,
     queueSize: d.stateQueueSize,
+    claimTimeoutMs: d.stateClaimTimeoutMs,
+    claimTtlMs: d.stateClaimTtlMs,
   };
 }
 

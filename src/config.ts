@@ -1,6 +1,7 @@
 import { PREFIX_INDEX_NAMES, type PrefixIndexName } from "./index/factory.js";
 import { POLICY_NAMES, type PolicyName } from "./policies/policy.js";
 import { SESSION_SOURCES, type SessionSource } from "./proxy/session-key.js";
+import { MODEL_ROUTING_MODES, type ModelRoutingMode } from "./workers/served-models.js";
 import { normalizeWorkerUrl } from "./workers/worker-url.js";
 
 /** The router's whole configuration, after parsing and validation. */
@@ -61,12 +62,14 @@ export interface Config {
   requestIdHeaders: string[];
   prometheusPort: number | undefined;
   shutdownGraceSecs: number;
+  modelRouting: ModelRoutingMode;
   sessionAffinity: SessionSource;
   sessionHeader: string;
   maxSessions: number;
   kvEvents: boolean;
   kvEventsEndpointTemplate: string;
   kvEventsReplayTemplate: string;
+  kvEventsAllowIpc: boolean;
   kvEventsReplayTimeoutMs: number;
   kvEventsRebuildSecs: number;
   kvEventsDpSize: number;
@@ -82,6 +85,8 @@ export interface Config {
   stateStreamLength: number;
   stateLoadIntervalMs: number;
   stateQueueSize: number;
+  stateClaimTimeoutMs: number;
+  stateClaimTtlMs: number;
 }
 
 export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
@@ -710,6 +715,15 @@ export const SETTINGS = [
     parse: optionalPort,
   }),
   setting({
+    key: "modelRouting",
+    flag: "--model-routing",
+    arg: "<mode>",
+    description:
+      "How a request's `model` picks workers. engine: as the engines treat names (a name some worker lists goes to those workers; a name none lists goes to the workers that accept any name, SGLang and workers listing no models; 404 only when there is none). strict: a name no worker lists gets the router's 404 once every worker's list is known.",
+    default: "engine",
+    parse: oneOf(MODEL_ROUTING_MODES),
+  }),
+  setting({
     key: "sessionAffinity",
     flag: "--session-affinity",
     arg: "<source>",
@@ -772,6 +786,15 @@ export const SETTINGS = [
       "Each worker's KV-event replay endpoint (asked for missed events after a gap); empty = none: a gap drops the worker's precise index until it is rebuilt.",
     default: "tcp://{host}:5558",
     parse: text,
+  }),
+  setting({
+    key: "kvEventsAllowIpc",
+    flag: "--kv-events-allow-ipc",
+    arg: "[bool]",
+    description:
+      "Accept ipc:// KV-event endpoints from the admin API (kv_events_endpoint); refused by default, since a path lets a caller make the router connect to any local socket.",
+    default: false,
+    parse: flagValue,
   }),
   setting({
     key: "kvEventsReplayTimeoutMs",
@@ -905,6 +928,24 @@ export const SETTINGS = [
       "With --state-url: updates waiting to be published while Redis is slow or down; past it the oldest are dropped.",
     default: 10000,
     parse: integer(1),
+  }),
+  setting({
+    key: "stateClaimTimeoutMs",
+    flag: "--state-claim-timeout-ms",
+    arg: "<ms>",
+    description:
+      "With --state-url: how long a request that starts a new prefix waits for its claim in Redis (the first replica to claim a prefix names its worker, the others follow it); past it this replica's own choice stands. 0 = no claims.",
+    default: 50,
+    parse: integer(0, 10_000),
+  }),
+  setting({
+    key: "stateClaimTtlMs",
+    flag: "--state-claim-ttl-ms",
+    arg: "<ms>",
+    description:
+      "With --state-url: how long a new-prefix claim lives in Redis; long enough for its decision to reach every replica through the ops stream.",
+    default: 2000,
+    parse: integer(10, 600_000),
   }),
 ] as const satisfies readonly Setting[];
 

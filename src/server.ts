@@ -72,6 +72,8 @@ export function createRouter(
             streamLength: config.stateStreamLength,
             loadIntervalMs: config.stateLoadIntervalMs,
             queueSize: config.stateQueueSize,
+            claimTimeoutMs: config.stateClaimTimeoutMs,
+            claimTtlMs: config.stateClaimTtlMs,
           },
           logger,
         );
@@ -125,6 +127,7 @@ export function createRouter(
     // Random per process: two replicas in a chain are not a loop, one router twice is.
     instanceId: randomBytes(4).toString("hex"),
     forwardAuthorization: config.apiKey === undefined,
+    modelRouting: config.modelRouting,
   };
   const upstreamHooks = {
     onRetry: (endpoint) => m.retries.inc({ endpoint }),
@@ -156,6 +159,7 @@ export function createRouter(
     policy,
     index,
     config.sessionAffinity === "off" ? undefined : new SessionTable(config.maxSessions),
+    sharedState?.claims,
   );
   const forwarder = new Forwarder(registry, decider, settings, hooks, feedback);
   // /get_model_info and /get_server_info need any available worker, not a cache decision.
@@ -244,7 +248,7 @@ export async function startRouter(
   const cliWorkerKey = config.workerApiKey ?? config.apiKey;
   for (const url of config.workerUrls) {
     try {
-      registry.add(url, cliWorkerKey !== undefined ? { apiKey: cliWorkerKey } : {});
+      await registry.addResolved(url, cliWorkerKey !== undefined ? { apiKey: cliWorkerKey } : {});
     } catch (err) {
       context.kvEvents?.close();
       await registry.close();

@@ -102,4 +102,15 @@ describe("config", () => {
     expect(doc).toContain(sglangFlagsTable());
     for (const s of SETTINGS) expect(doc, s.flag).toContain(`\`${envName(s.flag)}\``);
   });
+
+  it("issue 19: docs/architecture.md's opening describes today's defaults (policy, prefix index)", async () => {
+    const { readFile } = await import("node:fs/promises");
+    const doc = await readFile(new URL("../docs/architecture.md", import.meta.url), "utf8");
+    // The text between the title and the first section.
+    const opening = doc.split("\n## ", 1)[0]!;
+    const defaults = defaultConfig();
+    expect(opening).toContain(`\`${defaults.policy}\``);
+    expect(opening).toContain(`\`--prefix-index ${defaults.prefixIndex}\``);
+    expect(opening).toMatch(/default/);
+  });
 });

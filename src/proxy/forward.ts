@@ -6,7 +6,7 @@ import type { TokenizeInput } from "../kv-events/tokenize-input.js";
 import type { RoutingDecider } from "../policies/decider.js";
 import type { RouteBranch } from "../policies/policy.js";
 import type { WorkerRegistry } from "../workers/registry.js";
-import { indexModel, noWorkerServes, servingCandidates } from "../workers/served-models.js";
+import { admitted, indexKey, type ModelRoutingMode, planModel } from "../workers/served-models.js";
 import type { Worker } from "../workers/worker.js";
 import {
   ClientAbort,
@@ -19,6 +19,7 @@ import { backoffMs, retryAfterMs, sleep } from "./backoff.js";
 import { Cancel } from "./cancel.js";
 import { bodyForRank, clientPinnedRank, headersWithRank } from "./dp-rank.js";
 import { hasPassedThrough, upstreamRequestHeaders, viaToken, withWorkerAuth } from "./headers.js";
+import { modelNotFound, noWorkerMessage } from "./no-worker-answers.js";
 import { relay } from "./relay.js";
 import {
   type AttemptFailure,
@@ -46,6 +47,8 @@ export interface ForwardSettings {
   instanceId: string;
   /** Forward the client's Authorization header to workers (only when the router has no key of its own). */
   forwardAuthorization: boolean;
+  /** How the request's model picks workers (--model-routing; workers/served-models.ts). */
+  modelRouting: ModelRoutingMode;
 }
 
 /** What the forwarder reports about one request, for the access log and metrics. */
@@ -81,6 +84,8 @@ export interface ForwardRequest {
   body: Buffer | undefined;
   text: string;
   model: string | undefined;
+  /** SGLang's lora_path as an adapter key (proxy/routing-text.ts adapterOf): its own index key. */
+  adapter?: string | undefined;
   /** Conversation id for session affinity (--session-affinity), when the request carries one. */
   session?: string | undefined;
   /** The request as the engine's tokenizer takes it; set only with --kv-events. */
@@ -136,22 +141,20 @@ export class Forwarder {
       return { status: error.status, attempts: 0, error: "loop_detected" };
     }
     const workers = this.registry.list();
-    if (noWorkerServes(workers, req.model)) {
-      const error = new RouterError(
-        "model_not_found",
-        `The model '${req.model}' is not served by any of the ${workers.length} workers; GET /v1/models lists the models they serve.`,
-      );
+    const plan = planModel(workers, req.model, this.settings.modelRouting);
+    if (plan.route === "not_found") {
+      const error = modelNotFound(req.model, workers.length, this.settings.modelRouting);
       writeError(res, error, req.requestId);
       return { status: error.status, attempts: 0, error: "model_not_found" };
     }
     // What the index sees: the text, under the model's own key when its KV is kept apart.
     const routed = {
       text: req.text,
-      model: indexModel(workers, req.model),
+      model: indexKey(workers, req.model, req.adapter),
       session: req.session,
       tokenizeInput: req.tokenizeInput,
     };
-    const candidates = () => servingCandidates(this.registry.candidates(tried), req.model);
+    const candidates = () => admitted(this.registry.candidates(tried), plan);
     const headers = upstreamRequestHeaders(
       req.headers,
       req.requestId,
@@ -168,7 +171,12 @@ export class Forwarder {
 
     while (attempts < this.settings.retryMaxAttempts) {
       if (req.clientSignal.aborted) return { status: 499, attempts, error: "client_abort" };
-      const decision = this.decider.decide(candidates(), routed);
+      // The first choice of a new prefix may wait (bounded) for the replicas to agree on it.
+      const choosing =
+        attempts === 0
+          ? this.decider.decideAgreed(candidates(), routed)
+          : this.decider.decide(candidates(), routed);
+      const decision = choosing instanceof Promise ? await choosing : choosing;
       if (!decision) break;
       this.hooks.onDecision(this.decider.policy.name, decision.branch, decision.matchRate);
       const worker = decision.worker;
@@ -238,7 +246,7 @@ export class Forwarder {
     const coolDownMs = shortestCoolDown(this.registry);
     const error = new RouterError(
       "no_workers_available",
-      noWorkerMessage(this.registry, req.model),
+      noWorkerMessage(this.registry, req.model, plan),
     );
     // Every worker that could take it asked for a pause: say when to come back.
     const extra: Record<string, string> =
@@ -422,18 +430,4 @@ function routeHeader(branch: RouteBranch, matchRate: number | null, index: strin
   const route = matchRate === null ? branch : `${branch};match=${matchRate.toFixed(2)}`;
   // The base indexes (approx, shared: the same answers) go unnamed; any other says it answered.
   return index === null || BASE_INDEXES.has(index) ? route : `${route};index=${index}`;
-}
-
-function noWorkerMessage(registry: WorkerRegistry, model: string | undefined): string {
-  const total = registry.size;
-  if (total === 0)
-    return "No workers are registered; add one with POST /workers or start with --worker-urls.";
-  const available = registry.candidates();
-  // Available workers exist, but none of them lists the model; only workers whose model list is
-  // not known yet (so they might serve it) are left, and they are down. Say so, not "none is up".
-  if (available.length > 0 && servingCandidates(available, model).length === 0) {
-    const unknown = registry.list().filter((w) => w.servedModels === undefined).length;
-    return `No available worker serves the model '${model}': the ${available.length} available workers do not list it (GET /v1/models), and the ${unknown} whose model list is not known yet are unavailable (unhealthy, circuit open or cooling down after Retry-After).`;
-  }
-  return `None of the ${total} registered workers is available (unhealthy, circuit open or cooling down after Retry-After).`;
 }

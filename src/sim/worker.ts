@@ -408,6 +408,15 @@ class HttpSimWorker implements SimWorker {
       job.model = choice.name;
       const adapter = choice.adapter;
       if (adapter !== undefined) job.prompts = job.prompts.map((p) => saltForAdapter(p, adapter));
+      const perItem = choice.perItem;
+      if (perItem !== undefined) {
+        if (perItem.length !== job.prompts.length)
+          throw new BadRequest("lora_path must have one entry per prompt", "lora_path");
+        job.prompts = job.prompts.map((p, i) => {
+          const itemAdapter = perItem[i];
+          return itemAdapter === undefined ? p : saltForAdapter(p, itemAdapter);
+        });
+      }
     } catch (err) {
       if (err instanceof ModelNotFound) {
         this.counters.rejected++;

@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type { Registry } from "prom-client";
+import type { PrefixClaims } from "../index/prefix-claims.js";
 import type { PrefixIndex } from "../index/prefix-index.js";
 import type { Logger } from "../logger.js";
 import type { WorkerRegistry } from "../workers/registry.js";
@@ -8,6 +9,7 @@ import { LoadSync } from "./load-sync.js";
 import { MembershipSync } from "./membership-sync.js";
 import { OpsPublisher } from "./ops-publisher.js";
 import { OpsReader } from "./ops-reader.js";
+import { RedisPrefixClaims } from "./prefix-claims.js";
 import { PublishingIndex } from "./publishing-index.js";
 import { RedisLink } from "./redis-link.js";
 import { type StateKeys, stateKeys } from "./state-keys.js";
@@ -22,6 +24,10 @@ export interface SharedStateOptions {
   streamLength: number;
   loadIntervalMs: number;
   queueSize: number;
+  /** --state-claim-timeout-ms: 0 turns new-prefix claims off. */
+  claimTimeoutMs: number;
+  /** --state-claim-ttl-ms */
+  claimTtlMs: number;
 }
 
 /** How long start() waits for Redis and for the replay of recent decisions before serving. */
@@ -29,7 +35,7 @@ const START_WAIT_MS = 3000;
 
 /**
  * Everything one replica shares with the others through Redis (--state-url): the routing
- * decisions of its index. Built in two steps because of who needs whom: `wrapIndex` before the
+ * decisions of its index, and claims on the new prefixes it routes (`claims`, for the decider). Built in two steps because of who needs whom: `wrapIndex` before the
  * registry exists (the registry is built on the wrapped index), `attach` once it does.
  *
  * Redis is never on a request's path: publishing is a queue push, peers' ops arrive on a
@@ -41,6 +47,8 @@ export class SharedState {
   readonly link: RedisLink;
   readonly publisher: OpsPublisher;
   readonly reader: OpsReader;
+  /** Agreement on new prefixes; undefined when --state-claim-timeout-ms is 0. */
+  readonly claims: PrefixClaims | undefined;
   private inner: PrefixIndex | undefined;
   private registry: WorkerRegistry | undefined;
   private metrics: StateMetrics | undefined;
@@ -56,7 +64,16 @@ export class SharedState {
   ) {
     const keys = stateKeys(options.keyPrefix);
     this.keys = keys;
-    this.link = new RedisLink({ url: options.url }, logger);
+    this.link = new RedisLink({ url: options.url, claimTimeoutMs: options.claimTimeoutMs }, logger);
+    this.claims =
+      options.claimTimeoutMs === 0
+        ? undefined
+        : new RedisPrefixClaims(this.link, {
+            keys,
+            ttlMs: options.claimTtlMs,
+            timeoutMs: options.claimTimeoutMs,
+            onOutcome: (outcome) => this.metrics?.claims.inc({ outcome }),
+          });
     this.publisher = new OpsPublisher(this.link, {
       replicaId: this.replicaId,
       keys,

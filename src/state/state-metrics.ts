@@ -6,6 +6,7 @@ export class StateMetrics {
   readonly publishedBytes: Counter<never>;
   readonly applied: Counter<never>;
   readonly dropped: Counter<never>;
+  readonly claims: Counter<"outcome">;
 
   constructor(registry: Registry, read: { connected: () => boolean; pending: () => number }) {
     const registers = [registry];
@@ -43,6 +44,12 @@ export class StateMetrics {
     this.dropped = new Counter({
       name: "radixgate_state_ops_dropped_total",
       help: "Updates dropped because the publish queue was full (Redis slow or down).",
+      registers,
+    });
+    this.claims = new Counter({
+      name: "radixgate_state_claims_total",
+      help: "New-prefix claims by outcome: won (this replica's choice), followed (another claim was first), timeout, error, skipped (too many waiting).",
+      labelNames: ["outcome"],
       registers,
     });
   }

@@ -1,5 +1,5 @@
 import type { MetricsReading } from "../engines/engine-reading.js";
-import { readModelsList } from "../engines/models-list.js";
+import { readModelsList, readModelsOwner } from "../engines/models-list.js";
 import { parseExposition } from "../engines/prometheus-text.js";
 import { readSglangMetrics } from "../engines/sglang-metrics.js";
 import { readSglangServerInfo } from "../engines/sglang-server-info.js";
@@ -174,7 +174,10 @@ export class EngineIntrospector {
   }
 
   private models(worker: Worker, body: string): void {
-    worker.servedModels = readModelsList(parseJson(body));
+    const list = parseJson(body);
+    worker.servedModels = readModelsList(list);
+    // Which engine decides how a name it does not list is treated (workers/served-models.ts).
+    worker.signals.engine ??= readModelsOwner(list);
     worker.signals.recordSeen(Date.now());
   }
 

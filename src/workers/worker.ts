@@ -1,4 +1,5 @@
 import { Pool } from "undici";
+import type { EngineKind } from "../engines/engine-reading.js";
 import { type BreakerOptions, CircuitBreaker } from "./breaker.js";
 import { CharsPerToken } from "./chars-per-token.js";
 import { guardedLookup } from "./guarded-lookup.js";
@@ -66,6 +67,11 @@ export class Worker {
    * it is a candidate for any model.
    */
   servedModels: ReadonlySet<string> | undefined = undefined;
+
+  /** The engine it runs, once introspection recognised it (served-models.ts routes by it). */
+  get engine(): EngineKind | undefined {
+    return this.signals.engine;
+  }
   /** Keep-alive connection pool to this worker. */
   readonly pool: Pool;
   /** Path prefix of the worker's base URL (e.g. "/sglang" for http://host/sglang), "" for none. */
