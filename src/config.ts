@@ -1,4 +1,5 @@
 import { PREFIX_INDEX_NAMES, type PrefixIndexName } from "./index/factory.js";
+import { DEFAULT_TIE_BREAK, TIE_BREAKS, type TieBreak } from "./policies/options.js";
 import { POLICY_NAMES, type PolicyName } from "./policies/policy.js";
 import { SESSION_SOURCES, type SessionSource } from "./proxy/session-key.js";
 import { MODEL_ROUTING_MODES, type ModelRoutingMode } from "./workers/served-models.js";
@@ -16,6 +17,7 @@ export interface Config {
   cacheLoadBound: number;
   prefixCostQueueWeight: number;
   prefixCostRequestChars: number;
+  prefixCostTieBreak: TieBreak;
   evictionIntervalSecs: number;
   /** A fixed budget in characters, or "auto": learned from each worker's KV capacity. */
   maxTreeSize: number | "auto";
@@ -39,6 +41,7 @@ export interface Config {
   firstByteTimeoutSecs: number;
   streamFirstByteTimeoutSecs: number;
   idleTimeoutSecs: number;
+  clientStallSecs: number;
   retryMaxAttempts: number;
   retryInitialBackoffMs: number;
   retryMaxBackoffMs: number;
@@ -333,6 +336,15 @@ export const SETTINGS = [
     parse: number(0),
   }),
   setting({
+    key: "prefixCostTieBreak",
+    flag: "--prefix-cost-tie-break",
+    arg: "<hash|rotation>",
+    description:
+      "prefix_cost: how near-equal costs are settled when some worker holds part of the text. hash = the candidate holding the most of it among those within half of --prefix-cost-request-chars of the lowest cost, then a hash of the text past that prefix, so one tenant's new conversations keep landing on one worker whatever the load of the moment; rotation = exact ties only, the less loaded, then in turn.",
+    default: DEFAULT_TIE_BREAK,
+    parse: oneOf(TIE_BREAKS),
+  }),
+  setting({
     key: "evictionIntervalSecs",
     flag: "--eviction-interval",
     arg: "<secs>",
@@ -524,6 +536,15 @@ export const SETTINGS = [
     description: "Limit for silence between two chunks of a worker's response body.",
     default: 120,
     parse: number(0, Number.POSITIVE_INFINITY, { minExclusive: true }),
+  }),
+  setting({
+    key: "clientStallSecs",
+    flag: "--client-stall-secs",
+    arg: "<secs>",
+    description:
+      "Limit for a client that takes none of a response while its socket is full (it stopped reading): the request ends and the worker's slot is freed. 0 = no limit (only --request-timeout-secs).",
+    default: 60,
+    parse: number(0),
   }),
   setting({
     key: "retryMaxAttempts",

@@ -120,6 +120,7 @@ export function createRouter(
     firstByteTimeoutMs: config.firstByteTimeoutSecs * 1000,
     streamFirstByteTimeoutMs: config.streamFirstByteTimeoutSecs * 1000,
     idleTimeoutMs: config.idleTimeoutSecs * 1000,
+    clientStallMs: config.clientStallSecs * 1000,
     retryMaxAttempts: config.retryMaxAttempts,
     retryInitialBackoffMs: config.retryInitialBackoffMs,
     retryMaxBackoffMs: config.retryMaxBackoffMs,
@@ -147,6 +148,7 @@ export function createRouter(
     cacheLoadBound: config.cacheLoadBound,
     prefixCostQueueWeight: config.prefixCostQueueWeight,
     prefixCostRequestChars: config.prefixCostRequestChars,
+    prefixCostTieBreak: config.prefixCostTieBreak,
   });
   const feedback = new UsageFeedback({
     onEngineTokens: (worker, prompt, cached) => {

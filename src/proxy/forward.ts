@@ -38,6 +38,8 @@ export interface ForwardSettings {
   /** First-byte limit of a streaming request (engines send headers before prefill). */
   streamFirstByteTimeoutMs: number;
   idleTimeoutMs: number;
+  /** --client-stall-secs in ms: a client that takes nothing for this long is cut; 0 = off. */
+  clientStallMs: number;
   retryMaxAttempts: number;
   retryInitialBackoffMs: number;
   retryMaxBackoffMs: number;
@@ -373,7 +375,7 @@ export class Forwarder {
       res,
       controller,
       route,
-      this.settings.idleTimeoutMs,
+      { idleTimeoutMs: this.settings.idleTimeoutMs, clientStallMs: this.settings.clientStallMs },
       this.hooks.onUpstreamError,
       prefillDone,
       tap,
