@@ -22,12 +22,21 @@ export function clientPinnedRank(headers: IncomingHttpHeaders, body: Buffer | un
   return body !== undefined && BODY_FIELDS.some((field) => body.includes(field));
 }
 
-/** The upstream headers with the rank added. */
+/** The rank to send: the one the index chose, unless the client chose one itself. */
+export function rankToSend(
+  chosen: number | undefined,
+  headers: IncomingHttpHeaders,
+  body: Buffer | undefined,
+): number | undefined {
+  return chosen === undefined || clientPinnedRank(headers, body) ? undefined : chosen;
+}
+
+/** The upstream headers with the rank added (as they are without one). */
 export function headersWithRank(
   headers: Record<string, string | string[]>,
-  rank: number,
+  rank: number | undefined,
 ): Record<string, string | string[]> {
-  return { ...headers, [DP_RANK_HEADER]: String(rank) };
+  return rank === undefined ? headers : { ...headers, [DP_RANK_HEADER]: String(rank) };
 }
 
 /** The body as sent to the worker: SGLang's /generate takes the rank in the body. */

@@ -17,7 +17,7 @@ import {
 } from "./abort-reasons.js";
 import { backoffMs, retryAfterMs, sleep } from "./backoff.js";
 import { Cancel } from "./cancel.js";
-import { bodyForRank, clientPinnedRank, headersWithRank } from "./dp-rank.js";
+import { bodyForRank, headersWithRank, rankToSend } from "./dp-rank.js";
 import { hasPassedThrough, upstreamRequestHeaders, viaToken, withWorkerAuth } from "./headers.js";
 import { modelNotFound, noWorkerMessage } from "./no-worker-answers.js";
 import { relay } from "./relay.js";
@@ -165,7 +165,6 @@ export class Forwarder {
     );
     let lastFailure: AttemptFailure | undefined;
     let attempts = 0;
-    let pinnedRank: boolean | undefined;
     // Only an index with an asynchronous step (the precise index tokenizing) makes this wait.
     // It prepares what decide() will look up: the same text under the same model key.
     const preparing = this.decider.prepare(candidates, routed);
@@ -197,14 +196,12 @@ export class Forwarder {
       const othersPrefilling = worker.pendingPrefillRequests > 0;
 
       // The data-parallel rank whose cache the index chose, unless the client pinned one itself.
-      if (decision.rank !== undefined && pinnedRank === undefined)
-        pinnedRank = clientPinnedRank(req.headers, req.body);
-      const rank = pinnedRank === false ? decision.rank : undefined;
+      const rank = rankToSend(decision.rank, req.headers, req.body);
       const result = await this.attempt(
         worker,
         req,
         Math.max(0, req.text.length - decision.heldBefore),
-        rank === undefined ? headers : headersWithRank(headers, rank),
+        headers,
         rank,
         deadline,
         res,
@@ -325,7 +322,7 @@ export class Forwarder {
       upstream = await worker.pool.request({
         method: req.method,
         path: worker.basePath + req.path,
-        headers: withWorkerAuth(headers, worker.authorization),
+        headers: withWorkerAuth(headersWithRank(headers, rank), worker.authorization),
         body: bodyForRank(req.body, req.path, worker.signals.engine, rank) ?? null,
         signal: controller,
         // 0 = off: the timers above and in relay() bound the wait instead.
