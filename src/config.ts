@@ -2,6 +2,7 @@ import { PREFIX_INDEX_NAMES, type PrefixIndexName } from "./index/factory.js";
 import { DEFAULT_TIE_BREAK, TIE_BREAKS, type TieBreak } from "./policies/options.js";
 import { POLICY_NAMES, type PolicyName } from "./policies/policy.js";
 import { SESSION_SOURCES, type SessionSource } from "./proxy/session-key.js";
+import { MIN_STATE_SECRET_CHARS } from "./state/state-secret.js";
 import { MODEL_ROUTING_MODES, type ModelRoutingMode } from "./workers/served-models.js";
 import { normalizeWorkerUrl } from "./workers/worker-url.js";
 
@@ -83,6 +84,7 @@ export interface Config {
   tokenizerCacheTokens: number;
   tokenizerPath: string;
   stateUrl: string | undefined;
+  stateSecret: string | undefined;
   stateKeyPrefix: string;
   stateMaxTextChars: number;
   stateStreamLength: number;
@@ -230,6 +232,30 @@ const stateUrl = (raw: string, flag: string): string | undefined => {
   }
   return raw.trim();
 };
+
+/** Errors never echo the secret. */
+const stateSecret = (raw: string, flag: string): string | undefined => {
+  if (raw === "") return undefined;
+  if (raw.length < MIN_STATE_SECRET_CHARS)
+    throw new ConfigError(
+      flag,
+      `must be at least ${MIN_STATE_SECRET_CHARS} characters (e.g. openssl rand -hex 32), got ${raw.length}`,
+    );
+  return raw;
+};
+
+/**
+ * The fleet's --state-secret, which --state-url needs: without it anyone who can write to Redis
+ * could add workers to every replica, so the router refuses to start rather than trust Redis.
+ */
+export function requireStateSecret(config: Config): string {
+  if (config.stateSecret === undefined)
+    throw new ConfigError(
+      "--state-secret",
+      "is required with --state-url: give every replica of the fleet the same secret (e.g. RADIXGATE_STATE_SECRET=$(openssl rand -hex 32)); updates in Redis are signed with it and peers drop unsigned ones (see docs/architecture.md, shared state)",
+    );
+  return config.stateSecret;
+}
 
 const keyPrefix = (raw: string, flag: string): string => {
   if (!/^[A-Za-z0-9_.:{}-]{1,64}$/.test(raw))
@@ -906,6 +932,15 @@ export const SETTINGS = [
     secret: true,
   }),
   setting({
+    key: "stateSecret",
+    flag: "--state-secret",
+    arg: "<secret>",
+    description: `Required with --state-url: a secret shared by the fleet's replicas (at least ${MIN_STATE_SECRET_CHARS} characters, e.g. \`openssl rand -hex 32\`; best given as RADIXGATE_STATE_SECRET). Every update written to Redis is signed with it (HMAC) and peers drop what is not; workers' own API keys travel sealed with it (AES-256-GCM). Never logged.`,
+    default: undefined,
+    parse: stateSecret,
+    secret: true,
+  }),
+  setting({
     key: "stateKeyPrefix",
     flag: "--state-key-prefix",
     arg: "<prefix>",
@@ -1002,6 +1037,7 @@ export function validateConfig(config: Config): Config {
       `must be 0 (no budget) or >= --max-payload-size (${config.maxPayloadSize}), got ${config.maxBodyBufferBytes}`,
     );
   }
+  if (config.stateUrl !== undefined) requireStateSecret(config);
   if (new Set(config.workerUrls).size !== config.workerUrls.length) {
     throw new ConfigError("--worker-urls", "lists the same worker twice");
   }

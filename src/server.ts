@@ -3,7 +3,7 @@ import { createServer, type RequestListener, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { getRequestListener, type HttpBindings } from "@hono/node-server";
 import { Hono } from "hono";
-import { type Config, ConfigError } from "./config.js";
+import { type Config, ConfigError, requireStateSecret } from "./config.js";
 import { RouterError } from "./errors.js";
 import { createBaseIndex } from "./index/factory.js";
 import type { PrefixIndex } from "./index/prefix-index.js";
@@ -67,6 +67,7 @@ export function createRouter(
       : new SharedState(
           {
             url: config.stateUrl,
+            secret: requireStateSecret(config),
             keyPrefix: config.stateKeyPrefix,
             maxTextChars: config.stateMaxTextChars,
             streamLength: config.stateStreamLength,
@@ -209,9 +210,9 @@ export function createRouter(
     ...(sharedState !== undefined ? { sharedState } : {}),
   };
 
-  // A worker a peer replica added gets its first health check at once, as a local add does.
+  // A worker a peer replica added takes traffic here only once this replica's own probe passes.
   sharedState?.attach(registry, m.registry, {
-    onRemoteAdd: (worker) => void context.health.check(worker),
+    onRemoteAdd: (worker) => void context.health.probeFirst(worker, { fromPeer: true }),
   });
 
   const app = new Hono<Env>();
