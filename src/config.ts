@@ -865,7 +865,7 @@ export const SETTINGS = [
     flag: "--kv-events-dp-size",
     arg: "<n>",
     description:
-      "Data-parallel ranks per worker's engine (vLLM --data-parallel-size, SGLang --dp-size): rank r publishes on the endpoint's port + r, gets its own precise index, and requests carry the chosen rank (X-data-parallel-rank). An SGLang worker whose /get_server_info says a larger dp_size gets that many. See docs/kv-events.md.",
+      "Data-parallel ranks per worker's engine (vLLM --data-parallel-size, SGLang --dp-size): rank r publishes on the endpoint's port + r, gets its own precise index, and requests carry the chosen rank (X-data-parallel-rank). A worker whose engine says more (SGLang /get_server_info dp_size, vLLM's /metrics engine labels) gets that many. See docs/kv-events.md.",
     default: 1,
     parse: integer(1, 64),
   }),
