@@ -243,7 +243,8 @@ export async function startRouter(
   // A fixed --port is known before listening; port 0 is only known after (no worker can be it yet).
   if (config.port !== 0) registry.setListenAddress({ host: config.host, port: config.port });
   // As SGLang's gateway does, --api-key is also the key of the workers listed on the command
-  // line (sgl-model-gateway/src/core/job_queue.rs, Job::InitializeWorkersFromConfig); an explicit
+  // line (sgl-model-gateway/src/core/job_queue.rs, Job::InitializeWorkersFromConfig; clients must
+  // send it too: src/middleware.rs, auth_middleware); an explicit
   // --worker-api-key wins. Workers added later through the admin API bring their own key.
   const cliWorkerKey = config.workerApiKey ?? config.apiKey;
   for (const url of config.workerUrls) {
