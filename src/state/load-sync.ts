@@ -106,13 +106,17 @@ export class LoadSync {
 
   /** Adds a peer's counts if its value is signed for its key; else counts the refusal. */
   private addSigned(totals: Map<string, number>, key: string, raw: string): void {
-    if (raw.length > MAX_LOAD_VALUE_CHARS) return this.options.onRejected?.("oversize");
+    const reason = this.refusal(key, raw);
+    if (reason === undefined) addCounts(totals, raw.slice(raw.indexOf(" ") + 1));
+    else this.options.onRejected?.(reason);
+  }
+
+  private refusal(key: string, raw: string): RejectReason | undefined {
+    if (raw.length > MAX_LOAD_VALUE_CHARS) return "oversize";
     const space = raw.indexOf(" ");
-    if (space < 0) return this.options.onRejected?.("unsigned");
-    const json = raw.slice(space + 1);
-    if (!this.options.secret.verify(key, [json], raw.slice(0, space)))
-      return this.options.onRejected?.("bad_signature");
-    addCounts(totals, json);
+    if (space < 0) return "unsigned";
+    const signed = this.options.secret.verify(key, [raw.slice(space + 1)], raw.slice(0, space));
+    return signed ? undefined : "bad_signature";
   }
 
   private forgetPeers(): void {
