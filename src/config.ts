@@ -76,6 +76,7 @@ export interface Config {
   kvEventsAllowIpc: boolean;
   kvEventsReplayTimeoutMs: number;
   kvEventsRebuildSecs: number;
+  kvEventsDpSize: number;
   kvIndexMaxBlocks: number;
   kvSpeculativeTtlMs: number;
   kvBlockSize: number;
@@ -858,6 +859,15 @@ export const SETTINGS = [
       "After events were lost (no replay), how long a worker routes on its approximate tree while its precise index is rebuilt.",
     default: 60,
     parse: number(0),
+  }),
+  setting({
+    key: "kvEventsDpSize",
+    flag: "--kv-events-dp-size",
+    arg: "<n>",
+    description:
+      "Data-parallel ranks per worker's engine (vLLM --data-parallel-size, SGLang --dp-size): rank r publishes on the endpoint's port + r, gets its own precise index, and requests carry the chosen rank (X-data-parallel-rank). An SGLang worker whose /get_server_info says a larger dp_size gets that many. See docs/kv-events.md.",
+    default: 1,
+    parse: integer(1, 64),
   }),
   setting({
     key: "kvIndexMaxBlocks",
