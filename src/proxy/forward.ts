@@ -6,13 +6,7 @@ import type { TokenizeInput } from "../kv-events/tokenize-input.js";
 import type { RoutingDecider } from "../policies/decider.js";
 import type { RouteBranch } from "../policies/policy.js";
 import type { WorkerRegistry } from "../workers/registry.js";
-import {
-  admitted,
-  indexKey,
-  type ModelPlan,
-  type ModelRoutingMode,
-  planModel,
-} from "../workers/served-models.js";
+import { admitted, indexKey, type ModelRoutingMode, planModel } from "../workers/served-models.js";
 import type { Worker } from "../workers/worker.js";
 import {
   ClientAbort,
@@ -23,7 +17,9 @@ import {
 } from "./abort-reasons.js";
 import { backoffMs, retryAfterMs, sleep } from "./backoff.js";
 import { Cancel } from "./cancel.js";
+import { bodyForRank, headersWithRank, rankToSend } from "./dp-rank.js";
 import { hasPassedThrough, upstreamRequestHeaders, viaToken, withWorkerAuth } from "./headers.js";
+import { modelNotFound, noWorkerMessage } from "./no-worker-answers.js";
 import { relay } from "./relay.js";
 import {
   type AttemptFailure,
@@ -42,6 +38,8 @@ export interface ForwardSettings {
   /** First-byte limit of a streaming request (engines send headers before prefill). */
   streamFirstByteTimeoutMs: number;
   idleTimeoutMs: number;
+  /** --client-stall-secs in ms: a client that takes nothing for this long is cut; 0 = off. */
+  clientStallMs: number;
   retryMaxAttempts: number;
   retryInitialBackoffMs: number;
   retryMaxBackoffMs: number;
@@ -147,10 +145,7 @@ export class Forwarder {
     const workers = this.registry.list();
     const plan = planModel(workers, req.model, this.settings.modelRouting);
     if (plan.route === "not_found") {
-      const error = new RouterError(
-        "model_not_found",
-        `The model '${req.model}' is not served by any of the ${workers.length} workers: none lists it${this.settings.modelRouting === "engine" ? ", and none takes any model name (SGLang, or a worker listing no models)" : ""}; GET /v1/models lists the models they serve.`,
-      );
+      const error = modelNotFound(req.model, workers.length, this.settings.modelRouting);
       writeError(res, error, req.requestId);
       return { status: error.status, attempts: 0, error: "model_not_found" };
     }
@@ -200,11 +195,14 @@ export class Forwarder {
       // Other requests still prefilling there: a low cached count may be theirs, not an eviction.
       const othersPrefilling = worker.pendingPrefillRequests > 0;
 
+      // The data-parallel rank whose cache the index chose, unless the client pinned one itself.
+      const rank = rankToSend(decision.rank, req.headers, req.body);
       const result = await this.attempt(
         worker,
         req,
         Math.max(0, req.text.length - decision.heldBefore),
         headers,
+        rank,
         deadline,
         res,
         routeHeader(base.branch, base.matchRate, decision.index),
@@ -263,6 +261,8 @@ export class Forwarder {
     /** Characters of the text the worker probably has to prefill (not held before). */
     uncachedChars: number,
     headers: Record<string, string | string[]>,
+    /** The engine's data-parallel rank the request goes to, when the router chose one. */
+    rank: number | undefined,
     deadline: number,
     res: ServerResponse,
     /** The x-radixgate-route header: branch, match rate, and the index when not the trees. */
@@ -291,6 +291,7 @@ export class Forwarder {
       timerMs(firstByteMs),
     );
     worker.ownInFlight += 1;
+    if (rank !== undefined) worker.addRankInFlight(rank, 1);
     worker.pendingPrefillChars += uncachedChars;
     worker.pendingPrefillRequests += 1;
     worker.breaker.onDispatch();
@@ -309,6 +310,7 @@ export class Forwarder {
       released = true;
       prefillDone();
       worker.ownInFlight -= 1;
+      if (rank !== undefined) worker.addRankInFlight(rank, -1);
       this.inProgress.delete(controller);
       clearTimeout(overall);
       clearTimeout(firstByte);
@@ -320,8 +322,8 @@ export class Forwarder {
       upstream = await worker.pool.request({
         method: req.method,
         path: worker.basePath + req.path,
-        headers: withWorkerAuth(headers, worker.authorization),
-        body: req.body ?? null,
+        headers: withWorkerAuth(headersWithRank(headers, rank), worker.authorization),
+        body: bodyForRank(req.body, req.path, worker.signals.engine, rank) ?? null,
         signal: controller,
         // 0 = off: the timers above and in relay() bound the wait instead.
         headersTimeout: 0,
@@ -370,7 +372,7 @@ export class Forwarder {
       res,
       controller,
       route,
-      this.settings.idleTimeoutMs,
+      { idleTimeoutMs: this.settings.idleTimeoutMs, clientStallMs: this.settings.clientStallMs },
       this.hooks.onUpstreamError,
       prefillDone,
       tap,
@@ -427,22 +429,4 @@ function routeHeader(branch: RouteBranch, matchRate: number | null, index: strin
   const route = matchRate === null ? branch : `${branch};match=${matchRate.toFixed(2)}`;
   // The base indexes (approx, shared: the same answers) go unnamed; any other says it answered.
   return index === null || BASE_INDEXES.has(index) ? route : `${route};index=${index}`;
-}
-
-function noWorkerMessage(
-  registry: WorkerRegistry,
-  model: string | undefined,
-  plan: ModelPlan,
-): string {
-  const total = registry.size;
-  if (total === 0)
-    return "No workers are registered; add one with POST /workers or start with --worker-urls.";
-  const available = registry.candidates();
-  // Available workers exist, but the model admits none of them; the workers it admits (they list
-  // it, or take any name) are down. Say so, not "none is up".
-  if (available.length > 0 && admitted(available, plan).length === 0) {
-    const admits = registry.list().filter(plan.admits).length;
-    return `No available worker serves the model '${model}': the ${available.length} available workers do not list it (GET /v1/models), and the ${admits} that ${plan.route === "listed" ? "list it or whose model list is not known yet" : "take any model name (SGLang, or no model list known)"} are unavailable (unhealthy, circuit open or cooling down after Retry-After).`;
-  }
-  return `None of the ${total} registered workers is available (unhealthy, circuit open or cooling down after Retry-After).`;
 }

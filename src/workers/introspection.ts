@@ -140,6 +140,7 @@ export class EngineIntrospector {
 
   private serverInfo(worker: Worker, body: string): void {
     const info = readSglangServerInfo(parseJson(body));
+    if (info.dpSize !== undefined) worker.signals.dpSize = info.dpSize;
     if (info.capacityTokens === undefined) {
       throw new Error("answer has no max_total_num_tokens");
     }

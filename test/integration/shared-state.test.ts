@@ -3,7 +3,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Config } from "../../src/config.js";
 import type { RunningRouter } from "../../src/server.js";
 import { type SimWorker, startSimWorker } from "../../src/sim/worker.js";
-import { redisSkipReason, startRedis, type TestRedis } from "../helpers/redis.js";
+import {
+  redisSkipReason,
+  startRedis,
+  TEST_STATE_SECRET,
+  type TestRedis,
+} from "../helpers/redis.js";
 import { postJson, startTestRouter, waitFor } from "../helpers/router.js";
 
 // Replicas sharing routing state through a real redis-server (issue 11).
@@ -33,6 +38,7 @@ describe.skipIf(redisSkipReason !== undefined)(
         policy: "cache_aware",
         workerUrls: workers.map((w) => w.url),
         stateUrl: redis.url,
+        stateSecret: TEST_STATE_SECRET,
         stateKeyPrefix: prefix,
         stateLoadIntervalMs: 50,
         ...overrides,
@@ -273,6 +279,7 @@ describe.skipIf(redisSkipReason !== undefined)(
           policy: "cache_aware",
           workerUrls: workers.map((w) => w.url),
           stateUrl: late.url,
+          stateSecret: TEST_STATE_SECRET,
           stateKeyPrefix: prefix,
         });
         routers.push(router);
@@ -340,6 +347,7 @@ describe.skipIf(redisSkipReason !== undefined)(
         policy: "cache_aware",
         workerUrls: workers.map((w) => w.url),
         stateUrl: url,
+        stateSecret: TEST_STATE_SECRET,
         stateKeyPrefix: freshPrefix(),
         stateQueueSize: 3,
       });
