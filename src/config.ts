@@ -79,6 +79,7 @@ export interface Config {
   kvEventsAllowIpc: boolean;
   kvEventsReplayTimeoutMs: number;
   kvEventsRebuildSecs: number;
+  kvEventsDpSize: number;
   kvIndexMaxBlocks: number;
   kvSpeculativeTtlMs: number;
   kvBlockSize: number;
@@ -879,6 +880,15 @@ export const SETTINGS = [
       "After events were lost (no replay), how long a worker routes on its approximate tree while its precise index is rebuilt.",
     default: 60,
     parse: number(0),
+  }),
+  setting({
+    key: "kvEventsDpSize",
+    flag: "--kv-events-dp-size",
+    arg: "<n>",
+    description:
+      "Data-parallel ranks per worker's engine (vLLM --data-parallel-size, SGLang --dp-size): rank r publishes on the endpoint's port + r, gets its own precise index, and requests carry the chosen rank (X-data-parallel-rank). A worker whose engine says more (SGLang /get_server_info dp_size, vLLM's /metrics engine labels) gets that many. See docs/kv-events.md.",
+    default: 1,
+    parse: integer(1, 64),
   }),
   setting({
     key: "kvIndexMaxBlocks",

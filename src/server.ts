@@ -112,7 +112,10 @@ export function createRouter(
       timeoutMs: config.enginePollTimeoutSecs * 1000,
     },
     logger,
-    (worker) => budgets.update(worker),
+    (worker) => {
+      budgets.update(worker);
+      kvEvents?.learnRanks(worker);
+    },
   );
 
   const settings: ForwardSettings = {

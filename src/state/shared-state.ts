@@ -157,6 +157,8 @@ export class SharedState {
       keys: this.keys,
       intervalMs: this.options.loadIntervalMs,
       workers: () => registry.list(),
+      secret: this.secret,
+      onRejected: (reason) => this.metrics?.rejected.inc({ reason }),
     });
     this.link.onChange((up) => {
       if (up) this.reconciling = membership.reconcile().catch(() => {});
