@@ -4,7 +4,7 @@
  * time on a fresh simulated fleet so every row starts with cold caches, and measure what the
  * clients and workers saw.
  */
-import { randomUUID } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
 import os from "node:os";
 import { type Config, defaultConfig } from "../../src/config.js";
 import { createLogger } from "../../src/logger.js";
@@ -31,6 +31,9 @@ import {
   type RoutingPreset,
   type WorkloadName,
 } from "./routing-workloads.js";
+
+/** The replicas' shared --state-secret (new for every run). */
+const BENCH_STATE_SECRET = randomBytes(24).toString("hex");
 
 export const ORACLE_ROW = "oracle_sticky";
 /** The router's default policy (or RunOptions.precisePolicy) on the engines' KV events (--kv-events, docs/kv-events.md). */
@@ -271,6 +274,7 @@ async function runRow(
           ? {
               ...routerOverrides,
               stateUrl: o.sharedStateUrl,
+              stateSecret: BENCH_STATE_SECRET,
               stateKeyPrefix: `bench-routing:${row}:${randomUUID()}:`,
             }
           : routerOverrides;
