@@ -5,6 +5,11 @@
  * A worker's endpoints come from the templates (--kv-events-endpoint-template, e.g.
  * `tcp://{host}:5557`, and --kv-events-replay-template) or from the admin API when it is added
  * (`kv_events_endpoint`, `kv_events_replay_endpoint`).
+ *
+ * Every stream shares one TurnBudget: the intake does a bounded amount of work per event-loop turn
+ * (issue 20). Each worker's batches wait in an EventApplier bounded by --kv-index-max-blocks; a
+ * publisher that fills it (faster than the router applies) is shed: its backlog is dropped, its
+ * precise state with it, and the worker routes approximately while it rebuilds.
  */
 import type { Registry } from "prom-client";
 import type { TokenSource } from "../index/hybrid-index.js";
@@ -12,12 +17,14 @@ import type { PreciseIndex } from "../index/precise-index.js";
 import type { Logger } from "../logger.js";
 import type { WorkerRegistry } from "../workers/registry.js";
 import type { Worker } from "../workers/worker.js";
-import type { EventBatch } from "./events.js";
+import { EventApplier } from "./event-applier.js";
+import type { KvEvent } from "./events.js";
 import type { LocalTokenizer } from "./local-tokenizer.js";
 import { KvEventMetrics } from "./metrics.js";
 import { KvEventSubscriber } from "./subscriber.js";
 import type { TokenizeInput } from "./tokenize-input.js";
 import { TokenizerClient } from "./tokenizer-client.js";
+import { TurnBudget } from "./turn-budget.js";
 
 export interface KvEventsSettings {
   endpointTemplate: string;
@@ -25,6 +32,10 @@ export interface KvEventsSettings {
   replayTemplate: string;
   replayTimeoutMs: number;
   rebuildMs: number;
+  /** Largest batch applied (--kv-events-max-message-bytes); bigger ones are refused and counted. */
+  maxMessageBytes: number;
+  /** Most blocks waiting to be applied per worker before its stream is shed (--kv-index-max-blocks). */
+  maxPendingBlocks: number;
   tokenizeRequestTimeoutMs: number;
   tokenizerCacheTokens: number;
   /** Tokenizes prompt strings in this process instead of calling the workers (--tokenizer-path). */
@@ -38,15 +49,17 @@ export interface KvEndpoints {
 
 const RECONNECT_MIN_MS = 100;
 const RECONNECT_MAX_MS = 10_000;
-const MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
+/** Intake work per event-loop turn, all streams together, before sockets and timers get a turn. */
+const TURN_BUDGET_MS = 4;
 /** Tokens one /tokenize answer may hold. */
 const MAX_TOKENS = 1 << 20;
 
 export class KvEventsManager implements TokenSource {
   private readonly subscribers = new Map<
     string,
-    { subscriber: KvEventSubscriber; endpoints: KvEndpoints }
+    { subscriber: KvEventSubscriber; applier: EventApplier; endpoints: KvEndpoints }
   >();
+  private readonly budget = new TurnBudget(TURN_BUDGET_MS);
   private readonly tokenizer: TokenizerClient;
   readonly metrics: KvEventMetrics;
   private closed = false;
@@ -136,6 +149,13 @@ export class KvEventsManager implements TokenSource {
     this.detach(worker.id, false);
     const id = worker.id;
     const m = this.metrics;
+    const counts = new Map<string, number>();
+    const applier = new EventApplier({
+      budget: this.budget,
+      maxPendingBlocks: this.settings.maxPendingBlocks,
+      apply: (event, first) => this.applyEvent(id, event, first, counts),
+      sliceDone: () => this.count(id, counts),
+    });
     const subscriber = new KvEventSubscriber({
       endpoint: endpoints.endpoint,
       replayEndpoint: endpoints.replayEndpoint,
@@ -143,12 +163,23 @@ export class KvEventsManager implements TokenSource {
       rebuildMs: this.settings.rebuildMs,
       reconnectMinMs: RECONNECT_MIN_MS,
       reconnectMaxMs: RECONNECT_MAX_MS,
-      maxMessageBytes: MAX_MESSAGE_BYTES,
-      onBatch: (batch) => this.apply(id, batch),
+      maxMessageBytes: this.settings.maxMessageBytes,
+      budget: this.budget,
+      onBatch: (batch) => {
+        if (!applier.push(batch.events)) this.shed(id, subscriber, applier);
+      },
       onReset: (reason) => {
         m.resets.inc({ worker: id, reason });
+        applier.drop();
         this.precise.clear(id);
         this.logger.warn({ worker: id, reason }, "kv events: precise index dropped");
+      },
+      onRefused: (bytes) => {
+        m.refused.inc({ worker: id, reason: "too_large" });
+        this.logger.warn(
+          { worker: id, bytes, limit: this.settings.maxMessageBytes },
+          "kv events: batch over --kv-events-max-message-bytes refused",
+        );
       },
       onMalformed: (error) => {
         m.malformed.inc({ worker: id });
@@ -159,7 +190,7 @@ export class KvEventsManager implements TokenSource {
       },
       onReplay: (outcome) => m.replays.inc({ worker: id, outcome }),
     });
-    this.subscribers.set(id, { subscriber, endpoints });
+    this.subscribers.set(id, { subscriber, applier, endpoints });
     this.precise.addWorker(id);
     subscriber.start();
     this.logger.info(
@@ -172,23 +203,53 @@ export class KvEventsManager implements TokenSource {
     const entry = this.subscribers.get(workerId);
     if (entry === undefined) return;
     entry.subscriber.close();
+    entry.applier.drop();
     this.subscribers.delete(workerId);
     if (forget) this.precise.clear(workerId);
   }
 
-  private apply(workerId: string, batch: EventBatch): void {
-    // Counted per batch, not per event: a batch can hold thousands of events.
-    const counts = new Map<string, number>();
-    for (const event of batch.events) {
-      const result = this.precise.apply(workerId, event);
-      const key = result === "applied" ? event.type : `!${result}`;
-      counts.set(key, (counts.get(key) ?? 0) + 1);
+  /**
+   * The worker's backlog is full: its engine publishes faster than the router applies. The backlog
+   * and the state built on the stream are dropped (what was queued is lost), and the worker routes
+   * approximately for --kv-events-rebuild-secs while new events rebuild its index.
+   */
+  private shed(workerId: string, subscriber: KvEventSubscriber, applier: EventApplier): void {
+    const wasLive = subscriber.live;
+    const dropped = applier.drop() + 1; // the batch that did not fit
+    this.metrics.refused.inc({ worker: workerId, reason: "overload" }, dropped);
+    this.metrics.resets.inc({ worker: workerId, reason: "overload" });
+    this.precise.clear(workerId);
+    subscriber.rebuild();
+    // Once per episode: a flood sheds again and again while it lasts.
+    if (wasLive) {
+      this.logger.warn(
+        { worker: workerId, dropped_batches: dropped },
+        "kv events: publisher faster than the router applies; backlog shed, routing approximately",
+      );
     }
+  }
+
+  private applyEvent(
+    workerId: string,
+    event: KvEvent,
+    first: boolean,
+    counts: Map<string, number>,
+  ): void {
+    const result = this.precise.apply(workerId, event);
+    // An event applied in pieces counts once (its first piece decides an orphan too).
+    if (!first) return;
+    const key = result === "applied" ? event.type : `!${result}`;
+    counts.set(key, (counts.get(key) ?? 0) + 1);
+  }
+
+  /** Counted per slice, not per event: a slice can hold a thousand events. */
+  private count(workerId: string, counts: Map<string, number>): void {
     for (const [key, n] of counts) {
       if (key.startsWith("!"))
         this.metrics.skipped.inc({ worker: workerId, reason: key.slice(1) }, n);
       else this.metrics.events.inc({ worker: workerId, type: key }, n);
     }
+    counts.clear();
   }
 }
 

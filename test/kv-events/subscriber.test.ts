@@ -21,6 +21,7 @@ function subscribe(worker: SimWorker, extra: Partial<KvSubscriberOptions> = {}) 
     batches: [] as EventBatch[],
     resets: [] as string[],
     replays: [] as string[],
+    refused: [] as number[],
     malformed: 0,
   };
   const subscriber = new KvEventSubscriber({
@@ -35,6 +36,7 @@ function subscribe(worker: SimWorker, extra: Partial<KvSubscriberOptions> = {}) 
     onReset: (r) => seen.resets.push(r),
     onReplay: (o) => seen.replays.push(o),
     onMalformed: () => seen.malformed++,
+    onRefused: (bytes) => seen.refused.push(bytes),
     ...extra,
   });
   subscriber.start();
@@ -113,5 +115,35 @@ describe("KvEventSubscriber against the simulator's real ZMQ publisher", () => {
     await complete(worker, "after the restart, long enough!!");
     await waitFor(() => seen.resets.length > 0);
     expect(seen.resets).toEqual(["sequence_reset"]);
+  });
+
+  // Issue 20: a 48 MB batch of 4M blocks was decoded and applied whole, wedging the router.
+  it("refuses a batch over maxMessageBytes undecoded and counts it; the worker rebuilds", async () => {
+    const worker = await sim({ encoding: "map" });
+    const { subscriber, seen } = subscribe(worker, { maxMessageBytes: 4096 });
+    await waitFor(() => subscriber.live);
+    // Past ZMQ's slow joiner: a first small batch has arrived.
+    for (let i = 0; stored(seen).length === 0; i++) {
+      if (i === 100) throw new Error("no batch arrived");
+      worker.kvEvents!.stored([i + 1], null, [1, 2, 3, 4]);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    seen.batches.length = 0;
+    const n = 2000; // 2,000 blocks of 4 tokens: some 14 KB
+    const hashes = Array.from({ length: n }, (_, i) => 1000 + i);
+    worker.kvEvents!.stored(
+      hashes,
+      null,
+      Array.from({ length: n * 4 }, (_, i) => i % 100),
+    );
+    await waitFor(() => seen.refused.length > 0);
+    expect(seen.refused[0]).toBeGreaterThan(4096);
+    expect(seen.resets).toEqual(["too_large"]);
+    expect(stored(seen)).toEqual([]);
+    expect(subscriber.state).toBe("rebuilding");
+    // The stream goes on: the next batch, in sequence, is applied.
+    worker.kvEvents!.stored([900], null, [1, 2, 3, 4]);
+    await waitFor(() => stored(seen).length > 0);
+    expect(seen.malformed).toBe(0);
   });
 });
