@@ -24,6 +24,8 @@ export interface EventApplierOptions {
 
 /** Blocks applied between two looks at the turn budget: a few milliseconds of work. */
 export const SLICE_BLOCKS = 1024;
+/** Blocks waiting below which the stream may hand over its next batch (`caughtUp`). */
+const LOW_WATER_BLOCKS = 4 * SLICE_BLOCKS;
 
 export class EventApplier {
   /** Batches waiting, oldest first, from `head` on. */
@@ -34,6 +36,8 @@ export class EventApplier {
   private offset = 0;
   private pending = 0;
   private draining = false;
+  /** Waiting for the backlog to fall below LOW_WATER_BLOCKS. */
+  private waiters: (() => void)[] = [];
 
   constructor(private readonly options: EventApplierOptions) {}
 
@@ -53,6 +57,16 @@ export class EventApplier {
     return true;
   }
 
+  /**
+   * Resolves once few blocks wait: the stream reads its next message only then, so that a backlog
+   * stays in ZMQ's queue (bytes, outside the heap, where the subscriber sees it and sheds it)
+   * rather than here as decoded objects.
+   */
+  caughtUp(): Promise<void> | undefined {
+    if (this.pending <= LOW_WATER_BLOCKS) return undefined;
+    return new Promise((resolve) => this.waiters.push(resolve));
+  }
+
   /** Forgets every batch waiting (the stream was reset or shed); answers how many there were. */
   drop(): number {
     const dropped = this.batches.length - this.head;
@@ -61,6 +75,7 @@ export class EventApplier {
     this.event = 0;
     this.offset = 0;
     this.pending = 0;
+    this.wake();
     return dropped;
   }
 
@@ -71,10 +86,17 @@ export class EventApplier {
         await this.options.budget.take();
         this.applySlice();
         this.options.sliceDone?.();
+        if (this.pending <= LOW_WATER_BLOCKS) this.wake();
       }
     } finally {
       this.draining = false;
     }
+  }
+
+  private wake(): void {
+    const waiters = this.waiters;
+    this.waiters = [];
+    for (const resolve of waiters) resolve();
   }
 
   private applySlice(): void {

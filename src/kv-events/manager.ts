@@ -165,6 +165,7 @@ export class KvEventsManager implements TokenSource {
       reconnectMaxMs: RECONNECT_MAX_MS,
       maxMessageBytes: this.settings.maxMessageBytes,
       budget: this.budget,
+      caughtUp: () => applier.caughtUp(),
       onBatch: (batch) => {
         if (!applier.push(batch.events)) this.shed(id, subscriber, applier);
       },
@@ -174,12 +175,19 @@ export class KvEventsManager implements TokenSource {
         this.precise.clear(id);
         this.logger.warn({ worker: id, reason }, "kv events: precise index dropped");
       },
-      onRefused: (bytes) => {
-        m.refused.inc({ worker: id, reason: "too_large" });
-        this.logger.warn(
-          { worker: id, bytes, limit: this.settings.maxMessageBytes },
-          "kv events: batch over --kv-events-max-message-bytes refused",
-        );
+      onRefused: (reason, batches, bytes) => {
+        m.refused.inc({ worker: id, reason }, batches);
+        if (reason === "too_large") {
+          this.logger.warn(
+            { worker: id, bytes, limit: this.settings.maxMessageBytes },
+            "kv events: batch over --kv-events-max-message-bytes refused",
+          );
+        } else if (subscriber.live) {
+          this.logger.warn(
+            { worker: id, dropped_batches: batches, bytes },
+            "kv events: publisher faster than the router applies; backlog shed, routing approximately",
+          );
+        }
       },
       onMalformed: (error) => {
         m.malformed.inc({ worker: id });

@@ -15,8 +15,11 @@
  * - A malformed message is counted and skipped, never fatal. A batch over `maxMessageBytes` is
  *   refused undecoded and counted; its events are lost, so the worker rebuilds as after a gap.
  * - Bounded work per event-loop turn: the receive loop takes its share of a TurnBudget shared by
- *   every stream, so a flood of messages cannot hold the loop (issue 20). A publisher faster than
- *   the router can apply is shed by the manager (`rebuild`).
+ *   every stream, so a flood of messages cannot hold the loop (issue 20).
+ * - A publisher faster than the router can apply is shed, not queued (flood-guard.ts): its
+ *   messages are read and dropped undecoded for a while, the worker's state is reset (`overload`)
+ *   and it rebuilds once the hold ends. The manager sheds the same way when its own backlog of
+ *   decoded batches is full (`rebuild`).
  */
 import { Dealer, Subscriber } from "zeromq";
 import {
@@ -28,6 +31,7 @@ import {
 } from "./decode.js";
 import { encodeSequence } from "./encode.js";
 import type { EventBatch } from "./events.js";
+import { FloodGuard } from "./flood-guard.js";
 import type { TurnBudget } from "./turn-budget.js";
 
 export interface KvSubscriberOptions {
@@ -43,6 +47,8 @@ export interface KvSubscriberOptions {
   maxMessageBytes: number;
   /** The intake's share of each event-loop turn, shared by every stream. */
   budget?: TurnBudget | undefined;
+  /** Resolves when the batches handed over are (nearly) applied: the next message is read then. */
+  caughtUp?(): Promise<void> | undefined;
   now?: () => number;
   onBatch(batch: EventBatch): void;
   /**
@@ -50,13 +56,16 @@ export interface KvSubscriberOptions {
    * for its size (`too_large`).
    */
   onReset(reason: ResetReason): void;
-  /** A batch over maxMessageBytes was refused (before the reset it causes). */
-  onRefused?(bytes: number): void;
+  /**
+   * Batches not applied (before the reset they cause): one over maxMessageBytes (`too_large`), or
+   * those dropped unread because the publisher is faster than the router (`overload`).
+   */
+  onRefused?(reason: "too_large" | "overload", batches: number, bytes: number): void;
   onMalformed(error: KvDecodeError): void;
   onReplay(outcome: "complete" | "incomplete" | "unavailable" | "failed"): void;
 }
 
-export type ResetReason = "sequence_reset" | "gap" | "too_large";
+export type ResetReason = "sequence_reset" | "gap" | "too_large" | "overload";
 
 /** Most batches one replay may bring (vLLM keeps 10 000 by default). */
 const MAX_REPLAY_BATCHES = 20_000;
@@ -86,9 +95,11 @@ export class KvEventSubscriber {
   /** Serialises message handling and replays: one at a time, in arrival order. */
   private queue: Promise<void> = Promise.resolve();
   private closed = false;
+  private readonly flood: FloodGuard;
 
   constructor(private readonly options: KvSubscriberOptions) {
     this.now = options.now ?? Date.now;
+    this.flood = new FloodGuard(this.now);
     this.sub = new Subscriber({
       linger: 0,
       reconnectInterval: options.reconnectMinMs,
@@ -150,11 +161,42 @@ export class KvEventSubscriber {
   private async receiveLoop(): Promise<void> {
     try {
       for await (const frames of this.sub) {
-        await this.enqueue(() => this.handle(frames));
+        if (this.flood.holding) {
+          this.dropUnread(frames);
+        } else {
+          await this.enqueue(() => this.handle(frames));
+          await this.options.caughtUp?.();
+          if (this.flood.flooded(this.sub.readable)) await this.enqueue(() => this.shed());
+        }
         await this.options.budget?.take();
       }
     } catch {
       // The socket closed.
+    }
+  }
+
+  /**
+   * The publisher floods: its messages are dropped unread for a while (flood-guard.ts), the state
+   * built on the stream is reset, and the worker rebuilds from the end of the hold on.
+   */
+  private shed(): void {
+    if (this.closed) return;
+    const holdEnd = this.flood.hold();
+    this.lost(true, "overload");
+    this.rebuildingUntil = holdEnd + this.options.rebuildMs;
+  }
+
+  /** A message of a stream being shed: counted, its sequence kept so no replay asks for it. */
+  private dropUnread(frames: Buffer[]): void {
+    this.options.onRefused?.(
+      "overload",
+      1,
+      frames.reduce((n, f) => n + f.length, 0),
+    );
+    try {
+      this.expected = decodeEnvelope(frames).sequence + 1n;
+    } catch {
+      // Dropped all the same.
     }
   }
 
@@ -240,7 +282,7 @@ export class KvEventSubscriber {
     this.expected = sequence + 1n;
     if (payload.length > this.options.maxMessageBytes) {
       // Never decoded: a 48 MB batch of 4M blocks took seconds to decode and 1 GB to hold.
-      this.options.onRefused?.(payload.length);
+      this.options.onRefused?.("too_large", 1, payload.length);
       this.lost(true, "too_large");
       return;
     }

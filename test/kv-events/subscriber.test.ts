@@ -36,7 +36,7 @@ function subscribe(worker: SimWorker, extra: Partial<KvSubscriberOptions> = {}) 
     onReset: (r) => seen.resets.push(r),
     onReplay: (o) => seen.replays.push(o),
     onMalformed: () => seen.malformed++,
-    onRefused: (bytes) => seen.refused.push(bytes),
+    onRefused: (reason, _batches, bytes) => seen.refused.push(reason === "too_large" ? bytes : -1),
     ...extra,
   });
   subscriber.start();
