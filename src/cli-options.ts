@@ -17,7 +17,9 @@ function ownVersion(): string {
 function buildProgram(): Command {
   const program = new Command("radixgate")
     .description("Cache-aware request router for SGLang and vLLM fleets.")
-    .showHelpAfterError("(run radixgate --help for every flag and its default)")
+    // Errors are reported by the CLI in one line (cli-error.ts), not by commander.
+    .configureOutput({ outputError: () => {} })
+    .showSuggestionAfterError(false)
     .helpOption("-h, --help", "Show every flag with its default.")
     .version(ownVersion(), "-V, --version")
     .addHelpText(

@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 import { CommanderError } from "commander";
+import { commanderErrorLine } from "./cli-error.js";
 import { parseArgv } from "./cli-options.js";
 import { UnsupportedFlagError } from "./compat-flags.js";
 import { type Config, ConfigError } from "./config.js";
@@ -13,7 +14,10 @@ async function main(): Promise<void> {
   try {
     ({ config, warnings } = parseArgv(process.argv.slice(2)));
   } catch (err) {
-    if (err instanceof CommanderError) process.exit(err.exitCode === 0 ? 0 : 2);
+    if (err instanceof CommanderError) {
+      if (err.exitCode === 0) process.exit(0);
+      usageError(commanderErrorLine(err));
+    }
     if (err instanceof ConfigError || err instanceof UnsupportedFlagError) usageError(err.message);
     throw err;
   }

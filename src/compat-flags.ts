@@ -1,12 +1,13 @@
 /**
- * Launch flags of the SGLang router (and vllm-project/router, which forked it) that radixgate
- * spells differently or has no use for, so that an existing launch script runs unchanged.
+ * Launch flags of SGLang's router / model gateway (and vllm-project/router, which forked it) that
+ * radixgate spells differently or has no use for, so that an existing launch script runs unchanged.
  *
- * Source of the flag list: sgl-project/sglang sgl-router/py_src/sglang_router/router_args.py
- * (`RouterArgs.add_cli_args`, the arguments of `python -m sglang_router.launch_router`) and
- * vllm-project/router py_src/vllm_router/router_args.py. Flags radixgate shares under the same
- * name and meaning (--worker-urls, --policy, --cache-threshold, --cb-failure-threshold, ...) are
- * plain settings in src/config.ts and need no entry here.
+ * Source of the flag list: sgl-project/sglang
+ * sgl-model-gateway/bindings/python/src/sglang_router/router_args.py (`RouterArgs.add_cli_args`,
+ * the arguments of `python -m sglang_router.launch_router`) at commit 6614f984; the list checked
+ * against it is test/sglang-gateway-flags.ts, and a test per flag keeps this table complete. Flags
+ * radixgate shares under the same name (--worker-urls, --policy, --cache-threshold, ...) are plain
+ * settings in src/config.ts, listed in SHARED_FLAGS below.
  */
 
 /** How many values follow the flag on the command line (argparse store_true / type / nargs). */
@@ -19,12 +20,16 @@ export interface CompatFlag {
   ours?: string;
   /** Values for `ours` when they differ from the flag's own (a switch that sets a number). */
   translate?: (values: string[]) => string[];
-  /** Why it is ignored, or how the meaning maps; shown in docs/configuration.md. */
+  /** Why it is ignored (the reason only: the warning says "accepted and ignored"), or how the meaning maps; shown in docs/configuration.md. */
   note: string;
   /** Refused with this message instead: silently dropping it would route wrongly. */
   unsupported?: string;
 }
 
+const SERVER_TLS =
+  "radixgate serves plain HTTP and would not be listening on TLS as asked; terminate TLS in front of it (a reverse proxy or load balancer)";
+const CONTROL_PLANE_AUTH =
+  "control-plane API keys with roles and JWT/OIDC are not supported, and accepting them would leave the admin API guarded differently than asked; use --admin-api-key (one bearer key for the admin API)";
 const PD_MODE =
   "prefill-decode disaggregation is not supported by radixgate; run one radixgate per pool of regular workers";
 const DISCOVERY =
@@ -65,125 +70,167 @@ export const COMPAT_FLAGS: readonly CompatFlag[] = [
     note: "A failure threshold that is never reached, as in SGLang.",
   },
   {
+    flag: "--shutdown-grace-period-secs",
+    arity: "one",
+    ours: "--shutdown-grace-secs",
+    note: "Same meaning; default 30 s instead of 180.",
+  },
+  {
+    flag: "--disable-health-check",
+    arity: "none",
+    ours: "--health-check-interval-secs",
+    translate: () => ["0"],
+    note: "Sets --health-check-interval-secs 0: no health checks, workers are trusted as given (as in SGLang); the breaker still takes a failing worker out.",
+  },
+  {
     flag: "--retry-backoff-multiplier",
     arity: "one",
-    note: "Ignored: the backoff doubles each retry, with full jitter, between --retry-initial-backoff-ms and --retry-max-backoff-ms.",
+    note: "The backoff doubles each retry, with full jitter, between --retry-initial-backoff-ms and --retry-max-backoff-ms.",
   },
   {
     flag: "--retry-jitter-factor",
     arity: "one",
-    note: "Ignored: full jitter (a uniform wait between 0 and the backoff).",
+    note: "Full jitter (a uniform wait between 0 and the backoff).",
   },
   {
     flag: "--cb-window-duration-secs",
     arity: "one",
-    note: "Ignored: the breaker counts consecutive failures, not failures within a window.",
+    note: "The breaker counts consecutive failures, not failures within a window.",
   },
   {
     flag: "--worker-startup-timeout-secs",
     arity: "one",
-    note: "Ignored: radixgate starts at once, probes every worker before it takes traffic, and a worker that is not up yet joins when it passes a health check.",
+    note: "radixgate starts at once, probes every worker before it takes traffic, and a worker that is not up yet joins when it passes a health check.",
   },
   {
     flag: "--worker-startup-check-interval",
     arity: "one",
-    note: "Ignored: see --health-check-interval-secs.",
+    note: "See --health-check-interval-secs.",
+  },
+  {
+    flag: "--prometheus-duration-buckets",
+    arity: "many",
+    note: "The latency histograms (radixgate_request_duration_seconds, radixgate_time_to_first_byte_seconds) have fixed buckets.",
+  },
+  {
+    flag: "--max-idle-secs",
+    arity: "one",
+    note: "The manual policy's idle expiry of routing keys; radixgate's --session-affinity forgets the least recently used past --max-sessions instead.",
+  },
+  {
+    flag: "--assignment-mode",
+    arity: "one",
+    note: "The manual policy's choice for a new routing key; with --session-affinity a new session goes where --policy sends it.",
   },
   {
     flag: "--prometheus-host",
     arity: "one",
-    note: "Ignored: --prometheus-port listens on --host.",
+    note: "--prometheus-port listens on --host.",
   },
   {
     flag: "--log-dir",
     arity: "one",
-    note: "Ignored: logs go to stdout (JSON lines); redirect or let systemd/Docker collect them.",
+    note: "Logs go to stdout (JSON lines); redirect or let systemd/Docker collect them.",
   },
   {
     flag: "--dp-aware",
     arity: "none",
-    note: "Ignored: data-parallel ranks behind one worker URL are the engine's business; each URL is one worker.",
+    note: "Data-parallel ranks behind one worker URL are the engine's business; each URL is one worker.",
   },
   {
     flag: "--enable-igw",
     arity: "none",
-    note: "Ignored: workers serving several models are routed by prefix as usual.",
+    note: "Workers serving several models are routed by prefix as usual.",
   },
   {
     flag: "--rate-limit-tokens-per-second",
     arity: "one",
-    note: "Ignored: admission is bounded by --max-concurrent-requests and --queue-size.",
+    note: "Admission is bounded by --max-concurrent-requests and --queue-size.",
   },
   {
     flag: "--cors-allowed-origins",
     arity: "many",
-    note: "Ignored: no CORS headers are sent (an API router, not a browser endpoint).",
+    note: "No CORS headers are sent (an API router, not a browser endpoint).",
   },
   {
     flag: "--bucket-adjust-interval-secs",
     arity: "one",
-    note: "Ignored: the bucket policy is a PD-mode prefill policy.",
+    note: "The bucket policy is a PD-mode prefill policy.",
   },
   {
     flag: "--model-path",
     arity: "one",
-    note: "Ignored: routing works on characters, no tokenizer.",
+    note: "Routing works on characters, no tokenizer.",
   },
-  { flag: "--chat-template", arity: "one", note: "Ignored: no tokenizer or template." },
-  { flag: "--tokenizer-cache-enable-l0", arity: "none", note: "Ignored: no tokenizer." },
-  { flag: "--tokenizer-cache-l0-max-entries", arity: "one", note: "Ignored: no tokenizer." },
-  { flag: "--tokenizer-cache-enable-l1", arity: "none", note: "Ignored: no tokenizer." },
-  { flag: "--tokenizer-cache-l1-max-memory", arity: "one", note: "Ignored: no tokenizer." },
+  { flag: "--chat-template", arity: "one", note: "No tokenizer or template." },
+  { flag: "--tokenizer-cache-enable-l0", arity: "none", note: "No tokenizer." },
+  { flag: "--tokenizer-cache-l0-max-entries", arity: "one", note: "No tokenizer." },
+  { flag: "--tokenizer-cache-enable-l1", arity: "none", note: "No tokenizer." },
+  { flag: "--tokenizer-cache-l1-max-memory", arity: "one", note: "No tokenizer." },
   {
     flag: "--reasoning-parser",
     arity: "one",
-    note: "Ignored: responses pass through unparsed; start the engine with its own --reasoning-parser.",
+    note: "Responses pass through unparsed; start the engine with its own --reasoning-parser.",
   },
   {
     flag: "--tool-call-parser",
     arity: "one",
-    note: "Ignored: responses pass through unparsed; start the engine with its own --tool-call-parser.",
+    note: "Responses pass through unparsed; start the engine with its own --tool-call-parser.",
   },
-  { flag: "--mcp-config-path", arity: "one", note: "Ignored: no MCP tool execution." },
+  { flag: "--mcp-config-path", arity: "one", note: "No MCP tool execution." },
   {
     flag: "--backend",
     arity: "one",
-    note: "Ignored: any OpenAI-compatible worker (SGLang, vLLM) is served the same way.",
+    note: "Any OpenAI-compatible worker (SGLang, vLLM) is served the same way.",
   },
   {
     flag: "--history-backend",
     arity: "one",
-    note: "Ignored: no conversation storage (the Responses API's stored state is the engine's).",
+    note: "No conversation storage (the Responses API's stored state is the engine's).",
   },
-  { flag: "--oracle-wallet-path", arity: "one", note: "Ignored: no history storage." },
-  { flag: "--oracle-tns-alias", arity: "one", note: "Ignored: no history storage." },
-  { flag: "--oracle-connect-descriptor", arity: "one", note: "Ignored: no history storage." },
-  { flag: "--oracle-username", arity: "one", note: "Ignored: no history storage." },
+  { flag: "--oracle-wallet-path", arity: "one", note: "No history storage." },
+  { flag: "--oracle-tns-alias", arity: "one", note: "No history storage." },
+  { flag: "--oracle-connect-descriptor", arity: "one", note: "No history storage." },
+  { flag: "--oracle-username", arity: "one", note: "No history storage." },
   {
     flag: "--oracle-password",
     arity: "one",
-    note: "Ignored: no history storage (the value is never printed).",
+    note: "No history storage (the value is never printed).",
   },
-  { flag: "--oracle-pool-min", arity: "one", note: "Ignored: no history storage." },
-  { flag: "--oracle-pool-max", arity: "one", note: "Ignored: no history storage." },
-  { flag: "--oracle-pool-timeout-secs", arity: "one", note: "Ignored: no history storage." },
+  { flag: "--oracle-pool-min", arity: "one", note: "No history storage." },
+  { flag: "--oracle-pool-max", arity: "one", note: "No history storage." },
+  { flag: "--oracle-pool-timeout-secs", arity: "one", note: "No history storage." },
+  { flag: "--postgres-db-url", arity: "one", note: "No history storage." },
+  { flag: "--postgres-pool-max", arity: "one", note: "No history storage." },
+  {
+    flag: "--redis-url",
+    arity: "one",
+    note: "No history storage (SGLang's Redis holds conversations; radixgate's replicas share routing state through --state-url).",
+  },
+  { flag: "--redis-pool-max", arity: "one", note: "No history storage." },
+  { flag: "--redis-retention-days", arity: "one", note: "No history storage." },
   {
     flag: "--client-cert-path",
     arity: "one",
-    note: "Ignored: no mTLS to workers; terminate TLS in front of them or use --worker-api-key.",
+    note: "No mTLS to workers; terminate TLS in front of them or use --worker-api-key.",
   },
-  { flag: "--client-key-path", arity: "one", note: "Ignored: no mTLS to workers." },
+  { flag: "--client-key-path", arity: "one", note: "No mTLS to workers." },
   {
     flag: "--ca-cert-paths",
     arity: "many",
-    note: "Ignored: https workers are verified against Node's CA store (NODE_EXTRA_CA_CERTS adds one).",
+    note: "HTTPS workers are verified against Node's CA store (NODE_EXTRA_CA_CERTS adds one).",
   },
-  { flag: "--enable-trace", arity: "none", note: "Ignored: no OpenTelemetry tracing." },
-  { flag: "--otlp-traces-endpoint", arity: "one", note: "Ignored: no OpenTelemetry tracing." },
+  { flag: "--enable-trace", arity: "none", note: "No OpenTelemetry tracing." },
+  { flag: "--otlp-traces-endpoint", arity: "one", note: "No OpenTelemetry tracing." },
+  {
+    flag: "--control-plane-audit-enabled",
+    arity: "none",
+    note: "No audit log; adding and removing a worker are logged (info), with the worker's id and URL.",
+  },
   { flag: "--mini-lb", arity: "none", note: "Refused.", unsupported: PD_MODE },
   { flag: "--pd-disaggregation", arity: "none", note: "Refused.", unsupported: PD_MODE },
   { flag: "--prefill", arity: "many", note: "Refused.", unsupported: PD_MODE },
-  { flag: "--decode", arity: "many", note: "Refused.", unsupported: PD_MODE },
+  { flag: "--decode", arity: "one", note: "Refused.", unsupported: PD_MODE },
   { flag: "--prefill-policy", arity: "one", note: "Refused.", unsupported: PD_MODE },
   { flag: "--decode-policy", arity: "one", note: "Refused.", unsupported: PD_MODE },
   { flag: "--prefill-selector", arity: "many", note: "Refused.", unsupported: PD_MODE },
@@ -191,6 +238,18 @@ export const COMPAT_FLAGS: readonly CompatFlag[] = [
   { flag: "--service-discovery", arity: "none", note: "Refused.", unsupported: DISCOVERY },
   { flag: "--selector", arity: "many", note: "Refused.", unsupported: DISCOVERY },
   { flag: "--service-discovery-port", arity: "one", note: "Refused.", unsupported: DISCOVERY },
+  { flag: "--tls-cert-path", arity: "one", note: "Refused.", unsupported: SERVER_TLS },
+  { flag: "--tls-key-path", arity: "one", note: "Refused.", unsupported: SERVER_TLS },
+  {
+    flag: "--control-plane-api-keys",
+    arity: "many",
+    note: "Refused.",
+    unsupported: CONTROL_PLANE_AUTH,
+  },
+  { flag: "--jwt-issuer", arity: "one", note: "Refused.", unsupported: CONTROL_PLANE_AUTH },
+  { flag: "--jwt-audience", arity: "one", note: "Refused.", unsupported: CONTROL_PLANE_AUTH },
+  { flag: "--jwt-jwks-uri", arity: "one", note: "Refused.", unsupported: CONTROL_PLANE_AUTH },
+  { flag: "--jwt-role-mapping", arity: "many", note: "Refused.", unsupported: CONTROL_PLANE_AUTH },
   {
     flag: "--service-discovery-namespace",
     arity: "one",
@@ -262,7 +321,7 @@ export const SHARED_FLAGS: readonly { flag: string; note: string }[] = [
   { flag: "--worker-urls", note: "Same meaning; commas also separate URLs." },
   {
     flag: "--policy",
-    note: "Same names (cache_aware, round_robin, random, power_of_two), plus least_load and prefix_cost; the default is prefix_cost here (SGLang: cache_aware), measured better or equal in docs/benchmarks.md. Pass --policy cache_aware for SGLang's behaviour.",
+    note: "Same names (cache_aware, round_robin, random, power_of_two), plus least_load and prefix_cost; the default is prefix_cost here (SGLang: cache_aware), measured better or equal in docs/benchmarks.md. Pass --policy cache_aware for SGLang's behaviour. SGLang's manual (sticky routing keys) is refused (exit 2): --session-affinity header does that job.",
   },
   { flag: "--cache-threshold", note: "Same meaning." },
   { flag: "--balance-abs-threshold", note: "Same meaning." },
@@ -271,7 +330,7 @@ export const SHARED_FLAGS: readonly { flag: string; note: string }[] = [
   { flag: "--max-payload-size", note: "Same meaning; default 64 MiB instead of 512 MiB." },
   {
     flag: "--api-key",
-    note: "Different: radixgate's --api-key is the key clients must send; the key radixgate sends to workers (SGLang's meaning) is --worker-api-key.",
+    note: "Same meaning: the key clients must send, and the key sent to the --worker-urls workers (as SGLang does); an explicit --worker-api-key wins for the workers. Workers added through POST /workers use their own api_key, else --worker-api-key.",
   },
   { flag: "--log-level", note: "Same; SGLang's `warning` and `critical` mean `warn` and `fatal`." },
   { flag: "--prometheus-port", note: "Same; off unless given (SGLang defaults to 29000)." },

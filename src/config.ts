@@ -1,6 +1,9 @@
 import { PREFIX_INDEX_NAMES, type PrefixIndexName } from "./index/factory.js";
+import { DEFAULT_TIE_BREAK, TIE_BREAKS, type TieBreak } from "./policies/options.js";
 import { POLICY_NAMES, type PolicyName } from "./policies/policy.js";
 import { SESSION_SOURCES, type SessionSource } from "./proxy/session-key.js";
+import { MIN_STATE_SECRET_CHARS } from "./state/state-secret.js";
+import { MODEL_ROUTING_MODES, type ModelRoutingMode } from "./workers/served-models.js";
 import { normalizeWorkerUrl } from "./workers/worker-url.js";
 
 /** The router's whole configuration, after parsing and validation. */
@@ -15,6 +18,7 @@ export interface Config {
   cacheLoadBound: number;
   prefixCostQueueWeight: number;
   prefixCostRequestChars: number;
+  prefixCostTieBreak: TieBreak;
   evictionIntervalSecs: number;
   /** A fixed budget in characters, or "auto": learned from each worker's KV capacity. */
   maxTreeSize: number | "auto";
@@ -38,6 +42,7 @@ export interface Config {
   firstByteTimeoutSecs: number;
   streamFirstByteTimeoutSecs: number;
   idleTimeoutSecs: number;
+  clientStallSecs: number;
   retryMaxAttempts: number;
   retryInitialBackoffMs: number;
   retryMaxBackoffMs: number;
@@ -61,15 +66,18 @@ export interface Config {
   requestIdHeaders: string[];
   prometheusPort: number | undefined;
   shutdownGraceSecs: number;
+  modelRouting: ModelRoutingMode;
   sessionAffinity: SessionSource;
   sessionHeader: string;
   maxSessions: number;
   kvEvents: boolean;
   kvEventsEndpointTemplate: string;
   kvEventsReplayTemplate: string;
+  kvEventsAllowIpc: boolean;
   kvEventsReplayTimeoutMs: number;
   kvEventsRebuildSecs: number;
   kvEventsMaxMessageBytes: number;
+  kvEventsDpSize: number;
   kvIndexMaxBlocks: number;
   kvSpeculativeTtlMs: number;
   kvBlockSize: number;
@@ -77,11 +85,14 @@ export interface Config {
   tokenizerCacheTokens: number;
   tokenizerPath: string;
   stateUrl: string | undefined;
+  stateSecret: string | undefined;
   stateKeyPrefix: string;
   stateMaxTextChars: number;
   stateStreamLength: number;
   stateLoadIntervalMs: number;
   stateQueueSize: number;
+  stateClaimTimeoutMs: number;
+  stateClaimTtlMs: number;
 }
 
 export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
@@ -223,6 +234,30 @@ const stateUrl = (raw: string, flag: string): string | undefined => {
   return raw.trim();
 };
 
+/** Errors never echo the secret. */
+const stateSecret = (raw: string, flag: string): string | undefined => {
+  if (raw === "") return undefined;
+  if (raw.length < MIN_STATE_SECRET_CHARS)
+    throw new ConfigError(
+      flag,
+      `must be at least ${MIN_STATE_SECRET_CHARS} characters (e.g. openssl rand -hex 32), got ${raw.length}`,
+    );
+  return raw;
+};
+
+/**
+ * The fleet's --state-secret, which --state-url needs: without it anyone who can write to Redis
+ * could add workers to every replica, so the router refuses to start rather than trust Redis.
+ */
+export function requireStateSecret(config: Config): string {
+  if (config.stateSecret === undefined)
+    throw new ConfigError(
+      "--state-secret",
+      "is required with --state-url: give every replica of the fleet the same secret (e.g. RADIXGATE_STATE_SECRET=$(openssl rand -hex 32)); updates in Redis are signed with it and peers drop unsigned ones (see docs/architecture.md, shared state)",
+    );
+  return config.stateSecret;
+}
+
 const keyPrefix = (raw: string, flag: string): string => {
   if (!/^[A-Za-z0-9_.:{}-]{1,64}$/.test(raw))
     throw new ConfigError(flag, `must be 1-64 characters of A-Z a-z 0-9 _ . : { } -, got "${raw}"`);
@@ -326,6 +361,15 @@ export const SETTINGS = [
       "prefix_cost: characters of prefill each in-flight request on a worker counts for (its share of every engine step), so one hot prefix spreads over several workers.",
     default: 256,
     parse: number(0),
+  }),
+  setting({
+    key: "prefixCostTieBreak",
+    flag: "--prefix-cost-tie-break",
+    arg: "<hash|rotation>",
+    description:
+      "prefix_cost: how near-equal costs are settled when some worker holds part of the text. hash = the candidate holding the most of it among those within half of --prefix-cost-request-chars of the lowest cost, then a hash of the text past that prefix, so one tenant's new conversations keep landing on one worker whatever the load of the moment; rotation = exact ties only, the less loaded, then in turn.",
+    default: DEFAULT_TIE_BREAK,
+    parse: oneOf(TIE_BREAKS),
   }),
   setting({
     key: "evictionIntervalSecs",
@@ -521,6 +565,15 @@ export const SETTINGS = [
     parse: number(0, Number.POSITIVE_INFINITY, { minExclusive: true }),
   }),
   setting({
+    key: "clientStallSecs",
+    flag: "--client-stall-secs",
+    arg: "<secs>",
+    description:
+      "Limit for a client that takes none of a response while its socket is full (it stopped reading): the request ends and the worker's slot is freed. 0 = no limit (only --request-timeout-secs).",
+    default: 60,
+    parse: number(0),
+  }),
+  setting({
     key: "retryMaxAttempts",
     flag: "--retry-max-attempts",
     arg: "<n>",
@@ -649,7 +702,8 @@ export const SETTINGS = [
     key: "apiKey",
     flag: "--api-key",
     arg: "<key>",
-    description: "Bearer key required on the data plane (/v1/*, /generate). Unset = open.",
+    description:
+      "Bearer key required on the data plane (/v1/*, /generate). Unset = open. As in SGLang, it is also the key sent to the --worker-urls workers unless --worker-api-key is given.",
     default: undefined,
     parse: key,
     secret: true,
@@ -669,7 +723,7 @@ export const SETTINGS = [
     flag: "--worker-api-key",
     arg: "<key>",
     description:
-      "Bearer key the router sends to workers started with --api-key (requests and health checks); a worker added with its own api_key uses that. Never logged.",
+      "Bearer key the router sends to workers started with --api-key (requests and health checks); wins over --api-key for the --worker-urls workers; a worker added with its own api_key uses that. Never logged.",
     default: undefined,
     parse: key,
     secret: true,
@@ -707,6 +761,15 @@ export const SETTINGS = [
     description: "Also serve /metrics on this port (it is always on the main port too).",
     default: undefined,
     parse: optionalPort,
+  }),
+  setting({
+    key: "modelRouting",
+    flag: "--model-routing",
+    arg: "<mode>",
+    description:
+      "How a request's `model` picks workers. engine: as the engines treat names (a name some worker lists goes to those workers; a name none lists goes to the workers that accept any name, SGLang and workers listing no models; 404 only when there is none). strict: a name no worker lists gets the router's 404 once every worker's list is known.",
+    default: "engine",
+    parse: oneOf(MODEL_ROUTING_MODES),
   }),
   setting({
     key: "sessionAffinity",
@@ -773,6 +836,15 @@ export const SETTINGS = [
     parse: text,
   }),
   setting({
+    key: "kvEventsAllowIpc",
+    flag: "--kv-events-allow-ipc",
+    arg: "[bool]",
+    description:
+      "Accept ipc:// KV-event endpoints from the admin API (kv_events_endpoint); refused by default, since a path lets a caller make the router connect to any local socket.",
+    default: false,
+    parse: flagValue,
+  }),
+  setting({
     key: "kvEventsReplayTimeoutMs",
     flag: "--kv-events-replay-timeout-ms",
     arg: "<ms>",
@@ -797,6 +869,15 @@ export const SETTINGS = [
       "Largest KV-event batch applied; a bigger one is refused undecoded and counted, and the worker's precise index rebuilds (an engine step publishes well under 1 MiB).",
     default: 4 * 1024 * 1024,
     parse: integer(1024),
+  }),
+  setting({
+    key: "kvEventsDpSize",
+    flag: "--kv-events-dp-size",
+    arg: "<n>",
+    description:
+      "Data-parallel ranks per worker's engine (vLLM --data-parallel-size, SGLang --dp-size): rank r publishes on the endpoint's port + r, gets its own precise index, and requests carry the chosen rank (X-data-parallel-rank). A worker whose engine says more (SGLang /get_server_info dp_size, vLLM's /metrics engine labels) gets that many. See docs/kv-events.md.",
+    default: 1,
+    parse: integer(1, 64),
   }),
   setting({
     key: "kvIndexMaxBlocks",
@@ -861,6 +942,15 @@ export const SETTINGS = [
     secret: true,
   }),
   setting({
+    key: "stateSecret",
+    flag: "--state-secret",
+    arg: "<secret>",
+    description: `Required with --state-url: a secret shared by the fleet's replicas (at least ${MIN_STATE_SECRET_CHARS} characters, e.g. \`openssl rand -hex 32\`; best given as RADIXGATE_STATE_SECRET). Every update written to Redis is signed with it (HMAC) and peers drop what is not; workers' own API keys travel sealed with it (AES-256-GCM). Never logged.`,
+    default: undefined,
+    parse: stateSecret,
+    secret: true,
+  }),
+  setting({
     key: "stateKeyPrefix",
     flag: "--state-key-prefix",
     arg: "<prefix>",
@@ -905,6 +995,24 @@ export const SETTINGS = [
     default: 10000,
     parse: integer(1),
   }),
+  setting({
+    key: "stateClaimTimeoutMs",
+    flag: "--state-claim-timeout-ms",
+    arg: "<ms>",
+    description:
+      "With --state-url: how long a request that starts a new prefix waits for its claim in Redis (the first replica to claim a prefix names its worker, the others follow it); past it this replica's own choice stands. 0 = no claims.",
+    default: 50,
+    parse: integer(0, 10_000),
+  }),
+  setting({
+    key: "stateClaimTtlMs",
+    flag: "--state-claim-ttl-ms",
+    arg: "<ms>",
+    description:
+      "With --state-url: how long a new-prefix claim lives in Redis; long enough for its decision to reach every replica through the ops stream.",
+    default: 2000,
+    parse: integer(10, 600_000),
+  }),
 ] as const satisfies readonly Setting[];
 
 /** `--worker-urls` → `RADIXGATE_WORKER_URLS`. */
@@ -939,6 +1047,7 @@ export function validateConfig(config: Config): Config {
       `must be 0 (no budget) or >= --max-payload-size (${config.maxPayloadSize}), got ${config.maxBodyBufferBytes}`,
     );
   }
+  if (config.stateUrl !== undefined) requireStateSecret(config);
   if (new Set(config.workerUrls).size !== config.workerUrls.length) {
     throw new ConfigError("--worker-urls", "lists the same worker twice");
   }

@@ -4,6 +4,9 @@ import type { WorkerRegistry } from "./workers/registry.js";
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
 const RATE_BUCKETS = [0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 1];
 const BREAKER_VALUE = { closed: 0, half_open: 1, open: 2 } as const;
+/** HELP text of a name kept one release for dashboards that still read it (issue 19). */
+const deprecatedAlias = (name: string) =>
+  `Deprecated alias of ${name} (same values); removed in the next release.`;
 
 /**
  * The router's Prometheus metrics, prefix radixgate_. Per-worker gauges are read from the
@@ -16,7 +19,8 @@ export class Metrics {
   readonly requestDuration: Histogram<"endpoint">;
   readonly timeToFirstByte: Histogram<"endpoint">;
   readonly decisions: Counter<"policy" | "branch">;
-  readonly matchRate: Histogram<never>;
+  /** Observes radixgate_match_ratio and its deprecated alias radixgate_match_rate. */
+  readonly matchRate: { observe(ratio: number): void };
   readonly evictedChars: Counter<never>;
   readonly retries: Counter<"endpoint">;
   readonly upstreamErrors: Counter<"worker" | "kind">;
@@ -55,12 +59,25 @@ export class Metrics {
       labelNames: ["policy", "branch"],
       registers,
     });
-    this.matchRate = new Histogram({
-      name: "radixgate_match_rate",
-      help: "cache_aware: the chosen worker's prefix match rate (matched / prompt characters).",
+    // Prometheus naming: a 0..1 fraction is a _ratio (the old name stays one release).
+    const matchRatio = new Histogram({
+      name: "radixgate_match_ratio",
+      help: "cache_aware: the chosen worker's prefix match, as a ratio 0..1 of matched to prompt characters.",
       buckets: RATE_BUCKETS,
       registers,
     });
+    const matchRateDeprecated = new Histogram({
+      name: "radixgate_match_rate",
+      help: deprecatedAlias("radixgate_match_ratio"),
+      buckets: RATE_BUCKETS,
+      registers,
+    });
+    this.matchRate = {
+      observe(ratio: number) {
+        matchRatio.observe(ratio);
+        matchRateDeprecated.observe(ratio);
+      },
+    };
     this.evictedChars = new Counter({
       name: "radixgate_tree_evicted_characters_total",
       help: "Characters evicted from the prefix trees (LRU).",
@@ -168,8 +185,13 @@ export class Metrics {
       (w) => w.signals.load()?.running,
     );
     perWorker(
+      "radixgate_worker_kv_usage_ratio",
+      "Share of the engine's KV cache in use, as a ratio 0..1 (engine-reported, while fresh).",
+      (w) => w.signals.load()?.kvUsage,
+    );
+    perWorker(
       "radixgate_worker_kv_usage",
-      "Fraction of the engine's KV cache in use, 0..1 (engine-reported, while fresh).",
+      deprecatedAlias("radixgate_worker_kv_usage_ratio"),
       (w) => w.signals.load()?.kvUsage,
     );
     perWorker(

@@ -7,6 +7,7 @@ import {
   UnsupportedFlagError,
 } from "../src/compat-flags.js";
 import { SETTINGS } from "../src/config.js";
+import { SGLANG_GATEWAY_FLAGS } from "./sglang-gateway-flags.js";
 
 /** Runs parseArgv with a clean RADIXGATE_* environment. */
 function parse(argv: string[]) {
@@ -125,6 +126,83 @@ describe("SGLang router flag compatibility", () => {
       expect(ours.has(c.flag), c.flag).toBe(false);
       if (c.ours) expect(ours.has(c.ours), `${c.flag} → ${c.ours}`).toBe(true);
     }
+  });
+});
+
+/** A value the flag's radixgate counterpart accepts (numbers suit every mapped flag). */
+const SAMPLE: Record<string, string> = { "--worker-urls": "http://w1:8000", "--policy": "random" };
+
+describe("issue 19: every flag of SGLang's current model gateway (test/sglang-gateway-flags.ts)", () => {
+  const shared = new Map(SHARED_FLAGS.map((s) => [s.flag, s]));
+  const compat = new Map(COMPAT_FLAGS.map((c) => [c.flag, c]));
+  const settings = new Set<string>(SETTINGS.map((s) => s.flag));
+
+  it.each(SGLANG_GATEWAY_FLAGS.map((f) => [f.flag, f.arity] as const))(
+    "%s (%s) is a setting, mapped, ignored with one warning, or refused with a reason",
+    (flag, arity) => {
+      const values = arity === "none" ? [] : arity === "one" ? [SAMPLE[flag] ?? "7"] : ["7", "8"];
+      const argv = [flag, ...values, "--policy", "round_robin"];
+      const entry = compat.get(flag);
+      if (shared.has(flag)) {
+        expect(settings.has(flag), `${flag} must be a radixgate setting`).toBe(true);
+        expect(translateCompatFlags(argv)).toEqual({ argv, warnings: [] });
+        return;
+      }
+      expect(entry, `${flag} needs a row in COMPAT_FLAGS or SHARED_FLAGS`).toBeDefined();
+      expect(entry!.arity, `${flag}: argparse arity`).toBe(arity);
+      if (entry!.unsupported) {
+        expect(() => translateCompatFlags(argv)).toThrow(UnsupportedFlagError);
+        expect(() => translateCompatFlags(argv)).toThrow(entry!.unsupported);
+        return;
+      }
+      const { argv: out, warnings } = translateCompatFlags(argv);
+      // Its values are consumed: the next flag still parses.
+      expect(out.slice(-2)).toEqual(["--policy", "round_robin"]);
+      if (entry!.ours) {
+        expect(warnings).toEqual([]);
+        expect(out[0]).toBe(entry!.ours);
+        expect(() => parse(argv)).not.toThrow();
+      } else {
+        expect(out).toEqual(["--policy", "round_robin"]);
+        expect(warnings).toHaveLength(1);
+        expect(warnings[0]).toMatch(
+          new RegExp(`^${flag} \\(SGLang router flag\\) accepted and ignored: `),
+        );
+      }
+    },
+  );
+
+  it("has no row for a flag the gateway does not have", () => {
+    const current = new Set(SGLANG_GATEWAY_FLAGS.map((f) => f.flag));
+    for (const flag of [...shared.keys(), ...compat.keys()])
+      expect(current.has(flag), flag).toBe(true);
+  });
+
+  it("regression: the warning said 'accepted and ignored: Ignored:'", () => {
+    const { warnings } = translateCompatFlags(["--retry-jitter-factor", "0.2", "--log-dir", "/x"]);
+    expect(warnings).toHaveLength(2);
+    for (const w of warnings) expect(w).not.toMatch(/ignored: ignored/i);
+  });
+
+  it("the flags the issue named: mapped where radixgate has the feature", () => {
+    const { config, warnings } = parse([
+      "--shutdown-grace-period-secs",
+      "12",
+      "--disable-health-check",
+      "--prometheus-duration-buckets",
+      "0.1",
+      "1",
+      "--max-idle-secs",
+      "600",
+    ]);
+    expect(config.shutdownGraceSecs).toBe(12);
+    expect(config.healthCheckIntervalSecs).toBe(0);
+    expect(warnings.map((w) => w.split(" ")[0])).toEqual([
+      "--prometheus-duration-buckets",
+      "--max-idle-secs",
+    ]);
+    expect(() => parse(["--tls-cert-path", "/etc/cert.pem"])).toThrow(/plain HTTP/);
+    expect(() => parse(["--jwt-issuer", "https://idp"])).toThrow(/--admin-api-key/);
   });
 });
 

@@ -1,3 +1,5 @@
+import type { EngineKind } from "./engine-reading.js";
+
 /**
  * GET /v1/models, as both engines answer it: {"object": "list", "data": [{"id", "root",
  * "parent", ...}]}. vLLM lists every LoRA adapter as its own entry whose `parent` is the base
@@ -18,4 +20,19 @@ export function readModelsList(body: unknown): ReadonlySet<string> | undefined {
     if (typeof id === "string" && id !== "") ids.add(id);
   }
   return ids.size > 0 ? ids : undefined;
+}
+
+/**
+ * The engine that answered the list, from the `owned_by` each engine writes into its model cards
+ * ("vllm": vllm/entrypoints/openai/engine/protocol.py ModelCard; "sglang":
+ * sglang/srt/entrypoints/openai/protocol.py ModelCard); undefined for any other owner.
+ */
+export function readModelsOwner(body: unknown): EngineKind | undefined {
+  const data = (body as { data?: unknown } | null)?.data;
+  if (!Array.isArray(data)) return undefined;
+  for (const entry of data) {
+    const owner = (entry as { owned_by?: unknown } | null)?.owned_by;
+    if (owner === "vllm" || owner === "sglang") return owner;
+  }
+  return undefined;
 }

@@ -8,10 +8,14 @@
  *   replay is unavailable or incomplete, the worker's precise state is dropped (`onReset`) and the
  *   stream counts as "rebuilding" for `rebuildMs`: the router routes that worker on its
  *   approximate tree meanwhile.
- * - Sequence going backwards (the engine restarted): `onReset`, then start over from there.
- * - On every (re)connection the subscriber asks for a replay from where it stopped, so an idle
- *   engine is synchronised without waiting for its next event. ZMQ reconnects by itself, with
- *   exponential backoff between `reconnectMinMs` and `reconnectMaxMs`.
+ * - Sequence going backwards (the engine restarted): `onReset`, then the new stream is replayed
+ *   from the start of the engine's buffer, so batches it published before this one are not lost.
+ * - On every (re)connection the subscriber asks for a replay from the last batch it applied, so an
+ *   idle engine is synchronised without waiting for its next event. That batch must come back
+ *   first and byte for byte: when it is missing or different, the engine restarted while the
+ *   router was away (its new numbers may overlap the old ones), so the worker is reset and the
+ *   new stream is replayed from its start. ZMQ reconnects by itself, with exponential backoff
+ *   between `reconnectMinMs` and `reconnectMaxMs`.
  * - A malformed message is counted and skipped, never fatal. A batch over `maxMessageBytes` is
  *   refused undecoded and counted; its events are lost, so the worker rebuilds as after a gap.
  * - Bounded work per event-loop turn: the receive loop takes its share of a TurnBudget shared by
@@ -89,6 +93,8 @@ export class KvEventSubscriber {
   private expected: bigint | undefined;
   /** Payloads applied from the last replay, so the same batch arriving on SUB is skipped once. */
   private replayed = new Map<bigint, Uint8Array>();
+  /** The last batch applied: a reconnection checks that the engine still has it (no restart). */
+  private lastApplied: { sequence: bigint; payload: Uint8Array } | undefined;
   private connected = false;
   private rebuildingUntil = 0;
   private synced = false;
@@ -208,8 +214,46 @@ export class KvEventSubscriber {
   /** After a (re)connection: fetch whatever was missed, or everything the engine still has. */
   private async sync(): Promise<void> {
     if (this.closed) return;
-    await this.catchUp(this.expected ?? 0n, undefined);
+    const last = this.lastApplied;
+    if (last === undefined || this.options.replayEndpoint === undefined) {
+      await this.catchUp(this.expected ?? 0n, undefined);
+    } else {
+      await this.resume(last);
+    }
     this.synced = true;
+  }
+
+  /**
+   * Replays from the last batch applied, which must come back unchanged: a restarted engine
+   * numbers from 0 again, so that number is either not there yet or holds another batch.
+   */
+  private async resume(last: { sequence: bigint; payload: Uint8Array }): Promise<void> {
+    const batches = await this.replay(last.sequence);
+    const first = batches?.[0];
+    if (batches === undefined) {
+      this.options.onReplay("unavailable");
+      this.lost(true);
+      return;
+    }
+    if (
+      first === undefined ||
+      first.sequence !== last.sequence ||
+      Buffer.compare(first.payload, last.payload) !== 0
+    ) {
+      this.restarted();
+      await this.catchUp(0n, undefined);
+      return;
+    }
+    const from = this.expected ?? last.sequence + 1n;
+    this.catchUpFrom(from, undefined, batches, true);
+  }
+
+  /** The engine restarted: forget its old stream; the new one is read from its start. */
+  private restarted(): void {
+    this.options.onReset("sequence_reset");
+    this.expected = undefined;
+    this.lastApplied = undefined;
+    this.replayed.clear();
   }
 
   private async handle(frames: Buffer[]): Promise<void> {
@@ -225,12 +269,12 @@ export class KvEventSubscriber {
     if (this.expected !== undefined && sequence < this.expected) {
       const seen = this.replayed.get(sequence);
       if (seen !== undefined && payload.equals(seen)) return; // already applied
-      // The sequence went backwards: the engine restarted with an empty cache.
-      this.options.onReset("sequence_reset");
-      this.expected = sequence;
-      this.replayed.clear();
+      // The sequence went backwards: the engine restarted with an empty cache. What it published
+      // before this batch is asked from the start of its buffer (below).
+      this.restarted();
     }
-    if (this.expected === undefined || sequence > this.expected) {
+    // Nothing before sequence 0; otherwise what came before this batch is asked for.
+    if (this.expected === undefined ? sequence > 0n : sequence > this.expected) {
       await this.catchUp(this.expected ?? 0n, sequence);
     }
     this.replayed.clear();
@@ -245,6 +289,15 @@ export class KvEventSubscriber {
   private async catchUp(from: bigint, to: bigint | undefined): Promise<void> {
     const hadState = this.expected !== undefined;
     const batches = await this.replay(from);
+    this.catchUpFrom(from, to, batches, hadState);
+  }
+
+  private catchUpFrom(
+    from: bigint,
+    to: bigint | undefined,
+    batches: { sequence: bigint; payload: Uint8Array }[] | undefined,
+    hadState: boolean,
+  ): void {
     if (batches === undefined) {
       // A first message with the very sequence expected missed nothing.
       if (to !== undefined && to === from) return;
@@ -286,6 +339,7 @@ export class KvEventSubscriber {
       this.lost(true, "too_large");
       return;
     }
+    this.lastApplied = { sequence, payload };
     let batch: EventBatch;
     try {
       batch = decodeBatch(payload);

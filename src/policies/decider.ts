@@ -1,4 +1,6 @@
+import type { PrefixClaims } from "../index/prefix-claims.js";
 import type { PrefixIndex, PrepareRequest } from "../index/prefix-index.js";
+import { newPrefixClaimEnd, newPrefixClaimKey } from "./new-prefix-claim.js";
 import type { Policy, PolicyWorker, RouteDecision } from "./policy.js";
 import type { SessionTable } from "./session-table.js";
 
@@ -8,6 +10,11 @@ export interface Decision<W extends PolicyWorker> extends RouteDecision<W> {
   readonly index: string | null;
   /** Characters of the text the chosen worker held before this request was inserted. */
   readonly heldBefore: number;
+  /**
+   * The data-parallel rank of the worker's engine the index chose (its cache holds the most);
+   * undefined when it has none or the index does not see ranks.
+   */
+  readonly rank?: number | undefined;
 }
 
 export interface DecisionRequest extends PrepareRequest {
@@ -35,6 +42,8 @@ export class RoutingDecider {
     readonly index: PrefixIndex,
     /** Session affinity, when on: consulted before the policy, updated after every decision. */
     private readonly sessions?: SessionTable,
+    /** Replicas sharing state (--state-url): agreement on new prefixes (decideAgreed). */
+    private readonly claims?: PrefixClaims,
   ) {}
 
   /**
@@ -57,11 +66,68 @@ export class RoutingDecider {
   ): Decision<W> | undefined {
     const decision = this.choose(candidates, request);
     if (decision === undefined) return undefined;
+    return this.record(candidates, request, decision, this.matched);
+  }
+
+  /**
+   * `decide`, agreed with the other replicas when the text starts a prefix no worker is known to
+   * hold (see policies/new-prefix-claim.ts): the decision is claimed, and when another replica
+   * claimed the same prefix first, its worker is taken as if its decision had already arrived
+   * (the policy chooses again with that worker holding the text, so load bounds still apply).
+   * Synchronous, with no Redis round trip, whenever no claim is needed or none can be made; the
+   * wait is bounded by the claims' own timeout, after which this replica's choice stands.
+   */
+  decideAgreed<W extends PolicyWorker>(
+    candidates: readonly W[],
+    request: DecisionRequest,
+  ): Decision<W> | undefined | Promise<Decision<W> | undefined> {
+    const decision = this.choose(candidates, request);
+    if (decision === undefined) return undefined;
+    const claims = this.claims;
+    if (claims === undefined || !this.usesIndex(request) || decision.branch === "session") {
+      return this.record(candidates, request, decision, this.matched);
+    }
+    const { text, model } = request;
+    const end = newPrefixClaimEnd(text.length, this.matched, candidates.length);
+    const answer =
+      end < 0 ? undefined : claims.claim(newPrefixClaimKey(model, text, end), decision.worker.id);
+    if (answer === undefined) return this.record(candidates, request, decision, this.matched);
+    // this.matched is scratch for the next decision: keep this one's across the wait.
+    const matched = this.matched.slice(0, candidates.length);
+    return answer.then((winner) => {
+      const i = winner === undefined ? -1 : candidates.findIndex((c) => c.id === winner);
+      if (i < 0 || candidates[i] === decision.worker) {
+        return this.record(candidates, request, decision, matched);
+      }
+      const assumed = matched.slice();
+      assumed[i] = text.length;
+      const again = this.policy.select(candidates, { text, model, matched: assumed }) ?? decision;
+      const j = candidates.indexOf(again.worker);
+      const agreed: RouteDecision<W> =
+        j === i
+          ? {
+              worker: again.worker,
+              branch: "peer_claim",
+              matchRate: (matched[i] ?? 0) / text.length,
+            }
+          : { ...again, matchRate: (matched[j] ?? 0) / text.length };
+      return this.record(candidates, request, agreed, matched);
+    });
+  }
+
+  /** Binds the session, and inserts the text for the chosen worker when the policy uses the index. */
+  private record<W extends PolicyWorker>(
+    candidates: readonly W[],
+    request: DecisionRequest,
+    decision: RouteDecision<W>,
+    matched: readonly number[],
+  ): Decision<W> {
     if (request.session !== undefined) this.sessions?.bind(request.session, decision.worker.id);
     if (!this.usesIndex(request)) return { ...decision, index: null, heldBefore: 0 };
-    const heldBefore = this.matched[candidates.indexOf(decision.worker)] ?? 0;
+    const heldBefore = matched[candidates.indexOf(decision.worker)] ?? 0;
     this.index.insert(decision.worker.id, request.model, request.text);
-    return { ...decision, index: this.sourceOf(decision.worker.id), heldBefore };
+    const rank = this.index.rankOf?.(decision.worker.id);
+    return { ...decision, index: this.sourceOf(decision.worker.id), heldBefore, rank };
   }
 
   /**

@@ -34,7 +34,8 @@ export type RouteBranch =
   | "power_of_two"
   | "least_load"
   | "lowest_cost" // prefix_cost: lowest estimated prefill work ahead of the first token
-  | "session"; // --session-affinity: the worker this conversation was last sent to
+  | "session" // --session-affinity: the worker this conversation was last sent to
+  | "peer_claim"; // --state-url: another replica claimed this new prefix first; its worker taken
 
 export interface RouteRequest {
   /** The text the engine will prefill (see proxy/routing-text.ts). May be empty. */

@@ -1,12 +1,14 @@
 import { RouterError } from "../errors.js";
 import { type TokenizeInput, tokenizeInputOf } from "../kv-events/tokenize-input.js";
-import { type Endpoint, modelOf, routingText } from "./routing-text.js";
+import { adapterOf, type Endpoint, modelOf, routingText } from "./routing-text.js";
 import { isSinglePrompt } from "./single-prompt.js";
 
 /** What the router needs from a request body: the routing key and a few fields. */
 export interface BodySummary {
   text: string;
   model: string | undefined;
+  /** SGLang's `lora_path` as one adapter key (routing-text.ts adapterOf); separate KV per adapter. */
+  adapter?: string | undefined;
   stream: boolean;
   /** What the engine would tokenize (for the precise KV-event index); only when asked for. */
   tokenizeInput?: TokenizeInput | undefined;
@@ -35,6 +37,7 @@ export function summarizeBody(
   return {
     text,
     model: modelOf(parsed),
+    adapter: adapterOf(parsed),
     stream: parsed.stream === true,
     tokenizeInput: withTokenizeInput ? tokenizeInputOf(endpoint, parsed) : undefined,
     usageDescribesText: text.length < maxRoutingTextChars && isSinglePrompt(endpoint, parsed),

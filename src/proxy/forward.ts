@@ -6,7 +6,7 @@ import type { TokenizeInput } from "../kv-events/tokenize-input.js";
 import type { RoutingDecider } from "../policies/decider.js";
 import type { RouteBranch } from "../policies/policy.js";
 import type { WorkerRegistry } from "../workers/registry.js";
-import { indexModel, noWorkerServes, servingCandidates } from "../workers/served-models.js";
+import { admitted, indexKey, type ModelRoutingMode, planModel } from "../workers/served-models.js";
 import type { Worker } from "../workers/worker.js";
 import {
   ClientAbort,
@@ -17,7 +17,9 @@ import {
 } from "./abort-reasons.js";
 import { backoffMs, retryAfterMs, sleep } from "./backoff.js";
 import { Cancel } from "./cancel.js";
+import { bodyForRank, headersWithRank, rankToSend } from "./dp-rank.js";
 import { hasPassedThrough, upstreamRequestHeaders, viaToken, withWorkerAuth } from "./headers.js";
+import { modelNotFound, noWorkerMessage } from "./no-worker-answers.js";
 import { relay } from "./relay.js";
 import {
   type AttemptFailure,
@@ -36,6 +38,8 @@ export interface ForwardSettings {
   /** First-byte limit of a streaming request (engines send headers before prefill). */
   streamFirstByteTimeoutMs: number;
   idleTimeoutMs: number;
+  /** --client-stall-secs in ms: a client that takes nothing for this long is cut; 0 = off. */
+  clientStallMs: number;
   retryMaxAttempts: number;
   retryInitialBackoffMs: number;
   retryMaxBackoffMs: number;
@@ -45,6 +49,8 @@ export interface ForwardSettings {
   instanceId: string;
   /** Forward the client's Authorization header to workers (only when the router has no key of its own). */
   forwardAuthorization: boolean;
+  /** How the request's model picks workers (--model-routing; workers/served-models.ts). */
+  modelRouting: ModelRoutingMode;
 }
 
 /** What the forwarder reports about one request, for the access log and metrics. */
@@ -80,6 +86,8 @@ export interface ForwardRequest {
   body: Buffer | undefined;
   text: string;
   model: string | undefined;
+  /** SGLang's lora_path as an adapter key (proxy/routing-text.ts adapterOf): its own index key. */
+  adapter?: string | undefined;
   /** Conversation id for session affinity (--session-affinity), when the request carries one. */
   session?: string | undefined;
   /** The request as the engine's tokenizer takes it; set only with --kv-events. */
@@ -135,22 +143,20 @@ export class Forwarder {
       return { status: error.status, attempts: 0, error: "loop_detected" };
     }
     const workers = this.registry.list();
-    if (noWorkerServes(workers, req.model)) {
-      const error = new RouterError(
-        "model_not_found",
-        `The model '${req.model}' is not served by any of the ${workers.length} workers; GET /v1/models lists the models they serve.`,
-      );
+    const plan = planModel(workers, req.model, this.settings.modelRouting);
+    if (plan.route === "not_found") {
+      const error = modelNotFound(req.model, workers.length, this.settings.modelRouting);
       writeError(res, error, req.requestId);
       return { status: error.status, attempts: 0, error: "model_not_found" };
     }
     // What the index sees: the text, under the model's own key when its KV is kept apart.
     const routed = {
       text: req.text,
-      model: indexModel(workers, req.model),
+      model: indexKey(workers, req.model, req.adapter),
       session: req.session,
       tokenizeInput: req.tokenizeInput,
     };
-    const candidates = () => servingCandidates(this.registry.candidates(tried), req.model);
+    const candidates = () => admitted(this.registry.candidates(tried), plan);
     const headers = upstreamRequestHeaders(
       req.headers,
       req.requestId,
@@ -166,7 +172,12 @@ export class Forwarder {
 
     while (attempts < this.settings.retryMaxAttempts) {
       if (req.clientSignal.aborted) return { status: 499, attempts, error: "client_abort" };
-      const decision = this.decider.decide(candidates(), routed);
+      // The first choice of a new prefix may wait (bounded) for the replicas to agree on it.
+      const choosing =
+        attempts === 0
+          ? this.decider.decideAgreed(candidates(), routed)
+          : this.decider.decide(candidates(), routed);
+      const decision = choosing instanceof Promise ? await choosing : choosing;
       if (!decision) break;
       this.hooks.onDecision(this.decider.policy.name, decision.branch, decision.matchRate);
       const worker = decision.worker;
@@ -184,11 +195,14 @@ export class Forwarder {
       // Other requests still prefilling there: a low cached count may be theirs, not an eviction.
       const othersPrefilling = worker.pendingPrefillRequests > 0;
 
+      // The data-parallel rank whose cache the index chose, unless the client pinned one itself.
+      const rank = rankToSend(decision.rank, req.headers, req.body);
       const result = await this.attempt(
         worker,
         req,
         Math.max(0, req.text.length - decision.heldBefore),
         headers,
+        rank,
         deadline,
         res,
         routeHeader(base.branch, base.matchRate, decision.index),
@@ -231,7 +245,7 @@ export class Forwarder {
     const coolDownMs = shortestCoolDown(this.registry);
     const error = new RouterError(
       "no_workers_available",
-      noWorkerMessage(this.registry, req.model),
+      noWorkerMessage(this.registry, req.model, plan),
     );
     // Every worker that could take it asked for a pause: say when to come back.
     const extra: Record<string, string> =
@@ -247,6 +261,8 @@ export class Forwarder {
     /** Characters of the text the worker probably has to prefill (not held before). */
     uncachedChars: number,
     headers: Record<string, string | string[]>,
+    /** The engine's data-parallel rank the request goes to, when the router chose one. */
+    rank: number | undefined,
     deadline: number,
     res: ServerResponse,
     /** The x-radixgate-route header: branch, match rate, and the index when not the trees. */
@@ -275,6 +291,7 @@ export class Forwarder {
       timerMs(firstByteMs),
     );
     worker.ownInFlight += 1;
+    if (rank !== undefined) worker.addRankInFlight(rank, 1);
     worker.pendingPrefillChars += uncachedChars;
     worker.pendingPrefillRequests += 1;
     worker.breaker.onDispatch();
@@ -293,6 +310,7 @@ export class Forwarder {
       released = true;
       prefillDone();
       worker.ownInFlight -= 1;
+      if (rank !== undefined) worker.addRankInFlight(rank, -1);
       this.inProgress.delete(controller);
       clearTimeout(overall);
       clearTimeout(firstByte);
@@ -304,8 +322,8 @@ export class Forwarder {
       upstream = await worker.pool.request({
         method: req.method,
         path: worker.basePath + req.path,
-        headers: withWorkerAuth(headers, worker.authorization),
-        body: req.body ?? null,
+        headers: withWorkerAuth(headersWithRank(headers, rank), worker.authorization),
+        body: bodyForRank(req.body, req.path, worker.signals.engine, rank) ?? null,
         signal: controller,
         // 0 = off: the timers above and in relay() bound the wait instead.
         headersTimeout: 0,
@@ -354,7 +372,7 @@ export class Forwarder {
       res,
       controller,
       route,
-      this.settings.idleTimeoutMs,
+      { idleTimeoutMs: this.settings.idleTimeoutMs, clientStallMs: this.settings.clientStallMs },
       this.hooks.onUpstreamError,
       prefillDone,
       tap,
@@ -411,18 +429,4 @@ function routeHeader(branch: RouteBranch, matchRate: number | null, index: strin
   const route = matchRate === null ? branch : `${branch};match=${matchRate.toFixed(2)}`;
   // The base indexes (approx, shared: the same answers) go unnamed; any other says it answered.
   return index === null || BASE_INDEXES.has(index) ? route : `${route};index=${index}`;
-}
-
-function noWorkerMessage(registry: WorkerRegistry, model: string | undefined): string {
-  const total = registry.size;
-  if (total === 0)
-    return "No workers are registered; add one with POST /workers or start with --worker-urls.";
-  const available = registry.candidates();
-  // Available workers exist, but none of them lists the model; only workers whose model list is
-  // not known yet (so they might serve it) are left, and they are down. Say so, not "none is up".
-  if (available.length > 0 && servingCandidates(available, model).length === 0) {
-    const unknown = registry.list().filter((w) => w.servedModels === undefined).length;
-    return `No available worker serves the model '${model}': the ${available.length} available workers do not list it (GET /v1/models), and the ${unknown} whose model list is not known yet are unavailable (unhealthy, circuit open or cooling down after Retry-After).`;
-  }
-  return `None of the ${total} registered workers is available (unhealthy, circuit open or cooling down after Retry-After).`;
 }

@@ -185,3 +185,21 @@ function tooDeep(field: string): RouterError {
 export function modelOf(body: Json): string | undefined {
   return typeof body.model === "string" ? body.model : undefined;
 }
+
+/**
+ * SGLang's `lora_path` as one adapter key: the adapter of a single request, or of every item of a
+ * batch (a list, one entry per item; null = the base model). A batch that mixes adapters gets a
+ * key of its own (the list), so its text never claims a prefix one adapter computed for another.
+ * SGLang takes it on /generate (io_struct.py GenerateReqInput.lora_path) and on the OpenAI routes
+ * (serving_chat.py `_resolve_lora_path(request.model, request.lora_path)`). Anything else: none.
+ */
+export function adapterOf(body: Json): string | undefined {
+  const path = body.lora_path;
+  if (typeof path === "string") return path === "" ? undefined : path;
+  if (!Array.isArray(path) || path.length === 0) return undefined;
+  const first: unknown = path[0];
+  if (path.every((p) => p === first))
+    return typeof first === "string" && first !== "" ? first : undefined;
+  if (!path.every((p) => p === null || typeof p === "string")) return undefined;
+  return JSON.stringify(path);
+}

@@ -1,7 +1,9 @@
 import type { HttpBindings } from "@hono/node-server";
 import type { Context, Hono, MiddlewareHandler } from "hono";
 import { RouterError } from "../errors.js";
+import { checkKvEndpoint } from "../kv-events/endpoint-rules.js";
 import type { KvEndpoints } from "../kv-events/manager.js";
+import { systemResolver } from "../workers/host-lookup.js";
 import type { Worker } from "../workers/worker.js";
 import { bearerMatches, isLoopback } from "./auth.js";
 import { checkContentType } from "./content-type.js";
@@ -32,8 +34,11 @@ export function registerAdminRoutes(app: Hono<Env>, ctx: RouterContext): void {
         "kv_events_endpoint needs the router started with --kv-events.",
       );
     }
+    // Checked before the worker is added: a refused endpoint leaves nothing registered.
+    const checked =
+      kvEndpoints === undefined ? undefined : await checkedKvEndpoints(ctx, kvEndpoints);
     const worker = await addWorker(ctx, url, apiKey);
-    if (kvEndpoints !== undefined) ctx.kvEvents?.configure(worker, kvEndpoints);
+    if (checked !== undefined) ctx.kvEvents?.configure(worker, checked);
     return c.json(workerJson(ctx, worker), 201);
   });
 
@@ -88,7 +93,7 @@ export function adminGuard(ctx: RouterContext): MiddlewareHandler<Env> {
 }
 
 async function addWorker(ctx: RouterContext, url: string, apiKey?: string) {
-  const worker = ctx.registry.add(url, apiKey !== undefined ? { apiKey } : {});
+  const worker = await ctx.registry.addResolved(url, apiKey !== undefined ? { apiKey } : {});
   ctx.logger.info({ worker: worker.id, url: worker.url }, "worker added");
   // Probed before it takes traffic; the answer reports the result ("healthy").
   await ctx.health.probeFirst(worker);
@@ -127,12 +132,15 @@ function workerJson(ctx: RouterContext, worker: Worker) {
   const kv = ctx.kvEvents;
   if (kv === undefined) return worker.toJSON();
   const endpoints = kv.endpointsOf(worker.id);
+  const ranks = kv.rankStatesOf(worker.id);
   return {
     ...worker.toJSON(),
     kv_events: {
       state: kv.stateOf(worker.id) ?? "off",
       endpoint: endpoints?.endpoint ?? null,
       replay_endpoint: endpoints?.replayEndpoint ?? null,
+      // Data-parallel engines: each rank's stream (rank r on the endpoints' ports + r).
+      ...(ranks !== undefined && ranks.length > 1 ? { rank_states: ranks } : {}),
     },
   };
 }
@@ -168,6 +176,26 @@ function kvEndpointsField(fields: {
         ? undefined
         : zmqUrl(replay, "kv_events_replay_endpoint"),
   };
+}
+
+/** The worker-URL rules applied to KV-event endpoints from a client (kv-events/endpoint-rules.ts). */
+async function checkedKvEndpoints(ctx: RouterContext, given: KvEndpoints): Promise<KvEndpoints> {
+  const rules = {
+    allowIpc: ctx.config.kvEventsAllowIpc,
+    allowLinkLocal: ctx.config.allowLinkLocalWorkers,
+    resolveHost: systemResolver(ctx.config.connectTimeoutSecs * 1000),
+  };
+  try {
+    return {
+      endpoint: await checkKvEndpoint(given.endpoint, "kv_events_endpoint", rules),
+      replayEndpoint:
+        given.replayEndpoint === undefined
+          ? undefined
+          : await checkKvEndpoint(given.replayEndpoint, "kv_events_replay_endpoint", rules),
+    };
+  } catch (err) {
+    throw new RouterError("invalid_request", (err as Error).message);
+  }
 }
 
 async function workerFromBody(

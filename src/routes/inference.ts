@@ -120,6 +120,7 @@ async function admitAndForward(
   let body: Buffer | undefined;
   let text = "";
   let model: string | undefined;
+  let adapter: string | undefined;
   let stream = false;
   let session: string | undefined;
   let tokenizeInput: TokenizeInput | undefined;
@@ -128,7 +129,7 @@ async function admitAndForward(
     const read = await readRequestBody(ctx, incoming, endpoint, lease);
     const summary = read.summary;
     body = read.body;
-    ({ text, model, stream, tokenizeInput, usageDescribesText } = summary);
+    ({ text, model, adapter, stream, tokenizeInput, usageDescribesText } = summary);
     session = sessionKey(
       config.sessionAffinity,
       config.sessionHeader,
@@ -146,6 +147,7 @@ async function admitAndForward(
       body,
       text,
       model,
+      adapter,
       session,
       tokenizeInput,
       stream,

@@ -3,7 +3,7 @@ import type { Hono } from "hono";
 import type { BodySummary } from "../proxy/body-summary.js";
 import type { Endpoint } from "../proxy/routing-text.js";
 import { sessionKey } from "../proxy/session-key.js";
-import { indexModel, servingCandidates } from "../workers/served-models.js";
+import { admitted, indexKey, type ModelPlan, planModel } from "../workers/served-models.js";
 import type { Worker } from "../workers/worker.js";
 import { adminGuard } from "./admin.js";
 import type { RouterContext } from "./context.js";
@@ -43,9 +43,11 @@ async function explainRoute(
   summary: BodySummary,
   headers: Record<string, string | string[] | undefined>,
 ) {
-  const { text, model, tokenizeInput } = summary;
+  const { text, model, adapter, tokenizeInput } = summary;
   const workers = ctx.registry.list();
-  const candidates = servingCandidates(ctx.registry.candidates(), model);
+  // The same model rule as the forwarder's (proxy/forward.ts).
+  const plan = planModel(workers, model, ctx.config.modelRouting);
+  const candidates = plan.route === "not_found" ? [] : admitted(ctx.registry.candidates(), plan);
   const session = sessionKey(
     ctx.config.sessionAffinity,
     ctx.config.sessionHeader,
@@ -53,7 +55,7 @@ async function explainRoute(
     summary.user,
   );
   // The same request the forwarder hands the decider (proxy/forward.ts).
-  const routed = { text, model: indexModel(workers, model), session, tokenizeInput };
+  const routed = { text, model: indexKey(workers, model, adapter), session, tokenizeInput };
   await ctx.decider.prepare(() => candidates, routed);
   const { decision, matched, indexes } = ctx.decider.explain(candidates, routed);
   const policy = ctx.decider.policy;
@@ -64,6 +66,10 @@ async function explainRoute(
     policy: policy.name,
     endpoint,
     model: model ?? null,
+    adapter: adapter ?? null,
+    // How the model picked workers: unnamed | listed | any_name | not_found (the router's 404).
+    model_route: plan.route,
+    model_routing: ctx.config.modelRouting,
     routing_text_chars: length,
     session: session !== undefined,
     decision:
@@ -92,15 +98,18 @@ async function explainRoute(
     }),
     excluded: workers
       .filter((worker) => !candidates.includes(worker))
-      .map((worker) => ({ worker: worker.id, url: worker.url, reason: exclusion(worker) })),
+      .map((worker) => ({ worker: worker.id, url: worker.url, ...exclusion(worker, plan) })),
   };
 }
 
-/** Why a registered worker is not a candidate for this request. */
-function exclusion(worker: Worker): string {
-  if (!worker.healthy) return "unhealthy";
-  if (worker.coolDownMs > 0) return "cooling_down";
+/** Why a registered worker is not a candidate for this request (the model's reason in `detail`). */
+function exclusion(worker: Worker, plan: ModelPlan): { reason: string; detail?: string } {
+  const detail = plan.exclusion(worker);
+  if (detail !== undefined) return { reason: "model_not_served", detail };
+  if (!worker.healthy) return { reason: "unhealthy" };
+  if (worker.coolDownMs > 0) return { reason: "cooling_down" };
   const circuit = worker.breaker.state;
-  if (circuit !== "closed" && !worker.breaker.admits()) return `circuit_${circuit}`;
-  return "model_not_served";
+  if (circuit !== "closed" && !worker.breaker.admits()) return { reason: `circuit_${circuit}` };
+  if (plan.route === "not_found") return { reason: "model_not_served" };
+  return { reason: "unavailable" };
 }

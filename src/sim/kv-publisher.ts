@@ -6,7 +6,9 @@
  * then the end marker. Events raised in one turn of the event loop go out as one batch.
  *
  * Test knobs: drop the next batches (they keep their sequence numbers and stay replayable, as a
- * message lost between the sockets would), and restart (the sequence starts again at 0).
+ * message lost between the sockets would), restart (the sequence starts again at 0), and take the
+ * sockets down and up again on the same ports (an engine process restarting: subscribers see a
+ * disconnection, and what is published meanwhile reaches nobody but stays replayable).
  */
 import { Publisher, Router } from "zeromq";
 import {
@@ -26,13 +28,15 @@ export interface SimKvPublisherOptions {
   bufferSteps?: number;
   /** No replay socket (an engine started without replay_endpoint). */
   noReplay?: boolean;
+  /** Tag every batch with this data-parallel rank (vLLM does, rank 0 included; SGLang does not). */
+  dataParallelRank?: number;
 }
 
 const END_SEQUENCE = encodeSequence(-1n);
 
 export class SimKvPublisher implements KvCacheListener {
-  private readonly pub = new Publisher({ linger: 0, sendHighWaterMark: 100_000 });
-  private readonly replay: Router | undefined;
+  private pub = newPublisher();
+  private replay: Router | undefined;
   private readonly topic: Buffer;
   private readonly buffer: { sequence: bigint; payload: Uint8Array }[] = [];
   private pending: WireEvent[] = [];
@@ -52,13 +56,33 @@ export class SimKvPublisher implements KvCacheListener {
     this.replay = options.noReplay ? undefined : new Router({ linger: 0 });
   }
 
-  async bind(): Promise<void> {
+  /** Binds both sockets, on the endpoints given or on free ports of the host. */
+  async bind(endpoint?: string, replayEndpoint?: string): Promise<void> {
     const host = this.options.host.includes(":") ? `[${this.options.host}]` : this.options.host;
-    await this.pub.bind(`tcp://${host}:*`);
+    await this.pub.bind(endpoint ?? `tcp://${host}:*`);
     this.endpoint = this.pub.lastEndpoint ?? "";
     if (this.replay !== undefined) {
-      await this.replay.bind(`tcp://${host}:*`);
+      await this.replay.bind(replayEndpoint ?? `tcp://${host}:*`);
       this.replayEndpoint = this.replay.lastEndpoint ?? undefined;
+      void this.serveReplay(this.replay);
+    }
+  }
+
+  /** Closes both sockets (the engine process is gone); batches raised meanwhile reach nobody. */
+  async stop(): Promise<void> {
+    await this.sending;
+    this.pub.close();
+    this.replay?.close();
+  }
+
+  /** New sockets on the same endpoints, after `stop` (the engine process is back). */
+  async rebind(): Promise<void> {
+    await this.sending;
+    this.pub = newPublisher();
+    await this.pub.bind(this.endpoint);
+    if (this.replay !== undefined) {
+      this.replay = new Router({ linger: 0 });
+      await this.replay.bind(this.replayEndpoint!);
       void this.serveReplay(this.replay);
     }
   }
@@ -113,7 +137,11 @@ export class SimKvPublisher implements KvCacheListener {
 
   private async flush(): Promise<void> {
     if (this.closed || this.pending.length === 0) return;
-    const batch: WireBatch = { ts: Date.now() / 1000, events: this.pending };
+    const batch: WireBatch = {
+      ts: Date.now() / 1000,
+      events: this.pending,
+      dataParallelRank: this.options.dataParallelRank ?? null,
+    };
     this.pending = [];
     const payload = encodeBatch(batch, this.options.encoding);
     const sequence = this.nextSequence++;
@@ -127,7 +155,7 @@ export class SimKvPublisher implements KvCacheListener {
     try {
       await this.pub.send([this.topic, encodeSequence(sequence), payload]);
     } catch {
-      // Closed while sending: the simulator is shutting down.
+      // Closed: the simulator is shutting down, or its sockets are down (`stop`).
     }
   }
 
@@ -146,4 +174,8 @@ export class SimKvPublisher implements KvCacheListener {
       // The socket closed.
     }
   }
+}
+
+function newPublisher(): Publisher {
+  return new Publisher({ linger: 0, sendHighWaterMark: 100_000 });
 }

@@ -3,10 +3,14 @@
  * adapters. What a request's `model` selects, and the /v1/models list, follow each engine:
  * - vLLM lists every served name and every adapter (an adapter's `parent` is the base name, its
  *   `root` the adapter path: vllm/entrypoints/openai/serving_models.py, show_available_models)
- *   and answers 404 for a model it does not serve.
+ *   and answers 404 for any other non-empty name, `{"error": {"message": "The model `x` does not
+ *   exist.", "type": "NotFoundError", "param": "model", "code": 404}}`
+ *   (vllm/entrypoints/openai/engine/serving.py: `_check_model`, `create_error_response`); an
+ *   absent or empty `model` is the base model (`_is_model_supported`).
  * - SGLang lists its one served name only (python/sglang/srt/entrypoints/http_server.py,
- *   available_models), ignores the model name of a base request, and takes an adapter as
- *   `"<base>:<adapter>"` or as /generate's `lora_path`.
+ *   available_models), runs its model whatever the name of a base request (no model check in
+ *   serving_chat.py / serving_completions.py `_validate_request`), and takes an adapter as
+ *   `"<base>:<adapter>"` or as `lora_path` (serving_base.py `_resolve_lora_path`).
  * KV is not shared across adapters: an adapter's prompts are salted before they reach the KV
  * cache (vLLM keys its block hashes by LoRA id too), so they never hit the base model's blocks.
  */
@@ -27,13 +31,15 @@ export interface ModelChoice {
   /** The name echoed in the response's `model`. */
   readonly name: string;
   readonly adapter: string | undefined;
+  /** A batch's `lora_path` list: each item's adapter (undefined = the base model). */
+  readonly perItem?: readonly (string | undefined)[];
 }
 
 export class ModelNotFound extends Error {}
 
 /**
  * Resolve a request's model. `requested` is the body's `model` (undefined when absent);
- * `loraPath` is SGLang /generate's `lora_path`. Throws ModelNotFound (404) or BadRequest (400).
+ * `loraPath` is SGLang's `lora_path` (a name, or one per item of a batch). Throws ModelNotFound (404) or BadRequest (400).
  */
 export function chooseModel(
   served: ServedModels,
@@ -43,17 +49,22 @@ export function chooseModel(
 ): ModelChoice {
   const base = served.names[0] as string;
   if (flavor === "vllm") {
-    // A worker simulating one model under one name accepts any name, as this simulator always did.
-    const strict = served.adapters.length > 0 || served.names.length > 1;
-    if (requested === undefined || !strict || served.names.includes(requested))
+    if (requested === undefined || served.names.includes(requested))
       return { name: requested ?? base, adapter: undefined };
     if (served.adapters.includes(requested)) return { name: requested, adapter: requested };
     throw new ModelNotFound(`The model \`${requested}\` does not exist.`);
   }
   if (typeof loraPath === "string") {
-    if (!served.adapters.includes(loraPath))
-      throw new BadRequest(`LoRA adapter ${loraPath} is not loaded`, "lora_path");
-    return { name: requested ?? base, adapter: loraPath };
+    return { name: requested ?? base, adapter: loadedAdapter(served, loraPath) };
+  }
+  if (Array.isArray(loraPath)) {
+    const perItem = loraPath.map((p: unknown) => {
+      if (p === null || p === "") return undefined;
+      if (typeof p !== "string")
+        throw new BadRequest("lora_path entries must be strings", "lora_path");
+      return loadedAdapter(served, p);
+    });
+    return { name: requested ?? base, adapter: undefined, perItem };
   }
   const colon = requested?.lastIndexOf(":") ?? -1;
   if (requested !== undefined && colon > 0 && served.names.includes(requested.slice(0, colon))) {
@@ -63,6 +74,12 @@ export function chooseModel(
     return { name: requested, adapter };
   }
   return { name: requested ?? base, adapter: undefined };
+}
+
+function loadedAdapter(served: ServedModels, name: string): string {
+  if (!served.adapters.includes(name))
+    throw new BadRequest(`LoRA adapter ${name} is not loaded`, "lora_path");
+  return name;
 }
 
 /** The /v1/models body, as the flavor's engine lists its models. */

@@ -9,13 +9,17 @@ export interface RedisLinkOptions {
   connectTimeoutMs?: number;
   /** Longest wait between two reconnection attempts. */
   maxBackoffMs?: number;
+  /** Limit for one claim (--state-claim-timeout-ms); the claims connection's is this + commandTimeoutMs. */
+  claimTimeoutMs?: number;
 }
 
 export type LinkListener = (up: boolean) => void;
 
 /**
  * The connections of one replica to the shared Redis: `commands` for writes and short reads,
- * `reader` for the blocking stream reads (a blocked connection cannot serve anything else).
+ * `reader` for the blocking stream reads (a blocked connection cannot serve anything else), and
+ * `claims` for the new-prefix claims a request waits for, so that they never queue behind a
+ * batch of published decisions.
  *
  * Nothing waits for Redis: the offline queue is off, so a command while disconnected fails at
  * once (the callers keep their own bounded queues), every command has a timeout, and ioredis
@@ -25,6 +29,7 @@ export type LinkListener = (up: boolean) => void;
 export class RedisLink {
   readonly commands: Redis;
   readonly reader: Redis;
+  readonly claims: Redis;
   private readonly listeners: LinkListener[] = [];
   private wasUp = false;
   private reportedDown = false;
@@ -56,7 +61,14 @@ export class RedisLink {
       commandTimeout: commandTimeout + READ_BLOCK_MS,
       connectionName: "radixgate-reader",
     });
-    for (const client of [this.commands, this.reader]) {
+    // The claim's own timer gives up first (a request never waits longer); ioredis's later one only
+    // ends a reply that never comes.
+    this.claims = new Redis(options.url, {
+      ...base,
+      commandTimeout: (options.claimTimeoutMs ?? 0) + commandTimeout,
+      connectionName: "radixgate-claims",
+    });
+    for (const client of [this.commands, this.reader, this.claims]) {
       // Without an error listener ioredis would throw connection errors at the process; the
       // link's state is logged by report() from "ready" and "close".
       client.on("error", () => {});
@@ -72,7 +84,11 @@ export class RedisLink {
         () => true,
         () => false,
       );
-    const [commands] = await Promise.all([first(this.commands), first(this.reader)]);
+    const [commands] = await Promise.all([
+      first(this.commands),
+      first(this.reader),
+      first(this.claims),
+    ]);
     if (!commands) this.report(false);
     return commands;
   }
@@ -107,6 +123,7 @@ export class RedisLink {
     this.closed = true;
     this.commands.disconnect();
     this.reader.disconnect();
+    this.claims.disconnect();
   }
 }
 

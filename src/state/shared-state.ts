@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type { Registry } from "prom-client";
+import type { PrefixClaims } from "../index/prefix-claims.js";
 import type { PrefixIndex } from "../index/prefix-index.js";
 import type { Logger } from "../logger.js";
 import type { WorkerRegistry } from "../workers/registry.js";
@@ -8,20 +9,28 @@ import { LoadSync } from "./load-sync.js";
 import { MembershipSync } from "./membership-sync.js";
 import { OpsPublisher } from "./ops-publisher.js";
 import { OpsReader } from "./ops-reader.js";
+import { RedisPrefixClaims } from "./prefix-claims.js";
 import { PublishingIndex } from "./publishing-index.js";
 import { RedisLink } from "./redis-link.js";
 import { type StateKeys, stateKeys } from "./state-keys.js";
 import { StateMetrics } from "./state-metrics.js";
 import type { StateOp } from "./state-op.js";
+import { StateSecret } from "./state-secret.js";
 
 export interface SharedStateOptions {
   /** --state-url */
   url: string;
+  /** --state-secret: signs what this replica writes, checks what it reads, seals API keys. */
+  secret: string;
   keyPrefix: string;
   maxTextChars: number;
   streamLength: number;
   loadIntervalMs: number;
   queueSize: number;
+  /** --state-claim-timeout-ms: 0 turns new-prefix claims off. */
+  claimTimeoutMs: number;
+  /** --state-claim-ttl-ms */
+  claimTtlMs: number;
 }
 
 /** How long start() waits for Redis and for the replay of recent decisions before serving. */
@@ -29,7 +38,7 @@ const START_WAIT_MS = 3000;
 
 /**
  * Everything one replica shares with the others through Redis (--state-url): the routing
- * decisions of its index. Built in two steps because of who needs whom: `wrapIndex` before the
+ * decisions of its index, and claims on the new prefixes it routes (`claims`, for the decider). Built in two steps because of who needs whom: `wrapIndex` before the
  * registry exists (the registry is built on the wrapped index), `attach` once it does.
  *
  * Redis is never on a request's path: publishing is a queue push, peers' ops arrive on a
@@ -41,12 +50,15 @@ export class SharedState {
   readonly link: RedisLink;
   readonly publisher: OpsPublisher;
   readonly reader: OpsReader;
+  /** Agreement on new prefixes; undefined when --state-claim-timeout-ms is 0. */
+  readonly claims: PrefixClaims | undefined;
   private inner: PrefixIndex | undefined;
   private registry: WorkerRegistry | undefined;
   private metrics: StateMetrics | undefined;
   private membership: MembershipSync | undefined;
   private load: LoadSync | undefined;
   private readonly keys: StateKeys;
+  private readonly secret: StateSecret;
   /** The reconcile under way since the link last came up (start() waits for the first). */
   private reconciling: Promise<void> | undefined;
 
@@ -56,10 +68,21 @@ export class SharedState {
   ) {
     const keys = stateKeys(options.keyPrefix);
     this.keys = keys;
-    this.link = new RedisLink({ url: options.url }, logger);
+    this.secret = new StateSecret(options.secret);
+    this.link = new RedisLink({ url: options.url, claimTimeoutMs: options.claimTimeoutMs }, logger);
+    this.claims =
+      options.claimTimeoutMs === 0
+        ? undefined
+        : new RedisPrefixClaims(this.link, {
+            keys,
+            ttlMs: options.claimTtlMs,
+            timeoutMs: options.claimTimeoutMs,
+            onOutcome: (outcome) => this.metrics?.claims.inc({ outcome }),
+          });
     this.publisher = new OpsPublisher(this.link, {
       replicaId: this.replicaId,
       keys,
+      secret: this.secret,
       queueSize: options.queueSize,
       streamLength: options.streamLength,
       onPublished: (ops, bytes) => {
@@ -71,9 +94,25 @@ export class SharedState {
     this.reader = new OpsReader(this.link, {
       replicaId: this.replicaId,
       keys,
+      codec: { secret: this.secret, scope: keys.ops },
+      maxTextChars: options.maxTextChars,
       apply: (op) => this.apply(op),
       onApplied: (ops) => this.metrics?.applied.inc(ops),
+      onRejected: (reason) => this.metrics?.rejected.inc({ reason }),
+      onReset: () => this.streamReset(),
     });
+  }
+
+  /** The ops stream went backwards: the reader starts over; membership is reconciled again. */
+  private streamReset(): void {
+    this.metrics?.resets.inc();
+    this.logger.warn(
+      { key_prefix: this.options.keyPrefix },
+      "shared state: the ops stream was deleted or went backwards (Redis lost data, failover, or someone wrote to it); reading it again from its start",
+    );
+    const membership = this.membership;
+    if (membership !== undefined && this.link.up)
+      this.reconciling = membership.reconcile().catch(() => {});
   }
 
   /** The index the router should use: `index`, publishing its decisions. */
@@ -106,6 +145,8 @@ export class SharedState {
         keys: this.keys,
         registry,
         publisher: this.publisher,
+        secret: this.secret,
+        onRejected: (reason) => this.metrics?.rejected.inc({ reason }),
         ...(hooks.onRemoteAdd !== undefined ? { onRemoteAdd: hooks.onRemoteAdd } : {}),
       },
       this.logger,
@@ -116,6 +157,8 @@ export class SharedState {
       keys: this.keys,
       intervalMs: this.options.loadIntervalMs,
       workers: () => registry.list(),
+      secret: this.secret,
+      onRejected: (reason) => this.metrics?.rejected.inc({ reason }),
     });
     this.link.onChange((up) => {
       if (up) this.reconciling = membership.reconcile().catch(() => {});
@@ -153,7 +196,7 @@ export class SharedState {
           inner.truncate(op.worker, op.model, op.text, op.keep);
         break;
       case "add":
-        this.membership?.applyAdd(op.url);
+        void this.membership?.applyAdd(op.url, op.apiKey);
         break;
       case "remove":
         this.membership?.applyRemove(op.url);

@@ -8,6 +8,8 @@ export interface StateKeys {
   readonly replicas: string;
   /** String per replica: JSON {worker id: own in-flight}, with a TTL of 3 load intervals. */
   load(replicaId: string): string;
+  /** String per new prefix (a digest): the worker id of its first claim, with a short TTL. */
+  claim(digest: string): string;
 }
 
 export function stateKeys(prefix: string): StateKeys {
@@ -16,5 +18,6 @@ export function stateKeys(prefix: string): StateKeys {
     workers: `${prefix}:workers`,
     replicas: `${prefix}:replicas`,
     load: (replicaId) => `${prefix}:load:${replicaId}`,
+    claim: (digest) => `${prefix}:claim:${digest}`,
   };
 }

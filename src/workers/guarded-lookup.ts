@@ -1,5 +1,5 @@
 import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from "node:dns";
-import { isLinkLocalIp } from "./worker-url.js";
+import { isLinkLocalIp } from "./ip-address.js";
 
 type LookupCallback = (
   err: NodeJS.ErrnoException | null,

@@ -1,5 +1,5 @@
 import type { MetricsReading } from "../engines/engine-reading.js";
-import { readModelsList } from "../engines/models-list.js";
+import { readModelsList, readModelsOwner } from "../engines/models-list.js";
 import { parseExposition } from "../engines/prometheus-text.js";
 import { readSglangMetrics } from "../engines/sglang-metrics.js";
 import { readSglangServerInfo } from "../engines/sglang-server-info.js";
@@ -24,9 +24,11 @@ const DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024;
 type Endpoint = "/get_server_info" | "/metrics" | "/v1/models";
 
 /** Why an endpoint gave nothing usable; "absent" (404/405) is normal and never logged as a fault. */
-type Outcome = { ok: true } | { ok: false; absent: boolean; reason: string };
+type Outcome = { ok: true } | { ok: false; absent: boolean; unauthorized: boolean; reason: string };
 
 class EndpointAbsent extends Error {}
+/** The worker wants a key the router did not send (or not that one). */
+class WorkerUnauthorized extends Error {}
 
 /**
  * Reads every worker's engine on a schedule and right after it is added: SGLang /get_server_info
@@ -40,6 +42,8 @@ export class EngineIntrospector {
   private readonly running = new Set<Worker>();
   /** Last outcome per worker and endpoint, to log changes only. */
   private readonly outcomes = new WeakMap<Worker, Map<Endpoint, string>>();
+  /** Workers already warned about a 401: one warning per worker, not one per endpoint and read. */
+  private readonly warnedUnauthorized = new WeakSet<Worker>();
 
   constructor(
     private readonly registry: WorkerRegistry,
@@ -108,6 +112,7 @@ export class EngineIntrospector {
       outcome = {
         ok: false,
         absent: err instanceof EndpointAbsent,
+        unauthorized: err instanceof WorkerUnauthorized,
         reason: describe(err, this.options.timeoutMs),
       };
     }
@@ -121,6 +126,10 @@ export class EngineIntrospector {
       await res.body.dump();
       throw new EndpointAbsent(`HTTP ${res.statusCode}`);
     }
+    if (res.statusCode === 401) {
+      await res.body.dump();
+      throw new WorkerUnauthorized("HTTP 401");
+    }
     if (res.statusCode < 200 || res.statusCode >= 300) {
       await res.body.dump();
       throw new Error(`HTTP ${res.statusCode}`);
@@ -131,6 +140,7 @@ export class EngineIntrospector {
 
   private serverInfo(worker: Worker, body: string): void {
     const info = readSglangServerInfo(parseJson(body));
+    if (info.dpSize !== undefined) worker.signals.dpSize = info.dpSize;
     if (info.capacityTokens === undefined) {
       throw new Error("answer has no max_total_num_tokens");
     }
@@ -145,6 +155,7 @@ export class EngineIntrospector {
     if (reading === undefined) throw new Error("no SGLang or vLLM scheduler metric in it");
     const now = Date.now();
     worker.signals.engine ??= reading.engine;
+    if (reading.dpSize !== undefined) worker.signals.dpSize = reading.dpSize;
     worker.signals.recordLoad(
       {
         queued: reading.queued,
@@ -164,7 +175,10 @@ export class EngineIntrospector {
   }
 
   private models(worker: Worker, body: string): void {
-    worker.servedModels = readModelsList(parseJson(body));
+    const list = parseJson(body);
+    worker.servedModels = readModelsList(list);
+    // Which engine decides how a name it does not list is treated (workers/served-models.ts).
+    worker.signals.engine ??= readModelsOwner(list);
     worker.signals.recordSeen(Date.now());
   }
 
@@ -196,6 +210,8 @@ export class EngineIntrospector {
     const fields = { worker: worker.id, url: worker.url, endpoint };
     if (outcome.ok) {
       if (previous !== undefined) this.logger.info(fields, "engine signal readable again");
+    } else if (outcome.unauthorized) {
+      this.warnUnauthorized(worker, endpoint);
     } else if (outcome.absent) {
       // vLLM has no /get_server_info, SGLang has no /metrics without --enable-metrics.
       this.logger.debug({ ...fields, reason: outcome.reason }, "engine endpoint not exposed");
@@ -205,6 +221,24 @@ export class EngineIntrospector {
         "engine signal unreadable; the router goes on without it",
       );
     }
+  }
+
+  /**
+   * A worker started with --api-key answers 401 to a router that does not send its key: every
+   * request would fail the same way, so say once which flag fixes it (never the key itself).
+   */
+  private warnUnauthorized(worker: Worker, endpoint: Endpoint): void {
+    if (this.warnedUnauthorized.has(worker)) return;
+    this.warnedUnauthorized.add(worker);
+    this.logger.warn(
+      {
+        worker: worker.id,
+        url: worker.url,
+        endpoint,
+        sent_key: worker.authorization !== undefined,
+      },
+      "worker answered 401 Unauthorized: it was started with --api-key; give the router that key with --worker-api-key (or as api_key in POST /workers)",
+    );
   }
 }
 

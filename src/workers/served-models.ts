@@ -1,71 +1,137 @@
+import type { EngineKind } from "../engines/engine-reading.js";
+
 /**
- * Which workers can take a request for a model, and which model key its prefix-index entry gets.
+ * Which workers can take a request for a model, and which key its prefix-index entry gets.
  *
  * A worker lists what it serves on /v1/models (`Worker.servedModels`, filled by introspection):
  * vLLM lists its served model names and its loaded LoRA adapters (each with `parent` = the base:
  * vllm/entrypoints/openai/serving_models.py, show_available_models); SGLang lists only its served
  * model name (python/sglang/srt/entrypoints/http_server.py, available_models) and takes an adapter
- * as `model: "<base>:<adapter>"`. A worker whose list is unknown serves anything.
+ * as `model: "<base>:<adapter>"` or as `lora_path`.
  *
- * A name that no listing worker serves gets the router's 404 rather than a trip to a worker: both
- * engines refuse it themselves (vLLM 404 "The model ... does not exist"; current SGLang 400 with
- * the same words, only "<served name>:<adapter>" passing, as its test_strict_model_validation
- * test checks), so routing it would only add a hop to the same refusal.
+ * The engines differ on a name they do not list. vLLM refuses it: 404 "The model `x` does not
+ * exist." (vllm/entrypoints/openai/engine/serving.py, OpenAIServing._check_model). SGLang runs its
+ * one model whatever the name (no model check in serving_chat.py / serving_completions.py
+ * `_validate_request`; its docs send "default"). So the model decides the workers only where it
+ * disambiguates (`--model-routing engine`, the default):
+ * - a name some worker lists (or `<listed>:<adapter>`) goes to those workers, and to workers whose
+ *   list is not known;
+ * - a name no worker lists goes to the workers that accept any name: SGLang, and workers that
+ *   list nothing (or were not read yet); only when there is none does the router answer 404.
+ * `--model-routing strict` treats SGLang like vLLM: a name no worker lists goes only to workers
+ * whose list is unknown, and gets the router's 404 when every list is known.
  */
 
-interface ServingWorker {
+export type ModelRoutingMode = "strict" | "engine";
+export const MODEL_ROUTING_MODES: readonly ModelRoutingMode[] = ["strict", "engine"];
+
+export interface ServingWorker {
   readonly servedModels: ReadonlySet<string> | undefined;
+  /** The engine introspection recognised; undefined until known. */
+  readonly engine?: EngineKind | undefined;
 }
 
-/**
- * The worker serves `model` (or its list is unknown), given the model's SGLang adapter base
- * (split off once per call, not per worker).
- */
-function serves(worker: ServingWorker, model: string, base: string | undefined): boolean {
-  const served = worker.servedModels;
-  if (served === undefined || served.has(model)) return true;
-  return base !== undefined && served.has(base);
+/** How a request's model picks its workers (shown by /debug/route). */
+export type ModelRoute =
+  /** No model named: every worker. */
+  | "unnamed"
+  /** Some worker lists the model: those workers (and those whose list is unknown). */
+  | "listed"
+  /** No worker lists it: the workers that accept any name. */
+  | "any_name"
+  /** No worker lists it and none accepts any name: the router answers 404. */
+  | "not_found";
+
+export interface ModelPlan {
+  readonly route: ModelRoute;
+  /** The worker may take the request. */
+  admits(worker: ServingWorker): boolean;
+  /** Why the model leaves a worker out (for /debug/route); undefined when it admits it. */
+  exclusion(worker: ServingWorker): string | undefined;
 }
 
-/** Every worker has a known list and none serves the model: the router answers 404. */
-export function noWorkerServes(
+/** Decides, once per request over the registered workers, which of them the model admits. */
+export function planModel(
   workers: readonly ServingWorker[],
   model: string | undefined,
-): boolean {
-  if (model === undefined || workers.length === 0) return false;
+  mode: ModelRoutingMode,
+): ModelPlan {
+  if (model === undefined) return EVERY_WORKER;
   const base = sglangAdapterBase(model);
-  return workers.every((w) => w.servedModels !== undefined && !serves(w, model, base));
+  const lists = (w: ServingWorker) =>
+    w.servedModels !== undefined &&
+    (w.servedModels.has(model) || (base !== undefined && w.servedModels.has(base)));
+  if (workers.some(lists)) {
+    return plan(
+      "listed",
+      (w) => w.servedModels === undefined || lists(w),
+      () => {
+        return `does not list '${model}', which another worker lists`;
+      },
+    );
+  }
+  const anyName =
+    mode === "engine"
+      ? (w: ServingWorker) => w.servedModels === undefined || w.engine === "sglang"
+      : (w: ServingWorker) => w.servedModels === undefined;
+  const route = workers.length > 0 && !workers.some(anyName) ? "not_found" : "any_name";
+  return plan(route, anyName, (w) => {
+    const engine = w.engine === undefined ? "its engine" : w.engine;
+    return mode === "strict"
+      ? `does not list '${model}' (--model-routing strict)`
+      : `does not list '${model}', and ${engine} refuses names it does not list`;
+  });
 }
 
-/** The workers among `candidates` that serve the model (the same array when all do). */
-export function servingCandidates<W extends ServingWorker>(
-  candidates: readonly W[],
-  model: string | undefined,
-): readonly W[] {
-  if (model === undefined) return candidates;
-  const base = sglangAdapterBase(model);
-  for (const w of candidates) {
-    if (!serves(w, model, base)) return candidates.filter((c) => serves(c, model, base));
-  }
+const EVERY_WORKER: ModelPlan = {
+  route: "unnamed",
+  admits: () => true,
+  exclusion: () => undefined,
+};
+
+function plan(
+  route: ModelRoute,
+  admits: (w: ServingWorker) => boolean,
+  why: (w: ServingWorker) => string,
+): ModelPlan {
+  return { route, admits, exclusion: (w) => (admits(w) ? undefined : why(w)) };
+}
+
+/** The workers among `candidates` that the plan admits (the same array when all are). */
+export function admitted<W extends ServingWorker>(candidates: readonly W[], plan: ModelPlan) {
+  if (plan.route === "unnamed") return candidates;
+  for (const w of candidates) if (!plan.admits(w)) return candidates.filter(plan.admits);
   return candidates;
 }
 
 /**
- * The model under which the request's text goes into the prefix index: its own key when the
- * model is one of several a worker serves (an adapter, or one of several models), since their KV
- * caches are separate; undefined (the shared default) when the fleet serves one model under
- * whatever name, so clients that spell it differently still share one tree, as before.
+ * The key under which the request's text goes into the prefix index, since KV is not shared
+ * across adapters nor across the models of one worker:
+ * - the model itself when it is one of several a worker serves, or an adapter (vLLM's adapter
+ *   name, SGLang's `<base>:<adapter>`); none (the shared default) when the fleet serves one model
+ *   under whatever name, so clients that spell it differently still share one tree;
+ * - with an SGLang `lora_path` (`adapter`, see proxy/routing-text.ts adapterOf) and a model
+ *   without its own `:adapter` (SGLang's priority, serving_base.py `_resolve_lora_path`), the
+ *   adapter's name: SGLang runs one base model, so the adapter alone names the KV, and the
+ *   precise index finds the adapter of the engine's KV events under that name (loraFor).
  */
-export function indexModel(
+export function indexKey(
   workers: readonly ServingWorker[],
   model: string | undefined,
+  adapter?: string | undefined,
 ): string | undefined {
+  if (adapter === undefined || (model !== undefined && sglangAdapterBase(model) !== undefined))
+    return modelKey(workers, model);
+  return adapter;
+}
+
+function modelKey(workers: readonly ServingWorker[], model: string | undefined) {
   if (model === undefined) return undefined;
   const base = sglangAdapterBase(model);
   for (const w of workers) {
     const served = w.servedModels;
     if (served === undefined) continue;
-    if (served.has(model) ? served.size > 1 : serves(w, model, base)) return model;
+    if (served.has(model) ? served.size > 1 : base !== undefined && served.has(base)) return model;
   }
   return undefined;
 }

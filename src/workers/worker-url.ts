@@ -1,12 +1,17 @@
 import { createHash } from "node:crypto";
-import { BlockList, isIPv4, isIPv6 } from "node:net";
+import { isIP } from "node:net";
+import { ipv4MappedAddress, isLinkLocalIp, isLoopbackIp, isLoopbackName } from "./ip-address.js";
+
+export { isLinkLocalIp } from "./ip-address.js";
 
 /**
  * Canonical form of a worker base URL: http(s) only, no credentials, query or fragment, no
  * trailing slash, no trailing `/v1`. Spellings of one worker compare equal: host case and a
  * trailing dot, default ports (`http://a:80` = `http://a`), IPv4 written as a number or in hex
  * (`http://2130706433` = `http://127.0.0.1`, done by the WHATWG URL parser) and IPv4-mapped IPv6
- * (`http://[::ffff:127.0.0.1]` and `http://[::ffff:7f00:1]` = `http://127.0.0.1`).
+ * (`http://[::ffff:127.0.0.1]` and `http://[::ffff:7f00:1]` = `http://127.0.0.1`). Loopback names
+ * and addresses keep their spelling here (a server may listen on ::1 only); `workerIdentity`
+ * is what compares them.
  *
  * A base URL ending in `/v1` (an OpenAI-style base URL pasted as a worker) is normalised to the
  * server root: the router appends `/v1/chat/completions` itself, and `/generate`, `/health` and
@@ -43,52 +48,54 @@ export function normalizeWorkerUrl(input: string): string {
   return `${url.protocol}//${host}${port}${path}`;
 }
 
-/** The hostname as it appears in a canonical URL (IPv6 in brackets). */
+/** The hostname as it appears in a canonical URL (IPv6 in brackets, IPv4-mapped as IPv4). */
 function canonicalHost(hostname: string): string {
   const name = hostname.replace(/\.$/, "");
   if (!name.startsWith("[")) return name;
-  const mapped = ipv4Mapped(name.slice(1, -1));
-  return mapped ?? name;
+  return ipv4MappedAddress(name) ?? name;
 }
 
-/** `::ffff:7f00:1` → `127.0.0.1` (the URL parser has already compressed the address). */
-function ipv4Mapped(ipv6: string): string | undefined {
-  const match = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(ipv6);
-  if (!match) return undefined;
-  const hi = Number.parseInt(match[1] ?? "", 16);
-  const lo = Number.parseInt(match[2] ?? "", 16);
-  return `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
-}
-
-/** Link-local ranges (where cloud metadata services live) and the metadata addresses outside them. */
-const LINK_LOCAL = new BlockList();
-LINK_LOCAL.addSubnet("169.254.0.0", 16, "ipv4");
-LINK_LOCAL.addSubnet("fe80::", 10, "ipv6");
-// AWS IMDS over IPv6, Alibaba Cloud metadata.
-LINK_LOCAL.addAddress("fd00:ec2::254", "ipv6");
-LINK_LOCAL.addAddress("100.100.100.200", "ipv4");
 const METADATA_HOSTS = new Set(["metadata.google.internal", "metadata.goog", "metadata"]);
 
 /**
  * Why a canonical worker URL points at a link-local or cloud-metadata address, or undefined.
  * Such a "worker" is almost always a mistake or an attempt to reach credentials (SSRF), so the
- * registry refuses it unless --allow-link-local-workers is set.
+ * registry refuses it unless --allow-link-local-workers is set. Every spelling counts: IPv4 in
+ * decimal or hex (the URL parser reads them), and IPv6 forms that carry the IPv4 address
+ * (`[::169.254.169.254]`, NAT64 `[64:ff9b::a9fe:a9fe]`, ...; see ip-address.ts).
  */
 export function linkLocalReason(normalizedUrl: string): string | undefined {
-  const hostname = new URL(normalizedUrl).hostname;
-  if (METADATA_HOSTS.has(hostname)) return `${hostname} is a cloud metadata host`;
-  const ip = hostname.startsWith("[") ? hostname.slice(1, -1) : hostname;
+  return linkLocalHostReason(new URL(normalizedUrl).hostname);
+}
+
+/** The same judgement for a bare host (name, IPv4, or IPv6 with or without brackets). */
+export function linkLocalHostReason(host: string): string | undefined {
+  const name = host.toLowerCase().replace(/\.$/, "");
+  if (METADATA_HOSTS.has(name)) return `${name} is a cloud metadata host`;
+  const ip = name.startsWith("[") ? name.slice(1, -1) : name;
   if (isLinkLocalIp(ip)) return `${ip} is a link-local or cloud metadata address`;
   return undefined;
 }
 
-/** Whether an IP address (v4, v6 or IPv4-mapped v6) is link-local or a cloud metadata address. */
-export function isLinkLocalIp(address: string): boolean {
-  const ip = address.replace(/%.*$/, "").toLowerCase();
-  if (isIPv4(ip)) return LINK_LOCAL.check(ip, "ipv4");
-  if (!isIPv6(ip)) return false;
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(ip)?.[1] ?? ipv4Mapped(ip);
-  return mapped !== undefined ? LINK_LOCAL.check(mapped, "ipv4") : LINK_LOCAL.check(ip, "ipv6");
+/**
+ * What makes two canonical worker URLs the same worker: scheme, host, port (default ports
+ * written out) and base path, with every loopback spelling (localhost, *.localhost, 127.x.y.z,
+ * ::1, ::ffff:127.x) as one host. With `address`, the key of the URL's host name resolved to
+ * that address, so `http://gpu1:8000` and `http://10.0.0.5:8000` meet when gpu1 is 10.0.0.5.
+ */
+export function workerIdentity(normalizedUrl: string, address?: string): string {
+  const url = new URL(normalizedUrl);
+  const port = url.port !== "" ? url.port : url.protocol === "https:" ? "443" : "80";
+  const host = address ?? url.hostname;
+  const key =
+    isLoopbackName(host) || isLoopbackIp(host) ? "loopback" : (ipv4MappedAddress(host) ?? host);
+  return `${url.protocol}//${key}:${port}${url.pathname === "/" ? "" : url.pathname}`;
+}
+
+/** Whether the URL's host is an IP literal or a loopback name: nothing to resolve. */
+export function hostNeedsLookup(normalizedUrl: string): boolean {
+  const host = new URL(normalizedUrl).hostname;
+  return !host.startsWith("[") && !isIP(host) && !isLoopbackName(host);
 }
 
 /** A short id that stays the same for the same URL across restarts and router replicas. */

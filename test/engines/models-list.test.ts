@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { readModelsList } from "../../src/engines/models-list.js";
+import { readModelsList, readModelsOwner } from "../../src/engines/models-list.js";
 import { VLLM_MODELS_WITH_LORA } from "./samples.js";
 
 describe("readModelsList", () => {
@@ -19,5 +19,18 @@ describe("readModelsList", () => {
 
   it.each([null, {}, { data: "x" }, []])("refuses %j with a TypeError", (body) => {
     expect(() => readModelsList(body)).toThrow(TypeError);
+  });
+});
+
+describe("readModelsOwner: the engine behind a model list", () => {
+  it("reads the owned_by each engine writes into its cards", () => {
+    expect(readModelsOwner({ data: [{ id: "m", owned_by: "vllm" }] })).toBe("vllm");
+    expect(readModelsOwner({ data: [{ id: "m", owned_by: "sglang" }] })).toBe("sglang");
+  });
+
+  it("any other owner, or no list, says nothing", () => {
+    for (const body of [{ data: [{ id: "m", owned_by: "openai" }] }, { data: [] }, null, {}]) {
+      expect(readModelsOwner(body)).toBeUndefined();
+    }
   });
 });

@@ -195,25 +195,26 @@ describe("PreciseIndex", () => {
 
   // Issue 20: eviction walked from the Map's start past every deleted slot, so trimming k blocks
   // cost O(k²): one batch of 600k blocks into a 262,144-block bound took 38.6 s, and a stream of
-  // small batches past the bound slowed the same way. Linear now: well under a second here.
+  // small batches past the bound slowed the same way. Linear now: well under a second here, where
+  // the old code took over 10 s for each half.
   it("trims a batch far over its bound, and a long stream past it, in linear time", () => {
-    const index = new PreciseIndex({ maxBlocksPerWorker: 262_144, speculativeTtlMs: 1000 });
+    const index = new PreciseIndex({ maxBlocksPerWorker: 100_000, speculativeTtlMs: 1000 });
     index.addWorker("w");
-    const n = 600_000;
+    const n = 250_000;
     const hashes = Array.from({ length: n }, (_, i) => `b${i}`);
     const ids = Array.from({ length: n }, (_, i) => i % 50_000);
     let start = performance.now();
     index.apply("w", { ...(stored(hashes, null, ids) as BlockStored), blockSize: 1 });
-    expect(index.blockCount("w")).toBe(262_144);
+    expect(index.blockCount("w")).toBe(100_000);
     const batchMs = performance.now() - start;
     start = performance.now();
-    for (let i = 0; i < 300_000; i++) {
+    for (let i = 0; i < 150_000; i++) {
       index.apply("w", { ...(stored([`s${i}`], null, [i]) as BlockStored), blockSize: 1 });
     }
-    expect(index.blockCount("w")).toBe(262_144);
+    expect(index.blockCount("w")).toBe(100_000);
     const streamMs = performance.now() - start;
     // Wide margins for a shared machine: the quadratic walk took tens of seconds.
-    expect(batchMs).toBeLessThan(5000);
-    expect(streamMs).toBeLessThan(5000);
+    expect(batchMs).toBeLessThan(4000);
+    expect(streamMs).toBeLessThan(4000);
   }, 120_000);
 });

@@ -19,6 +19,29 @@ describe("CLI", () => {
     expect(lines[0]).toContain(flag);
   });
 
+  it.each([
+    [["--polcy", "random"], "unknown option '--polcy' (did you mean --policy?)"],
+    [
+      ["--retry-max-retires", "3"],
+      "unknown option '--retry-max-retires' (did you mean --retry-max-retries?)",
+    ],
+    [["--zzz"], "unknown option '--zzz';"],
+    [["--policy"], "option '--policy <name>' argument missing"],
+  ])(
+    "issue 19: a command-line error %j is one line prefixed 'radixgate: error:' (with 'did you mean')",
+    async (args, expected) => {
+      const { code, stderr } = await runCli(args).done;
+      expect(code).toBe(2);
+      const lines = stderr
+        .trim()
+        .split("\n")
+        .filter((l) => !l.includes("npm warn"));
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toMatch(/^radixgate: error: /);
+      expect(lines[0]).toContain(expected);
+    },
+  );
+
   it("exits 2 naming --port when the port is in use", async () => {
     const blocker = createServer();
     await new Promise<void>((resolve) => blocker.listen(0, "127.0.0.1", resolve));

@@ -137,7 +137,7 @@ describe("engine introspection over HTTP", () => {
     expect(series("radixgate_tree_budget_characters")).toBe("8192");
     expect(series("radixgate_worker_engine_queue")).toBe("0");
     expect(series("radixgate_worker_engine_running")).toBe("0");
-    expect(series("radixgate_worker_kv_usage")).toBe("0");
+    expect(series("radixgate_worker_kv_usage_ratio")).toBe("0");
     expect(Number(series("radixgate_worker_signal_age_seconds"))).toBeGreaterThanOrEqual(0);
     expect(text).toContain("# TYPE radixgate_feedback_corrections_total counter");
     const bareId = r.context.registry.get(bare)!.id;

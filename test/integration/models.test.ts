@@ -70,14 +70,14 @@ describe("model-aware routing", () => {
   it("a worker whose models are unknown may take any model", async () => {
     byUrl(qwen.url).servedModels = undefined;
     try {
-      // The router passes it on; the worker decides (this simulated one takes any name).
+      // The router passes it on; the worker decides (this simulated vLLM refuses it, as vLLM does).
       const res = await postJson(`${router.url}/v1/completions`, {
         model: "mistral",
         prompt: "hi",
       });
-      expect(res.status).toBe(200);
+      expect(res.status).toBe(404);
       expect(res.headers.get("x-sim-worker-id")).toBe("qwen");
-      await res.arrayBuffer();
+      expect(((await res.json()) as { error: { type: string } }).error.type).toBe("NotFoundError");
     } finally {
       byUrl(qwen.url).servedModels = new Set(["qwen"]);
     }

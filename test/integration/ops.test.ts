@@ -60,7 +60,7 @@ describe("operations endpoints", () => {
       "radixgate_request_duration_seconds_bucket",
       "radixgate_time_to_first_byte_seconds_bucket",
       'radixgate_routing_decisions_total{policy="cache_aware",branch="cache_miss"}',
-      "radixgate_match_rate_bucket",
+      "radixgate_match_ratio_bucket",
       `radixgate_tree_characters{worker="${id}"} 14`,
       `radixgate_worker_in_flight{worker="${id}"} 0`,
       `radixgate_worker_healthy{worker="${id}"} 1`,

@@ -18,7 +18,7 @@ interface Explained {
     in_flight: number;
     cost?: number;
   }[];
-  excluded: { worker: string; reason: string }[];
+  excluded: { worker: string; reason: string; detail?: string }[];
 }
 
 describe("POST /debug/route: where a request would go, and why", () => {
@@ -90,7 +90,12 @@ describe("POST /debug/route: where a request would go, and why", () => {
       expect(out.excluded).toEqual(
         expect.arrayContaining([
           { worker: b.id, url: b.url, reason: "unhealthy" },
-          { worker: c.id, url: c.url, reason: "model_not_served" },
+          {
+            worker: c.id,
+            url: c.url,
+            reason: "model_not_served",
+            detail: "does not list 'llama', and its engine refuses names it does not list",
+          },
         ]),
       );
     } finally {

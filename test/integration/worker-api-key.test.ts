@@ -77,6 +77,50 @@ describe("workers behind their own API key", () => {
     expect((await chat(bare.router.url)).status).toBe(401);
   });
 
+  it("issue 19: --api-key alone is also the --worker-urls workers' key, as in SGLang's gateway", async () => {
+    // Router and engines launched with one --api-key: before, every request came back with the
+    // worker's own 401.
+    const worker = await sim();
+    const { router } = await loggedRouter({ workerUrls: [worker.url], apiKey: KEY });
+    cleanup.push(() => router.stop(100));
+    expect((await chat(router.url)).status).toBe(401); // the router's own gate
+    const res = await chat(router.url, { authorization: `Bearer ${KEY}` });
+    expect(res.status).toBe(200);
+    await res.arrayBuffer();
+    expect(worker.stats().unauthorized).toBe(0);
+  });
+
+  it("issue 19: an explicit --worker-api-key wins over --api-key for the workers", async () => {
+    const worker = await sim();
+    const { router } = await loggedRouter({
+      workerUrls: [worker.url],
+      apiKey: "sk-client-side",
+      workerApiKey: KEY,
+    });
+    cleanup.push(() => router.stop(100));
+    const res = await chat(router.url, { authorization: "Bearer sk-client-side" });
+    expect(res.status).toBe(200);
+    await res.arrayBuffer();
+  });
+
+  it("issue 19: a worker answering 401 to introspection gets one warning naming --worker-api-key", async () => {
+    const worker = await sim();
+    const { router, logs } = await loggedRouter({
+      workerUrls: [worker.url],
+      enginePollIntervalSecs: 3600,
+    });
+    cleanup.push(() => router.stop(100));
+    const unauthorized = () => logs.filter((l) => l.includes('"level":40') && l.includes("401"));
+    // The read made when the worker was added, then two more rounds: still one warning.
+    await waitFor(() => unauthorized().length > 0, 3000, "the 401 warning");
+    await router.context.introspection.pollAll();
+    await router.context.introspection.pollAll();
+    const warnings = unauthorized();
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toContain("--worker-api-key");
+    expect(logs.join("")).not.toContain(KEY);
+  });
+
   it("the worker key replaces whatever Authorization the client sent", async () => {
     const worker = await sim();
     const { router } = await loggedRouter({ workerUrls: [worker.url], workerApiKey: KEY });

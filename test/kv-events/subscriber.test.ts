@@ -23,6 +23,8 @@ function subscribe(worker: SimWorker, extra: Partial<KvSubscriberOptions> = {}) 
     replays: [] as string[],
     refused: [] as number[],
     malformed: 0,
+    /** Batches applied before the last reset. */
+    resetAt: undefined as number | undefined,
   };
   const subscriber = new KvEventSubscriber({
     endpoint: worker.kvEvents!.endpoint,
@@ -33,7 +35,10 @@ function subscribe(worker: SimWorker, extra: Partial<KvSubscriberOptions> = {}) 
     reconnectMaxMs: 500,
     maxMessageBytes: 1 << 20,
     onBatch: (b) => seen.batches.push(b),
-    onReset: (r) => seen.resets.push(r),
+    onReset: (r) => {
+      seen.resets.push(r);
+      seen.resetAt = seen.batches.length;
+    },
     onReplay: (o) => seen.replays.push(o),
     onMalformed: () => seen.malformed++,
     onRefused: (reason, _batches, bytes) => seen.refused.push(reason === "too_large" ? bytes : -1),
@@ -146,4 +151,77 @@ describe("KvEventSubscriber against the simulator's real ZMQ publisher", () => {
     await waitFor(() => stored(seen).length > 0);
     expect(seen.malformed).toBe(0);
   });
+
+  it("a sequence that starts again replays the new stream from its start (the first batch was lost)", async () => {
+    const worker = await sim({ encoding: "map" });
+    const { subscriber, seen } = subscribe(worker);
+    await waitFor(() => subscriber.live);
+    for (let i = 0; i < 3; i++) await complete(worker, `before the restart ${i}, long enough`);
+    await waitFor(() => seen.batches.length >= 3);
+    worker.clearKvCache({ restart: true });
+    worker.kvEvents!.dropNext(1); // batch 0 of the new stream never reaches the SUB socket
+    const prompt = "first prompt of the new engine";
+    await complete(worker, prompt);
+    await complete(worker, "second prompt of the new engine!");
+    await waitFor(() => seen.resets.length > 0);
+    await waitFor(() => tokensSinceReset(seen).length >= 8);
+    expect(seen.resets).toEqual(["sequence_reset"]);
+    expect(tokensSinceReset(seen).slice(0, 8)).toEqual(tokenize(prompt).slice(0, 8));
+  });
+
+  it.each([
+    ["many batches before", 3, 2],
+    ["one batch before, so the new numbers overlap the old", 1, 3],
+  ])(
+    "an engine that restarted while disconnected is reset and replayed from 0 (%s)",
+    async (_name, before, after) => {
+      const worker = await sim({ encoding: "array" });
+      const { subscriber, seen } = subscribe(worker);
+      await waitFor(() => subscriber.live);
+      for (let i = 0; i < before; i++)
+        await complete(worker, `old engine prompt ${i}, long enough`);
+      await waitFor(() => seen.batches.length >= before);
+      const publisher = worker.kvEvents!;
+      await publisher.stop();
+      await waitFor(() => subscriber.state === "disconnected");
+      worker.clearKvCache({ restart: true });
+      const prompts = Array.from(
+        { length: after },
+        (_, i) => `new engine prompt ${i}, long enough`,
+      );
+      for (const p of prompts) await complete(worker, p);
+      await waitFor(() => publisher.batches === before + after);
+      await publisher.rebind();
+      await waitFor(() => subscriber.live && seen.resets.length > 0);
+      await waitFor(() => tokensSinceReset(seen).length >= 8);
+      expect(seen.resets).toEqual(["sequence_reset"]);
+      expect(tokensSinceReset(seen).slice(0, 8)).toEqual(tokenize(prompts[0]!).slice(0, 8));
+    },
+  );
+
+  it("a reconnection to the same engine resumes without a reset", async () => {
+    const worker = await sim({ encoding: "map" });
+    const { subscriber, seen } = subscribe(worker);
+    await waitFor(() => subscriber.live);
+    await complete(worker, "before the blip, long enough for blocks");
+    await waitFor(() => seen.batches.length >= 1);
+    const publisher = worker.kvEvents!;
+    await publisher.stop();
+    await waitFor(() => subscriber.state === "disconnected");
+    await complete(worker, "during the blip, long enough for blocks");
+    await waitFor(() => publisher.batches === 2);
+    await publisher.rebind();
+    await waitFor(() => subscriber.live && seen.batches.length >= 2);
+    expect(seen.resets).toEqual([]);
+    expect(seen.batches.length).toBe(publisher.batches);
+  });
 });
+
+/** Tokens of the BlockStored events applied since the last reset (the new engine's stream). */
+function tokensSinceReset(seen: { batches: EventBatch[]; resetAt?: number }): number[] {
+  const from = seen.resetAt ?? 0;
+  return seen.batches
+    .slice(from)
+    .flatMap((b) => b.events)
+    .flatMap((e) => (e.type === "BlockStored" ? e.tokenIds : []));
+}

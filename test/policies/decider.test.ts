@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { ApproximateIndex } from "../../src/index/approximate-index.js";
+import type { PrefixClaims } from "../../src/index/prefix-claims.js";
 import { RoutingDecider } from "../../src/policies/decider.js";
 import { createPolicy } from "../../src/policies/factory.js";
 
@@ -120,5 +121,78 @@ describe("RoutingDecider.prepare", () => {
     const { decider } = setup();
     const request = { text: SYSTEM, tokenizeInput: { prompt: SYSTEM } };
     expect(decider.prepare(() => [], request)).toBeUndefined();
+  });
+});
+
+/** Claims held in memory, as the Redis claims keep them: the first proposal for a key stays. */
+class MemoryClaims implements PrefixClaims {
+  readonly held = new Map<string, string>();
+  calls = 0;
+  claim(key: string, workerId: string): Promise<string | undefined> {
+    this.calls += 1;
+    if (!this.held.has(key)) this.held.set(key, workerId);
+    return Promise.resolve(this.held.get(key));
+  }
+}
+
+describe("RoutingDecider.decideAgreed (replicas agreeing on a new prefix)", () => {
+  const text = (question: string) =>
+    `${"tenant prompt, long enough to claim. ".repeat(20)}${question}`;
+  const agreed = (claims: PrefixClaims, inFlight: number[] = [0, 0, 0]) => {
+    const index = new ApproximateIndex();
+    const workers = ["a", "b", "c"].map((id, i) => ({ id, inFlight: inFlight[i] ?? 0 }));
+    for (const w of workers) index.addWorker(w.id);
+    return {
+      index,
+      workers,
+      decider: new RoutingDecider(createPolicy("cache_aware"), index, undefined, claims),
+    };
+  };
+
+  it("follows the worker another replica claimed first for the same new prefix", async () => {
+    const claims = new MemoryClaims();
+    const first = agreed(claims);
+    const second = agreed(claims);
+    // A second replica whose load rotation is elsewhere would pick another worker on its own.
+    second.decider.decide(second.workers, { text: "warm-up" });
+    const a = await first.decider.decideAgreed(first.workers, { text: text("one?") });
+    const b = await second.decider.decideAgreed(second.workers, { text: text("two?") });
+    expect(b!.worker.id).toBe(a!.worker.id);
+    expect(b!.branch).toBe("peer_claim");
+    expect(b!.heldBefore).toBe(0);
+    expect(second.index.treeOf(a!.worker.id)!.match(text("two?"))).toBe(text("two?").length);
+  });
+
+  it("asks nothing and answers at once when the index already singles out a worker", () => {
+    const claims = new MemoryClaims();
+    const { index, workers, decider } = agreed(claims);
+    index.insert("b", undefined, text("earlier?"));
+    const decision = decider.decideAgreed(workers, { text: text("later?") });
+    expect(decision).not.toBeInstanceOf(Promise);
+    expect((decision as { worker: { id: string } }).worker.id).toBe("b");
+    expect(claims.calls).toBe(0);
+  });
+
+  it("keeps its own choice when the claimed worker is not one of its candidates", async () => {
+    const gone: PrefixClaims = { claim: () => Promise.resolve("a-worker-this-replica-lacks") };
+    const { workers, decider } = agreed(gone);
+    const decision = await decider.decideAgreed(workers, { text: text("q?") });
+    expect(decision!.branch).toBe("cache_miss");
+  });
+
+  it("lets the policy's load bound overrule a claim on a worker that is far busier than the rest", async () => {
+    const claims: PrefixClaims = { claim: () => Promise.resolve("a") };
+    const { workers, decider } = agreed(claims, [40, 0, 0]);
+    const decision = await decider.decideAgreed(workers, { text: text("q?") });
+    expect(decision!.worker.id).not.toBe("a");
+    expect(decision!.branch).toBe("load_bound");
+  });
+
+  it("keeps its own choice when the claim gets no answer in time", async () => {
+    const claims: PrefixClaims = { claim: () => Promise.resolve(undefined) };
+    const { index, workers, decider } = agreed(claims);
+    const decision = await decider.decideAgreed(workers, { text: text("q?") });
+    expect(decision!.branch).toBe("cache_miss");
+    expect(index.size(decision!.worker.id)).toBe(text("q?").length);
   });
 });

@@ -1,7 +1,12 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { RouterError } from "../../src/errors.js";
-import { MAX_NESTING_DEPTH, modelOf, routingText } from "../../src/proxy/routing-text.js";
+import {
+  adapterOf,
+  MAX_NESTING_DEPTH,
+  modelOf,
+  routingText,
+} from "../../src/proxy/routing-text.js";
 
 /** `[[[ ... [inner] ... ]]]`, `depth` arrays deep, built without recursion. */
 function nested(depth: number, inner: unknown = 1): unknown {
@@ -246,5 +251,26 @@ describe("routingText", () => {
     expect(short.length).toBe(100);
     expect(full.startsWith(short)).toBe(true);
     expect(routingText("completions", { prompt: [1, 2, 3, 4] }, 5)).toBe("1,2,3");
+  });
+});
+
+describe("adapterOf: SGLang's lora_path as one adapter key", () => {
+  it("a name, or one name for every item of a batch", () => {
+    expect(adapterOf({ lora_path: "sql" })).toBe("sql");
+    expect(adapterOf({ lora_path: ["sql", "sql"] })).toBe("sql");
+    expect(adapterOf({ lora_path: ["sql"] })).toBe("sql");
+  });
+
+  it("no adapter: absent, empty, null for every item, or not SGLang's shape", () => {
+    for (const lora_path of [undefined, "", [], [null, null], ["", ""], 7, { a: 1 }, [1, 2]]) {
+      expect(adapterOf({ lora_path })).toBeUndefined();
+    }
+  });
+
+  it("a batch mixing adapters gets a key of its own, apart from each adapter's", () => {
+    const mixed = adapterOf({ lora_path: ["sql", null] });
+    expect(mixed).toBeDefined();
+    expect(mixed).not.toBe("sql");
+    expect(adapterOf({ lora_path: [null, "sql"] })).not.toBe(mixed);
   });
 });

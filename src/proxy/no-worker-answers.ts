@@ -1,0 +1,36 @@
+import { RouterError } from "../errors.js";
+import { noAvailableWorkerMessage } from "../workers/no-worker-message.js";
+import type { WorkerRegistry } from "../workers/registry.js";
+import { admitted, type ModelPlan, type ModelRoutingMode } from "../workers/served-models.js";
+
+// The router's own answers when no worker takes a request (proxy/forward.ts): what it says, and why.
+
+/** The 404 when no worker lists the model and none takes any name (workers/served-models.ts). */
+export function modelNotFound(model: string | undefined, workers: number, mode: ModelRoutingMode) {
+  const anyName =
+    mode === "engine"
+      ? ", and none takes any model name (SGLang, or a worker listing no models)"
+      : "";
+  return new RouterError(
+    "model_not_found",
+    `The model '${model}' is not served by any of the ${workers} workers: none lists it${anyName}; GET /v1/models lists the models they serve.`,
+  );
+}
+
+/** The 503's message: no worker registered, none available, or none available that the model admits. */
+export function noWorkerMessage(
+  registry: WorkerRegistry,
+  model: string | undefined,
+  plan: ModelPlan,
+): string {
+  if (registry.size === 0) return noAvailableWorkerMessage(registry);
+  const available = registry.candidates();
+  // Available workers exist, but the model admits none of them; the workers it admits (they list
+  // it, or take any name) are down. Say so, not "none is up".
+  if (available.length > 0 && admitted(available, plan).length === 0) {
+    const admits = registry.list().filter(plan.admits).length;
+    return `No available worker serves the model '${model}': the ${available.length} available workers do not list it (GET /v1/models), and the ${admits} that ${plan.route === "listed" ? "list it or whose model list is not known yet" : "take any model name (SGLang, or no model list known)"} are unavailable (unhealthy, circuit open or cooling down after Retry-After).`;
+  }
+  // The same words as GET /v1/models for the same fleet.
+  return noAvailableWorkerMessage(registry);
+}

@@ -1,0 +1,129 @@
+import { randomBytes } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Config } from "../../src/config.js";
+import type { RunningRouter } from "../../src/server.js";
+import { type SimWorker, startSimWorker } from "../../src/sim/worker.js";
+import {
+  redisSkipReason,
+  startRedis,
+  TEST_STATE_SECRET,
+  type TestRedis,
+} from "../helpers/redis.js";
+import { postJson, startTestRouter } from "../helpers/router.js";
+
+// Issue 20 item 10: two replicas routing one new prefix before either sees the other's decision.
+describe.skipIf(redisSkipReason !== undefined)(
+  `replicas racing on a new prefix${redisSkipReason ? ` (skipped: ${redisSkipReason})` : ""}`,
+  () => {
+    let redis: TestRedis;
+    let workers: SimWorker[];
+    const routers: RunningRouter[] = [];
+
+    beforeAll(async () => {
+      redis = await startRedis();
+      workers = await Promise.all(
+        [1, 2, 3].map((i) => startSimWorker({ id: `w${i}`, timeScale: 0 })),
+      );
+    });
+
+    afterAll(async () => {
+      await Promise.allSettled(routers.map((r) => r.stop(100)));
+      await Promise.allSettled(workers.map((w) => w.close()));
+      await redis?.stop();
+    });
+
+    const replica = async (prefix: string, overrides: Partial<Config> = {}) => {
+      const router = await startTestRouter({
+        policy: "cache_aware",
+        workerUrls: workers.map((w) => w.url),
+        stateUrl: redis.url,
+        stateSecret: TEST_STATE_SECRET,
+        stateKeyPrefix: prefix,
+        ...overrides,
+      });
+      routers.push(router);
+      return router;
+    };
+    const freshPrefix = () => `r${randomBytes(4).toString("hex")}`;
+    const tenant = (name: string) =>
+      `You are the assistant of tenant ${name}. ${"Follow the tenant's policies to the letter. ".repeat(40)}`;
+    const chat = (router: RunningRouter, system: string, question: string) =>
+      postJson(`${router.url}/v1/chat/completions`, {
+        model: "m",
+        messages: [
+          { role: "system", content: system },
+          { role: "user", content: question },
+        ],
+        max_tokens: 2,
+      });
+    const routed = async (res: Promise<Response>) => {
+      const r = await res;
+      expect(r.status).toBe(200);
+      await r.text();
+      return {
+        worker: r.headers.get("x-radixgate-worker")!,
+        route: r.headers.get("x-radixgate-route")!,
+      };
+    };
+
+    /**
+     * Two replicas on one Redis, B deaf to A's decisions (its ops reader stopped): the race's window,
+     * held open. B's load rotation is one step ahead of A's (one warm-up request of its own), so
+     * on their own they would send one new prefix to two different workers.
+     */
+    const racingPair = async (overrides: Partial<Config> = {}) => {
+      const prefix = freshPrefix();
+      const a = await replica(prefix, overrides);
+      const b = await replica(prefix, overrides);
+      await b.context.sharedState!.reader.stop();
+      await routed(chat(b, "warm-up", "hello"));
+      return { a, b };
+    };
+
+    it("the second replica follows the first's claim on a new prefix it has not heard of", async () => {
+      const { a, b } = await racingPair();
+      const system = tenant("acme");
+      const first = await routed(chat(a, system, "How do I reset my password?"));
+      const second = await routed(chat(b, system, "Where is my invoice?"));
+      expect(second.worker).toBe(first.worker);
+      expect(second.route).toMatch(/^peer_claim/);
+      const metrics = await b.context.metrics.registry.getSingleMetricAsString(
+        "radixgate_state_claims_total",
+      );
+      expect(metrics).toMatch(/outcome="followed"} 1/);
+    });
+
+    it("both replicas sent the same new prefix at the same moment agree on one worker", async () => {
+      const { a, b } = await racingPair();
+      const system = tenant("globex");
+      const [x, y] = await Promise.all([
+        routed(chat(a, system, "First question?")),
+        routed(chat(b, system, "Second question?")),
+      ]);
+      expect(y.worker).toBe(x.worker);
+    });
+
+    it("with --state-claim-timeout-ms 0 there are no claims, and the two replicas split the prefix", async () => {
+      const { a, b } = await racingPair({ stateClaimTimeoutMs: 0 });
+      const system = tenant("initech");
+      const first = await routed(chat(a, system, "One?"));
+      const second = await routed(chat(b, system, "Two?"));
+      expect(second.worker).not.toBe(first.worker);
+      expect(await redis.client.keys(`${a.context.config.stateKeyPrefix}:claim:*`)).toEqual([]);
+    });
+
+    it("a request whose prefix a worker already holds asks Redis nothing", async () => {
+      const { a } = await racingPair();
+      const system = tenant("umbrella");
+      await routed(chat(a, system, "One?"));
+      const before = await a.context.metrics.registry.getSingleMetricAsString(
+        "radixgate_state_claims_total",
+      );
+      const again = await routed(chat(a, system, "Two?"));
+      expect(again.route).toMatch(/^cache_hit/);
+      expect(
+        await a.context.metrics.registry.getSingleMetricAsString("radixgate_state_claims_total"),
+      ).toBe(before);
+    });
+  },
+);
