@@ -152,6 +152,33 @@ describe("KvEventSubscriber against the simulator's real ZMQ publisher", () => {
     expect(seen.malformed).toBe(0);
   });
 
+  // Issue 20: 200k events/s for 10 s were queued without limit and wedged the router.
+  it("sheds a publisher it stays behind for MAX_BEHIND_MS: drops its messages unread, resets, rebuilds", async () => {
+    const worker = await sim({ encoding: "map" });
+    // A router that needs 100 ms per batch: behind a publisher that sends 40 at once.
+    const { subscriber, seen } = subscribe(worker, {
+      caughtUp: () => new Promise((resolve) => setTimeout(resolve, 100)),
+    });
+    await waitFor(() => subscriber.live);
+    for (let i = 0; stored(seen).length === 0; i++) {
+      if (i === 100) throw new Error("no batch arrived");
+      worker.kvEvents!.stored([i + 1], null, [1, 2, 3, 4]);
+      await new Promise((resolve) => setTimeout(resolve, 150));
+    }
+    const applied = seen.batches.length;
+    for (let i = 0; i < 40; i++) {
+      worker.kvEvents!.stored([1000 + i], null, [1, 2, 3, 4]);
+      await new Promise((resolve) => setImmediate(resolve)); // one batch each
+    }
+    await waitFor(() => seen.resets.includes("overload"), 10_000);
+    expect(seen.refused.filter((r) => r === -1).length).toBeGreaterThan(0);
+    expect(subscriber.state).toBe("rebuilding");
+    // Behind for 500 ms at 100 ms a batch: some were applied, the rest dropped unread.
+    expect(seen.batches.length - applied).toBeGreaterThanOrEqual(4);
+    expect(seen.batches.length - applied).toBeLessThan(40);
+    expect(seen.replays.filter((r) => r !== "complete")).toEqual([]);
+  });
+
   it("a sequence that starts again replays the new stream from its start (the first batch was lost)", async () => {
     const worker = await sim({ encoding: "map" });
     const { subscriber, seen } = subscribe(worker);
