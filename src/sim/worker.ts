@@ -579,7 +579,7 @@ class HttpSimWorker implements SimWorker {
 
   private metrics(res: ServerResponse): void {
     const s = this.stats();
-    const text = renderMetrics(this.flavor, {
+    const whole = {
       model: this.options.model,
       running: s.running,
       waiting: s.waiting,
@@ -591,7 +591,20 @@ class HttpSimWorker implements SimWorker {
       completedRequests: s.completed,
       kvBlocks: this.kv.totalBlocks,
       blockSize: this.kv.blockSize,
-    });
+    };
+    // vLLM with data parallelism: a series per rank (the counters are kept for the whole engine
+    // and shown on rank 0, so that the sums stay right).
+    const none = { promptTokens: 0, cachedTokens: 0, generationTokens: 0, completedRequests: 0 };
+    const ranks = this.ranks.map(({ kv, engine }, i) => ({
+      ...whole,
+      ...(i > 0 ? none : {}),
+      running: engine.running,
+      waiting: engine.waiting,
+      kvUsage: kv.activeUsage,
+      kvUsedTokens: (kv.pinnedBlocks + kv.reservedBlocks) * kv.blockSize,
+      kvBlocks: kv.totalBlocks,
+    }));
+    const text = renderMetrics(this.flavor, whole, ranks);
     res.writeHead(200, {
       "content-type": METRICS_CONTENT_TYPE,
       "content-length": Buffer.byteLength(text),

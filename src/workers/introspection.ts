@@ -155,6 +155,7 @@ export class EngineIntrospector {
     if (reading === undefined) throw new Error("no SGLang or vLLM scheduler metric in it");
     const now = Date.now();
     worker.signals.engine ??= reading.engine;
+    if (reading.dpSize !== undefined) worker.signals.dpSize = reading.dpSize;
     worker.signals.recordLoad(
       {
         queued: reading.queued,

@@ -126,4 +126,19 @@ describe("--kv-events with data-parallel engines", () => {
     );
     expect(worker.rankRequests()[1]).toBe(served[1]! + 1);
   });
+
+  it("vLLM: learns the ranks from the engine label of its /metrics", async () => {
+    const worker = await sim("vllm");
+    router = await startTestRouter({
+      policy: "cache_aware",
+      kvEvents: true,
+      kvEventsEndpointTemplate: "",
+      enginePollIntervalSecs: 60, // read once, right after the worker is added
+    });
+    await addWorkersWithEvents(router, [worker]);
+    const kv = router.context.kvEvents!;
+    const id = router.context.registry.get(worker.url)!.id;
+    await waitFor(() => kv.ranksOf(id) === 2 && kv.isLive(id), 10_000, "both ranks followed");
+    expect(kv.rankStatesOf(id)).toEqual(["live", "live"]);
+  });
 });
