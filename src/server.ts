@@ -55,6 +55,8 @@ export function createRouter(
   let metrics: Metrics | undefined;
   const trees = createBaseIndex(config.prefixIndex, {
     maxTreeSize: config.maxTreeSize === "auto" ? undefined : config.maxTreeSize,
+    blockChars: config.blockHashChars,
+    capacityBlocks: config.blockHashCapacity,
     onEvict: (chars) => metrics?.evictedChars.inc(chars),
   });
   // --kv-events: the precise index from the engines' events, with the trees as fallback.

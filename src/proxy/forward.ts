@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders, ServerResponse } from "node:http";
 import type { Dispatcher } from "undici";
 import { RouterError } from "../errors.js";
-import { PREFIX_INDEX_NAMES } from "../index/factory.js";
+import { TREE_INDEX_NAMES } from "../index/factory.js";
 import type { TokenizeInput } from "../kv-events/tokenize-input.js";
 import type { RoutingDecider } from "../policies/decider.js";
 import type { RouteBranch } from "../policies/policy.js";
@@ -423,10 +423,10 @@ function accepted(outcome: { status: number; upstreamStatus?: number }): boolean
   return status >= 200 && status < 300;
 }
 
-const BASE_INDEXES: ReadonlySet<string> = new Set(PREFIX_INDEX_NAMES);
+const BASE_INDEXES: ReadonlySet<string> = new Set(TREE_INDEX_NAMES);
 
 function routeHeader(branch: RouteBranch, matchRate: number | null, index: string | null): string {
   const route = matchRate === null ? branch : `${branch};match=${matchRate.toFixed(2)}`;
-  // The base indexes (approx, shared: the same answers) go unnamed; any other says it answered.
+  // The trees (approx, shared: the same answers) go unnamed; any other index says it answered.
   return index === null || BASE_INDEXES.has(index) ? route : `${route};index=${index}`;
 }
