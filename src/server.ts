@@ -18,6 +18,7 @@ import { BodyBudget } from "./proxy/body-budget.js";
 import { Forwarder, type ForwardHooks, type ForwardSettings } from "./proxy/forward.js";
 import { ParsePool } from "./proxy/parse-pool.js";
 import { UsageFeedback } from "./proxy/usage-feedback.js";
+import { routerPolicy } from "./router-policy.js";
 import { registerAdminRoutes } from "./routes/admin.js";
 import type { RouterContext } from "./routes/context.js";
 import { registerInferenceRoutes } from "./routes/inference.js";
@@ -137,14 +138,7 @@ export function createRouter(
       if (matchRate !== null) m.matchRate.observe(matchRate);
     },
   };
-  const policy = createPolicy(config.policy, {
-    cacheThreshold: config.cacheThreshold,
-    balanceAbsThreshold: config.balanceAbsThreshold,
-    balanceRelThreshold: config.balanceRelThreshold,
-    cacheLoadBound: config.cacheLoadBound,
-    prefixCostQueueWeight: config.prefixCostQueueWeight,
-    prefixCostRequestChars: config.prefixCostRequestChars,
-  });
+  const policy = routerPolicy(config);
   const feedback = new UsageFeedback({
     onEngineTokens: (worker, prompt, cached) => {
       m.enginePromptTokens.inc({ worker: worker.id }, prompt);
@@ -305,7 +299,7 @@ export async function startRouter(
       url,
       host: config.host,
       port,
-      policy: config.policy,
+      policy: context.decider.policy.name,
       workers: registry.list().map((w) => w.url),
       metrics_port: metricsPort,
     },

@@ -1,7 +1,6 @@
 import type { IncomingHttpHeaders, ServerResponse } from "node:http";
 import type { Dispatcher } from "undici";
 import { RouterError } from "../errors.js";
-import { PREFIX_INDEX_NAMES } from "../index/factory.js";
 import type { TokenizeInput } from "../kv-events/tokenize-input.js";
 import type { RoutingDecider } from "../policies/decider.js";
 import type { RouteBranch } from "../policies/policy.js";
@@ -20,6 +19,7 @@ import { Cancel } from "./cancel.js";
 import { hasPassedThrough, upstreamRequestHeaders, viaToken, withWorkerAuth } from "./headers.js";
 import { modelNotFound, noWorkerMessage } from "./no-worker-answers.js";
 import { relay } from "./relay.js";
+import { routeHeader } from "./route-header.js";
 import {
   type AttemptFailure,
   classifyNetworkError,
@@ -152,6 +152,8 @@ export class Forwarder {
       model: indexKey(workers, req.model, req.adapter),
       session: req.session,
       tokenizeInput: req.tokenizeInput,
+      requested: req.model,
+      adapter: req.adapter,
     };
     const candidates = () => admitted(this.registry.candidates(tried), plan);
     const headers = upstreamRequestHeaders(
@@ -199,7 +201,7 @@ export class Forwarder {
         headers,
         deadline,
         res,
-        routeHeader(base.branch, base.matchRate, decision.index),
+        routeHeader(base.branch, base.matchRate, decision.index, this.decider.profile),
         canRetry,
       );
       if (result.kind === "done") {
@@ -283,6 +285,7 @@ export class Forwarder {
       timerMs(firstByteMs),
     );
     worker.ownInFlight += 1;
+    worker.activeChars += req.text.length;
     worker.pendingPrefillChars += uncachedChars;
     worker.pendingPrefillRequests += 1;
     worker.breaker.onDispatch();
@@ -301,6 +304,7 @@ export class Forwarder {
       released = true;
       prefillDone();
       worker.ownInFlight -= 1;
+      worker.activeChars -= req.text.length;
       this.inProgress.delete(controller);
       clearTimeout(overall);
       clearTimeout(firstByte);
@@ -411,12 +415,4 @@ function accepted(outcome: { status: number; upstreamStatus?: number }): boolean
   // A client gone mid-stream is logged as 499, but the worker had accepted the request.
   const status = outcome.upstreamStatus ?? outcome.status;
   return status >= 200 && status < 300;
-}
-
-const BASE_INDEXES: ReadonlySet<string> = new Set(PREFIX_INDEX_NAMES);
-
-function routeHeader(branch: RouteBranch, matchRate: number | null, index: string | null): string {
-  const route = matchRate === null ? branch : `${branch};match=${matchRate.toFixed(2)}`;
-  // The base indexes (approx, shared: the same answers) go unnamed; any other says it answered.
-  return index === null || BASE_INDEXES.has(index) ? route : `${route};index=${index}`;
 }

@@ -33,6 +33,12 @@ export class Worker {
   pendingPrefillChars = 0;
   /** How many requests pendingPrefillChars adds up (same bounds: dispatch to first byte or end). */
   pendingPrefillRequests = 0;
+  /**
+   * Routing-text characters of this router's in-flight requests there (dispatch to end): the
+   * sequences the worker holds active, as NVIDIA Dynamo's router tracks its active blocks
+   * (scheduling/prefix-scorers.ts DynamoCostScorer).
+   */
+  activeChars = 0;
   /** Requests that completed with a response from this worker. */
   served = 0;
   /** Result of active health checks; unhealthy workers keep their tree but get no traffic. */
