@@ -1,8 +1,10 @@
 import { PREFIX_INDEX_NAMES, type PrefixIndexName } from "./index/factory.js";
+import { DEFAULT_TIE_BREAK, TIE_BREAKS, type TieBreak } from "./policies/options.js";
 import { POLICY_NAMES, type PolicyName } from "./policies/policy.js";
 import { SESSION_SOURCES, type SessionSource } from "./proxy/session-key.js";
 import { SchedulerConfigError } from "./scheduling/config-path.js";
 import { loadSchedulerConfig } from "./scheduling/scheduler-config.js";
+import { MIN_STATE_SECRET_CHARS } from "./state/state-secret.js";
 import { MODEL_ROUTING_MODES, type ModelRoutingMode } from "./workers/served-models.js";
 import { normalizeWorkerUrl } from "./workers/worker-url.js";
 
@@ -20,6 +22,7 @@ export interface Config {
   cacheLoadBound: number;
   prefixCostQueueWeight: number;
   prefixCostRequestChars: number;
+  prefixCostTieBreak: TieBreak;
   evictionIntervalSecs: number;
   /** A fixed budget in characters, or "auto": learned from each worker's KV capacity. */
   maxTreeSize: number | "auto";
@@ -43,6 +46,7 @@ export interface Config {
   firstByteTimeoutSecs: number;
   streamFirstByteTimeoutSecs: number;
   idleTimeoutSecs: number;
+  clientStallSecs: number;
   retryMaxAttempts: number;
   retryInitialBackoffMs: number;
   retryMaxBackoffMs: number;
@@ -76,6 +80,7 @@ export interface Config {
   kvEventsAllowIpc: boolean;
   kvEventsReplayTimeoutMs: number;
   kvEventsRebuildSecs: number;
+  kvEventsDpSize: number;
   kvIndexMaxBlocks: number;
   kvSpeculativeTtlMs: number;
   kvBlockSize: number;
@@ -83,6 +88,7 @@ export interface Config {
   tokenizerCacheTokens: number;
   tokenizerPath: string;
   stateUrl: string | undefined;
+  stateSecret: string | undefined;
   stateKeyPrefix: string;
   stateMaxTextChars: number;
   stateStreamLength: number;
@@ -231,6 +237,30 @@ const stateUrl = (raw: string, flag: string): string | undefined => {
   return raw.trim();
 };
 
+/** Errors never echo the secret. */
+const stateSecret = (raw: string, flag: string): string | undefined => {
+  if (raw === "") return undefined;
+  if (raw.length < MIN_STATE_SECRET_CHARS)
+    throw new ConfigError(
+      flag,
+      `must be at least ${MIN_STATE_SECRET_CHARS} characters (e.g. openssl rand -hex 32), got ${raw.length}`,
+    );
+  return raw;
+};
+
+/**
+ * The fleet's --state-secret, which --state-url needs: without it anyone who can write to Redis
+ * could add workers to every replica, so the router refuses to start rather than trust Redis.
+ */
+export function requireStateSecret(config: Config): string {
+  if (config.stateSecret === undefined)
+    throw new ConfigError(
+      "--state-secret",
+      "is required with --state-url: give every replica of the fleet the same secret (e.g. RADIXGATE_STATE_SECRET=$(openssl rand -hex 32)); updates in Redis are signed with it and peers drop unsigned ones (see docs/architecture.md, shared state)",
+    );
+  return config.stateSecret;
+}
+
 const keyPrefix = (raw: string, flag: string): string => {
   if (!/^[A-Za-z0-9_.:{}-]{1,64}$/.test(raw))
     throw new ConfigError(flag, `must be 1-64 characters of A-Z a-z 0-9 _ . : { } -, got "${raw}"`);
@@ -355,6 +385,15 @@ export const SETTINGS = [
       "prefix_cost: characters of prefill each in-flight request on a worker counts for (its share of every engine step), so one hot prefix spreads over several workers.",
     default: 256,
     parse: number(0),
+  }),
+  setting({
+    key: "prefixCostTieBreak",
+    flag: "--prefix-cost-tie-break",
+    arg: "<hash|rotation>",
+    description:
+      "prefix_cost: how near-equal costs are settled when some worker holds part of the text. hash = the candidate holding the most of it among those within half of --prefix-cost-request-chars of the lowest cost, then a hash of the text past that prefix, so one tenant's new conversations keep landing on one worker whatever the load of the moment; rotation = exact ties only, the less loaded, then in turn.",
+    default: DEFAULT_TIE_BREAK,
+    parse: oneOf(TIE_BREAKS),
   }),
   setting({
     key: "evictionIntervalSecs",
@@ -548,6 +587,15 @@ export const SETTINGS = [
     description: "Limit for silence between two chunks of a worker's response body.",
     default: 120,
     parse: number(0, Number.POSITIVE_INFINITY, { minExclusive: true }),
+  }),
+  setting({
+    key: "clientStallSecs",
+    flag: "--client-stall-secs",
+    arg: "<secs>",
+    description:
+      "Limit for a client that takes none of a response while its socket is full (it stopped reading): the request ends and the worker's slot is freed. 0 = no limit (only --request-timeout-secs).",
+    default: 60,
+    parse: number(0),
   }),
   setting({
     key: "retryMaxAttempts",
@@ -838,6 +886,15 @@ export const SETTINGS = [
     parse: number(0),
   }),
   setting({
+    key: "kvEventsDpSize",
+    flag: "--kv-events-dp-size",
+    arg: "<n>",
+    description:
+      "Data-parallel ranks per worker's engine (vLLM --data-parallel-size, SGLang --dp-size): rank r publishes on the endpoint's port + r, gets its own precise index, and requests carry the chosen rank (X-data-parallel-rank). A worker whose engine says more (SGLang /get_server_info dp_size, vLLM's /metrics engine labels) gets that many. See docs/kv-events.md.",
+    default: 1,
+    parse: integer(1, 64),
+  }),
+  setting({
     key: "kvIndexMaxBlocks",
     flag: "--kv-index-max-blocks",
     arg: "<n>",
@@ -897,6 +954,15 @@ export const SETTINGS = [
       "Share routing decisions, in-flight counts and workers with other replicas through Redis 7 / Valkey, e.g. redis://10.0.0.5:6379/0 (rediss:// for TLS). Unset = this replica routes on its own state. Never logged (it may hold a password).",
     default: undefined,
     parse: stateUrl,
+    secret: true,
+  }),
+  setting({
+    key: "stateSecret",
+    flag: "--state-secret",
+    arg: "<secret>",
+    description: `Required with --state-url: a secret shared by the fleet's replicas (at least ${MIN_STATE_SECRET_CHARS} characters, e.g. \`openssl rand -hex 32\`; best given as RADIXGATE_STATE_SECRET). Every update written to Redis is signed with it (HMAC) and peers drop what is not; workers' own API keys travel sealed with it (AES-256-GCM). Never logged.`,
+    default: undefined,
+    parse: stateSecret,
     secret: true,
   }),
   setting({
@@ -996,6 +1062,7 @@ export function validateConfig(config: Config): Config {
       `must be 0 (no budget) or >= --max-payload-size (${config.maxPayloadSize}), got ${config.maxBodyBufferBytes}`,
     );
   }
+  if (config.stateUrl !== undefined) requireStateSecret(config);
   if (new Set(config.workerUrls).size !== config.workerUrls.length) {
     throw new ConfigError("--worker-urls", "lists the same worker twice");
   }

@@ -27,5 +27,6 @@ export function routerPolicy(config: Config): Policy {
     cacheLoadBound: config.cacheLoadBound,
     prefixCostQueueWeight: config.prefixCostQueueWeight,
     prefixCostRequestChars: config.prefixCostRequestChars,
+    prefixCostTieBreak: config.prefixCostTieBreak,
   });
 }

@@ -3,7 +3,7 @@ import { createServer, type RequestListener, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { getRequestListener, type HttpBindings } from "@hono/node-server";
 import { Hono } from "hono";
-import { type Config, ConfigError } from "./config.js";
+import { type Config, ConfigError, requireStateSecret } from "./config.js";
 import { RouterError } from "./errors.js";
 import { createBaseIndex } from "./index/factory.js";
 import type { PrefixIndex } from "./index/prefix-index.js";
@@ -68,6 +68,7 @@ export function createRouter(
       : new SharedState(
           {
             url: config.stateUrl,
+            secret: requireStateSecret(config),
             keyPrefix: config.stateKeyPrefix,
             maxTextChars: config.stateMaxTextChars,
             streamLength: config.stateStreamLength,
@@ -110,7 +111,10 @@ export function createRouter(
       timeoutMs: config.enginePollTimeoutSecs * 1000,
     },
     logger,
-    (worker) => budgets.update(worker),
+    (worker) => {
+      budgets.update(worker);
+      kvEvents?.learnRanks(worker);
+    },
   );
 
   const settings: ForwardSettings = {
@@ -118,6 +122,7 @@ export function createRouter(
     firstByteTimeoutMs: config.firstByteTimeoutSecs * 1000,
     streamFirstByteTimeoutMs: config.streamFirstByteTimeoutSecs * 1000,
     idleTimeoutMs: config.idleTimeoutSecs * 1000,
+    clientStallMs: config.clientStallSecs * 1000,
     retryMaxAttempts: config.retryMaxAttempts,
     retryInitialBackoffMs: config.retryInitialBackoffMs,
     retryMaxBackoffMs: config.retryMaxBackoffMs,
@@ -198,9 +203,9 @@ export function createRouter(
     ...(sharedState !== undefined ? { sharedState } : {}),
   };
 
-  // A worker a peer replica added gets its first health check at once, as a local add does.
+  // A worker a peer replica added takes traffic here only once this replica's own probe passes.
   sharedState?.attach(registry, m.registry, {
-    onRemoteAdd: (worker) => void context.health.check(worker),
+    onRemoteAdd: (worker) => void context.health.probeFirst(worker, { fromPeer: true }),
   });
 
   const app = new Hono<Env>();
@@ -234,7 +239,8 @@ export async function startRouter(
   // A fixed --port is known before listening; port 0 is only known after (no worker can be it yet).
   if (config.port !== 0) registry.setListenAddress({ host: config.host, port: config.port });
   // As SGLang's gateway does, --api-key is also the key of the workers listed on the command
-  // line (sgl-model-gateway/src/core/job_queue.rs, Job::InitializeWorkersFromConfig); an explicit
+  // line (sgl-model-gateway/src/core/job_queue.rs, Job::InitializeWorkersFromConfig; clients must
+  // send it too: src/middleware.rs, auth_middleware); an explicit
   // --worker-api-key wins. Workers added later through the admin API bring their own key.
   const cliWorkerKey = config.workerApiKey ?? config.apiKey;
   for (const url of config.workerUrls) {

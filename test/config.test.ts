@@ -94,6 +94,25 @@ describe("config", () => {
     }
   });
 
+  // Issue 20: without a secret, anyone who can write to Redis could add workers to every replica.
+  it("--state-url needs a --state-secret of at least 16 characters, and errors never show it", () => {
+    expect(() => configFromArgv(["--state-url", "redis://127.0.0.1:6379/0"])).toThrow(
+      /--state-secret is required with --state-url/,
+    );
+    expect(() =>
+      configFromArgv(["--state-url", "redis://h:6379/0", "--state-secret", "short-secret"]),
+    ).toThrow(/--state-secret must be at least 16 characters/);
+    try {
+      configFromArgv(["--state-url", "redis://h:6379/0", "--state-secret", "short-secret"]);
+    } catch (err) {
+      expect((err as Error).message).not.toContain("short-secret");
+    }
+    const secret = "0123456789abcdef0123";
+    const config = configFromArgv(["--state-url", "redis://h:6379/0", "--state-secret", secret]);
+    expect(config.stateSecret).toBe(secret);
+    expect(SETTINGS.find((s) => s.key === "stateSecret")?.secret).toBe(true);
+  });
+
   it("docs/configuration.md lists every flag, env var and default, as generated from SETTINGS", async () => {
     const { readFile } = await import("node:fs/promises");
     const doc = await readFile(new URL("../docs/configuration.md", import.meta.url), "utf8");
@@ -101,5 +120,16 @@ describe("config", () => {
     expect(doc).toContain(settingsTable());
     expect(doc).toContain(sglangFlagsTable());
     for (const s of SETTINGS) expect(doc, s.flag).toContain(`\`${envName(s.flag)}\``);
+  });
+
+  it("issue 19: docs/architecture.md's opening describes today's defaults (policy, prefix index)", async () => {
+    const { readFile } = await import("node:fs/promises");
+    const doc = await readFile(new URL("../docs/architecture.md", import.meta.url), "utf8");
+    // The text between the title and the first section.
+    const opening = doc.split("\n## ", 1)[0]!;
+    const defaults = defaultConfig();
+    expect(opening).toContain(`\`${defaults.policy}\``);
+    expect(opening).toContain(`\`--prefix-index ${defaults.prefixIndex}\``);
+    expect(opening).toMatch(/default/);
   });
 });

@@ -5,16 +5,23 @@
  * A worker's endpoints come from the templates (--kv-events-endpoint-template, e.g.
  * `tcp://{host}:5557`, and --kv-events-replay-template) or from the admin API when it is added
  * (`kv_events_endpoint`, `kv_events_replay_endpoint`).
+ *
+ * Data-parallel engines (--kv-events-dp-size, or the dp_size an SGLang worker reports): one
+ * subscription per rank, on the endpoints moved up by the rank (rank-endpoint.ts), each feeding
+ * the rank's own entry of the precise index (index/rank-id.ts). The worker's stream is live when
+ * every rank's is.
  */
 import type { Registry } from "prom-client";
 import type { TokenSource } from "../index/hybrid-index.js";
 import type { PreciseIndex } from "../index/precise-index.js";
+import { rankIndexId } from "../index/rank-id.js";
 import type { Logger } from "../logger.js";
 import type { WorkerRegistry } from "../workers/registry.js";
 import type { Worker } from "../workers/worker.js";
 import type { EventBatch } from "./events.js";
 import type { LocalTokenizer } from "./local-tokenizer.js";
 import { KvEventMetrics } from "./metrics.js";
+import { MAX_DP_RANKS, rankEndpoint } from "./rank-endpoint.js";
 import { KvEventSubscriber } from "./subscriber.js";
 import type { TokenizeInput } from "./tokenize-input.js";
 import { TokenizerClient } from "./tokenizer-client.js";
@@ -27,6 +34,8 @@ export interface KvEventsSettings {
   rebuildMs: number;
   tokenizeRequestTimeoutMs: number;
   tokenizerCacheTokens: number;
+  /** Data-parallel ranks per engine (--kv-events-dp-size); a worker reporting more gets more. */
+  dpSize: number;
   /** Tokenizes prompt strings in this process instead of calling the workers (--tokenizer-path). */
   localTokenizer?: LocalTokenizer | undefined;
 }
@@ -43,9 +52,10 @@ const MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
 const MAX_TOKENS = 1 << 20;
 
 export class KvEventsManager implements TokenSource {
+  /** Per worker: one subscriber per data-parallel rank (index = rank), and the rank-0 endpoints. */
   private readonly subscribers = new Map<
     string,
-    { subscriber: KvEventSubscriber; endpoints: KvEndpoints }
+    { ranks: KvEventSubscriber[]; endpoints: KvEndpoints }
   >();
   private readonly tokenizer: TokenizerClient;
   readonly metrics: KvEventMetrics;
@@ -66,11 +76,12 @@ export class KvEventsManager implements TokenSource {
     });
     this.metrics = new KvEventMetrics(promRegistry, {
       workers: () =>
-        [...this.subscribers.keys()].map((id) => ({
-          id,
-          blocks: precise.blockCount(id),
-          live: this.isLive(id),
-        })),
+        [...this.subscribers].flatMap(([id, { ranks }]) =>
+          ranks.map((subscriber, rank) => {
+            const rankId = rankIndexId(id, rank);
+            return { id: rankId, blocks: precise.blockCount(rankId), live: subscriber.live };
+          }),
+        ),
       tokenizerCacheTokens: () => this.tokenizer.size,
     });
     registry.onChange((event, worker) => {
@@ -89,12 +100,48 @@ export class KvEventsManager implements TokenSource {
     return this.subscribers.get(workerId)?.endpoints;
   }
 
+  /** The worker's stream state: its least ready rank's. */
   stateOf(workerId: string): string | undefined {
-    return this.subscribers.get(workerId)?.subscriber.state;
+    const states = this.rankStatesOf(workerId);
+    if (states === undefined) return undefined;
+    return STATE_ORDER.find((state) => states.includes(state)) ?? states[0];
   }
 
+  /** Each rank's stream state, rank 0 first. */
+  rankStatesOf(workerId: string): string[] | undefined {
+    return this.subscribers.get(workerId)?.ranks.map((s) => s.state);
+  }
+
+  /** Live when every rank's stream is: a rank's missing events would send requests astray. */
   isLive(workerId: string): boolean {
-    return this.subscribers.get(workerId)?.subscriber.live ?? false;
+    const ranks = this.subscribers.get(workerId)?.ranks;
+    return ranks?.every((s) => s.live) ?? false;
+  }
+
+  /** Data-parallel ranks followed for the worker (1 when it has none or no subscription). */
+  ranksOf(workerId: string): number {
+    return this.subscribers.get(workerId)?.ranks.length ?? 1;
+  }
+
+  /** This router's requests in flight on one rank of the worker. */
+  rankLoad(workerId: string, rank: number): number {
+    return this.registry.get(workerId)?.rankInFlight[rank] ?? 0;
+  }
+
+  /**
+   * The engine said how many data-parallel ranks it runs (SGLang /get_server_info): follow them
+   * all when that is more than followed now.
+   */
+  learnRanks(worker: Worker): void {
+    const entry = this.subscribers.get(worker.id);
+    const said = worker.signals.dpSize;
+    if (entry === undefined || said === undefined) return;
+    if (Math.min(said, MAX_DP_RANKS) <= entry.ranks.length) return;
+    this.logger.info(
+      { worker: worker.id, dp_size: said },
+      "kv events: data-parallel ranks learned",
+    );
+    this.attach(worker, entry.endpoints);
   }
 
   cached(model: string | undefined, input: TokenizeInput): readonly number[] | undefined {
@@ -133,10 +180,46 @@ export class KvEventsManager implements TokenSource {
 
   private attach(worker: Worker, endpoints: KvEndpoints): void {
     if (this.closed) return;
-    this.detach(worker.id, false);
-    const id = worker.id;
+    this.detach(worker.id);
+    const wanted = Math.min(
+      MAX_DP_RANKS,
+      Math.max(this.settings.dpSize, worker.signals.dpSize ?? 1),
+    );
+    const ranks: KvEventSubscriber[] = [];
+    for (let rank = 0; rank < wanted; rank++) {
+      const endpoint = rankEndpoint(endpoints.endpoint, rank);
+      const replay =
+        endpoints.replayEndpoint === undefined
+          ? undefined
+          : rankEndpoint(endpoints.replayEndpoint, rank);
+      if (endpoint === undefined || (endpoints.replayEndpoint !== undefined && !replay)) {
+        this.logger.warn(
+          { worker: worker.id, endpoint: endpoints.endpoint, ranks: wanted },
+          "kv events: only tcp:// endpoints have a port per data-parallel rank; following rank 0 only",
+        );
+        break;
+      }
+      ranks.push(this.subscribe(worker.id, rank, { endpoint, replayEndpoint: replay }));
+    }
+    this.subscribers.set(worker.id, { ranks, endpoints });
+    for (const subscriber of ranks) subscriber.start();
+    this.logger.info(
+      {
+        worker: worker.id,
+        endpoint: endpoints.endpoint,
+        replay: endpoints.replayEndpoint ?? null,
+        ranks: ranks.length,
+      },
+      "kv events: subscribed",
+    );
+  }
+
+  /** One rank's subscriber, feeding that rank's entry of the precise index. */
+  private subscribe(workerId: string, rank: number, endpoints: KvEndpoints): KvEventSubscriber {
+    const id = rankIndexId(workerId, rank);
     const m = this.metrics;
-    const subscriber = new KvEventSubscriber({
+    this.precise.addWorker(id);
+    return new KvEventSubscriber({
       endpoint: endpoints.endpoint,
       replayEndpoint: endpoints.replayEndpoint,
       replayTimeoutMs: this.settings.replayTimeoutMs,
@@ -144,7 +227,14 @@ export class KvEventsManager implements TokenSource {
       reconnectMinMs: RECONNECT_MIN_MS,
       reconnectMaxMs: RECONNECT_MAX_MS,
       maxMessageBytes: MAX_MESSAGE_BYTES,
-      onBatch: (batch) => this.apply(id, batch),
+      onBatch: (batch) => {
+        // vLLM tags each batch with its rank; one from another rank means misrouted endpoints.
+        if (batch.dataParallelRank !== null && batch.dataParallelRank !== rank) {
+          m.skipped.inc({ worker: id, reason: "wrong_rank" }, batch.events.length);
+          return;
+        }
+        this.apply(id, batch);
+      },
       onReset: (reason) => {
         m.resets.inc({ worker: id, reason });
         this.precise.clear(id);
@@ -159,21 +249,18 @@ export class KvEventsManager implements TokenSource {
       },
       onReplay: (outcome) => m.replays.inc({ worker: id, outcome }),
     });
-    this.subscribers.set(id, { subscriber, endpoints });
-    this.precise.addWorker(id);
-    subscriber.start();
-    this.logger.info(
-      { worker: id, endpoint: endpoints.endpoint, replay: endpoints.replayEndpoint ?? null },
-      "kv events: subscribed",
-    );
   }
 
-  private detach(workerId: string, forget = true): void {
+  /** Ends the worker's subscriptions and forgets what they brought (rank 0's entry stays registered). */
+  private detach(workerId: string): void {
     const entry = this.subscribers.get(workerId);
     if (entry === undefined) return;
-    entry.subscriber.close();
     this.subscribers.delete(workerId);
-    if (forget) this.precise.clear(workerId);
+    entry.ranks.forEach((subscriber, rank) => {
+      subscriber.close();
+      if (rank === 0) this.precise.clear(workerId);
+      else this.precise.removeWorker(rankIndexId(workerId, rank));
+    });
   }
 
   private apply(workerId: string, batch: EventBatch): void {
@@ -191,6 +278,9 @@ export class KvEventsManager implements TokenSource {
     }
   }
 }
+
+/** Least ready first: the state a worker shows is its least ready rank's. */
+const STATE_ORDER = ["disconnected", "syncing", "rebuilding", "live"];
 
 function hostOf(url: string): string {
   return new URL(url).hostname;

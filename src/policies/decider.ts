@@ -16,6 +16,11 @@ export interface Decision<W extends PolicyWorker> extends RouteDecision<W> {
   readonly index: string | null;
   /** Characters of the text the chosen worker held before this request was inserted. */
   readonly heldBefore: number;
+  /**
+   * The data-parallel rank of the worker's engine the index chose (its cache holds the most);
+   * undefined when it has none or the index does not see ranks.
+   */
+  readonly rank?: number | undefined;
 }
 
 export interface DecisionRequest extends PrepareRequest {
@@ -139,7 +144,8 @@ export class RoutingDecider {
     if (!this.usesIndex(request)) return { ...decision, index: null, heldBefore: 0 };
     const heldBefore = matched[candidates.indexOf(decision.worker)] ?? 0;
     this.index.insert(decision.worker.id, request.model, request.text);
-    return { ...decision, index: this.sourceOf(decision.worker.id), heldBefore };
+    const rank = this.index.rankOf?.(decision.worker.id);
+    return { ...decision, index: this.sourceOf(decision.worker.id), heldBefore, rank };
   }
 
   /**

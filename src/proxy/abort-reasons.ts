@@ -35,6 +35,13 @@ export class IdleTimeout extends Error {
   }
 }
 
+/** The client took none of the answer for --client-stall-secs while its socket was full. */
+export class ClientStall extends Error {
+  constructor() {
+    super("client stopped reading");
+  }
+}
+
 /** The router's shutdown grace period ran out while this request was still going. */
 export class ShutdownAbort extends Error {
   constructor() {

@@ -16,6 +16,7 @@ import {
 } from "./abort-reasons.js";
 import { backoffMs, retryAfterMs, sleep } from "./backoff.js";
 import { Cancel } from "./cancel.js";
+import { bodyForRank, headersWithRank, rankToSend } from "./dp-rank.js";
 import { hasPassedThrough, upstreamRequestHeaders, viaToken, withWorkerAuth } from "./headers.js";
 import { modelNotFound, noWorkerMessage } from "./no-worker-answers.js";
 import { relay } from "./relay.js";
@@ -37,6 +38,8 @@ export interface ForwardSettings {
   /** First-byte limit of a streaming request (engines send headers before prefill). */
   streamFirstByteTimeoutMs: number;
   idleTimeoutMs: number;
+  /** --client-stall-secs in ms: a client that takes nothing for this long is cut; 0 = off. */
+  clientStallMs: number;
   retryMaxAttempts: number;
   retryInitialBackoffMs: number;
   retryMaxBackoffMs: number;
@@ -194,11 +197,14 @@ export class Forwarder {
       // Other requests still prefilling there: a low cached count may be theirs, not an eviction.
       const othersPrefilling = worker.pendingPrefillRequests > 0;
 
+      // The data-parallel rank whose cache the index chose, unless the client pinned one itself.
+      const rank = rankToSend(decision.rank, req.headers, req.body);
       const result = await this.attempt(
         worker,
         req,
         Math.max(0, req.text.length - decision.heldBefore),
         headers,
+        rank,
         deadline,
         res,
         routeHeader(base.branch, base.matchRate, decision.index, this.decider.profile),
@@ -257,6 +263,8 @@ export class Forwarder {
     /** Characters of the text the worker probably has to prefill (not held before). */
     uncachedChars: number,
     headers: Record<string, string | string[]>,
+    /** The engine's data-parallel rank the request goes to, when the router chose one. */
+    rank: number | undefined,
     deadline: number,
     res: ServerResponse,
     /** The x-radixgate-route header: branch, match rate, and the index when not the trees. */
@@ -286,6 +294,7 @@ export class Forwarder {
     );
     worker.ownInFlight += 1;
     worker.activeChars += req.text.length;
+    if (rank !== undefined) worker.addRankInFlight(rank, 1);
     worker.pendingPrefillChars += uncachedChars;
     worker.pendingPrefillRequests += 1;
     worker.breaker.onDispatch();
@@ -305,6 +314,7 @@ export class Forwarder {
       prefillDone();
       worker.ownInFlight -= 1;
       worker.activeChars -= req.text.length;
+      if (rank !== undefined) worker.addRankInFlight(rank, -1);
       this.inProgress.delete(controller);
       clearTimeout(overall);
       clearTimeout(firstByte);
@@ -316,8 +326,8 @@ export class Forwarder {
       upstream = await worker.pool.request({
         method: req.method,
         path: worker.basePath + req.path,
-        headers: withWorkerAuth(headers, worker.authorization),
-        body: req.body ?? null,
+        headers: withWorkerAuth(headersWithRank(headers, rank), worker.authorization),
+        body: bodyForRank(req.body, req.path, worker.signals.engine, rank) ?? null,
         signal: controller,
         // 0 = off: the timers above and in relay() bound the wait instead.
         headersTimeout: 0,
@@ -366,7 +376,7 @@ export class Forwarder {
       res,
       controller,
       route,
-      this.settings.idleTimeoutMs,
+      { idleTimeoutMs: this.settings.idleTimeoutMs, clientStallMs: this.settings.clientStallMs },
       this.hooks.onUpstreamError,
       prefillDone,
       tap,

@@ -1,4 +1,5 @@
 import { RouterError } from "../errors.js";
+import { noAvailableWorkerMessage } from "../workers/no-worker-message.js";
 import type { WorkerRegistry } from "../workers/registry.js";
 import { admitted, type ModelPlan, type ModelRoutingMode } from "../workers/served-models.js";
 
@@ -22,9 +23,7 @@ export function noWorkerMessage(
   model: string | undefined,
   plan: ModelPlan,
 ): string {
-  const total = registry.size;
-  if (total === 0)
-    return "No workers are registered; add one with POST /workers or start with --worker-urls.";
+  if (registry.size === 0) return noAvailableWorkerMessage(registry);
   const available = registry.candidates();
   // Available workers exist, but the model admits none of them; the workers it admits (they list
   // it, or take any name) are down. Say so, not "none is up".
@@ -32,5 +31,6 @@ export function noWorkerMessage(
     const admits = registry.list().filter(plan.admits).length;
     return `No available worker serves the model '${model}': the ${available.length} available workers do not list it (GET /v1/models), and the ${admits} that ${plan.route === "listed" ? "list it or whose model list is not known yet" : "take any model name (SGLang, or no model list known)"} are unavailable (unhealthy, circuit open or cooling down after Retry-After).`;
   }
-  return `None of the ${total} registered workers is available (unhealthy, circuit open or cooling down after Retry-After).`;
+  // The same words as GET /v1/models for the same fleet.
+  return noAvailableWorkerMessage(registry);
 }

@@ -4,6 +4,7 @@ import { type ErrorCode, errorBody } from "../errors.js";
 import type { Worker } from "../workers/worker.js";
 import {
   ClientAbort,
+  ClientStall,
   IdleTimeout,
   RequestTimeout,
   ShutdownAbort,
@@ -11,6 +12,7 @@ import {
 } from "./abort-reasons.js";
 import type { Cancel } from "./cancel.js";
 import { responseHeaders } from "./headers.js";
+import { StallWatch } from "./stall-watch.js";
 import type { UsageTap } from "./usage-tap.js";
 
 /** How a relayed response ended, for the access log and metrics. */
@@ -19,10 +21,18 @@ export interface RelayOutcome {
   worker: Worker;
   /** ms from arrival to the first body byte sent to the client. */
   ttfbMs?: number;
-  /** client_abort, stream, timeout; absent when the response ended normally. */
+  /** client_abort, client_stall, stream, timeout; absent when the response ended normally. */
   error?: string;
   /** The worker's own status when it differs from `status` (a client gone mid-stream: 499). */
   upstreamStatus?: number;
+}
+
+/** The relay's time limits, in ms. */
+export interface RelayLimits {
+  /** --idle-timeout-secs: the worker's silence between two chunks (not counted under back-pressure). */
+  idleTimeoutMs: number;
+  /** --client-stall-secs: the client taking nothing while its socket is full; 0 = no limit. */
+  clientStallMs: number;
 }
 
 /** Streams the worker's answer to the client as it arrives, honouring back-pressure. */
@@ -33,7 +43,7 @@ export function relay(
   res: ServerResponse,
   controller: Cancel,
   route: string,
-  idleTimeoutMs: number,
+  limits: RelayLimits,
   onUpstreamError: (worker: Worker, kind: string) => void,
   /** Called with the first body chunk (prefill is over), before it is written. */
   onFirstChunk: () => void,
@@ -62,11 +72,28 @@ export function relay(
       // Silence caused by a client that does not read is not the worker's: wait for it.
       if (res.writableNeedDrain) idle.refresh();
       else controller.abort(new IdleTimeout());
-    }, timerMs(idleTimeoutMs));
+    }, timerMs(limits.idleTimeoutMs));
+    const stall = new StallWatch(res, limits.clientStallMs, () => {
+      // The idle timer waits for such a client; this limit does not, so a client that stopped
+      // reading does not hold an upstream slot (and the bytes queued for it) until
+      // --request-timeout-secs. Nothing more can reach it: cut its connection.
+      controller.abort(new ClientStall());
+      worker.breaker.onNeutral();
+      finish({
+        status: 499,
+        upstreamStatus: status,
+        worker,
+        error: "client_stall",
+        ...(ttfbMs !== undefined ? { ttfbMs } : {}),
+      });
+      body.destroy();
+      res.destroy();
+    });
     const finish = (outcome: RelayOutcome) => {
       if (settled) return;
       settled = true;
       clearTimeout(idle);
+      stall.stop();
       res.off("close", onClientClose);
       resolve(outcome);
     };
@@ -89,7 +116,10 @@ export function relay(
     // One listener does everything a chunk needs (rather than pipe() plus one listener per
     // concern): note the first byte, show it to the tap, restart the idle timer, write it on,
     // and pause the worker's body while the client's socket is full.
-    const resume = () => body.resume();
+    const resume = () => {
+      stall.stop();
+      body.resume();
+    };
     body.on("data", (chunk: Buffer) => {
       if (ttfbMs === undefined) {
         ttfbMs = Date.now() - req.startedAt;
@@ -100,6 +130,7 @@ export function relay(
       if (!res.write(chunk)) {
         body.pause();
         res.once("drain", resume);
+        stall.start();
       }
     });
     body.on("end", () => {
@@ -117,7 +148,7 @@ export function relay(
     });
     body.on("error", (err) => {
       const reason = controller.reason;
-      if (reason instanceof ClientAbort) return;
+      if (reason instanceof ClientAbort || reason instanceof ClientStall) return;
       if (reason instanceof ShutdownAbort) {
         // Not the worker's fault: no breaker count. A stream learns why it ends, in-band.
         worker.breaker.onNeutral();

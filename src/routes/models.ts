@@ -1,6 +1,7 @@
 import type { HttpBindings } from "@hono/node-server";
 import type { Hono } from "hono";
 import { RouterError } from "../errors.js";
+import { noAvailableWorkerMessage } from "../workers/no-worker-message.js";
 import type { Worker } from "../workers/worker.js";
 import { readCappedBody, requestWorker } from "../workers/worker-request.js";
 import { admitClient } from "./client-gate.js";
@@ -29,7 +30,9 @@ export function registerModelsRoute(app: Hono<Env>, ctx: RouterContext): void {
       const clientAuth = c.req.header("authorization");
       admitClient(ctx, clientAuth);
       const workers = ctx.registry.list().filter((w) => w.available);
-      if (workers.length === 0) throw new RouterError("no_workers_available");
+      if (workers.length === 0) {
+        throw new RouterError("no_workers_available", noAvailableWorkerMessage(ctx.registry));
+      }
       // Without a key of its own the router passes the client's on, as on the data plane.
       const forwarded = config.apiKey === undefined ? clientAuth : undefined;
       const timeoutMs = config.healthCheckTimeoutSecs * 1000;
