@@ -1,3 +1,4 @@
+import { DEFAULT_BLOCK_CHARS, DEFAULT_CAPACITY_BLOCKS } from "./index/block-hash-index.js";
 import { PREFIX_INDEX_NAMES, type PrefixIndexName } from "./index/factory.js";
 import { DEFAULT_TIE_BREAK, TIE_BREAKS, type TieBreak } from "./policies/options.js";
 import { POLICY_NAMES, type PolicyName } from "./policies/policy.js";
@@ -30,6 +31,8 @@ export interface Config {
   enginePollIntervalSecs: number;
   enginePollTimeoutSecs: number;
   prefixIndex: PrefixIndexName;
+  blockHashChars: number;
+  blockHashCapacity: number;
   maxPayloadSize: number;
   maxBodyBufferBytes: number;
   bodyReadTimeoutSecs: number;
@@ -444,9 +447,27 @@ export const SETTINGS = [
     flag: "--prefix-index",
     arg: "<name>",
     description:
-      "Prefix index: shared (one tree per model whose nodes record which workers hold them; a decision walks it once) | approx (one radix tree per worker; a decision walks every candidate's tree). Same answers, same per-worker budgets.",
+      "Prefix index: shared (one tree per model whose nodes record which workers hold them; a decision walks it once) | approx (one radix tree per worker; a decision walks every candidate's tree), the same answers to the character | block_hash (GIE/llm-d's and AIBrix's approximate index: chained hashes of fixed character blocks, an LRU of blocks per worker; matches in whole blocks).",
     default: "shared",
     parse: oneOf(PREFIX_INDEX_NAMES),
+  }),
+  setting({
+    key: "blockHashChars",
+    flag: "--block-hash-chars",
+    arg: "<chars>",
+    description:
+      "--prefix-index block_hash: characters a block (GIE/llm-d: 16 tokens x 4 characters = 64; AIBrix's character blocks: 128). A text's partial last block is not hashed.",
+    default: DEFAULT_BLOCK_CHARS,
+    parse: integer(1, 1_048_576),
+  }),
+  setting({
+    key: "blockHashCapacity",
+    flag: "--block-hash-capacity",
+    arg: "<blocks>",
+    description:
+      "--prefix-index block_hash: blocks each worker's LRU holds (GIE's default, about 500k tokens of KV) until its engine's KV capacity is learned (--max-tree-size auto); a fixed --max-tree-size replaces it (its characters / --block-hash-chars).",
+    default: DEFAULT_CAPACITY_BLOCKS,
+    parse: integer(1, 1 << 30),
   }),
   setting({
     key: "maxPayloadSize",

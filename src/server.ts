@@ -54,8 +54,12 @@ export function createRouter(
 ): { app: Hono<Env>; listener: RequestListener; context: RouterContext } {
   const logger = options.logger ?? createLogger({ level: config.logLevel });
   let metrics: Metrics | undefined;
-  const trees = createBaseIndex(config.prefixIndex, {
+  const policy = routerPolicy(config);
+  // llmd_approx and aibrix_prefix are defined over block hashes: they bring their own index.
+  const trees = createBaseIndex(policy.prefixIndex?.name ?? config.prefixIndex, {
     maxTreeSize: config.maxTreeSize === "auto" ? undefined : config.maxTreeSize,
+    blockChars: policy.prefixIndex?.blockChars ?? config.blockHashChars,
+    capacityBlocks: config.blockHashCapacity,
     onEvict: (chars) => metrics?.evictedChars.inc(chars),
   });
   // --kv-events: the precise index from the engines' events, with the trees as fallback.
@@ -143,7 +147,6 @@ export function createRouter(
       if (matchRate !== null) m.matchRate.observe(matchRate);
     },
   };
-  const policy = routerPolicy(config);
   const feedback = new UsageFeedback({
     onEngineTokens: (worker, prompt, cached) => {
       m.enginePromptTokens.inc({ worker: worker.id }, prompt);

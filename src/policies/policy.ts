@@ -93,6 +93,12 @@ export interface Policy {
    * scorer): the decider then passes `sessionWorker` instead of pinning the session's worker.
    */
   readonly handlesSessions?: boolean;
+  /**
+   * The prefix index the policy is defined over, when it brings its own (the GIE and AIBrix
+   * profiles: block hashes of their block size); the router then builds it instead of
+   * --prefix-index's.
+   */
+  readonly prefixIndex?: { readonly name: "block_hash"; readonly blockChars: number };
   /** A scheduling profile: every plugin's verdict per candidate, for POST /debug/route. */
   explain?(candidates: readonly PolicyWorker[], request: RouteRequest): ProfileExplanation;
 }

@@ -1,7 +1,7 @@
-import { PREFIX_INDEX_NAMES } from "../index/factory.js";
+import { TREE_INDEX_NAMES } from "../index/factory.js";
 import type { RouteBranch } from "../policies/policy.js";
 
-const BASE_INDEXES: ReadonlySet<string> = new Set(PREFIX_INDEX_NAMES);
+const BASE_INDEXES: ReadonlySet<string> = new Set(TREE_INDEX_NAMES);
 
 /**
  * The x-radixgate-route header: the branch (the picker's outcome for a scheduling profile), the
@@ -15,7 +15,7 @@ export function routeHeader(
   profile?: string,
 ): string {
   let route = matchRate === null ? branch : `${branch};match=${matchRate.toFixed(2)}`;
-  // The base indexes (approx, shared: the same answers) go unnamed; any other says it answered.
+  // The trees (approx, shared: the same answers) go unnamed; any other index says it answered.
   if (index !== null && !BASE_INDEXES.has(index)) route = `${route};index=${index}`;
   return profile === undefined ? route : `${route};profile=${profile}`;
 }

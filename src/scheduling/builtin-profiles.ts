@@ -98,10 +98,22 @@ export function isBuiltinProfile(name: string): name is BuiltinProfileName {
   return Object.hasOwn(BUILTIN_PROFILE_CONFIGS, name);
 }
 
+/**
+ * The index each seed system matches prefixes with, when not the router's trees: GIE/llm-d's
+ * approximate producer hashes blocks of 16 tokens × 4 characters (approximateprefix/types.go),
+ * AIBrix blocks of 128 characters (character tokenizer); index/block-hash-index.ts.
+ */
+const OWN_INDEX: Partial<Record<BuiltinProfileName, { name: "block_hash"; blockChars: number }>> = {
+  llmd_approx: { name: "block_hash", blockChars: 64 },
+  aibrix_prefix: { name: "block_hash", blockChars: 128 },
+};
+
 /** A fresh built-in profile (its own rotation and ring state). */
 export function createBuiltinProfile(
   name: BuiltinProfileName,
   random: RandomSource,
 ): SchedulerProfile {
-  return buildProfiles(BUILTIN_PROFILE_CONFIGS[name], { random })[0]!;
+  const profile = buildProfiles(BUILTIN_PROFILE_CONFIGS[name], { random })[0]!;
+  const own = OWN_INDEX[name];
+  return own === undefined ? profile : profile.withPrefixIndex(own);
 }

@@ -3,9 +3,10 @@ import { invertMinMax, matchedOf, type SchedulingContext, type Scorer } from "./
 /**
  * Share of the prompt the worker probably holds, from whatever PrefixIndex the router runs
  * (approximate trees, shared, precise, hybrid, block hashes). GIE's prefix-cache-scorer
- * (pkg/epp/framework/plugins/scheduling/scorer/prefix) scores matched blocks / prompt blocks, the
- * trailing partial block included; with `blockChars` > 0 the characters are counted the same way
- * (whole blocks matched over blocks of the prompt), with 0 in characters.
+ * (pkg/epp/framework/plugins/scheduling/scorer/prefix) scores matched blocks / prompt blocks; with
+ * `blockChars` > 0 the characters are counted the same way, whole blocks matched over the prompt's
+ * whole blocks (the partial tail block is not hashed, as in index/block-hash-index.ts), with 0 in
+ * characters. A whole match scores 1.
  */
 export class PrefixScorer implements Scorer {
   readonly type = "prefix-cache-scorer";
@@ -19,12 +20,12 @@ export class PrefixScorer implements Scorer {
     const n = ctx.candidates.length;
     const length = ctx.length;
     const b = this.blockChars;
-    const blocks = b > 0 ? Math.ceil(length / b) : length;
+    const blocks = b > 0 ? Math.floor(length / b) : length;
     for (let i = 0; i < n; i++) {
       const m = matchedOf(ctx, i);
       if (length === 0) out[i] = 0;
       else if (m === length || b <= 0) out[i] = m / length;
-      else out[i] = Math.floor(m / b) / blocks;
+      else out[i] = blocks === 0 ? 0 : Math.min(1, Math.floor(m / b) / blocks);
     }
   }
 }

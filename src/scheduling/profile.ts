@@ -45,6 +45,8 @@ export class SchedulerProfile implements Policy {
   constructor(
     readonly name: string,
     private readonly parts: ProfileParts,
+    /** The index the profile is defined over, when not --prefix-index's (Policy.prefixIndex). */
+    readonly prefixIndex?: { readonly name: "block_hash"; readonly blockChars: number },
   ) {
     this.usesPrefixes =
       parts.picker.usesPrefixes || parts.scorers.some(({ scorer }) => scorer.usesPrefixes);
@@ -58,6 +60,11 @@ export class SchedulerProfile implements Policy {
       length: 0,
       alive: new Uint8Array(16),
     };
+  }
+
+  /** The same plugins over another index (Policy.prefixIndex). */
+  withPrefixIndex(index: { readonly name: "block_hash"; readonly blockChars: number }) {
+    return new SchedulerProfile(this.name, this.parts, index);
   }
 
   /** The picker's name (for /debug/route). */

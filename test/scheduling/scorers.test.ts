@@ -64,10 +64,14 @@ describe("prefix-cache-scorer", () => {
     expect(scores(new PrefixScorer("p", 0), ctx)).toEqual([0.25, 1]);
   });
 
-  it("with blocks, counts whole matched blocks over the prompt's blocks (tail included)", () => {
-    // 200 chars in blocks of 64: 4 blocks (the last partial); 130 matched = 2 whole blocks.
-    const ctx = context([worker("a"), worker("b")], { text, matched: [130, 200] });
-    expect(scores(new PrefixScorer("p", 64), ctx)).toEqual([0.5, 1]);
+  it("with blocks, counts whole matched blocks over the prompt's whole blocks", () => {
+    // 200 chars in blocks of 64: 3 whole blocks (the tail is not hashed); 130 matched = 2 blocks,
+    // 192 = all 3 (what a block-hash index reports for the whole prompt).
+    const ctx = context([worker("a"), worker("b"), worker("c")], {
+      text,
+      matched: [130, 192, 200],
+    });
+    expect(scores(new PrefixScorer("p", 64), ctx)).toEqual([2 / 3, 1, 1]);
   });
 
   it("scores 0 for an empty text", () => {
