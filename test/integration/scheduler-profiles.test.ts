@@ -45,7 +45,7 @@ describe("scheduling profiles through the router", () => {
       expect(res.status).toBe(200);
       await res.arrayBuffer();
       expect(res.headers.get("x-radixgate-route")).toMatch(
-        /^max_score(_tie)?;match=\d\.\d\d;profile=llmd_approx$/,
+        /^max_score(_tie)?;match=\d\.\d\d;index=block_hash;profile=llmd_approx$/,
       );
     }
     const metrics = await (await fetch(`${router.url}/metrics`)).text();
