@@ -83,6 +83,7 @@ export interface Config {
   kvEventsAllowIpc: boolean;
   kvEventsReplayTimeoutMs: number;
   kvEventsRebuildSecs: number;
+  kvEventsMaxMessageBytes: number;
   kvEventsDpSize: number;
   kvIndexMaxBlocks: number;
   kvSpeculativeTtlMs: number;
@@ -905,6 +906,15 @@ export const SETTINGS = [
       "After events were lost (no replay), how long a worker routes on its approximate tree while its precise index is rebuilt.",
     default: 60,
     parse: number(0),
+  }),
+  setting({
+    key: "kvEventsMaxMessageBytes",
+    flag: "--kv-events-max-message-bytes",
+    arg: "<bytes>",
+    description:
+      "Largest KV-event batch applied; a bigger one is refused undecoded and counted, and the worker's precise index rebuilds (an engine step publishes well under 1 MiB).",
+    default: 4 * 1024 * 1024,
+    parse: integer(1024),
   }),
   setting({
     key: "kvEventsDpSize",
