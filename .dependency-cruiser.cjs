@@ -22,7 +22,8 @@ const LAYERS = [
     sim: ["sim/"],
   },
   { server: ["server.ts"] },
-  { routes: ["routes/"] },
+  // router-policy.ts: --policy or --scheduler-config → the Policy the decider runs.
+  { routes: ["routes/"], "router-policy": ["router-policy.ts"] },
   // The assembled settings table (every flag, its default and parser) and the metric set: they
   // know the features below them; the features get their own options and never import Config.
   { config: ["config.ts"], metrics: ["metrics.ts"] },
@@ -59,6 +60,11 @@ const ALLOWED = [
   { from: "logger.ts", to: "config.ts", why: "issue 21 item 5" },
   { from: "kv-events/setup.ts", to: "config.ts", why: "issue 21 item 5" },
   { from: "kv-events/local-tokenizer.ts", to: "config.ts", why: "issue 21 item 7" },
+  {
+    from: "policies/factory.ts",
+    to: "scheduling/builtin-profiles.ts",
+    why: "issue 21: the policy factory also builds scheduler profiles; it belongs above scheduling/",
+  },
 ];
 
 const esc = (s) => s.replace(/[.+?^${}()|[\]\\]/g, "\\$&");
