@@ -1,6 +1,8 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { BlockChain } from "../../src/index/block-chain.js";
 import { BlockHashIndex } from "../../src/index/block-hash-index.js";
+import { BlockLru } from "../../src/index/block-lru.js";
 import type { PrefixIndex } from "../../src/index/prefix-index.js";
 import { describePrefixIndex } from "./prefix-index.conformance.js";
 
@@ -160,5 +162,31 @@ describe("BlockHashIndex", () => {
     index.insert("w", undefined, "x".repeat(100));
     expect(index.blocks("w")).toBe(3);
     expect(matchOne(index, "x".repeat(100))).toBe(12);
+  });
+});
+
+describe("BlockLru buckets", () => {
+  it("tells apart keys that share their 30-bit bucket", () => {
+    const chain = new BlockChain(4, 64, 1);
+    const lru = new BlockLru(1_000, undefined);
+    const collide = (text: string): void => {
+      chain.cut(text, undefined);
+      chain.buckets.fill(7, 0, chain.count);
+    };
+    collide("aaaabbbbcccc");
+    lru.insert(chain);
+    collide("aaaaxxxx");
+    lru.insert(chain);
+    expect(lru.blocks).toBe(4);
+    collide("aaaabbbbcccc");
+    expect(lru.matchBlocks(chain)).toBe(3);
+    collide("aaaaxxxxyyyy");
+    expect(lru.matchBlocks(chain)).toBe(2);
+    collide("aaaabbbbcccc");
+    expect(lru.truncate(chain, 1)).toBe(8);
+    expect(lru.matchBlocks(chain)).toBe(1);
+    collide("aaaaxxxx");
+    expect(lru.matchBlocks(chain)).toBe(2);
+    lru.check();
   });
 });
