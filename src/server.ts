@@ -5,6 +5,7 @@ import { getRequestListener, type HttpBindings } from "@hono/node-server";
 import { Hono } from "hono";
 import { type Config, ConfigError, requireStateSecret } from "./config.js";
 import { RouterError } from "./errors.js";
+import { BlockHashIndex } from "./index/block-hash-index.js";
 import { createBaseIndex } from "./index/factory.js";
 import type { PrefixIndex } from "./index/prefix-index.js";
 import { setUpKvEvents } from "./kv-events/setup.js";
@@ -55,7 +56,7 @@ export function createRouter(
   let metrics: Metrics | undefined;
   const trees = createBaseIndex(config.prefixIndex, {
     maxTreeSize: config.maxTreeSize === "auto" ? undefined : config.maxTreeSize,
-    blockChars: config.blockHashChars,
+    ...(config.blockHashChars !== "auto" ? { blockChars: config.blockHashChars } : {}),
     capacityBlocks: config.blockHashCapacity,
     onEvict: (chars) => metrics?.evictedChars.inc(chars),
   });
@@ -114,6 +115,17 @@ export function createRouter(
     logger,
     (worker) => {
       budgets.update(worker);
+      // --block-hash-chars auto: blocks as large as the engine's (GIE's autoTune).
+      if (
+        config.blockHashChars === "auto" &&
+        trees instanceof BlockHashIndex &&
+        trees.learnBlockTokens(worker.signals.blockSizeTokens)
+      ) {
+        logger.info(
+          { worker: worker.id, block_chars: trees.blockChars },
+          "block-hash index: block size learned from the engine; blocks held so far forgotten",
+        );
+      }
       kvEvents?.learnRanks(worker);
     },
   );

@@ -156,6 +156,26 @@ describe("BlockHashIndex", () => {
     expect(() => new BlockHashIndex({ maxBlocks: -1 })).toThrow(/maxBlocks/);
   });
 
+  it("learns the block size once from an engine's block tokens, forgetting blocks cut at the old size", () => {
+    const index = new BlockHashIndex({ blockChars: 64, capacityBlocks: 10 });
+    index.addWorker("w");
+    index.insert("w", undefined, "x".repeat(200));
+    expect(index.learnBlockTokens(undefined)).toBe(false);
+    expect(index.learnBlockTokens(0)).toBe(false);
+    expect(index.learnBlockTokens(32)).toBe(true);
+    expect(index.blockChars).toBe(128);
+    expect(index.size("w")).toBe(0);
+    index.insert("w", undefined, "x".repeat(300));
+    expect(matchOne(index, "x".repeat(300))).toBe(256);
+    // The budget stayed: 10 blocks of 64 = 640 characters, five blocks of 128.
+    for (let i = 0; i < 20; i++) index.insert("w", undefined, `${i}`.repeat(300));
+    expect(index.size("w")).toBeLessThanOrEqual(640);
+    // A second report (another worker, another size) changes nothing.
+    expect(index.learnBlockTokens(16)).toBe(false);
+    expect(index.blockChars).toBe(128);
+    index.check();
+  });
+
   it("hashes at most maxBlocks blocks of a long text", () => {
     const index = new BlockHashIndex({ blockChars: 4, maxBlocks: 3 });
     index.addWorker("w");
