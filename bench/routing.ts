@@ -91,6 +91,8 @@ function parseCli(argv: string[]): CliOptions {
       "time-scale": { type: "string" },
       "kv-capacity-tokens": { type: "string" },
       seed: { type: "string" },
+      tenants: { type: "string" },
+      "kv-share": { type: "string" },
       "cache-load-bound": { type: "string" },
       "prefix-index": { type: "string" },
       "max-tree-size": { type: "string" },
@@ -124,6 +126,8 @@ function parseCli(argv: string[]): CliOptions {
         "  --kv-capacity-tokens <n>      KV cache per worker (default 48000; quick 12000; cache-pressure",
         "                                sizes its own: a share of its working set)",
         "  --seed <n>                    workload seed (default 42)",
+        "  --tenants <n>                 cache-pressure: tenants (default 64; quick 24)",
+        "  --kv-share <x>                cache-pressure: each worker's KV as a share of the working set (default 0.22)",
         "  --bypass <share>              share of requests sent straight to a worker, bypassing the router",
         "                                (e.g. 0.25; the precise row sees them through the KV events)",
         `  --bypass-to <${BYPASS_TARGETS.join("|")}>  where the bypassing client sends them (default sticky):`,
@@ -177,6 +181,11 @@ function parseCli(argv: string[]): CliOptions {
   preset.kvCapacityTokens =
     num("kv-capacity-tokens", values["kv-capacity-tokens"], 16, true) ?? preset.kvCapacityTokens;
   preset.seed = num("seed", values.seed, 0, true) ?? preset.seed;
+  preset.cachePressure.tenants =
+    num("tenants", values.tenants, 1, true) ?? preset.cachePressure.tenants;
+  preset.cachePressure.kvShareOfWorkingSet =
+    num("kv-share", values["kv-share"], Number.MIN_VALUE, false) ??
+    preset.cachePressure.kvShareOfWorkingSet;
   const rate = num("rate", values.rate, Number.MIN_VALUE, false);
   const cacheLoadBound = num("cache-load-bound", values["cache-load-bound"], 0, false);
   const prefixIndex = values["prefix-index"] as PrefixIndexName | undefined;

@@ -126,6 +126,22 @@ describe.skipIf(redisSkipReason !== undefined)(
       }
     });
 
+    it("a workers hash filled with junk is read only up to a bound, and the replica still publishes its own set", async () => {
+      const prefix = freshPrefix();
+      const junk = redis.client.pipeline();
+      for (let i = 0; i < 6000; i++) junk.hset(`${prefix}:workers`, `http://junk-${i}:1`, "{}");
+      await junk.exec();
+      const a = await replica(prefix);
+      expect(a.context.registry.size).toBe(workers.length);
+      expect(await rejected(a, "oversize")).toBe(1);
+      expect(await rejected(a, "unsigned")).toBeLessThanOrEqual(4096 + 256);
+      await waitFor(
+        async () => (await redis.client.hexists(`${prefix}:workers`, workers[0]!.url)) === 1,
+        10_000,
+        "its own workers written to the hash",
+      );
+    });
+
     it("a peer's worker is vetted like an admin-API add: not link-local, not this router, not a second spelling", async () => {
       const prefix = freshPrefix();
       const b = await replica(prefix);
