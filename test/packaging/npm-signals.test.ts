@@ -111,7 +111,10 @@ describe("signals to npm's pid stop every entry point (issue 19 item 6)", () => 
       let output = "";
       child.stdout?.on("data", (d) => (output += d));
       child.stderr?.on("data", (d) => (output += d));
-      const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+      let exited = false;
+      child.once("exit", () => {
+        exited = true;
+      });
       await waitFor(
         () => (output.match(entry.ready) ?? []).length >= entry.readyCount,
         60_000,
@@ -123,7 +126,11 @@ describe("signals to npm's pid stop every entry point (issue 19 item 6)", () => 
       expect(ports.length).toBeGreaterThan(0);
 
       process.kill(pid, entry.signal);
-      await exited;
+      await waitFor(
+        () => exited,
+        20_000,
+        () => `npm to exit after ${entry.signal}`,
+      );
       await waitFor(
         () => !groupAlive(pid),
         15_000,
