@@ -13,6 +13,7 @@
  * in and out of redis-server, from INFO stats), then the cost of publishing per request
  * (µs, measured in this process). Writes bench/results/replicas.json.
  */
+import { randomBytes } from "node:crypto";
 import { mkdirSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import { dirname, join } from "node:path";
@@ -82,7 +83,9 @@ async function runConfig(
       routers.push(
         await startRouterProcess({
           ...routerConfig("cache_aware", urls),
-          ...(redis !== undefined ? { stateUrl: redis.url, stateKeyPrefix: prefix } : {}),
+          ...(redis !== undefined
+            ? { stateUrl: redis.url, stateSecret: BENCH_STATE_SECRET, stateKeyPrefix: prefix }
+            : {}),
         }),
       );
     }
@@ -204,10 +207,14 @@ async function publishCost(redisUrl: string, inserts: number, textChars: number)
   };
 }
 
+/** The replicas' shared --state-secret (new for every run). */
+const BENCH_STATE_SECRET = randomBytes(24).toString("hex");
+
 function stateDefaults() {
   const d = defaultConfig();
   return {
     url: "",
+    secret: BENCH_STATE_SECRET,
     keyPrefix: d.stateKeyPrefix,
     maxTextChars: d.stateMaxTextChars,
     streamLength: d.stateStreamLength,

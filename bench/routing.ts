@@ -4,8 +4,11 @@
  * prefix-cache hit rate (the workers' own counters), client-side TTFT and end-to-end latency,
  * throughput and spread of requests over the workers.
  *
- *   npm run bench:routing                         every workload, default preset (a few minutes)
- *   npm run bench:routing -- --quick              small preset, under a minute
+ *   npm run bench:routing                         every workload, default preset, 5 repeats
+ *                                                 (about half an hour on 2 cores)
+ *   npm run bench:routing -- --workload cache-pressure --policies prefix_cost   one workload, one
+ *                                                 policy and the oracle, 5 repeats (about 2 minutes)
+ *   npm run bench:routing -- --quick --repeats 1  small preset, one run, under a minute
  *   npm run bench:routing -- --workload multi-turn --concurrency 64
  *   npm run bench:routing -- --rate 40            open loop, Poisson arrivals at 40 req/s
  *
@@ -17,6 +20,7 @@ import os from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import { defaultConfig } from "../src/config.js";
 import { PREFIX_INDEX_NAMES, type PrefixIndexName } from "../src/index/factory.js";
 import { POLICY_NAMES, type PolicyName } from "../src/policies/policy.js";
 import { startLocalRedis } from "../src/sim/redis-server.js";
@@ -31,12 +35,13 @@ import {
   type BypassTarget,
   ORACLE_ROW,
   PRECISE_ROW,
-  type RowName,
+  type RowLabel,
   type RowResult,
   runRoutingWorkload,
   WARM_SKIP,
   type WorkloadReport,
 } from "./lib/routing-runner.js";
+import { parseRowLabel, ROW_KNOBS } from "./lib/routing-variants.js";
 import {
   FULL_PRESET,
   QUICK_PRESET,
@@ -53,7 +58,9 @@ const CHART_PATH = join(ROOT, "docs", "chart-routing.svg");
 interface CliOptions {
   workloads: WorkloadName[];
   preset: RoutingPreset;
-  rows: RowName[];
+  rows: RowLabel[];
+  repeats: number;
+  timingSeed: number;
   rate: number | undefined;
   bypassShare: number | undefined;
   bypassTo: BypassTarget | undefined;
@@ -84,12 +91,16 @@ function parseCli(argv: string[]): CliOptions {
       "time-scale": { type: "string" },
       "kv-capacity-tokens": { type: "string" },
       seed: { type: "string" },
+      tenants: { type: "string" },
+      "kv-share": { type: "string" },
       "cache-load-bound": { type: "string" },
       "prefix-index": { type: "string" },
       "max-tree-size": { type: "string" },
       "prefix-cost-queue-weight": { type: "string" },
       "prefix-cost-request-chars": { type: "string" },
       policies: { type: "string" },
+      repeats: { type: "string" },
+      "timing-seed": { type: "string" },
       bypass: { type: "string" },
       "bypass-to": { type: "string" },
       "precise-policy": { type: "string" },
@@ -115,6 +126,8 @@ function parseCli(argv: string[]): CliOptions {
         "  --kv-capacity-tokens <n>      KV cache per worker (default 48000; quick 12000; cache-pressure",
         "                                sizes its own: a share of its working set)",
         "  --seed <n>                    workload seed (default 42)",
+        "  --tenants <n>                 cache-pressure: tenants (default 64; quick 24)",
+        "  --kv-share <x>                cache-pressure: each worker's KV as a share of the working set (default 0.22)",
         "  --bypass <share>              share of requests sent straight to a worker, bypassing the router",
         "                                (e.g. 0.25; the precise row sees them through the KV events)",
         `  --bypass-to <${BYPASS_TARGETS.join("|")}>  where the bypassing client sends them (default sticky):`,
@@ -125,7 +138,12 @@ function parseCli(argv: string[]): CliOptions {
         `  --prefix-index <name>         the router's --prefix-index (${PREFIX_INDEX_NAMES.join("|")}; default: the router's)`,
         "  --max-tree-size <chars>       the router's --max-tree-size (default: the router's)",
         "  --prefix-cost-queue-weight <x>, --prefix-cost-request-chars <n>   prefix_cost's weights",
-        `  --policies <a,b>              subset of ${POLICY_NAMES.join(",")},${PRECISE_ROW}`,
+        `  --policies <a,b>              subset of ${POLICY_NAMES.join(",")},${PRECISE_ROW}; a router row may`,
+        "                                carry knobs that switch a source of variance off, as <row>:<knob>+<knob>",
+        `                                (${ROW_KNOBS.join(", ")}; bench/lib/routing-variants.ts)`,
+        `  --repeats <n>                 runs of every row, interleaved, same requests (default ${DEFAULT_REPEATS})`,
+        "  --timing-seed <n>             the first repeat's timing seed (default 1; repeat i uses n + i):",
+        "                                where the routers' engine polls fall in the run",
         "  --replicas <n>                router replicas per router row, no shared state, the requests",
         "                                split between them by id (the precise row: each subscribed to",
         "                                every worker's KV events); default 1",
@@ -137,9 +155,11 @@ function parseCli(argv: string[]): CliOptions {
         "  --no-oracle                   skip the oracle_sticky row",
         "  --no-isolate                  run the workers in this process (default: a child process)",
         "  --no-chart                    do not rewrite docs/chart-routing.svg",
-        "Columns: hit rate = Σ cached / Σ prompt tokens over the workers' own counters; TTFT = time",
-        "to the first streamed content chunk at the client; warm mean = TTFT mean without the first",
-        `${WARM_SKIP * 100}% of requests (cold start); loop = busy share of the router + client event loop.`,
+        "Columns: hit rate = Σ cached / Σ prompt tokens over the workers' own counters, mean over the",
+        "repeats, with the worst repeat and the spread (max − min, points); TTFT = time to the first",
+        "streamed content chunk at the client, mean over every repeat's requests, with the best and",
+        `worst repeat's mean; warm mean = TTFT mean without the first ${WARM_SKIP * 100}% of requests of each repeat`,
+        "(cold start); loop = busy share of the router + client event loop; requests per worker per repeat.",
       ].join("\n"),
     );
     process.exit(0);
@@ -161,6 +181,11 @@ function parseCli(argv: string[]): CliOptions {
   preset.kvCapacityTokens =
     num("kv-capacity-tokens", values["kv-capacity-tokens"], 16, true) ?? preset.kvCapacityTokens;
   preset.seed = num("seed", values.seed, 0, true) ?? preset.seed;
+  preset.cachePressure.tenants =
+    num("tenants", values.tenants, 1, true) ?? preset.cachePressure.tenants;
+  preset.cachePressure.kvShareOfWorkingSet =
+    num("kv-share", values["kv-share"], Number.MIN_VALUE, false) ??
+    preset.cachePressure.kvShareOfWorkingSet;
   const rate = num("rate", values.rate, Number.MIN_VALUE, false);
   const cacheLoadBound = num("cache-load-bound", values["cache-load-bound"], 0, false);
   const prefixIndex = values["prefix-index"] as PrefixIndexName | undefined;
@@ -188,19 +213,23 @@ function parseCli(argv: string[]): CliOptions {
           }
           return w as WorkloadName;
         });
-  let rows: RowName[] = [...ALL_ROWS];
+  let rows: RowLabel[] = [...ALL_ROWS];
   if (values.policies !== undefined) {
     overridden = true;
-    rows = values.policies.split(",").map((p) => {
+    rows = values.policies.split(",").map((label) => {
+      const { base: p } = parseRowLabel(label);
       if (!(POLICY_NAMES as readonly string[]).includes(p) && p !== PRECISE_ROW) {
         throw new Error(
           `--policies: unknown policy "${p}"; expected ${POLICY_NAMES} or ${PRECISE_ROW}`,
         );
       }
-      return p as RowName;
+      return label as RowLabel;
     });
     if (!values["no-oracle"]) rows.push(ORACLE_ROW);
   }
+  const repeats = num("repeats", values.repeats, 1, true) ?? DEFAULT_REPEATS;
+  if (repeats !== DEFAULT_REPEATS) overridden = true;
+  const timingSeed = num("timing-seed", values["timing-seed"], 0, true) ?? 1;
   if (values["no-oracle"]) rows = rows.filter((r) => r !== ORACLE_ROW);
   const bypassShare = num("bypass", values.bypass, 0, false);
   if (bypassShare !== undefined) {
@@ -237,6 +266,8 @@ function parseCli(argv: string[]): CliOptions {
     workloads,
     preset,
     rows,
+    repeats,
+    timingSeed,
     rate,
     bypassShare,
     bypassTo,
@@ -255,8 +286,16 @@ function parseCli(argv: string[]): CliOptions {
   };
 }
 
+/** Runs of every row unless --repeats says otherwise (issue 27). */
+const DEFAULT_REPEATS = 5;
+
 function pct(x: number): string {
   return `${(x * 100).toFixed(1)}%`;
+}
+
+/** A spread of hit rates, in points. */
+function points(x: number): string {
+  return (x * 100).toFixed(1);
 }
 
 function printReport(report: WorkloadReport): void {
@@ -267,11 +306,21 @@ function printReport(report: WorkloadReport): void {
       `${report.kvCapacityTokens} KV tokens, working set ${report.workingSetTokens} tokens, ` +
       `timeScale ${report.preset.timeScale}`,
   );
+  const loads = report.rows.flatMap((r) => (r.repeats ?? []).map((x) => x.loadAverage));
+  if (loads.length > 0) {
+    console.log(
+      `${report.rows[0]?.repeats?.length ?? 1} repeats, interleaved; load average (1 min) ${fmt(Math.min(...loads), 2)}-${fmt(Math.max(...loads), 2)}`,
+    );
+  }
   printTable(
     [
       "policy",
       "hit rate",
+      "hit min",
+      "hit spread",
       "TTFT mean",
+      "TTFT min",
+      "TTFT max",
       "p50",
       "p90",
       "p99",
@@ -287,7 +336,11 @@ function printReport(report: WorkloadReport): void {
     report.rows.map((r) => [
       r.row,
       pct(r.hitRate),
+      pct(r.spread?.hitRate.min ?? r.hitRate),
+      points(r.spread?.hitRate.spread ?? 0),
       fmt(r.ttftMs.mean),
+      fmt(r.spread?.ttftMeanMs.min ?? r.ttftMs.mean),
+      fmt(r.spread?.ttftMeanMs.max ?? r.ttftMs.mean),
       fmt(r.ttftMs.p50),
       fmt(r.ttftMs.p90),
       fmt(r.ttftMs.p99),
@@ -318,7 +371,7 @@ function printReport(report: WorkloadReport): void {
 
 /** The goals the benchmark checks, as report lines (never hidden when missed). */
 export function goalLines(report: WorkloadReport): string[] {
-  const row = (name: RowName): RowResult | undefined => report.rows.find((r) => r.row === name);
+  const row = (name: RowLabel): RowResult | undefined => report.rows.find((r) => r.row === name);
   const ca = row("cache_aware");
   const lines: string[] = [];
   const oracle = row(ORACLE_ROW);
@@ -339,6 +392,20 @@ export function goalLines(report: WorkloadReport): string[] {
           ? ""
           : ` (routed requests ${pct(precise.split.routedHitRate)} vs ${pct(oracle.split?.routedHitRate ?? 0)})`),
     );
+  }
+  if (report.workload === "cache-pressure" && oracle !== undefined) {
+    // Issue 27: the default's hit rate holds from run to run, and its TTFT stays at the oracle's.
+    const def = row(defaultConfig().policy);
+    if (def?.spread !== undefined && oracle.spread !== undefined) {
+      const s = def.spread;
+      const n = def.repeats?.length ?? 1;
+      const worst = s.hitRate.min / oracle.spread.hitRate.mean;
+      lines.push(
+        `goal: ${def.row} hit-rate spread over ${n} repeats ≤ 1 point: ${pct(s.hitRate.min)}-${pct(s.hitRate.max)} (${points(s.hitRate.spread)}) → ${s.hitRate.spread <= 0.01 + 1e-9 ? "met" : "MISSED"}`,
+        `goal: ${def.row} worst repeat ≥ 0.97× the oracle's hit rate: ${pct(s.hitRate.min)} vs ${pct(oracle.spread.hitRate.mean)} (${fmt(worst, 3)}×) → ${worst >= 0.97 ? "met" : "MISSED"}`,
+        `goal: ${def.row} mean TTFT over the repeats ≤ the oracle's: ${fmt(def.ttftMs.mean)} vs ${fmt(oracle.ttftMs.mean)} ms → ${def.ttftMs.mean <= oracle.ttftMs.mean ? "met" : "MISSED"}`,
+      );
+    }
   }
   if (ca === undefined) return lines;
   const rr = row("round_robin");
@@ -403,6 +470,8 @@ async function main(): Promise<void> {
       const report = await runRoutingWorkload(workload, {
         preset: cli.preset,
         rows: cli.rows,
+        repeats: cli.repeats,
+        timingSeed: cli.timingSeed,
         ...(cli.rate === undefined ? {} : { rate: cli.rate }),
         ...(cli.bypassShare === undefined ? {} : { bypassShare: cli.bypassShare }),
         ...(cli.bypassTo === undefined ? {} : { bypassTo: cli.bypassTo }),
@@ -466,7 +535,7 @@ async function main(): Promise<void> {
     const p = cli.preset;
     const arrival = cli.rate === undefined ? `closed loop ×${p.concurrency}` : `${cli.rate} req/s`;
     const caption =
-      `npm run bench:routing — ${p.workers} simulated workers, ${p.kvCapacityTokens} KV tokens each, ` +
+      `npm run bench:routing — ${cli.repeats} repeats (bar: mean, line: worst to best), ${p.workers} simulated workers, ${p.kvCapacityTokens} KV tokens each, ` +
       `timeScale ${p.timeScale}, ${arrival}, seed ${p.seed}, node ${process.version}, ${new Date().toISOString().slice(0, 10)}`;
     writeFileSync(CHART_PATH, routingChartSvg(all, caption));
     console.log(`\nchart: ${CHART_PATH}`);

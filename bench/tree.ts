@@ -14,13 +14,13 @@
  * plain `npm run bench:tree` measures memory the same way.
  *
  * 4. The prefix indexes (bench/lib/index-bench.ts): one decision through the PrefixIndex interface,
- *    approx against shared, for 8k prompts at 16, 64 and 256 workers; heap per claimed character
+ *    approx, shared and block_hash, for 8k prompts at 16, 64 and 256 workers; heap per claimed character
  *    (a prefix held by two workers counts twice); evicting half of a 2^26-character shared index
  *    in the timer's slices (total and longest slice).
  *
  * Prints tables and writes bench/results/tree.json. Seeded: every run draws the same requests.
  * Environment: BENCH_QUICK=1 for a fast smoke run with fewer samples; BENCH_PART=index runs only
- * part 4, BENCH_PART=tree only parts 1-3.
+ * part 4, BENCH_PART=tree only parts 1-3; BENCH_INDEX_KINDS=block_hash,shared limits part 4's indexes.
  */
 
 import { mkdirSync, writeFileSync } from "node:fs";
@@ -35,7 +35,9 @@ import {
   benchIndexDecision,
   benchIndexMemory,
   benchSlicedEvict,
+  INDEX_KINDS,
   type IndexDecisionResult,
+  type IndexKind,
   type IndexMemoryResult,
   type SlicedEvictResult,
 } from "./lib/index-bench.js";
@@ -45,6 +47,12 @@ import { printTable, type Summary, summarize } from "./lib/stats.js";
 const QUICK = process.env.BENCH_QUICK === "1";
 const PART = process.env.BENCH_PART ?? "all";
 const INDEX_WORKER_COUNTS = [16, 64, 256];
+/** BENCH_INDEX_KINDS=shared,block_hash runs part 4 for those indexes only. */
+const INDEX_KINDS_RUN: readonly IndexKind[] = (
+  process.env.BENCH_INDEX_KINDS ?? INDEX_KINDS.join(",")
+)
+  .split(",")
+  .filter((k): k is IndexKind => (INDEX_KINDS as readonly string[]).includes(k));
 const INDEX_PROMPT_CHARS = 8192;
 const INDEX_MEMORY = { workers: 16, chars: QUICK ? 2_000_000 : 16_000_000 };
 const INDEX_EVICT_CHARS = QUICK ? 2_000_000 : 2 ** 26;
@@ -340,7 +348,7 @@ interface IndexPart {
 }
 
 function indexPart(): IndexPart {
-  const memory = (["approx", "shared"] as const).map((kind) => {
+  const memory = INDEX_KINDS_RUN.map((kind) => {
     const result = benchIndexMemory(kind, INDEX_MEMORY.workers, INDEX_MEMORY.chars, settledHeap);
     settledHeap();
     return result;
@@ -361,7 +369,7 @@ function indexPart(): IndexPart {
 
   const decisions: IndexDecisionResult[] = [];
   for (const workers of INDEX_WORKER_COUNTS) {
-    for (const kind of ["approx", "shared"] as const) {
+    for (const kind of INDEX_KINDS_RUN) {
       decisions.push(
         benchIndexDecision(
           kind,

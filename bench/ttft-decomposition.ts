@@ -15,7 +15,8 @@
  * "steady" the mean TTFT of every later request.
  */
 import { parseArgs } from "node:util";
-import { createPolicy, isPolicyName } from "../src/policies/factory.js";
+import { createPolicy, isPolicyName, type PolicyOptions } from "../src/policies/factory.js";
+import type { TieBreak } from "../src/policies/options.js";
 import type { PolicyName } from "../src/policies/policy.js";
 import { runIfEntryPoint } from "./lib/entry.js";
 import { fmt } from "./lib/latency.js";
@@ -76,6 +77,7 @@ const USAGE = [
   "  --foreign-against-now         count the engine's foreign queue against the router's count now",
   "                                (the old rule), not the count at the reading",
   "  --queue-weight <x>, --request-chars <n>   prefix_cost's weights",
+  "  --tie-break <hash|rotation>   prefix_cost's tie-break (default hash)",
 ].join("\n");
 
 function parseCli(): ReturnType<typeof parseArgs<{ options: typeof OPTIONS }>>["values"] {
@@ -119,6 +121,7 @@ const OPTIONS = {
   "foreign-against-now": { type: "boolean", default: false },
   "queue-weight": { type: "string" },
   "request-chars": { type: "string" },
+  "tie-break": { type: "string" },
 } as const;
 
 async function main(): Promise<void> {
@@ -142,6 +145,9 @@ async function main(): Promise<void> {
     ...(values["request-chars"] === undefined
       ? {}
       : { prefixCostRequestChars: Number(values["request-chars"]) }),
+    ...(values["tie-break"] === undefined
+      ? {}
+      : { prefixCostTieBreak: values["tie-break"] as TieBreak }),
   };
   const w = prepareWorkload(name, preset);
   // The router polls its engines every --engine-poll-interval-secs of real time (default 5).
@@ -251,7 +257,7 @@ async function pollSweep(
   w: ReturnType<typeof prepareWorkload>,
   base: { workers: number; concurrency: number; enginePollMs: number },
   policies: readonly PolicyName[],
-  options: Record<string, number>,
+  options: PolicyOptions,
   phases: number,
 ): Promise<void> {
   const oracle = w.oracle;

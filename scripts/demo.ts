@@ -9,6 +9,7 @@
  * Prints where it listens, example curl commands, and every few seconds the fleet's prefix-cache
  * hit rate (from the workers' own counters) and requests per worker. Ctrl-C stops it cleanly.
  */
+import { randomBytes } from "node:crypto";
 import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import { Agent } from "undici";
@@ -167,6 +168,9 @@ export async function startDemo(o: DemoOptions = {}): Promise<Demo> {
   };
 }
 
+/** The demo replicas' shared --state-secret (new for every run). */
+const DEMO_STATE_SECRET = randomBytes(24).toString("hex");
+
 async function startDemoRouter(
   o: DemoOptions,
   workers: readonly SimWorker[],
@@ -182,7 +186,9 @@ async function startDemoRouter(
     logLevel: o.logLevel ?? "warn",
     workerUrls: workers.map((w) => w.url),
     shutdownGraceSecs: 2,
-    ...(stateUrl !== undefined ? { stateUrl, stateKeyPrefix: "radixgate-demo" } : {}),
+    ...(stateUrl !== undefined
+      ? { stateUrl, stateSecret: DEMO_STATE_SECRET, stateKeyPrefix: "radixgate-demo" }
+      : {}),
   };
   const logger = createLogger({ level: config.logLevel });
   try {

@@ -80,7 +80,7 @@ export const COMPAT_FLAGS: readonly CompatFlag[] = [
     arity: "none",
     ours: "--health-check-interval-secs",
     translate: () => ["0"],
-    note: "Sets --health-check-interval-secs 0: no periodic checks (each worker still gets one probe when it is added).",
+    note: "Sets --health-check-interval-secs 0: no health checks, workers are trusted as given (as in SGLang); the breaker still takes a failing worker out.",
   },
   {
     flag: "--retry-backoff-multiplier",

@@ -1,6 +1,11 @@
+import { DEFAULT_BLOCK_CHARS, DEFAULT_CAPACITY_BLOCKS } from "./index/block-hash-index.js";
 import { PREFIX_INDEX_NAMES, type PrefixIndexName } from "./index/factory.js";
+import { DEFAULT_TIE_BREAK, TIE_BREAKS, type TieBreak } from "./policies/options.js";
 import { POLICY_NAMES, type PolicyName } from "./policies/policy.js";
 import { SESSION_SOURCES, type SessionSource } from "./proxy/session-key.js";
+import { SchedulerConfigError } from "./scheduling/config-path.js";
+import { loadSchedulerConfig } from "./scheduling/scheduler-config.js";
+import { MIN_STATE_SECRET_CHARS } from "./state/state-secret.js";
 import { MODEL_ROUTING_MODES, type ModelRoutingMode } from "./workers/served-models.js";
 import { normalizeWorkerUrl } from "./workers/worker-url.js";
 
@@ -10,12 +15,15 @@ export interface Config {
   host: string;
   port: number;
   policy: PolicyName;
+  /** --scheduler-config: a file of scheduling profiles ("" = none); its first profile routes. */
+  schedulerConfig: string;
   cacheThreshold: number;
   balanceAbsThreshold: number;
   balanceRelThreshold: number;
   cacheLoadBound: number;
   prefixCostQueueWeight: number;
   prefixCostRequestChars: number;
+  prefixCostTieBreak: TieBreak;
   evictionIntervalSecs: number;
   /** A fixed budget in characters, or "auto": learned from each worker's KV capacity. */
   maxTreeSize: number | "auto";
@@ -23,6 +31,8 @@ export interface Config {
   enginePollIntervalSecs: number;
   enginePollTimeoutSecs: number;
   prefixIndex: PrefixIndexName;
+  blockHashChars: number;
+  blockHashCapacity: number;
   maxPayloadSize: number;
   maxBodyBufferBytes: number;
   bodyReadTimeoutSecs: number;
@@ -73,6 +83,8 @@ export interface Config {
   kvEventsAllowIpc: boolean;
   kvEventsReplayTimeoutMs: number;
   kvEventsRebuildSecs: number;
+  kvEventsMaxMessageBytes: number;
+  kvEventsDpSize: number;
   kvIndexMaxBlocks: number;
   kvSpeculativeTtlMs: number;
   kvBlockSize: number;
@@ -80,6 +92,7 @@ export interface Config {
   tokenizerCacheTokens: number;
   tokenizerPath: string;
   stateUrl: string | undefined;
+  stateSecret: string | undefined;
   stateKeyPrefix: string;
   stateMaxTextChars: number;
   stateStreamLength: number;
@@ -228,9 +241,45 @@ const stateUrl = (raw: string, flag: string): string | undefined => {
   return raw.trim();
 };
 
+/** Errors never echo the secret. */
+const stateSecret = (raw: string, flag: string): string | undefined => {
+  if (raw === "") return undefined;
+  if (raw.length < MIN_STATE_SECRET_CHARS)
+    throw new ConfigError(
+      flag,
+      `must be at least ${MIN_STATE_SECRET_CHARS} characters (e.g. openssl rand -hex 32), got ${raw.length}`,
+    );
+  return raw;
+};
+
+/**
+ * The fleet's --state-secret, which --state-url needs: without it anyone who can write to Redis
+ * could add workers to every replica, so the router refuses to start rather than trust Redis.
+ */
+export function requireStateSecret(config: Config): string {
+  if (config.stateSecret === undefined)
+    throw new ConfigError(
+      "--state-secret",
+      "is required with --state-url: give every replica of the fleet the same secret (e.g. RADIXGATE_STATE_SECRET=$(openssl rand -hex 32)); updates in Redis are signed with it and peers drop unsigned ones (see docs/architecture.md, shared state)",
+    );
+  return config.stateSecret;
+}
+
 const keyPrefix = (raw: string, flag: string): string => {
   if (!/^[A-Za-z0-9_.:{}-]{1,64}$/.test(raw))
     throw new ConfigError(flag, `must be 1-64 characters of A-Z a-z 0-9 _ . : { } -, got "${raw}"`);
+  return raw;
+};
+
+/** A scheduler config file, built once to check it (the router builds it again at start). */
+const schedulerConfigFile = (raw: string, flag: string): string => {
+  if (raw.trim() === "") return "";
+  try {
+    loadSchedulerConfig(raw);
+  } catch (err) {
+    if (err instanceof SchedulerConfigError) throw new ConfigError(flag, err.message);
+    throw err;
+  }
   return raw;
 };
 
@@ -269,9 +318,18 @@ export const SETTINGS = [
     key: "policy",
     flag: "--policy",
     arg: "<name>",
-    description: `Routing policy: ${POLICY_NAMES.join(" | ")}.`,
+    description: `Routing policy: ${POLICY_NAMES.join(" | ")}. aibrix_prefix, llmd_approx, precise_weighted (with --kv-events), chwbl and dynamo_cost are the seed systems' algorithms as scheduling profiles (docs/scheduling.md).`,
     default: "prefix_cost",
     parse: oneOf(POLICY_NAMES),
+  }),
+  setting({
+    key: "schedulerConfig",
+    flag: "--scheduler-config",
+    arg: "<file>",
+    description:
+      "Scheduling profiles from a YAML or JSON file in the shape of GIE's EndpointPickerConfig (plugins: [{type, name, parameters}], schedulingProfiles: [{name, plugins: [{pluginRef, weight}]}]; docs/scheduling.md); its first profile routes instead of --policy. Checked at start: an error names the path in the file. Empty = none.",
+    default: "",
+    parse: schedulerConfigFile,
   }),
   setting({
     key: "cacheThreshold",
@@ -333,6 +391,15 @@ export const SETTINGS = [
     parse: number(0),
   }),
   setting({
+    key: "prefixCostTieBreak",
+    flag: "--prefix-cost-tie-break",
+    arg: "<hash|rotation>",
+    description:
+      "prefix_cost: how near-equal costs are settled when some worker holds part of the text. hash = the candidate holding the most of it among those within half of --prefix-cost-request-chars of the lowest cost, then a hash of the text past that prefix, so one tenant's new conversations keep landing on one worker whatever the load of the moment; rotation = exact ties only, the less loaded, then in turn.",
+    default: DEFAULT_TIE_BREAK,
+    parse: oneOf(TIE_BREAKS),
+  }),
+  setting({
     key: "evictionIntervalSecs",
     flag: "--eviction-interval",
     arg: "<secs>",
@@ -381,9 +448,27 @@ export const SETTINGS = [
     flag: "--prefix-index",
     arg: "<name>",
     description:
-      "Prefix index: shared (one tree per model whose nodes record which workers hold them; a decision walks it once) | approx (one radix tree per worker; a decision walks every candidate's tree). Same answers, same per-worker budgets.",
+      "Prefix index: shared (one tree per model whose nodes record which workers hold them; a decision walks it once) | approx (one radix tree per worker; a decision walks every candidate's tree), the same answers to the character | block_hash (GIE/llm-d's and AIBrix's approximate index: chained hashes of fixed character blocks, an LRU of blocks per worker; matches in whole blocks).",
     default: "shared",
     parse: oneOf(PREFIX_INDEX_NAMES),
+  }),
+  setting({
+    key: "blockHashChars",
+    flag: "--block-hash-chars",
+    arg: "<chars>",
+    description:
+      "--prefix-index block_hash: characters a block (GIE/llm-d: 16 tokens x 4 characters = 64; AIBrix's character blocks: 128). A text's partial last block is not hashed.",
+    default: DEFAULT_BLOCK_CHARS,
+    parse: integer(1, 1_048_576),
+  }),
+  setting({
+    key: "blockHashCapacity",
+    flag: "--block-hash-capacity",
+    arg: "<blocks>",
+    description:
+      "--prefix-index block_hash: blocks each worker's LRU holds (GIE's default, about 500k tokens of KV) until its engine's KV capacity is learned (--max-tree-size auto); a fixed --max-tree-size replaces it (its characters / --block-hash-chars).",
+    default: DEFAULT_CAPACITY_BLOCKS,
+    parse: integer(1, 1 << 30),
   }),
   setting({
     key: "maxPayloadSize",
@@ -823,6 +908,24 @@ export const SETTINGS = [
     parse: number(0),
   }),
   setting({
+    key: "kvEventsMaxMessageBytes",
+    flag: "--kv-events-max-message-bytes",
+    arg: "<bytes>",
+    description:
+      "Largest KV-event batch applied; a bigger one is refused undecoded and counted, and the worker's precise index rebuilds (an engine step publishes well under 1 MiB).",
+    default: 4 * 1024 * 1024,
+    parse: integer(1024),
+  }),
+  setting({
+    key: "kvEventsDpSize",
+    flag: "--kv-events-dp-size",
+    arg: "<n>",
+    description:
+      "Data-parallel ranks per worker's engine (vLLM --data-parallel-size, SGLang --dp-size): rank r publishes on the endpoint's port + r, gets its own precise index, and requests carry the chosen rank (X-data-parallel-rank). A worker whose engine says more (SGLang /get_server_info dp_size, vLLM's /metrics engine labels) gets that many. See docs/kv-events.md.",
+    default: 1,
+    parse: integer(1, 64),
+  }),
+  setting({
     key: "kvIndexMaxBlocks",
     flag: "--kv-index-max-blocks",
     arg: "<n>",
@@ -882,6 +985,15 @@ export const SETTINGS = [
       "Share routing decisions, in-flight counts and workers with other replicas through Redis 7 / Valkey, e.g. redis://10.0.0.5:6379/0 (rediss:// for TLS). Unset = this replica routes on its own state. Never logged (it may hold a password).",
     default: undefined,
     parse: stateUrl,
+    secret: true,
+  }),
+  setting({
+    key: "stateSecret",
+    flag: "--state-secret",
+    arg: "<secret>",
+    description: `Required with --state-url: a secret shared by the fleet's replicas (at least ${MIN_STATE_SECRET_CHARS} characters, e.g. \`openssl rand -hex 32\`; best given as RADIXGATE_STATE_SECRET). Every update written to Redis is signed with it (HMAC) and peers drop what is not; workers' own API keys travel sealed with it (AES-256-GCM). Never logged.`,
+    default: undefined,
+    parse: stateSecret,
     secret: true,
   }),
   setting({
@@ -981,6 +1093,7 @@ export function validateConfig(config: Config): Config {
       `must be 0 (no budget) or >= --max-payload-size (${config.maxPayloadSize}), got ${config.maxBodyBufferBytes}`,
     );
   }
+  if (config.stateUrl !== undefined) requireStateSecret(config);
   if (new Set(config.workerUrls).size !== config.workerUrls.length) {
     throw new ConfigError("--worker-urls", "lists the same worker twice");
   }

@@ -3,7 +3,7 @@ import { createServer, type RequestListener, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { getRequestListener, type HttpBindings } from "@hono/node-server";
 import { Hono } from "hono";
-import { type Config, ConfigError } from "./config.js";
+import { type Config, ConfigError, requireStateSecret } from "./config.js";
 import { RouterError } from "./errors.js";
 import { createBaseIndex } from "./index/factory.js";
 import type { PrefixIndex } from "./index/prefix-index.js";
@@ -18,6 +18,7 @@ import { BodyBudget } from "./proxy/body-budget.js";
 import { Forwarder, type ForwardHooks, type ForwardSettings } from "./proxy/forward.js";
 import { ParsePool } from "./proxy/parse-pool.js";
 import { UsageFeedback } from "./proxy/usage-feedback.js";
+import { routerPolicy } from "./router-policy.js";
 import { registerAdminRoutes } from "./routes/admin.js";
 import type { RouterContext } from "./routes/context.js";
 import { registerInferenceRoutes } from "./routes/inference.js";
@@ -53,8 +54,12 @@ export function createRouter(
 ): { app: Hono<Env>; listener: RequestListener; context: RouterContext } {
   const logger = options.logger ?? createLogger({ level: config.logLevel });
   let metrics: Metrics | undefined;
-  const trees = createBaseIndex(config.prefixIndex, {
+  const policy = routerPolicy(config);
+  // llmd_approx and aibrix_prefix are defined over block hashes: they bring their own index.
+  const trees = createBaseIndex(policy.prefixIndex?.name ?? config.prefixIndex, {
     maxTreeSize: config.maxTreeSize === "auto" ? undefined : config.maxTreeSize,
+    blockChars: policy.prefixIndex?.blockChars ?? config.blockHashChars,
+    capacityBlocks: config.blockHashCapacity,
     onEvict: (chars) => metrics?.evictedChars.inc(chars),
   });
   // --kv-events: the precise index from the engines' events, with the trees as fallback.
@@ -67,6 +72,7 @@ export function createRouter(
       : new SharedState(
           {
             url: config.stateUrl,
+            secret: requireStateSecret(config),
             keyPrefix: config.stateKeyPrefix,
             maxTextChars: config.stateMaxTextChars,
             streamLength: config.stateStreamLength,
@@ -109,7 +115,10 @@ export function createRouter(
       timeoutMs: config.enginePollTimeoutSecs * 1000,
     },
     logger,
-    (worker) => budgets.update(worker),
+    (worker) => {
+      budgets.update(worker);
+      kvEvents?.learnRanks(worker);
+    },
   );
 
   const settings: ForwardSettings = {
@@ -138,14 +147,6 @@ export function createRouter(
       if (matchRate !== null) m.matchRate.observe(matchRate);
     },
   };
-  const policy = createPolicy(config.policy, {
-    cacheThreshold: config.cacheThreshold,
-    balanceAbsThreshold: config.balanceAbsThreshold,
-    balanceRelThreshold: config.balanceRelThreshold,
-    cacheLoadBound: config.cacheLoadBound,
-    prefixCostQueueWeight: config.prefixCostQueueWeight,
-    prefixCostRequestChars: config.prefixCostRequestChars,
-  });
   const feedback = new UsageFeedback({
     onEngineTokens: (worker, prompt, cached) => {
       m.enginePromptTokens.inc({ worker: worker.id }, prompt);
@@ -205,9 +206,9 @@ export function createRouter(
     ...(sharedState !== undefined ? { sharedState } : {}),
   };
 
-  // A worker a peer replica added gets its first health check at once, as a local add does.
+  // A worker a peer replica added takes traffic here only once this replica's own probe passes.
   sharedState?.attach(registry, m.registry, {
-    onRemoteAdd: (worker) => void context.health.check(worker),
+    onRemoteAdd: (worker) => void context.health.probeFirst(worker, { fromPeer: true }),
   });
 
   const app = new Hono<Env>();
@@ -241,7 +242,8 @@ export async function startRouter(
   // A fixed --port is known before listening; port 0 is only known after (no worker can be it yet).
   if (config.port !== 0) registry.setListenAddress({ host: config.host, port: config.port });
   // As SGLang's gateway does, --api-key is also the key of the workers listed on the command
-  // line (sgl-model-gateway/src/core/job_queue.rs, Job::InitializeWorkersFromConfig); an explicit
+  // line (sgl-model-gateway/src/core/job_queue.rs, Job::InitializeWorkersFromConfig; clients must
+  // send it too: src/middleware.rs, auth_middleware); an explicit
   // --worker-api-key wins. Workers added later through the admin API bring their own key.
   const cliWorkerKey = config.workerApiKey ?? config.apiKey;
   for (const url of config.workerUrls) {
@@ -306,7 +308,7 @@ export async function startRouter(
       url,
       host: config.host,
       port,
-      policy: config.policy,
+      policy: context.decider.policy.name,
       workers: registry.list().map((w) => w.url),
       metrics_port: metricsPort,
     },

@@ -94,6 +94,25 @@ describe("config", () => {
     }
   });
 
+  // Issue 20: without a secret, anyone who can write to Redis could add workers to every replica.
+  it("--state-url needs a --state-secret of at least 16 characters, and errors never show it", () => {
+    expect(() => configFromArgv(["--state-url", "redis://127.0.0.1:6379/0"])).toThrow(
+      /--state-secret is required with --state-url/,
+    );
+    expect(() =>
+      configFromArgv(["--state-url", "redis://h:6379/0", "--state-secret", "short-secret"]),
+    ).toThrow(/--state-secret must be at least 16 characters/);
+    try {
+      configFromArgv(["--state-url", "redis://h:6379/0", "--state-secret", "short-secret"]);
+    } catch (err) {
+      expect((err as Error).message).not.toContain("short-secret");
+    }
+    const secret = "0123456789abcdef0123";
+    const config = configFromArgv(["--state-url", "redis://h:6379/0", "--state-secret", secret]);
+    expect(config.stateSecret).toBe(secret);
+    expect(SETTINGS.find((s) => s.key === "stateSecret")?.secret).toBe(true);
+  });
+
   it("docs/configuration.md lists every flag, env var and default, as generated from SETTINGS", async () => {
     const { readFile } = await import("node:fs/promises");
     const doc = await readFile(new URL("../docs/configuration.md", import.meta.url), "utf8");

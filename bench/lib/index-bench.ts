@@ -1,24 +1,36 @@
 /**
  * The prefix-index part of bench:tree: one decision through the PrefixIndex interface, approx
- * (a tree per worker) against shared (one tree whose nodes record their workers), at fleet sizes
- * up to 256; heap per claimed character; a large eviction in slices.
+ * (a tree per worker) against shared (one tree whose nodes record their workers) and block_hash
+ * (chained hashes of 64-character blocks, an LRU per worker), at fleet sizes up to 256; heap per
+ * claimed character; a large eviction in slices.
  */
 
 import { ApproximateIndex } from "../../src/index/approximate-index.js";
+import { BlockHashIndex, DEFAULT_BLOCK_CHARS } from "../../src/index/block-hash-index.js";
 import type { PrefixIndex } from "../../src/index/prefix-index.js";
 import { SharedIndex } from "../../src/index/shared-index.js";
 import { mulberry32 } from "../../src/sim/prng.js";
 import { Workload } from "./prompts.js";
 import { type Summary, summarize } from "./stats.js";
 
-export type IndexKind = "approx" | "shared";
+export const INDEX_KINDS = ["approx", "shared", "block_hash"] as const;
+export type IndexKind = (typeof INDEX_KINDS)[number];
 
 const CACHE_THRESHOLD = 0.5;
 
 export function makeIndex(kind: IndexKind, maxTreeSize = 2 ** 30): PrefixIndex {
-  return kind === "approx"
-    ? new ApproximateIndex({ maxTreeSize })
-    : new SharedIndex({ maxTreeSize });
+  switch (kind) {
+    case "approx":
+      return new ApproximateIndex({ maxTreeSize });
+    case "shared":
+      return new SharedIndex({ maxTreeSize });
+    case "block_hash":
+      // GIE's 64-character blocks, the same character budget as the trees.
+      return new BlockHashIndex({
+        blockChars: DEFAULT_BLOCK_CHARS,
+        capacityBlocks: Math.floor(maxTreeSize / DEFAULT_BLOCK_CHARS),
+      });
+  }
 }
 
 /** One cache_aware decision as the decider makes it: match all, pick, insert into the pick. */

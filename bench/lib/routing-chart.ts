@@ -1,8 +1,9 @@
 /**
  * The routing chart (docs/chart-routing.svg), hand-written SVG: one column per workload, one row
- * per metric (mean TTFT, fleet prefix-cache hit rate), one bar per policy in a fixed colour.
+ * per metric (mean TTFT, fleet prefix-cache hit rate), one bar per policy in a fixed colour: the
+ * mean over the repeats, with a line from the worst to the best repeat (--repeats, issue 27).
  */
-import type { RowName, WorkloadReport } from "./routing-runner.js";
+import type { RowLabel, WorkloadReport } from "./routing-runner.js";
 
 const COLORS: Record<string, string> = {
   cache_aware: "#2563eb",
@@ -15,15 +16,31 @@ const COLORS: Record<string, string> = {
   oracle_sticky: "#6b7280",
 };
 
+type Row = WorkloadReport["rows"][number];
+
 interface Metric {
   title: string;
-  value: (r: WorkloadReport["rows"][number]) => number;
+  value: (r: Row) => number;
+  /** The repeats' lowest and highest value, in the metric's unit; undefined without repeats. */
+  range: (r: Row) => [number, number] | undefined;
   label: (v: number) => string;
 }
 
 const METRICS: Metric[] = [
-  { title: "mean TTFT (ms)", value: (r) => r.ttftMs.mean, label: (v) => v.toFixed(0) },
-  { title: "cache hit rate (%)", value: (r) => r.hitRate * 100, label: (v) => v.toFixed(0) },
+  {
+    title: "mean TTFT (ms)",
+    value: (r) => r.ttftMs.mean,
+    range: (r) =>
+      r.spread === undefined ? undefined : [r.spread.ttftMeanMs.min, r.spread.ttftMeanMs.max],
+    label: (v) => v.toFixed(0),
+  },
+  {
+    title: "cache hit rate (%)",
+    value: (r) => r.hitRate * 100,
+    range: (r) =>
+      r.spread === undefined ? undefined : [r.spread.hitRate.min * 100, r.spread.hitRate.max * 100],
+    label: (v) => v.toFixed(0),
+  },
 ];
 
 const PANEL_W = 230;
@@ -46,7 +63,7 @@ function niceMax(v: number): number {
 }
 
 export function routingChartSvg(reports: readonly WorkloadReport[], caption: string): string {
-  const rowNames: RowName[] = [];
+  const rowNames: RowLabel[] = [];
   for (const report of reports) {
     for (const r of report.rows) if (!rowNames.includes(r.row)) rowNames.push(r.row);
   }
@@ -61,7 +78,7 @@ export function routingChartSvg(reports: readonly WorkloadReport[], caption: str
   let lx = MARGIN_X;
   for (const name of rowNames) {
     out.push(
-      `<rect x="${lx}" y="10" width="12" height="12" fill="${COLORS[name] ?? "#000"}"/>`,
+      `<rect x="${lx}" y="10" width="12" height="12" fill="${COLORS[baseOf(name)] ?? "#000"}"/>`,
       `<text x="${lx + 16}" y="20" font-size="12">${escapeXml(name)}</text>`,
     );
     lx += 24 + name.length * 7;
@@ -74,7 +91,9 @@ export function routingChartSvg(reports: readonly WorkloadReport[], caption: str
       const left = MARGIN_X + wi * PANEL_W;
       const plotH = PANEL_H - PLOT_TOP - PLOT_BOTTOM;
       const base = top + PLOT_TOP + plotH;
-      const values = report.rows.map((r) => metric.value(r)).filter((v) => Number.isFinite(v));
+      const values = report.rows
+        .flatMap((r) => [metric.value(r), metric.range(r)?.[1] ?? 0])
+        .filter((v) => Number.isFinite(v));
       const max = niceMax(Math.max(0, ...values));
       out.push(
         `<text x="${left + PANEL_W / 2 - 8}" y="${top + 14}" font-size="12" font-weight="bold" text-anchor="middle">${escapeXml(`${report.workload}: ${metric.title}`)}</text>`,
@@ -94,9 +113,32 @@ export function routingChartSvg(reports: readonly WorkloadReport[], caption: str
         if (!Number.isFinite(v)) return;
         const h = (plotH * Math.max(0, v)) / max;
         const x = left + 4 + ri * slot;
+        const mid = x + (slot - 6) / 2;
+        const range = metric.range(row);
+        const spread =
+          range !== undefined && range[1] > range[0]
+            ? ` (repeats ${metric.label(range[0])}-${metric.label(range[1])})`
+            : "";
         out.push(
-          `<rect x="${x.toFixed(1)}" y="${(base - h).toFixed(1)}" width="${(slot - 6).toFixed(1)}" height="${h.toFixed(1)}" fill="${COLORS[name] ?? "#000"}"><title>${escapeXml(`${name}: ${metric.label(v)}`)}</title></rect>`,
-          `<text x="${(x + (slot - 6) / 2).toFixed(1)}" y="${(base - h - 3).toFixed(1)}" font-size="9" text-anchor="middle">${escapeXml(metric.label(v))}</text>`,
+          `<rect x="${x.toFixed(1)}" y="${(base - h).toFixed(1)}" width="${(slot - 6).toFixed(1)}" height="${h.toFixed(1)}" fill="${COLORS[baseOf(name)] ?? "#000"}"><title>${escapeXml(`${name}: ${metric.label(v)}${spread}`)}</title></rect>`,
+        );
+        let top = base - h;
+        if (range !== undefined && range[1] > range[0]) {
+          const y0 = base - (plotH * Math.max(0, range[0])) / max;
+          const y1 = base - (plotH * Math.max(0, range[1])) / max;
+          top = Math.min(top, y1);
+          for (const [xa, ya, xb, yb] of [
+            [mid, y0, mid, y1],
+            [mid - 3, y0, mid + 3, y0],
+            [mid - 3, y1, mid + 3, y1],
+          ] as const) {
+            out.push(
+              `<line x1="${xa.toFixed(1)}" y1="${ya.toFixed(1)}" x2="${xb.toFixed(1)}" y2="${yb.toFixed(1)}" stroke="#111827" stroke-width="1"/>`,
+            );
+          }
+        }
+        out.push(
+          `<text x="${mid.toFixed(1)}" y="${(top - 3).toFixed(1)}" font-size="9" text-anchor="middle">${escapeXml(metric.label(v))}</text>`,
         );
       });
       out.push(
@@ -106,6 +148,12 @@ export function routingChartSvg(reports: readonly WorkloadReport[], caption: str
   });
   out.push("</svg>");
   return `${out.join("\n")}\n`;
+}
+
+/** A variant row (`prefix_cost:poll-frozen`) takes its base row's colour. */
+function baseOf(label: string): string {
+  const colon = label.indexOf(":");
+  return colon < 0 ? label : label.slice(0, colon);
 }
 
 function trimNumber(v: number): string {

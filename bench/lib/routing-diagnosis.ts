@@ -87,21 +87,36 @@ export function diagnoseDecisions(
     if (event === "added") track(worker);
     else simOf.delete(worker.id);
   });
-  const original = decider.decide.bind(decider);
-  const matched: number[] = [];
-  const homes = new Map<string, Set<string>>();
-  decider.decide = ((candidates: readonly PolicyWorker[], request) => {
+  type Decided = ReturnType<RoutingDecider["decide"]>;
+  // Both ways in: decide, and decideAgreed (the forwarder's first attempt; with shared state it may
+  // wait for the replicas to agree). What each worker holds is read before the decision inserts.
+  const measure = (
+    candidates: readonly PolicyWorker[],
+    request: Parameters<RoutingDecider["decide"]>[1],
+    decide: () => Decided | Promise<Decided>,
+  ): Decided | Promise<Decided> => {
     const tokens = promptTokens(sims[0], request.tokenizeInput);
     const text = request.text;
-    if (tokens === undefined || text.length === 0 || candidates.length < 2) {
-      return original(candidates, request);
-    }
-    matched.length = candidates.length;
+    if (tokens === undefined || text.length === 0 || candidates.length < 2) return decide();
+    const matched: number[] = new Array(candidates.length).fill(0);
     index.match(text, request.model, candidates, matched);
     const sources = candidates.map((c) => index.sourceOf?.(c.id) ?? index.name);
     const held = candidates.map((c) => simOf.get(c.id)?.cachedPrefixTokens(tokens) ?? 0);
-    const decision = original(candidates, request);
-    if (decision === undefined) return decision;
+    const count = (decision: Decided): Decided => {
+      if (decision !== undefined) tallyOne(candidates, decision, tokens, matched, sources, held);
+      return decision;
+    };
+    const out = decide();
+    return out instanceof Promise ? out.then(count) : count(out);
+  };
+  const tallyOne = (
+    candidates: readonly PolicyWorker[],
+    decision: NonNullable<Decided>,
+    tokens: readonly number[],
+    matched: readonly number[],
+    sources: readonly string[],
+    held: readonly number[],
+  ): void => {
     const chosen = candidates.indexOf(decision.worker);
     let best = chosen;
     for (let i = 0; i < held.length; i++) if (held[i]! > held[best]!) best = i;
@@ -124,7 +139,7 @@ export function diagnoseDecisions(
     if (sources[chosen] === PRECISE) tally.preciseSource++;
     if (best === chosen) {
       tally.bestHolderChosen++;
-      return decision;
+      return;
     }
     const cause =
       sources[best] !== PRECISE
@@ -136,8 +151,16 @@ export function diagnoseDecisions(
     tally.lost[cause] = entry;
     entry.decisions++;
     entry.tokens += held[best]! - held[chosen]!;
-    return decision;
-  }) as RoutingDecider["decide"];
+  };
+  const homes = new Map<string, Set<string>>();
+  const original = decider.decide.bind(decider);
+  const agreed = decider.decideAgreed.bind(decider);
+  decider.decide = ((candidates: readonly PolicyWorker[], request) =>
+    measure(candidates, request, () => original(candidates, request))) as RoutingDecider["decide"];
+  decider.decideAgreed = ((candidates: readonly PolicyWorker[], request) =>
+    measure(candidates, request, () =>
+      agreed(candidates, request),
+    )) as RoutingDecider["decideAgreed"];
   return tally;
 }
 

@@ -4,7 +4,8 @@
  * time on a fresh simulated fleet so every row starts with cold caches, and measure what the
  * clients and workers saw.
  */
-import { randomUUID } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
+import os from "node:os";
 import { type Config, defaultConfig } from "../../src/config.js";
 import { createLogger } from "../../src/logger.js";
 import { POLICY_NAMES, type PolicyName } from "../../src/policies/policy.js";
@@ -17,22 +18,35 @@ import { type LatencySummary, summarizeMs } from "./latency.js";
 import { type LoadJob, type LoadRequest, loadAgent, type RequestOutcome, runLoad } from "./load.js";
 import { diagnoseDecisions, emptyDiagnosis, type RoutingDiagnosis } from "./routing-diagnosis.js";
 import {
+  combineRepeats,
+  pollPhaseMs,
+  type RepeatFigures,
+  type RowRun,
+  type RowSpread,
+} from "./routing-repeats.js";
+import { applyKnobs, knobOverrides, parseRowLabel, type RowKnob } from "./routing-variants.js";
+import {
   type PreparedWorkload,
   prepareWorkload,
   type RoutingPreset,
   type WorkloadName,
 } from "./routing-workloads.js";
 
+/** The replicas' shared --state-secret (new for every run). */
+const BENCH_STATE_SECRET = randomBytes(24).toString("hex");
+
 export const ORACLE_ROW = "oracle_sticky";
 /** The router's default policy (or RunOptions.precisePolicy) on the engines' KV events (--kv-events, docs/kv-events.md). */
 export const PRECISE_ROW = "precise";
 export type RowName = PolicyName | typeof ORACLE_ROW | typeof PRECISE_ROW;
+/** A row, or a router row with sources of variance switched off: `<row>:<knob>+<knob>` (routing-variants.ts). */
+export type RowLabel = RowName | `${RowName}:${string}`;
 export const ALL_ROWS: readonly RowName[] = [...POLICY_NAMES, PRECISE_ROW, ORACLE_ROW];
 /** Share of a row's requests (in sending order) left out of warmTtftMs. */
 export const WARM_SKIP = 0.1;
 
 export interface RowResult {
-  row: RowName;
+  row: RowLabel;
   requests: number;
   errors: number;
   /** First error message, if any. */
@@ -67,6 +81,10 @@ export interface RowResult {
   split?: { routedHitRate: number; bypassHitRate: number };
   /** With RunOptions.diagnose: where the routed decisions lost cached tokens (routing-diagnosis.ts). */
   diagnosis?: RoutingDiagnosis;
+  /** Each repeat as it ran (RunOptions.repeats; absent in results written before issue 27). */
+  repeats?: RepeatFigures[];
+  /** Mean, minimum, maximum and spread over the repeats of the hit rate and the mean TTFT. */
+  spread?: RowSpread;
 }
 
 export interface WorkloadReport {
@@ -92,7 +110,14 @@ export interface WorkloadReport {
 export interface RunOptions {
   preset: RoutingPreset;
   /** Rows to run, in order (default: every policy, then the oracle where the workload has one). */
-  rows?: readonly RowName[];
+  rows?: readonly RowLabel[];
+  /**
+   * Runs of every row (default 1), interleaved (every row once, then every row again), each on
+   * the same requests with timing seed `timingSeed + i`.
+   */
+  repeats?: number;
+  /** The first repeat's timing seed (default 1): where the routers' engine polls fall. */
+  timingSeed?: number;
   /** Open loop: Poisson arrivals at this many requests per second instead of the closed loop. */
   rate?: number;
   /** Run the simulated workers in a child process (default true). Ignored when `host` is given. */
@@ -137,7 +162,7 @@ export interface RunOptions {
    */
   diagnose?: boolean;
   /** Progress: a row starts (with its request count), a request completes. */
-  onRowStart?: (row: RowName, total: number) => void;
+  onRowStart?: (row: RowLabel, total: number) => void;
   onRequest?: (outcome: RequestOutcome) => void;
   onRowEnd?: (result: RowResult) => void;
 }
@@ -150,6 +175,11 @@ export async function runRoutingWorkload(
   const rows = (o.rows ?? ALL_ROWS).filter(
     (row) => row !== ORACLE_ROW || workload.oracle !== undefined,
   );
+  const repeats = o.repeats ?? 1;
+  if (!Number.isInteger(repeats) || repeats < 1) {
+    throw new RangeError(`repeats must be a positive integer, got ${repeats}`);
+  }
+  const baseSeed = o.timingSeed ?? 1;
   const host = o.host ?? (o.isolate === false ? inlineFleetHost() : await childFleetHost());
   const results: RowResult[] = [];
   try {
@@ -157,14 +187,21 @@ export async function runRoutingWorkload(
     if (warmup > 0) {
       // Whole conversations only, so that no warm-up request waits for a turn it does not send.
       const specs = workload.specs.slice(0, warmup).filter((s) => (s.turn ?? 0) === 0);
-      for (const row of rows) await runRow({ ...workload, specs }, row, o, host);
+      for (const row of rows) await runRow({ ...workload, specs }, row, o, host, baseSeed);
     }
-    for (const row of rows) {
-      o.onRowStart?.(row, workload.specs.length);
-      const result = await runRow(workload, row, o, host);
-      o.onRowEnd?.(result);
-      results.push(result);
+    // Interleaved: a spell of load on the machine falls on every row alike.
+    const runs = new Map<RowLabel, RowRun[]>(rows.map((row) => [row, []]));
+    const tallies = new Map<RowLabel, RoutingDiagnosis>();
+    for (let i = 0; i < repeats; i++) {
+      for (const row of rows) {
+        o.onRowStart?.(row, workload.specs.length);
+        if (o.diagnose === true && !tallies.has(row)) tallies.set(row, emptyDiagnosis());
+        const run = await runRow(workload, row, o, host, baseSeed + i, tallies.get(row));
+        o.onRowEnd?.(run.result);
+        runs.get(row)!.push(run);
+      }
     }
+    for (const row of rows) results.push(combineRepeats(runs.get(row)!));
   } finally {
     if (o.host === undefined) await host.close();
   }
@@ -189,11 +226,23 @@ export async function runRoutingWorkload(
 
 async function runRow(
   w: PreparedWorkload,
-  row: RowName,
+  label: RowLabel,
   o: RunOptions,
   host: FleetHost,
-): Promise<RowResult> {
+  timingSeed: number,
+  tally?: RoutingDiagnosis,
+): Promise<RowRun> {
   const p = o.preset;
+  const { base, knobs } = parseRowLabel(label);
+  const row = base as RowName;
+  if (knobs.length > 0 && (row === ORACLE_ROW || !ALL_ROWS.includes(row))) {
+    throw new Error(`row "${label}": knobs apply to router rows only`);
+  }
+  const routerOverrides: Partial<Config> = {
+    ...o.routerOverrides,
+    ...knobOverrides(knobs, w.kvCapacityTokens),
+  };
+  const loadAverage = os.loadavg()[0] ?? 0;
   const fleet = await host.startFleet({
     count: p.workers,
     worker: {
@@ -215,7 +264,7 @@ async function runRow(
     if (row === ORACLE_ROW) {
       pinned = await Promise.all(
         urls.map((url) =>
-          startRouter(routerConfig("round_robin", [url], o.routerOverrides), { logger }),
+          startRouter(routerConfig("round_robin", [url], routerOverrides), { logger }),
         ),
       );
     } else {
@@ -223,11 +272,12 @@ async function runRow(
       const overrides: Partial<Config> =
         o.sharedStateUrl !== undefined && replicas > 1
           ? {
-              ...o.routerOverrides,
+              ...routerOverrides,
               stateUrl: o.sharedStateUrl,
+              stateSecret: BENCH_STATE_SECRET,
               stateKeyPrefix: `bench-routing:${row}:${randomUUID()}:`,
             }
-          : (o.routerOverrides ?? {});
+          : routerOverrides;
       for (let i = 0; i < replicas; i++) {
         routers.push(
           row === PRECISE_ROW
@@ -241,17 +291,20 @@ async function runRow(
     await fleet.close();
     throw err;
   }
+  const pollTimers: NodeJS.Timeout[] = [];
+  const phaseMs = scheduleEnginePolls([...routers, ...pinned], knobs, timingSeed, pollTimers);
   let diagnosis: RoutingDiagnosis | undefined;
   if (o.diagnose === true && routers.length > 0) {
     const sims = fleet.sims;
     if (sims === undefined) {
+      for (const t of pollTimers) clearTimeout(t);
       await Promise.all(routers.map((r) => r.stop(0)));
       await fleet.close();
       throw new Error("diagnose needs the workers in this process (isolate: false, --no-isolate)");
     }
-    const tally = emptyDiagnosis();
-    for (const router of routers) diagnoseDecisions(router, sims, tally);
-    diagnosis = tally;
+    const into = tally ?? emptyDiagnosis();
+    for (const router of routers) diagnoseDecisions(router, sims, into);
+    diagnosis = into;
   }
   const concurrency = o.rate === undefined ? p.concurrency : w.specs.length;
   const dispatcher = loadAgent(concurrency);
@@ -296,17 +349,64 @@ async function runRow(
         branches[branch] = (branches[branch] ?? 0) + v.value;
       }
     }
-    return {
-      ...summarizeRow(row, run.outcomes, run.wallMs, stats, branches),
+    const result: RowResult = {
+      ...summarizeRow(label, run.outcomes, run.wallMs, stats, branches),
       loopUtilization,
       ...((o.bypassShare ?? 0) > 0 ? { split: splitHitRates(run.outcomes, bypassed) } : {}),
       ...(diagnosis === undefined ? {} : { diagnosis }),
     };
+    const ok = (x: RequestOutcome) => x.ok;
+    return {
+      result,
+      repeat: {
+        timingSeed,
+        pollPhaseMs: phaseMs,
+        loadAverage,
+        hitRate: result.hitRate,
+        ttftMeanMs: result.ttftMs.mean,
+        warmTtftMeanMs: result.warmTtftMs.mean,
+        e2eMeanMs: result.e2eMs.mean,
+        requestsPerSec: result.requestsPerSec,
+        errors: result.errors,
+        perWorker: result.perWorker,
+      },
+      ttftMs: run.outcomes.filter(ok).map((x) => x.ttftMs),
+      warmTtftMs: run.outcomes
+        .slice(Math.floor(run.outcomes.length * WARM_SKIP))
+        .filter(ok)
+        .map((x) => x.ttftMs),
+      e2eMs: run.outcomes.filter(ok).map((x) => x.e2eMs),
+    };
   } finally {
+    for (const t of pollTimers.splice(0)) clearTimeout(t);
     await dispatcher.close();
     await Promise.all([...routers, ...pinned].map((r) => r.stop(1000)));
     await fleet.close();
   }
+}
+
+/**
+ * The timing seed of a repeat sets where the routers' periodic engine polls fall: each router's
+ * poll timer is restarted so that its first periodic read comes `pollPhaseMs(seed)` after now (the
+ * read when a worker is added has happened already). Knob `poll-frozen`: no periodic read at all.
+ * Returns the phase; the timers go into `timers` (cleared when the row ends).
+ */
+function scheduleEnginePolls(
+  routers: readonly RunningRouter[],
+  knobs: readonly RowKnob[],
+  timingSeed: number,
+  timers: NodeJS.Timeout[],
+): number {
+  const intervalMs = (routers[0]?.context.config.enginePollIntervalSecs ?? 0) * 1000;
+  const phase = pollPhaseMs(timingSeed, intervalMs);
+  for (const router of routers) {
+    applyKnobs(router, knobs);
+    if (intervalMs <= 0 || knobs.includes("poll-frozen")) continue;
+    const introspection = router.context.introspection;
+    introspection.stop();
+    timers.push(setTimeout(() => introspection.start(), phase));
+  }
+  return phase;
 }
 
 /**
@@ -407,7 +507,7 @@ export function requestFor(spec: RequestSpec, origin: string): LoadRequest {
 }
 
 function summarizeRow(
-  row: RowName,
+  row: RowLabel,
   outcomes: readonly RequestOutcome[],
   wallMs: number,
   stats: readonly SimStats[],

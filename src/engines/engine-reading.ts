@@ -11,4 +11,6 @@ export interface MetricsReading {
   readonly kvUsage?: number;
   /** KV cache capacity in tokens, when the metrics carry it. */
   readonly capacityTokens?: number;
+  /** Data-parallel ranks, when the metrics show more than one (vLLM: one `engine` label each). */
+  readonly dpSize?: number;
 }

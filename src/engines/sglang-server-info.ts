@@ -8,6 +8,8 @@
 export interface ServerInfo {
   /** KV cache capacity in tokens over all DP ranks (0 when the engine says 0). */
   readonly capacityTokens?: number;
+  /** Data-parallel ranks (`dp_size`), when said: each has a KV cache and an event publisher. */
+  readonly dpSize?: number;
 }
 
 /** Throws a TypeError when the body is not a JSON object. */
@@ -18,7 +20,12 @@ export function readSglangServerInfo(body: unknown): ServerInfo {
   const info = body as Record<string, unknown>;
   const perRank = nonNegative(info.max_total_num_tokens);
   const dpSize = nonNegative(info.dp_size);
-  return perRank !== undefined ? { capacityTokens: perRank * Math.max(1, dpSize ?? 1) } : {};
+  const ranks =
+    dpSize !== undefined && Number.isInteger(dpSize) && dpSize >= 1 ? dpSize : undefined;
+  return {
+    ...(perRank !== undefined ? { capacityTokens: perRank * (ranks ?? 1) } : {}),
+    ...(ranks !== undefined ? { dpSize: ranks } : {}),
+  };
 }
 
 function nonNegative(value: unknown): number | undefined {

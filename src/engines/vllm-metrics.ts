@@ -4,7 +4,8 @@
  * vllm:gpu_cache_usage_perc, also what the V0 engine exposes), and the info gauge
  * vllm:cache_config_info (log_metrics_info("cache_config", ...)), whose labels are the CacheConfig
  * fields as strings: block_size and num_gpu_blocks give the capacity in tokens. With data
- * parallelism every engine reports its own series (label `engine`), so counts and capacities add.
+ * parallelism every engine reports its own series (label `engine`, the engine's data-parallel
+ * rank), so counts and capacities add, and the highest `engine` + 1 is the data-parallel size.
  */
 import type { MetricsReading } from "./engine-reading.js";
 import { type MetricFamilies, meanOf, sumOf } from "./prometheus-text.js";
@@ -16,13 +17,26 @@ export function readVllmMetrics(families: MetricFamilies): MetricsReading | unde
   const kvUsage = meanOf(families, "vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc");
   const capacityTokens = cacheConfigCapacity(families);
   if ([queued, running, kvUsage, capacityTokens].every((v) => v === undefined)) return undefined;
+  const dpSize = engineCount(families);
   return {
     engine: "vllm",
     ...(queued !== undefined ? { queued } : {}),
     ...(running !== undefined ? { running } : {}),
     ...(kvUsage !== undefined ? { kvUsage } : {}),
     ...(capacityTokens !== undefined ? { capacityTokens } : {}),
+    ...(dpSize !== undefined ? { dpSize } : {}),
   };
+}
+
+/** Highest `engine` label of the running-requests gauge + 1, when above 1 (data parallelism). */
+function engineCount(families: MetricFamilies): number | undefined {
+  let highest = -1;
+  for (const { labels } of families.get("vllm:num_requests_running") ?? []) {
+    const engine = Number(labels.engine);
+    if (Number.isInteger(engine) && engine >= 0 && engine < 1024)
+      highest = Math.max(highest, engine);
+  }
+  return highest >= 1 ? highest + 1 : undefined;
 }
 
 /**

@@ -13,16 +13,24 @@
  *   routed before its tokens came (past the budget) gets its speculative entries when they come,
  *   so that the next requests with its prefix follow it instead of starting a second copy.
  * - `sourceOf` says which index answered for a worker: "precise" or the base index's name.
+ * - Data-parallel engines: each rank has its own KV cache and its own entry in the precise index
+ *   (rank-id.ts). A worker's match is its best rank's (ties: the rank with the fewest of this
+ *   router's requests in flight); `rankOf` names that rank, `insert` records the request there.
  */
 import type { TokenizeInput } from "../kv-events/tokenize-input.js";
 import { isHigh } from "../tree/radix-tree.js";
 import type { PreciseIndex } from "./precise-index.js";
 import type { EvictionUnit, PrefixIndex, PrepareRequest } from "./prefix-index.js";
+import { rankIndexId } from "./rank-id.js";
 
 /** How the hybrid index gets tokens and stream health; implemented by kv-events/manager.ts. */
 export interface TokenSource {
-  /** Whether the worker's event stream can be trusted now. */
+  /** Whether the worker's event stream can be trusted now (every rank's, for a data-parallel engine). */
   isLive(workerId: string): boolean;
+  /** Data-parallel ranks the worker's engine runs, each with its own cache (absent: 1). */
+  ranksOf?(workerId: string): number;
+  /** This router's requests in flight on one rank of the worker (absent: 0). */
+  rankLoad?(workerId: string, rank: number): number;
   /** Tokens already known for the input (cache, or ids the client sent). */
   cached(model: string | undefined, input: TokenizeInput): readonly number[] | undefined;
   /** Tokens from one of these workers' tokenizer; undefined when none answers. */
@@ -62,6 +70,8 @@ export class HybridIndex implements PrefixIndex {
    * workers they were routed to meanwhile; bounded like `prepared`.
    */
   private readonly late = new Map<string, Set<string>>();
+  /** Data-parallel workers → the rank their last match chose (see `rankOf`). */
+  private readonly chosenRanks = new Map<string, number>();
 
   constructor(
     private readonly base: PrefixIndex,
@@ -81,6 +91,7 @@ export class HybridIndex implements PrefixIndex {
     this.base.removeWorker(workerId);
     this.precise.removeWorker(workerId);
     this.sources.delete(workerId);
+    this.chosenRanks.delete(workerId);
   }
 
   prepare(
@@ -133,7 +144,8 @@ export class HybridIndex implements PrefixIndex {
       this.late.delete(key);
       if (arrived === undefined || arrived.length === 0 || workerIds === undefined) return;
       for (const id of workerIds) {
-        if (this.tokens.isLive(id))
+        // A data-parallel engine chose the rank itself: which one is not known.
+        if (this.tokens.isLive(id) && (this.tokens.ranksOf?.(id) ?? 1) === 1)
           this.precise.speculate(id, this.keysFor(id, arrived, model).keys);
       }
     });
@@ -179,7 +191,10 @@ export class HybridIndex implements PrefixIndex {
       this.base.match(text, model, workers, out);
     }
     if (!known) {
-      for (const w of workers) this.sources.set(w.id, this.base.name);
+      for (const w of workers) {
+        this.sources.set(w.id, this.base.name);
+        if (this.chosenRanks.size > 0) this.chosenRanks.delete(w.id);
+      }
       return;
     }
     // Workers with the same block size and adapter share one computation of the keys.
@@ -188,13 +203,45 @@ export class HybridIndex implements PrefixIndex {
       const id = workers[i]!.id;
       if (!this.tokens.isLive(id)) {
         this.sources.set(id, this.base.name);
+        if (this.chosenRanks.size > 0) this.chosenRanks.delete(id);
         continue;
       }
-      const { keys, blockSize } = this.keysFor(id, tokens, model, memo);
-      const matchedTokens = this.precise.matchBlocks(id, keys) * blockSize;
+      const matchedTokens = this.matchRanks(id, tokens, model, memo);
       out[i] = charsFor(text, matchedTokens / tokens.length);
       this.sources.set(id, PRECISE);
     }
+  }
+
+  /** Tokens the worker holds: its best rank's, that rank remembered for `rankOf` / `insert`. */
+  private matchRanks(
+    id: string,
+    tokens: readonly number[],
+    model: string | undefined,
+    memo: Map<string, number[]>,
+  ): number {
+    const ranks = this.tokens.ranksOf?.(id) ?? 1;
+    let best = -1;
+    let bestRank = 0;
+    let bestLoad = Number.POSITIVE_INFINITY;
+    for (let rank = 0; rank < ranks; rank++) {
+      const rankId = rankIndexId(id, rank);
+      const { keys, blockSize } = this.keysFor(rankId, tokens, model, memo);
+      const held = this.precise.matchBlocks(rankId, keys) * blockSize;
+      if (held < best) continue;
+      const load = ranks > 1 ? (this.tokens.rankLoad?.(id, rank) ?? 0) : 0;
+      if (held > best || load < bestLoad) {
+        best = held;
+        bestRank = rank;
+        bestLoad = load;
+      }
+    }
+    if (ranks > 1) this.chosenRanks.set(id, bestRank);
+    else if (this.chosenRanks.size > 0) this.chosenRanks.delete(id);
+    return Math.max(0, best);
+  }
+
+  rankOf(workerId: string): number | undefined {
+    return this.chosenRanks.get(workerId);
   }
 
   insert(workerId: string, model: string | undefined, text: string): void {
@@ -206,7 +253,8 @@ export class HybridIndex implements PrefixIndex {
       return;
     }
     if (!this.tokens.isLive(workerId)) return;
-    this.precise.speculate(workerId, this.keysFor(workerId, tokens, model).keys);
+    const rankId = rankIndexId(workerId, this.chosenRanks.get(workerId) ?? 0);
+    this.precise.speculate(rankId, this.keysFor(rankId, tokens, model).keys);
   }
 
   truncate(workerId: string, model: string | undefined, text: string, keep: number): number {
@@ -216,9 +264,14 @@ export class HybridIndex implements PrefixIndex {
     if (tokens === undefined && keep < text.length && this.late.size > 0)
       this.late.get(lateKey(text, model))?.delete(workerId);
     if (tokens !== undefined && text.length > 0) {
-      const { keys, blockSize } = this.keysFor(workerId, tokens, model);
-      const keepBlocks = Math.floor(((keep / text.length) * tokens.length) / blockSize);
-      this.precise.withdraw(workerId, keys, keepBlocks);
+      // Which rank the request went to is not kept: every rank's speculation past `keep` goes.
+      const ranks = this.tokens.ranksOf?.(workerId) ?? 1;
+      for (let rank = 0; rank < ranks; rank++) {
+        const rankId = rankIndexId(workerId, rank);
+        const { keys, blockSize } = this.keysFor(rankId, tokens, model);
+        const keepBlocks = Math.floor(((keep / text.length) * tokens.length) / blockSize);
+        this.precise.withdraw(rankId, keys, keepBlocks);
+      }
     }
     return forgotten;
   }

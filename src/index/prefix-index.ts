@@ -68,6 +68,13 @@ export interface PrefixIndex {
 
   /** Which index answered the last `match` for this worker (for logs and the route header). */
   sourceOf?(workerId: string): string;
+  /**
+   * For a worker whose engine runs data-parallel ranks, each with its own KV cache: the rank the
+   * last `match` found best for it (most of the text held, then least loaded), which `insert`
+   * records the text on and the request should be sent to; undefined when the index has no view
+   * per rank (the engine's own balancer then chooses).
+   */
+  rankOf?(workerId: string): number | undefined;
 }
 
 /** What `prepare` sees of a request. */

@@ -5,19 +5,33 @@
  * A worker's endpoints come from the templates (--kv-events-endpoint-template, e.g.
  * `tcp://{host}:5557`, and --kv-events-replay-template) or from the admin API when it is added
  * (`kv_events_endpoint`, `kv_events_replay_endpoint`).
+ *
+ * Data-parallel engines (--kv-events-dp-size, or the dp_size an SGLang worker reports): one
+ * subscription per rank, on the endpoints moved up by the rank (rank-endpoint.ts), each feeding
+ * the rank's own entry of the precise index (index/rank-id.ts). The worker's stream is live when
+ * every rank's is.
+ *
+ * Every stream shares one TurnBudget: the intake does a bounded amount of work per event-loop turn
+ * (issue 20). Each rank's batches wait in an EventApplier bounded by --kv-index-max-blocks; a
+ * stream that fills it (faster than the router applies) is shed: its backlog is dropped, its
+ * precise state with it, and the worker routes approximately while it rebuilds.
  */
 import type { Registry } from "prom-client";
 import type { TokenSource } from "../index/hybrid-index.js";
 import type { PreciseIndex } from "../index/precise-index.js";
+import { rankIndexId } from "../index/rank-id.js";
 import type { Logger } from "../logger.js";
 import type { WorkerRegistry } from "../workers/registry.js";
 import type { Worker } from "../workers/worker.js";
-import type { EventBatch } from "./events.js";
+import { EventApplier } from "./event-applier.js";
+import type { KvEvent } from "./events.js";
 import type { LocalTokenizer } from "./local-tokenizer.js";
 import { KvEventMetrics } from "./metrics.js";
+import { MAX_DP_RANKS, rankEndpoint } from "./rank-endpoint.js";
 import { KvEventSubscriber } from "./subscriber.js";
 import type { TokenizeInput } from "./tokenize-input.js";
 import { TokenizerClient } from "./tokenizer-client.js";
+import { TurnBudget } from "./turn-budget.js";
 
 export interface KvEventsSettings {
   endpointTemplate: string;
@@ -25,8 +39,14 @@ export interface KvEventsSettings {
   replayTemplate: string;
   replayTimeoutMs: number;
   rebuildMs: number;
+  /** Largest batch applied (--kv-events-max-message-bytes); bigger ones are refused and counted. */
+  maxMessageBytes: number;
+  /** Most blocks waiting to be applied per rank before its stream is shed (--kv-index-max-blocks). */
+  maxPendingBlocks: number;
   tokenizeRequestTimeoutMs: number;
   tokenizerCacheTokens: number;
+  /** Data-parallel ranks per engine (--kv-events-dp-size); a worker reporting more gets more. */
+  dpSize: number;
   /** Tokenizes prompt strings in this process instead of calling the workers (--tokenizer-path). */
   localTokenizer?: LocalTokenizer | undefined;
 }
@@ -38,15 +58,20 @@ export interface KvEndpoints {
 
 const RECONNECT_MIN_MS = 100;
 const RECONNECT_MAX_MS = 10_000;
-const MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
+/** Intake work per event-loop turn, all streams together, before sockets and timers get a turn. */
+const TURN_BUDGET_MS = 4;
 /** Tokens one /tokenize answer may hold. */
 const MAX_TOKENS = 1 << 20;
 
 export class KvEventsManager implements TokenSource {
+  /** Per worker: one subscriber per data-parallel rank (index = rank), and the rank-0 endpoints. */
   private readonly subscribers = new Map<
     string,
-    { subscriber: KvEventSubscriber; endpoints: KvEndpoints }
+    { ranks: KvEventSubscriber[]; endpoints: KvEndpoints }
   >();
+  /** Per rank's index id: its batches waiting to be applied. */
+  private readonly appliers = new Map<string, EventApplier>();
+  private readonly budget = new TurnBudget(TURN_BUDGET_MS);
   private readonly tokenizer: TokenizerClient;
   readonly metrics: KvEventMetrics;
   private closed = false;
@@ -66,11 +91,12 @@ export class KvEventsManager implements TokenSource {
     });
     this.metrics = new KvEventMetrics(promRegistry, {
       workers: () =>
-        [...this.subscribers.keys()].map((id) => ({
-          id,
-          blocks: precise.blockCount(id),
-          live: this.isLive(id),
-        })),
+        [...this.subscribers].flatMap(([id, { ranks }]) =>
+          ranks.map((subscriber, rank) => {
+            const rankId = rankIndexId(id, rank);
+            return { id: rankId, blocks: precise.blockCount(rankId), live: subscriber.live };
+          }),
+        ),
       tokenizerCacheTokens: () => this.tokenizer.size,
     });
     registry.onChange((event, worker) => {
@@ -89,12 +115,48 @@ export class KvEventsManager implements TokenSource {
     return this.subscribers.get(workerId)?.endpoints;
   }
 
+  /** The worker's stream state: its least ready rank's. */
   stateOf(workerId: string): string | undefined {
-    return this.subscribers.get(workerId)?.subscriber.state;
+    const states = this.rankStatesOf(workerId);
+    if (states === undefined) return undefined;
+    return STATE_ORDER.find((state) => states.includes(state)) ?? states[0];
   }
 
+  /** Each rank's stream state, rank 0 first. */
+  rankStatesOf(workerId: string): string[] | undefined {
+    return this.subscribers.get(workerId)?.ranks.map((s) => s.state);
+  }
+
+  /** Live when every rank's stream is: a rank's missing events would send requests astray. */
   isLive(workerId: string): boolean {
-    return this.subscribers.get(workerId)?.subscriber.live ?? false;
+    const ranks = this.subscribers.get(workerId)?.ranks;
+    return ranks?.every((s) => s.live) ?? false;
+  }
+
+  /** Data-parallel ranks followed for the worker (1 when it has none or no subscription). */
+  ranksOf(workerId: string): number {
+    return this.subscribers.get(workerId)?.ranks.length ?? 1;
+  }
+
+  /** This router's requests in flight on one rank of the worker. */
+  rankLoad(workerId: string, rank: number): number {
+    return this.registry.get(workerId)?.rankInFlight[rank] ?? 0;
+  }
+
+  /**
+   * The engine said how many data-parallel ranks it runs (SGLang /get_server_info): follow them
+   * all when that is more than followed now.
+   */
+  learnRanks(worker: Worker): void {
+    const entry = this.subscribers.get(worker.id);
+    const said = worker.signals.dpSize;
+    if (entry === undefined || said === undefined) return;
+    if (Math.min(said, MAX_DP_RANKS) <= entry.ranks.length) return;
+    this.logger.info(
+      { worker: worker.id, dp_size: said },
+      "kv events: data-parallel ranks learned",
+    );
+    this.attach(worker, entry.endpoints);
   }
 
   cached(model: string | undefined, input: TokenizeInput): readonly number[] | undefined {
@@ -133,22 +195,91 @@ export class KvEventsManager implements TokenSource {
 
   private attach(worker: Worker, endpoints: KvEndpoints): void {
     if (this.closed) return;
-    this.detach(worker.id, false);
-    const id = worker.id;
+    this.detach(worker.id);
+    const wanted = Math.min(
+      MAX_DP_RANKS,
+      Math.max(this.settings.dpSize, worker.signals.dpSize ?? 1),
+    );
+    const ranks: KvEventSubscriber[] = [];
+    for (let rank = 0; rank < wanted; rank++) {
+      const endpoint = rankEndpoint(endpoints.endpoint, rank);
+      const replay =
+        endpoints.replayEndpoint === undefined
+          ? undefined
+          : rankEndpoint(endpoints.replayEndpoint, rank);
+      if (endpoint === undefined || (endpoints.replayEndpoint !== undefined && !replay)) {
+        this.logger.warn(
+          { worker: worker.id, endpoint: endpoints.endpoint, ranks: wanted },
+          "kv events: only tcp:// endpoints have a port per data-parallel rank; following rank 0 only",
+        );
+        break;
+      }
+      ranks.push(this.subscribe(worker.id, rank, { endpoint, replayEndpoint: replay }));
+    }
+    this.subscribers.set(worker.id, { ranks, endpoints });
+    for (const subscriber of ranks) subscriber.start();
+    this.logger.info(
+      {
+        worker: worker.id,
+        endpoint: endpoints.endpoint,
+        replay: endpoints.replayEndpoint ?? null,
+        ranks: ranks.length,
+      },
+      "kv events: subscribed",
+    );
+  }
+
+  /** One rank's subscriber, feeding that rank's entry of the precise index. */
+  private subscribe(workerId: string, rank: number, endpoints: KvEndpoints): KvEventSubscriber {
+    const id = rankIndexId(workerId, rank);
     const m = this.metrics;
-    const subscriber = new KvEventSubscriber({
+    this.precise.addWorker(id);
+    const counts = new Map<string, number>();
+    const applier = new EventApplier({
+      budget: this.budget,
+      maxPendingBlocks: this.settings.maxPendingBlocks,
+      apply: (event, first) => this.applyEvent(id, event, first, counts),
+      sliceDone: () => this.count(id, counts),
+    });
+    this.appliers.get(id)?.drop();
+    this.appliers.set(id, applier);
+    const subscriber: KvEventSubscriber = new KvEventSubscriber({
       endpoint: endpoints.endpoint,
       replayEndpoint: endpoints.replayEndpoint,
       replayTimeoutMs: this.settings.replayTimeoutMs,
       rebuildMs: this.settings.rebuildMs,
       reconnectMinMs: RECONNECT_MIN_MS,
       reconnectMaxMs: RECONNECT_MAX_MS,
-      maxMessageBytes: MAX_MESSAGE_BYTES,
-      onBatch: (batch) => this.apply(id, batch),
+      maxMessageBytes: this.settings.maxMessageBytes,
+      budget: this.budget,
+      caughtUp: () => applier.caughtUp(),
+      onBatch: (batch) => {
+        // vLLM tags each batch with its rank; one from another rank means misrouted endpoints.
+        if (batch.dataParallelRank !== null && batch.dataParallelRank !== rank) {
+          m.skipped.inc({ worker: id, reason: "wrong_rank" }, batch.events.length);
+          return;
+        }
+        if (!applier.push(batch.events)) this.shed(id, subscriber, applier);
+      },
       onReset: (reason) => {
         m.resets.inc({ worker: id, reason });
+        applier.drop();
         this.precise.clear(id);
         this.logger.warn({ worker: id, reason }, "kv events: precise index dropped");
+      },
+      onRefused: (reason, batches, bytes) => {
+        m.refused.inc({ worker: id, reason }, batches);
+        if (reason === "too_large") {
+          this.logger.warn(
+            { worker: id, bytes, limit: this.settings.maxMessageBytes },
+            "kv events: batch over --kv-events-max-message-bytes refused",
+          );
+        } else if (subscriber.live) {
+          this.logger.warn(
+            { worker: id, dropped_batches: batches, bytes },
+            "kv events: publisher faster than the router applies; backlog shed, routing approximately",
+          );
+        }
       },
       onMalformed: (error) => {
         m.malformed.inc({ worker: id });
@@ -159,38 +290,70 @@ export class KvEventsManager implements TokenSource {
       },
       onReplay: (outcome) => m.replays.inc({ worker: id, outcome }),
     });
-    this.subscribers.set(id, { subscriber, endpoints });
-    this.precise.addWorker(id);
-    subscriber.start();
-    this.logger.info(
-      { worker: id, endpoint: endpoints.endpoint, replay: endpoints.replayEndpoint ?? null },
-      "kv events: subscribed",
-    );
+    return subscriber;
   }
 
-  private detach(workerId: string, forget = true): void {
+  /** Ends the worker's subscriptions and forgets what they brought (rank 0's entry stays registered). */
+  private detach(workerId: string): void {
     const entry = this.subscribers.get(workerId);
     if (entry === undefined) return;
-    entry.subscriber.close();
     this.subscribers.delete(workerId);
-    if (forget) this.precise.clear(workerId);
+    entry.ranks.forEach((subscriber, rank) => {
+      subscriber.close();
+      const id = rankIndexId(workerId, rank);
+      this.appliers.get(id)?.drop();
+      this.appliers.delete(id);
+      if (rank === 0) this.precise.clear(workerId);
+      else this.precise.removeWorker(rankIndexId(workerId, rank));
+    });
   }
 
-  private apply(workerId: string, batch: EventBatch): void {
-    // Counted per batch, not per event: a batch can hold thousands of events.
-    const counts = new Map<string, number>();
-    for (const event of batch.events) {
-      const result = this.precise.apply(workerId, event);
-      const key = result === "applied" ? event.type : `!${result}`;
-      counts.set(key, (counts.get(key) ?? 0) + 1);
-    }
-    for (const [key, n] of counts) {
-      if (key.startsWith("!"))
-        this.metrics.skipped.inc({ worker: workerId, reason: key.slice(1) }, n);
-      else this.metrics.events.inc({ worker: workerId, type: key }, n);
+  /**
+   * A rank's backlog is full: its engine publishes faster than the router applies. The backlog
+   * and the state built on the stream are dropped (what was queued is lost), and the worker routes
+   * approximately for --kv-events-rebuild-secs while new events rebuild its index.
+   */
+  private shed(id: string, subscriber: KvEventSubscriber, applier: EventApplier): void {
+    const wasLive = subscriber.live;
+    const dropped = applier.drop() + 1; // the batch that did not fit
+    this.metrics.refused.inc({ worker: id, reason: "overload" }, dropped);
+    this.metrics.resets.inc({ worker: id, reason: "overload" });
+    this.precise.clear(id);
+    subscriber.rebuild();
+    // Once per episode: a flood sheds again and again while it lasts.
+    if (wasLive) {
+      this.logger.warn(
+        { worker: id, dropped_batches: dropped },
+        "kv events: publisher faster than the router applies; backlog shed, routing approximately",
+      );
     }
   }
+
+  private applyEvent(
+    id: string,
+    event: KvEvent,
+    first: boolean,
+    counts: Map<string, number>,
+  ): void {
+    const result = this.precise.apply(id, event);
+    // An event applied in pieces counts once (its first piece decides an orphan too).
+    if (!first) return;
+    const key = result === "applied" ? event.type : `!${result}`;
+    counts.set(key, (counts.get(key) ?? 0) + 1);
+  }
+
+  /** Counted per slice, not per event: a slice can hold a thousand events. */
+  private count(id: string, counts: Map<string, number>): void {
+    for (const [key, n] of counts) {
+      if (key.startsWith("!")) this.metrics.skipped.inc({ worker: id, reason: key.slice(1) }, n);
+      else this.metrics.events.inc({ worker: id, type: key }, n);
+    }
+    counts.clear();
+  }
 }
+
+/** Least ready first: the state a worker shows is its least ready rank's. */
+const STATE_ORDER = ["disconnected", "syncing", "rebuilding", "live"];
 
 function hostOf(url: string): string {
   return new URL(url).hostname;

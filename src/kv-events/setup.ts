@@ -31,6 +31,8 @@ export function setUpKvEvents(config: Config, base: PrefixIndex): KvEventsSetup 
   let manager: KvEventsManager | undefined;
   const source: TokenSource = {
     isLive: (id) => manager?.isLive(id) ?? false,
+    ranksOf: (id) => manager?.ranksOf(id) ?? 1,
+    rankLoad: (id, rank) => manager?.rankLoad(id, rank) ?? 0,
     cached: (model, input) => manager?.cached(model, input),
     tokenize: (ids, model, input) =>
       manager?.tokenize(ids, model, input) ?? Promise.resolve(undefined),
@@ -49,9 +51,12 @@ export function setUpKvEvents(config: Config, base: PrefixIndex): KvEventsSetup 
           replayTemplate: config.kvEventsReplayTemplate,
           replayTimeoutMs: config.kvEventsReplayTimeoutMs,
           rebuildMs: config.kvEventsRebuildSecs * 1000,
+          maxMessageBytes: config.kvEventsMaxMessageBytes,
+          maxPendingBlocks: config.kvIndexMaxBlocks,
           // A slow answer still fills the cache for the next request with this prefix.
           tokenizeRequestTimeoutMs: Math.max(1000, config.tokenizeTimeoutMs * 10),
           tokenizerCacheTokens: config.tokenizerCacheTokens,
+          dpSize: config.kvEventsDpSize,
           localTokenizer,
         },
         precise,

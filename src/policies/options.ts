@@ -1,6 +1,13 @@
 /** A source of uniform numbers in [0, 1); Math.random unless a test injects a seeded one. */
 export type RandomSource = () => number;
 
+/**
+ * How prefix_cost settles near-equal costs (policies/prefix-cost.ts): by a hash of the text past
+ * its longest held prefix, or in turn (the rotation every policy used before issue 27).
+ */
+export const TIE_BREAKS = ["hash", "rotation"] as const;
+export type TieBreak = (typeof TIE_BREAKS)[number];
+
 /** Options of the policies, as the configuration passes them; every field has a default. */
 export interface PolicyOptions {
   /** cache_aware: a worker's match rate must be strictly above this to win on prefix. [0, 1]. */
@@ -21,6 +28,8 @@ export interface PolicyOptions {
   readonly prefixCostQueueWeight?: number | undefined;
   /** prefix_cost: characters of prefill one in-flight request is worth (its decode share). >= 0. */
   readonly prefixCostRequestChars?: number | undefined;
+  /** prefix_cost: how near-equal costs are settled (TIE_BREAKS). */
+  readonly prefixCostTieBreak?: TieBreak | undefined;
   /** random, power_of_two: the random source (for deterministic tests). */
   readonly random?: RandomSource | undefined;
 }
@@ -32,6 +41,7 @@ export interface ResolvedPolicyOptions {
   readonly cacheLoadBound: number;
   readonly prefixCostQueueWeight: number;
   readonly prefixCostRequestChars: number;
+  readonly prefixCostTieBreak: TieBreak;
   readonly random: RandomSource;
 }
 
@@ -39,7 +49,9 @@ export interface ResolvedPolicyOptions {
  * The SGLang router's defaults for its cache-aware policy, plus radixgate's load bound, and the
  * weights of prefix_cost (see policies/prefix-cost.ts and docs/benchmarks.md for how they were set).
  */
-export const POLICY_DEFAULTS: Readonly<Omit<ResolvedPolicyOptions, "random">> = Object.freeze({
+export const POLICY_DEFAULTS: Readonly<
+  Omit<ResolvedPolicyOptions, "random" | "prefixCostTieBreak">
+> = Object.freeze({
   cacheThreshold: 0.3,
   balanceAbsThreshold: 64,
   balanceRelThreshold: 1.5,
@@ -47,6 +59,9 @@ export const POLICY_DEFAULTS: Readonly<Omit<ResolvedPolicyOptions, "random">> = 
   prefixCostQueueWeight: 0.5,
   prefixCostRequestChars: 256,
 });
+
+/** prefix_cost's tie-break unless configured (issue 27: hash keeps a tenant's work together). */
+export const DEFAULT_TIE_BREAK: TieBreak = "hash";
 
 function checkNumber(
   name: string,
@@ -111,8 +126,19 @@ export function resolvePolicyOptions(options: PolicyOptions = {}): ResolvedPolic
       (v) => v >= 0,
       ">= 0",
     ),
+    prefixCostTieBreak: checkTieBreak(options.prefixCostTieBreak),
     random,
   };
+}
+
+function checkTieBreak(value: TieBreak | undefined): TieBreak {
+  if (value === undefined) return DEFAULT_TIE_BREAK;
+  if (!(TIE_BREAKS as readonly string[]).includes(value)) {
+    throw new RangeError(
+      `prefixCostTieBreak must be one of ${TIE_BREAKS.join(", ")}, got ${String(value)}`,
+    );
+  }
+  return value;
 }
 
 /** A uniform index in [0, n) for n > 0; a misbehaving source (1, NaN, negative) falls back to 0. */

@@ -1,11 +1,13 @@
-import type { ResolvedPolicyOptions } from "./options.js";
+import type { ResolvedPolicyOptions, TieBreak } from "./options.js";
 import type { Policy, PolicyWorker, RouteDecision, RouteRequest } from "./policy.js";
+import { KEY_ALIGN, KEY_CHARS, prefixKey, rendezvousScore } from "./prefix-hash.js";
 import { Rotation } from "./rotation.js";
 
 export type PrefixCostOptions = Pick<
   ResolvedPolicyOptions,
   "prefixCostQueueWeight" | "prefixCostRequestChars"
->;
+> &
+  Partial<Pick<ResolvedPolicyOptions, "prefixCostTieBreak">>;
 
 /**
  * Picks the candidate with the lowest estimated time to first token, counted in characters of
@@ -30,6 +32,15 @@ export type PrefixCostOptions = Pick<
  * finishes prefill first, so one hot prefix spreads by the work it causes rather than by a count.
  * Equal costs go to the less loaded worker, then take turns. Matched lengths come from the prefix
  * index (request.matched), the queue figures from the forwarder (Worker.pendingPrefillChars).
+ *
+ * Near-equal costs, with tie-break `hash` (the default) and some worker holding part of the text:
+ * every candidate within half of requestChars of the lowest cost is a tie; of those, the ones
+ * holding about the most of the text, and of those the winner of a rendezvous hash of the text
+ * past that prefix (prefix-hash.ts). Which worker a new tenant or conversation lands on then follows from
+ * its text, not from which worker had one request or a few hundred characters less in flight at
+ * that instant, so its later conversations find it there in every run (issue 27: that instant
+ * decided the tenants' placement, and with it the hit rate, differently from run to run). A text
+ * nobody holds any of keeps the rotation: there is no prefix to keep together.
  */
 export class PrefixCostPolicy implements Policy {
   readonly name = "prefix_cost" as const;
@@ -37,10 +48,15 @@ export class PrefixCostPolicy implements Policy {
   private readonly rotation = new Rotation();
   private readonly queueWeight: number;
   private readonly requestChars: number;
+  private readonly tieBreak: TieBreak;
+  /** Reused across decisions (select is synchronous and keeps nothing). */
+  private readonly costs: number[] = [];
+  private readonly held: number[] = [];
 
   constructor(options: PrefixCostOptions) {
     this.queueWeight = options.prefixCostQueueWeight;
     this.requestChars = options.prefixCostRequestChars;
+    this.tieBreak = options.prefixCostTieBreak ?? "hash";
   }
 
   select<W extends PolicyWorker>(
@@ -59,6 +75,11 @@ export class PrefixCostPolicy implements Policy {
     let bestCost = Number.POSITIVE_INFINITY;
     let bestLoad = 0;
     let bestMatched = 0;
+    let anyHeld = false;
+    const costs = this.costs;
+    const held = this.held;
+    costs.length = n;
+    held.length = n;
     for (let i = 0; i < n; i++) {
       let index = start + i;
       if (index >= n) index -= n;
@@ -66,6 +87,9 @@ export class PrefixCostPolicy implements Policy {
       // Clamped: an index may claim more than the text (never fewer than 0 characters to compute).
       const matched = length === 0 ? 0 : Math.min(length, Math.max(0, matchedOf?.[index] ?? 0));
       const cost = this.cost(worker, matched, length, now);
+      costs[index] = cost;
+      held[index] = matched;
+      if (matched > 0) anyHeld = true;
       if (cost < bestCost || (cost === bestCost && worker.inFlight < bestLoad)) {
         best = index;
         bestCost = cost;
@@ -73,8 +97,47 @@ export class PrefixCostPolicy implements Policy {
         bestMatched = matched;
       }
     }
+    if (this.tieBreak === "hash" && anyHeld && n > 1) {
+      best = this.settleTie(candidates, request.text, bestCost + this.requestChars / 2, best);
+      bestMatched = held[best]!;
+    }
     const worker = candidates[best]!;
     return { worker, branch: "lowest_cost", matchRate: length === 0 ? 0 : bestMatched / length };
+  }
+
+  /**
+   * Among the candidates whose cost is at most `limit`: those holding about the most of the text
+   * (within an eighth of it, at most KEY_CHARS: tenants' prompts share a few leading characters by
+   * chance, which says nothing about where the tenant is), then the highest rendezvous score for
+   * the text from there. `fallback` when none is within the limit.
+   */
+  private settleTie<W extends PolicyWorker>(
+    candidates: readonly W[],
+    text: string,
+    limit: number,
+    fallback: number,
+  ): number {
+    const { costs, held } = this;
+    let most = -1;
+    for (let i = 0; i < candidates.length; i++) {
+      if (costs[i]! <= limit && held[i]! > most) most = held[i]!;
+    }
+    if (most < 0) return fallback;
+    const floor = most - Math.min(KEY_CHARS, Math.floor(most / 8));
+    let best = fallback;
+    let bestScore = -1;
+    let key: number | undefined;
+    for (let i = 0; i < candidates.length; i++) {
+      if (costs[i]! > limit || held[i]! < floor) continue;
+      // Keyed from a rounded point, so a few characters more or less held do not change the key.
+      key ??= prefixKey(text, floor - (floor % KEY_ALIGN));
+      const score = rendezvousScore(key, candidates[i]!.id);
+      if (score > bestScore) {
+        best = i;
+        bestScore = score;
+      }
+    }
+    return best;
   }
 
   /** The estimated prefill work ahead of this request's first token on `worker` (formula above). */

@@ -1,7 +1,6 @@
 import type { IncomingHttpHeaders, ServerResponse } from "node:http";
 import type { Dispatcher } from "undici";
 import { RouterError } from "../errors.js";
-import { PREFIX_INDEX_NAMES } from "../index/factory.js";
 import type { TokenizeInput } from "../kv-events/tokenize-input.js";
 import type { RoutingDecider } from "../policies/decider.js";
 import type { RouteBranch } from "../policies/policy.js";
@@ -17,9 +16,11 @@ import {
 } from "./abort-reasons.js";
 import { backoffMs, retryAfterMs, sleep } from "./backoff.js";
 import { Cancel } from "./cancel.js";
+import { bodyForRank, headersWithRank, rankToSend } from "./dp-rank.js";
 import { hasPassedThrough, upstreamRequestHeaders, viaToken, withWorkerAuth } from "./headers.js";
 import { modelNotFound, noWorkerMessage } from "./no-worker-answers.js";
 import { relay } from "./relay.js";
+import { routeHeader } from "./route-header.js";
 import {
   type AttemptFailure,
   classifyNetworkError,
@@ -154,6 +155,8 @@ export class Forwarder {
       model: indexKey(workers, req.model, req.adapter),
       session: req.session,
       tokenizeInput: req.tokenizeInput,
+      requested: req.model,
+      adapter: req.adapter,
     };
     const candidates = () => admitted(this.registry.candidates(tried), plan);
     const headers = upstreamRequestHeaders(
@@ -194,14 +197,17 @@ export class Forwarder {
       // Other requests still prefilling there: a low cached count may be theirs, not an eviction.
       const othersPrefilling = worker.pendingPrefillRequests > 0;
 
+      // The data-parallel rank whose cache the index chose, unless the client pinned one itself.
+      const rank = rankToSend(decision.rank, req.headers, req.body);
       const result = await this.attempt(
         worker,
         req,
         Math.max(0, req.text.length - decision.heldBefore),
         headers,
+        rank,
         deadline,
         res,
-        routeHeader(base.branch, base.matchRate, decision.index),
+        routeHeader(base.branch, base.matchRate, decision.index, this.decider.profile),
         canRetry,
       );
       if (result.kind === "done") {
@@ -257,6 +263,8 @@ export class Forwarder {
     /** Characters of the text the worker probably has to prefill (not held before). */
     uncachedChars: number,
     headers: Record<string, string | string[]>,
+    /** The engine's data-parallel rank the request goes to, when the router chose one. */
+    rank: number | undefined,
     deadline: number,
     res: ServerResponse,
     /** The x-radixgate-route header: branch, match rate, and the index when not the trees. */
@@ -285,6 +293,8 @@ export class Forwarder {
       timerMs(firstByteMs),
     );
     worker.ownInFlight += 1;
+    worker.activeChars += req.text.length;
+    if (rank !== undefined) worker.addRankInFlight(rank, 1);
     worker.pendingPrefillChars += uncachedChars;
     worker.pendingPrefillRequests += 1;
     worker.breaker.onDispatch();
@@ -303,6 +313,8 @@ export class Forwarder {
       released = true;
       prefillDone();
       worker.ownInFlight -= 1;
+      worker.activeChars -= req.text.length;
+      if (rank !== undefined) worker.addRankInFlight(rank, -1);
       this.inProgress.delete(controller);
       clearTimeout(overall);
       clearTimeout(firstByte);
@@ -314,8 +326,8 @@ export class Forwarder {
       upstream = await worker.pool.request({
         method: req.method,
         path: worker.basePath + req.path,
-        headers: withWorkerAuth(headers, worker.authorization),
-        body: req.body ?? null,
+        headers: withWorkerAuth(headersWithRank(headers, rank), worker.authorization),
+        body: bodyForRank(req.body, req.path, worker.signals.engine, rank) ?? null,
         signal: controller,
         // 0 = off: the timers above and in relay() bound the wait instead.
         headersTimeout: 0,
@@ -413,12 +425,4 @@ function accepted(outcome: { status: number; upstreamStatus?: number }): boolean
   // A client gone mid-stream is logged as 499, but the worker had accepted the request.
   const status = outcome.upstreamStatus ?? outcome.status;
   return status >= 200 && status < 300;
-}
-
-const BASE_INDEXES: ReadonlySet<string> = new Set(PREFIX_INDEX_NAMES);
-
-function routeHeader(branch: RouteBranch, matchRate: number | null, index: string | null): string {
-  const route = matchRate === null ? branch : `${branch};match=${matchRate.toFixed(2)}`;
-  // The base indexes (approx, shared: the same answers) go unnamed; any other says it answered.
-  return index === null || BASE_INDEXES.has(index) ? route : `${route};index=${index}`;
 }

@@ -132,12 +132,15 @@ function workerJson(ctx: RouterContext, worker: Worker) {
   const kv = ctx.kvEvents;
   if (kv === undefined) return worker.toJSON();
   const endpoints = kv.endpointsOf(worker.id);
+  const ranks = kv.rankStatesOf(worker.id);
   return {
     ...worker.toJSON(),
     kv_events: {
       state: kv.stateOf(worker.id) ?? "off",
       endpoint: endpoints?.endpoint ?? null,
       replay_endpoint: endpoints?.replayEndpoint ?? null,
+      // Data-parallel engines: each rank's stream (rank r on the endpoints' ports + r).
+      ...(ranks !== undefined && ranks.length > 1 ? { rank_states: ranks } : {}),
     },
   };
 }

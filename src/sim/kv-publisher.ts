@@ -28,6 +28,8 @@ export interface SimKvPublisherOptions {
   bufferSteps?: number;
   /** No replay socket (an engine started without replay_endpoint). */
   noReplay?: boolean;
+  /** Tag every batch with this data-parallel rank (vLLM does, rank 0 included; SGLang does not). */
+  dataParallelRank?: number;
 }
 
 const END_SEQUENCE = encodeSequence(-1n);
@@ -54,12 +56,13 @@ export class SimKvPublisher implements KvCacheListener {
     this.replay = options.noReplay ? undefined : new Router({ linger: 0 });
   }
 
-  async bind(): Promise<void> {
+  /** Binds both sockets, on the endpoints given or on free ports of the host. */
+  async bind(endpoint?: string, replayEndpoint?: string): Promise<void> {
     const host = this.options.host.includes(":") ? `[${this.options.host}]` : this.options.host;
-    await this.pub.bind(`tcp://${host}:*`);
+    await this.pub.bind(endpoint ?? `tcp://${host}:*`);
     this.endpoint = this.pub.lastEndpoint ?? "";
     if (this.replay !== undefined) {
-      await this.replay.bind(`tcp://${host}:*`);
+      await this.replay.bind(replayEndpoint ?? `tcp://${host}:*`);
       this.replayEndpoint = this.replay.lastEndpoint ?? undefined;
       void this.serveReplay(this.replay);
     }
@@ -134,7 +137,11 @@ export class SimKvPublisher implements KvCacheListener {
 
   private async flush(): Promise<void> {
     if (this.closed || this.pending.length === 0) return;
-    const batch: WireBatch = { ts: Date.now() / 1000, events: this.pending };
+    const batch: WireBatch = {
+      ts: Date.now() / 1000,
+      events: this.pending,
+      dataParallelRank: this.options.dataParallelRank ?? null,
+    };
     this.pending = [];
     const payload = encodeBatch(batch, this.options.encoding);
     const sequence = this.nextSequence++;

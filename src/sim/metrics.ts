@@ -38,7 +38,19 @@ export const METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
  * prints "1". The router's parser (src/engines/) is tested against this float form, the one it
  * meets in production. Escaping follows the text format's rules (escapeLabel below).
  */
-export function renderMetrics(flavor: SimFlavor, m: MetricsSnapshot): string {
+export function renderMetrics(
+  flavor: SimFlavor,
+  m: MetricsSnapshot,
+  /** vLLM with data parallelism: one snapshot per rank, each its own `engine` series. */
+  ranks: readonly MetricsSnapshot[] = [m],
+): string {
+  if (flavor === "vllm" && ranks.length > 1) {
+    return ranks.map((rank, i) => renderOne(flavor, rank, i, i === 0)).join("");
+  }
+  return renderOne(flavor, m, 0, true);
+}
+
+function renderOne(flavor: SimFlavor, m: MetricsSnapshot, engine: number, help: boolean): string {
   const hitRate = m.promptTokens > 0 ? m.cachedTokens / m.promptTokens : 0;
   const samples: Sample[] =
     flavor === "vllm"
@@ -130,18 +142,21 @@ export function renderMetrics(flavor: SimFlavor, m: MetricsSnapshot): string {
         ];
   // vLLM labels every series with the served model and the engine index (one per DP rank).
   const model = `model_name="${escapeLabel(m.model)}"`;
-  const label = flavor === "vllm" ? `{${model},engine="0"}` : `{${model}}`;
+  const label = flavor === "vllm" ? `{${model},engine="${engine}"}` : `{${model}}`;
   let out = "";
-  for (const [name, type, help, value] of samples) {
-    out += `# HELP ${name} ${help}\n# TYPE ${name} ${type}\n${name}${label} ${formatValue(value)}\n`;
+  for (const [name, type, text, value] of samples) {
+    // Each family's HELP and TYPE once, before its first series (the next ranks' follow).
+    if (help) out += `# HELP ${name} ${text}\n# TYPE ${name} ${type}\n`;
+    out += `${name}${label} ${formatValue(value)}\n`;
   }
   if (flavor === "vllm") {
     // An info gauge: value 1, the CacheConfig fields as string labels ("None" when unset).
     const name = "vllm:cache_config_info";
+    if (help)
+      out += `# HELP ${name} Information of the LLMEngine CacheConfig\n# TYPE ${name} gauge\n`;
     out +=
-      `# HELP ${name} Information of the LLMEngine CacheConfig\n# TYPE ${name} gauge\n` +
       `${name}{block_size="${m.blockSize}",cache_dtype="auto",enable_prefix_caching="True",` +
-      `engine="0",gpu_memory_utilization="0.9",num_cpu_blocks="None",` +
+      `engine="${engine}",gpu_memory_utilization="0.9",num_cpu_blocks="None",` +
       `num_gpu_blocks="${m.kvBlocks}",num_gpu_blocks_override="None"} 1.0\n`;
   }
   return out;

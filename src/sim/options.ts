@@ -58,6 +58,12 @@ export interface SimWorkerOptions extends Partial<SimNumericOptions> {
    */
   kvEvents?: { encoding: "array" | "map"; noReplay?: boolean; topic?: string };
   /**
+   * Data-parallel ranks (vLLM --data-parallel-size, SGLang --dp-size; default 1): each has its own
+   * KV cache (of kvCapacityTokens) and scheduler, and its own KV-event publisher on the rank-0
+   * ports + rank (sim/dp-ranks.ts).
+   */
+  dpSize?: number;
+  /**
    * A Hugging Face tokenizer.json (the router's --tokenizer-path): prompts, chat templates and
    * /tokenize use it instead of the stand-in tokenizer (sim/tokenizer.ts), so a router tokenizing
    * locally and this engine agree on the tokens. Generated tokens stay the stand-in's.

@@ -7,10 +7,11 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { loadLocalTokenizer } from "../kv-events/local-tokenizer.js";
 import { type Clock, realClock } from "./clock.js";
+import { bindRankPublishers, leastBusyRank, requestedRank, type SimRank } from "./dp-ranks.js";
 import { Engine } from "./engine.js";
 import { DEFAULT_FAULTS, mergeFaults, type SimFaults } from "./faults.js";
 import { PrefixKvCache } from "./kv-cache.js";
-import { SimKvPublisher } from "./kv-publisher.js";
+import type { SimKvPublisher } from "./kv-publisher.js";
 import { METRICS_CONTENT_TYPE, renderMetrics } from "./metrics.js";
 import { chooseModel, ModelNotFound, modelList, saltForAdapter } from "./models.js";
 import { type ResolvedSimOptions, resolveOptions, type SimWorkerOptions } from "./options.js";
@@ -66,16 +67,23 @@ export interface SimWorker {
   stats(): SimStats;
   faults(): SimFaults;
   setFaults(f: Partial<SimFaults>): void;
-  /** The KV-event publisher, when started with `kvEvents`. */
+  /** The KV-event publisher, when started with `kvEvents` (rank 0's, with `dpSize`). */
   readonly kvEvents: SimKvPublisher | undefined;
+  /** Every data-parallel rank's KV-event publisher, rank 0 first (empty without `kvEvents`). */
+  readonly kvEventsRanks: readonly SimKvPublisher[];
+  /** Inference requests each data-parallel rank served, rank 0 first. */
+  rankRequests(): number[];
   /**
    * Drops every cached block nobody holds. `restart` models an engine restart: nothing is
    * announced and the event sequence starts again at 0; otherwise AllBlocksCleared is published
    * (vLLM's reset_prefix_cache).
    */
   clearKvCache(options?: { restart?: boolean }): void;
-  /** Tokens of this prompt the engine would find cached now (benchmark diagnostics). */
-  cachedPrefixTokens(promptTokens: readonly number[]): number;
+  /**
+   * Tokens of this prompt the engine would find cached now (benchmark diagnostics): on one
+   * data-parallel rank, or the best rank's.
+   */
+  cachedPrefixTokens(promptTokens: readonly number[], rank?: number): number;
   /**
    * The tokens its POST /tokenize answers for this body (`{prompt}` or `{messages}`, with the
    * engine's own tokenizer), or undefined when the body has neither (the endpoint answers 400).
@@ -112,12 +120,18 @@ class BodyTooLarge extends Error {}
 export async function startSimWorker(options: SimWorkerOptions = {}): Promise<SimWorker> {
   const resolved = resolveOptions(options);
   const faults = mergeFaults({ ...DEFAULT_FAULTS }, options.faults ?? {});
-  const publisher =
+  const dpSize = options.dpSize ?? 1;
+  if (!Number.isInteger(dpSize) || dpSize < 1 || dpSize > 16)
+    throw new RangeError(`dpSize must be an integer 1-16, got ${dpSize}`);
+  const publishers =
     options.kvEvents === undefined
-      ? undefined
-      : new SimKvPublisher({ ...options.kvEvents, host: resolved.host });
-  await publisher?.bind();
-  const worker = new HttpSimWorker(resolved, faults, realClock, publisher);
+      ? []
+      : await bindRankPublishers(
+          dpSize,
+          { ...options.kvEvents, host: resolved.host },
+          resolved.flavor === "vllm",
+        );
+  const worker = new HttpSimWorker(resolved, faults, realClock, publishers, dpSize);
   await worker.listen();
   return worker;
 }
@@ -125,10 +139,11 @@ export async function startSimWorker(options: SimWorkerOptions = {}): Promise<Si
 class HttpSimWorker implements SimWorker {
   readonly flavor: "sglang" | "vllm";
   private readonly server: Server;
-  private readonly kv: PrefixKvCache;
+  /** Data-parallel ranks, each with its KV cache and scheduler (one without dpSize). */
+  private readonly ranks: SimRank[];
+  readonly kvEvents: SimKvPublisher | undefined;
   /** The engine's tokenizer: the stand-in, or the tokenizer.json of options.tokenizerPath. */
   private readonly encode: SimTokenize;
-  private readonly engine: Engine;
   private currentFaults: SimFaults;
   private failRemaining: number;
   private readonly hanging = new Set<ServerResponse>();
@@ -159,8 +174,10 @@ class HttpSimWorker implements SimWorker {
     private readonly options: ResolvedSimOptions,
     faults: SimFaults,
     clock: Clock,
-    readonly kvEvents: SimKvPublisher | undefined = undefined,
+    readonly kvEventsRanks: readonly SimKvPublisher[] = [],
+    dpSize = 1,
   ) {
+    this.kvEvents = kvEventsRanks[0];
     this.flavor = options.flavor;
     this.encode =
       options.tokenizerPath === undefined
@@ -168,21 +185,25 @@ class HttpSimWorker implements SimWorker {
         : loadLocalTokenizer(options.tokenizerPath, "tokenizerPath").encode;
     this.currentFaults = faults;
     this.failRemaining = faults.failFirst;
-    this.kv = new PrefixKvCache({
-      capacityTokens: options.kvCapacityTokens,
-      blockSize: options.blockSize,
-      ...(kvEvents !== undefined ? { listener: kvEvents } : {}),
+    this.ranks = Array.from({ length: dpSize }, (_, rank) => {
+      const publisher = kvEventsRanks[rank];
+      const kv = new PrefixKvCache({
+        capacityTokens: options.kvCapacityTokens,
+        blockSize: options.blockSize,
+        ...(publisher !== undefined ? { listener: publisher } : {}),
+      });
+      const engine = new Engine(
+        {
+          timing: options,
+          maxRunning: options.maxRunning,
+          maxBatchTokens: options.maxBatchTokens,
+          delayFactor: () => this.options.timeScale * this.currentFaults.slowdown,
+        },
+        kv,
+        clock,
+      );
+      return { kv, engine, requests: 0 };
     });
-    this.engine = new Engine(
-      {
-        timing: options,
-        maxRunning: options.maxRunning,
-        maxBatchTokens: options.maxBatchTokens,
-        delayFactor: () => this.options.timeScale * this.currentFaults.slowdown,
-      },
-      this.kv,
-      clock,
-    );
     this.server = createServer((req, res) => {
       this.handle(req, res).catch((err: unknown) => {
         if (!res.headersSent) sendJson(res, 500, errorBody(500, `simulator error: ${String(err)}`));
@@ -193,6 +214,15 @@ class HttpSimWorker implements SimWorker {
 
   get id(): string {
     return this.assignedId;
+  }
+
+  /** Rank 0's cache: the whole engine's without data parallelism (capacity, block size). */
+  private get kv(): PrefixKvCache {
+    return this.ranks[0]!.kv;
+  }
+
+  rankRequests(): number[] {
+    return this.ranks.map((r) => r.requests);
   }
 
   get port(): number {
@@ -221,9 +251,9 @@ class HttpSimWorker implements SimWorker {
     return {
       id: this.assignedId,
       requests: c.requests,
-      inFlight: this.engine.running + this.engine.waiting + this.hanging.size,
-      running: this.engine.running,
-      waiting: this.engine.waiting,
+      inFlight: this.sum((r) => r.engine.running + r.engine.waiting) + this.hanging.size,
+      running: this.sum((r) => r.engine.running),
+      waiting: this.sum((r) => r.engine.waiting),
       hanging: this.hanging.size,
       completed: c.completed,
       aborted: c.aborted,
@@ -234,14 +264,21 @@ class HttpSimWorker implements SimWorker {
       promptTokens: c.promptTokens,
       cachedTokens: c.cachedTokens,
       completionTokens: c.completionTokens,
-      kvUsage: this.kv.activeUsage,
-      kvEvictions: this.kv.evictions,
+      kvUsage: this.sum((r) => r.kv.activeUsage) / this.ranks.length,
+      kvEvictions: this.sum((r) => r.kv.evictions),
       endpoints: { ...this.endpointCounts },
     };
   }
 
-  cachedPrefixTokens(promptTokens: readonly number[]): number {
-    return this.kv.cachedPrefixTokens(promptTokens);
+  cachedPrefixTokens(promptTokens: readonly number[], rank?: number): number {
+    if (rank !== undefined) return this.ranks[rank]?.kv.cachedPrefixTokens(promptTokens) ?? 0;
+    return Math.max(...this.ranks.map((r) => r.kv.cachedPrefixTokens(promptTokens)));
+  }
+
+  private sum(of: (rank: SimRank) => number): number {
+    let total = 0;
+    for (const rank of this.ranks) total += of(rank);
+    return total;
   }
 
   faults(): SimFaults {
@@ -254,14 +291,14 @@ class HttpSimWorker implements SimWorker {
   }
 
   clearKvCache(options: { restart?: boolean } = {}): void {
-    this.kv.clearCache(!options.restart);
-    if (options.restart) this.kvEvents?.restart();
+    for (const rank of this.ranks) rank.kv.clearCache(!options.restart);
+    if (options.restart) for (const publisher of this.kvEventsRanks) publisher.restart();
   }
 
   close(): Promise<void> {
     this.closing ??= new Promise<void>((resolve) => {
-      void this.kvEvents?.close();
-      this.engine.stop();
+      for (const publisher of this.kvEventsRanks) void publisher.close();
+      for (const rank of this.ranks) rank.engine.stop();
       this.server.close(() => resolve());
       this.server.closeAllConnections();
     });
@@ -389,8 +426,18 @@ class HttpSimWorker implements SimWorker {
       this.counters.rejected++;
       return sendJson(res, 400, errorBody(400, err.message, err.param));
     }
+    const named = requestedRank(req.headers, body, this.ranks.length, {
+      header: endpoint !== "generate",
+      body: this.flavor === "sglang",
+    });
+    if (named === "invalid") {
+      this.counters.rejected++;
+      const message = `data-parallel rank must be an integer 0-${this.ranks.length - 1}`;
+      return sendJson(res, 400, errorBody(400, message));
+    }
+    const rank = this.ranks[named ?? leastBusyRank(this.ranks)]!;
     for (const prompt of job.prompts) {
-      if (!this.engine.fits(prompt.length, job.maxTokens)) {
+      if (!rank.engine.fits(prompt.length, job.maxTokens)) {
         this.counters.rejected++;
         const message =
           `prompt (${prompt.length} tokens) + max tokens (${job.maxTokens}) exceed the KV cache ` +
@@ -398,9 +445,10 @@ class HttpSimWorker implements SimWorker {
         return sendJson(res, 400, errorBody(400, message));
       }
     }
+    rank.requests++;
     serveJob(
       {
-        engine: this.engine,
+        engine: rank.engine,
         counters: this.counters,
         embeddingDim: this.options.embeddingDim,
         crashAfterChunks: f.crashMidStream,
@@ -511,7 +559,7 @@ class HttpSimWorker implements SimWorker {
       context_length: o.maxModelLen,
       max_total_num_tokens: this.kv.totalBlocks * this.kv.blockSize,
       max_req_input_len: o.maxModelLen - 1,
-      dp_size: 1,
+      dp_size: this.ranks.length,
       max_running_requests: o.maxRunning,
       chunked_prefill_size: o.maxBatchTokens,
       page_size: o.blockSize,
@@ -531,7 +579,7 @@ class HttpSimWorker implements SimWorker {
 
   private metrics(res: ServerResponse): void {
     const s = this.stats();
-    const text = renderMetrics(this.flavor, {
+    const whole = {
       model: this.options.model,
       running: s.running,
       waiting: s.waiting,
@@ -543,7 +591,20 @@ class HttpSimWorker implements SimWorker {
       completedRequests: s.completed,
       kvBlocks: this.kv.totalBlocks,
       blockSize: this.kv.blockSize,
-    });
+    };
+    // vLLM with data parallelism: a series per rank (the counters are kept for the whole engine
+    // and shown on rank 0, so that the sums stay right).
+    const none = { promptTokens: 0, cachedTokens: 0, generationTokens: 0, completedRequests: 0 };
+    const ranks = this.ranks.map(({ kv, engine }, i) => ({
+      ...whole,
+      ...(i > 0 ? none : {}),
+      running: engine.running,
+      waiting: engine.waiting,
+      kvUsage: kv.activeUsage,
+      kvUsedTokens: (kv.pinnedBlocks + kv.reservedBlocks) * kv.blockSize,
+      kvBlocks: kv.totalBlocks,
+    }));
+    const text = renderMetrics(this.flavor, whole, ranks);
     res.writeHead(200, {
       "content-type": METRICS_CONTENT_TYPE,
       "content-length": Buffer.byteLength(text),

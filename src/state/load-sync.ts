@@ -1,5 +1,7 @@
 import type { RedisLink } from "./redis-link.js";
 import type { StateKeys } from "./state-keys.js";
+import type { RejectReason } from "./state-op.js";
+import type { StateSecret } from "./state-secret.js";
 
 /** What load sharing needs of a worker: its id, the router's own count, and where peers' go. */
 export interface LoadWorker {
@@ -14,7 +16,13 @@ export interface LoadSyncOptions {
   /** --state-load-interval-ms */
   intervalMs: number;
   workers: () => readonly LoadWorker[];
+  /** Signs this replica's counts; peers' counts without a valid signature are ignored. */
+  secret: StateSecret;
+  onRejected?: (reason: RejectReason) => void;
 }
+
+/** Longest load value read (a count per worker: far more workers than a fleet has). */
+const MAX_LOAD_VALUE_CHARS = 65_536;
 
 /**
  * Shares in-flight counts between replicas. Every interval, each replica writes its own count per
@@ -23,6 +31,9 @@ export interface LoadSyncOptions {
  * fleet-wide count (own exact, peers' as last published). A peer that stops publishing drops out
  * when its key expires; when Redis is away for longer than that, peers' counts fall to 0 and the
  * replica balances on its own counts alone.
+ *
+ * Each value is `<signature> <JSON>`, the signature over the JSON under the key's name, so counts
+ * written by anyone without --state-secret (or moved to another replica's key) are ignored.
  */
 export class LoadSync {
   private timer: NodeJS.Timeout | undefined;
@@ -61,11 +72,14 @@ export class LoadSync {
     for (const worker of this.options.workers()) {
       if (worker.ownInFlight > 0) own[worker.id] = worker.ownInFlight;
     }
+    const key = keys.load(replicaId);
+    const json = JSON.stringify(own);
+    const value = `${this.options.secret.sign(key, [json])} ${json}`;
     const redis = this.link.commands;
     try {
       const results = await redis
         .pipeline()
-        .set(keys.load(replicaId), JSON.stringify(own), "PX", this.ttlMs)
+        .set(key, value, "PX", this.ttlMs)
         .sadd(keys.replicas, replicaId)
         .smembers(keys.replicas)
         .exec();
@@ -77,8 +91,9 @@ export class LoadSync {
         const loads = await redis.mget(peers.map((id) => keys.load(id)));
         const gone: string[] = [];
         loads.forEach((raw, i) => {
-          if (raw === null) gone.push(peers[i] as string);
-          else addCounts(totals, raw);
+          const peer = peers[i] as string;
+          if (raw === null) gone.push(peer);
+          else this.addSigned(totals, keys.load(peer), raw);
         });
         if (gone.length > 0) void redis.srem(keys.replicas, ...gone).catch(() => {});
       }
@@ -87,6 +102,21 @@ export class LoadSync {
     } catch {
       return false;
     }
+  }
+
+  /** Adds a peer's counts if its value is signed for its key; else counts the refusal. */
+  private addSigned(totals: Map<string, number>, key: string, raw: string): void {
+    const reason = this.refusal(key, raw);
+    if (reason === undefined) addCounts(totals, raw.slice(raw.indexOf(" ") + 1));
+    else this.options.onRejected?.(reason);
+  }
+
+  private refusal(key: string, raw: string): RejectReason | undefined {
+    if (raw.length > MAX_LOAD_VALUE_CHARS) return "oversize";
+    const space = raw.indexOf(" ");
+    if (space < 0) return "unsigned";
+    const signed = this.options.secret.verify(key, [raw.slice(space + 1)], raw.slice(0, space));
+    return signed ? undefined : "bad_signature";
   }
 
   private forgetPeers(): void {

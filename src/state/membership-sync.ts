@@ -4,11 +4,23 @@ import type { Worker } from "../workers/worker.js";
 import type { OpsPublisher } from "./ops-publisher.js";
 import type { RedisLink } from "./redis-link.js";
 import type { StateKeys } from "./state-keys.js";
+import type { RejectReason, StateOp } from "./state-op.js";
+import type { StateSecret } from "./state-secret.js";
+import { decodeWorkerEntry } from "./worker-entry.js";
+
+/** Entries of the workers hash read at most (a fleet has far fewer workers). */
+const MAX_SHARED_WORKERS = 4096;
+/** HSCAN page size. */
+const SCAN_PAGE = 256;
 
 export interface MembershipSyncOptions {
   keys: StateKeys;
   registry: WorkerRegistry;
   publisher: OpsPublisher;
+  /** Checks the signatures of the workers hash's values and opens their sealed API keys. */
+  secret: StateSecret;
+  /** A workers-hash value was refused (unsigned, badly signed...). */
+  onRejected?: (reason: RejectReason) => void;
   /** A worker arrived from a peer (e.g. check its health at once). */
   onRemoteAdd?: (worker: Worker) => void;
 }
@@ -25,12 +37,15 @@ export interface MembershipSyncOptions {
  * be writing it back (after Redis lost its data) while this one reads it, and a partial view would
  * drop live workers.
  *
- * Worker API keys are secrets and never go to Redis: a replica adds a peer's worker with its own
- * --worker-api-key.
+ * A worker's own API key (given with it to the admin API) travels with it, sealed with the state
+ * secret (AES-256-GCM), so that every replica can call it; it is never in Redis in clear. A worker
+ * without one is added by each replica with its own --worker-api-key.
  */
 export class MembershipSync {
   /** True while applying a peer's change, so the registry listener does not publish it back. */
   private applying = false;
+  /** Peers' adds whose host name is being resolved, by URL (a remove meanwhile cancels one). */
+  private readonly pendingAdds = new Map<string, symbol>();
 
   constructor(
     private readonly link: RedisLink,
@@ -39,18 +54,43 @@ export class MembershipSync {
   ) {
     options.registry.onChange((event, worker) => {
       if (this.applying) return;
-      options.publisher.publish({ kind: event === "added" ? "add" : "remove", url: worker.url });
+      options.publisher.publish(
+        event === "added" ? this.addOp(worker) : { kind: "remove", url: worker.url },
+      );
     });
   }
 
-  /** A peer added a worker. */
-  applyAdd(url: string): void {
+  private addOp(worker: Worker): StateOp {
+    const apiKey = this.options.registry.ownApiKey(worker);
+    return apiKey === undefined
+      ? { kind: "add", url: worker.url }
+      : { kind: "add", url: worker.url, apiKey };
+  }
+
+  /**
+   * A peer added a worker. It gets the same checks as an admin-API add (canonical URL, not this
+   * router, not link-local, not another spelling of a registered worker, its host name resolved
+   * and checked too), then takes traffic only once this replica's own probe passes (onRemoteAdd).
+   */
+  async applyAdd(url: string, apiKey?: string): Promise<void> {
     const { registry } = this.options;
-    if (registry.get(url) !== undefined) return;
+    if (registry.get(url) !== undefined || this.pendingAdds.has(url)) return;
+    const token = Symbol(url);
+    this.pendingAdds.set(url, token);
     let worker: Worker;
-    this.applying = true;
     try {
-      worker = registry.add(url);
+      const addresses = await registry.resolveAddresses(url);
+      // A remove (or a newer add) arrived while the name resolved: this add is stale.
+      if (this.pendingAdds.get(url) !== token || registry.get(url) !== undefined) return;
+      this.applying = true;
+      try {
+        worker = registry.add(url, {
+          ...(apiKey !== undefined ? { apiKey } : {}),
+          ...(addresses.length > 0 ? { addresses } : {}),
+        });
+      } finally {
+        this.applying = false;
+      }
     } catch (err) {
       this.logger.warn(
         { url, err: (err as Error).message },
@@ -58,14 +98,15 @@ export class MembershipSync {
       );
       return;
     } finally {
-      this.applying = false;
+      if (this.pendingAdds.get(url) === token) this.pendingAdds.delete(url);
     }
     this.logger.info({ worker: worker.id, url: worker.url }, "worker added by a peer replica");
     this.options.onRemoteAdd?.(worker);
   }
 
-  /** A peer removed a worker. */
+  /** A peer removed a worker (or one whose add is still resolving). */
   applyRemove(url: string): void {
+    this.pendingAdds.delete(url);
     this.applying = true;
     let worker: Worker | undefined;
     try {
@@ -77,21 +118,56 @@ export class MembershipSync {
       this.logger.info({ worker: worker.id, url: worker.url }, "worker removed by a peer replica");
   }
 
+  /**
+   * The workers hash, read in HSCAN pages up to MAX_SHARED_WORKERS entries: a hash someone filled
+   * with junk costs a bounded read, the rest is ignored (and counted as oversize).
+   */
+  private async readShared(): Promise<[url: string, raw: string][]> {
+    const out: [string, string][] = [];
+    let cursor = "0";
+    do {
+      const [next, flat] = await this.link.commands.hscan(
+        this.options.keys.workers,
+        cursor,
+        "COUNT",
+        SCAN_PAGE,
+      );
+      for (let i = 0; i + 1 < flat.length; i += 2)
+        out.push([flat[i] as string, flat[i + 1] as string]);
+      cursor = next;
+      if (out.length > MAX_SHARED_WORKERS) {
+        this.options.onRejected?.("oversize");
+        this.logger.warn(
+          { read: out.length },
+          "shared state: the workers hash holds more entries than a fleet has; the rest is ignored",
+        );
+        break;
+      }
+    } while (cursor !== "0");
+    return out;
+  }
+
   /** Sends what is queued, then adds the shared set's workers (see the class comment). */
   async reconcile(): Promise<void> {
-    const { keys, registry, publisher } = this.options;
+    const { keys, registry, publisher, secret } = this.options;
     await publisher.flush();
-    let shared: Record<string, string>;
+    let shared: [url: string, raw: string][];
     try {
-      shared = await this.link.commands.hgetall(keys.workers);
+      shared = await this.readShared();
     } catch {
       return; // Redis went away again: the next time it comes up does this again
     }
-    const urls = Object.keys(shared);
-    if (urls.length === 0) {
-      for (const worker of registry.list()) publisher.publish({ kind: "add", url: worker.url });
+    const valid: [url: string, apiKey: string | undefined][] = [];
+    for (const [url, raw] of shared) {
+      const entry = decodeWorkerEntry(url, raw, secret, keys.workers);
+      if ("rejected" in entry) this.options.onRejected?.(entry.rejected);
+      else valid.push([url, entry.apiKey]);
+    }
+    // No signed entry (Redis lost its data, or holds only what someone else wrote): publish ours.
+    if (valid.length === 0) {
+      for (const worker of registry.list()) publisher.publish(this.addOp(worker));
       return;
     }
-    for (const url of urls) this.applyAdd(url);
+    await Promise.all(valid.map(([url, apiKey]) => this.applyAdd(url, apiKey)));
   }
 }

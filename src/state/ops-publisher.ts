@@ -2,10 +2,14 @@ import { BoundedQueue } from "./bounded-queue.js";
 import type { RedisLink } from "./redis-link.js";
 import type { StateKeys } from "./state-keys.js";
 import { encodeOp, type StateOp } from "./state-op.js";
+import type { StateSecret } from "./state-secret.js";
+import { encodeWorkerEntry } from "./worker-entry.js";
 
 export interface OpsPublisherOptions {
   replicaId: string;
   keys: StateKeys;
+  /** --state-secret: every op and workers-hash value is signed with it. */
+  secret: StateSecret;
   /** --state-queue-size: ops waiting while Redis is slow or down; the oldest are dropped past it. */
   queueSize: number;
   /** --state-stream-length: the stream is trimmed to about this many entries. */
@@ -80,15 +84,20 @@ export class OpsPublisher {
     const decisions = this.queue.take(BATCH - control.length);
     const ops = control.length === 0 ? decisions : [...control, ...decisions];
     if (ops.length === 0) return;
-    const { keys, replicaId, streamLength } = this.options;
+    const { keys, replicaId, streamLength, secret } = this.options;
+    const codec = { secret, scope: keys.ops };
     const pipeline = this.link.commands.pipeline();
     let bytes = 0;
     for (const op of ops) {
-      const fields = encodeOp(replicaId, op);
+      const fields = encodeOp(replicaId, op, codec);
       for (const f of fields) bytes += f.length;
       pipeline.xadd(keys.ops, "MAXLEN", "~", streamLength, "*", ...fields);
       if (op.kind === "add") {
-        pipeline.hset(keys.workers, op.url, JSON.stringify({ added_at: Date.now() }));
+        pipeline.hset(
+          keys.workers,
+          op.url,
+          encodeWorkerEntry(op.url, op.apiKey, secret, keys.workers),
+        );
       } else if (op.kind === "remove") {
         pipeline.hdel(keys.workers, op.url);
       }

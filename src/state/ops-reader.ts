@@ -1,21 +1,38 @@
 import { READ_BLOCK_MS, type RedisLink } from "./redis-link.js";
 import type { StateKeys } from "./state-keys.js";
-import { decodeOp, type StateOp } from "./state-op.js";
+import {
+  decodeOp,
+  MAX_FIELD_CHARS,
+  MAX_FIELDS,
+  type OpCodec,
+  type RejectReason,
+  type StateOp,
+} from "./state-op.js";
 
 export interface OpsReaderOptions {
   replicaId: string;
   keys: StateKeys;
+  /** Checks each entry's signature (the secret, and the stream's key as its scope). */
+  codec: OpCodec;
+  /** --state-max-text-chars: an entry with a longer text is dropped unread. */
+  maxTextChars: number;
   /** Applies a peer's op to this replica's own state (never publishes it again). */
   apply: (op: StateOp) => void;
   onApplied?: (ops: number) => void;
+  /** An entry was dropped: unsigned, badly signed, over the bounds or unreadable. */
+  onRejected?: (reason: RejectReason) => void;
+  /** The stream was deleted or rewound below the last entry read: reading starts over. */
+  onReset?: () => void;
 }
 
 /** Entries per XREAD: bounds the work done between two turns of the event loop. */
 const READ_COUNT = 256;
 /** Wait between two reads after an error (the link reconnects on its own meanwhile). */
 const RETRY_MS = 200;
+/** While reads come back empty, how often the stream is checked for a reset (one XINFO). */
+const RESET_CHECK_MS = 1000;
 
-type XReadReply = [stream: string, entries: [id: string, fields: string[]][]][] | null;
+type XReadReply = [stream: Buffer, entries: [id: Buffer, fields: Buffer[]][]][] | null;
 
 /**
  * Follows the ops stream and applies the other replicas' ops. It starts from the oldest entry
@@ -23,9 +40,18 @@ type XReadReply = [stream: string, entries: [id: string, fields: string[]][]][] 
  * --state-stream-length) before following new ones; after an outage it goes on from the last
  * entry it applied, so it catches up on whatever the stream still holds: entries trimmed away
  * meanwhile are lost, by design (old updates are dropped rather than kept without bound).
+ *
+ * XREAD returns only entries after the last ID read, so a stream that went backwards would stop
+ * the reader without a sound: deleted and written again (Redis restarted empty, or someone ran
+ * DEL) after an entry with an ID far in the future, or a failover to a replica that had not yet
+ * received the newest entries, on a clock behind the old primary's. So while reads come back
+ * empty, the reader compares the stream's last generated ID with its own once a second; a stream
+ * that is gone or behind it is read again from its start (and counted): the replay applies
+ * decisions twice at worst, which inserts nothing new.
  */
 export class OpsReader {
   private lastId = "0-0";
+  private lastResetCheck = 0;
   private running = false;
   private loop: Promise<void> | undefined;
   /** Resolved whenever a read returns fewer entries than asked: the reader is caught up. */
@@ -65,7 +91,9 @@ export class OpsReader {
       try {
         // A short block when waiters want to know that the stream is read to its end.
         const block = this.caughtUpWaiters.length > 0 ? 1 : READ_BLOCK_MS;
-        reply = (await this.link.reader.xread(
+        // Buffers, not strings: an oversized entry is measured and dropped without ever being
+        // decoded into a JavaScript string (twice its bytes, and the time to decode them).
+        reply = (await this.link.reader.xreadBuffer(
           "COUNT",
           READ_COUNT,
           "BLOCK",
@@ -80,6 +108,10 @@ export class OpsReader {
       }
       const entries = reply?.[0]?.[1] ?? [];
       this.applyEntries(entries);
+      if (entries.length === 0 && Date.now() - this.lastResetCheck >= RESET_CHECK_MS) {
+        this.lastResetCheck = Date.now();
+        await this.checkReset();
+      }
       if (entries.length < READ_COUNT) {
         const waiters = this.caughtUpWaiters;
         this.caughtUpWaiters = [];
@@ -91,12 +123,38 @@ export class OpsReader {
     }
   }
 
-  private applyEntries(entries: readonly [string, string[]][]): void {
+  /** Starts over from the stream's beginning if it is gone or its newest ID is behind ours. */
+  private async checkReset(): Promise<void> {
+    if (this.lastId === "0-0") return;
+    let behind: boolean;
+    try {
+      const info = (await this.link.reader.xinfo("STREAM", this.options.keys.ops)) as unknown[];
+      const at = info.indexOf("last-generated-id");
+      const last = at >= 0 ? info[at + 1] : undefined;
+      if (typeof last !== "string") return;
+      behind = compareIds(last, this.lastId) < 0;
+    } catch (err) {
+      // No such key: the stream was deleted (or Redis lost it); anything else: try again later.
+      behind = /no such key/i.test((err as Error).message ?? "");
+    }
+    if (!behind) return;
+    this.lastId = "0-0";
+    this.options.onReset?.();
+  }
+
+  private applyEntries(entries: readonly [Buffer, Buffer[]][]): void {
     let applied = 0;
-    for (const [id, fields] of entries) {
-      this.lastId = id;
-      const decoded = decodeOp(fields);
-      if (decoded === undefined) continue;
+    for (const [id, raw] of entries) {
+      this.lastId = id.toString("latin1");
+      const fields = fieldStrings(raw, this.options.maxTextChars);
+      const decoded =
+        fields === undefined
+          ? ({ rejected: "oversize" } as const)
+          : decodeOp(fields, this.options.codec, this.options.maxTextChars);
+      if ("rejected" in decoded) {
+        this.options.onRejected?.(decoded.rejected);
+        continue;
+      }
       // Own decisions are already in the index. Own membership ops are applied like a peer's
       // (a no-op when nothing changed since), so that replaying an old "remove" before this
       // replica's own later "add" of the same worker ends with the worker present.
@@ -115,6 +173,41 @@ export class OpsReader {
   async stop(): Promise<void> {
     this.running = false;
     await this.loop;
+  }
+}
+
+/**
+ * An entry's fields as strings, or undefined when one is over its bound in bytes (a UTF-16 code
+ * unit takes at most 3 bytes of UTF-8, so `chars * 3` bytes can never hold a text within bounds;
+ * decodeOp then checks the exact length in characters).
+ */
+function fieldStrings(raw: readonly Buffer[], maxTextChars: number): string[] | undefined {
+  if (raw.length > MAX_FIELDS) return undefined;
+  const out: string[] = new Array(raw.length);
+  for (let i = 0; i < raw.length; i++) {
+    const field = raw[i] as Buffer;
+    const isText = i % 2 === 1 && raw[i - 1]?.length === 1 && raw[i - 1]?.[0] === 0x78; // "x"
+    if (field.length > (isText ? maxTextChars : MAX_FIELD_CHARS) * 3) return undefined;
+    out[i] = field.toString("utf8");
+  }
+  return out;
+}
+
+/** Compares two stream IDs ("ms-seq"; each part may exceed 2^53). */
+export function compareIds(a: string, b: string): number {
+  const [aMs, aSeq] = splitId(a);
+  const [bMs, bSeq] = splitId(b);
+  if (aMs !== bMs) return aMs < bMs ? -1 : 1;
+  if (aSeq !== bSeq) return aSeq < bSeq ? -1 : 1;
+  return 0;
+}
+
+function splitId(id: string): [bigint, bigint] {
+  const [ms = "0", seq = "0"] = id.split("-");
+  try {
+    return [BigInt(ms), BigInt(seq)];
+  } catch {
+    return [0n, 0n];
   }
 }
 

@@ -9,7 +9,7 @@ export interface RedisLinkOptions {
   connectTimeoutMs?: number;
   /** Longest wait between two reconnection attempts. */
   maxBackoffMs?: number;
-  /** Limit for one claim (--state-claim-timeout-ms); the claims connection gives up after it. */
+  /** Limit for one claim (--state-claim-timeout-ms); the claims connection's is this + commandTimeoutMs. */
   claimTimeoutMs?: number;
 }
 
@@ -61,9 +61,11 @@ export class RedisLink {
       commandTimeout: commandTimeout + READ_BLOCK_MS,
       connectionName: "radixgate-reader",
     });
+    // The claim's own timer gives up first (a request never waits longer); ioredis's later one only
+    // ends a reply that never comes.
     this.claims = new Redis(options.url, {
       ...base,
-      commandTimeout: Math.max(1, options.claimTimeoutMs ?? commandTimeout),
+      commandTimeout: (options.claimTimeoutMs ?? 0) + commandTimeout,
       connectionName: "radixgate-claims",
     });
     for (const client of [this.commands, this.reader, this.claims]) {

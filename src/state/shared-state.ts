@@ -15,10 +15,13 @@ import { RedisLink } from "./redis-link.js";
 import { type StateKeys, stateKeys } from "./state-keys.js";
 import { StateMetrics } from "./state-metrics.js";
 import type { StateOp } from "./state-op.js";
+import { StateSecret } from "./state-secret.js";
 
 export interface SharedStateOptions {
   /** --state-url */
   url: string;
+  /** --state-secret: signs what this replica writes, checks what it reads, seals API keys. */
+  secret: string;
   keyPrefix: string;
   maxTextChars: number;
   streamLength: number;
@@ -55,6 +58,7 @@ export class SharedState {
   private membership: MembershipSync | undefined;
   private load: LoadSync | undefined;
   private readonly keys: StateKeys;
+  private readonly secret: StateSecret;
   /** The reconcile under way since the link last came up (start() waits for the first). */
   private reconciling: Promise<void> | undefined;
 
@@ -64,6 +68,7 @@ export class SharedState {
   ) {
     const keys = stateKeys(options.keyPrefix);
     this.keys = keys;
+    this.secret = new StateSecret(options.secret);
     this.link = new RedisLink({ url: options.url, claimTimeoutMs: options.claimTimeoutMs }, logger);
     this.claims =
       options.claimTimeoutMs === 0
@@ -77,6 +82,7 @@ export class SharedState {
     this.publisher = new OpsPublisher(this.link, {
       replicaId: this.replicaId,
       keys,
+      secret: this.secret,
       queueSize: options.queueSize,
       streamLength: options.streamLength,
       onPublished: (ops, bytes) => {
@@ -88,9 +94,25 @@ export class SharedState {
     this.reader = new OpsReader(this.link, {
       replicaId: this.replicaId,
       keys,
+      codec: { secret: this.secret, scope: keys.ops },
+      maxTextChars: options.maxTextChars,
       apply: (op) => this.apply(op),
       onApplied: (ops) => this.metrics?.applied.inc(ops),
+      onRejected: (reason) => this.metrics?.rejected.inc({ reason }),
+      onReset: () => this.streamReset(),
     });
+  }
+
+  /** The ops stream went backwards: the reader starts over; membership is reconciled again. */
+  private streamReset(): void {
+    this.metrics?.resets.inc();
+    this.logger.warn(
+      { key_prefix: this.options.keyPrefix },
+      "shared state: the ops stream was deleted or went backwards (Redis lost data, failover, or someone wrote to it); reading it again from its start",
+    );
+    const membership = this.membership;
+    if (membership !== undefined && this.link.up)
+      this.reconciling = membership.reconcile().catch(() => {});
   }
 
   /** The index the router should use: `index`, publishing its decisions. */
@@ -123,6 +145,8 @@ export class SharedState {
         keys: this.keys,
         registry,
         publisher: this.publisher,
+        secret: this.secret,
+        onRejected: (reason) => this.metrics?.rejected.inc({ reason }),
         ...(hooks.onRemoteAdd !== undefined ? { onRemoteAdd: hooks.onRemoteAdd } : {}),
       },
       this.logger,
@@ -133,6 +157,8 @@ export class SharedState {
       keys: this.keys,
       intervalMs: this.options.loadIntervalMs,
       workers: () => registry.list(),
+      secret: this.secret,
+      onRejected: (reason) => this.metrics?.rejected.inc({ reason }),
     });
     this.link.onChange((up) => {
       if (up) this.reconciling = membership.reconcile().catch(() => {});
@@ -170,7 +196,7 @@ export class SharedState {
           inner.truncate(op.worker, op.model, op.text, op.keep);
         break;
       case "add":
-        this.membership?.applyAdd(op.url);
+        void this.membership?.applyAdd(op.url, op.apiKey);
         break;
       case "remove":
         this.membership?.applyRemove(op.url);

@@ -6,6 +6,8 @@ export class StateMetrics {
   readonly publishedBytes: Counter<never>;
   readonly applied: Counter<never>;
   readonly dropped: Counter<never>;
+  readonly rejected: Counter<"reason">;
+  readonly resets: Counter<never>;
   readonly claims: Counter<"outcome">;
 
   constructor(registry: Registry, read: { connected: () => boolean; pending: () => number }) {
@@ -44,6 +46,17 @@ export class StateMetrics {
     this.dropped = new Counter({
       name: "radixgate_state_ops_dropped_total",
       help: "Updates dropped because the publish queue was full (Redis slow or down).",
+      registers,
+    });
+    this.rejected = new Counter({
+      name: "radixgate_state_ops_rejected_total",
+      help: "Entries read from Redis (ops stream, workers hash) and refused: unsigned, bad_signature (not signed with this --state-secret), oversize (e.g. a text over --state-max-text-chars) or unreadable.",
+      labelNames: ["reason"],
+      registers,
+    });
+    this.resets = new Counter({
+      name: "radixgate_state_stream_resets_total",
+      help: "Times the ops stream was found deleted or behind the last entry read (Redis lost data, a failover, a foreign write) and was read again from its start.",
       registers,
     });
     this.claims = new Counter({

@@ -1,3 +1,5 @@
+import type { StateSecret } from "./state-secret.js";
+
 /**
  * One operation shared between replicas through the ops stream. Index operations name the worker
  * by id (a hash of its canonical URL, the same on every replica); membership operations carry the
@@ -17,15 +19,35 @@ export type StateOp =
       readonly text: string;
       readonly keep: number;
     }
-  | { readonly kind: "add"; readonly url: string }
+  | {
+      readonly kind: "add";
+      readonly url: string;
+      /** The worker's own API key (sealed on the wire, see StateSecret); absent = none of its own. */
+      readonly apiKey?: string;
+    }
   | { readonly kind: "remove"; readonly url: string };
 
 /** Field codes of a stream entry (short: they are repeated in every entry). */
 const KIND_CODE = { insert: "i", truncate: "t", add: "a", remove: "d" } as const;
 const CODE_KIND = { i: "insert", t: "truncate", a: "add", d: "remove" } as const;
 
-/** The XADD field list of an op: r <replica> k <kind> then the op's own fields. */
-export function encodeOp(replica: string, op: StateOp): string[] {
+/** How a stream entry is signed and checked: the shared secret and the stream's key (the scope). */
+export interface OpCodec {
+  readonly secret: StateSecret;
+  /** The ops stream's key: a signature is valid under this key only. */
+  readonly scope: string;
+}
+
+/** Why a stream entry was dropped (the `reason` label of radixgate_state_ops_rejected_total). */
+export type RejectReason = "unsigned" | "bad_signature" | "oversize" | "unreadable";
+
+/** Fields (names and values) an entry may have; ours have at most 12. */
+export const MAX_FIELDS = 32;
+/** Longest value of any field but the text (URLs, ids, model names, a sealed key). */
+export const MAX_FIELD_CHARS = 4096;
+
+/** The XADD field list of an op: r <replica> k <kind>, the op's own fields, then s <signature>. */
+export function encodeOp(replica: string, op: StateOp, codec: OpCodec): string[] {
   const fields = ["r", replica, "k", KIND_CODE[op.kind]];
   switch (op.kind) {
     case "insert":
@@ -35,15 +57,47 @@ export function encodeOp(replica: string, op: StateOp): string[] {
       if (op.kind === "truncate") fields.push("n", String(op.keep));
       break;
     case "add":
+      fields.push("u", op.url);
+      if (op.apiKey !== undefined) fields.push("a", codec.secret.seal(op.apiKey, op.url));
+      break;
     case "remove":
       fields.push("u", op.url);
       break;
   }
+  fields.push("s", codec.secret.sign(codec.scope, fields));
   return fields;
 }
 
-/** A stream entry's fields back to (replica, op); undefined for an entry this version cannot read. */
-export function decodeOp(fields: readonly string[]): { replica: string; op: StateOp } | undefined {
+/**
+ * A stream entry's fields back to (replica, op), or why it is dropped. The cheap checks come
+ * first: an entry over the size bounds is dropped before its signature is computed, so a huge
+ * entry costs its transfer and nothing more; then the signature; only a signed entry is parsed.
+ */
+export function decodeOp(
+  fields: readonly string[],
+  codec: OpCodec,
+  maxTextChars: number,
+): { replica: string; op: StateOp } | { rejected: RejectReason } {
+  if (fields.length > MAX_FIELDS || fields.length % 2 !== 0) return { rejected: "unreadable" };
+  let signatureAt = -1;
+  for (let i = 0; i < fields.length; i += 2) {
+    const value = fields[i + 1] as string;
+    const limit = fields[i] === "x" ? maxTextChars : MAX_FIELD_CHARS;
+    if (value.length > limit) return { rejected: "oversize" };
+    if (fields[i] === "s" && signatureAt < 0) signatureAt = i;
+  }
+  if (signatureAt < 0) return { rejected: "unsigned" };
+  const signed = [...fields.slice(0, signatureAt), ...fields.slice(signatureAt + 2)];
+  if (!codec.secret.verify(codec.scope, signed, fields[signatureAt + 1] as string))
+    return { rejected: "bad_signature" };
+  const decoded = parseFields(signed, codec);
+  return decoded ?? { rejected: "unreadable" };
+}
+
+function parseFields(
+  fields: readonly string[],
+  codec: OpCodec,
+): { replica: string; op: StateOp } | undefined {
   const get = (name: string): string | undefined => {
     for (let i = 0; i + 1 < fields.length; i += 2) if (fields[i] === name) return fields[i + 1];
     return undefined;
@@ -54,7 +108,11 @@ export function decodeOp(fields: readonly string[]): { replica: string; op: Stat
   const kind = CODE_KIND[code as keyof typeof CODE_KIND];
   if (kind === "add" || kind === "remove") {
     const url = get("u");
-    return url === undefined ? undefined : { replica, op: { kind, url } };
+    if (url === undefined) return undefined;
+    const sealed = kind === "add" ? get("a") : undefined;
+    if (sealed === undefined) return { replica, op: { kind, url } };
+    const apiKey = codec.secret.open(sealed, url);
+    return apiKey === undefined ? undefined : { replica, op: { kind: "add", url, apiKey } };
   }
   const worker = get("w");
   const text = get("x");

@@ -48,10 +48,14 @@ export class HealthChecker {
    * out until it passes `successThreshold` regular checks. The result is logged either way. With
    * health checks off (interval 0) the worker is trusted as given, since nothing would check it
    * again to let it back in. Bounded by the health check timeout.
+   *
+   * `fromPeer`: the worker came from another replica, not from this one's operator, so it is held
+   * back until this replica's own probe passes even with checks off (then a failure keeps it out:
+   * nothing checks it again).
    */
-  async probeFirst(worker: Worker): Promise<boolean> {
+  async probeFirst(worker: Worker, options: { fromPeer?: boolean } = {}): Promise<boolean> {
     if (worker.removed) return false;
-    if (this.options.intervalMs <= 0) {
+    if (this.options.intervalMs <= 0 && options.fromPeer !== true) {
       // Checks off: one check in the background, counted like any other (it alone never reaches
       // the failure threshold), so the worker is trusted as given.
       void this.check(worker);

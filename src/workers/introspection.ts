@@ -140,6 +140,7 @@ export class EngineIntrospector {
 
   private serverInfo(worker: Worker, body: string): void {
     const info = readSglangServerInfo(parseJson(body));
+    if (info.dpSize !== undefined) worker.signals.dpSize = info.dpSize;
     if (info.capacityTokens === undefined) {
       throw new Error("answer has no max_total_num_tokens");
     }
@@ -154,6 +155,7 @@ export class EngineIntrospector {
     if (reading === undefined) throw new Error("no SGLang or vLLM scheduler metric in it");
     const now = Date.now();
     worker.signals.engine ??= reading.engine;
+    if (reading.dpSize !== undefined) worker.signals.dpSize = reading.dpSize;
     worker.signals.recordLoad(
       {
         queued: reading.queued,

@@ -40,6 +40,8 @@ export class WorkerRegistry {
   private readonly listeners: RegistryListener[] = [];
   /** Cached array of workers; rebuilt only when the set changes, not per request. */
   private snapshot: readonly Worker[] = [];
+  /** Workers added with an API key of their own (not --worker-api-key). */
+  private readonly ownKeys = new WeakSet<Worker>();
 
   /** Where the router listens once known; a worker at that address would be a request loop. */
   private listen: ListenAddress | undefined;
@@ -89,6 +91,7 @@ export class WorkerRegistry {
       throw new RouterError("worker_exists", `Worker ${url} is already registered.`);
     const apiKey = addOptions.apiKey ?? this.rules.defaultApiKey;
     const worker = new Worker(id, url, this.options, apiKey);
+    if (addOptions.apiKey !== undefined) this.ownKeys.add(worker);
     this.byId.set(id, worker);
     for (const identity of identities) this.byIdentity.set(identity, worker);
     this.identitiesOf.set(worker, identities);
@@ -108,11 +111,16 @@ export class WorkerRegistry {
    * --worker-urls and every other path where a wait is fine.
    */
   async addResolved(rawUrl: string, addOptions: AddOptions = {}): Promise<Worker> {
+    const addresses = await this.resolveAddresses(rawUrl);
+    return this.add(rawUrl, addresses.length > 0 ? { ...addOptions, addresses } : addOptions);
+  }
+
+  /** The addresses `addResolved` checks a URL's host name by (none for an IP literal). */
+  async resolveAddresses(rawUrl: string): Promise<string[]> {
     const url = canonical(rawUrl);
-    if (!hostNeedsLookup(url)) return this.add(url, addOptions);
+    if (!hostNeedsLookup(url)) return [];
     const resolve = this.rules.resolveHost ?? systemResolver(this.options.connectTimeoutMs);
-    const addresses = await resolve(new URL(url).hostname);
-    return this.add(url, { ...addOptions, addresses });
+    return [...(await resolve(new URL(url).hostname))];
   }
 
   private refuseSelf(url: string, addresses: readonly string[]): void {
@@ -161,6 +169,11 @@ export class WorkerRegistry {
     } catch {
       return undefined;
     }
+  }
+
+  /** The worker's own API key, if it was added with one (a default --worker-api-key is not). */
+  ownApiKey(worker: Worker): string | undefined {
+    return this.ownKeys.has(worker) ? worker.apiKey : undefined;
   }
 
   list(): readonly Worker[] {

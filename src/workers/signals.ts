@@ -34,6 +34,8 @@ export const STALE_AFTER_INTERVALS = 3;
 export class EngineSignals {
   /** Which engine answered, once known. */
   engine: EngineKind | undefined;
+  /** Data-parallel ranks the engine said it runs (SGLang /get_server_info dp_size), once known. */
+  dpSize: number | undefined;
   /** Signals older than this are ignored (3 poll intervals; set by the poller). */
   staleAfterMs = Number.POSITIVE_INFINITY;
 

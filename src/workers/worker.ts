@@ -33,6 +33,17 @@ export class Worker {
   pendingPrefillChars = 0;
   /** How many requests pendingPrefillChars adds up (same bounds: dispatch to first byte or end). */
   pendingPrefillRequests = 0;
+  /**
+   * Routing-text characters of this router's in-flight requests there (dispatch to end): the
+   * sequences the worker holds active, as NVIDIA Dynamo's router tracks its active blocks
+   * (scheduling/prefix-scorers.ts DynamoCostScorer).
+   */
+  activeChars = 0;
+  /**
+   * This router's in-flight requests per data-parallel rank, for those sent to a chosen rank
+   * (--kv-events-dp-size; proxy/forward.ts). Index = rank; empty for an engine without ranks.
+   */
+  readonly rankInFlight: number[] = [];
   /** Requests that completed with a response from this worker. */
   served = 0;
   /** Result of active health checks; unhealthy workers keep their tree but get no traffic. */
@@ -96,6 +107,12 @@ export class Worker {
       keepAliveTimeout: 30_000,
       // Timeouts are set per request (see proxy/forward.ts); these only bound idle sockets.
     });
+  }
+
+  /** One more (+1) or one fewer (-1) of this router's requests in flight on a rank. */
+  addRankInFlight(rank: number, delta: number): void {
+    while (this.rankInFlight.length <= rank) this.rankInFlight.push(0);
+    this.rankInFlight[rank] = Math.max(0, this.rankInFlight[rank]! + delta);
   }
 
   /** Requests in flight on the worker fleet-wide: this router's own plus its peers' (what policies weigh). */
@@ -164,6 +181,7 @@ export class Worker {
       circuit: this.breaker.state,
       in_flight: this.inFlight,
       in_flight_here: this.ownInFlight,
+      ...(this.rankInFlight.length > 0 ? { in_flight_per_rank: [...this.rankInFlight] } : {}),
       pending_prefill_chars: this.pendingPrefillChars,
       tree_characters: this.indexedChars(),
       requests_served: this.served,

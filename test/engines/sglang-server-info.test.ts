@@ -3,9 +3,10 @@ import { readSglangServerInfo } from "../../src/engines/sglang-server-info.js";
 import { SGLANG_SERVER_INFO } from "./samples.js";
 
 describe("readSglangServerInfo", () => {
-  it("counts one KV pool per DP rank", () => {
+  it("counts one KV pool per DP rank, and says how many ranks", () => {
     expect(readSglangServerInfo(SGLANG_SERVER_INFO)).toEqual({
       capacityTokens: 1_000_000,
+      dpSize: 2,
     });
   });
 

@@ -4,13 +4,14 @@ import { readVllmMetrics } from "../../src/engines/vllm-metrics.js";
 import { SGLANG_METRICS, VLLM_DP2_METRICS, VLLM_OLD_METRICS } from "./samples.js";
 
 describe("readVllmMetrics", () => {
-  it("adds queues and capacities over data-parallel engines and averages KV usage", () => {
+  it("adds queues and capacities over data-parallel engines, averages KV usage, counts the ranks", () => {
     expect(readVllmMetrics(parseExposition(VLLM_DP2_METRICS))).toEqual({
       engine: "vllm",
       queued: 5,
       running: 5,
       kvUsage: 0.375,
       capacityTokens: (27197 + 27000) * 16,
+      dpSize: 2,
     });
   });
 

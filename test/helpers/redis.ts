@@ -16,6 +16,9 @@ export const redisSkipReason: string | undefined =
     ? "redis-server is not installed (Debian/Ubuntu: apt-get install -y redis-server); the shared-state tests need a real one"
     : undefined;
 
+/** The --state-secret the tests' replicas share. */
+export const TEST_STATE_SECRET = "the test fleet's shared state secret";
+
 export interface TestRedis {
   readonly port: number;
   readonly url: string;

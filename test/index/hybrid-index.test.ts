@@ -3,6 +3,7 @@ import { ApproximateIndex } from "../../src/index/approximate-index.js";
 import { blockKeys } from "../../src/index/block-keys.js";
 import { charsFor, HybridIndex, type TokenSource } from "../../src/index/hybrid-index.js";
 import { PreciseIndex } from "../../src/index/precise-index.js";
+import { rankIndexId } from "../../src/index/rank-id.js";
 import type { TokenizeInput } from "../../src/kv-events/tokenize-input.js";
 
 const BS = 4;
@@ -138,5 +139,51 @@ describe("HybridIndex", () => {
     expect(charsFor(text, 0.5)).toBe(2);
     expect(charsFor(text, 1)).toBe(text.length);
     expect(charsFor(text, 0)).toBe(0);
+  });
+});
+
+describe("HybridIndex with data-parallel ranks", () => {
+  /** Worker "a" runs 3 ranks, each indexed apart; `load` is this router's in flight per rank. */
+  function ranked(load: number[]) {
+    const { index, precise, source } = setup();
+    const ranks = Object.assign(source, {
+      ranksOf: (id: string) => (id === "a" ? 3 : 1),
+      rankLoad: (_id: string, rank: number) => load[rank] ?? 0,
+    });
+    for (const rank of [1, 2]) precise.addWorker(rankIndexId("a", rank));
+    return { index, precise, source: ranks };
+  }
+
+  it("a worker's match is its best rank's, which rankOf names and insert speculates on", async () => {
+    const { index, precise } = ranked([0, 0, 0]);
+    store(precise, rankIndexId("a", 1), 2);
+    store(precise, rankIndexId("a", 2), 6);
+    await index.prepare(request, workers);
+    const out: number[] = [];
+    index.match(TEXT, undefined, workers, out);
+    expect(out[0]).toBe(charsFor(TEXT, 24 / 40));
+    expect(index.rankOf("a")).toBe(2);
+    expect(index.rankOf("b")).toBeUndefined();
+    index.insert("a", undefined, TEXT);
+    expect(precise.speculativeCount(rankIndexId("a", 2))).toBe(4);
+    expect(precise.speculativeCount("a")).toBe(0);
+  });
+
+  it("ranks holding as much go to the one with the fewest requests in flight", async () => {
+    const { index, precise } = ranked([5, 1, 3]);
+    for (const rank of [0, 1, 2]) store(precise, rankIndexId("a", rank), 3);
+    await index.prepare(request, workers);
+    index.match(TEXT, undefined, workers, []);
+    expect(index.rankOf("a")).toBe(1);
+  });
+
+  it("no rank is named while the worker routes approximately", async () => {
+    const { index, source } = ranked([0, 0, 0]);
+    await index.prepare(request, workers);
+    index.match(TEXT, undefined, workers, []);
+    expect(index.rankOf("a")).toBe(0);
+    source.live.delete("a");
+    index.match(TEXT, undefined, workers, []);
+    expect(index.rankOf("a")).toBeUndefined();
   });
 });

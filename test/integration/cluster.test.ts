@@ -2,7 +2,12 @@ import { spawn } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseClusterArgs } from "../../src/cluster.js";
 import { type SimWorker, startSimWorker } from "../../src/sim/worker.js";
-import { redisSkipReason, startRedis, type TestRedis } from "../helpers/redis.js";
+import {
+  redisSkipReason,
+  startRedis,
+  TEST_STATE_SECRET,
+  type TestRedis,
+} from "../helpers/redis.js";
 import { postJson, waitFor } from "../helpers/router.js";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
@@ -62,6 +67,8 @@ describe.skipIf(redisSkipReason !== undefined)(
           sims[0]!.url,
           "--state-url",
           redis.url,
+          "--state-secret",
+          TEST_STATE_SECRET,
           "--state-key-prefix",
           "cluster-test",
           "--health-check-interval-secs",

@@ -3,7 +3,13 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Config } from "../../src/config.js";
 import type { RunningRouter } from "../../src/server.js";
 import { type SimWorker, startSimWorker } from "../../src/sim/worker.js";
-import { redisSkipReason, startRedis, type TestRedis } from "../helpers/redis.js";
+import { StateSecret } from "../../src/state/state-secret.js";
+import {
+  redisSkipReason,
+  startRedis,
+  TEST_STATE_SECRET,
+  type TestRedis,
+} from "../helpers/redis.js";
 import { postJson, startTestRouter, waitFor } from "../helpers/router.js";
 
 // Replicas sharing routing state through a real redis-server (issue 11).
@@ -33,6 +39,7 @@ describe.skipIf(redisSkipReason !== undefined)(
         policy: "cache_aware",
         workerUrls: workers.map((w) => w.url),
         stateUrl: redis.url,
+        stateSecret: TEST_STATE_SECRET,
         stateKeyPrefix: prefix,
         stateLoadIntervalMs: 50,
         ...overrides,
@@ -273,6 +280,7 @@ describe.skipIf(redisSkipReason !== undefined)(
           policy: "cache_aware",
           workerUrls: workers.map((w) => w.url),
           stateUrl: late.url,
+          stateSecret: TEST_STATE_SECRET,
           stateKeyPrefix: prefix,
         });
         routers.push(router);
@@ -316,16 +324,22 @@ describe.skipIf(redisSkipReason !== undefined)(
       );
     });
 
-    it("garbage in a peer's load key is ignored, not added", async () => {
+    it("garbage or an unsigned count in a peer's load key is ignored, not added", async () => {
       const prefix = freshPrefix();
       const a = await replica(prefix);
       const id = a.context.registry.list()[0]!.id;
       await redis.client.set(`${prefix}:load:bad1`, "not json", "PX", 60_000);
       await redis.client.set(`${prefix}:load:bad2`, JSON.stringify({ [id]: -5 }), "PX", 60_000);
-      await redis.client.set(`${prefix}:load:good`, JSON.stringify({ [id]: 2 }), "PX", 60_000);
-      await redis.client.sadd(`${prefix}:replicas`, "bad1", "bad2", "good");
+      // Counts are signed like ops (issue 20): a forged count in clear is ignored.
+      await redis.client.set(`${prefix}:load:forged`, JSON.stringify({ [id]: 50 }), "PX", 60_000);
+      const good = JSON.stringify({ [id]: 2 });
+      const signature = new StateSecret(TEST_STATE_SECRET).sign(`${prefix}:load:good`, [good]);
+      await redis.client.set(`${prefix}:load:good`, `${signature} ${good}`, "PX", 60_000);
+      await redis.client.sadd(`${prefix}:replicas`, "bad1", "bad2", "forged", "good");
       const worker = a.context.registry.get(id)!;
       await waitFor(() => worker.peerInFlight === 2, 10_000, "the good peer's count");
+      const metrics = await (await fetch(`${a.url}/metrics`)).text();
+      expect(metrics).toMatch(/^radixgate_state_ops_rejected_total\{reason="unsigned"\} [1-9]/m);
       await redis.client.del(`${prefix}:load:good`);
       await waitFor(() => worker.peerInFlight === 0, 10_000, "an expired peer drops out");
       expect(await redis.client.sismember(`${prefix}:replicas`, "good")).toBe(0);
@@ -340,6 +354,7 @@ describe.skipIf(redisSkipReason !== undefined)(
         policy: "cache_aware",
         workerUrls: workers.map((w) => w.url),
         stateUrl: url,
+        stateSecret: TEST_STATE_SECRET,
         stateKeyPrefix: freshPrefix(),
         stateQueueSize: 3,
       });

@@ -205,3 +205,97 @@ describe("prefix_cost: configuration", () => {
     );
   });
 });
+
+describe("prefix_cost: near-equal costs (--prefix-cost-tie-break, issue 27)", () => {
+  const PREAMBLE = "Tools: search(query), fetch(url), calendar(date). Answer briefly. ".repeat(30);
+  const tenant = (t: number, turn: number) =>
+    `${PREAMBLE}Tenant ${t} ${"policy text of this tenant ".repeat(8)}${t}\nUser: question ${turn}`;
+
+  /** Four workers that all hold the shared preamble, with a little prefill queued on each. */
+  function preambleFleet(queuedChars: readonly number[]): FakeWorker[] {
+    return queuedChars.map((chars, i) => {
+      const w = queued(`w${i}`, chars);
+      w.tree.insert(PREAMBLE);
+      return w;
+    });
+  }
+
+  it("sends a new tenant to the same worker whatever small differences of load there are at that instant", () => {
+    // Differences of up to 200 queued characters (100 at weight 0.5, under half of one in-flight
+    // request's 256): the rotation and the lowest cost picked whichever worker was a little idler.
+    const patterns = [
+      [0, 0, 0, 0],
+      [200, 0, 100, 50],
+      [0, 200, 50, 100],
+      [100, 50, 0, 200],
+      [50, 100, 200, 0],
+    ];
+    for (let t = 0; t < 8; t++) {
+      const chosen = new Set<string>();
+      for (const pattern of patterns) {
+        const policy = prefixCost();
+        // Earlier decisions move the rotation: the choice must not depend on it either.
+        for (let skip = 0; skip < t; skip++) policy.select(fleet(4), { text: coldText(skip) });
+        chosen.add(
+          policy.select(preambleFleet(pattern), {
+            text: tenant(t, 1),
+            matched: [PREAMBLE.length, PREAMBLE.length, PREAMBLE.length, PREAMBLE.length],
+          })!.worker.id,
+        );
+      }
+      expect(chosen.size, `tenant ${t}`).toBe(1);
+    }
+  });
+
+  it("spreads different tenants over the workers, and sends a tenant's next conversations after the first", () => {
+    const policy = prefixCost();
+    const workers = preambleFleet([0, 0, 0, 0]);
+    const pending = (w: FakeWorker) => w as { pendingPrefillChars: number };
+    /** Plays the forwarder: the chosen worker has the uncached part queued until it is done. */
+    const route = (text: string) => {
+      const matched = workers.map((w) => w.tree.match(text));
+      const decision = policy.select(workers, { text, matched })!;
+      pending(decision.worker).pendingPrefillChars +=
+        text.length - matched[workers.indexOf(decision.worker)]!;
+      decision.worker.tree.insert(text);
+      return decision.worker.id;
+    };
+    const homes = new Map<number, string>();
+    for (let t = 0; t < 16; t++) homes.set(t, route(tenant(t, 1)));
+    expect(new Set(homes.values()).size).toBe(4);
+    // Everything done; a second conversation of each tenant finds its prompt where the first went.
+    for (const w of workers) pending(w).pendingPrefillChars = 0;
+    for (let t = 0; t < 16; t++) expect(route(tenant(t, 2))).toBe(homes.get(t));
+  });
+
+  it("among near-equal costs, prefers the worker holding more of the text", () => {
+    const policy = prefixCost();
+    const text = tenant(3, 1);
+    // w2 holds 300 characters more but has 700 characters more queued (350 at weight 0.5): its
+    // cost is 50 above the others', a near tie, and it holds more of the text.
+    const workers = preambleFleet([0, 0, 700, 0]);
+    workers[2]!.tree.insert(text.slice(0, PREAMBLE.length + 300));
+    expect(selectWith(policy, workers, { text })!.worker.id).toBe("w2");
+  });
+
+  it("still leaves a worker whose cost is more than half an in-flight request above the lowest", () => {
+    const text = tenant(5, 1);
+    const home = selectWith(prefixCost(), preambleFleet([0, 0, 0, 0]), { text })!.worker.id;
+    const loads = [0, 0, 0, 0];
+    loads[Number(home.slice(1))] = 400; // 200 at weight 0.5 > 128
+    expect(selectWith(prefixCost(), preambleFleet(loads), { text })!.worker.id).not.toBe(home);
+  });
+
+  it("with --prefix-cost-tie-break rotation, the lowest cost wins at once, as before", () => {
+    const policy = prefixCost({ prefixCostTieBreak: "rotation" });
+    const picked = [0, 1, 2, 3].map((i) => {
+      const loads = [50, 50, 50, 50];
+      loads[i] = 0;
+      return selectWith(policy, preambleFleet(loads), { text: tenant(1, 1) })!.worker.id;
+    });
+    expect(picked).toEqual(["w0", "w1", "w2", "w3"]);
+    expect(() => createPolicy("prefix_cost", { prefixCostTieBreak: "first" as never })).toThrow(
+      /prefixCostTieBreak/,
+    );
+  });
+});

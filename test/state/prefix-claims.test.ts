@@ -27,7 +27,11 @@ describe.skipIf(redisSkipReason !== undefined)(
       prefix: string,
       options: { ttlMs?: number; timeoutMs?: number } = {},
     ) => {
-      const link = new RedisLink({ url: redis.url }, createLogger({ level: "silent" }));
+      // As SharedState builds it: the claims connection knows the claim timeout.
+      const link = new RedisLink(
+        { url: redis.url, claimTimeoutMs: options.timeoutMs ?? 1000 },
+        createLogger({ level: "silent" }),
+      );
       links.push(link);
       await link.connect();
       const outcomes: ClaimOutcome[] = [];

@@ -3,7 +3,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Config } from "../../src/config.js";
 import type { RunningRouter } from "../../src/server.js";
 import { type SimWorker, startSimWorker } from "../../src/sim/worker.js";
-import { redisSkipReason, startRedis, type TestRedis } from "../helpers/redis.js";
+import {
+  redisSkipReason,
+  startRedis,
+  TEST_STATE_SECRET,
+  type TestRedis,
+} from "../helpers/redis.js";
 import { postJson, startTestRouter } from "../helpers/router.js";
 
 // Issue 20 item 10: two replicas routing one new prefix before either sees the other's decision.
@@ -32,6 +37,7 @@ describe.skipIf(redisSkipReason !== undefined)(
         policy: "cache_aware",
         workerUrls: workers.map((w) => w.url),
         stateUrl: redis.url,
+        stateSecret: TEST_STATE_SECRET,
         stateKeyPrefix: prefix,
         ...overrides,
       });

@@ -76,3 +76,33 @@ describe("TreeBudgets", () => {
     expect(tree.maxChars).toBe(5000);
   });
 });
+
+describe("TreeBudgets: hysteresis (issue 27)", () => {
+  it("leaves a learned budget alone while characters per token drift by 2% or less", () => {
+    const { budgets, w, tree } = setUp("auto");
+    w.signals.recordCapacity(1000, "get_server_info", Date.now());
+    budgets.update(w);
+    expect(w.treeBudget).toBe(4000);
+    for (let i = 0; i < 40; i++) tree.insert(`prompt ${i} ${"z".repeat(90)}`);
+    const held = tree.charCount;
+    // 3.95 characters per token: a budget of 3950, 1.25% below; nothing is evicted for it.
+    w.charsPerTokenEstimate.observe(395, 100);
+    expect(budgets.update(w)).toBe(0);
+    expect(w.treeBudget).toBe(4000);
+    expect(tree.charCount).toBe(held);
+    // 3.5: 12.5% below, applied at once.
+    for (let i = 0; i < 200; i++) w.charsPerTokenEstimate.observe(350, 100);
+    budgets.update(w);
+    expect(w.treeBudget).toBe(Math.floor(1000 * w.charsPerToken));
+    expect(w.treeBudget).toBeLessThan(3600);
+  });
+
+  it("follows any change of capacity at once", () => {
+    const { budgets, w } = setUp("auto");
+    w.signals.recordCapacity(1000, "get_server_info", Date.now());
+    budgets.update(w);
+    w.signals.recordCapacity(990, "get_server_info", Date.now());
+    budgets.update(w);
+    expect(w.treeBudget).toBe(3960);
+  });
+});

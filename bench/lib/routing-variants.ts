@@ -1,0 +1,74 @@
+/**
+ * Row variants of bench:routing: a router row with one or more sources of run-to-run variance
+ * switched off or frozen (issue 27), named `<row>:<knob>+<knob>`, e.g. `prefix_cost:poll-frozen`.
+ * Each variant runs interleaved with the plain row in the same repeats, so load on the machine
+ * falls on both alike.
+ */
+import type { Config } from "../../src/config.js";
+import type { RunningRouter } from "../../src/server.js";
+import { CHARS_PER_TOKEN } from "../../src/sim/tokenizer.js";
+
+/**
+ * - `poll-frozen`: the engines are read once, when the router starts, and never again: queue and
+ *   load stay at that first reading, the tree budgets at capacity × the starting 4 characters per
+ *   token (they are re-evaluated only after a read).
+ * - `budget-fixed`: the tree budgets fixed at the engines' capacity × the simulator's characters
+ *   per token (--max-tree-size), so the learned characters per token never move them; polls go on.
+ * - `tree-unbounded`: the trees never evict (--max-tree-size 2^26): only the engines forget.
+ * - `no-feedback`: cached-token feedback never trims a tree (RoutingDecider.reported does nothing).
+ * - `no-inflight`: prefix_cost without its in-flight term (--prefix-cost-request-chars 0).
+ * - `no-queue`: prefix_cost without its pending-prefill term (--prefix-cost-queue-weight 0).
+ * - `rotation`, `hash`: prefix_cost's tie-break (--prefix-cost-tie-break).
+ */
+export const ROW_KNOBS = [
+  "poll-frozen",
+  "budget-fixed",
+  "tree-unbounded",
+  "no-feedback",
+  "no-inflight",
+  "no-queue",
+  "rotation",
+  "hash",
+] as const;
+export type RowKnob = (typeof ROW_KNOBS)[number];
+
+/** A row label split into its base row and its knobs (none for a plain row). */
+export function parseRowLabel(label: string): { base: string; knobs: RowKnob[] } {
+  const colon = label.indexOf(":");
+  if (colon < 0) return { base: label, knobs: [] };
+  const knobs = label
+    .slice(colon + 1)
+    .split("+")
+    .map((k) => {
+      if (!(ROW_KNOBS as readonly string[]).includes(k)) {
+        throw new Error(`unknown row knob "${k}" in "${label}"; expected ${ROW_KNOBS.join(", ")}`);
+      }
+      return k as RowKnob;
+    });
+  return { base: label.slice(0, colon), knobs };
+}
+
+/** Router settings a variant changes, for a fleet whose engines hold `kvCapacityTokens` each. */
+export function knobOverrides(
+  knobs: readonly RowKnob[],
+  kvCapacityTokens: number,
+): Partial<Config> {
+  const o: Partial<Config> = {};
+  for (const knob of knobs) {
+    if (knob === "budget-fixed") o.maxTreeSize = kvCapacityTokens * CHARS_PER_TOKEN;
+    if (knob === "tree-unbounded") o.maxTreeSize = 2 ** 26;
+    if (knob === "no-inflight") o.prefixCostRequestChars = 0;
+    if (knob === "no-queue") o.prefixCostQueueWeight = 0;
+    if (knob === "rotation" || knob === "hash") o.prefixCostTieBreak = knob;
+  }
+  return o;
+}
+
+/**
+ * What a variant changes in a started router, beyond its settings. Reaches into the router's
+ * context: no production path needs these switches.
+ */
+export function applyKnobs(router: RunningRouter, knobs: readonly RowKnob[]): void {
+  if (knobs.includes("poll-frozen")) router.context.introspection.stop();
+  if (knobs.includes("no-feedback")) router.context.decider.reported = () => 0;
+}

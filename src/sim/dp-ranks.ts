@@ -1,0 +1,96 @@
+/**
+ * A simulated engine's data-parallel ranks (vLLM --data-parallel-size, SGLang --dp-size): each
+ * rank has its own KV cache, scheduler and KV-event publisher. As in the engines:
+ * - rank r publishes on the rank-0 endpoints' ports + r (offset_endpoint_port in
+ *   vllm/distributed/kv_events.py and sglang/srt/disaggregation/kv_events.py), and vLLM tags each
+ *   batch with its rank;
+ * - a request goes to the rank the client names, else to the least busy rank (the engines' own
+ *   balancers). The OpenAI endpoints of both read the `X-data-parallel-rank` header (SGLang before
+ *   the body's `routed_dp_rank`); SGLang's /generate reads only its body (`routed_dp_rank`, or
+ *   the older `data_parallel_rank`: sglang/srt/entrypoints/http_server.py passes the parsed
+ *   GenerateReqInput on as it is).
+ */
+import type { IncomingHttpHeaders } from "node:http";
+import type { Engine } from "./engine.js";
+import type { PrefixKvCache } from "./kv-cache.js";
+import { SimKvPublisher, type SimKvPublisherOptions } from "./kv-publisher.js";
+
+export interface SimRank {
+  readonly kv: PrefixKvCache;
+  readonly engine: Engine;
+  /** Inference requests this rank served. */
+  requests: number;
+}
+
+/** The rank the request names; undefined when it names none. Out of range: a client error. */
+export function requestedRank(
+  headers: IncomingHttpHeaders,
+  body: unknown,
+  ranks: number,
+  read: { header: boolean; body: boolean },
+): number | undefined | "invalid" {
+  const header = read.header ? headers["x-data-parallel-rank"] : undefined;
+  const fields = (read.body && typeof body === "object" && body !== null ? body : {}) as Record<
+    string,
+    unknown
+  >;
+  const raw =
+    typeof header === "string"
+      ? Number(header)
+      : (fields.routed_dp_rank ?? fields.data_parallel_rank);
+  if (raw === undefined || raw === null) return undefined;
+  return typeof raw === "number" && Number.isInteger(raw) && raw >= 0 && raw < ranks
+    ? raw
+    : "invalid";
+}
+
+/** The least busy rank (running + waiting), the first on a tie. */
+export function leastBusyRank(ranks: readonly SimRank[]): number {
+  let best = 0;
+  for (let r = 1; r < ranks.length; r++) {
+    const busy = (x: SimRank) => x.engine.running + x.engine.waiting;
+    if (busy(ranks[r]!) < busy(ranks[best]!)) best = r;
+  }
+  return best;
+}
+
+/**
+ * One publisher per rank, on consecutive ports (rank 0 on free ones). Ports taken by something
+ * else make it start over on other free ports, a few times.
+ */
+export async function bindRankPublishers(
+  ranks: number,
+  options: Omit<SimKvPublisherOptions, "dataParallelRank">,
+  tagRank: boolean,
+): Promise<SimKvPublisher[]> {
+  let lastError: unknown;
+  for (let attempt = 0; attempt < 20; attempt++) {
+    const publishers: SimKvPublisher[] = [];
+    try {
+      for (let rank = 0; rank < ranks; rank++) {
+        const publisher = new SimKvPublisher({
+          ...options,
+          ...(tagRank ? { dataParallelRank: rank } : {}),
+        });
+        publishers.push(publisher);
+        const first = publishers[0]!;
+        if (rank === 0) await publisher.bind();
+        else
+          await publisher.bind(
+            offsetPort(first.endpoint, rank),
+            first.replayEndpoint === undefined ? undefined : offsetPort(first.replayEndpoint, rank),
+          );
+      }
+      return publishers;
+    } catch (error) {
+      lastError = error;
+      await Promise.all(publishers.map((p) => p.close()));
+    }
+  }
+  throw lastError;
+}
+
+function offsetPort(endpoint: string, rank: number): string {
+  const colon = endpoint.lastIndexOf(":");
+  return `${endpoint.slice(0, colon)}:${Number(endpoint.slice(colon + 1)) + rank}`;
+}

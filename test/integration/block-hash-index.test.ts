@@ -1,0 +1,87 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { BlockHashIndex } from "../../src/index/block-hash-index.js";
+import type { RunningRouter } from "../../src/server.js";
+import { type SimWorker, startSimWorker } from "../../src/sim/worker.js";
+import { postJson, startTestRouter } from "../helpers/router.js";
+
+const SYSTEM = "You answer questions about chained block hashes, briefly. ".repeat(30);
+
+describe("--prefix-index block_hash", () => {
+  let workers: SimWorker[];
+  let router: RunningRouter;
+
+  beforeAll(async () => {
+    workers = await Promise.all(
+      [1, 2, 3].map((i) => startSimWorker({ id: `b${i}`, timeScale: 0 })),
+    );
+    router = await startTestRouter({
+      policy: "cache_aware",
+      workerUrls: workers.map((w) => w.url),
+      prefixIndex: "block_hash",
+      blockHashChars: 128,
+      blockHashCapacity: 1000,
+    });
+  });
+
+  afterAll(async () => {
+    await router.stop(100);
+    await Promise.all(workers.map((w) => w.close()));
+  });
+
+  const ask = async (question: string): Promise<Response> => {
+    const res = await postJson(`${router.url}/v1/chat/completions`, {
+      model: "m",
+      messages: [
+        { role: "system", content: SYSTEM },
+        { role: "user", content: question },
+      ],
+      max_tokens: 2,
+    });
+    await res.arrayBuffer();
+    return res;
+  };
+
+  const workerOf = (res: Response): SimWorker => {
+    const id = res.headers.get("x-radixgate-worker")!;
+    const url = router.context.registry.get(id)?.url;
+    const worker = workers.find((w) => w.url === url);
+    if (worker === undefined) throw new Error(`no worker ${id}`);
+    return worker;
+  };
+
+  it("routes a shared long prefix to one worker, in whole blocks, and names the index", async () => {
+    const index = router.context.index as BlockHashIndex;
+    expect(index.name).toBe("block_hash");
+    expect(index.blockChars).toBe(128);
+    const served = new Set<string | null>();
+    for (let i = 0; i < 6; i++) {
+      const res = await ask(`Question ${i}?`);
+      expect(res.status).toBe(200);
+      served.add(res.headers.get("x-radixgate-worker"));
+      if (i > 0)
+        expect(res.headers.get("x-radixgate-route")).toMatch(/^cache_hit;.*index=block_hash/);
+    }
+    expect(served.size).toBe(1);
+    const [id] = served;
+    const held = router.context.index.size(id!);
+    expect(held).toBeGreaterThan(SYSTEM.length - 128);
+    expect(held % 128).toBe(0);
+  });
+
+  it("forgets the blocks a worker did not accept, and learns them where the request went", async () => {
+    const first = await ask("Warm-up question?");
+    const holder = workerOf(first);
+    const holderId = first.headers.get("x-radixgate-worker")!;
+    const before = router.context.index.size(holderId);
+    holder.setFaults({ failFirst: 1, failStatus: 503 });
+    const question = `A long new question that adds several blocks of its own. ${"detail ".repeat(60)}`;
+    const res = await ask(question);
+    expect(res.status).toBe(200);
+    const servedBy = res.headers.get("x-radixgate-worker")!;
+    expect(servedBy).not.toBe(holderId);
+    // The holder's claim on the new question's blocks was taken back; the retry's worker holds
+    // the whole text in whole blocks.
+    expect(router.context.index.size(holderId)).toBe(before);
+    expect(router.context.index.size(servedBy)).toBeGreaterThan(question.length);
+  });
+});

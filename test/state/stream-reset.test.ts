@@ -1,0 +1,90 @@
+import { randomBytes } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { RunningRouter } from "../../src/server.js";
+import { type SimWorker, startSimWorker } from "../../src/sim/worker.js";
+import { compareIds } from "../../src/state/ops-reader.js";
+import {
+  redisSkipReason,
+  startRedis,
+  TEST_STATE_SECRET,
+  type TestRedis,
+} from "../helpers/redis.js";
+import { postJson, startTestRouter, waitFor } from "../helpers/router.js";
+
+describe("stream ids", () => {
+  it("compare by milliseconds then sequence, beyond 2^53", () => {
+    expect(compareIds("1-0", "1-0")).toBe(0);
+    expect(compareIds("2-0", "10-0")).toBe(-1);
+    expect(compareIds("5-10", "5-9")).toBe(1);
+    expect(compareIds("18446744073709551615-0", "18446744073709551614-99")).toBe(1);
+  });
+});
+
+// Issue 20 item 4: after an entry far in the future and the stream's deletion, a replica stopped
+// applying its peers' ops while radixgate_state_connected stayed 1.
+describe.skipIf(redisSkipReason !== undefined)(
+  `a reset or rewound ops stream${redisSkipReason ? ` (skipped: ${redisSkipReason})` : ""}`,
+  () => {
+    let redis: TestRedis;
+    let workers: SimWorker[];
+    const routers: RunningRouter[] = [];
+
+    beforeAll(async () => {
+      redis = await startRedis();
+      workers = await Promise.all([1, 2].map((i) => startSimWorker({ id: `w${i}`, timeScale: 0 })));
+    });
+
+    afterAll(async () => {
+      await Promise.allSettled(routers.map((r) => r.stop(100)));
+      await Promise.allSettled(workers.map((w) => w.close()));
+      await redis?.stop();
+    });
+
+    const replica = async (prefix: string) => {
+      const router = await startTestRouter({
+        policy: "cache_aware",
+        workerUrls: workers.map((w) => w.url),
+        stateUrl: redis.url,
+        stateSecret: TEST_STATE_SECRET,
+        stateKeyPrefix: prefix,
+      });
+      routers.push(router);
+      return router;
+    };
+    const decide = async (router: RunningRouter, topic: string) => {
+      const res = await postJson(`${router.url}/v1/completions`, {
+        model: "m",
+        prompt: `${topic}: ${"a long shared preamble. ".repeat(20)}`,
+        max_tokens: 2,
+      });
+      expect(res.status).toBe(200);
+      const worker = res.headers.get("x-radixgate-worker")!;
+      await res.text();
+      return worker;
+    };
+    /** Waits until B's index holds more for `worker` than `before`. */
+    const applied = (b: RunningRouter, worker: string, before: number, what: string) =>
+      waitFor(() => b.context.index.size(worker) > before, 10_000, what);
+
+    it("an entry with an ID far in the future, then the stream deleted: the reader notices, reads again and counts it", async () => {
+      const prefix = `t${randomBytes(4).toString("hex")}`;
+      const a = await replica(prefix);
+      const b = await replica(prefix);
+      // Someone with write access (or a primary with a clock far ahead) writes an entry from 2286.
+      await redis.client.xadd(`${prefix}:ops`, "9999999999999-0", "junk", "1");
+      // Entries after it continue from its ID: B reads on past it.
+      const first = await decide(a, "before the reset");
+      await applied(b, first, 0, "B applies A's decision after the future entry");
+      // The stream is deleted (DEL, or Redis restarted empty): new IDs are far below B's last one.
+      await redis.client.del(`${prefix}:ops`);
+      const before = new Map(
+        b.context.registry.list().map((w) => [w.id, b.context.index.size(w.id)]),
+      );
+      const second = await decide(a, "after the reset");
+      await applied(b, second, before.get(second)!, "B applies A's decision after the reset");
+      const metrics = await (await fetch(`${b.url}/metrics`)).text();
+      expect(metrics).toMatch(/^radixgate_state_stream_resets_total 1$/m);
+      expect(metrics).toMatch(/^radixgate_state_connected 1$/m);
+    }, 30_000);
+  },
+);
