@@ -13,8 +13,8 @@
  * skips it), never anything else.
  */
 import { Decoder } from "@msgpack/msgpack";
+import { isTokenId } from "../index/tokenize-input.js";
 import type { EngineHash, EventBatch, KvEvent } from "./events.js";
-import { isTokenId } from "./tokenize-input.js";
 
 export class KvDecodeError extends Error {
   override readonly name = "KvDecodeError";

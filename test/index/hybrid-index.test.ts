@@ -4,7 +4,7 @@ import { blockKeys } from "../../src/index/block-keys.js";
 import { charsFor, HybridIndex, type TokenSource } from "../../src/index/hybrid-index.js";
 import { PreciseIndex } from "../../src/index/precise-index.js";
 import { rankIndexId } from "../../src/index/rank-id.js";
-import type { TokenizeInput } from "../../src/kv-events/tokenize-input.js";
+import type { TokenizeInput } from "../../src/index/tokenize-input.js";
 
 const BS = 4;
 const TEXT = "a".repeat(160);
