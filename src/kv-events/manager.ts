@@ -17,6 +17,7 @@
  * precise state with it, and the worker routes approximately while it rebuilds.
  */
 import type { Registry } from "prom-client";
+import type { KvEvent } from "../index/block-events.js";
 import type { TokenSource } from "../index/hybrid-index.js";
 import type { PreciseIndex } from "../index/precise-index.js";
 import { rankIndexId } from "../index/rank-id.js";
@@ -25,7 +26,6 @@ import type { Logger } from "../logger.js";
 import type { WorkerRegistry } from "../workers/registry.js";
 import type { Worker } from "../workers/worker.js";
 import { EventApplier } from "./event-applier.js";
-import type { KvEvent } from "./events.js";
 import type { LocalTokenizer } from "./local-tokenizer.js";
 import { KvEventMetrics } from "./metrics.js";
 import { MAX_DP_RANKS, rankEndpoint } from "./rank-endpoint.js";
