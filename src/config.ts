@@ -31,7 +31,8 @@ export interface Config {
   enginePollIntervalSecs: number;
   enginePollTimeoutSecs: number;
   prefixIndex: PrefixIndexName;
-  blockHashChars: number;
+  /** Characters a block, or "auto": 16 tokens × 4 until a vLLM worker reports its block size. */
+  blockHashChars: number | "auto";
   blockHashCapacity: number;
   maxPayloadSize: number;
   maxBodyBufferBytes: number;
@@ -455,11 +456,11 @@ export const SETTINGS = [
   setting({
     key: "blockHashChars",
     flag: "--block-hash-chars",
-    arg: "<chars>",
-    description:
-      "--prefix-index block_hash: characters a block (GIE/llm-d: 16 tokens x 4 characters = 64; AIBrix's character blocks: 128). A text's partial last block is not hashed.",
-    default: DEFAULT_BLOCK_CHARS,
-    parse: integer(1, 1_048_576),
+    arg: "<chars|auto>",
+    description: `--prefix-index block_hash: characters a block (AIBrix's character blocks: 128). auto = GIE/llm-d's: the first vLLM worker's KV block size (vllm:cache_config_info block_size) x 4 characters a token, ${DEFAULT_BLOCK_CHARS} (16 tokens) until one reports it. A text's partial last block is not hashed.`,
+    default: "auto",
+    parse: (raw, flag) =>
+      raw.trim().toLowerCase() === "auto" ? "auto" : integer(1, 1_048_576)(raw, flag),
   }),
   setting({
     key: "blockHashCapacity",

@@ -5,6 +5,7 @@ import { getRequestListener, type HttpBindings } from "@hono/node-server";
 import { Hono } from "hono";
 import { type Config, ConfigError, requireStateSecret } from "./config.js";
 import { RouterError } from "./errors.js";
+import { BlockHashIndex } from "./index/block-hash-index.js";
 import { createBaseIndex } from "./index/factory.js";
 import type { PrefixIndex } from "./index/prefix-index.js";
 import { setUpKvEvents } from "./kv-events/setup.js";
@@ -58,7 +59,7 @@ export function createRouter(
   // llmd_approx and aibrix_prefix are defined over block hashes: they bring their own index.
   const trees = createBaseIndex(policy.prefixIndex?.name ?? config.prefixIndex, {
     maxTreeSize: config.maxTreeSize === "auto" ? undefined : config.maxTreeSize,
-    blockChars: policy.prefixIndex?.blockChars ?? config.blockHashChars,
+    ...blockCharsOption(policy.prefixIndex?.blockChars ?? config.blockHashChars),
     capacityBlocks: config.blockHashCapacity,
     onEvict: (chars) => metrics?.evictedChars.inc(chars),
   });
@@ -117,6 +118,19 @@ export function createRouter(
     logger,
     (worker) => {
       budgets.update(worker);
+      // --block-hash-chars auto: blocks as large as the engine's (GIE's autoTune).
+      // A profile that fixes its block size (aibrix_prefix: 128 characters) keeps it.
+      if (
+        config.blockHashChars === "auto" &&
+        policy.prefixIndex === undefined &&
+        trees instanceof BlockHashIndex &&
+        trees.learnBlockTokens(worker.signals.blockSizeTokens)
+      ) {
+        logger.info(
+          { worker: worker.id, block_chars: trees.blockChars },
+          "block-hash index: block size learned from the engine; blocks held so far forgotten",
+        );
+      }
       kvEvents?.learnRanks(worker);
     },
   );
@@ -396,4 +410,9 @@ export class ListenError extends Error {
     super(message);
     this.name = "ListenError";
   }
+}
+
+/** --block-hash-chars: a number fixes the block size, auto leaves the index's default (learned). */
+function blockCharsOption(chars: number | "auto"): { blockChars?: number } {
+  return chars === "auto" ? {} : { blockChars: chars };
 }
