@@ -5,7 +5,7 @@ import { parseArgv } from "./cli-options.js";
 import { UnsupportedFlagError } from "./compat-flags.js";
 import { type Config, ConfigError } from "./config.js";
 import { createLogger } from "./logger.js";
-import { startedByNpm, watchParent } from "./parent-watch.js";
+import { CLUSTER_STOP_MESSAGE, startedByNpm, watchParent } from "./parent-watch.js";
 import type { RunningRouter } from "./server.js";
 
 async function main(): Promise<void> {
@@ -25,6 +25,7 @@ async function main(): Promise<void> {
   for (const warning of warnings) logger.warn(warning);
   let router: RunningRouter | undefined;
   let signals = 0;
+  let stopping = false;
   const stop = (running: RunningRouter) =>
     running.stop().then(
       () => process.exit(0),
@@ -42,10 +43,22 @@ async function main(): Promise<void> {
       process.exit(1);
     }
     logger.info({ signal }, "signal received");
+    beginStop();
+  };
+  const beginStop = () => {
+    if (stopping) return;
+    stopping = true;
     if (router) void stop(router);
   };
   process.on("SIGTERM", onSignal);
   process.on("SIGINT", onSignal);
+  if (process.send !== undefined) {
+    process.on("message", (message) => {
+      if (message !== CLUSTER_STOP_MESSAGE) return;
+      logger.info("asked to stop by radixgate-cluster");
+      beginStop();
+    });
+  }
   if (startedByNpm()) {
     watchParent(() => {
       logger.warn("the npm process that started radixgate is gone: stopping as on SIGTERM");
@@ -60,7 +73,7 @@ async function main(): Promise<void> {
     if (err instanceof ListenError || err instanceof ConfigError) usageError(err.message);
     throw err;
   }
-  if (signals > 0) void stop(router);
+  if (stopping) void stop(router);
 }
 
 function usageError(message: string): never {
