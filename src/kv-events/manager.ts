@@ -10,6 +10,11 @@
  * subscription per rank, on the endpoints moved up by the rank (rank-endpoint.ts), each feeding
  * the rank's own entry of the precise index (index/rank-id.ts). The worker's stream is live when
  * every rank's is.
+ *
+ * Every stream shares one TurnBudget: the intake does a bounded amount of work per event-loop turn
+ * (issue 20). Each rank's batches wait in an EventApplier bounded by --kv-index-max-blocks; a
+ * stream that fills it (faster than the router applies) is shed: its backlog is dropped, its
+ * precise state with it, and the worker routes approximately while it rebuilds.
  */
 import type { Registry } from "prom-client";
 import type { TokenSource } from "../index/hybrid-index.js";
@@ -18,13 +23,15 @@ import { rankIndexId } from "../index/rank-id.js";
 import type { Logger } from "../logger.js";
 import type { WorkerRegistry } from "../workers/registry.js";
 import type { Worker } from "../workers/worker.js";
-import type { EventBatch } from "./events.js";
+import { EventApplier } from "./event-applier.js";
+import type { KvEvent } from "./events.js";
 import type { LocalTokenizer } from "./local-tokenizer.js";
 import { KvEventMetrics } from "./metrics.js";
 import { MAX_DP_RANKS, rankEndpoint } from "./rank-endpoint.js";
 import { KvEventSubscriber } from "./subscriber.js";
 import type { TokenizeInput } from "./tokenize-input.js";
 import { TokenizerClient } from "./tokenizer-client.js";
+import { TurnBudget } from "./turn-budget.js";
 
 export interface KvEventsSettings {
   endpointTemplate: string;
@@ -32,6 +39,10 @@ export interface KvEventsSettings {
   replayTemplate: string;
   replayTimeoutMs: number;
   rebuildMs: number;
+  /** Largest batch applied (--kv-events-max-message-bytes); bigger ones are refused and counted. */
+  maxMessageBytes: number;
+  /** Most blocks waiting to be applied per rank before its stream is shed (--kv-index-max-blocks). */
+  maxPendingBlocks: number;
   tokenizeRequestTimeoutMs: number;
   tokenizerCacheTokens: number;
   /** Data-parallel ranks per engine (--kv-events-dp-size); a worker reporting more gets more. */
@@ -47,7 +58,8 @@ export interface KvEndpoints {
 
 const RECONNECT_MIN_MS = 100;
 const RECONNECT_MAX_MS = 10_000;
-const MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
+/** Intake work per event-loop turn, all streams together, before sockets and timers get a turn. */
+const TURN_BUDGET_MS = 4;
 /** Tokens one /tokenize answer may hold. */
 const MAX_TOKENS = 1 << 20;
 
@@ -57,6 +69,9 @@ export class KvEventsManager implements TokenSource {
     string,
     { ranks: KvEventSubscriber[]; endpoints: KvEndpoints }
   >();
+  /** Per rank's index id: its batches waiting to be applied. */
+  private readonly appliers = new Map<string, EventApplier>();
+  private readonly budget = new TurnBudget(TURN_BUDGET_MS);
   private readonly tokenizer: TokenizerClient;
   readonly metrics: KvEventMetrics;
   private closed = false;
@@ -219,26 +234,52 @@ export class KvEventsManager implements TokenSource {
     const id = rankIndexId(workerId, rank);
     const m = this.metrics;
     this.precise.addWorker(id);
-    return new KvEventSubscriber({
+    const counts = new Map<string, number>();
+    const applier = new EventApplier({
+      budget: this.budget,
+      maxPendingBlocks: this.settings.maxPendingBlocks,
+      apply: (event, first) => this.applyEvent(id, event, first, counts),
+      sliceDone: () => this.count(id, counts),
+    });
+    this.appliers.get(id)?.drop();
+    this.appliers.set(id, applier);
+    const subscriber: KvEventSubscriber = new KvEventSubscriber({
       endpoint: endpoints.endpoint,
       replayEndpoint: endpoints.replayEndpoint,
       replayTimeoutMs: this.settings.replayTimeoutMs,
       rebuildMs: this.settings.rebuildMs,
       reconnectMinMs: RECONNECT_MIN_MS,
       reconnectMaxMs: RECONNECT_MAX_MS,
-      maxMessageBytes: MAX_MESSAGE_BYTES,
+      maxMessageBytes: this.settings.maxMessageBytes,
+      budget: this.budget,
+      caughtUp: () => applier.caughtUp(),
       onBatch: (batch) => {
         // vLLM tags each batch with its rank; one from another rank means misrouted endpoints.
         if (batch.dataParallelRank !== null && batch.dataParallelRank !== rank) {
           m.skipped.inc({ worker: id, reason: "wrong_rank" }, batch.events.length);
           return;
         }
-        this.apply(id, batch);
+        if (!applier.push(batch.events)) this.shed(id, subscriber, applier);
       },
       onReset: (reason) => {
         m.resets.inc({ worker: id, reason });
+        applier.drop();
         this.precise.clear(id);
         this.logger.warn({ worker: id, reason }, "kv events: precise index dropped");
+      },
+      onRefused: (reason, batches, bytes) => {
+        m.refused.inc({ worker: id, reason }, batches);
+        if (reason === "too_large") {
+          this.logger.warn(
+            { worker: id, bytes, limit: this.settings.maxMessageBytes },
+            "kv events: batch over --kv-events-max-message-bytes refused",
+          );
+        } else if (subscriber.live) {
+          this.logger.warn(
+            { worker: id, dropped_batches: batches, bytes },
+            "kv events: publisher faster than the router applies; backlog shed, routing approximately",
+          );
+        }
       },
       onMalformed: (error) => {
         m.malformed.inc({ worker: id });
@@ -249,6 +290,7 @@ export class KvEventsManager implements TokenSource {
       },
       onReplay: (outcome) => m.replays.inc({ worker: id, outcome }),
     });
+    return subscriber;
   }
 
   /** Ends the worker's subscriptions and forgets what they brought (rank 0's entry stays registered). */
@@ -258,24 +300,55 @@ export class KvEventsManager implements TokenSource {
     this.subscribers.delete(workerId);
     entry.ranks.forEach((subscriber, rank) => {
       subscriber.close();
+      const id = rankIndexId(workerId, rank);
+      this.appliers.get(id)?.drop();
+      this.appliers.delete(id);
       if (rank === 0) this.precise.clear(workerId);
       else this.precise.removeWorker(rankIndexId(workerId, rank));
     });
   }
 
-  private apply(workerId: string, batch: EventBatch): void {
-    // Counted per batch, not per event: a batch can hold thousands of events.
-    const counts = new Map<string, number>();
-    for (const event of batch.events) {
-      const result = this.precise.apply(workerId, event);
-      const key = result === "applied" ? event.type : `!${result}`;
-      counts.set(key, (counts.get(key) ?? 0) + 1);
+  /**
+   * A rank's backlog is full: its engine publishes faster than the router applies. The backlog
+   * and the state built on the stream are dropped (what was queued is lost), and the worker routes
+   * approximately for --kv-events-rebuild-secs while new events rebuild its index.
+   */
+  private shed(id: string, subscriber: KvEventSubscriber, applier: EventApplier): void {
+    const wasLive = subscriber.live;
+    const dropped = applier.drop() + 1; // the batch that did not fit
+    this.metrics.refused.inc({ worker: id, reason: "overload" }, dropped);
+    this.metrics.resets.inc({ worker: id, reason: "overload" });
+    this.precise.clear(id);
+    subscriber.rebuild();
+    // Once per episode: a flood sheds again and again while it lasts.
+    if (wasLive) {
+      this.logger.warn(
+        { worker: id, dropped_batches: dropped },
+        "kv events: publisher faster than the router applies; backlog shed, routing approximately",
+      );
     }
+  }
+
+  private applyEvent(
+    id: string,
+    event: KvEvent,
+    first: boolean,
+    counts: Map<string, number>,
+  ): void {
+    const result = this.precise.apply(id, event);
+    // An event applied in pieces counts once (its first piece decides an orphan too).
+    if (!first) return;
+    const key = result === "applied" ? event.type : `!${result}`;
+    counts.set(key, (counts.get(key) ?? 0) + 1);
+  }
+
+  /** Counted per slice, not per event: a slice can hold a thousand events. */
+  private count(id: string, counts: Map<string, number>): void {
     for (const [key, n] of counts) {
-      if (key.startsWith("!"))
-        this.metrics.skipped.inc({ worker: workerId, reason: key.slice(1) }, n);
-      else this.metrics.events.inc({ worker: workerId, type: key }, n);
+      if (key.startsWith("!")) this.metrics.skipped.inc({ worker: id, reason: key.slice(1) }, n);
+      else this.metrics.events.inc({ worker: id, type: key }, n);
     }
+    counts.clear();
   }
 }
 

@@ -15,6 +15,7 @@ export class KvEventMetrics {
   readonly replays: Counter<"worker" | "outcome">;
   readonly resets: Counter<"worker" | "reason">;
   readonly skipped: Counter<"worker" | "reason">;
+  readonly refused: Counter<"worker" | "reason">;
   readonly tokenize: Counter<"outcome">;
 
   constructor(registry: Registry, gauges: KvEventGauges) {
@@ -39,13 +40,19 @@ export class KvEventMetrics {
     });
     this.resets = new Counter({
       name: "radixgate_kv_events_resets_total",
-      help: "Times a worker's precise index was dropped (sequence_reset: engine restart; gap: events lost).",
+      help: "Times a worker's precise index was dropped (sequence_reset: engine restart; gap: events lost; too_large: a batch refused for its size; overload: the backlog was shed).",
       labelNames: ["worker", "reason"],
       registers,
     });
     this.skipped = new Counter({
       name: "radixgate_kv_events_skipped_total",
       help: "Events not applied: orphan (parent block unknown), malformed (tokens do not fit), ignored (another medium).",
+      labelNames: ["worker", "reason"],
+      registers,
+    });
+    this.refused = new Counter({
+      name: "radixgate_kv_events_refused_total",
+      help: "KV-event batches not applied: too_large (over --kv-events-max-message-bytes), overload (shed from a backlog the router could not apply in time).",
       labelNames: ["worker", "reason"],
       registers,
     });

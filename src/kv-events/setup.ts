@@ -51,6 +51,8 @@ export function setUpKvEvents(config: Config, base: PrefixIndex): KvEventsSetup 
           replayTemplate: config.kvEventsReplayTemplate,
           replayTimeoutMs: config.kvEventsReplayTimeoutMs,
           rebuildMs: config.kvEventsRebuildSecs * 1000,
+          maxMessageBytes: config.kvEventsMaxMessageBytes,
+          maxPendingBlocks: config.kvIndexMaxBlocks,
           // A slow answer still fills the cache for the next request with this prefix.
           tokenizeRequestTimeoutMs: Math.max(1000, config.tokenizeTimeoutMs * 10),
           tokenizerCacheTokens: config.tokenizerCacheTokens,

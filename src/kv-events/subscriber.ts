@@ -16,7 +16,14 @@
  *   router was away (its new numbers may overlap the old ones), so the worker is reset and the
  *   new stream is replayed from its start. ZMQ reconnects by itself, with exponential backoff
  *   between `reconnectMinMs` and `reconnectMaxMs`.
- * - A malformed message is counted and skipped, never fatal.
+ * - A malformed message is counted and skipped, never fatal. A batch over `maxMessageBytes` is
+ *   refused undecoded and counted; its events are lost, so the worker rebuilds as after a gap.
+ * - Bounded work per event-loop turn: the receive loop takes its share of a TurnBudget shared by
+ *   every stream, so a flood of messages cannot hold the loop (issue 20).
+ * - A publisher faster than the router can apply is shed, not queued (flood-guard.ts): its
+ *   messages are read and dropped undecoded for a while, the worker's state is reset (`overload`)
+ *   and it rebuilds once the hold ends. The manager sheds the same way when its own backlog of
+ *   decoded batches is full (`rebuild`).
  */
 import { Dealer, Subscriber } from "zeromq";
 import {
@@ -28,6 +35,8 @@ import {
 } from "./decode.js";
 import { encodeSequence } from "./encode.js";
 import type { EventBatch } from "./events.js";
+import { FloodGuard } from "./flood-guard.js";
+import type { TurnBudget } from "./turn-budget.js";
 
 export interface KvSubscriberOptions {
   endpoint: string;
@@ -38,18 +47,44 @@ export interface KvSubscriberOptions {
   rebuildMs: number;
   reconnectMinMs: number;
   reconnectMaxMs: number;
-  /** Largest message accepted, bytes (ZMQ drops the connection on a bigger one). */
+  /** Largest batch applied, bytes; a bigger one is refused (--kv-events-max-message-bytes). */
   maxMessageBytes: number;
+  /** The intake's share of each event-loop turn, shared by every stream. */
+  budget?: TurnBudget | undefined;
+  /** Resolves when the batches handed over are (nearly) applied: the next message is read then. */
+  caughtUp?(): Promise<void> | undefined;
   now?: () => number;
   onBatch(batch: EventBatch): void;
-  /** Forget the worker's precise state: a restart, or a gap replay could not fill. */
-  onReset(reason: "sequence_reset" | "gap"): void;
+  /**
+   * Forget the worker's precise state: a restart, a gap replay could not fill, or a batch refused
+   * for its size (`too_large`).
+   */
+  onReset(reason: ResetReason): void;
+  /**
+   * Batches not applied (before the reset they cause): one over maxMessageBytes (`too_large`), or
+   * those dropped unread because the publisher is faster than the router (`overload`).
+   */
+  onRefused?(reason: "too_large" | "overload", batches: number, bytes: number): void;
   onMalformed(error: KvDecodeError): void;
   onReplay(outcome: "complete" | "incomplete" | "unavailable" | "failed"): void;
 }
 
+export type ResetReason = "sequence_reset" | "gap" | "too_large" | "overload";
+
 /** Most batches one replay may bring (vLLM keeps 10 000 by default). */
 const MAX_REPLAY_BATCHES = 20_000;
+/** Most bytes one replay may bring, in batches of the largest size accepted. */
+const MAX_REPLAY_MESSAGES_OF_MAX_SIZE = 16;
+/** Messages ZMQ holds for the router before it drops (a few seconds of a busy engine's steps). */
+const RECEIVE_HIGH_WATER_MARK = 1000;
+
+/**
+ * The size past which ZMQ drops the connection without reading the message: 64 MiB, or twice the
+ * limit. Between the limit and this a batch is received, refused and counted.
+ */
+export function zmqMessageCeiling(maxMessageBytes: number): number {
+  return Math.max(64 * 1024 * 1024, 2 * maxMessageBytes);
+}
 
 export class KvEventSubscriber {
   private readonly sub: Subscriber;
@@ -66,15 +101,17 @@ export class KvEventSubscriber {
   /** Serialises message handling and replays: one at a time, in arrival order. */
   private queue: Promise<void> = Promise.resolve();
   private closed = false;
+  private readonly flood: FloodGuard;
 
   constructor(private readonly options: KvSubscriberOptions) {
     this.now = options.now ?? Date.now;
+    this.flood = new FloodGuard(this.now);
     this.sub = new Subscriber({
       linger: 0,
       reconnectInterval: options.reconnectMinMs,
       reconnectMaxInterval: options.reconnectMaxMs,
-      maxMessageSize: options.maxMessageBytes,
-      receiveHighWaterMark: 100_000,
+      maxMessageSize: zmqMessageCeiling(options.maxMessageBytes),
+      receiveHighWaterMark: RECEIVE_HIGH_WATER_MARK,
     });
   }
 
@@ -87,6 +124,14 @@ export class KvEventSubscriber {
     if (!this.connected) return "disconnected";
     if (!this.synced) return "syncing";
     return this.now() >= this.rebuildingUntil ? "live" : "rebuilding";
+  }
+
+  /**
+   * The manager shed this stream's backlog (it publishes faster than the router applies) and
+   * dropped its precise state: route the worker approximately while it rebuilds.
+   */
+  rebuild(): void {
+    this.startRebuild();
   }
 
   start(): void {
@@ -122,10 +167,42 @@ export class KvEventSubscriber {
   private async receiveLoop(): Promise<void> {
     try {
       for await (const frames of this.sub) {
-        await this.enqueue(() => this.handle(frames));
+        if (this.flood.holding) {
+          this.dropUnread(frames);
+        } else {
+          await this.enqueue(() => this.handle(frames));
+          await this.options.caughtUp?.();
+          if (this.flood.flooded(this.sub.readable)) await this.enqueue(() => this.shed());
+        }
+        await this.options.budget?.take();
       }
     } catch {
       // The socket closed.
+    }
+  }
+
+  /**
+   * The publisher floods: its messages are dropped unread for a while (flood-guard.ts), the state
+   * built on the stream is reset, and the worker rebuilds from the end of the hold on.
+   */
+  private shed(): void {
+    if (this.closed) return;
+    const holdEnd = this.flood.hold();
+    this.lost(true, "overload");
+    this.rebuildingUntil = holdEnd + this.options.rebuildMs;
+  }
+
+  /** A message of a stream being shed: counted, its sequence kept so no replay asks for it. */
+  private dropUnread(frames: Buffer[]): void {
+    this.options.onRefused?.(
+      "overload",
+      1,
+      frames.reduce((n, f) => n + f.length, 0),
+    );
+    try {
+      this.expected = decodeEnvelope(frames).sequence + 1n;
+    } catch {
+      // Dropped all the same.
     }
   }
 
@@ -245,8 +322,8 @@ export class KvEventSubscriber {
   }
 
   /** Events were lost: drop what the worker's state was built on, and rebuild for a while. */
-  private lost(hadState: boolean): void {
-    if (hadState) this.options.onReset("gap");
+  private lost(hadState: boolean, reason: ResetReason = "gap"): void {
+    if (hadState) this.options.onReset(reason);
     this.startRebuild();
   }
 
@@ -256,6 +333,12 @@ export class KvEventSubscriber {
 
   private apply(sequence: bigint, payload: Uint8Array): void {
     this.expected = sequence + 1n;
+    if (payload.length > this.options.maxMessageBytes) {
+      // Never decoded: a 48 MB batch of 4M blocks took seconds to decode and 1 GB to hold.
+      this.options.onRefused?.("too_large", 1, payload.length);
+      this.lost(true, "too_large");
+      return;
+    }
     this.lastApplied = { sequence, payload };
     let batch: EventBatch;
     try {
@@ -274,7 +357,14 @@ export class KvEventSubscriber {
     const endpoint = this.options.replayEndpoint;
     if (endpoint === undefined) return undefined;
     const timeout = this.options.replayTimeoutMs;
-    const dealer = new Dealer({ linger: 0, receiveTimeout: timeout, sendTimeout: timeout });
+    const dealer = new Dealer({
+      linger: 0,
+      receiveTimeout: timeout,
+      sendTimeout: timeout,
+      maxMessageSize: zmqMessageCeiling(this.options.maxMessageBytes),
+    });
+    const maxBytes = MAX_REPLAY_MESSAGES_OF_MAX_SIZE * this.options.maxMessageBytes;
+    let bytes = 0;
     const deadline = this.now() + timeout;
     try {
       dealer.connect(endpoint);
@@ -286,6 +376,8 @@ export class KvEventSubscriber {
         if (frames.length !== 3) throw new KvDecodeError("replay answer is not 3 frames");
         const sequence = decodeSequence(frames[1]!);
         if (sequence === END_OF_REPLAY) return out;
+        bytes += frames[2]!.length;
+        if (bytes > maxBytes) break;
         out.push({ sequence, payload: frames[2]! });
       }
       this.options.onReplay("failed");

@@ -8,6 +8,11 @@ import type { RejectReason, StateOp } from "./state-op.js";
 import type { StateSecret } from "./state-secret.js";
 import { decodeWorkerEntry } from "./worker-entry.js";
 
+/** Entries of the workers hash read at most (a fleet has far fewer workers). */
+const MAX_SHARED_WORKERS = 4096;
+/** HSCAN page size. */
+const SCAN_PAGE = 256;
+
 export interface MembershipSyncOptions {
   keys: StateKeys;
   registry: WorkerRegistry;
@@ -113,18 +118,47 @@ export class MembershipSync {
       this.logger.info({ worker: worker.id, url: worker.url }, "worker removed by a peer replica");
   }
 
+  /**
+   * The workers hash, read in HSCAN pages up to MAX_SHARED_WORKERS entries: a hash someone filled
+   * with junk costs a bounded read, the rest is ignored (and counted as oversize).
+   */
+  private async readShared(): Promise<[url: string, raw: string][]> {
+    const out: [string, string][] = [];
+    let cursor = "0";
+    do {
+      const [next, flat] = await this.link.commands.hscan(
+        this.options.keys.workers,
+        cursor,
+        "COUNT",
+        SCAN_PAGE,
+      );
+      for (let i = 0; i + 1 < flat.length; i += 2)
+        out.push([flat[i] as string, flat[i + 1] as string]);
+      cursor = next;
+      if (out.length > MAX_SHARED_WORKERS) {
+        this.options.onRejected?.("oversize");
+        this.logger.warn(
+          { read: out.length },
+          "shared state: the workers hash holds more entries than a fleet has; the rest is ignored",
+        );
+        break;
+      }
+    } while (cursor !== "0");
+    return out;
+  }
+
   /** Sends what is queued, then adds the shared set's workers (see the class comment). */
   async reconcile(): Promise<void> {
     const { keys, registry, publisher, secret } = this.options;
     await publisher.flush();
-    let shared: Record<string, string>;
+    let shared: [url: string, raw: string][];
     try {
-      shared = await this.link.commands.hgetall(keys.workers);
+      shared = await this.readShared();
     } catch {
       return; // Redis went away again: the next time it comes up does this again
     }
     const valid: [url: string, apiKey: string | undefined][] = [];
-    for (const [url, raw] of Object.entries(shared)) {
+    for (const [url, raw] of shared) {
       const entry = decodeWorkerEntry(url, raw, secret, keys.workers);
       if ("rejected" in entry) this.options.onRejected?.(entry.rejected);
       else valid.push([url, entry.apiKey]);

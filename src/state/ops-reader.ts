@@ -1,6 +1,13 @@
 import { READ_BLOCK_MS, type RedisLink } from "./redis-link.js";
 import type { StateKeys } from "./state-keys.js";
-import { decodeOp, type OpCodec, type RejectReason, type StateOp } from "./state-op.js";
+import {
+  decodeOp,
+  MAX_FIELD_CHARS,
+  MAX_FIELDS,
+  type OpCodec,
+  type RejectReason,
+  type StateOp,
+} from "./state-op.js";
 
 export interface OpsReaderOptions {
   replicaId: string;
@@ -25,7 +32,7 @@ const RETRY_MS = 200;
 /** While reads come back empty, how often the stream is checked for a reset (one XINFO). */
 const RESET_CHECK_MS = 1000;
 
-type XReadReply = [stream: string, entries: [id: string, fields: string[]][]][] | null;
+type XReadReply = [stream: Buffer, entries: [id: Buffer, fields: Buffer[]][]][] | null;
 
 /**
  * Follows the ops stream and applies the other replicas' ops. It starts from the oldest entry
@@ -84,7 +91,9 @@ export class OpsReader {
       try {
         // A short block when waiters want to know that the stream is read to its end.
         const block = this.caughtUpWaiters.length > 0 ? 1 : READ_BLOCK_MS;
-        reply = (await this.link.reader.xread(
+        // Buffers, not strings: an oversized entry is measured and dropped without ever being
+        // decoded into a JavaScript string (twice its bytes, and the time to decode them).
+        reply = (await this.link.reader.xreadBuffer(
           "COUNT",
           READ_COUNT,
           "BLOCK",
@@ -133,11 +142,15 @@ export class OpsReader {
     this.options.onReset?.();
   }
 
-  private applyEntries(entries: readonly [string, string[]][]): void {
+  private applyEntries(entries: readonly [Buffer, Buffer[]][]): void {
     let applied = 0;
-    for (const [id, fields] of entries) {
-      this.lastId = id;
-      const decoded = decodeOp(fields, this.options.codec, this.options.maxTextChars);
+    for (const [id, raw] of entries) {
+      this.lastId = id.toString("latin1");
+      const fields = fieldStrings(raw, this.options.maxTextChars);
+      const decoded =
+        fields === undefined
+          ? ({ rejected: "oversize" } as const)
+          : decodeOp(fields, this.options.codec, this.options.maxTextChars);
       if ("rejected" in decoded) {
         this.options.onRejected?.(decoded.rejected);
         continue;
@@ -161,6 +174,23 @@ export class OpsReader {
     this.running = false;
     await this.loop;
   }
+}
+
+/**
+ * An entry's fields as strings, or undefined when one is over its bound in bytes (a UTF-16 code
+ * unit takes at most 3 bytes of UTF-8, so `chars * 3` bytes can never hold a text within bounds;
+ * decodeOp then checks the exact length in characters).
+ */
+function fieldStrings(raw: readonly Buffer[], maxTextChars: number): string[] | undefined {
+  if (raw.length > MAX_FIELDS) return undefined;
+  const out: string[] = new Array(raw.length);
+  for (let i = 0; i < raw.length; i++) {
+    const field = raw[i] as Buffer;
+    const isText = i % 2 === 1 && raw[i - 1]?.length === 1 && raw[i - 1]?.[0] === 0x78; // "x"
+    if (field.length > (isText ? maxTextChars : MAX_FIELD_CHARS) * 3) return undefined;
+    out[i] = field.toString("utf8");
+  }
+  return out;
 }
 
 /** Compares two stream IDs ("ms-seq"; each part may exceed 2^53). */

@@ -42,9 +42,9 @@ export interface OpCodec {
 export type RejectReason = "unsigned" | "bad_signature" | "oversize" | "unreadable";
 
 /** Fields (names and values) an entry may have; ours have at most 12. */
-const MAX_FIELDS = 32;
+export const MAX_FIELDS = 32;
 /** Longest value of any field but the text (URLs, ids, model names, a sealed key). */
-const MAX_FIELD_CHARS = 4096;
+export const MAX_FIELD_CHARS = 4096;
 
 /** The XADD field list of an op: r <replica> k <kind>, the op's own fields, then s <signature>. */
 export function encodeOp(replica: string, op: StateOp, codec: OpCodec): string[] {

@@ -22,6 +22,8 @@ const RELIABILITY_FLAGS = [
   "--stream-first-byte-timeout-secs",
   "--max-cool-down-secs",
   "--allow-link-local-workers",
+  "--kv-events-max-message-bytes",
+  "--kv-index-max-blocks",
   "--idle-timeout-secs",
   "--request-timeout-secs",
   "--max-payload-size",

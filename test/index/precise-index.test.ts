@@ -152,4 +152,69 @@ describe("PreciseIndex", () => {
       ),
     );
   });
+
+  it("drops the oldest block still held, in arrival order, across removals and re-stores", () => {
+    const bound = 6;
+    fc.assert(
+      fc.property(
+        fc.array(
+          fc.oneof(
+            fc.record({ op: fc.constant("store" as const), h: fc.integer({ min: 0, max: 15 }) }),
+            fc.record({ op: fc.constant("remove" as const), h: fc.integer({ min: 0, max: 15 }) }),
+            fc.record({ op: fc.constant("clear" as const) }),
+          ),
+          { maxLength: 200 },
+        ),
+        (ops) => {
+          const index = new PreciseIndex({ maxBlocksPerWorker: bound, speculativeTtlMs: 1000 });
+          index.addWorker("w");
+          // The reference: held hashes in arrival order; a re-store of a held hash keeps its place.
+          let held: number[] = [];
+          for (const o of ops) {
+            if (o.op === "store") {
+              index.apply("w", stored([`h${o.h}`], null, tokens(BS, o.h)));
+              if (!held.includes(o.h)) held.push(o.h);
+              if (held.length > bound) held = held.slice(held.length - bound);
+            } else if (o.op === "remove") {
+              index.apply("w", { type: "BlockRemoved", blockHashes: [`h${o.h}`], medium: null });
+              held = held.filter((h) => h !== o.h);
+            } else {
+              index.apply("w", { type: "AllBlocksCleared" });
+              held = [];
+            }
+          }
+          expect(index.blockCount("w")).toBe(held.length);
+          for (let h = 0; h < 16; h++) {
+            const keys = blockKeys(tokens(BS, h), BS, "");
+            expect(index.matchBlocks("w", keys)).toBe(held.includes(h) ? 1 : 0);
+          }
+        },
+      ),
+    );
+  });
+
+  // Issue 20: eviction walked from the Map's start past every deleted slot, so trimming k blocks
+  // cost O(k²): one batch of 600k blocks into a 262,144-block bound took 38.6 s, and a stream of
+  // small batches past the bound slowed the same way. Linear now: well under a second here, where
+  // the old code took over 10 s for each half.
+  it("trims a batch far over its bound, and a long stream past it, in linear time", () => {
+    const index = new PreciseIndex({ maxBlocksPerWorker: 100_000, speculativeTtlMs: 1000 });
+    index.addWorker("w");
+    const n = 250_000;
+    const hashes = Array.from({ length: n }, (_, i) => `b${i}`);
+    const ids = Array.from({ length: n }, (_, i) => i % 50_000);
+    let start = performance.now();
+    index.apply("w", { ...(stored(hashes, null, ids) as BlockStored), blockSize: 1 });
+    expect(index.blockCount("w")).toBe(100_000);
+    const batchMs = performance.now() - start;
+    start = performance.now();
+    for (let i = 0; i < 150_000; i++) {
+      index.apply("w", { ...(stored([`s${i}`], null, [i]) as BlockStored), blockSize: 1 });
+    }
+    expect(index.blockCount("w")).toBe(100_000);
+    const streamMs = performance.now() - start;
+    // Wide margins for a shared machine: the quadratic walk took tens of seconds.
+    expect(batchMs).toBeLessThan(4000);
+    expect(streamMs).toBeLessThan(4000);
+  }, 120_000);
 });

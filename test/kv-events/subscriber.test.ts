@@ -21,6 +21,7 @@ function subscribe(worker: SimWorker, extra: Partial<KvSubscriberOptions> = {}) 
     batches: [] as EventBatch[],
     resets: [] as string[],
     replays: [] as string[],
+    refused: [] as number[],
     malformed: 0,
     /** Batches applied before the last reset. */
     resetAt: undefined as number | undefined,
@@ -40,6 +41,7 @@ function subscribe(worker: SimWorker, extra: Partial<KvSubscriberOptions> = {}) 
     },
     onReplay: (o) => seen.replays.push(o),
     onMalformed: () => seen.malformed++,
+    onRefused: (reason, _batches, bytes) => seen.refused.push(reason === "too_large" ? bytes : -1),
     ...extra,
   });
   subscriber.start();
@@ -118,6 +120,63 @@ describe("KvEventSubscriber against the simulator's real ZMQ publisher", () => {
     await complete(worker, "after the restart, long enough!!");
     await waitFor(() => seen.resets.length > 0);
     expect(seen.resets).toEqual(["sequence_reset"]);
+  });
+
+  // Issue 20: a 48 MB batch of 4M blocks was decoded and applied whole, wedging the router.
+  it("refuses a batch over maxMessageBytes undecoded and counts it; the worker rebuilds", async () => {
+    const worker = await sim({ encoding: "map" });
+    const { subscriber, seen } = subscribe(worker, { maxMessageBytes: 4096 });
+    await waitFor(() => subscriber.live);
+    // Past ZMQ's slow joiner: a first small batch has arrived.
+    for (let i = 0; stored(seen).length === 0; i++) {
+      if (i === 100) throw new Error("no batch arrived");
+      worker.kvEvents!.stored([i + 1], null, [1, 2, 3, 4]);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    seen.batches.length = 0;
+    const n = 2000; // 2,000 blocks of 4 tokens: some 14 KB
+    const hashes = Array.from({ length: n }, (_, i) => 1000 + i);
+    worker.kvEvents!.stored(
+      hashes,
+      null,
+      Array.from({ length: n * 4 }, (_, i) => i % 100),
+    );
+    await waitFor(() => seen.refused.length > 0);
+    expect(seen.refused[0]).toBeGreaterThan(4096);
+    expect(seen.resets).toEqual(["too_large"]);
+    expect(stored(seen)).toEqual([]);
+    expect(subscriber.state).toBe("rebuilding");
+    // The stream goes on: the next batch, in sequence, is applied.
+    worker.kvEvents!.stored([900], null, [1, 2, 3, 4]);
+    await waitFor(() => stored(seen).length > 0);
+    expect(seen.malformed).toBe(0);
+  });
+
+  // Issue 20: 200k events/s for 10 s were queued without limit and wedged the router.
+  it("sheds a publisher it stays behind for MAX_BEHIND_MS: drops its messages unread, resets, rebuilds", async () => {
+    const worker = await sim({ encoding: "map" });
+    // A router that needs 100 ms per batch: behind a publisher that sends 40 at once.
+    const { subscriber, seen } = subscribe(worker, {
+      caughtUp: () => new Promise((resolve) => setTimeout(resolve, 100)),
+    });
+    await waitFor(() => subscriber.live);
+    for (let i = 0; stored(seen).length === 0; i++) {
+      if (i === 100) throw new Error("no batch arrived");
+      worker.kvEvents!.stored([i + 1], null, [1, 2, 3, 4]);
+      await new Promise((resolve) => setTimeout(resolve, 150));
+    }
+    const applied = seen.batches.length;
+    for (let i = 0; i < 40; i++) {
+      worker.kvEvents!.stored([1000 + i], null, [1, 2, 3, 4]);
+      await new Promise((resolve) => setImmediate(resolve)); // one batch each
+    }
+    await waitFor(() => seen.resets.includes("overload"), 10_000);
+    expect(seen.refused.filter((r) => r === -1).length).toBeGreaterThan(0);
+    expect(subscriber.state).toBe("rebuilding");
+    // Behind for 500 ms at 100 ms a batch: some were applied, the rest dropped unread.
+    expect(seen.batches.length - applied).toBeGreaterThanOrEqual(4);
+    expect(seen.batches.length - applied).toBeLessThan(40);
+    expect(seen.replays.filter((r) => r !== "complete")).toEqual([]);
   });
 
   it("a sequence that starts again replays the new stream from its start (the first batch was lost)", async () => {

@@ -6,6 +6,7 @@ import type { RunningRouter } from "../../src/server.js";
 import { type SimWorker, startSimWorker } from "../../src/sim/worker.js";
 import { encodeOp, type StateOp } from "../../src/state/state-op.js";
 import { StateSecret } from "../../src/state/state-secret.js";
+import { captureLogs } from "../helpers/log-capture.js";
 import {
   redisSkipReason,
   startRedis,
@@ -34,16 +35,23 @@ describe.skipIf(redisSkipReason !== undefined)(
       await redis?.stop();
     });
 
-    const replica = async (prefix: string, overrides: Partial<Config> = {}) => {
-      const router = await startTestRouter({
-        policy: "cache_aware",
-        workerUrls: workers.map((w) => w.url),
-        stateUrl: redis.url,
-        stateSecret: TEST_STATE_SECRET,
-        stateKeyPrefix: prefix,
-        stateLoadIntervalMs: 50,
-        ...overrides,
-      });
+    const replica = async (
+      prefix: string,
+      overrides: Partial<Config> = {},
+      logger?: ReturnType<typeof captureLogs>["logger"],
+    ) => {
+      const router = await startTestRouter(
+        {
+          policy: "cache_aware",
+          workerUrls: workers.map((w) => w.url),
+          stateUrl: redis.url,
+          stateSecret: TEST_STATE_SECRET,
+          stateKeyPrefix: prefix,
+          stateLoadIntervalMs: 50,
+          ...overrides,
+        },
+        logger,
+      );
       routers.push(router);
       return router;
     };
@@ -126,6 +134,22 @@ describe.skipIf(redisSkipReason !== undefined)(
       }
     });
 
+    it("a workers hash filled with junk is read only up to a bound, and the replica still publishes its own set", async () => {
+      const prefix = freshPrefix();
+      const junk = redis.client.pipeline();
+      for (let i = 0; i < 6000; i++) junk.hset(`${prefix}:workers`, `http://junk-${i}:1`, "{}");
+      await junk.exec();
+      const a = await replica(prefix);
+      expect(a.context.registry.size).toBe(workers.length);
+      expect(await rejected(a, "oversize")).toBe(1);
+      expect(await rejected(a, "unsigned")).toBeLessThanOrEqual(4096 + 256);
+      await waitFor(
+        async () => (await redis.client.hexists(`${prefix}:workers`, workers[0]!.url)) === 1,
+        10_000,
+        "its own workers written to the hash",
+      );
+    });
+
     it("a peer's worker is vetted like an admin-API add: not link-local, not this router, not a second spelling", async () => {
       const prefix = freshPrefix();
       const b = await replica(prefix);
@@ -185,8 +209,9 @@ describe.skipIf(redisSkipReason !== undefined)(
       const key = `sk-${randomBytes(12).toString("hex")}`;
       const locked = await startSimWorker({ id: "locked", timeScale: 0, apiKey: key });
       try {
-        const a = await replica(prefix, { workerUrls: [] });
-        const b = await replica(prefix, { workerUrls: [] });
+        const logs = captureLogs("debug");
+        const a = await replica(prefix, { workerUrls: [] }, logs.logger);
+        const b = await replica(prefix, { workerUrls: [] }, logs.logger);
         const added = await postJson(`${a.url}/workers`, { url: locked.url, api_key: key });
         expect(added.status).toBe(201);
         await waitFor(() => b.context.registry.get(locked.url)?.healthy === true, 10_000, "B");
@@ -208,6 +233,10 @@ describe.skipIf(redisSkipReason !== undefined)(
         ]);
         expect(stored).toContain(locked.url);
         expect(stored).not.toContain(key);
+        // Nor in the logs, nor the state secret.
+        expect(logs.lines.length).toBeGreaterThan(0);
+        expect(logs.lines.join("\n")).not.toContain(key);
+        expect(logs.lines.join("\n")).not.toContain(TEST_STATE_SECRET);
       } finally {
         await locked.close();
       }

@@ -25,7 +25,7 @@ export const ROUTER_ACL = [
   "+xinfo|stream",
   "+hset",
   "+hdel",
-  "+hgetall",
+  "+hscan",
   "+get",
   "+set",
   "+mget",
