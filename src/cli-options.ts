@@ -78,6 +78,11 @@ export function parseArgv(argv: readonly string[]): ParsedArgv {
   if (config.tokenizerPath !== "" && !config.kvEvents) {
     warnings.push("--tokenizer-path is used only with --kv-events (the precise index); ignored");
   }
+  if (config.policy === "precise_weighted" && !config.kvEvents && config.schedulerConfig === "") {
+    warnings.push(
+      "--policy precise_weighted scores the precise index, which needs --kv-events; without it the prefix scorer reads the approximate index",
+    );
+  }
   return { config, warnings };
 }
 

@@ -5,7 +5,7 @@
  * on another machine: with --state-url they share decisions, load and workers through Redis, the
  * same mechanism as separate machines; without it each learns only its own share of the traffic.
  *
- *   radixgate-cluster --processes 2 -- --state-url redis://127.0.0.1:6379/0 --worker-urls ...
+ *   RADIXGATE_STATE_SECRET=... radixgate-cluster --processes 2 -- --state-url redis://127.0.0.1:6379/0 --worker-urls ...
  *   npm run cluster -- --processes 2 -- <radixgate flags>
  *
  * --processes defaults to the number of cores. A process that crashes is started again (at most

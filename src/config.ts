@@ -3,6 +3,8 @@ import { PREFIX_INDEX_NAMES, type PrefixIndexName } from "./index/factory.js";
 import { DEFAULT_TIE_BREAK, TIE_BREAKS, type TieBreak } from "./policies/options.js";
 import { POLICY_NAMES, type PolicyName } from "./policies/policy.js";
 import { SESSION_SOURCES, type SessionSource } from "./proxy/session-key.js";
+import { SchedulerConfigError } from "./scheduling/config-path.js";
+import { loadSchedulerConfig } from "./scheduling/scheduler-config.js";
 import { MIN_STATE_SECRET_CHARS } from "./state/state-secret.js";
 import { MODEL_ROUTING_MODES, type ModelRoutingMode } from "./workers/served-models.js";
 import { normalizeWorkerUrl } from "./workers/worker-url.js";
@@ -13,6 +15,8 @@ export interface Config {
   host: string;
   port: number;
   policy: PolicyName;
+  /** --scheduler-config: a file of scheduling profiles ("" = none); its first profile routes. */
+  schedulerConfig: string;
   cacheThreshold: number;
   balanceAbsThreshold: number;
   balanceRelThreshold: number;
@@ -27,7 +31,8 @@ export interface Config {
   enginePollIntervalSecs: number;
   enginePollTimeoutSecs: number;
   prefixIndex: PrefixIndexName;
-  blockHashChars: number;
+  /** Characters a block, or "auto": 16 tokens × 4 until a vLLM worker reports its block size. */
+  blockHashChars: number | "auto";
   blockHashCapacity: number;
   maxPayloadSize: number;
   maxBodyBufferBytes: number;
@@ -267,6 +272,18 @@ const keyPrefix = (raw: string, flag: string): string => {
   return raw;
 };
 
+/** A scheduler config file, built once to check it (the router builds it again at start). */
+const schedulerConfigFile = (raw: string, flag: string): string => {
+  if (raw.trim() === "") return "";
+  try {
+    loadSchedulerConfig(raw);
+  } catch (err) {
+    if (err instanceof SchedulerConfigError) throw new ConfigError(flag, err.message);
+    throw err;
+  }
+  return raw;
+};
+
 function setting<K extends keyof Config>(s: Setting<K>): Setting<K> {
   return s;
 }
@@ -302,9 +319,18 @@ export const SETTINGS = [
     key: "policy",
     flag: "--policy",
     arg: "<name>",
-    description: `Routing policy: ${POLICY_NAMES.join(" | ")}.`,
+    description: `Routing policy: ${POLICY_NAMES.join(" | ")}. aibrix_prefix, llmd_approx, precise_weighted (with --kv-events), chwbl and dynamo_cost are the seed systems' algorithms as scheduling profiles (docs/scheduling.md).`,
     default: "prefix_cost",
     parse: oneOf(POLICY_NAMES),
+  }),
+  setting({
+    key: "schedulerConfig",
+    flag: "--scheduler-config",
+    arg: "<file>",
+    description:
+      "Scheduling profiles from a YAML or JSON file in the shape of GIE's EndpointPickerConfig (plugins: [{type, name, parameters}], schedulingProfiles: [{name, plugins: [{pluginRef, weight}]}]; docs/scheduling.md); its first profile routes instead of --policy. Checked at start: an error names the path in the file. Empty = none.",
+    default: "",
+    parse: schedulerConfigFile,
   }),
   setting({
     key: "cacheThreshold",
@@ -430,11 +456,11 @@ export const SETTINGS = [
   setting({
     key: "blockHashChars",
     flag: "--block-hash-chars",
-    arg: "<chars>",
-    description:
-      "--prefix-index block_hash: characters a block (GIE/llm-d: 16 tokens x 4 characters = 64; AIBrix's character blocks: 128). A text's partial last block is not hashed.",
-    default: DEFAULT_BLOCK_CHARS,
-    parse: integer(1, 1_048_576),
+    arg: "<chars|auto>",
+    description: `--prefix-index block_hash: characters a block (AIBrix's character blocks: 128). auto = GIE/llm-d's: the first vLLM worker's KV block size (vllm:cache_config_info block_size) x 4 characters a token, ${DEFAULT_BLOCK_CHARS} (16 tokens) until one reports it. A text's partial last block is not hashed.`,
+    default: "auto",
+    parse: (raw, flag) =>
+      raw.trim().toLowerCase() === "auto" ? "auto" : integer(1, 1_048_576)(raw, flag),
   }),
   setting({
     key: "blockHashCapacity",

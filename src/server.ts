@@ -5,6 +5,7 @@ import { getRequestListener, type HttpBindings } from "@hono/node-server";
 import { Hono } from "hono";
 import { type Config, ConfigError, requireStateSecret } from "./config.js";
 import { RouterError } from "./errors.js";
+import { BlockHashIndex } from "./index/block-hash-index.js";
 import { createBaseIndex } from "./index/factory.js";
 import type { PrefixIndex } from "./index/prefix-index.js";
 import { setUpKvEvents } from "./kv-events/setup.js";
@@ -18,6 +19,7 @@ import { BodyBudget } from "./proxy/body-budget.js";
 import { Forwarder, type ForwardHooks, type ForwardSettings } from "./proxy/forward.js";
 import { ParsePool } from "./proxy/parse-pool.js";
 import { UsageFeedback } from "./proxy/usage-feedback.js";
+import { routerPolicy } from "./router-policy.js";
 import { registerAdminRoutes } from "./routes/admin.js";
 import type { RouterContext } from "./routes/context.js";
 import { registerInferenceRoutes } from "./routes/inference.js";
@@ -53,9 +55,11 @@ export function createRouter(
 ): { app: Hono<Env>; listener: RequestListener; context: RouterContext } {
   const logger = options.logger ?? createLogger({ level: config.logLevel });
   let metrics: Metrics | undefined;
-  const trees = createBaseIndex(config.prefixIndex, {
+  const policy = routerPolicy(config);
+  // llmd_approx and aibrix_prefix are defined over block hashes: they bring their own index.
+  const trees = createBaseIndex(policy.prefixIndex?.name ?? config.prefixIndex, {
     maxTreeSize: config.maxTreeSize === "auto" ? undefined : config.maxTreeSize,
-    blockChars: config.blockHashChars,
+    ...blockCharsOption(policy.prefixIndex?.blockChars ?? config.blockHashChars),
     capacityBlocks: config.blockHashCapacity,
     onEvict: (chars) => metrics?.evictedChars.inc(chars),
   });
@@ -114,6 +118,19 @@ export function createRouter(
     logger,
     (worker) => {
       budgets.update(worker);
+      // --block-hash-chars auto: blocks as large as the engine's (GIE's autoTune).
+      // A profile that fixes its block size (aibrix_prefix: 128 characters) keeps it.
+      if (
+        config.blockHashChars === "auto" &&
+        policy.prefixIndex === undefined &&
+        trees instanceof BlockHashIndex &&
+        trees.learnBlockTokens(worker.signals.blockSizeTokens)
+      ) {
+        logger.info(
+          { worker: worker.id, block_chars: trees.blockChars },
+          "block-hash index: block size learned from the engine; blocks held so far forgotten",
+        );
+      }
       kvEvents?.learnRanks(worker);
     },
   );
@@ -144,15 +161,6 @@ export function createRouter(
       if (matchRate !== null) m.matchRate.observe(matchRate);
     },
   };
-  const policy = createPolicy(config.policy, {
-    cacheThreshold: config.cacheThreshold,
-    balanceAbsThreshold: config.balanceAbsThreshold,
-    balanceRelThreshold: config.balanceRelThreshold,
-    cacheLoadBound: config.cacheLoadBound,
-    prefixCostQueueWeight: config.prefixCostQueueWeight,
-    prefixCostRequestChars: config.prefixCostRequestChars,
-    prefixCostTieBreak: config.prefixCostTieBreak,
-  });
   const feedback = new UsageFeedback({
     onEngineTokens: (worker, prompt, cached) => {
       m.enginePromptTokens.inc({ worker: worker.id }, prompt);
@@ -314,7 +322,7 @@ export async function startRouter(
       url,
       host: config.host,
       port,
-      policy: config.policy,
+      policy: context.decider.policy.name,
       workers: registry.list().map((w) => w.url),
       metrics_port: metricsPort,
     },
@@ -402,4 +410,9 @@ export class ListenError extends Error {
     super(message);
     this.name = "ListenError";
   }
+}
+
+/** --block-hash-chars: a number fixes the block size, auto leaves the index's default (learned). */
+function blockCharsOption(chars: number | "auto"): { blockChars?: number } {
+  return chars === "auto" ? {} : { blockChars: chars };
 }

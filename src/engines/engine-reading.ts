@@ -11,6 +11,8 @@ export interface MetricsReading {
   readonly kvUsage?: number;
   /** KV cache capacity in tokens, when the metrics carry it. */
   readonly capacityTokens?: number;
+  /** Tokens a KV block (vLLM's cache_config_info block_size), when the metrics carry it. */
+  readonly blockSizeTokens?: number;
   /** Data-parallel ranks, when the metrics show more than one (vLLM: one `engine` label each). */
   readonly dpSize?: number;
 }

@@ -16,6 +16,7 @@ export function readVllmMetrics(families: MetricFamilies): MetricsReading | unde
   const running = sumOf(families, "vllm:num_requests_running");
   const kvUsage = meanOf(families, "vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc");
   const capacityTokens = cacheConfigCapacity(families);
+  const blockSizeTokens = cacheConfigBlockSize(families);
   if ([queued, running, kvUsage, capacityTokens].every((v) => v === undefined)) return undefined;
   const dpSize = engineCount(families);
   return {
@@ -24,6 +25,7 @@ export function readVllmMetrics(families: MetricFamilies): MetricsReading | unde
     ...(running !== undefined ? { running } : {}),
     ...(kvUsage !== undefined ? { kvUsage } : {}),
     ...(capacityTokens !== undefined ? { capacityTokens } : {}),
+    ...(blockSizeTokens !== undefined ? { blockSizeTokens } : {}),
     ...(dpSize !== undefined ? { dpSize } : {}),
   };
 }
@@ -56,4 +58,17 @@ function cacheConfigCapacity(families: MetricFamilies): number | undefined {
     total = (total ?? 0) + blocks * blockSize;
   }
   return total;
+}
+
+/**
+ * block_size of vllm:cache_config_info (tokens a KV block; every engine of one server shares it,
+ * the first valid series answers): GIE's approximate prefix producer sizes its blocks from it
+ * (approximateprefix, autoTune). undefined when absent or not a positive integer.
+ */
+function cacheConfigBlockSize(families: MetricFamilies): number | undefined {
+  for (const { labels } of families.get("vllm:cache_config_info") ?? []) {
+    const blockSize = Number(labels.block_size);
+    if (Number.isSafeInteger(blockSize) && blockSize > 0 && blockSize <= 65_536) return blockSize;
+  }
+  return undefined;
 }

@@ -53,14 +53,17 @@ const BLOCK_HASH_INDEX = "block_hash";
  */
 export class BlockHashIndex implements PrefixIndex {
   readonly name = BLOCK_HASH_INDEX;
-  readonly blockChars: number;
   private readonly initialBudget: number;
   private readonly lrus = new Map<string, BlockLru>();
-  private readonly chain: BlockChain;
+  private chain: BlockChain;
+  private readonly maxBlocks: number;
+  private readonly seed: number;
   private readonly onEvict: ((chars: number) => void) | undefined;
+  /** A block size was learned from an engine (learnBlockTokens); later reports are ignored. */
+  private learned = false;
 
   constructor(options: BlockHashIndexOptions = {}) {
-    this.blockChars = checkPositiveInteger(
+    const blockChars = checkPositiveInteger(
       "BlockHashIndex",
       "blockChars",
       options.blockChars ?? DEFAULT_BLOCK_CHARS,
@@ -70,7 +73,7 @@ export class BlockHashIndex implements PrefixIndex {
       "capacityBlocks",
       options.capacityBlocks ?? DEFAULT_CAPACITY_BLOCKS,
     );
-    const maxBlocks = checkPositiveInteger(
+    this.maxBlocks = checkPositiveInteger(
       "BlockHashIndex",
       "maxBlocks",
       options.maxBlocks ?? DEFAULT_MAX_BLOCKS,
@@ -78,10 +81,35 @@ export class BlockHashIndex implements PrefixIndex {
     this.initialBudget = checkPositiveInteger(
       "BlockHashIndex",
       "capacityBlocks × blockChars",
-      capacity * this.blockChars,
+      capacity * blockChars,
     );
-    this.chain = new BlockChain(this.blockChars, maxBlocks, (options.seed ?? 0x9e3779b9) | 0);
+    this.seed = (options.seed ?? 0x9e3779b9) | 0;
+    this.chain = new BlockChain(blockChars, this.maxBlocks, this.seed);
     this.onEvict = options.onEvict;
+  }
+
+  /** Characters a block. */
+  get blockChars(): number {
+    return this.chain.blockChars;
+  }
+
+  /**
+   * An engine reported its KV block size in tokens (vLLM's cache_config_info block_size): blocks
+   * become that many tokens × 4 characters, as GIE's autoTune sizes them. The first report counts;
+   * a fleet mixing block sizes keeps the first (one chain per index). Changing the size forgets
+   * every worker's blocks (their keys were cut at the old size); budgets stay. Returns true when
+   * the block size changed.
+   */
+  learnBlockTokens(tokens: number | undefined): boolean {
+    if (this.learned || tokens === undefined || !Number.isSafeInteger(tokens) || tokens <= 0) {
+      return false;
+    }
+    this.learned = true;
+    const blockChars = tokens * GIE_CHARS_PER_TOKEN;
+    if (blockChars === this.chain.blockChars) return false;
+    this.chain = new BlockChain(blockChars, this.maxBlocks, this.seed);
+    for (const lru of this.lrus.values()) lru.clear();
+    return true;
   }
 
   addWorker(workerId: string): void {

@@ -11,9 +11,12 @@ class BlockEntry {
   newer: BlockEntry | null = null;
   /** Towards the least recently used end. */
   older: BlockEntry | null = null;
+  /** The next entry in the same map bucket (30 bits of the key), rarely any. */
+  sameBucket: BlockEntry | null = null;
 
   constructor(
     readonly key: number,
+    readonly bucket: number,
     readonly parent: BlockEntry | null,
     readonly chars: number,
   ) {}
@@ -32,7 +35,9 @@ class BlockEntry {
  * text is held is monotone in i, and `match` finds the longest held run by bisection.
  */
 export class BlockLru implements EvictionUnit {
-  private readonly entries = new Map<number, BlockEntry>();
+  /** Entries by 30 bits of their key; the few that share a bucket are chained (sameBucket). */
+  private readonly buckets = new Map<number, BlockEntry>();
+  private count = 0;
   /** Most and least recently used. */
   private newest: BlockEntry | null = null;
   private oldest: BlockEntry | null = null;
@@ -46,30 +51,57 @@ export class BlockLru implements EvictionUnit {
   ) {}
 
   get blocks(): number {
-    return this.entries.size;
+    return this.count;
+  }
+
+  private find(key: number, bucket: number): BlockEntry | undefined {
+    let e = this.buckets.get(bucket);
+    while (e !== undefined && e.key !== key) e = e.sameBucket ?? undefined;
+    return e;
+  }
+
+  private add(entry: BlockEntry): void {
+    const head = this.buckets.get(entry.bucket);
+    if (head !== undefined) entry.sameBucket = head;
+    this.buckets.set(entry.bucket, entry);
+    this.count++;
+  }
+
+  private delete(entry: BlockEntry): void {
+    const head = this.buckets.get(entry.bucket);
+    if (head === entry) {
+      if (entry.sameBucket === null) this.buckets.delete(entry.bucket);
+      else this.buckets.set(entry.bucket, entry.sameBucket);
+    } else {
+      let e = head;
+      while (e !== undefined && e.sameBucket !== entry) e = e.sameBucket ?? undefined;
+      if (e !== undefined) e.sameBucket = entry.sameBucket;
+    }
+    entry.sameBucket = null;
+    this.count--;
   }
 
   /** Leading blocks of the chain's text held here. */
   matchBlocks(chain: BlockChain): number {
     const n = chain.count;
-    if (n === 0 || this.entries.size === 0) return 0;
-    const keys = chain.keys;
-    if (!this.holds(keys, 0)) return 0;
-    if (this.holds(keys, n - 1)) return n;
+    if (n === 0 || this.count === 0) return 0;
+    if (!this.holds(chain, 0)) return 0;
+    if (this.holds(chain, n - 1)) return n;
     // holds(lo) and not holds(hi): bisect the boundary.
     let lo = 0;
     let hi = n - 1;
     while (hi - lo > 1) {
       const mid = (lo + hi) >>> 1;
-      if (this.holds(keys, mid)) lo = mid;
+      if (this.holds(chain, mid)) lo = mid;
       else hi = mid;
     }
     return lo + 1;
   }
 
   /** Block i is held and is the child of block i - 1 (a 53-bit key collision fails this check). */
-  private holds(keys: Float64Array, i: number): boolean {
-    const entry = this.entries.get(keys[i]!);
+  private holds(chain: BlockChain, i: number): boolean {
+    const keys = chain.keys;
+    const entry = this.find(keys[i]!, chain.buckets[i]!);
     if (entry === undefined) return false;
     const parent = entry.parent;
     return i === 0 ? parent === null : parent !== null && parent.key === keys[i - 1];
@@ -86,13 +118,13 @@ export class BlockLru implements EvictionUnit {
     for (let i = 0; i < n; i++) {
       const key = chain.keys[i]!;
       const end = chain.ends[i]!;
-      let entry = this.entries.get(key);
+      let entry = this.find(key, chain.buckets[i]!);
       // Another prefix has this key (a 53-bit collision): it keeps it, and this text is held only
       // up to the block before (never a false match, at worst a missed one).
       if (entry !== undefined && entry.parent !== parent) break;
       if (entry === undefined) {
-        entry = new BlockEntry(key, parent, end - start);
-        this.entries.set(key, entry);
+        entry = new BlockEntry(key, chain.buckets[i]!, parent, end - start);
+        this.add(entry);
         this.link(entry);
         this.chars += entry.chars;
       }
@@ -112,8 +144,8 @@ export class BlockLru implements EvictionUnit {
    */
   truncate(chain: BlockChain, keepBlocks: number): number {
     if (keepBlocks >= chain.count) return 0;
-    for (let i = 0; i <= keepBlocks; i++) if (!this.holds(chain.keys, i)) return 0;
-    const entry = this.entries.get(chain.keys[keepBlocks]!)!;
+    for (let i = 0; i <= keepBlocks; i++) if (!this.holds(chain, i)) return 0;
+    const entry = this.find(chain.keys[keepBlocks]!, chain.buckets[keepBlocks]!)!;
     return this.removeSubtree(entry);
   }
 
@@ -129,7 +161,8 @@ export class BlockLru implements EvictionUnit {
   }
 
   clear(): void {
-    this.entries.clear();
+    this.buckets.clear();
+    this.count = 0;
     this.newest = null;
     this.oldest = null;
     this.chars = 0;
@@ -153,7 +186,7 @@ export class BlockLru implements EvictionUnit {
     while (stack.length > 0) {
       const e = stack.pop()!;
       for (let c = e.firstChild; c !== null; c = c.nextSibling) stack.push(c);
-      this.entries.delete(e.key);
+      this.delete(e);
       this.unlinkLru(e);
       removed += e.chars;
     }
@@ -212,7 +245,7 @@ export class BlockLru implements EvictionUnit {
     const seen = new Set<BlockEntry>();
     for (let e = this.newest; e !== null; e = e.older) {
       if (e.newer !== prev) throw new Error("LRU links broken");
-      if (this.entries.get(e.key) !== e) throw new Error("LRU entry not in the map");
+      if (this.find(e.key, e.bucket) !== e) throw new Error("LRU entry not in the map");
       if (e.parent !== null && !seen.has(e.parent)) {
         throw new Error("a block is more recently used than its parent, or its parent is gone");
       }
@@ -222,7 +255,7 @@ export class BlockLru implements EvictionUnit {
       prev = e;
     }
     if (prev !== this.oldest) throw new Error("oldest is not the end of the LRU list");
-    if (count !== this.entries.size) throw new Error("LRU list and map differ in size");
+    if (count !== this.count) throw new Error("LRU list and map differ in size");
     if (chars !== this.chars) throw new Error(`chars ${this.chars} != counted ${chars}`);
     if (this.chars > this.budget) throw new Error(`chars ${this.chars} over budget ${this.budget}`);
   }

@@ -1,7 +1,13 @@
 import type { PrefixClaims } from "../index/prefix-claims.js";
 import type { PrefixIndex, PrepareRequest } from "../index/prefix-index.js";
 import { newPrefixClaimEnd, newPrefixClaimKey } from "./new-prefix-claim.js";
-import type { Policy, PolicyWorker, RouteDecision } from "./policy.js";
+import type {
+  Policy,
+  PolicyWorker,
+  ProfileExplanation,
+  RouteDecision,
+  RouteRequest,
+} from "./policy.js";
 import type { SessionTable } from "./session-table.js";
 
 /** A policy's decision, plus what the prefix index needs to take it back. */
@@ -22,6 +28,9 @@ export interface DecisionRequest extends PrepareRequest {
   readonly model?: string | undefined;
   /** Conversation id (--session-affinity); its turns stay on one worker while it is a candidate. */
   readonly session?: string | undefined;
+  /** The model the client named, and SGLang's lora_path adapter (scheduling profiles read them). */
+  readonly requested?: string | undefined;
+  readonly adapter?: string | undefined;
 }
 
 /**
@@ -45,6 +54,11 @@ export class RoutingDecider {
     /** Replicas sharing state (--state-url): agreement on new prefixes (decideAgreed). */
     private readonly claims?: PrefixClaims,
   ) {}
+
+  /** The scheduling profile's name when the policy is one (x-radixgate-route names it). */
+  get profile(): string | undefined {
+    return this.policy.explain === undefined ? undefined : this.policy.name;
+  }
 
   /**
    * The index's asynchronous step before `decide` (tokenizing, for the precise index); undefined
@@ -101,7 +115,11 @@ export class RoutingDecider {
       }
       const assumed = matched.slice();
       assumed[i] = text.length;
-      const again = this.policy.select(candidates, { text, model, matched: assumed }) ?? decision;
+      const again =
+        this.policy.select(candidates, {
+          ...this.routeRequest(request, true, undefined),
+          matched: assumed,
+        }) ?? decision;
       const j = candidates.indexOf(again.worker);
       const agreed: RouteDecision<W> =
         j === i
@@ -142,13 +160,27 @@ export class RoutingDecider {
     decision: RouteDecision<W> | undefined;
     matched: number[] | null;
     indexes: string[] | null;
+    /** A scheduling profile's per-candidate verdicts (filters, scores, weights); else undefined. */
+    profile: ProfileExplanation | undefined;
   } {
     const decision = this.choose(candidates, request);
-    if (!this.usesIndex(request)) return { decision, matched: null, indexes: null };
+    const usesIndex = this.usesIndex(request);
+    const sessionWorker =
+      request.session === undefined ? undefined : this.sessions?.workerFor(request.session);
+    const profile = this.policy.explain?.(
+      candidates,
+      this.routeRequest(
+        request,
+        usesIndex,
+        this.policy.handlesSessions ? sessionWorker : undefined,
+      ),
+    );
+    if (!usesIndex) return { decision, matched: null, indexes: null, profile };
     return {
       decision,
       matched: this.matched.slice(0, candidates.length),
       indexes: candidates.map((c) => this.sourceOf(c.id)),
+      profile,
     };
   }
 
@@ -165,17 +197,39 @@ export class RoutingDecider {
     candidates: readonly W[],
     request: DecisionRequest,
   ): RouteDecision<W> | undefined {
-    const { text, model } = request;
     const usesIndex = this.usesIndex(request);
     const matched = this.matched;
     if (usesIndex) {
       matched.length = candidates.length;
-      this.index.match(text, model, candidates, matched);
+      this.index.match(request.text, request.model, candidates, matched);
+    }
+    if (this.policy.handlesSessions === true) {
+      // The profile weighs the session itself (session-affinity scorer).
+      const sessionWorker =
+        request.session === undefined ? undefined : this.sessions?.workerFor(request.session);
+      return this.policy.select(candidates, this.routeRequest(request, usesIndex, sessionWorker));
     }
     return (
       this.stickyDecision(candidates, request, usesIndex) ??
-      this.policy.select(candidates, usesIndex ? { text, model, matched } : { text, model })
+      this.policy.select(candidates, this.routeRequest(request, usesIndex, undefined))
     );
+  }
+
+  /** What the policy sees of the request: matched lengths only when it reads the index. */
+  private routeRequest(
+    request: DecisionRequest,
+    usesIndex: boolean,
+    sessionWorker: string | undefined,
+  ): RouteRequest {
+    const { text, model, requested, adapter } = request;
+    return {
+      text,
+      model,
+      matched: usesIndex ? this.matched : undefined,
+      requested,
+      adapter,
+      sessionWorker,
+    };
   }
 
   /**

@@ -1,3 +1,4 @@
+import { createBuiltinProfile } from "../scheduling/builtin-profiles.js";
 import { CacheAwarePolicy } from "./cache-aware.js";
 import { LeastLoadPolicy } from "./least-load.js";
 import { type PolicyOptions, resolvePolicyOptions } from "./options.js";
@@ -34,6 +35,13 @@ export function createPolicy(name: PolicyName, options: PolicyOptions = {}): Pol
       return new LeastLoadPolicy();
     case "prefix_cost":
       return new PrefixCostPolicy(resolved);
+    // The seed systems' algorithms as scheduling profiles (src/scheduling/).
+    case "aibrix_prefix":
+    case "llmd_approx":
+    case "precise_weighted":
+    case "chwbl":
+    case "dynamo_cost":
+      return createBuiltinProfile(name, resolved.random);
     default: {
       const unknown: never = name;
       throw new RangeError(

@@ -35,7 +35,17 @@ export type RouteBranch =
   | "least_load"
   | "lowest_cost" // prefix_cost: lowest estimated prefill work ahead of the first token
   | "session" // --session-affinity: the worker this conversation was last sent to
-  | "peer_claim"; // --state-url: another replica claimed this new prefix first; its worker taken
+  | "peer_claim" // --state-url: another replica claimed this new prefix first; its worker taken
+  // Scheduling profiles (src/scheduling/): the picker's outcome.
+  | "max_score" // the one highest weighted score
+  | "max_score_tie" // several shared the highest score; ties take turns
+  | "weighted_random" // drawn with probability proportional to the score
+  | "softmax" // drawn from a softmax of the scores at a temperature
+  | "prefix_match" // aibrix_prefix: the best-matching pod under mean + k·σ running requests
+  | "least_request" // aibrix_prefix: no pod matched (or all were over the bound): least running
+  | "ring_home" // chwbl: the key's own endpoint on the ring
+  | "ring_walk" // chwbl: walked past endpoints over the load bound
+  | "ring_default"; // chwbl: every endpoint over the bound: the first that serves the adapter
 
 export interface RouteRequest {
   /** The text the engine will prefill (see proxy/routing-text.ts). May be empty. */
@@ -47,6 +57,12 @@ export interface RouteRequest {
    * index. Given to policies whose `usesPrefixes` is true; absent (all zero) otherwise.
    */
   readonly matched?: readonly number[] | undefined;
+  /** The model the client named (not the index key); for the model filter and LoRA affinity. */
+  readonly requested?: string | undefined;
+  /** SGLang's lora_path adapter, when the request carries one. */
+  readonly adapter?: string | undefined;
+  /** The worker this conversation was last sent to (policies with `handlesSessions`). */
+  readonly sessionWorker?: string | undefined;
 }
 
 export interface RouteDecision<W extends PolicyWorker> {
@@ -57,7 +73,8 @@ export interface RouteDecision<W extends PolicyWorker> {
 }
 
 export interface Policy {
-  readonly name: PolicyName;
+  /** A PolicyName, or a profile's name from --scheduler-config. */
+  readonly name: string;
   /** True when the policy reads `matched`: the decider then asks the index and inserts the text. */
   readonly usesPrefixes: boolean;
   /** Pick one of `candidates`, or undefined when there are none. Never returns a non-candidate. */
@@ -71,6 +88,37 @@ export interface Policy {
    * POST /debug/route; select uses the same function.
    */
   cost?(worker: PolicyWorker, matched: number, length: number, now: number): number;
+  /**
+   * True when the policy weighs session affinity itself (a profile with a session-affinity
+   * scorer): the decider then passes `sessionWorker` instead of pinning the session's worker.
+   */
+  readonly handlesSessions?: boolean;
+  /**
+   * The prefix index the policy is defined over, when it brings its own (the GIE and AIBrix
+   * profiles: block hashes of their block size); the router then builds it instead of
+   * --prefix-index's.
+   */
+  readonly prefixIndex?: { readonly name: "block_hash"; readonly blockChars: number };
+  /** A scheduling profile: every plugin's verdict per candidate, for POST /debug/route. */
+  explain?(candidates: readonly PolicyWorker[], request: RouteRequest): ProfileExplanation;
+}
+
+/** One candidate as a scheduling profile saw it. */
+export interface CandidateExplanation {
+  /** The filter that removed it, or null. */
+  readonly filteredBy: string | null;
+  /** Each scorer's score and weight (by plugin name); empty when filtered. */
+  readonly scores: Record<string, { score: number; weight: number }>;
+  /** The weighted sum the picker saw; null when filtered. */
+  readonly total: number | null;
+}
+
+export interface ProfileExplanation {
+  readonly profile: string;
+  readonly picker: string;
+  /** Filters that would have removed every candidate and were undone (fail-open). */
+  readonly failedOpen: readonly string[];
+  readonly candidates: readonly CandidateExplanation[];
 }
 
 export const POLICY_NAMES = [
@@ -80,5 +128,11 @@ export const POLICY_NAMES = [
   "power_of_two",
   "least_load",
   "prefix_cost",
+  // The seed systems' algorithms as scheduling profiles (src/scheduling/builtin-profiles.ts).
+  "aibrix_prefix",
+  "llmd_approx",
+  "precise_weighted",
+  "chwbl",
+  "dynamo_cost",
 ] as const;
 export type PolicyName = (typeof POLICY_NAMES)[number];

@@ -1,7 +1,6 @@
 import type { IncomingHttpHeaders, ServerResponse } from "node:http";
 import type { Dispatcher } from "undici";
 import { RouterError } from "../errors.js";
-import { TREE_INDEX_NAMES } from "../index/factory.js";
 import type { TokenizeInput } from "../kv-events/tokenize-input.js";
 import type { RoutingDecider } from "../policies/decider.js";
 import type { RouteBranch } from "../policies/policy.js";
@@ -21,6 +20,7 @@ import { bodyForRank, headersWithRank, rankToSend } from "./dp-rank.js";
 import { hasPassedThrough, upstreamRequestHeaders, viaToken, withWorkerAuth } from "./headers.js";
 import { modelNotFound, noWorkerMessage } from "./no-worker-answers.js";
 import { relay } from "./relay.js";
+import { routeHeader } from "./route-header.js";
 import {
   type AttemptFailure,
   classifyNetworkError,
@@ -155,6 +155,8 @@ export class Forwarder {
       model: indexKey(workers, req.model, req.adapter),
       session: req.session,
       tokenizeInput: req.tokenizeInput,
+      requested: req.model,
+      adapter: req.adapter,
     };
     const candidates = () => admitted(this.registry.candidates(tried), plan);
     const headers = upstreamRequestHeaders(
@@ -205,7 +207,7 @@ export class Forwarder {
         rank,
         deadline,
         res,
-        routeHeader(base.branch, base.matchRate, decision.index),
+        routeHeader(base.branch, base.matchRate, decision.index, this.decider.profile),
         canRetry,
       );
       if (result.kind === "done") {
@@ -291,6 +293,7 @@ export class Forwarder {
       timerMs(firstByteMs),
     );
     worker.ownInFlight += 1;
+    worker.activeChars += req.text.length;
     if (rank !== undefined) worker.addRankInFlight(rank, 1);
     worker.pendingPrefillChars += uncachedChars;
     worker.pendingPrefillRequests += 1;
@@ -310,6 +313,7 @@ export class Forwarder {
       released = true;
       prefillDone();
       worker.ownInFlight -= 1;
+      worker.activeChars -= req.text.length;
       if (rank !== undefined) worker.addRankInFlight(rank, -1);
       this.inProgress.delete(controller);
       clearTimeout(overall);
@@ -421,12 +425,4 @@ function accepted(outcome: { status: number; upstreamStatus?: number }): boolean
   // A client gone mid-stream is logged as 499, but the worker had accepted the request.
   const status = outcome.upstreamStatus ?? outcome.status;
   return status >= 200 && status < 300;
-}
-
-const BASE_INDEXES: ReadonlySet<string> = new Set(TREE_INDEX_NAMES);
-
-function routeHeader(branch: RouteBranch, matchRate: number | null, index: string | null): string {
-  const route = matchRate === null ? branch : `${branch};match=${matchRate.toFixed(2)}`;
-  // The trees (approx, shared: the same answers) go unnamed; any other index says it answered.
-  return index === null || BASE_INDEXES.has(index) ? route : `${route};index=${index}`;
 }

@@ -1,5 +1,6 @@
 import type { HttpBindings } from "@hono/node-server";
 import type { Hono } from "hono";
+import type { CandidateExplanation } from "../policies/policy.js";
 import type { BodySummary } from "../proxy/body-summary.js";
 import type { Endpoint } from "../proxy/routing-text.js";
 import { sessionKey } from "../proxy/session-key.js";
@@ -55,15 +56,26 @@ async function explainRoute(
     summary.user,
   );
   // The same request the forwarder hands the decider (proxy/forward.ts).
-  const routed = { text, model: indexKey(workers, model, adapter), session, tokenizeInput };
+  const routed = {
+    text,
+    model: indexKey(workers, model, adapter),
+    session,
+    tokenizeInput,
+    requested: model,
+    adapter,
+  };
   await ctx.decider.prepare(() => candidates, routed);
-  const { decision, matched, indexes } = ctx.decider.explain(candidates, routed);
+  const { decision, matched, indexes, profile } = ctx.decider.explain(candidates, routed);
   const policy = ctx.decider.policy;
   const now = Date.now();
   const length = text.length;
   return {
     dry_run: true,
     policy: policy.name,
+    // A scheduling profile: its picker, and the filters undone because they left no one.
+    ...(profile === undefined
+      ? {}
+      : { profile: profile.profile, picker: profile.picker, failed_open: profile.failedOpen }),
     endpoint,
     model: model ?? null,
     adapter: adapter ?? null,
@@ -94,11 +106,21 @@ async function explainRoute(
         pending_prefill_chars: worker.pendingPrefillChars,
         engine_foreign_queue: worker.foreignQueuedAt(now) ?? null,
         ...(policy.cost !== undefined ? { cost: policy.cost(worker, held ?? 0, length, now) } : {}),
+        // A profile's verdict: the filter that removed it, or each scorer's score and weight.
+        ...(profile === undefined ? {} : profileVerdict(profile.candidates[i])),
       };
     }),
     excluded: workers
       .filter((worker) => !candidates.includes(worker))
       .map((worker) => ({ worker: worker.id, url: worker.url, ...exclusion(worker, plan) })),
+  };
+}
+
+function profileVerdict(verdict: CandidateExplanation | undefined) {
+  return {
+    filtered_by: verdict?.filteredBy ?? null,
+    scores: verdict?.scores ?? {},
+    total_score: verdict?.total ?? null,
   };
 }
 

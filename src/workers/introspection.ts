@@ -156,6 +156,9 @@ export class EngineIntrospector {
     const now = Date.now();
     worker.signals.engine ??= reading.engine;
     if (reading.dpSize !== undefined) worker.signals.dpSize = reading.dpSize;
+    if (reading.blockSizeTokens !== undefined) {
+      worker.signals.blockSizeTokens = reading.blockSizeTokens;
+    }
     worker.signals.recordLoad(
       {
         queued: reading.queued,

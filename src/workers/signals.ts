@@ -36,6 +36,8 @@ export class EngineSignals {
   engine: EngineKind | undefined;
   /** Data-parallel ranks the engine said it runs (SGLang /get_server_info dp_size), once known. */
   dpSize: number | undefined;
+  /** Tokens a KV block, when the engine said (vLLM's cache_config_info block_size). */
+  blockSizeTokens: number | undefined;
   /** Signals older than this are ignored (3 poll intervals; set by the poller). */
   staleAfterMs = Number.POSITIVE_INFINITY;
 

@@ -34,6 +34,12 @@ export class Worker {
   /** How many requests pendingPrefillChars adds up (same bounds: dispatch to first byte or end). */
   pendingPrefillRequests = 0;
   /**
+   * Routing-text characters of this router's in-flight requests there (dispatch to end): the
+   * sequences the worker holds active, as NVIDIA Dynamo's router tracks its active blocks
+   * (scheduling/prefix-scorers.ts DynamoCostScorer).
+   */
+  activeChars = 0;
+  /**
    * This router's in-flight requests per data-parallel rank, for those sent to a chosen rank
    * (--kv-events-dp-size; proxy/forward.ts). Index = rank; empty for an engine without ranks.
    */

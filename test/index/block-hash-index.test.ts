@@ -1,6 +1,8 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { BlockChain } from "../../src/index/block-chain.js";
 import { BlockHashIndex } from "../../src/index/block-hash-index.js";
+import { BlockLru } from "../../src/index/block-lru.js";
 import type { PrefixIndex } from "../../src/index/prefix-index.js";
 import { describePrefixIndex } from "./prefix-index.conformance.js";
 
@@ -154,11 +156,57 @@ describe("BlockHashIndex", () => {
     expect(() => new BlockHashIndex({ maxBlocks: -1 })).toThrow(/maxBlocks/);
   });
 
+  it("learns the block size once from an engine's block tokens, forgetting blocks cut at the old size", () => {
+    const index = new BlockHashIndex({ blockChars: 64, capacityBlocks: 10 });
+    index.addWorker("w");
+    index.insert("w", undefined, "x".repeat(200));
+    expect(index.learnBlockTokens(undefined)).toBe(false);
+    expect(index.learnBlockTokens(0)).toBe(false);
+    expect(index.learnBlockTokens(32)).toBe(true);
+    expect(index.blockChars).toBe(128);
+    expect(index.size("w")).toBe(0);
+    index.insert("w", undefined, "x".repeat(300));
+    expect(matchOne(index, "x".repeat(300))).toBe(256);
+    // The budget stayed: 10 blocks of 64 = 640 characters, five blocks of 128.
+    for (let i = 0; i < 20; i++) index.insert("w", undefined, `${i}`.repeat(300));
+    expect(index.size("w")).toBeLessThanOrEqual(640);
+    // A second report (another worker, another size) changes nothing.
+    expect(index.learnBlockTokens(16)).toBe(false);
+    expect(index.blockChars).toBe(128);
+    index.check();
+  });
+
   it("hashes at most maxBlocks blocks of a long text", () => {
     const index = new BlockHashIndex({ blockChars: 4, maxBlocks: 3 });
     index.addWorker("w");
     index.insert("w", undefined, "x".repeat(100));
     expect(index.blocks("w")).toBe(3);
     expect(matchOne(index, "x".repeat(100))).toBe(12);
+  });
+});
+
+describe("BlockLru buckets", () => {
+  it("tells apart keys that share their 30-bit bucket", () => {
+    const chain = new BlockChain(4, 64, 1);
+    const lru = new BlockLru(1_000, undefined);
+    const collide = (text: string): void => {
+      chain.cut(text, undefined);
+      chain.buckets.fill(7, 0, chain.count);
+    };
+    collide("aaaabbbbcccc");
+    lru.insert(chain);
+    collide("aaaaxxxx");
+    lru.insert(chain);
+    expect(lru.blocks).toBe(4);
+    collide("aaaabbbbcccc");
+    expect(lru.matchBlocks(chain)).toBe(3);
+    collide("aaaaxxxxyyyy");
+    expect(lru.matchBlocks(chain)).toBe(2);
+    collide("aaaabbbbcccc");
+    expect(lru.truncate(chain, 1)).toBe(8);
+    expect(lru.matchBlocks(chain)).toBe(1);
+    collide("aaaaxxxx");
+    expect(lru.matchBlocks(chain)).toBe(2);
+    lru.check();
   });
 });

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { BlockHashIndex } from "../../src/index/block-hash-index.js";
 import type { RunningRouter } from "../../src/server.js";
 import { type SimWorker, startSimWorker } from "../../src/sim/worker.js";
-import { postJson, startTestRouter } from "../helpers/router.js";
+import { postJson, startTestRouter, waitFor } from "../helpers/router.js";
 
 const SYSTEM = "You answer questions about chained block hashes, briefly. ".repeat(30);
 
@@ -83,5 +83,38 @@ describe("--prefix-index block_hash", () => {
     // the whole text in whole blocks.
     expect(router.context.index.size(holderId)).toBe(before);
     expect(router.context.index.size(servedBy)).toBeGreaterThan(question.length);
+  });
+});
+
+describe("--block-hash-chars auto", () => {
+  it("sizes blocks from a vLLM worker's cache_config_info block_size (× 4 characters)", async () => {
+    const worker = await startSimWorker({
+      id: "v1",
+      flavor: "vllm",
+      model: "m",
+      blockSize: 32,
+      timeScale: 0,
+    });
+    const router = await startTestRouter({
+      workerUrls: [worker.url],
+      prefixIndex: "block_hash",
+      enginePollIntervalSecs: 60,
+    });
+    try {
+      const index = router.context.index as BlockHashIndex;
+      await waitFor(() => index.blockChars === 128, 5000, "block size learned");
+      const res = await postJson(`${router.url}/v1/completions`, {
+        model: "m",
+        prompt: "p".repeat(300),
+        max_tokens: 1,
+      });
+      await res.arrayBuffer();
+      expect(res.status).toBe(200);
+      const id = router.context.registry.get(worker.url)!.id;
+      expect(router.context.index.size(id)).toBe(256);
+    } finally {
+      await router.stop(100);
+      await worker.close();
+    }
   });
 });

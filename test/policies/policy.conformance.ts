@@ -12,6 +12,15 @@ const BRANCHES: readonly RouteBranch[] = [
   "power_of_two",
   "least_load",
   "lowest_cost",
+  "max_score",
+  "max_score_tie",
+  "weighted_random",
+  "softmax",
+  "prefix_match",
+  "least_request",
+  "ring_home",
+  "ring_walk",
+  "ring_default",
 ];
 
 /** Frozen copies: any write to a candidate's load throws (ESM is strict) instead of passing. */
@@ -124,6 +133,22 @@ export function describePolicyConformance(name: PolicyName, make: () => Policy):
         ),
         { seed: 20240601, numRuns: 300 },
       );
+    });
+
+    it("is deterministic under a seed: two fresh policies decide alike", () => {
+      const run = () => {
+        const policy = make();
+        const workers = fleet(6, [2, 0, 5, 1, 0, 3]);
+        const ids: string[] = [];
+        for (let i = 0; i < 60; i++) {
+          const text = i % 4 === 0 ? coldText(i) : `shared system prompt ${i % 3} ${"x".repeat(i)}`;
+          const decision = selectWith(policy, workers, { text })!;
+          ids.push(`${decision.worker.id}:${decision.branch}`);
+          workers[i % 6]!.inFlight = (workers[i % 6]!.inFlight + 1) % 7;
+        }
+        return ids;
+      };
+      expect(run()).toEqual(run());
     });
 
     it("keeps no reference to any worker between calls", () => {

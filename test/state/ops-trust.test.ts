@@ -6,6 +6,7 @@ import type { RunningRouter } from "../../src/server.js";
 import { type SimWorker, startSimWorker } from "../../src/sim/worker.js";
 import { encodeOp, type StateOp } from "../../src/state/state-op.js";
 import { StateSecret } from "../../src/state/state-secret.js";
+import { captureLogs } from "../helpers/log-capture.js";
 import {
   redisSkipReason,
   startRedis,
@@ -34,16 +35,23 @@ describe.skipIf(redisSkipReason !== undefined)(
       await redis?.stop();
     });
 
-    const replica = async (prefix: string, overrides: Partial<Config> = {}) => {
-      const router = await startTestRouter({
-        policy: "cache_aware",
-        workerUrls: workers.map((w) => w.url),
-        stateUrl: redis.url,
-        stateSecret: TEST_STATE_SECRET,
-        stateKeyPrefix: prefix,
-        stateLoadIntervalMs: 50,
-        ...overrides,
-      });
+    const replica = async (
+      prefix: string,
+      overrides: Partial<Config> = {},
+      logger?: ReturnType<typeof captureLogs>["logger"],
+    ) => {
+      const router = await startTestRouter(
+        {
+          policy: "cache_aware",
+          workerUrls: workers.map((w) => w.url),
+          stateUrl: redis.url,
+          stateSecret: TEST_STATE_SECRET,
+          stateKeyPrefix: prefix,
+          stateLoadIntervalMs: 50,
+          ...overrides,
+        },
+        logger,
+      );
       routers.push(router);
       return router;
     };
@@ -201,8 +209,9 @@ describe.skipIf(redisSkipReason !== undefined)(
       const key = `sk-${randomBytes(12).toString("hex")}`;
       const locked = await startSimWorker({ id: "locked", timeScale: 0, apiKey: key });
       try {
-        const a = await replica(prefix, { workerUrls: [] });
-        const b = await replica(prefix, { workerUrls: [] });
+        const logs = captureLogs("debug");
+        const a = await replica(prefix, { workerUrls: [] }, logs.logger);
+        const b = await replica(prefix, { workerUrls: [] }, logs.logger);
         const added = await postJson(`${a.url}/workers`, { url: locked.url, api_key: key });
         expect(added.status).toBe(201);
         await waitFor(() => b.context.registry.get(locked.url)?.healthy === true, 10_000, "B");
@@ -224,6 +233,10 @@ describe.skipIf(redisSkipReason !== undefined)(
         ]);
         expect(stored).toContain(locked.url);
         expect(stored).not.toContain(key);
+        // Nor in the logs, nor the state secret.
+        expect(logs.lines.length).toBeGreaterThan(0);
+        expect(logs.lines.join("\n")).not.toContain(key);
+        expect(logs.lines.join("\n")).not.toContain(TEST_STATE_SECRET);
       } finally {
         await locked.close();
       }

@@ -1,0 +1,161 @@
+// The layering rule of docs/architecture.md, checked by `npm run lint` (issue 21).
+//
+// LAYERS is the one written order of src/, top to bottom. A module may import its own folder and
+// anything in a layer below its own; never a layer above, and never a sibling of its own layer
+// (siblings are independent pieces at the same height). Since nothing points up or sideways,
+// there is no cycle between folders. A new folder or top-level file must be placed here
+// before lint passes.
+const LAYERS = [
+  {
+    // Entry points. sim/ is the simulator (tests, benches, demo): it may use the router's pieces,
+    // and nothing in the router imports it.
+    entry: [
+      "cli.ts",
+      "cli-options.ts",
+      "cli-error.ts",
+      "compat-flags.ts",
+      "cluster.ts",
+      "healthcheck.ts",
+      "healthcheck-target.ts",
+      "parent-watch.ts",
+    ],
+    sim: ["sim/"],
+  },
+  { server: ["server.ts"] },
+  // router-policy.ts: --policy or --scheduler-config → the Policy the decider runs.
+  { routes: ["routes/"], "router-policy": ["router-policy.ts"] },
+  // The assembled settings table (every flag, its default and parser) and the metric set: they
+  // know the features below them; the features get their own options and never import Config.
+  { config: ["config.ts"], metrics: ["metrics.ts"] },
+  { proxy: ["proxy/"] },
+  // Filters, scorers and pickers: read indexes and worker signals, never HTTP.
+  { scheduling: ["scheduling/"] },
+  { policies: ["policies/"] },
+  // Redis shared state wraps the index and syncs membership; KV events feed the index. Both are
+  // wired by server.ts; the request path above (proxy, scheduling, policies) never imports them
+  // (rule request-path-reads-the-index).
+  { state: ["state/"], "kv-events": ["kv-events/"] },
+  // The index never knows workers, workers never know the index: server.ts joins them.
+  { index: ["index/"], workers: ["workers/"] },
+  { tree: ["tree/"], engines: ["engines/"] },
+  {
+    logger: ["logger.ts"],
+    errors: ["errors.ts"],
+    hash: ["hash/"],
+    net: ["net/"],
+    types: ["types/"],
+  },
+];
+
+// Upward or sideways imports still to be removed: { from, to, why } (module paths under src/,
+// why names the issue). Empty means the rule has no exception.
+const ALLOWED = [
+  { from: "proxy/forward.ts", to: "kv-events/tokenize-input.ts", why: "issue 21 item 5" },
+  { from: "proxy/body-summary.ts", to: "kv-events/tokenize-input.ts", why: "issue 21 item 5" },
+  { from: "index/prefix-index.ts", to: "kv-events/tokenize-input.ts", why: "issue 21 item 5" },
+  { from: "index/hybrid-index.ts", to: "kv-events/tokenize-input.ts", why: "issue 21 item 5" },
+  { from: "index/precise-index.ts", to: "kv-events/events.ts", why: "issue 21 item 5" },
+  { from: "workers/tree-budget.ts", to: "index/prefix-index.ts", why: "issue 21 item 5" },
+  { from: "workers/registry.ts", to: "index/prefix-index.ts", why: "issue 21 item 5" },
+  { from: "logger.ts", to: "config.ts", why: "issue 21 item 5" },
+  { from: "kv-events/setup.ts", to: "config.ts", why: "issue 21 item 5" },
+  { from: "kv-events/local-tokenizer.ts", to: "config.ts", why: "issue 21 item 7" },
+  {
+    from: "policies/factory.ts",
+    to: "scheduling/builtin-profiles.ts",
+    why: "issue 21: the policy factory also builds scheduler profiles; it belongs above scheduling/",
+  },
+];
+
+const esc = (s) => s.replace(/[.+?^${}()|[\]\\]/g, "\\$&");
+const pathOf = (entries) =>
+  `^src/(${entries.map((e) => (e.endsWith("/") ? esc(e) : `${esc(e)}$`)).join("|")})`;
+
+const PLACED = pathOf(LAYERS.flatMap((l) => Object.values(l).flat()));
+const forbidden = [];
+LAYERS.forEach((layer, depth) => {
+  const above = LAYERS.slice(0, depth).flatMap((l) => Object.values(l).flat());
+  for (const [name, entries] of Object.entries(layer)) {
+    const siblings = Object.entries(layer)
+      .filter(([other]) => other !== name)
+      .flatMap(([, e]) => e);
+    const banned = [...above, ...siblings];
+    if (banned.length === 0) continue;
+    forbidden.push({
+      name: `layer-${name}`,
+      severity: "error",
+      comment:
+        `${name} imports only its own folder and the layers below it ` +
+        "(.dependency-cruiser.cjs LAYERS, docs/architecture.md#layout)",
+      from: { path: pathOf(entries) },
+      to: { path: pathOf(banned) },
+    });
+  }
+});
+
+forbidden.push({
+  name: "request-path-reads-the-index",
+  severity: "error",
+  comment:
+    "proxy, scheduling and policies read index/ and workers/, never the feeders state/ and kv-events/",
+  from: { path: pathOf(["proxy/", "scheduling/", "policies/"]) },
+  to: { path: pathOf(["state/", "kv-events/"]) },
+});
+
+const WHOLE_TREE_RULES = [
+  {
+    name: "unplaced",
+    severity: "error",
+    comment:
+      "every file of src/ belongs to a layer: add its folder to LAYERS in .dependency-cruiser.cjs",
+    from: { path: "^src/", pathNot: PLACED },
+    to: {},
+  },
+  {
+    name: "unplaced",
+    severity: "error",
+    comment:
+      "every file of src/ belongs to a layer: add its folder to LAYERS in .dependency-cruiser.cjs",
+    from: {},
+    to: { path: "^src/", pathNot: PLACED },
+  },
+  {
+    name: "no-circular",
+    severity: "error",
+    comment: "modules import each other in a cycle",
+    from: { path: "^src/" },
+    to: { circular: true },
+  },
+];
+
+/** A rule minus the ALLOWED edges it would report: those files get a copy without that target. */
+function withExceptions(rule) {
+  const exceptions = ALLOWED.filter(
+    (a) =>
+      new RegExp(rule.from.path).test(`src/${a.from}`) &&
+      new RegExp(rule.to.path).test(`src/${a.to}`),
+  );
+  if (exceptions.length === 0) return [rule];
+  const files = [...new Set(exceptions.map((a) => a.from))];
+  return [
+    { ...rule, from: { ...rule.from, pathNot: files.map((f) => `^src/${esc(f)}$`) } },
+    ...files.map((f) => ({
+      ...rule,
+      from: { path: `^src/${esc(f)}$` },
+      to: {
+        ...rule.to,
+        pathNot: exceptions.filter((a) => a.from === f).map((a) => `^src/${esc(a.to)}$`),
+      },
+    })),
+  ];
+}
+
+/** @type {import('dependency-cruiser').IConfiguration} */
+module.exports = {
+  forbidden: [...forbidden.flatMap(withExceptions), ...WHOLE_TREE_RULES],
+  options: {
+    includeOnly: "^src/",
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: "tsconfig.json" },
+  },
+};

@@ -1,0 +1,140 @@
+import type { RandomSource } from "../policies/options.js";
+import { Rotation } from "../policies/rotation.js";
+import type { Pick, Picker, SchedulingContext } from "./plugin.js";
+
+/**
+ * The highest weighted score (GIE max-score-picker). GIE shuffles before it sorts, so equal scores
+ * land anywhere; here equal scores take turns (a rotated scan keeps the first of them), which is
+ * deterministic and spreads ties as evenly.
+ */
+export class MaxScorePicker implements Picker {
+  readonly type = "max-score-picker";
+  readonly usesPrefixes = false;
+  private readonly rotation = new Rotation();
+  constructor(readonly name: string) {}
+
+  pick(ctx: SchedulingContext, totals: Float64Array): Pick | -1 {
+    return maxScore(ctx, totals, this.rotation);
+  }
+}
+
+/** The shared scan: -1 when no candidate is alive. */
+export function maxScore(ctx: SchedulingContext, totals: Float64Array, rotation: Rotation) {
+  const n = ctx.candidates.length;
+  if (n === 0) return -1;
+  const start = rotation.next(n);
+  const alive = ctx.alive;
+  let best = -1;
+  let bestScore = Number.NEGATIVE_INFINITY;
+  let ties = 0;
+  for (let k = 0; k < n; k++) {
+    let i = start + k;
+    if (i >= n) i -= n;
+    if (alive[i] === 0) continue;
+    const s = totals[i]!;
+    if (s > bestScore) {
+      best = i;
+      bestScore = s;
+      ties = 1;
+    } else if (s === bestScore) {
+      ties++;
+    }
+  }
+  if (best < 0) return -1;
+  return { index: best, branch: ties > 1 ? "max_score_tie" : "max_score" } as const;
+}
+
+/**
+ * Draws a candidate with probability proportional to its weighted score (GIE / llm-d
+ * weighted-random-picker); uniformly among the alive when every score is 0.
+ */
+export class WeightedRandomPicker implements Picker {
+  readonly type = "weighted-random-picker";
+  readonly usesPrefixes = false;
+  constructor(
+    readonly name: string,
+    private readonly random: RandomSource,
+  ) {}
+
+  pick(ctx: SchedulingContext, totals: Float64Array): Pick | -1 {
+    const n = ctx.candidates.length;
+    const alive = ctx.alive;
+    let sum = 0;
+    let count = 0;
+    for (let i = 0; i < n; i++) {
+      if (alive[i] === 0) continue;
+      sum += Math.max(0, totals[i]!);
+      count++;
+    }
+    if (count === 0) return -1;
+    return {
+      index: draw(ctx, this.random, sum, (i) => Math.max(0, totals[i]!)),
+      branch: "weighted_random",
+    };
+  }
+}
+
+/**
+ * Softmax over the weighted scores at a temperature: p(i) ∝ exp((s_i − max) / T) (NVIDIA Dynamo's
+ * softmax_sample, lib/llm/src/kv_router/scheduler.rs, over scores instead of negated costs; over
+ * min-max scores of a cost it is the same distribution). T = 0 is the max-score picker; a higher
+ * T spreads more.
+ */
+export class SoftmaxPicker implements Picker {
+  readonly type = "softmax-picker";
+  readonly usesPrefixes = false;
+  private readonly rotation = new Rotation();
+  constructor(
+    readonly name: string,
+    private readonly temperature: number,
+    private readonly random: RandomSource,
+  ) {}
+
+  pick(ctx: SchedulingContext, totals: Float64Array): Pick | -1 {
+    const best = maxScore(ctx, totals, this.rotation);
+    if (best === -1 || this.temperature === 0) return best;
+    const top = totals[best.index]!;
+    const t = this.temperature;
+    const n = ctx.candidates.length;
+    let sum = 0;
+    for (let i = 0; i < n; i++) if (ctx.alive[i] === 1) sum += Math.exp((totals[i]! - top) / t);
+    return {
+      index: draw(ctx, this.random, sum, (i) => Math.exp((totals[i]! - top) / t)),
+      branch: "softmax",
+    };
+  }
+}
+
+/** One draw among the alive candidates with weights `weight(i)` summing to `sum`. */
+function draw(
+  ctx: SchedulingContext,
+  random: RandomSource,
+  sum: number,
+  weight: (i: number) => number,
+): number {
+  const n = ctx.candidates.length;
+  const alive = ctx.alive;
+  let last = -1;
+  let count = 0;
+  for (let i = 0; i < n; i++) if (alive[i] === 1) count++;
+  if (!(sum > 0)) {
+    // Every weight 0: uniform among the alive.
+    let k = Math.min(count - 1, Math.floor(Math.max(0, random()) * count));
+    for (let i = 0; i < n; i++) {
+      if (alive[i] === 0) continue;
+      if (k-- === 0) return i;
+      last = i;
+    }
+    return last;
+  }
+  let r = Math.max(0, random()) * sum;
+  for (let i = 0; i < n; i++) {
+    if (alive[i] === 0) continue;
+    last = i;
+    const w = weight(i);
+    if (r < w) return i;
+    r -= w;
+  }
+  // Rounding (or a source returning 1): the last alive candidate.
+  return last;
+}

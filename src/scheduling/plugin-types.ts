@@ -1,0 +1,80 @@
+import { POLICY_DEFAULTS } from "../policies/options.js";
+import { LoraAffinityScorer, SessionAffinityScorer } from "./affinity-scorers.js";
+import { AibrixPrefixPicker } from "./aibrix-picker.js";
+import { ChwblPicker } from "./chwbl-picker.js";
+import type { Parameters } from "./config-path.js";
+import { AvailableFilter, ModelServedFilter, SaturationFilter } from "./filters.js";
+import { ActiveRequestScorer, KvCacheUtilizationScorer, QueueScorer } from "./load-scorers.js";
+import { MaxScorePicker, SoftmaxPicker, WeightedRandomPicker } from "./pickers.js";
+import type { Filter, Picker, PluginEnv, Scorer } from "./plugin.js";
+import { DynamoCostScorer, PrefillWorkScorer, PrefixScorer } from "./prefix-scorers.js";
+
+type Make<T> = (name: string, p: Parameters, env: PluginEnv) => T;
+
+/** Every plugin `type` a scheduler config may name, by stage. Parameters are validated here. */
+export const FILTER_TYPES: Readonly<Record<string, Make<Filter>>> = {
+  "model-filter": (name) => new ModelServedFilter(name),
+  "health-filter": (name) => new AvailableFilter(name),
+  // GIE's utilization-detector defaults: 5 queued, 0.8 KV-cache usage.
+  "saturation-filter": (name, p) =>
+    new SaturationFilter(name, {
+      queueDepthThreshold: p.number("queueDepthThreshold", 5, { min: 0 }),
+      kvCacheUtilThreshold: p.number("kvCacheUtilThreshold", 0.8, { above: 0, max: 1 }),
+    }),
+};
+
+const prefix: Make<Scorer> = (name, p) =>
+  new PrefixScorer(name, p.number("blockChars", 0, { min: 0, integer: true }));
+
+export const SCORER_TYPES: Readonly<Record<string, Make<Scorer>>> = {
+  "prefix-cache-scorer": prefix,
+  // The same scorer over the precise index (--kv-events): llm-d's precise-prefix-cache-scorer.
+  "precise-prefix-cache-scorer": prefix,
+  "queue-scorer": (name) => new QueueScorer(name),
+  "kv-cache-utilization-scorer": (name) => new KvCacheUtilizationScorer(name),
+  // GIE's earlier name for it.
+  "kv-cache-scorer": (name) => new KvCacheUtilizationScorer(name),
+  "active-request-scorer": (name) => new ActiveRequestScorer(name),
+  "session-affinity-scorer": (name) => new SessionAffinityScorer(name),
+  "lora-affinity-scorer": (name, p) =>
+    new LoraAffinityScorer(name, p.number("unknownScore", 0.5, { min: 0, max: 1 })),
+  "prefill-work-scorer": (name, p) =>
+    new PrefillWorkScorer(name, {
+      queueWeight: p.number("queueWeight", POLICY_DEFAULTS.prefixCostQueueWeight, { min: 0 }),
+      requestChars: p.number("requestChars", POLICY_DEFAULTS.prefixCostRequestChars, { min: 0 }),
+    }),
+  "dynamo-cost-scorer": (name, p) =>
+    new DynamoCostScorer(name, {
+      overlapScoreWeight: p.number("overlapScoreWeight", 1, { min: 0 }),
+      blockChars: p.number("blockChars", 64, { min: 1, integer: true }),
+    }),
+};
+
+export const PICKER_TYPES: Readonly<Record<string, Make<Picker>>> = {
+  "max-score-picker": (name) => new MaxScorePicker(name),
+  "weighted-random-picker": (name, _p, env) => new WeightedRandomPicker(name, env.random),
+  "softmax-picker": (name, p, env) =>
+    new SoftmaxPicker(name, p.number("temperature", 1, { min: 0 }), env.random),
+  "aibrix-prefix-picker": (name, p) =>
+    new AibrixPrefixPicker(name, {
+      imbalanceAbsCount: p.number("imbalanceAbsCount", 8, { min: 0 }),
+      stdDevFactor: p.number("stdDevFactor", 1, { min: 0 }),
+      blockChars: p.number("blockChars", 128, { min: 1, integer: true }),
+    }),
+  "chwbl-picker": (name, p) =>
+    new ChwblPicker(name, {
+      prefixChars: p.number("prefixChars", 100, { min: 1, integer: true }),
+      replication: p.number("replication", 256, { min: 1, max: 4096, integer: true }),
+      loadFactor: p.number("loadFactor", 1.25, { min: 1 }),
+    }),
+};
+
+/** GIE plugin types that have no stage here (its profile handler): accepted and ignored. */
+export const IGNORED_TYPES: ReadonlySet<string> = new Set(["single-profile-handler"]);
+
+export const ALL_TYPES: readonly string[] = [
+  ...Object.keys(FILTER_TYPES),
+  ...Object.keys(SCORER_TYPES),
+  ...Object.keys(PICKER_TYPES),
+  ...IGNORED_TYPES,
+];

@@ -1,0 +1,190 @@
+import type {
+  CandidateExplanation,
+  Policy,
+  PolicyWorker,
+  ProfileExplanation,
+  RouteDecision,
+  RouteRequest,
+} from "../policies/policy.js";
+import {
+  type Filter,
+  matchedOf,
+  type Picker,
+  type SchedulingContext,
+  type SchedulingWorker,
+  type Scorer,
+} from "./plugin.js";
+
+export interface WeightedScorer {
+  readonly scorer: Scorer;
+  readonly weight: number;
+}
+
+export interface ProfileParts {
+  readonly filters: readonly Filter[];
+  readonly scorers: readonly WeightedScorer[];
+  readonly picker: Picker;
+}
+
+/**
+ * A scheduling profile: filters → weighted scorers → picker, behind the Policy interface, so the
+ * decider (policies/decider.ts) runs it like any policy: one synchronous `select` after the
+ * index's `prepare`, with the matched lengths when any plugin reads prefixes.
+ *
+ * Allocation-free per decision apart from the picker's answer: the context and the score arrays
+ * are reused (grown when a larger fleet comes). Nothing keeps a worker between decisions: the
+ * context's candidates are dropped at the end of each call.
+ */
+export class SchedulerProfile implements Policy {
+  readonly usesPrefixes: boolean;
+  readonly handlesSessions: boolean;
+  private readonly ctx: SchedulingContext;
+  private scratch = new Float64Array(16);
+  private totals = new Float64Array(16);
+
+  constructor(
+    readonly name: string,
+    private readonly parts: ProfileParts,
+    /** The index the profile is defined over, when not --prefix-index's (Policy.prefixIndex). */
+    readonly prefixIndex?: { readonly name: "block_hash"; readonly blockChars: number },
+  ) {
+    this.usesPrefixes =
+      parts.picker.usesPrefixes || parts.scorers.some(({ scorer }) => scorer.usesPrefixes);
+    this.handlesSessions = parts.scorers.some(
+      ({ scorer }) => scorer.type === "session-affinity-scorer",
+    );
+    this.ctx = {
+      candidates: [],
+      request: { text: "" },
+      now: 0,
+      length: 0,
+      alive: new Uint8Array(16),
+    };
+  }
+
+  /** The same plugins over another index (Policy.prefixIndex). */
+  withPrefixIndex(index: { readonly name: "block_hash"; readonly blockChars: number }) {
+    return new SchedulerProfile(this.name, this.parts, index);
+  }
+
+  /** The picker's name (for /debug/route). */
+  get pickerName(): string {
+    return this.parts.picker.name;
+  }
+
+  select<W extends PolicyWorker>(
+    candidates: readonly W[],
+    request: RouteRequest,
+  ): RouteDecision<W> | undefined {
+    const n = candidates.length;
+    if (n === 0) return undefined;
+    const ctx = this.begin(candidates, request);
+    try {
+      this.filter(ctx, null);
+      const totals = this.score(ctx, null);
+      const pick = this.parts.picker.pick(ctx, totals);
+      if (pick === -1) return undefined;
+      const worker = candidates[pick.index]!;
+      const matchRate = this.usesPrefixes
+        ? ctx.length === 0
+          ? 0
+          : matchedOf(ctx, pick.index) / ctx.length
+        : null;
+      return { worker, branch: pick.branch, matchRate };
+    } finally {
+      ctx.candidates = [];
+      ctx.request = EMPTY;
+    }
+  }
+
+  explain(candidates: readonly PolicyWorker[], request: RouteRequest): ProfileExplanation {
+    const ctx = this.begin(candidates, request);
+    try {
+      const filteredBy: (string | null)[] = candidates.map(() => null);
+      const failedOpen = this.filter(ctx, filteredBy);
+      const scores: Record<string, { score: number; weight: number }>[] = candidates.map(
+        () => ({}),
+      );
+      const totals = this.score(ctx, scores);
+      const out: CandidateExplanation[] = candidates.map((_, i) => ({
+        filteredBy: filteredBy[i] ?? null,
+        scores: ctx.alive[i] === 1 ? scores[i]! : {},
+        total: ctx.alive[i] === 1 ? totals[i]! : null,
+      }));
+      return { profile: this.name, picker: this.parts.picker.name, failedOpen, candidates: out };
+    } finally {
+      ctx.candidates = [];
+      ctx.request = EMPTY;
+    }
+  }
+
+  private begin(candidates: readonly SchedulingWorker[], request: RouteRequest): SchedulingContext {
+    const n = candidates.length;
+    if (this.totals.length < n) {
+      const size = Math.max(n, this.totals.length * 2);
+      this.totals = new Float64Array(size);
+      this.scratch = new Float64Array(size);
+      this.ctx.alive = new Uint8Array(size);
+    }
+    const ctx = this.ctx;
+    ctx.candidates = candidates;
+    ctx.request = request;
+    ctx.now = Date.now();
+    ctx.length = request.text.length;
+    ctx.alive.fill(1, 0, n);
+    return ctx;
+  }
+
+  /** Runs the filters in order; records who removed whom; returns the filters undone (fail-open). */
+  private filter(ctx: SchedulingContext, removedBy: (string | null)[] | null): string[] {
+    const failedOpen: string[] = [];
+    const { candidates, alive } = ctx;
+    const n = candidates.length;
+    // The filter's verdicts first (into scratch, free until scoring), so that a fail-open filter
+    // can be undone before it removed anyone.
+    const admits = this.scratch;
+    for (const filter of this.parts.filters) {
+      let left = 0;
+      for (let i = 0; i < n; i++) {
+        const ok = alive[i] === 1 && filter.admits(candidates[i]!, ctx);
+        admits[i] = ok ? 1 : 0;
+        if (ok) left++;
+      }
+      if (left === 0 && filter.failOpen) {
+        failedOpen.push(filter.name);
+        continue;
+      }
+      for (let i = 0; i < n; i++) {
+        if (alive[i] === 1 && admits[i] === 0) {
+          alive[i] = 0;
+          if (removedBy !== null) removedBy[i] = filter.name;
+        }
+      }
+    }
+    return failedOpen;
+  }
+
+  /** The weighted sum of every scorer's scores (into this.totals); per-scorer detail when asked. */
+  private score(
+    ctx: SchedulingContext,
+    detail: Record<string, { score: number; weight: number }>[] | null,
+  ): Float64Array {
+    const n = ctx.candidates.length;
+    const totals = this.totals;
+    const scratch = this.scratch;
+    totals.fill(0, 0, n);
+    for (const { scorer, weight } of this.parts.scorers) {
+      scorer.score(ctx, scratch);
+      for (let i = 0; i < n; i++) {
+        // Clamped: a score outside [0, 1] (a bug, a NaN) must not outweigh the others.
+        const s = scratch[i]!;
+        const score = s >= 0 ? (s <= 1 ? s : 1) : 0;
+        totals[i] = totals[i]! + weight * score;
+        if (detail !== null) detail[i]![scorer.name] = { score, weight };
+      }
+    }
+    return totals;
+  }
+}
+
+const EMPTY: RouteRequest = { text: "" };
