@@ -2,8 +2,8 @@
 import { CommanderError } from "commander";
 import { commanderErrorLine } from "./cli-error.js";
 import { parseArgv } from "./cli-options.js";
-import { UnsupportedFlagError } from "./compat-flags.js";
-import { type Config, ConfigError } from "./config.js";
+import type { Config } from "./config.js";
+import { UsageError } from "./errors.js";
 import { createLogger } from "./logger.js";
 import { CLUSTER_STOP_MESSAGE, startedByNpm, watchParent } from "./parent-watch.js";
 import type { RunningRouter } from "./server.js";
@@ -18,7 +18,7 @@ async function main(): Promise<void> {
       if (err.exitCode === 0) process.exit(0);
       usageError(commanderErrorLine(err));
     }
-    if (err instanceof ConfigError || err instanceof UnsupportedFlagError) usageError(err.message);
+    if (err instanceof UsageError) usageError(err.message);
     throw err;
   }
   const logger = createLogger({ level: config.logLevel });
@@ -66,11 +66,11 @@ async function main(): Promise<void> {
     });
   }
   // Loaded only now: --help, --version and a bad flag need none of the server's modules.
-  const { ListenError, startRouter } = await import("./server.js");
+  const { startRouter } = await import("./server.js");
   try {
     router = await startRouter(config, { logger });
   } catch (err) {
-    if (err instanceof ListenError || err instanceof ConfigError) usageError(err.message);
+    if (err instanceof UsageError) usageError(err.message);
     throw err;
   }
   if (stopping) void stop(router);

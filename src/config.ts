@@ -1,3 +1,4 @@
+import { ConfigError } from "./errors.js";
 import { DEFAULT_BLOCK_CHARS, DEFAULT_CAPACITY_BLOCKS } from "./index/block-hash-index.js";
 import { PREFIX_INDEX_NAMES, type PrefixIndexName } from "./index/factory.js";
 import { DEFAULT_TIE_BREAK, TIE_BREAKS, type TieBreak } from "./policies/options.js";
@@ -105,17 +106,6 @@ export interface Config {
 
 export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
-
-/** Raised for any invalid setting; `flag` names the command-line flag so the message points at it. */
-export class ConfigError extends Error {
-  constructor(
-    readonly flag: string,
-    message: string,
-  ) {
-    super(`${flag} ${message}`);
-    this.name = "ConfigError";
-  }
-}
 
 type Parser<T> = (raw: string, flag: string) => T;
 
