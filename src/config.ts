@@ -386,7 +386,7 @@ export const SETTINGS = [
     flag: "--prefix-cost-tie-break",
     arg: "<hash|rotation>",
     description:
-      "prefix_cost: how near-equal costs are settled when some worker holds part of the text. hash = the candidate holding the most of it among those within half of --prefix-cost-request-chars of the lowest cost, then a hash of the text past that prefix, so one tenant's new conversations keep landing on one worker whatever the load of the moment; rotation = exact ties only, the less loaded, then in turn.",
+      "prefix_cost: how near-equal costs are settled when some worker holds part of the text. hash = among the candidates within half of --prefix-cost-request-chars of the lowest cost, the one holding the most of the text, then a hash of the end of that prefix, so near-ties among its holders go to the same worker whatever the load of the moment; rotation = exact ties only, the less loaded, then in turn.",
     default: DEFAULT_TIE_BREAK,
     parse: oneOf(TIE_BREAKS),
   }),
