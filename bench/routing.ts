@@ -537,7 +537,7 @@ async function main(): Promise<void> {
     const caption =
       `npm run bench:routing — ${cli.repeats} repeats (bar: mean, line: worst to best), ${p.workers} simulated workers, ${p.kvCapacityTokens} KV tokens each, ` +
       `timeScale ${p.timeScale}, ${arrival}, seed ${p.seed}, node ${process.version}, ${new Date().toISOString().slice(0, 10)}`;
-    writeFileSync(CHART_PATH, routingChartSvg(all, caption));
+    writeFileSync(CHART_PATH, routingChartSvg(all, caption, defaultConfig().policy));
     console.log(`\nchart: ${CHART_PATH}`);
   }
   console.log(`results: ${RESULTS_DIR}/routing-<workload>${cli.tag ? `-${cli.tag}` : ""}.json`);

@@ -14,6 +14,12 @@ const COLORS: Record<string, string> = {
   prefix_cost: "#0891b2",
   precise: "#1e3a8a",
   oracle_sticky: "#6b7280",
+  // The seed systems' profiles (issue 22).
+  aibrix_prefix: "#be185d",
+  llmd_approx: "#65a30d",
+  precise_weighted: "#7c2d12",
+  chwbl: "#ea580c",
+  dynamo_cost: "#4d7c0f",
 };
 
 type Row = WorkloadReport["rows"][number];
@@ -43,7 +49,7 @@ const METRICS: Metric[] = [
   },
 ];
 
-const PANEL_W = 230;
+const MIN_PANEL_W = 230;
 const PANEL_H = 170;
 const PLOT_TOP = 28;
 const PLOT_BOTTOM = 18;
@@ -62,11 +68,18 @@ function niceMax(v: number): number {
   return 10 * exp;
 }
 
-export function routingChartSvg(reports: readonly WorkloadReport[], caption: string): string {
+/** `defaultRow`: the router's default policy, outlined and marked "(default)" in the legend. */
+export function routingChartSvg(
+  reports: readonly WorkloadReport[],
+  caption: string,
+  defaultRow?: string,
+): string {
   const rowNames: RowLabel[] = [];
   for (const report of reports) {
     for (const r of report.rows) if (!rowNames.includes(r.row)) rowNames.push(r.row);
   }
+  // Wide enough for a readable bar per row.
+  const PANEL_W = Math.max(MIN_PANEL_W, 30 + rowNames.length * 18);
   const width = MARGIN_X + reports.length * PANEL_W + 10;
   const height = LEGEND_H + METRICS.length * PANEL_H + 24;
   const out: string[] = [];
@@ -79,9 +92,9 @@ export function routingChartSvg(reports: readonly WorkloadReport[], caption: str
   for (const name of rowNames) {
     out.push(
       `<rect x="${lx}" y="10" width="12" height="12" fill="${COLORS[baseOf(name)] ?? "#000"}"/>`,
-      `<text x="${lx + 16}" y="20" font-size="12">${escapeXml(name)}</text>`,
+      `<text x="${lx + 16}" y="20" font-size="12"${name === defaultRow ? ' font-weight="bold"' : ""}>${escapeXml(name === defaultRow ? `${name} (default)` : name)}</text>`,
     );
-    lx += 24 + name.length * 7;
+    lx += 24 + (name === defaultRow ? name.length + 10 : name.length) * 7;
   }
   out.push(`<text x="${MARGIN_X}" y="38" font-size="10" fill="#555">${escapeXml(caption)}</text>`);
 
@@ -120,7 +133,7 @@ export function routingChartSvg(reports: readonly WorkloadReport[], caption: str
             ? ` (repeats ${metric.label(range[0])}-${metric.label(range[1])})`
             : "";
         out.push(
-          `<rect x="${x.toFixed(1)}" y="${(base - h).toFixed(1)}" width="${(slot - 6).toFixed(1)}" height="${h.toFixed(1)}" fill="${COLORS[baseOf(name)] ?? "#000"}"><title>${escapeXml(`${name}: ${metric.label(v)}${spread}`)}</title></rect>`,
+          `<rect x="${x.toFixed(1)}" y="${(base - h).toFixed(1)}" width="${(slot - 6).toFixed(1)}" height="${h.toFixed(1)}" fill="${COLORS[baseOf(name)] ?? "#000"}"${name === defaultRow ? ' stroke="#000" stroke-width="1.5"' : ""}><title>${escapeXml(`${name}: ${metric.label(v)}${spread}`)}</title></rect>`,
         );
         let top = base - h;
         if (range !== undefined && range[1] > range[0]) {

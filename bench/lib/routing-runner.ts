@@ -248,7 +248,7 @@ async function runRow(
     worker: {
       timeScale: p.timeScale,
       kvCapacityTokens: w.kvCapacityTokens,
-      ...(row === PRECISE_ROW ? { kvEvents: { encoding: "map" as const } } : {}),
+      ...(usesKvEvents(row) ? { kvEvents: { encoding: "map" as const } } : {}),
     },
   });
   const urls = fleet.workers.map((x) => x.url);
@@ -282,7 +282,9 @@ async function runRow(
         routers.push(
           row === PRECISE_ROW
             ? await startPreciseRouter(fleet.workers, o.precisePolicy, overrides)
-            : await startRouter(routerConfig(row, urls, overrides), { logger }),
+            : usesKvEvents(row)
+              ? await startPreciseRouter(fleet.workers, row as PolicyName, overrides)
+              : await startRouter(routerConfig(row, urls, overrides), { logger }),
         );
       }
     }
@@ -447,6 +449,14 @@ export function bypassTarget(
 }
 
 /** A policy with --kv-events, every worker added with its own event endpoints, all streams live. */
+/**
+ * Rows whose router reads the engines' KV events: the precise row, and the precise_weighted
+ * profile (llm-d's precise prefix scorer is defined over them; docs/scheduling.md).
+ */
+function usesKvEvents(row: RowName): boolean {
+  return row === PRECISE_ROW || row === "precise_weighted";
+}
+
 async function startPreciseRouter(
   workers: readonly FleetMember[],
   policy: PolicyName = defaultConfig().policy,
