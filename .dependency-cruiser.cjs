@@ -59,7 +59,6 @@ const ALLOWED = [
   { from: "workers/registry.ts", to: "index/prefix-index.ts", why: "issue 21 item 5" },
   { from: "logger.ts", to: "config.ts", why: "issue 21 item 5" },
   { from: "kv-events/setup.ts", to: "config.ts", why: "issue 21 item 5" },
-  { from: "kv-events/local-tokenizer.ts", to: "config.ts", why: "issue 21 item 7" },
   {
     from: "policies/factory.ts",
     to: "scheduling/builtin-profiles.ts",

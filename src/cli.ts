@@ -2,10 +2,10 @@
 import { CommanderError } from "commander";
 import { commanderErrorLine } from "./cli-error.js";
 import { parseArgv } from "./cli-options.js";
-import { UnsupportedFlagError } from "./compat-flags.js";
-import { type Config, ConfigError } from "./config.js";
+import type { Config } from "./config.js";
+import { UsageError } from "./errors.js";
 import { createLogger } from "./logger.js";
-import { startedByNpm, watchParent } from "./parent-watch.js";
+import { CLUSTER_STOP_MESSAGE, startedByNpm, watchParent } from "./parent-watch.js";
 import type { RunningRouter } from "./server.js";
 
 async function main(): Promise<void> {
@@ -18,13 +18,14 @@ async function main(): Promise<void> {
       if (err.exitCode === 0) process.exit(0);
       usageError(commanderErrorLine(err));
     }
-    if (err instanceof ConfigError || err instanceof UnsupportedFlagError) usageError(err.message);
+    if (err instanceof UsageError) usageError(err.message);
     throw err;
   }
   const logger = createLogger({ level: config.logLevel });
   for (const warning of warnings) logger.warn(warning);
   let router: RunningRouter | undefined;
   let signals = 0;
+  let stopping = false;
   const stop = (running: RunningRouter) =>
     running.stop().then(
       () => process.exit(0),
@@ -42,10 +43,22 @@ async function main(): Promise<void> {
       process.exit(1);
     }
     logger.info({ signal }, "signal received");
+    beginStop();
+  };
+  const beginStop = () => {
+    if (stopping) return;
+    stopping = true;
     if (router) void stop(router);
   };
   process.on("SIGTERM", onSignal);
   process.on("SIGINT", onSignal);
+  if (process.send !== undefined) {
+    process.on("message", (message) => {
+      if (message !== CLUSTER_STOP_MESSAGE) return;
+      logger.info("asked to stop by radixgate-cluster");
+      beginStop();
+    });
+  }
   if (startedByNpm()) {
     watchParent(() => {
       logger.warn("the npm process that started radixgate is gone: stopping as on SIGTERM");
@@ -53,14 +66,14 @@ async function main(): Promise<void> {
     });
   }
   // Loaded only now: --help, --version and a bad flag need none of the server's modules.
-  const { ListenError, startRouter } = await import("./server.js");
+  const { startRouter } = await import("./server.js");
   try {
     router = await startRouter(config, { logger });
   } catch (err) {
-    if (err instanceof ListenError || err instanceof ConfigError) usageError(err.message);
+    if (err instanceof UsageError) usageError(err.message);
     throw err;
   }
-  if (signals > 0) void stop(router);
+  if (stopping) void stop(router);
 }
 
 function usageError(message: string): never {

@@ -10,13 +10,14 @@
  *
  * --processes defaults to the number of cores. A process that crashes is started again (at most
  * once a second); one that exits with a usage error (2) stops the whole cluster with that code.
- * SIGTERM is passed on (Ctrl-C reaches every process by itself); the primary exits once every
+ * SIGTERM is passed on, SIGINT too (as an IPC request, see below); the primary exits once every
  * process has stopped gracefully.
  */
 import cluster, { type Worker } from "node:cluster";
 import { realpathSync } from "node:fs";
 import os from "node:os";
 import { fileURLToPath } from "node:url";
+import { CLUSTER_STOP_MESSAGE } from "./parent-watch.js";
 
 const USAGE = "usage: radixgate-cluster [--processes <n>] [--] <radixgate flags>";
 
@@ -89,15 +90,19 @@ function main(): void {
     setTimeout(fork, wait);
   });
 
-  // SIGTERM (docker, kubernetes: sent to the primary only) is passed on. Ctrl-C in a terminal
-  // already reaches every process of the group, and a second signal makes a router exit at once,
-  // so SIGINT only stops the restarts here.
+  // SIGTERM (docker, kubernetes: sent to the primary only) is passed on. SIGINT may be Ctrl-C in
+  // a terminal, which reaches every process of the group by itself, or a `kill -INT` (or npm
+  // passing one on) that reaches the primary only: the processes are asked to stop over IPC, which
+  // they do not count as a second signal (that one means "exit now").
   process.on("SIGTERM", () => {
     stopping = true;
     for (const w of Object.values(cluster.workers ?? {})) w?.process.kill("SIGTERM");
   });
   process.on("SIGINT", () => {
     stopping = true;
+    for (const w of Object.values(cluster.workers ?? {})) {
+      if (w?.isConnected()) w.send(CLUSTER_STOP_MESSAGE);
+    }
   });
 }
 

@@ -10,6 +10,8 @@
  * settings in src/config.ts, listed in SHARED_FLAGS below.
  */
 
+import { UsageError } from "./errors.js";
+
 /** How many values follow the flag on the command line (argparse store_true / type / nargs). */
 export type Arity = "none" | "one" | "many";
 
@@ -261,12 +263,9 @@ export const COMPAT_FLAGS: readonly CompatFlag[] = [
 const BY_FLAG = new Map(COMPAT_FLAGS.map((c) => [c.flag, c]));
 
 /** A compat flag that cannot be honoured; the CLI reports it like a bad value (exit 2). */
-export class UnsupportedFlagError extends Error {
-  constructor(
-    readonly flag: string,
-    message: string,
-  ) {
-    super(`${flag}: ${message}`);
+export class UnsupportedFlagError extends UsageError {
+  constructor(flag: string, message: string) {
+    super(flag, `${flag}: ${message}`);
     this.name = "UnsupportedFlagError";
   }
 }

@@ -1,3 +1,4 @@
+import { ConfigError } from "./errors.js";
 import { DEFAULT_BLOCK_CHARS, DEFAULT_CAPACITY_BLOCKS } from "./index/block-hash-index.js";
 import { PREFIX_INDEX_NAMES, type PrefixIndexName } from "./index/factory.js";
 import { DEFAULT_TIE_BREAK, TIE_BREAKS, type TieBreak } from "./policies/options.js";
@@ -105,17 +106,6 @@ export interface Config {
 
 export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
-
-/** Raised for any invalid setting; `flag` names the command-line flag so the message points at it. */
-export class ConfigError extends Error {
-  constructor(
-    readonly flag: string,
-    message: string,
-  ) {
-    super(`${flag} ${message}`);
-    this.name = "ConfigError";
-  }
-}
 
 type Parser<T> = (raw: string, flag: string) => T;
 
@@ -396,7 +386,7 @@ export const SETTINGS = [
     flag: "--prefix-cost-tie-break",
     arg: "<hash|rotation>",
     description:
-      "prefix_cost: how near-equal costs are settled when some worker holds part of the text. hash = the candidate holding the most of it among those within half of --prefix-cost-request-chars of the lowest cost, then a hash of the text past that prefix, so one tenant's new conversations keep landing on one worker whatever the load of the moment; rotation = exact ties only, the less loaded, then in turn.",
+      "prefix_cost: how near-equal costs are settled when some worker holds part of the text. hash = among the candidates within half of --prefix-cost-request-chars of the lowest cost, the one holding the most of the text, then a hash of the end of that prefix, so near-ties among its holders go to the same worker whatever the load of the moment; rotation = exact ties only, the less loaded, then in turn.",
     default: DEFAULT_TIE_BREAK,
     parse: oneOf(TIE_BREAKS),
   }),

@@ -1,6 +1,11 @@
 /**
+ * The router's own errors, of two kinds.
+ *
  * Every error the router itself returns: a stable code, an HTTP status and an OpenAI-shaped body
  * `{"error": {"message", "type", "code"}}`. Upstream errors from workers pass through untouched.
+ *
+ * Usage errors stop start-up: a flag, its value, a file it names or an address to listen on is
+ * wrong. They extend UsageError, which cli.ts reports as one line and exit status 2.
  */
 export const ERROR_CATALOG = {
   invalid_json: {
@@ -115,4 +120,26 @@ export function errorBody(
   message: string = ERROR_CATALOG[code].message,
 ): ErrorBody {
   return { error: { message, type: ERROR_CATALOG[code].type, code } };
+}
+
+/**
+ * A mistake in how the router was started; `flag` names the flag to fix, and the message is the
+ * whole line the operator reads (cli.ts prints it and exits 2).
+ */
+export class UsageError extends Error {
+  constructor(
+    readonly flag: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = "UsageError";
+  }
+}
+
+/** Raised for any invalid setting; `flag` names the command-line flag so the message points at it. */
+export class ConfigError extends UsageError {
+  constructor(flag: string, message: string) {
+    super(flag, `${flag} ${message}`);
+    this.name = "ConfigError";
+  }
 }

@@ -22,3 +22,10 @@ export function startedByNpm(env: NodeJS.ProcessEnv = process.env): boolean {
     env.npm_command === "exec" || env.npm_command === "start" || env.npm_command === "run-script"
   );
 }
+
+/**
+ * What radixgate-cluster sends its processes over IPC when the primary alone got SIGINT (a
+ * `kill -INT` to it, or npm passing one on): stop as on SIGTERM. Not a signal, so a process that
+ * got Ctrl-C from the terminal too does not take it for a second one (which means "exit now").
+ */
+export const CLUSTER_STOP_MESSAGE = "radixgate:stop";

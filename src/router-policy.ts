@@ -1,4 +1,5 @@
-import { type Config, ConfigError } from "./config.js";
+import type { Config } from "./config.js";
+import { ConfigError } from "./errors.js";
 import { createPolicy } from "./policies/factory.js";
 import type { Policy } from "./policies/policy.js";
 import { SchedulerConfigError } from "./scheduling/config-path.js";

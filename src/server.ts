@@ -3,8 +3,8 @@ import { createServer, type RequestListener, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { getRequestListener, type HttpBindings } from "@hono/node-server";
 import { Hono } from "hono";
-import { type Config, ConfigError, requireStateSecret } from "./config.js";
-import { RouterError } from "./errors.js";
+import { type Config, requireStateSecret } from "./config.js";
+import { ConfigError, RouterError, UsageError } from "./errors.js";
 import { BlockHashIndex } from "./index/block-hash-index.js";
 import { createBaseIndex } from "./index/factory.js";
 import type { PrefixIndex } from "./index/prefix-index.js";
@@ -402,12 +402,9 @@ function listen(
 }
 
 /** A listen failure the CLI reports as a usage error (exit 2). */
-export class ListenError extends Error {
-  constructor(
-    readonly flag: string,
-    message: string,
-  ) {
-    super(message);
+export class ListenError extends UsageError {
+  constructor(flag: string, message: string) {
+    super(flag, message);
     this.name = "ListenError";
   }
 }

@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { settingsTable, sglangFlagsTable } from "../scripts/config-docs.js";
 import { configFromArgv } from "../src/cli-options.js";
-import { ConfigError, defaultConfig, envName, parseConfig, SETTINGS } from "../src/config.js";
+import { defaultConfig, envName, parseConfig, SETTINGS } from "../src/config.js";
+import { ConfigError } from "../src/errors.js";
 
 describe("config", () => {
   it("has the SGLang router's defaults, but for the policy (prefix_cost) and learned tree budgets", () => {

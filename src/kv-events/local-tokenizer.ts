@@ -13,7 +13,7 @@
 import { readFileSync, statSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { Tokenizer } from "@huggingface/tokenizers";
-import { ConfigError } from "../config.js";
+import { ConfigError } from "../errors.js";
 
 export interface LocalTokenizer {
   /** The token ids of `text`; `addSpecialTokens` as the engine's /tokenize takes it. */

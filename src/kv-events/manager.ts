@@ -166,6 +166,14 @@ export class KvEventsManager implements TokenSource {
     return known.tokens;
   }
 
+  /** The longest cached prefix of the input (counted by the hybrid index when it is used). */
+  cachedPrefix(
+    model: string | undefined,
+    input: TokenizeInput,
+  ): { tokens: readonly number[]; fraction: number } | undefined {
+    return this.tokenizer.knownPrefix(model, input);
+  }
+
   tokenize(
     workerIds: readonly string[],
     model: string | undefined,

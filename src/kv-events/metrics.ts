@@ -58,7 +58,7 @@ export class KvEventMetrics {
     });
     this.tokenize = new Counter({
       name: "radixgate_tokenize_total",
-      help: "Tokenization for precise matching: cached, local (--tokenizer-path), called (the worker's /tokenize), timeout (routed approximately), unavailable.",
+      help: "Tokenization for precise matching: cached, local (--tokenizer-path), called (the worker's /tokenize), timeout (routed approximately), prefix (past the budget, routed on a cached prefix: a prompt's first lines, a chat's earlier turn or system messages), unavailable.",
       labelNames: ["outcome"],
       registers,
     });

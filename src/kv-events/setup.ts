@@ -34,6 +34,7 @@ export function setUpKvEvents(config: Config, base: PrefixIndex): KvEventsSetup 
     ranksOf: (id) => manager?.ranksOf(id) ?? 1,
     rankLoad: (id, rank) => manager?.rankLoad(id, rank) ?? 0,
     cached: (model, input) => manager?.cached(model, input),
+    cachedPrefix: (model, input) => manager?.cachedPrefix(model, input),
     tokenize: (ids, model, input) =>
       manager?.tokenize(ids, model, input) ?? Promise.resolve(undefined),
   };

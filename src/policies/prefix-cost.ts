@@ -35,11 +35,11 @@ export type PrefixCostOptions = Pick<
  *
  * Near-equal costs, with tie-break `hash` (the default) and some worker holding part of the text:
  * every candidate within half of requestChars of the lowest cost is a tie; of those, the ones
- * holding about the most of the text, and of those the winner of a rendezvous hash of the text
- * past that prefix (prefix-hash.ts). Which worker a new tenant or conversation lands on then follows from
- * its text, not from which worker had one request or a few hundred characters less in flight at
- * that instant, so its later conversations find it there in every run (issue 27: that instant
- * decided the tenants' placement, and with it the hit rate, differently from run to run). A text
+ * holding about the most of the text, and of those the winner of a rendezvous hash of the end of
+ * that held prefix (prefix-hash.ts). Near-ties among the holders of one prefix (every worker that
+ * holds a shared preamble, when a new tenant comes) then go to the same worker whenever the load
+ * does not say otherwise, not to whichever had one request or a few hundred characters less in
+ * flight at that instant, which placed new tenants differently from run to run (issue 27). A text
  * nobody holds any of keeps the rotation: there is no prefix to keep together.
  */
 export class PrefixCostPolicy implements Policy {
@@ -109,7 +109,8 @@ export class PrefixCostPolicy implements Policy {
    * Among the candidates whose cost is at most `limit`: those holding about the most of the text
    * (within an eighth of it, at most KEY_CHARS: tenants' prompts share a few leading characters by
    * chance, which says nothing about where the tenant is), then the highest rendezvous score for
-   * the text from there. `fallback` when none is within the limit.
+   * the KEY_CHARS characters from that floor (rounded down to KEY_ALIGN): the end of the prefix
+   * they hold. `fallback` when none is within the limit.
    */
   private settleTie<W extends PolicyWorker>(
     candidates: readonly W[],

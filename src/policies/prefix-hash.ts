@@ -4,7 +4,7 @@
  * the same candidates, and removing one worker moves only the keys it had won.
  */
 
-/** Characters of the text past its longest held prefix that name the key (a tenant's prompt). */
+/** Characters of the text that name the key: the end of the prefix the tied workers hold. */
 export const KEY_CHARS = 128;
 /** The key starts at a multiple of this, so a few characters more or less held keep the key. */
 export const KEY_ALIGN = 64;
@@ -28,13 +28,9 @@ function mix(h: number): number {
   return (x ^ (x >>> 16)) >>> 0;
 }
 
-/**
- * The key of a text whose first `held` characters some worker holds: the next KEY_CHARS
- * characters (what tells one tenant's or conversation's prompt from another's) and `held`.
- * Callers pass `held` rounded down to KEY_ALIGN; the window then still reaches past the prefix.
- */
-export function prefixKey(text: string, held: number): number {
-  const start = Math.max(0, Math.min(held, text.length));
+/** The key of the KEY_CHARS characters of `text` from `start` (and of `start` itself). */
+export function prefixKey(text: string, from: number): number {
+  const start = Math.max(0, Math.min(from, text.length));
   return mix(
     fnv1a(text, start, Math.min(text.length, start + KEY_CHARS)) ^ Math.imul(start, 0x9e3779b1),
   );

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { ConfigError, defaultConfig, validateConfig } from "../../src/config.js";
+import { defaultConfig, validateConfig } from "../../src/config.js";
+import { ConfigError } from "../../src/errors.js";
 import { postJson, waitFor } from "../helpers/router.js";
 import { simBehindRouter } from "../helpers/sim-behind-router.js";
 import { chunk, openRequest } from "./raw-client.js";

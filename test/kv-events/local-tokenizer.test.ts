@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { ConfigError } from "../../src/config.js";
+import { ConfigError } from "../../src/errors.js";
 import { loadLocalTokenizer } from "../../src/kv-events/local-tokenizer.js";
 import { TokenizerClient } from "../../src/kv-events/tokenizer-client.js";
 import {

@@ -4,8 +4,8 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { configFromArgv } from "../../src/cli-options.js";
-import { ConfigError, defaultConfig } from "../../src/config.js";
-import { RouterError } from "../../src/errors.js";
+import { defaultConfig } from "../../src/config.js";
+import { ConfigError, RouterError } from "../../src/errors.js";
 import { createLogger } from "../../src/logger.js";
 import { type RunningRouter, startRouter } from "../../src/server.js";
 import { type SimWorker, startSimWorker } from "../../src/sim/worker.js";
