@@ -83,13 +83,22 @@ export function adminGuard(ctx: RouterContext): MiddlewareHandler<Env> {
         );
       }
     } else if (!isLoopback(c.env.incoming.socket.remoteAddress)) {
-      throw new RouterError(
-        "forbidden",
-        "The admin API answers loopback clients only while no --admin-api-key is set.",
-      );
+      throw new RouterError("forbidden", notLoopbackMessage(c.env.incoming.socket.remoteAddress));
     }
     await next();
   };
+}
+
+/**
+ * The 403 for a client that is not on loopback. Behind Docker's port mapping every request comes
+ * from the bridge's address, so the message says which address was seen and how to open the API.
+ */
+function notLoopbackMessage(remote: string | undefined): string {
+  return (
+    `The admin API answers loopback clients only while no --admin-api-key is set, and this request came from ${remote ?? "an unknown address"}. ` +
+    "Start the router with --admin-api-key <key> (or RADIXGATE_ADMIN_API_KEY) and send Authorization: Bearer <key>; " +
+    "in Docker, requests through a published port come from the bridge, not loopback (docs/deployment.md#admin-api-in-docker)."
+  );
 }
 
 async function addWorker(ctx: RouterContext, url: string, apiKey?: string) {

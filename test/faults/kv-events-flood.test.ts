@@ -23,6 +23,7 @@ import { type SimWorker, startSimWorker } from "../../src/sim/worker.js";
 import { listeningUrl, runCli, SERVE_LOCALLY } from "../helpers/cli.js";
 
 const MAX_BLOCKS = 50_000;
+/** KV_FLOOD_SECS=10 runs the full 10 s. */
 const FLOOD_SECS = Number(process.env.KV_FLOOD_SECS ?? 4);
 const EVENTS_PER_SEC = Number(process.env.KV_FLOOD_RATE ?? 200_000);
 const PROBE_EVERY_MS = 10;
