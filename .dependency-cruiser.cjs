@@ -52,8 +52,6 @@ const LAYERS = [
 const ALLOWED = [
   { from: "workers/tree-budget.ts", to: "index/prefix-index.ts", why: "issue 21 item 5" },
   { from: "workers/registry.ts", to: "index/prefix-index.ts", why: "issue 21 item 5" },
-  { from: "logger.ts", to: "config.ts", why: "issue 21 item 5" },
-  { from: "kv-events/setup.ts", to: "config.ts", why: "issue 21 item 5" },
   {
     from: "policies/factory.ts",
     to: "scheduling/builtin-profiles.ts",
