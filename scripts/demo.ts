@@ -13,8 +13,8 @@
 import { randomBytes } from "node:crypto";
 import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
-import { type Config, defaultConfig, LOG_LEVELS, type LogLevel } from "../src/config.js";
-import { createLogger } from "../src/logger.js";
+import { type Config, defaultConfig } from "../src/config.js";
+import { createLogger, LOG_LEVELS, type LogLevel } from "../src/logger.js";
 import { POLICY_NAMES, type PolicyName } from "../src/policies/policy.js";
 import { ListenError, type RunningRouter, startRouter } from "../src/server.js";
 import {

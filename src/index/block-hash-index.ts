@@ -45,7 +45,7 @@ const BLOCK_HASH_INDEX = "block_hash";
  * It learns from routing as the trees do: `insert` on a decision, `truncate` when a worker did not
  * accept a request or reported fewer cached tokens. Budgets are in characters through the
  * interface (setBudget, learned from the engine's KV capacity with --max-tree-size auto); a worker
- * holds at most budget / blockChars blocks. Memory: one entry (~120 bytes) per block held.
+ * holds at most budget / blockChars blocks. Memory: about 50 bytes per block held (block-lru.ts).
  *
  * Cheaper than the trees per character held, and the per-decision cost does not grow with the
  * text beyond its hashing (once per decision); coarser: a prefix shorter than a block, or the

@@ -185,13 +185,13 @@ describe("BlockHashIndex", () => {
   });
 });
 
-describe("BlockLru buckets", () => {
-  it("tells apart keys that share their 30-bit bucket", () => {
+describe("BlockLru table", () => {
+  it("tells apart keys whose low 32 bits are equal (one home in the table, long probe runs)", () => {
     const chain = new BlockChain(4, 64, 1);
     const lru = new BlockLru(1_000, undefined);
     const collide = (text: string): void => {
       chain.cut(text, undefined);
-      chain.buckets.fill(7, 0, chain.count);
+      chain.los.fill(7, 0, chain.count);
     };
     collide("aaaabbbbcccc");
     lru.insert(chain);

@@ -39,6 +39,8 @@ describe.skipIf(redisSkipReason !== undefined)(
         stateUrl: redis.url,
         stateSecret: TEST_STATE_SECRET,
         stateKeyPrefix: prefix,
+        // Wide: on a loaded machine the default 50 ms could run out and hide the agreement.
+        stateClaimTimeoutMs: 5000,
         ...overrides,
       });
       routers.push(router);
