@@ -172,6 +172,11 @@ export class BlockHashIndex implements PrefixIndex {
     return this.lrus.values();
   }
 
+  /** The worker's LRU (tests and benchmarks). */
+  lruOf(workerId: string): BlockLru | undefined {
+    return this.lrus.get(workerId);
+  }
+
   /** Throws when an invariant of any worker's LRU does not hold (tests). */
   check(): void {
     for (const lru of this.lrus.values()) lru.check();

@@ -313,6 +313,11 @@ export class BlockLru implements EvictionUnit {
     this.length = grow(this.length);
   }
 
+  /** Slots the arrays have room for, and places in the table (tests: memory stays bounded). */
+  get allocated(): { slots: number; table: number } {
+    return { slots: this.keyHi.length, table: this.table.length };
+  }
+
   /** Throws when an invariant does not hold (tests). */
   check(): void {
     let chars = 0;

@@ -176,6 +176,28 @@ describe("BlockHashIndex", () => {
     index.check();
   });
 
+  it("keeps its memory bounded by the capacity over 100k inserts (arrays reused, never regrown)", () => {
+    const capacityBlocks = 100;
+    const index = new BlockHashIndex({ blockChars: 4, capacityBlocks, maxBlocks: 16 });
+    index.addWorker("w");
+    let seed = 1;
+    const next = (): number => {
+      seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+      return seed;
+    };
+    for (let i = 0; i < 100_000; i++) {
+      const text = `${next() % 50}-${next()}-${"z".repeat(next() % 60)}`;
+      index.insert("w", undefined, text);
+      if (i % 997 === 0) index.truncate("w", undefined, text, next() % 30);
+    }
+    expect(index.blocks("w")).toBeLessThanOrEqual(capacityBlocks);
+    // The peak is the capacity plus one text's blocks (inserted before the eviction that follows).
+    const { slots, table } = index.lruOf("w")!.allocated;
+    expect(slots).toBeLessThanOrEqual(128);
+    expect(table).toBeLessThanOrEqual(256);
+    index.check();
+  });
+
   it("hashes at most maxBlocks blocks of a long text", () => {
     const index = new BlockHashIndex({ blockChars: 4, maxBlocks: 3 });
     index.addWorker("w");
