@@ -51,13 +51,27 @@ export class BlockLru implements EvictionUnit {
   private readonly stack: number[] = [];
   /** Blocks held. */
   blocks = 0;
+  /** Scratch for BlockHashIndex.match: equal to the match's stamp when this LRU holds a first block. */
+  stamp = 0;
   /** Characters held (the sum of the blocks' lengths). */
   chars = 0;
 
+  /**
+   * @param onRoot told when a first block (no parent) comes or goes, with the low 32 bits of its
+   *   key: the index keeps, per first block, the workers holding it (BlockHashIndex.match).
+   */
   constructor(
     private budget: number,
     private readonly onEvict: ((chars: number) => void) | undefined,
+    private readonly onRoot?: (lru: BlockLru, lo: number, added: boolean) => void,
   ) {}
+
+  /** Calls `fn` with the low 32 bits of every first block's key. */
+  forEachRoot(fn: (lo: number) => void): void {
+    for (let s = this.newest; s !== NONE; s = this.older[s]!) {
+      if (this.parent[s] === NONE) fn(this.keyLo[s]!);
+    }
+  }
 
   /** Leading blocks of the chain's text held here. */
   matchBlocks(chain: BlockChain): number {
@@ -193,6 +207,7 @@ export class BlockLru implements EvictionUnit {
       this.firstChild[parent] = slot;
     } else {
       this.nextSibling[slot] = NONE;
+      this.onRoot?.(this, lo, true);
     }
     this.pushNewest(slot);
     this.place(slot);
@@ -213,6 +228,7 @@ export class BlockLru implements EvictionUnit {
       for (let c = this.firstChild[slot]!; c !== NONE; c = this.nextSibling[c]!) stack.push(c);
       this.unplace(slot);
       this.unlinkLru(slot);
+      if (this.parent[slot] === NONE) this.onRoot?.(this, this.keyLo[slot]!, false);
       removed += this.length[slot]!;
       this.parent[slot] = NONE;
       this.firstChild[slot] = NONE;
