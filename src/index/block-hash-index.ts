@@ -165,9 +165,16 @@ export class BlockHashIndex implements PrefixIndex {
     }
     const stamp = ++this.stamp;
     for (const lru of holders) lru.stamp = stamp;
+    let guess = 0;
     for (let i = 0; i < workers.length; i++) {
       const lru = this.lrus.get(workers[i]!.id);
-      out[i] = lru === undefined || lru.stamp !== stamp ? 0 : chain.charsOf(lru.matchBlocks(chain));
+      if (lru === undefined || lru.stamp !== stamp) {
+        out[i] = 0;
+        continue;
+      }
+      const held = lru.matchBlocks(chain, guess);
+      if (held > 0) guess = held;
+      out[i] = chain.charsOf(held);
     }
   }
 

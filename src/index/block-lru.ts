@@ -73,15 +73,26 @@ export class BlockLru implements EvictionUnit {
     }
   }
 
-  /** Leading blocks of the chain's text held here. */
-  matchBlocks(chain: BlockChain): number {
+  /**
+   * Leading blocks of the chain's text held here. `guess` (another worker's answer, often the same:
+   * a system prompt every worker holds) is tried first: two probes when right.
+   */
+  matchBlocks(chain: BlockChain, guess = 0): number {
     const n = chain.count;
     if (n === 0 || this.blocks === 0) return 0;
-    if (!this.holds(chain, 0)) return 0;
-    if (this.holds(chain, n - 1)) return n;
-    // holds(lo) and not holds(hi): bisect the boundary.
     let lo = 0;
     let hi = n - 1;
+    if (guess > 0 && guess < n) {
+      if (this.holds(chain, guess - 1)) {
+        if (!this.holds(chain, guess)) return guess;
+        lo = guess;
+      } else {
+        hi = guess - 1;
+      }
+    }
+    if (lo === 0 && !this.holds(chain, 0)) return 0;
+    if (hi === n - 1 && this.holds(chain, n - 1)) return n;
+    // holds(lo) and not holds(hi): bisect the boundary.
     while (hi - lo > 1) {
       const mid = (lo + hi) >>> 1;
       if (this.holds(chain, mid)) lo = mid;

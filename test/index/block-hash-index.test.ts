@@ -208,6 +208,27 @@ describe("BlockHashIndex", () => {
 });
 
 describe("BlockLru table", () => {
+  it("answers the same whatever another worker's answer it starts from", () => {
+    fc.assert(
+      fc.property(fc.array(ascii, { minLength: 1, maxLength: 8 }), ascii, (inserted, query) => {
+        const chain = new BlockChain(2, 256, 3);
+        const lru = new BlockLru(1_000_000, undefined);
+        for (const t of inserted) {
+          chain.cut(t, undefined);
+          lru.insert(chain);
+        }
+        for (const q of [query, ...inserted.map((t) => t.slice(0, t.length >> 1) + query)]) {
+          chain.cut(q, undefined);
+          const plain = lru.matchBlocks(chain);
+          for (let guess = 0; guess <= chain.count + 1; guess++) {
+            expect(lru.matchBlocks(chain, guess)).toBe(plain);
+          }
+        }
+      }),
+      { numRuns: 200 },
+    );
+  });
+
   it("tells apart keys whose low 32 bits are equal (one home in the table, long probe runs)", () => {
     const chain = new BlockChain(4, 64, 1);
     const lru = new BlockLru(1_000, undefined);
