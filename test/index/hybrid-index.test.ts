@@ -5,7 +5,7 @@ import { blockKeys } from "../../src/index/block-keys.js";
 import { charsFor, HybridIndex, type TokenSource } from "../../src/index/hybrid-index.js";
 import { PreciseIndex } from "../../src/index/precise-index.js";
 import { rankIndexId } from "../../src/index/rank-id.js";
-import type { TokenizeInput } from "../../src/kv-events/tokenize-input.js";
+import type { TokenizeInput } from "../../src/index/tokenize-input.js";
 import { TokenizerClient } from "../../src/kv-events/tokenizer-client.js";
 import { renderChat } from "../../src/sim/template.js";
 import { tokenize } from "../../src/sim/tokenizer.js";
