@@ -25,6 +25,11 @@ const REDACTED_PATHS = [
   "*.workerApiKey",
   "api_key",
   "*.api_key",
+  // --state-secret (config) and the shared state's options (`secret`).
+  "stateSecret",
+  "*.stateSecret",
+  "secret",
+  "*.secret",
 ];
 
 /** Query parameters that carry credentials; their values never reach a log line. */
