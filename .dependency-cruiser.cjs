@@ -21,7 +21,8 @@ const LAYERS = [
     ],
     sim: ["sim/"],
   },
-  { server: ["server.ts"] },
+  // listen.ts: the HTTP server listening, and the usage error when it cannot.
+  { server: ["server.ts", "listen.ts"] },
   // router-policy.ts: --policy or --scheduler-config → the Policy the decider runs.
   { routes: ["routes/"], "router-policy": ["router-policy.ts"] },
   // The assembled settings table (every flag, its default and parser) and the metric set: they
