@@ -51,8 +51,6 @@ const LAYERS = [
 // Upward or sideways imports still to be removed: { from, to, why } (module paths under src/,
 // why names the issue). Empty means the rule has no exception.
 const ALLOWED = [
-  { from: "workers/tree-budget.ts", to: "index/prefix-index.ts", why: "issue 21 item 5" },
-  { from: "workers/registry.ts", to: "index/prefix-index.ts", why: "issue 21 item 5" },
   {
     from: "policies/factory.ts",
     to: "scheduling/builtin-profiles.ts",

@@ -7,6 +7,7 @@ import { type Config, requireStateSecret } from "./config.js";
 import { ConfigError, RouterError } from "./errors.js";
 import { BlockHashIndex } from "./index/block-hash-index.js";
 import { createBaseIndex } from "./index/factory.js";
+import { followMembership } from "./index/membership.js";
 import type { PrefixIndex } from "./index/prefix-index.js";
 import { setUpKvEvents } from "./kv-events/setup.js";
 import { listen } from "./listen.js";
@@ -98,12 +99,12 @@ export function createRouter(
       connectTimeoutMs: config.connectTimeoutSecs * 1000,
       refuseLinkLocal: !config.allowLinkLocalWorkers,
     },
-    index,
     {
       allowLinkLocal: config.allowLinkLocalWorkers,
       ...(config.workerApiKey !== undefined ? { defaultApiKey: config.workerApiKey } : {}),
     },
   );
+  followMembership(index, registry);
   metrics = new Metrics(registry);
   const m = metrics;
   const kvEvents = kvSetup?.attach(registry, m.registry, logger);
