@@ -1,8 +1,8 @@
 /**
  * Assembles --kv-events: the precise index, the hybrid index around the base index, and (once the
  * worker registry exists) the manager that feeds them. The hybrid index is created first because
- * the registry tells its index about workers; the manager needs the registry, so the hybrid index
- * reaches it through a TokenSource that answers "not live" until the manager is attached.
+ * it follows the registry's workers from the start (index/membership.ts); the manager needs the
+ * registry, so the hybrid index reaches it through a TokenSource that answers "not live" until the manager is attached.
  */
 import type { Registry } from "prom-client";
 import { HybridIndex, type TokenSource } from "../index/hybrid-index.js";
