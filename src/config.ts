@@ -319,7 +319,7 @@ export const SETTINGS = [
     flag: "--worker-file",
     arg: "<path>",
     description:
-      "A JSON or YAML list of workers (URLs, or objects with the fields of POST /workers), watched: added entries join after a health check, removed ones drain. A bad file is logged and ignored; the last good one stands. See docs/discovery.md.",
+      "A JSON or YAML list of workers (URLs, or objects with the fields of POST /workers), watched: added entries join after a health check, removed ones drain. A bad file is logged and ignored; the last good one stands. Empty = none. See docs/discovery.md.",
     default: "",
     parse: text,
   }),
@@ -328,7 +328,7 @@ export const SETTINGS = [
     flag: "--worker-dns",
     arg: "<name[:port]>",
     description:
-      "A DNS name whose A/AAAA records are the workers (http://ADDRESS:PORT), or whose SRV records give targets and ports; re-resolved every --dns-interval-secs. A failed lookup keeps the last answer. See docs/discovery.md.",
+      "A DNS name whose A/AAAA records are the workers (http://ADDRESS:PORT), or whose SRV records give targets and ports; re-resolved every --dns-interval-secs. A failed lookup keeps the last answer. Empty = none. See docs/discovery.md.",
     default: "",
     parse: dnsTarget,
   }),
