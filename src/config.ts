@@ -1,6 +1,7 @@
 import { ConfigError } from "./errors.js";
 import { DEFAULT_BLOCK_CHARS, DEFAULT_CAPACITY_BLOCKS } from "./index/block-hash-index.js";
 import { PREFIX_INDEX_NAMES, type PrefixIndexName } from "./index/factory.js";
+import { LOG_LEVELS, type LogLevel } from "./logger.js";
 import { DEFAULT_TIE_BREAK, TIE_BREAKS, type TieBreak } from "./policies/options.js";
 import { POLICY_NAMES, type PolicyName } from "./policies/policy.js";
 import { SESSION_SOURCES, type SessionSource } from "./proxy/session-key.js";
@@ -110,9 +111,6 @@ export interface Config {
   stateClaimTimeoutMs: number;
   stateClaimTtlMs: number;
 }
-
-export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
-export type LogLevel = (typeof LOG_LEVELS)[number];
 
 type Parser<T> = (raw: string, flag: string) => T;
 

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { createServer, type RequestListener, type Server } from "node:http";
+import type { RequestListener, Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { getRequestListener, type HttpBindings } from "@hono/node-server";
 import { Hono } from "hono";
@@ -7,11 +7,13 @@ import { type Config, requireStateSecret } from "./config.js";
 import { WorkerMembership } from "./discovery/membership.js";
 import { type Discovery, startDiscovery } from "./discovery/setup.js";
 import type { DnsResolver } from "./discovery/worker-dns.js";
-import { ConfigError, RouterError, UsageError } from "./errors.js";
+import { ConfigError, RouterError } from "./errors.js";
 import { BlockHashIndex } from "./index/block-hash-index.js";
 import { createBaseIndex } from "./index/factory.js";
+import { followMembership } from "./index/membership.js";
 import type { PrefixIndex } from "./index/prefix-index.js";
 import { setUpKvEvents } from "./kv-events/setup.js";
+import { listen } from "./listen.js";
 import { accessLogger, createLogger, type Logger } from "./logger.js";
 import { Metrics } from "./metrics.js";
 import { RoutingDecider } from "./policies/decider.js";
@@ -35,6 +37,8 @@ import { HealthChecker } from "./workers/health.js";
 import { EngineIntrospector } from "./workers/introspection.js";
 import { WorkerRegistry } from "./workers/registry.js";
 import { TreeBudgets } from "./workers/tree-budget.js";
+
+export { ListenError } from "./listen.js";
 
 type Env = { Bindings: HttpBindings };
 
@@ -100,12 +104,12 @@ export function createRouter(
       connectTimeoutMs: config.connectTimeoutSecs * 1000,
       refuseLinkLocal: !config.allowLinkLocalWorkers,
     },
-    index,
     {
       allowLinkLocal: config.allowLinkLocalWorkers,
       ...(config.workerApiKey !== undefined ? { defaultApiKey: config.workerApiKey } : {}),
     },
   );
+  followMembership(index, registry);
   metrics = new Metrics(registry);
   const m = metrics;
   const kvEvents = kvSetup?.attach(registry, m.registry, logger);
@@ -417,40 +421,6 @@ export async function startRouter(
 
 /** After the grace period, how long aborted requests get to write their last event. */
 const SHUTDOWN_FLUSH_MS = 500;
-
-/** Listens, turning "address in use" into a ConfigError-like message naming the flag. */
-function listen(
-  listener: RequestListener,
-  host: string,
-  port: number,
-  flag: string,
-): Promise<Server> {
-  const server = createServer(listener);
-  // Long generations can exceed Node's default request timeout (5 min): the router has its own.
-  server.requestTimeout = 0;
-  server.headersTimeout = 60_000;
-  server.keepAliveTimeout = 65_000;
-  return new Promise((resolve, reject) => {
-    server.once("error", (err: NodeJS.ErrnoException) => {
-      if (err.code === "EADDRINUSE")
-        reject(new ListenError(flag, `${flag} ${port}: address ${host}:${port} is already in use`));
-      else if (err.code === "EACCES")
-        reject(new ListenError(flag, `${flag} ${port}: permission denied on ${host}:${port}`));
-      else if (err.code === "EADDRNOTAVAIL" || err.code === "ENOTFOUND")
-        reject(new ListenError(flag, `--host ${host}: cannot listen on this address`));
-      else reject(err);
-    });
-    server.listen(port, host, () => resolve(server));
-  });
-}
-
-/** A listen failure the CLI reports as a usage error (exit 2). */
-export class ListenError extends UsageError {
-  constructor(flag: string, message: string) {
-    super(flag, message);
-    this.name = "ListenError";
-  }
-}
 
 /** --block-hash-chars: a number fixes the block size, auto leaves the index's default (learned). */
 function blockCharsOption(chars: number | "auto"): { blockChars?: number } {

@@ -51,23 +51,48 @@ export class BlockLru implements EvictionUnit {
   private readonly stack: number[] = [];
   /** Blocks held. */
   blocks = 0;
+  /** Scratch for BlockHashIndex.match: equal to the match's stamp when this LRU holds a first block. */
+  stamp = 0;
   /** Characters held (the sum of the blocks' lengths). */
   chars = 0;
 
+  /**
+   * @param onRoot told when a first block (no parent) comes or goes, with the low 32 bits of its
+   *   key: the index keeps, per first block, the workers holding it (BlockHashIndex.match).
+   */
   constructor(
     private budget: number,
     private readonly onEvict: ((chars: number) => void) | undefined,
+    private readonly onRoot?: (lru: BlockLru, lo: number, added: boolean) => void,
   ) {}
 
-  /** Leading blocks of the chain's text held here. */
-  matchBlocks(chain: BlockChain): number {
+  /** Calls `fn` with the low 32 bits of every first block's key. */
+  forEachRoot(fn: (lo: number) => void): void {
+    for (let s = this.newest; s !== NONE; s = this.older[s]!) {
+      if (this.parent[s] === NONE) fn(this.keyLo[s]!);
+    }
+  }
+
+  /**
+   * Leading blocks of the chain's text held here. `guess` (another worker's answer, often the same:
+   * a system prompt every worker holds) is tried first: two probes when right.
+   */
+  matchBlocks(chain: BlockChain, guess = 0): number {
     const n = chain.count;
     if (n === 0 || this.blocks === 0) return 0;
-    if (!this.holds(chain, 0)) return 0;
-    if (this.holds(chain, n - 1)) return n;
-    // holds(lo) and not holds(hi): bisect the boundary.
     let lo = 0;
     let hi = n - 1;
+    if (guess > 0 && guess < n) {
+      if (this.holds(chain, guess - 1)) {
+        if (!this.holds(chain, guess)) return guess;
+        lo = guess;
+      } else {
+        hi = guess - 1;
+      }
+    }
+    if (lo === 0 && !this.holds(chain, 0)) return 0;
+    if (hi === n - 1 && this.holds(chain, n - 1)) return n;
+    // holds(lo) and not holds(hi): bisect the boundary.
     while (hi - lo > 1) {
       const mid = (lo + hi) >>> 1;
       if (this.holds(chain, mid)) lo = mid;
@@ -193,6 +218,7 @@ export class BlockLru implements EvictionUnit {
       this.firstChild[parent] = slot;
     } else {
       this.nextSibling[slot] = NONE;
+      this.onRoot?.(this, lo, true);
     }
     this.pushNewest(slot);
     this.place(slot);
@@ -213,6 +239,7 @@ export class BlockLru implements EvictionUnit {
       for (let c = this.firstChild[slot]!; c !== NONE; c = this.nextSibling[c]!) stack.push(c);
       this.unplace(slot);
       this.unlinkLru(slot);
+      if (this.parent[slot] === NONE) this.onRoot?.(this, this.keyLo[slot]!, false);
       removed += this.length[slot]!;
       this.parent[slot] = NONE;
       this.firstChild[slot] = NONE;
@@ -311,6 +338,11 @@ export class BlockLru implements EvictionUnit {
     this.newer = grow(this.newer);
     this.older = grow(this.older);
     this.length = grow(this.length);
+  }
+
+  /** Slots the arrays have room for, and places in the table (tests: memory stays bounded). */
+  get allocated(): { slots: number; table: number } {
+    return { slots: this.keyHi.length, table: this.table.length };
   }
 
   /** Throws when an invariant does not hold (tests). */

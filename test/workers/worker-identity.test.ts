@@ -23,7 +23,6 @@ function registry(rules: AdmissionRules = {}): WorkerRegistry {
       breaker: { failureThreshold: 5, openMs: 1000, successThreshold: 2 },
       connectTimeoutMs: 1000,
     },
-    undefined,
     rules,
   );
 }
