@@ -4,7 +4,8 @@ import { fmix32 } from "../hash/fmix32.js";
  * A text cut into fixed blocks of characters, each named by a chained hash: block i's key covers
  * its own characters and the key of block i - 1, so one key stands for the whole prefix up to its
  * end (seed 001, "Approximate prefix index on the EPP": hash(chunk i) = hash(content + hash(chunk
- * i-1)); GIE pkg/epp/framework/plugins/requestcontrol/dataproducer/approximateprefix/plugin.go;
+ * i-1)); GIE pkg/epp/framework/plugins/requestcontrol/dataproducer/approximateprefix/plugin.go
+ * `PrepareRequestData` → `hashPrompt`;
  * AIBrix pkg/utils/prefixcacheindexer/hash.go getPrefixHashes).
  *
  * - The tail that does not fill a block is dropped (AIBrix's rule; GIE hashes it too): a partial

@@ -117,7 +117,8 @@ export class BlockHashIndex implements PrefixIndex {
 
   /**
    * An engine reported its KV block size in tokens (vLLM's cache_config_info block_size): blocks
-   * become that many tokens × 4 characters, as GIE's autoTune sizes them. The first report counts;
+   * become that many tokens × 4 characters, as GIE's autoTune sizes them (approximateprefix/
+   * plugin.go `GetBlockSize`: the first endpoint's CacheBlockSize). The first report counts;
    * a fleet mixing block sizes keeps the first (one chain per index). Changing the size forgets
    * every worker's blocks (their keys were cut at the old size); budgets stay. Returns true when
    * the block size changed.

@@ -13,8 +13,9 @@ const NONE = 0;
  *
  * Prefix-closed, as an engine's prefix cache is: every block's parent block is held too. Inserting
  * a text touches its blocks from the last to the first, so a block is always more recently used
- * than every block after it (vLLM frees a request's blocks in reverse order for the same reason,
- * vllm/v1/core/block_pool.py `free_blocks`); the least recently used block is then a leaf, and
+ * than every block after it (vLLM frees a request's blocks in reverse order "so that the tail
+ * blocks are evicted first", vllm/v1/core/single_type_kv_cache_manager.py `free`, before
+ * block_pool.py `free_blocks` queues them); the least recently used block is then a leaf, and
  * eviction never leaves a block without its parent. Dropping a block (truncate) drops its
  * descendants with it, through the child links. Because of this, whether block i of a text is held
  * is monotone in i, and `match` finds the longest held run by bisection.
