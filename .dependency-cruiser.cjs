@@ -53,13 +53,7 @@ const LAYERS = [
 
 // Upward or sideways imports still to be removed: { from, to, why } (module paths under src/,
 // why names the issue). Empty means the rule has no exception.
-const ALLOWED = [
-  {
-    from: "policies/factory.ts",
-    to: "scheduling/builtin-profiles.ts",
-    why: "issue 21: the policy factory also builds scheduler profiles; it belongs above scheduling/",
-  },
-];
+const ALLOWED = [];
 
 const esc = (s) => s.replace(/[.+?^${}()|[\]\\]/g, "\\$&");
 const pathOf = (entries) =>

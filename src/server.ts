@@ -17,7 +17,6 @@ import { listen } from "./listen.js";
 import { accessLogger, createLogger, type Logger } from "./logger.js";
 import { Metrics } from "./metrics.js";
 import { RoutingDecider } from "./policies/decider.js";
-import { createPolicy } from "./policies/factory.js";
 import { SessionTable } from "./policies/session-table.js";
 import { Admission } from "./proxy/admission.js";
 import { BodyBudget } from "./proxy/body-budget.js";
@@ -31,9 +30,11 @@ import { registerInferenceRoutes } from "./routes/inference.js";
 import { registerMetricsRoute, registerOpsRoutes } from "./routes/ops.js";
 import { registerRouteExplainRoutes } from "./routes/route-explain.js";
 import { routerListener } from "./routes/router-listener.js";
+import { createPolicy } from "./scheduling/policy-factory.js";
 import { SharedState } from "./state/shared-state.js";
 import { type EvictionTimer, startEvictionTimer } from "./tree/eviction-timer.js";
 import { HealthChecker } from "./workers/health.js";
+import type { HostResolver } from "./workers/host-lookup.js";
 import { EngineIntrospector } from "./workers/introspection.js";
 import { WorkerRegistry } from "./workers/registry.js";
 import { TreeBudgets } from "./workers/tree-budget.js";
@@ -55,6 +56,8 @@ export interface StartOptions {
   logger?: Logger;
   /** For tests: the resolver --worker-dns asks (default: the system's DNS servers). */
   dnsResolver?: DnsResolver;
+  /** How worker host names are resolved at registration (tests; default: the system resolver). */
+  resolveHost?: HostResolver;
 }
 
 /** Builds the router (registry, policy, proxy, routes) without listening. */
@@ -107,6 +110,7 @@ export function createRouter(
     {
       allowLinkLocal: config.allowLinkLocalWorkers,
       ...(config.workerApiKey !== undefined ? { defaultApiKey: config.workerApiKey } : {}),
+      ...(options.resolveHost !== undefined ? { resolveHost: options.resolveHost } : {}),
     },
   );
   followMembership(index, registry);
@@ -282,15 +286,22 @@ export async function startRouter(
   // send it too: src/middleware.rs, auth_middleware); an explicit
   // --worker-api-key wins. Workers added later through the admin API bring their own key.
   const cliWorkerKey = config.workerApiKey ?? config.apiKey;
-  for (const url of config.workerUrls) {
-    try {
-      await registry.addResolved(url, cliWorkerKey !== undefined ? { apiKey: cliWorkerKey } : {});
-    } catch (err) {
-      context.kvEvents?.close();
-      await registry.close();
-      if (err instanceof RouterError) throw new ConfigError("--worker-urls", err.message);
-      throw err;
+  try {
+    // Every name is resolved at once, so start-up waits for one lookup timeout at most, not one
+    // per worker; the workers are then added in the order given.
+    const resolved = await Promise.all(config.workerUrls.map((u) => registry.resolveAddresses(u)));
+    for (const [i, url] of config.workerUrls.entries()) {
+      const addresses = resolved[i] ?? [];
+      registry.add(url, {
+        ...(cliWorkerKey !== undefined ? { apiKey: cliWorkerKey } : {}),
+        ...(addresses.length > 0 ? { addresses } : {}),
+      });
     }
+  } catch (err) {
+    context.kvEvents?.close();
+    await registry.close();
+    if (err instanceof RouterError) throw new ConfigError("--worker-urls", err.message);
+    throw err;
   }
 
   // Each worker answers one health check before it takes traffic, so a worker that is down at
