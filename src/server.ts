@@ -284,8 +284,11 @@ export async function startRouter(
   // As SGLang's gateway does, --api-key is also the key of the workers listed on the command
   // line (sgl-model-gateway/src/core/job_queue.rs, Job::InitializeWorkersFromConfig; clients must
   // send it too: src/middleware.rs, auth_middleware); an explicit
-  // --worker-api-key wins. Workers added later through the admin API bring their own key.
-  const cliWorkerKey = config.workerApiKey ?? config.apiKey;
+  // --worker-api-key wins: it is the registry's default key (AdmissionRules.defaultApiKey), so it
+  // is not given here, where it would become these workers' own key and travel to the peer
+  // replicas instead of each using its own. Workers added later through the admin API bring
+  // their own key.
+  const cliWorkerKey = config.workerApiKey === undefined ? config.apiKey : undefined;
   try {
     // Every name is resolved at once, so start-up waits for one lookup timeout at most, not one
     // per worker; the workers are then added in the order given.
