@@ -4,6 +4,9 @@ import type { AddressInfo } from "node:net";
 import { getRequestListener, type HttpBindings } from "@hono/node-server";
 import { Hono } from "hono";
 import { type Config, requireStateSecret } from "./config.js";
+import { WorkerMembership } from "./discovery/membership.js";
+import { type Discovery, startDiscovery } from "./discovery/setup.js";
+import type { DnsResolver } from "./discovery/worker-dns.js";
 import { ConfigError, RouterError } from "./errors.js";
 import { BlockHashIndex } from "./index/block-hash-index.js";
 import { createBaseIndex } from "./index/factory.js";
@@ -51,6 +54,8 @@ export interface RunningRouter {
 
 export interface StartOptions {
   logger?: Logger;
+  /** For tests: the resolver --worker-dns asks (default: the system's DNS servers). */
+  dnsResolver?: DnsResolver;
   /** How worker host names are resolved at registration (tests; default: the system resolver). */
   resolveHost?: HostResolver;
 }
@@ -191,12 +196,35 @@ export function createRouter(
     { ...upstreamHooks, onDecision: () => {} },
   );
 
+  const health = new HealthChecker(
+    registry,
+    {
+      intervalMs: config.healthCheckIntervalSecs * 1000,
+      timeoutMs: config.healthCheckTimeoutSecs * 1000,
+      failureThreshold: config.healthFailureThreshold,
+      successThreshold: config.healthSuccessThreshold,
+      endpoint: config.healthCheckEndpoint,
+    },
+    logger,
+  );
+  const membership = new WorkerMembership({
+    registry,
+    health,
+    logger,
+    ...(kvEvents !== undefined ? { kvEvents } : {}),
+    kvRules: {
+      allowIpc: config.kvEventsAllowIpc,
+      allowLinkLocal: config.allowLinkLocalWorkers,
+      connectTimeoutMs: config.connectTimeoutSecs * 1000,
+    },
+  });
   const context: RouterContext = {
     config,
     logger,
     accessLog: accessLogger(logger),
     metrics: m,
     registry,
+    membership,
     index,
     decider,
     forwarder,
@@ -206,17 +234,7 @@ export function createRouter(
       config.queueSize,
       config.queueTimeoutSecs * 1000,
     ),
-    health: new HealthChecker(
-      registry,
-      {
-        intervalMs: config.healthCheckIntervalSecs * 1000,
-        timeoutMs: config.healthCheckTimeoutSecs * 1000,
-        failureThreshold: config.healthFailureThreshold,
-        successThreshold: config.healthSuccessThreshold,
-        endpoint: config.healthCheckEndpoint,
-      },
-      logger,
-    ),
+    health,
     bodyBudget: new BodyBudget(config.maxBodyBufferBytes),
     parsePool:
       config.parseWorkers > 0
@@ -323,6 +341,30 @@ export async function startRouter(
     }
   }
 
+  // --worker-file, --worker-dns: once the router's own address is known (a source listing it is
+  // refused), their first answers registered and health-checked before "listening" is logged.
+  let discovery: Discovery;
+  try {
+    discovery = await startDiscovery(
+      {
+        workerFile: config.workerFile,
+        workerDns: config.workerDns,
+        dnsIntervalMs: config.dnsIntervalSecs * 1000,
+        dnsTimeoutMs: config.dnsTimeoutSecs * 1000,
+        graceMs: config.discoveryGraceSecs * 1000,
+        ...(options.dnsResolver !== undefined ? { dnsResolver: options.dnsResolver } : {}),
+      },
+      context.membership,
+      logger,
+    );
+  } catch (err) {
+    server.close();
+    metricsServer?.close();
+    context.kvEvents?.close();
+    await context.sharedState?.stop();
+    await registry.close();
+    throw err;
+  }
   health.start();
   introspection.start();
   const eviction: EvictionTimer = startEvictionTimer(
@@ -351,6 +393,7 @@ export async function startRouter(
   const stop = (graceMs = config.shutdownGraceSecs * 1000): Promise<void> => {
     stopping ??= (async () => {
       context.state.shuttingDown = true;
+      discovery.stop();
       server.close();
       metricsServer?.close();
       server.closeIdleConnections();
