@@ -13,6 +13,9 @@
  *    tokenized in the router (--tokenizer-path; first request of its system part, and a next one
  *    that reuses the cached part), against a call to a simulated worker's /tokenize over HTTP.
  *    The tokenizer.json is BENCH_TOKENIZER when set (e.g. a real model's), else the tiny test one.
+ * 4. Tokenizer cache hits on a multi-tenant chat workload (bench/lib/tokenizer-cache-hits.ts):
+ *    requests whose tokens are known whole, by a cached prefix (an earlier turn, the system
+ *    messages), or not at all, before the worker's /tokenize answers.
  *
  * Prints tables and writes bench/results/kv-events.json. Seeded. BENCH_QUICK=1 for a smoke run.
  */
@@ -33,6 +36,7 @@ import { mulberry32 } from "../src/sim/prng.js";
 import { writeTinyTokenizer } from "../src/sim/tiny-tokenizer.js";
 import { tokenize } from "../src/sim/tokenizer.js";
 import { startSimWorker } from "../src/sim/worker.js";
+import { tokenizerCacheHits } from "./lib/tokenizer-cache-hits.js";
 
 const QUICK = process.env.BENCH_QUICK === "1";
 const BLOCK = 16;
@@ -257,10 +261,25 @@ console.table([
   },
 ]);
 
+const cacheHits = await tokenizerCacheHits(QUICK);
+const pct = (n: number) => `${(100 * n).toFixed(1)}%`;
+console.log(
+  `\nTokenizer cache on chats: ${cacheHits.requests} requests, ${cacheHits.conversations} conversations under ${cacheHits.systems} system prompts`,
+);
+console.table([
+  {
+    "whole request cached": pct(cacheHits.wholeHits / cacheHits.requests),
+    "a prefix cached": pct(cacheHits.prefixHits / cacheHits.requests),
+    "nothing cached": pct(cacheHits.misses / cacheHits.requests),
+    "tokens known, before (whole chats only)": pct(cacheHits.tokensKnownBefore),
+    "tokens known, now": pct(cacheHits.tokensKnownAfter),
+  },
+]);
+
 const out = join(dirname(fileURLToPath(import.meta.url)), "results", "kv-events.json");
 mkdirSync(dirname(out), { recursive: true });
 writeFileSync(
   out,
-  `${JSON.stringify({ date: new Date().toISOString(), cpus: os.cpus().length, quick: QUICK, ingest, decisions, tokenizing }, null, 2)}\n`,
+  `${JSON.stringify({ date: new Date().toISOString(), cpus: os.cpus().length, quick: QUICK, ingest, decisions, tokenizing, cacheHits }, null, 2)}\n`,
 );
 console.log(`\nwrote ${out}`);

@@ -90,12 +90,14 @@ function findGc(): { gc: (() => void) | null; mode: string } {
 
 const { gc, mode: gcMode } = findGc();
 
+/** The JS heap plus ArrayBuffer memory (block_hash keeps its blocks in typed arrays, off-heap). */
 function settledHeap(): number {
   if (gc !== null) {
     gc();
     gc();
   }
-  return process.memoryUsage().heapUsed;
+  const { heapUsed, arrayBuffers } = process.memoryUsage();
+  return heapUsed + arrayBuffers;
 }
 
 /** One round of one configuration: raw nanosecond samples. */

@@ -17,7 +17,7 @@
  */
 
 import { PRECISE } from "../../src/index/hybrid-index.js";
-import type { TokenizeInput } from "../../src/kv-events/tokenize-input.js";
+import type { TokenizeInput } from "../../src/index/tokenize-input.js";
 import type { RoutingDecider } from "../../src/policies/decider.js";
 import type { PolicyWorker } from "../../src/policies/policy.js";
 import type { RunningRouter } from "../../src/server.js";

@@ -4,8 +4,9 @@
  * learning from routing decisions for all of them, so it is warm whenever a stream drops.
  *
  * - `prepare` tokenizes the request with the worker's tokenizer (cached per prefix), waiting at
- *   most `tokenizeBudgetMs`: past that the request routes on the approximate trees, and the
- *   answer, when it comes, serves the next request with that prefix.
+ *   most `tokenizeBudgetMs`: past that the request routes precisely on the tokens of its longest
+ *   cached prefix (a prompt's first lines, a chat's earlier turn or system messages), else on the
+ *   approximate trees, and the answer, when it comes, serves the next request with that prefix.
  * - `match` answers, per worker, the matched fraction of the request's tokens (precise) mapped
  *   onto the routing text, or the base index's characters (approximate).
  * - `insert` holds the chosen worker's blocks speculatively (PreciseIndex TTL) until a BlockStored
@@ -17,11 +18,12 @@
  *   (rank-id.ts). A worker's match is its best rank's (ties: the rank with the fewest of this
  *   router's requests in flight); `rankOf` names that rank, `insert` records the request there.
  */
-import type { TokenizeInput } from "../kv-events/tokenize-input.js";
+
 import { isHigh } from "../tree/radix-tree.js";
 import type { PreciseIndex } from "./precise-index.js";
 import type { EvictionUnit, PrefixIndex, PrepareRequest } from "./prefix-index.js";
 import { rankIndexId } from "./rank-id.js";
+import type { TokenizeInput } from "./tokenize-input.js";
 
 /** How the hybrid index gets tokens and stream health; implemented by kv-events/manager.ts. */
 export interface TokenSource {
@@ -33,6 +35,15 @@ export interface TokenSource {
   rankLoad?(workerId: string, rank: number): number;
   /** Tokens already known for the input (cache, or ids the client sent). */
   cached(model: string | undefined, input: TokenizeInput): readonly number[] | undefined;
+  /**
+   * Tokens of the longest cached prefix of the input (a prompt's first lines, a chat's first
+   * messages) and the share of the input it covers, by characters; used when the whole input's
+   * tokens do not come within the budget.
+   */
+  cachedPrefix?(
+    model: string | undefined,
+    input: TokenizeInput,
+  ): { tokens: readonly number[]; fraction: number } | undefined;
   /** Tokens from one of these workers' tokenizer; undefined when none answers. */
   tokenize(
     workerIds: readonly string[],
@@ -47,11 +58,17 @@ export interface HybridIndexOptions {
   /** Tokens per block before a worker's first BlockStored says (vLLM's default is 16). */
   defaultBlockSize: number;
   /** Called when a request routes approximately because tokens were not ready in time. */
-  onTokenizeMiss?: (reason: "timeout" | "unavailable") => void;
+  onTokenizeMiss?: (reason: "timeout" | "unavailable" | "prefix") => void;
 }
 
 /** The source name of a match the engines' events answered (x-radixgate-route, logs). */
 export const PRECISE = "precise";
+
+/** A prepared request's tokens; `total` is more than their count when they are a prefix's. */
+interface Prepared {
+  readonly tokens: readonly number[];
+  readonly total: number;
+}
 
 /** Requests prepared and not yet decided; small: decide follows prepare at once. */
 const MAX_PREPARED = 1024;
@@ -62,7 +79,7 @@ export class HybridIndex implements PrefixIndex {
    * Model → routing text → its tokens, for the decide that follows prepare. Keyed by the text
    * itself (not a concatenation), so the lookups reuse the string's cached hash.
    */
-  private readonly prepared = new Map<string, Map<string, readonly number[]>>();
+  private readonly prepared = new Map<string, Map<string, Prepared>>();
   private preparedCount = 0;
   private readonly sources = new Map<string, string>();
   /**
@@ -124,7 +141,15 @@ export class HybridIndex implements PrefixIndex {
     const result = await Promise.race([tokens, budget]);
     clearTimeout(timer);
     if (result === "timeout") {
-      this.options.onTokenizeMiss?.("timeout");
+      // A known prefix routes precisely on what it covers (issue 20: at 60 ms per /tokenize call
+      // every request with a new ending timed out and routed as a tie).
+      const prefix = this.tokens.cachedPrefix?.(model, input);
+      if (prefix !== undefined && prefix.tokens.length > 0) {
+        this.options.onTokenizeMiss?.("prefix");
+        this.remember(text, model, prefix.tokens, prefix.tokens.length / prefix.fraction);
+      } else {
+        this.options.onTokenizeMiss?.("timeout");
+      }
       this.awaitLate(text, model, tokens);
     } else if (result === undefined) this.options.onTokenizeMiss?.("unavailable");
     else this.remember(text, model, result);
@@ -151,7 +176,13 @@ export class HybridIndex implements PrefixIndex {
     });
   }
 
-  private remember(text: string, model: string | undefined, tokens: readonly number[]): void {
+  /** `total`: the input's tokens when `tokens` are only a prefix's (an estimate). */
+  private remember(
+    text: string,
+    model: string | undefined,
+    tokens: readonly number[],
+    total = tokens.length,
+  ): void {
     const m = model ?? "";
     let byText = this.prepared.get(m);
     if (byText === undefined) {
@@ -159,7 +190,7 @@ export class HybridIndex implements PrefixIndex {
       this.prepared.set(m, byText);
     }
     if (byText.delete(text)) this.preparedCount--;
-    byText.set(text, tokens);
+    byText.set(text, { tokens, total: Math.max(total, tokens.length) });
     this.preparedCount++;
     // Oldest first within each model; models themselves in order of first use.
     for (const [key, texts] of this.prepared) {
@@ -173,7 +204,7 @@ export class HybridIndex implements PrefixIndex {
     }
   }
 
-  private tokensOf(text: string, model: string | undefined): readonly number[] | undefined {
+  private tokensOf(text: string, model: string | undefined): Prepared | undefined {
     return this.prepared.get(model ?? "")?.get(text);
   }
 
@@ -183,7 +214,8 @@ export class HybridIndex implements PrefixIndex {
     workers: readonly { readonly id: string }[],
     out: number[],
   ): void {
-    const tokens = this.tokensOf(text, model);
+    const prepared = this.tokensOf(text, model);
+    const tokens = prepared?.tokens;
     const known = tokens !== undefined && tokens.length > 0;
     // The base index answers for workers without live events; when every worker has them, its
     // walk would only be overwritten.
@@ -207,7 +239,7 @@ export class HybridIndex implements PrefixIndex {
         continue;
       }
       const matchedTokens = this.matchRanks(id, tokens, model, memo);
-      out[i] = charsFor(text, matchedTokens / tokens.length);
+      out[i] = charsFor(text, matchedTokens / prepared!.total);
       this.sources.set(id, PRECISE);
     }
   }
@@ -246,7 +278,7 @@ export class HybridIndex implements PrefixIndex {
 
   insert(workerId: string, model: string | undefined, text: string): void {
     this.base.insert(workerId, model, text);
-    const tokens = this.tokensOf(text, model);
+    const tokens = this.tokensOf(text, model)?.tokens;
     if (tokens === undefined) {
       // The key copies the whole prompt: built only while some request waits for late tokens.
       if (this.late.size > 0) this.late.get(lateKey(text, model))?.add(workerId);
@@ -259,7 +291,8 @@ export class HybridIndex implements PrefixIndex {
 
   truncate(workerId: string, model: string | undefined, text: string, keep: number): number {
     const forgotten = this.base.truncate(workerId, model, text, keep);
-    const tokens = this.tokensOf(text, model);
+    const prepared = this.tokensOf(text, model);
+    const tokens = prepared?.tokens;
     // Not accepted before its tokens came: nothing to speculate when they come.
     if (tokens === undefined && keep < text.length && this.late.size > 0)
       this.late.get(lateKey(text, model))?.delete(workerId);
@@ -269,7 +302,7 @@ export class HybridIndex implements PrefixIndex {
       for (let rank = 0; rank < ranks; rank++) {
         const rankId = rankIndexId(workerId, rank);
         const { keys, blockSize } = this.keysFor(rankId, tokens, model);
-        const keepBlocks = Math.floor(((keep / text.length) * tokens.length) / blockSize);
+        const keepBlocks = Math.floor(((keep / text.length) * prepared!.total) / blockSize);
         this.precise.withdraw(rankId, keys, keepBlocks);
       }
     }

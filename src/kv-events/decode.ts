@@ -13,8 +13,9 @@
  * skips it), never anything else.
  */
 import { Decoder } from "@msgpack/msgpack";
-import type { EngineHash, EventBatch, KvEvent } from "./events.js";
-import { isTokenId } from "./tokenize-input.js";
+import type { EngineHash, KvEvent } from "../index/block-events.js";
+import { isTokenId } from "../index/tokenize-input.js";
+import type { EventBatch } from "./events.js";
 
 export class KvDecodeError extends Error {
   override readonly name = "KvDecodeError";

@@ -17,19 +17,19 @@
  * precise state with it, and the worker routes approximately while it rebuilds.
  */
 import type { Registry } from "prom-client";
+import type { KvEvent } from "../index/block-events.js";
 import type { TokenSource } from "../index/hybrid-index.js";
 import type { PreciseIndex } from "../index/precise-index.js";
 import { rankIndexId } from "../index/rank-id.js";
+import type { TokenizeInput } from "../index/tokenize-input.js";
 import type { Logger } from "../logger.js";
 import type { WorkerRegistry } from "../workers/registry.js";
 import type { Worker } from "../workers/worker.js";
 import { EventApplier } from "./event-applier.js";
-import type { KvEvent } from "./events.js";
 import type { LocalTokenizer } from "./local-tokenizer.js";
 import { KvEventMetrics } from "./metrics.js";
 import { MAX_DP_RANKS, rankEndpoint } from "./rank-endpoint.js";
 import { KvEventSubscriber } from "./subscriber.js";
-import type { TokenizeInput } from "./tokenize-input.js";
 import { TokenizerClient } from "./tokenizer-client.js";
 import { TurnBudget } from "./turn-budget.js";
 
@@ -164,6 +164,14 @@ export class KvEventsManager implements TokenSource {
     if (known === undefined) return undefined;
     this.metrics.tokenize.inc({ outcome: known.computed ? "local" : "cached" });
     return known.tokens;
+  }
+
+  /** The longest cached prefix of the input (counted by the hybrid index when it is used). */
+  cachedPrefix(
+    model: string | undefined,
+    input: TokenizeInput,
+  ): { tokens: readonly number[]; fraction: number } | undefined {
+    return this.tokenizer.knownPrefix(model, input);
   }
 
   tokenize(

@@ -46,7 +46,7 @@ export class KvEventMetrics {
     });
     this.skipped = new Counter({
       name: "radixgate_kv_events_skipped_total",
-      help: "Events not applied: orphan (parent block unknown), malformed (tokens do not fit), ignored (another medium).",
+      help: "Events not applied: orphan (parent block unknown), malformed (tokens do not fit), ignored (another medium), wrong_rank (a batch tagged with another data-parallel rank than its port's).",
       labelNames: ["worker", "reason"],
       registers,
     });
@@ -58,7 +58,7 @@ export class KvEventMetrics {
     });
     this.tokenize = new Counter({
       name: "radixgate_tokenize_total",
-      help: "Tokenization for precise matching: cached, local (--tokenizer-path), called (the worker's /tokenize), timeout (routed approximately), unavailable.",
+      help: "Tokenization for precise matching: cached, local (--tokenizer-path), called (the worker's /tokenize), timeout (routed approximately), prefix (past the budget, routed on a cached prefix: a prompt's first lines, a chat's earlier turn or system messages), unavailable.",
       labelNames: ["outcome"],
       registers,
     });

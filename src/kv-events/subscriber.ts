@@ -168,7 +168,8 @@ export class KvEventSubscriber {
     try {
       for await (const frames of this.sub) {
         if (this.flood.holding) {
-          this.dropUnread(frames);
+          // In the queue too: a replay under way (a reconnection) sees the sequence move in order.
+          await this.enqueue(() => this.dropUnread(frames));
         } else {
           await this.enqueue(() => this.handle(frames));
           await this.options.caughtUp?.();

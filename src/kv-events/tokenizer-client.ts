@@ -6,7 +6,10 @@
  * Cached per prefix: a prompt string is reused up to its last cached line ("\n" boundary), and
  * only the rest is tokenized, so a growing conversation does not pay for its history twice
  * (tokenizers restart at line boundaries in practice, as the chat templates put special tokens
- * there). Chat messages are cached whole. The cache is an LRU bounded in tokens. A prompt found
+ * there). Chat messages are cached whole and by message prefix (chat-prefix.ts): an earlier turn
+ * of the conversation, and the leading system messages, tokenized once on their own in the
+ * background; `knownPrefix` answers the longest one cached, for a request whose own tokens come
+ * too late. The cache is an LRU bounded in tokens. A prompt found
  * longer than maxTokens is remembered as such (`TooLong`), so a repeat is neither encoded nor sent
  * again.
  *
@@ -15,9 +18,11 @@
  * boundary and the head is cached on its own, so requests that share a first part (a system
  * prompt, a conversation's history) encode only what follows it.
  */
+
+import { isTokenId, type TokenizeInput } from "../index/tokenize-input.js";
 import { requestWorker, type WorkerTarget } from "../workers/worker-request.js";
+import { chatKey, chatPrefixProbes, systemPrefixOf } from "./chat-prefix.js";
 import type { LocalTokenizer } from "./local-tokenizer.js";
-import { isTokenId, type TokenizeInput } from "./tokenize-input.js";
 
 export interface TokenizerClientOptions {
   /** Limit of one /tokenize call (the routing budget is separate: see HybridIndex.prepare). */
@@ -84,6 +89,28 @@ export class TokenizerClient {
     if (hit !== undefined) return { tokens: hit, computed: false };
     const tokens = this.encodeLocally(model, input, key);
     return tokens === undefined ? undefined : { tokens, computed: true };
+  }
+
+  /**
+   * Tokens of the longest cached prefix of the input, and the share of its characters that prefix
+   * covers: a prompt's first lines; a chat's earlier turn or its leading system messages.
+   */
+  knownPrefix(
+    model: string | undefined,
+    input: TokenizeInput,
+  ): { tokens: readonly number[]; fraction: number } | undefined {
+    if ("prompt" in input) {
+      const prefix = this.cachedLinePrefix(model, input.prompt);
+      if (prefix === undefined) return undefined;
+      return { tokens: prefix.tokens, fraction: prefix.length / input.prompt.length };
+    }
+    if (!("messages" in input)) return undefined;
+    const { probes, totalChars } = chatPrefixProbes(model, input.messages);
+    for (const probe of probes) {
+      const tokens = tokensOf(this.cachedUnder(probe.key));
+      if (tokens !== undefined) return { tokens, fraction: probe.chars / totalChars };
+    }
+    return undefined;
   }
 
   /** The cache's entry under `key` (refreshing its recency), if any. */
@@ -171,6 +198,7 @@ export class TokenizerClient {
         tokens = await this.call(target, model, { prompt: input.prompt });
       }
     } else if ("messages" in input) {
+      this.learnSystemPrefix(target, model, input.messages);
       tokens = await this.call(target, model, {
         messages: input.messages,
         add_generation_prompt: true,
@@ -178,6 +206,29 @@ export class TokenizerClient {
     }
     if (tokens !== undefined) this.touch(key, tokens);
     return tokensOf(tokens);
+  }
+
+  /**
+   * Tokenizes the chat's leading system messages on their own (no generation prompt), once, in
+   * the background: every new question after the same system prompt starts with these tokens.
+   */
+  private learnSystemPrefix(
+    target: WorkerTarget,
+    model: string | undefined,
+    messages: readonly unknown[],
+  ): void {
+    const prefix = systemPrefixOf(model, messages);
+    if (prefix === undefined || this.cache.has(prefix.key) || this.inFlight.has(prefix.key)) return;
+    const call = this.call(target, model, {
+      messages: prefix.messages,
+      add_generation_prompt: false,
+    })
+      .then((tokens) => {
+        if (tokens !== undefined) this.touch(prefix.key, tokens);
+        return tokensOf(tokens);
+      })
+      .finally(() => this.inFlight.delete(prefix.key));
+    this.inFlight.set(prefix.key, call);
   }
 
   /** The longest cached prefix of `text` that ends at a line boundary. */
@@ -258,7 +309,7 @@ export class TokenizerClient {
 function cacheKey(model: string | undefined, input: TokenizeInput): string {
   const m = model ?? "";
   if ("prompt" in input) return `p\u0000${m}\u0000${input.prompt}`;
-  if ("messages" in input) return `m\u0000${m}\u0000${JSON.stringify(input.messages)}`;
+  if ("messages" in input) return chatKey(model, input.messages);
   return "";
 }
 

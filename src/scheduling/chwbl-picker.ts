@@ -30,9 +30,11 @@ export class ChwblPicker implements Picker {
   readonly usesPrefixes = false;
   /** Ring of the last candidate list: sorted points and, per point, the candidate's index. */
   private ringIds: string[] = [];
-  private points = new Uint32Array(0);
-  private owners = new Uint32Array(0);
+  private points: Uint32Array = new Uint32Array(0);
+  private owners: Uint32Array = new Uint32Array(0);
   private visited = new Uint8Array(0);
+  /** Rings of recent candidate lists, least recently used first (ids only: no worker is kept). */
+  private readonly rings: Ring[] = [];
 
   constructor(
     readonly name: string,
@@ -80,25 +82,58 @@ export class ChwblPicker implements Picker {
     return { index: fallback >= 0 ? fallback : home, branch: "ring_default" };
   }
 
-  /** Rebuilds the ring when the candidate list differs from the last one (ids, in order). */
+  /**
+   * The ring of this candidate list: the last one used when the list is the same (ids, in order),
+   * else one of the few kept (a retry's list without the tried worker, another model's workers),
+   * else built (sorting replication × n points) and kept, the least recently used dropped.
+   */
   private ensureRing(ctx: SchedulingContext): void {
     const { candidates } = ctx;
     const n = candidates.length;
-    let same = this.ringIds.length === n;
-    for (let i = 0; same && i < n; i++) same = this.ringIds[i] === candidates[i]!.id;
-    if (same) return;
-    const r = this.options.replication;
-    const pairs: [number, number][] = [];
-    for (let i = 0; i < n; i++) {
-      const id = candidates[i]!.id;
-      for (let v = 0; v < r; v++) pairs.push([hashString(`${id}${v}`), i]);
-    }
-    pairs.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
-    this.points = Uint32Array.from(pairs, (p) => p[0]);
-    this.owners = Uint32Array.from(pairs, (p) => p[1]);
-    this.ringIds = candidates.map((c) => c.id);
     if (this.visited.length < n) this.visited = new Uint8Array(n);
+    if (sameIds(this.ringIds, candidates)) return;
+    let ring = this.rings.find((r) => sameIds(r.ids, candidates));
+    if (ring === undefined) {
+      ring = buildRing(candidates, this.options.replication);
+      if (this.rings.length >= KEPT_RINGS) this.rings.shift();
+    } else {
+      this.rings.splice(this.rings.indexOf(ring), 1);
+    }
+    this.rings.push(ring);
+    this.ringIds = ring.ids;
+    this.points = ring.points;
+    this.owners = ring.owners;
   }
+}
+
+/** Candidate lists whose rings are kept (a list's ring is replication × n points). */
+const KEPT_RINGS = 4;
+
+interface Ring {
+  readonly ids: string[];
+  readonly points: Uint32Array;
+  readonly owners: Uint32Array;
+}
+
+function sameIds(ids: readonly string[], candidates: readonly { readonly id: string }[]): boolean {
+  if (ids.length !== candidates.length) return false;
+  for (let i = 0; i < ids.length; i++) if (ids[i] !== candidates[i]!.id) return false;
+  return true;
+}
+
+/** `replication` points per candidate (a hash of its id and the point's number), sorted. */
+function buildRing(candidates: readonly { readonly id: string }[], replication: number): Ring {
+  const pairs: [number, number][] = [];
+  for (let i = 0; i < candidates.length; i++) {
+    const id = candidates[i]!.id;
+    for (let v = 0; v < replication; v++) pairs.push([hashString(`${id}${v}`), i]);
+  }
+  pairs.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+  return {
+    ids: candidates.map((c) => c.id),
+    points: Uint32Array.from(pairs, (p) => p[0]),
+    owners: Uint32Array.from(pairs, (p) => p[1]),
+  };
 }
 
 /** The key KubeAI hashes: the adapter and the first characters of the first user message. */

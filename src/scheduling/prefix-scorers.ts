@@ -84,7 +84,10 @@ export interface DynamoCostOptions {
  * prefill blocks = the worker's prefill still in progress (Worker.pendingPrefillChars) plus this
  * request's uncached characters, over the block size; active blocks = the characters of its
  * in-flight sequences (Worker.activeChars, the router's own tracking, as Dynamo's) plus this
- * request's, over the block size. The score is the logit min-max inverted: the cheapest worker 1,
+ * request's blocks the worker does not hold yet (Dynamo's potential blocks add only the request's
+ * blocks missing from the worker's active set), over the block size. Dynamo counts a block shared
+ * by several active sequences once; activeChars counts it per sequence, so a worker running many
+ * requests on one prefix looks busier here than to Dynamo. The score is the logit min-max inverted: the cheapest worker 1,
  * the dearest 0. A softmax over these scores at temperature T is exactly Dynamo's softmax_sample
  * (it divides the negated logits by max − min, then by T); T = 0 picks the lowest cost.
  */
@@ -100,7 +103,7 @@ export class DynamoCostScorer implements Scorer {
   logit(pending: number, active: number, length: number, matched: number): number {
     const b = this.options.blockChars;
     const prefill = (Math.max(0, pending) + length - matched) / b;
-    return this.options.overlapScoreWeight * prefill + (Math.max(0, active) + length) / b;
+    return this.options.overlapScoreWeight * prefill + (Math.max(0, active) + length - matched) / b;
   }
 
   score(ctx: SchedulingContext, out: Float64Array): void {

@@ -1,10 +1,15 @@
+import { Pool } from "undici";
 import { describe, expect, it } from "vitest";
 import { ApproximateIndex } from "../../src/index/approximate-index.js";
 import { blockKeys } from "../../src/index/block-keys.js";
 import { charsFor, HybridIndex, type TokenSource } from "../../src/index/hybrid-index.js";
 import { PreciseIndex } from "../../src/index/precise-index.js";
 import { rankIndexId } from "../../src/index/rank-id.js";
-import type { TokenizeInput } from "../../src/kv-events/tokenize-input.js";
+import type { TokenizeInput } from "../../src/index/tokenize-input.js";
+import { TokenizerClient } from "../../src/kv-events/tokenizer-client.js";
+import { renderChat } from "../../src/sim/template.js";
+import { tokenize } from "../../src/sim/tokenizer.js";
+import { startSimWorker } from "../../src/sim/worker.js";
 
 const BS = 4;
 const TEXT = "a".repeat(160);
@@ -185,5 +190,76 @@ describe("HybridIndex with data-parallel ranks", () => {
     source.live.delete("a");
     index.match(TEXT, undefined, workers, []);
     expect(index.rankOf("a")).toBeUndefined();
+  });
+});
+
+// Issue 20, item 9: with /tokenize slower than the budget, chats that share a system prompt but
+// end differently missed the tokenizer cache and routed as a tie. The real TokenizerClient and
+// the simulator's /tokenize, each answer held back 100 ms (a busy engine), the budget 20 ms.
+describe("HybridIndex with a slow /tokenize", () => {
+  it("routes a new question after a known system prompt precisely on the system prompt's blocks", async () => {
+    const sim = await startSimWorker({ timeScale: 0 });
+    const pool = new Pool(sim.url);
+    try {
+      const client = new TokenizerClient({
+        requestTimeoutMs: 5000,
+        maxCachedTokens: 100_000,
+        maxTokens: 100_000,
+      });
+      const target = { pool, basePath: "", authorization: undefined };
+      const source: TokenSource = {
+        isLive: () => true,
+        cached: (model, input) => client.known(model, input)?.tokens,
+        cachedPrefix: (model, input) => client.knownPrefix(model, input),
+        tokenize: async (_ids, model, input) => {
+          await new Promise((resolve) => setTimeout(resolve, 100));
+          return client.tokenize(target, model, input);
+        },
+      };
+      const precise = new PreciseIndex({ maxBlocksPerWorker: 10_000, speculativeTtlMs: 1 });
+      const misses: string[] = [];
+      const index = new HybridIndex(new ApproximateIndex(), precise, source, {
+        tokenizeBudgetMs: 20,
+        defaultBlockSize: BS,
+        onTokenizeMiss: (r) => misses.push(r),
+      });
+      for (const w of workers) index.addWorker(w.id);
+      const system = { role: "system", content: "You are a terse assistant.\n".repeat(8) };
+      // Worker a's engine holds the system prompt's blocks.
+      const held = tokenize(renderChat([system], false));
+      const blocks = Math.floor(held.length / BS);
+      precise.apply("a", {
+        type: "BlockStored",
+        blockHashes: Array.from({ length: blocks }, (_, i) => `s${i}`),
+        parentHash: null,
+        tokenIds: held.slice(0, blocks * BS),
+        blockSize: BS,
+        loraId: null,
+        medium: null,
+        loraName: null,
+      });
+      const ask = async (question: string) => {
+        const messages = [system, { role: "user", content: question }];
+        const text = renderChat(messages);
+        await index.prepare({ text, model: undefined, tokenizeInput: { messages } }, workers);
+        const out: number[] = [];
+        index.match(text, undefined, workers, out);
+        return { out, text };
+      };
+      await ask("What is a radix tree?");
+      expect(misses).toEqual(["timeout"]);
+      // Its tokens, and the system messages' own, arrive after the budget.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const { out, text } = await ask("And a block hash?");
+      expect(misses).toEqual(["timeout", "prefix"]);
+      expect(index.sourceOf("a")).toBe("precise");
+      expect(out[1]).toBe(0);
+      // About the system prompt's share of the text.
+      expect(out[0]).toBeGreaterThan(text.length * 0.5);
+      expect(out[0]).toBeLessThan(text.length);
+    } finally {
+      await pool.close();
+      await sim.close();
+    }
   });
 });

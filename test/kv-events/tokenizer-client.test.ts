@@ -4,6 +4,7 @@ import { TokenizerClient } from "../../src/kv-events/tokenizer-client.js";
 import { renderChat } from "../../src/sim/template.js";
 import { tokenize } from "../../src/sim/tokenizer.js";
 import { type SimWorker, startSimWorker } from "../../src/sim/worker.js";
+import { waitFor } from "../sim/http-helpers.js";
 
 let sim: SimWorker;
 let pool: Pool;
@@ -82,5 +83,56 @@ describe("TokenizerClient against the simulator's /tokenize", () => {
     ).toBeUndefined();
     await dead.close();
     expect(client.failures).toBe(2);
+  });
+
+  // Issue 20, item 9: chats were cached whole, so every new turn or new question missed the cache
+  // and, with /tokenize slower than the budget, routed as a tie.
+  it("a new question after a known system prompt: the system messages' tokens are a known prefix", async () => {
+    const client = new TokenizerClient(options);
+    const system = { role: "system", content: "You answer in French.\nBe brief." };
+    const first = [system, { role: "user", content: "What is a cache?" }];
+    await client.tokenize(target(), "m", { messages: first });
+    // The system messages are tokenized once on their own, in the background.
+    await waitFor(
+      () =>
+        client.knownPrefix("m", { messages: [system, { role: "user", content: "x" }] }) !==
+        undefined,
+    );
+    const second = [system, { role: "user", content: "And a prefix tree?" }];
+    const prefix = client.knownPrefix("m", { messages: second })!;
+    expect(prefix.tokens).toEqual(tokenize(renderChat([system], false)));
+    const whole = tokenize(renderChat(second));
+    expect(whole.slice(0, prefix.tokens.length)).toEqual(prefix.tokens);
+    expect(prefix.fraction).toBeGreaterThan(0.3);
+    expect(prefix.fraction).toBeLessThan(1);
+    expect(client.cached("m", { messages: second })).toBeUndefined();
+  });
+
+  it("a follow-up turn: the conversation as last tokenized is a known prefix of the next turn", async () => {
+    const client = new TokenizerClient(options);
+    const turn1 = [{ role: "user", content: "Name three rivers." }];
+    const tokens1 = await client.tokenize(target(), "m", { messages: turn1 });
+    const turn2 = [
+      ...turn1,
+      { role: "assistant", content: "Rhine, Loire, Po." },
+      { role: "user", content: "And lakes?" },
+    ];
+    const prefix = client.knownPrefix("m", { messages: turn2 })!;
+    expect(prefix.tokens).toEqual(tokens1);
+    expect(tokenize(renderChat(turn2)).slice(0, prefix.tokens.length)).toEqual(tokens1);
+    // No system messages: nothing tokenized in the background; another model shares nothing.
+    expect(client.knownPrefix("other", { messages: turn2 })).toBeUndefined();
+    expect(
+      client.knownPrefix("m", { messages: [{ role: "user", content: "Name three lakes." }] }),
+    ).toBeUndefined();
+  });
+
+  it("a prompt string's known prefix is its longest cached line prefix", async () => {
+    const client = new TokenizerClient(options);
+    const head = "system: be brief\n";
+    await client.tokenize(target(), "m", { prompt: head });
+    const prefix = client.knownPrefix("m", { prompt: `${head}user: hello` })!;
+    expect(prefix.tokens).toEqual(tokenize(head));
+    expect(prefix.fraction).toBeCloseTo(head.length / (head.length + 11));
   });
 });

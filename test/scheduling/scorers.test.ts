@@ -98,7 +98,8 @@ describe("dynamo-cost-scorer (Dynamo scheduler.rs)", () => {
   const scorer = new DynamoCostScorer("d", { overlapScoreWeight: 1, blockChars: 64 });
   it("computes logit = weight × prefill blocks + active blocks", () => {
     // 640-char prompt, 320 held, 128 chars of prefill pending, 1280 active characters.
-    expect(scorer.logit(128, 1280, 640, 320)).toBe((128 + 320) / 64 + (1280 + 640) / 64);
+    // Active blocks add only the request's blocks the worker does not hold (320 of 640).
+    expect(scorer.logit(128, 1280, 640, 320)).toBe((128 + 320) / 64 + (1280 + 320) / 64);
     const heavier = new DynamoCostScorer("d", { overlapScoreWeight: 2, blockChars: 64 });
     expect(heavier.logit(0, 0, 640, 0)).toBe(2 * 10 + 10);
   });

@@ -106,6 +106,18 @@ describe("chwbl-picker (KubeAI balance_chwbl.go)", () => {
     expect(decision).toEqual({ index: 2, branch: "ring_default" });
   });
 
+  it("decides alike whether its rings are kept or built afresh, as candidate lists alternate", () => {
+    const all = [0, 1, 2, 3, 4].map((i) => worker(`w${i}`));
+    const lists = [all, all.slice(1), [all[0]!, all[2]!, all[4]!], all.slice(0, 3), all.slice(2)];
+    const kept = new ChwblPicker("c", options);
+    for (let i = 0; i < 60; i++) {
+      const ws = lists[i % lists.length]!;
+      const text = `<user>question ${i % 7}\n`;
+      const fresh = pick(new ChwblPicker("c", options), context(ws, { text }), none);
+      expect(pick(kept, context(ws, { text }), none)).toEqual(fresh);
+    }
+  });
+
   it("spreads different keys over every endpoint", () => {
     const ws = [0, 1, 2, 3].map((i) => worker(`w${i}`));
     const picker = new ChwblPicker("c", options);

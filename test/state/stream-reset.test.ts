@@ -86,5 +86,29 @@ describe.skipIf(redisSkipReason !== undefined)(
       expect(metrics).toMatch(/^radixgate_state_stream_resets_total 1$/m);
       expect(metrics).toMatch(/^radixgate_state_connected 1$/m);
     }, 30_000);
+
+    it("a stream replaced at once by one whose IDs are behind (a failover from a primary whose clock ran a minute ahead) is read again from its start", async () => {
+      const prefix = `t${randomBytes(4).toString("hex")}`;
+      const a = await replica(prefix);
+      const b = await replica(prefix);
+      // The old primary's clock runs a minute ahead: its entries carry IDs from the future.
+      const ahead = Date.now() + 60_000;
+      await redis.client.xadd(`${prefix}:ops`, `${ahead}-0`, "junk", "1");
+      const first = await decide(a, "on the old primary");
+      await applied(b, first, 0, "B follows the stream");
+      // Failover: the new primary's stream never disappears, it simply ends at its own clock.
+      await redis.client
+        .multi()
+        .del(`${prefix}:ops`)
+        .xadd(`${prefix}:ops`, `${Date.now()}-0`, "junk", "1")
+        .exec();
+      const before = new Map(
+        b.context.registry.list().map((w) => [w.id, b.context.index.size(w.id)]),
+      );
+      const second = await decide(a, "on the new primary");
+      await applied(b, second, before.get(second)!, "B applies A's decision in the rewound stream");
+      const metrics = await (await fetch(`${b.url}/metrics`)).text();
+      expect(metrics).toMatch(/^radixgate_state_stream_resets_total 1$/m);
+    }, 30_000);
   },
 );

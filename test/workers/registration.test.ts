@@ -25,7 +25,6 @@ function registry(allowLinkLocal = false): WorkerRegistry {
       breaker: { failureThreshold: 5, openMs: 1000, successThreshold: 2 },
       connectTimeoutMs: 1000,
     },
-    undefined,
     { allowLinkLocal },
   );
 }
