@@ -20,13 +20,13 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { SharedIndex } from "../src/index/shared-index.js";
 import { RoutingDecider } from "../src/policies/decider.js";
-import { createPolicy } from "../src/policies/factory.js";
 import type { Policy } from "../src/policies/policy.js";
 import {
   BUILTIN_PROFILE_CONFIGS,
   type BuiltinProfileName,
 } from "../src/scheduling/builtin-profiles.js";
 import type { SchedulingWorker } from "../src/scheduling/plugin.js";
+import { createPolicy } from "../src/scheduling/policy-factory.js";
 import { buildProfiles } from "../src/scheduling/scheduler-config.js";
 import { mulberry32 } from "../src/sim/prng.js";
 import { EngineSignals } from "../src/workers/signals.js";

@@ -103,6 +103,18 @@ describe("workers behind their own API key", () => {
     await res.arrayBuffer();
   });
 
+  it("--worker-api-key stays this replica's default for the --worker-urls workers, not a key of their own shared with peers", async () => {
+    const worker = await sim();
+    const { router } = await loggedRouter({ workerUrls: [worker.url], workerApiKey: KEY });
+    cleanup.push(() => router.stop(100));
+    const { registry } = router.context;
+    const added = registry.list()[0];
+    expect(added?.apiKey).toBe(KEY);
+    // Only a worker's own key travels (sealed) to the other replicas (state/membership-sync.ts);
+    // each replica calls the rest with its own --worker-api-key.
+    expect(added === undefined ? "none" : registry.ownApiKey(added)).toBeUndefined();
+  });
+
   it("issue 19: a worker answering 401 to introspection gets one warning naming --worker-api-key", async () => {
     const worker = await sim();
     const { router, logs } = await loggedRouter({

@@ -2,8 +2,8 @@ import { describe, expect, it } from "vitest";
 import { ApproximateIndex } from "../../src/index/approximate-index.js";
 import type { PrefixClaims } from "../../src/index/prefix-claims.js";
 import { RoutingDecider } from "../../src/policies/decider.js";
-import { createPolicy } from "../../src/policies/factory.js";
 import { newPrefixClaimValue } from "../../src/policies/new-prefix-claim.js";
+import { createPolicy } from "../../src/scheduling/policy-factory.js";
 
 const SYSTEM = "You are a helpful assistant. Answer briefly and cite your sources. ";
 

@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { ApproximateIndex } from "../../src/index/approximate-index.js";
 import { followMembership } from "../../src/index/membership.js";
 import { RoutingDecider } from "../../src/policies/decider.js";
-import { createPolicy } from "../../src/policies/factory.js";
+import { createPolicy } from "../../src/scheduling/policy-factory.js";
 import { WorkerRegistry } from "../../src/workers/registry.js";
 
 setFlagsFromString("--expose-gc");
