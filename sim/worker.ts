@@ -198,6 +198,7 @@ class HttpSimWorker implements SimWorker {
           maxRunning: options.maxRunning,
           maxBatchTokens: options.maxBatchTokens,
           delayFactor: () => this.options.timeScale * this.currentFaults.slowdown,
+          firstTokenDelayMs: options.firstTokenDelayMs,
         },
         kv,
         clock,

@@ -82,10 +82,11 @@ export class WorkerFileSource {
     private readonly logger: Logger,
   ) {}
 
-  /** Reads the file once (its workers' health checks included), then watches it. */
+  /**
+   * Watches the file, then reads it once (its workers' health checks included). Watching first:
+   * a change made while the first version is applied is read after it, not missed.
+   */
   async start(): Promise<void> {
-    await this.reload();
-    if (this.stopped) return;
     try {
       this.watcher = watch(dirname(this.path), (_event, name) => {
         if (name === null || name === basename(this.path)) this.changed();
@@ -97,6 +98,7 @@ export class WorkerFileSource {
       this.logger.warn({ path: this.path, err }, "worker file: cannot watch; polling only");
     }
     watchFile(this.path, { interval: POLL_MS, persistent: false }, () => this.changed());
+    await this.reload();
   }
 
   stop(): void {

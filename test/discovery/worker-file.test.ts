@@ -171,3 +171,30 @@ describe("--discovery-grace-secs: a worker that flaps keeps its tree", () => {
     }
   });
 });
+
+describe("--worker-file entries get the admin API's checks", () => {
+  it("link-local addresses and the router's own address are refused and logged; the rest join", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "radixgate-worker-file-"));
+    const file = join(dir, "workers.json");
+    const sim = await startSimWorker({ id: "ok", timeScale: 0 });
+    await writeFile(file, JSON.stringify(["http://169.254.169.254", sim.url]));
+    const logs = captureLogs("info");
+    const router = await startTestRouter({ workerFile: file }, logs.logger);
+    try {
+      expect((await listWorkers(router.url)).map((w) => w.url)).toEqual([sim.url]);
+      await writeFile(file, JSON.stringify([sim.url, `http://localhost:${router.port}`]));
+      const refused = () =>
+        logs.entries
+          .filter((e) => e.msg === "discovered worker refused")
+          .map((e) => String(e.reason));
+      await waitFor(() => refused().length === 2, 10_000, "the router's own address refused");
+      expect(refused()[0]).toMatch(/link-local/);
+      expect(refused()[1]).toMatch(/this router's own address/);
+      expect((await listWorkers(router.url)).map((w) => w.url)).toEqual([sim.url]);
+    } finally {
+      await router.stop(100);
+      await sim.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
