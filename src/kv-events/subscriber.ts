@@ -31,9 +31,9 @@ import {
   decodeEnvelope,
   decodeSequence,
   END_OF_REPLAY,
+  encodeSequence,
   KvDecodeError,
 } from "./decode.js";
-import { encodeSequence } from "./encode.js";
 import type { EventBatch } from "./events.js";
 import { FloodGuard } from "./flood-guard.js";
 import type { TurnBudget } from "./turn-budget.js";

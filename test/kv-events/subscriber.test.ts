@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from "vitest";
+import { tokenize } from "../../sim/tokenizer.js";
+import { type SimWorker, startSimWorker } from "../../sim/worker.js";
 import type { EventBatch } from "../../src/kv-events/events.js";
 import { KvEventSubscriber, type KvSubscriberOptions } from "../../src/kv-events/subscriber.js";
-import { tokenize } from "../../src/sim/tokenizer.js";
-import { type SimWorker, startSimWorker } from "../../src/sim/worker.js";
 import { post, waitFor } from "../sim/http-helpers.js";
 
 const open: { close(): unknown }[] = [];
