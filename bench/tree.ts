@@ -29,7 +29,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import v8 from "node:v8";
 import vm from "node:vm";
-import { mulberry32 } from "../src/sim/prng.js";
+import { mulberry32 } from "../sim/prng.js";
 import { RadixTree } from "../src/tree/radix-tree.js";
 import {
   benchIndexDecision,
@@ -90,12 +90,14 @@ function findGc(): { gc: (() => void) | null; mode: string } {
 
 const { gc, mode: gcMode } = findGc();
 
+/** The JS heap plus ArrayBuffer memory (block_hash keeps its blocks in typed arrays, off-heap). */
 function settledHeap(): number {
   if (gc !== null) {
     gc();
     gc();
   }
-  return process.memoryUsage().heapUsed;
+  const { heapUsed, arrayBuffers } = process.memoryUsage();
+  return heapUsed + arrayBuffers;
 }
 
 /** One round of one configuration: raw nanosecond samples. */

@@ -5,6 +5,7 @@
  *   npm run demo -- --traffic         plus a small background workload, so the hit rate moves
  *   npm run demo -- --port 8080 --workers 8 --policy round_robin
  *   npm run demo -- --replicas 2      two router replicas sharing state through a local redis-server
+ *   npm run demo -- --worker-ports 31001,31002   the workers on fixed ports (default: free ones)
  *
  * Prints where it listens, example curl commands, and every few seconds the fleet's prefix-cache
  * hit rate (from the workers' own counters) and requests per worker. Ctrl-C stops it cleanly.
@@ -12,28 +13,28 @@
 import { randomBytes } from "node:crypto";
 import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
-import { Agent } from "undici";
-import { type Config, defaultConfig, LOG_LEVELS, type LogLevel } from "../src/config.js";
-import { createLogger } from "../src/logger.js";
-import { POLICY_NAMES, type PolicyName } from "../src/policies/policy.js";
-import { ListenError, type RunningRouter, startRouter } from "../src/server.js";
-import { exponential, mulberry32 } from "../src/sim/prng.js";
 import {
   findRedisServer,
   type LocalRedis,
   REDIS_INSTALL_HINT,
   startLocalRedis,
-} from "../src/sim/redis-server.js";
-import { type SimWorker, startSimWorker } from "../src/sim/worker.js";
-import { generatedSharedPrefix, openAiBody, type RequestSpec } from "../src/sim/workloads.js";
+} from "../sim/redis-server.js";
+import { type SimWorker, startSimWorker } from "../sim/worker.js";
+import { type Config, defaultConfig } from "../src/config.js";
+import { createLogger, LOG_LEVELS, type LogLevel } from "../src/logger.js";
+import { POLICY_NAMES, type PolicyName } from "../src/policies/policy.js";
+import { ListenError, type RunningRouter, startRouter } from "../src/server.js";
+import { startTraffic } from "./demo-traffic.js";
 
 export interface DemoOptions {
   /** Router port (default 30000; 0 = any free port). Falls back to a free port when taken. */
   port?: number;
   /** Router address (default 127.0.0.1). */
   host?: string;
-  /** Simulated workers (default 4). */
+  /** Simulated workers (default 4, or as many as `workerPorts`). */
   workers?: number;
+  /** The workers' ports, one per worker (default: free ports, printed at start). */
+  workerPorts?: readonly number[];
   /** Real ms per model ms of the simulated engines (default 1: real time). */
   timeScale?: number;
   policy?: PolicyName;
@@ -75,6 +76,7 @@ export interface DemoStatus {
   promptTokens: number;
   cachedTokens: number;
   hitRate: number;
+  /** Requests per worker, keyed by the router's worker id (as in x-radixgate-worker and /workers). */
   requests: Record<string, number>;
   inFlight: number;
 }
@@ -84,14 +86,22 @@ const MODEL = "meta-llama/Llama-3.1-8B-Instruct";
 
 export async function startDemo(o: DemoOptions = {}): Promise<Demo> {
   const print = o.quiet === true ? () => {} : (o.print ?? ((line: string) => console.log(line)));
-  const count = o.workers ?? 4;
+  const count = o.workers ?? o.workerPorts?.length ?? 4;
+  if (o.workerPorts !== undefined && o.workerPorts.length !== count) {
+    throw new Error(`--worker-ports lists ${o.workerPorts.length} ports for ${count} workers`);
+  }
   const workers: SimWorker[] = [];
   const routers: RunningRouter[] = [];
   let redis: LocalRedis | undefined;
   try {
     for (let i = 1; i <= count; i++) {
       workers.push(
-        await startSimWorker({ id: `w${i}`, timeScale: o.timeScale ?? 1, model: MODEL }),
+        await startSimWorker({
+          id: `w${i}`,
+          timeScale: o.timeScale ?? 1,
+          model: MODEL,
+          ...(o.workerPorts !== undefined ? { port: o.workerPorts[i - 1] as number } : {}),
+        }),
       );
     }
     let replicas = o.replicas ?? 1;
@@ -115,6 +125,8 @@ export async function startDemo(o: DemoOptions = {}): Promise<Demo> {
     throw err;
   }
   const router = routers[0] as RunningRouter;
+  // Workers are shown under the router's ids, the ones x-radixgate-worker and /workers give.
+  const label = (w: SimWorker) => router.context.registry.get(w.url)?.id ?? w.id;
 
   const status = (): DemoStatus => {
     const s = workers.map((w) => w.stats());
@@ -124,12 +136,18 @@ export async function startDemo(o: DemoOptions = {}): Promise<Demo> {
       promptTokens,
       cachedTokens,
       hitRate: promptTokens === 0 ? 0 : cachedTokens / promptTokens,
-      requests: Object.fromEntries(s.map((x) => [x.id, x.requests])),
+      requests: Object.fromEntries(s.map((x, i) => [label(workers[i] as SimWorker), x.requests])),
       inFlight: s.reduce((sum, x) => sum + x.inFlight, 0),
     };
   };
 
-  printBanner(print, routers, workers, o, redis);
+  printBanner(
+    print,
+    routers,
+    workers.map((w) => [label(w), w.url] as const),
+    o,
+    redis,
+  );
   let last = status();
   const intervalMs = (o.statsIntervalSecs ?? 5) * 1000;
   const timer = setInterval(() => {
@@ -143,6 +161,7 @@ export async function startDemo(o: DemoOptions = {}): Promise<Demo> {
       ? startTraffic(
           routers.map((r) => r.url),
           o.trafficRate as number,
+          MODEL,
         )
       : undefined;
 
@@ -203,7 +222,8 @@ async function startDemoRouter(
 function printBanner(
   print: (line: string) => void,
   routers: readonly RunningRouter[],
-  workers: readonly SimWorker[],
+  /** [the router's worker id, URL] */
+  workers: readonly (readonly [string, string])[],
   o: DemoOptions,
   redis: LocalRedis | undefined,
 ): void {
@@ -226,7 +246,7 @@ function printBanner(
       ...(redis !== undefined
         ? [`  redis    ${redis.url}  (the replicas share decisions, load and workers through it)`]
         : []),
-      ...workers.map((w) => `  worker   ${w.id}  ${w.url}`),
+      ...workers.map(([id, url]) => `  worker   ${id}  ${url}`),
       "",
       "Try:",
       `  curl -s ${url}/v1/chat/completions -H 'content-type: application/json' \\`,
@@ -264,71 +284,13 @@ function statusLine(now: DemoStatus, before: DemoStatus): string {
   );
 }
 
-/**
- * Background traffic: Poisson arrivals of shared-prefix chats (8 system prompts, so the hit rate
- * climbs as the router learns where each lives), at most 32 outstanding.
- */
-function startTraffic(urls: readonly string[], rate: number): { stop(): Promise<void> } {
-  const specs: RequestSpec[] = generatedSharedPrefix({
-    groups: 8,
-    promptsPerGroup: 64,
-    systemPromptTokens: 1024,
-    questionTokens: 64,
-    outputTokens: 32,
-    kind: "chat",
-    seed: 7,
-  });
-  const rng = mulberry32(11);
-  // Spread over the replicas at random, as an L4 load balancer would.
-  const pick = mulberry32(13);
-  const agent = new Agent({ connections: 32, keepAliveTimeout: 30_000 });
-  const pending = new Set<Promise<void>>();
-  let stopped = false;
-  let next = 0;
-  let timer: NodeJS.Timeout | undefined;
-  const send = (spec: RequestSpec) => {
-    const p = agent
-      .request({
-        origin: urls[Math.floor(pick() * urls.length)] as string,
-        path: "/v1/chat/completions",
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify(openAiBody(spec, MODEL)),
-      })
-      .then((res) => res.body.dump())
-      .catch(() => {
-        // the demo's own traffic: a failure shows in the worker counters, nothing to report here
-      })
-      .finally(() => pending.delete(p));
-    pending.add(p);
-  };
-  const schedule = () => {
-    if (stopped) return;
-    timer = setTimeout(
-      () => {
-        if (pending.size < 32) send(specs[next++ % specs.length] as RequestSpec);
-        schedule();
-      },
-      exponential(rng, 1000 / rate),
-    );
-  };
-  schedule();
-  return {
-    async stop() {
-      stopped = true;
-      clearTimeout(timer);
-      await Promise.allSettled([...pending]);
-      await agent.close();
-    },
-  };
-}
-
 async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
       port: { type: "string", default: String(DEFAULT_PORT) },
       host: { type: "string", default: "127.0.0.1" },
-      workers: { type: "string", default: "4" },
+      workers: { type: "string" },
+      "worker-ports": { type: "string" },
       "time-scale": { type: "string", default: "1" },
       policy: { type: "string", default: defaultConfig().policy },
       traffic: { type: "boolean", default: false },
@@ -345,7 +307,8 @@ async function main(): Promise<void> {
         "usage: npm run demo -- [options]",
         "  --port <n>          router port (default 30000; a free port if taken)",
         "  --host <addr>       router address (default 127.0.0.1)",
-        "  --workers <n>       simulated workers (default 4)",
+        "  --workers <n>       simulated workers (default 4, or one per --worker-ports)",
+        "  --worker-ports <p,...>  the workers' ports (default: free ports, printed at start)",
         "  --time-scale <x>    real ms per model ms (default 1 = real time)",
         `  --policy <name>     ${POLICY_NAMES.join(" | ")} (default ${defaultConfig().policy})`,
         "  --traffic           send a small background workload",
@@ -373,12 +336,17 @@ async function main(): Promise<void> {
     console.error(`demo: --log-level must be one of ${LOG_LEVELS.join(", ")}`);
     process.exit(2);
   }
+  const workerPorts = values["worker-ports"]
+    ?.split(/[\s,]+/)
+    .filter((p) => p !== "")
+    .map((p) => Math.floor(number("worker-ports", p, 1)));
   let demo: Demo;
   try {
     demo = await startDemo({
       port: number("port", values.port, 0),
       host: values.host,
-      workers: number("workers", values.workers, 1),
+      ...(values.workers !== undefined ? { workers: number("workers", values.workers, 1) } : {}),
+      ...(workerPorts !== undefined ? { workerPorts } : {}),
       timeScale: number("time-scale", values["time-scale"], 0),
       policy: values.policy as PolicyName,
       trafficRate: values.traffic ? number("rate", values.rate, 0.01) : 0,

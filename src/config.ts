@@ -1,6 +1,7 @@
 import { ConfigError } from "./errors.js";
 import { DEFAULT_BLOCK_CHARS, DEFAULT_CAPACITY_BLOCKS } from "./index/block-hash-index.js";
 import { PREFIX_INDEX_NAMES, type PrefixIndexName } from "./index/factory.js";
+import { LOG_LEVELS, type LogLevel } from "./logger.js";
 import { DEFAULT_TIE_BREAK, TIE_BREAKS, type TieBreak } from "./policies/options.js";
 import { POLICY_NAMES, type PolicyName } from "./policies/policy.js";
 import { SESSION_SOURCES, type SessionSource } from "./proxy/session-key.js";
@@ -13,6 +14,13 @@ import { normalizeWorkerUrl } from "./workers/worker-url.js";
 /** The router's whole configuration, after parsing and validation. */
 export interface Config {
   workerUrls: string[];
+  /** --worker-file: a JSON or YAML list of workers, watched ("" = none). */
+  workerFile: string;
+  /** --worker-dns: NAME[:PORT] whose A/AAAA (or SRV) records are the workers ("" = none). */
+  workerDns: string;
+  dnsIntervalSecs: number;
+  dnsTimeoutSecs: number;
+  discoveryGraceSecs: number;
   host: string;
   port: number;
   policy: PolicyName;
@@ -104,9 +112,6 @@ export interface Config {
   stateClaimTtlMs: number;
 }
 
-export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
-export type LogLevel = (typeof LOG_LEVELS)[number];
-
 type Parser<T> = (raw: string, flag: string) => T;
 
 /** One row of the settings table: the single source for defaults, the CLI, env vars and the docs. */
@@ -163,6 +168,24 @@ const oneOf =
     if ((values as readonly string[]).includes(raw)) return raw as T;
     throw new ConfigError(flag, `must be one of ${values.join(", ")}, got "${raw}"`);
   };
+
+/** NAME[:PORT] for --worker-dns: a DNS name, and the workers' port unless SRV records give it. */
+const dnsTarget = (raw: string, flag: string): string => {
+  const value = raw.trim();
+  if (value === "") return "";
+  const match =
+    /^([A-Za-z0-9_]([A-Za-z0-9_-]*[A-Za-z0-9])?)(\.[A-Za-z0-9_]([A-Za-z0-9_-]*[A-Za-z0-9])?)*\.?(:(\d{1,5}))?$/.exec(
+      value,
+    );
+  const port = match?.[6] === undefined ? undefined : Number(match[6]);
+  if (match === null || value.length > 260 || (port !== undefined && (port < 1 || port > 65535))) {
+    throw new ConfigError(
+      flag,
+      `must be a DNS name with an optional port, e.g. workers.llm.svc.cluster.local:30000, got "${raw}"`,
+    );
+  }
+  return value;
+};
 
 const workerUrls = (raw: string, flag: string): string[] =>
   raw
@@ -288,6 +311,49 @@ export const SETTINGS = [
       "Worker base URLs (space- or comma-separated). May be empty: add workers later through the admin API.",
     default: [],
     parse: workerUrls,
+  }),
+  setting({
+    key: "workerFile",
+    flag: "--worker-file",
+    arg: "<path>",
+    description:
+      "A JSON or YAML list of workers (URLs, or objects with the fields of POST /workers), watched: added entries join after a health check, removed ones drain. A bad file is logged and ignored; the last good one stands. Empty = none. See docs/discovery.md.",
+    default: "",
+    parse: text,
+  }),
+  setting({
+    key: "workerDns",
+    flag: "--worker-dns",
+    arg: "<name[:port]>",
+    description:
+      "A DNS name whose A/AAAA records are the workers (http://ADDRESS:PORT), or whose SRV records give targets and ports; re-resolved every --dns-interval-secs. A failed lookup keeps the last answer. Empty = none. See docs/discovery.md.",
+    default: "",
+    parse: dnsTarget,
+  }),
+  setting({
+    key: "dnsIntervalSecs",
+    flag: "--dns-interval-secs",
+    arg: "<secs>",
+    description: "With --worker-dns: seconds between lookups.",
+    default: 30,
+    parse: number(0, 86_400, { minExclusive: true }),
+  }),
+  setting({
+    key: "dnsTimeoutSecs",
+    flag: "--dns-timeout-secs",
+    arg: "<secs>",
+    description: "With --worker-dns: limit for one lookup; past it the last answer stands.",
+    default: 5,
+    parse: number(0, 600, { minExclusive: true }),
+  }),
+  setting({
+    key: "discoveryGraceSecs",
+    flag: "--discovery-grace-secs",
+    arg: "<secs>",
+    description:
+      "A worker that leaves --worker-file or --worker-dns drains (no new requests, in-flight ones complete) and is removed after this long; back within it, it keeps its prefix tree (0 = remove at once).",
+    default: 30,
+    parse: number(0),
   }),
   setting({
     key: "host",

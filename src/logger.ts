@@ -1,8 +1,11 @@
 import pino, { type DestinationStream, type Logger } from "pino";
 import pretty from "pino-pretty";
-import type { LogLevel } from "./config.js";
 
 export type { Logger };
+
+/** pino's levels, the values of --log-level. */
+export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
 
 /** Paths never written to logs, whatever a caller passes. */
 const REDACTED_PATHS = [
@@ -22,6 +25,11 @@ const REDACTED_PATHS = [
   "*.workerApiKey",
   "api_key",
   "*.api_key",
+  // --state-secret (config) and the shared state's options (`secret`).
+  "stateSecret",
+  "*.stateSecret",
+  "secret",
+  "*.secret",
 ];
 
 /** Query parameters that carry credentials; their values never reach a log line. */

@@ -1,8 +1,8 @@
 import type { Config } from "./config.js";
 import { ConfigError } from "./errors.js";
-import { createPolicy } from "./policies/factory.js";
 import type { Policy } from "./policies/policy.js";
 import { SchedulerConfigError } from "./scheduling/config-path.js";
+import { createPolicy } from "./scheduling/policy-factory.js";
 import { loadSchedulerConfig } from "./scheduling/scheduler-config.js";
 
 /**

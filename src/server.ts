@@ -1,18 +1,22 @@
 import { randomBytes } from "node:crypto";
-import { createServer, type RequestListener, type Server } from "node:http";
+import type { RequestListener, Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { getRequestListener, type HttpBindings } from "@hono/node-server";
 import { Hono } from "hono";
 import { type Config, requireStateSecret } from "./config.js";
-import { ConfigError, RouterError, UsageError } from "./errors.js";
+import { WorkerMembership } from "./discovery/membership.js";
+import { type Discovery, startDiscovery } from "./discovery/setup.js";
+import type { DnsResolver } from "./discovery/worker-dns.js";
+import { ConfigError, RouterError } from "./errors.js";
 import { BlockHashIndex } from "./index/block-hash-index.js";
 import { createBaseIndex } from "./index/factory.js";
+import { followMembership } from "./index/membership.js";
 import type { PrefixIndex } from "./index/prefix-index.js";
 import { setUpKvEvents } from "./kv-events/setup.js";
+import { listen } from "./listen.js";
 import { accessLogger, createLogger, type Logger } from "./logger.js";
 import { Metrics } from "./metrics.js";
 import { RoutingDecider } from "./policies/decider.js";
-import { createPolicy } from "./policies/factory.js";
 import { SessionTable } from "./policies/session-table.js";
 import { Admission } from "./proxy/admission.js";
 import { BodyBudget } from "./proxy/body-budget.js";
@@ -26,12 +30,16 @@ import { registerInferenceRoutes } from "./routes/inference.js";
 import { registerMetricsRoute, registerOpsRoutes } from "./routes/ops.js";
 import { registerRouteExplainRoutes } from "./routes/route-explain.js";
 import { routerListener } from "./routes/router-listener.js";
+import { createPolicy } from "./scheduling/policy-factory.js";
 import { SharedState } from "./state/shared-state.js";
 import { type EvictionTimer, startEvictionTimer } from "./tree/eviction-timer.js";
 import { HealthChecker } from "./workers/health.js";
+import type { HostResolver } from "./workers/host-lookup.js";
 import { EngineIntrospector } from "./workers/introspection.js";
 import { WorkerRegistry } from "./workers/registry.js";
 import { TreeBudgets } from "./workers/tree-budget.js";
+
+export { ListenError } from "./listen.js";
 
 type Env = { Bindings: HttpBindings };
 
@@ -46,6 +54,10 @@ export interface RunningRouter {
 
 export interface StartOptions {
   logger?: Logger;
+  /** For tests: the resolver --worker-dns asks (default: the system's DNS servers). */
+  dnsResolver?: DnsResolver;
+  /** How worker host names are resolved at registration (tests; default: the system resolver). */
+  resolveHost?: HostResolver;
 }
 
 /** Builds the router (registry, policy, proxy, routes) without listening. */
@@ -95,12 +107,13 @@ export function createRouter(
       connectTimeoutMs: config.connectTimeoutSecs * 1000,
       refuseLinkLocal: !config.allowLinkLocalWorkers,
     },
-    index,
     {
       allowLinkLocal: config.allowLinkLocalWorkers,
       ...(config.workerApiKey !== undefined ? { defaultApiKey: config.workerApiKey } : {}),
+      ...(options.resolveHost !== undefined ? { resolveHost: options.resolveHost } : {}),
     },
   );
+  followMembership(index, registry);
   metrics = new Metrics(registry);
   const m = metrics;
   const kvEvents = kvSetup?.attach(registry, m.registry, logger);
@@ -183,12 +196,35 @@ export function createRouter(
     { ...upstreamHooks, onDecision: () => {} },
   );
 
+  const health = new HealthChecker(
+    registry,
+    {
+      intervalMs: config.healthCheckIntervalSecs * 1000,
+      timeoutMs: config.healthCheckTimeoutSecs * 1000,
+      failureThreshold: config.healthFailureThreshold,
+      successThreshold: config.healthSuccessThreshold,
+      endpoint: config.healthCheckEndpoint,
+    },
+    logger,
+  );
+  const membership = new WorkerMembership({
+    registry,
+    health,
+    logger,
+    ...(kvEvents !== undefined ? { kvEvents } : {}),
+    kvRules: {
+      allowIpc: config.kvEventsAllowIpc,
+      allowLinkLocal: config.allowLinkLocalWorkers,
+      connectTimeoutMs: config.connectTimeoutSecs * 1000,
+    },
+  });
   const context: RouterContext = {
     config,
     logger,
     accessLog: accessLogger(logger),
     metrics: m,
     registry,
+    membership,
     index,
     decider,
     forwarder,
@@ -198,17 +234,7 @@ export function createRouter(
       config.queueSize,
       config.queueTimeoutSecs * 1000,
     ),
-    health: new HealthChecker(
-      registry,
-      {
-        intervalMs: config.healthCheckIntervalSecs * 1000,
-        timeoutMs: config.healthCheckTimeoutSecs * 1000,
-        failureThreshold: config.healthFailureThreshold,
-        successThreshold: config.healthSuccessThreshold,
-        endpoint: config.healthCheckEndpoint,
-      },
-      logger,
-    ),
+    health,
     bodyBudget: new BodyBudget(config.maxBodyBufferBytes),
     parsePool:
       config.parseWorkers > 0
@@ -258,17 +284,27 @@ export async function startRouter(
   // As SGLang's gateway does, --api-key is also the key of the workers listed on the command
   // line (sgl-model-gateway/src/core/job_queue.rs, Job::InitializeWorkersFromConfig; clients must
   // send it too: src/middleware.rs, auth_middleware); an explicit
-  // --worker-api-key wins. Workers added later through the admin API bring their own key.
-  const cliWorkerKey = config.workerApiKey ?? config.apiKey;
-  for (const url of config.workerUrls) {
-    try {
-      await registry.addResolved(url, cliWorkerKey !== undefined ? { apiKey: cliWorkerKey } : {});
-    } catch (err) {
-      context.kvEvents?.close();
-      await registry.close();
-      if (err instanceof RouterError) throw new ConfigError("--worker-urls", err.message);
-      throw err;
+  // --worker-api-key wins: it is the registry's default key (AdmissionRules.defaultApiKey), so it
+  // is not given here, where it would become these workers' own key and travel to the peer
+  // replicas instead of each using its own. Workers added later through the admin API bring
+  // their own key.
+  const cliWorkerKey = config.workerApiKey === undefined ? config.apiKey : undefined;
+  try {
+    // Every name is resolved at once, so start-up waits for one lookup timeout at most, not one
+    // per worker; the workers are then added in the order given.
+    const resolved = await Promise.all(config.workerUrls.map((u) => registry.resolveAddresses(u)));
+    for (const [i, url] of config.workerUrls.entries()) {
+      const addresses = resolved[i] ?? [];
+      registry.add(url, {
+        ...(cliWorkerKey !== undefined ? { apiKey: cliWorkerKey } : {}),
+        ...(addresses.length > 0 ? { addresses } : {}),
+      });
     }
+  } catch (err) {
+    context.kvEvents?.close();
+    await registry.close();
+    if (err instanceof RouterError) throw new ConfigError("--worker-urls", err.message);
+    throw err;
   }
 
   // Each worker answers one health check before it takes traffic, so a worker that is down at
@@ -305,6 +341,30 @@ export async function startRouter(
     }
   }
 
+  // --worker-file, --worker-dns: once the router's own address is known (a source listing it is
+  // refused), their first answers registered and health-checked before "listening" is logged.
+  let discovery: Discovery;
+  try {
+    discovery = await startDiscovery(
+      {
+        workerFile: config.workerFile,
+        workerDns: config.workerDns,
+        dnsIntervalMs: config.dnsIntervalSecs * 1000,
+        dnsTimeoutMs: config.dnsTimeoutSecs * 1000,
+        graceMs: config.discoveryGraceSecs * 1000,
+        ...(options.dnsResolver !== undefined ? { dnsResolver: options.dnsResolver } : {}),
+      },
+      context.membership,
+      logger,
+    );
+  } catch (err) {
+    server.close();
+    metricsServer?.close();
+    context.kvEvents?.close();
+    await context.sharedState?.stop();
+    await registry.close();
+    throw err;
+  }
   health.start();
   introspection.start();
   const eviction: EvictionTimer = startEvictionTimer(
@@ -333,6 +393,7 @@ export async function startRouter(
   const stop = (graceMs = config.shutdownGraceSecs * 1000): Promise<void> => {
     stopping ??= (async () => {
       context.state.shuttingDown = true;
+      discovery.stop();
       server.close();
       metricsServer?.close();
       server.closeIdleConnections();
@@ -374,40 +435,6 @@ export async function startRouter(
 
 /** After the grace period, how long aborted requests get to write their last event. */
 const SHUTDOWN_FLUSH_MS = 500;
-
-/** Listens, turning "address in use" into a ConfigError-like message naming the flag. */
-function listen(
-  listener: RequestListener,
-  host: string,
-  port: number,
-  flag: string,
-): Promise<Server> {
-  const server = createServer(listener);
-  // Long generations can exceed Node's default request timeout (5 min): the router has its own.
-  server.requestTimeout = 0;
-  server.headersTimeout = 60_000;
-  server.keepAliveTimeout = 65_000;
-  return new Promise((resolve, reject) => {
-    server.once("error", (err: NodeJS.ErrnoException) => {
-      if (err.code === "EADDRINUSE")
-        reject(new ListenError(flag, `${flag} ${port}: address ${host}:${port} is already in use`));
-      else if (err.code === "EACCES")
-        reject(new ListenError(flag, `${flag} ${port}: permission denied on ${host}:${port}`));
-      else if (err.code === "EADDRNOTAVAIL" || err.code === "ENOTFOUND")
-        reject(new ListenError(flag, `--host ${host}: cannot listen on this address`));
-      else reject(err);
-    });
-    server.listen(port, host, () => resolve(server));
-  });
-}
-
-/** A listen failure the CLI reports as a usage error (exit 2). */
-export class ListenError extends UsageError {
-  constructor(flag: string, message: string) {
-    super(flag, message);
-    this.name = "ListenError";
-  }
-}
 
 /** --block-hash-chars: a number fixes the block size, auto leaves the index's default (learned). */
 function blockCharsOption(chars: number | "auto"): { blockChars?: number } {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { UnsupportedFlagError } from "../src/compat-flags.js";
 import { ConfigError, UsageError } from "../src/errors.js";
-import { ListenError } from "../src/server.js";
+import { ListenError } from "../src/listen.js";
 
 describe("usage errors", () => {
   it("the config, listen and unsupported-flag errors share one base that names the flag (cli.ts catches that one type)", () => {

@@ -4,7 +4,8 @@ import { fmix32 } from "../hash/fmix32.js";
  * A text cut into fixed blocks of characters, each named by a chained hash: block i's key covers
  * its own characters and the key of block i - 1, so one key stands for the whole prefix up to its
  * end (seed 001, "Approximate prefix index on the EPP": hash(chunk i) = hash(content + hash(chunk
- * i-1)); GIE pkg/epp/framework/plugins/requestcontrol/dataproducer/approximateprefix/plugin.go;
+ * i-1)); GIE pkg/epp/framework/plugins/requestcontrol/dataproducer/approximateprefix/plugin.go
+ * `PrepareRequestData` → `hashPrompt`;
  * AIBrix pkg/utils/prefixcacheindexer/hash.go getPrefixHashes).
  *
  * - The tail that does not fill a block is dropped (AIBrix's rule; GIE hashes it too): a partial
@@ -18,21 +19,17 @@ import { fmix32 } from "../hash/fmix32.js";
  *   read two code units a word into four xxhash32-style accumulators (independent multiply
  *   chains, so the CPU overlaps them: a JS loop over charCodeAt cost several times more). The
  *   accumulators, started from the parent block's two 32-bit words, end in two 32-bit words.
- * - Collisions: the key is 53 bits of those two words, exact as a JS number. Among the ~31k
+ * - Collisions: the key is 53 bits of those two words. Among the ~31k
  *   blocks a worker holds, two different prefixes share a key with a probability of about
  *   n²/2^54 (~5e-8); the index also checks each matched block's parent key.
  * - At most `maxBlocks` blocks (GIE maxPrefixBlocksToMatch, 256): per-request work is bounded.
  */
 export class BlockChain {
-  /** keys[i]: the chained key of block i. */
-  readonly keys: Float64Array;
+  /** The chained key of block i: 21 high bits in his[i], 32 low bits in los[i]. */
+  readonly his: Int32Array;
+  readonly los: Int32Array;
   /** ends[i]: the code unit just after block i. */
   readonly ends: Int32Array;
-  /**
-   * buckets[i]: 30 bits of keys[i], a small integer: V8's Map finds a small-integer key several
-   * times faster than a 53-bit one (a heap number), so the LRU's map is keyed by it.
-   */
-  readonly buckets: Int32Array;
   /** Blocks cut from the last text. */
   count = 0;
   private lastText: string | undefined;
@@ -51,9 +48,9 @@ export class BlockChain {
     readonly maxBlocks: number,
     seed: number,
   ) {
-    this.keys = new Float64Array(maxBlocks);
+    this.his = new Int32Array(maxBlocks);
+    this.los = new Int32Array(maxBlocks);
     this.ends = new Int32Array(maxBlocks);
-    this.buckets = new Int32Array(maxBlocks);
     this.seedA = fmix32(seed ^ 0x5bd1e995);
     this.seedB = fmix32(Math.imul(seed, 0x27d4eb2f) ^ 0x165667b1);
     this.maxUnits = maxBlocks * (blockChars + 1);
@@ -84,9 +81,9 @@ export class BlockChain {
       this.mix(a, b, start, end);
       a = this.outA;
       b = this.outB;
-      // 21 bits of word A over the 32 of word B: an exact integer below 2^53.
-      this.keys[count] = (a >>> 11) * 0x1_0000_0000 + b;
-      this.buckets[count] = b & 0x3fff_ffff;
+      // 21 bits of word A over the 32 of word B: a 53-bit key.
+      this.his[count] = a >>> 11;
+      this.los[count] = b;
       this.ends[count] = end;
       count++;
       start = end;

@@ -45,7 +45,7 @@ const BLOCK_HASH_INDEX = "block_hash";
  * It learns from routing as the trees do: `insert` on a decision, `truncate` when a worker did not
  * accept a request or reported fewer cached tokens. Budgets are in characters through the
  * interface (setBudget, learned from the engine's KV capacity with --max-tree-size auto); a worker
- * holds at most budget / blockChars blocks. Memory: one entry (~120 bytes) per block held.
+ * holds at most budget / blockChars blocks. Memory: about 50 bytes per block held (block-lru.ts).
  *
  * Cheaper than the trees per character held, and the per-decision cost does not grow with the
  * text beyond its hashing (once per decision); coarser: a prefix shorter than a block, or the
@@ -61,6 +61,28 @@ export class BlockHashIndex implements PrefixIndex {
   private readonly onEvict: ((chars: number) => void) | undefined;
   /** A block size was learned from an engine (learnBlockTokens); later reports are ignored. */
   private learned = false;
+  /**
+   * Low 32 bits of a first block's key → the LRUs holding such a first block (once per block), so
+   * that a match probes only the workers that hold the text's first block instead of every
+   * candidate's table (GIE keeps such a reverse map for every block: indexer.go `hashToPods`).
+   */
+  private readonly rootHolders = new Map<number, BlockLru[]>();
+  private stamp = 0;
+  private readonly onRoot = (lru: BlockLru, lo: number, added: boolean): void => {
+    const holders = this.rootHolders.get(lo);
+    if (added) {
+      if (holders === undefined) this.rootHolders.set(lo, [lru]);
+      else holders.push(lru);
+      return;
+    }
+    if (holders === undefined) return;
+    const at = holders.indexOf(lru);
+    if (at >= 0) {
+      holders[at] = holders[holders.length - 1]!;
+      holders.pop();
+    }
+    if (holders.length === 0) this.rootHolders.delete(lo);
+  };
 
   constructor(options: BlockHashIndexOptions = {}) {
     const blockChars = checkPositiveInteger(
@@ -95,7 +117,8 @@ export class BlockHashIndex implements PrefixIndex {
 
   /**
    * An engine reported its KV block size in tokens (vLLM's cache_config_info block_size): blocks
-   * become that many tokens × 4 characters, as GIE's autoTune sizes them. The first report counts;
+   * become that many tokens × 4 characters, as GIE's autoTune sizes them (approximateprefix/
+   * plugin.go `GetBlockSize`: the first endpoint's CacheBlockSize). The first report counts;
    * a fleet mixing block sizes keeps the first (one chain per index). Changing the size forgets
    * every worker's blocks (their keys were cut at the old size); budgets stay. Returns true when
    * the block size changed.
@@ -109,17 +132,21 @@ export class BlockHashIndex implements PrefixIndex {
     if (blockChars === this.chain.blockChars) return false;
     this.chain = new BlockChain(blockChars, this.maxBlocks, this.seed);
     for (const lru of this.lrus.values()) lru.clear();
+    this.rootHolders.clear();
     return true;
   }
 
   addWorker(workerId: string): void {
     if (!this.lrus.has(workerId)) {
-      this.lrus.set(workerId, new BlockLru(this.initialBudget, this.onEvict));
+      this.lrus.set(workerId, new BlockLru(this.initialBudget, this.onEvict, this.onRoot));
     }
   }
 
   removeWorker(workerId: string): void {
-    this.lrus.get(workerId)?.clear();
+    const lru = this.lrus.get(workerId);
+    if (lru === undefined) return;
+    lru.forEachRoot((lo) => this.onRoot(lru, lo, false));
+    lru.clear();
     this.lrus.delete(workerId);
   }
 
@@ -131,9 +158,24 @@ export class BlockHashIndex implements PrefixIndex {
   ): void {
     const chain = this.chain;
     const blocks = chain.cut(text, model);
+    const holders = blocks === 0 ? undefined : this.rootHolders.get(chain.los[0]!);
+    if (holders === undefined) {
+      // Nobody holds the first block: nothing to look up per worker.
+      for (let i = 0; i < workers.length; i++) out[i] = 0;
+      return;
+    }
+    const stamp = ++this.stamp;
+    for (const lru of holders) lru.stamp = stamp;
+    let guess = 0;
     for (let i = 0; i < workers.length; i++) {
-      const lru = blocks === 0 ? undefined : this.lrus.get(workers[i]!.id);
-      out[i] = lru === undefined ? 0 : chain.charsOf(lru.matchBlocks(chain));
+      const lru = this.lrus.get(workers[i]!.id);
+      if (lru === undefined || lru.stamp !== stamp) {
+        out[i] = 0;
+        continue;
+      }
+      const held = lru.matchBlocks(chain, guess);
+      if (held > 0) guess = held;
+      out[i] = chain.charsOf(held);
     }
   }
 
@@ -172,8 +214,26 @@ export class BlockHashIndex implements PrefixIndex {
     return this.lrus.values();
   }
 
+  /** The worker's LRU (tests and benchmarks). */
+  lruOf(workerId: string): BlockLru | undefined {
+    return this.lrus.get(workerId);
+  }
+
   /** Throws when an invariant of any worker's LRU does not hold (tests). */
   check(): void {
-    for (const lru of this.lrus.values()) lru.check();
+    const expected = new Map<number, number>();
+    for (const lru of this.lrus.values()) {
+      lru.check();
+      lru.forEachRoot((lo) => expected.set(lo, (expected.get(lo) ?? 0) + 1));
+    }
+    let total = 0;
+    for (const [lo, holders] of this.rootHolders) {
+      if (holders.length !== expected.get(lo))
+        throw new Error(`first-block holders of ${lo} wrong`);
+      total += holders.length;
+    }
+    let want = 0;
+    for (const n of expected.values()) want += n;
+    if (total !== want) throw new Error(`first-block holders ${total}, blocks ${want}`);
   }
 }

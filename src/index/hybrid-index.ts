@@ -18,11 +18,12 @@
  *   (rank-id.ts). A worker's match is its best rank's (ties: the rank with the fewest of this
  *   router's requests in flight); `rankOf` names that rank, `insert` records the request there.
  */
-import type { TokenizeInput } from "../kv-events/tokenize-input.js";
+
 import { isHigh } from "../tree/radix-tree.js";
 import type { PreciseIndex } from "./precise-index.js";
 import type { EvictionUnit, PrefixIndex, PrepareRequest } from "./prefix-index.js";
 import { rankIndexId } from "./rank-id.js";
+import type { TokenizeInput } from "./tokenize-input.js";
 
 /** How the hybrid index gets tokens and stream health; implemented by kv-events/manager.ts. */
 export interface TokenSource {

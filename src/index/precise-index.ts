@@ -12,8 +12,8 @@
  *   past that the oldest go first (the engine has most likely evicted them too).
  * - Per model/LoRA: the adapter name seeds the chain, so adapters never share a key.
  */
-import type { BlockStored, KvEvent } from "../kv-events/events.js";
-import { GPU_MEDIUM } from "../kv-events/events.js";
+import type { BlockStored, KvEvent } from "./block-events.js";
+import { GPU_MEDIUM } from "./block-events.js";
 import { blockKey, blockKeys, rootKey } from "./block-keys.js";
 
 export interface PreciseIndexOptions {

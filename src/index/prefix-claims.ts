@@ -10,10 +10,10 @@
  */
 export interface PrefixClaims {
   /**
-   * Proposes `workerId` for the prefix named by `key`. Resolves to the worker the claim names (this
-   * proposal, or an earlier one of any replica), or undefined when no answer came in time; never
-   * rejects. Returns undefined at once when no claim can be made now (no link), so the caller
-   * awaits nothing.
+   * Proposes `value` (the decider's: a worker and what it was sent) for the prefix named by `key`.
+   * Resolves to the claim's value (this proposal, or an earlier one of any replica), or undefined
+   * when no answer came in time; never rejects. Returns undefined at once when no claim can be made
+   * now (no link), so the caller awaits nothing.
    */
-  claim(key: string, workerId: string): Promise<string | undefined> | undefined;
+  claim(key: string, value: string): Promise<string | undefined> | undefined;
 }

@@ -1,4 +1,4 @@
-import type { TokenizeInput } from "../kv-events/tokenize-input.js";
+import type { TokenizeInput } from "./tokenize-input.js";
 
 /**
  * The prefix index seam: "for this request, how much of its text does each worker probably hold?"
@@ -81,7 +81,7 @@ export interface PrefixIndex {
 export interface PrepareRequest {
   readonly text: string;
   readonly model?: string | undefined;
-  /** The request in the form the engine's tokenizer takes it (kv-events/tokenize-input.ts). */
+  /** The request in the form the engine's tokenizer takes it (tokenize-input.ts). */
   readonly tokenizeInput?: TokenizeInput | undefined;
 }
 

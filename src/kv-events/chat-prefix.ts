@@ -24,7 +24,12 @@ const SYSTEM_ROLES = new Set(["system", "developer"]);
 
 /** The key of a whole chat tokenized with the generation prompt (what a request sends). */
 export function chatKey(model: string | undefined, messages: readonly unknown[]): string {
-  return `m\u0000${model ?? ""}\u0000${JSON.stringify(messages)}`;
+  return turnKey(model, JSON.stringify(messages));
+}
+
+/** `chatKey` of messages already in JSON. */
+function turnKey(model: string | undefined, json: string): string {
+  return `m\u0000${model ?? ""}\u0000${json}`;
 }
 
 /** The key of leading messages tokenized without the generation prompt. */
@@ -46,15 +51,21 @@ export function chatPrefixProbes(
   model: string | undefined,
   messages: readonly unknown[],
 ): { probes: ChatPrefixProbe[]; totalChars: number } {
-  // JSON.stringify of an array is its elements' JSON joined by commas in brackets.
-  const parts = messages.map((m) => JSON.stringify(m) ?? "null");
-  const json = (end: number) => `[${parts.slice(0, end).join(",")}]`;
+  // JSON.stringify of an array is its elements' JSON joined by commas in brackets: the whole
+  // chat's JSON is built once, and each prefix's is a slice of it up to its last message's end.
+  let body = "";
+  const ends: number[] = [0];
+  messages.forEach((m, i) => {
+    body += `${i === 0 ? "" : ","}${JSON.stringify(m) ?? "null"}`;
+    ends.push(body.length);
+  });
+  const json = (end: number) => `[${body.slice(0, ends[end])}]`;
   const probes: ChatPrefixProbe[] = [];
   const n = messages.length;
   const lowest = Math.max(1, n - MAX_TURN_PROBES);
   for (let end = n - 1; end >= lowest; end--) {
     const prefix = json(end);
-    probes.push({ key: `m\u0000${model ?? ""}\u0000${prefix}`, chars: prefix.length });
+    probes.push({ key: turnKey(model, prefix), chars: prefix.length });
     probes.push({ key: systemKey(model, prefix), chars: prefix.length });
   }
   const system = leadingSystemCount(messages);

@@ -13,8 +13,9 @@
  * skips it), never anything else.
  */
 import { Decoder } from "@msgpack/msgpack";
-import type { EngineHash, EventBatch, KvEvent } from "./events.js";
-import { isTokenId } from "./tokenize-input.js";
+import type { EngineHash, KvEvent } from "../index/block-events.js";
+import { isTokenId } from "../index/tokenize-input.js";
+import type { EventBatch } from "./events.js";
 
 export class KvDecodeError extends Error {
   override readonly name = "KvDecodeError";
@@ -38,6 +39,13 @@ export function decodeSequence(frame: Uint8Array): bigint {
   if (frame.length !== 8)
     throw new KvDecodeError(`sequence frame has ${frame.length} bytes, not 8`);
   return new DataView(frame.buffer, frame.byteOffset, 8).getBigInt64(0, false);
+}
+
+/** The same frame from a number: the router sends one to ask for a replay from there on. */
+export function encodeSequence(sequence: bigint): Uint8Array {
+  const frame = new Uint8Array(8);
+  new DataView(frame.buffer).setBigInt64(0, sequence, false);
+  return frame;
 }
 
 /**

@@ -9,7 +9,7 @@
  *   and the caller sheds the stream: a publisher faster than the router can apply is not queued
  *   without limit. The bound is in blocks, the unit of both the work and the memory.
  */
-import type { BlockRemoved, BlockStored, KvEvent } from "./events.js";
+import type { BlockRemoved, BlockStored, KvEvent } from "../index/block-events.js";
 import type { TurnBudget } from "./turn-budget.js";
 
 export interface EventApplierOptions {

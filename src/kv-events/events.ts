@@ -1,49 +1,6 @@
-/**
- * The KV-cache event model the engines publish, as the router uses it.
- *
- * Schema references (checked against the engines' source, not copied):
- * - vLLM: vllm/distributed/kv_events.py (EventBatch, BlockStored, BlockRemoved, AllBlocksCleared;
- *   msgspec structs, `tag=True` so each event names its class; encoded as positional arrays in
- *   older releases and as maps keyed by field name with a `type` tag since 2026).
- * - SGLang: python/sglang/srt/disaggregation/kv_events.py (the same model as positional arrays,
- *   without `medium`; BlockRemoved carries only the hashes).
- */
+import type { KvEvent } from "../index/block-events.js";
 
-/**
- * An engine's block hash, normalised to a string: vLLM's ExternalBlockHash is `bytes | int`
- * (SGLang's is int), and a 64-bit int does not fit a JS number. Ints become their decimal form,
- * bytes "x" + lowercase hex, so the two can never collide.
- */
-export type EngineHash = string;
-
-export interface BlockStored {
-  readonly type: "BlockStored";
-  /** One hash per stored block, in sequence order. */
-  readonly blockHashes: readonly EngineHash[];
-  /** The hash of the block before the first one; null when the first block starts a sequence. */
-  readonly parentHash: EngineHash | null;
-  /** The tokens of every stored block, concatenated (blockHashes.length × blockSize). */
-  readonly tokenIds: readonly number[];
-  readonly blockSize: number;
-  readonly loraId: number | null;
-  /** vLLM: where the block lives ("GPU", or an offload tier); null when not said. */
-  readonly medium: string | null;
-  /** vLLM: the adapter's name (preferred over loraId when present). */
-  readonly loraName: string | null;
-}
-
-export interface BlockRemoved {
-  readonly type: "BlockRemoved";
-  readonly blockHashes: readonly EngineHash[];
-  readonly medium: string | null;
-}
-
-export interface AllBlocksCleared {
-  readonly type: "AllBlocksCleared";
-}
-
-export type KvEvent = BlockStored | BlockRemoved | AllBlocksCleared;
-
+/** One message of an engine's KV-event stream, decoded (the events are index/block-events.ts). */
 export interface EventBatch {
   /** Seconds since the epoch, as the engine stamped the batch. */
   readonly ts: number;
@@ -51,6 +8,3 @@ export interface EventBatch {
   /** vLLM's data-parallel rank; null when absent (SGLang, older vLLM). */
   readonly dataParallelRank: number | null;
 }
-
-/** The medium the router routes on: blocks elsewhere (CPU offload tiers) are not in the GPU cache. */
-export const GPU_MEDIUM = "GPU";

@@ -17,19 +17,19 @@
  * precise state with it, and the worker routes approximately while it rebuilds.
  */
 import type { Registry } from "prom-client";
+import type { KvEvent } from "../index/block-events.js";
 import type { TokenSource } from "../index/hybrid-index.js";
 import type { PreciseIndex } from "../index/precise-index.js";
 import { rankIndexId } from "../index/rank-id.js";
+import type { TokenizeInput } from "../index/tokenize-input.js";
 import type { Logger } from "../logger.js";
 import type { WorkerRegistry } from "../workers/registry.js";
 import type { Worker } from "../workers/worker.js";
 import { EventApplier } from "./event-applier.js";
-import type { KvEvent } from "./events.js";
 import type { LocalTokenizer } from "./local-tokenizer.js";
 import { KvEventMetrics } from "./metrics.js";
 import { MAX_DP_RANKS, rankEndpoint } from "./rank-endpoint.js";
 import { KvEventSubscriber } from "./subscriber.js";
-import type { TokenizeInput } from "./tokenize-input.js";
 import { TokenizerClient } from "./tokenizer-client.js";
 import { TurnBudget } from "./turn-budget.js";
 
@@ -277,15 +277,11 @@ export class KvEventsManager implements TokenSource {
       },
       onRefused: (reason, batches, bytes) => {
         m.refused.inc({ worker: id, reason }, batches);
+        // An overload drop comes during a shed hold, which onReset("overload") logged once.
         if (reason === "too_large") {
           this.logger.warn(
             { worker: id, bytes, limit: this.settings.maxMessageBytes },
             "kv events: batch over --kv-events-max-message-bytes refused",
-          );
-        } else if (subscriber.live) {
-          this.logger.warn(
-            { worker: id, dropped_batches: batches, bytes },
-            "kv events: publisher faster than the router applies; backlog shed, routing approximately",
           );
         }
       },

@@ -46,7 +46,7 @@ export class KvEventMetrics {
     });
     this.skipped = new Counter({
       name: "radixgate_kv_events_skipped_total",
-      help: "Events not applied: orphan (parent block unknown), malformed (tokens do not fit), ignored (another medium).",
+      help: "Events not applied: orphan (parent block unknown), malformed (tokens do not fit), ignored (another medium), wrong_rank (a batch tagged with another data-parallel rank than its port's).",
       labelNames: ["worker", "reason"],
       registers,
     });

@@ -1,11 +1,10 @@
 /**
  * Assembles --kv-events: the precise index, the hybrid index around the base index, and (once the
  * worker registry exists) the manager that feeds them. The hybrid index is created first because
- * the registry tells its index about workers; the manager needs the registry, so the hybrid index
- * reaches it through a TokenSource that answers "not live" until the manager is attached.
+ * it follows the registry's workers from the start (index/membership.ts); the manager needs the
+ * registry, so the hybrid index reaches it through a TokenSource that answers "not live" until the manager is attached.
  */
 import type { Registry } from "prom-client";
-import type { Config } from "../config.js";
 import { HybridIndex, type TokenSource } from "../index/hybrid-index.js";
 import { PreciseIndex } from "../index/precise-index.js";
 import type { PrefixIndex } from "../index/prefix-index.js";
@@ -20,7 +19,24 @@ export interface KvEventsSetup {
   attach(registry: WorkerRegistry, promRegistry: Registry, logger: Logger): KvEventsManager;
 }
 
-export function setUpKvEvents(config: Config, base: PrefixIndex): KvEventsSetup {
+/** The settings --kv-events reads, under their names in Config (server.ts passes its Config). */
+export interface KvEventsSettings {
+  readonly kvEventsEndpointTemplate: string;
+  readonly kvEventsReplayTemplate: string;
+  readonly kvEventsReplayTimeoutMs: number;
+  readonly kvEventsRebuildSecs: number;
+  readonly kvEventsMaxMessageBytes: number;
+  readonly kvEventsDpSize: number;
+  readonly kvIndexMaxBlocks: number;
+  readonly kvSpeculativeTtlMs: number;
+  readonly kvBlockSize: number;
+  readonly tokenizeTimeoutMs: number;
+  readonly tokenizerCacheTokens: number;
+  /** "" = none: tokenize through the workers' /tokenize. */
+  readonly tokenizerPath: string;
+}
+
+export function setUpKvEvents(config: KvEventsSettings, base: PrefixIndex): KvEventsSetup {
   // Loaded before anything starts, so that a bad file stops the router with a clear error.
   const localTokenizer =
     config.tokenizerPath === "" ? undefined : loadLocalTokenizer(config.tokenizerPath);

@@ -18,10 +18,11 @@
  * boundary and the head is cached on its own, so requests that share a first part (a system
  * prompt, a conversation's history) encode only what follows it.
  */
+
+import { isTokenId, type TokenizeInput } from "../index/tokenize-input.js";
 import { requestWorker, type WorkerTarget } from "../workers/worker-request.js";
 import { chatKey, chatPrefixProbes, systemPrefixOf } from "./chat-prefix.js";
 import type { LocalTokenizer } from "./local-tokenizer.js";
-import { isTokenId, type TokenizeInput } from "./tokenize-input.js";
 
 export interface TokenizerClientOptions {
   /** Limit of one /tokenize call (the routing budget is separate: see HybridIndex.prepare). */

@@ -1,6 +1,11 @@
 import type { PrefixClaims } from "../index/prefix-claims.js";
 import type { PrefixIndex, PrepareRequest } from "../index/prefix-index.js";
-import { newPrefixClaimEnd, newPrefixClaimKey } from "./new-prefix-claim.js";
+import {
+  newPrefixClaimEnd,
+  newPrefixClaimKey,
+  newPrefixClaimValue,
+  readNewPrefixClaim,
+} from "./new-prefix-claim.js";
 import type {
   Policy,
   PolicyWorker,
@@ -87,7 +92,8 @@ export class RoutingDecider {
    * `decide`, agreed with the other replicas when the text starts a prefix no worker is known to
    * hold (see policies/new-prefix-claim.ts): the decision is claimed, and when another replica
    * claimed the same prefix first, its worker is taken as if its decision had already arrived
-   * (the policy chooses again with that worker holding the text, so load bounds still apply).
+   * (the policy chooses again with that worker holding what the two texts share, read from the
+   * claim, so the policy's weighing of load still applies).
    * Synchronous, with no Redis round trip, whenever no claim is needed or none can be made; the
    * wait is bounded by the claims' own timeout, after which this replica's choice stands.
    */
@@ -104,17 +110,24 @@ export class RoutingDecider {
     const { text, model } = request;
     const end = newPrefixClaimEnd(text.length, this.matched, candidates.length);
     const answer =
-      end < 0 ? undefined : claims.claim(newPrefixClaimKey(model, text, end), decision.worker.id);
+      end < 0
+        ? undefined
+        : claims.claim(
+            newPrefixClaimKey(model, text, end),
+            newPrefixClaimValue(decision.worker.id, text),
+          );
     if (answer === undefined) return this.record(candidates, request, decision, this.matched);
     // this.matched is scratch for the next decision: keep this one's across the wait.
     const matched = this.matched.slice(0, candidates.length);
-    return answer.then((winner) => {
-      const i = winner === undefined ? -1 : candidates.findIndex((c) => c.id === winner);
-      if (i < 0 || candidates[i] === decision.worker) {
+    return answer.then((value) => {
+      const claim = value === undefined ? undefined : readNewPrefixClaim(value, text);
+      const i = claim === undefined ? -1 : candidates.findIndex((c) => c.id === claim.worker);
+      if (claim === undefined || i < 0 || candidates[i] === decision.worker) {
         return this.record(candidates, request, decision, matched);
       }
+      // As if the claimer's decision had arrived: its worker holds what the two texts share.
       const assumed = matched.slice();
-      assumed[i] = text.length;
+      assumed[i] = Math.max(matched[i] ?? 0, claim.shared, end);
       const again =
         this.policy.select(candidates, {
           ...this.routeRequest(request, true, undefined),

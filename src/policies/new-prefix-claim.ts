@@ -46,3 +46,73 @@ export function newPrefixClaimKey(model: string | undefined, text: string, end: 
     .digest("base64url")
     .slice(0, 22);
 }
+
+/** Longest text a claim describes (its ladder stops there). */
+const LADDER_MAX_CHARS = 1 << 20;
+
+/** The ladder's lengths below `length`: 128, 192, 256, 384, ... (two steps per doubling). */
+function ladderLengths(length: number): number[] {
+  const lengths: number[] = [];
+  for (let step = CLAIM_BLOCK_CHARS; step < LADDER_MAX_CHARS; step *= 2) {
+    for (const at of [step, step + step / 2]) if (at < length) lengths.push(at);
+  }
+  return lengths;
+}
+
+/** Short digests of text[0, at) for each `at` (ascending), in one pass over the text. */
+function prefixDigests(text: string, lengths: readonly number[]): string[] {
+  const hash = createHash("sha256");
+  const out: string[] = [];
+  let from = 0;
+  for (const at of lengths) {
+    hash.update(text.slice(from, at));
+    from = at;
+    out.push(hash.copy().digest("base64url").slice(0, 8));
+  }
+  return out;
+}
+
+/**
+ * What a claim stores: the worker and a ladder of digests of the text's prefixes, so that a
+ * replica that follows the claim can tell how much of its own text the claimer's shares (a
+ * tenant's requests share the tools and the tenant prompt, not the question), and let its policy
+ * weigh that length rather than a guess: `<worker>|<len>:<digest>,...`.
+ */
+export function newPrefixClaimValue(workerId: string, text: string): string {
+  const lengths = ladderLengths(Math.min(text.length, LADDER_MAX_CHARS) + 1);
+  const digests = prefixDigests(text, lengths);
+  return `${workerId}|${lengths.map((at, i) => `${at}:${digests[i]}`).join(",")}`;
+}
+
+/**
+ * A claim's value read against this request's text: the claimer's worker and the longest ladder
+ * length at which both texts agree (a lower bound of what they share, at least `end` when the
+ * claim was found under the same key). Undefined for a value this version cannot read.
+ */
+export function readNewPrefixClaim(
+  value: string,
+  text: string,
+): { worker: string; shared: number } | undefined {
+  const bar = value.indexOf("|");
+  if (bar <= 0) return undefined;
+  const worker = value.slice(0, bar);
+  const rungs: { at: number; digest: string }[] = [];
+  for (const rung of value.slice(bar + 1).split(",")) {
+    if (rung === "") continue;
+    const colon = rung.indexOf(":");
+    const at = Number(rung.slice(0, colon));
+    if (colon <= 0 || !Number.isInteger(at) || at <= 0) return undefined;
+    if (at > text.length) break;
+    rungs.push({ at, digest: rung.slice(colon + 1) });
+  }
+  const own = prefixDigests(
+    text,
+    rungs.map((r) => r.at),
+  );
+  let shared = 0;
+  for (let i = 0; i < rungs.length; i++) {
+    if (own[i] !== rungs[i]!.digest) break;
+    shared = rungs[i]!.at;
+  }
+  return { worker, shared };
+}

@@ -1,5 +1,5 @@
 import { RouterError } from "../errors.js";
-import { type TokenizeInput, tokenizeInputOf } from "../kv-events/tokenize-input.js";
+import { type TokenizeInput, tokenizeInputOf } from "../index/tokenize-input.js";
 import { adapterOf, type Endpoint, modelOf, routingText } from "./routing-text.js";
 import { isSinglePrompt } from "./single-prompt.js";
 

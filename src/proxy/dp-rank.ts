@@ -11,6 +11,7 @@
  * A client that pinned a rank itself (the header, or either body field) keeps its choice.
  */
 import type { IncomingHttpHeaders } from "node:http";
+import { isJsonSpace } from "./json-space.js";
 
 export const DP_RANK_HEADER = "x-data-parallel-rank";
 
@@ -64,8 +65,4 @@ export function generateBodyWithRank(body: Buffer, rank: number): Buffer {
   const empty = body[next] === 0x7d; /* } */
   const field = Buffer.from(`"data_parallel_rank":${rank}${empty ? "" : ","}`);
   return Buffer.concat([body.subarray(0, start + 1), field, body.subarray(start + 1)]);
-}
-
-function isJsonSpace(byte: number): boolean {
-  return byte === 0x20 || byte === 0x09 || byte === 0x0a || byte === 0x0d;
 }

@@ -17,6 +17,7 @@
  * followed by a colon can only be a real key. `"prompt_tokens_details"` does not match
  * `"prompt_tokens"` (the closing quote must follow). A `null` value is ignored.
  */
+import { isJsonSpace } from "./json-space.js";
 
 const PROMPT_KEY = Buffer.from('"prompt_tokens"');
 const CACHED_KEY = Buffer.from('"cached_tokens"');
@@ -92,14 +93,14 @@ export class UsageTap {
         return;
       case Phase.Colon:
         if (byte === COLON) this.phase = Phase.Value;
-        else if (!isSpace(byte)) this.reset(byte);
+        else if (!isJsonSpace(byte)) this.reset(byte);
         return;
       case Phase.Value:
         if (byte >= ZERO && byte <= NINE) {
           this.phase = Phase.Digits;
           this.value = byte - ZERO;
           this.digits = 1;
-        } else if (!isSpace(byte)) this.reset(byte);
+        } else if (!isJsonSpace(byte)) this.reset(byte);
         return;
       case Phase.Digits:
         if (byte >= ZERO && byte <= NINE) {
@@ -143,8 +144,4 @@ export class UsageTap {
 function advance(key: Buffer, at: number, byte: number): number {
   if (key[at] === byte) return at + 1;
   return byte === QUOTE ? 1 : 0;
-}
-
-function isSpace(byte: number): boolean {
-  return byte === 0x20 || byte === 0x0a || byte === 0x0d || byte === 0x09;
 }

@@ -1,4 +1,5 @@
 import type { Config } from "../config.js";
+import type { WorkerMembership } from "../discovery/membership.js";
 import type { PrefixIndex } from "../index/prefix-index.js";
 import type { KvEventsManager } from "../kv-events/manager.js";
 import type { Logger } from "../logger.js";
@@ -28,6 +29,8 @@ export interface RouterContext {
   accessLog: Logger;
   metrics: Metrics;
   registry: WorkerRegistry;
+  /** How workers join and leave at run time (admin API, discovery sources): one path. */
+  membership: WorkerMembership;
   /** Which workers probably hold which prefixes (the policy reads it through the forwarder). */
   index: PrefixIndex;
   /** The data plane's policy and index together (the forwarder's; POST /debug/route asks it too). */

@@ -4,7 +4,7 @@ import type { HttpBindings } from "@hono/node-server";
 import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
 import type { Hono } from "hono";
 import { RouterError } from "../errors.js";
-import type { TokenizeInput } from "../kv-events/tokenize-input.js";
+import type { TokenizeInput } from "../index/tokenize-input.js";
 import type { BodyLease } from "../proxy/body-budget.js";
 import { Cancel } from "../proxy/cancel.js";
 import type { ForwardOutcome, ForwardRequest } from "../proxy/forward.js";

@@ -1,12 +1,22 @@
 import type { Logger } from "../logger.js";
 import type { WorkerRegistry } from "../workers/registry.js";
 import type { Worker } from "../workers/worker.js";
+import { hostNeedsLookup, normalizeWorkerUrl } from "../workers/worker-url.js";
 import type { OpsPublisher } from "./ops-publisher.js";
 import type { RedisLink } from "./redis-link.js";
 import type { StateKeys } from "./state-keys.js";
 import type { RejectReason, StateOp } from "./state-op.js";
 import type { StateSecret } from "./state-secret.js";
 import { decodeWorkerEntry } from "./worker-entry.js";
+
+/** Whether a URL's host is a name to resolve (false for an IP literal, or a URL it cannot parse). */
+function needsLookup(url: string): boolean {
+  try {
+    return hostNeedsLookup(normalizeWorkerUrl(url));
+  } catch {
+    return false; // registry.add refuses it with the reason
+  }
+}
 
 /** Entries of the workers hash read at most (a fleet has far fewer workers). */
 const MAX_SHARED_WORKERS = 4096;
@@ -71,37 +81,55 @@ export class MembershipSync {
    * A peer added a worker. It gets the same checks as an admin-API add (canonical URL, not this
    * router, not link-local, not another spelling of a registered worker, its host name resolved
    * and checked too), then takes traffic only once this replica's own probe passes (onRemoteAdd).
+   * A URL with an IP address is added at once, so that the decisions that follow it on the stream
+   * find it; a host name waits for its resolution.
    */
-  async applyAdd(url: string, apiKey?: string): Promise<void> {
+  applyAdd(url: string, apiKey?: string): Promise<void> {
     const { registry } = this.options;
-    if (registry.get(url) !== undefined || this.pendingAdds.has(url)) return;
+    if (registry.get(url) !== undefined || this.pendingAdds.has(url)) return Promise.resolve();
+    if (!needsLookup(url)) {
+      this.addNow(url, apiKey, []);
+      return Promise.resolve();
+    }
     const token = Symbol(url);
     this.pendingAdds.set(url, token);
+    return registry.resolveAddresses(url).then(
+      (addresses) => {
+        // A remove (or a newer add) arrived while the name resolved: this add is stale.
+        if (this.pendingAdds.get(url) !== token) return;
+        this.pendingAdds.delete(url);
+        if (registry.get(url) === undefined) this.addNow(url, apiKey, addresses);
+      },
+      (err: unknown) => {
+        if (this.pendingAdds.get(url) === token) this.pendingAdds.delete(url);
+        this.refused(url, err);
+      },
+    );
+  }
+
+  private addNow(url: string, apiKey: string | undefined, addresses: readonly string[]): void {
     let worker: Worker;
+    this.applying = true;
     try {
-      const addresses = await registry.resolveAddresses(url);
-      // A remove (or a newer add) arrived while the name resolved: this add is stale.
-      if (this.pendingAdds.get(url) !== token || registry.get(url) !== undefined) return;
-      this.applying = true;
-      try {
-        worker = registry.add(url, {
-          ...(apiKey !== undefined ? { apiKey } : {}),
-          ...(addresses.length > 0 ? { addresses } : {}),
-        });
-      } finally {
-        this.applying = false;
-      }
+      worker = this.options.registry.add(url, {
+        ...(apiKey !== undefined ? { apiKey } : {}),
+        ...(addresses.length > 0 ? { addresses: [...addresses] } : {}),
+      });
     } catch (err) {
-      this.logger.warn(
-        { url, err: (err as Error).message },
-        "shared state: a peer's worker was refused here",
-      );
+      this.refused(url, err);
       return;
     } finally {
-      if (this.pendingAdds.get(url) === token) this.pendingAdds.delete(url);
+      this.applying = false;
     }
     this.logger.info({ worker: worker.id, url: worker.url }, "worker added by a peer replica");
     this.options.onRemoteAdd?.(worker);
+  }
+
+  private refused(url: string, err: unknown): void {
+    this.logger.warn(
+      { url, err: (err as Error).message },
+      "shared state: a peer's worker was refused here",
+    );
   }
 
   /** A peer removed a worker (or one whose add is still resolving). */

@@ -25,8 +25,8 @@ const MAX_PENDING = 1024;
 const PAUSE_AFTER_TIMEOUT_MS = 1000;
 
 /**
- * New-prefix claims in Redis: `SET <prefix>:claim:<digest> <worker> NX PX ttl` then `GET` in one
- * pipeline on the claims connection, so the answer is the claim's worker whether this proposal
+ * New-prefix claims in Redis: `SET <prefix>:claim:<digest> <value> NX PX ttl` then `GET` in one
+ * pipeline on the claims connection, so the answer is the claim's value whether this proposal
  * made it or another did. Only requests that start a new prefix call this (the decider decides
  * which); each waits at most `timeoutMs`, nothing is asked while the link is down, and after a
  * timeout none is tried for a second, so a stalled Redis delays few requests.
@@ -44,7 +44,7 @@ export class RedisPrefixClaims implements PrefixClaims {
     private readonly options: RedisPrefixClaimsOptions,
   ) {}
 
-  claim(key: string, workerId: string): Promise<string | undefined> | undefined {
+  claim(key: string, value: string): Promise<string | undefined> | undefined {
     if (this.link.claims.status !== "ready") return undefined;
     const waiting = this.pending.get(key);
     if (waiting !== undefined) return waiting;
@@ -55,7 +55,7 @@ export class RedisPrefixClaims implements PrefixClaims {
     const redisKey = this.options.keys.claim(key);
     const ask = this.link.claims
       .pipeline()
-      .set(redisKey, workerId, "PX", this.options.ttlMs, "NX")
+      .set(redisKey, value, "PX", this.options.ttlMs, "NX")
       .get(redisKey)
       .exec();
     let timer: NodeJS.Timeout | undefined;

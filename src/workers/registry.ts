@@ -1,5 +1,4 @@
 import { RouterError } from "../errors.js";
-import type { PrefixIndex } from "../index/prefix-index.js";
 import { type HostResolver, systemResolver } from "./host-lookup.js";
 import { isSelfAddress, type ListenAddress } from "./self-address.js";
 import { Worker, type WorkerOptions } from "./worker.js";
@@ -48,8 +47,6 @@ export class WorkerRegistry {
 
   constructor(
     private readonly options: WorkerOptions,
-    /** Told when workers come and go, so it tracks exactly the registered set. */
-    private readonly index?: PrefixIndex,
     private readonly rules: AdmissionRules = {},
   ) {}
 
@@ -95,11 +92,6 @@ export class WorkerRegistry {
     this.byId.set(id, worker);
     for (const identity of identities) this.byIdentity.set(identity, worker);
     this.identitiesOf.set(worker, identities);
-    const index = this.index;
-    if (index !== undefined) {
-      index.addWorker(id);
-      worker.indexedChars = () => index.size(id);
-    }
     this.snapshot = [...this.byId.values()];
     for (const listener of this.listeners) listener("added", worker);
     return worker;
@@ -137,7 +129,8 @@ export class WorkerRegistry {
 
   /**
    * Unregisters a worker: it gets no new requests, requests in flight complete, its prefix index
-   * entries are dropped and its connection pool closes once they have.
+   * entries are dropped (by the index's listener, index/membership.ts) and its connection pool
+   * closes once they have.
    */
   remove(idOrUrl: string): Worker | undefined {
     const worker = this.get(idOrUrl);
@@ -147,7 +140,6 @@ export class WorkerRegistry {
     this.identitiesOf.delete(worker);
     this.snapshot = [...this.byId.values()];
     worker.removed = true;
-    this.index?.removeWorker(worker.id);
     // Pool.close() waits for in-flight requests before closing sockets.
     worker.pool.close().catch(() => {});
     for (const listener of this.listeners) listener("removed", worker);

@@ -1,4 +1,3 @@
-import type { PrefixIndex } from "../index/prefix-index.js";
 import { DEFAULT_MAX_CHARS } from "../tree/char-budget.js";
 import { DEFAULT_CHARS_PER_TOKEN } from "./chars-per-token.js";
 import type { Worker } from "./worker.js";
@@ -31,6 +30,14 @@ export function learnedTreeBudget(
 }
 
 /**
+ * What the budgets are applied to: the prefix index (index/prefix-index.ts PrefixIndex.setBudget,
+ * which returns the characters it evicted). Named here so that workers/ never imports index/.
+ */
+export interface BudgetedIndex {
+  setBudget(workerId: string, chars: number): number;
+}
+
+/**
  * Sizes each worker's prefix tree. A number (--max-tree-size N) fixes every budget. "auto" sets
  * each worker's budget from its engine's KV capacity, re-evaluated after every read of its signals
  * (capacity or characters per token may have changed) through PrefixIndex.setBudget, which keeps
@@ -44,7 +51,7 @@ export class TreeBudgets {
   private readonly from = new WeakMap<Worker, number>();
 
   constructor(
-    private readonly index: PrefixIndex,
+    private readonly index: BudgetedIndex,
     private readonly setting: number | "auto",
     private readonly factor: number,
   ) {}

@@ -53,6 +53,11 @@ export class Worker {
   /** Set when removed from the registry: no new requests, in-flight ones complete. */
   removed = false;
   /**
+   * Set while a discovery source has dropped it but its grace period runs (discovery/): no new
+   * requests, in-flight ones complete, and it keeps its tree in case it comes back.
+   */
+  draining = false;
+  /**
    * Epoch ms until which the worker gets no new requests, because it answered 429/503 with a
    * Retry-After (proxy/forward.ts). 0 = not cooling down.
    */
@@ -136,11 +141,12 @@ export class Worker {
     return this.signals.foreignQueued(now);
   }
 
-  /** Healthy, not removed, not cooling down, and the breaker lets a request through. */
+  /** Healthy, not removed or draining, not cooling down, and the breaker lets a request through. */
   get available(): boolean {
     return (
       this.healthy &&
       !this.removed &&
+      !this.draining &&
       (this.coolDownUntil === 0 || Date.now() >= this.coolDownUntil) &&
       this.breaker.admits()
     );
@@ -178,6 +184,7 @@ export class Worker {
       id: this.id,
       url: this.url,
       healthy: this.healthy,
+      ...(this.draining ? { draining: true } : {}),
       circuit: this.breaker.state,
       in_flight: this.inFlight,
       in_flight_here: this.ownInFlight,

@@ -2,6 +2,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { type Demo, startDemo } from "../../scripts/demo.js";
+import { freePort } from "../../sim/free-port.js";
 import { redisSkipReason } from "../helpers/redis.js";
 import { waitFor } from "../helpers/router.js";
 
@@ -84,6 +85,47 @@ describe("npm run demo (startDemo)", () => {
     expect(lines.join("\n")).toMatch(new RegExp(`${taken}.*already in use.*free port`));
     expect(lines.join("\n")).toContain(`router   ${demo.url}`);
     expect(lines.join("\n")).toContain(`curl -N ${demo.url}/v1/chat/completions`);
+  });
+
+  it("labels each worker with the router's id: the banner, the status line, x-radixgate-worker and /workers agree (issue 19 item 8)", async () => {
+    const lines: string[] = [];
+    const demo = await startDemo({
+      port: 0,
+      timeScale: 0.01,
+      workers: 2,
+      statsIntervalSecs: 3600,
+      print: (l) => lines.push(l),
+    });
+    demos.push(demo);
+    const banner = [...lines.join("\n").matchAll(/^ {2}worker {3}(\S+) {2}(http:\S+)$/gm)];
+    const shown = new Map(banner.map((m) => [m[1] as string, m[2] as string]));
+    const listed = (await (await fetch(`${demo.url}/workers`)).json()) as {
+      workers: { id: string; url: string }[];
+    };
+    expect(shown).toEqual(new Map(listed.workers.map((w) => [w.id, w.url])));
+    const res = await chat(demo.url, { messages: MESSAGES, max_tokens: 2 });
+    const served = res.headers.get("x-radixgate-worker") as string;
+    await res.arrayBuffer();
+    expect(shown.has(served)).toBe(true);
+    expect(demo.status().requests[served]).toBe(1);
+    expect(Object.keys(demo.status().requests).sort()).toEqual([...shown.keys()].sort());
+  });
+
+  it("--worker-ports puts the workers on the ports given, and the banner shows them (issue 19 item 8)", async () => {
+    const ports = [await freePort(), await freePort()];
+    const lines: string[] = [];
+    const demo = await startDemo({
+      port: 0,
+      timeScale: 0.01,
+      workerPorts: ports,
+      print: (l) => lines.push(l),
+    });
+    demos.push(demo);
+    expect(demo.workers.map((w) => w.port)).toEqual(ports);
+    for (const port of ports) expect(lines.join("\n")).toContain(`http://127.0.0.1:${port}`);
+    await expect(
+      startDemo({ port: 0, quiet: true, workers: 3, workerPorts: ports }),
+    ).rejects.toThrow(/--worker-ports lists 2 ports for 3 workers/);
   });
 
   it("--traffic: background requests reach the fleet, and stop() ends everything cleanly", async () => {

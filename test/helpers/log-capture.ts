@@ -1,5 +1,5 @@
 import { Writable } from "node:stream";
-import type { LogLevel } from "../../src/config.js";
+import type { LogLevel } from "../../src/logger.js";
 import { createLogger, type Logger } from "../../src/logger.js";
 
 /**

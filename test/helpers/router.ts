@@ -1,11 +1,12 @@
 import { type Config, defaultConfig } from "../../src/config.js";
 import { createLogger, type Logger } from "../../src/logger.js";
-import { type RunningRouter, startRouter } from "../../src/server.js";
+import { type RunningRouter, type StartOptions, startRouter } from "../../src/server.js";
 
 /** A router on 127.0.0.1, a free port, silent, with no background timers (health checks, eviction, engine polling) unless asked for. */
 export async function startTestRouter(
   overrides: Partial<Config> = {},
   logger: Logger = createLogger({ level: "silent" }),
+  options: Omit<StartOptions, "logger"> = {},
 ): Promise<RunningRouter> {
   const config: Config = {
     ...defaultConfig(),
@@ -21,7 +22,7 @@ export async function startTestRouter(
     shutdownGraceSecs: 2,
     ...overrides,
   };
-  return startRouter(config, { logger });
+  return startRouter(config, { ...options, logger });
 }
 
 export async function postJson(

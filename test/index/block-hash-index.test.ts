@@ -176,6 +176,28 @@ describe("BlockHashIndex", () => {
     index.check();
   });
 
+  it("keeps its memory bounded by the capacity over 100k inserts (arrays reused, never regrown)", () => {
+    const capacityBlocks = 100;
+    const index = new BlockHashIndex({ blockChars: 4, capacityBlocks, maxBlocks: 16 });
+    index.addWorker("w");
+    let seed = 1;
+    const next = (): number => {
+      seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+      return seed;
+    };
+    for (let i = 0; i < 100_000; i++) {
+      const text = `${next() % 50}-${next()}-${"z".repeat(next() % 60)}`;
+      index.insert("w", undefined, text);
+      if (i % 997 === 0) index.truncate("w", undefined, text, next() % 30);
+    }
+    expect(index.blocks("w")).toBeLessThanOrEqual(capacityBlocks);
+    // The peak is the capacity plus one text's blocks (inserted before the eviction that follows).
+    const { slots, table } = index.lruOf("w")!.allocated;
+    expect(slots).toBeLessThanOrEqual(128);
+    expect(table).toBeLessThanOrEqual(256);
+    index.check();
+  });
+
   it("hashes at most maxBlocks blocks of a long text", () => {
     const index = new BlockHashIndex({ blockChars: 4, maxBlocks: 3 });
     index.addWorker("w");
@@ -185,13 +207,34 @@ describe("BlockHashIndex", () => {
   });
 });
 
-describe("BlockLru buckets", () => {
-  it("tells apart keys that share their 30-bit bucket", () => {
+describe("BlockLru table", () => {
+  it("answers the same whatever another worker's answer it starts from", () => {
+    fc.assert(
+      fc.property(fc.array(ascii, { minLength: 1, maxLength: 8 }), ascii, (inserted, query) => {
+        const chain = new BlockChain(2, 256, 3);
+        const lru = new BlockLru(1_000_000, undefined);
+        for (const t of inserted) {
+          chain.cut(t, undefined);
+          lru.insert(chain);
+        }
+        for (const q of [query, ...inserted.map((t) => t.slice(0, t.length >> 1) + query)]) {
+          chain.cut(q, undefined);
+          const plain = lru.matchBlocks(chain);
+          for (let guess = 0; guess <= chain.count + 1; guess++) {
+            expect(lru.matchBlocks(chain, guess)).toBe(plain);
+          }
+        }
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it("tells apart keys whose low 32 bits are equal (one home in the table, long probe runs)", () => {
     const chain = new BlockChain(4, 64, 1);
     const lru = new BlockLru(1_000, undefined);
     const collide = (text: string): void => {
       chain.cut(text, undefined);
-      chain.buckets.fill(7, 0, chain.count);
+      chain.los.fill(7, 0, chain.count);
     };
     collide("aaaabbbbcccc");
     lru.insert(chain);

@@ -1,8 +1,8 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import type { BlockStored, KvEvent } from "../../src/index/block-events.js";
 import { blockKeys } from "../../src/index/block-keys.js";
 import { PreciseIndex } from "../../src/index/precise-index.js";
-import type { BlockStored, KvEvent } from "../../src/kv-events/events.js";
 
 const BS = 4;
 const tokens = (n: number, seed = 0) => Array.from({ length: n }, (_, i) => (i * 7 + seed) % 1000);

@@ -5,11 +5,11 @@
 import { createServer, type IncomingHttpHeaders } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
+import { planFromArgs } from "../../sim/cli.js";
+import { type SimWorker, startSimWorker } from "../../sim/worker.js";
 import { configFromArgv } from "../../src/cli-options.js";
 import { type Config, defaultConfig } from "../../src/config.js";
 import { type RunningRouter, startRouter } from "../../src/server.js";
-import { planFromArgs } from "../../src/sim/cli.js";
-import { type SimWorker, startSimWorker } from "../../src/sim/worker.js";
 import { captureLogs } from "../helpers/log-capture.js";
 import { postJson, waitFor } from "../helpers/router.js";
 
@@ -101,6 +101,18 @@ describe("workers behind their own API key", () => {
     const res = await chat(router.url, { authorization: "Bearer sk-client-side" });
     expect(res.status).toBe(200);
     await res.arrayBuffer();
+  });
+
+  it("--worker-api-key stays this replica's default for the --worker-urls workers, not a key of their own shared with peers", async () => {
+    const worker = await sim();
+    const { router } = await loggedRouter({ workerUrls: [worker.url], workerApiKey: KEY });
+    cleanup.push(() => router.stop(100));
+    const { registry } = router.context;
+    const added = registry.list()[0];
+    expect(added?.apiKey).toBe(KEY);
+    // Only a worker's own key travels (sealed) to the other replicas (state/membership-sync.ts);
+    // each replica calls the rest with its own --worker-api-key.
+    expect(added === undefined ? "none" : registry.ownApiKey(added)).toBeUndefined();
   });
 
   it("issue 19: a worker answering 401 to introspection gets one warning naming --worker-api-key", async () => {

@@ -1,9 +1,9 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import type { KvEvent } from "../../src/index/block-events.js";
 import { blockKeys } from "../../src/index/block-keys.js";
 import { PreciseIndex } from "../../src/index/precise-index.js";
 import { EventApplier, SLICE_BLOCKS } from "../../src/kv-events/event-applier.js";
-import type { KvEvent } from "../../src/kv-events/events.js";
 import { TurnBudget } from "../../src/kv-events/turn-budget.js";
 
 const BS = 2;

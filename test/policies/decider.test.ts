@@ -2,7 +2,8 @@ import { describe, expect, it } from "vitest";
 import { ApproximateIndex } from "../../src/index/approximate-index.js";
 import type { PrefixClaims } from "../../src/index/prefix-claims.js";
 import { RoutingDecider } from "../../src/policies/decider.js";
-import { createPolicy } from "../../src/policies/factory.js";
+import { newPrefixClaimValue } from "../../src/policies/new-prefix-claim.js";
+import { createPolicy } from "../../src/scheduling/policy-factory.js";
 
 const SYSTEM = "You are a helpful assistant. Answer briefly and cite your sources. ";
 
@@ -128,9 +129,9 @@ describe("RoutingDecider.prepare", () => {
 class MemoryClaims implements PrefixClaims {
   readonly held = new Map<string, string>();
   calls = 0;
-  claim(key: string, workerId: string): Promise<string | undefined> {
+  claim(key: string, value: string): Promise<string | undefined> {
     this.calls += 1;
-    if (!this.held.has(key)) this.held.set(key, workerId);
+    if (!this.held.has(key)) this.held.set(key, value);
     return Promise.resolve(this.held.get(key));
   }
 }
@@ -163,6 +164,23 @@ describe("RoutingDecider.decideAgreed (replicas agreeing on a new prefix)", () =
     expect(second.index.treeOf(a!.worker.id)!.match(text("two?"))).toBe(text("two?").length);
   });
 
+  it("weighs the claimer's worker only for what the two texts share: a claim on a short common start does not pull a long different prompt", async () => {
+    const claims = new MemoryClaims();
+    const first = agreed(claims);
+    const second = agreed(claims);
+    second.decider.decide(second.workers, { text: "warm-up" });
+    const start = "Common opening of two unrelated prompts. ".repeat(8);
+    const a = await first.decider.decideAgreed(first.workers, {
+      text: `${start}${"first tenant's own long instructions. ".repeat(50)}`,
+    });
+    const b = await second.decider.decideAgreed(second.workers, {
+      text: `${start}${"second tenant, other instructions entirely. ".repeat(50)}`,
+    });
+    expect(claims.held.size).toBe(1);
+    expect(b!.worker.id).not.toBe(a!.worker.id);
+    expect(b!.branch).toBe("cache_miss");
+  });
+
   it("asks nothing and answers at once when the index already singles out a worker", () => {
     const claims = new MemoryClaims();
     const { index, workers, decider } = agreed(claims);
@@ -174,14 +192,18 @@ describe("RoutingDecider.decideAgreed (replicas agreeing on a new prefix)", () =
   });
 
   it("keeps its own choice when the claimed worker is not one of its candidates", async () => {
-    const gone: PrefixClaims = { claim: () => Promise.resolve("a-worker-this-replica-lacks") };
+    const gone: PrefixClaims = {
+      claim: () => Promise.resolve(newPrefixClaimValue("a-worker-this-replica-lacks", text("q?"))),
+    };
     const { workers, decider } = agreed(gone);
     const decision = await decider.decideAgreed(workers, { text: text("q?") });
     expect(decision!.branch).toBe("cache_miss");
   });
 
   it("lets the policy's load bound overrule a claim on a worker that is far busier than the rest", async () => {
-    const claims: PrefixClaims = { claim: () => Promise.resolve("a") };
+    const claims: PrefixClaims = {
+      claim: () => Promise.resolve(newPrefixClaimValue("a", text("q?"))),
+    };
     const { workers, decider } = agreed(claims, [40, 0, 0]);
     const decision = await decider.decideAgreed(workers, { text: text("q?") });
     expect(decision!.worker.id).not.toBe("a");

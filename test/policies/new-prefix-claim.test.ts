@@ -3,6 +3,8 @@ import {
   CLAIM_BLOCK_CHARS as B,
   newPrefixClaimEnd,
   newPrefixClaimKey,
+  newPrefixClaimValue,
+  readNewPrefixClaim,
 } from "../../src/policies/new-prefix-claim.js";
 
 describe("newPrefixClaimEnd (when a decision needs the replicas to agree)", () => {
@@ -44,5 +46,29 @@ describe("newPrefixClaimKey", () => {
     expect(newPrefixClaimKey(undefined, text, 2 * B)).not.toBe(
       newPrefixClaimKey(undefined, `t${text}`, 2 * B),
     );
+  });
+});
+
+describe("newPrefixClaimValue / readNewPrefixClaim", () => {
+  const tools = "t".repeat(1000);
+  it("tells a follower the claimer's worker and how much of its own text the claimer's shares (a ladder rung below)", () => {
+    const value = newPrefixClaimValue("w7", `${tools}${"a".repeat(3000)}`);
+    expect(readNewPrefixClaim(value, `${tools}${"b".repeat(3000)}`)).toEqual({
+      worker: "w7",
+      shared: 768,
+    });
+    const same = `${tools}${"a".repeat(3000)}`;
+    expect(readNewPrefixClaim(value, same)?.shared).toBe(3072);
+  });
+
+  it("shares nothing past a text shorter than the claimer's", () => {
+    const value = newPrefixClaimValue("w7", `${tools}${"a".repeat(3000)}`);
+    expect(readNewPrefixClaim(value, tools.slice(0, 300))?.shared).toBe(256);
+  });
+
+  it("a value it cannot read is no claim", () => {
+    expect(readNewPrefixClaim("w7", "text")).toBeUndefined();
+    expect(readNewPrefixClaim("w7|x:abc", "text")).toBeUndefined();
+    expect(readNewPrefixClaim("|128:abc", "text")).toBeUndefined();
   });
 });

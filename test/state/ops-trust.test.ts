@@ -1,11 +1,12 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { freePort } from "../../sim/free-port.js";
+import { type SimWorker, startSimWorker } from "../../sim/worker.js";
 import type { Config } from "../../src/config.js";
-import { freePort } from "../../src/net/free-port.js";
 import type { RunningRouter } from "../../src/server.js";
-import { type SimWorker, startSimWorker } from "../../src/sim/worker.js";
 import { encodeOp, type StateOp } from "../../src/state/state-op.js";
 import { StateSecret } from "../../src/state/state-secret.js";
+import { normalizeWorkerUrl, workerIdFor } from "../../src/workers/worker-url.js";
 import { captureLogs } from "../helpers/log-capture.js";
 import {
   redisSkipReason,
@@ -169,6 +170,26 @@ describe.skipIf(redisSkipReason !== undefined)(
         ]);
       } finally {
         await marker.close();
+      }
+    });
+
+    it("decisions that follow a peer's add on the stream (one batch) find the worker added", async () => {
+      const prefix = freshPrefix();
+      const extra = await startSimWorker({ id: "extra", timeScale: 0 });
+      try {
+        const id = workerIdFor(normalizeWorkerUrl(extra.url));
+        await signedXadd(prefix, { kind: "add", url: extra.url });
+        await signedXadd(prefix, {
+          kind: "insert",
+          worker: id,
+          text: "a decision for the new worker",
+        });
+        // B replays both in one read at its start.
+        const b = await replica(prefix);
+        expect(b.context.registry.get(extra.url)).toBeDefined();
+        expect(b.context.index.size(id)).toBeGreaterThan(0);
+      } finally {
+        await extra.close();
       }
     });
 

@@ -1,15 +1,15 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type SimWorker, startSimWorker } from "../../sim/worker.js";
 import type { Config } from "../../src/config.js";
 import type { RunningRouter } from "../../src/server.js";
-import { type SimWorker, startSimWorker } from "../../src/sim/worker.js";
 import {
   redisSkipReason,
   startRedis,
   TEST_STATE_SECRET,
   type TestRedis,
 } from "../helpers/redis.js";
-import { postJson, startTestRouter } from "../helpers/router.js";
+import { postJson, startTestRouter, waitFor } from "../helpers/router.js";
 
 // Issue 20 item 10: two replicas routing one new prefix before either sees the other's decision.
 describe.skipIf(redisSkipReason !== undefined)(
@@ -39,6 +39,9 @@ describe.skipIf(redisSkipReason !== undefined)(
         stateUrl: redis.url,
         stateSecret: TEST_STATE_SECRET,
         stateKeyPrefix: prefix,
+        stateLoadIntervalMs: 50,
+        // Wide: on a loaded machine the default 50 ms could run out and hide the agreement.
+        stateClaimTimeoutMs: 5000,
         ...overrides,
       });
       routers.push(router);
@@ -77,6 +80,13 @@ describe.skipIf(redisSkipReason !== undefined)(
       const b = await replica(prefix, overrides);
       await b.context.sharedState!.reader.stop();
       await routed(chat(b, "warm-up", "hello"));
+      // The warm-up's in-flight count reaches A through the load keys and lingers there for a few
+      // intervals: wait until no replica sees load anywhere, so both choose on equal loads.
+      await waitFor(
+        () => [a, b].every((r) => r.context.registry.list().every((w) => w.inFlight === 0)),
+        10_000,
+        "every in-flight count back to 0",
+      );
       return { a, b };
     };
 

@@ -2,8 +2,9 @@ import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { describe, expect, it } from "vitest";
 import { ApproximateIndex } from "../../src/index/approximate-index.js";
+import { followMembership } from "../../src/index/membership.js";
 import { RoutingDecider } from "../../src/policies/decider.js";
-import { createPolicy } from "../../src/policies/factory.js";
+import { createPolicy } from "../../src/scheduling/policy-factory.js";
 import { WorkerRegistry } from "../../src/workers/registry.js";
 
 setFlagsFromString("--expose-gc");
@@ -25,13 +26,11 @@ describe("bounded memory", () => {
         evicted += chars;
       },
     });
-    const registry = new WorkerRegistry(
-      {
-        breaker: { failureThreshold: 5, openMs: 30_000, successThreshold: 2 },
-        connectTimeoutMs: 1000,
-      },
-      index,
-    );
+    const registry = new WorkerRegistry({
+      breaker: { failureThreshold: 5, openMs: 30_000, successThreshold: 2 },
+      connectTimeoutMs: 1000,
+    });
+    followMembership(index, registry);
     for (let i = 0; i < 4; i++) registry.add(`http://127.0.0.1:${40000 + i}`);
     const decider = new RoutingDecider(createPolicy("cache_aware"), index);
     const candidates = registry.candidates();

@@ -5,8 +5,11 @@
  */
 import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
+import { startSimWorker } from "../../sim/worker.js";
+import { defaultConfig } from "../../src/config.js";
 import { RouterError } from "../../src/errors.js";
-import { startSimWorker } from "../../src/sim/worker.js";
+import { createLogger } from "../../src/logger.js";
+import { startRouter } from "../../src/server.js";
 import { systemResolver } from "../../src/workers/host-lookup.js";
 import { isLinkLocalIp } from "../../src/workers/ip-address.js";
 import { type AdmissionRules, WorkerRegistry } from "../../src/workers/registry.js";
@@ -23,7 +26,6 @@ function registry(rules: AdmissionRules = {}): WorkerRegistry {
       breaker: { failureThreshold: 5, openMs: 1000, successThreshold: 2 },
       connectTimeoutMs: 1000,
     },
-    undefined,
     rules,
   );
 }
@@ -143,6 +145,52 @@ describe("worker identity (issue 19 item 5)", () => {
     expect(await codeOf(() => r.addResolved("http://evil:9000"))).toBe("invalid_worker_url");
     const allowed = registry({ resolveHost, allowLinkLocal: true });
     expect(await codeOf(() => allowed.addResolved("http://evil:9000"))).toBeUndefined();
+  });
+
+  it("--worker-urls: names are resolved together at start-up (one lookup's wait, not one per worker), and a name for a listed address is refused", async () => {
+    const base = {
+      ...defaultConfig(),
+      host: "127.0.0.1",
+      port: 0,
+      logLevel: "silent" as const,
+      healthCheckIntervalSecs: 0,
+      enginePollIntervalSecs: 0,
+    };
+    const logger = createLogger({ level: "silent" });
+    let started = 0;
+    let active = 0;
+    let most = 0;
+    let release = () => {};
+    const everyoneAsked = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const resolveHost = async (name: string) => {
+      started += 1;
+      active += 1;
+      most = Math.max(most, active);
+      if (started === 3) release();
+      // Sequential lookups would never get here together: the bound keeps that case finite.
+      await Promise.race([everyoneAsked, new Promise((r) => setTimeout(r, 2000))]);
+      active -= 1;
+      return name === "gpu2" ? ["10.0.0.5"] : [`10.0.1.${name.slice(3)}`];
+    };
+    const router = await startRouter(
+      { ...base, workerUrls: ["http://gpu1:8000", "http://gpu2:8000", "http://gpu3:8000"] },
+      { logger, resolveHost },
+    );
+    cleanup.push(() => router.stop(100));
+    expect(most).toBe(3);
+    expect(router.context.registry.list().map((w) => w.url)).toEqual([
+      "http://gpu1:8000",
+      "http://gpu2:8000",
+      "http://gpu3:8000",
+    ]);
+    await expect(
+      startRouter(
+        { ...base, workerUrls: ["http://10.0.0.5:8000", "http://gpu2:8000"] },
+        { logger, resolveHost: async () => ["10.0.0.5"] },
+      ),
+    ).rejects.toThrow(/--worker-urls.*already registered as http:\/\/10\.0\.0\.5:8000/);
   });
 
   it("the system resolver answers localhost with loopback addresses and a bad name with nothing", async () => {

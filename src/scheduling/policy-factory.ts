@@ -1,14 +1,19 @@
-import { createBuiltinProfile } from "../scheduling/builtin-profiles.js";
-import { CacheAwarePolicy } from "./cache-aware.js";
-import { LeastLoadPolicy } from "./least-load.js";
-import { type PolicyOptions, resolvePolicyOptions } from "./options.js";
-import { POLICY_NAMES, type Policy, type PolicyName } from "./policy.js";
-import { PowerOfTwoPolicy } from "./power-of-two.js";
-import { PrefixCostPolicy } from "./prefix-cost.js";
-import { RandomPolicy } from "./random.js";
-import { RoundRobinPolicy } from "./round-robin.js";
+/**
+ * A Policy by its --policy name: the policies of src/policies/ and the seed systems' built-in
+ * scheduling profiles. It sits in scheduling/, above policies/, because it builds both.
+ */
 
-export { POLICY_DEFAULTS, type PolicyOptions } from "./options.js";
+import { CacheAwarePolicy } from "../policies/cache-aware.js";
+import { LeastLoadPolicy } from "../policies/least-load.js";
+import { type PolicyOptions, resolvePolicyOptions } from "../policies/options.js";
+import { POLICY_NAMES, type Policy, type PolicyName } from "../policies/policy.js";
+import { PowerOfTwoPolicy } from "../policies/power-of-two.js";
+import { PrefixCostPolicy } from "../policies/prefix-cost.js";
+import { RandomPolicy } from "../policies/random.js";
+import { RoundRobinPolicy } from "../policies/round-robin.js";
+import { createBuiltinProfile } from "./builtin-profiles.js";
+
+export { POLICY_DEFAULTS, type PolicyOptions } from "../policies/options.js";
 
 /** True when `name` is one of POLICY_NAMES (for configuration coming in as plain strings). */
 export function isPolicyName(name: string): name is PolicyName {
@@ -35,7 +40,7 @@ export function createPolicy(name: PolicyName, options: PolicyOptions = {}): Pol
       return new LeastLoadPolicy();
     case "prefix_cost":
       return new PrefixCostPolicy(resolved);
-    // The seed systems' algorithms as scheduling profiles (src/scheduling/).
+    // The seed systems' algorithms as scheduling profiles (this folder).
     case "aibrix_prefix":
     case "llmd_approx":
     case "precise_weighted":

@@ -1,0 +1,134 @@
+import { RouterError } from "../errors.js";
+import type { Logger } from "../logger.js";
+import type { Worker } from "../workers/worker.js";
+import { normalizeWorkerUrl } from "../workers/worker-url.js";
+import type { WorkerMembership } from "./membership.js";
+import type { WorkerSpec } from "./worker-spec.js";
+
+interface Owned {
+  worker: Worker;
+  /** Set while the worker drains after leaving the source; removal when it fires. */
+  drainTimer?: NodeJS.Timeout;
+}
+
+/**
+ * The workers one discovery source (a file, a DNS name) has put in the registry, kept equal to
+ * the source's latest answer: new entries join through the membership path (checks, then a health
+ * check before traffic), dropped ones drain — no new requests, in-flight ones complete — and are
+ * removed after `graceMs`; one that comes back within it keeps its tree. Workers registered by
+ * another path (--worker-urls, the admin API, another source) are left to it.
+ */
+export class DiscoveredWorkers {
+  private readonly owned = new Map<string, Owned>();
+  /** Applies run one after another, each on the source's whole answer. */
+  private queue: Promise<void> = Promise.resolve();
+  private closed = false;
+
+  constructor(
+    private readonly membership: WorkerMembership,
+    private readonly source: string,
+    private readonly graceMs: number,
+    private readonly logger: Logger,
+  ) {}
+
+  /** Makes the source's workers `specs`; resolves once new workers have had their health check. */
+  apply(specs: readonly WorkerSpec[]): Promise<void> {
+    const run = this.queue.then(() => this.reconcile(specs));
+    this.queue = run.catch(() => {});
+    return run;
+  }
+
+  /** Stops pending removals (shutdown: the registry closes every worker itself). */
+  close(): void {
+    this.closed = true;
+    for (const entry of this.owned.values()) clearTimeout(entry.drainTimer);
+  }
+
+  /** The URLs this source has registered now (draining ones included). */
+  urls(): string[] {
+    return [...this.owned.keys()];
+  }
+
+  private async reconcile(specs: readonly WorkerSpec[]): Promise<void> {
+    if (this.closed) return;
+    const wanted = new Map<string, WorkerSpec>();
+    for (const spec of specs) {
+      try {
+        wanted.set(normalizeWorkerUrl(spec.url), spec);
+      } catch (err) {
+        this.logger.warn(
+          { source: this.source, url: spec.url, reason: (err as Error).message },
+          "discovered worker URL refused",
+        );
+      }
+    }
+    for (const [url, entry] of this.owned) {
+      // Removed by another path (the admin API): forget it; if still listed, it is added again.
+      if (entry.worker.removed) {
+        clearTimeout(entry.drainTimer);
+        this.owned.delete(url);
+      } else if (!wanted.has(url) && entry.drainTimer === undefined) {
+        this.drain(url, entry);
+      }
+    }
+    const joining: Promise<void>[] = [];
+    for (const [url, spec] of wanted) {
+      const entry = this.owned.get(url);
+      if (entry === undefined) joining.push(this.join(url, spec));
+      else if (entry.drainTimer !== undefined) this.keep(url, entry);
+    }
+    await Promise.all(joining);
+  }
+
+  private async join(url: string, spec: WorkerSpec): Promise<void> {
+    try {
+      const worker = await this.membership.add(spec, this.source);
+      if (this.closed || worker.removed) return;
+      this.owned.set(url, { worker });
+    } catch (err) {
+      const known = err instanceof RouterError;
+      const log = { source: this.source, url, reason: (err as Error).message };
+      if (known && err.code === "worker_exists") {
+        this.logger.info(log, "discovered worker already registered by another path; left to it");
+      } else {
+        this.logger.warn(log, "discovered worker refused");
+      }
+    }
+  }
+
+  private drain(url: string, entry: Owned): void {
+    const { worker } = entry;
+    worker.draining = true;
+    this.logger.info(
+      {
+        source: this.source,
+        worker: worker.id,
+        url,
+        in_flight: worker.inFlight,
+        grace_ms: this.graceMs,
+      },
+      "worker left its discovery source: draining (no new requests)",
+    );
+    const remove = () => {
+      this.owned.delete(url);
+      this.membership.remove(worker.id, this.source);
+    };
+    if (this.graceMs <= 0) {
+      remove();
+      return;
+    }
+    entry.drainTimer = setTimeout(remove, this.graceMs);
+    entry.drainTimer.unref();
+  }
+
+  /** Back within the grace period: takes traffic again with its tree intact. */
+  private keep(url: string, entry: Owned): void {
+    clearTimeout(entry.drainTimer);
+    entry.drainTimer = undefined;
+    entry.worker.draining = false;
+    this.logger.info(
+      { source: this.source, worker: entry.worker.id, url },
+      "worker back in its discovery source within the grace period: taking traffic, tree kept",
+    );
+  }
+}

@@ -1,0 +1,61 @@
+import { RouterError } from "../errors.js";
+import type { KvEventsManager } from "../kv-events/manager.js";
+import type { Logger } from "../logger.js";
+import type { HealthChecker } from "../workers/health.js";
+import type { WorkerRegistry } from "../workers/registry.js";
+import type { Worker } from "../workers/worker.js";
+import { checkedKvEndpoints, type KvEndpointRules, type WorkerSpec } from "./worker-spec.js";
+
+export interface MembershipDeps {
+  registry: WorkerRegistry;
+  health: HealthChecker;
+  logger: Logger;
+  /** --kv-events: where a worker's KV-event endpoints go. */
+  kvEvents?: KvEventsManager;
+  kvRules: KvEndpointRules;
+}
+
+/**
+ * The one way workers join and leave at run time, shared by the admin API and the discovery
+ * sources: the registry's checks (canonical URL, link-local refusal, the router's own address,
+ * duplicates), then a health check before the worker takes traffic.
+ */
+export class WorkerMembership {
+  constructor(private readonly deps: MembershipDeps) {}
+
+  /** Adds a worker; `source` (admin, file, dns) goes in the log line. */
+  async add(spec: WorkerSpec, source: string): Promise<Worker> {
+    const { registry, health, logger, kvEvents } = this.deps;
+    if (spec.kvEndpoints !== undefined && kvEvents === undefined) {
+      throw new RouterError(
+        "invalid_request",
+        "kv_events_endpoint needs the router started with --kv-events.",
+      );
+    }
+    // Checked before the worker is added: a refused endpoint leaves nothing registered.
+    const checked =
+      spec.kvEndpoints === undefined
+        ? undefined
+        : await checkedKvEndpoints(spec.kvEndpoints, this.deps.kvRules);
+    const worker = await registry.addResolved(
+      spec.url,
+      spec.apiKey !== undefined ? { apiKey: spec.apiKey } : {},
+    );
+    logger.info({ worker: worker.id, url: worker.url, source }, "worker added");
+    // Probed before it takes traffic; the admin API's answer reports the result ("healthy").
+    await health.probeFirst(worker);
+    if (checked !== undefined) kvEvents?.configure(worker, checked);
+    return worker;
+  }
+
+  /** Unregisters a worker: no new requests, in-flight ones complete (WorkerRegistry.remove). */
+  remove(idOrUrl: string, source: string): Worker | undefined {
+    const worker = this.deps.registry.remove(idOrUrl);
+    if (worker === undefined) return undefined;
+    this.deps.logger.info(
+      { worker: worker.id, url: worker.url, in_flight: worker.inFlight, source },
+      "worker removed",
+    );
+    return worker;
+  }
+}

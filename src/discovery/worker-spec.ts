@@ -1,0 +1,109 @@
+import { RouterError } from "../errors.js";
+import { checkKvEndpoint } from "../kv-events/endpoint-rules.js";
+import type { KvEndpoints } from "../kv-events/manager.js";
+import { systemResolver } from "../workers/host-lookup.js";
+
+/** One worker as every source gives it: the fields of POST /workers, parsed. */
+export interface WorkerSpec {
+  url: string;
+  /** Bearer key for this worker; overrides --worker-api-key. Never logged. */
+  apiKey?: string;
+  /** Its engine's KV-event stream (needs --kv-events). */
+  kvEndpoints?: KvEndpoints;
+}
+
+/** The fields a worker entry may have (POST /workers, --worker-file). */
+export const WORKER_SPEC_FIELDS = [
+  "url",
+  "api_key",
+  "kv_events_endpoint",
+  "kv_events_replay_endpoint",
+] as const;
+
+/**
+ * A WorkerSpec from the JSON fields of POST /workers or a --worker-file entry; throws a
+ * RouterError (invalid_worker_url / invalid_request) saying what is wrong.
+ */
+export function workerSpecFrom(fields: Record<string, unknown>, example: string): WorkerSpec {
+  if (typeof fields.url !== "string" || fields.url === "") {
+    throw new RouterError("invalid_worker_url", example);
+  }
+  const apiKey = apiKeyField(fields.api_key);
+  const kvEndpoints = kvEndpointsField(fields);
+  return {
+    url: fields.url,
+    ...(apiKey !== undefined ? { apiKey } : {}),
+    ...(kvEndpoints !== undefined ? { kvEndpoints } : {}),
+  };
+}
+
+export function apiKeyField(value: unknown): string | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== "string" || value === "") {
+    throw new RouterError("invalid_request", "api_key must be a non-empty string.");
+  }
+  return value;
+}
+
+/** `kv_events_endpoint` (+ optional `kv_events_replay_endpoint`): ZMQ tcp:// or ipc:// URLs. */
+function kvEndpointsField(fields: {
+  kv_events_endpoint?: unknown;
+  kv_events_replay_endpoint?: unknown;
+}): KvEndpoints | undefined {
+  const { kv_events_endpoint: endpoint, kv_events_replay_endpoint: replay } = fields;
+  if (endpoint === undefined || endpoint === null) {
+    if (replay !== undefined && replay !== null) {
+      throw new RouterError(
+        "invalid_request",
+        "kv_events_replay_endpoint needs kv_events_endpoint.",
+      );
+    }
+    return undefined;
+  }
+  const zmqUrl = (value: unknown, name: string): string => {
+    if (typeof value !== "string" || !/^(tcp|ipc):\/\/\S+$/.test(value)) {
+      throw new RouterError(
+        "invalid_request",
+        `${name} must be a ZMQ endpoint like "tcp://10.0.0.1:5557".`,
+      );
+    }
+    return value;
+  };
+  return {
+    endpoint: zmqUrl(endpoint, "kv_events_endpoint"),
+    replayEndpoint:
+      replay === undefined || replay === null
+        ? undefined
+        : zmqUrl(replay, "kv_events_replay_endpoint"),
+  };
+}
+
+/** The rules KV-event endpoints from outside the process are held to. */
+export interface KvEndpointRules {
+  allowIpc: boolean;
+  allowLinkLocal: boolean;
+  connectTimeoutMs: number;
+}
+
+/** The worker-URL rules applied to KV-event endpoints (kv-events/endpoint-rules.ts). */
+export async function checkedKvEndpoints(
+  given: KvEndpoints,
+  rules: KvEndpointRules,
+): Promise<KvEndpoints> {
+  const checks = {
+    allowIpc: rules.allowIpc,
+    allowLinkLocal: rules.allowLinkLocal,
+    resolveHost: systemResolver(rules.connectTimeoutMs),
+  };
+  try {
+    return {
+      endpoint: await checkKvEndpoint(given.endpoint, "kv_events_endpoint", checks),
+      replayEndpoint:
+        given.replayEndpoint === undefined
+          ? undefined
+          : await checkKvEndpoint(given.replayEndpoint, "kv_events_replay_endpoint", checks),
+    };
+  } catch (err) {
+    throw new RouterError("invalid_request", (err as Error).message);
+  }
+}

@@ -1,0 +1,34 @@
+import type { PrefixIndex } from "./prefix-index.js";
+
+/** A worker as the index sees it come and go (workers/worker.ts Worker has these). */
+export interface IndexedWorker {
+  readonly id: string;
+  /** Characters the index holds for the worker, read by GET /workers and /metrics. */
+  indexedChars: () => number;
+}
+
+/** Who announces workers added and removed (workers/registry.ts WorkerRegistry.onChange). */
+export interface MembershipEvents {
+  onChange(listener: (event: "added" | "removed", worker: IndexedWorker) => void): void;
+}
+
+/**
+ * Makes the index track exactly the registered workers: a worker is added to the index when the
+ * registry adds it, and its entries are dropped when the registry removes it. The registry emits,
+ * the index subscribes, so neither folder imports the other. Subscribe right after the registry is
+ * made, before any other listener, so that every listener sees the index already up to date.
+ */
+export function followMembership(
+  index: Pick<PrefixIndex, "addWorker" | "removeWorker" | "size">,
+  members: MembershipEvents,
+): void {
+  members.onChange((event, worker) => {
+    if (event === "removed") {
+      index.removeWorker(worker.id);
+      return;
+    }
+    const id = worker.id;
+    index.addWorker(id);
+    worker.indexedChars = () => index.size(id);
+  });
+}
