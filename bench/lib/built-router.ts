@@ -7,7 +7,7 @@ import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { existsSync, readdirSync, statSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { freePort } from "../../src/net/free-port.js";
+import { freePort } from "../../sim/free-port.js";
 import { stopChild, untilReady } from "./child-process.js";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");

@@ -8,7 +8,7 @@ import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { freePort } from "../../src/net/free-port.js";
+import { freePort } from "../../sim/free-port.js";
 import { stopChild, untilAccepting } from "./child-process.js";
 import { childPids } from "./process-cpu.js";
 

@@ -9,7 +9,7 @@
  * parsing on the hot path, except in `verify` mode, which checks every chunk's text and order.
  */
 import { Agent, type IncomingMessage, request } from "node:http";
-import { generatedTokenText } from "../../src/sim/output-text.js";
+import { generatedTokenText } from "../../sim/output-text.js";
 import { MsHistogram, type MsQuantiles } from "./ms-histogram.js";
 import { processCpuMicros, processRssBytes } from "./process-cpu.js";
 

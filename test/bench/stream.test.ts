@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { streamIsExact } from "../../bench/lib/stream-load.js";
 import { runStreamBench } from "../../bench/stream.js";
-import { generatedTokenText } from "../../src/sim/output-text.js";
+import { generatedTokenText } from "../../sim/output-text.js";
 
 const event = (content: string) =>
   `data: ${JSON.stringify({ choices: [{ index: 0, delta: { content } }] })}\n\n`;

@@ -17,7 +17,7 @@ import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type SimWorker, startSimWorker } from "../../src/sim/worker.js";
+import { type SimWorker, startSimWorker } from "../../sim/worker.js";
 import { listeningUrl, runCli, SERVE_LOCALLY } from "../helpers/cli.js";
 
 const MAX_BLOCKS = 50_000;

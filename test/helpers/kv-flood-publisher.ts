@@ -10,7 +10,8 @@
  */
 import { createInterface } from "node:readline";
 import { Publisher, Router } from "zeromq";
-import { encodeBatch, encodeSequence, type WireEvent } from "../../src/kv-events/encode.js";
+import { encodeBatch, type WireEvent } from "../../sim/kv-event-encoder.js";
+import { encodeSequence } from "../../src/kv-events/decode.js";
 
 const EVENTS_PER_MESSAGE = 100;
 const TICK_MS = 10;

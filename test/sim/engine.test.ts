@@ -1,15 +1,15 @@
 import { describe, expect, it } from "vitest";
-import { Engine, type EngineOptions, type SequenceHandle } from "../../src/sim/engine.js";
-import { PrefixKvCache } from "../../src/sim/kv-cache.js";
-import { ManualClock } from "../../src/sim/manual-clock.js";
-import { generatedTokenIds } from "../../src/sim/output-text.js";
+import { Engine, type EngineOptions, type SequenceHandle } from "../../sim/engine.js";
+import { PrefixKvCache } from "../../sim/kv-cache.js";
+import { ManualClock } from "../../sim/manual-clock.js";
+import { generatedTokenIds } from "../../sim/output-text.js";
 import {
   DEFAULT_TIMING,
   decodeStepMs,
   estimateLatency,
   prefillMs,
   type TimingModel,
-} from "../../src/sim/timing.js";
+} from "../../sim/timing.js";
 
 interface Trace {
   admittedAt?: number;
