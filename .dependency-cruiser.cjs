@@ -20,7 +20,16 @@ const LAYERS = [
     ],
   },
   // listen.ts: the HTTP server listening, and the usage error when it cannot.
-  { server: ["server.ts", "listen.ts", "command-line-workers.ts", "forward-settings.ts"] },
+  // assembly/: the named builders server.ts assembles the router from (index stack, data plane, routes).
+  {
+    server: [
+      "server.ts",
+      "listen.ts",
+      "command-line-workers.ts",
+      "forward-settings.ts",
+      "assembly/",
+    ],
+  },
   // router-policy.ts: --policy or --scheduler-config → the Policy the decider runs.
   { routes: ["routes/"], "router-policy": ["router-policy.ts"] },
   // The assembled settings table (every flag, its default and parser) and the metric set: they

@@ -296,7 +296,12 @@ export class HybridIndex extends ForwardingIndex {
     this.precise.speculate(rankId, this.keysFor(rankId, tokens, model).keys);
   }
 
-  override truncate(workerId: string, model: string | undefined, text: string, keep: number): number {
+  override truncate(
+    workerId: string,
+    model: string | undefined,
+    text: string,
+    keep: number,
+  ): number {
     const forgotten = this.base.truncate(workerId, model, text, keep);
     const prepared = this.tokensOf(text, model);
     const tokens = prepared?.tokens;
