@@ -43,10 +43,10 @@ const LAYERS = [
   { scheduling: ["scheduling/"] },
   { policies: ["policies/"] },
   // Redis shared state wraps the index and syncs membership; KV events feed the index. Both are
-  // wired by server.ts; the request path above (proxy, scheduling, policies) never imports them
+  // wired by assembly/index-stack.ts; the request path above (proxy, scheduling, policies) never imports them
   // (rule request-path-reads-the-index).
   { state: ["state/"], "kv-events": ["kv-events/"] },
-  // The index never knows workers, workers never know the index: server.ts joins them.
+  // The index never knows workers, workers never know the index: assembly/ joins them.
   { index: ["index/"], workers: ["workers/"] },
   { tree: ["tree/"], engines: ["engines/"] },
   {

@@ -22,7 +22,7 @@ export interface KvEventsSetup {
   readonly manager: KvEventsManager;
 }
 
-/** The settings --kv-events reads, under their names in Config (server.ts passes its Config). */
+/** The settings --kv-events reads, under their names in Config (assembly/index-stack.ts passes the Config). */
 export interface KvEventsSettings {
   readonly kvEventsEndpointTemplate: string;
   readonly kvEventsReplayTemplate: string;
