@@ -41,16 +41,25 @@ export const METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
 export function renderMetrics(
   flavor: SimFlavor,
   m: MetricsSnapshot,
-  /** vLLM with data parallelism: one snapshot per rank, each its own `engine` series. */
+  /**
+   * With data parallelism: one snapshot per rank, each its own series (vLLM label `engine`,
+   * SGLang label `dp_rank`).
+   */
   ranks: readonly MetricsSnapshot[] = [m],
 ): string {
-  if (flavor === "vllm" && ranks.length > 1) {
-    return ranks.map((rank, i) => renderOne(flavor, rank, i, i === 0)).join("");
+  if (ranks.length > 1) {
+    return ranks.map((rank, i) => renderOne(flavor, rank, i, i === 0, i)).join("");
   }
   return renderOne(flavor, m, 0, true);
 }
 
-function renderOne(flavor: SimFlavor, m: MetricsSnapshot, engine: number, help: boolean): string {
+function renderOne(
+  flavor: SimFlavor,
+  m: MetricsSnapshot,
+  engine: number,
+  help: boolean,
+  dpRank?: number,
+): string {
   const hitRate = m.promptTokens > 0 ? m.cachedTokens / m.promptTokens : 0;
   const samples: Sample[] =
     flavor === "vllm"
@@ -140,9 +149,14 @@ function renderOne(flavor: SimFlavor, m: MetricsSnapshot, engine: number, help: 
             m.completedRequests,
           ],
         ];
-  // vLLM labels every series with the served model and the engine index (one per DP rank).
+  // vLLM labels every series with the served model and the engine index (one per DP rank);
+  // SGLang's schedulers add `dp_rank` when dp_size > 1 (init_metrics in
+  // python/sglang/srt/managers/scheduler_metrics_mixin.py).
   const model = `model_name="${escapeLabel(m.model)}"`;
-  const label = flavor === "vllm" ? `{${model},engine="${engine}"}` : `{${model}}`;
+  const label =
+    flavor === "vllm"
+      ? `{${model},engine="${engine}"}`
+      : `{${model}${dpRank === undefined ? "" : `,dp_rank="${dpRank}"`}}`;
   let out = "";
   for (const [name, type, text, value] of samples) {
     // Each family's HELP and TYPE once, before its first series (the next ranks' follow).
