@@ -18,6 +18,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { mulberry32 } from "../sim/prng.js";
 import { SharedIndex } from "../src/index/shared-index.js";
 import { RoutingDecider } from "../src/policies/decider.js";
 import type { Policy } from "../src/policies/policy.js";
@@ -28,7 +29,6 @@ import {
 import type { SchedulingWorker } from "../src/scheduling/plugin.js";
 import { createPolicy } from "../src/scheduling/policy-factory.js";
 import { buildProfiles } from "../src/scheduling/scheduler-config.js";
-import { mulberry32 } from "../src/sim/prng.js";
 import { EngineSignals } from "../src/workers/signals.js";
 import { commandLine, runIfEntryPoint } from "./lib/entry.js";
 import { Workload } from "./lib/prompts.js";

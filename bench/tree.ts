@@ -29,7 +29,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import v8 from "node:v8";
 import vm from "node:vm";
-import { mulberry32 } from "../src/sim/prng.js";
+import { mulberry32 } from "../sim/prng.js";
 import { RadixTree } from "../src/tree/radix-tree.js";
 import {
   benchIndexDecision,

@@ -1,6 +1,6 @@
 import { Agent } from "undici";
-import { exponential, mulberry32 } from "../src/sim/prng.js";
-import { generatedSharedPrefix, openAiBody, type RequestSpec } from "../src/sim/workloads.js";
+import { exponential, mulberry32 } from "../sim/prng.js";
+import { generatedSharedPrefix, openAiBody, type RequestSpec } from "../sim/workloads.js";
 
 /**
  * Background traffic: Poisson arrivals of shared-prefix chats (8 system prompts, so the hit rate

@@ -13,17 +13,17 @@
 import { randomBytes } from "node:crypto";
 import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
-import { type Config, defaultConfig } from "../src/config.js";
-import { createLogger, LOG_LEVELS, type LogLevel } from "../src/logger.js";
-import { POLICY_NAMES, type PolicyName } from "../src/policies/policy.js";
-import { ListenError, type RunningRouter, startRouter } from "../src/server.js";
 import {
   findRedisServer,
   type LocalRedis,
   REDIS_INSTALL_HINT,
   startLocalRedis,
-} from "../src/sim/redis-server.js";
-import { type SimWorker, startSimWorker } from "../src/sim/worker.js";
+} from "../sim/redis-server.js";
+import { type SimWorker, startSimWorker } from "../sim/worker.js";
+import { type Config, defaultConfig } from "../src/config.js";
+import { createLogger, LOG_LEVELS, type LogLevel } from "../src/logger.js";
+import { POLICY_NAMES, type PolicyName } from "../src/policies/policy.js";
+import { ListenError, type RunningRouter, startRouter } from "../src/server.js";
 import { startTraffic } from "./demo-traffic.js";
 
 export interface DemoOptions {

@@ -41,4 +41,4 @@ MSG
 
 # exec node itself (not npm, which would sit between as a parent): Ctrl-C and SIGTERM reach the
 # simulator, which closes every worker cleanly.
-exec node --import tsx src/sim/cli.ts --count "$count" --port "$base" --id w "$@"
+exec node --import tsx sim/cli.ts --count "$count" --port "$base" --id w "$@"

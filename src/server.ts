@@ -1,13 +1,14 @@
-import { randomBytes } from "node:crypto";
 import type { RequestListener, Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { getRequestListener, type HttpBindings } from "@hono/node-server";
 import { Hono } from "hono";
+import { addCommandLineWorkers } from "./command-line-workers.js";
 import { type Config, requireStateSecret } from "./config.js";
 import { WorkerMembership } from "./discovery/membership.js";
 import { type Discovery, startDiscovery } from "./discovery/setup.js";
 import type { DnsResolver } from "./discovery/worker-dns.js";
 import { ConfigError, RouterError } from "./errors.js";
+import { forwardSettings } from "./forward-settings.js";
 import { BlockHashIndex } from "./index/block-hash-index.js";
 import { createBaseIndex } from "./index/factory.js";
 import { followMembership } from "./index/membership.js";
@@ -20,7 +21,7 @@ import { RoutingDecider } from "./policies/decider.js";
 import { SessionTable } from "./policies/session-table.js";
 import { Admission } from "./proxy/admission.js";
 import { BodyBudget } from "./proxy/body-budget.js";
-import { Forwarder, type ForwardHooks, type ForwardSettings } from "./proxy/forward.js";
+import { Forwarder, type ForwardHooks } from "./proxy/forward.js";
 import { ParsePool } from "./proxy/parse-pool.js";
 import { UsageFeedback } from "./proxy/usage-feedback.js";
 import { routerPolicy } from "./router-policy.js";
@@ -148,21 +149,7 @@ export function createRouter(
     },
   );
 
-  const settings: ForwardSettings = {
-    requestTimeoutMs: config.requestTimeoutSecs * 1000,
-    firstByteTimeoutMs: config.firstByteTimeoutSecs * 1000,
-    streamFirstByteTimeoutMs: config.streamFirstByteTimeoutSecs * 1000,
-    idleTimeoutMs: config.idleTimeoutSecs * 1000,
-    clientStallMs: config.clientStallSecs * 1000,
-    retryMaxAttempts: config.retryMaxAttempts,
-    retryInitialBackoffMs: config.retryInitialBackoffMs,
-    retryMaxBackoffMs: config.retryMaxBackoffMs,
-    maxCoolDownMs: config.maxCoolDownSecs * 1000,
-    // Random per process: two replicas in a chain are not a loop, one router twice is.
-    instanceId: randomBytes(4).toString("hex"),
-    forwardAuthorization: config.apiKey === undefined,
-    modelRouting: config.modelRouting,
-  };
+  const settings = forwardSettings(config);
   const upstreamHooks = {
     onRetry: (endpoint) => m.retries.inc({ endpoint }),
     onUpstreamError: (worker, kind) => m.upstreamErrors.inc({ worker: worker.id, kind }),
@@ -281,25 +268,8 @@ export async function startRouter(
   const { logger, registry, health, introspection } = context;
   // A fixed --port is known before listening; port 0 is only known after (no worker can be it yet).
   if (config.port !== 0) registry.setListenAddress({ host: config.host, port: config.port });
-  // As SGLang's gateway does, --api-key is also the key of the workers listed on the command
-  // line (sgl-model-gateway/src/core/job_queue.rs, Job::InitializeWorkersFromConfig; clients must
-  // send it too: src/middleware.rs, auth_middleware); an explicit
-  // --worker-api-key wins: it is the registry's default key (AdmissionRules.defaultApiKey), so it
-  // is not given here, where it would become these workers' own key and travel to the peer
-  // replicas instead of each using its own. Workers added later through the admin API bring
-  // their own key.
-  const cliWorkerKey = config.workerApiKey === undefined ? config.apiKey : undefined;
   try {
-    // Every name is resolved at once, so start-up waits for one lookup timeout at most, not one
-    // per worker; the workers are then added in the order given.
-    const resolved = await Promise.all(config.workerUrls.map((u) => registry.resolveAddresses(u)));
-    for (const [i, url] of config.workerUrls.entries()) {
-      const addresses = resolved[i] ?? [];
-      registry.add(url, {
-        ...(cliWorkerKey !== undefined ? { apiKey: cliWorkerKey } : {}),
-        ...(addresses.length > 0 ? { addresses } : {}),
-      });
-    }
+    await addCommandLineWorkers(registry, config);
   } catch (err) {
     context.kvEvents?.close();
     await registry.close();

@@ -1,7 +1,7 @@
 import { readdir, readFile } from "node:fs/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type SimWorker, startSimWorker } from "../sim/worker.js";
 import type { RunningRouter } from "../src/server.js";
-import { type SimWorker, startSimWorker } from "../src/sim/worker.js";
 import { postJson, startTestRouter, waitFor } from "./helpers/router.js";
 
 const DIR = new URL("../docs/grafana/", import.meta.url);

@@ -1,7 +1,7 @@
 /** Starts bench/lib/bare-node-proxy.mjs (the floor of a Node.js proxy) in a process of its own. */
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import { freePort } from "../../src/net/free-port.js";
+import { freePort } from "../../sim/free-port.js";
 import { stopChild, untilAccepting } from "./child-process.js";
 
 export interface BareNodeProxy {

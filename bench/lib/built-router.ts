@@ -7,11 +7,12 @@ import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { existsSync, readdirSync, statSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { freePort } from "../../src/net/free-port.js";
+import { freePort } from "../../sim/free-port.js";
 import { stopChild, untilReady } from "./child-process.js";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 const CLI = join(ROOT, "dist", "cli.js");
+const CLUSTER = join(ROOT, "dist", "cluster.js");
 
 export interface BuiltRouter {
   readonly url: string;
@@ -45,10 +46,32 @@ export async function startBuiltRouter(
   cli?: string,
 ): Promise<BuiltRouter> {
   if (cli === undefined) ensureBuilt();
+  return startBuilt(cli ?? CLI, [], args, nodeArgs);
+}
+
+/**
+ * `radixgate-cluster --processes N` as production runs it (`node dist/cluster.js`); its pid is
+ * the primary's (its processes are the primary's children).
+ */
+export async function startBuiltCluster(
+  processes: number,
+  /** radixgate flags besides --host and --port. */
+  args: readonly string[],
+): Promise<BuiltRouter> {
+  ensureBuilt();
+  return startBuilt(CLUSTER, ["--processes", String(processes), "--"], args, []);
+}
+
+async function startBuilt(
+  script: string,
+  leadingArgs: readonly string[],
+  args: readonly string[],
+  nodeArgs: readonly string[],
+): Promise<BuiltRouter> {
   const port = await freePort();
   const child: ChildProcess = spawn(
     process.execPath,
-    [...nodeArgs, cli ?? CLI, "--host", "127.0.0.1", "--port", String(port), ...args],
+    [...nodeArgs, script, ...leadingArgs, "--host", "127.0.0.1", "--port", String(port), ...args],
     { cwd: ROOT, stdio: ["ignore", "ignore", "inherit"] },
   );
   const url = `http://127.0.0.1:${port}`;

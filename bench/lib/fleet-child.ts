@@ -2,7 +2,7 @@
  * The child-process side of childFleetHost(): starts and closes simulated workers on request,
  * and exits on "exit" or when the parent goes away (never lingering as an orphan holding ports).
  */
-import type { SimWorker } from "../../src/sim/worker.js";
+import type { SimWorker } from "../../sim/worker.js";
 import { type FleetReply, type FleetRequest, memberOf, startSimWorkers } from "./fleet.js";
 
 /** Workers by URL (ids repeat across fleets). */

@@ -7,8 +7,8 @@
  */
 import { type ChildProcess, fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import type { SimStats, SimWorker, SimWorkerOptions } from "../../src/sim/worker.js";
-import { startSimWorker } from "../../src/sim/worker.js";
+import type { SimStats, SimWorker, SimWorkerOptions } from "../../sim/worker.js";
+import { startSimWorker } from "../../sim/worker.js";
 import { TSX_EXEC_ARGV } from "./tsx-exec-argv.js";
 
 export interface FleetOptions {

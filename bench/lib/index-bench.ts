@@ -5,11 +5,11 @@
  * claimed character; a large eviction in slices.
  */
 
+import { mulberry32 } from "../../sim/prng.js";
 import { ApproximateIndex } from "../../src/index/approximate-index.js";
 import { BlockHashIndex, DEFAULT_BLOCK_CHARS } from "../../src/index/block-hash-index.js";
 import type { PrefixIndex } from "../../src/index/prefix-index.js";
 import { SharedIndex } from "../../src/index/shared-index.js";
-import { mulberry32 } from "../../src/sim/prng.js";
 import { Workload } from "./prompts.js";
 import { type Summary, summarize } from "./stats.js";
 

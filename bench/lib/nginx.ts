@@ -4,11 +4,11 @@
  * when an nginx binary is installed (`apt-get install nginx-light`); one worker process, like the
  * router's one event loop; keep-alive to the upstream; no buffering, so streams pass through.
  */
-import { type ChildProcess, spawn } from "node:child_process";
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { freePort } from "../../src/net/free-port.js";
+import { freePort } from "../../sim/free-port.js";
 import { stopChild, untilAccepting } from "./child-process.js";
 import { childPids } from "./process-cpu.js";
 
@@ -25,13 +25,50 @@ export function findNginx(): string | undefined {
   return CANDIDATES.find((path) => existsSync(path));
 }
 
-/** Starts nginx proxying to `upstream` (http://host:port); undefined when nginx is not installed. */
-export async function startNginx(upstream: string): Promise<NginxProxy | undefined> {
+/**
+ * The nginx binary, installed with apt-get (nginx-light) when missing and this process may (root,
+ * apt-get present); undefined when it cannot be had. `bench` names the benchmark in the messages.
+ */
+export function ensureNginx(bench: string): string | undefined {
+  const found = findNginx();
+  if (found !== undefined) return found;
+  if (process.getuid?.() !== 0 || !existsSync("/usr/bin/apt-get")) {
+    console.error(`${bench}: nginx is not installed and cannot be (needs root and apt-get)`);
+    return undefined;
+  }
+  console.log(`${bench}: installing nginx-light with apt-get ...`);
+  const env = { ...process.env, DEBIAN_FRONTEND: "noninteractive" };
+  const apt = (args: string[]) =>
+    execFileSync("apt-get", args, { env, stdio: "ignore", timeout: 300_000 });
+  try {
+    apt(["install", "-y", "--no-install-recommends", "nginx-light"]);
+  } catch {
+    try {
+      // The package lists may be missing or stale (a fresh container): refresh once and retry.
+      apt(["update"]);
+      apt(["install", "-y", "--no-install-recommends", "nginx-light"]);
+    } catch (err) {
+      console.error(`${bench}: apt-get install nginx-light failed: ${(err as Error).message}`);
+    }
+  }
+  return findNginx();
+}
+
+/**
+ * Starts nginx proxying to `upstream` (http://host:port, or several, taken in turn); undefined
+ * when nginx is not installed.
+ */
+export async function startNginx(
+  upstream: string | readonly string[],
+): Promise<NginxProxy | undefined> {
   const binary = findNginx();
   if (binary === undefined) return undefined;
   const dir = mkdtempSync(join(tmpdir(), "radixgate-nginx-"));
   const port = await freePort();
-  const target = new URL(upstream);
+  const servers = (typeof upstream === "string" ? [upstream] : upstream)
+    .map((url) => new URL(url))
+    .map((target) => `    server ${target.hostname}:${target.port};`)
+    .join("\n");
   const conf = join(dir, "nginx.conf");
   writeFileSync(
     conf,
@@ -39,7 +76,7 @@ export async function startNginx(upstream: string): Promise<NginxProxy | undefin
 worker_processes 1;
 pid ${join(dir, "nginx.pid")};
 error_log ${join(dir, "error.log")} warn;
-events { worker_connections 4096; }
+events { worker_connections 16384; }
 http {
   access_log off;
   client_body_temp_path ${dir}/body;
@@ -50,8 +87,8 @@ http {
   client_max_body_size 64m;
   client_body_buffer_size 1m;
   upstream worker {
-    server ${target.hostname}:${target.port};
-    keepalive 128;
+${servers}
+    keepalive 1024;
   }
   server {
     listen 127.0.0.1:${port};

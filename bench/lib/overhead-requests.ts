@@ -3,8 +3,8 @@
  * 64 distinct seeded prompts of one size, cycled (so the worker's KV cache and the router's index
  * hold them all after the warm-up).
  */
-import { mulberry32 } from "../../src/sim/prng.js";
-import { randomText } from "../../src/sim/workloads.js";
+import { mulberry32 } from "../../sim/prng.js";
+import { randomText } from "../../sim/workloads.js";
 import { type LatencySummary, summarizeMs } from "./latency.js";
 import { type LoadJob, loadAgent, runLoad } from "./load.js";
 import { processCpuMicros } from "./process-cpu.js";

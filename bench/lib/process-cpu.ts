@@ -31,3 +31,18 @@ export function childPids(pid: number): number[] {
     .filter((s) => s !== "")
     .map(Number);
 }
+
+/** The process's resident set size in bytes (VmRSS in /proc/PID/status), undefined when gone. */
+export function processRssBytes(pid: number): number | undefined {
+  const path = `/proc/${pid}/status`;
+  if (!existsSync(path)) return undefined;
+  const match = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(path, "utf8"));
+  return match === null ? undefined : Number(match[1]) * 1024;
+}
+
+/** A process and its descendants (a cluster's primary and its processes), from /proc. */
+export function processTree(pid: number): number[] {
+  const pids = [pid];
+  for (let i = 0; i < pids.length && pids.length < 1024; i++) pids.push(...childPids(pids[i]!));
+  return pids;
+}

@@ -1,4 +1,4 @@
-import { type Rng, randomInt as randInt } from "../../src/sim/prng.js";
+import { type Rng, randomInt as randInt } from "../../sim/prng.js";
 
 /**
  * Seeded generator of realistic chat prompts, mostly ASCII words: a few shared system prompts,

@@ -16,12 +16,12 @@
  * it. The router is reached through a private field, as no production path needs this hook.
  */
 
+import type { SimWorker } from "../../sim/worker.js";
 import { PRECISE } from "../../src/index/hybrid-index.js";
 import type { TokenizeInput } from "../../src/index/tokenize-input.js";
 import type { RoutingDecider } from "../../src/policies/decider.js";
 import type { PolicyWorker } from "../../src/policies/policy.js";
 import type { RunningRouter } from "../../src/server.js";
-import type { SimWorker } from "../../src/sim/worker.js";
 import type { Worker } from "../../src/workers/worker.js";
 
 export interface LossCount {

@@ -3,7 +3,7 @@
  * folded into one RowResult, with the mean, minimum, maximum and spread of the figures that move
  * from run to run (issue 27: one run per row hid a spread of several points of hit rate).
  */
-import { mulberry32 } from "../../src/sim/prng.js";
+import { mulberry32 } from "../../sim/prng.js";
 import { summarizeMs } from "./latency.js";
 import type { RowResult } from "./routing-runner.js";
 

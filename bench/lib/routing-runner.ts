@@ -6,13 +6,13 @@
  */
 import { randomBytes, randomUUID } from "node:crypto";
 import os from "node:os";
+import { hashString } from "../../sim/hash.js";
+import type { SimStats } from "../../sim/worker.js";
+import { openAiBody, poissonArrivals, type RequestSpec } from "../../sim/workloads.js";
 import { type Config, defaultConfig } from "../../src/config.js";
 import { createLogger } from "../../src/logger.js";
 import { POLICY_NAMES, type PolicyName } from "../../src/policies/policy.js";
 import { type RunningRouter, startRouter } from "../../src/server.js";
-import { hashString } from "../../src/sim/hash.js";
-import type { SimStats } from "../../src/sim/worker.js";
-import { openAiBody, poissonArrivals, type RequestSpec } from "../../src/sim/workloads.js";
 import { childFleetHost, type FleetHost, type FleetMember, inlineFleetHost } from "./fleet.js";
 import { type LatencySummary, summarizeMs } from "./latency.js";
 import { type LoadJob, type LoadRequest, loadAgent, type RequestOutcome, runLoad } from "./load.js";

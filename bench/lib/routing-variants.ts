@@ -4,9 +4,10 @@
  * Each variant runs interleaved with the plain row in the same repeats, so load on the machine
  * falls on both alike.
  */
+
+import { CHARS_PER_TOKEN } from "../../sim/tokenizer.js";
 import type { Config } from "../../src/config.js";
 import type { RunningRouter } from "../../src/server.js";
-import { CHARS_PER_TOKEN } from "../../src/sim/tokenizer.js";
 
 /**
  * - `poll-frozen`: the engines are read once, when the router starts, and never again: queue and

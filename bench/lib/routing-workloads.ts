@@ -5,7 +5,7 @@
  * multi-turn is about twice one worker's KV cache, so it fits in the fleet (4 workers) only if
  * each worker keeps its own share of it.
  */
-import { CHARS_PER_TOKEN } from "../../src/sim/tokenizer.js";
+import { CHARS_PER_TOKEN } from "../../sim/tokenizer.js";
 import {
   type CachePressureOptions,
   cachePressure,
@@ -15,7 +15,7 @@ import {
   noSharing,
   promptTextOf,
   type RequestSpec,
-} from "../../src/sim/workloads.js";
+} from "../../sim/workloads.js";
 import { RadixTree } from "../../src/tree/radix-tree.js";
 
 export const WORKLOADS = [

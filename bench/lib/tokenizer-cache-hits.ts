@@ -13,9 +13,9 @@
  * "Before" is the cache as it was: whole chats only, so only an exact repeat hit.
  */
 import { Pool } from "undici";
+import { mulberry32 } from "../../sim/prng.js";
+import { startSimWorker } from "../../sim/worker.js";
 import { TokenizerClient } from "../../src/kv-events/tokenizer-client.js";
-import { mulberry32 } from "../../src/sim/prng.js";
-import { startSimWorker } from "../../src/sim/worker.js";
 
 const SYSTEMS = 8;
 const TURNS_MAX = 4;

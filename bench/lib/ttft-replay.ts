@@ -1,6 +1,6 @@
 /**
  * A deterministic replay of one bench:routing workload in model time, for finding where TTFT goes:
- * the simulator's engines and KV caches (src/sim/engine.ts, kv-cache.ts) on a virtual clock, the
+ * the simulator's engines and KV caches (sim/engine.ts, kv-cache.ts) on a virtual clock, the
  * router's own decision path (RoutingDecider over the approximate index, the real policy), its
  * per-worker bookkeeping (in-flight, pending uncached prefill until the first token) and the
  * closed-loop client of bench:routing (lanes, a chat's turn after the previous reply). No HTTP,
@@ -14,19 +14,20 @@
  * - rest: the remainder of those steps (decode tokens of the batch, the memory-bound floor).
  * and compared with `alone`, its TTFT on an idle engine with the same cached tokens.
  */
+
+import { Engine } from "../../sim/engine.js";
+import { PrefixKvCache } from "../../sim/kv-cache.js";
+import { ManualClock } from "../../sim/manual-clock.js";
+import { DEFAULT_NUMERIC_OPTIONS } from "../../sim/options.js";
+import { renderChat } from "../../sim/template.js";
+import { DEFAULT_TIMING, estimateLatency, type StepShape } from "../../sim/timing.js";
+import { tokenize } from "../../sim/tokenizer.js";
+import { openAiBody, type RequestSpec } from "../../sim/workloads.js";
 import { ApproximateIndex } from "../../src/index/approximate-index.js";
 import { RoutingDecider } from "../../src/policies/decider.js";
 import type { Policy, PolicyWorker } from "../../src/policies/policy.js";
 import { routingText } from "../../src/proxy/routing-text.js";
 import { engineHeldChars } from "../../src/proxy/usage-feedback.js";
-import { Engine } from "../../src/sim/engine.js";
-import { PrefixKvCache } from "../../src/sim/kv-cache.js";
-import { ManualClock } from "../../src/sim/manual-clock.js";
-import { DEFAULT_NUMERIC_OPTIONS } from "../../src/sim/options.js";
-import { renderChat } from "../../src/sim/template.js";
-import { DEFAULT_TIMING, estimateLatency, type StepShape } from "../../src/sim/timing.js";
-import { tokenize } from "../../src/sim/tokenizer.js";
-import { openAiBody, type RequestSpec } from "../../src/sim/workloads.js";
 import { CharsPerToken } from "../../src/workers/chars-per-token.js";
 import { EngineSignals, foreignQueued, STALE_AFTER_INTERVALS } from "../../src/workers/signals.js";
 import { learnedTreeBudget } from "../../src/workers/tree-budget.js";

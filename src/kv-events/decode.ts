@@ -41,6 +41,13 @@ export function decodeSequence(frame: Uint8Array): bigint {
   return new DataView(frame.buffer, frame.byteOffset, 8).getBigInt64(0, false);
 }
 
+/** The same frame from a number: the router sends one to ask for a replay from there on. */
+export function encodeSequence(sequence: bigint): Uint8Array {
+  const frame = new Uint8Array(8);
+  new DataView(frame.buffer).setBigInt64(0, sequence, false);
+  return frame;
+}
+
 /**
  * A PUB message [topic, sequence, payload], its frames checked; the payload is left for
  * `decodeBatch`, since a batch already applied from a replay is skipped undecoded. The topic is

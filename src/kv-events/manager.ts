@@ -277,15 +277,11 @@ export class KvEventsManager implements TokenSource {
       },
       onRefused: (reason, batches, bytes) => {
         m.refused.inc({ worker: id, reason }, batches);
+        // An overload drop comes during a shed hold, which onReset("overload") logged once.
         if (reason === "too_large") {
           this.logger.warn(
             { worker: id, bytes, limit: this.settings.maxMessageBytes },
             "kv events: batch over --kv-events-max-message-bytes refused",
-          );
-        } else if (subscriber.live) {
-          this.logger.warn(
-            { worker: id, dropped_batches: batches, bytes },
-            "kv events: publisher faster than the router applies; backlog shed, routing approximately",
           );
         }
       },

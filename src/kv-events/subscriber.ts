@@ -31,9 +31,9 @@ import {
   decodeEnvelope,
   decodeSequence,
   END_OF_REPLAY,
+  encodeSequence,
   KvDecodeError,
 } from "./decode.js";
-import { encodeSequence } from "./encode.js";
 import type { EventBatch } from "./events.js";
 import { FloodGuard } from "./flood-guard.js";
 import type { TurnBudget } from "./turn-budget.js";
@@ -328,8 +328,9 @@ export class KvEventSubscriber {
     this.startRebuild();
   }
 
+  /** Never shortens a rebuild under way (a shed's lasts to the end of its hold, see shed()). */
   private startRebuild(): void {
-    this.rebuildingUntil = this.now() + this.options.rebuildMs;
+    this.rebuildingUntil = Math.max(this.rebuildingUntil, this.now() + this.options.rebuildMs);
   }
 
   private apply(sequence: bigint, payload: Uint8Array): void {

@@ -23,7 +23,6 @@ export function noWorkerMessage(
   model: string | undefined,
   plan: ModelPlan,
 ): string {
-  if (registry.size === 0) return noAvailableWorkerMessage(registry);
   const available = registry.candidates();
   // Available workers exist, but the model admits none of them; the workers it admits (they list
   // it, or take any name) are down. Say so, not "none is up".

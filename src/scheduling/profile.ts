@@ -54,7 +54,7 @@ export class SchedulerProfile implements Policy {
       ({ scorer }) => scorer.type === "session-affinity-scorer",
     );
     this.ctx = {
-      candidates: [],
+      candidates: NO_CANDIDATES,
       request: { text: "" },
       now: 0,
       length: 0,
@@ -92,7 +92,7 @@ export class SchedulerProfile implements Policy {
         : null;
       return { worker, branch: pick.branch, matchRate };
     } finally {
-      ctx.candidates = [];
+      ctx.candidates = NO_CANDIDATES;
       ctx.request = EMPTY;
     }
   }
@@ -113,7 +113,7 @@ export class SchedulerProfile implements Policy {
       }));
       return { profile: this.name, picker: this.parts.picker.name, failedOpen, candidates: out };
     } finally {
-      ctx.candidates = [];
+      ctx.candidates = NO_CANDIDATES;
       ctx.request = EMPTY;
     }
   }
@@ -188,3 +188,4 @@ export class SchedulerProfile implements Policy {
 }
 
 const EMPTY: RouteRequest = { text: "" };
+const NO_CANDIDATES: readonly SchedulingWorker[] = Object.freeze([]);

@@ -65,9 +65,7 @@ export function planModel(
     return plan(
       "listed",
       (w) => w.servedModels === undefined || lists(w),
-      () => {
-        return `does not list '${model}', which another worker lists`;
-      },
+      () => `does not list '${model}', which another worker lists`,
     );
   }
   const anyName =

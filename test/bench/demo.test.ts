@@ -2,7 +2,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { type Demo, startDemo } from "../../scripts/demo.js";
-import { freePort } from "../../src/net/free-port.js";
+import { freePort } from "../../sim/free-port.js";
 import { redisSkipReason } from "../helpers/redis.js";
 import { waitFor } from "../helpers/router.js";
 

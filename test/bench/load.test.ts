@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadAgent, runLoad, sendRequest } from "../../bench/lib/load.js";
-import { type SimWorker, startSimWorker } from "../../src/sim/worker.js";
+import { type SimWorker, startSimWorker } from "../../sim/worker.js";
 
 let sim: SimWorker;
 const agent = loadAgent(4);

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { diagnoseDecisions } from "../../bench/lib/routing-diagnosis.js";
+import { writeTinyTokenizer } from "../../sim/tiny-tokenizer.js";
+import { type SimWorker, startSimWorker } from "../../sim/worker.js";
 import type { RoutingDecider } from "../../src/policies/decider.js";
 import type { RunningRouter } from "../../src/server.js";
-import { writeTinyTokenizer } from "../../src/sim/tiny-tokenizer.js";
-import { type SimWorker, startSimWorker } from "../../src/sim/worker.js";
 import { postJson, startTestRouter } from "../helpers/router.js";
 
 let sims: SimWorker[];

@@ -4,7 +4,7 @@ import {
   prepareWorkload,
   QUICK_PRESET,
 } from "../../bench/lib/routing-workloads.js";
-import type { RequestSpec } from "../../src/sim/workloads.js";
+import type { RequestSpec } from "../../sim/workloads.js";
 
 describe("bench:routing cache-pressure preparation", () => {
   it("counts the working set as the distinct prompt tokens", () => {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type SimWorker, startSimWorker } from "../../sim/worker.js";
 import { parseDnsTarget } from "../../src/discovery/worker-dns.js";
 import type { RunningRouter } from "../../src/server.js";
-import { type SimWorker, startSimWorker } from "../../src/sim/worker.js";
 import { listWorkers, longStream, servedBy } from "../helpers/discovery.js";
 import { dnsmasqSkipReason, startDnsmasq, type TestDnsmasq } from "../helpers/dnsmasq.js";
 import { captureLogs } from "../helpers/log-capture.js";

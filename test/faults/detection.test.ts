@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
+import { type SimWorker, startSimWorker } from "../../sim/worker.js";
 import type { RunningRouter } from "../../src/server.js";
-import { type SimWorker, startSimWorker } from "../../src/sim/worker.js";
 import { startTestRouter, waitFor } from "../helpers/router.js";
 import { chat, complete, deadUrl, errorCode, metric, startedPerTest, workerId } from "./support.js";
 

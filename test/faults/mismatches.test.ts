@@ -4,7 +4,7 @@
  */
 import { request as httpRequest, type IncomingHttpHeaders } from "node:http";
 import { describe, expect, it } from "vitest";
-import { startSimWorker } from "../../src/sim/worker.js";
+import { startSimWorker } from "../../sim/worker.js";
 import { waitFor } from "../helpers/router.js";
 import {
   chat,

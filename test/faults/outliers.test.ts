@@ -3,8 +3,8 @@
  * says 200, is ejected like one answering 5xx: first-byte timeouts count against its breaker.
  */
 import { describe, expect, it } from "vitest";
+import { type SimWorker, startSimWorker } from "../../sim/worker.js";
 import { defaultConfig } from "../../src/config.js";
-import { type SimWorker, startSimWorker } from "../../src/sim/worker.js";
 import { waitFor } from "../helpers/router.js";
 import { chat, metric, sseData, startedPerTest, startLoggedRouter, workerId } from "./support.js";
 

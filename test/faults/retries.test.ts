@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { type SimWorker, startSimWorker } from "../../src/sim/worker.js";
+import { type SimWorker, startSimWorker } from "../../sim/worker.js";
 import { startTestRouter } from "../helpers/router.js";
 import {
   type AccessLog,

@@ -1,6 +1,6 @@
 import { request } from "node:http";
 import { afterEach, describe, expect, it } from "vitest";
-import { type SimWorker, startSimWorker } from "../../src/sim/worker.js";
+import { type SimWorker, startSimWorker } from "../../sim/worker.js";
 import { listeningUrl, runCli, SERVE_LOCALLY } from "../helpers/cli.js";
 import { waitFor } from "../helpers/router.js";
 import { chat, sseData } from "./support.js";

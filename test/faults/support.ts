@@ -6,10 +6,10 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach } from "vitest";
+import { freePort } from "../../sim/free-port.js";
+import type { SimWorker } from "../../sim/worker.js";
 import { type Config, defaultConfig } from "../../src/config.js";
-import { freePort } from "../../src/net/free-port.js";
 import { type RunningRouter, startRouter } from "../../src/server.js";
-import type { SimWorker } from "../../src/sim/worker.js";
 import { normalizeWorkerUrl, workerIdFor } from "../../src/workers/worker-url.js";
 import { captureLogs } from "../helpers/log-capture.js";
 import { postJson } from "../helpers/router.js";

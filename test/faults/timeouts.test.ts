@@ -1,6 +1,6 @@
 import { request } from "node:http";
 import { describe, expect, it } from "vitest";
-import { startSimWorker } from "../../src/sim/worker.js";
+import { startSimWorker } from "../../sim/worker.js";
 import { startTestRouter, waitFor } from "../helpers/router.js";
 import { chat, sseData, startedPerTest, startTinyUpstream } from "./support.js";
 

@@ -1,6 +1,6 @@
 import { expect } from "vitest";
+import type { SimWorker } from "../../sim/worker.js";
 import type { RunningRouter } from "../../src/server.js";
-import type { SimWorker } from "../../src/sim/worker.js";
 import { postJson, waitFor } from "./router.js";
 
 /**

@@ -1,7 +1,7 @@
 import type { ChildProcess } from "node:child_process";
 import { Redis } from "ioredis";
-import { freePort } from "../../src/net/free-port.js";
-import { findRedisServer, spawnRedisServer } from "../../src/sim/redis-server.js";
+import { freePort } from "../../sim/free-port.js";
+import { findRedisServer, spawnRedisServer } from "../../sim/redis-server.js";
 
 /**
  * A real redis-server for the shared-state tests, on a free 127.0.0.1 port, without persistence.

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll } from "vitest";
+import { type SimWorker, startSimWorker } from "../../sim/worker.js";
 import type { Config } from "../../src/config.js";
 import type { RunningRouter } from "../../src/server.js";
-import { type SimWorker, startSimWorker } from "../../src/sim/worker.js";
 import { startTestRouter } from "./router.js";
 
 export interface SimBehindRouter {

@@ -1,5 +1,8 @@
 import { Pool } from "undici";
 import { describe, expect, it } from "vitest";
+import { renderChat } from "../../sim/template.js";
+import { tokenize } from "../../sim/tokenizer.js";
+import { startSimWorker } from "../../sim/worker.js";
 import { ApproximateIndex } from "../../src/index/approximate-index.js";
 import { blockKeys } from "../../src/index/block-keys.js";
 import { charsFor, HybridIndex, type TokenSource } from "../../src/index/hybrid-index.js";
@@ -7,9 +10,6 @@ import { PreciseIndex } from "../../src/index/precise-index.js";
 import { rankIndexId } from "../../src/index/rank-id.js";
 import type { TokenizeInput } from "../../src/index/tokenize-input.js";
 import { TokenizerClient } from "../../src/kv-events/tokenizer-client.js";
-import { renderChat } from "../../src/sim/template.js";
-import { tokenize } from "../../src/sim/tokenizer.js";
-import { startSimWorker } from "../../src/sim/worker.js";
 
 const BS = 4;
 const TEXT = "a".repeat(160);

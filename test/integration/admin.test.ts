@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type SimWorker, startSimWorker } from "../../sim/worker.js";
 import { defaultConfig } from "../../src/config.js";
 import { createLogger } from "../../src/logger.js";
 import type { RunningRouter } from "../../src/server.js";
 import { createRouter } from "../../src/server.js";
-import { type SimWorker, startSimWorker } from "../../src/sim/worker.js";
 import { postJson, startTestRouter } from "../helpers/router.js";
 
 type WorkerJson = {

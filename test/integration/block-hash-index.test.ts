@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type SimWorker, startSimWorker } from "../../sim/worker.js";
 import type { BlockHashIndex } from "../../src/index/block-hash-index.js";
 import type { RunningRouter } from "../../src/server.js";
-import { type SimWorker, startSimWorker } from "../../src/sim/worker.js";
 import { postJson, startTestRouter, waitFor } from "../helpers/router.js";
 
 const SYSTEM = "You answer questions about chained block hashes, briefly. ".repeat(30);

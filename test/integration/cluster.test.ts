@@ -1,7 +1,7 @@
 import { spawn } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type SimWorker, startSimWorker } from "../../sim/worker.js";
 import { parseClusterArgs } from "../../src/cluster.js";
-import { type SimWorker, startSimWorker } from "../../src/sim/worker.js";
 import {
   redisSkipReason,
   startRedis,

@@ -1,10 +1,10 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
+import { type SimWorker, type SimWorkerOptions, startSimWorker } from "../../sim/worker.js";
 import type { Config } from "../../src/config.js";
 import type { createLogger } from "../../src/logger.js";
 import type { RunningRouter } from "../../src/server.js";
-import { type SimWorker, type SimWorkerOptions, startSimWorker } from "../../src/sim/worker.js";
 import { EngineIntrospector } from "../../src/workers/introspection.js";
 import { WorkerRegistry } from "../../src/workers/registry.js";
 import { FALLBACK_TREE_BUDGET } from "../../src/workers/tree-budget.js";

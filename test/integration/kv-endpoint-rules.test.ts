@@ -4,8 +4,8 @@
  * the router connects to them; a refused endpoint leaves no worker registered.
  */
 import { afterEach, describe, expect, it } from "vitest";
+import { type SimWorker, startSimWorker } from "../../sim/worker.js";
 import type { RunningRouter } from "../../src/server.js";
-import { type SimWorker, startSimWorker } from "../../src/sim/worker.js";
 import { postJson, startTestRouter } from "../helpers/router.js";
 
 describe("KV-event endpoint rules (issue 20 item 5)", () => {

@@ -5,10 +5,10 @@
  * prefix (vLLM: the X-data-parallel-rank header; SGLang /generate: the body's rank field).
  */
 import { afterEach, describe, expect, it } from "vitest";
+import { type SimWorker, startSimWorker } from "../../sim/worker.js";
 import type { HybridIndex } from "../../src/index/hybrid-index.js";
 import { rankIndexId } from "../../src/index/rank-id.js";
 import type { RunningRouter } from "../../src/server.js";
-import { type SimWorker, startSimWorker } from "../../src/sim/worker.js";
 import { addWorkersWithEvents } from "../helpers/kv-events.js";
 import { postJson, startTestRouter, waitFor } from "../helpers/router.js";
 

@@ -3,9 +3,9 @@
  * answer /tokenize and serve replay; the router routes on what the engines report.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type SimWorker, startSimWorker } from "../../sim/worker.js";
 import type { HybridIndex } from "../../src/index/hybrid-index.js";
 import type { RunningRouter } from "../../src/server.js";
-import { type SimWorker, startSimWorker } from "../../src/sim/worker.js";
 import { addWorkersWithEvents } from "../helpers/kv-events.js";
 import { postJson, startTestRouter, waitFor } from "../helpers/router.js";
 

@@ -4,11 +4,11 @@
  * matches their blocks without a single /tokenize call (real HTTP and ZMQ sockets).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { TINY_BOS_ID, writeTinyTokenizer } from "../../sim/tiny-tokenizer.js";
+import { type SimWorker, startSimWorker } from "../../sim/worker.js";
 import type { HybridIndex } from "../../src/index/hybrid-index.js";
 import { loadLocalTokenizer } from "../../src/kv-events/local-tokenizer.js";
 import type { RunningRouter } from "../../src/server.js";
-import { TINY_BOS_ID, writeTinyTokenizer } from "../../src/sim/tiny-tokenizer.js";
-import { type SimWorker, startSimWorker } from "../../src/sim/worker.js";
 import { addWorkersWithEvents } from "../helpers/kv-events.js";
 import { postJson, startTestRouter, waitFor } from "../helpers/router.js";
 

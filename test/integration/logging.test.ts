@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { startSimWorker } from "../../src/sim/worker.js";
+import { startSimWorker } from "../../sim/worker.js";
 import { captureLogs } from "../helpers/log-capture.js";
 import { postJson, startTestRouter } from "../helpers/router.js";
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type SimWorker, type SimWorkerOptions, startSimWorker } from "../../sim/worker.js";
 import type { ApproximateIndex } from "../../src/index/approximate-index.js";
 import type { RunningRouter } from "../../src/server.js";
-import { type SimWorker, type SimWorkerOptions, startSimWorker } from "../../src/sim/worker.js";
 import type { Worker } from "../../src/workers/worker.js";
 import { postJson, startTestRouter, waitFor } from "../helpers/router.js";
 

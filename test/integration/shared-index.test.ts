@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type SimWorker, startSimWorker } from "../../sim/worker.js";
 import type { RunningRouter } from "../../src/server.js";
-import { type SimWorker, startSimWorker } from "../../src/sim/worker.js";
 import { postJson, startTestRouter } from "../helpers/router.js";
 
 const SYSTEM = "You answer questions about the shared radix index, briefly. ".repeat(30);

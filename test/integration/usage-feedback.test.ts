@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
+import { type SimWorker, startSimWorker } from "../../sim/worker.js";
 import type { ApproximateIndex } from "../../src/index/approximate-index.js";
 import type { RunningRouter } from "../../src/server.js";
-import { type SimWorker, startSimWorker } from "../../src/sim/worker.js";
 import { postJson, startTestRouter } from "../helpers/router.js";
 
 /** `n` characters of deterministic filler, no newlines, different for each seed. */

@@ -5,11 +5,11 @@
 import { createServer, type IncomingHttpHeaders } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
+import { planFromArgs } from "../../sim/cli.js";
+import { type SimWorker, startSimWorker } from "../../sim/worker.js";
 import { configFromArgv } from "../../src/cli-options.js";
 import { type Config, defaultConfig } from "../../src/config.js";
 import { type RunningRouter, startRouter } from "../../src/server.js";
-import { planFromArgs } from "../../src/sim/cli.js";
-import { type SimWorker, startSimWorker } from "../../src/sim/worker.js";
 import { captureLogs } from "../helpers/log-capture.js";
 import { postJson, waitFor } from "../helpers/router.js";
 

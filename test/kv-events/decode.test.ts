@@ -1,19 +1,19 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import {
+  encodeBatch,
+  type KvEncoding,
+  type WireBatch,
+  type WireEvent,
+} from "../../sim/kv-event-encoder.js";
+import {
   decodeBatch,
   decodeEnvelope,
   decodeSequence,
   END_OF_REPLAY,
+  encodeSequence,
   KvDecodeError,
 } from "../../src/kv-events/decode.js";
-import {
-  encodeBatch,
-  encodeSequence,
-  type KvEncoding,
-  type WireBatch,
-  type WireEvent,
-} from "../../src/kv-events/encode.js";
 
 const hex = (s: string) => Uint8Array.from(Buffer.from(s.replace(/\s+/g, ""), "hex"));
 const str = (s: string) =>

@@ -3,14 +3,10 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { TINY_BOS_ID, tinyTokenizerJson, writeTinyTokenizer } from "../../sim/tiny-tokenizer.js";
 import { ConfigError } from "../../src/errors.js";
 import { loadLocalTokenizer } from "../../src/kv-events/local-tokenizer.js";
 import { TokenizerClient } from "../../src/kv-events/tokenizer-client.js";
-import {
-  TINY_BOS_ID,
-  tinyTokenizerJson,
-  writeTinyTokenizer,
-} from "../../src/sim/tiny-tokenizer.js";
 
 const path = writeTinyTokenizer();
 const options = { requestTimeoutMs: 5000, maxCachedTokens: 100_000, maxTokens: 100_000 };

@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from "vitest";
+import { tokenize } from "../../sim/tokenizer.js";
+import { type SimWorker, startSimWorker } from "../../sim/worker.js";
 import type { EventBatch } from "../../src/kv-events/events.js";
 import { KvEventSubscriber, type KvSubscriberOptions } from "../../src/kv-events/subscriber.js";
-import { tokenize } from "../../src/sim/tokenizer.js";
-import { type SimWorker, startSimWorker } from "../../src/sim/worker.js";
 import { post, waitFor } from "../sim/http-helpers.js";
 
 const open: { close(): unknown }[] = [];
@@ -177,6 +177,31 @@ describe("KvEventSubscriber against the simulator's real ZMQ publisher", () => {
     expect(seen.batches.length - applied).toBeGreaterThanOrEqual(4);
     expect(seen.batches.length - applied).toBeLessThan(40);
     expect(seen.replays.filter((r) => r !== "complete")).toEqual([]);
+  });
+
+  it("a rebuild asked for during a shed hold does not end the hold's rebuilding early", async () => {
+    const worker = await sim({ encoding: "map" });
+    // Rebuilds of 50 ms: far shorter than the 10 s hold (SHED_HOLD_MS) after a shed.
+    const { subscriber, seen } = subscribe(worker, {
+      rebuildMs: 50,
+      caughtUp: () => new Promise((resolve) => setTimeout(resolve, 100)),
+    });
+    await waitFor(() => subscriber.live);
+    for (let i = 0; stored(seen).length === 0; i++) {
+      if (i === 100) throw new Error("no batch arrived");
+      worker.kvEvents!.stored([i + 1], null, [1, 2, 3, 4]);
+      await new Promise((resolve) => setTimeout(resolve, 150));
+    }
+    for (let i = 0; i < 40; i++) {
+      worker.kvEvents!.stored([1000 + i], null, [1, 2, 3, 4]);
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    await waitFor(() => seen.resets.includes("overload"), 10_000);
+    // The manager sheds its own backlog this way (a replay's batches did not fit): a short
+    // rebuild from now must not cut the hold's, while the stream's messages are still dropped.
+    subscriber.rebuild();
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(subscriber.state).toBe("rebuilding");
   });
 
   it("a sequence that starts again replays the new stream from its start (the first batch was lost)", async () => {

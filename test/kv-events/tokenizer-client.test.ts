@@ -1,9 +1,9 @@
 import { Pool } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { renderChat } from "../../sim/template.js";
+import { tokenize } from "../../sim/tokenizer.js";
+import { type SimWorker, startSimWorker } from "../../sim/worker.js";
 import { TokenizerClient } from "../../src/kv-events/tokenizer-client.js";
-import { renderChat } from "../../src/sim/template.js";
-import { tokenize } from "../../src/sim/tokenizer.js";
-import { type SimWorker, startSimWorker } from "../../src/sim/worker.js";
 import { waitFor } from "../sim/http-helpers.js";
 
 let sim: SimWorker;

@@ -1,10 +1,10 @@
+import { mulberry32 } from "../../sim/prng.js";
 import type {
   Policy,
   PolicyWorker,
   RouteDecision,
   RouteRequest,
 } from "../../src/policies/policy.js";
-import { mulberry32 } from "../../src/sim/prng.js";
 import { RadixTree } from "../../src/tree/radix-tree.js";
 
 /**

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { startSimWorker } from "../../src/sim/worker.js";
+import { startSimWorker } from "../../sim/worker.js";
 import type { Worker } from "../../src/workers/worker.js";
 import { chat, startedPerTest } from "../faults/support.js";
 import { startTestRouter, waitFor } from "../helpers/router.js";

@@ -1,12 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { renderChat } from "../../src/sim/template.js";
-import { countTokens } from "../../src/sim/tokenizer.js";
+import { renderChat } from "../../sim/template.js";
+import { countTokens } from "../../sim/tokenizer.js";
 import {
   type CachePressureOptions,
   cachePressure,
   promptTextOf,
   type RequestSpec,
-} from "../../src/sim/workloads.js";
+} from "../../sim/workloads.js";
 
 const SMALL: CachePressureOptions = {
   tenants: 6,

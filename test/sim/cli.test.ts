@@ -1,8 +1,8 @@
 import { spawn } from "node:child_process";
 import { createInterface } from "node:readline";
 import { describe, expect, it } from "vitest";
-import { flagName, planFromArgs } from "../../src/sim/cli.js";
-import { NUMERIC_OPTIONS } from "../../src/sim/options.js";
+import { flagName, planFromArgs } from "../../sim/cli.js";
+import { NUMERIC_OPTIONS } from "../../sim/options.js";
 
 describe("sim CLI: arguments", () => {
   it("maps every numeric option to a kebab-case flag", () => {
@@ -81,7 +81,7 @@ describe("sim CLI: process", () => {
   it("starts N workers, prints where each listens, and exits cleanly on SIGTERM", async () => {
     const child = spawn(
       process.execPath,
-      ["--import", "tsx", "src/sim/cli.ts", "--count", "2", "--port", "0", "--time-scale", "0"],
+      ["--import", "tsx", "sim/cli.ts", "--count", "2", "--port", "0", "--time-scale", "0"],
       {
         cwd: new URL("../..", import.meta.url).pathname,
         stdio: ["ignore", "pipe", "inherit"],

@@ -1,15 +1,15 @@
 import { describe, expect, it } from "vitest";
-import { Engine, type EngineOptions, type SequenceHandle } from "../../src/sim/engine.js";
-import { PrefixKvCache } from "../../src/sim/kv-cache.js";
-import { ManualClock } from "../../src/sim/manual-clock.js";
-import { generatedTokenIds } from "../../src/sim/output-text.js";
+import { Engine, type EngineOptions, type SequenceHandle } from "../../sim/engine.js";
+import { PrefixKvCache } from "../../sim/kv-cache.js";
+import { ManualClock } from "../../sim/manual-clock.js";
+import { generatedTokenIds } from "../../sim/output-text.js";
 import {
   DEFAULT_TIMING,
   decodeStepMs,
   estimateLatency,
   prefillMs,
   type TimingModel,
-} from "../../src/sim/timing.js";
+} from "../../sim/timing.js";
 
 interface Trace {
   admittedAt?: number;
@@ -26,6 +26,7 @@ function setup(
     factor?: () => number;
     timing?: TimingModel;
     onStep?: EngineOptions["onStep"];
+    firstTokenDelayMs?: number;
   } = {},
 ) {
   const clock = new ManualClock();
@@ -38,6 +39,7 @@ function setup(
       maxBatchTokens: o.maxBatchTokens ?? 8192,
       delayFactor: o.factor ?? (() => 1),
       ...(o.onStep === undefined ? {} : { onStep: o.onStep }),
+      ...(o.firstTokenDelayMs === undefined ? {} : { firstTokenDelayMs: o.firstTokenDelayMs }),
     },
     kv,
     clock,
@@ -83,6 +85,14 @@ describe("engine: timing of prefill and decode", () => {
     expect(second.cached).toBe(4080); // every full block but the last: one token must be computed
     expect((second.tokenTimes[0] as number) - start).toBeCloseTo(prefillMs(timing, 16, 4080), 9);
     expect(prefillMs(timing, 16, 4080)).toBeLessThan(prefillMs(timing, 4096, 0) / 10);
+  });
+
+  it("firstTokenDelayMs: the first token comes the delay (× delay factor) later than without it", () => {
+    const { clock, submit, timing } = setup({ firstTokenDelayMs: 50, factor: () => 2 });
+    const [, t] = submit(prompt(100), 3);
+    clock.runAll();
+    expect(t.tokenTimes[0]).toBe(100 + 2 * prefillMs(timing, 100));
+    expect(t.tokenTimes).toHaveLength(3);
   });
 
   it("emits the first token at the end of prefill, then one token per decode step", () => {

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { chainHash, type KvAllocation, PrefixKvCache } from "../../src/sim/kv-cache.js";
+import { chainHash, type KvAllocation, PrefixKvCache } from "../../sim/kv-cache.js";
 
 const BS = 16;
 

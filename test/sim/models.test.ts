@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { planFromArgs } from "../../src/sim/cli.js";
-import { type SimWorker, startSimWorker } from "../../src/sim/worker.js";
+import { planFromArgs } from "../../sim/cli.js";
+import { type SimWorker, startSimWorker } from "../../sim/worker.js";
 import { json, post } from "./http-helpers.js";
 
 const SYSTEM = "You are a precise assistant that answers questions about databases. ".repeat(8);

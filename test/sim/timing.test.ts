@@ -5,7 +5,7 @@ import {
   estimateLatency,
   prefillMs,
   stepDurationMs,
-} from "../../src/sim/timing.js";
+} from "../../sim/timing.js";
 
 const m = DEFAULT_TIMING;
 

@@ -1,8 +1,8 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { generatedText, generatedTokenIds, generatedTokenText } from "../../src/sim/output-text.js";
-import { renderChat } from "../../src/sim/template.js";
-import { countTokens, tokenize, VOCAB_SIZE } from "../../src/sim/tokenizer.js";
+import { generatedText, generatedTokenIds, generatedTokenText } from "../../sim/output-text.js";
+import { renderChat } from "../../sim/template.js";
+import { countTokens, tokenize, VOCAB_SIZE } from "../../sim/tokenizer.js";
 
 describe("stand-in tokenizer", () => {
   it("is deterministic and maps text to ids in the vocabulary", () => {

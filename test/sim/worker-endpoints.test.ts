@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { generatedText } from "../../src/sim/output-text.js";
-import { renderChat } from "../../src/sim/template.js";
-import { tokenize } from "../../src/sim/tokenizer.js";
-import { type SimWorker, startSimWorker } from "../../src/sim/worker.js";
-import { multiTurnChat, openAiBody, promptTextOf } from "../../src/sim/workloads.js";
+import { generatedText } from "../../sim/output-text.js";
+import { renderChat } from "../../sim/template.js";
+import { tokenize } from "../../sim/tokenizer.js";
+import { type SimWorker, startSimWorker } from "../../sim/worker.js";
+import { multiTurnChat, openAiBody, promptTextOf } from "../../sim/workloads.js";
 import { json, type Payload, post, sseData } from "./http-helpers.js";
 
 const LONG_SYSTEM = "You are a careful assistant who answers in full sentences. ".repeat(20);

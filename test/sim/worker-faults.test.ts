@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { type SimWorker, type SimWorkerOptions, startSimWorker } from "../../src/sim/worker.js";
+import { type SimWorker, type SimWorkerOptions, startSimWorker } from "../../sim/worker.js";
 import { json, post, readEvents, sseData, waitFor } from "./http-helpers.js";
 
 const open: SimWorker[] = [];

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { generatedText } from "../../src/sim/output-text.js";
-import { mulberry32, shuffleInPlace } from "../../src/sim/prng.js";
-import { countTokens, tokenize } from "../../src/sim/tokenizer.js";
+import { generatedText } from "../../sim/output-text.js";
+import { mulberry32, shuffleInPlace } from "../../sim/prng.js";
+import { countTokens, tokenize } from "../../sim/tokenizer.js";
 import {
   closedLoop,
   generatedSharedPrefix,
@@ -13,7 +13,7 @@ import {
   promptTextOf,
   type RequestSpec,
   randomText,
-} from "../../src/sim/workloads.js";
+} from "../../sim/workloads.js";
 
 function sharedPrefixLength(a: string, b: string): number {
   let i = 0;

@@ -1,9 +1,9 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { freePort } from "../../sim/free-port.js";
+import { type SimWorker, startSimWorker } from "../../sim/worker.js";
 import type { Config } from "../../src/config.js";
-import { freePort } from "../../src/net/free-port.js";
 import type { RunningRouter } from "../../src/server.js";
-import { type SimWorker, startSimWorker } from "../../src/sim/worker.js";
 import { encodeOp, type StateOp } from "../../src/state/state-op.js";
 import { StateSecret } from "../../src/state/state-secret.js";
 import { normalizeWorkerUrl, workerIdFor } from "../../src/workers/worker-url.js";

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
+import { type SimWorker, startSimWorker } from "../../sim/worker.js";
 import { type Config, defaultConfig } from "../../src/config.js";
 import { type RunningRouter, startRouter } from "../../src/server.js";
-import { type SimWorker, startSimWorker } from "../../src/sim/worker.js";
 import { deadUrl, metric } from "../faults/support.js";
 import { captureLogs } from "../helpers/log-capture.js";
 import { postJson } from "../helpers/router.js";

@@ -3,12 +3,12 @@
  * link-local and metadata addresses refused unless allowed; a base URL ending in /v1 works.
  */
 import { afterEach, describe, expect, it } from "vitest";
+import { type SimWorker, startSimWorker } from "../../sim/worker.js";
 import { configFromArgv } from "../../src/cli-options.js";
 import { defaultConfig } from "../../src/config.js";
 import { ConfigError, RouterError } from "../../src/errors.js";
 import { createLogger } from "../../src/logger.js";
 import { type RunningRouter, startRouter } from "../../src/server.js";
-import { type SimWorker, startSimWorker } from "../../src/sim/worker.js";
 import { guardedLookup, LINK_LOCAL_REFUSED } from "../../src/workers/guarded-lookup.js";
 import { WorkerRegistry } from "../../src/workers/registry.js";
 import {

@@ -5,11 +5,11 @@
  */
 import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
+import { startSimWorker } from "../../sim/worker.js";
 import { defaultConfig } from "../../src/config.js";
 import { RouterError } from "../../src/errors.js";
 import { createLogger } from "../../src/logger.js";
 import { startRouter } from "../../src/server.js";
-import { startSimWorker } from "../../src/sim/worker.js";
 import { systemResolver } from "../../src/workers/host-lookup.js";
 import { isLinkLocalIp } from "../../src/workers/ip-address.js";
 import { type AdmissionRules, WorkerRegistry } from "../../src/workers/registry.js";

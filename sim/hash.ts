@@ -3,7 +3,7 @@
  * fake embeddings. Not cryptographic: it only has to be stable across runs and well mixed.
  */
 
-import { fmix32 } from "../hash/fmix32.js";
+import { fmix32 } from "../src/hash/fmix32.js";
 
 export const FNV_OFFSET = 0x811c9dc5;
 export const FNV_PRIME = 0x01000193;

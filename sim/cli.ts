@@ -1,8 +1,8 @@
 /**
  * Launch simulated workers from the shell:
  *
- *   npx tsx src/sim/cli.ts --port 31001 --id w1 [--flavor vllm] [--time-scale 0.1] [...]
- *   npx tsx src/sim/cli.ts --count 4 --port 31001 --id w     # w1..w4 on 31001..31004
+ *   npx tsx sim/cli.ts --port 31001 --id w1 [--flavor vllm] [--time-scale 0.1] [...]
+ *   npx tsx sim/cli.ts --count 4 --port 31001 --id w     # w1..w4 on 31001..31004
  *
  * Prints one line per worker with its URL; SIGINT/SIGTERM close every worker cleanly.
  */

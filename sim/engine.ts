@@ -52,6 +52,8 @@ export interface EngineOptions {
   maxBatchTokens: number;
   /** Real milliseconds per model millisecond (timeScale × slowdown), read at every step. */
   delayFactor: () => number;
+  /** Model ms a submitted sequence waits before it may join a step (× delayFactor); default 0. */
+  firstTokenDelayMs?: number;
   /**
    * Told of every step as it is planned: when it starts, how long it lasts (real ms) and what it
    * computes. For analysis (bench/ttft-decomposition.ts splits each request's TTFT with it).
@@ -125,7 +127,15 @@ export class Engine {
     if (!this.fits(spec.promptTokens.length, spec.maxTokens)) {
       throw new RangeError("prompt + maxTokens exceed the KV cache capacity");
     }
-    const seq = new Sequence(this, spec.promptTokens, spec.maxTokens, spec.sink, this.clock.now());
+    // A later arrival keeps the queue in order: every sequence waits the same delay.
+    const delay = (this.options.firstTokenDelayMs ?? 0) * this.options.delayFactor();
+    const seq = new Sequence(
+      this,
+      spec.promptTokens,
+      spec.maxTokens,
+      spec.sink,
+      this.clock.now() + delay,
+    );
     this.waitingQueue.push(seq);
     if (this.timer === undefined && !this.pumping) this.pump(seq.arrival);
     return seq;

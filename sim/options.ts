@@ -27,6 +27,11 @@ export interface SimNumericOptions extends TimingModel {
   embeddingDim: number;
   /** Largest request body accepted (413 above). */
   bodyLimitBytes: number;
+  /**
+   * Model ms a sequence waits before it may join a step (0 = none): a fixed first-token delay on
+   * top of the step model, for benchmarks that pace streams (bench:stream).
+   */
+  firstTokenDelayMs: number;
 }
 
 export interface SimWorkerOptions extends Partial<SimNumericOptions> {
@@ -113,6 +118,12 @@ export const NUMERIC_OPTIONS: readonly NumericOptionSpec[] = [
   { key: "defaultMaxTokens", description: "output tokens when unspecified", integer: true, min: 1 },
   { key: "embeddingDim", description: "dimension of fake embeddings", integer: true, min: 1 },
   { key: "bodyLimitBytes", description: "largest request body, bytes", integer: true, min: 1 },
+  {
+    key: "firstTokenDelayMs",
+    description: "fixed wait before a sequence joins a step, ms",
+    integer: false,
+    min: 0,
+  },
 ];
 
 export const DEFAULT_NUMERIC_OPTIONS: Readonly<SimNumericOptions> = Object.freeze({
@@ -126,6 +137,7 @@ export const DEFAULT_NUMERIC_OPTIONS: Readonly<SimNumericOptions> = Object.freez
   defaultMaxTokens: 16,
   embeddingDim: 32,
   bodyLimitBytes: 32 * 1024 * 1024,
+  firstTokenDelayMs: 0,
 });
 
 const DEFAULT_MODEL = "meta-llama/Llama-3.1-8B-Instruct";

@@ -11,14 +11,14 @@
  * disconnection, and what is published meanwhile reaches nobody but stays replayable).
  */
 import { Publisher, Router } from "zeromq";
+import { encodeSequence } from "../src/kv-events/decode.js";
+import type { KvCacheListener } from "./kv-cache.js";
 import {
   encodeBatch,
-  encodeSequence,
   type KvEncoding,
   type WireBatch,
   type WireEvent,
-} from "../kv-events/encode.js";
-import type { KvCacheListener } from "./kv-cache.js";
+} from "./kv-event-encoder.js";
 
 export interface SimKvPublisherOptions {
   encoding: KvEncoding;

@@ -2,7 +2,7 @@
  * Response bodies in the shapes vLLM and SGLang produce: OpenAI chat/completion objects and their
  * stream chunks, SGLang /generate objects, embeddings, and the OpenAI error object.
  */
-import { fmix32 } from "../hash/fmix32.js";
+import { fmix32 } from "../src/hash/fmix32.js";
 import { FNV_OFFSET, FNV_PRIME } from "./hash.js";
 import type { InferenceJob } from "./protocol.js";
 

@@ -6,7 +6,7 @@
  * as special tokens make real chat templates: tokenize(a + b) = tokenize(a) ++ tokenize(b) whenever
  * `a` ends with "\n". A multi-turn chat therefore re-tokenizes its history to the same ids.
  */
-import { fmix32 } from "../hash/fmix32.js";
+import { fmix32 } from "../src/hash/fmix32.js";
 import { FNV_OFFSET, FNV_PRIME } from "./hash.js";
 
 /** Llama 3's vocabulary size: ids are in [0, VOCAB_SIZE). */

@@ -14,7 +14,7 @@
  * KV is not shared across adapters: an adapter's prompts are salted before they reach the KV
  * cache (vLLM keys its block hashes by LoRA id too), so they never hit the base model's blocks.
  */
-import { fmix32 } from "../hash/fmix32.js";
+import { fmix32 } from "../src/hash/fmix32.js";
 import { FNV_OFFSET, FNV_PRIME } from "./hash.js";
 import type { SimFlavor } from "./options.js";
 import { BadRequest } from "./protocol.js";

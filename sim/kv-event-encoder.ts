@@ -1,7 +1,8 @@
 /**
- * Encodes KV-event batches the way the engines publish them (see decode.ts for the wire format),
- * in either encoding: "array" (positional, SGLang and older vLLM) or "map" (keyed by field name
- * with a `type` tag, vLLM since 2026). Used by the simulator and the tests, never by the router.
+ * Encodes KV-event batches the way the engines publish them (src/kv-events/decode.ts has the wire
+ * format), in either encoding: "array" (positional, SGLang and older vLLM) or "map" (keyed by
+ * field name with a `type` tag, vLLM since 2026). Used by the simulator, benches and tests, never
+ * by the router (the sequence frame, which the router sends too, is in decode.ts).
  */
 import { Encoder } from "@msgpack/msgpack";
 
@@ -52,13 +53,6 @@ export function encodeBatch(batch: WireBatch, encoding: KvEncoding): Uint8Array 
         ? { ts, events }
         : { ts, events, data_parallel_rank: rank };
   return encoder.encode(value);
-}
-
-/** An 8-byte big-endian sequence frame (signed, so -1 is the end-of-replay marker). */
-export function encodeSequence(sequence: bigint): Uint8Array {
-  const frame = new Uint8Array(8);
-  new DataView(frame.buffer).setBigInt64(0, sequence, false);
-  return frame;
 }
 
 function eventArray(e: WireEvent): unknown[] {

@@ -4,7 +4,7 @@
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { Socket } from "node:net";
-import { freePort } from "../net/free-port.js";
+import { freePort } from "./free-port.js";
 
 export const REDIS_INSTALL_HINT =
   "redis-server is not installed (Debian/Ubuntu: apt-get install -y redis-server; macOS: brew install redis)";

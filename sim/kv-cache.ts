@@ -12,7 +12,7 @@
  *   needed, then the least recently used go first; among blocks freed together the tail goes
  *   before its parents (they are queued in reverse, as vLLM does), so prefixes outlive suffixes.
  */
-import { fmix32 } from "../hash/fmix32.js";
+import { fmix32 } from "../src/hash/fmix32.js";
 
 /** A cached block: its identity and how many running requests hold it. */
 interface Block {

@@ -5,7 +5,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { loadLocalTokenizer } from "../kv-events/local-tokenizer.js";
+import { loadLocalTokenizer } from "../src/kv-events/local-tokenizer.js";
 import { type Clock, realClock } from "./clock.js";
 import { bindRankPublishers, leastBusyRank, requestedRank, type SimRank } from "./dp-ranks.js";
 import { Engine } from "./engine.js";
@@ -198,6 +198,7 @@ class HttpSimWorker implements SimWorker {
           maxRunning: options.maxRunning,
           maxBatchTokens: options.maxBatchTokens,
           delayFactor: () => this.options.timeScale * this.currentFaults.slowdown,
+          firstTokenDelayMs: options.firstTokenDelayMs,
         },
         kv,
         clock,

@@ -1,0 +1,68 @@
+import { describe, expect, it } from "vitest";
+import { streamIsExact } from "../../bench/lib/stream-load.js";
+import { runStreamBench } from "../../bench/stream.js";
+import { generatedTokenText } from "../../sim/output-text.js";
+
+const event = (content: string) =>
+  `data: ${JSON.stringify({ choices: [{ index: 0, delta: { content } }] })}\n\n`;
+const exact = (tokens: number[]) =>
+  `${event("")}${tokens.map((i) => event(generatedTokenText(i))).join("")}data: [DONE]\n\n`;
+
+describe("bench:stream", () => {
+  it("checks a stream chunk by chunk: the role chunk, every token in order, then [DONE]", () => {
+    expect(streamIsExact(exact([0, 1, 2, 3]), 4)).toBe(true);
+    expect(streamIsExact(exact([0, 2, 1, 3]), 4)).toBe(false);
+    expect(streamIsExact(exact([0, 1, 2]), 4)).toBe(false);
+    expect(streamIsExact(exact([0, 1, 2, 3]).replace("data: [DONE]\n\n", ""), 4)).toBe(false);
+  });
+
+  it("smoke run, direct and router: every chunk of every stream arrives in order, the report has its fields", async () => {
+    const report = await runStreamBench({
+      chunks: 6,
+      intervalMs: 5,
+      firstTokenMs: 5,
+      streams: [4],
+      durationSecs: 0.5,
+      rounds: 1,
+      engines: 2,
+      rows: ["direct", "router"],
+      processes: 1,
+      fromSource: true,
+      verify: true,
+    });
+    expect(report.runs.map((r) => r.row).sort()).toEqual(["direct", "router"]);
+    for (const { result } of report.runs) {
+      expect(result.started).toBeGreaterThan(0);
+      expect(result).toMatchObject({
+        completed: result.started,
+        errors: 0,
+        incomplete: 0,
+        misordered: 0,
+      });
+      expect(result.chunks).toBeGreaterThan(0);
+      expect(result.firstChunkMs.count).toBe(result.started);
+      expect(result.gapMs.count).toBe(result.started * 5);
+      expect(result.headersMs.count).toBe(result.started);
+    }
+    const router = report.runs.find((r) => r.row === "router")!.result;
+    expect(router.cpuMicros).toBeGreaterThanOrEqual(0);
+    expect(router.rssPeakBytes).toBeGreaterThan(0);
+    expect(report.summary.map((s) => s.row)).toEqual(["direct", "router"]);
+    for (const key of [
+      "chunksPerSec",
+      "headersP99Ms",
+      "addedFirstChunkP50Ms",
+      "addedGapP99Ms",
+      "cpuMicrosPerChunk",
+      "rssPeakMB",
+      "cpuVsNginx",
+      "errors",
+      "incomplete",
+      "behindRounds",
+    ]) {
+      expect(report.summary[1]).toHaveProperty(key);
+    }
+    expect(report).toHaveProperty("loadAverage");
+    expect(report).toHaveProperty("machine");
+  }, 90_000);
+});
