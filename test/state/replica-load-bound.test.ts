@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type SimWorker, startSimWorker } from "../../sim/worker.js";
 import { createLogger } from "../../src/logger.js";
 import type { RunningRouter } from "../../src/server.js";
-import { type SimWorker, startSimWorker } from "../../src/sim/worker.js";
 import { LoadSync } from "../../src/state/load-sync.js";
 import { RedisLink } from "../../src/state/redis-link.js";
 import { stateKeys } from "../../src/state/state-keys.js";
