@@ -1,6 +1,6 @@
 /**
  * The top frames of a V8 CPU profile (`node --cpu-prof`) by self time, summed per function and
- * file, with the share of busy (non-idle) samples. For docs/benchmarks.md's profile tables:
+ * file, with the share of busy (non-idle) samples. For the profile tables of docs/benchmarks/:
  *
  *   npx tsx scripts/cpuprofile-top.ts <file.cpuprofile> [count] [--callers <function name>]
  *
