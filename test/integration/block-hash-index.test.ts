@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { type SimWorker, startSimWorker } from "../../sim/worker.js";
 import type { BlockHashIndex } from "../../src/index/block-hash-index.js";
-import { postJson, startTestRouter, waitFor } from "../helpers/router.js";
+import { postChat, postJson, startTestRouter, waitFor } from "../helpers/router.js";
 import { simsBehindRouter } from "../helpers/sim-behind-router.js";
 
 const SYSTEM = "You answer questions about chained block hashes, briefly. ".repeat(30);
@@ -14,14 +14,7 @@ describe("--prefix-index block_hash", () => {
   });
 
   const ask = async (question: string): Promise<Response> => {
-    const res = await postJson(`${fleet.router.url}/v1/chat/completions`, {
-      model: "m",
-      messages: [
-        { role: "system", content: SYSTEM },
-        { role: "user", content: question },
-      ],
-      max_tokens: 2,
-    });
+    const res = await postChat(fleet.router, SYSTEM, question);
     await res.arrayBuffer();
     return res;
   };

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { postJson } from "../helpers/router.js";
+import { postChat } from "../helpers/router.js";
 import { simsBehindRouter } from "../helpers/sim-behind-router.js";
 
 const SYSTEM = "You answer questions about the shared radix index, briefly. ".repeat(30);
@@ -8,14 +8,7 @@ describe("--prefix-index shared", () => {
   const fleet = simsBehindRouter(3, "s", { prefixIndex: "shared" });
 
   const ask = async (model: string, question: string): Promise<Response> => {
-    const res = await postJson(`${fleet.router.url}/v1/chat/completions`, {
-      model,
-      messages: [
-        { role: "system", content: SYSTEM },
-        { role: "user", content: question },
-      ],
-      max_tokens: 2,
-    });
+    const res = await postChat(fleet.router, SYSTEM, question, model);
     await res.arrayBuffer();
     return res;
   };
