@@ -15,13 +15,14 @@
  *   so that the next requests with its prefix follow it instead of starting a second copy.
  * - `sourceOf` says which index answered for a worker: "precise" or the base index's name.
  * - Data-parallel engines: each rank has its own KV cache and its own entry in the precise index
- *   (rank-id.ts). A worker's match is its best rank's (ties: the rank with the fewest of this
- *   router's requests in flight); `rankOf` names that rank, `insert` records the request there.
+ *   (rank-id.ts). A worker's match is its best rank's (ties: the least busy rank, by its engine's
+ *   reported queue + this router's requests in flight there); `rankOf` names that rank, `insert` records the request there.
  */
 
 import { isHigh } from "../tree/radix-tree.js";
+import { ForwardingIndex } from "./forwarding-index.js";
 import type { PreciseIndex } from "./precise-index.js";
-import type { EvictionUnit, PrefixIndex, PrepareRequest } from "./prefix-index.js";
+import type { PrefixIndex, PrepareRequest } from "./prefix-index.js";
 import { rankIndexId } from "./rank-id.js";
 import type { TokenizeInput } from "./tokenize-input.js";
 
@@ -31,7 +32,7 @@ export interface TokenSource {
   isLive(workerId: string): boolean;
   /** Data-parallel ranks the worker's engine runs, each with its own cache (absent: 1). */
   ranksOf?(workerId: string): number;
-  /** This router's requests in flight on one rank of the worker (absent: 0). */
+  /** How busy one rank of the worker is: its engine-reported queue + this router's in-flight (absent: 0). */
   rankLoad?(workerId: string, rank: number): number;
   /** Tokens already known for the input (cache, or ids the client sent). */
   cached(model: string | undefined, input: TokenizeInput): readonly number[] | undefined;
@@ -73,8 +74,9 @@ interface Prepared {
 /** Requests prepared and not yet decided; small: decide follows prepare at once. */
 const MAX_PREPARED = 1024;
 
-export class HybridIndex implements PrefixIndex {
-  readonly name: string;
+/** The base index is the inner one (ForwardingIndex): budgets, sizes and eviction are its. */
+export class HybridIndex extends ForwardingIndex {
+  private readonly ownName: string;
   /**
    * Model → routing text → its tokens, for the decide that follows prepare. Keyed by the text
    * itself (not a concatenation), so the lookups reuse the string's cached hash.
@@ -96,22 +98,27 @@ export class HybridIndex implements PrefixIndex {
     private readonly tokens: TokenSource,
     private readonly options: HybridIndexOptions,
   ) {
-    this.name = `${PRECISE}+${base.name}`;
+    super(base);
+    this.ownName = `${PRECISE}+${base.name}`;
   }
 
-  addWorker(workerId: string): void {
+  override get name(): string {
+    return this.ownName;
+  }
+
+  override addWorker(workerId: string): void {
     this.base.addWorker(workerId);
     this.precise.addWorker(workerId);
   }
 
-  removeWorker(workerId: string): void {
+  override removeWorker(workerId: string): void {
     this.base.removeWorker(workerId);
     this.precise.removeWorker(workerId);
     this.sources.delete(workerId);
     this.chosenRanks.delete(workerId);
   }
 
-  prepare(
+  override prepare(
     request: PrepareRequest,
     workers: readonly { readonly id: string }[],
   ): Promise<void> | undefined {
@@ -208,7 +215,7 @@ export class HybridIndex implements PrefixIndex {
     return this.prepared.get(model ?? "")?.get(text);
   }
 
-  match(
+  override match(
     text: string,
     model: string | undefined,
     workers: readonly { readonly id: string }[],
@@ -272,11 +279,11 @@ export class HybridIndex implements PrefixIndex {
     return Math.max(0, best);
   }
 
-  rankOf(workerId: string): number | undefined {
+  override rankOf(workerId: string): number | undefined {
     return this.chosenRanks.get(workerId);
   }
 
-  insert(workerId: string, model: string | undefined, text: string): void {
+  override insert(workerId: string, model: string | undefined, text: string): void {
     this.base.insert(workerId, model, text);
     const tokens = this.tokensOf(text, model)?.tokens;
     if (tokens === undefined) {
@@ -289,7 +296,12 @@ export class HybridIndex implements PrefixIndex {
     this.precise.speculate(rankId, this.keysFor(rankId, tokens, model).keys);
   }
 
-  truncate(workerId: string, model: string | undefined, text: string, keep: number): number {
+  override truncate(
+    workerId: string,
+    model: string | undefined,
+    text: string,
+    keep: number,
+  ): number {
     const forgotten = this.base.truncate(workerId, model, text, keep);
     const prepared = this.tokensOf(text, model);
     const tokens = prepared?.tokens;
@@ -309,19 +321,7 @@ export class HybridIndex implements PrefixIndex {
     return forgotten;
   }
 
-  setBudget(workerId: string, chars: number): number {
-    return this.base.setBudget(workerId, chars);
-  }
-
-  size(workerId: string): number {
-    return this.base.size(workerId);
-  }
-
-  evictionUnits(): Iterable<EvictionUnit> {
-    return this.base.evictionUnits();
-  }
-
-  sourceOf(workerId: string): string {
+  override sourceOf(workerId: string): string {
     return this.sources.get(workerId) ?? this.base.name;
   }
 
