@@ -20,7 +20,15 @@ const LAYERS = [
     ],
   },
   // listen.ts: the HTTP server listening, and the usage error when it cannot.
-  { server: ["server.ts", "listen.ts", "command-line-workers.ts", "forward-settings.ts"] },
+  {
+    server: [
+      "server.ts",
+      "listen.ts",
+      "command-line-workers.ts",
+      "forward-settings.ts",
+      "intake-settings.ts",
+    ],
+  },
   // router-policy.ts: --policy or --scheduler-config → the Policy the decider runs.
   { routes: ["routes/"], "router-policy": ["router-policy.ts"] },
   // The assembled settings table (every flag, its default and parser) and the metric set: they
@@ -29,6 +37,9 @@ const LAYERS = [
   // Worker sources (--worker-file, --worker-dns) and the one membership path they share with the
   // admin API: they feed workers/ and kv-events/, and know nothing of HTTP routes.
   { discovery: ["discovery/"] },
+  // One RoutingRequest per request (body read and budget, routing text, model, session, tokenize
+  // input): the routes hand it the HTTP request, the data plane below gets the RoutingRequest.
+  { intake: ["intake/"] },
   { proxy: ["proxy/"] },
   // Filters, scorers and pickers: read indexes and worker signals, never HTTP.
   { scheduling: ["scheduling/"] },

@@ -13,6 +13,10 @@ import { BlockHashIndex } from "./index/block-hash-index.js";
 import { createBaseIndex } from "./index/factory.js";
 import { followMembership } from "./index/membership.js";
 import type { PrefixIndex } from "./index/prefix-index.js";
+import { BodyBudget } from "./intake/body-budget.js";
+import { Intake } from "./intake/intake.js";
+import { ParsePool } from "./intake/parse-pool.js";
+import { intakeOptions } from "./intake-settings.js";
 import { setUpKvEvents } from "./kv-events/setup.js";
 import { listen } from "./listen.js";
 import { accessLogger, createLogger, type Logger } from "./logger.js";
@@ -20,9 +24,7 @@ import { Metrics } from "./metrics.js";
 import { RoutingDecider } from "./policies/decider.js";
 import { SessionTable } from "./policies/session-table.js";
 import { Admission } from "./proxy/admission.js";
-import { BodyBudget } from "./proxy/body-budget.js";
 import { Forwarder, type ForwardHooks } from "./proxy/forward.js";
-import { ParsePool } from "./proxy/parse-pool.js";
 import { UsageFeedback } from "./proxy/usage-feedback.js";
 import { routerPolicy } from "./router-policy.js";
 import { registerAdminRoutes } from "./routes/admin.js";
@@ -205,6 +207,10 @@ export function createRouter(
       connectTimeoutMs: config.connectTimeoutSecs * 1000,
     },
   });
+  const parsePool =
+    config.parseWorkers > 0
+      ? new ParsePool({ size: config.parseWorkers, memoryMb: config.parseWorkerMemoryMb })
+      : undefined;
   const context: RouterContext = {
     config,
     logger,
@@ -223,10 +229,8 @@ export function createRouter(
     ),
     health,
     bodyBudget: new BodyBudget(config.maxBodyBufferBytes),
-    parsePool:
-      config.parseWorkers > 0
-        ? new ParsePool({ size: config.parseWorkers, memoryMb: config.parseWorkerMemoryMb })
-        : undefined,
+    intake: new Intake(intakeOptions(config, kvEvents !== undefined), registry, parsePool),
+    parsePool,
     introspection,
     state: { shuttingDown: false, active: 0 },
     ...(kvEvents !== undefined ? { kvEvents } : {}),
