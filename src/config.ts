@@ -420,7 +420,7 @@ export const SETTINGS = [
     flag: "--cache-load-bound",
     arg: "<x>",
     description:
-      "cache_aware: a worker wins on prefix only while its in-flight is at most this x the mean in-flight + 1, so one hot prefix cannot pile onto one worker (0 = no bound, as the SGLang router).",
+      "cache_aware: a worker wins on prefix only while its in-flight is at most this x the mean in-flight + 1, so one hot prefix cannot pile onto one worker (0 = no bound, as the SGLang router). With --state-url: this replica's own in-flight counts.",
     default: 2,
     parse: (raw, flag) => {
       const value = number(0)(raw, flag);

@@ -17,6 +17,7 @@ export type CacheAwareOptions = Pick<
  *    A worker wins on prefix only while its in-flight count is at most cacheLoadBound × the mean
  *    in-flight of the candidates, plus one; when the best match is over that bound, the least-loaded
  *    worker takes the request ("load_bound") and, once it holds the prefix too, the two share it.
+ *    That bound weighs this router's own in-flight counts (see `ownLoad`).
  * 3. Otherwise the least-loaded worker ("cache_miss").
  * Matched lengths come from the prefix index (request.matched); the decider inserts the text for
  * the chosen worker in every branch: it is what that worker will cache.
@@ -68,11 +69,11 @@ export class CacheAwarePolicy implements Policy {
         // equal matches on equal loads take turns too.
         const n = candidates.length;
         const start = this.loads.start;
-        // The least-loaded worker is always within the bound (its load is at most the mean).
+        // Some worker is always within the bound (the least own load is at most the own mean).
         const bound =
           this.cacheLoadBound === 0
             ? Number.POSITIVE_INFINITY
-            : this.cacheLoadBound * (this.loads.total / n) + 1;
+            : this.cacheLoadBound * (ownTotal(candidates) / n) + 1;
         let best = least;
         let bestMatched = -1;
         let bestLoad = 0;
@@ -84,7 +85,7 @@ export class CacheAwarePolicy implements Policy {
           const worker = candidates[index]!;
           const m = matchedOf?.[index] ?? 0;
           if (index === least) leastMatched = m;
-          if (worker.inFlight > bound) {
+          if (ownLoad(worker) > bound) {
             if (m > overBoundMatched) overBoundMatched = m;
           } else if (m > bestMatched || (m === bestMatched && worker.inFlight < bestLoad)) {
             best = index;
@@ -106,4 +107,24 @@ export class CacheAwarePolicy implements Policy {
     const worker = candidates[chosen]!;
     return { worker, branch, matchRate: length === 0 ? 0 : matched / length };
   }
+}
+
+/**
+ * The load the load bound weighs: this router's own in-flight count. With replicas sharing
+ * --state-url, peers' counts arrive every --state-load-interval-ms, and a bound as tight as the
+ * default (two workers sharing a hot prefix must stay within about 2 requests of each other) then
+ * trips on counts hundreds of milliseconds old: every replica diverts the same prefixes at once,
+ * conversations split across workers and evict each other (bench:routing cache-pressure with 4
+ * replicas lost 7 points). Own counts are exact; when each replica keeps its own share within
+ * cacheLoadBound × its own mean + 1, the fleet stays within cacheLoadBound × the fleet's mean +
+ * the number of replicas. One router: its own count is the whole count, nothing changes.
+ */
+function ownLoad(worker: PolicyWorker): number {
+  return worker.ownInFlight ?? worker.inFlight;
+}
+
+function ownTotal(candidates: readonly PolicyWorker[]): number {
+  let total = 0;
+  for (const worker of candidates) total += ownLoad(worker);
+  return total;
 }

@@ -6,7 +6,13 @@
  */
 export interface PolicyWorker {
   readonly id: string;
+  /** In-flight requests fleet-wide: this router's own plus, with --state-url, its peers' as last read. */
   readonly inFlight: number;
+  /**
+   * The requests this router itself has in flight there, always exact and current (peers' counts
+   * are up to --state-load-interval-ms old); equal to inFlight without shared state. Absent: inFlight.
+   */
+  readonly ownInFlight?: number | undefined;
   /**
    * Uncached characters of this worker's in-flight requests that have not yet produced a first
    * byte (prefill still queued or running), kept by the forwarder. Read by prefix_cost; 0 if absent.

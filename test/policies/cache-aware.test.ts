@@ -287,6 +287,28 @@ describe("cache_aware load bound (one hot prefix must not pile onto one worker)"
     expect(c.tree.match(text)).toBe(text.length);
   });
 
+  it("weighs this replica's own in-flight counts, not peers' (as last read), against the bound", () => {
+    const policy = cacheAware();
+    // Fleet-wide the holder is at 17 of 20 (bound 11); this replica's own share is 3 of 8
+    // (own mean 2, bound 5): it keeps the prefix. Issue 20 item 10, cache-pressure with 4 replicas.
+    const [a, b, c, d] = fleet4([17, 1, 0, 2]);
+    Object.assign(a, { ownInFlight: 3 });
+    Object.assign(b, { ownInFlight: 1 });
+    Object.assign(c, { ownInFlight: 0 });
+    Object.assign(d, { ownInFlight: 4 });
+    a.tree.insert(HOT);
+    expect(selectWith(policy, [a, b, c, d], { text: `${HOT}question` })).toMatchObject({
+      worker: a,
+      branch: "cache_hit",
+    });
+    // Its own share over its own bound: load_bound, to the least loaded fleet-wide.
+    Object.assign(a, { ownInFlight: 8 });
+    expect(selectWith(policy, [a, b, c, d], { text: `${HOT}question` })).toMatchObject({
+      worker: c,
+      branch: "load_bound",
+    });
+  });
+
   it("keeps the cache hit while the holder is within the bound", () => {
     const policy = cacheAware();
     // Mean 5, bound 11: the holder at 11 is still within it.

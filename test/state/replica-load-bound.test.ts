@@ -1,0 +1,105 @@
+import { randomBytes } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type SimWorker, startSimWorker } from "../../sim/worker.js";
+import { createLogger } from "../../src/logger.js";
+import type { RunningRouter } from "../../src/server.js";
+import { LoadSync } from "../../src/state/load-sync.js";
+import { RedisLink } from "../../src/state/redis-link.js";
+import { stateKeys } from "../../src/state/state-keys.js";
+import { StateSecret } from "../../src/state/state-secret.js";
+import {
+  redisSkipReason,
+  startRedis,
+  TEST_STATE_SECRET,
+  type TestRedis,
+} from "../helpers/redis.js";
+import { postJson, startTestRouter, waitFor } from "../helpers/router.js";
+
+// Issue 20 item 10, the cell that missed: cache_aware on cache-pressure with 4 replicas, 7 points
+// under one router. Peers' in-flight counts are read every --state-load-interval-ms; the load
+// bound (cacheLoadBound × mean + 1) tripped on those old counts and every replica diverted the
+// same prefixes at once. The bound now weighs this replica's own, exact counts.
+describe.skipIf(redisSkipReason !== undefined)(
+  `cache_aware's load bound with replicas${redisSkipReason ? ` (skipped: ${redisSkipReason})` : ""}`,
+  () => {
+    let redis: TestRedis;
+    let workers: SimWorker[];
+    let router: RunningRouter | undefined;
+    const links: RedisLink[] = [];
+    const syncs: LoadSync[] = [];
+
+    beforeAll(async () => {
+      redis = await startRedis();
+      workers = await Promise.all(
+        [1, 2, 3, 4].map((i) => startSimWorker({ id: `w${i}`, timeScale: 0 })),
+      );
+    });
+
+    afterAll(async () => {
+      await Promise.allSettled(syncs.map((s) => s.stop()));
+      await Promise.allSettled(links.map((l) => l.close()));
+      await router?.stop(100);
+      await Promise.allSettled(workers.map((w) => w.close()));
+      await redis?.stop();
+    });
+
+    /** A peer replica that publishes the given in-flight counts, as its LoadSync does. */
+    const peerPublishing = async (prefix: string, counts: Record<string, number>) => {
+      const link = new RedisLink({ url: redis.url }, createLogger({ level: "silent" }));
+      links.push(link);
+      await link.connect();
+      const sync = new LoadSync(link, {
+        replicaId: "peer",
+        keys: stateKeys(prefix),
+        intervalMs: 60_000, // one explicit tick; its count then lives 3 minutes
+        workers: () =>
+          Object.entries(counts).map(([id, n]) => ({ id, ownInFlight: n, peerInFlight: 0 })),
+        secret: new StateSecret(TEST_STATE_SECRET),
+      });
+      syncs.push(sync);
+      await sync.tick();
+    };
+
+    const tenant = `You are the assistant of tenant acme. ${"Follow the tenant's policies to the letter. ".repeat(40)}`;
+    const ask = async (question: string) => {
+      const res = await postJson(`${router!.url}/v1/chat/completions`, {
+        model: "m",
+        messages: [
+          { role: "system", content: tenant },
+          { role: "user", content: question },
+        ],
+        max_tokens: 2,
+      });
+      expect(res.status).toBe(200);
+      await res.text();
+      return {
+        worker: res.headers.get("x-radixgate-worker")!,
+        route: res.headers.get("x-radixgate-route")!,
+      };
+    };
+
+    it("keeps a prefix on its worker when only peers' counts (as last read) put it over the bound", async () => {
+      const prefix = `l${randomBytes(4).toString("hex")}`;
+      router = await startTestRouter({
+        policy: "cache_aware",
+        workerUrls: workers.map((w) => w.url),
+        stateUrl: redis.url,
+        stateSecret: TEST_STATE_SECRET,
+        stateKeyPrefix: prefix,
+        stateLoadIntervalMs: 20,
+      });
+      const first = await ask("What is the refund policy?");
+      const home = router.context.registry.list().find((w) => w.id === first.worker)!;
+      expect(home).toBeDefined();
+
+      // A peer's last published count puts 13 requests on the prefix's worker: over
+      // 2 × (13 / 4) + 1 fleet-wide, while this replica itself has nothing in flight anywhere.
+      await peerPublishing(prefix, { [home.id]: 13 });
+      await waitFor(() => home.peerInFlight === 13, 5000);
+
+      const next = await ask("And for an order placed yesterday?");
+      expect(next.route).toContain("cache_hit");
+      expect(next.worker).toBe(home.id);
+    });
+  },
+);
