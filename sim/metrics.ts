@@ -41,16 +41,42 @@ export const METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
 export function renderMetrics(
   flavor: SimFlavor,
   m: MetricsSnapshot,
-  /** vLLM with data parallelism: one snapshot per rank, each its own `engine` series. */
+  /**
+   * With data parallelism: one snapshot per rank, each its own series (vLLM label `engine`,
+   * SGLang label `dp_rank`).
+   */
   ranks: readonly MetricsSnapshot[] = [m],
 ): string {
-  if (flavor === "vllm" && ranks.length > 1) {
-    return ranks.map((rank, i) => renderOne(flavor, rank, i, i === 0)).join("");
-  }
-  return renderOne(flavor, m, 0, true);
+  if (ranks.length <= 1) return renderFamilies([familiesOf(flavor, m, 0)]);
+  return renderFamilies(ranks.map((rank, i) => familiesOf(flavor, rank, i, i)));
 }
 
-function renderOne(flavor: SimFlavor, m: MetricsSnapshot, engine: number, help: boolean): string {
+/** One metric family of one rank: its HELP/TYPE lines and its sample line. */
+interface FamilyText {
+  readonly header: string;
+  readonly sample: string;
+}
+
+/**
+ * Every family once, its HELP and TYPE first, then each rank's series of it: the exposition
+ * format wants a family's samples together, as prometheus_client prints them.
+ */
+function renderFamilies(perRank: readonly (readonly FamilyText[])[]): string {
+  let out = "";
+  const first = perRank[0] ?? [];
+  for (let f = 0; f < first.length; f++) {
+    out += first[f]!.header;
+    for (const families of perRank) out += families[f]!.sample;
+  }
+  return out;
+}
+
+function familiesOf(
+  flavor: SimFlavor,
+  m: MetricsSnapshot,
+  engine: number,
+  dpRank?: number,
+): FamilyText[] {
   const hitRate = m.promptTokens > 0 ? m.cachedTokens / m.promptTokens : 0;
   const samples: Sample[] =
     flavor === "vllm"
@@ -140,24 +166,28 @@ function renderOne(flavor: SimFlavor, m: MetricsSnapshot, engine: number, help: 
             m.completedRequests,
           ],
         ];
-  // vLLM labels every series with the served model and the engine index (one per DP rank).
+  // vLLM labels every series with the served model and the engine index (one per DP rank);
+  // SGLang's schedulers add `dp_rank` when dp_size > 1 (init_metrics in
+  // python/sglang/srt/managers/scheduler_metrics_mixin.py).
   const model = `model_name="${escapeLabel(m.model)}"`;
-  const label = flavor === "vllm" ? `{${model},engine="${engine}"}` : `{${model}}`;
-  let out = "";
-  for (const [name, type, text, value] of samples) {
-    // Each family's HELP and TYPE once, before its first series (the next ranks' follow).
-    if (help) out += `# HELP ${name} ${text}\n# TYPE ${name} ${type}\n`;
-    out += `${name}${label} ${formatValue(value)}\n`;
-  }
+  const label =
+    flavor === "vllm"
+      ? `{${model},engine="${engine}"}`
+      : `{${model}${dpRank === undefined ? "" : `,dp_rank="${dpRank}"`}}`;
+  const out: FamilyText[] = samples.map(([name, type, text, value]) => ({
+    header: `# HELP ${name} ${text}\n# TYPE ${name} ${type}\n`,
+    sample: `${name}${label} ${formatValue(value)}\n`,
+  }));
   if (flavor === "vllm") {
     // An info gauge: value 1, the CacheConfig fields as string labels ("None" when unset).
     const name = "vllm:cache_config_info";
-    if (help)
-      out += `# HELP ${name} Information of the LLMEngine CacheConfig\n# TYPE ${name} gauge\n`;
-    out +=
-      `${name}{block_size="${m.blockSize}",cache_dtype="auto",enable_prefix_caching="True",` +
-      `engine="${engine}",gpu_memory_utilization="0.9",num_cpu_blocks="None",` +
-      `num_gpu_blocks="${m.kvBlocks}",num_gpu_blocks_override="None"} 1.0\n`;
+    out.push({
+      header: `# HELP ${name} Information of the LLMEngine CacheConfig\n# TYPE ${name} gauge\n`,
+      sample:
+        `${name}{block_size="${m.blockSize}",cache_dtype="auto",enable_prefix_caching="True",` +
+        `engine="${engine}",gpu_memory_utilization="0.9",num_cpu_blocks="None",` +
+        `num_gpu_blocks="${m.kvBlocks}",num_gpu_blocks_override="None"} 1.0\n`,
+    });
   }
   return out;
 }

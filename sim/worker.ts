@@ -593,8 +593,8 @@ class HttpSimWorker implements SimWorker {
       kvBlocks: this.kv.totalBlocks,
       blockSize: this.kv.blockSize,
     };
-    // vLLM with data parallelism: a series per rank (the counters are kept for the whole engine
-    // and shown on rank 0, so that the sums stay right).
+    // With data parallelism: a series per rank, as both engines report them (the counters are
+    // kept for the whole engine and shown on rank 0, so that the sums stay right).
     const none = { promptTokens: 0, cachedTokens: 0, generationTokens: 0, completedRequests: 0 };
     const ranks = this.ranks.map(({ kv, engine }, i) => ({
       ...whole,

@@ -1,6 +1,14 @@
 /** What one read of an engine's /metrics told the router (fields absent when not exposed). */
 export type EngineKind = "sglang" | "vllm";
 
+/** One data-parallel rank's own series (fields absent when that rank did not report them). */
+export interface RankReading {
+  readonly queued?: number;
+  readonly running?: number;
+  readonly kvUsage?: number;
+  readonly capacityTokens?: number;
+}
+
 export interface MetricsReading {
   readonly engine: EngineKind;
   /** Requests waiting in the engine's queue (summed over DP ranks / engines). */
@@ -15,4 +23,9 @@ export interface MetricsReading {
   readonly blockSizeTokens?: number;
   /** Data-parallel ranks, when the metrics show more than one (vLLM: one `engine` label each). */
   readonly dpSize?: number;
+  /**
+   * Each rank's series, index = rank, when the series carry a rank label (vLLM `engine`, SGLang
+   * `dp_rank`) and more than one rank reported; a rank that reported nothing is `{}`.
+   */
+  readonly ranks?: readonly RankReading[];
 }

@@ -36,7 +36,10 @@ export function parseExposition(text: string): MetricFamilies {
       if (metric.value === undefined) continue;
       samples.push({ labels: metric.labels ?? {}, value: Number(metric.value) });
     }
-    if (samples.length > 0) families.set(family.name, samples);
+    // A family printed in two groups (not what the format allows, but seen) keeps both.
+    const earlier = families.get(family.name);
+    if (earlier !== undefined) earlier.push(...samples);
+    else if (samples.length > 0) families.set(family.name, samples);
   }
   return families;
 }

@@ -9,16 +9,27 @@
  */
 import type { MetricsReading } from "./engine-reading.js";
 import { type MetricFamilies, meanOf, sumOf } from "./prometheus-text.js";
+import { perRank, rankOfLabel, rankReadings } from "./rank-readings.js";
+
+const WAITING = ["vllm:num_requests_waiting"];
+const RUNNING = ["vllm:num_requests_running"];
+const KV_USAGE = ["vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"];
 
 /** undefined when the exposition holds no vLLM scheduler metric. */
 export function readVllmMetrics(families: MetricFamilies): MetricsReading | undefined {
-  const queued = sumOf(families, "vllm:num_requests_waiting");
-  const running = sumOf(families, "vllm:num_requests_running");
-  const kvUsage = meanOf(families, "vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc");
+  const queued = sumOf(families, ...WAITING);
+  const running = sumOf(families, ...RUNNING);
+  const kvUsage = meanOf(families, ...KV_USAGE);
   const capacityTokens = cacheConfigCapacity(families);
   const blockSizeTokens = cacheConfigBlockSize(families);
   if ([queued, running, kvUsage, capacityTokens].every((v) => v === undefined)) return undefined;
   const dpSize = engineCount(families);
+  const ranks = rankReadings({
+    queued: perRank(families, "engine", WAITING),
+    running: perRank(families, "engine", RUNNING),
+    kvUsage: perRank(families, "engine", KV_USAGE, true),
+    capacityTokens: cacheConfigCapacity(families, true),
+  });
   return {
     engine: "vllm",
     ...(queued !== undefined ? { queued } : {}),
@@ -27,6 +38,7 @@ export function readVllmMetrics(families: MetricFamilies): MetricsReading | unde
     ...(capacityTokens !== undefined ? { capacityTokens } : {}),
     ...(blockSizeTokens !== undefined ? { blockSizeTokens } : {}),
     ...(dpSize !== undefined ? { dpSize } : {}),
+    ...(ranks !== undefined ? { ranks } : {}),
   };
 }
 
@@ -45,10 +57,20 @@ function engineCount(families: MetricFamilies): number | undefined {
  * num_gpu_blocks × block_size summed over the series of vllm:cache_config_info; undefined when
  * absent or not yet known (num_gpu_blocks is "None" until the engine has profiled its memory).
  */
-function cacheConfigCapacity(families: MetricFamilies): number | undefined {
+function cacheConfigCapacity(families: MetricFamilies): number | undefined;
+/** The same per `engine` label (each data-parallel engine's own cache). */
+function cacheConfigCapacity(
+  families: MetricFamilies,
+  byRank: true,
+): Map<number, number> | undefined;
+function cacheConfigCapacity(
+  families: MetricFamilies,
+  byRank = false,
+): number | Map<number, number> | undefined {
   const samples = families.get("vllm:cache_config_info");
   if (samples === undefined) return undefined;
   let total: number | undefined;
+  const ranks = new Map<number, number>();
   for (const { labels } of samples) {
     const blocks = Number(labels.num_gpu_blocks);
     const blockSize = Number(labels.block_size);
@@ -56,7 +78,10 @@ function cacheConfigCapacity(families: MetricFamilies): number | undefined {
       continue;
     }
     total = (total ?? 0) + blocks * blockSize;
+    const rank = rankOfLabel(labels.engine);
+    if (rank !== undefined) ranks.set(rank, (ranks.get(rank) ?? 0) + blocks * blockSize);
   }
+  if (byRank) return ranks.size > 0 ? ranks : undefined;
   return total;
 }
 

@@ -15,8 +15,8 @@
  *   so that the next requests with its prefix follow it instead of starting a second copy.
  * - `sourceOf` says which index answered for a worker: "precise" or the base index's name.
  * - Data-parallel engines: each rank has its own KV cache and its own entry in the precise index
- *   (rank-id.ts). A worker's match is its best rank's (ties: the rank with the fewest of this
- *   router's requests in flight); `rankOf` names that rank, `insert` records the request there.
+ *   (rank-id.ts). A worker's match is its best rank's (ties: the least busy rank, by its engine's
+ *   reported queue + this router's requests in flight there); `rankOf` names that rank, `insert` records the request there.
  */
 
 import { isHigh } from "../tree/radix-tree.js";
@@ -31,7 +31,7 @@ export interface TokenSource {
   isLive(workerId: string): boolean;
   /** Data-parallel ranks the worker's engine runs, each with its own cache (absent: 1). */
   ranksOf?(workerId: string): number;
-  /** This router's requests in flight on one rank of the worker (absent: 0). */
+  /** How busy one rank of the worker is: its engine-reported queue + this router's in-flight (absent: 0). */
   rankLoad?(workerId: string, rank: number): number;
   /** Tokens already known for the input (cache, or ids the client sent). */
   cached(model: string | undefined, input: TokenizeInput): readonly number[] | undefined;

@@ -8,8 +8,9 @@
  *   (counted as an orphan).
  * - Speculative entries: a request routed to the worker will be cached there soon; its blocks are
  *   held speculatively until a BlockStored confirms them or their time-to-live runs out.
- * - Bounded: at most `maxBlocksPerWorker` engine blocks and as many speculative ones per worker;
- *   past that the oldest go first (the engine has most likely evicted them too).
+ * - Bounded: at most `maxBlocksPerWorker` engine blocks and as many speculative ones per worker,
+ *   or fewer when the engine's KV cache holds fewer (`setBlockLimit`); past that the oldest go
+ *   first (the engine has most likely evicted them too).
  * - Per model/LoRA: the adapter name seeds the chain, so adapters never share a key.
  */
 import type { BlockStored, KvEvent } from "./block-events.js";
@@ -44,6 +45,8 @@ interface WorkerBlocks {
   readonly speculative: Map<number, number>;
   /** Adapter names seen in this worker's events. */
   readonly loras: Set<string>;
+  /** Most engine (and speculative) blocks kept: maxBlocksPerWorker, or the cache's size if less. */
+  limit: number;
 }
 
 export class PreciseIndex {
@@ -65,7 +68,30 @@ export class PreciseIndex {
       held: new Map(),
       speculative: new Map(),
       loras: new Set(),
+      limit: this.options.maxBlocksPerWorker,
     });
+  }
+
+  /**
+   * The worker's (a rank's) KV cache holds at most `blocks` blocks: keep no more than that (nor
+   * more than maxBlocksPerWorker); undefined = not known, back to maxBlocksPerWorker. Blocks past
+   * the new limit are dropped at once, oldest first, each in O(1).
+   */
+  setBlockLimit(workerId: string, blocks: number | undefined): void {
+    const w = this.workers.get(workerId);
+    if (w === undefined) return;
+    const max = this.options.maxBlocksPerWorker;
+    w.limit =
+      blocks === undefined || !Number.isFinite(blocks)
+        ? max
+        : Math.max(1, Math.min(max, Math.ceil(blocks)));
+    while (w.byEngine.size > w.limit) this.dropOldest(w);
+    this.sweep(w);
+  }
+
+  /** The most engine blocks kept for the worker (see `setBlockLimit`). */
+  blockLimitOf(workerId: string): number | undefined {
+    return this.workers.get(workerId)?.limit;
   }
 
   removeWorker(workerId: string): void {
@@ -122,7 +148,7 @@ export class PreciseIndex {
       w.speculative.delete(key);
       parent = key;
     }
-    while (w.byEngine.size > this.options.maxBlocksPerWorker) this.dropOldest(w);
+    while (w.byEngine.size > w.limit) this.dropOldest(w);
     return "applied";
   }
 
@@ -226,7 +252,7 @@ export class PreciseIndex {
   private sweep(w: WorkerBlocks): void {
     const now = this.now();
     for (const [key, expiry] of w.speculative) {
-      if (expiry > now && w.speculative.size <= this.options.maxBlocksPerWorker) break;
+      if (expiry > now && w.speculative.size <= w.limit) break;
       w.speculative.delete(key);
     }
   }

@@ -138,9 +138,16 @@ export class KvEventsManager implements TokenSource {
     return this.subscribers.get(workerId)?.ranks.length ?? 1;
   }
 
-  /** This router's requests in flight on one rank of the worker. */
+  /**
+   * How busy one rank of the worker is: the requests waiting in its queue as the engine last
+   * reported them (0 when it reports no queue per rank, or not lately) plus this router's requests
+   * in flight there. The router's own requests still queued count twice, on every rank alike: a
+   * rank other clients filled weighs more than one this router keeps busy.
+   */
   rankLoad(workerId: string, rank: number): number {
-    return this.registry.get(workerId)?.rankInFlight[rank] ?? 0;
+    const worker = this.registry.get(workerId);
+    if (worker === undefined) return 0;
+    return (worker.signals.rankQueued(rank) ?? 0) + (worker.rankInFlight[rank] ?? 0);
   }
 
   /**
@@ -148,6 +155,7 @@ export class KvEventsManager implements TokenSource {
    * all when that is more than followed now.
    */
   learnRanks(worker: Worker): void {
+    this.sizeRankIndexes(worker);
     const entry = this.subscribers.get(worker.id);
     const said = worker.signals.dpSize;
     if (entry === undefined || said === undefined) return;
@@ -157,6 +165,22 @@ export class KvEventsManager implements TokenSource {
       "kv events: data-parallel ranks learned",
     );
     this.attach(worker, entry.endpoints);
+  }
+
+  /**
+   * Each rank's index holds no more blocks than that rank's KV cache, once the engine said its
+   * capacity (per rank in its /metrics, else an equal share of the worker's) and its block size.
+   */
+  private sizeRankIndexes(worker: Worker): void {
+    const ranks = this.ranksOf(worker.id);
+    for (let rank = 0; rank < ranks; rank++) {
+      const rankId = rankIndexId(worker.id, rank);
+      const tokens = worker.signals.rankCapacity(rank, ranks);
+      const blockSize = this.precise.blockSizeOf(rankId) ?? worker.signals.blockSizeTokens;
+      const blocks =
+        tokens === undefined || blockSize === undefined ? undefined : tokens / blockSize;
+      this.precise.setBlockLimit(rankId, blocks);
+    }
   }
 
   cached(model: string | undefined, input: TokenizeInput): readonly number[] | undefined {

@@ -167,6 +167,7 @@ export class EngineIntrospector {
         routerPending: Math.max(pendingAtSend, worker.pendingPrefillRequests),
       },
       now,
+      reading.ranks,
     );
     // /get_server_info is SGLang's own word on capacity; the metric only stands in without it.
     const fromServerInfo =

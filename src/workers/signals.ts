@@ -1,4 +1,4 @@
-import type { EngineKind } from "../engines/engine-reading.js";
+import type { EngineKind, RankReading } from "../engines/engine-reading.js";
 
 /** Queue and KV usage as the engine last reported them. */
 export interface LoadSignals {
@@ -47,6 +47,8 @@ export class EngineSignals {
   private capacityAt: number | undefined;
   private lastLoad: LoadSignals | undefined;
   private loadAt: number | undefined;
+  /** Each data-parallel rank's own series from the same read as `lastLoad` (index = rank). */
+  private lastRanks: readonly RankReading[] | undefined;
   /** Last time any endpoint answered something usable (epoch ms, 0 = never). */
   private seenAt = 0;
 
@@ -57,8 +59,10 @@ export class EngineSignals {
     this.seenAt = now;
   }
 
-  recordLoad(load: LoadSignals, now: number): void {
+  /** `ranks`: each data-parallel rank's series of the same read, when the engine gave them. */
+  recordLoad(load: LoadSignals, now: number, ranks?: readonly RankReading[]): void {
     this.lastLoad = load;
+    this.lastRanks = ranks;
     this.loadAt = now;
     this.seenAt = now;
   }
@@ -84,6 +88,29 @@ export class EngineSignals {
   /** Queue, running and KV usage, when fresh. */
   load(now = Date.now()): LoadSignals | undefined {
     return this.fresh(this.loadAt, now) ? this.lastLoad : undefined;
+  }
+
+  /** Each rank's queue, running batch, KV usage and capacity, when fresh and reported per rank. */
+  ranks(now = Date.now()): readonly RankReading[] | undefined {
+    return this.fresh(this.loadAt, now) ? this.lastRanks : undefined;
+  }
+
+  /** Requests waiting in one rank's queue at the last fresh read; undefined when not known. */
+  rankQueued(rank: number, now = Date.now()): number | undefined {
+    return this.ranks(now)?.[rank]?.queued;
+  }
+
+  /**
+   * One rank's KV capacity in tokens: its own series when the metrics gave one, else an equal
+   * share of the worker's (SGLang's /get_server_info gives one rank's pool, every rank the same;
+   * sglang-server-info.ts); undefined when neither is known. Like `lastCapacity`, the last one
+   * learned, fresh or not: a cache does not shrink when its engine stops answering.
+   */
+  rankCapacity(rank: number, ranks: number): number | undefined {
+    const own = this.lastRanks?.[rank]?.capacityTokens;
+    if (own !== undefined && own > 0) return own;
+    const whole = this.capacityTokens;
+    return whole === undefined || ranks < 1 ? undefined : Math.floor(whole / ranks);
   }
 
   /**

@@ -179,6 +179,30 @@ export class Worker {
     };
   }
 
+  /**
+   * Each data-parallel rank as the router sees it: this router's requests in flight there and what
+   * the engine reported for it (null where unknown; queue and usage only while fresh). Absent for
+   * an engine without ranks. The worker's own fields stay the sum over its ranks.
+   */
+  private ranksJSON() {
+    const reported = this.signals.ranks();
+    const count = Math.max(
+      this.rankInFlight.length,
+      reported?.length ?? 0,
+      this.signals.dpSize ?? 0,
+    );
+    if (count < 2) return {};
+    const ranks = Array.from({ length: count }, (_, rank) => ({
+      rank,
+      in_flight_here: this.rankInFlight[rank] ?? 0,
+      engine_queue: reported?.[rank]?.queued ?? null,
+      engine_running: reported?.[rank]?.running ?? null,
+      kv_usage: reported?.[rank]?.kvUsage ?? null,
+      kv_capacity_tokens: this.signals.rankCapacity(rank, count) ?? null,
+    }));
+    return { ranks };
+  }
+
   toJSON() {
     return {
       id: this.id,
@@ -196,6 +220,7 @@ export class Worker {
       chars_per_token: Math.round(this.charsPerToken * 100) / 100,
       feedback_corrections: this.feedbackCorrections,
       ...this.engineJSON(),
+      ...this.ranksJSON(),
       // Whether the router authenticates to it; the key itself is never shown.
       api_key: this.apiKey !== undefined,
     };

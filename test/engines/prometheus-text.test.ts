@@ -18,6 +18,16 @@ describe("parseExposition", () => {
     expect(families.has("vllm:time_to_first_token_seconds")).toBe(false);
   });
 
+  it("keeps both groups of a family printed twice (each rank's series after the other's)", () => {
+    const text = 'q{engine="0"} 1.0\nr{engine="0"} 2.0\nq{engine="1"} 3.0\nr{engine="1"} 4.0\n';
+    expect(sumOf(parseExposition(text), "q")).toBe(4);
+    expect(
+      parseExposition(text)
+        .get("r")
+        ?.map((s) => s.labels.engine),
+    ).toEqual(["0", "1"]);
+  });
+
   it("reads exponent notation", () => {
     expect(sumOf(parseExposition(SGLANG_METRICS), "sglang:prompt_tokens_total")).toBe(1_000_000);
   });

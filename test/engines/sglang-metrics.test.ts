@@ -15,6 +15,16 @@ describe("readSglangMetrics", () => {
     expect(reading?.kvUsage).toBeCloseTo(0.2);
   });
 
+  it("keeps each DP rank's series apart by its dp_rank label (issue 20 item 8)", () => {
+    const reading = readSglangMetrics(parseExposition(SGLANG_METRICS));
+    expect(reading?.dpSize).toBe(2);
+    expect(reading?.ranks).toEqual([
+      { queued: 2, running: 8, kvUsage: 0.3, capacityTokens: 500_000 },
+      { queued: 0, running: 6, kvUsage: 0.1, capacityTokens: 500_000 },
+    ]);
+    expect(readSglangMetrics(parseExposition(SGLANG_OLD_METRICS))?.ranks).toBeUndefined();
+  });
+
   it("reads an older SGLang without the max_total_num_tokens gauge", () => {
     expect(readSglangMetrics(parseExposition(SGLANG_OLD_METRICS))).toEqual({
       engine: "sglang",

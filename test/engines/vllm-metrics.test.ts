@@ -13,7 +13,28 @@ describe("readVllmMetrics", () => {
       capacityTokens: (27197 + 27000) * 16,
       blockSizeTokens: 16,
       dpSize: 2,
+      ranks: [
+        { queued: 4, running: 3, kvUsage: 0.5, capacityTokens: 27197 * 16 },
+        { queued: 1, running: 2, kvUsage: 0.25, capacityTokens: 27000 * 16 },
+      ],
     });
+  });
+
+  it("keeps each data-parallel engine's series apart by its engine label (issue 20 item 8)", () => {
+    // Rank 1 reports a queue and no cache config; a label that is not a rank is not one.
+    const text =
+      'vllm:num_requests_waiting{engine="0"} 0.0\nvllm:num_requests_waiting{engine="1"} 7.0\n' +
+      'vllm:num_requests_waiting{engine="x"} 99.0\n' +
+      'vllm:cache_config_info{block_size="16",engine="0",num_gpu_blocks="100"} 1.0\n';
+    expect(readVllmMetrics(parseExposition(text))?.ranks).toEqual([
+      { queued: 0, capacityTokens: 1600 },
+      { queued: 7 },
+    ]);
+    // One engine, or no engine label: no per-rank readings.
+    expect(readVllmMetrics(parseExposition(VLLM_OLD_METRICS))?.ranks).toBeUndefined();
+    expect(
+      readVllmMetrics(parseExposition('vllm:num_requests_waiting{engine="0"} 3.0\n'))?.ranks,
+    ).toBeUndefined();
   });
 
   it("reads the pre-0.9 name gpu_cache_usage_perc; num_gpu_blocks None means no capacity yet", () => {

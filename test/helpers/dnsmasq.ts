@@ -5,6 +5,7 @@ import { chmod, mkdtemp, rename, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { delimiter, join } from "node:path";
 import { freePort } from "../../sim/free-port.js";
+import { killChild } from "./kill-child.js";
 import { waitFor } from "./router.js";
 
 /**
@@ -128,11 +129,7 @@ export async function startDnsmasq(srv: SrvRecord[] = []): Promise<TestDnsmasq> 
   const kill = async () => {
     const c = child;
     child = undefined;
-    if (c === undefined || c.exitCode !== null) return;
-    await new Promise<void>((resolve) => {
-      c.once("exit", () => resolve());
-      c.kill("SIGKILL");
-    });
+    await killChild(c);
   };
   return {
     port,

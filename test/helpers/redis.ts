@@ -2,6 +2,7 @@ import type { ChildProcess } from "node:child_process";
 import { Redis } from "ioredis";
 import { freePort } from "../../sim/free-port.js";
 import { findRedisServer, spawnRedisServer } from "../../sim/redis-server.js";
+import { killChild } from "./kill-child.js";
 
 /**
  * A real redis-server for the shared-state tests, on a free 127.0.0.1 port, without persistence.
@@ -46,11 +47,7 @@ export async function startRedis(): Promise<TestRedis> {
   const kill = async () => {
     const c = child;
     child = undefined;
-    if (c === undefined || c.exitCode !== null) return;
-    await new Promise<void>((resolve) => {
-      c.once("exit", () => resolve());
-      c.kill("SIGKILL");
-    });
+    await killChild(c);
   };
   return {
     port,

@@ -103,6 +103,26 @@ describe("PreciseIndex", () => {
     expect(index.speculativeCount("w")).toBeLessThanOrEqual(3);
   });
 
+  it("keeps no more blocks than the engine's cache holds once told (setBlockLimit), never more than its bound", () => {
+    const index = new PreciseIndex({ maxBlocksPerWorker: 10, speculativeTtlMs: 1000 });
+    index.addWorker("w");
+    const t = tokens(40);
+    const store = (i: number) =>
+      index.apply("w", stored([`h${i}`], i === 0 ? null : `h${i - 1}`, t.slice(i * 4, i * 4 + 4)));
+    for (let i = 0; i < 6; i++) store(i);
+    index.setBlockLimit("w", 4); // drops the 2 oldest at once
+    expect(index.blockCount("w")).toBe(4);
+    expect(index.size).toBe(4);
+    for (let i = 6; i < 8; i++) store(i);
+    expect(index.blockCount("w")).toBe(4);
+    index.setBlockLimit("w", 1_000); // a cache larger than the bound: the bound holds
+    expect(index.blockLimitOf("w")).toBe(10);
+    index.setBlockLimit("w", 2.5); // a capacity not a whole number of blocks: rounded up
+    expect(index.blockLimitOf("w")).toBe(3);
+    index.setBlockLimit("w", undefined);
+    expect(index.blockLimitOf("w")).toBe(10);
+  });
+
   it("agrees with a reference model over random store/remove sequences", () => {
     // Reference: the engine's blocks as a set of chains; match = leading blocks still present.
     fc.assert(

@@ -1,52 +1,19 @@
 import { randomBytes } from "node:crypto";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type SimWorker, startSimWorker } from "../../sim/worker.js";
-import type { Config } from "../../src/config.js";
+import { describe, expect, it } from "vitest";
+import { startSimWorker } from "../../sim/worker.js";
 import type { RunningRouter } from "../../src/server.js";
 import { StateSecret } from "../../src/state/state-secret.js";
-import {
-  redisSkipReason,
-  startRedis,
-  TEST_STATE_SECRET,
-  type TestRedis,
-} from "../helpers/redis.js";
+import { redisSkipReason, startRedis, TEST_STATE_SECRET } from "../helpers/redis.js";
+import { replicaFleet } from "../helpers/replica-fleet.js";
 import { postJson, startTestRouter, waitFor } from "../helpers/router.js";
 
 // Replicas sharing routing state through a real redis-server (issue 11).
 describe.skipIf(redisSkipReason !== undefined)(
   `shared state through Redis${redisSkipReason ? ` (skipped: ${redisSkipReason})` : ""}`,
   () => {
-    let redis: TestRedis;
-    let workers: SimWorker[];
-    const routers: RunningRouter[] = [];
-
-    beforeAll(async () => {
-      redis = await startRedis();
-      workers = await Promise.all(
-        [1, 2, 3].map((i) => startSimWorker({ id: `w${i}`, timeScale: 0 })),
-      );
-    });
-
-    afterAll(async () => {
-      await Promise.allSettled(routers.map((r) => r.stop(100)));
-      await Promise.allSettled(workers.map((w) => w.close()));
-      await redis?.stop();
-    });
-
-    /** A replica on the test's Redis, under its own key prefix so tests do not see each other. */
-    const replica = async (prefix: string, overrides: Partial<Config> = {}) => {
-      const router = await startTestRouter({
-        policy: "cache_aware",
-        workerUrls: workers.map((w) => w.url),
-        stateUrl: redis.url,
-        stateSecret: TEST_STATE_SECRET,
-        stateKeyPrefix: prefix,
-        stateLoadIntervalMs: 50,
-        ...overrides,
-      });
-      routers.push(router);
-      return router;
-    };
+    /** Replicas on the test's Redis, each under its own key prefix so tests do not see each other. */
+    const fleet = replicaFleet(3, { stateLoadIntervalMs: 50 });
+    const { replica } = fleet;
     const freshPrefix = () => `t${randomBytes(4).toString("hex")}`;
     const prompt = (topic: string) =>
       `You are the ${topic} assistant. ${"Answer carefully and cite the manual. ".repeat(30)}`;
@@ -85,13 +52,13 @@ describe.skipIf(redisSkipReason !== undefined)(
     it("without --state-url the second replica does not know where the prefix went", async () => {
       const a = await startTestRouter({
         policy: "cache_aware",
-        workerUrls: workers.map((w) => w.url),
+        workerUrls: fleet.workers.map((w) => w.url),
       });
       const b = await startTestRouter({
         policy: "cache_aware",
-        workerUrls: workers.map((w) => w.url),
+        workerUrls: fleet.workers.map((w) => w.url),
       });
-      routers.push(a, b);
+      fleet.track(a, b);
       const res = await chat(a, prompt("shipping"));
       const chosen = res.headers.get("x-radixgate-worker")!;
       await res.text();
@@ -106,7 +73,7 @@ describe.skipIf(redisSkipReason !== undefined)(
       const chosen = res.headers.get("x-radixgate-worker")!;
       await res.text();
       await waitFor(
-        async () => Number((await redis.client.xlen(`${prefix}:ops`)) ?? 0) > 0,
+        async () => Number((await fleet.redis.client.xlen(`${prefix}:ops`)) ?? 0) > 0,
         10_000,
         "the decision reaches the stream",
       );
@@ -135,11 +102,11 @@ describe.skipIf(redisSkipReason !== undefined)(
         }
       })();
       await waitFor(() => statuses.length >= 10, 10_000, "traffic before the outage");
-      await redis.kill();
+      await fleet.redis.kill();
       const atKill = statuses.length;
       await waitFor(() => statuses.length >= atKill + 20, 10_000, "traffic during the outage");
       await waitFor(() => a.context.sharedState?.link.up === false, 10_000, "A sees Redis down");
-      await redis.restart();
+      await fleet.redis.restart();
       await waitFor(
         () => a.context.sharedState?.link.up === true && b.context.sharedState?.link.up === true,
         15_000,
@@ -151,8 +118,8 @@ describe.skipIf(redisSkipReason !== undefined)(
       expect(statuses.every((s) => s === 200)).toBe(true);
       // Regression: both replicas rewrote the lost workers hash at once, and one read it half
       // written and dropped live workers. The hash only ever adds workers now.
-      expect(a.context.registry.size).toBe(workers.length);
-      expect(b.context.registry.size).toBe(workers.length);
+      expect(a.context.registry.size).toBe(fleet.workers.length);
+      expect(b.context.registry.size).toBe(fleet.workers.length);
 
       // Resynchronised: a new decision on A reaches B again.
       const system = prompt("after the outage");
@@ -189,7 +156,7 @@ describe.skipIf(redisSkipReason !== undefined)(
             .list()
             .map((w) => w.url)
             .sort(),
-        ).toEqual([...workers.map((w) => w.url), extra.url].sort());
+        ).toEqual([...fleet.workers.map((w) => w.url), extra.url].sort());
         const removed = await fetch(`${b.url}/workers/${encodeURIComponent(extra.url)}`, {
           method: "DELETE",
         });
@@ -201,7 +168,7 @@ describe.skipIf(redisSkipReason !== undefined)(
           10_000,
           "A and C remove it",
         );
-        expect(await redis.client.hexists(`${prefix}:workers`, extra.url)).toBe(0);
+        expect(await fleet.redis.client.hexists(`${prefix}:workers`, extra.url)).toBe(0);
       } finally {
         await extra.close();
       }
@@ -260,7 +227,7 @@ describe.skipIf(redisSkipReason !== undefined)(
       const b = await replica(prefix);
       // Redis holds every client's commands (its own UNPAUSE too) for 4 s.
       const pausedAt = Date.now();
-      await redis.client.call("CLIENT", "PAUSE", "4000", "ALL");
+      await fleet.redis.client.call("CLIENT", "PAUSE", "4000", "ALL");
       const finished: number[] = [];
       for (let i = 0; i < 6; i++) {
         const res = await chat(i % 2 === 0 ? a : b, prompt(`slow redis ${i}`));
@@ -278,17 +245,17 @@ describe.skipIf(redisSkipReason !== undefined)(
         const prefix = freshPrefix();
         const router = await startTestRouter({
           policy: "cache_aware",
-          workerUrls: workers.map((w) => w.url),
+          workerUrls: fleet.workers.map((w) => w.url),
           stateUrl: late.url,
           stateSecret: TEST_STATE_SECRET,
           stateKeyPrefix: prefix,
         });
-        routers.push(router);
+        fleet.track(router);
         expect(router.context.sharedState?.link.up).toBe(false);
         await late.restart();
         await waitFor(() => router.context.sharedState?.link.up === true, 15_000, "connects");
         await waitFor(
-          async () => (await late.client.hlen(`${prefix}:workers`)) === workers.length,
+          async () => (await late.client.hlen(`${prefix}:workers`)) === fleet.workers.length,
           15_000,
           "its workers reach the shared set",
         );
@@ -299,8 +266,8 @@ describe.skipIf(redisSkipReason !== undefined)(
 
     it("entries it cannot read in the stream (another writer, another version) are skipped", async () => {
       const prefix = freshPrefix();
-      await redis.client.xadd(`${prefix}:ops`, "*", "junk", "1");
-      await redis.client.xadd(
+      await fleet.redis.client.xadd(`${prefix}:ops`, "*", "junk", "1");
+      await fleet.redis.client.xadd(
         `${prefix}:ops`,
         "*",
         "r",
@@ -328,21 +295,31 @@ describe.skipIf(redisSkipReason !== undefined)(
       const prefix = freshPrefix();
       const a = await replica(prefix);
       const id = a.context.registry.list()[0]!.id;
-      await redis.client.set(`${prefix}:load:bad1`, "not json", "PX", 60_000);
-      await redis.client.set(`${prefix}:load:bad2`, JSON.stringify({ [id]: -5 }), "PX", 60_000);
+      await fleet.redis.client.set(`${prefix}:load:bad1`, "not json", "PX", 60_000);
+      await fleet.redis.client.set(
+        `${prefix}:load:bad2`,
+        JSON.stringify({ [id]: -5 }),
+        "PX",
+        60_000,
+      );
       // Counts are signed like ops (issue 20): a forged count in clear is ignored.
-      await redis.client.set(`${prefix}:load:forged`, JSON.stringify({ [id]: 50 }), "PX", 60_000);
+      await fleet.redis.client.set(
+        `${prefix}:load:forged`,
+        JSON.stringify({ [id]: 50 }),
+        "PX",
+        60_000,
+      );
       const good = JSON.stringify({ [id]: 2 });
       const signature = new StateSecret(TEST_STATE_SECRET).sign(`${prefix}:load:good`, [good]);
-      await redis.client.set(`${prefix}:load:good`, `${signature} ${good}`, "PX", 60_000);
-      await redis.client.sadd(`${prefix}:replicas`, "bad1", "bad2", "forged", "good");
+      await fleet.redis.client.set(`${prefix}:load:good`, `${signature} ${good}`, "PX", 60_000);
+      await fleet.redis.client.sadd(`${prefix}:replicas`, "bad1", "bad2", "forged", "good");
       const worker = a.context.registry.get(id)!;
       await waitFor(() => worker.peerInFlight === 2, 10_000, "the good peer's count");
       const metrics = await (await fetch(`${a.url}/metrics`)).text();
       expect(metrics).toMatch(/^radixgate_state_ops_rejected_total\{reason="unsigned"\} [1-9]/m);
-      await redis.client.del(`${prefix}:load:good`);
+      await fleet.redis.client.del(`${prefix}:load:good`);
       await waitFor(() => worker.peerInFlight === 0, 10_000, "an expired peer drops out");
-      expect(await redis.client.sismember(`${prefix}:replicas`, "good")).toBe(0);
+      expect(await fleet.redis.client.sismember(`${prefix}:replicas`, "good")).toBe(0);
     });
 
     it("a replica whose Redis is down at start still starts and serves", async () => {
@@ -352,13 +329,13 @@ describe.skipIf(redisSkipReason !== undefined)(
       const started = Date.now();
       const router = await startTestRouter({
         policy: "cache_aware",
-        workerUrls: workers.map((w) => w.url),
+        workerUrls: fleet.workers.map((w) => w.url),
         stateUrl: url,
         stateSecret: TEST_STATE_SECRET,
         stateKeyPrefix: freshPrefix(),
         stateQueueSize: 3,
       });
-      routers.push(router);
+      fleet.track(router);
       expect(Date.now() - started).toBeLessThan(8000);
       const res = await chat(router, prompt("offline"));
       expect(res.status).toBe(200);

@@ -1,65 +1,27 @@
 import { randomBytes } from "node:crypto";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { freePort } from "../../sim/free-port.js";
-import { type SimWorker, startSimWorker } from "../../sim/worker.js";
-import type { Config } from "../../src/config.js";
+import { startSimWorker } from "../../sim/worker.js";
 import type { RunningRouter } from "../../src/server.js";
 import { encodeOp, type StateOp } from "../../src/state/state-op.js";
 import { StateSecret } from "../../src/state/state-secret.js";
 import { normalizeWorkerUrl, workerIdFor } from "../../src/workers/worker-url.js";
 import { captureLogs } from "../helpers/log-capture.js";
-import {
-  redisSkipReason,
-  startRedis,
-  TEST_STATE_SECRET,
-  type TestRedis,
-} from "../helpers/redis.js";
-import { postJson, startTestRouter, waitFor } from "../helpers/router.js";
+import { redisSkipReason, TEST_STATE_SECRET } from "../helpers/redis.js";
+import { replicaFleet } from "../helpers/replica-fleet.js";
+import { postJson, waitFor } from "../helpers/router.js";
 
 // Issue 20 items 2 and 3: the Redis ops stream is a trust boundary. Two replicas on a real
 // redis-server; "the attacker" is a plain Redis client with write access and no secret.
 describe.skipIf(redisSkipReason !== undefined)(
   `Redis write access without the state secret${redisSkipReason ? ` (skipped: ${redisSkipReason})` : ""}`,
   () => {
-    let redis: TestRedis;
-    let workers: SimWorker[];
-    const routers: RunningRouter[] = [];
-
-    beforeAll(async () => {
-      redis = await startRedis();
-      workers = await Promise.all([1, 2].map((i) => startSimWorker({ id: `w${i}`, timeScale: 0 })));
-    });
-
-    afterAll(async () => {
-      await Promise.allSettled(routers.map((r) => r.stop(100)));
-      await Promise.allSettled(workers.map((w) => w.close()));
-      await redis?.stop();
-    });
-
-    const replica = async (
-      prefix: string,
-      overrides: Partial<Config> = {},
-      logger?: ReturnType<typeof captureLogs>["logger"],
-    ) => {
-      const router = await startTestRouter(
-        {
-          policy: "cache_aware",
-          workerUrls: workers.map((w) => w.url),
-          stateUrl: redis.url,
-          stateSecret: TEST_STATE_SECRET,
-          stateKeyPrefix: prefix,
-          stateLoadIntervalMs: 50,
-          ...overrides,
-        },
-        logger,
-      );
-      routers.push(router);
-      return router;
-    };
+    const fleet = replicaFleet(2, { stateLoadIntervalMs: 50 });
+    const { replica } = fleet;
     const freshPrefix = () => `t${randomBytes(4).toString("hex")}`;
     /** An op as a replica holding the secret would write it. */
     const signedXadd = (prefix: string, op: StateOp, secret = TEST_STATE_SECRET) =>
-      redis.client.xadd(
+      fleet.redis.client.xadd(
         `${prefix}:ops`,
         "*",
         ...encodeOp("peer", op, { secret: new StateSecret(secret), scope: `${prefix}:ops` }),
@@ -89,8 +51,8 @@ describe.skipIf(redisSkipReason !== undefined)(
       const evil = await startSimWorker({ id: "evil", timeScale: 0 });
       try {
         const ops = `${prefix}:ops`;
-        await redis.client.xadd(ops, "*", "r", "evil", "k", "a", "u", evil.url);
-        await redis.client.xadd(ops, "*", "r", "evil", "k", "d", "u", workers[0]!.url);
+        await fleet.redis.client.xadd(ops, "*", "r", "evil", "k", "a", "u", evil.url);
+        await fleet.redis.client.xadd(ops, "*", "r", "evil", "k", "d", "u", fleet.workers[0]!.url);
         await signedXadd(prefix, { kind: "add", url: evil.url }, "not the fleet's secret at all");
         // A signed op after them: once it is applied, the ones before it were read too.
         const marker = await startSimWorker({ id: "marker", timeScale: 0 });
@@ -108,7 +70,7 @@ describe.skipIf(redisSkipReason !== undefined)(
         }
         for (const router of [a, b]) {
           expect(router.context.registry.get(evil.url)).toBeUndefined();
-          expect(router.context.registry.get(workers[0]!.url)).toBeDefined();
+          expect(router.context.registry.get(fleet.workers[0]!.url)).toBeDefined();
           expect(await rejected(router, "unsigned")).toBe(2);
           expect(await rejected(router, "bad_signature")).toBe(1);
         }
@@ -122,7 +84,7 @@ describe.skipIf(redisSkipReason !== undefined)(
       const prefix = freshPrefix();
       const evil = await startSimWorker({ id: "evil-hash", timeScale: 0 });
       try {
-        await redis.client.hset(
+        await fleet.redis.client.hset(
           `${prefix}:workers`,
           evil.url,
           JSON.stringify({ added_at: Date.now() }),
@@ -137,15 +99,16 @@ describe.skipIf(redisSkipReason !== undefined)(
 
     it("a workers hash filled with junk is read only up to a bound, and the replica still publishes its own set", async () => {
       const prefix = freshPrefix();
-      const junk = redis.client.pipeline();
+      const junk = fleet.redis.client.pipeline();
       for (let i = 0; i < 6000; i++) junk.hset(`${prefix}:workers`, `http://junk-${i}:1`, "{}");
       await junk.exec();
       const a = await replica(prefix);
-      expect(a.context.registry.size).toBe(workers.length);
+      expect(a.context.registry.size).toBe(fleet.workers.length);
       expect(await rejected(a, "oversize")).toBe(1);
       expect(await rejected(a, "unsigned")).toBeLessThanOrEqual(4096 + 256);
       await waitFor(
-        async () => (await redis.client.hexists(`${prefix}:workers`, workers[0]!.url)) === 1,
+        async () =>
+          (await fleet.redis.client.hexists(`${prefix}:workers`, fleet.workers[0]!.url)) === 1,
         10_000,
         "its own workers written to the hash",
       );
@@ -154,7 +117,7 @@ describe.skipIf(redisSkipReason !== undefined)(
     it("a peer's worker is vetted like an admin-API add: not link-local, not this router, not a second spelling", async () => {
       const prefix = freshPrefix();
       const b = await replica(prefix);
-      const [w1] = workers;
+      const [w1] = fleet.workers;
       const respelled = w1!.url.replace("127.0.0.1", "[::ffff:127.0.0.1]");
       await signedXadd(prefix, { kind: "add", url: "http://169.254.169.254" });
       await signedXadd(prefix, { kind: "add", url: b.url });
@@ -165,7 +128,7 @@ describe.skipIf(redisSkipReason !== undefined)(
         await signedXadd(prefix, { kind: "add", url: marker.url });
         await waitFor(() => b.context.registry.get(marker.url) !== undefined, 10_000, "marker");
         expect(b.context.registry.list().map((w) => w.url)).toEqual([
-          ...workers.map((w) => w.url),
+          ...fleet.workers.map((w) => w.url),
           marker.url,
         ]);
       } finally {
@@ -249,8 +212,8 @@ describe.skipIf(redisSkipReason !== undefined)(
         expect(res.status).toBe(200);
         await res.text();
         const stored = JSON.stringify([
-          await redis.client.xrange(`${prefix}:ops`, "-", "+"),
-          await redis.client.hgetall(`${prefix}:workers`),
+          await fleet.redis.client.xrange(`${prefix}:ops`, "-", "+"),
+          await fleet.redis.client.hgetall(`${prefix}:workers`),
         ]);
         expect(stored).toContain(locked.url);
         expect(stored).not.toContain(key);

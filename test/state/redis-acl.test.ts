@@ -1,13 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type SimWorker, startSimWorker } from "../../sim/worker.js";
-import type { RunningRouter } from "../../src/server.js";
-import {
-  redisSkipReason,
-  startRedis,
-  TEST_STATE_SECRET,
-  type TestRedis,
-} from "../helpers/redis.js";
-import { postJson, startTestRouter, waitFor } from "../helpers/router.js";
+import { beforeAll, describe, expect, it } from "vitest";
+import { redisSkipReason } from "../helpers/redis.js";
+import { replicaFleet } from "../helpers/replica-fleet.js";
+import { postJson, waitFor } from "../helpers/router.js";
 
 /**
  * The Redis ACL that docs/deployment.md gives the routers: their keys only, the commands they
@@ -42,41 +36,35 @@ export const ROUTER_ACL = [
 describe.skipIf(redisSkipReason !== undefined)(
   `the documented Redis ACL${redisSkipReason ? ` (skipped: ${redisSkipReason})` : ""}`,
   () => {
-    let redis: TestRedis;
-    let workers: SimWorker[];
-    const routers: RunningRouter[] = [];
+    const fleet = replicaFleet(2);
 
     beforeAll(async () => {
-      redis = await startRedis();
-      workers = await Promise.all([1, 2].map((i) => startSimWorker({ id: `w${i}`, timeScale: 0 })));
-      await redis.client.call("ACL", "SETUSER", "radixgate", ...ROUTER_ACL, ">router-password");
-      await redis.client.call("ACL", "LOG", "RESET");
-    });
-
-    afterAll(async () => {
-      await Promise.allSettled(routers.map((r) => r.stop(100)));
-      await Promise.allSettled(workers.map((w) => w.close()));
-      await redis?.stop();
+      await fleet.redis.client.call(
+        "ACL",
+        "SETUSER",
+        "radixgate",
+        ...ROUTER_ACL,
+        ">router-password",
+      );
+      await fleet.redis.client.call("ACL", "LOG", "RESET");
     });
 
     it("is enough for two replicas to share decisions and workers, and nothing it denies is tried", async () => {
-      const replica = async () => {
-        const router = await startTestRouter({
-          policy: "cache_aware",
-          workerUrls: [workers[0]!.url],
-          stateUrl: `redis://radixgate:router-password@127.0.0.1:${redis.port}/0`,
-          stateSecret: TEST_STATE_SECRET,
-          stateKeyPrefix: "fleet1",
+      const replica = () =>
+        fleet.replica("fleet1", {
+          workerUrls: [fleet.workers[0]!.url],
+          stateUrl: `redis://radixgate:router-password@127.0.0.1:${fleet.redis.port}/0`,
           stateLoadIntervalMs: 50,
         });
-        routers.push(router);
-        return router;
-      };
       const a = await replica();
       const b = await replica();
-      const added = await postJson(`${a.url}/workers`, { url: workers[1]!.url });
+      const added = await postJson(`${a.url}/workers`, { url: fleet.workers[1]!.url });
       expect(added.status).toBe(201);
-      await waitFor(() => b.context.registry.get(workers[1]!.url) !== undefined, 10_000, "add");
+      await waitFor(
+        () => b.context.registry.get(fleet.workers[1]!.url) !== undefined,
+        10_000,
+        "add",
+      );
       const res = await postJson(`${a.url}/v1/completions`, {
         model: "m",
         prompt: `shared under the ACL ${"x".repeat(200)}`,
@@ -87,7 +75,7 @@ describe.skipIf(redisSkipReason !== undefined)(
       await waitFor(() => b.context.index.size(chosen) > 0, 10_000, "B applies A's decision");
       // Idle long enough for the reader's reset check (XINFO) and a few load rounds.
       await new Promise((resolve) => setTimeout(resolve, 1500));
-      expect(await redis.client.call("ACL", "LOG")).toEqual([]);
+      expect(await fleet.redis.client.call("ACL", "LOG")).toEqual([]);
       expect(a.context.sharedState?.link.up).toBe(true);
     }, 20_000);
   },

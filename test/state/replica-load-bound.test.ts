@@ -1,19 +1,14 @@
 import { randomBytes } from "node:crypto";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type SimWorker, startSimWorker } from "../../sim/worker.js";
+import { afterAll, describe, expect, it } from "vitest";
 import { createLogger } from "../../src/logger.js";
 import type { RunningRouter } from "../../src/server.js";
 import { LoadSync } from "../../src/state/load-sync.js";
 import { RedisLink } from "../../src/state/redis-link.js";
 import { stateKeys } from "../../src/state/state-keys.js";
 import { StateSecret } from "../../src/state/state-secret.js";
-import {
-  redisSkipReason,
-  startRedis,
-  TEST_STATE_SECRET,
-  type TestRedis,
-} from "../helpers/redis.js";
-import { postJson, startTestRouter, waitFor } from "../helpers/router.js";
+import { redisSkipReason, TEST_STATE_SECRET } from "../helpers/redis.js";
+import { replicaFleet } from "../helpers/replica-fleet.js";
+import { postJson, waitFor } from "../helpers/router.js";
 
 // Issue 20 item 10, the cell that missed: cache_aware on cache-pressure with 4 replicas, 7 points
 // under one router. Peers' in-flight counts are read every --state-load-interval-ms; the load
@@ -22,30 +17,20 @@ import { postJson, startTestRouter, waitFor } from "../helpers/router.js";
 describe.skipIf(redisSkipReason !== undefined)(
   `cache_aware's load bound with replicas${redisSkipReason ? ` (skipped: ${redisSkipReason})` : ""}`,
   () => {
-    let redis: TestRedis;
-    let workers: SimWorker[];
+    const fleet = replicaFleet(4);
     let router: RunningRouter | undefined;
     const links: RedisLink[] = [];
     const syncs: LoadSync[] = [];
 
-    beforeAll(async () => {
-      redis = await startRedis();
-      workers = await Promise.all(
-        [1, 2, 3, 4].map((i) => startSimWorker({ id: `w${i}`, timeScale: 0 })),
-      );
-    });
-
+    // Runs before the fleet's afterAll (hooks unwind in reverse): peers stop before Redis does.
     afterAll(async () => {
       await Promise.allSettled(syncs.map((s) => s.stop()));
       await Promise.allSettled(links.map((l) => l.close()));
-      await router?.stop(100);
-      await Promise.allSettled(workers.map((w) => w.close()));
-      await redis?.stop();
     });
 
     /** A peer replica that publishes the given in-flight counts, as its LoadSync does. */
     const peerPublishing = async (prefix: string, counts: Record<string, number>) => {
-      const link = new RedisLink({ url: redis.url }, createLogger({ level: "silent" }));
+      const link = new RedisLink({ url: fleet.redis.url }, createLogger({ level: "silent" }));
       links.push(link);
       await link.connect();
       const sync = new LoadSync(link, {
@@ -80,14 +65,7 @@ describe.skipIf(redisSkipReason !== undefined)(
 
     it("keeps a prefix on its worker when only peers' counts (as last read) put it over the bound", async () => {
       const prefix = `l${randomBytes(4).toString("hex")}`;
-      router = await startTestRouter({
-        policy: "cache_aware",
-        workerUrls: workers.map((w) => w.url),
-        stateUrl: redis.url,
-        stateSecret: TEST_STATE_SECRET,
-        stateKeyPrefix: prefix,
-        stateLoadIntervalMs: 20,
-      });
+      router = await fleet.replica(prefix, { stateLoadIntervalMs: 20 });
       const first = await ask("What is the refund policy?");
       const home = router.context.registry.list().find((w) => w.id === first.worker)!;
       expect(home).toBeDefined();

@@ -1,52 +1,21 @@
 import { randomBytes } from "node:crypto";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type SimWorker, startSimWorker } from "../../sim/worker.js";
+import { describe, expect, it } from "vitest";
 import type { Config } from "../../src/config.js";
 import type { RunningRouter } from "../../src/server.js";
-import {
-  redisSkipReason,
-  startRedis,
-  TEST_STATE_SECRET,
-  type TestRedis,
-} from "../helpers/redis.js";
-import { postJson, startTestRouter, waitFor } from "../helpers/router.js";
+import { redisSkipReason } from "../helpers/redis.js";
+import { replicaFleet } from "../helpers/replica-fleet.js";
+import { postJson, waitFor } from "../helpers/router.js";
 
 // Issue 20 item 10: two replicas routing one new prefix before either sees the other's decision.
 describe.skipIf(redisSkipReason !== undefined)(
   `replicas racing on a new prefix${redisSkipReason ? ` (skipped: ${redisSkipReason})` : ""}`,
   () => {
-    let redis: TestRedis;
-    let workers: SimWorker[];
-    const routers: RunningRouter[] = [];
-
-    beforeAll(async () => {
-      redis = await startRedis();
-      workers = await Promise.all(
-        [1, 2, 3].map((i) => startSimWorker({ id: `w${i}`, timeScale: 0 })),
-      );
+    const fleet = replicaFleet(3, {
+      stateLoadIntervalMs: 50,
+      // Wide: on a loaded machine the default 50 ms could run out and hide the agreement.
+      stateClaimTimeoutMs: 5000,
     });
-
-    afterAll(async () => {
-      await Promise.allSettled(routers.map((r) => r.stop(100)));
-      await Promise.allSettled(workers.map((w) => w.close()));
-      await redis?.stop();
-    });
-
-    const replica = async (prefix: string, overrides: Partial<Config> = {}) => {
-      const router = await startTestRouter({
-        policy: "cache_aware",
-        workerUrls: workers.map((w) => w.url),
-        stateUrl: redis.url,
-        stateSecret: TEST_STATE_SECRET,
-        stateKeyPrefix: prefix,
-        stateLoadIntervalMs: 50,
-        // Wide: on a loaded machine the default 50 ms could run out and hide the agreement.
-        stateClaimTimeoutMs: 5000,
-        ...overrides,
-      });
-      routers.push(router);
-      return router;
-    };
+    const { replica } = fleet;
     const freshPrefix = () => `r${randomBytes(4).toString("hex")}`;
     const tenant = (name: string) =>
       `You are the assistant of tenant ${name}. ${"Follow the tenant's policies to the letter. ".repeat(40)}`;
@@ -119,7 +88,9 @@ describe.skipIf(redisSkipReason !== undefined)(
       const first = await routed(chat(a, system, "One?"));
       const second = await routed(chat(b, system, "Two?"));
       expect(second.worker).not.toBe(first.worker);
-      expect(await redis.client.keys(`${a.context.config.stateKeyPrefix}:claim:*`)).toEqual([]);
+      expect(await fleet.redis.client.keys(`${a.context.config.stateKeyPrefix}:claim:*`)).toEqual(
+        [],
+      );
     });
 
     it("a request whose prefix a worker already holds asks Redis nothing", async () => {

@@ -1,15 +1,10 @@
 import { randomBytes } from "node:crypto";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type SimWorker, startSimWorker } from "../../sim/worker.js";
+import { describe, expect, it } from "vitest";
 import type { RunningRouter } from "../../src/server.js";
 import { compareIds } from "../../src/state/ops-reader.js";
-import {
-  redisSkipReason,
-  startRedis,
-  TEST_STATE_SECRET,
-  type TestRedis,
-} from "../helpers/redis.js";
-import { postJson, startTestRouter, waitFor } from "../helpers/router.js";
+import { redisSkipReason } from "../helpers/redis.js";
+import { replicaFleet } from "../helpers/replica-fleet.js";
+import { postJson, waitFor } from "../helpers/router.js";
 
 describe("stream ids", () => {
   it("compare by milliseconds then sequence, beyond 2^53", () => {
@@ -25,32 +20,8 @@ describe("stream ids", () => {
 describe.skipIf(redisSkipReason !== undefined)(
   `a reset or rewound ops stream${redisSkipReason ? ` (skipped: ${redisSkipReason})` : ""}`,
   () => {
-    let redis: TestRedis;
-    let workers: SimWorker[];
-    const routers: RunningRouter[] = [];
-
-    beforeAll(async () => {
-      redis = await startRedis();
-      workers = await Promise.all([1, 2].map((i) => startSimWorker({ id: `w${i}`, timeScale: 0 })));
-    });
-
-    afterAll(async () => {
-      await Promise.allSettled(routers.map((r) => r.stop(100)));
-      await Promise.allSettled(workers.map((w) => w.close()));
-      await redis?.stop();
-    });
-
-    const replica = async (prefix: string) => {
-      const router = await startTestRouter({
-        policy: "cache_aware",
-        workerUrls: workers.map((w) => w.url),
-        stateUrl: redis.url,
-        stateSecret: TEST_STATE_SECRET,
-        stateKeyPrefix: prefix,
-      });
-      routers.push(router);
-      return router;
-    };
+    const fleet = replicaFleet(2);
+    const { replica } = fleet;
     const decide = async (router: RunningRouter, topic: string) => {
       const res = await postJson(`${router.url}/v1/completions`, {
         model: "m",
@@ -71,12 +42,12 @@ describe.skipIf(redisSkipReason !== undefined)(
       const a = await replica(prefix);
       const b = await replica(prefix);
       // Someone with write access (or a primary with a clock far ahead) writes an entry from 2286.
-      await redis.client.xadd(`${prefix}:ops`, "9999999999999-0", "junk", "1");
+      await fleet.redis.client.xadd(`${prefix}:ops`, "9999999999999-0", "junk", "1");
       // Entries after it continue from its ID: B reads on past it.
       const first = await decide(a, "before the reset");
       await applied(b, first, 0, "B applies A's decision after the future entry");
       // The stream is deleted (DEL, or Redis restarted empty): new IDs are far below B's last one.
-      await redis.client.del(`${prefix}:ops`);
+      await fleet.redis.client.del(`${prefix}:ops`);
       const before = new Map(
         b.context.registry.list().map((w) => [w.id, b.context.index.size(w.id)]),
       );
@@ -93,11 +64,11 @@ describe.skipIf(redisSkipReason !== undefined)(
       const b = await replica(prefix);
       // The old primary's clock runs a minute ahead: its entries carry IDs from the future.
       const ahead = Date.now() + 60_000;
-      await redis.client.xadd(`${prefix}:ops`, `${ahead}-0`, "junk", "1");
+      await fleet.redis.client.xadd(`${prefix}:ops`, `${ahead}-0`, "junk", "1");
       const first = await decide(a, "on the old primary");
       await applied(b, first, 0, "B follows the stream");
       // Failover: the new primary's stream never disappears, it simply ends at its own clock.
-      await redis.client
+      await fleet.redis.client
         .multi()
         .del(`${prefix}:ops`)
         .xadd(`${prefix}:ops`, `${Date.now()}-0`, "junk", "1")

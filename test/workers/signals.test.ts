@@ -30,4 +30,18 @@ describe("EngineSignals", () => {
     s.recordSeen(3_000);
     expect(s.ageSecs(4_000)).toBe(1);
   });
+
+  it("keeps each data-parallel rank's series, fresh like the load; a rank's capacity is its own or an equal share", () => {
+    const s = new EngineSignals();
+    s.staleAfterMs = 15_000;
+    s.recordCapacity(1_000_000, "get_server_info", 1_000);
+    s.recordLoad(LOAD, 1_000, [{ queued: 0, capacityTokens: 600_000 }, { queued: 2 }]);
+    expect(s.rankQueued(1, 16_000)).toBe(2);
+    expect(s.rankQueued(2, 16_000)).toBeUndefined();
+    expect(s.rankQueued(1, 16_001)).toBeUndefined();
+    expect(s.ranks(16_001)).toBeUndefined();
+    // Capacities outlive freshness, as lastCapacity does.
+    expect(s.rankCapacity(0, 2)).toBe(600_000);
+    expect(s.rankCapacity(1, 2)).toBe(500_000);
+  });
 });
