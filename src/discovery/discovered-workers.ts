@@ -98,7 +98,7 @@ export class DiscoveredWorkers {
 
   private drain(url: string, entry: Owned): void {
     const { worker } = entry;
-    worker.draining = true;
+    worker.setDraining(true);
     this.logger.info(
       {
         source: this.source,
@@ -125,7 +125,7 @@ export class DiscoveredWorkers {
   private keep(url: string, entry: Owned): void {
     clearTimeout(entry.drainTimer);
     entry.drainTimer = undefined;
-    entry.worker.draining = false;
+    entry.worker.setDraining(false);
     this.logger.info(
       { source: this.source, worker: entry.worker.id, url },
       "worker back in its discovery source within the grace period: taking traffic, tree kept",

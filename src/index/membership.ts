@@ -3,8 +3,8 @@ import type { PrefixIndex } from "./prefix-index.js";
 /** A worker as the index sees it come and go (workers/worker.ts Worker has these). */
 export interface IndexedWorker {
   readonly id: string;
-  /** Characters the index holds for the worker, read by GET /workers and /metrics. */
-  indexedChars: () => number;
+  /** Where the worker reads the characters the index holds for it (GET /workers, /metrics). */
+  countIndexedCharsWith(source: () => number): void;
 }
 
 /** Who announces workers added and removed (workers/registry.ts WorkerRegistry.onChange). */
@@ -29,6 +29,6 @@ export function followMembership(
     }
     const id = worker.id;
     index.addWorker(id);
-    worker.indexedChars = () => index.size(id);
+    worker.countIndexedCharsWith(() => index.size(id));
   });
 }

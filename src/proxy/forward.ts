@@ -3,18 +3,14 @@ import type { Dispatcher } from "undici";
 import { RouterError } from "../errors.js";
 import type { RoutingDecider } from "../policies/decider.js";
 import type { RouteBranch } from "../policies/policy.js";
+import { FAILED, NEUTRAL } from "../workers/lease.js";
 import type { WorkerRegistry } from "../workers/registry.js";
 import { admitted, type ModelRoutingMode } from "../workers/served-models.js";
 import type { Worker } from "../workers/worker.js";
-import {
-  ClientAbort,
-  FirstByteTimeout,
-  RequestTimeout,
-  ShutdownAbort,
-  timerMs,
-} from "./abort-reasons.js";
+import { ClientAbort, ShutdownAbort } from "./abort-reasons.js";
+import { Attempt } from "./attempt.js";
 import { backoffMs, retryAfterMs, sleep } from "./backoff.js";
-import { Cancel } from "./cancel.js";
+import type { Cancel } from "./cancel.js";
 import { bodyForRank, headersWithRank, rankToSend } from "./dp-rank.js";
 import { hasPassedThrough, upstreamRequestHeaders, viaToken, withWorkerAuth } from "./headers.js";
 import { modelNotFound, noWorkerMessage } from "./no-worker-answers.js";
@@ -28,7 +24,7 @@ import {
   statusFailure,
 } from "./upstream-failure.js";
 import type { UsageFeedback } from "./usage-feedback.js";
-import { type ReportedUsage, UsageTap } from "./usage-tap.js";
+import type { ReportedUsage } from "./usage-tap.js";
 import { writeError } from "./write-error.js";
 
 export interface ForwardSettings {
@@ -88,6 +84,11 @@ export interface ForwardRequest {
   /** Aborted when the client goes away. */
   clientSignal: Cancel;
 }
+
+/** Either the response was (or is being) sent, or the attempt failed before any byte. */
+type AttemptResult =
+  | { kind: "done"; outcome: Omit<ForwardOutcome, "attempts">; usage?: ReportedUsage }
+  | { kind: "failed"; failure: AttemptFailure };
 
 /**
  * Sends one request to a worker chosen by the policy and streams the answer back unbuffered.
@@ -250,79 +251,69 @@ export class Forwarder {
     /** The x-radixgate-route header: branch, match rate, and the index when not the trees. */
     route: string,
     canRetry: () => boolean,
-  ): Promise<
-    | { kind: "done"; outcome: Omit<ForwardOutcome, "attempts">; usage?: ReportedUsage }
-    | { kind: "failed"; failure: AttemptFailure }
-  > {
-    const controller = new Cancel();
+  ): Promise<AttemptResult> {
+    const { stream, text } = req.routing;
+    const attempt = new Attempt({
+      worker,
+      load: { textChars: text.length, uncachedChars, rank },
+      requestId: req.requestId,
+      startedAt: req.startedAt,
+      deadline,
+      firstByteMs: stream
+        ? this.settings.streamFirstByteTimeoutMs
+        : this.settings.firstByteTimeoutMs,
+      stream,
+      clientSignal: req.clientSignal,
+      route,
+      limits: {
+        idleTimeoutMs: this.settings.idleTimeoutMs,
+        clientStallMs: this.settings.clientStallMs,
+      },
+      readUsage: this.feedback !== undefined && req.method === "POST",
+      onUpstreamError: this.hooks.onUpstreamError,
+    });
+    const controller = attempt.controller;
     this.inProgress.add(controller);
-    if (this.closed) controller.abort(new ShutdownAbort());
-    const onClientGone = () => controller.abort(new ClientAbort());
-    req.clientSignal.once("abort", onClientGone);
-    const overall = setTimeout(
-      () => controller.abort(new RequestTimeout()),
-      timerMs(deadline - Date.now()),
-    );
-    // Native timers, not undici's headersTimeout/bodyTimeout: those run on a coarse clock that
-    // fires up to a second late, so a 0.3 s first-byte timeout would really be ~1 s.
-    const { stream, text, body } = req.routing;
-    const firstByteMs = stream
-      ? this.settings.streamFirstByteTimeoutMs
-      : this.settings.firstByteTimeoutMs;
-    const firstByte = setTimeout(
-      () => controller.abort(new FirstByteTimeout(firstByteMs, stream)),
-      timerMs(firstByteMs),
-    );
-    worker.ownInFlight += 1;
-    worker.activeChars += text.length;
-    if (rank !== undefined) worker.addRankInFlight(rank, 1);
-    worker.pendingPrefillChars += uncachedChars;
-    worker.pendingPrefillRequests += 1;
-    worker.breaker.onDispatch();
-    // The first body byte means prefill is over (engines stream a token only after it); a
-    // non-streaming answer only has its body at the end.
-    let prefilled = false;
-    const prefillDone = () => {
-      if (prefilled) return;
-      prefilled = true;
-      worker.pendingPrefillChars -= uncachedChars;
-      worker.pendingPrefillRequests -= 1;
-    };
-    let released = false;
-    const release = () => {
-      if (released) return;
-      released = true;
-      prefillDone();
-      worker.ownInFlight -= 1;
-      worker.activeChars -= text.length;
-      if (rank !== undefined) worker.addRankInFlight(rank, -1);
+    try {
+      if (this.closed) controller.abort(new ShutdownAbort());
+      return await this.send(attempt, req, headers, rank, res, canRetry);
+    } finally {
+      // Every path above ended the attempt; this only makes sure (a second end is a no-op).
+      attempt.end(NEUTRAL);
       this.inProgress.delete(controller);
-      clearTimeout(overall);
-      clearTimeout(firstByte);
-      req.clientSignal.off("abort", onClientGone);
-    };
+    }
+  }
 
+  /** Sends the attempt's request and relays the answer, or reports why it failed. */
+  private async send(
+    attempt: Attempt,
+    req: ForwardRequest,
+    headers: Record<string, string | string[]>,
+    rank: number | undefined,
+    res: ServerResponse,
+    canRetry: () => boolean,
+  ): Promise<AttemptResult> {
+    const { worker, controller } = attempt;
     let upstream: Dispatcher.ResponseData;
     try {
       upstream = await worker.pool.request({
         method: req.method,
         path: worker.basePath + req.path,
         headers: withWorkerAuth(headersWithRank(headers, rank), worker.authorization),
-        body: bodyForRank(body, req.path, worker.signals.engine, rank) ?? null,
+        body: bodyForRank(req.routing.body, req.path, worker.signals.engine, rank) ?? null,
         signal: controller,
-        // 0 = off: the timers above and in relay() bound the wait instead.
+        // 0 = off: the attempt's timers and relay()'s bound the wait instead.
         headersTimeout: 0,
         bodyTimeout: 0,
       });
     } catch (err) {
-      release();
       const reason = controller.reason;
       if (reason instanceof ClientAbort) {
-        worker.breaker.onNeutral();
+        attempt.end(NEUTRAL);
         return { kind: "done", outcome: { status: 499, worker, error: "client_abort" } };
       }
       if (reason instanceof ShutdownAbort) {
-        worker.breaker.onNeutral();
+        attempt.end(NEUTRAL);
         const error = new RouterError(
           "shutting_down",
           "The router is shutting down and its --shutdown-grace-secs ran out; retry the request.",
@@ -333,37 +324,22 @@ export class Forwarder {
       // Connection failures and timeouts (first byte included) count against the breaker like a
       // 5xx: a worker that accepts requests and never answers is ejected after
       // --cb-failure-threshold of them, although its /health may still say 200.
-      worker.breaker.onFailure();
+      attempt.end(FAILED);
       return { kind: "failed", failure: classifyNetworkError(err, reason, worker) };
     }
 
-    clearTimeout(firstByte);
+    attempt.headersArrived();
     const status = upstream.statusCode;
     this.coolDown(worker, status, upstream.headers["retry-after"]);
     if (RETRYABLE_STATUS.has(status) && canRetry()) {
       // Nothing reached the client yet: discard this answer and let the caller try another worker.
       upstream.body.dump().catch(() => {});
-      release();
-      if (status === 429) worker.breaker.onNeutral();
-      else worker.breaker.onFailure();
+      // 429 says "busy", not "broken": neutral for the breaker.
+      attempt.end(status === 429 ? NEUTRAL : FAILED);
       return { kind: "failed", failure: statusFailure(status, worker) };
     }
 
-    const tap = this.feedback !== undefined ? usageTapFor(req, upstream) : undefined;
-    const outcome = await relay(
-      upstream,
-      worker,
-      req,
-      res,
-      controller,
-      route,
-      { idleTimeoutMs: this.settings.idleTimeoutMs, clientStallMs: this.settings.clientStallMs },
-      this.hooks.onUpstreamError,
-      prefillDone,
-      tap,
-    );
-    release();
-    const usage = tap?.result();
+    const { usage, ...outcome } = await relay(upstream, attempt, res);
     return usage === undefined ? { kind: "done", outcome } : { kind: "done", outcome, usage };
   }
 
@@ -376,19 +352,8 @@ export class Forwarder {
     const ms = retryAfterMs(header);
     if (ms === undefined || ms <= 0) return;
     const until = Date.now() + Math.min(ms, this.settings.maxCoolDownMs);
-    if (until > worker.coolDownUntil) worker.coolDownUntil = until;
+    worker.coolDown(until);
   }
-}
-
-/**
- * A tap for a successful inference answer's body, which relay() shows every chunk as it goes by
- * (never holding one back); none for a compressed body, which the tap cannot read.
- */
-function usageTapFor(req: ForwardRequest, upstream: Dispatcher.ResponseData): UsageTap | undefined {
-  if (req.method !== "POST" || upstream.statusCode < 200 || upstream.statusCode >= 300) return;
-  const encoding = upstream.headers["content-encoding"];
-  if (encoding !== undefined && encoding !== "identity") return;
-  return new UsageTap();
 }
 
 /** ms until the first cooling-down worker that is otherwise available returns, 0 when none. */

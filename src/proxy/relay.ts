@@ -1,6 +1,7 @@
 import type { ServerResponse } from "node:http";
 import type { Dispatcher } from "undici";
 import { type ErrorCode, errorBody } from "../errors.js";
+import { FAILED, type LeaseOutcome, NEUTRAL } from "../workers/lease.js";
 import type { Worker } from "../workers/worker.js";
 import {
   ClientAbort,
@@ -10,10 +11,10 @@ import {
   ShutdownAbort,
   timerMs,
 } from "./abort-reasons.js";
-import type { Cancel } from "./cancel.js";
+import type { Attempt } from "./attempt.js";
 import { responseHeaders } from "./headers.js";
 import { StallWatch } from "./stall-watch.js";
-import type { UsageTap } from "./usage-tap.js";
+import { type ReportedUsage, UsageTap } from "./usage-tap.js";
 
 /** How a relayed response ended, for the access log and metrics. */
 export interface RelayOutcome {
@@ -25,35 +26,29 @@ export interface RelayOutcome {
   error?: string;
   /** The worker's own status when it differs from `status` (a client gone mid-stream: 499). */
   upstreamStatus?: number;
+  /** The engine's usage, read from a successful answer as it went by (usage-tap.ts). */
+  usage?: ReportedUsage;
 }
 
-/** The relay's time limits, in ms. */
-export interface RelayLimits {
-  /** --idle-timeout-secs: the worker's silence between two chunks (not counted under back-pressure). */
-  idleTimeoutMs: number;
-  /** --client-stall-secs: the client taking nothing while its socket is full; 0 = no limit. */
-  clientStallMs: number;
-}
-
-/** Streams the worker's answer to the client as it arrives, honouring back-pressure. */
+/**
+ * Streams the worker's answer to the client as it arrives, honouring back-pressure. Ends the
+ * attempt (its lease: load given back, the outcome to the breaker) on every path before it
+ * resolves.
+ */
 export function relay(
   upstream: Dispatcher.ResponseData,
-  worker: Worker,
-  req: { readonly requestId: string; readonly startedAt: number },
+  attempt: Attempt,
   res: ServerResponse,
-  controller: Cancel,
-  route: string,
-  limits: RelayLimits,
-  onUpstreamError: (worker: Worker, kind: string) => void,
-  /** Called with the first body chunk (prefill is over), before it is written. */
-  onFirstChunk: () => void,
-  /** Reads the engine's usage from each chunk as it passes (usage-tap.ts). */
-  tap: UsageTap | undefined,
 ): Promise<RelayOutcome> {
+  const { worker, controller, limits } = attempt;
+  const tap = attempt.readUsage ? usageTapFor(upstream) : undefined;
   const status = upstream.statusCode;
   const contentType = String(upstream.headers["content-type"] ?? "");
   const isEventStream = contentType.startsWith("text/event-stream");
-  res.writeHead(status, responseHeaders(upstream.headers, worker.id, route, req.requestId));
+  res.writeHead(
+    status,
+    responseHeaders(upstream.headers, worker.id, attempt.route, attempt.requestId),
+  );
 
   return new Promise((resolve) => {
     const body = upstream.body;
@@ -78,8 +73,7 @@ export function relay(
       // reading does not hold an upstream slot (and the bytes queued for it) until
       // --request-timeout-secs. Nothing more can reach it: cut its connection.
       controller.abort(new ClientStall());
-      worker.breaker.onNeutral();
-      finish({
+      finish(NEUTRAL, {
         status: 499,
         upstreamStatus: status,
         worker,
@@ -89,22 +83,23 @@ export function relay(
       body.destroy();
       res.destroy();
     });
-    const finish = (outcome: RelayOutcome) => {
+    const finish = (lease: LeaseOutcome, outcome: Omit<RelayOutcome, "usage">) => {
       if (settled) return;
       settled = true;
       clearTimeout(idle);
       stall.stop();
       res.off("close", onClientClose);
-      resolve(outcome);
+      attempt.end(lease);
+      const usage = tap?.result();
+      resolve(usage === undefined ? outcome : { ...outcome, usage });
     };
     const onClientClose = () => {
       if (res.writableFinished) return;
       // The client left mid-response: stop the worker's work too; not the worker's fault.
       controller.abort(new ClientAbort());
       body.destroy();
-      worker.breaker.onNeutral();
       // Logged and counted as 499 whatever the worker's status was: the client did not get it.
-      finish({
+      finish(NEUTRAL, {
         status: 499,
         upstreamStatus: status,
         worker,
@@ -122,8 +117,8 @@ export function relay(
     };
     body.on("data", (chunk: Buffer) => {
       if (ttfbMs === undefined) {
-        ttfbMs = Date.now() - req.startedAt;
-        onFirstChunk();
+        ttfbMs = Date.now() - attempt.startedAt;
+        attempt.firstByte();
       }
       tap?.write(chunk);
       idle.refresh();
@@ -135,34 +130,34 @@ export function relay(
     });
     body.on("end", () => {
       res.end();
-      worker.served += 1;
-      if (status >= 500) {
-        worker.breaker.onFailure();
-        onUpstreamError(worker, `status_${status}`);
-      } else if (status >= 400) {
-        // A 4xx says the request was bad, not the worker: neutral, so it neither opens a closed
-        // breaker nor closes a half-open one.
-        worker.breaker.onNeutral();
-      } else worker.breaker.onSuccess();
-      finish({ status, worker, ...(ttfbMs !== undefined ? { ttfbMs } : {}) });
+      // Served; the breaker counts a 5xx as a failure and a 4xx as neutral (the request was bad,
+      // not the worker), so a 4xx neither opens a closed breaker nor closes a half-open one.
+      if (status >= 500) attempt.onUpstreamError(worker, `status_${status}`);
+      finish(
+        { kind: "answered", status },
+        { status, worker, ...(ttfbMs !== undefined ? { ttfbMs } : {}) },
+      );
     });
     body.on("error", (err) => {
       const reason = controller.reason;
       if (reason instanceof ClientAbort || reason instanceof ClientStall) return;
       if (reason instanceof ShutdownAbort) {
         // Not the worker's fault: no breaker count. A stream learns why it ends, in-band.
-        worker.breaker.onNeutral();
         endBroken(
           "shutting_down",
           "The router is shutting down and its --shutdown-grace-secs ran out; retry the request.",
         );
-        finish({ status, worker, error: "shutdown", ...(ttfbMs !== undefined ? { ttfbMs } : {}) });
+        finish(NEUTRAL, {
+          status,
+          worker,
+          error: "shutdown",
+          ...(ttfbMs !== undefined ? { ttfbMs } : {}),
+        });
         return;
       }
       const timedOut = reason instanceof RequestTimeout || reason instanceof IdleTimeout;
       const kind = timedOut ? "timeout" : "stream";
-      worker.breaker.onFailure();
-      onUpstreamError(worker, kind);
+      attempt.onUpstreamError(worker, kind);
       const message =
         reason instanceof IdleTimeout
           ? `Worker ${worker.url} sent nothing for --idle-timeout-secs.`
@@ -170,7 +165,7 @@ export function relay(
             ? `Request to worker ${worker.url} exceeded --request-timeout-secs.`
             : `Worker ${worker.url} failed mid-stream: ${err.message}`;
       endBroken(timedOut ? "upstream_timeout" : "upstream_error", message);
-      finish({ status, worker, error: kind, ...(ttfbMs !== undefined ? { ttfbMs } : {}) });
+      finish(FAILED, { status, worker, error: kind, ...(ttfbMs !== undefined ? { ttfbMs } : {}) });
     });
     /** Ends a response whose upstream broke: an SSE error event, or a cut for a JSON body. */
     const endBroken = (code: ErrorCode, message: string) => {
@@ -183,4 +178,15 @@ export function relay(
       }
     };
   });
+}
+
+/**
+ * A tap for a successful answer's body, which relay() shows every chunk as it goes by (never
+ * holding one back); none for a compressed body, which the tap cannot read.
+ */
+function usageTapFor(upstream: Dispatcher.ResponseData): UsageTap | undefined {
+  if (upstream.statusCode < 200 || upstream.statusCode >= 300) return;
+  const encoding = upstream.headers["content-encoding"];
+  if (encoding !== undefined && encoding !== "identity") return;
+  return new UsageTap();
 }

@@ -44,7 +44,7 @@ export class UsageFeedback {
     const { promptTokens, cachedTokens } = usage;
     this.hooks.onEngineTokens(worker, promptTokens, cachedTokens ?? 0);
     if (!aboutText) return;
-    worker.charsPerTokenEstimate.observe(request.text.length, promptTokens);
+    worker.learnCharsPerToken(request.text.length, promptTokens);
     if (cachedTokens === undefined || decision.index === null || othersPrefilling) return;
     const engineHeld = engineHeldChars(
       decision.heldBefore,
@@ -56,7 +56,7 @@ export class UsageFeedback {
     if (engineHeld === undefined) return;
     const forgotten = decider.reported(decision, request, engineHeld);
     if (forgotten <= 0) return;
-    worker.feedbackCorrections += 1;
+    worker.noteFeedbackCorrection();
     this.hooks.onCorrection(worker, forgotten);
   }
 }

@@ -7,7 +7,8 @@ import type { StateSecret } from "./state-secret.js";
 export interface LoadWorker {
   readonly id: string;
   readonly ownInFlight: number;
-  peerInFlight: number;
+  /** The sum of the peers' counts for the worker (workers/worker.ts Worker.setPeerInFlight). */
+  setPeerInFlight(count: number): void;
 }
 
 export interface LoadSyncOptions {
@@ -97,7 +98,8 @@ export class LoadSync {
         });
         if (gone.length > 0) void redis.srem(keys.replicas, ...gone).catch(() => {});
       }
-      for (const worker of this.options.workers()) worker.peerInFlight = totals.get(worker.id) ?? 0;
+      for (const worker of this.options.workers())
+        worker.setPeerInFlight(totals.get(worker.id) ?? 0);
       return true;
     } catch {
       return false;
@@ -120,7 +122,7 @@ export class LoadSync {
   }
 
   private forgetPeers(): void {
-    for (const worker of this.options.workers()) worker.peerInFlight = 0;
+    for (const worker of this.options.workers()) worker.setPeerInFlight(0);
   }
 
   /** Stops publishing and removes this replica's count at once (best effort). */

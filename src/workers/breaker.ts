@@ -10,6 +10,13 @@ export interface BreakerOptions {
   now?: () => number;
 }
 
+/** What the rest of the router reads of a breaker; only a worker's leases report outcomes. */
+export interface BreakerView {
+  readonly state: BreakerState;
+  admits(): boolean;
+  readonly consecutiveFailures: number;
+}
+
 /**
  * Passive per-worker circuit breaker. Only failures that say something about the worker count
  * (connection errors, timeouts, 5xx); the caller never reports a 4xx as a failure, because a bad
@@ -19,7 +26,7 @@ export interface BreakerOptions {
  * outcome of one request is known only at the end of a stream, a 4xx is neutral, and the policy
  * must ask "does it admit a request?" without making one; this is about 60 lines.
  */
-export class CircuitBreaker {
+export class CircuitBreaker implements BreakerView {
   private current: BreakerState = "closed";
   private failures = 0;
   private successes = 0;

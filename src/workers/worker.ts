@@ -1,9 +1,11 @@
 import { Pool } from "undici";
 import type { EngineKind } from "../engines/engine-reading.js";
-import { type BreakerOptions, CircuitBreaker } from "./breaker.js";
+import { type BreakerOptions, type BreakerView, CircuitBreaker } from "./breaker.js";
 import { CharsPerToken } from "./chars-per-token.js";
 import { guardedLookup } from "./guarded-lookup.js";
+import { type DispatchLoad, WorkerLease } from "./lease.js";
 import { EngineSignals } from "./signals.js";
+import { WorkerLoad } from "./worker-load.js";
 
 export interface WorkerOptions {
   breaker: Omit<BreakerOptions, "now">;
@@ -17,35 +19,73 @@ export interface WorkerOptions {
  * probably caches is the prefix index's business (src/index/), keyed by the worker's id.
  */
 export class Worker {
+  /** This router's own load there, written only by the worker's leases (lease.ts). */
+  private readonly load = new WorkerLoad();
+  private readonly circuit: CircuitBreaker;
+  private peers = 0;
+  private drainingNow = false;
+  private coolingUntil = 0;
+  private corrections = 0;
+  private indexedCharsSource: () => number = () => 0;
+
+  /**
+   * Takes the request's load on the worker until the returned lease is finished (lease.ts): the
+   * one way in-flight counts, pending prefill, the served count and the breaker change.
+   */
+  dispatch(load: DispatchLoad): WorkerLease {
+    return new WorkerLease(this.load, this.circuit, load);
+  }
+
   /** Requests this router dispatched to the worker and that have not finished (exact). */
-  ownInFlight = 0;
+  get ownInFlight(): number {
+    return this.load.inFlight;
+  }
   /**
    * The other replicas' in-flight counts for this worker, as they last published them
    * (--state-url; state/load-sync.ts). 0 without shared state.
    */
-  peerInFlight = 0;
+  get peerInFlight(): number {
+    return this.peers;
+  }
+  setPeerInFlight(count: number): void {
+    this.peers = count;
+  }
   /**
    * Uncached prompt characters (text length − what the index said this worker held) of the
    * in-flight requests that have no first byte back yet: prefill work queued on the engine, as the
-   * router estimates it. Added at dispatch, removed at the first body byte or when the attempt
-   * ends, whichever comes first (proxy/forward.ts). Read by the prefix_cost policy.
+   * router estimates it. Added at dispatch, removed at the lease's first byte or finish, whichever
+   * comes first (lease.ts). Read by the prefix_cost policy.
    */
-  pendingPrefillChars = 0;
+  get pendingPrefillChars(): number {
+    return this.load.pendingPrefillChars;
+  }
   /** How many requests pendingPrefillChars adds up (same bounds: dispatch to first byte or end). */
-  pendingPrefillRequests = 0;
+  get pendingPrefillRequests(): number {
+    return this.load.pendingPrefillRequests;
+  }
   /**
    * Routing-text characters of this router's in-flight requests there (dispatch to end): the
    * sequences the worker holds active, as NVIDIA Dynamo's router tracks its active blocks
    * (scheduling/prefix-scorers.ts DynamoCostScorer).
    */
-  activeChars = 0;
+  get activeChars(): number {
+    return this.load.activeChars;
+  }
   /**
    * This router's in-flight requests per data-parallel rank, for those sent to a chosen rank
    * (--kv-events-dp-size; proxy/forward.ts). Index = rank; empty for an engine without ranks.
    */
-  readonly rankInFlight: number[] = [];
+  get rankInFlight(): readonly number[] {
+    return this.load.rankInFlight;
+  }
   /** Requests that completed with a response from this worker. */
-  served = 0;
+  get served(): number {
+    return this.load.served;
+  }
+  /** The circuit breaker, to read; its outcomes come from the leases. */
+  get breaker(): BreakerView {
+    return this.circuit;
+  }
   /** Result of active health checks; unhealthy workers keep their tree but get no traffic. */
   healthy = true;
   healthFailures = 0;
@@ -56,23 +96,48 @@ export class Worker {
    * Set while a discovery source has dropped it but its grace period runs (discovery/): no new
    * requests, in-flight ones complete, and it keeps its tree in case it comes back.
    */
-  draining = false;
+  get draining(): boolean {
+    return this.drainingNow;
+  }
+  setDraining(draining: boolean): void {
+    this.drainingNow = draining;
+  }
   /**
    * Epoch ms until which the worker gets no new requests, because it answered 429/503 with a
    * Retry-After (proxy/forward.ts). 0 = not cooling down.
    */
-  coolDownUntil = 0;
-  readonly breaker: CircuitBreaker;
+  get coolDownUntil(): number {
+    return this.coolingUntil;
+  }
+  /** No new requests until `until` (epoch ms); a cool-down already longer stays. */
+  coolDown(until: number): void {
+    if (until > this.coolingUntil) this.coolingUntil = until;
+  }
   /** What its engine reports: KV capacity, queue, KV usage, with their age (workers/introspection.ts). */
   readonly signals = new EngineSignals();
   /** Budget of its prefix tree in characters, as last set (workers/tree-budget.ts). */
   treeBudget: number | undefined = undefined;
-  /** Characters the prefix index holds for this worker (set by the registry; for reports only). */
-  indexedChars: () => number = () => 0;
+  /** Characters the prefix index holds for this worker (for reports only). */
+  indexedChars(): number {
+    return this.indexedCharsSource();
+  }
+  /** Where indexedChars() reads from: the index, which follows membership (index/membership.ts). */
+  countIndexedCharsWith(source: () => number): void {
+    this.indexedCharsSource = source;
+  }
   /** Characters of routing text per prompt token, learned from the engine's usage reports. */
   readonly charsPerTokenEstimate = new CharsPerToken();
   /** Times the engine reported clearly fewer cached tokens than the index claimed (index trimmed). */
-  feedbackCorrections = 0;
+  get feedbackCorrections(): number {
+    return this.corrections;
+  }
+  noteFeedbackCorrection(): void {
+    this.corrections += 1;
+  }
+  /** The engine reported how many prompt tokens `chars` characters of routing text made. */
+  learnCharsPerToken(chars: number, tokens: number): void {
+    this.charsPerTokenEstimate.observe(chars, tokens);
+  }
   /**
    * Models and LoRA adapters the worker serves (from its /v1/models); undefined = not known, so
    * it is a candidate for any model.
@@ -101,7 +166,7 @@ export class Worker {
     apiKey?: string,
   ) {
     Object.defineProperty(this, "apiKey", { value: apiKey, enumerable: false });
-    this.breaker = new CircuitBreaker({ ...options.breaker });
+    this.circuit = new CircuitBreaker({ ...options.breaker });
     const parsed = new URL(url);
     this.basePath = parsed.pathname.replace(/\/$/, "");
     this.pool = new Pool(parsed.origin, {
@@ -112,12 +177,6 @@ export class Worker {
       keepAliveTimeout: 30_000,
       // Timeouts are set per request (see proxy/forward.ts); these only bound idle sockets.
     });
-  }
-
-  /** One more (+1) or one fewer (-1) of this router's requests in flight on a rank. */
-  addRankInFlight(rank: number, delta: number): void {
-    while (this.rankInFlight.length <= rank) this.rankInFlight.push(0);
-    this.rankInFlight[rank] = Math.max(0, this.rankInFlight[rank]! + delta);
   }
 
   /** Requests in flight on the worker fleet-wide: this router's own plus its peers' (what policies weigh). */
@@ -147,14 +206,14 @@ export class Worker {
       this.healthy &&
       !this.removed &&
       !this.draining &&
-      (this.coolDownUntil === 0 || Date.now() >= this.coolDownUntil) &&
-      this.breaker.admits()
+      (this.coolingUntil === 0 || Date.now() >= this.coolingUntil) &&
+      this.circuit.admits()
     );
   }
 
   /** ms left of a Retry-After cool-down, 0 when none. */
   get coolDownMs(): number {
-    return Math.max(0, this.coolDownUntil - Date.now());
+    return Math.max(0, this.coolingUntil - Date.now());
   }
 
   /** The Authorization header the router sends to this worker, if it has a key. */

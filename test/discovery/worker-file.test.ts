@@ -125,10 +125,10 @@ describe("--worker-file: workers follow the file's changes", () => {
     // A long stream on a: pin it there by taking b out of the running for a moment.
     const bWorker = router.context.registry.get(b.url);
     if (bWorker === undefined) throw new Error("b not registered");
-    bWorker.draining = true;
+    bWorker.setDraining(true);
     const inFlight = longStream(router.url, 120);
     await waitFor(() => router.context.registry.get(a.url)?.inFlight === 1, 5000, "a busy");
-    bWorker.draining = false;
+    bWorker.setDraining(false);
 
     await rewrite(`- ${b.url}\n`);
     await waitFor(async () => (await urls()).length === 1, 10_000, "a removed");

@@ -274,11 +274,13 @@ describe("engine introspection over HTTP", () => {
       captureLogs("silent").logger,
     );
     const worker = registry.add(url); // read at once: two of the router's requests are waiting
-    worker.pendingPrefillRequests = 2;
+    const waiting = [1, 2].map(() => worker.dispatch({ textChars: 10, uncachedChars: 10 }));
+    expect(worker.pendingPrefillRequests).toBe(2);
     await waitFor(() => worker.signals.load() !== undefined, 5000, "first read");
     expect(worker.signals.load()).toMatchObject({ queued: 3, routerPending: 2 });
     // They started since: the third waiting request is still the only one someone else sent.
-    worker.pendingPrefillRequests = 0;
+    for (const lease of waiting) lease.firstByte();
+    expect(worker.pendingPrefillRequests).toBe(0);
     expect(worker.foreignQueuedAt(Date.now())).toBe(1);
     introspector.stop();
   });

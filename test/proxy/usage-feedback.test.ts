@@ -44,6 +44,12 @@ describe("UsageFeedback.apply", () => {
       inFlight: 0,
       feedbackCorrections: 0,
       charsPerTokenEstimate: new CharsPerToken(),
+      learnCharsPerToken(chars: number, tokens: number) {
+        this.charsPerTokenEstimate.observe(chars, tokens);
+      },
+      noteFeedbackCorrection() {
+        this.feedbackCorrections += 1;
+      },
       get charsPerToken() {
         return this.charsPerTokenEstimate.value;
       },

@@ -38,7 +38,11 @@ describe.skipIf(redisSkipReason !== undefined)(
         keys: stateKeys(prefix),
         intervalMs: 60_000, // one explicit tick; its count then lives 3 minutes
         workers: () =>
-          Object.entries(counts).map(([id, n]) => ({ id, ownInFlight: n, peerInFlight: 0 })),
+          Object.entries(counts).map(([id, n]) => ({
+            id,
+            ownInFlight: n,
+            setPeerInFlight: () => {},
+          })),
         secret: new StateSecret(TEST_STATE_SECRET),
       });
       syncs.push(sync);

@@ -51,9 +51,11 @@ describe("Worker.foreignQueuedAt (the foreign queue prefix_cost reads)", () => {
       w.signals.staleAfterMs = 15_000;
       // The engine reported 3 waiting, all three this router's; seconds later they have all
       // started and the router has none pending there. That is not foreign work.
-      w.pendingPrefillRequests = 3;
+      const pending = [1, 2, 3].map(() => w.dispatch({ textChars: 10, uncachedChars: 10 }));
+      expect(w.pendingPrefillRequests).toBe(3);
       w.signals.recordLoad({ ...LOAD, routerPending: 3 }, Date.now());
-      w.pendingPrefillRequests = 0;
+      for (const lease of pending) lease.firstByte();
+      expect(w.pendingPrefillRequests).toBe(0);
       expect(w.foreignQueuedAt(Date.now())).toBe(0);
     } finally {
       await w.pool.close();

@@ -1,0 +1,23 @@
+/**
+ * This router's own load on one worker. Written only by the worker's leases (lease.ts); the
+ * Worker exposes it read-only.
+ */
+export class WorkerLoad {
+  /** Requests dispatched and not finished (exact). */
+  inFlight = 0;
+  /** Routing-text characters of those requests (dispatch to end). */
+  activeChars = 0;
+  /** Uncached prompt characters of the requests with no first byte back yet. */
+  pendingPrefillChars = 0;
+  /** How many requests pendingPrefillChars adds up. */
+  pendingPrefillRequests = 0;
+  /** In-flight requests per data-parallel rank (index = rank), for those sent to a chosen rank. */
+  readonly rankInFlight: number[] = [];
+  /** Requests that completed with a response from the worker. */
+  served = 0;
+
+  addRankInFlight(rank: number, delta: number): void {
+    while (this.rankInFlight.length <= rank) this.rankInFlight.push(0);
+    this.rankInFlight[rank] = Math.max(0, this.rankInFlight[rank]! + delta);
+  }
+}

@@ -1,0 +1,261 @@
+import fc from "fast-check";
+import { afterEach, describe, expect, it } from "vitest";
+import { CircuitBreaker } from "../../src/workers/breaker.js";
+import {
+  type DispatchLoad,
+  FAILED,
+  type LeaseOutcome,
+  NEUTRAL,
+  WorkerLease,
+} from "../../src/workers/lease.js";
+import { Worker } from "../../src/workers/worker.js";
+import { WorkerLoad } from "../../src/workers/worker-load.js";
+
+const BREAKER = { failureThreshold: 3, openMs: 60_000, successThreshold: 1 };
+const OUTCOMES: Record<string, LeaseOutcome> = {
+  ok: { kind: "answered", status: 200 },
+  bad_request: { kind: "answered", status: 400 },
+  server_error: { kind: "answered", status: 503 },
+  failed: FAILED,
+  neutral: NEUTRAL,
+};
+
+/** A breaker that counts what it is told. */
+class CountingBreaker extends CircuitBreaker {
+  readonly calls = { dispatch: 0, success: 0, failure: 0, neutral: 0 };
+  constructor() {
+    super(BREAKER);
+  }
+  override onDispatch(): void {
+    this.calls.dispatch += 1;
+    super.onDispatch();
+  }
+  override onSuccess(): void {
+    this.calls.success += 1;
+    super.onSuccess();
+  }
+  override onFailure(): void {
+    this.calls.failure += 1;
+    super.onFailure();
+  }
+  override onNeutral(): void {
+    this.calls.neutral += 1;
+    super.onNeutral();
+  }
+}
+
+const workers: Worker[] = [];
+function worker(): Worker {
+  const w = new Worker("w", "http://127.0.0.1:9", { breaker: BREAKER, connectTimeoutMs: 1000 });
+  workers.push(w);
+  return w;
+}
+afterEach(async () => {
+  for (const w of workers.splice(0)) await w.pool.close();
+});
+
+function idle(w: Worker) {
+  return {
+    inFlight: w.ownInFlight,
+    activeChars: w.activeChars,
+    pendingPrefillChars: w.pendingPrefillChars,
+    pendingPrefillRequests: w.pendingPrefillRequests,
+    ranks: w.rankInFlight.filter((n) => n !== 0).length,
+  };
+}
+const IDLE = {
+  inFlight: 0,
+  activeChars: 0,
+  pendingPrefillChars: 0,
+  pendingPrefillRequests: 0,
+  ranks: 0,
+};
+
+describe("WorkerLease", () => {
+  it("dispatch takes the load: in flight, active characters, pending prefill, the rank", () => {
+    const w = worker();
+    w.dispatch({ textChars: 100, uncachedChars: 60, rank: 2 });
+    expect(idle(w)).toEqual({
+      inFlight: 1,
+      activeChars: 100,
+      pendingPrefillChars: 60,
+      pendingPrefillRequests: 1,
+      ranks: 1,
+    });
+    expect(w.rankInFlight[2]).toBe(1);
+  });
+
+  for (const [name, outcome] of Object.entries(OUTCOMES)) {
+    for (const sawFirstByte of [false, true]) {
+      it(`every count returns to 0 on ${name} (${sawFirstByte ? "after" : "before"} the first byte)`, () => {
+        const w = worker();
+        const lease = w.dispatch({ textChars: 100, uncachedChars: 60, rank: 1 });
+        if (sawFirstByte) {
+          lease.firstByte();
+          expect(w.pendingPrefillRequests).toBe(0);
+          expect(w.pendingPrefillChars).toBe(0);
+          expect(w.ownInFlight).toBe(1);
+        }
+        lease.finish(outcome);
+        expect(idle(w)).toEqual(IDLE);
+        expect(w.served).toBe(outcome.kind === "answered" ? 1 : 0);
+        expect(lease.done).toBe(true);
+      });
+    }
+  }
+
+  it("finishing twice (or a first byte after the end) changes nothing: no double decrement of another lease's load", () => {
+    const w = worker();
+    const a = w.dispatch({ textChars: 10, uncachedChars: 10, rank: 0 });
+    const b = w.dispatch({ textChars: 20, uncachedChars: 5, rank: 0 });
+    a.finish(FAILED);
+    a.finish(FAILED);
+    a.finish({ kind: "answered", status: 200 });
+    a.firstByte();
+    expect(idle(w)).toEqual({
+      inFlight: 1,
+      activeChars: 20,
+      pendingPrefillChars: 5,
+      pendingPrefillRequests: 1,
+      ranks: 1,
+    });
+    expect(w.served).toBe(0);
+    expect(w.breaker.consecutiveFailures).toBe(1);
+    b.firstByte();
+    b.firstByte();
+    expect(w.pendingPrefillRequests).toBe(0);
+    expect(w.ownInFlight).toBe(1);
+    b.finish(NEUTRAL);
+    expect(idle(w)).toEqual(IDLE);
+  });
+
+  it("records each outcome in the breaker once: 2xx success, 5xx and failed failures, 4xx and neutral neutral", () => {
+    const expected: Record<string, Partial<CountingBreaker["calls"]>> = {
+      ok: { success: 1 },
+      bad_request: { neutral: 1 },
+      server_error: { failure: 1 },
+      failed: { failure: 1 },
+      neutral: { neutral: 1 },
+    };
+    for (const [name, outcome] of Object.entries(OUTCOMES)) {
+      const breaker = new CountingBreaker();
+      const lease = new WorkerLease(new WorkerLoad(), breaker, { textChars: 1, uncachedChars: 1 });
+      lease.finish(outcome);
+      lease.finish(outcome);
+      lease.finish(FAILED);
+      expect(breaker.calls, name).toEqual({
+        dispatch: 1,
+        success: 0,
+        failure: 0,
+        neutral: 0,
+        ...expected[name],
+      });
+    }
+  });
+
+  it("a half-open breaker's trial slot is held by the lease and freed by its neutral end", async () => {
+    const w = new Worker("w", "http://127.0.0.1:9", {
+      breaker: { failureThreshold: 1, openMs: 0, successThreshold: 1 },
+      connectTimeoutMs: 1000,
+    });
+    workers.push(w);
+    w.dispatch({ textChars: 1, uncachedChars: 1 }).finish(FAILED);
+    // openMs 0: open turns half-open at once, and one trial is admitted.
+    expect(w.breaker.state).toBe("half_open");
+    const trial = w.dispatch({ textChars: 1, uncachedChars: 1 });
+    expect(w.breaker.admits()).toBe(false);
+    trial.finish(NEUTRAL);
+    expect(w.breaker.admits()).toBe(true);
+    const next = w.dispatch({ textChars: 1, uncachedChars: 1 });
+    next.finish({ kind: "answered", status: 200 });
+    expect(w.breaker.state).toBe("closed");
+  });
+
+  it("property: over any sequence of dispatch, firstByte and finish, the counts are the open leases' and return to 0", () => {
+    type Op =
+      | { op: "dispatch"; load: DispatchLoad }
+      | { op: "firstByte"; pick: number }
+      | { op: "finish"; pick: number; outcome: string };
+    const op: fc.Arbitrary<Op> = fc.oneof(
+      fc.record({
+        op: fc.constant("dispatch" as const),
+        load: fc.record(
+          {
+            textChars: fc.nat(5000),
+            uncachedChars: fc.nat(5000),
+            rank: fc.option(fc.nat(3), { nil: undefined }),
+          },
+          { requiredKeys: ["textChars", "uncachedChars"] },
+        ),
+      }),
+      fc.record({ op: fc.constant("firstByte" as const), pick: fc.nat() }),
+      fc.record({
+        op: fc.constant("finish" as const),
+        pick: fc.nat(),
+        outcome: fc.constantFrom(...Object.keys(OUTCOMES)),
+      }),
+    );
+    fc.assert(
+      fc.property(fc.array(op, { maxLength: 60 }), (ops) => {
+        const load = new WorkerLoad();
+        const breaker = new CountingBreaker();
+        const leases: {
+          lease: WorkerLease;
+          load: DispatchLoad;
+          prefilling: boolean;
+          open: boolean;
+        }[] = [];
+        let served = 0;
+        let ended = 0;
+        const check = () => {
+          const open = leases.filter((l) => l.open);
+          const prefilling = open.filter((l) => l.prefilling);
+          expect(load.inFlight).toBe(open.length);
+          expect(load.activeChars).toBe(open.reduce((n, l) => n + l.load.textChars, 0));
+          expect(load.pendingPrefillRequests).toBe(prefilling.length);
+          expect(load.pendingPrefillChars).toBe(
+            prefilling.reduce((n, l) => n + l.load.uncachedChars, 0),
+          );
+          for (let rank = 0; rank < 4; rank++)
+            expect(load.rankInFlight[rank] ?? 0).toBe(
+              open.filter((l) => l.load.rank === rank).length,
+            );
+          expect(load.served).toBe(served);
+          const { success, failure, neutral, dispatch } = breaker.calls;
+          expect(success + failure + neutral).toBe(ended);
+          expect(dispatch).toBe(leases.length);
+        };
+        for (const step of ops) {
+          if (step.op === "dispatch") {
+            const lease = new WorkerLease(load, breaker, step.load);
+            leases.push({ lease, load: step.load, prefilling: true, open: true });
+          } else if (leases.length > 0) {
+            const entry = leases[step.pick % leases.length]!;
+            if (step.op === "firstByte") {
+              entry.lease.firstByte();
+              if (entry.open) entry.prefilling = false;
+            } else {
+              const outcome = OUTCOMES[step.outcome]!;
+              entry.lease.finish(outcome);
+              if (entry.open) {
+                ended += 1;
+                if (outcome.kind === "answered") served += 1;
+              }
+              entry.open = false;
+              entry.prefilling = false;
+            }
+          }
+          check();
+        }
+        for (const entry of leases) entry.lease.finish(NEUTRAL);
+        expect(load.inFlight).toBe(0);
+        expect(load.activeChars).toBe(0);
+        expect(load.pendingPrefillChars).toBe(0);
+        expect(load.pendingPrefillRequests).toBe(0);
+        expect(load.rankInFlight.every((n) => n === 0)).toBe(true);
+        const { success, failure, neutral } = breaker.calls;
+        expect(success + failure + neutral).toBe(leases.length);
+      }),
+    );
+  });
+});
