@@ -20,6 +20,7 @@ const LAYERS = [
     ],
   },
   // listen.ts: the HTTP server listening, and the usage error when it cannot.
+  // assembly/: the named builders server.ts assembles the router from (index stack, data plane, routes).
   {
     server: [
       "server.ts",
@@ -27,6 +28,7 @@ const LAYERS = [
       "command-line-workers.ts",
       "forward-settings.ts",
       "intake-settings.ts",
+      "assembly/",
     ],
   },
   // router-policy.ts: --policy or --scheduler-config → the Policy the decider runs.
@@ -45,10 +47,10 @@ const LAYERS = [
   { scheduling: ["scheduling/"] },
   { policies: ["policies/"] },
   // Redis shared state wraps the index and syncs membership; KV events feed the index. Both are
-  // wired by server.ts; the request path above (proxy, scheduling, policies) never imports them
+  // wired by assembly/index-stack.ts; the request path above (proxy, scheduling, policies) never imports them
   // (rule request-path-reads-the-index).
   { state: ["state/"], "kv-events": ["kv-events/"] },
-  // The index never knows workers, workers never know the index: server.ts joins them.
+  // The index never knows workers, workers never know the index: assembly/ joins them.
   { index: ["index/"], workers: ["workers/"] },
   { tree: ["tree/"], engines: ["engines/"] },
   {
