@@ -20,7 +20,17 @@ const LAYERS = [
     ],
   },
   // listen.ts: the HTTP server listening, and the usage error when it cannot.
-  { server: ["server.ts", "listen.ts", "command-line-workers.ts", "forward-settings.ts"] },
+  // assembly/: the named builders server.ts assembles the router from (index stack, data plane, routes).
+  {
+    server: [
+      "server.ts",
+      "listen.ts",
+      "command-line-workers.ts",
+      "forward-settings.ts",
+      "intake-settings.ts",
+      "assembly/",
+    ],
+  },
   // router-policy.ts: --policy or --scheduler-config → the Policy the decider runs.
   { routes: ["routes/"], "router-policy": ["router-policy.ts"] },
   // The assembled settings table (every flag, its default and parser) and the metric set: they
@@ -29,15 +39,18 @@ const LAYERS = [
   // Worker sources (--worker-file, --worker-dns) and the one membership path they share with the
   // admin API: they feed workers/ and kv-events/, and know nothing of HTTP routes.
   { discovery: ["discovery/"] },
+  // One RoutingRequest per request (body read and budget, routing text, model, session, tokenize
+  // input): the routes hand it the HTTP request, the data plane below gets the RoutingRequest.
+  { intake: ["intake/"] },
   { proxy: ["proxy/"] },
   // Filters, scorers and pickers: read indexes and worker signals, never HTTP.
   { scheduling: ["scheduling/"] },
   { policies: ["policies/"] },
   // Redis shared state wraps the index and syncs membership; KV events feed the index. Both are
-  // wired by server.ts; the request path above (proxy, scheduling, policies) never imports them
+  // wired by assembly/index-stack.ts; the request path above (proxy, scheduling, policies) never imports them
   // (rule request-path-reads-the-index).
   { state: ["state/"], "kv-events": ["kv-events/"] },
-  // The index never knows workers, workers never know the index: server.ts joins them.
+  // The index never knows workers, workers never know the index: assembly/ joins them.
   { index: ["index/"], workers: ["workers/"] },
   { tree: ["tree/"], engines: ["engines/"] },
   {

@@ -1,48 +1,35 @@
 import type { RequestListener, Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { getRequestListener, type HttpBindings } from "@hono/node-server";
+import { getRequestListener } from "@hono/node-server";
 import { Hono } from "hono";
+import { buildDataPlane } from "./assembly/data-plane.js";
+import { buildIndexStack, indexStackOptions } from "./assembly/index-stack.js";
+import { buildRoutes, type Env } from "./assembly/routes.js";
 import { addCommandLineWorkers } from "./command-line-workers.js";
-import { type Config, requireStateSecret } from "./config.js";
+import type { Config } from "./config.js";
 import { WorkerMembership } from "./discovery/membership.js";
 import { type Discovery, startDiscovery } from "./discovery/setup.js";
 import type { DnsResolver } from "./discovery/worker-dns.js";
 import { ConfigError, RouterError } from "./errors.js";
 import { forwardSettings } from "./forward-settings.js";
-import { BlockHashIndex } from "./index/block-hash-index.js";
-import { createBaseIndex } from "./index/factory.js";
-import { followMembership } from "./index/membership.js";
-import type { PrefixIndex } from "./index/prefix-index.js";
-import { setUpKvEvents } from "./kv-events/setup.js";
+import { BodyBudget } from "./intake/body-budget.js";
+import { Intake } from "./intake/intake.js";
+import { ParsePool } from "./intake/parse-pool.js";
+import { intakeOptions } from "./intake-settings.js";
 import { listen } from "./listen.js";
 import { accessLogger, createLogger, type Logger } from "./logger.js";
 import { Metrics } from "./metrics.js";
-import { RoutingDecider } from "./policies/decider.js";
-import { SessionTable } from "./policies/session-table.js";
 import { Admission } from "./proxy/admission.js";
-import { BodyBudget } from "./proxy/body-budget.js";
-import { Forwarder, type ForwardHooks } from "./proxy/forward.js";
-import { ParsePool } from "./proxy/parse-pool.js";
-import { UsageFeedback } from "./proxy/usage-feedback.js";
 import { routerPolicy } from "./router-policy.js";
-import { registerAdminRoutes } from "./routes/admin.js";
 import type { RouterContext } from "./routes/context.js";
-import { registerInferenceRoutes } from "./routes/inference.js";
-import { registerMetricsRoute, registerOpsRoutes } from "./routes/ops.js";
-import { registerRouteExplainRoutes } from "./routes/route-explain.js";
-import { routerListener } from "./routes/router-listener.js";
-import { createPolicy } from "./scheduling/policy-factory.js";
-import { SharedState } from "./state/shared-state.js";
+import { registerMetricsRoute } from "./routes/ops.js";
 import { type EvictionTimer, startEvictionTimer } from "./tree/eviction-timer.js";
 import { HealthChecker } from "./workers/health.js";
 import type { HostResolver } from "./workers/host-lookup.js";
 import { EngineIntrospector } from "./workers/introspection.js";
 import { WorkerRegistry } from "./workers/registry.js";
-import { TreeBudgets } from "./workers/tree-budget.js";
 
 export { ListenError } from "./listen.js";
-
-type Env = { Bindings: HttpBindings };
 
 export interface RunningRouter {
   readonly url: string;
@@ -61,43 +48,17 @@ export interface StartOptions {
   resolveHost?: HostResolver;
 }
 
-/** Builds the router (registry, policy, proxy, routes) without listening. */
+/**
+ * Builds the router without listening, in one pass: the registry (it knows nothing of the index),
+ * the health checker, the index stack that follows the registry (assembly/index-stack.ts), the
+ * engine reads, the data plane (assembly/data-plane.ts), and the routes (assembly/routes.ts).
+ */
 export function createRouter(
   config: Config,
   options: StartOptions = {},
 ): { app: Hono<Env>; listener: RequestListener; context: RouterContext } {
   const logger = options.logger ?? createLogger({ level: config.logLevel });
-  let metrics: Metrics | undefined;
   const policy = routerPolicy(config);
-  // llmd_approx and aibrix_prefix are defined over block hashes: they bring their own index.
-  const trees = createBaseIndex(policy.prefixIndex?.name ?? config.prefixIndex, {
-    maxTreeSize: config.maxTreeSize === "auto" ? undefined : config.maxTreeSize,
-    ...blockCharsOption(policy.prefixIndex?.blockChars ?? config.blockHashChars),
-    capacityBlocks: config.blockHashCapacity,
-    onEvict: (chars) => metrics?.evictedChars.inc(chars),
-  });
-  // --kv-events: the precise index from the engines' events, with the trees as fallback.
-  const kvSetup = config.kvEvents ? setUpKvEvents(config, trees) : undefined;
-  const baseIndex: PrefixIndex = kvSetup?.index ?? trees;
-  // --state-url: the outermost layer publishes decisions to, and applies them from, the peers.
-  const sharedState =
-    config.stateUrl === undefined
-      ? undefined
-      : new SharedState(
-          {
-            url: config.stateUrl,
-            secret: requireStateSecret(config),
-            keyPrefix: config.stateKeyPrefix,
-            maxTextChars: config.stateMaxTextChars,
-            streamLength: config.stateStreamLength,
-            loadIntervalMs: config.stateLoadIntervalMs,
-            queueSize: config.stateQueueSize,
-            claimTimeoutMs: config.stateClaimTimeoutMs,
-            claimTtlMs: config.stateClaimTtlMs,
-          },
-          logger,
-        );
-  const index = sharedState?.wrapIndex(baseIndex) ?? baseIndex;
   const registry = new WorkerRegistry(
     {
       breaker: {
@@ -114,75 +75,7 @@ export function createRouter(
       ...(options.resolveHost !== undefined ? { resolveHost: options.resolveHost } : {}),
     },
   );
-  followMembership(index, registry);
-  metrics = new Metrics(registry);
-  const m = metrics;
-  const kvEvents = kvSetup?.attach(registry, m.registry, logger);
-  // Tree budgets follow the engines' KV capacity (--max-tree-size auto) or stay fixed.
-  const budgets = new TreeBudgets(index, config.maxTreeSize, config.treeCapacityFactor);
-  registry.onChange((event, worker) => {
-    if (event === "added") budgets.added(worker);
-  });
-  const introspection = new EngineIntrospector(
-    registry,
-    {
-      intervalMs: config.enginePollIntervalSecs * 1000,
-      timeoutMs: config.enginePollTimeoutSecs * 1000,
-    },
-    logger,
-    (worker) => {
-      budgets.update(worker);
-      // --block-hash-chars auto: blocks as large as the engine's (GIE's autoTune).
-      // A profile that fixes its block size (aibrix_prefix: 128 characters) keeps it.
-      if (
-        config.blockHashChars === "auto" &&
-        policy.prefixIndex === undefined &&
-        trees instanceof BlockHashIndex &&
-        trees.learnBlockTokens(worker.signals.blockSizeTokens)
-      ) {
-        logger.info(
-          { worker: worker.id, block_chars: trees.blockChars },
-          "block-hash index: block size learned from the engine; blocks held so far forgotten",
-        );
-      }
-      kvEvents?.learnRanks(worker);
-    },
-  );
-
-  const settings = forwardSettings(config);
-  const upstreamHooks = {
-    onRetry: (endpoint) => m.retries.inc({ endpoint }),
-    onUpstreamError: (worker, kind) => m.upstreamErrors.inc({ worker: worker.id, kind }),
-  } satisfies Partial<ForwardHooks>;
-  const hooks: ForwardHooks = {
-    ...upstreamHooks,
-    onDecision: (policy, branch, matchRate) => {
-      m.decisions.inc({ policy, branch });
-      if (matchRate !== null) m.matchRate.observe(matchRate);
-    },
-  };
-  const feedback = new UsageFeedback({
-    onEngineTokens: (worker, prompt, cached) => {
-      m.enginePromptTokens.inc({ worker: worker.id }, prompt);
-      m.engineCachedTokens.inc({ worker: worker.id }, cached);
-    },
-    onCorrection: (worker) => m.feedbackCorrections.inc({ worker: worker.id }),
-  });
-  const decider = new RoutingDecider(
-    policy,
-    index,
-    config.sessionAffinity === "off" ? undefined : new SessionTable(config.maxSessions),
-    sharedState?.claims,
-  );
-  const forwarder = new Forwarder(registry, decider, settings, hooks, feedback);
-  // /get_model_info and /get_server_info need any available worker, not a cache decision.
-  const modelsForwarder = new Forwarder(
-    registry,
-    new RoutingDecider(createPolicy("round_robin", {}), index),
-    settings,
-    { ...upstreamHooks, onDecision: () => {} },
-  );
-
+  const metrics = new Metrics(registry);
   const health = new HealthChecker(
     registry,
     {
@@ -193,6 +86,30 @@ export function createRouter(
       endpoint: config.healthCheckEndpoint,
     },
     logger,
+  );
+  const stack = buildIndexStack(indexStackOptions(config, policy), {
+    registry,
+    metrics,
+    logger,
+    // A worker a peer replica added takes traffic here only once this replica's own probe passes.
+    onRemoteAdd: (worker) => void health.probeFirst(worker, { fromPeer: true }),
+  });
+  const { index, kvEvents, sharedState } = stack;
+  const introspection = new EngineIntrospector(
+    registry,
+    {
+      intervalMs: config.enginePollIntervalSecs * 1000,
+      timeoutMs: config.enginePollTimeoutSecs * 1000,
+    },
+    logger,
+    (worker) => stack.engineRead(worker),
+  );
+  const { decider, forwarder, modelsForwarder } = buildDataPlane(
+    {
+      forward: forwardSettings(config),
+      maxSessions: config.sessionAffinity === "off" ? undefined : config.maxSessions,
+    },
+    { policy, index, registry, metrics, claims: sharedState?.claims },
   );
   const membership = new WorkerMembership({
     registry,
@@ -205,11 +122,15 @@ export function createRouter(
       connectTimeoutMs: config.connectTimeoutSecs * 1000,
     },
   });
+  const parsePool =
+    config.parseWorkers > 0
+      ? new ParsePool({ size: config.parseWorkers, memoryMb: config.parseWorkerMemoryMb })
+      : undefined;
   const context: RouterContext = {
     config,
     logger,
     accessLog: accessLogger(logger),
-    metrics: m,
+    metrics,
     registry,
     membership,
     index,
@@ -223,40 +144,14 @@ export function createRouter(
     ),
     health,
     bodyBudget: new BodyBudget(config.maxBodyBufferBytes),
-    parsePool:
-      config.parseWorkers > 0
-        ? new ParsePool({ size: config.parseWorkers, memoryMb: config.parseWorkerMemoryMb })
-        : undefined,
+    intake: new Intake(intakeOptions(config, kvEvents !== undefined), registry, parsePool),
+    parsePool,
     introspection,
     state: { shuttingDown: false, active: 0 },
     ...(kvEvents !== undefined ? { kvEvents } : {}),
     ...(sharedState !== undefined ? { sharedState } : {}),
   };
-
-  // A worker a peer replica added takes traffic here only once this replica's own probe passes.
-  sharedState?.attach(registry, m.registry, {
-    onRemoteAdd: (worker) => void context.health.probeFirst(worker, { fromPeer: true }),
-  });
-
-  const app = new Hono<Env>();
-  registerOpsRoutes(app, context);
-  registerAdminRoutes(app, context);
-  registerRouteExplainRoutes(app, context);
-  registerInferenceRoutes(app, context);
-  installErrorHandlers(app, logger);
-  return { app, listener: routerListener(context, app), context };
-}
-
-function installErrorHandlers(app: Hono<Env>, logger: Logger): void {
-  app.notFound((c) => {
-    const error = new RouterError("not_found", `No route for ${c.req.method} ${c.req.path}.`);
-    return c.json(error.toBody(), 404);
-  });
-  app.onError((err, c) => {
-    if (err instanceof RouterError) return c.json(err.toBody(), err.status as 400);
-    logger.error({ err, path: c.req.path }, "unhandled error");
-    return c.json(new RouterError("internal_error").toBody(), 500);
-  });
+  return { ...buildRoutes(context), context };
 }
 
 /** Starts the router: listens, registers --worker-urls, starts health checks and eviction. */
@@ -405,8 +300,3 @@ export async function startRouter(
 
 /** After the grace period, how long aborted requests get to write their last event. */
 const SHUTDOWN_FLUSH_MS = 500;
-
-/** --block-hash-chars: a number fixes the block size, auto leaves the index's default (learned). */
-function blockCharsOption(chars: number | "auto"): { blockChars?: number } {
-  return chars === "auto" ? {} : { blockChars: chars };
-}

@@ -20,8 +20,9 @@
  */
 
 import { isHigh } from "../tree/radix-tree.js";
+import { ForwardingIndex } from "./forwarding-index.js";
 import type { PreciseIndex } from "./precise-index.js";
-import type { EvictionUnit, PrefixIndex, PrepareRequest } from "./prefix-index.js";
+import type { PrefixIndex, PrepareRequest } from "./prefix-index.js";
 import { rankIndexId } from "./rank-id.js";
 import type { TokenizeInput } from "./tokenize-input.js";
 
@@ -73,8 +74,9 @@ interface Prepared {
 /** Requests prepared and not yet decided; small: decide follows prepare at once. */
 const MAX_PREPARED = 1024;
 
-export class HybridIndex implements PrefixIndex {
-  readonly name: string;
+/** The base index is the inner one (ForwardingIndex): budgets, sizes and eviction are its. */
+export class HybridIndex extends ForwardingIndex {
+  private readonly ownName: string;
   /**
    * Model → routing text → its tokens, for the decide that follows prepare. Keyed by the text
    * itself (not a concatenation), so the lookups reuse the string's cached hash.
@@ -96,22 +98,27 @@ export class HybridIndex implements PrefixIndex {
     private readonly tokens: TokenSource,
     private readonly options: HybridIndexOptions,
   ) {
-    this.name = `${PRECISE}+${base.name}`;
+    super(base);
+    this.ownName = `${PRECISE}+${base.name}`;
   }
 
-  addWorker(workerId: string): void {
+  override get name(): string {
+    return this.ownName;
+  }
+
+  override addWorker(workerId: string): void {
     this.base.addWorker(workerId);
     this.precise.addWorker(workerId);
   }
 
-  removeWorker(workerId: string): void {
+  override removeWorker(workerId: string): void {
     this.base.removeWorker(workerId);
     this.precise.removeWorker(workerId);
     this.sources.delete(workerId);
     this.chosenRanks.delete(workerId);
   }
 
-  prepare(
+  override prepare(
     request: PrepareRequest,
     workers: readonly { readonly id: string }[],
   ): Promise<void> | undefined {
@@ -208,7 +215,7 @@ export class HybridIndex implements PrefixIndex {
     return this.prepared.get(model ?? "")?.get(text);
   }
 
-  match(
+  override match(
     text: string,
     model: string | undefined,
     workers: readonly { readonly id: string }[],
@@ -272,11 +279,11 @@ export class HybridIndex implements PrefixIndex {
     return Math.max(0, best);
   }
 
-  rankOf(workerId: string): number | undefined {
+  override rankOf(workerId: string): number | undefined {
     return this.chosenRanks.get(workerId);
   }
 
-  insert(workerId: string, model: string | undefined, text: string): void {
+  override insert(workerId: string, model: string | undefined, text: string): void {
     this.base.insert(workerId, model, text);
     const tokens = this.tokensOf(text, model)?.tokens;
     if (tokens === undefined) {
@@ -289,7 +296,12 @@ export class HybridIndex implements PrefixIndex {
     this.precise.speculate(rankId, this.keysFor(rankId, tokens, model).keys);
   }
 
-  truncate(workerId: string, model: string | undefined, text: string, keep: number): number {
+  override truncate(
+    workerId: string,
+    model: string | undefined,
+    text: string,
+    keep: number,
+  ): number {
     const forgotten = this.base.truncate(workerId, model, text, keep);
     const prepared = this.tokensOf(text, model);
     const tokens = prepared?.tokens;
@@ -309,19 +321,7 @@ export class HybridIndex implements PrefixIndex {
     return forgotten;
   }
 
-  setBudget(workerId: string, chars: number): number {
-    return this.base.setBudget(workerId, chars);
-  }
-
-  size(workerId: string): number {
-    return this.base.size(workerId);
-  }
-
-  evictionUnits(): Iterable<EvictionUnit> {
-    return this.base.evictionUnits();
-  }
-
-  sourceOf(workerId: string): string {
+  override sourceOf(workerId: string): string {
     return this.sources.get(workerId) ?? this.base.name;
   }
 

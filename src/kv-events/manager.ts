@@ -99,11 +99,19 @@ export class KvEventsManager implements TokenSource {
         ),
       tokenizerCacheTokens: () => this.tokenizer.size,
     });
-    registry.onChange((event, worker) => {
+  }
+
+  /**
+   * Subscribes to the registry's workers: those there now, and each one added later as it is
+   * added. Called by whoever builds the index stack, after the index follows the registry
+   * (index/membership.ts), so that the precise index already knows a worker when its events come.
+   */
+  followRegistry(): void {
+    this.registry.onChange((event, worker) => {
       if (event === "added") this.attachFromTemplate(worker);
       else this.detach(worker.id);
     });
-    for (const worker of registry.list()) this.attachFromTemplate(worker);
+    for (const worker of this.registry.list()) this.attachFromTemplate(worker);
   }
 
   /** Endpoints given for one worker (admin API), replacing the template's. */

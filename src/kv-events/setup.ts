@@ -1,11 +1,11 @@
 /**
- * Assembles --kv-events: the precise index, the hybrid index around the base index, and (once the
- * worker registry exists) the manager that feeds them. The hybrid index is created first because
- * it follows the registry's workers from the start (index/membership.ts); the manager needs the
- * registry, so the hybrid index reaches it through a TokenSource that answers "not live" until the manager is attached.
+ * Assembles --kv-events in one pass: the precise index, the manager that feeds it from the
+ * engines' events (and tokenizes for it), and the hybrid index around the base index, which asks
+ * the manager directly whether a worker's stream is live. The registry exists before the index
+ * stack (it knows nothing of the index), so nothing waits for a later step.
  */
 import type { Registry } from "prom-client";
-import { HybridIndex, type TokenSource } from "../index/hybrid-index.js";
+import { HybridIndex } from "../index/hybrid-index.js";
 import { PreciseIndex } from "../index/precise-index.js";
 import type { PrefixIndex } from "../index/prefix-index.js";
 import type { Logger } from "../logger.js";
@@ -15,11 +15,14 @@ import { KvEventsManager } from "./manager.js";
 
 export interface KvEventsSetup {
   readonly index: HybridIndex;
-  /** Starts the intake for the registry's workers (and those added later). */
-  attach(registry: WorkerRegistry, promRegistry: Registry, logger: Logger): KvEventsManager;
+  /**
+   * The intake; it follows the registry's workers once `followRegistry()` is called (the index
+   * stack calls it after the index follows the registry).
+   */
+  readonly manager: KvEventsManager;
 }
 
-/** The settings --kv-events reads, under their names in Config (server.ts passes its Config). */
+/** The settings --kv-events reads, under their names in Config (assembly/index-stack.ts passes the Config). */
 export interface KvEventsSettings {
   readonly kvEventsEndpointTemplate: string;
   readonly kvEventsReplayTemplate: string;
@@ -36,7 +39,18 @@ export interface KvEventsSettings {
   readonly tokenizerPath: string;
 }
 
-export function setUpKvEvents(config: KvEventsSettings, base: PrefixIndex): KvEventsSetup {
+/** What the intake is built with besides its settings. */
+export interface KvEventsDeps {
+  readonly registry: WorkerRegistry;
+  readonly promRegistry: Registry;
+  readonly logger: Logger;
+}
+
+export function setUpKvEvents(
+  config: KvEventsSettings,
+  base: PrefixIndex,
+  deps: KvEventsDeps,
+): KvEventsSetup {
   // Loaded before anything starts, so that a bad file stops the router with a clear error.
   const localTokenizer =
     config.tokenizerPath === "" ? undefined : loadLocalTokenizer(config.tokenizerPath);
@@ -44,44 +58,29 @@ export function setUpKvEvents(config: KvEventsSettings, base: PrefixIndex): KvEv
     maxBlocksPerWorker: config.kvIndexMaxBlocks,
     speculativeTtlMs: config.kvSpeculativeTtlMs,
   });
-  let manager: KvEventsManager | undefined;
-  const source: TokenSource = {
-    isLive: (id) => manager?.isLive(id) ?? false,
-    ranksOf: (id) => manager?.ranksOf(id) ?? 1,
-    rankLoad: (id, rank) => manager?.rankLoad(id, rank) ?? 0,
-    cached: (model, input) => manager?.cached(model, input),
-    cachedPrefix: (model, input) => manager?.cachedPrefix(model, input),
-    tokenize: (ids, model, input) =>
-      manager?.tokenize(ids, model, input) ?? Promise.resolve(undefined),
-  };
-  const index = new HybridIndex(base, precise, source, {
+  const manager = new KvEventsManager(
+    {
+      endpointTemplate: config.kvEventsEndpointTemplate,
+      replayTemplate: config.kvEventsReplayTemplate,
+      replayTimeoutMs: config.kvEventsReplayTimeoutMs,
+      rebuildMs: config.kvEventsRebuildSecs * 1000,
+      maxMessageBytes: config.kvEventsMaxMessageBytes,
+      maxPendingBlocks: config.kvIndexMaxBlocks,
+      // A slow answer still fills the cache for the next request with this prefix.
+      tokenizeRequestTimeoutMs: Math.max(1000, config.tokenizeTimeoutMs * 10),
+      tokenizerCacheTokens: config.tokenizerCacheTokens,
+      dpSize: config.kvEventsDpSize,
+      localTokenizer,
+    },
+    precise,
+    deps.registry,
+    deps.promRegistry,
+    deps.logger,
+  );
+  const index = new HybridIndex(base, precise, manager, {
     tokenizeBudgetMs: config.tokenizeTimeoutMs,
     defaultBlockSize: config.kvBlockSize,
-    onTokenizeMiss: (reason) => manager?.metrics.tokenize.inc({ outcome: reason }),
+    onTokenizeMiss: (reason) => manager.metrics.tokenize.inc({ outcome: reason }),
   });
-  return {
-    index,
-    attach(registry, promRegistry, logger) {
-      manager = new KvEventsManager(
-        {
-          endpointTemplate: config.kvEventsEndpointTemplate,
-          replayTemplate: config.kvEventsReplayTemplate,
-          replayTimeoutMs: config.kvEventsReplayTimeoutMs,
-          rebuildMs: config.kvEventsRebuildSecs * 1000,
-          maxMessageBytes: config.kvEventsMaxMessageBytes,
-          maxPendingBlocks: config.kvIndexMaxBlocks,
-          // A slow answer still fills the cache for the next request with this prefix.
-          tokenizeRequestTimeoutMs: Math.max(1000, config.tokenizeTimeoutMs * 10),
-          tokenizerCacheTokens: config.tokenizerCacheTokens,
-          dpSize: config.kvEventsDpSize,
-          localTokenizer,
-        },
-        precise,
-        registry,
-        promRegistry,
-        logger,
-      );
-      return manager;
-    },
-  };
+  return { index, manager };
 }

@@ -1,4 +1,5 @@
-import type { EvictionUnit, PrefixIndex, PrepareRequest } from "../index/prefix-index.js";
+import { ForwardingIndex } from "../index/forwarding-index.js";
+import type { PrefixIndex } from "../index/prefix-index.js";
 import { boundedText, type StateOp } from "./state-op.js";
 
 /**
@@ -7,37 +8,19 @@ import { boundedText, type StateOp } from "./state-op.js";
  * usual and also to `publish`, with the routed text cut to its first `maxTextChars` characters.
  * Peers apply those ops to their own inner index, never through this wrapper, so nothing echoes.
  *
- * Matching is untouched: the hot path costs one bounded slice and one queue push per decision.
+ * Everything else (matching, the hybrid index's prepare, sourceOf and rankOf) is the inner
+ * index's (ForwardingIndex): the hot path costs one bounded slice and one queue push per decision.
  */
-export class PublishingIndex implements PrefixIndex {
+export class PublishingIndex extends ForwardingIndex {
   constructor(
-    readonly inner: PrefixIndex,
+    inner: PrefixIndex,
     private readonly publish: (op: StateOp) => void,
     private readonly maxTextChars: number,
-  ) {}
-
-  get name(): string {
-    return this.inner.name;
+  ) {
+    super(inner);
   }
 
-  addWorker(workerId: string): void {
-    this.inner.addWorker(workerId);
-  }
-
-  removeWorker(workerId: string): void {
-    this.inner.removeWorker(workerId);
-  }
-
-  match(
-    text: string,
-    model: string | undefined,
-    workers: readonly { readonly id: string }[],
-    out: number[],
-  ): void {
-    this.inner.match(text, model, workers, out);
-  }
-
-  insert(workerId: string, model: string | undefined, text: string): void {
+  override insert(workerId: string, model: string | undefined, text: string): void {
     this.inner.insert(workerId, model, text);
     if (text.length === 0) return;
     const shared = boundedText(text, this.maxTextChars);
@@ -48,7 +31,12 @@ export class PublishingIndex implements PrefixIndex {
     );
   }
 
-  truncate(workerId: string, model: string | undefined, text: string, keep: number): number {
+  override truncate(
+    workerId: string,
+    model: string | undefined,
+    text: string,
+    keep: number,
+  ): number {
     const forgotten = this.inner.truncate(workerId, model, text, keep);
     const shared = boundedText(text, this.maxTextChars);
     // Peers only hold the shared part: nothing to take back when `keep` covers it.
@@ -60,29 +48,5 @@ export class PublishingIndex implements PrefixIndex {
       );
     }
     return forgotten;
-  }
-
-  setBudget(workerId: string, chars: number): number {
-    return this.inner.setBudget(workerId, chars);
-  }
-
-  size(workerId: string): number {
-    return this.inner.size(workerId);
-  }
-
-  evictionUnits(): Iterable<EvictionUnit> {
-    return this.inner.evictionUnits();
-  }
-
-  // The inner index's asynchronous step and per-worker source (the hybrid index, --kv-events).
-  prepare(
-    request: PrepareRequest,
-    workers: readonly { readonly id: string }[],
-  ): Promise<void> | undefined {
-    return this.inner.prepare?.(request, workers);
-  }
-
-  sourceOf(workerId: string): string {
-    return this.inner.sourceOf?.(workerId) ?? this.inner.name;
   }
 }

@@ -38,8 +38,9 @@ const START_WAIT_MS = 3000;
 
 /**
  * Everything one replica shares with the others through Redis (--state-url): the routing
- * decisions of its index, and claims on the new prefixes it routes (`claims`, for the decider). Built in two steps because of who needs whom: `wrapIndex` before the
- * registry exists (the registry is built on the wrapped index), `attach` once it does.
+ * decisions of its index, and claims on the new prefixes it routes (`claims`, for the decider).
+ * The index stack (assembly/index-stack.ts) calls `wrapIndex` as its outermost layer, then
+ * `attach` with the registry, which exists before the stack.
  *
  * Redis is never on a request's path: publishing is a queue push, peers' ops arrive on a
  * background reader, and while Redis is away the replica routes on what it knows.

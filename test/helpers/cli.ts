@@ -22,6 +22,14 @@ export function runCli(
   return { child, done };
 }
 
+/** The lines of a CLI run's stderr, without the warnings npm itself may add to it. */
+export function stderrLines(stderr: string): string[] {
+  return stderr
+    .trim()
+    .split("\n")
+    .filter((l) => !l.includes("npm warn"));
+}
+
 /** Flags for a CLI run that serves: loopback, a free port, no health checks. */
 export const SERVE_LOCALLY = [
   "--host",

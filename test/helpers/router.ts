@@ -37,6 +37,23 @@ export async function postJson(
   });
 }
 
+/** A short chat completion (2 tokens) sent to `router`: a system prompt, then one user question. */
+export function postChat(
+  router: { readonly url: string },
+  system: string,
+  question: string,
+  model = "m",
+): Promise<Response> {
+  return postJson(`${router.url}/v1/chat/completions`, {
+    model,
+    messages: [
+      { role: "system", content: system },
+      { role: "user", content: question },
+    ],
+    max_tokens: 2,
+  });
+}
+
 /** Polls until `check` returns true or the time is up (no fixed sleeps in tests). */
 export async function waitFor(
   check: () => boolean | Promise<boolean>,

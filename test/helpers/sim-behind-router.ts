@@ -38,3 +38,50 @@ export function simBehindRouter(overrides: Partial<Config> = {}): SimBehindRoute
     },
   };
 }
+
+export interface SimsBehindRouter {
+  /** The instant simulated workers, ids `<idPrefix>1`..`<idPrefix><count>`. */
+  readonly workers: readonly SimWorker[];
+  /** A cache_aware test router (startTestRouter) in front of all of them. */
+  readonly router: RunningRouter;
+}
+
+/**
+ * Call in a describe block: `count` instant simulated workers behind one cache_aware test router
+ * (`overrides` on top), started before the block's tests and stopped after them. Read `workers`
+ * and `router` inside tests.
+ */
+export function simsBehindRouter(
+  count: number,
+  idPrefix: string,
+  overrides: Partial<Config> = {},
+): SimsBehindRouter {
+  let workers: SimWorker[] | undefined;
+  let router: RunningRouter | undefined;
+  beforeAll(async () => {
+    workers = await Promise.all(
+      Array.from({ length: count }, (_, i) =>
+        startSimWorker({ id: `${idPrefix}${i + 1}`, timeScale: 0 }),
+      ),
+    );
+    router = await startTestRouter({
+      policy: "cache_aware",
+      workerUrls: workers.map((w) => w.url),
+      ...overrides,
+    });
+  });
+  afterAll(async () => {
+    await router?.stop(100);
+    await Promise.all((workers ?? []).map((w) => w.close()));
+  });
+  return {
+    get workers() {
+      if (workers === undefined) throw new Error("simsBehindRouter: read workers inside a test");
+      return workers;
+    },
+    get router() {
+      if (router === undefined) throw new Error("simsBehindRouter: read router inside a test");
+      return router;
+    },
+  };
+}

@@ -1,56 +1,34 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { type SimWorker, startSimWorker } from "../../sim/worker.js";
 import type { BlockHashIndex } from "../../src/index/block-hash-index.js";
-import type { RunningRouter } from "../../src/server.js";
-import { postJson, startTestRouter, waitFor } from "../helpers/router.js";
+import { postChat, postJson, startTestRouter, waitFor } from "../helpers/router.js";
+import { simsBehindRouter } from "../helpers/sim-behind-router.js";
 
 const SYSTEM = "You answer questions about chained block hashes, briefly. ".repeat(30);
 
 describe("--prefix-index block_hash", () => {
-  let workers: SimWorker[];
-  let router: RunningRouter;
-
-  beforeAll(async () => {
-    workers = await Promise.all(
-      [1, 2, 3].map((i) => startSimWorker({ id: `b${i}`, timeScale: 0 })),
-    );
-    router = await startTestRouter({
-      policy: "cache_aware",
-      workerUrls: workers.map((w) => w.url),
-      prefixIndex: "block_hash",
-      blockHashChars: 128,
-      blockHashCapacity: 1000,
-    });
-  });
-
-  afterAll(async () => {
-    await router.stop(100);
-    await Promise.all(workers.map((w) => w.close()));
+  const fleet = simsBehindRouter(3, "b", {
+    prefixIndex: "block_hash",
+    blockHashChars: 128,
+    blockHashCapacity: 1000,
   });
 
   const ask = async (question: string): Promise<Response> => {
-    const res = await postJson(`${router.url}/v1/chat/completions`, {
-      model: "m",
-      messages: [
-        { role: "system", content: SYSTEM },
-        { role: "user", content: question },
-      ],
-      max_tokens: 2,
-    });
+    const res = await postChat(fleet.router, SYSTEM, question);
     await res.arrayBuffer();
     return res;
   };
 
   const workerOf = (res: Response): SimWorker => {
     const id = res.headers.get("x-radixgate-worker")!;
-    const url = router.context.registry.get(id)?.url;
-    const worker = workers.find((w) => w.url === url);
+    const url = fleet.router.context.registry.get(id)?.url;
+    const worker = fleet.workers.find((w) => w.url === url);
     if (worker === undefined) throw new Error(`no worker ${id}`);
     return worker;
   };
 
   it("routes a shared long prefix to one worker, in whole blocks, and names the index", async () => {
-    const index = router.context.index as BlockHashIndex;
+    const index = fleet.router.context.index as BlockHashIndex;
     expect(index.name).toBe("block_hash");
     expect(index.blockChars).toBe(128);
     const served = new Set<string | null>();
@@ -63,7 +41,7 @@ describe("--prefix-index block_hash", () => {
     }
     expect(served.size).toBe(1);
     const [id] = served;
-    const held = router.context.index.size(id!);
+    const held = fleet.router.context.index.size(id!);
     expect(held).toBeGreaterThan(SYSTEM.length - 128);
     expect(held % 128).toBe(0);
   });
@@ -72,7 +50,7 @@ describe("--prefix-index block_hash", () => {
     const first = await ask("Warm-up question?");
     const holder = workerOf(first);
     const holderId = first.headers.get("x-radixgate-worker")!;
-    const before = router.context.index.size(holderId);
+    const before = fleet.router.context.index.size(holderId);
     holder.setFaults({ failFirst: 1, failStatus: 503 });
     const question = `A long new question that adds several blocks of its own. ${"detail ".repeat(60)}`;
     const res = await ask(question);
@@ -81,8 +59,8 @@ describe("--prefix-index block_hash", () => {
     expect(servedBy).not.toBe(holderId);
     // The holder's claim on the new question's blocks was taken back; the retry's worker holds
     // the whole text in whole blocks.
-    expect(router.context.index.size(holderId)).toBe(before);
-    expect(router.context.index.size(servedBy)).toBeGreaterThan(question.length);
+    expect(fleet.router.context.index.size(holderId)).toBe(before);
+    expect(fleet.router.context.index.size(servedBy)).toBeGreaterThan(question.length);
   });
 });
 

@@ -1,6 +1,6 @@
 import { createServer } from "node:net";
 import { describe, expect, it } from "vitest";
-import { listeningUrl, runCli, SERVE_LOCALLY } from "../helpers/cli.js";
+import { listeningUrl, runCli, SERVE_LOCALLY, stderrLines } from "../helpers/cli.js";
 
 describe("CLI", () => {
   it.each([
@@ -11,10 +11,7 @@ describe("CLI", () => {
   ])("exits 2 with one line naming the flag for %j", async (args, flag) => {
     const { code, stderr } = await runCli(args).done;
     expect(code).toBe(2);
-    const lines = stderr
-      .trim()
-      .split("\n")
-      .filter((l) => !l.includes("npm warn"));
+    const lines = stderrLines(stderr);
     expect(lines).toHaveLength(1);
     expect(lines[0]).toContain(flag);
   });
@@ -32,10 +29,7 @@ describe("CLI", () => {
     async (args, expected) => {
       const { code, stderr } = await runCli(args).done;
       expect(code).toBe(2);
-      const lines = stderr
-        .trim()
-        .split("\n")
-        .filter((l) => !l.includes("npm warn"));
+      const lines = stderrLines(stderr);
       expect(lines).toHaveLength(1);
       expect(lines[0]).toMatch(/^radixgate: error: /);
       expect(lines[0]).toContain(expected);

@@ -1,37 +1,22 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { type SimWorker, startSimWorker } from "../../sim/worker.js";
-import type { RunningRouter } from "../../src/server.js";
+import { afterEach, describe, expect, it } from "vitest";
+import { startSimWorker } from "../../sim/worker.js";
 import { workerIdFor } from "../../src/workers/worker-url.js";
 import { postJson, startTestRouter, waitFor } from "../helpers/router.js";
+import { simsBehindRouter } from "../helpers/sim-behind-router.js";
 
 const LONG_SYSTEM = "You are a meticulous assistant for the ACME support desk. ".repeat(40);
 
 describe("data plane", () => {
-  let workers: SimWorker[];
-  let router: RunningRouter;
-
-  beforeAll(async () => {
-    workers = await Promise.all(
-      [1, 2, 3, 4].map((i) => startSimWorker({ id: `w${i}`, timeScale: 0 })),
-    );
-    router = await startTestRouter({
-      policy: "cache_aware",
-      workerUrls: workers.map((w) => w.url),
-    });
-  });
+  const fleet = simsBehindRouter(4, "w");
 
   afterEach(async () => {
-    for (const w of workers) w.setFaults({ hang: false, status: null, failFirst: 0, slowdown: 1 });
-  });
-
-  afterAll(async () => {
-    await router.stop(100);
-    await Promise.all(workers.map((w) => w.close()));
+    for (const w of fleet.workers)
+      w.setFaults({ hang: false, status: null, failFirst: 0, slowdown: 1 });
   });
 
   const simFor = (res: Response) => {
     const id = res.headers.get("x-radixgate-worker");
-    return workers.find((w) => workerIdFor(w.url) === id);
+    return fleet.workers.find((w) => workerIdFor(w.url) === id);
   };
 
   it.each([
@@ -47,7 +32,7 @@ describe("data plane", () => {
     ],
     ["/v1/embeddings", { model: "m", input: "embed me" }, "list"],
   ])("POST %s reaches a worker and comes back unchanged", async (path, body, object) => {
-    const res = await postJson(`${router.url}${path}`, body);
+    const res = await postJson(`${fleet.router.url}${path}`, body);
     expect(res.status).toBe(200);
     const json = (await res.json()) as { object: string };
     expect(json.object).toBe(object);
@@ -60,7 +45,7 @@ describe("data plane", () => {
   });
 
   it("POST /generate (SGLang native) returns text and meta_info", async () => {
-    const res = await postJson(`${router.url}/generate`, {
+    const res = await postJson(`${fleet.router.url}/generate`, {
       text: "The capital of France is",
       sampling_params: { max_new_tokens: 4 },
     });
@@ -71,28 +56,28 @@ describe("data plane", () => {
   });
 
   it("GET /v1/models comes from a healthy worker", async () => {
-    const res = await fetch(`${router.url}/v1/models`);
+    const res = await fetch(`${fleet.router.url}/v1/models`);
     expect(res.status).toBe(200);
     const json = (await res.json()) as { data: unknown[] };
     expect(Array.isArray(json.data)).toBe(true);
   });
 
   it("a query string does not change the route, and reaches the worker as sent", async () => {
-    const res = await postJson(`${router.url}/v1/completions?trace=1`, {
+    const res = await postJson(`${fleet.router.url}/v1/completions?trace=1`, {
       model: "m",
       prompt: "Once upon a time",
       max_tokens: 2,
     });
     expect(res.status).toBe(200);
     expect(((await res.json()) as { object: string }).object).toBe("text_completion");
-    const wrongPath = await postJson(`${router.url}/v1/completions/extra?trace=1`, {});
+    const wrongPath = await postJson(`${fleet.router.url}/v1/completions/extra?trace=1`, {});
     expect(wrongPath.status).toBe(404);
   });
 
   it.each(["/get_model_info", "/get_server_info"])(
     "GET %s (SGLang) comes from a worker",
     async (path) => {
-      const res = await fetch(`${router.url}${path}`);
+      const res = await fetch(`${fleet.router.url}${path}`);
       expect(res.status).toBe(200);
       expect(res.headers.get("x-radixgate-worker")).toMatch(/^[0-9a-f]{10}$/);
       expect(typeof (await res.json())).toBe("object");
@@ -112,7 +97,7 @@ describe("data plane", () => {
     ["/v1/completions", { model: "m", prompt: "stream please", max_tokens: 5, stream: true }],
     ["/generate", { text: "stream please", sampling_params: { max_new_tokens: 5 }, stream: true }],
   ])("streams %s as server-sent events ending with [DONE]", async (path, body) => {
-    const res = await postJson(`${router.url}${path}`, body);
+    const res = await postJson(`${fleet.router.url}${path}`, body);
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toContain("text/event-stream");
     const text = await res.text();
@@ -151,7 +136,7 @@ describe("data plane", () => {
   it("the same long prefix goes to the same worker (stickiness, seen through HTTP)", async () => {
     const served = new Set<string | null>();
     for (let i = 0; i < 8; i++) {
-      const res = await postJson(`${router.url}/v1/chat/completions`, {
+      const res = await postJson(`${fleet.router.url}/v1/chat/completions`, {
         model: "m",
         messages: [
           { role: "system", content: LONG_SYSTEM },
@@ -169,7 +154,7 @@ describe("data plane", () => {
   it("different prefixes spread over the workers", async () => {
     const served = new Set<string | null>();
     for (let i = 0; i < 8; i++) {
-      const res = await postJson(`${router.url}/v1/completions`, {
+      const res = await postJson(`${fleet.router.url}/v1/completions`, {
         model: "m",
         prompt: `${String.fromCharCode(65 + i).repeat(50)} unique family ${i}`,
         max_tokens: 1,
@@ -182,13 +167,16 @@ describe("data plane", () => {
 
   it("passes x-request-id through, and makes one when absent", async () => {
     const given = await postJson(
-      `${router.url}/v1/completions`,
+      `${fleet.router.url}/v1/completions`,
       { prompt: "id", max_tokens: 1 },
       { "x-request-id": "req-123" },
     );
     await given.arrayBuffer();
     expect(given.headers.get("x-request-id")).toBe("req-123");
-    const made = await postJson(`${router.url}/v1/completions`, { prompt: "id", max_tokens: 1 });
+    const made = await postJson(`${fleet.router.url}/v1/completions`, {
+      prompt: "id",
+      max_tokens: 1,
+    });
     await made.arrayBuffer();
     expect(made.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
   });
@@ -224,7 +212,7 @@ describe("data plane", () => {
 
   it("in-flight returns to 0 after many concurrent streams end", async () => {
     const bodies = Array.from({ length: 20 }, (_, i) =>
-      postJson(`${router.url}/v1/completions`, {
+      postJson(`${fleet.router.url}/v1/completions`, {
         prompt: `p${i}`,
         max_tokens: 3,
         stream: true,
@@ -232,7 +220,7 @@ describe("data plane", () => {
     );
     await Promise.all(bodies);
     await waitFor(
-      () => router.context.registry.list().every((w) => w.inFlight === 0),
+      () => fleet.router.context.registry.list().every((w) => w.inFlight === 0),
       2000,
       "in-flight 0",
     );

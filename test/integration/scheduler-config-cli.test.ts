@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { runCli } from "../helpers/cli.js";
+import { runCli, stderrLines } from "../helpers/cli.js";
 
 describe("--scheduler-config on the command line", () => {
   it("exits 2 with one line naming the flag, the file and the path in it", async () => {
@@ -27,10 +27,7 @@ describe("--scheduler-config on the command line", () => {
     );
     const { code, stderr } = await runCli(["--scheduler-config", file]).done;
     expect(code).toBe(2);
-    const lines = stderr
-      .trim()
-      .split("\n")
-      .filter((l) => !l.includes("npm warn"));
+    const lines = stderrLines(stderr);
     expect(lines).toEqual([
       `radixgate: error: --scheduler-config ${file}: schedulingProfiles[0].plugins[2].weight: must be ≥ 0, got -1`,
     ]);

@@ -5,7 +5,7 @@ import type { RunningRouter } from "../../src/server.js";
 import { StateSecret } from "../../src/state/state-secret.js";
 import { redisSkipReason, startRedis, TEST_STATE_SECRET } from "../helpers/redis.js";
 import { replicaFleet } from "../helpers/replica-fleet.js";
-import { postJson, startTestRouter, waitFor } from "../helpers/router.js";
+import { postChat, postJson, startTestRouter, waitFor } from "../helpers/router.js";
 
 // Replicas sharing routing state through a real redis-server (issue 11).
 describe.skipIf(redisSkipReason !== undefined)(
@@ -18,14 +18,7 @@ describe.skipIf(redisSkipReason !== undefined)(
     const prompt = (topic: string) =>
       `You are the ${topic} assistant. ${"Answer carefully and cite the manual. ".repeat(30)}`;
     const chat = (router: RunningRouter, system: string, question = "What now?") =>
-      postJson(`${router.url}/v1/chat/completions`, {
-        model: "m",
-        messages: [
-          { role: "system", content: system },
-          { role: "user", content: question },
-        ],
-        max_tokens: 2,
-      });
+      postChat(router, system, question);
 
     it("a decision taken on one replica reaches the other replica's index, which then routes the same prefix to the same worker", async () => {
       const prefix = freshPrefix();

@@ -9,7 +9,7 @@ import { normalizeWorkerUrl, workerIdFor } from "../../src/workers/worker-url.js
 import { captureLogs } from "../helpers/log-capture.js";
 import { redisSkipReason, TEST_STATE_SECRET } from "../helpers/redis.js";
 import { replicaFleet } from "../helpers/replica-fleet.js";
-import { postJson, waitFor } from "../helpers/router.js";
+import { postChat, postJson, waitFor } from "../helpers/router.js";
 
 // Issue 20 items 2 and 3: the Redis ops stream is a trust boundary. Two replicas on a real
 // redis-server; "the attacker" is a plain Redis client with write access and no secret.
@@ -34,15 +34,7 @@ describe.skipIf(redisSkipReason !== undefined)(
       );
       return Number(line.exec(text)?.[1] ?? 0);
     };
-    const chat = (router: RunningRouter, system: string) =>
-      postJson(`${router.url}/v1/chat/completions`, {
-        model: "m",
-        messages: [
-          { role: "system", content: system },
-          { role: "user", content: "hi" },
-        ],
-        max_tokens: 2,
-      });
+    const chat = (router: RunningRouter, system: string) => postChat(router, system, "hi");
 
     it("an unsigned or wrongly signed add or remove on the ops stream changes no replica's workers, and is counted", async () => {
       const prefix = freshPrefix();

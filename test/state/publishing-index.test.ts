@@ -45,4 +45,15 @@ describe("PublishingIndex", () => {
     index.insert("w1", undefined, "");
     expect(published).toEqual([]);
   });
+
+  it("passes on the rank the inner index chose for a data-parallel worker (ForwardingIndex)", () => {
+    // A hybrid index over data-parallel engines names the rank a request goes to; under
+    // --state-url the publishing index wraps it, and that rank must still reach the decider.
+    const inner = Object.assign(new ApproximateIndex(), {
+      rankOf: (id: string) => (id === "w1" ? 3 : undefined),
+    });
+    const index = new PublishingIndex(inner, () => {}, 8);
+    expect(index.rankOf?.("w1")).toBe(3);
+    expect(index.rankOf?.("w2")).toBeUndefined();
+  });
 });

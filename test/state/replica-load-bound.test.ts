@@ -8,7 +8,7 @@ import { stateKeys } from "../../src/state/state-keys.js";
 import { StateSecret } from "../../src/state/state-secret.js";
 import { redisSkipReason, TEST_STATE_SECRET } from "../helpers/redis.js";
 import { replicaFleet } from "../helpers/replica-fleet.js";
-import { postJson, waitFor } from "../helpers/router.js";
+import { postChat, waitFor } from "../helpers/router.js";
 
 // Issue 20 item 10, the cell that missed: cache_aware on cache-pressure with 4 replicas, 7 points
 // under one router. Peers' in-flight counts are read every --state-load-interval-ms; the load
@@ -51,14 +51,7 @@ describe.skipIf(redisSkipReason !== undefined)(
 
     const tenant = `You are the assistant of tenant acme. ${"Follow the tenant's policies to the letter. ".repeat(40)}`;
     const ask = async (question: string) => {
-      const res = await postJson(`${router!.url}/v1/chat/completions`, {
-        model: "m",
-        messages: [
-          { role: "system", content: tenant },
-          { role: "user", content: question },
-        ],
-        max_tokens: 2,
-      });
+      const res = await postChat(router!, tenant, question);
       expect(res.status).toBe(200);
       await res.text();
       return {

@@ -4,7 +4,7 @@ import type { Config } from "../../src/config.js";
 import type { RunningRouter } from "../../src/server.js";
 import { redisSkipReason } from "../helpers/redis.js";
 import { replicaFleet } from "../helpers/replica-fleet.js";
-import { postJson, waitFor } from "../helpers/router.js";
+import { postChat, waitFor } from "../helpers/router.js";
 
 // Issue 20 item 10: two replicas routing one new prefix before either sees the other's decision.
 describe.skipIf(redisSkipReason !== undefined)(
@@ -20,14 +20,7 @@ describe.skipIf(redisSkipReason !== undefined)(
     const tenant = (name: string) =>
       `You are the assistant of tenant ${name}. ${"Follow the tenant's policies to the letter. ".repeat(40)}`;
     const chat = (router: RunningRouter, system: string, question: string) =>
-      postJson(`${router.url}/v1/chat/completions`, {
-        model: "m",
-        messages: [
-          { role: "system", content: system },
-          { role: "user", content: question },
-        ],
-        max_tokens: 2,
-      });
+      postChat(router, system, question);
     const routed = async (res: Promise<Response>) => {
       const r = await res;
       expect(r.status).toBe(200);

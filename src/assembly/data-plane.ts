@@ -1,0 +1,74 @@
+/**
+ * The data plane: the decider (policy + index + session table + the peers' claims), the
+ * forwarder that dispatches each decision, and the one /get_model_info and /get_server_info use
+ * (any available worker, not a cache decision). Metrics are counted through hooks, so proxy/ and
+ * policies/ never import the metric set.
+ */
+
+import type { PrefixClaims } from "../index/prefix-claims.js";
+import type { PrefixIndex } from "../index/prefix-index.js";
+import type { Metrics } from "../metrics.js";
+import { RoutingDecider } from "../policies/decider.js";
+import type { Policy } from "../policies/policy.js";
+import { SessionTable } from "../policies/session-table.js";
+import { Forwarder, type ForwardHooks, type ForwardSettings } from "../proxy/forward.js";
+import { UsageFeedback } from "../proxy/usage-feedback.js";
+import { createPolicy } from "../scheduling/policy-factory.js";
+import type { WorkerRegistry } from "../workers/registry.js";
+
+export interface DataPlaneOptions {
+  readonly forward: ForwardSettings;
+  /** --max-sessions; undefined when --session-affinity is off. */
+  readonly maxSessions: number | undefined;
+}
+
+export interface DataPlaneDeps {
+  readonly policy: Policy;
+  readonly index: PrefixIndex;
+  readonly registry: WorkerRegistry;
+  readonly metrics: Metrics;
+  /** --state-url: agreement with the peers on new prefixes. */
+  readonly claims: PrefixClaims | undefined;
+}
+
+export interface DataPlane {
+  readonly decider: RoutingDecider;
+  readonly forwarder: Forwarder;
+  readonly modelsForwarder: Forwarder;
+}
+
+export function buildDataPlane(options: DataPlaneOptions, deps: DataPlaneDeps): DataPlane {
+  const { registry, index, metrics: m } = deps;
+  const upstreamHooks = {
+    onRetry: (endpoint) => m.retries.inc({ endpoint }),
+    onUpstreamError: (worker, kind) => m.upstreamErrors.inc({ worker: worker.id, kind }),
+  } satisfies Partial<ForwardHooks>;
+  const hooks: ForwardHooks = {
+    ...upstreamHooks,
+    onDecision: (policy, branch, matchRate) => {
+      m.decisions.inc({ policy, branch });
+      if (matchRate !== null) m.matchRate.observe(matchRate);
+    },
+  };
+  const feedback = new UsageFeedback({
+    onEngineTokens: (worker, prompt, cached) => {
+      m.enginePromptTokens.inc({ worker: worker.id }, prompt);
+      m.engineCachedTokens.inc({ worker: worker.id }, cached);
+    },
+    onCorrection: (worker) => m.feedbackCorrections.inc({ worker: worker.id }),
+  });
+  const decider = new RoutingDecider(
+    deps.policy,
+    index,
+    options.maxSessions === undefined ? undefined : new SessionTable(options.maxSessions),
+    deps.claims,
+  );
+  const forwarder = new Forwarder(registry, decider, options.forward, hooks, feedback);
+  const modelsForwarder = new Forwarder(
+    registry,
+    new RoutingDecider(createPolicy("round_robin", {}), index),
+    options.forward,
+    { ...upstreamHooks, onDecision: () => {} },
+  );
+  return { decider, forwarder, modelsForwarder };
+}

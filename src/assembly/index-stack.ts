@@ -1,0 +1,137 @@
+/**
+ * The index stack, built once, in order: the base index (--prefix-index, or the one a profile
+ * brings), the hybrid index around it (--kv-events), the publishing index around either
+ * (--state-url). The registry exists first and knows nothing of the index; the stack subscribes to
+ * its added/removed events (index/membership.ts) before anything else does, so every later
+ * listener (the KV-event intake, the tree budgets, the shared state) sees the index up to date.
+ */
+import type { Config } from "../config.js";
+import { requireStateSecret } from "../config.js";
+import { BlockHashIndex } from "../index/block-hash-index.js";
+import { createBaseIndex, type PrefixIndexName } from "../index/factory.js";
+import { followMembership } from "../index/membership.js";
+import type { PrefixIndex } from "../index/prefix-index.js";
+import type { KvEventsManager } from "../kv-events/manager.js";
+import { type KvEventsSettings, setUpKvEvents } from "../kv-events/setup.js";
+import type { Logger } from "../logger.js";
+import type { Metrics } from "../metrics.js";
+import type { Policy } from "../policies/policy.js";
+import { SharedState, type SharedStateOptions } from "../state/shared-state.js";
+import type { WorkerRegistry } from "../workers/registry.js";
+import { TreeBudgets } from "../workers/tree-budget.js";
+import type { Worker } from "../workers/worker.js";
+
+export interface IndexStackOptions {
+  /** The base index: --prefix-index, or the block-hash index a profile brings. */
+  readonly prefixIndex: PrefixIndexName;
+  /** --max-tree-size: a fixed budget per worker, or "auto" (learned from the engines). */
+  readonly maxTreeSize: number | "auto";
+  /** --tree-capacity-factor: the share of an engine's KV capacity its tree may hold. */
+  readonly treeCapacityFactor: number;
+  /** Block-hash index: characters a block; "auto" learns it from the engines (GIE's autoTune). */
+  readonly blockChars: number | "auto";
+  /** Block-hash index: blocks each worker holds until a budget is set. */
+  readonly capacityBlocks: number;
+  /** --kv-events: the hybrid index and its intake; undefined = off. */
+  readonly kvEvents: KvEventsSettings | undefined;
+  /** --state-url: decisions published to and applied from the peers; undefined = off. */
+  readonly sharedState: SharedStateOptions | undefined;
+}
+
+/** The stack's options from the flags and the policy (a profile may fix its own index). */
+export function indexStackOptions(config: Config, policy: Policy): IndexStackOptions {
+  return {
+    prefixIndex: policy.prefixIndex?.name ?? config.prefixIndex,
+    maxTreeSize: config.maxTreeSize,
+    treeCapacityFactor: config.treeCapacityFactor,
+    blockChars: policy.prefixIndex?.blockChars ?? config.blockHashChars,
+    capacityBlocks: config.blockHashCapacity,
+    kvEvents: config.kvEvents ? config : undefined,
+    sharedState:
+      config.stateUrl === undefined
+        ? undefined
+        : {
+            url: config.stateUrl,
+            secret: requireStateSecret(config),
+            keyPrefix: config.stateKeyPrefix,
+            maxTextChars: config.stateMaxTextChars,
+            streamLength: config.stateStreamLength,
+            loadIntervalMs: config.stateLoadIntervalMs,
+            queueSize: config.stateQueueSize,
+            claimTimeoutMs: config.stateClaimTimeoutMs,
+            claimTtlMs: config.stateClaimTtlMs,
+          },
+  };
+}
+
+export interface IndexStackDeps {
+  readonly registry: WorkerRegistry;
+  readonly metrics: Metrics;
+  readonly logger: Logger;
+  /** --state-url: a worker a peer replica added (this replica probes it before it takes traffic). */
+  readonly onRemoteAdd?: (worker: Worker) => void;
+}
+
+export interface IndexStack {
+  /** The outermost index: the one the decider asks and the eviction timer visits. */
+  readonly index: PrefixIndex;
+  readonly kvEvents: KvEventsManager | undefined;
+  readonly sharedState: SharedState | undefined;
+  /** After each read of a worker's engine: its tree budget, block size and data-parallel ranks. */
+  engineRead(worker: Worker): void;
+}
+
+export function buildIndexStack(options: IndexStackOptions, deps: IndexStackDeps): IndexStack {
+  const { registry, metrics, logger } = deps;
+  const base = createBaseIndex(options.prefixIndex, {
+    maxTreeSize: options.maxTreeSize === "auto" ? undefined : options.maxTreeSize,
+    ...(options.blockChars === "auto" ? {} : { blockChars: options.blockChars }),
+    capacityBlocks: options.capacityBlocks,
+    onEvict: (chars) => metrics.evictedChars.inc(chars),
+  });
+  // --kv-events: the precise index from the engines' events, with the base index as fallback.
+  const kv =
+    options.kvEvents === undefined
+      ? undefined
+      : setUpKvEvents(options.kvEvents, base, {
+          registry,
+          promRegistry: metrics.registry,
+          logger,
+        });
+  const inner: PrefixIndex = kv?.index ?? base;
+  const sharedState =
+    options.sharedState === undefined ? undefined : new SharedState(options.sharedState, logger);
+  const index = sharedState?.wrapIndex(inner) ?? inner;
+
+  // Who follows the registry, in this order: the index first, then what relies on it knowing the
+  // worker (the intake feeding its precise part, the budgets set on it, the peers told of it).
+  followMembership(index, registry);
+  kv?.manager.followRegistry();
+  // Tree budgets follow the engines' KV capacity (--max-tree-size auto) or stay fixed.
+  const budgets = new TreeBudgets(index, options.maxTreeSize, options.treeCapacityFactor);
+  registry.onChange((event, worker) => {
+    if (event === "added") budgets.added(worker);
+  });
+  sharedState?.attach(registry, metrics.registry, {
+    ...(deps.onRemoteAdd !== undefined ? { onRemoteAdd: deps.onRemoteAdd } : {}),
+  });
+
+  // A profile that fixes its block size (aibrix_prefix: 128 characters) keeps it.
+  const learnBlocks = options.blockChars === "auto" && base instanceof BlockHashIndex;
+  return {
+    index,
+    kvEvents: kv?.manager,
+    sharedState,
+    engineRead(worker) {
+      budgets.update(worker);
+      // --block-hash-chars auto: blocks as large as the engine's (GIE's autoTune).
+      if (learnBlocks && base.learnBlockTokens(worker.signals.blockSizeTokens)) {
+        logger.info(
+          { worker: worker.id, block_chars: base.blockChars },
+          "block-hash index: block size learned from the engine; blocks held so far forgotten",
+        );
+      }
+      kv?.manager.learnRanks(worker);
+    },
+  };
+}
