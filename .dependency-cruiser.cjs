@@ -27,6 +27,7 @@ const LAYERS = [
       "listen.ts",
       "command-line-workers.ts",
       "forward-settings.ts",
+      "intake-settings.ts",
       "assembly/",
     ],
   },
@@ -38,6 +39,9 @@ const LAYERS = [
   // Worker sources (--worker-file, --worker-dns) and the one membership path they share with the
   // admin API: they feed workers/ and kv-events/, and know nothing of HTTP routes.
   { discovery: ["discovery/"] },
+  // One RoutingRequest per request (body read and budget, routing text, model, session, tokenize
+  // input): the routes hand it the HTTP request, the data plane below gets the RoutingRequest.
+  { intake: ["intake/"] },
   { proxy: ["proxy/"] },
   // Filters, scorers and pickers: read indexes and worker signals, never HTTP.
   { scheduling: ["scheduling/"] },

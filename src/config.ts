@@ -1,10 +1,10 @@
 import { ConfigError } from "./errors.js";
 import { DEFAULT_BLOCK_CHARS, DEFAULT_CAPACITY_BLOCKS } from "./index/block-hash-index.js";
 import { PREFIX_INDEX_NAMES, type PrefixIndexName } from "./index/factory.js";
+import { SESSION_SOURCES, type SessionSource } from "./intake/session-key.js";
 import { LOG_LEVELS, type LogLevel } from "./logger.js";
 import { DEFAULT_TIE_BREAK, TIE_BREAKS, type TieBreak } from "./policies/options.js";
 import { POLICY_NAMES, type PolicyName } from "./policies/policy.js";
-import { SESSION_SOURCES, type SessionSource } from "./proxy/session-key.js";
 import { SchedulerConfigError } from "./scheduling/config-path.js";
 import { loadSchedulerConfig } from "./scheduling/scheduler-config.js";
 import { MIN_STATE_SECRET_CHARS } from "./state/state-secret.js";

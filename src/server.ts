@@ -12,12 +12,14 @@ import { type Discovery, startDiscovery } from "./discovery/setup.js";
 import type { DnsResolver } from "./discovery/worker-dns.js";
 import { ConfigError, RouterError } from "./errors.js";
 import { forwardSettings } from "./forward-settings.js";
+import { BodyBudget } from "./intake/body-budget.js";
+import { Intake } from "./intake/intake.js";
+import { ParsePool } from "./intake/parse-pool.js";
+import { intakeOptions } from "./intake-settings.js";
 import { listen } from "./listen.js";
 import { accessLogger, createLogger, type Logger } from "./logger.js";
 import { Metrics } from "./metrics.js";
 import { Admission } from "./proxy/admission.js";
-import { BodyBudget } from "./proxy/body-budget.js";
-import { ParsePool } from "./proxy/parse-pool.js";
 import { routerPolicy } from "./router-policy.js";
 import type { RouterContext } from "./routes/context.js";
 import { registerMetricsRoute } from "./routes/ops.js";
@@ -120,6 +122,10 @@ export function createRouter(
       connectTimeoutMs: config.connectTimeoutSecs * 1000,
     },
   });
+  const parsePool =
+    config.parseWorkers > 0
+      ? new ParsePool({ size: config.parseWorkers, memoryMb: config.parseWorkerMemoryMb })
+      : undefined;
   const context: RouterContext = {
     config,
     logger,
@@ -138,10 +144,8 @@ export function createRouter(
     ),
     health,
     bodyBudget: new BodyBudget(config.maxBodyBufferBytes),
-    parsePool:
-      config.parseWorkers > 0
-        ? new ParsePool({ size: config.parseWorkers, memoryMb: config.parseWorkerMemoryMb })
-        : undefined,
+    intake: new Intake(intakeOptions(config, kvEvents !== undefined), registry, parsePool),
+    parsePool,
     introspection,
     state: { shuttingDown: false, active: 0 },
     ...(kvEvents !== undefined ? { kvEvents } : {}),

@@ -24,9 +24,9 @@ import { DEFAULT_TIMING, estimateLatency, type StepShape } from "../../sim/timin
 import { tokenize } from "../../sim/tokenizer.js";
 import { openAiBody, type RequestSpec } from "../../sim/workloads.js";
 import { ApproximateIndex } from "../../src/index/approximate-index.js";
+import { routingText } from "../../src/intake/routing-text.js";
 import { RoutingDecider } from "../../src/policies/decider.js";
 import type { Policy, PolicyWorker } from "../../src/policies/policy.js";
-import { routingText } from "../../src/proxy/routing-text.js";
 import { engineHeldChars } from "../../src/proxy/usage-feedback.js";
 import { CharsPerToken } from "../../src/workers/chars-per-token.js";
 import { EngineSignals, foreignQueued, STALE_AFTER_INTERVALS } from "../../src/workers/signals.js";

@@ -54,7 +54,7 @@ export type RouteBranch =
   | "ring_default"; // chwbl: every endpoint over the bound: the first that serves the adapter
 
 export interface RouteRequest {
-  /** The text the engine will prefill (see proxy/routing-text.ts). May be empty. */
+  /** The text the engine will prefill (see intake/routing-text.ts). May be empty. */
   readonly text: string;
   /** The requested model, when the body names one. */
   readonly model?: string | undefined;

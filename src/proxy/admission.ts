@@ -1,6 +1,6 @@
 import { RouterError } from "../errors.js";
 import type { Cancel } from "./cancel.js";
-import { ClientGoneError } from "./read-body.js";
+import { ClientGoneError } from "./client-gone.js";
 
 interface Waiter {
   grant: () => void;

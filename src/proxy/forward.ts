@@ -1,12 +1,11 @@
 import type { IncomingHttpHeaders, ServerResponse } from "node:http";
 import type { Dispatcher } from "undici";
 import { RouterError } from "../errors.js";
-import type { TokenizeInput } from "../index/tokenize-input.js";
 import type { RoutingDecider } from "../policies/decider.js";
 import type { RouteBranch } from "../policies/policy.js";
 import { FAILED, NEUTRAL } from "../workers/lease.js";
 import type { WorkerRegistry } from "../workers/registry.js";
-import { admitted, indexKey, type ModelRoutingMode, planModel } from "../workers/served-models.js";
+import { admitted, type ModelRoutingMode } from "../workers/served-models.js";
 import type { Worker } from "../workers/worker.js";
 import { ClientAbort, ShutdownAbort } from "./abort-reasons.js";
 import { Attempt } from "./attempt.js";
@@ -17,6 +16,7 @@ import { hasPassedThrough, upstreamRequestHeaders, viaToken, withWorkerAuth } fr
 import { modelNotFound, noWorkerMessage } from "./no-worker-answers.js";
 import { relay } from "./relay.js";
 import { routeHeader } from "./route-header.js";
+import type { RoutingRequest } from "./routing-request.js";
 import {
   type AttemptFailure,
   classifyNetworkError,
@@ -73,25 +73,12 @@ export interface ForwardHooks {
 }
 
 export interface ForwardRequest {
-  /** Metric label of the route (chat, completions, generate, embeddings, models). */
-  endpoint: string;
+  /** What the request routes on, built once by intake/ (intake/intake.ts), body included. */
+  routing: RoutingRequest;
   method: "GET" | "POST";
   /** Path and query as received, e.g. "/v1/chat/completions". */
   path: string;
   headers: IncomingHttpHeaders;
-  body: Buffer | undefined;
-  text: string;
-  model: string | undefined;
-  /** SGLang's lora_path as an adapter key (proxy/routing-text.ts adapterOf): its own index key. */
-  adapter?: string | undefined;
-  /** Conversation id for session affinity (--session-affinity), when the request carries one. */
-  session?: string | undefined;
-  /** The request as the engine's tokenizer takes it; set only with --kv-events. */
-  tokenizeInput?: TokenizeInput | undefined;
-  /** `"stream": true`: the first-byte limit is the streaming one. */
-  stream?: boolean;
-  /** One prompt, whole in `text`: the engine's usage describes it (proxy/body-summary.ts). */
-  usageDescribesText?: boolean;
   requestId: string;
   startedAt: number;
   /** Aborted when the client goes away. */
@@ -143,22 +130,15 @@ export class Forwarder {
       writeError(res, error, req.requestId);
       return { status: error.status, attempts: 0, error: "loop_detected" };
     }
-    const workers = this.registry.list();
-    const plan = planModel(workers, req.model, this.settings.modelRouting);
+    // The request's facts (text, index key, session, model plan) come ready from intake/.
+    const routed = req.routing;
+    const plan = routed.plan;
     if (plan.route === "not_found") {
-      const error = modelNotFound(req.model, workers.length, this.settings.modelRouting);
+      const workers = this.registry.list().length;
+      const error = modelNotFound(routed.requested, workers, this.settings.modelRouting);
       writeError(res, error, req.requestId);
       return { status: error.status, attempts: 0, error: "model_not_found" };
     }
-    // What the index sees: the text, under the model's own key when its KV is kept apart.
-    const routed = {
-      text: req.text,
-      model: indexKey(workers, req.model, req.adapter),
-      session: req.session,
-      tokenizeInput: req.tokenizeInput,
-      requested: req.model,
-      adapter: req.adapter,
-    };
     const candidates = () => admitted(this.registry.candidates(tried), plan);
     const headers = upstreamRequestHeaders(
       req.headers,
@@ -199,11 +179,11 @@ export class Forwarder {
       const othersPrefilling = worker.pendingPrefillRequests > 0;
 
       // The data-parallel rank whose cache the index chose, unless the client pinned one itself.
-      const rank = rankToSend(decision.rank, req.headers, req.body);
+      const rank = rankToSend(decision.rank, req.headers, routed.body);
       const result = await this.attempt(
         worker,
         req,
-        Math.max(0, req.text.length - decision.heldBefore),
+        Math.max(0, routed.text.length - decision.heldBefore),
         headers,
         rank,
         deadline,
@@ -217,7 +197,7 @@ export class Forwarder {
         if (!accepted(result.outcome)) this.decider.rejected(decision, routed);
         else if (result.usage !== undefined)
           this.feedback?.apply(worker, result.usage, decision, routed, this.decider, {
-            aboutText: req.usageDescribesText === true,
+            aboutText: routed.usageDescribesText,
             othersPrefilling,
           });
         return { ...base, ...result.outcome };
@@ -235,7 +215,7 @@ export class Forwarder {
       );
       if (attempts >= this.settings.retryMaxAttempts || delay >= remaining) break;
       if (candidates().length === 0) break;
-      this.hooks.onRetry(req.endpoint);
+      this.hooks.onRetry(routed.endpoint);
       await sleep(delay, req.clientSignal);
     }
 
@@ -248,7 +228,7 @@ export class Forwarder {
     const coolDownMs = shortestCoolDown(this.registry);
     const error = new RouterError(
       "no_workers_available",
-      noWorkerMessage(this.registry, req.model, plan),
+      noWorkerMessage(this.registry, routed.requested, plan),
     );
     // Every worker that could take it asked for a pause: say when to come back.
     const extra: Record<string, string> =
@@ -272,16 +252,17 @@ export class Forwarder {
     route: string,
     canRetry: () => boolean,
   ): Promise<AttemptResult> {
+    const { stream, text } = req.routing;
     const attempt = new Attempt({
       worker,
-      load: { textChars: req.text.length, uncachedChars, rank },
+      load: { textChars: text.length, uncachedChars, rank },
       requestId: req.requestId,
       startedAt: req.startedAt,
       deadline,
-      firstByteMs: req.stream
+      firstByteMs: stream
         ? this.settings.streamFirstByteTimeoutMs
         : this.settings.firstByteTimeoutMs,
-      stream: req.stream === true,
+      stream,
       clientSignal: req.clientSignal,
       route,
       limits: {
@@ -319,7 +300,7 @@ export class Forwarder {
         method: req.method,
         path: worker.basePath + req.path,
         headers: withWorkerAuth(headersWithRank(headers, rank), worker.authorization),
-        body: bodyForRank(req.body, req.path, worker.signals.engine, rank) ?? null,
+        body: bodyForRank(req.routing.body, req.path, worker.signals.engine, rank) ?? null,
         signal: controller,
         // 0 = off: the attempt's timers and relay()'s bound the wait instead.
         headersTimeout: 0,

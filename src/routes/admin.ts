@@ -2,9 +2,9 @@ import type { HttpBindings } from "@hono/node-server";
 import type { Context, Hono, MiddlewareHandler } from "hono";
 import { apiKeyField, type WorkerSpec, workerSpecFrom } from "../discovery/worker-spec.js";
 import { RouterError } from "../errors.js";
+import { checkContentType } from "../intake/content-type.js";
 import type { Worker } from "../workers/worker.js";
 import { bearerMatches, isLoopback } from "./auth.js";
-import { checkContentType } from "./content-type.js";
 import type { RouterContext } from "./context.js";
 
 type Env = { Bindings: HttpBindings };

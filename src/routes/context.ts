@@ -1,14 +1,15 @@
 import type { Config } from "../config.js";
 import type { WorkerMembership } from "../discovery/membership.js";
 import type { PrefixIndex } from "../index/prefix-index.js";
+import type { BodyBudget } from "../intake/body-budget.js";
+import type { Intake } from "../intake/intake.js";
+import type { ParsePool } from "../intake/parse-pool.js";
 import type { KvEventsManager } from "../kv-events/manager.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
 import type { RoutingDecider } from "../policies/decider.js";
 import type { Admission } from "../proxy/admission.js";
-import type { BodyBudget } from "../proxy/body-budget.js";
 import type { Forwarder } from "../proxy/forward.js";
-import type { ParsePool } from "../proxy/parse-pool.js";
 import type { SharedState } from "../state/shared-state.js";
 import type { HealthChecker } from "../workers/health.js";
 import type { EngineIntrospector } from "../workers/introspection.js";
@@ -37,6 +38,8 @@ export interface RouterContext {
   decider: RoutingDecider;
   forwarder: Forwarder;
   modelsForwarder: Forwarder;
+  /** Turns each data-plane (and /debug/route) request into its RoutingRequest. */
+  intake: Intake;
   admission: Admission;
   /** Router-wide memory budget for buffered request bodies (--max-body-buffer-bytes). */
   bodyBudget: BodyBudget;

@@ -4,19 +4,16 @@ import type { HttpBindings } from "@hono/node-server";
 import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
 import type { Hono } from "hono";
 import { RouterError } from "../errors.js";
-import type { TokenizeInput } from "../index/tokenize-input.js";
-import type { BodyLease } from "../proxy/body-budget.js";
+import type { BodyLease } from "../intake/body-budget.js";
+import type { Endpoint } from "../intake/routing-text.js";
 import { Cancel } from "../proxy/cancel.js";
+import { ClientGoneError } from "../proxy/client-gone.js";
 import type { ForwardOutcome, ForwardRequest } from "../proxy/forward.js";
 import { lingerOnUnreadBody } from "../proxy/linger.js";
-import { ClientGoneError } from "../proxy/read-body.js";
-import type { Endpoint } from "../proxy/routing-text.js";
-import { sessionKey } from "../proxy/session-key.js";
 import { writeError } from "../proxy/write-error.js";
 import { admitClient } from "./client-gate.js";
 import type { RouterContext } from "./context.js";
 import { registerModelsRoute } from "./models.js";
-import { readRequestBody } from "./request-body.js";
 
 /** POST routes of the data plane and the routing text each one prefills. */
 export const INFERENCE_ROUTES: ReadonlyArray<{ path: string; endpoint: Endpoint }> = [
@@ -115,43 +112,16 @@ async function admitAndForward(
   clientSignal: Cancel,
   lease: BodyLease,
 ): Promise<ForwardOutcome> {
-  const { config } = ctx;
   admitClient(ctx, incoming.headers.authorization);
-  let body: Buffer | undefined;
-  let text = "";
-  let model: string | undefined;
-  let adapter: string | undefined;
-  let stream = false;
-  let session: string | undefined;
-  let tokenizeInput: TokenizeInput | undefined;
-  let usageDescribesText = false;
-  if (endpoint !== "models") {
-    const read = await readRequestBody(ctx, incoming, endpoint, lease);
-    const summary = read.summary;
-    body = read.body;
-    ({ text, model, adapter, stream, tokenizeInput, usageDescribesText } = summary);
-    session = sessionKey(
-      config.sessionAffinity,
-      config.sessionHeader,
-      incoming.headers,
-      summary.user,
-    );
-  }
+  // The body is read (and refused early: 400, 413, 415...) before the request takes a queue slot.
+  const received = await ctx.intake.receive(incoming, endpoint, lease);
   const release = await ctx.admission.acquire(clientSignal);
   try {
     const request: ForwardRequest = {
-      endpoint,
+      routing: ctx.intake.route(received),
       method: endpoint === "models" ? "GET" : "POST",
       path: incoming.url ?? "/",
       headers: incoming.headers,
-      body,
-      text,
-      model,
-      adapter,
-      session,
-      tokenizeInput,
-      stream,
-      usageDescribesText,
       requestId,
       startedAt,
       clientSignal,

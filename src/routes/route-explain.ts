@@ -1,15 +1,13 @@
 import type { HttpBindings } from "@hono/node-server";
 import type { Hono } from "hono";
+import type { Endpoint } from "../intake/routing-text.js";
 import type { CandidateExplanation } from "../policies/policy.js";
-import type { BodySummary } from "../proxy/body-summary.js";
-import type { Endpoint } from "../proxy/routing-text.js";
-import { sessionKey } from "../proxy/session-key.js";
-import { admitted, indexKey, type ModelPlan, planModel } from "../workers/served-models.js";
+import type { RoutingRequest } from "../proxy/routing-request.js";
+import { admitted, type ModelPlan } from "../workers/served-models.js";
 import type { Worker } from "../workers/worker.js";
 import { adminGuard } from "./admin.js";
 import type { RouterContext } from "./context.js";
 import { INFERENCE_ROUTES } from "./inference.js";
-import { readRequestBody } from "./request-body.js";
 
 type Env = { Bindings: HttpBindings };
 
@@ -29,8 +27,9 @@ export function registerRouteExplainRoutes(app: Hono<Env>, ctx: RouterContext): 
     app.post(`${ROUTE_EXPLAIN_PREFIX}${path}`, async (c) => {
       const lease = ctx.bodyBudget.lease();
       try {
-        const { summary } = await readRequestBody(ctx, c.env.incoming, endpoint, lease);
-        return c.json(await explainRoute(ctx, endpoint, summary, c.env.incoming.headers));
+        // The same RoutingRequest the data plane forwards (intake/intake.ts).
+        const routing = await ctx.intake.take(c.env.incoming, endpoint, lease);
+        return c.json(await explainRoute(ctx, endpoint, routing));
       } finally {
         lease.release();
       }
@@ -38,32 +37,11 @@ export function registerRouteExplainRoutes(app: Hono<Env>, ctx: RouterContext): 
   }
 }
 
-async function explainRoute(
-  ctx: RouterContext,
-  endpoint: Endpoint,
-  summary: BodySummary,
-  headers: Record<string, string | string[] | undefined>,
-) {
-  const { text, model, adapter, tokenizeInput } = summary;
+async function explainRoute(ctx: RouterContext, endpoint: Endpoint, routed: RoutingRequest) {
+  const { text, requested: model, adapter, session, plan } = routed;
   const workers = ctx.registry.list();
-  // The same model rule as the forwarder's (proxy/forward.ts).
-  const plan = planModel(workers, model, ctx.config.modelRouting);
+  // The same candidates as the forwarder's: the model's plan over the available workers.
   const candidates = plan.route === "not_found" ? [] : admitted(ctx.registry.candidates(), plan);
-  const session = sessionKey(
-    ctx.config.sessionAffinity,
-    ctx.config.sessionHeader,
-    headers,
-    summary.user,
-  );
-  // The same request the forwarder hands the decider (proxy/forward.ts).
-  const routed = {
-    text,
-    model: indexKey(workers, model, adapter),
-    session,
-    tokenizeInput,
-    requested: model,
-    adapter,
-  };
   await ctx.decider.prepare(() => candidates, routed);
   const { decision, matched, indexes, profile } = ctx.decider.explain(candidates, routed);
   const policy = ctx.decider.policy;

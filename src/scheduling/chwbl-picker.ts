@@ -22,7 +22,7 @@ export interface ChwblOptions {
  *   inFlight + 1 ≤ loadFactor × (total in-flight + 1) / n (always within when nothing is in
  *   flight); when none is, the first endpoint met that serves the adapter.
  * Never reads the prefix index. In the routing text a chat message starts with `<role>` and ends
- * with a newline (proxy/routing-text.ts), so the first user message is found there; a prompt
+ * with a newline (intake/routing-text.ts), so the first user message is found there; a prompt
  * without a `<user>` marker is hashed from its start.
  */
 export class ChwblPicker implements Picker {

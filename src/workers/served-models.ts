@@ -108,7 +108,7 @@ export function admitted<W extends ServingWorker>(candidates: readonly W[], plan
  * - the model itself when it is one of several a worker serves, or an adapter (vLLM's adapter
  *   name, SGLang's `<base>:<adapter>`); none (the shared default) when the fleet serves one model
  *   under whatever name, so clients that spell it differently still share one tree;
- * - with an SGLang `lora_path` (`adapter`, see proxy/routing-text.ts adapterOf) and a model
+ * - with an SGLang `lora_path` (`adapter`, see intake/routing-text.ts adapterOf) and a model
  *   without its own `:adapter` (SGLang's priority, serving_base.py `_resolve_lora_path`), the
  *   adapter's name: SGLang runs one base model, so the adapter alone names the KV, and the
  *   precise index finds the adapter of the engine's KV events under that name (loraFor).

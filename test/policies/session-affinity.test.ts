@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { ApproximateIndex } from "../../src/index/approximate-index.js";
+import { sessionKey } from "../../src/intake/session-key.js";
 import { RoutingDecider } from "../../src/policies/decider.js";
 import { SessionTable } from "../../src/policies/session-table.js";
-import { sessionKey } from "../../src/proxy/session-key.js";
 import { createPolicy } from "../../src/scheduling/policy-factory.js";
 
 function setup(policy: "cache_aware" | "round_robin" = "round_robin") {

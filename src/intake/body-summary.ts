@@ -1,7 +1,8 @@
 import { RouterError } from "../errors.js";
-import { type TokenizeInput, tokenizeInputOf } from "../index/tokenize-input.js";
+import type { TokenizeInput } from "../index/tokenize-input.js";
 import { adapterOf, type Endpoint, modelOf, routingText } from "./routing-text.js";
 import { isSinglePrompt } from "./single-prompt.js";
+import { tokenizeInputOf } from "./tokenize-input.js";
 
 /** What the router needs from a request body: the routing key and a few fields. */
 export interface BodySummary {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { isSinglePrompt } from "../../src/proxy/single-prompt.js";
+import { isSinglePrompt } from "../../src/intake/single-prompt.js";
 
 describe("isSinglePrompt", () => {
   it("one prompt in every endpoint's shapes", () => {

@@ -6,7 +6,7 @@ import {
   MAX_NESTING_DEPTH,
   modelOf,
   routingText,
-} from "../../src/proxy/routing-text.js";
+} from "../../src/intake/routing-text.js";
 
 /** `[[[ ... [inner] ... ]]]`, `depth` arrays deep, built without recursion. */
 function nested(depth: number, inner: unknown = 1): unknown {

@@ -1,5 +1,6 @@
 import type { IncomingMessage } from "node:http";
 import { RouterError } from "../errors.js";
+import { ClientGoneError } from "../proxy/client-gone.js";
 import type { BodyLease } from "./body-budget.js";
 
 /** Bounds on reading one request body (see docs/reliability.md, "Reading request bodies"). */
@@ -143,14 +144,6 @@ function concatShared(chunks: Buffer[], size: number): Buffer {
   let offset = 0;
   for (const chunk of chunks) offset += chunk.copy(out, offset);
   return out;
-}
-
-/** The client went away; there is no one left to answer. */
-export class ClientGoneError extends Error {
-  constructor() {
-    super("client disconnected");
-    this.name = "ClientGoneError";
-  }
 }
 
 type BodyTimeoutKind = "idle" | "total" | "rate";

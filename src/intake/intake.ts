@@ -1,0 +1,132 @@
+import type { IncomingHttpHeaders, IncomingMessage } from "node:http";
+import type { RoutingRequest } from "../proxy/routing-request.js";
+import {
+  indexKey,
+  type ModelRoutingMode,
+  planModel,
+  type ServingWorker,
+} from "../workers/served-models.js";
+import type { BodyLease } from "./body-budget.js";
+import { type BodySummary, summarizeBody } from "./body-summary.js";
+import { checkContentType } from "./content-type.js";
+import type { ParsePool } from "./parse-pool.js";
+import { type BodyReadLimits, readBody } from "./read-body.js";
+import type { Endpoint } from "./routing-text.js";
+import { type SessionSource, sessionKey } from "./session-key.js";
+
+export interface IntakeOptions {
+  /** --max-payload-size, the body read timeouts and --body-min-rate-bytes. */
+  body: Omit<BodyReadLimits, "sharedFrom">;
+  /** --parse-offload-bytes: bodies this large are parsed by the parse pool, when there is one. */
+  parseOffloadBytes: number;
+  /** --max-routing-text-chars */
+  maxRoutingTextChars: number;
+  /** --kv-events: the precise index needs the request as the engine's tokenizer takes it. */
+  withTokenizeInput: boolean;
+  /** --session-affinity and --session-header */
+  sessionAffinity: SessionSource;
+  sessionHeader: string;
+  /** --model-routing */
+  modelRouting: ModelRoutingMode;
+}
+
+/** A request whose body has been read and summarized, before it waits for admission. */
+export interface ReceivedRequest {
+  readonly endpoint: Endpoint | "models";
+  readonly body: Buffer | undefined;
+  readonly summary: BodySummary | undefined;
+  readonly session: string | undefined;
+}
+
+/** The GET info routes carry no body: nothing to route on. */
+const NO_BODY: ReceivedRequest = {
+  endpoint: "models",
+  body: undefined,
+  summary: undefined,
+  session: undefined,
+};
+
+/**
+ * Turns an HTTP request into a RoutingRequest, once per request, for the data plane and POST
+ * /debug/route alike. Two steps, because the request may wait for admission in between:
+ * - receive: the body read within its bounds (size, time, the router-wide budget through the
+ *   lease), one JSON parse (off the event loop when large, --parse-workers) into the routing
+ *   text, model, adapter, stream and tokenize input, and the session key;
+ * - route: what depends on the fleet as it is when the request goes (the model's plan and index
+ *   key), so a worker that joined or listed its models during the wait counts.
+ */
+export class Intake {
+  constructor(
+    private readonly options: IntakeOptions,
+    /** The registered workers (the model's plan and index key read their served models). */
+    private readonly fleet: { list(): readonly ServingWorker[] },
+    /** Worker threads for large bodies (--parse-workers); undefined = every body parsed in line. */
+    private readonly parsePool?: ParsePool,
+  ) {}
+
+  /** Reads and summarizes the body of an inference POST (nothing for the GET info routes). */
+  async receive(
+    incoming: IncomingMessage,
+    endpoint: Endpoint | "models",
+    lease: BodyLease,
+  ): Promise<ReceivedRequest> {
+    if (endpoint === "models") return NO_BODY;
+    const { options, parsePool } = this;
+    checkContentType(incoming.headers["content-type"]);
+    const body = await readBody(
+      incoming,
+      {
+        ...options.body,
+        sharedFrom: parsePool !== undefined ? options.parseOffloadBytes : undefined,
+      },
+      lease,
+    );
+    const summary =
+      parsePool !== undefined && body.byteLength >= options.parseOffloadBytes
+        ? await parsePool.summarize(
+            endpoint,
+            body,
+            options.maxRoutingTextChars,
+            options.withTokenizeInput,
+          )
+        : summarizeBody(endpoint, body, options.maxRoutingTextChars, options.withTokenizeInput);
+    const session = this.session(incoming.headers, summary.user);
+    return { endpoint, body, summary, session };
+  }
+
+  /** The RoutingRequest of a received request, against the fleet as it is now. */
+  route(received: ReceivedRequest): RoutingRequest {
+    const { summary } = received;
+    const workers = this.fleet.list();
+    const requested = summary?.model;
+    const adapter = summary?.adapter;
+    return {
+      endpoint: received.endpoint,
+      body: received.body,
+      text: summary?.text ?? "",
+      // What the index sees: the text, under the model's own key when its KV is kept apart.
+      model: indexKey(workers, requested, adapter),
+      requested,
+      adapter,
+      session: received.session,
+      tokenizeInput: summary?.tokenizeInput,
+      stream: summary?.stream ?? false,
+      usageDescribesText: summary?.usageDescribesText ?? false,
+      plan: planModel(workers, requested, this.options.modelRouting),
+    };
+  }
+
+  /** Both steps at once, for a request that does not wait for admission (POST /debug/route). */
+  async take(
+    incoming: IncomingMessage,
+    endpoint: Endpoint,
+    lease: BodyLease,
+  ): Promise<RoutingRequest> {
+    return this.route(await this.receive(incoming, endpoint, lease));
+  }
+
+  private session(headers: IncomingHttpHeaders, user: string | undefined): string | undefined {
+    const { sessionAffinity, sessionHeader } = this.options;
+    return sessionKey(sessionAffinity, sessionHeader, headers, user);
+  }
+}
