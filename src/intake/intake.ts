@@ -56,13 +56,21 @@ const NO_BODY: ReceivedRequest = {
  *   key), so a worker that joined or listed its models during the wait counts.
  */
 export class Intake {
+  /** The body's read limits, the same for every request: made once, not per request. */
+  private readonly bodyLimits: BodyReadLimits;
+
   constructor(
     private readonly options: IntakeOptions,
     /** The registered workers (the model's plan and index key read their served models). */
     private readonly fleet: { list(): readonly ServingWorker[] },
     /** Worker threads for large bodies (--parse-workers); undefined = every body parsed in line. */
     private readonly parsePool?: ParsePool,
-  ) {}
+  ) {
+    this.bodyLimits = {
+      ...options.body,
+      sharedFrom: parsePool !== undefined ? options.parseOffloadBytes : undefined,
+    };
+  }
 
   /** Reads and summarizes the body of an inference POST (nothing for the GET info routes). */
   async receive(
@@ -73,14 +81,7 @@ export class Intake {
     if (endpoint === "models") return NO_BODY;
     const { options, parsePool } = this;
     checkContentType(incoming.headers["content-type"]);
-    const body = await readBody(
-      incoming,
-      {
-        ...options.body,
-        sharedFrom: parsePool !== undefined ? options.parseOffloadBytes : undefined,
-      },
-      lease,
-    );
+    const body = await readBody(incoming, this.bodyLimits, lease);
     const summary =
       parsePool !== undefined && body.byteLength >= options.parseOffloadBytes
         ? await parsePool.summarize(

@@ -8,7 +8,7 @@ import type { WorkerRegistry } from "../workers/registry.js";
 import { admitted, type ModelRoutingMode } from "../workers/served-models.js";
 import type { Worker } from "../workers/worker.js";
 import { ClientAbort, ShutdownAbort } from "./abort-reasons.js";
-import { Attempt } from "./attempt.js";
+import { Attempt, type RelayLimits } from "./attempt.js";
 import { backoffMs, retryAfterMs, sleep } from "./backoff.js";
 import type { Cancel } from "./cancel.js";
 import { bodyForRank, headersWithRank, rankToSend } from "./dp-rank.js";
@@ -100,6 +100,8 @@ export class Forwarder {
   private readonly inProgress = new Set<Cancel>();
   /** Set by abortAll: an attempt that starts afterwards (a retry after its backoff) ends at once. */
   private closed = false;
+  /** The relay's limits, the same for every attempt: made once, not per request. */
+  private readonly relayLimits: RelayLimits;
 
   constructor(
     private readonly registry: WorkerRegistry,
@@ -108,7 +110,12 @@ export class Forwarder {
     private readonly hooks: ForwardHooks,
     /** Learns from the usage the engines report (characters per token, cached tokens). */
     private readonly feedback?: UsageFeedback,
-  ) {}
+  ) {
+    this.relayLimits = {
+      idleTimeoutMs: settings.idleTimeoutMs,
+      clientStallMs: settings.clientStallMs,
+    };
+  }
 
   /** Ends every upstream request under way (shutdown grace over): streams get an SSE error event. */
   abortAll(): number {
@@ -238,7 +245,7 @@ export class Forwarder {
   }
 
   /** One try against one worker. Either the response was (or is being) sent, or it failed before any byte. */
-  private async attempt(
+  private attempt(
     worker: Worker,
     req: ForwardRequest,
     /** Characters of the text the worker probably has to prefill (not held before). */
@@ -265,26 +272,19 @@ export class Forwarder {
       stream,
       clientSignal: req.clientSignal,
       route,
-      limits: {
-        idleTimeoutMs: this.settings.idleTimeoutMs,
-        clientStallMs: this.settings.clientStallMs,
-      },
+      limits: this.relayLimits,
       readUsage: this.feedback !== undefined && req.method === "POST",
       onUpstreamError: this.hooks.onUpstreamError,
     });
-    const controller = attempt.controller;
-    this.inProgress.add(controller);
-    try {
-      if (this.closed) controller.abort(new ShutdownAbort());
-      return await this.send(attempt, req, headers, rank, res, canRetry);
-    } finally {
-      // Every path above ended the attempt; this only makes sure (a second end is a no-op).
-      attempt.end(NEUTRAL);
-      this.inProgress.delete(controller);
-    }
+    this.inProgress.add(attempt.controller);
+    // Not awaited here: send() ends the attempt itself, so a request goes through one async frame.
+    return this.send(attempt, req, headers, rank, res, canRetry);
   }
 
-  /** Sends the attempt's request and relays the answer, or reports why it failed. */
+  /**
+   * Sends the attempt's request and relays the answer, or reports why it failed; ends the attempt
+   * and forgets its controller whatever happens.
+   */
   private async send(
     attempt: Attempt,
     req: ForwardRequest,
@@ -294,53 +294,60 @@ export class Forwarder {
     canRetry: () => boolean,
   ): Promise<AttemptResult> {
     const { worker, controller } = attempt;
-    let upstream: Dispatcher.ResponseData;
     try {
-      upstream = await worker.pool.request({
-        method: req.method,
-        path: worker.basePath + req.path,
-        headers: withWorkerAuth(headersWithRank(headers, rank), worker.authorization),
-        body: bodyForRank(req.routing.body, req.path, worker.signals.engine, rank) ?? null,
-        signal: controller,
-        // 0 = off: the attempt's timers and relay()'s bound the wait instead.
-        headersTimeout: 0,
-        bodyTimeout: 0,
-      });
-    } catch (err) {
-      const reason = controller.reason;
-      if (reason instanceof ClientAbort) {
-        attempt.end(NEUTRAL);
-        return { kind: "done", outcome: { status: 499, worker, error: "client_abort" } };
+      if (this.closed) controller.abort(new ShutdownAbort());
+      let upstream: Dispatcher.ResponseData;
+      try {
+        upstream = await worker.pool.request({
+          method: req.method,
+          path: worker.basePath + req.path,
+          headers: withWorkerAuth(headersWithRank(headers, rank), worker.authorization),
+          body: bodyForRank(req.routing.body, req.path, worker.signals.engine, rank) ?? null,
+          signal: controller,
+          // 0 = off: the attempt's timers and relay()'s bound the wait instead.
+          headersTimeout: 0,
+          bodyTimeout: 0,
+        });
+      } catch (err) {
+        const reason = controller.reason;
+        if (reason instanceof ClientAbort) {
+          attempt.end(NEUTRAL);
+          return { kind: "done", outcome: { status: 499, worker, error: "client_abort" } };
+        }
+        if (reason instanceof ShutdownAbort) {
+          attempt.end(NEUTRAL);
+          const error = new RouterError(
+            "shutting_down",
+            "The router is shutting down and its --shutdown-grace-secs ran out; retry the request.",
+          );
+          writeError(res, error, req.requestId);
+          return { kind: "done", outcome: { status: error.status, worker, error: "shutdown" } };
+        }
+        // Connection failures and timeouts (first byte included) count against the breaker like a
+        // 5xx: a worker that accepts requests and never answers is ejected after
+        // --cb-failure-threshold of them, although its /health may still say 200.
+        attempt.end(FAILED);
+        return { kind: "failed", failure: classifyNetworkError(err, reason, worker) };
       }
-      if (reason instanceof ShutdownAbort) {
-        attempt.end(NEUTRAL);
-        const error = new RouterError(
-          "shutting_down",
-          "The router is shutting down and its --shutdown-grace-secs ran out; retry the request.",
-        );
-        writeError(res, error, req.requestId);
-        return { kind: "done", outcome: { status: error.status, worker, error: "shutdown" } };
+
+      attempt.headersArrived();
+      const status = upstream.statusCode;
+      this.coolDown(worker, status, upstream.headers["retry-after"]);
+      if (RETRYABLE_STATUS.has(status) && canRetry()) {
+        // Nothing reached the client yet: discard this answer and let the caller try another worker.
+        upstream.body.dump().catch(() => {});
+        // 429 says "busy", not "broken": neutral for the breaker.
+        attempt.end(status === 429 ? NEUTRAL : FAILED);
+        return { kind: "failed", failure: statusFailure(status, worker) };
       }
-      // Connection failures and timeouts (first byte included) count against the breaker like a
-      // 5xx: a worker that accepts requests and never answers is ejected after
-      // --cb-failure-threshold of them, although its /health may still say 200.
-      attempt.end(FAILED);
-      return { kind: "failed", failure: classifyNetworkError(err, reason, worker) };
-    }
 
-    attempt.headersArrived();
-    const status = upstream.statusCode;
-    this.coolDown(worker, status, upstream.headers["retry-after"]);
-    if (RETRYABLE_STATUS.has(status) && canRetry()) {
-      // Nothing reached the client yet: discard this answer and let the caller try another worker.
-      upstream.body.dump().catch(() => {});
-      // 429 says "busy", not "broken": neutral for the breaker.
-      attempt.end(status === 429 ? NEUTRAL : FAILED);
-      return { kind: "failed", failure: statusFailure(status, worker) };
+      const { outcome, usage } = await relay(upstream, attempt, res);
+      return { kind: "done", outcome, usage };
+    } finally {
+      // Every path above ended the attempt; this only makes sure (a second end is a no-op).
+      attempt.end(NEUTRAL);
+      this.inProgress.delete(controller);
     }
-
-    const { usage, ...outcome } = await relay(upstream, attempt, res);
-    return usage === undefined ? { kind: "done", outcome } : { kind: "done", outcome, usage };
   }
 
   /**

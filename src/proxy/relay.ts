@@ -26,8 +26,16 @@ export interface RelayOutcome {
   error?: string;
   /** The worker's own status when it differs from `status` (a client gone mid-stream: 499). */
   upstreamStatus?: number;
+}
+
+/**
+ * The outcome and the engine's usage side by side, not merged: the forwarder hands them on
+ * separately, and copying the outcome into a new object (and out again) cost every request.
+ */
+export interface RelayResult {
+  outcome: RelayOutcome;
   /** The engine's usage, read from a successful answer as it went by (usage-tap.ts). */
-  usage?: ReportedUsage;
+  usage: ReportedUsage | undefined;
 }
 
 /**
@@ -39,7 +47,7 @@ export function relay(
   upstream: Dispatcher.ResponseData,
   attempt: Attempt,
   res: ServerResponse,
-): Promise<RelayOutcome> {
+): Promise<RelayResult> {
   const { worker, controller, limits } = attempt;
   const tap = attempt.readUsage ? usageTapFor(upstream) : undefined;
   const status = upstream.statusCode;
@@ -83,15 +91,14 @@ export function relay(
       body.destroy();
       res.destroy();
     });
-    const finish = (lease: LeaseOutcome, outcome: Omit<RelayOutcome, "usage">) => {
+    const finish = (lease: LeaseOutcome, outcome: RelayOutcome) => {
       if (settled) return;
       settled = true;
       clearTimeout(idle);
       stall.stop();
       res.off("close", onClientClose);
       attempt.end(lease);
-      const usage = tap?.result();
-      resolve(usage === undefined ? outcome : { ...outcome, usage });
+      resolve({ outcome, usage: tap?.result() });
     };
     const onClientClose = () => {
       if (res.writableFinished) return;
