@@ -45,14 +45,40 @@ describe("saturation of a worker", () => {
   });
 
   it("moves the queue reading by this router's pending requests since it was taken", () => {
-    // Read with 2 of ours waiting: 3 foreign + 2 ours = 5... later 1 of ours left, 0 new.
+    // Read with 2 of ours waiting (3 foreign + 2 ours); since then 1 of ours got its first byte.
     const fewer = view("w", load(5, 0.1, 2), { requests: 1, chars: 100 });
     expect(estimatedQueue(fewer, 1500)).toBe(4);
     expect(saturationReason(fewer, THRESHOLDS, 1500)).toBeUndefined();
-    // Read empty; since then 6 of ours were dispatched and have no first byte yet.
-    const burst = view("w", load(0), { requests: 6, chars: 600 });
-    expect(estimatedQueue(burst, 1500)).toBe(6);
-    expect(saturationReason(burst, THRESHOLDS, 1500)).toBe("engine_queue");
+  });
+
+  it("fills the free batch slots first, as last seen full, before counting a queue", () => {
+    const w = view("w", load(3), { requests: 0, chars: 0 }); // batch seen full at 8 running
+    expect(estimatedQueue(w, 1500)).toBe(3);
+    // Next reading: no queue, 6 running, none of ours pending; then 6 dispatched, no first byte.
+    (w.signals as EngineSignals).recordLoad(
+      { queued: 0, running: 6, kvUsage: 0.1, routerPending: 0 },
+      1600,
+    );
+    const burst = { ...w, pendingPrefillRequests: 6 };
+    expect(estimatedQueue(burst, 1700)).toBe(4);
+    expect(saturationReason(burst, THRESHOLDS, 1700)).toBeUndefined();
+    expect(saturationReason({ ...w, pendingPrefillRequests: 7 }, THRESHOLDS, 1700)).toBe(
+      "engine_queue",
+    );
+  });
+
+  it("trusts the reading's queue alone until the engine was seen full (its free slots unknown)", () => {
+    // A fast engine with 16 of ours in flight and never a queue: not saturated.
+    const fast = view(
+      "w",
+      { queued: 0, running: 2, kvUsage: 0.1, routerPending: 0 },
+      {
+        requests: 16,
+        chars: 16_000,
+      },
+    );
+    expect(estimatedQueue(fast, 1500)).toBe(0);
+    expect(saturationReason(fast, THRESHOLDS, 1500)).toBeUndefined();
   });
 
   it("never trusts a stale reading: neither saturated nor estimated by it", () => {
