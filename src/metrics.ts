@@ -1,4 +1,5 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import { HistogramAlias } from "./metric-alias.js";
 import type { WorkerRegistry } from "./workers/registry.js";
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
@@ -66,18 +67,15 @@ export class Metrics {
       buckets: RATE_BUCKETS,
       registers,
     });
-    const matchRateDeprecated = new Histogram({
-      name: "radixgate_match_rate",
-      help: deprecatedAlias("radixgate_match_ratio"),
-      buckets: RATE_BUCKETS,
+    // The old name shows the same samples at each scrape; a request observes one histogram.
+    new HistogramAlias(
+      matchRatio,
+      "radixgate_match_ratio",
+      "radixgate_match_rate",
+      deprecatedAlias("radixgate_match_ratio"),
       registers,
-    });
-    this.matchRate = {
-      observe(ratio: number) {
-        matchRatio.observe(ratio);
-        matchRateDeprecated.observe(ratio);
-      },
-    };
+    );
+    this.matchRate = matchRatio;
     this.evictedChars = new Counter({
       name: "radixgate_tree_evicted_characters_total",
       help: "Characters evicted from the prefix trees (LRU).",
