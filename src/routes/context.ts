@@ -11,6 +11,7 @@ import type { RoutingDecider } from "../policies/decider.js";
 import type { Admission } from "../proxy/admission.js";
 import type { Forwarder } from "../proxy/forward.js";
 import type { SharedState } from "../state/shared-state.js";
+import type { SiblingState } from "../state/sibling-state.js";
 import type { HealthChecker } from "../workers/health.js";
 import type { EngineIntrospector } from "../workers/introspection.js";
 import type { WorkerRegistry } from "../workers/registry.js";
@@ -53,4 +54,6 @@ export interface RouterContext {
   kvEvents?: KvEventsManager;
   /** --state-url: what this replica shares with the others through Redis. */
   sharedState?: SharedState;
+  /** radixgate-cluster: decisions shared with the sibling processes (state/sibling-state.ts). */
+  siblingState?: SiblingState;
 }
