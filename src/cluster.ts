@@ -97,8 +97,18 @@ function main(): void {
     return worker;
   };
   for (let i = 0; i < processes; i++) fork();
+  // One line once every process listens (before that, connections go to the ones that do).
+  const listening = new Set<number>();
+  cluster.on("listening", (worker) => {
+    const before = listening.size;
+    listening.add(worker.id);
+    if (before < processes && listening.size === processes) {
+      process.stderr.write(`radixgate-cluster: all ${processes} processes listening\n`);
+    }
+  });
 
   cluster.on("exit", (worker, code, signal) => {
+    listening.delete(worker.id);
     if (stopping) {
       if (Object.keys(cluster.workers ?? {}).length === 0) process.exit();
       return;
