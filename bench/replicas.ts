@@ -91,7 +91,14 @@ async function runCluster(
   try {
     router = await startBuiltCluster(
       processes,
-      ["--policy", policy, "--log-level", "warn", "--worker-urls", ...fleet.workers.map((x) => x.url)],
+      [
+        "--policy",
+        policy,
+        "--log-level",
+        "warn",
+        "--worker-urls",
+        ...fleet.workers.map((x) => x.url),
+      ],
       share ? [] : ["--no-share"],
     );
     const url = router.url;
