@@ -2,6 +2,7 @@ import type { RequestListener, Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { getRequestListener } from "@hono/node-server";
 import { Hono } from "hono";
+import { buildAdmission } from "./assembly/admission.js";
 import { buildDataPlane } from "./assembly/data-plane.js";
 import { buildIndexStack, indexStackOptions } from "./assembly/index-stack.js";
 import { buildRoutes, type Env } from "./assembly/routes.js";
@@ -20,7 +21,6 @@ import { intakeOptions } from "./intake-settings.js";
 import { listen } from "./listen.js";
 import { accessLogger, createLogger, type Logger } from "./logger.js";
 import { Metrics } from "./metrics.js";
-import { Admission } from "./proxy/admission.js";
 import { routerPolicy } from "./router-policy.js";
 import type { RouterContext } from "./routes/context.js";
 import { registerMetricsRoute } from "./routes/ops.js";
@@ -139,6 +139,7 @@ export function createRouter(
     config.parseWorkers > 0
       ? new ParsePool({ size: config.parseWorkers, memoryMb: config.parseWorkerMemoryMb })
       : undefined;
+  const admission = buildAdmission(config, { registry, metrics });
   const context: RouterContext = {
     config,
     logger,
@@ -150,14 +151,15 @@ export function createRouter(
     decider,
     forwarder,
     modelsForwarder,
-    admission: new Admission(
-      config.maxConcurrentRequests,
-      config.queueSize,
-      config.queueTimeoutSecs * 1000,
-    ),
+    admission: admission.admission,
     health,
     bodyBudget: new BodyBudget(config.maxBodyBufferBytes),
-    intake: new Intake(intakeOptions(config, kvEvents !== undefined), registry, parsePool),
+    intake: new Intake(
+      { ...intakeOptions(config, kvEvents !== undefined), identity: admission.identity },
+      registry,
+      parsePool,
+      admission.tenants,
+    ),
     parsePool,
     introspection,
     state: { shuttingDown: false, active: 0 },
