@@ -2,11 +2,13 @@ import type { RequestListener, Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { getRequestListener } from "@hono/node-server";
 import { Hono } from "hono";
+import { buildAdmission } from "./assembly/admission.js";
 import { buildDataPlane } from "./assembly/data-plane.js";
 import { buildIndexStack, indexStackOptions } from "./assembly/index-stack.js";
 import { buildRoutes, type Env } from "./assembly/routes.js";
 import { addCommandLineWorkers } from "./command-line-workers.js";
 import type { Config } from "./config.js";
+import { pdEnabled } from "./disaggregation/settings.js";
 import { kubernetesDiscoveryOptions } from "./discovery/kubernetes-settings.js";
 import { WorkerMembership } from "./discovery/membership.js";
 import { type Discovery, startDiscovery } from "./discovery/setup.js";
@@ -20,7 +22,6 @@ import { intakeOptions } from "./intake-settings.js";
 import { listen } from "./listen.js";
 import { accessLogger, createLogger, type Logger } from "./logger.js";
 import { Metrics } from "./metrics.js";
-import { Admission } from "./proxy/admission.js";
 import { routerPolicy } from "./router-policy.js";
 import type { RouterContext } from "./routes/context.js";
 import { registerMetricsRoute } from "./routes/ops.js";
@@ -59,6 +60,13 @@ export function createRouter(
   options: StartOptions = {},
 ): { app: Hono<Env>; listener: RequestListener; context: RouterContext } {
   const logger = options.logger ?? createLogger({ level: config.logLevel });
+  if (pdEnabled(config)) {
+    // Worker roles and flags are in; the pair dispatch follows (issue 25 item 1).
+    throw new ConfigError(
+      config.pdDisaggregation ? "--pd-disaggregation" : "--vllm-pd-disaggregation",
+      "the prefill/decode dispatch is not served yet by this build",
+    );
+  }
   const policy = routerPolicy(config);
   const registry = new WorkerRegistry(
     {
@@ -122,11 +130,13 @@ export function createRouter(
       allowLinkLocal: config.allowLinkLocalWorkers,
       connectTimeoutMs: config.connectTimeoutSecs * 1000,
     },
+    workerTypes: pdEnabled(config) ? ["prefill", "decode"] : ["regular"],
   });
   const parsePool =
     config.parseWorkers > 0
       ? new ParsePool({ size: config.parseWorkers, memoryMb: config.parseWorkerMemoryMb })
       : undefined;
+  const admission = buildAdmission(config, { registry, metrics });
   const context: RouterContext = {
     config,
     logger,
@@ -138,14 +148,15 @@ export function createRouter(
     decider,
     forwarder,
     modelsForwarder,
-    admission: new Admission(
-      config.maxConcurrentRequests,
-      config.queueSize,
-      config.queueTimeoutSecs * 1000,
-    ),
+    admission: admission.admission,
     health,
     bodyBudget: new BodyBudget(config.maxBodyBufferBytes),
-    intake: new Intake(intakeOptions(config, kvEvents !== undefined), registry, parsePool),
+    intake: new Intake(
+      { ...intakeOptions(config, kvEvents !== undefined), identity: admission.identity },
+      registry,
+      parsePool,
+      admission.tenants,
+    ),
     parsePool,
     introspection,
     state: { shuttingDown: false, active: 0 },

@@ -1,3 +1,10 @@
+import {
+  DECODE_ROLE,
+  prefillRole,
+  REGULAR_ROLE,
+  type WorkerRole,
+  type WorkerType,
+} from "../workers/worker-role.js";
 import { type LabelSelector, matchesLabels } from "./kubernetes-selector.js";
 
 /**
@@ -20,15 +27,10 @@ export interface PodObject {
   };
 }
 
-/** A worker's place in a fleet: PD roles come from --prefill-selector / --decode-selector. */
-export type PodRole = "regular" | "prefill" | "decode";
-
-/** One worker a pod stands for. */
+/** One worker a pod stands for; a prefill pod's bootstrap port is its sglang.ai/bootstrap-port. */
 export interface PodWorker {
   url: string;
-  role: PodRole;
-  /** Prefill pods: the annotation sglang.ai/bootstrap-port, when it is a port. */
-  bootstrapPort?: number;
+  role: WorkerRole;
 }
 
 /**
@@ -54,7 +56,7 @@ export function podKey(pod: PodObject): string | undefined {
 export function podWorker(
   pod: PodObject,
   selector: LabelSelector,
-  role: PodRole,
+  type: WorkerType,
   port: number,
 ): PodWorker | undefined {
   const { metadata, status } = pod;
@@ -68,17 +70,18 @@ export function podWorker(
     return undefined;
   }
   const host = ip.includes(":") ? `[${ip}]` : ip;
-  const worker: PodWorker = { url: `http://${host}:${port}`, role };
-  if (role === "prefill") {
-    const bootstrapPort = portAnnotation(metadata?.annotations?.[BOOTSTRAP_PORT_ANNOTATION]);
-    if (bootstrapPort !== undefined) worker.bootstrapPort = bootstrapPort;
-  }
-  return worker;
+  const role =
+    type === "prefill"
+      ? prefillRole(portAnnotation(metadata?.annotations?.[BOOTSTRAP_PORT_ANNOTATION]))
+      : type === "decode"
+        ? DECODE_ROLE
+        : REGULAR_ROLE;
+  return { url: `http://${host}:${port}`, role };
 }
 
 /** A port number from an annotation's text; anything else (as SGLang's parse::<u16>) is none. */
-function portAnnotation(value: string | undefined): number | undefined {
-  if (value === undefined || !/^\d{1,5}$/.test(value.trim())) return undefined;
+function portAnnotation(value: string | undefined): number | null {
+  if (value === undefined || !/^\d{1,5}$/.test(value.trim())) return null;
   const port = Number(value.trim());
-  return port >= 1 && port <= 65535 ? port : undefined;
+  return port >= 1 && port <= 65535 ? port : null;
 }

@@ -1,7 +1,8 @@
 import type { Logger } from "../logger.js";
+import type { WorkerType } from "../workers/worker-role.js";
 import type { DiscoveredWorkers } from "./discovered-workers.js";
 import { connectPodApi, type PodApi } from "./kubernetes-client.js";
-import { type PodRole, type PodWorker, podWorker } from "./kubernetes-pods.js";
+import { type PodWorker, podWorker } from "./kubernetes-pods.js";
 import {
   formatLabelSelector,
   type LabelSelector,
@@ -32,13 +33,6 @@ const PAGE_SIZE = 500;
 /** As --worker-dns: at most this many workers from the source. */
 const MAX_PODS = 1024;
 
-/** A worker a pod stands for, as the membership path takes it. */
-export interface KubernetesWorkerSpec extends WorkerSpec {
-  /** Its PD role (recorded; regular workers only until PD worker types are wired). */
-  role: PodRole;
-  bootstrapPort?: number;
-}
-
 /**
  * --service-discovery: the workers are the running, ready pods matching --selector, at
  * http://POD_IP:--service-discovery-port, kept up to date by a list + watch of pods (as SGLang's
@@ -47,7 +41,8 @@ export interface KubernetesWorkerSpec extends WorkerSpec {
  * --discovery-grace-secs.
  */
 export class KubernetesPodSource {
-  private readonly watches: { watch: PodListWatch; selector: LabelSelector; role: PodRole }[] = [];
+  private readonly watches: { watch: PodListWatch; selector: LabelSelector; type: WorkerType }[] =
+    [];
   private applying = false;
   private again = false;
   private stopped = false;
@@ -98,22 +93,18 @@ export class KubernetesPodSource {
   }
 
   /** The workers the pods stand for now; a pod matching two roles' selectors takes the first. */
-  current(): KubernetesWorkerSpec[] {
+  current(): WorkerSpec[] {
     const byUrl = new Map<string, PodWorker>();
-    for (const { watch, selector, role } of this.watches) {
+    for (const { watch, selector, type } of this.watches) {
       for (const pod of watch.pods.values()) {
-        const worker = podWorker(pod, selector, role, this.options.port);
+        const worker = podWorker(pod, selector, type, this.options.port);
         if (worker !== undefined && !byUrl.has(worker.url)) byUrl.set(worker.url, worker);
       }
     }
-    return [...byUrl.values()].slice(0, MAX_PODS).map((w) => ({
-      url: w.url,
-      role: w.role,
-      ...(w.bootstrapPort !== undefined ? { bootstrapPort: w.bootstrapPort } : {}),
-    }));
+    return [...byUrl.values()].slice(0, MAX_PODS).map((w) => ({ url: w.url, role: w.role }));
   }
 
-  private add(api: PodApi, selector: LabelSelector, role: PodRole): void {
+  private add(api: PodApi, selector: LabelSelector, type: WorkerType): void {
     const watch = new PodListWatch(
       api,
       {
@@ -128,7 +119,7 @@ export class KubernetesPodSource {
       () => this.changed(),
       this.logger,
     );
-    this.watches.push({ watch, selector, role });
+    this.watches.push({ watch, selector, type });
   }
 
   /** Changes that arrive while an apply runs are applied together after it. */

@@ -51,7 +51,7 @@ describe("a pod's worker (SGLang's PodInfo: Running and Ready, pod IP + --servic
   it("a running, ready pod matching the selector is http://POD_IP:PORT", () => {
     expect(worker(recordedPod("p", "10.244.3.17"))).toEqual({
       url: "http://10.244.3.17:30000",
-      role: "regular",
+      role: { type: "regular", bootstrapPort: null },
     });
     expect(worker(recordedPod("p", "fd00::17"))?.url).toBe("http://[fd00::17]:30000");
   });
@@ -75,13 +75,15 @@ describe("a pod's worker (SGLang's PodInfo: Running and Ready, pod IP + --servic
     pod.metadata.annotations = { "sglang.ai/bootstrap-port": "8998" };
     expect(podWorker(pod, selector, "prefill", 30000)).toEqual({
       url: "http://10.0.0.1:30000",
-      role: "prefill",
-      bootstrapPort: 8998,
+      role: { type: "prefill", bootstrapPort: 8998 },
     });
     pod.metadata.annotations = { "sglang.ai/bootstrap-port": "none" };
-    expect(podWorker(pod, selector, "prefill", 30000)?.bootstrapPort).toBeUndefined();
+    expect(podWorker(pod, selector, "prefill", 30000)?.role.bootstrapPort).toBeNull();
     pod.metadata.annotations = { "sglang.ai/bootstrap-port": "8998" };
-    expect(podWorker(pod, selector, "decode", 30000)?.bootstrapPort).toBeUndefined();
+    expect(podWorker(pod, selector, "decode", 30000)?.role).toEqual({
+      type: "decode",
+      bootstrapPort: null,
+    });
   });
 });
 
