@@ -8,7 +8,7 @@ import { buildIndexStack, indexStackOptions } from "./assembly/index-stack.js";
 import { buildRoutes, type Env } from "./assembly/routes.js";
 import { addCommandLineWorkers } from "./command-line-workers.js";
 import type { Config } from "./config.js";
-import { pdEnabled } from "./disaggregation/settings.js";
+import { decodePolicyName, pdEnabled, prefillPolicyName } from "./disaggregation/settings.js";
 import { kubernetesDiscoveryOptions } from "./discovery/kubernetes-settings.js";
 import { WorkerMembership } from "./discovery/membership.js";
 import { type Discovery, startDiscovery } from "./discovery/setup.js";
@@ -22,9 +22,10 @@ import { intakeOptions } from "./intake-settings.js";
 import { listen } from "./listen.js";
 import { accessLogger, createLogger, type Logger } from "./logger.js";
 import { Metrics } from "./metrics.js";
-import { routerPolicy } from "./router-policy.js";
+import { namedPolicy, routerPolicy } from "./router-policy.js";
 import type { RouterContext } from "./routes/context.js";
 import { registerMetricsRoute } from "./routes/ops.js";
+import type { SiblingLink } from "./state/sibling-link.js";
 import { type EvictionTimer, startEvictionTimer } from "./tree/eviction-timer.js";
 import { HealthChecker } from "./workers/health.js";
 import type { HostResolver } from "./workers/host-lookup.js";
@@ -48,6 +49,8 @@ export interface StartOptions {
   dnsResolver?: DnsResolver;
   /** How worker host names are resolved at registration (tests; default: the system resolver). */
   resolveHost?: HostResolver;
+  /** A radixgate-cluster process: its local channel to its siblings (state/sibling-link.ts). */
+  siblings?: SiblingLink;
 }
 
 /**
@@ -60,14 +63,11 @@ export function createRouter(
   options: StartOptions = {},
 ): { app: Hono<Env>; listener: RequestListener; context: RouterContext } {
   const logger = options.logger ?? createLogger({ level: config.logLevel });
-  if (pdEnabled(config)) {
-    // Worker roles and flags are in; the pair dispatch follows (issue 25 item 1).
-    throw new ConfigError(
-      config.pdDisaggregation ? "--pd-disaggregation" : "--vllm-pd-disaggregation",
-      "the prefill/decode dispatch is not served yet by this build",
-    );
-  }
-  const policy = routerPolicy(config);
+  const pd = pdEnabled(config);
+  // With disaggregation the router's policy is the prefill side's (disaggregation/settings.ts).
+  const prefillPolicy = pd ? prefillPolicyName(config) : undefined;
+  const policy =
+    prefillPolicy === undefined ? routerPolicy(config) : namedPolicy(config, prefillPolicy);
   const registry = new WorkerRegistry(
     {
       breaker: {
@@ -102,8 +102,9 @@ export function createRouter(
     logger,
     // A worker a peer replica added takes traffic here only once this replica's own probe passes.
     onRemoteAdd: (worker) => void health.probeFirst(worker, { fromPeer: true }),
+    siblings: options.siblings,
   });
-  const { index, kvEvents, sharedState } = stack;
+  const { index, kvEvents, sharedState, siblingState } = stack;
   const introspection = new EngineIntrospector(
     registry,
     {
@@ -117,8 +118,16 @@ export function createRouter(
     {
       forward: forwardSettings(config),
       maxSessions: config.sessionAffinity === "off" ? undefined : config.maxSessions,
+      ...(pd
+        ? {
+            pd: {
+              protocol: config.vllmPdDisaggregation ? "vllm" : "sglang",
+              decodePolicy: namedPolicy(config, decodePolicyName(config)),
+            },
+          }
+        : {}),
     },
-    { policy, index, registry, metrics, claims: sharedState?.claims },
+    { policy, index, registry, metrics, claims: sharedState?.claims ?? siblingState?.claims },
   );
   const membership = new WorkerMembership({
     registry,
@@ -130,7 +139,7 @@ export function createRouter(
       allowLinkLocal: config.allowLinkLocalWorkers,
       connectTimeoutMs: config.connectTimeoutSecs * 1000,
     },
-    workerTypes: pdEnabled(config) ? ["prefill", "decode"] : ["regular"],
+    workerTypes: pd ? ["prefill", "decode"] : ["regular"],
   });
   const parsePool =
     config.parseWorkers > 0
@@ -162,6 +171,7 @@ export function createRouter(
     state: { shuttingDown: false, active: 0 },
     ...(kvEvents !== undefined ? { kvEvents } : {}),
     ...(sharedState !== undefined ? { sharedState } : {}),
+    ...(siblingState !== undefined ? { siblingState } : {}),
   };
   return { ...buildRoutes(context), context };
 }
@@ -189,6 +199,8 @@ export async function startRouter(
   await Promise.all(registry.list().map((w) => health.probeFirst(w)));
   // Peers' workers and recent decisions before the first request (bounded wait; never fails).
   await context.sharedState?.start();
+  // radixgate-cluster: the siblings' recent decisions and counts, from the primary (bounded wait).
+  await context.siblingState?.start();
   let server: Server;
   try {
     server = await listen(listener, config.host, config.port, "--port");
@@ -301,6 +313,7 @@ export async function startRouter(
       eviction.stop();
       context.kvEvents?.close();
       await context.parsePool?.close();
+      context.siblingState?.stop();
       await context.sharedState?.stop();
       await registry.close();
       logger.info("stopped");
