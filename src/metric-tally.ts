@@ -15,7 +15,8 @@ import {
  * histogram answers with the samples prom-client's Histogram would show, test/metric-tally.test.ts).
  */
 
-type Entry<L extends string> = { labels: LabelValues<L>; value: number };
+/** `shown`: the counter has the series (an inc of 0 makes one too, as in prom-client). */
+type Entry<L extends string> = { labels: LabelValues<L>; value: number; shown: boolean };
 
 /** Label values joined in the label names' order: one string per series. */
 function seriesKey<L extends string>(names: readonly L[], labels: LabelValues<L>): string {
@@ -43,7 +44,7 @@ export class TalliedCounter<L extends string> {
     const key = seriesKey(this.names, labels);
     let entry = this.pending.get(key);
     if (entry === undefined) {
-      entry = { labels: { ...labels }, value: 0 };
+      entry = { labels: { ...labels }, value: 0, shown: false };
       this.pending.set(key, entry);
     }
     entry.value += value;
@@ -56,9 +57,10 @@ export class TalliedCounter<L extends string> {
 
   private flush(): void {
     for (const entry of this.pending.values()) {
-      if (entry.value === 0) continue;
+      if (entry.value === 0 && entry.shown) continue;
       this.counter.inc(entry.labels, entry.value);
       entry.value = 0;
+      entry.shown = true;
     }
   }
 }

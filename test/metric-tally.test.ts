@@ -67,7 +67,7 @@ describe("TalliedCounter and TalliedHistogram (request-path metrics, issue 21)",
         expect(await m.tallied.metrics()).toBe(await m.own.metrics());
         expect(await m.tallied.getMetricsAsJSON()).toEqual(await m.own.getMetricsAsJSON());
       }),
-      { numRuns: 50 },
+      { numRuns: 200 },
     );
   });
 
