@@ -38,7 +38,8 @@ const LAYERS = [
   { config: ["config.ts"], metrics: ["metrics.ts"] },
   // Worker sources (--worker-file, --worker-dns) and the one membership path they share with the
   // admin API: they feed workers/ and kv-events/, and know nothing of HTTP routes.
-  { discovery: ["discovery/"] },
+  // disaggregation/: prefill/decode pairs (flags, the pair's dispatch over proxy/'s attempts).
+  { discovery: ["discovery/"], disaggregation: ["disaggregation/"] },
   // One RoutingRequest per request (body read and budget, routing text, model, session, tokenize
   // input): the routes hand it the HTTP request, the data plane below gets the RoutingRequest.
   { intake: ["intake/"] },

@@ -7,6 +7,7 @@ import { buildIndexStack, indexStackOptions } from "./assembly/index-stack.js";
 import { buildRoutes, type Env } from "./assembly/routes.js";
 import { addCommandLineWorkers } from "./command-line-workers.js";
 import type { Config } from "./config.js";
+import { pdEnabled } from "./disaggregation/settings.js";
 import { WorkerMembership } from "./discovery/membership.js";
 import { type Discovery, startDiscovery } from "./discovery/setup.js";
 import type { DnsResolver } from "./discovery/worker-dns.js";
@@ -58,6 +59,13 @@ export function createRouter(
   options: StartOptions = {},
 ): { app: Hono<Env>; listener: RequestListener; context: RouterContext } {
   const logger = options.logger ?? createLogger({ level: config.logLevel });
+  if (pdEnabled(config)) {
+    // Worker roles and flags are in; the pair dispatch follows (issue 25 item 1).
+    throw new ConfigError(
+      config.pdDisaggregation ? "--pd-disaggregation" : "--vllm-pd-disaggregation",
+      "the prefill/decode dispatch is not served yet by this build",
+    );
+  }
   const policy = routerPolicy(config);
   const registry = new WorkerRegistry(
     {
@@ -121,6 +129,7 @@ export function createRouter(
       allowLinkLocal: config.allowLinkLocalWorkers,
       connectTimeoutMs: config.connectTimeoutSecs * 1000,
     },
+    workerTypes: pdEnabled(config) ? ["prefill", "decode"] : ["regular"],
   });
   const parsePool =
     config.parseWorkers > 0
