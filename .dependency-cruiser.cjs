@@ -43,6 +43,9 @@ const LAYERS = [
   // One RoutingRequest per request (body read and budget, routing text, model, session, tokenize
   // input): the routes hand it the HTTP request, the data plane below gets the RoutingRequest.
   { intake: ["intake/"] },
+  // Tenant and priority, saturation of the fleet, the fair priority queue (issue 24): between the
+  // request's intake and its routing.
+  { admission: ["admission/"] },
   { proxy: ["proxy/"] },
   // Filters, scorers and pickers: read indexes and worker signals, never HTTP.
   { scheduling: ["scheduling/"] },

@@ -1,3 +1,4 @@
+import { ADMISSION_SETTINGS, type AdmissionConfig } from "./admission/settings.js";
 import { PD_SETTINGS, type PdConfig, validatePdConfig } from "./disaggregation/settings.js";
 import { ConfigError } from "./errors.js";
 import { DEFAULT_BLOCK_CHARS, DEFAULT_CAPACITY_BLOCKS } from "./index/block-hash-index.js";
@@ -13,7 +14,7 @@ import { MODEL_ROUTING_MODES, type ModelRoutingMode } from "./workers/served-mod
 import { normalizeWorkerUrl } from "./workers/worker-url.js";
 
 /** The router's whole configuration, after parsing and validation. */
-export interface Config extends PdConfig {
+export interface Config extends AdmissionConfig, PdConfig {
   workerUrls: string[];
   /** --worker-file: a JSON or YAML list of workers, watched ("" = none). */
   workerFile: string;
@@ -790,7 +791,8 @@ export const SETTINGS = [
     key: "queueSize",
     flag: "--queue-size",
     arg: "<n>",
-    description: "With --max-concurrent-requests: requests that may wait; beyond it 429.",
+    description:
+      "With --max-concurrent-requests or --queue-when-saturated: requests that may wait in all; beyond it the lowest priority is refused with 429.",
     default: 1024,
     parse: integer(0),
   }),
@@ -798,10 +800,13 @@ export const SETTINGS = [
     key: "queueTimeoutSecs",
     flag: "--queue-timeout-secs",
     arg: "<secs>",
-    description: "With --max-concurrent-requests: longest wait in the queue; beyond it 408.",
+    description:
+      "With --max-concurrent-requests or --queue-when-saturated: longest wait in the queue (a request's --queue-timeout-header may shorten it); beyond it 429 with Retry-After.",
     default: 60,
     parse: number(0, Number.POSITIVE_INFINITY, { minExclusive: true }),
   }),
+  // Tenants, priorities, saturation and the fair queue: admission/settings.ts owns these rows.
+  ...ADMISSION_SETTINGS,
   setting({
     key: "apiKey",
     flag: "--api-key",

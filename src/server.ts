@@ -2,6 +2,7 @@ import type { RequestListener, Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { getRequestListener } from "@hono/node-server";
 import { Hono } from "hono";
+import { buildAdmission } from "./assembly/admission.js";
 import { buildDataPlane } from "./assembly/data-plane.js";
 import { buildIndexStack, indexStackOptions } from "./assembly/index-stack.js";
 import { buildRoutes, type Env } from "./assembly/routes.js";
@@ -20,10 +21,10 @@ import { intakeOptions } from "./intake-settings.js";
 import { listen } from "./listen.js";
 import { accessLogger, createLogger, type Logger } from "./logger.js";
 import { Metrics } from "./metrics.js";
-import { Admission } from "./proxy/admission.js";
 import { routerPolicy } from "./router-policy.js";
 import type { RouterContext } from "./routes/context.js";
 import { registerMetricsRoute } from "./routes/ops.js";
+import type { SiblingLink } from "./state/sibling-link.js";
 import { type EvictionTimer, startEvictionTimer } from "./tree/eviction-timer.js";
 import { HealthChecker } from "./workers/health.js";
 import type { HostResolver } from "./workers/host-lookup.js";
@@ -47,6 +48,8 @@ export interface StartOptions {
   dnsResolver?: DnsResolver;
   /** How worker host names are resolved at registration (tests; default: the system resolver). */
   resolveHost?: HostResolver;
+  /** A radixgate-cluster process: its local channel to its siblings (state/sibling-link.ts). */
+  siblings?: SiblingLink;
 }
 
 /**
@@ -101,8 +104,9 @@ export function createRouter(
     logger,
     // A worker a peer replica added takes traffic here only once this replica's own probe passes.
     onRemoteAdd: (worker) => void health.probeFirst(worker, { fromPeer: true }),
+    siblings: options.siblings,
   });
-  const { index, kvEvents, sharedState } = stack;
+  const { index, kvEvents, sharedState, siblingState } = stack;
   const introspection = new EngineIntrospector(
     registry,
     {
@@ -117,7 +121,7 @@ export function createRouter(
       forward: forwardSettings(config),
       maxSessions: config.sessionAffinity === "off" ? undefined : config.maxSessions,
     },
-    { policy, index, registry, metrics, claims: sharedState?.claims },
+    { policy, index, registry, metrics, claims: sharedState?.claims ?? siblingState?.claims },
   );
   const membership = new WorkerMembership({
     registry,
@@ -135,6 +139,7 @@ export function createRouter(
     config.parseWorkers > 0
       ? new ParsePool({ size: config.parseWorkers, memoryMb: config.parseWorkerMemoryMb })
       : undefined;
+  const admission = buildAdmission(config, { registry, metrics });
   const context: RouterContext = {
     config,
     logger,
@@ -146,19 +151,21 @@ export function createRouter(
     decider,
     forwarder,
     modelsForwarder,
-    admission: new Admission(
-      config.maxConcurrentRequests,
-      config.queueSize,
-      config.queueTimeoutSecs * 1000,
-    ),
+    admission: admission.admission,
     health,
     bodyBudget: new BodyBudget(config.maxBodyBufferBytes),
-    intake: new Intake(intakeOptions(config, kvEvents !== undefined), registry, parsePool),
+    intake: new Intake(
+      { ...intakeOptions(config, kvEvents !== undefined), identity: admission.identity },
+      registry,
+      parsePool,
+      admission.tenants,
+    ),
     parsePool,
     introspection,
     state: { shuttingDown: false, active: 0 },
     ...(kvEvents !== undefined ? { kvEvents } : {}),
     ...(sharedState !== undefined ? { sharedState } : {}),
+    ...(siblingState !== undefined ? { siblingState } : {}),
   };
   return { ...buildRoutes(context), context };
 }
@@ -186,6 +193,8 @@ export async function startRouter(
   await Promise.all(registry.list().map((w) => health.probeFirst(w)));
   // Peers' workers and recent decisions before the first request (bounded wait; never fails).
   await context.sharedState?.start();
+  // radixgate-cluster: the siblings' recent decisions and counts, from the primary (bounded wait).
+  await context.siblingState?.start();
   let server: Server;
   try {
     server = await listen(listener, config.host, config.port, "--port");
@@ -297,6 +306,7 @@ export async function startRouter(
       eviction.stop();
       context.kvEvents?.close();
       await context.parsePool?.close();
+      context.siblingState?.stop();
       await context.sharedState?.stop();
       await registry.close();
       logger.info("stopped");
