@@ -8,7 +8,7 @@ import { buildIndexStack, indexStackOptions } from "./assembly/index-stack.js";
 import { buildRoutes, type Env } from "./assembly/routes.js";
 import { addCommandLineWorkers } from "./command-line-workers.js";
 import type { Config } from "./config.js";
-import { pdEnabled } from "./disaggregation/settings.js";
+import { decodePolicyName, pdEnabled, prefillPolicyName } from "./disaggregation/settings.js";
 import { WorkerMembership } from "./discovery/membership.js";
 import { type Discovery, startDiscovery } from "./discovery/setup.js";
 import type { DnsResolver } from "./discovery/worker-dns.js";
@@ -21,7 +21,7 @@ import { intakeOptions } from "./intake-settings.js";
 import { listen } from "./listen.js";
 import { accessLogger, createLogger, type Logger } from "./logger.js";
 import { Metrics } from "./metrics.js";
-import { routerPolicy } from "./router-policy.js";
+import { namedPolicy, routerPolicy } from "./router-policy.js";
 import type { RouterContext } from "./routes/context.js";
 import { registerMetricsRoute } from "./routes/ops.js";
 import type { SiblingLink } from "./state/sibling-link.js";
@@ -62,14 +62,11 @@ export function createRouter(
   options: StartOptions = {},
 ): { app: Hono<Env>; listener: RequestListener; context: RouterContext } {
   const logger = options.logger ?? createLogger({ level: config.logLevel });
-  if (pdEnabled(config)) {
-    // Worker roles and flags are in; the pair dispatch follows (issue 25 item 1).
-    throw new ConfigError(
-      config.pdDisaggregation ? "--pd-disaggregation" : "--vllm-pd-disaggregation",
-      "the prefill/decode dispatch is not served yet by this build",
-    );
-  }
-  const policy = routerPolicy(config);
+  const pd = pdEnabled(config);
+  // With disaggregation the router's policy is the prefill side's (disaggregation/settings.ts).
+  const prefillPolicy = pd ? prefillPolicyName(config) : undefined;
+  const policy =
+    prefillPolicy === undefined ? routerPolicy(config) : namedPolicy(config, prefillPolicy);
   const registry = new WorkerRegistry(
     {
       breaker: {
@@ -120,6 +117,14 @@ export function createRouter(
     {
       forward: forwardSettings(config),
       maxSessions: config.sessionAffinity === "off" ? undefined : config.maxSessions,
+      ...(pd
+        ? {
+            pd: {
+              protocol: config.vllmPdDisaggregation ? "vllm" : "sglang",
+              decodePolicy: namedPolicy(config, decodePolicyName(config)),
+            },
+          }
+        : {}),
     },
     { policy, index, registry, metrics, claims: sharedState?.claims ?? siblingState?.claims },
   );
@@ -133,7 +138,7 @@ export function createRouter(
       allowLinkLocal: config.allowLinkLocalWorkers,
       connectTimeoutMs: config.connectTimeoutSecs * 1000,
     },
-    workerTypes: pdEnabled(config) ? ["prefill", "decode"] : ["regular"],
+    workerTypes: pd ? ["prefill", "decode"] : ["regular"],
   });
   const parsePool =
     config.parseWorkers > 0
