@@ -112,8 +112,6 @@ export class Forwarder implements RequestForwarder {
   private closed = false;
   /** The relay's limits, the same for every attempt: made once, not per request. */
   private readonly relayLimits: RelayLimits;
-  /** --idle-timeout-secs for every open relay, one timer for all (idle-sweep.ts). */
-  private readonly idleSweep: IdleSweep;
 
   constructor(
     private readonly registry: WorkerRegistry,
@@ -126,8 +124,9 @@ export class Forwarder implements RequestForwarder {
     this.relayLimits = {
       idleTimeoutMs: settings.idleTimeoutMs,
       clientStallMs: settings.clientStallMs,
+      // --idle-timeout-secs for every open relay, one timer for all (idle-sweep.ts).
+      idle: new IdleSweep(settings.idleTimeoutMs),
     };
-    this.idleSweep = new IdleSweep(settings.idleTimeoutMs);
   }
 
   /** Ends every upstream request under way (shutdown grace over): streams get an SSE error event. */
@@ -357,7 +356,7 @@ export class Forwarder implements RequestForwarder {
         return { kind: "failed", failure: statusFailure(status, worker) };
       }
 
-      const { outcome, usage } = await relay(upstream, attempt, res, this.idleSweep);
+      const { outcome, usage } = await relay(upstream, attempt, res);
       return { kind: "done", outcome, usage };
     } finally {
       // Every path above ended the attempt; this only makes sure (a second end is a no-op).

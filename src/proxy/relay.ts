@@ -1,4 +1,5 @@
 import type { ServerResponse } from "node:http";
+import type { Dispatcher } from "undici";
 import { type ErrorCode, errorBody } from "../errors.js";
 import { FAILED, type LeaseOutcome, NEUTRAL } from "../workers/lease.js";
 import type { Worker } from "../workers/worker.js";
@@ -11,9 +12,9 @@ import {
 } from "./abort-reasons.js";
 import type { Attempt } from "./attempt.js";
 import { responseHeaders } from "./headers.js";
-import type { IdleEntry, IdleSweep } from "./idle-sweep.js";
+import { type IdleEntry, IdleSweep } from "./idle-sweep.js";
 import { StallWatch } from "./stall-watch.js";
-import type { BodySink, UpstreamAnswer } from "./upstream-call.js";
+import { type BodySink, readableAnswer, type UpstreamAnswer } from "./upstream-call.js";
 import { type ReportedUsage, UsageTap } from "./usage-tap.js";
 
 /** How a relayed response ended, for the access log and metrics. */
@@ -41,15 +42,18 @@ export interface RelayResult {
 /**
  * Streams the worker's answer to the client as it arrives, honouring back-pressure. Ends the
  * attempt (its lease: load given back, the outcome to the breaker) on every path before it
- * resolves. `idle` keeps --idle-timeout-secs for every open relay with one timer.
+ * resolves. The attempt's limits carry the IdleSweep that keeps --idle-timeout-secs for every open
+ * relay with one timer (a relay without one gets a sweep of its own). An answer from undici's
+ * request() (a Readable body) is taken too.
  */
 export function relay(
-  upstream: UpstreamAnswer,
+  upstream: UpstreamAnswer | Dispatcher.ResponseData,
   attempt: Attempt,
   res: ServerResponse,
-  idle: IdleSweep,
 ): Promise<RelayResult> {
-  return new Promise((resolve) => new Relay(upstream, attempt, res, idle, resolve).start());
+  const answer = "pipeTo" in upstream ? upstream : readableAnswer(upstream);
+  const idle = attempt.limits.idle ?? new IdleSweep(attempt.limits.idleTimeoutMs);
+  return new Promise((resolve) => new Relay(answer, attempt, res, idle, resolve).start());
 }
 
 /**

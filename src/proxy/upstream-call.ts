@@ -22,6 +22,26 @@ export interface UpstreamAnswer {
   dump(): void;
 }
 
+/**
+ * An answer made by undici's request() (a Readable body), for callers that still use it (the
+ * prefill/decode pairs, disaggregation/): the same interface, at a Readable's cost per chunk.
+ */
+export function readableAnswer(response: Dispatcher.ResponseData): UpstreamAnswer {
+  const body = response.body;
+  return {
+    statusCode: response.statusCode,
+    headers: response.headers,
+    pipeTo(sink) {
+      body.on("data", (chunk: Buffer) => sink.onData(chunk));
+      body.on("end", () => sink.onEnd());
+      body.on("error", (err) => sink.onError(err));
+    },
+    pause: () => body.pause(),
+    resume: () => body.resume(),
+    dump: () => void body.dump().catch(() => {}),
+  };
+}
+
 /** The most of a discarded answer read to keep its connection (undici's own dump() limit). */
 const DUMP_LIMIT = 128 * 1024;
 
