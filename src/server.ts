@@ -9,6 +9,7 @@ import { buildRoutes, type Env } from "./assembly/routes.js";
 import { addCommandLineWorkers } from "./command-line-workers.js";
 import type { Config } from "./config.js";
 import { decodePolicyName, pdEnabled, prefillPolicyName } from "./disaggregation/settings.js";
+import { kubernetesDiscoveryOptions } from "./discovery/kubernetes-settings.js";
 import { WorkerMembership } from "./discovery/membership.js";
 import { type Discovery, startDiscovery } from "./discovery/setup.js";
 import type { DnsResolver } from "./discovery/worker-dns.js";
@@ -240,6 +241,7 @@ export async function startRouter(
         dnsIntervalMs: config.dnsIntervalSecs * 1000,
         dnsTimeoutMs: config.dnsTimeoutSecs * 1000,
         graceMs: config.discoveryGraceSecs * 1000,
+        ...(config.serviceDiscovery ? { kubernetes: kubernetesDiscoveryOptions(config) } : {}),
         ...(options.dnsResolver !== undefined ? { dnsResolver: options.dnsResolver } : {}),
       },
       context.membership,
