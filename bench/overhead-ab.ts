@@ -13,12 +13,12 @@
  * Prints the median CPU µs per request and requests per second of each build per cell (the first
  * round of each is JIT warm-up and left out) and writes bench/results/overhead-ab.json.
  */
-import { execFileSync, execSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { execSync } from "node:child_process";
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import { buildRef } from "./lib/build-ref.js";
 import { type BuiltRouter, ensureBuilt, startBuiltRouter } from "./lib/built-router.js";
 import { commandLine, runIfEntryPoint } from "./lib/entry.js";
 import { childFleetHost } from "./lib/fleet.js";
@@ -29,17 +29,6 @@ import { printTable } from "./lib/stats.js";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 const RESULTS = join(ROOT, "bench", "results", "overhead-ab.json");
-
-/** Builds `ref` into a temporary directory (its own sources, this checkout's node_modules). */
-function buildRef(ref: string): { cli: string; dir: string } {
-  const dir = mkdtempSync(join(tmpdir(), "radixgate-ab-"));
-  execSync(`git archive ${JSON.stringify(ref)} | tar -x -C ${JSON.stringify(dir)}`, { cwd: ROOT });
-  symlinkSync(join(ROOT, "node_modules"), join(dir, "node_modules"));
-  console.log(`building ${ref} in ${dir} ...`);
-  // The same build command as this checkout's (built-router.ts: ensureBuilt).
-  execFileSync("npm", ["run", "build", "--silent"], { cwd: dir, stdio: "inherit" });
-  return { cli: join(dir, "dist", "cli.js"), dir };
-}
 
 function median(values: readonly number[]): number {
   const sorted = [...values].sort((a, b) => a - b);

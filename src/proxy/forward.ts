@@ -1,5 +1,4 @@
 import type { IncomingHttpHeaders, ServerResponse } from "node:http";
-import type { Dispatcher } from "undici";
 import { RouterError } from "../errors.js";
 import type { RoutingDecider } from "../policies/decider.js";
 import type { RouteBranch } from "../policies/policy.js";
@@ -13,10 +12,12 @@ import { backoffMs, retryAfterMs, sleep } from "./backoff.js";
 import type { Cancel } from "./cancel.js";
 import { bodyForRank, headersWithRank, rankToSend } from "./dp-rank.js";
 import { hasPassedThrough, upstreamRequestHeaders, viaToken, withWorkerAuth } from "./headers.js";
+import { IdleSweep } from "./idle-sweep.js";
 import { modelNotFound, noWorkerMessage } from "./no-worker-answers.js";
 import { relay } from "./relay.js";
 import { routeHeader } from "./route-header.js";
 import type { RoutingRequest } from "./routing-request.js";
+import { callUpstream, type UpstreamAnswer } from "./upstream-call.js";
 import {
   type AttemptFailure,
   classifyNetworkError,
@@ -123,6 +124,8 @@ export class Forwarder implements RequestForwarder {
     this.relayLimits = {
       idleTimeoutMs: settings.idleTimeoutMs,
       clientStallMs: settings.clientStallMs,
+      // --idle-timeout-secs for every open relay, one timer for all (idle-sweep.ts).
+      idle: new IdleSweep(settings.idleTimeoutMs),
     };
   }
 
@@ -305,18 +308,21 @@ export class Forwarder implements RequestForwarder {
     const { worker, controller } = attempt;
     try {
       if (this.closed) controller.abort(new ShutdownAbort());
-      let upstream: Dispatcher.ResponseData;
+      let upstream: UpstreamAnswer;
       try {
-        upstream = await worker.pool.request({
-          method: req.method,
-          path: worker.basePath + req.path,
-          headers: withWorkerAuth(headersWithRank(headers, rank), worker.authorization),
-          body: bodyForRank(req.routing.body, req.path, worker.signals.engine, rank) ?? null,
-          signal: controller,
-          // 0 = off: the attempt's timers and relay()'s bound the wait instead.
-          headersTimeout: 0,
-          bodyTimeout: 0,
-        });
+        upstream = await callUpstream(
+          worker.pool,
+          {
+            method: req.method,
+            path: worker.basePath + req.path,
+            headers: withWorkerAuth(headersWithRank(headers, rank), worker.authorization),
+            body: bodyForRank(req.routing.body, req.path, worker.signals.engine, rank) ?? null,
+            // 0 = off: the attempt's timers and relay()'s bound the wait instead.
+            headersTimeout: 0,
+            bodyTimeout: 0,
+          },
+          controller,
+        );
       } catch (err) {
         const reason = controller.reason;
         if (reason instanceof ClientAbort) {
@@ -344,7 +350,7 @@ export class Forwarder implements RequestForwarder {
       this.coolDown(worker, status, upstream.headers["retry-after"]);
       if (RETRYABLE_STATUS.has(status) && canRetry()) {
         // Nothing reached the client yet: discard this answer and let the caller try another worker.
-        upstream.body.dump().catch(() => {});
+        upstream.dump();
         // 429 says "busy", not "broken": neutral for the breaker.
         attempt.end(status === 429 ? NEUTRAL : FAILED);
         return { kind: "failed", failure: statusFailure(status, worker) };
