@@ -9,7 +9,8 @@ import { buildIndexStack, indexStackOptions } from "./assembly/index-stack.js";
 import { buildRoutes, type Env } from "./assembly/routes.js";
 import { addCommandLineWorkers } from "./command-line-workers.js";
 import type { Config } from "./config.js";
-import { pdEnabled } from "./disaggregation/settings.js";
+import { decodePolicyName, pdEnabled, prefillPolicyName } from "./disaggregation/settings.js";
+import { kubernetesDiscoveryOptions } from "./discovery/kubernetes-settings.js";
 import { WorkerMembership } from "./discovery/membership.js";
 import { type Discovery, startDiscovery } from "./discovery/setup.js";
 import type { DnsResolver } from "./discovery/worker-dns.js";
@@ -22,9 +23,10 @@ import { intakeOptions } from "./intake-settings.js";
 import { listen } from "./listen.js";
 import { accessLogger, createLogger, type Logger } from "./logger.js";
 import { Metrics } from "./metrics.js";
-import { routerPolicy } from "./router-policy.js";
+import { namedPolicy, routerPolicy } from "./router-policy.js";
 import type { RouterContext } from "./routes/context.js";
 import { registerMetricsRoute } from "./routes/ops.js";
+import type { SiblingLink } from "./state/sibling-link.js";
 import { type EvictionTimer, startEvictionTimer } from "./tree/eviction-timer.js";
 import { HealthChecker } from "./workers/health.js";
 import type { HostResolver } from "./workers/host-lookup.js";
@@ -48,6 +50,8 @@ export interface StartOptions {
   dnsResolver?: DnsResolver;
   /** How worker host names are resolved at registration (tests; default: the system resolver). */
   resolveHost?: HostResolver;
+  /** A radixgate-cluster process: its local channel to its siblings (state/sibling-link.ts). */
+  siblings?: SiblingLink;
 }
 
 /**
@@ -60,14 +64,11 @@ export function createRouter(
   options: StartOptions = {},
 ): { app: Hono<Env>; listener: RequestListener; context: RouterContext } {
   const logger = options.logger ?? createLogger({ level: config.logLevel });
-  if (pdEnabled(config)) {
-    // Worker roles and flags are in; the pair dispatch follows (issue 25 item 1).
-    throw new ConfigError(
-      config.pdDisaggregation ? "--pd-disaggregation" : "--vllm-pd-disaggregation",
-      "the prefill/decode dispatch is not served yet by this build",
-    );
-  }
-  const policy = routerPolicy(config);
+  const pd = pdEnabled(config);
+  // With disaggregation the router's policy is the prefill side's (disaggregation/settings.ts).
+  const prefillPolicy = pd ? prefillPolicyName(config) : undefined;
+  const policy =
+    prefillPolicy === undefined ? routerPolicy(config) : namedPolicy(config, prefillPolicy);
   const registry = new WorkerRegistry(
     {
       breaker: {
@@ -102,8 +103,9 @@ export function createRouter(
     logger,
     // A worker a peer replica added takes traffic here only once this replica's own probe passes.
     onRemoteAdd: (worker) => void health.probeFirst(worker, { fromPeer: true }),
+    siblings: options.siblings,
   });
-  const { index, kvEvents, sharedState } = stack;
+  const { index, kvEvents, sharedState, siblingState } = stack;
   const introspection = new EngineIntrospector(
     registry,
     {
@@ -121,8 +123,16 @@ export function createRouter(
     {
       forward: forwardSettings(config),
       maxSessions: config.sessionAffinity === "off" ? undefined : config.maxSessions,
+      ...(pd
+        ? {
+            pd: {
+              protocol: config.vllmPdDisaggregation ? "vllm" : "sglang",
+              decodePolicy: namedPolicy(config, decodePolicyName(config)),
+            },
+          }
+        : {}),
     },
-    { policy, index, registry, metrics, claims: sharedState?.claims },
+    { policy, index, registry, metrics, claims: sharedState?.claims ?? siblingState?.claims },
   );
   const membership = new WorkerMembership({
     registry,
@@ -134,7 +144,7 @@ export function createRouter(
       allowLinkLocal: config.allowLinkLocalWorkers,
       connectTimeoutMs: config.connectTimeoutSecs * 1000,
     },
-    workerTypes: pdEnabled(config) ? ["prefill", "decode"] : ["regular"],
+    workerTypes: pd ? ["prefill", "decode"] : ["regular"],
   });
   const parsePool =
     config.parseWorkers > 0
@@ -166,6 +176,7 @@ export function createRouter(
     state: { shuttingDown: false, active: 0 },
     ...(kvEvents !== undefined ? { kvEvents } : {}),
     ...(sharedState !== undefined ? { sharedState } : {}),
+    ...(siblingState !== undefined ? { siblingState } : {}),
   };
   return { ...buildRoutes(context), context };
 }
@@ -193,6 +204,8 @@ export async function startRouter(
   await Promise.all(registry.list().map((w) => health.probeFirst(w)));
   // Peers' workers and recent decisions before the first request (bounded wait; never fails).
   await context.sharedState?.start();
+  // radixgate-cluster: the siblings' recent decisions and counts, from the primary (bounded wait).
+  await context.siblingState?.start();
   let server: Server;
   try {
     server = await listen(listener, config.host, config.port, "--port");
@@ -233,6 +246,7 @@ export async function startRouter(
         dnsIntervalMs: config.dnsIntervalSecs * 1000,
         dnsTimeoutMs: config.dnsTimeoutSecs * 1000,
         graceMs: config.discoveryGraceSecs * 1000,
+        ...(config.serviceDiscovery ? { kubernetes: kubernetesDiscoveryOptions(config) } : {}),
         ...(options.dnsResolver !== undefined ? { dnsResolver: options.dnsResolver } : {}),
       },
       context.membership,
@@ -304,6 +318,7 @@ export async function startRouter(
       eviction.stop();
       context.kvEvents?.close();
       await context.parsePool?.close();
+      context.siblingState?.stop();
       await context.sharedState?.stop();
       await registry.close();
       logger.info("stopped");
