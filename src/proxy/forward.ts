@@ -112,6 +112,8 @@ export class Forwarder implements RequestForwarder {
   private closed = false;
   /** The relay's limits, the same for every attempt: made once, not per request. */
   private readonly relayLimits: RelayLimits;
+  /** This router's Via entry (loop detection), the same for every request. */
+  private readonly via: string;
 
   constructor(
     private readonly registry: WorkerRegistry,
@@ -127,6 +129,7 @@ export class Forwarder implements RequestForwarder {
       // --idle-timeout-secs for every open relay, one timer for all (idle-sweep.ts).
       idle: new IdleSweep(settings.idleTimeoutMs),
     };
+    this.via = viaToken(settings.instanceId);
   }
 
   /** Ends every upstream request under way (shutdown grace over): streams get an SSE error event. */
@@ -139,7 +142,7 @@ export class Forwarder implements RequestForwarder {
   async forward(req: ForwardRequest, res: ServerResponse): Promise<ForwardOutcome> {
     const deadline = req.startedAt + this.settings.requestTimeoutMs;
     const tried = new Set<Worker>();
-    const via = viaToken(this.settings.instanceId);
+    const via = this.via;
     if (hasPassedThrough(req.headers.via, via)) {
       // This request already went through this router: a worker URL points back at it.
       const error = new RouterError(
