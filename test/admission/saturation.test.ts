@@ -67,6 +67,28 @@ describe("saturation of a worker", () => {
     );
   });
 
+  it("counts from the smaller pending count of a read that spanned a burst (the engine's snapshot may predate it)", () => {
+    const w = view(
+      "w",
+      { queued: 1, running: 2, kvUsage: 0.1, routerPending: 3 },
+      {
+        requests: 3,
+        chars: 0,
+      },
+    ); // batch seen full at 2
+    expect(estimatedQueue(w, 1500)).toBe(1);
+    // Read started with none of ours pending and ended with 4 dispatched: the engine may not have
+    // seen them yet, so they count as queued beyond the batch.
+    (w.signals as EngineSignals).recordLoad(
+      { queued: 0, running: 0, kvUsage: 0, routerPending: 4, routerPendingLeast: 0 },
+      1600,
+    );
+    expect(estimatedQueue({ ...w, pendingPrefillRequests: 4 }, 1700)).toBe(2);
+    expect(
+      saturationReason({ ...w, pendingPrefillRequests: 4 }, { ...THRESHOLDS, queueDepth: 2 }, 1700),
+    ).toBe("engine_queue");
+  });
+
   it("trusts the reading's queue alone until the engine was seen full (its free slots unknown)", () => {
     // A fast engine with 16 of ours in flight and never a queue: not saturated.
     const fast = view(
@@ -81,16 +103,34 @@ describe("saturation of a worker", () => {
     expect(saturationReason(fast, THRESHOLDS, 1500)).toBeUndefined();
   });
 
+  it("without a fresh reading, counts only this router's requests beyond the batch last seen full", () => {
+    const w = view("w", load(3), { requests: 0, chars: 0 }, 1000); // batch seen full at 8
+    expect(estimatedQueue(w, 1500)).toBe(3);
+    // The reading goes stale: its queue of 3 is no longer trusted; 10 of ours are pending.
+    const later = { ...w, pendingPrefillRequests: 10 };
+    expect(estimatedQueue(later, 5000)).toBe(2);
+    expect(saturationReason({ ...w, pendingPrefillRequests: 13 }, THRESHOLDS, 5000)).toBe(
+      "engine_queue",
+    );
+    expect(
+      saturationReason({ ...w, pendingPrefillRequests: 12 }, THRESHOLDS, 5000),
+    ).toBeUndefined();
+  });
+
   it("never trusts a stale reading: neither saturated nor estimated by it", () => {
     const stale = view("w", load(50, 0.99), { requests: 0, chars: 0 }, 1000);
-    expect(saturationReason(stale, THRESHOLDS, 1000 + 2999)).toBe("engine_queue");
-    expect(saturationReason(stale, THRESHOLDS, 1000 + 3001)).toBeUndefined();
+    // A reading the router never looked at while it was fresh: nothing known at all.
     expect(estimatedQueue(stale, 1000 + 3001)).toBeUndefined();
+    expect(saturationReason(stale, THRESHOLDS, 1000 + 3001)).toBeUndefined();
     expect(describeSaturation(stale, THRESHOLDS, 1000 + 3001)).toMatchObject({
       saturated: false,
       estimatedQueue: null,
       kvUsage: null,
     });
+    // Seen fresh (queue 50, KV 99%), then stale: its queue and KV usage no longer count.
+    expect(saturationReason(stale, THRESHOLDS, 1000 + 2999)).toBe("engine_queue");
+    expect(saturationReason(stale, THRESHOLDS, 1000 + 3001)).toBeUndefined();
+    expect(estimatedQueue(stale, 1000 + 3001)).toBe(0);
   });
 
   it("judges a worker without engine readings by the router's own pending prefill only", () => {
