@@ -1,3 +1,4 @@
+import { CACHE_ACCOUNT_SETTINGS, type CacheAccountConfig } from "./cache-account/settings.js";
 import { ConfigError } from "./errors.js";
 import { DEFAULT_BLOCK_CHARS, DEFAULT_CAPACITY_BLOCKS } from "./index/block-hash-index.js";
 import { PREFIX_INDEX_NAMES, type PrefixIndexName } from "./index/factory.js";
@@ -12,7 +13,7 @@ import { MODEL_ROUTING_MODES, type ModelRoutingMode } from "./workers/served-mod
 import { normalizeWorkerUrl } from "./workers/worker-url.js";
 
 /** The router's whole configuration, after parsing and validation. */
-export interface Config {
+export interface Config extends CacheAccountConfig {
   workerUrls: string[];
   /** --worker-file: a JSON or YAML list of workers, watched ("" = none). */
   workerFile: string;
@@ -1116,6 +1117,7 @@ export const SETTINGS = [
     default: 2000,
     parse: integer(10, 600_000),
   }),
+  ...CACHE_ACCOUNT_SETTINGS.map((s) => setting<(typeof s)["key"]>(s)),
 ] as const satisfies readonly Setting[];
 
 /** `--worker-urls` → `RADIXGATE_WORKER_URLS`. */

@@ -5,6 +5,7 @@ import { Hono } from "hono";
 import { buildDataPlane } from "./assembly/data-plane.js";
 import { buildIndexStack, indexStackOptions } from "./assembly/index-stack.js";
 import { buildRoutes, type Env } from "./assembly/routes.js";
+import { cacheAccountOptions } from "./cache-account/settings.js";
 import { addCommandLineWorkers } from "./command-line-workers.js";
 import type { Config } from "./config.js";
 import { WorkerMembership } from "./discovery/membership.js";
@@ -104,12 +105,13 @@ export function createRouter(
     logger,
     (worker) => stack.engineRead(worker),
   );
-  const { decider, forwarder, modelsForwarder } = buildDataPlane(
+  const { decider, forwarder, modelsForwarder, cacheLedger } = buildDataPlane(
     {
       forward: forwardSettings(config),
       maxSessions: config.sessionAffinity === "off" ? undefined : config.maxSessions,
+      cacheAccount: cacheAccountOptions(config),
     },
-    { policy, index, registry, metrics, claims: sharedState?.claims },
+    { policy, index, registry, metrics, claims: sharedState?.claims, logger },
   );
   const membership = new WorkerMembership({
     registry,
@@ -137,6 +139,7 @@ export function createRouter(
     decider,
     forwarder,
     modelsForwarder,
+    cacheLedger,
     admission: new Admission(
       config.maxConcurrentRequests,
       config.queueSize,

@@ -5,8 +5,12 @@
  * policies/ never import the metric set.
  */
 
+import { registerAccountMetrics } from "../cache-account/account-metrics.js";
+import { CacheLedger } from "../cache-account/cache-ledger.js";
+import type { CacheAccountOptions } from "../cache-account/settings.js";
 import type { PrefixClaims } from "../index/prefix-claims.js";
 import type { PrefixIndex } from "../index/prefix-index.js";
+import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
 import { RoutingDecider } from "../policies/decider.js";
 import type { Policy } from "../policies/policy.js";
@@ -20,6 +24,8 @@ export interface DataPlaneOptions {
   readonly forward: ForwardSettings;
   /** --max-sessions; undefined when --session-affinity is off. */
   readonly maxSessions: number | undefined;
+  /** The cache account (--explain-header, GET /debug/cache's window). */
+  readonly cacheAccount: CacheAccountOptions;
 }
 
 export interface DataPlaneDeps {
@@ -29,12 +35,15 @@ export interface DataPlaneDeps {
   readonly metrics: Metrics;
   /** --state-url: agreement with the peers on new prefixes. */
   readonly claims: PrefixClaims | undefined;
+  /** The cache account's debug lines. */
+  readonly logger: Logger;
 }
 
 export interface DataPlane {
   readonly decider: RoutingDecider;
   readonly forwarder: Forwarder;
   readonly modelsForwarder: Forwarder;
+  readonly cacheLedger: CacheLedger;
 }
 
 export function buildDataPlane(options: DataPlaneOptions, deps: DataPlaneDeps): DataPlane {
@@ -63,12 +72,14 @@ export function buildDataPlane(options: DataPlaneOptions, deps: DataPlaneDeps): 
     options.maxSessions === undefined ? undefined : new SessionTable(options.maxSessions),
     deps.claims,
   );
-  const forwarder = new Forwarder(registry, decider, options.forward, hooks, feedback);
+  const cacheLedger = new CacheLedger(options.cacheAccount, deps.logger);
+  registerAccountMetrics(m.registry, cacheLedger.totals);
+  const forwarder = new Forwarder(registry, decider, options.forward, hooks, feedback, cacheLedger);
   const modelsForwarder = new Forwarder(
     registry,
     new RoutingDecider(createPolicy("round_robin", {}), index),
     options.forward,
     { ...upstreamHooks, onDecision: () => {} },
   );
-  return { decider, forwarder, modelsForwarder };
+  return { decider, forwarder, modelsForwarder, cacheLedger };
 }

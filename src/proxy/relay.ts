@@ -53,10 +53,9 @@ export function relay(
   const status = upstream.statusCode;
   const contentType = String(upstream.headers["content-type"] ?? "");
   const isEventStream = contentType.startsWith("text/event-stream");
-  res.writeHead(
-    status,
-    responseHeaders(upstream.headers, worker.id, attempt.route, attempt.requestId),
-  );
+  const headers = responseHeaders(upstream.headers, worker.id, attempt.route, attempt.requestId);
+  if (attempt.explain !== undefined) headers[attempt.explain[0]] = attempt.explain[1];
+  res.writeHead(status, headers);
 
   return new Promise((resolve) => {
     const body = upstream.body;

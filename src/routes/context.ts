@@ -1,3 +1,4 @@
+import type { CacheLedger } from "../cache-account/cache-ledger.js";
 import type { Config } from "../config.js";
 import type { WorkerMembership } from "../discovery/membership.js";
 import type { PrefixIndex } from "../index/prefix-index.js";
@@ -38,6 +39,8 @@ export interface RouterContext {
   decider: RoutingDecider;
   forwarder: Forwarder;
   modelsForwarder: Forwarder;
+  /** Every request's cache account, summed (GET /debug/cache, the counters). */
+  cacheLedger: CacheLedger;
   /** Turns each data-plane (and /debug/route) request into its RoutingRequest. */
   intake: Intake;
   admission: Admission;
