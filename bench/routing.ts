@@ -27,6 +27,7 @@ import { POLICY_NAMES, type PolicyName } from "../src/policies/policy.js";
 import { commandLine, runIfEntryPoint } from "./lib/entry.js";
 import { fmt } from "./lib/latency.js";
 import { ProgressBar } from "./lib/progress.js";
+import { printAccountTable } from "./lib/routing-account.js";
 import { routingChartSvg } from "./lib/routing-chart.js";
 import { diagnosisLines } from "./lib/routing-diagnosis.js";
 import {
@@ -354,6 +355,7 @@ function printReport(report: WorkloadReport): void {
       Object.values(r.perWorker).join("/"),
     ]),
   );
+  printAccountTable(report.rows);
   for (const r of report.rows) {
     if (r.firstError !== undefined) console.log(`  ${r.row}: first error: ${r.firstError}`);
   }

@@ -8,6 +8,12 @@ import { PREFIX_HEAD_CHARS, PREFIX_KEY_CHARS, TopPrefixes } from "./top-prefixes
 
 /** Prefixes tracked per table and generation, for each one listed. */
 const TRACKED_PER_LISTED = 8;
+/**
+ * Smaller losses do not name a prefix in the top tables (they still count everywhere else): an
+ * engine caches whole pages and recomputes the last prompt token, so a few tokens of "index loss"
+ * on most requests are rounding, and hashing a prefix for each would be paid by every request.
+ */
+const MIN_LISTED_LOSS_TOKENS = 32;
 
 /**
  * The cache account of every request that used a prefix index (docs/hit-rate.md): one
@@ -57,10 +63,10 @@ export class CacheLedger {
       this.routingLosers.rotate();
       this.evictionLosers.rotate();
     }
-    if (account.routingLossTokens > 0) {
+    if (account.routingLossTokens >= MIN_LISTED_LOSS_TOKENS) {
       this.routingLosers.add(account.text, account.availableChars, account.routingLossTokens);
     }
-    if (account.indexLossTokens > 0) {
+    if (account.indexLossTokens >= MIN_LISTED_LOSS_TOKENS) {
       this.evictionLosers.add(account.text, account.chosenChars, account.indexLossTokens);
     }
     if (this.logger.isLevelEnabled("debug")) {

@@ -1,12 +1,16 @@
 import { fmix32 } from "../hash/fmix32.js";
 
-/** Characters of a prefix that name it (hashed): two prompts alike that far count as one. */
-export const PREFIX_KEY_CHARS = 256;
+/**
+ * Characters of a prefix that name it, and how many of them are hashed (evenly spaced, so a
+ * losing request pays 64 steps, not 1024): prompts alike at those characters count as one.
+ */
+export const PREFIX_KEY_CHARS = 1024;
+const PREFIX_KEY_SAMPLES = 64;
 /** Characters of a prefix shown next to its hash. */
 export const PREFIX_HEAD_CHARS = 40;
 
 export interface PrefixLoss {
-  /** Hash of the first PREFIX_KEY_CHARS characters (hex). */
+  /** Hash of the first PREFIX_KEY_CHARS characters, sampled (hex). */
   hash: string;
   /** Its first PREFIX_HEAD_CHARS characters. */
   head: string;
@@ -89,10 +93,14 @@ export class TopPrefixes {
   }
 }
 
-/** A 32-bit hash of the first `n` characters (FNV-1a over UTF-16 code units, then mixed). */
+/**
+ * A 32-bit hash of the first `n` characters: FNV-1a over at most PREFIX_KEY_SAMPLES UTF-16 code
+ * units evenly spaced among them (all of them for a short prefix), and their count, then mixed.
+ */
 export function prefixHash(text: string, n: number): number {
   let h = 0x811c9dc5;
   const end = Math.min(n, text.length);
-  for (let i = 0; i < end; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
+  const step = end <= PREFIX_KEY_SAMPLES ? 1 : end / PREFIX_KEY_SAMPLES;
+  for (let x = 0; x < end; x += step) h = Math.imul(h ^ text.charCodeAt(x | 0), 0x01000193);
   return fmix32(h ^ end);
 }

@@ -240,7 +240,7 @@ describe("the cache account (issue 26), with simulated engines over real sockets
     const [model] = Object.values(a.models);
     expect(model!.prompt_tokens).toBe(a.prompt_tokens);
     expect(a.prefixes).toEqual({
-      key_chars: 256,
+      key_chars: 1024,
       head_chars: 40,
       lost_to_routing: [],
       lost_to_eviction: [],

@@ -77,7 +77,9 @@ describe("lossReasonOf", () => {
     expect(lossReasonOf("max_score", true)).toBe("filter");
     expect(lossReasonOf("imbalanced", false)).toBe("load");
     expect(lossReasonOf("lowest_cost", false)).toBe("load");
+    expect(lossReasonOf("cache_hit", false)).toBe("load");
     expect(lossReasonOf("peer_claim", false)).toBe("unknown");
+    expect(lossReasonOf("ring_home", false)).toBe("unknown");
   });
 });
 
