@@ -191,7 +191,8 @@ export class RoutingDecider {
       heldBefore,
       rank,
       available,
-      runnerUp: candidates[runnerUp],
+      // Never candidates[-1]: a read out of an array's bounds takes V8's slow path.
+      runnerUp: runnerUp < 0 ? undefined : candidates[runnerUp],
       runnerUpHeld: runnerUp < 0 ? 0 : (matched[runnerUp] ?? 0),
       lossReason,
     };
