@@ -38,10 +38,14 @@ const LAYERS = [
   { config: ["config.ts"], metrics: ["metrics.ts"] },
   // Worker sources (--worker-file, --worker-dns) and the one membership path they share with the
   // admin API: they feed workers/ and kv-events/, and know nothing of HTTP routes.
-  { discovery: ["discovery/"] },
+  // disaggregation/: prefill/decode pairs (flags, the pair's dispatch over proxy/'s attempts).
+  { discovery: ["discovery/"], disaggregation: ["disaggregation/"] },
   // One RoutingRequest per request (body read and budget, routing text, model, session, tokenize
   // input): the routes hand it the HTTP request, the data plane below gets the RoutingRequest.
   { intake: ["intake/"] },
+  // Tenant and priority, saturation of the fleet, the fair priority queue (issue 24): between the
+  // request's intake and its routing.
+  { admission: ["admission/"] },
   { proxy: ["proxy/"] },
   // The per-request cache account (available, chosen, reported cached tokens), its sums, the
   // --explain-header value and its settings rows: the forwarder fills it, the routes read it.

@@ -1,4 +1,11 @@
+import { ADMISSION_SETTINGS, type AdmissionConfig } from "./admission/settings.js";
 import { CACHE_ACCOUNT_SETTINGS, type CacheAccountConfig } from "./cache-account/settings.js";
+import { PD_SETTINGS, type PdConfig, validatePdConfig } from "./disaggregation/settings.js";
+import {
+  KUBERNETES_SETTINGS,
+  type KubernetesDiscoverySettings,
+  validateKubernetesSettings,
+} from "./discovery/kubernetes-settings.js";
 import { ConfigError } from "./errors.js";
 import { DEFAULT_BLOCK_CHARS, DEFAULT_CAPACITY_BLOCKS } from "./index/block-hash-index.js";
 import { PREFIX_INDEX_NAMES, type PrefixIndexName } from "./index/factory.js";
@@ -13,7 +20,11 @@ import { MODEL_ROUTING_MODES, type ModelRoutingMode } from "./workers/served-mod
 import { normalizeWorkerUrl } from "./workers/worker-url.js";
 
 /** The router's whole configuration, after parsing and validation. */
-export interface Config extends CacheAccountConfig {
+export interface Config
+  extends AdmissionConfig,
+    PdConfig,
+    KubernetesDiscoverySettings,
+    CacheAccountConfig {
   workerUrls: string[];
   /** --worker-file: a JSON or YAML list of workers, watched ("" = none). */
   workerFile: string;
@@ -356,6 +367,7 @@ export const SETTINGS = [
     default: 30,
     parse: number(0),
   }),
+  ...KUBERNETES_SETTINGS,
   setting({
     key: "host",
     flag: "--host",
@@ -790,7 +802,8 @@ export const SETTINGS = [
     key: "queueSize",
     flag: "--queue-size",
     arg: "<n>",
-    description: "With --max-concurrent-requests: requests that may wait; beyond it 429.",
+    description:
+      "With --max-concurrent-requests or --queue-when-saturated: requests that may wait in all; beyond it the lowest priority is refused with 429.",
     default: 1024,
     parse: integer(0),
   }),
@@ -798,10 +811,13 @@ export const SETTINGS = [
     key: "queueTimeoutSecs",
     flag: "--queue-timeout-secs",
     arg: "<secs>",
-    description: "With --max-concurrent-requests: longest wait in the queue; beyond it 408.",
+    description:
+      "With --max-concurrent-requests or --queue-when-saturated: longest wait in the queue (a request's --queue-timeout-header may shorten it); beyond it 429 with Retry-After.",
     default: 60,
     parse: number(0, Number.POSITIVE_INFINITY, { minExclusive: true }),
   }),
+  // Tenants, priorities, saturation and the fair queue: admission/settings.ts owns these rows.
+  ...ADMISSION_SETTINGS,
   setting({
     key: "apiKey",
     flag: "--api-key",
@@ -1117,7 +1133,8 @@ export const SETTINGS = [
     default: 2000,
     parse: integer(10, 600_000),
   }),
-  ...CACHE_ACCOUNT_SETTINGS.map((s) => setting<(typeof s)["key"]>(s)),
+  ...PD_SETTINGS,
+  ...CACHE_ACCOUNT_SETTINGS,
 ] as const satisfies readonly Setting[];
 
 /** `--worker-urls` → `RADIXGATE_WORKER_URLS`. */
@@ -1153,9 +1170,11 @@ export function validateConfig(config: Config): Config {
     );
   }
   if (config.stateUrl !== undefined) requireStateSecret(config);
+  validateKubernetesSettings(config);
   if (new Set(config.workerUrls).size !== config.workerUrls.length) {
     throw new ConfigError("--worker-urls", "lists the same worker twice");
   }
+  validatePdConfig(config);
   return config;
 }
 

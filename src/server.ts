@@ -2,12 +2,15 @@ import type { RequestListener, Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { getRequestListener } from "@hono/node-server";
 import { Hono } from "hono";
+import { buildAdmission } from "./assembly/admission.js";
 import { buildDataPlane } from "./assembly/data-plane.js";
 import { buildIndexStack, indexStackOptions } from "./assembly/index-stack.js";
 import { buildRoutes, type Env } from "./assembly/routes.js";
 import { cacheAccountOptions } from "./cache-account/settings.js";
 import { addCommandLineWorkers } from "./command-line-workers.js";
 import type { Config } from "./config.js";
+import { decodePolicyName, pdEnabled, prefillPolicyName } from "./disaggregation/settings.js";
+import { kubernetesDiscoveryOptions } from "./discovery/kubernetes-settings.js";
 import { WorkerMembership } from "./discovery/membership.js";
 import { type Discovery, startDiscovery } from "./discovery/setup.js";
 import type { DnsResolver } from "./discovery/worker-dns.js";
@@ -20,10 +23,10 @@ import { intakeOptions } from "./intake-settings.js";
 import { listen } from "./listen.js";
 import { accessLogger, createLogger, type Logger } from "./logger.js";
 import { Metrics } from "./metrics.js";
-import { Admission } from "./proxy/admission.js";
-import { routerPolicy } from "./router-policy.js";
+import { namedPolicy, routerPolicy } from "./router-policy.js";
 import type { RouterContext } from "./routes/context.js";
 import { registerMetricsRoute } from "./routes/ops.js";
+import type { SiblingLink } from "./state/sibling-link.js";
 import { type EvictionTimer, startEvictionTimer } from "./tree/eviction-timer.js";
 import { HealthChecker } from "./workers/health.js";
 import type { HostResolver } from "./workers/host-lookup.js";
@@ -47,6 +50,8 @@ export interface StartOptions {
   dnsResolver?: DnsResolver;
   /** How worker host names are resolved at registration (tests; default: the system resolver). */
   resolveHost?: HostResolver;
+  /** A radixgate-cluster process: its local channel to its siblings (state/sibling-link.ts). */
+  siblings?: SiblingLink;
 }
 
 /**
@@ -59,7 +64,11 @@ export function createRouter(
   options: StartOptions = {},
 ): { app: Hono<Env>; listener: RequestListener; context: RouterContext } {
   const logger = options.logger ?? createLogger({ level: config.logLevel });
-  const policy = routerPolicy(config);
+  const pd = pdEnabled(config);
+  // With disaggregation the router's policy is the prefill side's (disaggregation/settings.ts).
+  const prefillPolicy = pd ? prefillPolicyName(config) : undefined;
+  const policy =
+    prefillPolicy === undefined ? routerPolicy(config) : namedPolicy(config, prefillPolicy);
   const registry = new WorkerRegistry(
     {
       breaker: {
@@ -94,8 +103,9 @@ export function createRouter(
     logger,
     // A worker a peer replica added takes traffic here only once this replica's own probe passes.
     onRemoteAdd: (worker) => void health.probeFirst(worker, { fromPeer: true }),
+    siblings: options.siblings,
   });
-  const { index, kvEvents, sharedState } = stack;
+  const { index, kvEvents, sharedState, siblingState } = stack;
   const introspection = new EngineIntrospector(
     registry,
     {
@@ -110,8 +120,23 @@ export function createRouter(
       forward: forwardSettings(config),
       maxSessions: config.sessionAffinity === "off" ? undefined : config.maxSessions,
       cacheAccount: cacheAccountOptions(config),
+      ...(pd
+        ? {
+            pd: {
+              protocol: config.vllmPdDisaggregation ? "vllm" : "sglang",
+              decodePolicy: namedPolicy(config, decodePolicyName(config)),
+            },
+          }
+        : {}),
     },
-    { policy, index, registry, metrics, claims: sharedState?.claims, logger },
+    {
+      policy,
+      index,
+      registry,
+      metrics,
+      claims: sharedState?.claims ?? siblingState?.claims,
+      logger,
+    },
   );
   const membership = new WorkerMembership({
     registry,
@@ -123,11 +148,13 @@ export function createRouter(
       allowLinkLocal: config.allowLinkLocalWorkers,
       connectTimeoutMs: config.connectTimeoutSecs * 1000,
     },
+    workerTypes: pd ? ["prefill", "decode"] : ["regular"],
   });
   const parsePool =
     config.parseWorkers > 0
       ? new ParsePool({ size: config.parseWorkers, memoryMb: config.parseWorkerMemoryMb })
       : undefined;
+  const admission = buildAdmission(config, { registry, metrics });
   const context: RouterContext = {
     config,
     logger,
@@ -140,19 +167,21 @@ export function createRouter(
     forwarder,
     modelsForwarder,
     cacheLedger,
-    admission: new Admission(
-      config.maxConcurrentRequests,
-      config.queueSize,
-      config.queueTimeoutSecs * 1000,
-    ),
+    admission: admission.admission,
     health,
     bodyBudget: new BodyBudget(config.maxBodyBufferBytes),
-    intake: new Intake(intakeOptions(config, kvEvents !== undefined), registry, parsePool),
+    intake: new Intake(
+      { ...intakeOptions(config, kvEvents !== undefined), identity: admission.identity },
+      registry,
+      parsePool,
+      admission.tenants,
+    ),
     parsePool,
     introspection,
     state: { shuttingDown: false, active: 0 },
     ...(kvEvents !== undefined ? { kvEvents } : {}),
     ...(sharedState !== undefined ? { sharedState } : {}),
+    ...(siblingState !== undefined ? { siblingState } : {}),
   };
   return { ...buildRoutes(context), context };
 }
@@ -180,6 +209,8 @@ export async function startRouter(
   await Promise.all(registry.list().map((w) => health.probeFirst(w)));
   // Peers' workers and recent decisions before the first request (bounded wait; never fails).
   await context.sharedState?.start();
+  // radixgate-cluster: the siblings' recent decisions and counts, from the primary (bounded wait).
+  await context.siblingState?.start();
   let server: Server;
   try {
     server = await listen(listener, config.host, config.port, "--port");
@@ -220,6 +251,7 @@ export async function startRouter(
         dnsIntervalMs: config.dnsIntervalSecs * 1000,
         dnsTimeoutMs: config.dnsTimeoutSecs * 1000,
         graceMs: config.discoveryGraceSecs * 1000,
+        ...(config.serviceDiscovery ? { kubernetes: kubernetesDiscoveryOptions(config) } : {}),
         ...(options.dnsResolver !== undefined ? { dnsResolver: options.dnsResolver } : {}),
       },
       context.membership,
@@ -291,6 +323,7 @@ export async function startRouter(
       eviction.stop();
       context.kvEvents?.close();
       await context.parsePool?.close();
+      context.siblingState?.stop();
       await context.sharedState?.stop();
       await registry.close();
       logger.info("stopped");

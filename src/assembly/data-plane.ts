@@ -8,6 +8,7 @@
 import { registerAccountMetrics } from "../cache-account/account-metrics.js";
 import { CacheLedger } from "../cache-account/cache-ledger.js";
 import type { CacheAccountOptions } from "../cache-account/settings.js";
+import { PairForwarder, type PdProtocol } from "../disaggregation/pair-forwarder.js";
 import type { PrefixClaims } from "../index/prefix-claims.js";
 import type { PrefixIndex } from "../index/prefix-index.js";
 import type { Logger } from "../logger.js";
@@ -15,7 +16,12 @@ import type { Metrics } from "../metrics.js";
 import { RoutingDecider } from "../policies/decider.js";
 import type { Policy } from "../policies/policy.js";
 import { SessionTable } from "../policies/session-table.js";
-import { Forwarder, type ForwardHooks, type ForwardSettings } from "../proxy/forward.js";
+import {
+  Forwarder,
+  type ForwardHooks,
+  type ForwardSettings,
+  type RequestForwarder,
+} from "../proxy/forward.js";
 import { UsageFeedback } from "../proxy/usage-feedback.js";
 import { createPolicy } from "../scheduling/policy-factory.js";
 import type { WorkerRegistry } from "../workers/registry.js";
@@ -26,6 +32,11 @@ export interface DataPlaneOptions {
   readonly maxSessions: number | undefined;
   /** The cache account (--explain-header, GET /debug/cache's window). */
   readonly cacheAccount: CacheAccountOptions;
+  /**
+   * Prefill/decode disaggregation (disaggregation/): the protocol and the decode side's policy;
+   * `policy` is then the prefill side's. Undefined for a fleet of regular workers.
+   */
+  readonly pd?: { readonly protocol: PdProtocol; readonly decodePolicy: Policy };
 }
 
 export interface DataPlaneDeps {
@@ -41,7 +52,7 @@ export interface DataPlaneDeps {
 
 export interface DataPlane {
   readonly decider: RoutingDecider;
-  readonly forwarder: Forwarder;
+  readonly forwarder: RequestForwarder;
   readonly modelsForwarder: Forwarder;
   readonly cacheLedger: CacheLedger;
 }
@@ -74,7 +85,18 @@ export function buildDataPlane(options: DataPlaneOptions, deps: DataPlaneDeps): 
   );
   const cacheLedger = new CacheLedger(options.cacheAccount, deps.logger);
   registerAccountMetrics(m.registry, cacheLedger.totals);
-  const forwarder = new Forwarder(registry, decider, options.forward, hooks, feedback, cacheLedger);
+  const pd = options.pd;
+  const forwarder: RequestForwarder =
+    pd === undefined
+      ? new Forwarder(registry, decider, options.forward, hooks, feedback, cacheLedger)
+      : new PairForwarder(
+          registry,
+          decider,
+          new RoutingDecider(pd.decodePolicy, index),
+          options.forward,
+          hooks,
+          pd.protocol,
+        );
   const modelsForwarder = new Forwarder(
     registry,
     new RoutingDecider(createPolicy("round_robin", {}), index),

@@ -58,8 +58,21 @@ function integerIn(min: number, max: number) {
   };
 }
 
+/** One row, in the shape of src/config.ts's Setting (checked there, where the rows join the table). */
+interface CacheAccountSetting<K extends keyof CacheAccountConfig> {
+  key: K;
+  flag: string;
+  arg: string;
+  description: string;
+  default: CacheAccountConfig[K];
+  parse: (raw: string, flag: string) => CacheAccountConfig[K];
+  secret?: boolean;
+}
+
+const row = <K extends keyof CacheAccountConfig>(s: CacheAccountSetting<K>) => s;
+
 export const CACHE_ACCOUNT_SETTINGS = [
-  {
+  row({
     key: "explainHeader",
     flag: "--explain-header",
     arg: "<name>",
@@ -67,8 +80,8 @@ export const CACHE_ACCOUNT_SETTINGS = [
       "Response header that carries each request's cache account, in tokens: available=<best holder's match>;chosen=<chosen worker's match>;runner_up=<worker>:<match>[;reason=<why not the best>]. Empty = off. See docs/hit-rate.md.",
     default: undefined,
     parse: headerName,
-  },
-  {
+  }),
+  row({
     key: "cacheAccountWindowMins",
     flag: "--cache-account-window-mins",
     arg: "<mins>",
@@ -76,8 +89,8 @@ export const CACHE_ACCOUNT_SETTINGS = [
       "Minutes of cache account GET /debug/cache sums (per minute, per worker and model); the top-losing prefixes cover the same span.",
     default: 15,
     parse: integerIn(1, 1440),
-  },
-  {
+  }),
+  row({
     key: "cacheAccountTopPrefixes",
     flag: "--cache-account-top-prefixes",
     arg: "<n>",
@@ -85,5 +98,5 @@ export const CACHE_ACCOUNT_SETTINGS = [
       "Prefixes GET /debug/cache lists as losing the most tokens to routing, and to eviction (8 times as many are tracked).",
     default: 10,
     parse: integerIn(1, 100),
-  },
-] as const;
+  }),
+];

@@ -1,3 +1,4 @@
+import type { Admission } from "../admission/admission.js";
 import type { CacheLedger } from "../cache-account/cache-ledger.js";
 import type { Config } from "../config.js";
 import type { WorkerMembership } from "../discovery/membership.js";
@@ -9,9 +10,9 @@ import type { KvEventsManager } from "../kv-events/manager.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
 import type { RoutingDecider } from "../policies/decider.js";
-import type { Admission } from "../proxy/admission.js";
-import type { Forwarder } from "../proxy/forward.js";
+import type { Forwarder, RequestForwarder } from "../proxy/forward.js";
 import type { SharedState } from "../state/shared-state.js";
+import type { SiblingState } from "../state/sibling-state.js";
 import type { HealthChecker } from "../workers/health.js";
 import type { EngineIntrospector } from "../workers/introspection.js";
 import type { WorkerRegistry } from "../workers/registry.js";
@@ -37,7 +38,8 @@ export interface RouterContext {
   index: PrefixIndex;
   /** The data plane's policy and index together (the forwarder's; POST /debug/route asks it too). */
   decider: RoutingDecider;
-  forwarder: Forwarder;
+  /** The data plane's forwarder: one worker per request, or a prefill/decode pair. */
+  forwarder: RequestForwarder;
   modelsForwarder: Forwarder;
   /** Every request's cache account, summed (GET /debug/cache, the counters). */
   cacheLedger: CacheLedger;
@@ -56,4 +58,6 @@ export interface RouterContext {
   kvEvents?: KvEventsManager;
   /** --state-url: what this replica shares with the others through Redis. */
   sharedState?: SharedState;
+  /** radixgate-cluster: decisions shared with the sibling processes (state/sibling-state.ts). */
+  siblingState?: SiblingState;
 }
