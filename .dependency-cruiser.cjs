@@ -35,7 +35,7 @@ const LAYERS = [
   { routes: ["routes/"], "router-policy": ["router-policy.ts"] },
   // The assembled settings table (every flag, its default and parser) and the metric set: they
   // know the features below them; the features get their own options and never import Config.
-  { config: ["config.ts"], metrics: ["metrics.ts"] },
+  { config: ["config.ts"], metrics: ["metrics.ts", "metric-alias.ts", "metric-tally.ts"] },
   // Worker sources (--worker-file, --worker-dns) and the one membership path they share with the
   // admin API: they feed workers/ and kv-events/, and know nothing of HTTP routes.
   // disaggregation/: prefill/decode pairs (flags, the pair's dispatch over proxy/'s attempts).

@@ -164,9 +164,24 @@ export class RoutingDecider {
     decision: RouteDecision<W>,
     matched: readonly number[],
   ): Decision<W> {
-    if (request.session !== undefined) this.sessions?.bind(request.session, decision.worker.id);
-    if (!this.usesIndex(request)) return { ...decision, ...NO_ACCOUNT };
-    const chosen = candidates.indexOf(decision.worker);
+    const { worker, branch, matchRate } = decision;
+    if (request.session !== undefined) this.sessions?.bind(request.session, worker.id);
+    // Literals of one shape, not spreads of the policy's object: this runs for every request.
+    if (!this.usesIndex(request)) {
+      return {
+        worker,
+        branch,
+        matchRate,
+        index: null,
+        heldBefore: 0,
+        rank: undefined,
+        available: 0,
+        runnerUp: undefined,
+        runnerUpHeld: 0,
+        lossReason: null,
+      };
+    }
+    const chosen = candidates.indexOf(worker);
     const heldBefore = matched[chosen] ?? 0;
     // The best holder and the runner-up (the best of the others), before the insert: one pass.
     let best = chosen;
@@ -181,13 +196,15 @@ export class RoutingDecider {
     // replica's claim was awaited in between (then at worst a reason is misnamed).
     const lossReason =
       available > heldBefore
-        ? lossReasonOf(decision.branch, this.policy.filteredOut?.(best) === true)
+        ? lossReasonOf(branch, this.policy.filteredOut?.(best) === true)
         : null;
-    this.index.insert(decision.worker.id, request.model, request.text);
-    const rank = this.index.rankOf?.(decision.worker.id);
+    this.index.insert(worker.id, request.model, request.text);
+    const rank = this.index.rankOf?.(worker.id);
     return {
-      ...decision,
-      index: this.sourceOf(decision.worker.id),
+      worker,
+      branch,
+      matchRate,
+      index: this.sourceOf(worker.id),
       heldBefore,
       rank,
       available,
@@ -325,13 +342,3 @@ export class RoutingDecider {
     return Math.max(0, before - this.index.size(id));
   }
 }
-
-/** The account fields of a decision that did not use the index. */
-const NO_ACCOUNT = {
-  index: null,
-  heldBefore: 0,
-  available: 0,
-  runnerUp: undefined,
-  runnerUpHeld: 0,
-  lossReason: null,
-} as const;
