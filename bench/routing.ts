@@ -28,6 +28,7 @@ import { commandLine, runIfEntryPoint } from "./lib/entry.js";
 import { fmt } from "./lib/latency.js";
 import { pdMain } from "./lib/pd-workload.js";
 import { ProgressBar } from "./lib/progress.js";
+import { printAccountTable } from "./lib/routing-account.js";
 import { routingChartSvg } from "./lib/routing-chart.js";
 import { diagnosisLines } from "./lib/routing-diagnosis.js";
 import {
@@ -356,6 +357,7 @@ function printReport(report: WorkloadReport): void {
       Object.values(r.perWorker).join("/"),
     ]),
   );
+  printAccountTable(report.rows);
   for (const r of report.rows) {
     if (r.firstError !== undefined) console.log(`  ${r.row}: first error: ${r.firstError}`);
   }
