@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type SimWorker, startSimWorker } from "../../sim/worker.js";
+import { UsageError } from "../../src/errors.js";
 import type { RunningRouter } from "../../src/server.js";
 import { listWorkers, longStream, servedBy } from "../helpers/discovery.js";
 import {
@@ -196,3 +197,44 @@ describe.skipIf(SECOND_POD_IP === undefined)(
     });
   },
 );
+
+describe("--service-discovery without a Kubernetes configuration", () => {
+  it("stops the start like a bad flag (exit 2), naming --kubeconfig", async () => {
+    const start = startTestRouter({
+      serviceDiscovery: true,
+      selector: ["app=sglang"],
+      kubeconfig: join(tmpdir(), "radixgate-no-such-kubeconfig"),
+    });
+    await expect(start).rejects.toBeInstanceOf(UsageError);
+    await expect(start).rejects.toThrow(/no Kubernetes configuration .*give --kubeconfig PATH/);
+  });
+});
+
+describe("--service-discovery without --service-discovery-namespace watches every namespace (fake API server, recorded responses)", () => {
+  it("lists and watches /api/v1/pods: a matching pod of any namespace is a worker", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "radixgate-k8s-all-"));
+    const api = await startFakeKubeApi();
+    const worker = await startSimWorker({ id: "w", host: "127.0.0.1" });
+    let router: RunningRouter | undefined;
+    try {
+      api.put(recordedPod("in-other-namespace", "127.0.0.1", { namespace: "team-b" }));
+      const kubeconfig = join(dir, "kubeconfig");
+      await api.writeKubeconfig(kubeconfig, "t");
+      router = await startTestRouter({
+        serviceDiscovery: true,
+        selector: ["app=sglang-sim"],
+        serviceDiscoveryPort: worker.port,
+        kubeconfig,
+      });
+      expect((await listWorkers(router.url)).map((w) => w.url)).toEqual([worker.url]);
+      expect(api.requests[0]).toMatchObject({ kind: "list", path: "/api/v1/pods" });
+      await waitFor(() => api.openWatches() === 1, JOIN_MS, "the watch");
+      expect(api.requests.at(-1)).toMatchObject({ kind: "watch", path: "/api/v1/pods" });
+    } finally {
+      await router?.stop(100);
+      await api.close();
+      await worker.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
