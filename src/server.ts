@@ -298,6 +298,9 @@ export async function startRouter(
   const stop = (graceMs = config.shutdownGraceSecs * 1000): Promise<void> => {
     stopping ??= (async () => {
       context.state.shuttingDown = true;
+      // Requests still waiting for admission have not started: 503 shutting_down at once, so their
+      // clients retry on another replica instead of waiting out the grace period here.
+      context.admission.queue.close();
       discovery.stop();
       server.close();
       metricsServer?.close();
