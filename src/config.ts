@@ -1,5 +1,11 @@
 import { ADMISSION_SETTINGS, type AdmissionConfig } from "./admission/settings.js";
+import { CACHE_ACCOUNT_SETTINGS, type CacheAccountConfig } from "./cache-account/settings.js";
 import { PD_SETTINGS, type PdConfig, validatePdConfig } from "./disaggregation/settings.js";
+import {
+  KUBERNETES_SETTINGS,
+  type KubernetesDiscoverySettings,
+  validateKubernetesSettings,
+} from "./discovery/kubernetes-settings.js";
 import { ConfigError } from "./errors.js";
 import { DEFAULT_BLOCK_CHARS, DEFAULT_CAPACITY_BLOCKS } from "./index/block-hash-index.js";
 import { PREFIX_INDEX_NAMES, type PrefixIndexName } from "./index/factory.js";
@@ -14,7 +20,11 @@ import { MODEL_ROUTING_MODES, type ModelRoutingMode } from "./workers/served-mod
 import { normalizeWorkerUrl } from "./workers/worker-url.js";
 
 /** The router's whole configuration, after parsing and validation. */
-export interface Config extends AdmissionConfig, PdConfig {
+export interface Config
+  extends AdmissionConfig,
+    PdConfig,
+    KubernetesDiscoverySettings,
+    CacheAccountConfig {
   workerUrls: string[];
   /** --worker-file: a JSON or YAML list of workers, watched ("" = none). */
   workerFile: string;
@@ -357,6 +367,7 @@ export const SETTINGS = [
     default: 30,
     parse: number(0),
   }),
+  ...KUBERNETES_SETTINGS,
   setting({
     key: "host",
     flag: "--host",
@@ -1123,6 +1134,7 @@ export const SETTINGS = [
     parse: integer(10, 600_000),
   }),
   ...PD_SETTINGS,
+  ...CACHE_ACCOUNT_SETTINGS,
 ] as const satisfies readonly Setting[];
 
 /** `--worker-urls` → `RADIXGATE_WORKER_URLS`. */
@@ -1158,6 +1170,7 @@ export function validateConfig(config: Config): Config {
     );
   }
   if (config.stateUrl !== undefined) requireStateSecret(config);
+  validateKubernetesSettings(config);
   if (new Set(config.workerUrls).size !== config.workerUrls.length) {
     throw new ConfigError("--worker-urls", "lists the same worker twice");
   }

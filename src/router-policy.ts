@@ -1,6 +1,6 @@
 import type { Config } from "./config.js";
 import { ConfigError } from "./errors.js";
-import type { Policy } from "./policies/policy.js";
+import type { Policy, PolicyName } from "./policies/policy.js";
 import { SchedulerConfigError } from "./scheduling/config-path.js";
 import { createPolicy } from "./scheduling/policy-factory.js";
 import { loadSchedulerConfig } from "./scheduling/scheduler-config.js";
@@ -21,7 +21,12 @@ export function routerPolicy(config: Config): Policy {
       throw err;
     }
   }
-  return createPolicy(config.policy, {
+  return namedPolicy(config, config.policy);
+}
+
+/** A built-in policy by name, with the router's policy options (the sides of a PD pair). */
+export function namedPolicy(config: Config, name: PolicyName): Policy {
+  return createPolicy(name, {
     cacheThreshold: config.cacheThreshold,
     balanceAbsThreshold: config.balanceAbsThreshold,
     balanceRelThreshold: config.balanceRelThreshold,

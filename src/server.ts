@@ -6,9 +6,11 @@ import { buildAdmission } from "./assembly/admission.js";
 import { buildDataPlane } from "./assembly/data-plane.js";
 import { buildIndexStack, indexStackOptions } from "./assembly/index-stack.js";
 import { buildRoutes, type Env } from "./assembly/routes.js";
+import { cacheAccountOptions } from "./cache-account/settings.js";
 import { addCommandLineWorkers } from "./command-line-workers.js";
 import type { Config } from "./config.js";
-import { pdEnabled } from "./disaggregation/settings.js";
+import { decodePolicyName, pdEnabled, prefillPolicyName } from "./disaggregation/settings.js";
+import { kubernetesDiscoveryOptions } from "./discovery/kubernetes-settings.js";
 import { WorkerMembership } from "./discovery/membership.js";
 import { type Discovery, startDiscovery } from "./discovery/setup.js";
 import type { DnsResolver } from "./discovery/worker-dns.js";
@@ -21,7 +23,7 @@ import { intakeOptions } from "./intake-settings.js";
 import { listen } from "./listen.js";
 import { accessLogger, createLogger, type Logger } from "./logger.js";
 import { Metrics } from "./metrics.js";
-import { routerPolicy } from "./router-policy.js";
+import { namedPolicy, routerPolicy } from "./router-policy.js";
 import type { RouterContext } from "./routes/context.js";
 import { registerMetricsRoute } from "./routes/ops.js";
 import type { SiblingLink } from "./state/sibling-link.js";
@@ -62,14 +64,11 @@ export function createRouter(
   options: StartOptions = {},
 ): { app: Hono<Env>; listener: RequestListener; context: RouterContext } {
   const logger = options.logger ?? createLogger({ level: config.logLevel });
-  if (pdEnabled(config)) {
-    // Worker roles and flags are in; the pair dispatch follows (issue 25 item 1).
-    throw new ConfigError(
-      config.pdDisaggregation ? "--pd-disaggregation" : "--vllm-pd-disaggregation",
-      "the prefill/decode dispatch is not served yet by this build",
-    );
-  }
-  const policy = routerPolicy(config);
+  const pd = pdEnabled(config);
+  // With disaggregation the router's policy is the prefill side's (disaggregation/settings.ts).
+  const prefillPolicy = pd ? prefillPolicyName(config) : undefined;
+  const policy =
+    prefillPolicy === undefined ? routerPolicy(config) : namedPolicy(config, prefillPolicy);
   const registry = new WorkerRegistry(
     {
       breaker: {
@@ -116,12 +115,28 @@ export function createRouter(
     logger,
     (worker) => stack.engineRead(worker),
   );
-  const { decider, forwarder, modelsForwarder } = buildDataPlane(
+  const { decider, forwarder, modelsForwarder, cacheLedger } = buildDataPlane(
     {
       forward: forwardSettings(config),
       maxSessions: config.sessionAffinity === "off" ? undefined : config.maxSessions,
+      cacheAccount: cacheAccountOptions(config),
+      ...(pd
+        ? {
+            pd: {
+              protocol: config.vllmPdDisaggregation ? "vllm" : "sglang",
+              decodePolicy: namedPolicy(config, decodePolicyName(config)),
+            },
+          }
+        : {}),
     },
-    { policy, index, registry, metrics, claims: sharedState?.claims ?? siblingState?.claims },
+    {
+      policy,
+      index,
+      registry,
+      metrics,
+      claims: sharedState?.claims ?? siblingState?.claims,
+      logger,
+    },
   );
   const membership = new WorkerMembership({
     registry,
@@ -133,7 +148,7 @@ export function createRouter(
       allowLinkLocal: config.allowLinkLocalWorkers,
       connectTimeoutMs: config.connectTimeoutSecs * 1000,
     },
-    workerTypes: pdEnabled(config) ? ["prefill", "decode"] : ["regular"],
+    workerTypes: pd ? ["prefill", "decode"] : ["regular"],
   });
   const parsePool =
     config.parseWorkers > 0
@@ -151,6 +166,7 @@ export function createRouter(
     decider,
     forwarder,
     modelsForwarder,
+    cacheLedger,
     admission: admission.admission,
     health,
     bodyBudget: new BodyBudget(config.maxBodyBufferBytes),
@@ -235,6 +251,7 @@ export async function startRouter(
         dnsIntervalMs: config.dnsIntervalSecs * 1000,
         dnsTimeoutMs: config.dnsTimeoutSecs * 1000,
         graceMs: config.discoveryGraceSecs * 1000,
+        ...(config.serviceDiscovery ? { kubernetes: kubernetesDiscoveryOptions(config) } : {}),
         ...(options.dnsResolver !== undefined ? { dnsResolver: options.dnsResolver } : {}),
       },
       context.membership,

@@ -111,8 +111,71 @@ describe("SGLang router flag compatibility", () => {
     expect(warnings.join("\n")).not.toContain("hunter2");
   });
 
-  it("Kubernetes discovery is refused with a reason, not run wrongly", () => {
-    expect(() => translateCompatFlags(["--service-discovery"])).toThrow(/--worker-urls/);
+  it("issue 25: SGLang's Kubernetes discovery launch line parses (it was refused)", () => {
+    const { config, warnings } = parse([
+      "--service-discovery",
+      "--selector",
+      "app=sglang",
+      "role=worker",
+      "--service-discovery-port",
+      "30000",
+      "--service-discovery-namespace",
+      "llm",
+      "--policy",
+      "cache_aware",
+    ]);
+    expect(config.serviceDiscovery).toBe(true);
+    expect(config.selector).toEqual(["app=sglang", "role=worker"]);
+    expect(config.serviceDiscoveryPort).toBe(30000);
+    expect(config.serviceDiscoveryNamespace).toBe("llm");
+    expect(warnings).toEqual([]);
+    // Without a selector there is nothing to watch: said at start, not silently no workers.
+    expect(() => parse(["--service-discovery"])).toThrow(/needs --selector key=value/);
+    expect(() => parse(["--service-discovery", "--selector", "app"])).toThrow(
+      /--selector "app" is not a label key=value pair/,
+    );
+    // SGLang ignores a selector without discovery; so do we, with a warning.
+    expect(parse(["--selector", "app=sglang"]).warnings).toEqual([
+      "--selector is used only with --service-discovery; ignored",
+    ]);
+  });
+
+  it("issue 25: SGLang's PD discovery launch line parses (--prefill-selector/--decode-selector were refused)", () => {
+    const { config, warnings } = parse([
+      "--pd-disaggregation",
+      "--service-discovery",
+      "--prefill-selector",
+      "app=sglang",
+      "component=prefill",
+      "--decode-selector",
+      "app=sglang",
+      "component=decode",
+      "--service-discovery-namespace",
+      "inference",
+      "--service-discovery-port",
+      "8000",
+    ]);
+    expect(warnings).toEqual([]);
+    expect(config.prefillSelector).toEqual(["app=sglang", "component=prefill"]);
+    expect(config.decodeSelector).toEqual(["app=sglang", "component=decode"]);
+    // Where SGLang would watch nothing and warn, the start stops naming the flag.
+    expect(() => parse(["--pd-disaggregation", "--service-discovery"])).toThrow(
+      /needs --prefill-selector key=value and --decode-selector/,
+    );
+    expect(() => parse(["--prefill-selector", "app=sglang"])).toThrow(
+      /--prefill-selector needs --pd-disaggregation/,
+    );
+    // As SGLang without IGW mode: --selector is not used in PD mode.
+    expect(
+      parse([
+        "--pd-disaggregation",
+        "--service-discovery",
+        "--selector",
+        "app=x",
+        "--prefill-selector",
+        "app=p",
+      ]).warnings,
+    ).toEqual([expect.stringMatching(/^--selector is not used with disaggregation/)]);
   });
 
   it("issue 25: SGLang's PD launch flags are settings (repeated --prefill URL [PORT], --decode URL)", () => {

@@ -5,13 +5,23 @@
  * policies/ never import the metric set.
  */
 
+import { registerAccountMetrics } from "../cache-account/account-metrics.js";
+import { CacheLedger } from "../cache-account/cache-ledger.js";
+import type { CacheAccountOptions } from "../cache-account/settings.js";
+import { PairForwarder, type PdProtocol } from "../disaggregation/pair-forwarder.js";
 import type { PrefixClaims } from "../index/prefix-claims.js";
 import type { PrefixIndex } from "../index/prefix-index.js";
+import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
 import { RoutingDecider } from "../policies/decider.js";
 import type { Policy } from "../policies/policy.js";
 import { SessionTable } from "../policies/session-table.js";
-import { Forwarder, type ForwardHooks, type ForwardSettings } from "../proxy/forward.js";
+import {
+  Forwarder,
+  type ForwardHooks,
+  type ForwardSettings,
+  type RequestForwarder,
+} from "../proxy/forward.js";
 import { UsageFeedback } from "../proxy/usage-feedback.js";
 import { createPolicy } from "../scheduling/policy-factory.js";
 import type { WorkerRegistry } from "../workers/registry.js";
@@ -20,6 +30,13 @@ export interface DataPlaneOptions {
   readonly forward: ForwardSettings;
   /** --max-sessions; undefined when --session-affinity is off. */
   readonly maxSessions: number | undefined;
+  /** The cache account (--explain-header, GET /debug/cache's window). */
+  readonly cacheAccount: CacheAccountOptions;
+  /**
+   * Prefill/decode disaggregation (disaggregation/): the protocol and the decode side's policy;
+   * `policy` is then the prefill side's. Undefined for a fleet of regular workers.
+   */
+  readonly pd?: { readonly protocol: PdProtocol; readonly decodePolicy: Policy };
 }
 
 export interface DataPlaneDeps {
@@ -29,12 +46,15 @@ export interface DataPlaneDeps {
   readonly metrics: Metrics;
   /** --state-url: agreement with the peers on new prefixes. */
   readonly claims: PrefixClaims | undefined;
+  /** The cache account's debug lines. */
+  readonly logger: Logger;
 }
 
 export interface DataPlane {
   readonly decider: RoutingDecider;
-  readonly forwarder: Forwarder;
+  readonly forwarder: RequestForwarder;
   readonly modelsForwarder: Forwarder;
+  readonly cacheLedger: CacheLedger;
 }
 
 export function buildDataPlane(options: DataPlaneOptions, deps: DataPlaneDeps): DataPlane {
@@ -63,12 +83,25 @@ export function buildDataPlane(options: DataPlaneOptions, deps: DataPlaneDeps): 
     options.maxSessions === undefined ? undefined : new SessionTable(options.maxSessions),
     deps.claims,
   );
-  const forwarder = new Forwarder(registry, decider, options.forward, hooks, feedback);
+  const cacheLedger = new CacheLedger(options.cacheAccount, deps.logger);
+  registerAccountMetrics(m.registry, cacheLedger.totals);
+  const pd = options.pd;
+  const forwarder: RequestForwarder =
+    pd === undefined
+      ? new Forwarder(registry, decider, options.forward, hooks, feedback, cacheLedger)
+      : new PairForwarder(
+          registry,
+          decider,
+          new RoutingDecider(pd.decodePolicy, index),
+          options.forward,
+          hooks,
+          pd.protocol,
+        );
   const modelsForwarder = new Forwarder(
     registry,
     new RoutingDecider(createPolicy("round_robin", {}), index),
     options.forward,
     { ...upstreamHooks, onDecision: () => {} },
   );
-  return { decider, forwarder, modelsForwarder };
+  return { decider, forwarder, modelsForwarder, cacheLedger };
 }

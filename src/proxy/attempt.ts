@@ -2,6 +2,7 @@ import type { DispatchLoad, LeaseOutcome, WorkerLease } from "../workers/lease.j
 import type { Worker } from "../workers/worker.js";
 import { ClientAbort, FirstByteTimeout, RequestTimeout, timerMs } from "./abort-reasons.js";
 import { Cancel } from "./cancel.js";
+import type { IdleSweep } from "./idle-sweep.js";
 
 /** The relay's time limits, in ms. */
 export interface RelayLimits {
@@ -9,6 +10,8 @@ export interface RelayLimits {
   idleTimeoutMs: number;
   /** --client-stall-secs: the client taking nothing while its socket is full; 0 = no limit. */
   clientStallMs: number;
+  /** One timer for the idle limit of every open relay (the forwarder's); absent: one per relay. */
+  idle?: IdleSweep;
 }
 
 /** What an attempt needs to know to start. */
@@ -31,6 +34,8 @@ export interface AttemptPlan {
   limits: RelayLimits;
   /** Read the engine's usage from a successful answer (proxy/usage-tap.ts). */
   readUsage: boolean;
+  /** --explain-header: its name and this request's cache account, sent with the response headers. */
+  explain?: readonly [name: string, value: string] | undefined;
   onUpstreamError: (worker: Worker, kind: string) => void;
 }
 
@@ -46,6 +51,7 @@ export class Attempt {
   readonly route: string;
   readonly limits: RelayLimits;
   readonly readUsage: boolean;
+  readonly explain: readonly [name: string, value: string] | undefined;
   readonly onUpstreamError: (worker: Worker, kind: string) => void;
   /** Aborted, with the reason, when the attempt must stop (client gone, timeout, shutdown). */
   readonly controller = new Cancel();
@@ -62,6 +68,7 @@ export class Attempt {
     this.route = plan.route;
     this.limits = plan.limits;
     this.readUsage = plan.readUsage;
+    this.explain = plan.explain;
     this.onUpstreamError = plan.onUpstreamError;
     this.clientSignal = plan.clientSignal;
     plan.clientSignal.once("abort", this.onClientGone);

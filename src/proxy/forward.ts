@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders, ServerResponse } from "node:http";
-import type { Dispatcher } from "undici";
+import type { CacheLedger } from "../cache-account/cache-ledger.js";
+import type { RequestAccount } from "../cache-account/request-account.js";
 import { RouterError } from "../errors.js";
 import type { RoutingDecider } from "../policies/decider.js";
 import type { RouteBranch } from "../policies/policy.js";
@@ -13,10 +14,12 @@ import { backoffMs, retryAfterMs, sleep } from "./backoff.js";
 import type { Cancel } from "./cancel.js";
 import { bodyForRank, headersWithRank, rankToSend } from "./dp-rank.js";
 import { hasPassedThrough, upstreamRequestHeaders, viaToken, withWorkerAuth } from "./headers.js";
+import { IdleSweep } from "./idle-sweep.js";
 import { modelNotFound, noWorkerMessage } from "./no-worker-answers.js";
 import { relay } from "./relay.js";
 import { routeHeader } from "./route-header.js";
 import type { RoutingRequest } from "./routing-request.js";
+import { callUpstream, type UpstreamAnswer } from "./upstream-call.js";
 import {
   type AttemptFailure,
   classifyNetworkError,
@@ -64,6 +67,17 @@ export interface ForwardOutcome {
   error?: string;
   /** The worker's status when the client got another (a client gone mid-stream: 499). */
   upstreamStatus?: number;
+  /** The request's cache account (cache-account/), when it used a prefix index and was answered. */
+  account?: RequestAccount;
+  /** With prefill/decode disaggregation, the prefill side of the pair (`worker` is the decode side). */
+  prefillWorker?: Worker;
+}
+
+/** What the routes call for each data-plane request: a Forwarder, or a prefill/decode pair's (disaggregation/). */
+export interface RequestForwarder {
+  forward(req: ForwardRequest, res: ServerResponse): Promise<ForwardOutcome>;
+  /** Ends every upstream request under way (shutdown grace over); returns how many. */
+  abortAll(): number;
 }
 
 export interface ForwardHooks {
@@ -95,13 +109,15 @@ type AttemptResult =
  * Retries go to workers not yet tried, only before anything reached the client, and only for
  * failures that are safe to repeat.
  */
-export class Forwarder {
+export class Forwarder implements RequestForwarder {
   /** Upstream requests under way, so a shutdown that runs out of grace can end them cleanly. */
   private readonly inProgress = new Set<Cancel>();
   /** Set by abortAll: an attempt that starts afterwards (a retry after its backoff) ends at once. */
   private closed = false;
   /** The relay's limits, the same for every attempt: made once, not per request. */
   private readonly relayLimits: RelayLimits;
+  /** This router's Via entry (loop detection), the same for every request. */
+  private readonly via: string;
 
   constructor(
     private readonly registry: WorkerRegistry,
@@ -110,11 +126,16 @@ export class Forwarder {
     private readonly hooks: ForwardHooks,
     /** Learns from the usage the engines report (characters per token, cached tokens). */
     private readonly feedback?: UsageFeedback,
+    /** Each request's cache account (available, chosen, reported cached tokens). */
+    private readonly ledger?: CacheLedger,
   ) {
     this.relayLimits = {
       idleTimeoutMs: settings.idleTimeoutMs,
       clientStallMs: settings.clientStallMs,
+      // --idle-timeout-secs for every open relay, one timer for all (idle-sweep.ts).
+      idle: new IdleSweep(settings.idleTimeoutMs),
     };
+    this.via = viaToken(settings.instanceId);
   }
 
   /** Ends every upstream request under way (shutdown grace over): streams get an SSE error event. */
@@ -127,7 +148,7 @@ export class Forwarder {
   async forward(req: ForwardRequest, res: ServerResponse): Promise<ForwardOutcome> {
     const deadline = req.startedAt + this.settings.requestTimeoutMs;
     const tried = new Set<Worker>();
-    const via = viaToken(this.settings.instanceId);
+    const via = this.via;
     if (hasPassedThrough(req.headers.via, via)) {
       // This request already went through this router: a worker URL points back at it.
       const error = new RouterError(
@@ -155,6 +176,7 @@ export class Forwarder {
     );
     let lastFailure: AttemptFailure | undefined;
     let attempts = 0;
+    let account: RequestAccount | undefined;
     // Only an index with an asynchronous step (the precise index tokenizing) makes this wait.
     // It prepares what decide() will look up: the same text under the same model key.
     const preparing = this.decider.prepare(candidates, routed);
@@ -171,6 +193,10 @@ export class Forwarder {
       if (!decision) break;
       this.hooks.onDecision(this.decider.policy.name, decision.branch, decision.matchRate);
       const worker = decision.worker;
+      if (decision.index !== null && this.ledger !== undefined) {
+        account ??= this.ledger.open(routed.text, routed.model);
+        account.decided(decision);
+      }
       tried.add(worker);
       attempts += 1;
       const base = {
@@ -197,6 +223,7 @@ export class Forwarder {
         res,
         routeHeader(base.branch, base.matchRate, decision.index, this.decider.profile),
         canRetry,
+        account,
       );
       if (result.kind === "done") {
         // Only what a worker accepted stays in its index entry: an error answer, or a client gone
@@ -207,7 +234,13 @@ export class Forwarder {
             aboutText: routed.usageDescribesText,
             othersPrefilling,
           });
-        return { ...base, ...result.outcome };
+        if (account === undefined || !accepted(result.outcome))
+          return { ...base, ...result.outcome };
+        // A batch's usage is the sum over its prompts, not this text's: counted from the text then.
+        const usage = routed.usageDescribesText ? result.usage : undefined;
+        account.settle(usage?.promptTokens, usage?.cachedTokens, worker.charsPerToken);
+        this.ledger?.record(account, req.requestId);
+        return { ...base, ...result.outcome, account };
       }
       this.decider.rejected(decision, routed);
       lastFailure = result.failure;
@@ -258,8 +291,11 @@ export class Forwarder {
     /** The x-radixgate-route header: branch, match rate, and the index when not the trees. */
     route: string,
     canRetry: () => boolean,
+    account: RequestAccount | undefined,
   ): Promise<AttemptResult> {
     const { stream, text } = req.routing;
+    const ledger = this.ledger;
+    const explainName = ledger?.options.explainHeader;
     const attempt = new Attempt({
       worker,
       load: { textChars: text.length, uncachedChars, rank },
@@ -274,6 +310,10 @@ export class Forwarder {
       route,
       limits: this.relayLimits,
       readUsage: this.feedback !== undefined && req.method === "POST",
+      explain:
+        ledger === undefined || explainName === undefined || account === undefined
+          ? undefined
+          : [explainName, ledger.explain(account, worker.charsPerToken)],
       onUpstreamError: this.hooks.onUpstreamError,
     });
     this.inProgress.add(attempt.controller);
@@ -296,18 +336,21 @@ export class Forwarder {
     const { worker, controller } = attempt;
     try {
       if (this.closed) controller.abort(new ShutdownAbort());
-      let upstream: Dispatcher.ResponseData;
+      let upstream: UpstreamAnswer;
       try {
-        upstream = await worker.pool.request({
-          method: req.method,
-          path: worker.basePath + req.path,
-          headers: withWorkerAuth(headersWithRank(headers, rank), worker.authorization),
-          body: bodyForRank(req.routing.body, req.path, worker.signals.engine, rank) ?? null,
-          signal: controller,
-          // 0 = off: the attempt's timers and relay()'s bound the wait instead.
-          headersTimeout: 0,
-          bodyTimeout: 0,
-        });
+        upstream = await callUpstream(
+          worker.pool,
+          {
+            method: req.method,
+            path: worker.basePath + req.path,
+            headers: withWorkerAuth(headersWithRank(headers, rank), worker.authorization),
+            body: bodyForRank(req.routing.body, req.path, worker.signals.engine, rank) ?? null,
+            // 0 = off: the attempt's timers and relay()'s bound the wait instead.
+            headersTimeout: 0,
+            bodyTimeout: 0,
+          },
+          controller,
+        );
       } catch (err) {
         const reason = controller.reason;
         if (reason instanceof ClientAbort) {
@@ -335,7 +378,7 @@ export class Forwarder {
       this.coolDown(worker, status, upstream.headers["retry-after"]);
       if (RETRYABLE_STATUS.has(status) && canRetry()) {
         // Nothing reached the client yet: discard this answer and let the caller try another worker.
-        upstream.body.dump().catch(() => {});
+        upstream.dump();
         // 429 says "busy", not "broken": neutral for the breaker.
         attempt.end(status === 429 ? NEUTRAL : FAILED);
         return { kind: "failed", failure: statusFailure(status, worker) };

@@ -1,4 +1,5 @@
 import type { Admission } from "../admission/admission.js";
+import type { CacheLedger } from "../cache-account/cache-ledger.js";
 import type { Config } from "../config.js";
 import type { WorkerMembership } from "../discovery/membership.js";
 import type { PrefixIndex } from "../index/prefix-index.js";
@@ -9,7 +10,7 @@ import type { KvEventsManager } from "../kv-events/manager.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
 import type { RoutingDecider } from "../policies/decider.js";
-import type { Forwarder } from "../proxy/forward.js";
+import type { Forwarder, RequestForwarder } from "../proxy/forward.js";
 import type { SharedState } from "../state/shared-state.js";
 import type { SiblingState } from "../state/sibling-state.js";
 import type { HealthChecker } from "../workers/health.js";
@@ -37,8 +38,11 @@ export interface RouterContext {
   index: PrefixIndex;
   /** The data plane's policy and index together (the forwarder's; POST /debug/route asks it too). */
   decider: RoutingDecider;
-  forwarder: Forwarder;
+  /** The data plane's forwarder: one worker per request, or a prefill/decode pair. */
+  forwarder: RequestForwarder;
   modelsForwarder: Forwarder;
+  /** Every request's cache account, summed (GET /debug/cache, the counters). */
+  cacheLedger: CacheLedger;
   /** Turns each data-plane (and /debug/route) request into its RoutingRequest. */
   intake: Intake;
   admission: Admission;
