@@ -152,7 +152,8 @@ async function main(): Promise<void> {
         const before = processCpuMicros(row.pid) ?? Number.NaN;
         await load(row.url, streams, agent);
         const used = (processCpuMicros(row.pid) ?? Number.NaN) - before;
-        (cpu[row.name] ??= []).push(used / (streams * events));
+        cpu[row.name] ??= [];
+        cpu[row.name]!.push(used / (streams * events));
       }
       console.log(
         `round ${round + 1}/${rounds}: ${rows.map((r) => `${r.name} ${cpu[r.name]!.at(-1)!.toFixed(2)}`).join(", ")} µs/event`,
