@@ -35,7 +35,7 @@ const LAYERS = [
   { routes: ["routes/"], "router-policy": ["router-policy.ts"] },
   // The assembled settings table (every flag, its default and parser) and the metric set: they
   // know the features below them; the features get their own options and never import Config.
-  { config: ["config.ts"], metrics: ["metrics.ts"] },
+  { config: ["config.ts"], metrics: ["metrics.ts", "metric-alias.ts", "metric-tally.ts"] },
   // Worker sources (--worker-file, --worker-dns) and the one membership path they share with the
   // admin API: they feed workers/ and kv-events/, and know nothing of HTTP routes.
   // disaggregation/: prefill/decode pairs (flags, the pair's dispatch over proxy/'s attempts).
@@ -47,6 +47,9 @@ const LAYERS = [
   // request's intake and its routing.
   { admission: ["admission/"] },
   { proxy: ["proxy/"] },
+  // The per-request cache account (available, chosen, reported cached tokens), its sums, the
+  // --explain-header value and its settings rows: the forwarder fills it, the routes read it.
+  { "cache-account": ["cache-account/"] },
   // Filters, scorers and pickers: read indexes and worker signals, never HTTP.
   { scheduling: ["scheduling/"] },
   { policies: ["policies/"] },

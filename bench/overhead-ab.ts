@@ -11,7 +11,8 @@
  *   npm run bench:overhead-ab -- --current-args="--log-level warn"   one build, two sets of flags
  *
  * Prints the median CPU µs per request and requests per second of each build per cell (the first
- * round of each is JIT warm-up and left out) and writes bench/results/overhead-ab.json.
+ * round of each is JIT warm-up and left out), the median of the per-round ratios current / base
+ * with their range, and writes bench/results/overhead-ab.json.
  */
 import { execSync } from "node:child_process";
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
@@ -34,6 +35,23 @@ function median(values: readonly number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   const mid = Math.floor(sorted.length / 2);
   return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+/**
+ * Current / base CPU per request of each round pair (the two builds' runs of one round, back to
+ * back): the median and the range. A pair shares the machine's load of its moment, so the ratio
+ * drifts less than either build's own figures.
+ */
+function ratioSpread(
+  base: readonly Round[],
+  current: readonly Round[],
+): { ratioMedian: number; ratioMin: number; ratioMax: number } {
+  const ratios = base.map((b, i) => current[i]!.cpuMicrosPerRequest / b.cpuMicrosPerRequest);
+  return {
+    ratioMedian: median(ratios),
+    ratioMin: Math.min(...ratios),
+    ratioMax: Math.max(...ratios),
+  };
 }
 
 interface Round {
@@ -169,6 +187,7 @@ async function main(): Promise<void> {
       currentCpu: of(c.current, "cpuMicrosPerRequest"),
       baseRps: of(c.base, "requestsPerSec"),
       currentRps: of(c.current, "requestsPerSec"),
+      ...ratioSpread(c.base.slice(1), c.current.slice(1)),
     };
   });
   console.log(
@@ -181,6 +200,7 @@ async function main(): Promise<void> {
       "base cpu µs/req",
       "current cpu µs/req",
       "change",
+      "median of round ratios (min-max)",
       "base req/s",
       "current req/s",
     ],
@@ -190,6 +210,7 @@ async function main(): Promise<void> {
       fmt(s.baseCpu, 0),
       fmt(s.currentCpu, 0),
       `${fmt((100 * (s.currentCpu - s.baseCpu)) / s.baseCpu, 0)}%`,
+      `${fmt(s.ratioMedian, 3)} (${fmt(s.ratioMin, 3)}-${fmt(s.ratioMax, 3)})`,
       fmt(s.baseRps, 0),
       fmt(s.currentRps, 0),
     ]),

@@ -1,4 +1,5 @@
 import { ADMISSION_SETTINGS, type AdmissionConfig } from "./admission/settings.js";
+import { CACHE_ACCOUNT_SETTINGS, type CacheAccountConfig } from "./cache-account/settings.js";
 import { PD_SETTINGS, type PdConfig, validatePdConfig } from "./disaggregation/settings.js";
 import {
   KUBERNETES_SETTINGS,
@@ -19,7 +20,11 @@ import { MODEL_ROUTING_MODES, type ModelRoutingMode } from "./workers/served-mod
 import { normalizeWorkerUrl } from "./workers/worker-url.js";
 
 /** The router's whole configuration, after parsing and validation. */
-export interface Config extends AdmissionConfig, PdConfig, KubernetesDiscoverySettings {
+export interface Config
+  extends AdmissionConfig,
+    PdConfig,
+    KubernetesDiscoverySettings,
+    CacheAccountConfig {
   workerUrls: string[];
   /** --worker-file: a JSON or YAML list of workers, watched ("" = none). */
   workerFile: string;
@@ -1129,6 +1134,7 @@ export const SETTINGS = [
     parse: integer(10, 600_000),
   }),
   ...PD_SETTINGS,
+  ...CACHE_ACCOUNT_SETTINGS,
 ] as const satisfies readonly Setting[];
 
 /** `--worker-urls` → `RADIXGATE_WORKER_URLS`. */

@@ -6,6 +6,7 @@ import { buildAdmission } from "./assembly/admission.js";
 import { buildDataPlane } from "./assembly/data-plane.js";
 import { buildIndexStack, indexStackOptions } from "./assembly/index-stack.js";
 import { buildRoutes, type Env } from "./assembly/routes.js";
+import { cacheAccountOptions } from "./cache-account/settings.js";
 import { addCommandLineWorkers } from "./command-line-workers.js";
 import type { Config } from "./config.js";
 import { decodePolicyName, pdEnabled, prefillPolicyName } from "./disaggregation/settings.js";
@@ -114,10 +115,11 @@ export function createRouter(
     logger,
     (worker) => stack.engineRead(worker),
   );
-  const { decider, forwarder, modelsForwarder } = buildDataPlane(
+  const { decider, forwarder, modelsForwarder, cacheLedger } = buildDataPlane(
     {
       forward: forwardSettings(config),
       maxSessions: config.sessionAffinity === "off" ? undefined : config.maxSessions,
+      cacheAccount: cacheAccountOptions(config),
       ...(pd
         ? {
             pd: {
@@ -127,7 +129,14 @@ export function createRouter(
           }
         : {}),
     },
-    { policy, index, registry, metrics, claims: sharedState?.claims ?? siblingState?.claims },
+    {
+      policy,
+      index,
+      registry,
+      metrics,
+      claims: sharedState?.claims ?? siblingState?.claims,
+      logger,
+    },
   );
   const membership = new WorkerMembership({
     registry,
@@ -157,6 +166,7 @@ export function createRouter(
     decider,
     forwarder,
     modelsForwarder,
+    cacheLedger,
     admission: admission.admission,
     health,
     bodyBudget: new BodyBudget(config.maxBodyBufferBytes),

@@ -169,3 +169,105 @@ describe("SGLang PD mode: the prefill side after the first byte", () => {
     }
   });
 });
+
+describe("SGLang PD mode: the prefill worker's load", () => {
+  it("regression: its pending prefill ends when its own answer comes, not when the decode side answers", async () => {
+    const prefill = await startSimWorker({ id: "p", role: "prefill", timeScale: 0 });
+    // A decode worker that never answers: the pair's decode head does not come.
+    const decode = await startSimWorker({
+      id: "d",
+      role: "decode",
+      timeScale: 0,
+      faults: { hang: true },
+    });
+    const { startTestRouter, waitFor } = await import("../helpers/router.js");
+    const router = await startTestRouter({
+      pdDisaggregation: true,
+      prefill: [{ url: prefill.url, bootstrapPort: prefill.bootstrapPort ?? null }],
+      decode: [decode.url],
+    });
+    const client = new AbortController();
+    try {
+      const pending = fetch(`${router.url}/v1/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ model: "m", prompt: "x".repeat(4000), max_tokens: 4 }),
+        signal: client.signal,
+      }).catch(() => undefined);
+      const worker = router.context.registry.list().find((w) => w.role.type === "prefill")!;
+      await waitFor(() => prefill.stats().completed === 1, 5000, "the prefill answer");
+      // The prefill worker computed the prompt: the policies must not see it as still queued there.
+      await waitFor(() => worker.pendingPrefillChars === 0, 5000, "pending prefill to clear");
+      expect(decode.stats().hanging).toBe(1);
+      client.abort();
+      await pending;
+    } finally {
+      client.abort();
+      await router.stop(100);
+      await Promise.all([prefill.close(), decode.close()]);
+    }
+  });
+});
+
+describe("SGLang PD mode: workers added through the admin API (issue 25)", () => {
+  it("takes worker_type prefill with its bootstrap_port and decode, as SGLang's gateway does; refuses a regular worker", async () => {
+    const prefill = await startSimWorker({ id: "p", role: "prefill", timeScale: 0 });
+    const decode = await startSimWorker({ id: "d", role: "decode", timeScale: 0 });
+    const regular = await startSimWorker({ id: "r", timeScale: 0 });
+    const { startTestRouter } = await import("../helpers/router.js");
+    const router = await startTestRouter({ pdDisaggregation: true });
+    try {
+      const added = await postJson(`${router.url}/workers`, {
+        url: prefill.url,
+        worker_type: "prefill",
+        bootstrap_port: prefill.bootstrapPort,
+      });
+      expect(added.status).toBe(201);
+      expect(await added.json()).toMatchObject({
+        worker_type: "prefill",
+        bootstrap_port: prefill.bootstrapPort,
+        healthy: true,
+      });
+      const legacy = await fetch(
+        `${router.url}/add_worker?url=${encodeURIComponent(decode.url)}&worker_type=decode`,
+        { method: "POST" },
+      );
+      expect(legacy.status).toBe(200);
+      const refused = await postJson(`${router.url}/workers`, { url: regular.url });
+      expect(refused.status).toBe(400);
+      expect(JSON.stringify(await refused.json())).toMatch(/worker_type of prefill or decode/);
+      const res = await postJson(`${router.url}/v1/completions`, {
+        model: "m",
+        prompt: "served by workers the admin API added",
+        max_tokens: 2,
+      });
+      expect(res.status).toBe(200);
+      expect(res.headers.get("x-sim-worker-id")).toBe("d");
+      expect(prefill.stats().requests).toBe(1);
+    } finally {
+      await router.stop(100);
+      await Promise.all([prefill.close(), decode.close(), regular.close()]);
+    }
+  });
+});
+
+describe("SGLang PD mode: readiness", () => {
+  it("regression: not ready while one side has no available worker (a request needs a pair)", async () => {
+    const decode = await startSimWorker({ id: "d", role: "decode", timeScale: 0 });
+    const prefill = await startSimWorker({ id: "p", role: "prefill", timeScale: 0 });
+    const { startTestRouter } = await import("../helpers/router.js");
+    const router = await startTestRouter({ pdDisaggregation: true, decode: [decode.url] });
+    try {
+      const alone = await fetch(`${router.url}/readiness`);
+      expect(alone.status).toBe(503);
+      expect(await alone.json()).toMatchObject({ prefill: 0, decode: 1 });
+      await postJson(`${router.url}/workers`, { url: prefill.url, worker_type: "prefill" });
+      const pair = await fetch(`${router.url}/readiness`);
+      expect(pair.status).toBe(200);
+      expect(await pair.json()).toMatchObject({ status: "ready", prefill: 1, decode: 1 });
+    } finally {
+      await router.stop(100);
+      await Promise.all([prefill.close(), decode.close()]);
+    }
+  });
+});

@@ -42,12 +42,20 @@ export interface Pod {
 export function recordedPod(
   name: string,
   podIP: string,
-  options: { ready?: boolean; labels?: Record<string, string>; namespace?: string } = {},
+  options: {
+    ready?: boolean;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    namespace?: string;
+  } = {},
 ): Pod {
   const pod = structuredClone(RECORDED_POD);
   pod.metadata.name = name;
   pod.metadata.namespace = options.namespace ?? "llm";
   if (options.labels !== undefined) pod.metadata.labels = options.labels;
+  if (options.annotations !== undefined) {
+    pod.metadata.annotations = { ...pod.metadata.annotations, ...options.annotations };
+  }
   pod.status.podIP = podIP;
   pod.status.podIPs = [{ ip: podIP }];
   setReady(pod, options.ready ?? true);

@@ -1,0 +1,122 @@
+/**
+ * The cache account's settings rows (issue 21: each feature owns its rows). config.ts appends
+ * them to its table; the row shape is config.ts's Setting, written out here so this folder does
+ * not import upward.
+ */
+import { ConfigError } from "../errors.js";
+
+/** The flags' values, as config.ts's Config carries them. */
+export interface CacheAccountConfig {
+  cacheAccount: boolean;
+  explainHeader: string | undefined;
+  cacheAccountWindowMins: number;
+  cacheAccountTopPrefixes: number;
+}
+
+/** What the ledger (cache-ledger.ts) takes. */
+export interface CacheAccountOptions {
+  /** --cache-account: false leaves every request unaccounted (no ledger at all). */
+  readonly enabled: boolean;
+  /** Response header carrying each request's account (lower case); undefined = none. */
+  readonly explainHeader: string | undefined;
+  readonly windowMins: number;
+  readonly topPrefixes: number;
+}
+
+export function cacheAccountOptions(config: CacheAccountConfig): CacheAccountOptions {
+  return {
+    enabled: config.cacheAccount,
+    explainHeader: config.explainHeader,
+    windowMins: config.cacheAccountWindowMins,
+    topPrefixes: config.cacheAccountTopPrefixes,
+  };
+}
+
+const TOKEN = /^[!#$%&'*+.^_`|~0-9a-z-]+$/;
+/** Headers the router or HTTP itself sets: an account under one of these names would clobber it. */
+const TAKEN = new Set([
+  "content-length",
+  "content-type",
+  "transfer-encoding",
+  "connection",
+  "x-request-id",
+  "x-radixgate-worker",
+  "x-radixgate-route",
+]);
+
+function headerName(raw: string, flag: string): string | undefined {
+  const name = raw.trim().toLowerCase();
+  if (name === "") return undefined;
+  if (!TOKEN.test(name)) throw new ConfigError(flag, `must be an HTTP header name, got "${raw}"`);
+  if (TAKEN.has(name)) throw new ConfigError(flag, `must not be "${name}": the router sets it`);
+  return name;
+}
+
+function flagValue(raw: string | boolean, flag: string): boolean {
+  const value = String(raw).trim().toLowerCase();
+  if (["true", "1", "yes", "on"].includes(value)) return true;
+  if (["false", "0", "no", "off", ""].includes(value)) return false;
+  throw new ConfigError(flag, `must be true or false, got "${raw}"`);
+}
+
+function integerIn(min: number, max: number) {
+  return (raw: string, flag: string): number => {
+    const value = Number(raw.trim());
+    if (raw.trim() === "" || !Number.isInteger(value) || value < min || value > max) {
+      throw new ConfigError(flag, `must be an integer in [${min}, ${max}], got "${raw}"`);
+    }
+    return value;
+  };
+}
+
+/** One row, in the shape of src/config.ts's Setting (checked there, where the rows join the table). */
+interface CacheAccountSetting<K extends keyof CacheAccountConfig> {
+  key: K;
+  flag: string;
+  arg: string;
+  description: string;
+  default: CacheAccountConfig[K];
+  parse: (raw: string, flag: string) => CacheAccountConfig[K];
+  secret?: boolean;
+}
+
+const row = <K extends keyof CacheAccountConfig>(s: CacheAccountSetting<K>) => s;
+
+export const CACHE_ACCOUNT_SETTINGS = [
+  row({
+    key: "cacheAccount",
+    flag: "--cache-account",
+    arg: "[bool]",
+    description:
+      "Keep each request's cache account (available, chosen and reported cached tokens; the radixgate_cache_account_* counters, GET /debug/cache, --explain-header). false = none of it, e.g. to price it with bench:overhead-ab --current-args. See docs/hit-rate.md.",
+    default: true,
+    parse: flagValue,
+  }),
+  row({
+    key: "explainHeader",
+    flag: "--explain-header",
+    arg: "<name>",
+    description:
+      "Response header that carries each request's cache account, in tokens: available=<best holder's match>;chosen=<chosen worker's match>;runner_up=<worker>:<match>[;reason=<why not the best>]. Empty = off. See docs/hit-rate.md.",
+    default: undefined,
+    parse: headerName,
+  }),
+  row({
+    key: "cacheAccountWindowMins",
+    flag: "--cache-account-window-mins",
+    arg: "<mins>",
+    description:
+      "Minutes of cache account GET /debug/cache sums (per minute, per worker and model); the top-losing prefixes cover the same span.",
+    default: 15,
+    parse: integerIn(1, 1440),
+  }),
+  row({
+    key: "cacheAccountTopPrefixes",
+    flag: "--cache-account-top-prefixes",
+    arg: "<n>",
+    description:
+      "Prefixes GET /debug/cache lists as losing the most tokens to routing, and to eviction (8 times as many are tracked).",
+    default: 10,
+    parse: integerIn(1, 100),
+  }),
+];
