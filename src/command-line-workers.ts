@@ -1,4 +1,3 @@
-import type { Config } from "./config.js";
 import type { WorkerRegistry } from "./workers/registry.js";
 
 /**
@@ -15,7 +14,11 @@ import type { WorkerRegistry } from "./workers/registry.js";
  */
 export async function addCommandLineWorkers(
   registry: WorkerRegistry,
-  config: Pick<Config, "workerUrls" | "workerApiKey" | "apiKey">,
+  config: {
+    readonly workerUrls: readonly string[];
+    readonly workerApiKey: string | undefined;
+    readonly apiKey: string | undefined;
+  },
 ): Promise<void> {
   const apiKey = config.workerApiKey === undefined ? config.apiKey : undefined;
   const resolved = await Promise.all(config.workerUrls.map((u) => registry.resolveAddresses(u)));

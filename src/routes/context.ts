@@ -1,4 +1,3 @@
-import type { Config } from "../config.js";
 import type { WorkerMembership } from "../discovery/membership.js";
 import type { PrefixIndex } from "../index/prefix-index.js";
 import type { BodyBudget } from "../intake/body-budget.js";
@@ -14,6 +13,7 @@ import type { SharedState } from "../state/shared-state.js";
 import type { HealthChecker } from "../workers/health.js";
 import type { EngineIntrospector } from "../workers/introspection.js";
 import type { WorkerRegistry } from "../workers/registry.js";
+import type { RouteOptions } from "./settings.js";
 
 /** Lifecycle flags the routes read. */
 export interface RouterState {
@@ -24,7 +24,8 @@ export interface RouterState {
 
 /** What the routes share; built once by server.ts. */
 export interface RouterContext {
-  config: Config;
+  /** The routes' own options (routes/settings.ts), never the router's whole Config. */
+  config: RouteOptions;
   logger: Logger;
   /** The per-request access line (logger.ts: accessLogger). */
   accessLog: Logger;
