@@ -40,10 +40,14 @@ const LAYERS = [
   { metrics: ["metrics.ts"] },
   // Worker sources (--worker-file, --worker-dns) and the one membership path they share with the
   // admin API: they feed workers/ and kv-events/, and know nothing of HTTP routes.
-  { discovery: ["discovery/"] },
+  // disaggregation/: prefill/decode pairs (flags, the pair's dispatch over proxy/'s attempts).
+  { discovery: ["discovery/"], disaggregation: ["disaggregation/"] },
   // One RoutingRequest per request (body read and budget, routing text, model, session, tokenize
   // input): the routes hand it the HTTP request, the data plane below gets the RoutingRequest.
   { intake: ["intake/"] },
+  // Tenant and priority, saturation of the fleet, the fair priority queue (issue 24): between the
+  // request's intake and its routing.
+  { admission: ["admission/"] },
   { proxy: ["proxy/"] },
   // Filters, scorers and pickers: read indexes and worker signals, never HTTP.
   { scheduling: ["scheduling/"] },

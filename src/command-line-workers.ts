@@ -1,4 +1,6 @@
+import type { PrefillEntry } from "./disaggregation/settings.js";
 import type { WorkerRegistry } from "./workers/registry.js";
+import { DECODE_ROLE, prefillRole, REGULAR_ROLE, type WorkerRole } from "./workers/worker-role.js";
 
 /**
  * Registers the --worker-urls workers at start-up, in the order given. Every host name is resolved
@@ -18,15 +20,24 @@ export async function addCommandLineWorkers(
     readonly workerUrls: readonly string[];
     readonly workerApiKey: string | undefined;
     readonly apiKey: string | undefined;
+    readonly prefill: readonly PrefillEntry[];
+    readonly decode: readonly string[];
   },
 ): Promise<void> {
   const apiKey = config.workerApiKey === undefined ? config.apiKey : undefined;
-  const resolved = await Promise.all(config.workerUrls.map((u) => registry.resolveAddresses(u)));
-  for (const [i, url] of config.workerUrls.entries()) {
+  // --prefill URL [BOOTSTRAP_PORT] and --decode URL (disaggregation/settings.ts): the same path.
+  const workers: { url: string; role: WorkerRole }[] = [
+    ...config.workerUrls.map((url) => ({ url, role: REGULAR_ROLE })),
+    ...config.prefill.map((p) => ({ url: p.url, role: prefillRole(p.bootstrapPort) })),
+    ...config.decode.map((url) => ({ url, role: DECODE_ROLE })),
+  ];
+  const resolved = await Promise.all(workers.map((w) => registry.resolveAddresses(w.url)));
+  for (const [i, { url, role }] of workers.entries()) {
     const addresses = resolved[i] ?? [];
     registry.add(url, {
       ...(apiKey !== undefined ? { apiKey } : {}),
       ...(addresses.length > 0 ? { addresses } : {}),
+      role,
     });
   }
 }

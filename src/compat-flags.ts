@@ -32,8 +32,6 @@ const SERVER_TLS =
   "radixgate serves plain HTTP and would not be listening on TLS as asked; terminate TLS in front of it (a reverse proxy or load balancer)";
 const CONTROL_PLANE_AUTH =
   "control-plane API keys with roles and JWT/OIDC are not supported, and accepting them would leave the admin API guarded differently than asked; use --admin-api-key (one bearer key for the admin API)";
-const PD_MODE =
-  "prefill-decode disaggregation is not supported by radixgate; run one radixgate per pool of regular workers";
 const DISCOVERY =
   "Kubernetes service discovery is not supported; list workers with --worker-urls or add them through the admin API (POST /workers)";
 
@@ -229,14 +227,13 @@ export const COMPAT_FLAGS: readonly CompatFlag[] = [
     arity: "none",
     note: "No audit log; adding and removing a worker are logged (info), with the worker's id and URL.",
   },
-  { flag: "--mini-lb", arity: "none", note: "Refused.", unsupported: PD_MODE },
-  { flag: "--pd-disaggregation", arity: "none", note: "Refused.", unsupported: PD_MODE },
-  { flag: "--prefill", arity: "many", note: "Refused.", unsupported: PD_MODE },
-  { flag: "--decode", arity: "one", note: "Refused.", unsupported: PD_MODE },
-  { flag: "--prefill-policy", arity: "one", note: "Refused.", unsupported: PD_MODE },
-  { flag: "--decode-policy", arity: "one", note: "Refused.", unsupported: PD_MODE },
-  { flag: "--prefill-selector", arity: "many", note: "Refused.", unsupported: PD_MODE },
-  { flag: "--decode-selector", arity: "many", note: "Refused.", unsupported: PD_MODE },
+  {
+    flag: "--mini-lb",
+    arity: "none",
+    note: "MiniLB is SGLang's Python load balancer for PD mode; radixgate's own --pd-disaggregation serves instead.",
+  },
+  { flag: "--prefill-selector", arity: "many", note: "Refused.", unsupported: DISCOVERY },
+  { flag: "--decode-selector", arity: "many", note: "Refused.", unsupported: DISCOVERY },
   { flag: "--service-discovery", arity: "none", note: "Refused.", unsupported: DISCOVERY },
   { flag: "--selector", arity: "many", note: "Refused.", unsupported: DISCOVERY },
   { flag: "--service-discovery-port", arity: "one", note: "Refused.", unsupported: DISCOVERY },
@@ -323,6 +320,20 @@ export const SHARED_FLAGS: readonly { flag: string; note: string }[] = [
     note: "Same names (cache_aware, round_robin, random, power_of_two), plus least_load and prefix_cost; the default is prefix_cost here (SGLang: cache_aware), measured better or equal in docs/benchmarks.md. Pass --policy cache_aware for SGLang's behaviour. SGLang's manual (sticky routing keys) is refused (exit 2): --session-affinity header does that job.",
   },
   { flag: "--cache-threshold", note: "Same meaning." },
+  {
+    flag: "--pd-disaggregation",
+    note: "Same meaning (docs/disaggregation.md); vLLM's P/D is --vllm-pd-disaggregation.",
+  },
+  {
+    flag: "--prefill",
+    note: "Same: URL [BOOTSTRAP_PORT], repeatable; BOOTSTRAP_PORT a number or none.",
+  },
+  { flag: "--decode", note: "Same: URL, repeatable." },
+  { flag: "--prefill-policy", note: "Same; unset = --policy (prefix_cost by default)." },
+  {
+    flag: "--decode-policy",
+    note: "Same; unset = --policy when it is a load policy, else least_load (SGLang: --policy).",
+  },
   { flag: "--balance-abs-threshold", note: "Same meaning." },
   { flag: "--balance-rel-threshold", note: "Same meaning." },
   { flag: "--max-tree-size", note: "Same meaning (characters per worker)." },

@@ -3,6 +3,7 @@
  * each feature folder owns (<feature>/settings.ts, built with config-kit/). This file only places
  * the sections; a new setting goes into its feature's rows (docs/architecture.md, "Adding a setting").
  */
+import { ADMISSION_SETTINGS, type AdmissionConfig } from "./admission/settings.js";
 import type { FlagValues, RawValues, Sections } from "./config-kit/table.js";
 import {
   checkAll,
@@ -12,6 +13,7 @@ import {
   parseRaw,
   withFlagValues,
 } from "./config-kit/table.js";
+import { PD_SETTINGS, type PdConfig, validatePdConfig } from "./disaggregation/settings.js";
 import { DISCOVERY_SETTINGS, type DiscoveryConfig } from "./discovery/settings.js";
 import { INDEX_SETTINGS, type IndexConfig } from "./index/settings.js";
 import { INTAKE_SETTINGS, type IntakeConfig } from "./intake/settings.js";
@@ -46,12 +48,14 @@ export interface Config {
   engines: EnginePollConfig;
   intake: IntakeConfig;
   proxy: ProxyConfig;
+  admission: AdmissionConfig;
   health: HealthConfig;
   breaker: BreakerConfig;
   workers: WorkersConfig;
   routes: RoutesConfig;
   kvEvents: KvEventsConfig;
   state: StateConfig;
+  disaggregation: PdConfig;
 }
 
 /** Every feature's rows, in the order `--help` and docs/configuration.md show them. */
@@ -64,12 +68,14 @@ export const SECTIONS: Sections<Config> = {
   engines: ENGINE_POLL_SETTINGS,
   intake: INTAKE_SETTINGS,
   proxy: PROXY_SETTINGS,
+  admission: ADMISSION_SETTINGS,
   health: HEALTH_SETTINGS,
   breaker: BREAKER_SETTINGS,
   workers: WORKERS_SETTINGS,
   routes: ROUTES_SETTINGS,
   kvEvents: KV_EVENTS_SETTINGS,
   state: STATE_SETTINGS,
+  disaggregation: PD_SETTINGS,
 };
 
 /** Every setting as the command line sees it: flag, env variable name, default in the flag's unit. */
@@ -79,9 +85,11 @@ export function defaultConfig(): Config {
   return defaultsOf(SECTIONS);
 }
 
-/** Checks that involve more than one setting of a feature. */
+/** Checks that involve more than one setting: each feature's, then those across features. */
 export function validateConfig(config: Config): Config {
-  return checkAll(SECTIONS, config);
+  checkAll(SECTIONS, config);
+  validatePdConfig({ ...config.disaggregation, workerUrls: config.discovery.workerUrls });
+  return config;
 }
 
 /**
@@ -89,7 +97,7 @@ export function validateConfig(config: Config): Config {
  * Throws ConfigError naming the flag on the first invalid value.
  */
 export function parseConfig(raw: RawValues): Config {
-  return parseRaw(SECTIONS, raw);
+  return validateConfig(parseRaw(SECTIONS, raw));
 }
 
 /**

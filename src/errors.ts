@@ -27,9 +27,9 @@ export const ERROR_CATALOG = {
     message: "Method not allowed.",
   },
   queue_timeout: {
-    status: 408,
+    status: 429,
     type: "server_error",
-    message: "Request waited too long for a free slot.",
+    message: "Request waited too long in the router's queue; retry later.",
   },
   body_timeout: {
     status: 408,
@@ -104,6 +104,8 @@ export class RouterError extends Error {
   constructor(
     readonly code: ErrorCode,
     message: string = ERROR_CATALOG[code].message,
+    /** Sent as Retry-After (seconds) with the answer: when the client may try again. */
+    readonly retryAfterSecs?: number,
   ) {
     super(message);
     this.name = "RouterError";

@@ -2,11 +2,13 @@ import type { RequestListener, Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { getRequestListener } from "@hono/node-server";
 import { Hono } from "hono";
+import { buildAdmission } from "./assembly/admission.js";
 import { buildDataPlane } from "./assembly/data-plane.js";
 import { buildIndexStack, indexStackOptions } from "./assembly/index-stack.js";
-import { buildRoutes, type Env } from "./assembly/routes.js";
+import { buildRoutes, type Env, routeOptions } from "./assembly/routes.js";
 import { addCommandLineWorkers } from "./command-line-workers.js";
 import type { Config } from "./config.js";
+import { pdEnabled } from "./disaggregation/settings.js";
 import { WorkerMembership } from "./discovery/membership.js";
 import { type Discovery, startDiscovery } from "./discovery/setup.js";
 import type { DnsResolver } from "./discovery/worker-dns.js";
@@ -18,7 +20,6 @@ import { intakeOptions } from "./intake/settings.js";
 import { listen } from "./listen.js";
 import { accessLogger, createLogger, type Logger } from "./logger.js";
 import { Metrics } from "./metrics.js";
-import { Admission } from "./proxy/admission.js";
 import { forwardSettings } from "./proxy/settings.js";
 import { routerPolicy } from "./router-policy.js";
 import type { RouterContext } from "./routes/context.js";
@@ -57,8 +58,15 @@ export function createRouter(
   config: Config,
   options: StartOptions = {},
 ): { app: Hono<Env>; listener: RequestListener; context: RouterContext } {
-  const { workers } = config;
+  const { workers, disaggregation } = config;
   const logger = options.logger ?? createLogger({ level: config.server.logLevel });
+  if (pdEnabled(disaggregation)) {
+    // Worker roles and flags are in; the pair dispatch follows (issue 25 item 1).
+    throw new ConfigError(
+      disaggregation.pdDisaggregation ? "--pd-disaggregation" : "--vllm-pd-disaggregation",
+      "the prefill/decode dispatch is not served yet by this build",
+    );
+  }
   const policy = routerPolicy(config.policies, config.scheduling);
   const registry = new WorkerRegistry(
     {
@@ -106,17 +114,15 @@ export function createRouter(
       allowLinkLocal: workers.allowLinkLocalWorkers,
       connectTimeoutMs: workers.connectTimeoutMs,
     },
+    workerTypes: pdEnabled(disaggregation) ? ["prefill", "decode"] : ["regular"],
   });
   const parsePool =
     intake.parseWorkers > 0
       ? new ParsePool({ size: intake.parseWorkers, memoryMb: intake.parseWorkerMemoryMb })
       : undefined;
+  const admission = buildAdmission(config.admission, { registry, metrics });
   const context: RouterContext = {
-    config: {
-      ...routes,
-      modelRouting: workers.modelRouting,
-      modelsTimeoutMs: config.health.timeoutMs,
-    },
+    config: routeOptions(config),
     logger,
     accessLog: accessLogger(logger),
     metrics,
@@ -126,16 +132,20 @@ export function createRouter(
     decider,
     forwarder,
     modelsForwarder,
-    admission: new Admission(proxy.maxConcurrentRequests, proxy.queueSize, proxy.queueTimeoutMs),
+    admission: admission.admission,
     health,
     bodyBudget: new BodyBudget(intake.maxBodyBufferBytes),
     intake: new Intake(
-      intakeOptions(intake, {
-        withTokenizeInput: kvEvents !== undefined,
-        modelRouting: workers.modelRouting,
-      }),
+      {
+        ...intakeOptions(intake, {
+          withTokenizeInput: kvEvents !== undefined,
+          modelRouting: workers.modelRouting,
+        }),
+        identity: admission.identity,
+      },
       registry,
       parsePool,
+      admission.tenants,
     ),
     parsePool,
     introspection,
@@ -152,6 +162,7 @@ export async function startRouter(
   options: StartOptions = {},
 ): Promise<RunningRouter> {
   const { listener, context } = createRouter(config, options);
+  const { disaggregation } = config;
   const { host, port: listenPort, prometheusPort, shutdownGraceMs } = config.server;
   const { logger, registry, health, introspection } = context;
   // A fixed --port is known before listening; port 0 is only known after (no worker can be it yet).
@@ -161,6 +172,8 @@ export async function startRouter(
       workerUrls: config.discovery.workerUrls,
       workerApiKey: config.workers.workerApiKey,
       apiKey: config.routes.apiKey,
+      prefill: disaggregation.prefill,
+      decode: disaggregation.decode,
     });
   } catch (err) {
     context.kvEvents?.close();

@@ -117,12 +117,53 @@ describe("SGLang router flag compatibility", () => {
     expect(warnings.join("\n")).not.toContain("hunter2");
   });
 
-  it("PD disaggregation and Kubernetes discovery are refused with a reason, not run wrongly", () => {
-    expect(() => translateCompatFlags(["--pd-disaggregation"])).toThrow(UnsupportedFlagError);
-    expect(() => translateCompatFlags(["--prefill", "http://p:8000", "9000"])).toThrow(
-      /prefill-decode disaggregation is not supported/,
-    );
+  it("Kubernetes discovery is refused with a reason, not run wrongly", () => {
     expect(() => translateCompatFlags(["--service-discovery"])).toThrow(/--worker-urls/);
+  });
+
+  it("issue 25: SGLang's PD launch flags are settings (repeated --prefill URL [PORT], --decode URL)", () => {
+    const { config, warnings } = parse([
+      "--pd-disaggregation",
+      "--prefill",
+      "http://p1:30001",
+      "9001",
+      "--prefill",
+      "http://p2:30002",
+      "none",
+      "--prefill",
+      "http://p3:30003",
+      "--decode",
+      "http://d1:30011",
+      "--decode",
+      "http://d2:30012",
+      "--prefill-policy",
+      "cache_aware",
+      "--decode-policy",
+      "power_of_two",
+    ]);
+    expect(warnings).toEqual([]);
+    expect(config.pdDisaggregation).toBe(true);
+    expect(config.prefill).toEqual([
+      { url: "http://p1:30001", bootstrapPort: 9001 },
+      { url: "http://p2:30002", bootstrapPort: null },
+      { url: "http://p3:30003", bootstrapPort: null },
+    ]);
+    expect(config.decode).toEqual(["http://d1:30011", "http://d2:30012"]);
+    expect(config.prefillPolicy).toBe("cache_aware");
+    expect(config.decodePolicy).toBe("power_of_two");
+  });
+
+  it("issue 25: a bad PD launch line exits 2 with the reason", () => {
+    expect(() => parse(["--prefill", "http://p1:1"])).toThrow(/needs --pd-disaggregation/);
+    expect(() => parse(["--pd-disaggregation", "--prefill", "http://p1:1", "x"])).toThrow(
+      /URL \[BOOTSTRAP_PORT\]/,
+    );
+    expect(() =>
+      parse(["--pd-disaggregation", "--worker-urls", "http://w:1", "--decode", "http://d:1"]),
+    ).toThrow(/--worker-urls/);
+    expect(() => parse(["--pd-disaggregation", "--vllm-pd-disaggregation"])).toThrow(
+      /two different protocols/,
+    );
   });
 
   it("every shared flag is a real setting and no compat flag shadows one", () => {

@@ -4,6 +4,7 @@ import type { Logger } from "../logger.js";
 import type { HealthChecker } from "../workers/health.js";
 import type { WorkerRegistry } from "../workers/registry.js";
 import type { Worker } from "../workers/worker.js";
+import { REGULAR_ROLE, type WorkerType } from "../workers/worker-role.js";
 import { checkedKvEndpoints, type KvEndpointRules, type WorkerSpec } from "./worker-spec.js";
 
 export interface MembershipDeps {
@@ -13,6 +14,12 @@ export interface MembershipDeps {
   /** --kv-events: where a worker's KV-event endpoints go. */
   kvEvents?: KvEventsManager;
   kvRules: KvEndpointRules;
+  /**
+   * The worker types this router routes to: regular only, or prefill and decode with
+   * --pd-disaggregation (disaggregation/). A worker of another type is refused, since no request
+   * would ever reach it. Default: regular only.
+   */
+  workerTypes?: readonly WorkerType[];
 }
 
 /**
@@ -26,6 +33,16 @@ export class WorkerMembership {
   /** Adds a worker; `source` (admin, file, dns) goes in the log line. */
   async add(spec: WorkerSpec, source: string): Promise<Worker> {
     const { registry, health, logger, kvEvents } = this.deps;
+    const role = spec.role ?? REGULAR_ROLE;
+    const types = this.deps.workerTypes ?? ["regular"];
+    if (!types.includes(role.type)) {
+      throw new RouterError(
+        "invalid_request",
+        role.type === "regular"
+          ? "This router runs prefill/decode disaggregation: give the worker a worker_type of prefill or decode."
+          : `worker_type ${role.type} needs the router started with --pd-disaggregation (or --vllm-pd-disaggregation).`,
+      );
+    }
     if (spec.kvEndpoints !== undefined && kvEvents === undefined) {
       throw new RouterError(
         "invalid_request",
@@ -37,11 +54,14 @@ export class WorkerMembership {
       spec.kvEndpoints === undefined
         ? undefined
         : await checkedKvEndpoints(spec.kvEndpoints, this.deps.kvRules);
-    const worker = await registry.addResolved(
-      spec.url,
-      spec.apiKey !== undefined ? { apiKey: spec.apiKey } : {},
+    const worker = await registry.addResolved(spec.url, {
+      ...(spec.apiKey !== undefined ? { apiKey: spec.apiKey } : {}),
+      role,
+    });
+    logger.info(
+      { worker: worker.id, url: worker.url, source, worker_type: role.type },
+      "worker added",
     );
-    logger.info({ worker: worker.id, url: worker.url, source }, "worker added");
     // Probed before it takes traffic; the admin API's answer reports the result ("healthy").
     await health.probeFirst(worker);
     if (checked !== undefined) kvEvents?.configure(worker, checked);

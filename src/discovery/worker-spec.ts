@@ -2,6 +2,7 @@ import { RouterError } from "../errors.js";
 import { checkKvEndpoint } from "../kv-events/endpoint-rules.js";
 import type { KvEndpoints } from "../kv-events/manager.js";
 import { systemResolver } from "../workers/host-lookup.js";
+import { roleFrom, type WorkerRole } from "../workers/worker-role.js";
 
 /** One worker as every source gives it: the fields of POST /workers, parsed. */
 export interface WorkerSpec {
@@ -10,6 +11,8 @@ export interface WorkerSpec {
   apiKey?: string;
   /** Its engine's KV-event stream (needs --kv-events). */
   kvEndpoints?: KvEndpoints;
+  /** Prefill (with its bootstrap port) or decode, for prefill/decode disaggregation; regular when absent. */
+  role?: WorkerRole;
 }
 
 /** The fields a worker entry may have (POST /workers, --worker-file). */
@@ -18,6 +21,8 @@ export const WORKER_SPEC_FIELDS = [
   "api_key",
   "kv_events_endpoint",
   "kv_events_replay_endpoint",
+  "worker_type",
+  "bootstrap_port",
 ] as const;
 
 /**
@@ -30,11 +35,28 @@ export function workerSpecFrom(fields: Record<string, unknown>, example: string)
   }
   const apiKey = apiKeyField(fields.api_key);
   const kvEndpoints = kvEndpointsField(fields);
+  const role = roleFields(fields);
   return {
     url: fields.url,
     ...(apiKey !== undefined ? { apiKey } : {}),
     ...(kvEndpoints !== undefined ? { kvEndpoints } : {}),
+    ...(role !== undefined ? { role } : {}),
   };
+}
+
+/**
+ * `worker_type` ("regular" | "prefill" | "decode") and `bootstrap_port` (prefill only), as SGLang's
+ * gateway takes them (WorkerConfigRequest, sgl-model-gateway/src/protocols/worker_spec.rs);
+ * undefined when neither is given.
+ */
+export function roleFields(fields: {
+  worker_type?: unknown;
+  bootstrap_port?: unknown;
+}): WorkerRole | undefined {
+  if (fields.worker_type === undefined && fields.bootstrap_port === undefined) return undefined;
+  const role = roleFrom(fields.worker_type, fields.bootstrap_port);
+  if (typeof role === "string") throw new RouterError("invalid_request", `${role}.`);
+  return role;
 }
 
 export function apiKeyField(value: unknown): string | undefined {

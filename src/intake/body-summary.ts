@@ -20,6 +20,8 @@ export interface BodySummary {
   usageDescribesText: boolean;
   /** The OpenAI `user` field, when a string (session affinity by user, --session-affinity user). */
   user?: string | undefined;
+  /** The output asked for (max_tokens, max_completion_tokens, SGLang's max_new_tokens), when given. */
+  maxTokens?: number | undefined;
 }
 
 /**
@@ -43,7 +45,17 @@ export function summarizeBody(
     tokenizeInput: withTokenizeInput ? tokenizeInputOf(endpoint, parsed) : undefined,
     usageDescribesText: text.length < maxRoutingTextChars && isSinglePrompt(endpoint, parsed),
     user: typeof parsed.user === "string" ? parsed.user : undefined,
+    maxTokens: maxTokensOf(parsed),
   };
+}
+
+/** The output a request asks for, as its engine reads it (admission counts it as work). */
+function maxTokensOf(parsed: Record<string, unknown>): number | undefined {
+  const asked =
+    parsed.max_tokens ??
+    parsed.max_completion_tokens ??
+    (parsed.sampling_params as Record<string, unknown> | undefined)?.max_new_tokens;
+  return typeof asked === "number" && asked >= 0 && Number.isFinite(asked) ? asked : undefined;
 }
 
 function parseJsonObject(body: Uint8Array): Record<string, unknown> {

@@ -1,7 +1,14 @@
 import type { IncomingHttpHeaders, IncomingMessage } from "node:http";
+import {
+  type IdentityOptions,
+  identify,
+  type RequestIdentity,
+  TenantTable,
+} from "../admission/identity.js";
 import type { RoutingRequest } from "../proxy/routing-request.js";
 import {
   indexKey,
+  type ModelPlan,
   type ModelRoutingMode,
   planModel,
   type ServingWorker,
@@ -28,7 +35,18 @@ export interface IntakeOptions {
   sessionHeader: string;
   /** --model-routing */
   modelRouting: ModelRoutingMode;
+  /** --tenant-header and --priority-header (admission/identity.ts); default x-tenant-id, x-priority. */
+  identity?: IdentityOptions;
 }
+
+const DEFAULT_IDENTITY: IdentityOptions = {
+  tenantHeader: "x-tenant-id",
+  priorityHeader: "x-priority",
+};
+/** Characters per token when counting a request's work before any worker is chosen. */
+const CHARS_PER_TOKEN = 4;
+/** The output counted for a request that does not say how much it wants. */
+const DEFAULT_OUTPUT_TOKENS = 256;
 
 /** A request whose body has been read and summarized, before it waits for admission. */
 export interface ReceivedRequest {
@@ -36,15 +54,9 @@ export interface ReceivedRequest {
   readonly body: Buffer | undefined;
   readonly summary: BodySummary | undefined;
   readonly session: string | undefined;
+  /** The request's headers: its tenant and priority are read from them only when needed. */
+  readonly headers: IncomingHttpHeaders;
 }
-
-/** The GET info routes carry no body: nothing to route on. */
-const NO_BODY: ReceivedRequest = {
-  endpoint: "models",
-  body: undefined,
-  summary: undefined,
-  session: undefined,
-};
 
 /**
  * Turns an HTTP request into a RoutingRequest, once per request, for the data plane and POST
@@ -65,6 +77,8 @@ export class Intake {
     private readonly fleet: { list(): readonly ServingWorker[] },
     /** Worker threads for large bodies (--parse-workers); undefined = every body parsed in line. */
     private readonly parsePool?: ParsePool,
+    /** The tenants tracked at once (--max-tenants), shared with admission's metrics. */
+    readonly tenants: TenantTable = new TenantTable(64),
   ) {
     this.bodyLimits = {
       ...options.body,
@@ -78,7 +92,15 @@ export class Intake {
     endpoint: Endpoint | "models",
     lease: BodyLease,
   ): Promise<ReceivedRequest> {
-    if (endpoint === "models") return NO_BODY;
+    if (endpoint === "models") {
+      return {
+        endpoint,
+        body: undefined,
+        summary: undefined,
+        session: undefined,
+        headers: incoming.headers,
+      };
+    }
     const { options, parsePool } = this;
     checkContentType(incoming.headers["content-type"]);
     const body = await readBody(incoming, this.bodyLimits, lease);
@@ -92,7 +114,25 @@ export class Intake {
           )
         : summarizeBody(endpoint, body, options.maxRoutingTextChars, options.withTokenizeInput);
     const session = this.session(incoming.headers, summary.user);
-    return { endpoint, body, summary, session };
+    return { endpoint, body, summary, session, headers: incoming.headers };
+  }
+
+  /** Who the request belongs to and its priority (bounded: admission/identity.ts). */
+  identify(received: ReceivedRequest): RequestIdentity {
+    return identify(received.headers, this.options.identity ?? DEFAULT_IDENTITY, this.tenants);
+  }
+
+  /** Which workers the requested model admits, against the fleet as it is now. */
+  plan(received: ReceivedRequest): ModelPlan {
+    return planModel(this.fleet.list(), received.summary?.model, this.options.modelRouting);
+  }
+
+  /** The request's work in tokens: its prompt (estimated from characters) and the output it asks. */
+  cost(received: ReceivedRequest): number {
+    const summary = received.summary;
+    if (summary === undefined) return 1;
+    const prompt = Math.ceil(summary.text.length / CHARS_PER_TOKEN);
+    return prompt + (summary.maxTokens ?? DEFAULT_OUTPUT_TOKENS);
   }
 
   /** The RoutingRequest of a received request, against the fleet as it is now. */

@@ -1,6 +1,6 @@
 /**
- * The forwarder's settings (timeouts, retries, cool-downs) and the admission queue's
- * (--max-concurrent-requests). `forwardSettings` makes the Forwarder's options from them.
+ * The forwarder's settings (timeouts, retries, cool-downs). `forwardSettings` makes the
+ * Forwarder's options from them.
  */
 import { randomBytes } from "node:crypto";
 import { integer, number, SEC, seconds } from "../config-kit/parsers.js";
@@ -19,10 +19,6 @@ export interface ProxyConfig {
   retryInitialBackoffMs: number;
   retryMaxBackoffMs: number;
   maxCoolDownMs: number;
-  /** Requests forwarded at once (0 = no limit); more wait in the admission queue. */
-  maxConcurrentRequests: number;
-  queueSize: number;
-  queueTimeoutMs: number;
 }
 
 export const PROXY_SETTINGS = section<ProxyConfig>(
@@ -94,28 +90,6 @@ export const PROXY_SETTINGS = section<ProxyConfig>(
         "A worker answering 429/503 with Retry-After gets no new requests for that long, at most this (0 = ignore Retry-After).",
       default: 60 * SEC,
       parse: seconds(0),
-    },
-    maxConcurrentRequests: {
-      flag: "--max-concurrent-requests",
-      arg: "<n>",
-      description: "Requests forwarded at once; more wait in a queue (0 or -1 = no limit).",
-      default: 0,
-      // -1 is the SGLang router's spelling of "no limit".
-      parse: (raw, flag) => (raw.trim() === "-1" ? 0 : integer(0)(raw, flag)),
-    },
-    queueSize: {
-      flag: "--queue-size",
-      arg: "<n>",
-      description: "With --max-concurrent-requests: requests that may wait; beyond it 429.",
-      default: 1024,
-      parse: integer(0),
-    },
-    queueTimeoutMs: {
-      flag: "--queue-timeout-secs",
-      arg: "<secs>",
-      description: "With --max-concurrent-requests: longest wait in the queue; beyond it 408.",
-      default: 60 * SEC,
-      parse: seconds(0, Number.POSITIVE_INFINITY, { minExclusive: true }),
     },
   },
   (s) => {

@@ -1,6 +1,11 @@
 import type { HttpBindings } from "@hono/node-server";
 import type { Context, Hono, MiddlewareHandler } from "hono";
-import { apiKeyField, type WorkerSpec, workerSpecFrom } from "../discovery/worker-spec.js";
+import {
+  apiKeyField,
+  roleFields,
+  type WorkerSpec,
+  workerSpecFrom,
+} from "../discovery/worker-spec.js";
 import { RouterError } from "../errors.js";
 import { checkContentType } from "../intake/content-type.js";
 import type { Worker } from "../workers/worker.js";
@@ -45,8 +50,17 @@ export function registerAdminRoutes(app: Hono<Env>, ctx: RouterContext): void {
   // (query strings end up in access logs).
   app.post("/add_worker", async (c) => {
     const apiKey = await optionalKeyFromBody(c);
+    // A prefill or decode worker: ?worker_type=prefill&bootstrap_port=8998 (same names as the JSON).
+    const role = roleFields({
+      worker_type: c.req.query("worker_type"),
+      bootstrap_port: c.req.query("bootstrap_port"),
+    });
     const worker = await ctx.membership.add(
-      { url: requiredQueryUrl(c), ...(apiKey !== undefined ? { apiKey } : {}) },
+      {
+        url: requiredQueryUrl(c),
+        ...(apiKey !== undefined ? { apiKey } : {}),
+        ...(role !== undefined ? { role } : {}),
+      },
       "admin",
     );
     return c.json({ status: "ok", message: `Added worker ${worker.url}`, worker: worker.toJSON() });
@@ -113,7 +127,7 @@ function requiredQueryUrl(c: Context<Env>): string {
 }
 
 const ADD_EXAMPLE =
-  'Body must be JSON like {"url": "http://10.0.0.1:30000"} (optionally with "api_key").';
+  'Body must be JSON like {"url": "http://10.0.0.1:30000"} (optionally with "api_key", and "worker_type": "prefill" | "decode" with "bootstrap_port" for disaggregation).';
 
 /** A worker as the admin API shows it; with --kv-events, its event stream too. */
 function workerJson(ctx: RouterContext, worker: Worker) {

@@ -1,3 +1,4 @@
+import type { Admission } from "../admission/admission.js";
 import type { WorkerMembership } from "../discovery/membership.js";
 import type { PrefixIndex } from "../index/prefix-index.js";
 import type { BodyBudget } from "../intake/body-budget.js";
@@ -7,7 +8,6 @@ import type { KvEventsManager } from "../kv-events/manager.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
 import type { RoutingDecider } from "../policies/decider.js";
-import type { Admission } from "../proxy/admission.js";
 import type { Forwarder } from "../proxy/forward.js";
 import type { SharedState } from "../state/shared-state.js";
 import type { HealthChecker } from "../workers/health.js";

@@ -11,6 +11,7 @@ import { ClientGoneError } from "../proxy/client-gone.js";
 import type { ForwardOutcome, ForwardRequest } from "../proxy/forward.js";
 import { lingerOnUnreadBody } from "../proxy/linger.js";
 import { writeError } from "../proxy/write-error.js";
+import { admissionTicket } from "./admission-ticket.js";
 import { admitClient } from "./client-gate.js";
 import type { RouterContext } from "./context.js";
 import { registerModelsRoute } from "./models.js";
@@ -115,7 +116,9 @@ async function admitAndForward(
   admitClient(ctx, incoming.headers.authorization);
   // The body is read (and refused early: 400, 413, 415...) before the request takes a queue slot.
   const received = await ctx.intake.receive(incoming, endpoint, lease);
-  const release = await ctx.admission.acquire(clientSignal);
+  // Waits only while the router is at its limit or, with --queue-when-saturated, the fleet is.
+  const admitting = ctx.admission.admit(admissionTicket(ctx, received, clientSignal));
+  const release = typeof admitting === "function" ? admitting : await admitting;
   try {
     const request: ForwardRequest = {
       routing: ctx.intake.route(received),
@@ -153,6 +156,7 @@ function failed(
     const extra: Record<string, string> = close ? { connection: "close" } : {};
     // Bodies in the budget are freed as their requests end: a second is a fair first wait.
     if (err.code === "body_buffer_full") extra["retry-after"] = "1";
+    if (err.retryAfterSecs !== undefined) extra["retry-after"] = String(err.retryAfterSecs);
     // An early answer (413, 503, 401...) to a client still sending: drain the rest, bounded, so
     // the client can finish writing and read the answer instead of meeting a reset.
     if (!close) {
@@ -161,10 +165,8 @@ function failed(
         maxBytes: ctx.config.bodyLingerBytes,
       });
     }
+    // The admission queue counts its own refusals (admission/admission-metrics.ts).
     writeError(res, err, requestId, extra);
-    if (err.code === "too_many_requests" || err.code === "queue_timeout") {
-      ctx.metrics.queueRejections.inc({ reason: err.code });
-    }
     return { status: err.status, attempts: 0, error: err.code };
   }
   ctx.logger.error({ err, request_id: requestId }, "unexpected error while routing");

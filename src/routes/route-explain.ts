@@ -2,10 +2,12 @@ import type { HttpBindings } from "@hono/node-server";
 import type { Hono } from "hono";
 import type { Endpoint } from "../intake/routing-text.js";
 import type { CandidateExplanation } from "../policies/policy.js";
+import { Cancel } from "../proxy/cancel.js";
 import type { RoutingRequest } from "../proxy/routing-request.js";
 import { admitted, type ModelPlan } from "../workers/served-models.js";
 import type { Worker } from "../workers/worker.js";
 import { adminGuard } from "./admin.js";
+import { admissionTicket } from "./admission-ticket.js";
 import type { RouterContext } from "./context.js";
 import { INFERENCE_ROUTES } from "./inference.js";
 
@@ -28,8 +30,11 @@ export function registerRouteExplainRoutes(app: Hono<Env>, ctx: RouterContext): 
       const lease = ctx.bodyBudget.lease();
       try {
         // The same RoutingRequest the data plane forwards (intake/intake.ts).
-        const routing = await ctx.intake.take(c.env.incoming, endpoint, lease);
-        return c.json(await explainRoute(ctx, endpoint, routing));
+        const received = await ctx.intake.receive(c.env.incoming, endpoint, lease);
+        const routing = ctx.intake.route(received);
+        // Whether it would wait in the admission queue now, and why (nothing is queued).
+        const admission = ctx.admission.explain(admissionTicket(ctx, received, new Cancel()));
+        return c.json({ ...(await explainRoute(ctx, endpoint, routing)), admission });
       } finally {
         lease.release();
       }

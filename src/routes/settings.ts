@@ -17,6 +17,9 @@ export interface RouteOptions extends RoutesConfig {
   readonly modelRouting: string;
   /** Limit for one worker's /v1/models answer (the health check's timeout). */
   readonly modelsTimeoutMs: number;
+  /** --queue-timeout-secs, which a request's --queue-timeout-header may shorten. */
+  readonly queueTimeoutMs: number;
+  readonly queueTimeoutHeader: string;
 }
 
 export const ROUTES_SETTINGS = section<RoutesConfig>({

@@ -2,6 +2,7 @@ import { RouterError } from "../errors.js";
 import { type HostResolver, systemResolver } from "./host-lookup.js";
 import { isSelfAddress, type ListenAddress } from "./self-address.js";
 import { Worker, type WorkerOptions } from "./worker.js";
+import type { WorkerRole, WorkerType } from "./worker-role.js";
 import {
   hostNeedsLookup,
   linkLocalHostReason,
@@ -26,6 +27,8 @@ export interface AddOptions {
   apiKey?: string;
   /** What the URL's host name resolved to (addResolved fills it in): compared and checked too. */
   addresses?: readonly string[];
+  /** Prefill or decode (disaggregation); regular when absent. */
+  role?: WorkerRole;
 }
 
 export type RegistryListener = (event: "added" | "removed", worker: Worker) => void;
@@ -87,7 +90,7 @@ export class WorkerRegistry {
     if (this.byId.has(id))
       throw new RouterError("worker_exists", `Worker ${url} is already registered.`);
     const apiKey = addOptions.apiKey ?? this.rules.defaultApiKey;
-    const worker = new Worker(id, url, this.options, apiKey);
+    const worker = new Worker(id, url, this.options, apiKey, addOptions.role);
     if (addOptions.apiKey !== undefined) this.ownKeys.add(worker);
     this.byId.set(id, worker);
     for (const identity of identities) this.byIdentity.set(identity, worker);
@@ -176,10 +179,14 @@ export class WorkerRegistry {
     return this.snapshot.length;
   }
 
-  /** Workers that may take a new request now, minus those already tried for this request. */
-  candidates(exclude?: ReadonlySet<Worker>): Worker[] {
+  /**
+   * Workers that may take a new request now, minus those already tried for this request; with
+   * `type`, only those of that type (one side of a prefill/decode pair).
+   */
+  candidates(exclude?: ReadonlySet<Worker>, type?: WorkerType): Worker[] {
     const out: Worker[] = [];
     for (const worker of this.snapshot) {
+      if (type !== undefined && worker.role.type !== type) continue;
       if (worker.available && !exclude?.has(worker)) out.push(worker);
     }
     return out;

@@ -6,6 +6,7 @@ import { guardedLookup } from "./guarded-lookup.js";
 import { type DispatchLoad, WorkerLease } from "./lease.js";
 import { EngineSignals } from "./signals.js";
 import { WorkerLoad } from "./worker-load.js";
+import { REGULAR_ROLE, type WorkerRole } from "./worker-role.js";
 
 export interface WorkerOptions {
   breaker: Omit<BreakerOptions, "now">;
@@ -164,6 +165,8 @@ export class Worker {
     readonly url: string,
     options: WorkerOptions,
     apiKey?: string,
+    /** Regular, or one side of prefill/decode disaggregation (worker-role.ts); fixed for its life. */
+    readonly role: WorkerRole = REGULAR_ROLE,
   ) {
     Object.defineProperty(this, "apiKey", { value: apiKey, enumerable: false });
     this.circuit = new CircuitBreaker({ ...options.breaker });
@@ -266,6 +269,10 @@ export class Worker {
     return {
       id: this.id,
       url: this.url,
+      // Only prefill/decode workers say so (SGLang's WorkerInfo names: worker_type, bootstrap_port).
+      ...(this.role.type === "regular"
+        ? {}
+        : { worker_type: this.role.type, bootstrap_port: this.role.bootstrapPort }),
       healthy: this.healthy,
       ...(this.draining ? { draining: true } : {}),
       circuit: this.breaker.state,

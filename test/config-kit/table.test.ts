@@ -3,6 +3,7 @@ import { SECTIONS, SETTINGS } from "../../src/config.js";
 import { integer, SEC, seconds, text } from "../../src/config-kit/parsers.js";
 import { section } from "../../src/config-kit/setting.js";
 import {
+  checkAll,
   defaultsOf,
   flagRows,
   flagValuesOf,
@@ -67,9 +68,9 @@ describe("config kit table", () => {
     expect(parseRaw(DEMO, { demoTimeoutSecs: "1.5", demoLabel: "y" })).toEqual({
       demo: { timeoutMs: 1500, retries: 3, name: "y" },
     });
-    expect(() => parseRaw(DEMO, { demoTimeoutSecs: "0.5", demoRetries: "9" })).toThrow(
-      /--demo-retries too many/,
-    );
+    expect(() =>
+      checkAll(DEMO, parseRaw(DEMO, { demoTimeoutSecs: "0.5", demoRetries: "9" })),
+    ).toThrow(/--demo-retries too many/);
   });
 
   it("flag values and overrides round-trip through the flags' units", () => {

@@ -13,7 +13,7 @@ import {
 describe("load: maxConcurrentRequests with a bounded queue", () => {
   const started = startedPerTest();
 
-  it("429 when the queue is full, 408 when a request waited past queueTimeoutSecs", async () => {
+  it("429 when the queue is full, 429 with Retry-After when a request waited past queueTimeoutSecs", async () => {
     started.sims = [await startSimWorker({ id: "hang", timeScale: 0, faults: { hang: true } })];
     const sim = started.sims[0]!;
     started.router = await startTestRouter({
@@ -40,7 +40,8 @@ describe("load: maxConcurrentRequests with a bounded queue", () => {
     expect(await errorCode(rejected)).toBe("too_many_requests");
 
     const timedOut = await queued;
-    expect(timedOut.status).toBe(408);
+    expect(timedOut.status).toBe(429);
+    expect(Number(timedOut.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
     expect(await errorCode(timedOut)).toBe("queue_timeout");
     // Neither refused request reached the worker.
     expect(sim.stats().requests).toBe(1);

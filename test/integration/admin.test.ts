@@ -209,3 +209,47 @@ describe("admin API authorization", () => {
     }
   });
 });
+
+describe("admin API: worker_type (issue 25)", () => {
+  let router: RunningRouter;
+  beforeAll(async () => {
+    router = await startTestRouter();
+  });
+  afterAll(async () => {
+    await router.stop(100);
+  });
+
+  it("a router without disaggregation refuses a prefill or decode worker, saying which flag it needs", async () => {
+    const res = await postJson(`${router.url}/workers`, {
+      url: "http://127.0.0.1:7",
+      worker_type: "prefill",
+      bootstrap_port: 8998,
+    });
+    expect(res.status).toBe(400);
+    const body = (await res.json()) as { error: { message: string } };
+    expect(body.error.message).toMatch(/--pd-disaggregation/);
+    const legacy = await fetch(
+      `${router.url}/add_worker?url=${encodeURIComponent("http://127.0.0.1:7")}&worker_type=decode`,
+      { method: "POST" },
+    );
+    expect(legacy.status).toBe(400);
+  });
+
+  it("a bad worker_type or bootstrap_port is a 400 that names the field", async () => {
+    const bad = await postJson(`${router.url}/workers`, {
+      url: "http://127.0.0.1:7",
+      worker_type: "encode",
+    });
+    expect(bad.status).toBe(400);
+    expect(((await bad.json()) as { error: { message: string } }).error.message).toMatch(
+      /worker_type must be one of/,
+    );
+    const port = await postJson(`${router.url}/workers`, {
+      url: "http://127.0.0.1:7",
+      worker_type: "prefill",
+      bootstrap_port: "x",
+    });
+    expect(port.status).toBe(400);
+    expect(router.context.registry.size).toBe(0);
+  });
+});

@@ -1,15 +1,11 @@
 import { describe, expect, it } from "vitest";
+import { routeOptions } from "../../src/assembly/routes.js";
 import { configWith } from "../../src/config.js";
 import { RouterError } from "../../src/errors.js";
 import { admitClient } from "../../src/routes/client-gate.js";
 
 function gate(apiKey: string | undefined, shuttingDown = false) {
-  const config = {
-    ...configWith({ apiKey }).routes,
-    modelRouting: "engine",
-    modelsTimeoutMs: 5000,
-  };
-  return { config, state: { shuttingDown, active: 0 } };
+  return { config: routeOptions(configWith({ apiKey })), state: { shuttingDown, active: 0 } };
 }
 
 function refusal(run: () => void): string | undefined {

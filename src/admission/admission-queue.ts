@@ -1,0 +1,294 @@
+import { RouterError } from "../errors.js";
+import { ClientGoneError } from "../proxy/client-gone.js";
+import { FairQueue, type QueueEntry } from "./fair-queue.js";
+import type { RequestIdentity } from "./identity.js";
+import { fleetSaturated, type SaturationThresholds } from "./saturation.js";
+import type { AdmissionRelease, AdmissionStep, AdmissionTicket } from "./step.js";
+
+export interface AdmissionQueueOptions {
+  /** --max-concurrent-requests (0 = no limit). */
+  maxConcurrent: number;
+  /** --queue-size: requests that may wait in all. */
+  queueSize: number;
+  /** --max-queued-per-tenant */
+  maxQueuedPerTenant: number;
+  /** --queue-when-saturated: wait while every candidate is saturated. */
+  queueWhenSaturated: boolean;
+  thresholds: SaturationThresholds;
+  /** How often a waiting queue looks at the fleet again (engine readings and first bytes move it). */
+  recheckMs?: number;
+  now?: () => number;
+}
+
+/** Why a request leaves the queue without being served (the rejections metric's label). */
+export type RefusalReason = "too_many_requests" | "tenant_queue_full" | "shed" | "queue_timeout";
+
+/** What the queue reports (admission-metrics.ts). */
+export interface QueueObserver {
+  granted(identity: RequestIdentity, waitedMs: number): void;
+  refused(identity: RequestIdentity, reason: RefusalReason): void;
+}
+
+/** Why a request would wait now (/debug/route), null when it would go at once. */
+export type WaitCause = "queue_not_empty" | "concurrency_limit" | "fleet_saturated";
+
+class Waiter implements QueueEntry {
+  seq = 0;
+  timer: NodeJS.Timeout | undefined;
+  settled = false;
+  constructor(
+    readonly ticket: AdmissionTicket,
+    readonly identity: RequestIdentity,
+    readonly cost: number,
+    readonly enqueuedAt: number,
+    readonly grant: (release: AdmissionRelease) => void,
+    readonly fail: (err: Error) => void,
+  ) {}
+  get tenant(): string {
+    return this.identity.tenant;
+  }
+  get priority(): number {
+    return this.identity.priority;
+  }
+}
+
+/**
+ * The router's admission queue. A request goes at once while there is room: fewer than
+ * --max-concurrent-requests running and, with --queue-when-saturated, some candidate worker not
+ * saturated (saturation.ts), and nobody waiting ahead of it. Otherwise it waits, ordered by
+ * priority and tenant fairness (fair-queue.ts), within --queue-size in all and
+ * --max-queued-per-tenant per tenant, for at most its timeout. Refusals are 429s with Retry-After:
+ * a full queue sheds its lowest priority (the newcomer when that is it); a client that leaves
+ * while waiting leaves the queue at once. Waiting requests are released one per turn of the event
+ * loop, so each one's dispatch shows in the workers' load before the next is weighed.
+ */
+export class AdmissionQueue implements AdmissionStep {
+  readonly name = "queue";
+  private active = 0;
+  private readonly queue = new FairQueue<Waiter>();
+  private recheck: NodeJS.Timeout | undefined;
+  private pumpScheduled = false;
+  /** A running mean of the waits, for Retry-After. */
+  private meanWaitMs = 1000;
+  private readonly now: () => number;
+
+  private observer: QueueObserver | undefined;
+
+  constructor(
+    private readonly options: AdmissionQueueOptions,
+    observer?: QueueObserver,
+  ) {
+    this.now = options.now ?? Date.now;
+    this.observer = observer;
+  }
+
+  /** Reports grants and refusals to `observer` (the metrics, which read the queue in turn). */
+  observeWith(observer: QueueObserver): void {
+    this.observer = observer;
+  }
+
+  get enabled(): boolean {
+    return this.options.maxConcurrent > 0 || this.options.queueWhenSaturated;
+  }
+
+  get waiting(): number {
+    return this.queue.size;
+  }
+
+  get running(): number {
+    return this.active;
+  }
+
+  /** Waiting requests per priority band and per tenant (metrics). */
+  get shape(): Pick<FairQueue<Waiter>, "bandSizes" | "tenantSizes"> {
+    return this.queue;
+  }
+
+  /** Forget a tenant's fairness counters (it left the tenant table). */
+  forgetTenant(tenant: string): void {
+    this.queue.forget(tenant);
+  }
+
+  enter(ticket: AdmissionTicket): AdmissionRelease | Promise<AdmissionRelease> {
+    if (!this.enabled) return noop;
+    if (this.queue.size === 0 && this.hasRoom(ticket)) {
+      this.active += 1;
+      return this.releaser();
+    }
+    return this.wait(ticket);
+  }
+
+  /** Why this request would wait if it came now; null when it would go at once. */
+  wouldWait(ticket: AdmissionTicket): WaitCause | null {
+    if (!this.enabled) return null;
+    if (this.queue.size > 0) return "queue_not_empty";
+    const { maxConcurrent } = this.options;
+    if (maxConcurrent > 0 && this.active >= maxConcurrent) return "concurrency_limit";
+    if (this.saturated(ticket)) return "fleet_saturated";
+    return null;
+  }
+
+  /** Refuses every waiting request (shutdown). */
+  close(): void {
+    for (let next = this.queue.peek(); next !== undefined; next = this.queue.peek()) {
+      this.queue.remove(next);
+      next.fail(new RouterError("shutting_down"));
+    }
+    this.stopRecheck();
+  }
+
+  private hasRoom(ticket: AdmissionTicket): boolean {
+    const { maxConcurrent } = this.options;
+    if (maxConcurrent > 0 && this.active >= maxConcurrent) return false;
+    return !this.saturated(ticket);
+  }
+
+  private saturated(ticket: AdmissionTicket): boolean {
+    if (!this.options.queueWhenSaturated) return false;
+    return fleetSaturated(ticket.candidates(), this.options.thresholds, this.now());
+  }
+
+  private wait(ticket: AdmissionTicket): Promise<AdmissionRelease> {
+    const identity = ticket.identity();
+    return new Promise<AdmissionRelease>((resolve, reject) => {
+      const onAbort = () => waiter.fail(new ClientGoneError());
+      const settle = () => {
+        waiter.settled = true;
+        clearTimeout(waiter.timer);
+        ticket.signal.off("abort", onAbort);
+        this.queue.remove(waiter);
+        if (this.queue.size === 0) this.stopRecheck();
+      };
+      const waiter: Waiter = new Waiter(
+        ticket,
+        identity,
+        ticket.cost(),
+        this.now(),
+        (release) => {
+          if (waiter.settled) return release();
+          settle();
+          resolve(release);
+        },
+        (err) => {
+          if (waiter.settled) return;
+          settle();
+          reject(err);
+        },
+      );
+      const refusal = this.makeRoomFor(waiter);
+      if (refusal !== undefined) {
+        this.observer?.refused(identity, refusal.reason);
+        reject(refusal.error);
+        return;
+      }
+      const timeoutMs = ticket.timeoutMs();
+      waiter.timer = setTimeout(() => {
+        this.observer?.refused(identity, "queue_timeout");
+        waiter.fail(
+          this.refusal(
+            "queue_timeout",
+            `Request waited ${Math.round(timeoutMs)} ms in the router's queue (the fleet is saturated or at --max-concurrent-requests); retry later.`,
+          ),
+        );
+      }, timeoutMs);
+      ticket.signal.once("abort", onAbort);
+      this.queue.push(waiter);
+      this.startRecheck();
+      // The request may have found room after all (it waited only for those ahead of it).
+      this.schedulePump();
+    });
+  }
+
+  /**
+   * Makes a place for the newcomer within both bounds, shedding a lower-priority (or, in the same
+   * band, a heavier tenant's) waiting request when that is fairer; else says why the newcomer goes.
+   */
+  private makeRoomFor(waiter: Waiter): { reason: RefusalReason; error: RouterError } | undefined {
+    const { queueSize, maxQueuedPerTenant } = this.options;
+    if (queueSize === 0) {
+      return { reason: "too_many_requests", error: this.full("--queue-size is 0") };
+    }
+    if (this.queue.queuedFor(waiter.tenant) >= maxQueuedPerTenant) {
+      const victim = this.queue.tenantVictimFor(waiter);
+      if (victim === undefined) {
+        const error = this.refusal(
+          "too_many_requests",
+          `Tenant ${waiter.tenant} has ${maxQueuedPerTenant} requests waiting (--max-queued-per-tenant); retry later.`,
+        );
+        return { reason: "tenant_queue_full", error };
+      }
+      this.shed(victim);
+    }
+    if (this.queue.size >= queueSize) {
+      const victim = this.queue.victimFor(waiter);
+      if (victim === undefined) {
+        return { reason: "too_many_requests", error: this.full(`${queueSize} waiting`) };
+      }
+      this.shed(victim);
+    }
+    return undefined;
+  }
+
+  private shed(victim: Waiter): void {
+    this.observer?.refused(victim.identity, "shed");
+    victim.fail(
+      this.refusal(
+        "too_many_requests",
+        "The router's queue is full and this request had the lowest priority (or its tenant the largest share); retry later.",
+      ),
+    );
+  }
+
+  private full(detail: string): RouterError {
+    return this.refusal("too_many_requests", `Router is at capacity (${detail}); retry later.`);
+  }
+
+  private refusal(code: "too_many_requests" | "queue_timeout", message: string): RouterError {
+    const retryAfterSecs = Math.min(60, Math.max(1, Math.ceil(this.meanWaitMs / 1000)));
+    return new RouterError(code, message, retryAfterSecs);
+  }
+
+  private releaser(): AdmissionRelease {
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.active -= 1;
+      if (this.queue.size > 0) this.schedulePump();
+    };
+  }
+
+  private schedulePump(): void {
+    if (this.pumpScheduled) return;
+    this.pumpScheduled = true;
+    setImmediate(this.pump);
+  }
+
+  /** Lets the next waiting request go if there is room for it; one a turn (see the class note). */
+  private readonly pump = (): void => {
+    this.pumpScheduled = false;
+    const next = this.queue.peek();
+    if (next === undefined || !this.hasRoom(next.ticket)) return;
+    this.queue.take(next);
+    this.active += 1;
+    const waited = this.now() - next.enqueuedAt;
+    this.meanWaitMs += (waited - this.meanWaitMs) / 8;
+    this.observer?.granted(next.identity, waited);
+    next.grant(this.releaser());
+    if (this.queue.size > 0) this.schedulePump();
+  };
+
+  private startRecheck(): void {
+    if (this.recheck !== undefined || !this.options.queueWhenSaturated) return;
+    this.recheck = setInterval(() => this.schedulePump(), this.options.recheckMs ?? 20);
+    this.recheck.unref();
+  }
+
+  private stopRecheck(): void {
+    if (this.recheck === undefined) return;
+    clearInterval(this.recheck);
+    this.recheck = undefined;
+  }
+}
+
+function noop(): void {}

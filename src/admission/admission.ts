@@ -1,0 +1,76 @@
+import type { AdmissionQueue, WaitCause } from "./admission-queue.js";
+import {
+  describeSaturation,
+  type SaturationThresholds,
+  type WorkerSaturation,
+} from "./saturation.js";
+import {
+  AdmissionPipeline,
+  type AdmissionRelease,
+  type AdmissionStep,
+  type AdmissionTicket,
+} from "./step.js";
+
+/** What /debug/route says about admission for one request. */
+export interface AdmissionExplanation {
+  tenant: string;
+  priority: number;
+  /** Whether the request would wait in the router's queue if it came now, and why. */
+  would_queue: boolean;
+  cause: WaitCause | null;
+  queue_enabled: boolean;
+  queue_when_saturated: boolean;
+  waiting: number;
+  running: number;
+  /** Every candidate's saturation: the fleet is saturated for the request when all are. */
+  workers: WorkerSaturation[];
+}
+
+/**
+ * Admission as the routes see it: the steps a request passes between intake and routing (today
+ * the queue; a quota step joins before it), and the explanation of /debug/route.
+ */
+export class Admission {
+  private readonly pipeline: AdmissionPipeline;
+
+  constructor(
+    readonly queue: AdmissionQueue,
+    private readonly thresholds: SaturationThresholds,
+    private readonly queueWhenSaturated: boolean,
+    /** Steps before the queue (a quota check). */
+    before: readonly AdmissionStep[] = [],
+  ) {
+    this.pipeline = new AdmissionPipeline([...before, queue]);
+  }
+
+  /** Requests waiting in the queue now. */
+  get waiting(): number {
+    return this.queue.waiting;
+  }
+
+  /** Requests admitted and not ended (counted while the queue is enabled). */
+  get running(): number {
+    return this.queue.running;
+  }
+
+  /** Resolves with a release once the request may go; call it when the request ends. */
+  admit(ticket: AdmissionTicket): AdmissionRelease | Promise<AdmissionRelease> {
+    return this.pipeline.admit(ticket);
+  }
+
+  explain(ticket: AdmissionTicket, now = Date.now()): AdmissionExplanation {
+    const { tenant, priority } = ticket.identity();
+    const cause = this.queue.wouldWait(ticket);
+    return {
+      tenant,
+      priority,
+      would_queue: cause !== null,
+      cause,
+      queue_enabled: this.queue.enabled,
+      queue_when_saturated: this.queueWhenSaturated,
+      waiting: this.queue.waiting,
+      running: this.queue.running,
+      workers: ticket.candidates().map((w) => describeSaturation(w, this.thresholds, now)),
+    };
+  }
+}

@@ -1,0 +1,69 @@
+import type { Cancel } from "../proxy/cancel.js";
+import type { RequestIdentity } from "./identity.js";
+import type { SaturationView } from "./saturation.js";
+
+/**
+ * What an admission step knows of a request. The parts a step rarely needs are functions, so the
+ * request that passes at once pays for none of them.
+ */
+export interface AdmissionTicket {
+  /** Tenant and priority (intake/intake.ts identify; bounded). */
+  identity(): RequestIdentity;
+  /** The workers that could take it now (the model's plan over the available workers). */
+  candidates(): readonly SaturationView[];
+  /** Its work in tokens: prompt plus the output it asks for (what fairness and quotas count). */
+  cost(): number;
+  /** The longest it may wait, ms (--queue-timeout-secs, shortened by the request's header). */
+  timeoutMs(): number;
+  /** Aborted when the client goes away. */
+  readonly signal: Cancel;
+}
+
+/** Called once when the admitted request ends (answered, failed, client gone). */
+export type AdmissionRelease = () => void;
+
+/**
+ * One step of admission: it lets the request go on (at once or after a wait) and is told when it
+ * ends, or refuses it with a RouterError (429 with Retry-After, ...). The queue is one step; a
+ * per-tenant quota (issue 24 item 4: tokens per minute, concurrent requests, shared through
+ * Redis) is meant to be another, placed before the queue so that a tenant over its quota never
+ * takes a queue place.
+ */
+export interface AdmissionStep {
+  readonly name: string;
+  enter(ticket: AdmissionTicket): AdmissionRelease | Promise<AdmissionRelease>;
+}
+
+/** The steps in order; each one's release runs in reverse order when the request ends. */
+export class AdmissionPipeline {
+  constructor(private readonly steps: readonly AdmissionStep[]) {}
+
+  admit(ticket: AdmissionTicket): AdmissionRelease | Promise<AdmissionRelease> {
+    // One step (the queue alone): its answer as is, so a request with room goes without a promise.
+    if (this.steps.length === 1) return (this.steps[0] as AdmissionStep).enter(ticket);
+    return this.admitAll(ticket);
+  }
+
+  private async admitAll(ticket: AdmissionTicket): Promise<AdmissionRelease> {
+    const releases: AdmissionRelease[] = [];
+    const releaseAll = () => {
+      for (let i = releases.length - 1; i >= 0; i--) (releases[i] as AdmissionRelease)();
+    };
+    try {
+      for (const step of this.steps) releases.push(await step.enter(ticket));
+    } catch (err) {
+      releaseAll();
+      throw err;
+    }
+    return once(releaseAll);
+  }
+}
+
+function once(release: AdmissionRelease): AdmissionRelease {
+  let done = false;
+  return () => {
+    if (done) return;
+    done = true;
+    release();
+  };
+}
