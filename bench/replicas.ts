@@ -7,6 +7,8 @@
  *   npm run bench:replicas                        quick preset, 1 / 2 / 4 replicas
  *   npm run bench:replicas -- --full              bench:routing's default preset
  *   npm run bench:replicas -- --workload multi-turn --replicas 1,4
+ *   npm run bench:replicas -- --cluster --replicas 1,2    radixgate-cluster: its processes sharing
+ *                                                         over the local channel, and --no-share
  *
  * Prints, per workload, the fleet's prefix-cache hit rate (the workers' own counters) and mean
  * client TTFT for each configuration side by side, plus Redis traffic per 1,000 requests (bytes
@@ -25,7 +27,9 @@ import { findRedisServer, type LocalRedis, startLocalRedis } from "../sim/redis-
 import { defaultConfig } from "../src/config.js";
 import { ApproximateIndex } from "../src/index/approximate-index.js";
 import { createLogger } from "../src/logger.js";
+import type { PolicyName } from "../src/policies/policy.js";
 import { SharedState } from "../src/state/shared-state.js";
+import { type BuiltRouter, startBuiltCluster } from "./lib/built-router.js";
 import { commandLine, runIfEntryPoint } from "./lib/entry.js";
 import { childFleetHost, type FleetHost } from "./lib/fleet.js";
 import { fmt, summarizeMs } from "./lib/latency.js";
@@ -52,6 +56,8 @@ const DEFAULT_WORKLOADS = ["shared-prefix", "multi-turn", "cache-pressure"].filt
 interface ConfigResult {
   replicas: number;
   shared: boolean;
+  /** radixgate-cluster rows: its processes sharing over the local channel (true) or not. */
+  cluster?: boolean;
   requests: number;
   errors: number;
   hitRate: number;
@@ -62,12 +68,82 @@ interface ConfigResult {
   redisOutPer1k?: number;
 }
 
+/**
+ * `radixgate-cluster --processes n` (dist/, as production runs it) on one port: the primary hands
+ * the load's connections to its processes in turn, the way an L4 balancer spreads them over
+ * replicas; with `share` the processes share decisions over the local channel, without (the
+ * --no-share flag) each keeps its own index.
+ */
+async function runCluster(
+  w: PreparedWorkload,
+  preset: RoutingPreset,
+  host: FleetHost,
+  processes: number,
+  share: boolean,
+  policy: PolicyName,
+): Promise<ConfigResult> {
+  const fleet = await host.startFleet({
+    count: preset.workers,
+    worker: { timeScale: preset.timeScale, kvCapacityTokens: preset.kvCapacityTokens },
+  });
+  const dispatcher = loadAgent(preset.concurrency);
+  let router: BuiltRouter | undefined;
+  try {
+    router = await startBuiltCluster(
+      processes,
+      [
+        "--policy",
+        policy,
+        "--log-level",
+        "warn",
+        "--worker-urls",
+        ...fleet.workers.map((x) => x.url),
+      ],
+      share ? [] : ["--no-share"],
+    );
+    const url = router.url;
+    const turnIds = new Map<string, string>();
+    for (const spec of w.specs) {
+      if (spec.conversation !== undefined)
+        turnIds.set(`${spec.conversation}/${spec.turn}`, spec.id);
+    }
+    const jobs = w.specs.map((spec): LoadJob => {
+      const job: LoadJob = { key: spec.id, request: requestFor(spec, url) };
+      const previous =
+        spec.turn !== undefined ? turnIds.get(`${spec.conversation}/${spec.turn - 1}`) : undefined;
+      if (previous !== undefined) job.after = previous;
+      return job;
+    });
+    const run = await runLoad(jobs, { dispatcher, concurrency: preset.concurrency });
+    const stats = await fleet.stats();
+    const prompt = stats.reduce((s, x) => s + x.promptTokens, 0);
+    const cached = stats.reduce((s, x) => s + x.cachedTokens, 0);
+    const ok = run.outcomes.filter((x) => x.ok);
+    const ttft = summarizeMs(ok.map((x) => x.ttftMs));
+    return {
+      replicas: processes,
+      shared: false,
+      cluster: share,
+      requests: run.outcomes.length,
+      errors: run.outcomes.length - ok.length,
+      hitRate: prompt === 0 ? 0 : cached / prompt,
+      meanTtftMs: ttft.mean,
+      p50TtftMs: ttft.p50,
+    };
+  } finally {
+    await dispatcher.close();
+    await router?.stop();
+    await fleet.close();
+  }
+}
+
 async function runConfig(
   w: PreparedWorkload,
   preset: RoutingPreset,
   host: FleetHost,
   replicas: number,
   redis: LocalRedis | undefined,
+  policy: PolicyName,
 ): Promise<ConfigResult> {
   const fleet = await host.startFleet({
     count: preset.workers,
@@ -82,7 +158,7 @@ async function runConfig(
     for (let i = 0; i < replicas; i++) {
       routers.push(
         await startRouterProcess({
-          ...routerConfig("cache_aware", urls),
+          ...routerConfig(policy, urls),
           ...(redis !== undefined
             ? { stateUrl: redis.url, stateSecret: BENCH_STATE_SECRET, stateKeyPrefix: prefix }
             : {}),
@@ -220,17 +296,21 @@ async function main(): Promise<void> {
       full: { type: "boolean", default: false },
       workload: { type: "string", default: DEFAULT_WORKLOADS.join(",") },
       replicas: { type: "string", default: "1,2,4" },
+      cluster: { type: "boolean", default: false },
+      policy: { type: "string", default: "cache_aware" },
       help: { type: "boolean", default: false },
     },
   });
   if (values.help) {
     console.log(
-      "usage: npm run bench:replicas -- [--full] [--workload a,b] [--replicas 1,2,4]\n" +
+      "usage: npm run bench:replicas -- [--full] [--workload a,b] [--replicas 1,2,4] [--cluster] [--policy p]\n" +
+        "  --cluster: radixgate-cluster rows (processes sharing over the local channel, and --no-share) instead of replicas\n" +
         `  workloads: ${WORKLOADS.join(", ")} (default ${DEFAULT_WORKLOADS.join(", ")})`,
     );
     return;
   }
   const preset = values.full ? FULL_PRESET : QUICK_PRESET;
+  const policy = values.policy as PolicyName;
   const workloads = values.workload.split(",").map((w) => {
     if (!(WORKLOADS as readonly string[]).includes(w)) throw new Error(`unknown workload ${w}`);
     return w as WorkloadName;
@@ -252,11 +332,20 @@ async function main(): Promise<void> {
       const w = prepareWorkload(name, preset);
       const results: ConfigResult[] = [];
       for (const n of counts) {
+        if (values.cluster) {
+          for (const share of n === 1 ? [true] : [true, false]) {
+            process.stderr.write(
+              `${name}: radixgate-cluster --processes ${n}${share ? "" : " --no-share"}...\n`,
+            );
+            results.push(await runCluster(w, preset, host, n, share, policy));
+          }
+          continue;
+        }
         for (const shared of n === 1 ? [false] : [false, true]) {
           process.stderr.write(
             `${name}: ${n} replica(s), ${shared ? "shared state" : "local state"}...\n`,
           );
-          results.push(await runConfig(w, preset, host, n, shared ? redis : undefined));
+          results.push(await runConfig(w, preset, host, n, shared ? redis : undefined, policy));
         }
       }
       report[name] = results;
@@ -275,7 +364,13 @@ async function main(): Promise<void> {
         ],
         results.map((r) => [
           r.replicas,
-          r.shared ? "--state-url" : "local",
+          r.cluster === undefined
+            ? r.shared
+              ? "--state-url"
+              : "local"
+            : r.cluster
+              ? "cluster, shared locally"
+              : "cluster --no-share",
           `${(r.hitRate * 100).toFixed(1)}%`,
           fmt(r.meanTtftMs),
           fmt(r.p50TtftMs),

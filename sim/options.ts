@@ -2,6 +2,7 @@
  * Every constant of a simulated worker, with its default, in one table. The CLI derives one flag
  * per numeric option from NUMERIC_OPTIONS, so options and flags cannot drift apart.
  */
+import type { SimRole } from "./disaggregation.js";
 import type { SimFaults } from "./faults.js";
 import { DEFAULT_TIMING, type TimingModel } from "./timing.js";
 
@@ -32,6 +33,10 @@ export interface SimNumericOptions extends TimingModel {
    * top of the step model, for benchmarks that pace streams (bench:stream).
    */
   firstTokenDelayMs: number;
+  /** Prefill/decode hand-off: KV tokens moved per second from prefill to decode (model time). */
+  transferTokensPerSec: number;
+  /** How long a decode worker waits for its prefill worker's hand-off, real ms. */
+  handoffTimeoutMs: number;
 }
 
 export interface SimWorkerOptions extends Partial<SimNumericOptions> {
@@ -74,6 +79,16 @@ export interface SimWorkerOptions extends Partial<SimNumericOptions> {
    * locally and this engine agree on the tokens. Generated tokens stay the stand-in's.
    */
   tokenizerPath?: string;
+  /**
+   * Prefill/decode disaggregation (sim/disaggregation.ts): "prefill" computes prompts and hands
+   * their KV off, "decode" needs the hand-off fields (SGLang's bootstrap_*, vLLM's
+   * kv_transfer_params) and generates. Default: a regular worker.
+   */
+  role?: SimRole;
+  /** SGLang prefill: the bootstrap server's port (default 0: a free one; see bootstrapPort). */
+  bootstrapPort?: number;
+  /** SGLang decode: the port asked when the router sends bootstrap_port null (default 8998). */
+  defaultBootstrapPort?: number;
 }
 
 export interface NumericOptionSpec {
@@ -124,6 +139,18 @@ export const NUMERIC_OPTIONS: readonly NumericOptionSpec[] = [
     integer: false,
     min: 0,
   },
+  {
+    key: "transferTokensPerSec",
+    description: "prefill/decode KV transfer, tokens/s",
+    integer: false,
+    min: 1,
+  },
+  {
+    key: "handoffTimeoutMs",
+    description: "decode: longest wait for the prefill's hand-off, real ms",
+    integer: false,
+    min: 0,
+  },
 ];
 
 export const DEFAULT_NUMERIC_OPTIONS: Readonly<SimNumericOptions> = Object.freeze({
@@ -138,6 +165,8 @@ export const DEFAULT_NUMERIC_OPTIONS: Readonly<SimNumericOptions> = Object.freez
   embeddingDim: 32,
   bodyLimitBytes: 32 * 1024 * 1024,
   firstTokenDelayMs: 0,
+  transferTokensPerSec: 400_000,
+  handoffTimeoutMs: 30_000,
 });
 
 const DEFAULT_MODEL = "meta-llama/Llama-3.1-8B-Instruct";
@@ -152,6 +181,9 @@ export interface ResolvedSimOptions extends SimNumericOptions {
   loraAdapters: string[];
   apiKey: string | undefined;
   tokenizerPath: string | undefined;
+  role: SimRole | undefined;
+  bootstrapPort: number;
+  defaultBootstrapPort: number;
 }
 
 /** Fill defaults and validate; throws RangeError naming the bad option. */
@@ -181,6 +213,9 @@ export function resolveOptions(options: SimWorkerOptions = {}): ResolvedSimOptio
   if (flavor !== "sglang" && flavor !== "vllm") {
     throw new RangeError(`flavor must be "sglang" or "vllm", got ${String(flavor)}`);
   }
+  if (options.role !== undefined && options.role !== "prefill" && options.role !== "decode") {
+    throw new RangeError(`role must be "prefill" or "decode", got ${String(options.role)}`);
+  }
   if (options.id !== undefined && options.id.length === 0)
     throw new RangeError("id must not be empty");
   return {
@@ -194,7 +229,16 @@ export function resolveOptions(options: SimWorkerOptions = {}): ResolvedSimOptio
     loraAdapters: names("loraAdapters", options.loraAdapters),
     apiKey: options.apiKey === "" ? undefined : options.apiKey,
     tokenizerPath: options.tokenizerPath === "" ? undefined : options.tokenizerPath,
+    role: options.role,
+    bootstrapPort: portOption("bootstrapPort", options.bootstrapPort ?? 0),
+    defaultBootstrapPort: portOption("defaultBootstrapPort", options.defaultBootstrapPort ?? 8998),
   };
+}
+
+function portOption(option: string, port: number): number {
+  if (!Number.isInteger(port) || port < 0 || port > 65_535)
+    throw new RangeError(`${option} must be an integer 0-65535, got ${port}`);
+  return port;
 }
 
 function names(option: string, list: string[] | undefined): string[] {

@@ -40,6 +40,10 @@ export interface ServeContext {
   readonly crashAfterChunks: number | null;
   /** A fresh response id with the given prefix. */
   nextId(prefix: string): string;
+  /** Told once whether the job was answered in full (true) or not (prefill/decode hand-off). */
+  onSettled?(ok: boolean): void;
+  /** Fields added to a non-streaming JSON answer (a vLLM prefill's kv_transfer_params). */
+  extraFields?: Record<string, unknown>;
 }
 
 interface Tracked {
@@ -107,6 +111,7 @@ export function serveJob(ctx: ServeContext, job: InferenceJob, res: ServerRespon
   };
   const crash = () => {
     settled = true;
+    ctx.onSettled?.(false);
     ctx.counters.crashed++;
     abortAll();
     // Drop the connection once the chunks already written have left: in the tick of the crash the
@@ -147,9 +152,14 @@ export function serveJob(ctx: ServeContext, job: InferenceJob, res: ServerRespon
   const complete = () => {
     settled = true;
     ctx.counters.completed++;
+    ctx.onSettled?.(true);
     const results = tracked.map((t) => t.result);
     if (!streaming) {
-      sendJson(res, 200, finalBody(ctx, job, meta, tracked, rid, seconds()));
+      const body = finalBody(ctx, job, meta, tracked, rid, seconds());
+      const extra = ctx.extraFields;
+      const whole =
+        extra !== undefined && !Array.isArray(body) ? { ...(body as object), ...extra } : body;
+      sendJson(res, 200, whole);
       return;
     }
     if (job.endpoint === "generate") {
@@ -179,6 +189,7 @@ export function serveJob(ctx: ServeContext, job: InferenceJob, res: ServerRespon
   res.on("close", () => {
     if (settled) return;
     settled = true;
+    ctx.onSettled?.(false);
     abortAll();
     ctx.counters.aborted++;
   });
@@ -213,6 +224,7 @@ export function serveJob(ctx: ServeContext, job: InferenceJob, res: ServerRespon
     } catch (err) {
       // Only when the worker is shutting down (the engine refuses new work).
       settled = true;
+      ctx.onSettled?.(false);
       abortAll();
       if (res.headersSent) res.socket?.destroy();
       else sendJson(res, 503, errorBody(503, `simulated engine unavailable: ${String(err)}`));

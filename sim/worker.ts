@@ -15,6 +15,7 @@ import type { SimKvPublisher } from "./kv-publisher.js";
 import { METRICS_CONTENT_TYPE, renderMetrics } from "./metrics.js";
 import { chooseModel, ModelNotFound, modelList, saltForAdapter } from "./models.js";
 import { type ResolvedSimOptions, resolveOptions, type SimWorkerOptions } from "./options.js";
+import { PdSide, type SideHooks } from "./pd-side.js";
 import { BadRequest, type InferenceEndpoint, parseJob, type SimTokenize } from "./protocol.js";
 import { errorBody } from "./responses.js";
 import { type ServeCounters, sendJson, serveJob } from "./serve.js";
@@ -64,6 +65,10 @@ export interface SimWorker {
   readonly url: string;
   readonly port: number;
   readonly flavor: "sglang" | "vllm";
+  /** Prefill or decode with disaggregation (sim/disaggregation.ts); undefined for a regular worker. */
+  readonly role: "prefill" | "decode" | undefined;
+  /** An SGLang prefill worker's bootstrap server port (what the router's --prefill URL PORT names). */
+  readonly bootstrapPort: number | undefined;
   stats(): SimStats;
   faults(): SimFaults;
   setFaults(f: Partial<SimFaults>): void;
@@ -138,6 +143,7 @@ export async function startSimWorker(options: SimWorkerOptions = {}): Promise<Si
 
 class HttpSimWorker implements SimWorker {
   readonly flavor: "sglang" | "vllm";
+  private readonly pd: PdSide | undefined;
   private readonly server: Server;
   /** Data-parallel ranks, each with its KV cache and scheduler (one without dpSize). */
   private readonly ranks: SimRank[];
@@ -185,6 +191,14 @@ class HttpSimWorker implements SimWorker {
         : loadLocalTokenizer(options.tokenizerPath, "tokenizerPath").encode;
     this.currentFaults = faults;
     this.failRemaining = faults.failFirst;
+    this.pd =
+      options.role === undefined
+        ? undefined
+        : new PdSide(
+            options.role,
+            options,
+            () => this.options.timeScale * this.currentFaults.slowdown,
+          );
     this.ranks = Array.from({ length: dpSize }, (_, rank) => {
       const publisher = kvEventsRanks[rank];
       const kv = new PrefixKvCache({
@@ -217,6 +231,14 @@ class HttpSimWorker implements SimWorker {
     return this.assignedId;
   }
 
+  get role(): "prefill" | "decode" | undefined {
+    return this.pd?.role;
+  }
+
+  get bootstrapPort(): number | undefined {
+    return this.pd?.bootstrapPort;
+  }
+
   /** Rank 0's cache: the whole engine's without data parallelism (capacity, block size). */
   private get kv(): PrefixKvCache {
     return this.ranks[0]!.kv;
@@ -245,6 +267,7 @@ class HttpSimWorker implements SimWorker {
     });
     this.assignedPort = (this.server.address() as AddressInfo).port;
     this.assignedId = this.options.id ?? `sim-${this.assignedPort}`;
+    await this.pd?.listen();
   }
 
   stats(): SimStats {
@@ -300,6 +323,7 @@ class HttpSimWorker implements SimWorker {
     this.closing ??= new Promise<void>((resolve) => {
       for (const publisher of this.kvEventsRanks) void publisher.close();
       for (const rank of this.ranks) rank.engine.stop();
+      this.pd?.close();
       this.server.close(() => resolve());
       this.server.closeAllConnections();
     });
@@ -318,6 +342,11 @@ class HttpSimWorker implements SimWorker {
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     res.setHeader(WORKER_ID_HEADER, this.assignedId);
     const path = (req.url ?? "/").split("?", 1)[0] as string;
+    if (this.pd !== undefined && path.startsWith("/_sim/kv/") && req.method === "GET") {
+      // A decode worker asks whether a vLLM transfer id's KV is ready (sim/disaggregation.ts).
+      await this.pd.answer(req.url ?? path, res);
+      return;
+    }
     const known = INFERENCE_PATHS[path] !== undefined || OTHER_PATHS.has(path);
     const key = known ? path : "unmatched";
     this.endpointCounts[key] = (this.endpointCounts[key] ?? 0) + 1;
@@ -446,6 +475,8 @@ class HttpSimWorker implements SimWorker {
         return sendJson(res, 400, errorBody(400, message));
       }
     }
+    const hooks = await this.handoff(job, body, rank.kv, res);
+    if (hooks === undefined) return;
     rank.requests++;
     serveJob(
       {
@@ -454,10 +485,44 @@ class HttpSimWorker implements SimWorker {
         embeddingDim: this.options.embeddingDim,
         crashAfterChunks: f.crashMidStream,
         nextId: (prefix) => `${prefix}${this.assignedId}-${++this.idCounter}`,
+        ...hooks,
       },
       job,
       res,
     );
+  }
+
+  /**
+   * A prefill or decode worker's step before serving (sim/pd-side.ts): the serving hooks, or
+   * undefined once it answered: 400 without the hand-off fields, 500 when the hand-off failed.
+   */
+  private async handoff(
+    job: ReturnType<typeof parseJob>,
+    body: unknown,
+    kv: PrefixKvCache,
+    res: ServerResponse,
+  ): Promise<SideHooks | undefined> {
+    if (this.pd === undefined) return {};
+    const gone = new AbortController();
+    const onClose = () => gone.abort();
+    res.on("close", onClose);
+    try {
+      const worker = { id: this.assignedId, port: this.assignedPort };
+      return await this.pd.prepare(job, body as Record<string, unknown>, kv, worker, gone.signal);
+    } catch (err) {
+      if (err instanceof BadRequest) {
+        this.counters.rejected++;
+        sendJson(res, 400, errorBody(400, err.message, err.param));
+      } else if (gone.signal.aborted) {
+        this.counters.aborted++;
+      } else {
+        this.counters.failed++;
+        sendJson(res, 500, errorBody(500, `KV hand-off failed: ${(err as Error).message}`));
+      }
+      return undefined;
+    } finally {
+      res.off("close", onClose);
+    }
   }
 
   /** The parsed JSON body, or undefined once an error (or nothing, if the client left) was sent. */

@@ -7,6 +7,7 @@ import { UsageError } from "./errors.js";
 import { createLogger } from "./logger.js";
 import { CLUSTER_STOP_MESSAGE, startedByNpm, watchParent } from "./parent-watch.js";
 import type { RunningRouter } from "./server.js";
+import { clusterSiblingLink } from "./state/sibling-link.js";
 
 async function main(): Promise<void> {
   let config: Config;
@@ -68,7 +69,8 @@ async function main(): Promise<void> {
   // Loaded only now: --help, --version and a bad flag need none of the server's modules.
   const { startRouter } = await import("./server.js");
   try {
-    router = await startRouter(config, { logger });
+    const siblings = clusterSiblingLink();
+    router = await startRouter(config, { logger, ...(siblings !== undefined ? { siblings } : {}) });
   } catch (err) {
     if (err instanceof UsageError) usageError(err.message);
     throw err;

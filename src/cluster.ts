@@ -1,10 +1,14 @@
 #!/usr/bin/env node
 /**
  * One router process per core on one machine, sharing one port (node:cluster: the primary accepts
- * connections and hands them to the processes in turn). Each process is a replica like a router
- * on another machine: with --state-url they share decisions, load and workers through Redis, the
- * same mechanism as separate machines; without it each learns only its own share of the traffic.
+ * connections and hands them to the processes in turn). The processes share their routing
+ * decisions, in-flight counts and new-prefix claims over node:cluster's IPC, the primary relaying
+ * and answering claims (state/sibling-hub.ts), so every process's index sees every decision, as
+ * one process's would. With --state-url they also share with the replicas on other hosts through
+ * Redis (and leave each other out of what they read there). `--no-share`: each process keeps its
+ * own index, as before (benchmarks compare the two).
  *
+ *   radixgate-cluster --processes 2 -- --worker-urls ...
  *   RADIXGATE_STATE_SECRET=... radixgate-cluster --processes 2 -- --state-url redis://127.0.0.1:6379/0 --worker-urls ...
  *   npm run cluster -- --processes 2 -- <radixgate flags>
  *
@@ -14,24 +18,34 @@
  * process has stopped gracefully.
  */
 import cluster, { type Worker } from "node:cluster";
+import { randomBytes } from "node:crypto";
 import { realpathSync } from "node:fs";
 import os from "node:os";
 import { fileURLToPath } from "node:url";
 import { CLUSTER_STOP_MESSAGE } from "./parent-watch.js";
+import { SiblingHub } from "./state/sibling-hub.js";
+import { CLUSTER_GROUP_ENV } from "./state/sibling-link.js";
 
-const USAGE = "usage: radixgate-cluster [--processes <n>] [--] <radixgate flags>";
+const USAGE = "usage: radixgate-cluster [--processes <n>] [--no-share] [--] <radixgate flags>";
 
 export function parseClusterArgs(argv: readonly string[]): {
   processes: number;
+  /** Share decisions over the local channel (default); --no-share: each process on its own. */
+  share: boolean;
   routerArgs: string[];
 } {
   let processes = os.availableParallelism();
+  let share = true;
   let i = 0;
   for (; i < argv.length; i++) {
     const arg = argv[i] as string;
     if (arg === "--") {
       i += 1;
       break;
+    }
+    if (arg === "--no-share") {
+      share = false;
+      continue;
     }
     const inline = arg.startsWith("--processes=") ? arg.slice("--processes=".length) : undefined;
     if (arg !== "--processes" && inline === undefined) break;
@@ -42,7 +56,7 @@ export function parseClusterArgs(argv: readonly string[]): {
     }
     processes = n;
   }
-  return { processes, routerArgs: argv.slice(i) as string[] };
+  return { processes, share, routerArgs: argv.slice(i) as string[] };
 }
 
 function main(): void {
@@ -53,11 +67,11 @@ function main(): void {
     process.stderr.write(`radixgate-cluster: error: ${(err as Error).message}\n${USAGE}\n`);
     process.exit(2);
   }
-  const { processes, routerArgs } = parsed;
-  const shared = routerArgs.some((a) => a === "--state-url" || a.startsWith("--state-url="));
-  if (processes > 1 && !shared && process.env.RADIXGATE_STATE_URL === undefined) {
+  const { processes, share, routerArgs } = parsed;
+  const redis = routerArgs.some((a) => a === "--state-url" || a.startsWith("--state-url="));
+  if (processes > 1 && !share && !redis && process.env.RADIXGATE_STATE_URL === undefined) {
     process.stderr.write(
-      "radixgate-cluster: warning: no --state-url: each process learns only its own share of the traffic (see docs/architecture.md)\n",
+      "radixgate-cluster: warning: --no-share and no --state-url: each process learns only its own share of the traffic (see docs/architecture.md)\n",
     );
   }
   const cli = fileURLToPath(
@@ -67,10 +81,34 @@ function main(): void {
 
   let stopping = false;
   let lastRestart = 0;
-  const fork = (): Worker => cluster.fork();
+  // The local channel: the primary relays decisions and counts, and answers new-prefix claims.
+  const hub = share ? new SiblingHub() : undefined;
+  const group = randomBytes(6).toString("hex");
+  const fork = (): Worker => {
+    const worker = cluster.fork(share ? { [CLUSTER_GROUP_ENV]: group } : {});
+    if (hub !== undefined) {
+      const id = worker.id;
+      hub.add(id, (message) => {
+        if (worker.isConnected()) worker.send(message, undefined, () => {});
+      });
+      worker.on("message", (message) => hub.receive(id, message));
+      worker.on("disconnect", () => hub.remove(id));
+    }
+    return worker;
+  };
   for (let i = 0; i < processes; i++) fork();
+  // One line once every process listens (before that, connections go to the ones that do).
+  const listening = new Set<number>();
+  cluster.on("listening", (worker) => {
+    const before = listening.size;
+    listening.add(worker.id);
+    if (before < processes && listening.size === processes) {
+      process.stderr.write(`radixgate-cluster: all ${processes} processes listening\n`);
+    }
+  });
 
   cluster.on("exit", (worker, code, signal) => {
+    listening.delete(worker.id);
     if (stopping) {
       if (Object.keys(cluster.workers ?? {}).length === 0) process.exit();
       return;

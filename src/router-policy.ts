@@ -1,5 +1,5 @@
 import { ConfigError } from "./errors.js";
-import type { Policy } from "./policies/policy.js";
+import type { Policy, PolicyName } from "./policies/policy.js";
 import type { PoliciesConfig } from "./policies/settings.js";
 import { SchedulerConfigError } from "./scheduling/config-path.js";
 import { createPolicy } from "./scheduling/policy-factory.js";
@@ -22,6 +22,11 @@ export function routerPolicy(policies: PoliciesConfig, scheduling: SchedulingCon
       throw err;
     }
   }
-  const { policy, ...options } = policies;
-  return createPolicy(policy, options);
+  return namedPolicy(policies, policies.policy);
+}
+
+/** A built-in policy by name, with the router's policy options (the sides of a PD pair). */
+export function namedPolicy(policies: PoliciesConfig, name: PolicyName): Policy {
+  const { policy: _policy, ...options } = policies;
+  return createPolicy(name, options);
 }

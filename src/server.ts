@@ -8,7 +8,7 @@ import { buildIndexStack, indexStackOptions } from "./assembly/index-stack.js";
 import { buildRoutes, type Env, routeOptions } from "./assembly/routes.js";
 import { addCommandLineWorkers } from "./command-line-workers.js";
 import type { Config } from "./config.js";
-import { pdEnabled } from "./disaggregation/settings.js";
+import { decodePolicyName, pdEnabled, prefillPolicyName } from "./disaggregation/settings.js";
 import { WorkerMembership } from "./discovery/membership.js";
 import { type Discovery, startDiscovery } from "./discovery/setup.js";
 import type { DnsResolver } from "./discovery/worker-dns.js";
@@ -21,9 +21,10 @@ import { listen } from "./listen.js";
 import { accessLogger, createLogger, type Logger } from "./logger.js";
 import { Metrics } from "./metrics.js";
 import { forwardSettings } from "./proxy/settings.js";
-import { routerPolicy } from "./router-policy.js";
+import { namedPolicy, routerPolicy } from "./router-policy.js";
 import type { RouterContext } from "./routes/context.js";
 import { registerMetricsRoute } from "./routes/ops.js";
+import type { SiblingLink } from "./state/sibling-link.js";
 import { type EvictionTimer, startEvictionTimer } from "./tree/eviction-timer.js";
 import { HealthChecker } from "./workers/health.js";
 import type { HostResolver } from "./workers/host-lookup.js";
@@ -47,6 +48,8 @@ export interface StartOptions {
   dnsResolver?: DnsResolver;
   /** How worker host names are resolved at registration (tests; default: the system resolver). */
   resolveHost?: HostResolver;
+  /** A radixgate-cluster process: its local channel to its siblings (state/sibling-link.ts). */
+  siblings?: SiblingLink;
 }
 
 /**
@@ -58,16 +61,15 @@ export function createRouter(
   config: Config,
   options: StartOptions = {},
 ): { app: Hono<Env>; listener: RequestListener; context: RouterContext } {
-  const { workers, disaggregation } = config;
+  const { workers, disaggregation, policies } = config;
   const logger = options.logger ?? createLogger({ level: config.server.logLevel });
-  if (pdEnabled(disaggregation)) {
-    // Worker roles and flags are in; the pair dispatch follows (issue 25 item 1).
-    throw new ConfigError(
-      disaggregation.pdDisaggregation ? "--pd-disaggregation" : "--vllm-pd-disaggregation",
-      "the prefill/decode dispatch is not served yet by this build",
-    );
-  }
-  const policy = routerPolicy(config.policies, config.scheduling);
+  const pd = pdEnabled(disaggregation);
+  // With disaggregation the router's policy is the prefill side's (disaggregation/settings.ts).
+  const prefillPolicy = pd ? prefillPolicyName(disaggregation) : undefined;
+  const policy =
+    prefillPolicy === undefined
+      ? routerPolicy(policies, config.scheduling)
+      : namedPolicy(policies, prefillPolicy);
   const registry = new WorkerRegistry(
     {
       breaker: config.breaker,
@@ -88,8 +90,9 @@ export function createRouter(
     logger,
     // A worker a peer replica added takes traffic here only once this replica's own probe passes.
     onRemoteAdd: (worker) => void health.probeFirst(worker, { fromPeer: true }),
+    siblings: options.siblings,
   });
-  const { index, kvEvents, sharedState } = stack;
+  const { index, kvEvents, sharedState, siblingState } = stack;
   const introspection = new EngineIntrospector(registry, config.engines, logger, (worker) =>
     stack.engineRead(worker),
   );
@@ -101,8 +104,19 @@ export function createRouter(
         modelRouting: workers.modelRouting,
       }),
       maxSessions: intake.sessionAffinity === "off" ? undefined : intake.maxSessions,
+      ...(pd
+        ? {
+            pd: {
+              protocol: disaggregation.vllmPdDisaggregation ? "vllm" : "sglang",
+              decodePolicy: namedPolicy(
+                policies,
+                decodePolicyName({ ...disaggregation, policy: policies.policy }),
+              ),
+            },
+          }
+        : {}),
     },
-    { policy, index, registry, metrics, claims: sharedState?.claims },
+    { policy, index, registry, metrics, claims: sharedState?.claims ?? siblingState?.claims },
   );
   const membership = new WorkerMembership({
     registry,
@@ -114,7 +128,7 @@ export function createRouter(
       allowLinkLocal: workers.allowLinkLocalWorkers,
       connectTimeoutMs: workers.connectTimeoutMs,
     },
-    workerTypes: pdEnabled(disaggregation) ? ["prefill", "decode"] : ["regular"],
+    workerTypes: pd ? ["prefill", "decode"] : ["regular"],
   });
   const parsePool =
     intake.parseWorkers > 0
@@ -152,6 +166,7 @@ export function createRouter(
     state: { shuttingDown: false, active: 0 },
     ...(kvEvents !== undefined ? { kvEvents } : {}),
     ...(sharedState !== undefined ? { sharedState } : {}),
+    ...(siblingState !== undefined ? { siblingState } : {}),
   };
   return { ...buildRoutes(context), context };
 }
@@ -187,6 +202,8 @@ export async function startRouter(
   await Promise.all(registry.list().map((w) => health.probeFirst(w)));
   // Peers' workers and recent decisions before the first request (bounded wait; never fails).
   await context.sharedState?.start();
+  // radixgate-cluster: the siblings' recent decisions and counts, from the primary (bounded wait).
+  await context.siblingState?.start();
   let server: Server;
   try {
     server = await listen(listener, host, listenPort, "--port");
@@ -294,6 +311,7 @@ export async function startRouter(
       eviction.stop();
       context.kvEvents?.close();
       await context.parsePool?.close();
+      context.siblingState?.stop();
       await context.sharedState?.stop();
       await registry.close();
       logger.info("stopped");

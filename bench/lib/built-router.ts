@@ -57,9 +57,14 @@ export async function startBuiltCluster(
   processes: number,
   /** radixgate flags besides --host and --port. */
   args: readonly string[],
+  /** radixgate-cluster's own flags besides --processes, e.g. --no-share. */
+  clusterFlags: readonly string[] = [],
 ): Promise<BuiltRouter> {
   ensureBuilt();
-  return startBuilt(CLUSTER, ["--processes", String(processes), "--"], args, []);
+  return startBuilt(CLUSTER, ["--processes", String(processes), ...clusterFlags, "--"], args, [], {
+    // Ready once every process listens (the primary says so), not at the first one.
+    stderrLine: `all ${processes} processes listening`,
+  });
 }
 
 async function startBuilt(
@@ -67,19 +72,25 @@ async function startBuilt(
   leadingArgs: readonly string[],
   args: readonly string[],
   nodeArgs: readonly string[],
+  wait: { stderrLine?: string } = {},
 ): Promise<BuiltRouter> {
   const port = await freePort();
   const child: ChildProcess = spawn(
     process.execPath,
     [...nodeArgs, script, ...leadingArgs, "--host", "127.0.0.1", "--port", String(port), ...args],
-    { cwd: ROOT, stdio: ["ignore", "ignore", "inherit"] },
+    { cwd: ROOT, stdio: ["ignore", "ignore", wait.stderrLine === undefined ? "inherit" : "pipe"] },
   );
+  let seen = wait.stderrLine === undefined;
+  child.stderr?.on("data", (chunk: Buffer) => {
+    process.stderr.write(chunk);
+    if (!seen && chunk.toString().includes(wait.stderrLine as string)) seen = true;
+  });
   const url = `http://127.0.0.1:${port}`;
   await untilReady(
     child,
     () =>
       fetch(`${url}/readiness`).then(
-        (res) => res.ok,
+        (res) => res.ok && seen,
         () => false,
       ),
     () => new Error(`the router did not become ready within 20 s (exit code ${child.exitCode})`),

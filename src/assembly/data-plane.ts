@@ -5,13 +5,19 @@
  * policies/ never import the metric set.
  */
 
+import { PairForwarder, type PdProtocol } from "../disaggregation/pair-forwarder.js";
 import type { PrefixClaims } from "../index/prefix-claims.js";
 import type { PrefixIndex } from "../index/prefix-index.js";
 import type { Metrics } from "../metrics.js";
 import { RoutingDecider } from "../policies/decider.js";
 import type { Policy } from "../policies/policy.js";
 import { SessionTable } from "../policies/session-table.js";
-import { Forwarder, type ForwardHooks, type ForwardSettings } from "../proxy/forward.js";
+import {
+  Forwarder,
+  type ForwardHooks,
+  type ForwardSettings,
+  type RequestForwarder,
+} from "../proxy/forward.js";
 import { UsageFeedback } from "../proxy/usage-feedback.js";
 import { createPolicy } from "../scheduling/policy-factory.js";
 import type { WorkerRegistry } from "../workers/registry.js";
@@ -20,6 +26,11 @@ export interface DataPlaneOptions {
   readonly forward: ForwardSettings;
   /** --max-sessions; undefined when --session-affinity is off. */
   readonly maxSessions: number | undefined;
+  /**
+   * Prefill/decode disaggregation (disaggregation/): the protocol and the decode side's policy;
+   * `policy` is then the prefill side's. Undefined for a fleet of regular workers.
+   */
+  readonly pd?: { readonly protocol: PdProtocol; readonly decodePolicy: Policy };
 }
 
 export interface DataPlaneDeps {
@@ -33,7 +44,7 @@ export interface DataPlaneDeps {
 
 export interface DataPlane {
   readonly decider: RoutingDecider;
-  readonly forwarder: Forwarder;
+  readonly forwarder: RequestForwarder;
   readonly modelsForwarder: Forwarder;
 }
 
@@ -63,7 +74,18 @@ export function buildDataPlane(options: DataPlaneOptions, deps: DataPlaneDeps): 
     options.maxSessions === undefined ? undefined : new SessionTable(options.maxSessions),
     deps.claims,
   );
-  const forwarder = new Forwarder(registry, decider, options.forward, hooks, feedback);
+  const pd = options.pd;
+  const forwarder: RequestForwarder =
+    pd === undefined
+      ? new Forwarder(registry, decider, options.forward, hooks, feedback)
+      : new PairForwarder(
+          registry,
+          decider,
+          new RoutingDecider(pd.decodePolicy, index),
+          options.forward,
+          hooks,
+          pd.protocol,
+        );
   const modelsForwarder = new Forwarder(
     registry,
     new RoutingDecider(createPolicy("round_robin", {}), index),

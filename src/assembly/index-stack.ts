@@ -16,8 +16,11 @@ import { setUpKvEvents } from "../kv-events/setup.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
 import type { Policy } from "../policies/policy.js";
+import { PeerInFlight } from "../state/peer-in-flight.js";
 import { type StateConfig, sharedStateOptions } from "../state/settings.js";
 import { SharedState, type SharedStateOptions } from "../state/shared-state.js";
+import type { SiblingLink } from "../state/sibling-link.js";
+import { SiblingState } from "../state/sibling-state.js";
 import type { WorkerRegistry } from "../workers/registry.js";
 import { TreeBudgets } from "../workers/tree-budget.js";
 import type { Worker } from "../workers/worker.js";
@@ -56,12 +59,19 @@ export function indexStackOptions(
   };
 }
 
+/** radixgate-cluster without --state-url: the local claims' wait and life, the queue of decisions. */
+const SIBLING_CLAIM_TIMEOUT_MS = 50;
+const SIBLING_CLAIM_TTL_MS = 2000;
+const SIBLING_QUEUE_SIZE = 10_000;
+
 export interface IndexStackDeps {
   readonly registry: WorkerRegistry;
   readonly metrics: Metrics;
   readonly logger: Logger;
   /** --state-url: a worker a peer replica added (this replica probes it before it takes traffic). */
   readonly onRemoteAdd?: (worker: Worker) => void;
+  /** A radixgate-cluster process: decisions shared with its siblings over the local channel. */
+  readonly siblings?: SiblingLink | undefined;
 }
 
 export interface IndexStack {
@@ -69,6 +79,8 @@ export interface IndexStack {
   readonly index: PrefixIndex;
   readonly kvEvents: KvEventsManager | undefined;
   readonly sharedState: SharedState | undefined;
+  /** radixgate-cluster's local sharing (undefined in a router on its own). */
+  readonly siblingState: SiblingState | undefined;
   /** After each read of a worker's engine: its tree budget, block size and data-parallel ranks. */
   engineRead(worker: Worker): void;
 }
@@ -91,9 +103,31 @@ export function buildIndexStack(options: IndexStackOptions, deps: IndexStackDeps
           logger,
         });
   const inner: PrefixIndex = kv?.index ?? base;
+  const link = deps.siblings;
   const sharedState =
-    options.sharedState === undefined ? undefined : new SharedState(options.sharedState, logger);
-  const index = sharedState?.wrapIndex(inner) ?? inner;
+    options.sharedState === undefined
+      ? undefined
+      : new SharedState(
+          link === undefined
+            ? options.sharedState
+            : { ...options.sharedState, replicaGroup: link.group },
+          logger,
+        );
+  const published = sharedState?.wrapIndex(inner) ?? inner;
+  // radixgate-cluster: the siblings apply each other's decisions below both publishing layers.
+  const siblingState =
+    link === undefined
+      ? undefined
+      : new SiblingState(
+          link.transport,
+          {
+            claimTimeoutMs: options.sharedState?.claimTimeoutMs ?? SIBLING_CLAIM_TIMEOUT_MS,
+            claimTtlMs: options.sharedState?.claimTtlMs ?? SIBLING_CLAIM_TTL_MS,
+            queueSize: options.sharedState?.queueSize ?? SIBLING_QUEUE_SIZE,
+          },
+          logger,
+        );
+  const index = siblingState?.wrapIndex(published, inner) ?? published;
 
   // Who follows the registry, in this order: the index first, then what relies on it knowing the
   // worker (the intake feeding its precise part, the budgets set on it, the peers told of it).
@@ -104,9 +138,12 @@ export function buildIndexStack(options: IndexStackOptions, deps: IndexStackDeps
   registry.onChange((event, worker) => {
     if (event === "added") budgets.added(worker);
   });
+  const peers = siblingState === undefined ? undefined : new PeerInFlight();
   sharedState?.attach(registry, metrics.registry, {
     ...(deps.onRemoteAdd !== undefined ? { onRemoteAdd: deps.onRemoteAdd } : {}),
+    ...(peers !== undefined ? { peers } : {}),
   });
+  if (peers !== undefined) siblingState?.attach(registry, peers);
 
   // A profile that fixes its block size (aibrix_prefix: 128 characters) keeps it.
   const learnBlocks = options.blockChars === "auto" && base instanceof BlockHashIndex;
@@ -114,6 +151,7 @@ export function buildIndexStack(options: IndexStackOptions, deps: IndexStackDeps
     index,
     kvEvents: kv?.manager,
     sharedState,
+    siblingState,
     engineRead(worker) {
       budgets.update(worker);
       // --block-hash-chars auto: blocks as large as the engine's (GIE's autoTune).

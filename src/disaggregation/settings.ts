@@ -162,3 +162,26 @@ export function validatePdConfig(config: PdConfig & { workerUrls: readonly strin
 export function pdEnabled(config: PdConfig): boolean {
   return config.pdDisaggregation || config.vllmPdDisaggregation;
 }
+
+/** Policies that weigh load only, never prefixes: what suits the decode side. */
+const LOAD_POLICIES: ReadonlySet<PolicyName> = new Set([
+  "round_robin",
+  "random",
+  "power_of_two",
+  "least_load",
+]);
+
+/** The prefill side's policy: --prefill-policy, else undefined (the router's own: --policy or --scheduler-config). */
+export function prefillPolicyName(config: PdConfig): PolicyName | undefined {
+  return config.prefillPolicy === "" ? undefined : config.prefillPolicy;
+}
+
+/**
+ * The decode side's policy: --decode-policy, else --policy when that weighs load only (as SGLang,
+ * where the decode side takes --policy), else least_load: a decode worker's cache holds the
+ * sequences it is generating, not prompts worth routing to.
+ */
+export function decodePolicyName(config: PdConfig & { policy: PolicyName }): PolicyName {
+  if (config.decodePolicy !== "") return config.decodePolicy;
+  return LOAD_POLICIES.has(config.policy) ? config.policy : "least_load";
+}

@@ -64,6 +64,15 @@ export interface ForwardOutcome {
   error?: string;
   /** The worker's status when the client got another (a client gone mid-stream: 499). */
   upstreamStatus?: number;
+  /** With prefill/decode disaggregation, the prefill side of the pair (`worker` is the decode side). */
+  prefillWorker?: Worker;
+}
+
+/** What the routes call for each data-plane request: a Forwarder, or a prefill/decode pair's (disaggregation/). */
+export interface RequestForwarder {
+  forward(req: ForwardRequest, res: ServerResponse): Promise<ForwardOutcome>;
+  /** Ends every upstream request under way (shutdown grace over); returns how many. */
+  abortAll(): number;
 }
 
 export interface ForwardHooks {
@@ -95,7 +104,7 @@ type AttemptResult =
  * Retries go to workers not yet tried, only before anything reached the client, and only for
  * failures that are safe to repeat.
  */
-export class Forwarder {
+export class Forwarder implements RequestForwarder {
   /** Upstream requests under way, so a shutdown that runs out of grace can end them cleanly. */
   private readonly inProgress = new Set<Cancel>();
   /** Set by abortAll: an attempt that starts afterwards (a retry after its backoff) ends at once. */

@@ -8,8 +8,9 @@ import type { KvEventsManager } from "../kv-events/manager.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
 import type { RoutingDecider } from "../policies/decider.js";
-import type { Forwarder } from "../proxy/forward.js";
+import type { Forwarder, RequestForwarder } from "../proxy/forward.js";
 import type { SharedState } from "../state/shared-state.js";
+import type { SiblingState } from "../state/sibling-state.js";
 import type { HealthChecker } from "../workers/health.js";
 import type { EngineIntrospector } from "../workers/introspection.js";
 import type { WorkerRegistry } from "../workers/registry.js";
@@ -37,7 +38,8 @@ export interface RouterContext {
   index: PrefixIndex;
   /** The data plane's policy and index together (the forwarder's; POST /debug/route asks it too). */
   decider: RoutingDecider;
-  forwarder: Forwarder;
+  /** The data plane's forwarder: one worker per request, or a prefill/decode pair. */
+  forwarder: RequestForwarder;
   modelsForwarder: Forwarder;
   /** Turns each data-plane (and /debug/route) request into its RoutingRequest. */
   intake: Intake;
@@ -54,4 +56,6 @@ export interface RouterContext {
   kvEvents?: KvEventsManager;
   /** --state-url: what this replica shares with the others through Redis. */
   sharedState?: SharedState;
+  /** radixgate-cluster: decisions shared with the sibling processes (state/sibling-state.ts). */
+  siblingState?: SiblingState;
 }

@@ -198,6 +198,7 @@ function observe(
       path: incoming.url,
       worker: outcome.worker?.id,
       worker_url: outcome.worker?.url,
+      prefill_worker: outcome.prefillWorker?.id,
       branch: outcome.branch,
       match_rate: outcome.matchRate ?? undefined,
       index: outcome.index ?? undefined,

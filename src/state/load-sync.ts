@@ -13,6 +13,8 @@ export interface LoadWorker {
 
 export interface LoadSyncOptions {
   replicaId: string;
+  /** Replicas whose counts reach this one another way (radixgate-cluster's siblings): left out. */
+  skipReplica?: (replicaId: string) => boolean;
   keys: StateKeys;
   /** --state-load-interval-ms */
   intervalMs: number;
@@ -86,7 +88,8 @@ export class LoadSync {
         .exec();
       const members = results?.[2]?.[1];
       if (!Array.isArray(members)) return false;
-      const peers = (members as string[]).filter((id) => id !== replicaId);
+      const skip = this.options.skipReplica;
+      const peers = (members as string[]).filter((id) => id !== replicaId && skip?.(id) !== true);
       const totals = new Map<string, number>();
       if (peers.length > 0) {
         const loads = await redis.mget(peers.map((id) => keys.load(id)));

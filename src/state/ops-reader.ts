@@ -11,6 +11,11 @@ import {
 
 export interface OpsReaderOptions {
   replicaId: string;
+  /**
+   * Replicas whose index ops reach this one another way (radixgate-cluster's sibling processes, over
+   * the local channel): skipped here, so a decision is not applied twice, nor after its truncate.
+   */
+  skipIndexOpsOf?: (replicaId: string) => boolean;
   keys: StateKeys;
   /** Checks each entry's signature (the secret, and the stream's key as its scope). */
   codec: OpCodec;
@@ -159,7 +164,8 @@ export class OpsReader {
       // (a no-op when nothing changed since), so that replaying an old "remove" before this
       // replica's own later "add" of the same worker ends with the worker present.
       const own = decoded.replica === this.options.replicaId;
-      if (own && (decoded.op.kind === "insert" || decoded.op.kind === "truncate")) continue;
+      const indexOp = decoded.op.kind === "insert" || decoded.op.kind === "truncate";
+      if (indexOp && (own || this.options.skipIndexOpsOf?.(decoded.replica) === true)) continue;
       try {
         this.options.apply(decoded.op);
         if (!own) applied += 1;

@@ -9,6 +9,7 @@ import { LoadSync } from "./load-sync.js";
 import { MembershipSync } from "./membership-sync.js";
 import { OpsPublisher } from "./ops-publisher.js";
 import { OpsReader } from "./ops-reader.js";
+import type { PeerInFlight } from "./peer-in-flight.js";
 import { RedisPrefixClaims } from "./prefix-claims.js";
 import { PublishingIndex } from "./publishing-index.js";
 import { RedisLink } from "./redis-link.js";
@@ -31,6 +32,12 @@ export interface SharedStateOptions {
   claimTimeoutMs: number;
   /** --state-claim-ttl-ms */
   claimTtlMs: number;
+  /**
+   * radixgate-cluster's id when its processes also share over the local channel: this replica's
+   * id starts with it, and the index ops and counts of the replicas that share it (this host's
+   * siblings, which arrive over that channel) are left out of what is read from Redis.
+   */
+  replicaGroup?: string;
 }
 
 /** How long start() waits for Redis and for the replay of recent decisions before serving. */
@@ -47,7 +54,7 @@ const START_WAIT_MS = 3000;
  */
 export class SharedState {
   /** This process's id among the replicas (new at every start). */
-  readonly replicaId = randomBytes(6).toString("hex");
+  readonly replicaId: string;
   readonly link: RedisLink;
   readonly publisher: OpsPublisher;
   readonly reader: OpsReader;
@@ -59,6 +66,7 @@ export class SharedState {
   private membership: MembershipSync | undefined;
   private load: LoadSync | undefined;
   private readonly keys: StateKeys;
+  private readonly sibling: ((replicaId: string) => boolean) | undefined;
   private readonly secret: StateSecret;
   /** The reconcile under way since the link last came up (start() waits for the first). */
   private reconciling: Promise<void> | undefined;
@@ -68,6 +76,14 @@ export class SharedState {
     private readonly logger: Logger,
   ) {
     const keys = stateKeys(options.keyPrefix);
+    const group = options.replicaGroup;
+    const hex = randomBytes(6).toString("hex");
+    this.replicaId = group === undefined ? hex : `${group}.${hex}`;
+    const sibling =
+      group === undefined
+        ? undefined
+        : (id: string) => id !== this.replicaId && id.startsWith(`${group}.`);
+    this.sibling = sibling;
     this.keys = keys;
     this.secret = new StateSecret(options.secret);
     this.link = new RedisLink({ url: options.url, claimTimeoutMs: options.claimTimeoutMs }, logger);
@@ -98,6 +114,7 @@ export class SharedState {
       codec: { secret: this.secret, scope: keys.ops },
       maxTextChars: options.maxTextChars,
       apply: (op) => this.apply(op),
+      ...(sibling !== undefined ? { skipIndexOpsOf: sibling } : {}),
       onApplied: (ops) => this.metrics?.applied.inc(ops),
       onRejected: (reason) => this.metrics?.rejected.inc({ reason }),
       onReset: () => this.streamReset(),
@@ -133,7 +150,11 @@ export class SharedState {
   attach(
     registry: WorkerRegistry,
     metricsRegistry: Registry,
-    hooks: { onRemoteAdd?: (worker: Worker) => void } = {},
+    hooks: {
+      onRemoteAdd?: (worker: Worker) => void;
+      /** Where peers' counts go when a second source (the cluster's siblings) adds its own. */
+      peers?: PeerInFlight;
+    } = {},
   ): void {
     this.registry = registry;
     this.metrics = new StateMetrics(metricsRegistry, {
@@ -157,7 +178,16 @@ export class SharedState {
       replicaId: this.replicaId,
       keys: this.keys,
       intervalMs: this.options.loadIntervalMs,
-      workers: () => registry.list(),
+      workers: () => {
+        const peers = hooks.peers;
+        if (peers === undefined) return registry.list();
+        return registry.list().map((w) => ({
+          id: w.id,
+          ownInFlight: w.ownInFlight,
+          setPeerInFlight: (n: number) => peers.set("redis", w, n),
+        }));
+      },
+      ...(this.sibling !== undefined ? { skipReplica: this.sibling } : {}),
       secret: this.secret,
       onRejected: (reason) => this.metrics?.rejected.inc({ reason }),
     });

@@ -16,10 +16,12 @@ describe("radixgate-cluster arguments", () => {
   it("takes --processes, then passes everything after -- to the routers", () => {
     expect(parseClusterArgs(["--processes", "3", "--", "--port", "0"])).toEqual({
       processes: 3,
+      share: true,
       routerArgs: ["--port", "0"],
     });
-    expect(parseClusterArgs(["--processes=2", "--port", "0"])).toEqual({
+    expect(parseClusterArgs(["--processes=2", "--no-share", "--port", "0"])).toEqual({
       processes: 2,
+      share: false,
       routerArgs: ["--port", "0"],
     });
     expect(parseClusterArgs(["--port", "1"]).routerArgs).toEqual(["--port", "1"]);

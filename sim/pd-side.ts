@@ -1,0 +1,142 @@
+/**
+ * A simulated worker's side of prefill/decode disaggregation (sim/disaggregation.ts has the
+ * protocols): the prefill worker's room board (and SGLang's bootstrap server), and the step
+ * before a job is served: the prefill side checks the request and reports its rooms when done;
+ * the decode side waits for the hand-off, pays the transfer, and finds the prompt's KV cached.
+ */
+import type { Server, ServerResponse } from "node:http";
+import {
+  answerRoom,
+  awaitHandoff,
+  boundPort,
+  RoomBoard,
+  receiveKv,
+  type SimRole,
+  sglangRooms,
+  sglangSources,
+  startBootstrapServer,
+  vllmAnswerParams,
+  vllmPrefillAsked,
+  vllmTransfer,
+} from "./disaggregation.js";
+import type { PrefixKvCache } from "./kv-cache.js";
+import type { ResolvedSimOptions } from "./options.js";
+import type { InferenceJob } from "./protocol.js";
+import type { ServeContext } from "./serve.js";
+
+/** What serving a job gets from its side: the hooks serveJob calls. */
+export type SideHooks = Pick<ServeContext, "onSettled" | "extraFields">;
+
+export class PdSide {
+  private readonly board = new RoomBoard();
+  private bootstrap: Server | undefined;
+  private transfers = 0;
+
+  constructor(
+    readonly role: SimRole,
+    private readonly options: ResolvedSimOptions,
+    /** Real ms per model ms now (time scale × slowdown). */
+    private readonly delayFactor: () => number,
+  ) {}
+
+  /** SGLang's prefill worker opens its bootstrap server. */
+  async listen(): Promise<void> {
+    if (this.role !== "prefill" || this.options.flavor !== "sglang") return;
+    this.bootstrap = await startBootstrapServer(
+      this.board,
+      this.options.host,
+      this.options.bootstrapPort,
+    );
+  }
+
+  /** The bootstrap server's port (an SGLang prefill worker's), else undefined. */
+  get bootstrapPort(): number | undefined {
+    return this.bootstrap === undefined ? undefined : boundPort(this.bootstrap);
+  }
+
+  close(): void {
+    this.bootstrap?.close();
+    this.bootstrap?.closeAllConnections();
+  }
+
+  /** vLLM's transfer ids on the worker's own port: GET /_sim/kv/<id>. */
+  answer(path: string, res: ServerResponse): Promise<boolean> {
+    return answerRoom(this.board, path, res);
+  }
+
+  /**
+   * Before serving: throws BadRequest when the request lacks the hand-off fields, Error when the
+   * hand-off failed (the worker answers 500); resolves with the serving hooks.
+   */
+  async prepare(
+    job: InferenceJob,
+    body: Record<string, unknown>,
+    kv: PrefixKvCache,
+    worker: { id: string; port: number },
+    signal: AbortSignal,
+  ): Promise<SideHooks> {
+    const sglang = this.options.flavor === "sglang";
+    if (this.role === "prefill") {
+      if (sglang) {
+        const rooms = sglangRooms(body, "prefill");
+        // SGLang's prefill server computes the prompt and its first token only.
+        job.maxTokens = 1;
+        return { onSettled: (ok) => this.settle(rooms, ok) };
+      }
+      vllmPrefillAsked(body);
+      const id = `xfer-${worker.id}-${++this.transfers}`;
+      const tokens = job.prompts.reduce((n, p) => n + p.length, 0);
+      return {
+        onSettled: (ok) => this.settle([id], ok),
+        extraFields: {
+          kv_transfer_params: vllmAnswerParams(
+            worker.id,
+            this.options.host,
+            worker.port,
+            id,
+            tokens,
+            this.options.blockSize,
+          ),
+        },
+      };
+    }
+    const timeout = this.options.handoffTimeoutMs;
+    if (sglang) {
+      const sources = sglangSources(
+        body,
+        sglangRooms(body, "decode"),
+        this.options.defaultBootstrapPort,
+      );
+      await Promise.all(
+        sources.map((s) =>
+          awaitHandoff(
+            `http://${hostPart(s.host)}:${s.port}/bootstrap/room/${s.room}`,
+            timeout,
+            signal,
+          ),
+        ),
+      );
+    } else {
+      const t = vllmTransfer(body);
+      await awaitHandoff(
+        `http://${hostPart(t.remoteHost)}:${t.remotePort}/_sim/kv/${encodeURIComponent(t.remoteRequestId)}`,
+        timeout,
+        signal,
+      );
+    }
+    // The KV moves from the prefill worker, then sits in this worker's cache.
+    const tokens = job.prompts.reduce((n, p) => n + p.length, 0);
+    const ms = ((tokens * 1000) / this.options.transferTokensPerSec) * this.delayFactor();
+    if (ms > 0) await new Promise((resolve) => setTimeout(resolve, ms));
+    for (const prompt of job.prompts) receiveKv(kv, prompt);
+    return {};
+  }
+
+  private settle(ids: readonly string[], ok: boolean): void {
+    for (const id of ids) this.board.settle(id, ok ? "ready" : "failed");
+  }
+}
+
+function hostPart(host: string): string {
+  return host.includes(":") && !host.startsWith("[") ? `[${host}]` : host;
+}

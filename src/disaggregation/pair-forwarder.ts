@@ -1,0 +1,282 @@
+/**
+ * The data plane of a disaggregated fleet: each request goes to a pair, a prefill worker chosen
+ * by the prefill policy (where the prompt's prefix is cached: the prefix index's business) and a
+ * decode worker chosen by the decode policy (load), with SGLang's protocol (sglang-pair.ts) or
+ * vLLM's (vllm-pair.ts). A pair that fails before the client saw a byte is tried again, the
+ * failed side's worker left out (each side's breaker hears only about its own worker); after
+ * the first byte, never.
+ */
+import type { ServerResponse } from "node:http";
+import { RouterError } from "../errors.js";
+import type { Decision, RoutingDecider } from "../policies/decider.js";
+// The router's shutdown grace ran out: the same reason the regular forwarder gives.
+import { ShutdownAbort as RouterShutdown } from "../proxy/abort-reasons.js";
+import { Attempt, type RelayLimits } from "../proxy/attempt.js";
+import { backoffMs, sleep } from "../proxy/backoff.js";
+import type { Cancel } from "../proxy/cancel.js";
+import type {
+  ForwardHooks,
+  ForwardOutcome,
+  ForwardRequest,
+  ForwardSettings,
+  RequestForwarder,
+} from "../proxy/forward.js";
+import {
+  hasPassedThrough,
+  upstreamRequestHeaders,
+  viaToken,
+  withWorkerAuth,
+} from "../proxy/headers.js";
+import { modelNotFound } from "../proxy/no-worker-answers.js";
+import { routeHeader } from "../proxy/route-header.js";
+import type { AttemptFailure } from "../proxy/upstream-failure.js";
+import { writeError } from "../proxy/write-error.js";
+import type { WorkerRegistry } from "../workers/registry.js";
+import { admitted } from "../workers/served-models.js";
+import type { Worker } from "../workers/worker.js";
+import type { JsonObject } from "./bootstrap.js";
+import type { PairResult, PairTry, Side } from "./pair-try.js";
+import { sglangPair } from "./sglang-pair.js";
+import { vllmPair } from "./vllm-pair.js";
+
+export type PdProtocol = "sglang" | "vllm";
+
+export class PairForwarder implements RequestForwarder {
+  private readonly inProgress = new Set<Cancel>();
+  private closed = false;
+  private readonly relayLimits: RelayLimits;
+  private readonly dispatch: (t: PairTry) => Promise<PairResult>;
+
+  constructor(
+    private readonly registry: WorkerRegistry,
+    /** The prefill policy over the prefix index (the router's decider). */
+    private readonly prefillDecider: RoutingDecider,
+    /** The decode policy, over the same index. */
+    private readonly decodeDecider: RoutingDecider,
+    private readonly settings: ForwardSettings,
+    private readonly hooks: ForwardHooks,
+    protocol: PdProtocol,
+  ) {
+    this.relayLimits = {
+      idleTimeoutMs: settings.idleTimeoutMs,
+      clientStallMs: settings.clientStallMs,
+    };
+    this.dispatch = protocol === "sglang" ? sglangPair : vllmPair;
+  }
+
+  abortAll(): number {
+    this.closed = true;
+    for (const controller of this.inProgress) controller.abort(new RouterShutdown());
+    return this.inProgress.size;
+  }
+
+  async forward(req: ForwardRequest, res: ServerResponse): Promise<ForwardOutcome> {
+    const settings = this.settings;
+    const deadline = req.startedAt + settings.requestTimeoutMs;
+    const via = viaToken(settings.instanceId);
+    const refused = this.refusal(req, via);
+    if (refused !== undefined) {
+      writeError(res, refused.error, req.requestId);
+      return { status: refused.error.status, attempts: 0, error: refused.kind };
+    }
+    const routed = req.routing;
+    const plan = routed.plan;
+    const body = jsonObject(routed.body);
+    if (body === undefined) {
+      const error = new RouterError(
+        "invalid_request",
+        "Prefill/decode disaggregation needs a JSON object body (the router adds the hand-off fields to it).",
+      );
+      writeError(res, error, req.requestId);
+      return { status: error.status, attempts: 0, error: "invalid_request" };
+    }
+    const headers = upstreamRequestHeaders(
+      req.headers,
+      req.requestId,
+      settings.forwardAuthorization,
+      via,
+    );
+    const tried: Record<Side, Set<Worker>> = { prefill: new Set(), decode: new Set() };
+    const candidates = (side: Side) => admitted(this.registry.candidates(tried[side], side), plan);
+    const preparing = this.prefillDecider.prepare(() => candidates("prefill"), routed);
+    if (preparing !== undefined) await preparing;
+
+    let attempts = 0;
+    let lastFailure: AttemptFailure | undefined;
+    while (attempts < settings.retryMaxAttempts) {
+      if (req.clientSignal.aborted) return { status: 499, attempts, error: "client_abort" };
+      const prefills = candidates("prefill");
+      const decodes = candidates("decode");
+      if (prefills.length === 0 || decodes.length === 0) break;
+      const choosing =
+        attempts === 0
+          ? this.prefillDecider.decideAgreed(prefills, routed)
+          : this.prefillDecider.decide(prefills, routed);
+      const p = choosing instanceof Promise ? await choosing : choosing;
+      const d = this.decodeDecider.decide(decodes, routed);
+      if (p === undefined || d === undefined) {
+        if (p !== undefined) this.prefillDecider.rejected(p, routed);
+        if (d !== undefined) this.decodeDecider.rejected(d, routed);
+        break;
+      }
+      this.hooks.onDecision(this.prefillDecider.policy.name, p.branch, p.matchRate);
+      attempts += 1;
+      const route = `${routeHeader(p.branch, p.matchRate, p.index, this.prefillDecider.profile)};prefill=${p.worker.id}`;
+      // Another pair exists once this one's failed side is left out.
+      const canRetry = (side: Side) => {
+        const failed = side === "prefill" ? p.worker : d.worker;
+        const other: Side = side === "prefill" ? "decode" : "prefill";
+        return (
+          attempts < settings.retryMaxAttempts &&
+          candidates(side).some((w) => w !== failed) &&
+          candidates(other).length > 0
+        );
+      };
+      const result = await this.tryPair(req, res, body, headers, p, d, deadline, route, canRetry);
+      const base = { branch: p.branch, matchRate: p.matchRate, index: p.index, attempts };
+      if (result.kind === "done") {
+        if (!accepted(result.outcome)) this.rejectBoth(p, d, routed);
+        return { ...base, ...result.outcome, worker: result.outcome.worker ?? d.worker };
+      }
+      this.rejectBoth(p, d, routed);
+      lastFailure = result.failure;
+      for (const side of result.failed) {
+        const worker = side === "prefill" ? p.worker : d.worker;
+        tried[side].add(worker);
+        this.hooks.onUpstreamError(worker, result.failure.kind);
+      }
+      if (!result.failure.retryable) break;
+      const delay = backoffMs(attempts, settings.retryInitialBackoffMs, settings.retryMaxBackoffMs);
+      if (attempts >= settings.retryMaxAttempts || delay >= deadline - Date.now()) break;
+      if (candidates("prefill").length === 0 || candidates("decode").length === 0) break;
+      this.hooks.onRetry(routed.endpoint);
+      await sleep(delay, req.clientSignal);
+    }
+
+    if (req.clientSignal.aborted) return { status: 499, attempts, error: "client_abort" };
+    if (lastFailure) {
+      const error = new RouterError(lastFailure.code, lastFailure.message);
+      writeError(res, error, req.requestId);
+      return { status: error.status, attempts, error: lastFailure.kind };
+    }
+    const error = new RouterError("no_workers_available", this.noPairMessage(tried));
+    writeError(res, error, req.requestId);
+    return { status: error.status, attempts, error: "no_workers" };
+  }
+
+  /** A request loop or an unknown model: answered before any pair is chosen. */
+  private refusal(
+    req: ForwardRequest,
+    via: string,
+  ): { error: RouterError; kind: string } | undefined {
+    if (hasPassedThrough(req.headers.via, via)) {
+      const error = new RouterError(
+        "loop_detected",
+        `Request loop: this request already passed through this router (Via: ${via}); a worker URL points back at the router.`,
+      );
+      return { error, kind: "loop_detected" };
+    }
+    const routed = req.routing;
+    if (routed.plan.route !== "not_found") return undefined;
+    const workers = this.registry.list().length;
+    const error = modelNotFound(routed.requested, workers, this.settings.modelRouting);
+    return { error, kind: "model_not_found" };
+  }
+
+  private tryPair(
+    req: ForwardRequest,
+    res: ServerResponse,
+    body: JsonObject,
+    headers: Record<string, string | string[]>,
+    p: Decision<Worker>,
+    d: Decision<Worker>,
+    deadline: number,
+    route: string,
+    canRetry: (side: Side) => boolean,
+  ): Promise<PairResult> {
+    const text = req.routing.text;
+    const controllers: Cancel[] = [];
+    const open = (worker: Worker, side: Side): Attempt => {
+      const stream = req.routing.stream;
+      // A vLLM prefill is asked for one token, not streamed: its head comes after prefill.
+      const firstByteMs =
+        stream && !(side === "prefill" && this.dispatch === vllmPair)
+          ? this.settings.streamFirstByteTimeoutMs
+          : this.settings.firstByteTimeoutMs;
+      const attempt = new Attempt({
+        worker,
+        // The prefill side computes what it does not hold; the decode side holds the sequence.
+        load: {
+          textChars: text.length,
+          uncachedChars: side === "prefill" ? Math.max(0, text.length - p.heldBefore) : 0,
+        },
+        requestId: req.requestId,
+        startedAt: req.startedAt,
+        deadline,
+        firstByteMs,
+        stream,
+        clientSignal: req.clientSignal,
+        route,
+        limits: this.relayLimits,
+        readUsage: false,
+        onUpstreamError: this.hooks.onUpstreamError,
+      });
+      if (this.closed) attempt.controller.abort(new RouterShutdown());
+      this.inProgress.add(attempt.controller);
+      controllers.push(attempt.controller);
+      return attempt;
+    };
+    // Controllers whose side goes on after the try (a prefill answer read to its end).
+    const backgrounded = new Set<Cancel>();
+    const t: PairTry = {
+      req,
+      res,
+      body,
+      prefill: p.worker,
+      decode: d.worker,
+      headersFor: (worker) => withWorkerAuth(headers, worker.authorization),
+      open,
+      canRetry,
+      track: (attempt, work) => {
+        backgrounded.add(attempt.controller);
+        void work.finally(() => this.inProgress.delete(attempt.controller));
+      },
+    };
+    return this.dispatch(t).finally(() => {
+      for (const c of controllers) if (!backgrounded.has(c)) this.inProgress.delete(c);
+    });
+  }
+
+  private rejectBoth(p: Decision<Worker>, d: Decision<Worker>, routed: ForwardRequest["routing"]) {
+    this.prefillDecider.rejected(p, routed);
+    this.decodeDecider.rejected(d, routed);
+  }
+
+  /** The 503's message: which side has no worker to take the request. */
+  private noPairMessage(tried: Record<Side, Set<Worker>>): string {
+    const count = (side: Side) => this.registry.candidates(undefined, side).length;
+    const total = (side: Side) => this.registry.list().filter((w) => w.role.type === side).length;
+    const sides = (["prefill", "decode"] as const)
+      .filter((side) => count(side) === 0 || tried[side].size >= count(side))
+      .map((side) => `${side} (${count(side)} of ${total(side)} available)`);
+    return `No prefill/decode pair can take the request: no ${sides.join(" and no ")} worker left to try (unhealthy, circuit open, cooling down, or not serving the model). Add workers with --prefill/--decode or POST /workers with a worker_type.`;
+  }
+}
+
+/** The body as a JSON object, or undefined (a PD request must be one). */
+function jsonObject(body: Buffer | undefined): JsonObject | undefined {
+  if (body === undefined) return undefined;
+  try {
+    const value: unknown = JSON.parse(body.toString("utf8"));
+    return typeof value === "object" && value !== null && !Array.isArray(value)
+      ? (value as JsonObject)
+      : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function accepted(outcome: { status: number; upstreamStatus?: number }): boolean {
+  const status = outcome.upstreamStatus ?? outcome.status;
+  return status >= 200 && status < 300;
+}

@@ -1,0 +1,49 @@
+/**
+ * SGLang's PD dispatch: the same request, with the hand-off fields (bootstrap.ts), to the prefill
+ * and the decode worker at once; the decode worker's answer goes to the client, streamed as it
+ * comes, and the prefill worker's is read to its end and discarded. As SGLang's model gateway
+ * does (sgl-project/sglang sgl-model-gateway/src/routers/http/pd_router.rs: both requests sent
+ * together, the decode response returned).
+ *
+ * Both heads are awaited before the decode answer is relayed: a prefill worker that refuses or
+ * fails first makes the pair fail before the client saw anything (retried), and since the decode
+ * side cannot answer before the prefill side has computed and sent the KV cache, the wait costs
+ * nothing in time to first token.
+ */
+import { relay } from "../proxy/relay.js";
+import { bodyWithBootstrap } from "./bootstrap.js";
+import { answered2xx, drainSide, sendSide } from "./pair-sides.js";
+import {
+  failedOnItsOwn,
+  failedPair,
+  interrupted,
+  type PairResult,
+  type PairTry,
+  type SideState,
+  stopPartner,
+} from "./pair-try.js";
+
+export async function sglangPair(t: PairTry): Promise<PairResult> {
+  const body = bodyWithBootstrap(t.body, t.req.routing.endpoint, t.prefill);
+  const prefill = t.open(t.prefill, "prefill");
+  const decode = t.open(t.decode, "decode");
+  const send = async (side: "prefill" | "decode"): Promise<SideState> => {
+    const [attempt, partner] = side === "prefill" ? [prefill, decode] : [decode, prefill];
+    const result = await sendSide(attempt, "POST", t.req.path, t.headersFor(attempt.worker), body);
+    const state = { side, attempt, result };
+    if (failedOnItsOwn(state)) stopPartner(partner);
+    return state;
+  };
+  const states = await Promise.all([send("prefill"), send("decode")]);
+  const [p, d] = states;
+  const stopped = interrupted(t, states);
+  if (stopped !== undefined) return stopped;
+  if (answered2xx(p.result) && answered2xx(d.result)) {
+    if (p.result.kind === "answer") t.track(prefill, drainSide(prefill, p.result.upstream));
+    if (d.result.kind === "answer") {
+      const { outcome } = await relay(d.result.upstream, decode, t.res);
+      return { kind: "done", outcome: { ...outcome, prefillWorker: t.prefill } };
+    }
+  }
+  return failedPair(t, states);
+}

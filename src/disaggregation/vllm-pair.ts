@@ -1,0 +1,73 @@
+/**
+ * vLLM's P/D dispatch (vllm-transfer.ts): the prefill worker first, for one token and the
+ * kv_transfer_params; then the decode worker with them, whose answer goes to the client. A
+ * prefill that fails, or answers without transfer params, fails the pair before the client saw
+ * anything.
+ */
+import { relay } from "../proxy/relay.js";
+import { FAILED } from "../workers/lease.js";
+import { answered2xx, readJson, sendSide } from "./pair-sides.js";
+import { failedPair, interrupted, type PairResult, type PairTry } from "./pair-try.js";
+import { decodeBody, prefillBody, transferParamsOf } from "./vllm-transfer.js";
+
+/** A prefill answer (one token and the transfer params) is small; more is not one. */
+const MAX_PREFILL_ANSWER_BYTES = 1024 * 1024;
+
+export async function vllmPair(t: PairTry): Promise<PairResult> {
+  const prefill = t.open(t.prefill, "prefill");
+  const p = {
+    side: "prefill" as const,
+    attempt: prefill,
+    result: await sendSide(
+      prefill,
+      "POST",
+      t.req.path,
+      t.headersFor(t.prefill),
+      prefillBody(t.body),
+    ),
+  };
+  const stopped = interrupted(t, [p]);
+  if (stopped !== undefined) return stopped;
+  if (!answered2xx(p.result) || p.result.kind !== "answer") return failedPair(t, [p]);
+  const status = p.result.upstream.statusCode;
+  let params: ReturnType<typeof transferParamsOf>;
+  try {
+    params = transferParamsOf(await readJson(p.result.upstream, MAX_PREFILL_ANSWER_BYTES));
+  } catch {
+    params = "its answer broke off";
+  }
+  const late = interrupted(t, [p]);
+  if (late !== undefined) return late;
+  if (typeof params === "string") {
+    prefill.end(FAILED);
+    return {
+      kind: "failed",
+      failure: {
+        kind: "no_transfer_params",
+        retryable: true,
+        code: "upstream_error",
+        message: `Prefill worker ${t.prefill.url} cannot hand off to a decode worker: ${params}.`,
+      },
+      failed: new Set(["prefill"]),
+    };
+  }
+  prefill.end({ kind: "answered", status });
+
+  const decode = t.open(t.decode, "decode");
+  const d = {
+    side: "decode" as const,
+    attempt: decode,
+    result: await sendSide(
+      decode,
+      "POST",
+      t.req.path,
+      t.headersFor(t.decode),
+      decodeBody(t.body, params),
+    ),
+  };
+  const gone = interrupted(t, [d]);
+  if (gone !== undefined) return gone;
+  if (!answered2xx(d.result) || d.result.kind !== "answer") return failedPair(t, [d]);
+  const { outcome } = await relay(d.result.upstream, decode, t.res);
+  return { kind: "done", outcome: { ...outcome, prefillWorker: t.prefill } };
+}

@@ -1,0 +1,55 @@
+import cluster from "node:cluster";
+import type { SiblingMessage } from "./sibling-messages.js";
+
+/**
+ * The environment variable radixgate-cluster sets for its processes when they share decisions
+ * over the local channel: the cluster's id (the prefix of their Redis replica ids, so that with
+ * --state-url they leave each other out of what they read from Redis).
+ */
+export const CLUSTER_GROUP_ENV = "RADIXGATE_CLUSTER_GROUP";
+
+/** A process's end of the local channel (tests may give another). */
+export interface SiblingTransport {
+  /** Sends a message; false when the channel is closed. */
+  send(message: SiblingMessage): boolean;
+  onMessage(listener: (raw: unknown) => void): void;
+  onClose(listener: () => void): void;
+  readonly connected: boolean;
+}
+
+/** What a router process of radixgate-cluster gets: its channel and its cluster's id. */
+export interface SiblingLink {
+  readonly transport: SiblingTransport;
+  readonly group: string;
+}
+
+/**
+ * The local channel of a process started by radixgate-cluster (node:cluster's IPC to the
+ * primary, which relays to the siblings); undefined for a router started on its own, or by a
+ * cluster told not to share (`--no-share`).
+ */
+export function clusterSiblingLink(env: NodeJS.ProcessEnv = process.env): SiblingLink | undefined {
+  const group = env[CLUSTER_GROUP_ENV];
+  if (!cluster.isWorker || group === undefined || !/^[0-9a-f]{4,32}$/.test(group)) return undefined;
+  if (process.send === undefined) return undefined;
+  const transport: SiblingTransport = {
+    send(message) {
+      if (!process.connected || process.send === undefined) return false;
+      try {
+        return process.send(message) !== false || process.connected;
+      } catch {
+        return false; // the channel closed between the check and the send
+      }
+    },
+    onMessage(listener) {
+      process.on("message", listener);
+    },
+    onClose(listener) {
+      process.on("disconnect", listener);
+    },
+    get connected() {
+      return process.connected;
+    },
+  };
+  return { transport, group };
+}

@@ -1,0 +1,101 @@
+import type { StateOp } from "./state-op.js";
+
+/**
+ * The messages of radixgate-cluster's local channel (node:cluster IPC) between the processes of
+ * one host and the primary (state/sibling-hub.ts), which relays them. Every message is an object
+ * tagged `rg: "sib"`, so that it never mixes with node:cluster's own messages or the stop request.
+ *
+ * process → hub: hello (a process starting; the hub replays what it kept), ops (its decisions),
+ * load (its in-flight counts per worker, whole), claim (a new prefix, SET NX semantics).
+ * hub → process: ops / load (a sibling's, with its id), claimed (the answer to a claim),
+ * ready (the replay is over), gone (a sibling exited: forget its counts).
+ */
+export type SiblingMessage =
+  | { readonly rg: "sib"; readonly t: "hello" }
+  | { readonly rg: "sib"; readonly t: "ops"; readonly from?: number; readonly ops: StateOp[] }
+  | {
+      readonly rg: "sib";
+      readonly t: "load";
+      readonly from?: number;
+      readonly counts: Record<string, number>;
+    }
+  | {
+      readonly rg: "sib";
+      readonly t: "claim";
+      readonly n: number;
+      readonly key: string;
+      readonly value: string;
+      readonly ttlMs: number;
+    }
+  | { readonly rg: "sib"; readonly t: "claimed"; readonly n: number; readonly value: string }
+  | { readonly rg: "sib"; readonly t: "ready" }
+  | { readonly rg: "sib"; readonly t: "gone"; readonly from: number };
+
+/** Ops per message: a burst leaves in a few messages, none of them large. */
+export const MAX_OPS_PER_MESSAGE = 256;
+/** Longest routed text a process shares with its siblings (its first characters). */
+export const SIBLING_MAX_TEXT_CHARS = 65_536;
+/** Longest worker id, model name or claim value (ids are short hashes; values name a worker). */
+const MAX_FIELD_CHARS = 4096;
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null;
+const shortString = (v: unknown): v is string =>
+  typeof v === "string" && v.length <= MAX_FIELD_CHARS;
+const count = (v: unknown): v is number => typeof v === "number" && Number.isInteger(v) && v >= 0;
+
+/** An index op as received, or undefined when it is not one (membership ops do not travel here). */
+function readOp(v: unknown): StateOp | undefined {
+  if (!isObject(v) || !shortString(v.worker) || typeof v.text !== "string") return undefined;
+  if (v.text.length > SIBLING_MAX_TEXT_CHARS) return undefined;
+  if (v.model !== undefined && !shortString(v.model)) return undefined;
+  const model = v.model === undefined ? {} : { model: v.model };
+  if (v.kind === "insert") return { kind: "insert", worker: v.worker, text: v.text, ...model };
+  if (v.kind === "truncate" && count(v.keep))
+    return { kind: "truncate", worker: v.worker, text: v.text, keep: v.keep, ...model };
+  return undefined;
+}
+
+/**
+ * A message from the channel, checked (its peer is a process of the same program, but a bad
+ * message must never crash the reader): undefined for anything that is not one of ours or not
+ * well formed. Bad ops inside a batch are dropped, the others kept.
+ */
+export function readSiblingMessage(raw: unknown): SiblingMessage | undefined {
+  if (!isObject(raw) || raw.rg !== "sib") return undefined;
+  const from = count(raw.from) ? { from: raw.from } : {};
+  switch (raw.t) {
+    case "hello":
+    case "ready":
+      return { rg: "sib", t: raw.t };
+    case "gone":
+      return count(raw.from) ? { rg: "sib", t: "gone", from: raw.from } : undefined;
+    case "ops": {
+      if (!Array.isArray(raw.ops) || raw.ops.length > MAX_OPS_PER_MESSAGE) return undefined;
+      const ops: StateOp[] = [];
+      for (const op of raw.ops) {
+        const read = readOp(op);
+        if (read !== undefined) ops.push(read);
+      }
+      return { rg: "sib", t: "ops", ops, ...from };
+    }
+    case "load": {
+      if (!isObject(raw.counts)) return undefined;
+      const counts: Record<string, number> = {};
+      let n = 0;
+      for (const [id, c] of Object.entries(raw.counts)) {
+        if (++n > 65_536) break;
+        if (id.length <= MAX_FIELD_CHARS && count(c) && c > 0) counts[id] = c;
+      }
+      return { rg: "sib", t: "load", counts, ...from };
+    }
+    case "claim":
+      if (!count(raw.n) || !shortString(raw.key) || !shortString(raw.value)) return undefined;
+      if (!count(raw.ttlMs)) return undefined;
+      return { rg: "sib", t: "claim", n: raw.n, key: raw.key, value: raw.value, ttlMs: raw.ttlMs };
+    case "claimed":
+      if (!count(raw.n) || !shortString(raw.value)) return undefined;
+      return { rg: "sib", t: "claimed", n: raw.n, value: raw.value };
+    default:
+      return undefined;
+  }
+}

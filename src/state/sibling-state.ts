@@ -1,0 +1,230 @@
+import type { PrefixClaims } from "../index/prefix-claims.js";
+import type { PrefixIndex } from "../index/prefix-index.js";
+import type { Logger } from "../logger.js";
+import type { WorkerRegistry } from "../workers/registry.js";
+import { BoundedQueue } from "./bounded-queue.js";
+import type { PeerInFlight } from "./peer-in-flight.js";
+import { PublishingIndex } from "./publishing-index.js";
+import { SiblingClaims } from "./sibling-claims.js";
+import type { SiblingTransport } from "./sibling-link.js";
+import {
+  MAX_OPS_PER_MESSAGE,
+  readSiblingMessage,
+  SIBLING_MAX_TEXT_CHARS,
+  type SiblingMessage,
+} from "./sibling-messages.js";
+import type { StateOp } from "./state-op.js";
+
+export interface SiblingStateOptions {
+  /** How long a new prefix's claim waits for the primary (then this process's choice stands). */
+  claimTimeoutMs: number;
+  /** How long a claim lives in the primary (long enough for the decision to reach every sibling). */
+  claimTtlMs: number;
+  /** Decisions waiting to leave while the channel is busy; past it the oldest are dropped. */
+  queueSize: number;
+}
+
+/** How often the own in-flight counts are compared with what was last sent (a send when changed). */
+const LOAD_CHECK_MS = 5;
+/** How long start() waits for the primary's replay. */
+const START_WAIT_MS = 3000;
+
+/**
+ * One process of radixgate-cluster sharing its routing decisions with its sibling processes over
+ * the local channel (node:cluster IPC; the primary relays, state/sibling-hub.ts), without Redis:
+ *
+ * - every index insert and truncate (this process's decisions) is sent to the siblings, which
+ *   apply it to their own index: every process's index sees every decision, a millisecond later;
+ * - its in-flight counts per worker, whenever they change (checked every few ms), so each process
+ *   weighs the host's whole load on a worker, not its own share;
+ * - a new prefix (no worker singled out by the index) is claimed at the primary before the
+ *   decision is recorded, so two processes routing the same new prefix at once agree on one
+ *   worker (the decider's `decideAgreed`, as with Redis between hosts).
+ *
+ * Nothing waits on the channel on a request's path except a new prefix's claim (bounded). The
+ * index's `applyTo` is the index below every publishing layer, so a sibling's op is neither sent
+ * back nor published to Redis (the sibling published it there itself).
+ */
+export class SiblingState {
+  readonly claims: PrefixClaims;
+  private readonly siblingClaims: SiblingClaims;
+  private inner: PrefixIndex | undefined;
+  private registry: WorkerRegistry | undefined;
+  private peers: PeerInFlight | undefined;
+  private readonly queue: BoundedQueue<StateOp>;
+  private flushing: NodeJS.Immediate | undefined;
+  private loadTimer: NodeJS.Timeout | undefined;
+  /** Own counts as last sent (worker id → count > 0). */
+  private sent = new Map<string, number>();
+  /** Each sibling's last counts, by its process id. */
+  private readonly siblingCounts = new Map<number, Record<string, number>>();
+  private readyResolve: (() => void) | undefined;
+  private readonly ready = new Promise<void>((resolve) => {
+    this.readyResolve = resolve;
+  });
+  private stopped = false;
+  /** Ops dropped because the queue was full (tests, logs). */
+  dropped = 0;
+
+  constructor(
+    private readonly transport: SiblingTransport,
+    options: SiblingStateOptions,
+    private readonly logger: Logger,
+  ) {
+    this.queue = new BoundedQueue(options.queueSize);
+    this.siblingClaims = new SiblingClaims({
+      timeoutMs: options.claimTimeoutMs,
+      ttlMs: options.claimTtlMs,
+      up: () => !this.stopped && transport.connected,
+      send: (message) => transport.send(message),
+    });
+    this.claims = this.siblingClaims;
+    transport.onMessage((raw) => this.receive(raw));
+    transport.onClose(() => {
+      this.siblingClaims.cancelAll();
+      this.readyResolve?.();
+    });
+  }
+
+  /**
+   * The index the router uses: `index`, sending its decisions to the siblings. Their decisions
+   * are applied to `applyTo` (the index below every publishing layer).
+   */
+  wrapIndex(index: PrefixIndex, applyTo: PrefixIndex = index): PrefixIndex {
+    this.inner = applyTo;
+    return new PublishingIndex(index, (op) => this.send(op), SIBLING_MAX_TEXT_CHARS);
+  }
+
+  /** The workers whose counts are shared, and where the siblings' counts go. */
+  attach(registry: WorkerRegistry, peers: PeerInFlight): void {
+    this.registry = registry;
+    this.peers = peers;
+    registry.onChange((event) => {
+      if (event === "added") this.applyCounts();
+    });
+  }
+
+  /** Asks the primary for the recent decisions and waits (bounded) until they are applied. */
+  async start(): Promise<void> {
+    if (!this.transport.send({ rg: "sib", t: "hello" })) return;
+    let timer: NodeJS.Timeout | undefined;
+    const replayed = await Promise.race([
+      this.ready.then(() => true),
+      new Promise<boolean>((resolve) => {
+        timer = setTimeout(() => resolve(false), START_WAIT_MS);
+      }),
+    ]);
+    clearTimeout(timer);
+    this.loadTimer = setInterval(() => this.sendLoad(), LOAD_CHECK_MS);
+    this.loadTimer.unref();
+    this.logger.info(
+      { siblings: this.siblingCounts.size, replayed },
+      "sharing decisions with the other radixgate-cluster processes",
+    );
+  }
+
+  stop(): void {
+    this.stopped = true;
+    clearInterval(this.loadTimer);
+    if (this.flushing !== undefined) clearImmediate(this.flushing);
+    this.flush();
+    // Counts back to zero at the siblings: this process's requests are over.
+    if (this.sent.size > 0) this.transport.send({ rg: "sib", t: "load", counts: {} });
+    this.sent.clear();
+    this.siblingClaims.cancelAll();
+  }
+
+  /** Queues one of this process's decisions; they leave together at the end of the turn. */
+  private send(op: StateOp): void {
+    if (this.stopped) return;
+    if (!this.queue.push(op)) this.dropped += 1;
+    this.flushing ??= setImmediate(() => {
+      this.flushing = undefined;
+      this.flush();
+    });
+  }
+
+  private flush(): void {
+    while (this.queue.size > 0) {
+      const ops = this.queue.take(MAX_OPS_PER_MESSAGE);
+      if (!this.transport.send({ rg: "sib", t: "ops", ops })) break;
+    }
+    this.sendLoad();
+  }
+
+  /** Sends this process's in-flight counts when they changed since last sent. */
+  private sendLoad(): void {
+    const registry = this.registry;
+    if (registry === undefined || this.stopped) return;
+    let changed = false;
+    let live = 0;
+    for (const worker of registry.list()) {
+      const n = worker.ownInFlight;
+      if (n > 0) live += 1;
+      if ((this.sent.get(worker.id) ?? 0) !== n) changed = true;
+    }
+    if (!changed && live === this.sent.size) return;
+    const counts: Record<string, number> = {};
+    const sent = new Map<string, number>();
+    for (const worker of registry.list()) {
+      if (worker.ownInFlight > 0) {
+        counts[worker.id] = worker.ownInFlight;
+        sent.set(worker.id, worker.ownInFlight);
+      }
+    }
+    if (this.transport.send({ rg: "sib", t: "load", counts })) this.sent = sent;
+  }
+
+  private receive(raw: unknown): void {
+    const message: SiblingMessage | undefined = readSiblingMessage(raw);
+    if (message === undefined) return;
+    switch (message.t) {
+      case "ops":
+        for (const op of message.ops) this.apply(op);
+        break;
+      case "load":
+        if (message.from === undefined) break;
+        this.siblingCounts.set(message.from, message.counts);
+        this.applyCounts();
+        break;
+      case "gone":
+        if (this.siblingCounts.delete(message.from)) this.applyCounts();
+        break;
+      case "claimed":
+        this.siblingClaims.answered(message.n, message.value);
+        break;
+      case "ready":
+        this.readyResolve?.();
+        break;
+      default:
+        break;
+    }
+  }
+
+  /** A sibling's decision, applied to this process's own index for a worker it has. */
+  private apply(op: StateOp): void {
+    const inner = this.inner;
+    const registry = this.registry;
+    if (inner === undefined || registry === undefined) return;
+    if (op.kind !== "insert" && op.kind !== "truncate") return;
+    if (registry.get(op.worker) === undefined) return;
+    try {
+      if (op.kind === "insert") inner.insert(op.worker, op.model, op.text);
+      else inner.truncate(op.worker, op.model, op.text, op.keep);
+    } catch (err) {
+      this.logger.warn({ err }, "a sibling's decision could not be applied; skipped");
+    }
+  }
+
+  /** Every worker's sibling count: the sum of what each sibling last said. */
+  private applyCounts(): void {
+    const registry = this.registry;
+    const peers = this.peers;
+    if (registry === undefined || peers === undefined) return;
+    for (const worker of registry.list()) {
+      let sum = 0;
+      for (const counts of this.siblingCounts.values()) sum += counts[worker.id] ?? 0;
+      peers.set("siblings", worker, sum);
+    }
+  }
+}

@@ -1,0 +1,113 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { batchSize, bodyWithBootstrap, randomRoom } from "../../src/disaggregation/bootstrap.js";
+import {
+  decodeBody,
+  prefillBody,
+  transferParamsOf,
+} from "../../src/disaggregation/vllm-transfer.js";
+import { WorkerRegistry } from "../../src/workers/registry.js";
+
+const registry = new WorkerRegistry({
+  breaker: { failureThreshold: 3, openMs: 1000, successThreshold: 1 },
+  connectTimeoutMs: 1000,
+});
+const prefill = registry.add("http://10.0.0.7:30000", {
+  role: { type: "prefill", bootstrapPort: 8998 },
+});
+const v6 = registry.add("http://[fd00::7]:30000", {
+  role: { type: "prefill", bootstrapPort: null },
+});
+
+describe("SGLang's bootstrap fields (disaggregation/bootstrap.ts)", () => {
+  it("adds host, port and a room to a single request, replacing the client's own", () => {
+    const out = JSON.parse(
+      bodyWithBootstrap(
+        { model: "m", prompt: "hi", bootstrap_room: 1 },
+        "completions",
+        prefill,
+        () => "42",
+      ).toString(),
+    );
+    expect(out).toEqual({
+      model: "m",
+      prompt: "hi",
+      bootstrap_host: "10.0.0.7",
+      bootstrap_port: 8998,
+      bootstrap_room: 42,
+    });
+  });
+
+  it("arrays for a batch: n > 1 chat choices, a list of prompts, /generate text lists", () => {
+    expect(batchSize("chat", { n: 3 })).toBe(3);
+    expect(batchSize("chat", { n: 1 })).toBeUndefined();
+    expect(batchSize("completions", { prompt: ["a", "b"] })).toBe(2);
+    expect(batchSize("completions", { prompt: [1, 2, 3] })).toBeUndefined();
+    expect(batchSize("generate", { text: ["a", "b", "c"] })).toBe(3);
+    expect(batchSize("generate", { input_ids: [[1], [2]] })).toBe(2);
+    const out = JSON.parse(bodyWithBootstrap({ prompt: ["a", "b"] }, "completions", v6).toString());
+    expect(out.bootstrap_host).toEqual(["fd00::7", "fd00::7"]);
+    expect(out.bootstrap_port).toEqual([null, null]);
+    expect(out.bootstrap_room).toHaveLength(2);
+  });
+
+  it("a room is an integer in [0, 2^63 - 1], sent exact (beyond a double)", () => {
+    fc.assert(
+      fc.property(fc.constant(null), () => {
+        const room = BigInt(randomRoom());
+        return room >= 0n && room <= 2n ** 63n - 1n;
+      }),
+      { numRuns: 200 },
+    );
+    const text = bodyWithBootstrap({}, "chat", prefill, () => "9223372036854775807").toString();
+    expect(text).toBe(
+      '{"bootstrap_host":"10.0.0.7","bootstrap_port":8998,"bootstrap_room":9223372036854775807}',
+    );
+  });
+});
+
+describe("vLLM's transfer params (disaggregation/vllm-transfer.ts), as vLLM's example proxy sends them", () => {
+  it("the prefill request: one token, not streamed, asking for a remote decode", () => {
+    const out = JSON.parse(
+      prefillBody({
+        model: "m",
+        stream: true,
+        stream_options: { include_usage: true },
+        max_tokens: 100,
+        max_completion_tokens: 100,
+      }).toString(),
+    );
+    expect(out).toEqual({
+      model: "m",
+      stream: false,
+      max_tokens: 1,
+      max_completion_tokens: 1,
+      kv_transfer_params: {
+        do_remote_decode: true,
+        do_remote_prefill: false,
+        remote_engine_id: null,
+        remote_block_ids: null,
+        remote_host: null,
+        remote_port: null,
+      },
+    });
+  });
+
+  it("the decode request: the client's, with the prefill answer's params", () => {
+    const params = transferParamsOf({ id: "x", kv_transfer_params: { remote_engine_id: "e" } });
+    expect(params).toEqual({ remote_engine_id: "e" });
+    const out = JSON.parse(
+      decodeBody(
+        { model: "m", stream: true },
+        params as object as Record<string, unknown>,
+      ).toString(),
+    );
+    expect(out).toEqual({
+      model: "m",
+      stream: true,
+      kv_transfer_params: { remote_engine_id: "e" },
+    });
+    expect(transferParamsOf({ id: "x" })).toMatch(/no kv_transfer_params/);
+    expect(transferParamsOf(undefined)).toMatch(/not a JSON object/);
+  });
+});
