@@ -71,6 +71,22 @@ function buildCommand(): Command {
     .option(
       "--api-key <key>",
       "require Authorization: Bearer <key> (all but /health), as the engines do",
+    )
+    .addOption(
+      new Option(
+        "--role <role>",
+        "prefill/decode disaggregation: prefill (hands its KV off) or decode (needs the hand-off)",
+      ).choices(["prefill", "decode"]),
+    )
+    .option(
+      "--bootstrap-port <port>",
+      "SGLang prefill: the bootstrap server's port (SGLang --disaggregation-bootstrap-port; 0 = a free one)",
+      parseNumber(true, 0),
+    )
+    .option(
+      "--default-bootstrap-port <port>",
+      "SGLang decode: the prefill bootstrap port when the router sends none (default 8998)",
+      parseNumber(true, 1),
     );
   for (const spec of NUMERIC_OPTIONS) {
     cmd.option(
@@ -127,6 +143,10 @@ export function planFromArgs(
   if (o.modelAliases !== undefined) base.modelAliases = o.modelAliases as string[];
   if (o.loraAdapters !== undefined) base.loraAdapters = o.loraAdapters as string[];
   if (o.apiKey !== undefined) base.apiKey = o.apiKey as string;
+  if (o.role !== undefined) base.role = o.role as "prefill" | "decode";
+  if (o.bootstrapPort !== undefined) base.bootstrapPort = o.bootstrapPort as number;
+  if (o.defaultBootstrapPort !== undefined)
+    base.defaultBootstrapPort = o.defaultBootstrapPort as number;
   for (const spec of NUMERIC_OPTIONS) {
     const value = o[spec.key];
     if (value !== undefined) base[spec.key] = value as number;
@@ -164,7 +184,11 @@ async function main(): Promise<void> {
     for (const options of plan.workers) {
       const w = await startSimWorker(options);
       workers.push(w);
-      console.log(`sim worker ${w.id} (${w.flavor}) listening on ${w.url}`);
+      const role =
+        w.role === undefined
+          ? ""
+          : ` ${w.role}${w.bootstrapPort === undefined ? "" : `, bootstrap port ${w.bootstrapPort}`}`;
+      console.log(`sim worker ${w.id} (${w.flavor}${role}) listening on ${w.url}`);
     }
   } catch (err) {
     console.error(`failed to start: ${(err as Error).message}`);

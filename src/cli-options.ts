@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import { Command, Option } from "commander";
 import { translateCompatFlags } from "./compat-flags.js";
 import { type Config, envName, parseConfig, SETTINGS } from "./config.js";
+import { kubernetesWarnings } from "./discovery/kubernetes-settings.js";
 
 /** Our own version, from the package.json beside src/ or dist/ (never the caller's npm project). */
 function ownVersion(): string {
@@ -75,6 +76,7 @@ export function parseArgv(argv: readonly string[]): ParsedArgv {
     ),
   ];
   const config = parseConfig(raw);
+  warnings.push(...kubernetesWarnings(config.kubernetes));
   if (config.kvEvents.tokenizerPath !== "" && !config.kvEvents.kvEvents) {
     warnings.push("--tokenizer-path is used only with --kv-events (the precise index); ignored");
   }

@@ -32,8 +32,8 @@ const SERVER_TLS =
   "radixgate serves plain HTTP and would not be listening on TLS as asked; terminate TLS in front of it (a reverse proxy or load balancer)";
 const CONTROL_PLANE_AUTH =
   "control-plane API keys with roles and JWT/OIDC are not supported, and accepting them would leave the admin API guarded differently than asked; use --admin-api-key (one bearer key for the admin API)";
-const DISCOVERY =
-  "Kubernetes service discovery is not supported; list workers with --worker-urls or add them through the admin API (POST /workers)";
+const PD_DISCOVERY =
+  "Kubernetes discovery of prefill/decode pods is not built yet; watch each pool with --service-discovery --selector, or list the PD workers with --prefill and --decode";
 
 /** Every entry: the SGLang flag, what radixgate does with it. */
 export const COMPAT_FLAGS: readonly CompatFlag[] = [
@@ -232,11 +232,8 @@ export const COMPAT_FLAGS: readonly CompatFlag[] = [
     arity: "none",
     note: "MiniLB is SGLang's Python load balancer for PD mode; radixgate's own --pd-disaggregation serves instead.",
   },
-  { flag: "--prefill-selector", arity: "many", note: "Refused.", unsupported: DISCOVERY },
-  { flag: "--decode-selector", arity: "many", note: "Refused.", unsupported: DISCOVERY },
-  { flag: "--service-discovery", arity: "none", note: "Refused.", unsupported: DISCOVERY },
-  { flag: "--selector", arity: "many", note: "Refused.", unsupported: DISCOVERY },
-  { flag: "--service-discovery-port", arity: "one", note: "Refused.", unsupported: DISCOVERY },
+  { flag: "--prefill-selector", arity: "many", note: "Refused.", unsupported: PD_DISCOVERY },
+  { flag: "--decode-selector", arity: "many", note: "Refused.", unsupported: PD_DISCOVERY },
   { flag: "--tls-cert-path", arity: "one", note: "Refused.", unsupported: SERVER_TLS },
   { flag: "--tls-key-path", arity: "one", note: "Refused.", unsupported: SERVER_TLS },
   {
@@ -249,12 +246,6 @@ export const COMPAT_FLAGS: readonly CompatFlag[] = [
   { flag: "--jwt-audience", arity: "one", note: "Refused.", unsupported: CONTROL_PLANE_AUTH },
   { flag: "--jwt-jwks-uri", arity: "one", note: "Refused.", unsupported: CONTROL_PLANE_AUTH },
   { flag: "--jwt-role-mapping", arity: "many", note: "Refused.", unsupported: CONTROL_PLANE_AUTH },
-  {
-    flag: "--service-discovery-namespace",
-    arity: "one",
-    note: "Refused.",
-    unsupported: DISCOVERY,
-  },
 ];
 
 const BY_FLAG = new Map(COMPAT_FLAGS.map((c) => [c.flag, c]));
@@ -320,6 +311,13 @@ export const SHARED_FLAGS: readonly { flag: string; note: string }[] = [
     note: "Same names (cache_aware, round_robin, random, power_of_two), plus least_load and prefix_cost; the default is prefix_cost here (SGLang: cache_aware), measured better or equal in docs/benchmarks.md. Pass --policy cache_aware for SGLang's behaviour. SGLang's manual (sticky routing keys) is refused (exit 2): --session-affinity header does that job.",
   },
   { flag: "--cache-threshold", note: "Same meaning." },
+  {
+    flag: "--service-discovery",
+    note: "Same meaning: running, ready pods matching --selector are the workers (docs/discovery.md); terminating pods drain at once.",
+  },
+  { flag: "--selector", note: "Same meaning; commas also separate pairs." },
+  { flag: "--service-discovery-port", note: "Same meaning; default 80, as SGLang." },
+  { flag: "--service-discovery-namespace", note: "Same meaning; empty = every namespace." },
   {
     flag: "--pd-disaggregation",
     note: "Same meaning (docs/disaggregation.md); vLLM's P/D is --vllm-pd-disaggregation.",

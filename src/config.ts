@@ -14,6 +14,10 @@ import {
   withFlagValues,
 } from "./config-kit/table.js";
 import { PD_SETTINGS, type PdConfig, validatePdConfig } from "./disaggregation/settings.js";
+import {
+  KUBERNETES_SETTINGS,
+  type KubernetesDiscoverySettings,
+} from "./discovery/kubernetes-settings.js";
 import { DISCOVERY_SETTINGS, type DiscoveryConfig } from "./discovery/settings.js";
 import { INDEX_SETTINGS, type IndexConfig } from "./index/settings.js";
 import { INTAKE_SETTINGS, type IntakeConfig } from "./intake/settings.js";
@@ -41,6 +45,7 @@ export type { FlagValues, RawValues } from "./config-kit/table.js";
 /** The router's whole configuration, after parsing and validation: one section per feature. */
 export interface Config {
   discovery: DiscoveryConfig;
+  kubernetes: KubernetesDiscoverySettings;
   server: ServerConfig;
   policies: PoliciesConfig;
   scheduling: SchedulingConfig;
@@ -61,6 +66,7 @@ export interface Config {
 /** Every feature's rows, in the order `--help` and docs/configuration.md show them. */
 export const SECTIONS: Sections<Config> = {
   discovery: DISCOVERY_SETTINGS,
+  kubernetes: KUBERNETES_SETTINGS,
   server: SERVER_SETTINGS,
   policies: POLICIES_SETTINGS,
   scheduling: SCHEDULING_SETTINGS,

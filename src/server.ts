@@ -9,6 +9,7 @@ import { buildRoutes, type Env, routeOptions } from "./assembly/routes.js";
 import { addCommandLineWorkers } from "./command-line-workers.js";
 import type { Config } from "./config.js";
 import { decodePolicyName, pdEnabled, prefillPolicyName } from "./disaggregation/settings.js";
+import { kubernetesDiscoveryOptions } from "./discovery/kubernetes-settings.js";
 import { WorkerMembership } from "./discovery/membership.js";
 import { type Discovery, startDiscovery } from "./discovery/setup.js";
 import type { DnsResolver } from "./discovery/worker-dns.js";
@@ -240,6 +241,9 @@ export async function startRouter(
     discovery = await startDiscovery(
       {
         ...config.discovery,
+        ...(config.kubernetes.serviceDiscovery
+          ? { kubernetes: kubernetesDiscoveryOptions(config.kubernetes) }
+          : {}),
         ...(options.dnsResolver !== undefined ? { dnsResolver: options.dnsResolver } : {}),
       },
       context.membership,

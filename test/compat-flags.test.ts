@@ -117,8 +117,33 @@ describe("SGLang router flag compatibility", () => {
     expect(warnings.join("\n")).not.toContain("hunter2");
   });
 
-  it("Kubernetes discovery is refused with a reason, not run wrongly", () => {
-    expect(() => translateCompatFlags(["--service-discovery"])).toThrow(/--worker-urls/);
+  it("issue 25: SGLang's Kubernetes discovery launch line parses (it was refused)", () => {
+    const { config, warnings } = parse([
+      "--service-discovery",
+      "--selector",
+      "app=sglang",
+      "role=worker",
+      "--service-discovery-port",
+      "30000",
+      "--service-discovery-namespace",
+      "llm",
+      "--policy",
+      "cache_aware",
+    ]);
+    expect(config.serviceDiscovery).toBe(true);
+    expect(config.selector).toEqual(["app=sglang", "role=worker"]);
+    expect(config.serviceDiscoveryPort).toBe(30000);
+    expect(config.serviceDiscoveryNamespace).toBe("llm");
+    expect(warnings).toEqual([]);
+    // Without a selector there is nothing to watch: said at start, not silently no workers.
+    expect(() => parse(["--service-discovery"])).toThrow(/needs --selector key=value/);
+    expect(() => parse(["--service-discovery", "--selector", "app"])).toThrow(
+      /--selector "app" is not a label key=value pair/,
+    );
+    // SGLang ignores a selector without discovery; so do we, with a warning.
+    expect(parse(["--selector", "app=sglang"]).warnings).toEqual([
+      "--selector is used only with --service-discovery; ignored",
+    ]);
   });
 
   it("issue 25: SGLang's PD launch flags are settings (repeated --prefill URL [PORT], --decode URL)", () => {

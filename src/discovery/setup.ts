@@ -1,5 +1,6 @@
 import type { Logger } from "../logger.js";
 import { DiscoveredWorkers } from "./discovered-workers.js";
+import { type KubernetesDiscoveryOptions, KubernetesPodSource } from "./kubernetes-source.js";
 import type { WorkerMembership } from "./membership.js";
 import { type DnsResolver, WorkerDnsSource } from "./worker-dns.js";
 import { WorkerFileSource } from "./worker-file.js";
@@ -12,6 +13,8 @@ export interface DiscoveryOptions {
   dnsIntervalMs: number;
   dnsTimeoutMs: number;
   graceMs: number;
+  /** --service-discovery: Kubernetes pods (undefined = off). */
+  kubernetes?: KubernetesDiscoveryOptions;
   /** For tests: the resolver --worker-dns asks (default: the system's DNS servers). */
   dnsResolver?: DnsResolver;
 }
@@ -58,7 +61,22 @@ export async function startDiscovery(
     );
     starts.push(source.start());
   }
-  await Promise.all(starts);
+  if (options.kubernetes !== undefined) {
+    const workers = new DiscoveredWorkers(membership, "kubernetes", options.graceMs, logger);
+    stops.push(() => workers.close());
+    const kubernetes = options.kubernetes;
+    starts.push(
+      KubernetesPodSource.start(kubernetes, workers, logger).then((source) => {
+        stops.unshift(() => source.stop());
+      }),
+    );
+  }
+  try {
+    await Promise.all(starts);
+  } catch (err) {
+    for (const stop of stops) stop();
+    throw err;
+  }
   return {
     stop: () => {
       for (const stop of stops) stop();

@@ -1,0 +1,124 @@
+import { flagValue, type Parser } from "../config-kit/parsers.js";
+import { section } from "../config-kit/setting.js";
+import { ConfigError } from "../errors.js";
+import { parseLabelSelector } from "./kubernetes-selector.js";
+import type { KubernetesDiscoveryOptions } from "./kubernetes-source.js";
+
+/**
+ * The Kubernetes discovery settings, under SGLang's router flag names (sgl-project/sglang
+ * sgl-model-gateway/bindings/python/src/sglang_router/router_args.py, "Service Discovery
+ * (Kubernetes)"), plus --kubeconfig. src/config.ts places them as Config.kubernetes.
+ */
+export interface KubernetesDiscoverySettings {
+  /** --service-discovery: watch Kubernetes pods for workers. */
+  serviceDiscovery: boolean;
+  /** --selector: `key=value` pairs a regular worker pod has (all of them). */
+  selector: string[];
+  /** --service-discovery-port: the workers' port on each pod IP. */
+  serviceDiscoveryPort: number;
+  /** --service-discovery-namespace ("" = every namespace). */
+  serviceDiscoveryNamespace: string;
+  /** --kubeconfig ("" = in-cluster, else $KUBECONFIG or ~/.kube/config). */
+  kubeconfig: string;
+}
+
+/** `key=value` pairs, checked here so that a bad one stops the start with its flag named. */
+const selector: Parser<string[]> = (raw, flag) => {
+  try {
+    return [...parseLabelSelector([raw])].map(([k, v]) => `${k}=${v}`);
+  } catch (err) {
+    throw new ConfigError(flag, (err as Error).message);
+  }
+};
+
+const port: Parser<number> = (raw, flag) => {
+  const value = Number(raw.trim());
+  if (raw.trim() === "" || !Number.isInteger(value) || value < 1 || value > 65535) {
+    throw new ConfigError(flag, `must be a port in [1, 65535], got "${raw}"`);
+  }
+  return value;
+};
+
+/** A DNS-1123 label, as Kubernetes names namespaces. */
+const namespace: Parser<string> = (raw, flag) => {
+  const value = raw.trim();
+  if (value !== "" && !/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(value)) {
+    throw new ConfigError(flag, `must be a Kubernetes namespace name, got "${raw}"`);
+  }
+  return value;
+};
+
+const SEE = "See docs/discovery.md.";
+
+export const KUBERNETES_SETTINGS = section<KubernetesDiscoverySettings>(
+  {
+    serviceDiscovery: {
+      flag: "--service-discovery",
+      arg: "[bool]",
+      description: `Find workers by watching Kubernetes pods that match --selector (SGLang's router flag): a running, ready pod is a worker at http://POD_IP:--service-discovery-port; a pod that stops being ready, terminates or is deleted drains. ${SEE}`,
+      default: false,
+      parse: flagValue,
+    },
+    selector: {
+      flag: "--selector",
+      arg: "<key=value...>",
+      description:
+        "With --service-discovery: the labels a worker pod has (all of them), e.g. app=sglang role=worker.",
+      default: [],
+      parse: selector,
+    },
+    serviceDiscoveryPort: {
+      flag: "--service-discovery-port",
+      arg: "<port>",
+      description:
+        "With --service-discovery: the workers' port on each pod's IP (SGLang's default).",
+      default: 80,
+      parse: port,
+    },
+    serviceDiscoveryNamespace: {
+      flag: "--service-discovery-namespace",
+      arg: "<namespace>",
+      description:
+        "With --service-discovery: the namespace whose pods are watched. Empty = every namespace (needs a ClusterRole).",
+      default: "",
+      parse: namespace,
+    },
+    kubeconfig: {
+      flag: "--kubeconfig",
+      arg: "<path>",
+      description:
+        "With --service-discovery: the kubeconfig file to reach the API server with. Empty = the pod's service account when running in a cluster, else $KUBECONFIG or ~/.kube/config.",
+      default: "",
+      parse: (raw) => raw.trim(),
+    },
+  },
+  (s) => validateKubernetesSettings(s),
+);
+
+/** Settings that involve more than one Kubernetes flag. */
+export function validateKubernetesSettings(s: KubernetesDiscoverySettings): void {
+  if (s.serviceDiscovery && s.selector.length === 0) {
+    throw new ConfigError(
+      "--service-discovery",
+      "needs --selector key=value: the labels of the worker pods",
+    );
+  }
+}
+
+/** One line per Kubernetes flag given without --service-discovery (SGLang ignores them too). */
+export function kubernetesWarnings(s: KubernetesDiscoverySettings): string[] {
+  if (s.serviceDiscovery || s.selector.length === 0) return [];
+  return ["--selector is used only with --service-discovery; ignored"];
+}
+
+/** What the Kubernetes source is started with. */
+export function kubernetesDiscoveryOptions(
+  s: KubernetesDiscoverySettings,
+): KubernetesDiscoveryOptions {
+  return {
+    selector: s.selector,
+    port: s.serviceDiscoveryPort,
+    namespace: s.serviceDiscoveryNamespace,
+    kubeconfig: s.kubeconfig,
+  };
+}
