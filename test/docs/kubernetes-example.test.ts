@@ -42,7 +42,7 @@ function parse(argv: string[]) {
     }
     // The configuration by setting name, in the flags' units.
     const parsed = parseArgv(argv);
-    return { ...parsed, config: flagValues(parsed.config) as FlagView };
+    return { ...parsed, config: flagValues(parsed.config) as unknown as FlagView };
   } finally {
     process.env = saved;
   }
