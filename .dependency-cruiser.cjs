@@ -37,7 +37,7 @@ const LAYERS = [
   // router-policy.ts: --policy or --scheduler-config → the Policy the decider runs.
   { routes: ["routes/"], "router-policy": ["router-policy.ts"] },
   // The metric set: it knows the features below it.
-  { metrics: ["metrics.ts"] },
+  { metrics: ["metrics.ts", "metric-alias.ts", "metric-tally.ts"] },
   // Worker sources (--worker-file, --worker-dns) and the one membership path they share with the
   // admin API: they feed workers/ and kv-events/, and know nothing of HTTP routes.
   // disaggregation/: prefill/decode pairs (flags, the pair's dispatch over proxy/'s attempts).

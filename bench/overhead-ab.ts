@@ -11,14 +11,15 @@
  *   npm run bench:overhead-ab -- --current-args="--log-level warn"   one build, two sets of flags
  *
  * Prints the median CPU µs per request and requests per second of each build per cell (the first
- * round of each is JIT warm-up and left out) and writes bench/results/overhead-ab.json.
+ * round of each is JIT warm-up and left out), the median of the per-round ratios current / base
+ * with their range, and writes bench/results/overhead-ab.json.
  */
-import { execFileSync, execSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { execSync } from "node:child_process";
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import { buildRef } from "./lib/build-ref.js";
 import { type BuiltRouter, ensureBuilt, startBuiltRouter } from "./lib/built-router.js";
 import { commandLine, runIfEntryPoint } from "./lib/entry.js";
 import { childFleetHost } from "./lib/fleet.js";
@@ -30,21 +31,27 @@ import { printTable } from "./lib/stats.js";
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 const RESULTS = join(ROOT, "bench", "results", "overhead-ab.json");
 
-/** Builds `ref` into a temporary directory (its own sources, this checkout's node_modules). */
-function buildRef(ref: string): { cli: string; dir: string } {
-  const dir = mkdtempSync(join(tmpdir(), "radixgate-ab-"));
-  execSync(`git archive ${JSON.stringify(ref)} | tar -x -C ${JSON.stringify(dir)}`, { cwd: ROOT });
-  symlinkSync(join(ROOT, "node_modules"), join(dir, "node_modules"));
-  console.log(`building ${ref} in ${dir} ...`);
-  // The same build command as this checkout's (built-router.ts: ensureBuilt).
-  execFileSync("npm", ["run", "build", "--silent"], { cwd: dir, stdio: "inherit" });
-  return { cli: join(dir, "dist", "cli.js"), dir };
-}
-
 function median(values: readonly number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   const mid = Math.floor(sorted.length / 2);
   return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+/**
+ * Current / base CPU per request of each round pair (the two builds' runs of one round, back to
+ * back): the median and the range. A pair shares the machine's load of its moment, so the ratio
+ * drifts less than either build's own figures.
+ */
+function ratioSpread(
+  base: readonly Round[],
+  current: readonly Round[],
+): { ratioMedian: number; ratioMin: number; ratioMax: number } {
+  const ratios = base.map((b, i) => current[i]!.cpuMicrosPerRequest / b.cpuMicrosPerRequest);
+  return {
+    ratioMedian: median(ratios),
+    ratioMin: Math.min(...ratios),
+    ratioMax: Math.max(...ratios),
+  };
 }
 
 interface Round {
@@ -180,6 +187,7 @@ async function main(): Promise<void> {
       currentCpu: of(c.current, "cpuMicrosPerRequest"),
       baseRps: of(c.base, "requestsPerSec"),
       currentRps: of(c.current, "requestsPerSec"),
+      ...ratioSpread(c.base.slice(1), c.current.slice(1)),
     };
   });
   console.log(
@@ -192,6 +200,7 @@ async function main(): Promise<void> {
       "base cpu µs/req",
       "current cpu µs/req",
       "change",
+      "median of round ratios (min-max)",
       "base req/s",
       "current req/s",
     ],
@@ -201,6 +210,7 @@ async function main(): Promise<void> {
       fmt(s.baseCpu, 0),
       fmt(s.currentCpu, 0),
       `${fmt((100 * (s.currentCpu - s.baseCpu)) / s.baseCpu, 0)}%`,
+      `${fmt(s.ratioMedian, 3)} (${fmt(s.ratioMin, 3)}-${fmt(s.ratioMax, 3)})`,
       fmt(s.baseRps, 0),
       fmt(s.currentRps, 0),
     ]),

@@ -17,12 +17,14 @@
  * nginx is installed with apt-get when missing (as root); without it the nginx row and the ratios
  * are left out. Prints a table and writes bench/results/stream.json.
  */
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { configWith } from "../src/config.js";
+import { startBareNodeProxy } from "./lib/bare-node-proxy.js";
+import { buildRef } from "./lib/build-ref.js";
 import { startBuiltCluster, startBuiltRouter } from "./lib/built-router.js";
 import { commandLine, runIfEntryPoint } from "./lib/entry.js";
 import { childFleetHost } from "./lib/fleet.js";
@@ -53,7 +55,10 @@ const USAGE = `usage: npm run bench:stream -- [flags]
   --duration D        measured seconds per run (default 10)
   --rounds N          rounds of interleaved rows (default 3)
   --engines N         simulated engines (default 4)
-  --rows a,b,...      among direct, nginx, router, cluster (default all; direct always runs)
+  --rows a,b,...      among direct, nginx, bare, base, router, cluster (default direct, nginx,
+                      router, cluster; direct always runs). bare: a bare Node.js proxy (node:http +
+                      undici, pipe(): the runtime's floor); base: the router built from --base
+  --base REF          a git ref to build as the base row (before/after in the same rounds)
   --processes N       radixgate-cluster processes (default 2)
   --cpu-prof DIR      the router writes a .cpuprofile there when it stops
   --quick             smoke run: K=20, C=20, D=2, 1 round
@@ -74,6 +79,8 @@ export interface StreamBenchOptions {
   /** Check every chunk's text and order. */
   verify?: boolean;
   cpuProfDir?: string;
+  /** The git ref of the base row. */
+  base?: string;
   /** Progress lines on stdout. */
   log?: (line: string) => void;
 }
@@ -127,6 +134,7 @@ export function parseStreamFlags(argv: readonly string[]): StreamBenchOptions {
         rows: { type: "string" },
         processes: { type: "string" },
         "cpu-prof": { type: "string" },
+        base: { type: "string" },
         quick: { type: "boolean", default: false },
         help: { type: "boolean", default: false },
       },
@@ -140,7 +148,16 @@ export function parseStreamFlags(argv: readonly string[]): StreamBenchOptions {
   }
   const quick = values.quick === true;
   const str = (k: string) => values[k] as string | undefined;
-  const rows = listFlag("bench:stream", str("rows"), [...ROWS], String, "rows") as RowName[];
+  const defaultRows: RowName[] =
+    str("base") === undefined
+      ? ["direct", "nginx", "router", "cluster"]
+      : ["direct", "nginx", "base", "router", "cluster"];
+  const rows =
+    str("rows") === undefined
+      ? defaultRows
+      : (listFlag("bench:stream", str("rows"), [...ROWS], String, "rows") as RowName[]);
+  if (rows.includes("base") && str("base") === undefined)
+    usageError("--rows base needs --base REF");
   return {
     chunks: integer("chunks", str("chunks"), quick ? 20 : 100),
     intervalMs: positive("interval-ms", str("interval-ms"), 20),
@@ -152,6 +169,7 @@ export function parseStreamFlags(argv: readonly string[]): StreamBenchOptions {
     rows: ["direct", ...rows.filter((r) => r !== "direct")],
     processes: integer("processes", str("processes"), 2),
     ...(str("cpu-prof") === undefined ? {} : { cpuProfDir: str("cpu-prof")! }),
+    ...(str("base") === undefined ? {} : { base: str("base")! }),
   };
 }
 
@@ -209,6 +227,22 @@ export async function runStreamBench(o: StreamBenchOptions): Promise<StreamBench
           )
         : await startBuiltRouter(["--worker-urls", ...engines], profile);
       targets.set("router", { urls: [router.url], pids: () => [router.pid], stop: router.stop });
+    }
+    if (o.rows.includes("bare")) {
+      const bare = await startBareNodeProxy(engines);
+      targets.set("bare", { urls: [bare.url], pids: () => [bare.pid], stop: bare.stop });
+    }
+    if (o.rows.includes("base") && o.base !== undefined) {
+      const built = buildRef(o.base);
+      const base = await startBuiltRouter(["--worker-urls", ...engines], [], built.cli);
+      targets.set("base", {
+        urls: [base.url],
+        pids: () => [base.pid],
+        stop: async () => {
+          await base.stop();
+          rmSync(built.dir, { recursive: true, force: true });
+        },
+      });
     }
     if (o.rows.includes("cluster")) {
       const cluster = await startBuiltCluster(o.processes, ["--worker-urls", ...engines]);

@@ -76,7 +76,7 @@ export function parseArgv(argv: readonly string[]): ParsedArgv {
     ),
   ];
   const config = parseConfig(raw);
-  warnings.push(...kubernetesWarnings(config.kubernetes));
+  warnings.push(...kubernetesWarnings({ ...config.kubernetes, ...config.disaggregation }));
   if (config.kvEvents.tokenizerPath !== "" && !config.kvEvents.kvEvents) {
     warnings.push("--tokenizer-path is used only with --kv-events (the precise index); ignored");
   }

@@ -32,8 +32,6 @@ const SERVER_TLS =
   "radixgate serves plain HTTP and would not be listening on TLS as asked; terminate TLS in front of it (a reverse proxy or load balancer)";
 const CONTROL_PLANE_AUTH =
   "control-plane API keys with roles and JWT/OIDC are not supported, and accepting them would leave the admin API guarded differently than asked; use --admin-api-key (one bearer key for the admin API)";
-const PD_DISCOVERY =
-  "Kubernetes discovery of prefill/decode pods is not built yet; watch each pool with --service-discovery --selector, or list the PD workers with --prefill and --decode";
 
 /** Every entry: the SGLang flag, what radixgate does with it. */
 export const COMPAT_FLAGS: readonly CompatFlag[] = [
@@ -232,8 +230,6 @@ export const COMPAT_FLAGS: readonly CompatFlag[] = [
     arity: "none",
     note: "MiniLB is SGLang's Python load balancer for PD mode; radixgate's own --pd-disaggregation serves instead.",
   },
-  { flag: "--prefill-selector", arity: "many", note: "Refused.", unsupported: PD_DISCOVERY },
-  { flag: "--decode-selector", arity: "many", note: "Refused.", unsupported: PD_DISCOVERY },
   { flag: "--tls-cert-path", arity: "one", note: "Refused.", unsupported: SERVER_TLS },
   { flag: "--tls-key-path", arity: "one", note: "Refused.", unsupported: SERVER_TLS },
   {
@@ -318,6 +314,11 @@ export const SHARED_FLAGS: readonly { flag: string; note: string }[] = [
   { flag: "--selector", note: "Same meaning; commas also separate pairs." },
   { flag: "--service-discovery-port", note: "Same meaning; default 80, as SGLang." },
   { flag: "--service-discovery-namespace", note: "Same meaning; empty = every namespace." },
+  {
+    flag: "--prefill-selector",
+    note: "Same meaning, with --pd-disaggregation (or --vllm-pd-disaggregation); the bootstrap port from the pod annotation sglang.ai/bootstrap-port, as SGLang.",
+  },
+  { flag: "--decode-selector", note: "Same meaning, with disaggregation." },
   {
     flag: "--pd-disaggregation",
     note: "Same meaning (docs/disaggregation.md); vLLM's P/D is --vllm-pd-disaggregation.",

@@ -17,6 +17,7 @@ import { PD_SETTINGS, type PdConfig, validatePdConfig } from "./disaggregation/s
 import {
   KUBERNETES_SETTINGS,
   type KubernetesDiscoverySettings,
+  validateKubernetesSettings,
 } from "./discovery/kubernetes-settings.js";
 import { DISCOVERY_SETTINGS, type DiscoveryConfig } from "./discovery/settings.js";
 import { INDEX_SETTINGS, type IndexConfig } from "./index/settings.js";
@@ -94,6 +95,7 @@ export function defaultConfig(): Config {
 /** Checks that involve more than one setting: each feature's, then those across features. */
 export function validateConfig(config: Config): Config {
   checkAll(SECTIONS, config);
+  validateKubernetesSettings({ ...config.kubernetes, ...config.disaggregation });
   validatePdConfig({ ...config.disaggregation, workerUrls: config.discovery.workerUrls });
   return config;
 }

@@ -1,4 +1,6 @@
-import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import { Counter, collectDefaultMetrics, Gauge, Registry } from "prom-client";
+import { HistogramAlias } from "./metric-alias.js";
+import { TalliedCounter, TalliedHistogram } from "./metric-tally.js";
 import type { WorkerRegistry } from "./workers/registry.js";
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
@@ -15,69 +17,67 @@ const deprecatedAlias = (name: string) =>
  */
 export class Metrics {
   readonly registry = new Registry();
-  readonly requests: Counter<"endpoint" | "status">;
-  readonly requestDuration: Histogram<"endpoint">;
-  readonly timeToFirstByte: Histogram<"endpoint">;
-  readonly decisions: Counter<"policy" | "branch">;
-  /** Observes radixgate_match_ratio and its deprecated alias radixgate_match_rate. */
-  readonly matchRate: { observe(ratio: number): void };
+  // Updated on every request: tallied (metric-tally.ts), read through prom-client.
+  readonly requests: TalliedCounter<"endpoint" | "status">;
+  readonly requestDuration: TalliedHistogram<"endpoint">;
+  readonly timeToFirstByte: TalliedHistogram<"endpoint">;
+  readonly decisions: TalliedCounter<"policy" | "branch">;
+  /** radixgate_match_ratio (radixgate_match_rate, its deprecated alias, reads it at scrape). */
+  readonly matchRate: TalliedHistogram;
   readonly evictedChars: Counter<never>;
   readonly retries: Counter<"endpoint">;
   readonly upstreamErrors: Counter<"worker" | "kind">;
   readonly queueRejections: Counter<"reason">;
-  readonly enginePromptTokens: Counter<"worker">;
-  readonly engineCachedTokens: Counter<"worker">;
+  readonly enginePromptTokens: TalliedCounter<"worker">;
+  readonly engineCachedTokens: TalliedCounter<"worker">;
   readonly feedbackCorrections: Counter<"worker">;
 
   constructor(workers: WorkerRegistry) {
     const registers = [this.registry];
     // Node's default metric names already start with process_/nodejs_: the prefix is ours alone.
     collectDefaultMetrics({ register: this.registry, prefix: "radixgate_" });
-    this.requests = new Counter({
+    this.requests = new TalliedCounter({
       name: "radixgate_requests_total",
       help: "Requests answered, by endpoint and HTTP status.",
       labelNames: ["endpoint", "status"],
       registers,
     });
-    this.requestDuration = new Histogram({
+    this.requestDuration = new TalliedHistogram({
       name: "radixgate_request_duration_seconds",
       help: "Time from request arrival to the end of the response.",
       labelNames: ["endpoint"],
       buckets: LATENCY_BUCKETS,
       registers,
     });
-    this.timeToFirstByte = new Histogram({
+    this.timeToFirstByte = new TalliedHistogram({
       name: "radixgate_time_to_first_byte_seconds",
       help: "Time from request arrival to the first response body byte sent to the client.",
       labelNames: ["endpoint"],
       buckets: LATENCY_BUCKETS,
       registers,
     });
-    this.decisions = new Counter({
+    this.decisions = new TalliedCounter({
       name: "radixgate_routing_decisions_total",
       help: "Routing decisions by policy and branch (cache_hit, cache_miss, imbalanced, ...).",
       labelNames: ["policy", "branch"],
       registers,
     });
     // Prometheus naming: a 0..1 fraction is a _ratio (the old name stays one release).
-    const matchRatio = new Histogram({
+    const matchRatio = new TalliedHistogram({
       name: "radixgate_match_ratio",
       help: "cache_aware: the chosen worker's prefix match, as a ratio 0..1 of matched to prompt characters.",
       buckets: RATE_BUCKETS,
       registers,
     });
-    const matchRateDeprecated = new Histogram({
-      name: "radixgate_match_rate",
-      help: deprecatedAlias("radixgate_match_ratio"),
-      buckets: RATE_BUCKETS,
+    // The old name shows the same samples at each scrape; a request observes one histogram.
+    new HistogramAlias(
+      matchRatio.histogram,
+      "radixgate_match_ratio",
+      "radixgate_match_rate",
+      deprecatedAlias("radixgate_match_ratio"),
       registers,
-    });
-    this.matchRate = {
-      observe(ratio: number) {
-        matchRatio.observe(ratio);
-        matchRateDeprecated.observe(ratio);
-      },
-    };
+    );
+    this.matchRate = matchRatio;
     this.evictedChars = new Counter({
       name: "radixgate_tree_evicted_characters_total",
       help: "Characters evicted from the prefix trees (LRU).",
@@ -102,13 +102,13 @@ export class Metrics {
       registers,
     });
     // Engine-reported usage (proxy/usage-tap.ts): cached / prompt is the fleet's real hit rate.
-    this.enginePromptTokens = new Counter({
+    this.enginePromptTokens = new TalliedCounter({
       name: "radixgate_engine_prompt_tokens_total",
       help: "Prompt tokens the workers' engines reported in their responses' usage.",
       labelNames: ["worker"],
       registers,
     });
-    this.engineCachedTokens = new Counter({
+    this.engineCachedTokens = new TalliedCounter({
       name: "radixgate_engine_cached_tokens_total",
       help: "Prompt tokens the workers' engines reported as found in their prefix cache.",
       labelNames: ["worker"],

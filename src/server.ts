@@ -242,7 +242,12 @@ export async function startRouter(
       {
         ...config.discovery,
         ...(config.kubernetes.serviceDiscovery
-          ? { kubernetes: kubernetesDiscoveryOptions(config.kubernetes) }
+          ? {
+              kubernetes: kubernetesDiscoveryOptions({
+                ...config.kubernetes,
+                ...config.disaggregation,
+              }),
+            }
           : {}),
         ...(options.dnsResolver !== undefined ? { dnsResolver: options.dnsResolver } : {}),
       },

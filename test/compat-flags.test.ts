@@ -146,6 +146,44 @@ describe("SGLang router flag compatibility", () => {
     ]);
   });
 
+  it("issue 25: SGLang's PD discovery launch line parses (--prefill-selector/--decode-selector were refused)", () => {
+    const { config, warnings } = parse([
+      "--pd-disaggregation",
+      "--service-discovery",
+      "--prefill-selector",
+      "app=sglang",
+      "component=prefill",
+      "--decode-selector",
+      "app=sglang",
+      "component=decode",
+      "--service-discovery-namespace",
+      "inference",
+      "--service-discovery-port",
+      "8000",
+    ]);
+    expect(warnings).toEqual([]);
+    expect(config.prefillSelector).toEqual(["app=sglang", "component=prefill"]);
+    expect(config.decodeSelector).toEqual(["app=sglang", "component=decode"]);
+    // Where SGLang would watch nothing and warn, the start stops naming the flag.
+    expect(() => parse(["--pd-disaggregation", "--service-discovery"])).toThrow(
+      /needs --prefill-selector key=value and --decode-selector/,
+    );
+    expect(() => parse(["--prefill-selector", "app=sglang"])).toThrow(
+      /--prefill-selector needs --pd-disaggregation/,
+    );
+    // As SGLang without IGW mode: --selector is not used in PD mode.
+    expect(
+      parse([
+        "--pd-disaggregation",
+        "--service-discovery",
+        "--selector",
+        "app=x",
+        "--prefill-selector",
+        "app=p",
+      ]).warnings,
+    ).toEqual([expect.stringMatching(/^--selector is not used with disaggregation/)]);
+  });
+
   it("issue 25: SGLang's PD launch flags are settings (repeated --prefill URL [PORT], --decode URL)", () => {
     const { config, warnings } = parse([
       "--pd-disaggregation",

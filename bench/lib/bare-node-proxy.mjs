@@ -5,13 +5,14 @@
 //
 // Plain JavaScript run by plain `node`, like the built router (bench/lib/built-router.ts): no
 // TypeScript loader in the measured process. Started by bench/lib/bare-node-proxy.ts:
-//   node bench/lib/bare-node-proxy.mjs <worker url> <port>
+//   node bench/lib/bare-node-proxy.mjs <port> <worker url>...   (several: round robin)
 import { createServer } from "node:http";
 import { Pool } from "undici";
 
 const HOP_BY_HOP = new Set(["connection", "keep-alive", "transfer-encoding", "host"]);
-const [upstream, port] = process.argv.slice(2);
-const pool = new Pool(upstream, { connections: 128, pipelining: 1 });
+const [port, ...upstreams] = process.argv.slice(2);
+const pools = upstreams.map((url) => new Pool(url, { connections: 128, pipelining: 1 }));
+let next = 0;
 
 function copyHeaders(from, skipLength) {
   const out = {};
@@ -28,6 +29,7 @@ const server = createServer((req, res) => {
   const chunks = [];
   req.on("data", (chunk) => chunks.push(chunk));
   req.on("end", () => {
+    const pool = pools[next++ % pools.length];
     pool
       .request({
         method: req.method,

@@ -12,9 +12,10 @@ export interface BareNodeProxy {
 
 const SCRIPT = fileURLToPath(new URL("./bare-node-proxy.mjs", import.meta.url));
 
-export async function startBareNodeProxy(upstream: string): Promise<BareNodeProxy> {
+/** Several upstreams are taken in turn (round robin), as bench:stream's engines. */
+export async function startBareNodeProxy(upstream: string | string[]): Promise<BareNodeProxy> {
   const port = await freePort();
-  const child = spawn(process.execPath, [SCRIPT, upstream, String(port)], {
+  const child = spawn(process.execPath, [SCRIPT, String(port), ...[upstream].flat()], {
     stdio: ["ignore", "ignore", "inherit"],
   });
   await untilAccepting(child, port, () => new Error("the bare Node.js proxy did not start"));

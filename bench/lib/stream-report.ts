@@ -6,7 +6,8 @@ import { fmt } from "./latency.js";
 import { printTable } from "./stats.js";
 import type { StreamLoadResult } from "./stream-load.js";
 
-export const ROWS = ["direct", "nginx", "router", "cluster"] as const;
+/** bare: a bare Node.js proxy (the runtime's floor); base: the router built from --base REF. */
+export const ROWS = ["direct", "nginx", "bare", "base", "router", "cluster"] as const;
 export type RowName = (typeof ROWS)[number];
 
 export interface RowRun {

@@ -18,6 +18,9 @@ export interface KubernetesDiscoverySettings {
   serviceDiscoveryPort: number;
   /** --service-discovery-namespace ("" = every namespace). */
   serviceDiscoveryNamespace: string;
+  /** --prefill-selector / --decode-selector: the PD roles' pods (with disaggregation). */
+  prefillSelector: string[];
+  decodeSelector: string[];
   /** --kubeconfig ("" = in-cluster, else $KUBECONFIG or ~/.kube/config). */
   kubeconfig: string;
 }
@@ -50,54 +53,92 @@ const namespace: Parser<string> = (raw, flag) => {
 
 const SEE = "See docs/discovery.md.";
 
-export const KUBERNETES_SETTINGS = section<KubernetesDiscoverySettings>(
-  {
-    serviceDiscovery: {
-      flag: "--service-discovery",
-      arg: "[bool]",
-      description: `Find workers by watching Kubernetes pods that match --selector (SGLang's router flag): a running, ready pod is a worker at http://POD_IP:--service-discovery-port; a pod that stops being ready, terminates or is deleted drains. ${SEE}`,
-      default: false,
-      parse: flagValue,
-    },
-    selector: {
-      flag: "--selector",
-      arg: "<key=value...>",
-      description:
-        "With --service-discovery: the labels a worker pod has (all of them), e.g. app=sglang role=worker.",
-      default: [],
-      parse: selector,
-    },
-    serviceDiscoveryPort: {
-      flag: "--service-discovery-port",
-      arg: "<port>",
-      description:
-        "With --service-discovery: the workers' port on each pod's IP (SGLang's default).",
-      default: 80,
-      parse: port,
-    },
-    serviceDiscoveryNamespace: {
-      flag: "--service-discovery-namespace",
-      arg: "<namespace>",
-      description:
-        "With --service-discovery: the namespace whose pods are watched. Empty = every namespace (needs a ClusterRole).",
-      default: "",
-      parse: namespace,
-    },
-    kubeconfig: {
-      flag: "--kubeconfig",
-      arg: "<path>",
-      description:
-        "With --service-discovery: the kubeconfig file to reach the API server with. Empty = the pod's service account when running in a cluster, else $KUBECONFIG or ~/.kube/config.",
-      default: "",
-      parse: (raw) => raw.trim(),
-    },
+export const KUBERNETES_SETTINGS = section<KubernetesDiscoverySettings>({
+  serviceDiscovery: {
+    flag: "--service-discovery",
+    arg: "[bool]",
+    description: `Find workers by watching Kubernetes pods that match --selector (SGLang's router flag): a running, ready pod is a worker at http://POD_IP:--service-discovery-port; a pod that stops being ready, terminates or is deleted drains. ${SEE}`,
+    default: false,
+    parse: flagValue,
   },
-  (s) => validateKubernetesSettings(s),
-);
+  selector: {
+    flag: "--selector",
+    arg: "<key=value...>",
+    description:
+      "With --service-discovery: the labels a worker pod has (all of them), e.g. app=sglang role=worker.",
+    default: [],
+    parse: selector,
+  },
+  serviceDiscoveryPort: {
+    flag: "--service-discovery-port",
+    arg: "<port>",
+    description: "With --service-discovery: the workers' port on each pod's IP (SGLang's default).",
+    default: 80,
+    parse: port,
+  },
+  serviceDiscoveryNamespace: {
+    flag: "--service-discovery-namespace",
+    arg: "<namespace>",
+    description:
+      "With --service-discovery: the namespace whose pods are watched. Empty = every namespace (needs a ClusterRole).",
+    default: "",
+    parse: namespace,
+  },
+  prefillSelector: {
+    flag: "--prefill-selector",
+    arg: "<key=value...>",
+    description:
+      "With --service-discovery and disaggregation: the labels of prefill pods; a prefill pod's bootstrap port is its annotation sglang.ai/bootstrap-port (none without it).",
+    default: [],
+    parse: selector,
+  },
+  decodeSelector: {
+    flag: "--decode-selector",
+    arg: "<key=value...>",
+    description:
+      "With --service-discovery and disaggregation: the labels of decode pods (a pod matching both selectors is a prefill worker, as in SGLang).",
+    default: [],
+    parse: selector,
+  },
+  kubeconfig: {
+    flag: "--kubeconfig",
+    arg: "<path>",
+    description:
+      "With --service-discovery: the kubeconfig file to reach the API server with. Empty = the pod's service account when running in a cluster, else $KUBECONFIG or ~/.kube/config.",
+    default: "",
+    parse: (raw) => raw.trim(),
+  },
+});
 
-/** Settings that involve more than one Kubernetes flag. */
-export function validateKubernetesSettings(s: KubernetesDiscoverySettings): void {
-  if (s.serviceDiscovery && s.selector.length === 0) {
+/** The disaggregation switches the checks below read (src/disaggregation/settings.ts owns them). */
+interface PdSwitches {
+  pdDisaggregation: boolean;
+  vllmPdDisaggregation: boolean;
+}
+
+const pdOn = (s: PdSwitches) => s.pdDisaggregation || s.vllmPdDisaggregation;
+
+/**
+ * Checks across the flags, as SGLang's router pairs them (service_discovery.rs `should_include`):
+ * PD mode watches --prefill-selector and --decode-selector, regular mode --selector. Where SGLang
+ * would watch nothing and only warn, the router refuses to start, naming the missing flag.
+ */
+export function validateKubernetesSettings(s: KubernetesDiscoverySettings & PdSwitches): void {
+  const pdSelectors = s.prefillSelector.length > 0 || s.decodeSelector.length > 0;
+  if (pdSelectors && !pdOn(s)) {
+    throw new ConfigError(
+      s.prefillSelector.length > 0 ? "--prefill-selector" : "--decode-selector",
+      "needs --pd-disaggregation (SGLang) or --vllm-pd-disaggregation (vLLM)",
+    );
+  }
+  if (!s.serviceDiscovery) return;
+  if (pdOn(s) && !pdSelectors) {
+    throw new ConfigError(
+      "--service-discovery",
+      "with disaggregation needs --prefill-selector key=value and --decode-selector key=value: the labels of the prefill and decode pods",
+    );
+  }
+  if (!pdOn(s) && s.selector.length === 0) {
     throw new ConfigError(
       "--service-discovery",
       "needs --selector key=value: the labels of the worker pods",
@@ -105,18 +146,35 @@ export function validateKubernetesSettings(s: KubernetesDiscoverySettings): void
   }
 }
 
-/** One line per Kubernetes flag given without --service-discovery (SGLang ignores them too). */
-export function kubernetesWarnings(s: KubernetesDiscoverySettings): string[] {
-  if (s.serviceDiscovery || s.selector.length === 0) return [];
-  return ["--selector is used only with --service-discovery; ignored"];
+/** Flags given that change nothing (SGLang ignores them too), one line each. */
+export function kubernetesWarnings(s: KubernetesDiscoverySettings & PdSwitches): string[] {
+  if (s.selector.length === 0) return [];
+  if (!s.serviceDiscovery) return ["--selector is used only with --service-discovery; ignored"];
+  if (pdOn(s)) {
+    return [
+      "--selector is not used with disaggregation (the workers are prefill or decode pods: --prefill-selector, --decode-selector); ignored",
+    ];
+  }
+  return [];
 }
 
 /** What the Kubernetes source is started with. */
 export function kubernetesDiscoveryOptions(
-  s: KubernetesDiscoverySettings,
+  s: KubernetesDiscoverySettings & PdSwitches,
 ): KubernetesDiscoveryOptions {
+  const pd = pdOn(s);
   return {
-    selector: s.selector,
+    // A pod matching both PD selectors is a prefill worker (SGLang's PodInfo::from_pod).
+    pools: pd
+      ? [
+          ...(s.prefillSelector.length > 0
+            ? [{ selector: s.prefillSelector, type: "prefill" as const }]
+            : []),
+          ...(s.decodeSelector.length > 0
+            ? [{ selector: s.decodeSelector, type: "decode" as const }]
+            : []),
+        ]
+      : [{ selector: s.selector, type: "regular" as const }],
     port: s.serviceDiscoveryPort,
     namespace: s.serviceDiscoveryNamespace,
     kubeconfig: s.kubeconfig,

@@ -11,9 +11,15 @@ import {
 import { PodListWatch } from "./kubernetes-watch.js";
 import type { WorkerSpec } from "./worker-spec.js";
 
-export interface KubernetesDiscoveryOptions {
-  /** --selector (regular workers), as `key=value` pairs. */
+/** One kind of worker pod: its labels (`key=value` pairs) and the role its pods take. */
+export interface PodPool {
   selector: readonly string[];
+  type: WorkerType;
+}
+
+export interface KubernetesDiscoveryOptions {
+  /** --selector (regular workers), or --prefill-selector and --decode-selector; first match wins. */
+  pools: readonly PodPool[];
   /** --service-discovery-port. */
   port: number;
   /** --service-discovery-namespace ("" = every namespace). */
@@ -70,18 +76,21 @@ export class KubernetesPodSource {
       headersTimeoutMs: HEADERS_TIMEOUT_MS,
     });
     const source = new KubernetesPodSource(options, workers, logger);
-    const selector = parseLabelSelector(options.selector);
-    source.add(api, selector, "regular");
-    logger.info(
-      {
-        source: "kubernetes",
-        server: api.server,
-        namespace: options.namespace || "(all)",
-        selector: formatLabelSelector(selector),
-        port: options.port,
-      },
-      "watching pods for workers",
-    );
+    for (const pool of options.pools) {
+      const selector = parseLabelSelector(pool.selector);
+      source.add(api, selector, pool.type);
+      logger.info(
+        {
+          source: "kubernetes",
+          server: api.server,
+          namespace: options.namespace || "(all)",
+          selector: formatLabelSelector(selector),
+          worker_type: pool.type,
+          port: options.port,
+        },
+        "watching pods for workers",
+      );
+    }
     await Promise.all(source.watches.map((w) => w.watch.start()));
     await source.settled;
     return source;

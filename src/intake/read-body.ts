@@ -60,35 +60,33 @@ export function readBody(
     let lastChunkAt = startedAt;
     let timer: NodeJS.Timeout | undefined;
 
-    const deadlines = (): Array<[BodyTimeoutKind, number]> => {
-      const out: Array<[BodyTimeoutKind, number]> = [
-        ["idle", lastChunkAt + limits.idleTimeoutMs],
-        ["total", startedAt + limits.totalTimeoutMs],
-      ];
-      if (limits.minBytesPerSec > 0) {
-        out.push([
-          "rate",
-          startedAt + limits.idleTimeoutMs + (size * 1000) / limits.minBytesPerSec,
-        ]);
-      }
-      return out;
+    const rateDeadline = () =>
+      startedAt + limits.idleTimeoutMs + (size * 1000) / limits.minBytesPerSec;
+    /** The deadline that has passed at `now`, if any (idle, then total, then rate). */
+    const expired = (now: number): BodyTimeoutKind | undefined => {
+      if (lastChunkAt + limits.idleTimeoutMs <= now) return "idle";
+      if (startedAt + limits.totalTimeoutMs <= now) return "total";
+      if (limits.minBytesPerSec > 0 && rateDeadline() <= now) return "rate";
+      return undefined;
     };
     /**
      * One timer, set to the earliest deadline. Chunks only ever move deadlines later (the idle one
      * with each chunk, the rate one with each byte), so they leave the timer alone: when it fires
      * early, it sets itself again for the deadline that is now the earliest. A body of a thousand
-     * chunks costs one timer, not a thousand.
+     * chunks costs one timer, not a thousand. Computed without a list: this runs for every body.
      */
     const arm = () => {
-      let earliest = Number.POSITIVE_INFINITY;
-      for (const [, at] of deadlines()) earliest = Math.min(earliest, at);
+      let earliest = Math.min(
+        lastChunkAt + limits.idleTimeoutMs,
+        startedAt + limits.totalTimeoutMs,
+      );
+      if (limits.minBytesPerSec > 0) earliest = Math.min(earliest, rateDeadline());
       timer = setTimeout(onTimer, Math.max(0, earliest - Date.now()));
     };
     const onTimer = () => {
-      const now = Date.now();
-      const expired = deadlines().find(([, at]) => at <= now);
-      if (expired === undefined) return arm();
-      fail(bodyTimeout(expired[0], limits, size));
+      const kind = expired(Date.now());
+      if (kind === undefined) return arm();
+      fail(bodyTimeout(kind, limits, size));
     };
     const cleanup = () => {
       if (timer !== undefined) clearTimeout(timer);

@@ -153,12 +153,16 @@ export class RoutingDecider {
     decision: RouteDecision<W>,
     matched: readonly number[],
   ): Decision<W> {
-    if (request.session !== undefined) this.sessions?.bind(request.session, decision.worker.id);
-    if (!this.usesIndex(request)) return { ...decision, index: null, heldBefore: 0 };
-    const heldBefore = matched[candidates.indexOf(decision.worker)] ?? 0;
-    this.index.insert(decision.worker.id, request.model, request.text);
-    const rank = this.index.rankOf?.(decision.worker.id);
-    return { ...decision, index: this.sourceOf(decision.worker.id), heldBefore, rank };
+    const { worker, branch, matchRate } = decision;
+    if (request.session !== undefined) this.sessions?.bind(request.session, worker.id);
+    // Literals of one shape, not spreads of the policy's object: this runs for every request.
+    if (!this.usesIndex(request)) {
+      return { worker, branch, matchRate, index: null, heldBefore: 0, rank: undefined };
+    }
+    const heldBefore = matched[candidates.indexOf(worker)] ?? 0;
+    this.index.insert(worker.id, request.model, request.text);
+    const rank = this.index.rankOf?.(worker.id);
+    return { worker, branch, matchRate, index: this.sourceOf(worker.id), heldBefore, rank };
   }
 
   /**

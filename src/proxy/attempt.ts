@@ -2,6 +2,7 @@ import type { DispatchLoad, LeaseOutcome, WorkerLease } from "../workers/lease.j
 import type { Worker } from "../workers/worker.js";
 import { ClientAbort, FirstByteTimeout, RequestTimeout, timerMs } from "./abort-reasons.js";
 import { Cancel } from "./cancel.js";
+import type { IdleSweep } from "./idle-sweep.js";
 
 /** The relay's time limits, in ms. */
 export interface RelayLimits {
@@ -9,6 +10,8 @@ export interface RelayLimits {
   idleTimeoutMs: number;
   /** --client-stall-secs: the client taking nothing while its socket is full; 0 = no limit. */
   clientStallMs: number;
+  /** One timer for the idle limit of every open relay (the forwarder's); absent: one per relay. */
+  idle?: IdleSweep;
 }
 
 /** What an attempt needs to know to start. */

@@ -1,5 +1,4 @@
 import type { IncomingHttpHeaders, ServerResponse } from "node:http";
-import type { Dispatcher } from "undici";
 import { RouterError } from "../errors.js";
 import type { RoutingDecider } from "../policies/decider.js";
 import type { RouteBranch } from "../policies/policy.js";
@@ -13,10 +12,12 @@ import { backoffMs, retryAfterMs, sleep } from "./backoff.js";
 import type { Cancel } from "./cancel.js";
 import { bodyForRank, headersWithRank, rankToSend } from "./dp-rank.js";
 import { hasPassedThrough, upstreamRequestHeaders, viaToken, withWorkerAuth } from "./headers.js";
+import { IdleSweep } from "./idle-sweep.js";
 import { modelNotFound, noWorkerMessage } from "./no-worker-answers.js";
 import { relay } from "./relay.js";
 import { routeHeader } from "./route-header.js";
 import type { RoutingRequest } from "./routing-request.js";
+import { callUpstream, type UpstreamAnswer } from "./upstream-call.js";
 import {
   type AttemptFailure,
   classifyNetworkError,
@@ -111,6 +112,8 @@ export class Forwarder implements RequestForwarder {
   private closed = false;
   /** The relay's limits, the same for every attempt: made once, not per request. */
   private readonly relayLimits: RelayLimits;
+  /** This router's Via entry (loop detection), the same for every request. */
+  private readonly via: string;
 
   constructor(
     private readonly registry: WorkerRegistry,
@@ -123,7 +126,10 @@ export class Forwarder implements RequestForwarder {
     this.relayLimits = {
       idleTimeoutMs: settings.idleTimeoutMs,
       clientStallMs: settings.clientStallMs,
+      // --idle-timeout-secs for every open relay, one timer for all (idle-sweep.ts).
+      idle: new IdleSweep(settings.idleTimeoutMs),
     };
+    this.via = viaToken(settings.instanceId);
   }
 
   /** Ends every upstream request under way (shutdown grace over): streams get an SSE error event. */
@@ -136,7 +142,7 @@ export class Forwarder implements RequestForwarder {
   async forward(req: ForwardRequest, res: ServerResponse): Promise<ForwardOutcome> {
     const deadline = req.startedAt + this.settings.requestTimeoutMs;
     const tried = new Set<Worker>();
-    const via = viaToken(this.settings.instanceId);
+    const via = this.via;
     if (hasPassedThrough(req.headers.via, via)) {
       // This request already went through this router: a worker URL points back at it.
       const error = new RouterError(
@@ -305,18 +311,21 @@ export class Forwarder implements RequestForwarder {
     const { worker, controller } = attempt;
     try {
       if (this.closed) controller.abort(new ShutdownAbort());
-      let upstream: Dispatcher.ResponseData;
+      let upstream: UpstreamAnswer;
       try {
-        upstream = await worker.pool.request({
-          method: req.method,
-          path: worker.basePath + req.path,
-          headers: withWorkerAuth(headersWithRank(headers, rank), worker.authorization),
-          body: bodyForRank(req.routing.body, req.path, worker.signals.engine, rank) ?? null,
-          signal: controller,
-          // 0 = off: the attempt's timers and relay()'s bound the wait instead.
-          headersTimeout: 0,
-          bodyTimeout: 0,
-        });
+        upstream = await callUpstream(
+          worker.pool,
+          {
+            method: req.method,
+            path: worker.basePath + req.path,
+            headers: withWorkerAuth(headersWithRank(headers, rank), worker.authorization),
+            body: bodyForRank(req.routing.body, req.path, worker.signals.engine, rank) ?? null,
+            // 0 = off: the attempt's timers and relay()'s bound the wait instead.
+            headersTimeout: 0,
+            bodyTimeout: 0,
+          },
+          controller,
+        );
       } catch (err) {
         const reason = controller.reason;
         if (reason instanceof ClientAbort) {
@@ -344,7 +353,7 @@ export class Forwarder implements RequestForwarder {
       this.coolDown(worker, status, upstream.headers["retry-after"]);
       if (RETRYABLE_STATUS.has(status) && canRetry()) {
         // Nothing reached the client yet: discard this answer and let the caller try another worker.
-        upstream.body.dump().catch(() => {});
+        upstream.dump();
         // 429 says "busy", not "broken": neutral for the breaker.
         attempt.end(status === 429 ? NEUTRAL : FAILED);
         return { kind: "failed", failure: statusFailure(status, worker) };

@@ -21,6 +21,10 @@ import { isJsonSpace } from "./json-space.js";
 
 const PROMPT_KEY = Buffer.from('"prompt_tokens"');
 const CACHED_KEY = Buffer.from('"cached_tokens"');
+/** What both keys end with, and the length of what comes before it (`"prompt`, `"cached`). */
+const KEY_END = Buffer.from('_tokens"');
+const KEY_START_LENGTH = PROMPT_KEY.length - KEY_END.length;
+const KEY_LENGTH = PROMPT_KEY.length;
 const QUOTE = 0x22;
 const COLON = 0x3a;
 const DOT = 0x2e;
@@ -64,10 +68,20 @@ export class UsageTap {
     const bytes = Buffer.isBuffer(chunk)
       ? chunk
       : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    const end = bytes.length;
+    // Keys that start this far from the end may run past it: those bytes go byte by byte.
+    const tail = end - KEY_LENGTH;
     let i = 0;
-    while (i < bytes.length) {
+    while (i < end) {
       if (this.phase === Phase.Key && this.promptAt === 0 && this.cachedAt === 0) {
-        // Between matches only a quote can start a key: jump to the next one (native search).
+        // Between matches: jump to the next place a whole key can be, found by the ending both
+        // keys share (one native search over the chunk, instead of a step at every quote of the
+        // JSON). A key whose end is not in this chunk can only start in its last bytes.
+        if (i < tail) {
+          const at = bytes.indexOf(KEY_END, i);
+          i = at === -1 ? tail : Math.max(i, at - KEY_START_LENGTH);
+        }
+        // Only a quote can start a key.
         i = bytes.indexOf(QUOTE, i);
         if (i === -1) return;
       }
