@@ -49,6 +49,9 @@ const LAYERS = [
   // request's intake and its routing.
   { admission: ["admission/"] },
   { proxy: ["proxy/"] },
+  // The per-request cache account (available, chosen, reported cached tokens), its sums, the
+  // --explain-header value and its settings rows: the forwarder fills it, the routes read it.
+  { "cache-account": ["cache-account/"] },
   // Filters, scorers and pickers: read indexes and worker signals, never HTTP.
   { scheduling: ["scheduling/"] },
   { policies: ["policies/"] },

@@ -26,7 +26,9 @@ import { PREFIX_INDEX_NAMES, type PrefixIndexName } from "../src/index/factory.j
 import { POLICY_NAMES, type PolicyName } from "../src/policies/policy.js";
 import { commandLine, runIfEntryPoint } from "./lib/entry.js";
 import { fmt } from "./lib/latency.js";
+import { pdMain } from "./lib/pd-workload.js";
 import { ProgressBar } from "./lib/progress.js";
+import { printAccountTable } from "./lib/routing-account.js";
 import { routingChartSvg } from "./lib/routing-chart.js";
 import { diagnosisLines } from "./lib/routing-diagnosis.js";
 import {
@@ -117,7 +119,8 @@ function parseCli(argv: string[]): CliOptions {
     console.log(
       [
         "usage: npm run bench:routing -- [options]",
-        `  --workload <all|${WORKLOADS.join("|")}>  (default all)`,
+        `  --workload <all|${WORKLOADS.join("|")}|pd>  (default all; pd: a prefill/decode fleet,`,
+        "                                prefill policies side by side: bench/lib/pd-workload.ts)",
         "  --quick                       small preset (under a minute)",
         "  --concurrency <n>             closed loop: requests outstanding (default 32; quick 16)",
         "  --rate <req/s>                open loop: Poisson arrivals instead of the closed loop",
@@ -354,6 +357,7 @@ function printReport(report: WorkloadReport): void {
       Object.values(r.perWorker).join("/"),
     ]),
   );
+  printAccountTable(report.rows);
   for (const r of report.rows) {
     if (r.firstError !== undefined) console.log(`  ${r.row}: first error: ${r.firstError}`);
   }
@@ -451,6 +455,11 @@ function resultPath(workload: WorkloadName, tag: string): string {
 }
 
 async function main(): Promise<void> {
+  // The PD workload runs a disaggregated fleet of its own (bench/lib/pd-workload.ts).
+  const argv = process.argv.slice(2);
+  if (argv.some((a, i) => a === "--workload=pd" || (a === "--workload" && argv[i + 1] === "pd"))) {
+    return pdMain(argv, commandLine("bench:routing"));
+  }
   let cli: CliOptions;
   try {
     cli = parseCli(process.argv.slice(2));

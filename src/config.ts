@@ -4,6 +4,7 @@
  * the sections; a new setting goes into its feature's rows (docs/architecture.md, "Adding a setting").
  */
 import { ADMISSION_SETTINGS, type AdmissionConfig } from "./admission/settings.js";
+import { CACHE_ACCOUNT_SETTINGS, type CacheAccountConfig } from "./cache-account/settings.js";
 import type { FlagValues, RawValues, Sections } from "./config-kit/table.js";
 import {
   checkAll,
@@ -62,6 +63,7 @@ export interface Config {
   kvEvents: KvEventsConfig;
   state: StateConfig;
   disaggregation: PdConfig;
+  cacheAccount: CacheAccountConfig;
 }
 
 /** Every feature's rows, in the order `--help` and docs/configuration.md show them. */
@@ -83,6 +85,7 @@ export const SECTIONS: Sections<Config> = {
   kvEvents: KV_EVENTS_SETTINGS,
   state: STATE_SETTINGS,
   disaggregation: PD_SETTINGS,
+  cacheAccount: CACHE_ACCOUNT_SETTINGS,
 };
 
 /** Every setting as the command line sees it: flag, env variable name, default in the flag's unit. */

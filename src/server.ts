@@ -6,6 +6,7 @@ import { buildAdmission } from "./assembly/admission.js";
 import { buildDataPlane } from "./assembly/data-plane.js";
 import { buildIndexStack, indexStackOptions } from "./assembly/index-stack.js";
 import { buildRoutes, type Env, routeOptions } from "./assembly/routes.js";
+import { cacheAccountOptions } from "./cache-account/settings.js";
 import { addCommandLineWorkers } from "./command-line-workers.js";
 import type { Config } from "./config.js";
 import { decodePolicyName, pdEnabled, prefillPolicyName } from "./disaggregation/settings.js";
@@ -98,13 +99,14 @@ export function createRouter(
     stack.engineRead(worker),
   );
   const { intake, proxy, routes } = config;
-  const { decider, forwarder, modelsForwarder } = buildDataPlane(
+  const { decider, forwarder, modelsForwarder, cacheLedger } = buildDataPlane(
     {
       forward: forwardSettings(proxy, {
         apiKey: routes.apiKey,
         modelRouting: workers.modelRouting,
       }),
       maxSessions: intake.sessionAffinity === "off" ? undefined : intake.maxSessions,
+      cacheAccount: cacheAccountOptions(config.cacheAccount),
       ...(pd
         ? {
             pd: {
@@ -117,7 +119,14 @@ export function createRouter(
           }
         : {}),
     },
-    { policy, index, registry, metrics, claims: sharedState?.claims ?? siblingState?.claims },
+    {
+      policy,
+      index,
+      registry,
+      metrics,
+      claims: sharedState?.claims ?? siblingState?.claims,
+      logger,
+    },
   );
   const membership = new WorkerMembership({
     registry,
@@ -147,6 +156,7 @@ export function createRouter(
     decider,
     forwarder,
     modelsForwarder,
+    cacheLedger,
     admission: admission.admission,
     health,
     bodyBudget: new BodyBudget(intake.maxBodyBufferBytes),

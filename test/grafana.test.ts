@@ -115,4 +115,22 @@ describe("Grafana dashboards in docs/grafana", () => {
     ])
       expect(names.has(name), name).toBe(true);
   });
+
+  it("issue 26: stacks the cache account's parts (cached, index loss, routing loss by reason, cold)", async () => {
+    const dashboard = JSON.parse(await readFile(new URL("radixgate.json", DIR), "utf8"));
+    const panel = dashboard.panels.find((p: { title: string }) =>
+      p.title.startsWith("Cache account"),
+    );
+    expect(panel.fieldConfig.defaults.custom.stacking.mode).toBe("normal");
+    const names = queriedMetrics(panel);
+    for (const part of [
+      "prompt",
+      "reported_cached",
+      "index_loss",
+      "unreported",
+      "routing_loss",
+      "cold",
+    ])
+      expect(names.has(`radixgate_cache_account_${part}_tokens_total`), part).toBe(true);
+  });
 });

@@ -5,6 +5,7 @@
  */
 import { mulberry32 } from "../../sim/prng.js";
 import { summarizeMs } from "./latency.js";
+import { combineAccounts } from "./routing-account.js";
 import type { RowResult } from "./routing-runner.js";
 
 /** A figure over the repeats: spread = max − min. */
@@ -122,5 +123,7 @@ export function combineRepeats(runs: readonly RowRun[]): RowResult {
   }
   const diagnosis = results.find((r) => r.diagnosis !== undefined)?.diagnosis;
   if (diagnosis !== undefined) combined.diagnosis = diagnosis;
+  const account = combineAccounts(results.map((r) => r.account));
+  if (account !== undefined) combined.account = account;
   return combined;
 }

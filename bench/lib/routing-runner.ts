@@ -9,6 +9,7 @@ import os from "node:os";
 import { hashString } from "../../sim/hash.js";
 import type { SimStats } from "../../sim/worker.js";
 import { openAiBody, poissonArrivals, type RequestSpec } from "../../sim/workloads.js";
+import type { AccountTotals } from "../../src/cache-account/account-totals.js";
 import { type Config, type ConfigOverrides, configWith, defaultConfig } from "../../src/config.js";
 import { createLogger } from "../../src/logger.js";
 import { POLICY_NAMES, type PolicyName } from "../../src/policies/policy.js";
@@ -16,6 +17,7 @@ import { type RunningRouter, startRouter } from "../../src/server.js";
 import { childFleetHost, type FleetHost, type FleetMember, inlineFleetHost } from "./fleet.js";
 import { type LatencySummary, summarizeMs } from "./latency.js";
 import { type LoadJob, type LoadRequest, loadAgent, type RequestOutcome, runLoad } from "./load.js";
+import { routersAccount } from "./routing-account.js";
 import { diagnoseDecisions, emptyDiagnosis, type RoutingDiagnosis } from "./routing-diagnosis.js";
 import {
   combineRepeats,
@@ -81,6 +83,8 @@ export interface RowResult {
   split?: { routedHitRate: number; bypassHitRate: number };
   /** With RunOptions.diagnose: where the routed decisions lost cached tokens (routing-diagnosis.ts). */
   diagnosis?: RoutingDiagnosis;
+  /** The routers' cache account (routing-account.ts); absent for a row without an index. */
+  account?: AccountTotals;
   /** Each repeat as it ran (RunOptions.repeats; absent in results written before issue 27). */
   repeats?: RepeatFigures[];
   /** Mean, minimum, maximum and spread over the repeats of the hit rate and the mean TTFT. */
@@ -357,6 +361,8 @@ async function runRow(
       ...((o.bypassShare ?? 0) > 0 ? { split: splitHitRates(run.outcomes, bypassed) } : {}),
       ...(diagnosis === undefined ? {} : { diagnosis }),
     };
+    const account = routersAccount(routers);
+    if (account !== undefined && account.requests > 0) result.account = account;
     const ok = (x: RequestOutcome) => x.ok;
     return {
       result,

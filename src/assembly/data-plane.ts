@@ -5,9 +5,13 @@
  * policies/ never import the metric set.
  */
 
+import { registerAccountMetrics } from "../cache-account/account-metrics.js";
+import { CacheLedger } from "../cache-account/cache-ledger.js";
+import type { CacheAccountOptions } from "../cache-account/settings.js";
 import { PairForwarder, type PdProtocol } from "../disaggregation/pair-forwarder.js";
 import type { PrefixClaims } from "../index/prefix-claims.js";
 import type { PrefixIndex } from "../index/prefix-index.js";
+import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
 import { RoutingDecider } from "../policies/decider.js";
 import type { Policy } from "../policies/policy.js";
@@ -26,6 +30,8 @@ export interface DataPlaneOptions {
   readonly forward: ForwardSettings;
   /** --max-sessions; undefined when --session-affinity is off. */
   readonly maxSessions: number | undefined;
+  /** The cache account (--explain-header, GET /debug/cache's window). */
+  readonly cacheAccount: CacheAccountOptions;
   /**
    * Prefill/decode disaggregation (disaggregation/): the protocol and the decode side's policy;
    * `policy` is then the prefill side's. Undefined for a fleet of regular workers.
@@ -40,12 +46,15 @@ export interface DataPlaneDeps {
   readonly metrics: Metrics;
   /** --state-url: agreement with the peers on new prefixes. */
   readonly claims: PrefixClaims | undefined;
+  /** The cache account's debug lines. */
+  readonly logger: Logger;
 }
 
 export interface DataPlane {
   readonly decider: RoutingDecider;
   readonly forwarder: RequestForwarder;
   readonly modelsForwarder: Forwarder;
+  readonly cacheLedger: CacheLedger;
 }
 
 export function buildDataPlane(options: DataPlaneOptions, deps: DataPlaneDeps): DataPlane {
@@ -74,10 +83,12 @@ export function buildDataPlane(options: DataPlaneOptions, deps: DataPlaneDeps): 
     options.maxSessions === undefined ? undefined : new SessionTable(options.maxSessions),
     deps.claims,
   );
+  const cacheLedger = new CacheLedger(options.cacheAccount, deps.logger);
+  registerAccountMetrics(m.registry, cacheLedger.totals);
   const pd = options.pd;
   const forwarder: RequestForwarder =
     pd === undefined
-      ? new Forwarder(registry, decider, options.forward, hooks, feedback)
+      ? new Forwarder(registry, decider, options.forward, hooks, feedback, cacheLedger)
       : new PairForwarder(
           registry,
           decider,
@@ -92,5 +103,5 @@ export function buildDataPlane(options: DataPlaneOptions, deps: DataPlaneDeps): 
     options.forward,
     { ...upstreamHooks, onDecision: () => {} },
   );
-  return { decider, forwarder, modelsForwarder };
+  return { decider, forwarder, modelsForwarder, cacheLedger };
 }

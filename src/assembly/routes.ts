@@ -10,6 +10,7 @@ import { RouterError } from "../errors.js";
 import type { Logger } from "../logger.js";
 import { registerAdminRoutes } from "../routes/admin.js";
 import type { RouterContext } from "../routes/context.js";
+import { registerDebugCacheRoute } from "../routes/debug-cache.js";
 import { registerInferenceRoutes } from "../routes/inference.js";
 import { registerOpsRoutes } from "../routes/ops.js";
 import { registerRouteExplainRoutes } from "../routes/route-explain.js";
@@ -34,6 +35,7 @@ export function buildRoutes(context: RouterContext): { app: Hono<Env>; listener:
   registerOpsRoutes(app, context);
   registerAdminRoutes(app, context);
   registerRouteExplainRoutes(app, context);
+  registerDebugCacheRoute(app, context);
   registerInferenceRoutes(app, context);
   installErrorHandlers(app, context.logger);
   return { app, listener: routerListener(context, app) };

@@ -102,20 +102,27 @@ export function dropSide(attempt: Attempt, result: SideResult | undefined): void
 /**
  * Reads a prefill answer's body to its end and discards it, so the prefill worker is not cut off
  * mid-answer (an engine aborts a request whose client left), then ends its attempt: answered, or
- * failed if the body broke. Bounded by the attempt's request timeout.
+ * failed if the body broke on its own. Its first body byte ends the worker's pending prefill (the
+ * engine sends it once the prompt is computed), whatever the decode side is doing meanwhile.
+ * Bounded by the attempt's request timeout.
  */
 export async function drainSide(
   attempt: Attempt,
   upstream: Dispatcher.ResponseData,
 ): Promise<void> {
-  attempt.firstByte();
   try {
     for await (const _ of upstream.body) {
-      // discarded: the decode side answers the client
+      attempt.firstByte();
     }
     attempt.end({ kind: "answered", status: upstream.statusCode });
   } catch {
-    attempt.end(attempt.controller.reason instanceof ClientAbort ? NEUTRAL : FAILED);
+    const reason = attempt.controller.reason;
+    // Stopped by the router (client gone, partner failed, shutdown): nothing about the worker.
+    const stopped =
+      reason instanceof ClientAbort ||
+      reason instanceof PartnerFailed ||
+      reason instanceof ShutdownAbort;
+    attempt.end(stopped ? NEUTRAL : FAILED);
   }
 }
 

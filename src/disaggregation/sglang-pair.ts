@@ -32,6 +32,11 @@ export async function sglangPair(t: PairTry): Promise<PairResult> {
     const result = await sendSide(attempt, "POST", t.req.path, t.headersFor(attempt.worker), body);
     const state = { side, attempt, result };
     if (failedOnItsOwn(state)) stopPartner(partner);
+    // The prefill answer is read as it comes, not once the decode side answers: its first byte
+    // says the prompt is computed (the worker's pending prefill ends there, which the policies read).
+    else if (side === "prefill" && result.kind === "answer") {
+      t.track(prefill, drainSide(prefill, result.upstream));
+    }
     return state;
   };
   const states = await Promise.all([send("prefill"), send("decode")]);
@@ -39,7 +44,6 @@ export async function sglangPair(t: PairTry): Promise<PairResult> {
   const stopped = interrupted(t, states);
   if (stopped !== undefined) return stopped;
   if (answered2xx(p.result) && answered2xx(d.result)) {
-    if (p.result.kind === "answer") t.track(prefill, drainSide(prefill, p.result.upstream));
     if (d.result.kind === "answer") {
       const { outcome } = await relay(d.result.upstream, decode, t.res);
       return { kind: "done", outcome: { ...outcome, prefillWorker: t.prefill } };

@@ -2,6 +2,7 @@ import { existsSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
 import type { RequestContext, ResponseContext } from "@kubernetes/client-node";
+import { UsageError } from "../errors.js";
 import type { PodObject } from "./kubernetes-pods.js";
 
 /** Where pods are listed and watched: one namespace, or every one (""). */
@@ -54,25 +55,35 @@ export function statusOf(err: unknown): number | undefined {
 
 /**
  * Connects to the API server. The client library is imported here, only when --service-discovery
- * is on, so a router without it never loads it. Throws an Error saying what is missing when no
- * configuration is found.
+ * is on, so a router without it never loads it. Throws a UsageError (exit 2) saying what is
+ * missing when no configuration is found or it cannot be read.
  */
 export async function connectPodApi(options: PodApiOptions): Promise<PodApi> {
   const k8s = await import("@kubernetes/client-node");
   const kc = new k8s.KubeConfig();
-  if (options.kubeconfig !== "") {
-    kc.loadFromFile(options.kubeconfig);
-  } else if (process.env.KUBECONFIG === undefined && process.env.KUBERNETES_SERVICE_HOST) {
-    kc.loadFromCluster();
-  } else if (process.env.KUBECONFIG || existsSync(join(homedir(), ".kube", "config"))) {
-    kc.loadFromDefault();
-  } else {
-    throw new Error(
-      "no Kubernetes configuration: not running in a cluster (KUBERNETES_SERVICE_HOST unset), no $KUBECONFIG, no ~/.kube/config; give --kubeconfig PATH",
+  let cluster: ReturnType<typeof kc.getCurrentCluster>;
+  try {
+    if (options.kubeconfig !== "") {
+      kc.loadFromFile(options.kubeconfig);
+    } else if (process.env.KUBECONFIG === undefined && process.env.KUBERNETES_SERVICE_HOST) {
+      kc.loadFromCluster();
+    } else if (process.env.KUBECONFIG || existsSync(join(homedir(), ".kube", "config"))) {
+      kc.loadFromDefault();
+    } else {
+      throw new Error(
+        "not running in a cluster (KUBERNETES_SERVICE_HOST unset), and no $KUBECONFIG or ~/.kube/config",
+      );
+    }
+    cluster = kc.getCurrentCluster();
+    if (cluster === null) throw new Error("the kubeconfig names no current cluster");
+  } catch (err) {
+    // A start-up mistake, reported like a bad flag (exit 2): the message, never the file's text.
+    const reason = (err as Error).message.split("\n")[0]!.slice(0, 300);
+    throw new UsageError(
+      "--kubeconfig",
+      `--service-discovery: no Kubernetes configuration to reach the API server with: ${reason}; give --kubeconfig PATH, or run the router in a pod`,
     );
   }
-  const cluster = kc.getCurrentCluster();
-  if (cluster === null) throw new Error("the kubeconfig has no current cluster");
 
   // The watch's fetch takes its options from here: node-fetch's `timeout` bounds the wait for the
   // response headers (the library's Watch sets none).

@@ -1,5 +1,6 @@
 import type { PrefixClaims } from "../index/prefix-claims.js";
 import type { PrefixIndex, PrepareRequest } from "../index/prefix-index.js";
+import { type LossReason, lossReasonOf } from "./loss-reason.js";
 import {
   newPrefixClaimEnd,
   newPrefixClaimKey,
@@ -26,6 +27,16 @@ export interface Decision<W extends PolicyWorker> extends RouteDecision<W> {
    * undefined when it has none or the index does not see ranks.
    */
   readonly rank?: number | undefined;
+  /**
+   * Characters of the text the best-holding candidate held (the cache account's "available"):
+   * at least heldBefore; 0 when the policy does not use the index.
+   */
+  readonly available: number;
+  /** The best-holding candidate other than the chosen one, and what it held (--explain-header). */
+  readonly runnerUp: W | undefined;
+  readonly runnerUpHeld: number;
+  /** Why the chosen worker held less than `available`; null when it held as much. */
+  readonly lossReason: LossReason | null;
 }
 
 export interface DecisionRequest extends PrepareRequest {
@@ -157,12 +168,51 @@ export class RoutingDecider {
     if (request.session !== undefined) this.sessions?.bind(request.session, worker.id);
     // Literals of one shape, not spreads of the policy's object: this runs for every request.
     if (!this.usesIndex(request)) {
-      return { worker, branch, matchRate, index: null, heldBefore: 0, rank: undefined };
+      return {
+        worker,
+        branch,
+        matchRate,
+        index: null,
+        heldBefore: 0,
+        rank: undefined,
+        available: 0,
+        runnerUp: undefined,
+        runnerUpHeld: 0,
+        lossReason: null,
+      };
     }
-    const heldBefore = matched[candidates.indexOf(worker)] ?? 0;
+    const chosen = candidates.indexOf(worker);
+    const heldBefore = matched[chosen] ?? 0;
+    // The best holder and the runner-up (the best of the others), before the insert: one pass.
+    let best = chosen;
+    let runnerUp = -1;
+    for (let i = 0; i < candidates.length; i++) {
+      const held = matched[i] ?? 0;
+      if (held > (matched[best] ?? 0)) best = i;
+      if (i !== chosen && (runnerUp < 0 || held > (matched[runnerUp] ?? 0))) runnerUp = i;
+    }
+    const available = matched[best] ?? 0;
+    // A profile's filter verdicts are the last select's: the decision just taken, unless a
+    // replica's claim was awaited in between (then at worst a reason is misnamed).
+    const lossReason =
+      available > heldBefore
+        ? lossReasonOf(branch, this.policy.filteredOut?.(best) === true)
+        : null;
     this.index.insert(worker.id, request.model, request.text);
     const rank = this.index.rankOf?.(worker.id);
-    return { worker, branch, matchRate, index: this.sourceOf(worker.id), heldBefore, rank };
+    return {
+      worker,
+      branch,
+      matchRate,
+      index: this.sourceOf(worker.id),
+      heldBefore,
+      rank,
+      available,
+      // Never candidates[-1]: a read out of an array's bounds takes V8's slow path.
+      runnerUp: runnerUp < 0 ? undefined : candidates[runnerUp],
+      runnerUpHeld: runnerUp < 0 ? 0 : (matched[runnerUp] ?? 0),
+      lossReason,
+    };
   }
 
   /**

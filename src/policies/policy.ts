@@ -105,6 +105,11 @@ export interface Policy {
    * --prefix-index's.
    */
   readonly prefixIndex?: { readonly name: "block_hash"; readonly blockChars: number };
+  /**
+   * After the last `select`: whether a filter removed candidates[i] (a scheduling profile's
+   * filters), for the cache account's routing-loss reason (policies/loss-reason.ts).
+   */
+  filteredOut?(i: number): boolean;
   /** A scheduling profile: every plugin's verdict per candidate, for POST /debug/route. */
   explain?(candidates: readonly PolicyWorker[], request: RouteRequest): ProfileExplanation;
 }

@@ -34,6 +34,8 @@ export interface AttemptPlan {
   limits: RelayLimits;
   /** Read the engine's usage from a successful answer (proxy/usage-tap.ts). */
   readUsage: boolean;
+  /** --explain-header: its name and this request's cache account, sent with the response headers. */
+  explain?: readonly [name: string, value: string] | undefined;
   onUpstreamError: (worker: Worker, kind: string) => void;
 }
 
@@ -49,6 +51,7 @@ export class Attempt {
   readonly route: string;
   readonly limits: RelayLimits;
   readonly readUsage: boolean;
+  readonly explain: readonly [name: string, value: string] | undefined;
   readonly onUpstreamError: (worker: Worker, kind: string) => void;
   /** Aborted, with the reason, when the attempt must stop (client gone, timeout, shutdown). */
   readonly controller = new Cancel();
@@ -65,6 +68,7 @@ export class Attempt {
     this.route = plan.route;
     this.limits = plan.limits;
     this.readUsage = plan.readUsage;
+    this.explain = plan.explain;
     this.onUpstreamError = plan.onUpstreamError;
     this.clientSignal = plan.clientSignal;
     plan.clientSignal.once("abort", this.onClientGone);

@@ -1,4 +1,6 @@
 import type { IncomingHttpHeaders, ServerResponse } from "node:http";
+import type { CacheLedger } from "../cache-account/cache-ledger.js";
+import type { RequestAccount } from "../cache-account/request-account.js";
 import { RouterError } from "../errors.js";
 import type { RoutingDecider } from "../policies/decider.js";
 import type { RouteBranch } from "../policies/policy.js";
@@ -65,6 +67,8 @@ export interface ForwardOutcome {
   error?: string;
   /** The worker's status when the client got another (a client gone mid-stream: 499). */
   upstreamStatus?: number;
+  /** The request's cache account (cache-account/), when it used a prefix index and was answered. */
+  account?: RequestAccount;
   /** With prefill/decode disaggregation, the prefill side of the pair (`worker` is the decode side). */
   prefillWorker?: Worker;
 }
@@ -122,6 +126,8 @@ export class Forwarder implements RequestForwarder {
     private readonly hooks: ForwardHooks,
     /** Learns from the usage the engines report (characters per token, cached tokens). */
     private readonly feedback?: UsageFeedback,
+    /** Each request's cache account (available, chosen, reported cached tokens). */
+    private readonly ledger?: CacheLedger,
   ) {
     this.relayLimits = {
       idleTimeoutMs: settings.idleTimeoutMs,
@@ -170,6 +176,7 @@ export class Forwarder implements RequestForwarder {
     );
     let lastFailure: AttemptFailure | undefined;
     let attempts = 0;
+    let account: RequestAccount | undefined;
     // Only an index with an asynchronous step (the precise index tokenizing) makes this wait.
     // It prepares what decide() will look up: the same text under the same model key.
     const preparing = this.decider.prepare(candidates, routed);
@@ -186,6 +193,10 @@ export class Forwarder implements RequestForwarder {
       if (!decision) break;
       this.hooks.onDecision(this.decider.policy.name, decision.branch, decision.matchRate);
       const worker = decision.worker;
+      if (decision.index !== null && this.ledger !== undefined) {
+        account ??= this.ledger.open(routed.text, routed.model);
+        account.decided(decision);
+      }
       tried.add(worker);
       attempts += 1;
       const base = {
@@ -212,6 +223,7 @@ export class Forwarder implements RequestForwarder {
         res,
         routeHeader(base.branch, base.matchRate, decision.index, this.decider.profile),
         canRetry,
+        account,
       );
       if (result.kind === "done") {
         // Only what a worker accepted stays in its index entry: an error answer, or a client gone
@@ -222,7 +234,13 @@ export class Forwarder implements RequestForwarder {
             aboutText: routed.usageDescribesText,
             othersPrefilling,
           });
-        return { ...base, ...result.outcome };
+        if (account === undefined || !accepted(result.outcome))
+          return { ...base, ...result.outcome };
+        // A batch's usage is the sum over its prompts, not this text's: counted from the text then.
+        const usage = routed.usageDescribesText ? result.usage : undefined;
+        account.settle(usage?.promptTokens, usage?.cachedTokens, worker.charsPerToken);
+        this.ledger?.record(account, req.requestId);
+        return { ...base, ...result.outcome, account };
       }
       this.decider.rejected(decision, routed);
       lastFailure = result.failure;
@@ -273,8 +291,11 @@ export class Forwarder implements RequestForwarder {
     /** The x-radixgate-route header: branch, match rate, and the index when not the trees. */
     route: string,
     canRetry: () => boolean,
+    account: RequestAccount | undefined,
   ): Promise<AttemptResult> {
     const { stream, text } = req.routing;
+    const ledger = this.ledger;
+    const explainName = ledger?.options.explainHeader;
     const attempt = new Attempt({
       worker,
       load: { textChars: text.length, uncachedChars, rank },
@@ -289,6 +310,10 @@ export class Forwarder implements RequestForwarder {
       route,
       limits: this.relayLimits,
       readUsage: this.feedback !== undefined && req.method === "POST",
+      explain:
+        ledger === undefined || explainName === undefined || account === undefined
+          ? undefined
+          : [explainName, ledger.explain(account, worker.charsPerToken)],
       onUpstreamError: this.hooks.onUpstreamError,
     });
     this.inProgress.add(attempt.controller);

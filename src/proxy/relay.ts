@@ -94,10 +94,14 @@ class Relay implements BodySink, IdleEntry {
 
   start(): void {
     const { res, attempt } = this;
-    res.writeHead(
-      this.status,
-      responseHeaders(this.upstream.headers, attempt.worker.id, attempt.route, attempt.requestId),
+    const headers = responseHeaders(
+      this.upstream.headers,
+      attempt.worker.id,
+      attempt.route,
+      attempt.requestId,
     );
+    if (attempt.explain !== undefined) headers[attempt.explain[0]] = attempt.explain[1];
+    res.writeHead(this.status, headers);
     // The headers leave with the first body chunk: one write to the client instead of two (the
     // worker's first chunk usually came in the same read as its headers). A stream whose first
     // event is not here yet gets its headers now, as the engine sent them: the client sees the

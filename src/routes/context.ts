@@ -1,4 +1,5 @@
 import type { Admission } from "../admission/admission.js";
+import type { CacheLedger } from "../cache-account/cache-ledger.js";
 import type { WorkerMembership } from "../discovery/membership.js";
 import type { PrefixIndex } from "../index/prefix-index.js";
 import type { BodyBudget } from "../intake/body-budget.js";
@@ -41,6 +42,8 @@ export interface RouterContext {
   /** The data plane's forwarder: one worker per request, or a prefill/decode pair. */
   forwarder: RequestForwarder;
   modelsForwarder: Forwarder;
+  /** Every request's cache account, summed (GET /debug/cache, the counters). */
+  cacheLedger: CacheLedger;
   /** Turns each data-plane (and /debug/route) request into its RoutingRequest. */
   intake: Intake;
   admission: Admission;

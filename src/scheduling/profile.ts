@@ -97,6 +97,11 @@ export class SchedulerProfile implements Policy {
     }
   }
 
+  /** Whether the last select's filters removed candidates[i] (the alive flags stay until the next). */
+  filteredOut(i: number): boolean {
+    return this.ctx.alive[i] === 0;
+  }
+
   explain(candidates: readonly PolicyWorker[], request: RouteRequest): ProfileExplanation {
     const ctx = this.begin(candidates, request);
     try {

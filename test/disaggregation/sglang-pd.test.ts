@@ -169,3 +169,42 @@ describe("SGLang PD mode: the prefill side after the first byte", () => {
     }
   });
 });
+
+describe("SGLang PD mode: the prefill worker's load", () => {
+  it("regression: its pending prefill ends when its own answer comes, not when the decode side answers", async () => {
+    const prefill = await startSimWorker({ id: "p", role: "prefill", timeScale: 0 });
+    // A decode worker that never answers: the pair's decode head does not come.
+    const decode = await startSimWorker({
+      id: "d",
+      role: "decode",
+      timeScale: 0,
+      faults: { hang: true },
+    });
+    const { startTestRouter, waitFor } = await import("../helpers/router.js");
+    const router = await startTestRouter({
+      pdDisaggregation: true,
+      prefill: [{ url: prefill.url, bootstrapPort: prefill.bootstrapPort ?? null }],
+      decode: [decode.url],
+    });
+    const client = new AbortController();
+    try {
+      const pending = fetch(`${router.url}/v1/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ model: "m", prompt: "x".repeat(4000), max_tokens: 4 }),
+        signal: client.signal,
+      }).catch(() => undefined);
+      const worker = router.context.registry.list().find((w) => w.role.type === "prefill")!;
+      await waitFor(() => prefill.stats().completed === 1, 5000, "the prefill answer");
+      // The prefill worker computed the prompt: the policies must not see it as still queued there.
+      await waitFor(() => worker.pendingPrefillChars === 0, 5000, "pending prefill to clear");
+      expect(decode.stats().hanging).toBe(1);
+      client.abort();
+      await pending;
+    } finally {
+      client.abort();
+      await router.stop(100);
+      await Promise.all([prefill.close(), decode.close()]);
+    }
+  });
+});

@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type SimWorker, startSimWorker } from "../../sim/worker.js";
+import { UsageError } from "../../src/errors.js";
 import type { RunningRouter } from "../../src/server.js";
 import { listWorkers, longStream, servedBy } from "../helpers/discovery.js";
 import {
@@ -196,3 +197,15 @@ describe.skipIf(SECOND_POD_IP === undefined)(
     });
   },
 );
+
+describe("--service-discovery without a Kubernetes configuration", () => {
+  it("stops the start like a bad flag (exit 2), naming --kubeconfig", async () => {
+    const start = startTestRouter({
+      serviceDiscovery: true,
+      selector: ["app=sglang"],
+      kubeconfig: join(tmpdir(), "radixgate-no-such-kubeconfig"),
+    });
+    await expect(start).rejects.toBeInstanceOf(UsageError);
+    await expect(start).rejects.toThrow(/no Kubernetes configuration .*give --kubeconfig PATH/);
+  });
+});

@@ -3,6 +3,7 @@ import { ApproximateIndex } from "../../src/index/approximate-index.js";
 import type { PrefixClaims } from "../../src/index/prefix-claims.js";
 import { RoutingDecider } from "../../src/policies/decider.js";
 import { newPrefixClaimValue } from "../../src/policies/new-prefix-claim.js";
+import { SessionTable } from "../../src/policies/session-table.js";
 import { createPolicy } from "../../src/scheduling/policy-factory.js";
 
 const SYSTEM = "You are a helpful assistant. Answer briefly and cite your sources. ";
@@ -216,5 +217,48 @@ describe("RoutingDecider.decideAgreed (replicas agreeing on a new prefix)", () =
     const decision = await decider.decideAgreed(workers, { text: text("q?") });
     expect(decision!.branch).toBe("cache_miss");
     expect(index.size(decision!.worker.id)).toBe(text("q?").length);
+  });
+});
+
+describe("RoutingDecider: the cache account's facts (issue 26)", () => {
+  it("names the best holder's match, the runner-up and why the chosen worker held less (session)", () => {
+    const index = new ApproximateIndex();
+    const workers = ["a", "b", "c"].map((id) => ({ id, inFlight: 0 }));
+    for (const w of workers) index.addWorker(w.id);
+    const sessions = new SessionTable(16);
+    const decider = new RoutingDecider(createPolicy("cache_aware"), index, sessions);
+    index.insert("b", undefined, `${SYSTEM}first question`);
+    sessions.bind("chat-1", "c");
+    const decision = decider.decide(workers, {
+      text: `${SYSTEM}second question`,
+      session: "chat-1",
+    })!;
+    expect(decision.worker.id).toBe("c");
+    expect(decision.heldBefore).toBe(0);
+    expect(decision.available).toBe(SYSTEM.length);
+    expect(decision.runnerUp?.id).toBe("b");
+    expect(decision.runnerUpHeld).toBe(SYSTEM.length);
+    expect(decision.lossReason).toBe("session");
+  });
+
+  it("names load when cache_aware's balance gate sends a held prefix to the least loaded", () => {
+    const { index, workers, decider } = setup();
+    index.insert("a", undefined, `${SYSTEM}first question`);
+    const busy = workers.map((w) => (w.id === "a" ? { ...w, inFlight: 200 } : w));
+    const decision = decider.decide(busy, { text: `${SYSTEM}second question` })!;
+    expect(decision.branch).toBe("imbalanced");
+    expect(decision.worker.id).not.toBe("a");
+    expect(decision.available).toBe(SYSTEM.length);
+    expect(decision.lossReason).toBe("load");
+  });
+
+  it("has no runner-up and no loss when the best holder is chosen alone", () => {
+    const { index, workers, decider } = setup();
+    index.insert("a", undefined, SYSTEM);
+    const decision = decider.decide([workers[0]!], { text: SYSTEM })!;
+    expect(decision.runnerUp).toBeUndefined();
+    expect(decision.runnerUpHeld).toBe(0);
+    expect(decision.available).toBe(SYSTEM.length);
+    expect(decision.lossReason).toBeNull();
   });
 });

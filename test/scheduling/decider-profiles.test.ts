@@ -54,4 +54,34 @@ describe("the decider with a scheduling profile", () => {
       0, 1,
     ]);
   });
+
+  it("issue 26: names a filter as the reason when a profile's filter removed the best holder", () => {
+    const profile = buildProfiles(
+      {
+        plugins: [{ type: "health-filter" }, { type: "prefix-cache-scorer" }],
+        schedulingProfiles: [
+          {
+            name: "healthy-prefix",
+            plugins: [
+              { pluginRef: "health-filter" },
+              { pluginRef: "prefix-cache-scorer", weight: 1 },
+            ],
+          },
+        ],
+      },
+      { random: () => 0.5 },
+    )[0]!;
+    const index = new ApproximateIndex();
+    const workers = [
+      { id: "a", inFlight: 0 },
+      { id: "b", inFlight: 0, available: false },
+    ];
+    for (const w of workers) index.addWorker(w.id);
+    index.insert("b", undefined, "a long shared system prompt");
+    const decider = new RoutingDecider(profile, index);
+    const decision = decider.decide(workers, { text: "a long shared system prompt, then" })!;
+    expect(decision.worker.id).toBe("a");
+    expect(decision.available).toBe("a long shared system prompt".length);
+    expect(decision.lossReason).toBe("filter");
+  });
 });

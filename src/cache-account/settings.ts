@@ -1,0 +1,87 @@
+/**
+ * The cache account's settings rows (issue 21: each feature owns its rows); config.ts places
+ * them as Config.cacheAccount.
+ */
+import type { Parser } from "../config-kit/parsers.js";
+import { section } from "../config-kit/setting.js";
+import { ConfigError } from "../errors.js";
+
+/** The flags' values, as config.ts's Config carries them. */
+export interface CacheAccountConfig {
+  explainHeader: string | undefined;
+  cacheAccountWindowMins: number;
+  cacheAccountTopPrefixes: number;
+}
+
+/** What the ledger (cache-ledger.ts) takes. */
+export interface CacheAccountOptions {
+  /** Response header carrying each request's account (lower case); undefined = none. */
+  readonly explainHeader: string | undefined;
+  readonly windowMins: number;
+  readonly topPrefixes: number;
+}
+
+export function cacheAccountOptions(config: CacheAccountConfig): CacheAccountOptions {
+  return {
+    explainHeader: config.explainHeader,
+    windowMins: config.cacheAccountWindowMins,
+    topPrefixes: config.cacheAccountTopPrefixes,
+  };
+}
+
+const TOKEN = /^[!#$%&'*+.^_`|~0-9a-z-]+$/;
+/** Headers the router or HTTP itself sets: an account under one of these names would clobber it. */
+const TAKEN = new Set([
+  "content-length",
+  "content-type",
+  "transfer-encoding",
+  "connection",
+  "x-request-id",
+  "x-radixgate-worker",
+  "x-radixgate-route",
+]);
+
+const headerName: Parser<string | undefined> = (raw, flag) => {
+  const name = raw.trim().toLowerCase();
+  if (name === "") return undefined;
+  if (!TOKEN.test(name)) throw new ConfigError(flag, `must be an HTTP header name, got "${raw}"`);
+  if (TAKEN.has(name)) throw new ConfigError(flag, `must not be "${name}": the router sets it`);
+  return name;
+};
+
+function integerIn(min: number, max: number) {
+  return (raw: string, flag: string): number => {
+    const value = Number(raw.trim());
+    if (raw.trim() === "" || !Number.isInteger(value) || value < min || value > max) {
+      throw new ConfigError(flag, `must be an integer in [${min}, ${max}], got "${raw}"`);
+    }
+    return value;
+  };
+}
+
+export const CACHE_ACCOUNT_SETTINGS = section<CacheAccountConfig>({
+  explainHeader: {
+    flag: "--explain-header",
+    arg: "<name>",
+    description:
+      "Response header that carries each request's cache account, in tokens: available=<best holder's match>;chosen=<chosen worker's match>;runner_up=<worker>:<match>[;reason=<why not the best>]. Empty = off. See docs/hit-rate.md.",
+    default: undefined,
+    parse: headerName,
+  },
+  cacheAccountWindowMins: {
+    flag: "--cache-account-window-mins",
+    arg: "<mins>",
+    description:
+      "Minutes of cache account GET /debug/cache sums (per minute, per worker and model); the top-losing prefixes cover the same span.",
+    default: 15,
+    parse: integerIn(1, 1440),
+  },
+  cacheAccountTopPrefixes: {
+    flag: "--cache-account-top-prefixes",
+    arg: "<n>",
+    description:
+      "Prefixes GET /debug/cache lists as losing the most tokens to routing, and to eviction (8 times as many are tracked).",
+    default: 10,
+    parse: integerIn(1, 100),
+  },
+});
