@@ -208,3 +208,45 @@ describe("SGLang PD mode: the prefill worker's load", () => {
     }
   });
 });
+
+describe("SGLang PD mode: workers added through the admin API (issue 25)", () => {
+  it("takes worker_type prefill with its bootstrap_port and decode, as SGLang's gateway does; refuses a regular worker", async () => {
+    const prefill = await startSimWorker({ id: "p", role: "prefill", timeScale: 0 });
+    const decode = await startSimWorker({ id: "d", role: "decode", timeScale: 0 });
+    const regular = await startSimWorker({ id: "r", timeScale: 0 });
+    const { startTestRouter } = await import("../helpers/router.js");
+    const router = await startTestRouter({ pdDisaggregation: true });
+    try {
+      const added = await postJson(`${router.url}/workers`, {
+        url: prefill.url,
+        worker_type: "prefill",
+        bootstrap_port: prefill.bootstrapPort,
+      });
+      expect(added.status).toBe(201);
+      expect(await added.json()).toMatchObject({
+        worker_type: "prefill",
+        bootstrap_port: prefill.bootstrapPort,
+        healthy: true,
+      });
+      const legacy = await fetch(
+        `${router.url}/add_worker?url=${encodeURIComponent(decode.url)}&worker_type=decode`,
+        { method: "POST" },
+      );
+      expect(legacy.status).toBe(200);
+      const refused = await postJson(`${router.url}/workers`, { url: regular.url });
+      expect(refused.status).toBe(400);
+      expect(JSON.stringify(await refused.json())).toMatch(/worker_type of prefill or decode/);
+      const res = await postJson(`${router.url}/v1/completions`, {
+        model: "m",
+        prompt: "served by workers the admin API added",
+        max_tokens: 2,
+      });
+      expect(res.status).toBe(200);
+      expect(res.headers.get("x-sim-worker-id")).toBe("d");
+      expect(prefill.stats().requests).toBe(1);
+    } finally {
+      await router.stop(100);
+      await Promise.all([prefill.close(), decode.close(), regular.close()]);
+    }
+  });
+});
