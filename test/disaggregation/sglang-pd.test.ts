@@ -250,3 +250,24 @@ describe("SGLang PD mode: workers added through the admin API (issue 25)", () =>
     }
   });
 });
+
+describe("SGLang PD mode: readiness", () => {
+  it("regression: not ready while one side has no available worker (a request needs a pair)", async () => {
+    const decode = await startSimWorker({ id: "d", role: "decode", timeScale: 0 });
+    const prefill = await startSimWorker({ id: "p", role: "prefill", timeScale: 0 });
+    const { startTestRouter } = await import("../helpers/router.js");
+    const router = await startTestRouter({ pdDisaggregation: true, decode: [decode.url] });
+    try {
+      const alone = await fetch(`${router.url}/readiness`);
+      expect(alone.status).toBe(503);
+      expect(await alone.json()).toMatchObject({ prefill: 0, decode: 1 });
+      await postJson(`${router.url}/workers`, { url: prefill.url, worker_type: "prefill" });
+      const pair = await fetch(`${router.url}/readiness`);
+      expect(pair.status).toBe(200);
+      expect(await pair.json()).toMatchObject({ status: "ready", prefill: 1, decode: 1 });
+    } finally {
+      await router.stop(100);
+      await Promise.all([prefill.close(), decode.close()]);
+    }
+  });
+});
