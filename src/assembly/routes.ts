@@ -6,6 +6,7 @@ import type { RequestListener } from "node:http";
 import type { HttpBindings } from "@hono/node-server";
 import { Hono } from "hono";
 import type { Config } from "../config.js";
+import { pdEnabled } from "../disaggregation/settings.js";
 import { RouterError } from "../errors.js";
 import type { Logger } from "../logger.js";
 import { registerAdminRoutes } from "../routes/admin.js";
@@ -27,6 +28,7 @@ export function routeOptions(config: Config): RouteOptions {
     modelsTimeoutMs: config.health.timeoutMs,
     queueTimeoutMs: config.admission.queueTimeoutMs,
     queueTimeoutHeader: config.admission.queueTimeoutHeader,
+    pairs: pdEnabled(config.disaggregation),
   };
 }
 

@@ -20,6 +20,8 @@ export interface RouteOptions extends RoutesConfig {
   /** --queue-timeout-secs, which a request's --queue-timeout-header may shorten. */
   readonly queueTimeoutMs: number;
   readonly queueTimeoutHeader: string;
+  /** Prefill/decode disaggregation: a request needs a pair (readiness asks for both sides). */
+  readonly pairs: boolean;
 }
 
 export const ROUTES_SETTINGS = section<RoutesConfig>({
