@@ -2,12 +2,13 @@
  * The cache account's settings rows (issue 21: each feature owns its rows); config.ts places
  * them as Config.cacheAccount.
  */
-import type { Parser } from "../config-kit/parsers.js";
+import { flagValue, type Parser } from "../config-kit/parsers.js";
 import { section } from "../config-kit/setting.js";
 import { ConfigError } from "../errors.js";
 
 /** The flags' values, as config.ts's Config carries them. */
 export interface CacheAccountConfig {
+  cacheAccount: boolean;
   explainHeader: string | undefined;
   cacheAccountWindowMins: number;
   cacheAccountTopPrefixes: number;
@@ -15,6 +16,8 @@ export interface CacheAccountConfig {
 
 /** What the ledger (cache-ledger.ts) takes. */
 export interface CacheAccountOptions {
+  /** --cache-account: false leaves every request unaccounted (no ledger at all). */
+  readonly enabled: boolean;
   /** Response header carrying each request's account (lower case); undefined = none. */
   readonly explainHeader: string | undefined;
   readonly windowMins: number;
@@ -23,6 +26,7 @@ export interface CacheAccountOptions {
 
 export function cacheAccountOptions(config: CacheAccountConfig): CacheAccountOptions {
   return {
+    enabled: config.cacheAccount,
     explainHeader: config.explainHeader,
     windowMins: config.cacheAccountWindowMins,
     topPrefixes: config.cacheAccountTopPrefixes,
@@ -60,6 +64,14 @@ function integerIn(min: number, max: number) {
 }
 
 export const CACHE_ACCOUNT_SETTINGS = section<CacheAccountConfig>({
+  cacheAccount: {
+    flag: "--cache-account",
+    arg: "[bool]",
+    description:
+      "Keep each request's cache account (available, chosen and reported cached tokens; the radixgate_cache_account_* counters, GET /debug/cache, --explain-header). false = none of it, e.g. to price it with bench:overhead-ab --current-args. See docs/hit-rate.md.",
+    default: true,
+    parse: flagValue,
+  },
   explainHeader: {
     flag: "--explain-header",
     arg: "<name>",
