@@ -2,6 +2,7 @@ import type { RequestListener, Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { getRequestListener } from "@hono/node-server";
 import { Hono } from "hono";
+import { noteEngineReading } from "./admission/saturation.js";
 import { buildAdmission } from "./assembly/admission.js";
 import { buildDataPlane } from "./assembly/data-plane.js";
 import { buildIndexStack, indexStackOptions } from "./assembly/index-stack.js";
@@ -95,9 +96,11 @@ export function createRouter(
     siblings: options.siblings,
   });
   const { index, kvEvents, sharedState, siblingState } = stack;
-  const introspection = new EngineIntrospector(registry, config.engines, logger, (worker) =>
-    stack.engineRead(worker),
-  );
+  const introspection = new EngineIntrospector(registry, config.engines, logger, (worker) => {
+    stack.engineRead(worker);
+    // A reading that shows a queue tells admission the engine's full batch (saturation.ts).
+    noteEngineReading(worker);
+  });
   const { intake, proxy, routes } = config;
   const { decider, forwarder, modelsForwarder, cacheLedger } = buildDataPlane(
     {
