@@ -303,6 +303,9 @@ export async function startRouter(
   const stop = (graceMs = shutdownGraceMs): Promise<void> => {
     stopping ??= (async () => {
       context.state.shuttingDown = true;
+      // Requests still waiting for admission have not started: 503 shutting_down at once, so their
+      // clients retry on another replica instead of waiting out the grace period here.
+      context.admission.queue.close();
       discovery.stop();
       server.close();
       metricsServer?.close();
