@@ -47,6 +47,9 @@ const LAYERS = [
   // request's intake and its routing.
   { admission: ["admission/"] },
   { proxy: ["proxy/"] },
+  // OpenTelemetry tracing: the request path's span hooks (interfaces) and, loaded only when on,
+  // the SDK behind them; it reads the cache account and the decision, never HTTP routes.
+  { tracing: ["tracing/"] },
   // The per-request cache account (available, chosen, reported cached tokens), its sums, the
   // --explain-header value and its settings rows: the forwarder fills it, the routes read it.
   { "cache-account": ["cache-account/"] },

@@ -16,6 +16,7 @@ import { POLICY_NAMES, type PolicyName } from "./policies/policy.js";
 import { SchedulerConfigError } from "./scheduling/config-path.js";
 import { loadSchedulerConfig } from "./scheduling/scheduler-config.js";
 import { MIN_STATE_SECRET_CHARS } from "./state/state-secret.js";
+import { TRACING_SETTINGS, type TracingConfig } from "./tracing/settings.js";
 import { MODEL_ROUTING_MODES, type ModelRoutingMode } from "./workers/served-models.js";
 import { normalizeWorkerUrl } from "./workers/worker-url.js";
 
@@ -24,7 +25,8 @@ export interface Config
   extends AdmissionConfig,
     PdConfig,
     KubernetesDiscoverySettings,
-    CacheAccountConfig {
+    CacheAccountConfig,
+    TracingConfig {
   workerUrls: string[];
   /** --worker-file: a JSON or YAML list of workers, watched ("" = none). */
   workerFile: string;
@@ -1135,6 +1137,7 @@ export const SETTINGS = [
   }),
   ...PD_SETTINGS,
   ...CACHE_ACCOUNT_SETTINGS,
+  ...TRACING_SETTINGS,
 ] as const satisfies readonly Setting[];
 
 /** `--worker-urls` → `RADIXGATE_WORKER_URLS`. */
