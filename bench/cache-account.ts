@@ -19,7 +19,7 @@ async function main(argv: string[]): Promise<void> {
   const LOSE = values["no-loss"] !== true;
   const n = Number(values.requests ?? 2_000_000);
   const ledger = new CacheLedger(
-    { explainHeader: undefined, windowMins: 15, topPrefixes: 10 },
+    { enabled: true, explainHeader: undefined, windowMins: 15, topPrefixes: 10 },
     createLogger({ level: "info" }),
   );
   const texts = Array.from({ length: 64 }, (_, i) => `#${i} ${"system prompt ".repeat(80)}`);

@@ -21,8 +21,9 @@ import {
 } from "./disaggregation.js";
 import type { PrefixKvCache } from "./kv-cache.js";
 import type { ResolvedSimOptions } from "./options.js";
-import type { InferenceJob } from "./protocol.js";
-import type { ServeContext } from "./serve.js";
+import { BadRequest, type InferenceJob } from "./protocol.js";
+import { errorBody } from "./responses.js";
+import { type ServeContext, sendJson } from "./serve.js";
 
 /** What serving a job gets from its side: the hooks serveJob calls. */
 export type SideHooks = Pick<ServeContext, "onSettled" | "extraFields">;
@@ -62,6 +63,39 @@ export class PdSide {
   /** vLLM's transfer ids on the worker's own port: GET /_sim/kv/<id>. */
   answer(path: string, res: ServerResponse): Promise<boolean> {
     return answerRoom(this.board, path, res);
+  }
+
+  /**
+   * A prefill or decode worker's step before serving: the serving hooks, or undefined once it
+   * answered: 400 without the hand-off fields, 500 when the hand-off failed.
+   */
+  async hooksFor(
+    job: InferenceJob,
+    body: unknown,
+    kv: PrefixKvCache,
+    worker: { id: string; port: number },
+    res: ServerResponse,
+    counters: { rejected: number; aborted: number; failed: number },
+  ): Promise<SideHooks | undefined> {
+    const gone = new AbortController();
+    const onClose = () => gone.abort();
+    res.on("close", onClose);
+    try {
+      return await this.prepare(job, body as Record<string, unknown>, kv, worker, gone.signal);
+    } catch (err) {
+      if (err instanceof BadRequest) {
+        counters.rejected++;
+        sendJson(res, 400, errorBody(400, err.message, err.param));
+      } else if (gone.signal.aborted) {
+        counters.aborted++;
+      } else {
+        counters.failed++;
+        sendJson(res, 500, errorBody(500, `KV hand-off failed: ${(err as Error).message}`));
+      }
+      return undefined;
+    } finally {
+      res.off("close", onClose);
+    }
   }
 
   /**

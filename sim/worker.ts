@@ -15,7 +15,7 @@ import type { SimKvPublisher } from "./kv-publisher.js";
 import { METRICS_CONTENT_TYPE, renderMetrics } from "./metrics.js";
 import { chooseModel, ModelNotFound, modelList, saltForAdapter } from "./models.js";
 import { type ResolvedSimOptions, resolveOptions, type SimWorkerOptions } from "./options.js";
-import { PdSide, type SideHooks } from "./pd-side.js";
+import { PdSide } from "./pd-side.js";
 import { BadRequest, type InferenceEndpoint, parseJob, type SimTokenize } from "./protocol.js";
 import { errorBody } from "./responses.js";
 import { type ServeCounters, sendJson, serveJob } from "./serve.js";
@@ -488,7 +488,11 @@ class HttpSimWorker implements SimWorker {
         return sendJson(res, 400, errorBody(400, message));
       }
     }
-    const hooks = await this.handoff(job, body, rank.kv, res);
+    const worker = { id: this.assignedId, port: this.assignedPort };
+    const hooks =
+      this.pd === undefined
+        ? {}
+        : await this.pd.hooksFor(job, body, rank.kv, worker, res, this.counters);
     if (hooks === undefined) return;
     rank.requests++;
     serveJob(
@@ -503,39 +507,6 @@ class HttpSimWorker implements SimWorker {
       job,
       res,
     );
-  }
-
-  /**
-   * A prefill or decode worker's step before serving (sim/pd-side.ts): the serving hooks, or
-   * undefined once it answered: 400 without the hand-off fields, 500 when the hand-off failed.
-   */
-  private async handoff(
-    job: ReturnType<typeof parseJob>,
-    body: unknown,
-    kv: PrefixKvCache,
-    res: ServerResponse,
-  ): Promise<SideHooks | undefined> {
-    if (this.pd === undefined) return {};
-    const gone = new AbortController();
-    const onClose = () => gone.abort();
-    res.on("close", onClose);
-    try {
-      const worker = { id: this.assignedId, port: this.assignedPort };
-      return await this.pd.prepare(job, body as Record<string, unknown>, kv, worker, gone.signal);
-    } catch (err) {
-      if (err instanceof BadRequest) {
-        this.counters.rejected++;
-        sendJson(res, 400, errorBody(400, err.message, err.param));
-      } else if (gone.signal.aborted) {
-        this.counters.aborted++;
-      } else {
-        this.counters.failed++;
-        sendJson(res, 500, errorBody(500, `KV hand-off failed: ${(err as Error).message}`));
-      }
-      return undefined;
-    } finally {
-      res.off("close", onClose);
-    }
   }
 
   /** The parsed JSON body, or undefined once an error (or nothing, if the client left) was sent. */

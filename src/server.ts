@@ -2,6 +2,7 @@ import type { RequestListener, Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { getRequestListener } from "@hono/node-server";
 import { Hono } from "hono";
+import { noteEngineReading } from "./admission/saturation.js";
 import { buildAdmission } from "./assembly/admission.js";
 import { buildDataPlane } from "./assembly/data-plane.js";
 import { buildIndexStack, indexStackOptions } from "./assembly/index-stack.js";
@@ -115,7 +116,11 @@ export function createRouter(
       timeoutMs: config.enginePollTimeoutSecs * 1000,
     },
     logger,
-    (worker) => stack.engineRead(worker),
+    (worker) => {
+      stack.engineRead(worker);
+      // A reading that shows a queue tells admission the engine's full batch (saturation.ts).
+      noteEngineReading(worker);
+    },
   );
   const { decider, forwarder, modelsForwarder, cacheLedger } = buildDataPlane(
     {
@@ -298,6 +303,9 @@ export async function startRouter(
   const stop = (graceMs = config.shutdownGraceSecs * 1000): Promise<void> => {
     stopping ??= (async () => {
       context.state.shuttingDown = true;
+      // Requests still waiting for admission have not started: 503 shutting_down at once, so their
+      // clients retry on another replica instead of waiting out the grace period here.
+      context.admission.queue.close();
       discovery.stop();
       server.close();
       metricsServer?.close();

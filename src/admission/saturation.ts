@@ -35,24 +35,58 @@ export interface WorkerSaturation {
 }
 
 /**
- * The engine's waiting queue now, estimated from its last fresh reading: the queue it reported,
- * moved by the change since then in this router's requests there without a first byte (each
- * dispatch joins the engine's queue or prefill, each first byte leaves them). The reading alone is
- * up to a poll interval old; the router's own count is exact and live, so between two readings the
- * estimate follows what this router did. Requests in prefill count too, which errs on the side of
- * holding back. undefined without a fresh reading of the queue: a stale one is never trusted.
+ * Each engine's running-batch size as last seen full: its `running` at the last fresh reading
+ * that also showed a waiting queue (an engine queues only when its batch is full, by slots or by
+ * KV). Kept per signals object, so it goes with its worker.
+ */
+const fullBatch = new WeakMap<object, number>();
+
+/**
+ * Called after every read of a worker's engine: a reading that shows a queue tells how many
+ * requests the engine runs when full (kept for estimatedQueue), even if no request asks then.
+ */
+export function noteEngineReading(worker: SaturationView, now = Date.now()): void {
+  estimatedQueue(worker, now);
+}
+
+/**
+ * The engine's waiting queue now, estimated from its last fresh reading and what this router did
+ * since. The reading alone is up to a poll interval old; this router's count of its requests there
+ * without a first byte is exact and live (each dispatch joins the engine's queue or prefill, each
+ * first byte leaves them), and its change since the reading is the change in what the engine holds
+ * for this router (counted from the smaller of the counts at the read's start and end, since the
+ * engine's snapshot falls in between: a read that spans a burst errs toward a longer queue). That change fills the engine's free batch
+ * slots first: those known from the last reading that showed the batch full. Until an engine has
+ * been seen full the free slots are unknown and the reading's queue stands alone (a burst reaches
+ * the engine until the next reading shows its queue). Requests in prefill count as queued, which
+ * errs on the side of holding back. A stale reading is never trusted: without a fresh one, only
+ * this router's live count beyond the engine's full batch (a lower bound), or undefined when the
+ * batch is not known either.
  */
 export function estimatedQueue(worker: SaturationView, now: number): number | undefined {
   const load = worker.signals.load(now);
-  if (load?.queued === undefined) return undefined;
-  const sinceReading = worker.pendingPrefillRequests - (load.routerPending ?? 0);
-  return Math.max(0, load.queued + sinceReading);
+  if (load?.queued === undefined) {
+    // No fresh reading: only what is live. At most a full batch of this router's requests run
+    // there; the rest of those without a first byte wait (a lower bound: others' work unseen).
+    const batch = fullBatch.get(worker.signals);
+    return batch === undefined ? undefined : Math.max(0, worker.pendingPrefillRequests - batch);
+  }
+  if (load.queued > 0 && load.running !== undefined && load.running > 0) {
+    fullBatch.set(worker.signals, load.running);
+  }
+  const batch = fullBatch.get(worker.signals);
+  if (batch === undefined) return load.queued;
+  const atReading = load.routerPendingLeast ?? load.routerPending ?? 0;
+  const sinceReading = worker.pendingPrefillRequests - atReading;
+  const held = load.queued + (load.running ?? batch) + sinceReading;
+  return Math.max(0, held - batch);
 }
 
 /**
  * Why the worker is saturated now, or undefined when it is not. A worker without fresh engine
- * readings is judged only by the router's own live figure (pending prefill); one without either
- * is never saturated, so a fleet that exposes nothing routes as before.
+ * readings is judged only by the router's own live figures (its requests there beyond the
+ * engine's batch as last seen full, its pending prefill characters); one that exposes nothing is
+ * never saturated unless --saturation-pending-prefill-chars says so, and routes as before.
  */
 export function saturationReason(
   worker: SaturationView,
@@ -61,13 +95,10 @@ export function saturationReason(
 ): SaturationReason | undefined {
   const pending = thresholds.pendingPrefillChars;
   if (pending > 0 && worker.pendingPrefillChars >= pending) return "pending_prefill";
-  const load = worker.signals.load(now);
-  if (load === undefined) return undefined;
-  if (load.queued !== undefined) {
-    const queue = load.queued + worker.pendingPrefillRequests - (load.routerPending ?? 0);
-    if (queue >= thresholds.queueDepth) return "engine_queue";
-  }
-  if (load.kvUsage !== undefined && thresholds.kvUsage < 1 && load.kvUsage >= thresholds.kvUsage)
+  const queue = estimatedQueue(worker, now);
+  if (queue !== undefined && queue >= thresholds.queueDepth) return "engine_queue";
+  const kvUsage = worker.signals.load(now)?.kvUsage;
+  if (kvUsage !== undefined && thresholds.kvUsage < 1 && kvUsage >= thresholds.kvUsage)
     return "kv_usage";
   return undefined;
 }

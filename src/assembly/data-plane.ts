@@ -85,10 +85,12 @@ export function buildDataPlane(options: DataPlaneOptions, deps: DataPlaneDeps): 
   );
   const cacheLedger = new CacheLedger(options.cacheAccount, deps.logger);
   registerAccountMetrics(m.registry, cacheLedger.totals);
+  // --cache-account false: the forwarder gets no ledger (the counters and /debug/cache stay empty).
+  const accounting = options.cacheAccount.enabled ? cacheLedger : undefined;
   const pd = options.pd;
   const forwarder: RequestForwarder =
     pd === undefined
-      ? new Forwarder(registry, decider, options.forward, hooks, feedback, cacheLedger)
+      ? new Forwarder(registry, decider, options.forward, hooks, feedback, accounting)
       : new PairForwarder(
           registry,
           decider,

@@ -7,6 +7,7 @@ import { ConfigError } from "../errors.js";
 
 /** The flags' values, as config.ts's Config carries them. */
 export interface CacheAccountConfig {
+  cacheAccount: boolean;
   explainHeader: string | undefined;
   cacheAccountWindowMins: number;
   cacheAccountTopPrefixes: number;
@@ -14,6 +15,8 @@ export interface CacheAccountConfig {
 
 /** What the ledger (cache-ledger.ts) takes. */
 export interface CacheAccountOptions {
+  /** --cache-account: false leaves every request unaccounted (no ledger at all). */
+  readonly enabled: boolean;
   /** Response header carrying each request's account (lower case); undefined = none. */
   readonly explainHeader: string | undefined;
   readonly windowMins: number;
@@ -22,6 +25,7 @@ export interface CacheAccountOptions {
 
 export function cacheAccountOptions(config: CacheAccountConfig): CacheAccountOptions {
   return {
+    enabled: config.cacheAccount,
     explainHeader: config.explainHeader,
     windowMins: config.cacheAccountWindowMins,
     topPrefixes: config.cacheAccountTopPrefixes,
@@ -48,6 +52,13 @@ function headerName(raw: string, flag: string): string | undefined {
   return name;
 }
 
+function flagValue(raw: string | boolean, flag: string): boolean {
+  const value = String(raw).trim().toLowerCase();
+  if (["true", "1", "yes", "on"].includes(value)) return true;
+  if (["false", "0", "no", "off", ""].includes(value)) return false;
+  throw new ConfigError(flag, `must be true or false, got "${raw}"`);
+}
+
 function integerIn(min: number, max: number) {
   return (raw: string, flag: string): number => {
     const value = Number(raw.trim());
@@ -72,6 +83,15 @@ interface CacheAccountSetting<K extends keyof CacheAccountConfig> {
 const row = <K extends keyof CacheAccountConfig>(s: CacheAccountSetting<K>) => s;
 
 export const CACHE_ACCOUNT_SETTINGS = [
+  row({
+    key: "cacheAccount",
+    flag: "--cache-account",
+    arg: "[bool]",
+    description:
+      "Keep each request's cache account (available, chosen and reported cached tokens; the radixgate_cache_account_* counters, GET /debug/cache, --explain-header). false = none of it, e.g. to price it with bench:overhead-ab --current-args. See docs/hit-rate.md.",
+    default: true,
+    parse: flagValue,
+  }),
   row({
     key: "explainHeader",
     flag: "--explain-header",

@@ -39,6 +39,14 @@ export interface PodWorker {
  */
 export const BOOTSTRAP_PORT_ANNOTATION = "sglang.ai/bootstrap-port";
 
+/**
+ * radixgate's own annotation: the port this pod's engine serves on, when it is not
+ * --service-discovery-port (one selector over engines of different ports, say vLLM's 8000 and
+ * SGLang's 30000). SGLang's router has no such annotation; without it a pod is served at the flag's
+ * port, as there.
+ */
+export const PORT_ANNOTATION = "radixgate.io/port";
+
 /** "namespace/name": a pod's identity across events. */
 export function podKey(pod: PodObject): string | undefined {
   const name = pod.metadata?.name;
@@ -49,7 +57,8 @@ export function podKey(pod: PodObject): string | undefined {
 /**
  * The worker a pod stands for, or undefined when it takes no traffic now. Like SGLang's router, a
  * worker is a pod that matches the selector, is in phase Running with its Ready condition True,
- * and has a pod IP; its URL is http://POD_IP:PORT (service_discovery.rs `PodInfo::is_healthy`,
+ * and has a pod IP; its URL is http://POD_IP:PORT, PORT from the pod's radixgate.io/port annotation
+ * when it has one (service_discovery.rs `PodInfo::is_healthy`,
  * `worker_url`). Unlike it, a terminating pod (deletionTimestamp set) is no worker: it drains as
  * soon as Kubernetes starts stopping it, as a Service's endpoints do.
  */
@@ -76,7 +85,8 @@ export function podWorker(
       : type === "decode"
         ? DECODE_ROLE
         : REGULAR_ROLE;
-  return { url: `http://${host}:${port}`, role };
+  const servingPort = portAnnotation(metadata?.annotations?.[PORT_ANNOTATION]) ?? port;
+  return { url: `http://${host}:${servingPort}`, role };
 }
 
 /** A port number from an annotation's text; anything else (as SGLang's parse::<u16>) is none. */

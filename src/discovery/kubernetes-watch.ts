@@ -1,6 +1,11 @@
 import type { Logger } from "../logger.js";
 import { type PodApi, type PodQuery, statusOf } from "./kubernetes-client.js";
-import { BOOTSTRAP_PORT_ANNOTATION, type PodObject, podKey } from "./kubernetes-pods.js";
+import {
+  BOOTSTRAP_PORT_ANNOTATION,
+  PORT_ANNOTATION,
+  type PodObject,
+  podKey,
+} from "./kubernetes-pods.js";
 
 export interface PodListWatchOptions {
   query: PodQuery;
@@ -284,15 +289,17 @@ export class PodListWatch {
 /** The fields discovery reads, so a pod's spec, managedFields and other annotations are not kept. */
 function trimmed(pod: PodObject): PodObject {
   const { metadata, status } = pod;
-  const bootstrap = metadata?.annotations?.[BOOTSTRAP_PORT_ANNOTATION];
+  const annotations: Record<string, string> = {};
+  for (const name of [BOOTSTRAP_PORT_ANNOTATION, PORT_ANNOTATION]) {
+    const value = metadata?.annotations?.[name];
+    if (value !== undefined) annotations[name] = value;
+  }
   return {
     metadata: {
       ...(metadata?.name !== undefined ? { name: metadata.name } : {}),
       ...(metadata?.namespace !== undefined ? { namespace: metadata.namespace } : {}),
       ...(metadata?.labels !== undefined ? { labels: metadata.labels } : {}),
-      ...(bootstrap !== undefined
-        ? { annotations: { [BOOTSTRAP_PORT_ANNOTATION]: bootstrap } }
-        : {}),
+      ...(Object.keys(annotations).length > 0 ? { annotations } : {}),
       ...(metadata?.deletionTimestamp !== undefined && metadata.deletionTimestamp !== null
         ? { deletionTimestamp: String(metadata.deletionTimestamp) }
         : {}),

@@ -1,14 +1,8 @@
 import type { IncomingHttpHeaders, IncomingMessage } from "node:http";
-import {
-  type IdentityOptions,
-  identify,
-  type RequestIdentity,
-  TenantTable,
-} from "../admission/identity.js";
+import { type IdentityOptions, TenantTable } from "../admission/identity.js";
 import type { RoutingRequest } from "../proxy/routing-request.js";
 import {
   indexKey,
-  type ModelPlan,
   type ModelRoutingMode,
   planModel,
   type ServingWorker,
@@ -43,10 +37,6 @@ const DEFAULT_IDENTITY: IdentityOptions = {
   tenantHeader: "x-tenant-id",
   priorityHeader: "x-priority",
 };
-/** Characters per token when counting a request's work before any worker is chosen. */
-const CHARS_PER_TOKEN = 4;
-/** The output counted for a request that does not say how much it wants. */
-const DEFAULT_OUTPUT_TOKENS = 256;
 
 /** A request whose body has been read and summarized, before it waits for admission. */
 export interface ReceivedRequest {
@@ -117,22 +107,14 @@ export class Intake {
     return { endpoint, body, summary, session, headers: incoming.headers };
   }
 
-  /** Who the request belongs to and its priority (bounded: admission/identity.ts). */
-  identify(received: ReceivedRequest): RequestIdentity {
-    return identify(received.headers, this.options.identity ?? DEFAULT_IDENTITY, this.tenants);
+  /** --tenant-header and --priority-header: whom admission's ticket reads the identity from. */
+  get identity(): IdentityOptions {
+    return this.options.identity ?? DEFAULT_IDENTITY;
   }
 
-  /** Which workers the requested model admits, against the fleet as it is now. */
-  plan(received: ReceivedRequest): ModelPlan {
-    return planModel(this.fleet.list(), received.summary?.model, this.options.modelRouting);
-  }
-
-  /** The request's work in tokens: its prompt (estimated from characters) and the output it asks. */
-  cost(received: ReceivedRequest): number {
-    const summary = received.summary;
-    if (summary === undefined) return 1;
-    const prompt = Math.ceil(summary.text.length / CHARS_PER_TOKEN);
-    return prompt + (summary.maxTokens ?? DEFAULT_OUTPUT_TOKENS);
+  /** --model-routing: how admission's ticket and route() plan the model. */
+  get modelRouting(): ModelRoutingMode {
+    return this.options.modelRouting;
   }
 
   /** The RoutingRequest of a received request, against the fleet as it is now. */

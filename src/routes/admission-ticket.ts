@@ -1,31 +1,40 @@
+import { requestTicket } from "../admission/request-ticket.js";
 import type { AdmissionTicket } from "../admission/step.js";
 import type { ReceivedRequest } from "../intake/intake.js";
 import type { Cancel } from "../proxy/cancel.js";
-import { admitted } from "../workers/served-models.js";
 import type { RouterContext } from "./context.js";
 
 /** Longest per-request queue timeout a header may ask for, before the flag's cap. */
 const HEADER_TIMEOUT = /^\s*\d+(\.\d+)?\s*$/;
 
 /**
- * What admission may ask about one received request; each part is worked out only when asked
- * (a request that goes at once never has its tenant read or its cost counted).
+ * Admission's ticket for one received request, made of facts intake already read: while the
+ * request waits, admission works its parts out with its own and workers/ code, never calling
+ * back into intake/ or routes/ (admission/request-ticket.ts).
  */
 export function admissionTicket(
   ctx: Pick<RouterContext, "config" | "intake" | "registry">,
   received: ReceivedRequest,
   signal: Cancel,
 ): AdmissionTicket {
-  return {
-    signal,
-    identity: () => ctx.intake.identify(received),
-    candidates: () => {
-      const plan = ctx.intake.plan(received);
-      return plan.route === "not_found" ? [] : admitted(ctx.registry.candidates(), plan);
+  const { summary, headers } = received;
+  const { intake } = ctx;
+  return requestTicket(
+    {
+      headers,
+      model: summary?.model,
+      textChars: summary?.text.length,
+      maxTokens: summary?.maxTokens,
+      timeoutMs: queueTimeoutMs(ctx.config, headers[ctx.config.queueTimeoutHeader]),
     },
-    cost: () => ctx.intake.cost(received),
-    timeoutMs: () => queueTimeoutMs(ctx.config, received.headers[ctx.config.queueTimeoutHeader]),
-  };
+    {
+      fleet: ctx.registry,
+      modelRouting: intake.modelRouting,
+      identity: intake.identity,
+      tenants: intake.tenants,
+    },
+    signal,
+  );
 }
 
 /** --queue-timeout-secs, shortened (never lengthened) by the request's --queue-timeout-header. */

@@ -1,5 +1,6 @@
 import type { HttpBindings } from "@hono/node-server";
 import type { Hono } from "hono";
+import { pdEnabled } from "../disaggregation/settings.js";
 import type { Metrics } from "../metrics.js";
 import type { RouterContext } from "./context.js";
 
@@ -22,6 +23,21 @@ export function registerOpsRoutes(app: Hono<Env>, ctx: RouterContext): void {
           ? "no workers registered"
           : `none of ${workers.length} workers is available`;
       return c.json({ status: "not_ready", reason, workers: workers.length, healthy }, 503);
+    }
+    if (pdEnabled(ctx.config)) {
+      // A request needs a pair: one side without an available worker serves nothing.
+      const side = (type: "prefill" | "decode") =>
+        workers.filter((w) => w.role.type === type && w.available).length;
+      const sides = { prefill: side("prefill"), decode: side("decode") };
+      if (sides.prefill === 0 || sides.decode === 0) {
+        const missing = sides.prefill === 0 ? "prefill" : "decode";
+        const reason = `no ${missing} worker is available (prefill/decode disaggregation needs one of each)`;
+        return c.json(
+          { status: "not_ready", reason, workers: workers.length, healthy, ...sides },
+          503,
+        );
+      }
+      return c.json({ status: "ready", workers: workers.length, healthy, ...sides });
     }
     return c.json({ status: "ready", workers: workers.length, healthy });
   });

@@ -68,14 +68,22 @@ export class SiblingHub {
         this.replayTo(member);
         member.ready = true;
         break;
-      case "ops":
-        if (message.ops.length === 0) return;
+      case "ops": {
+        const counts = message.counts;
+        if (counts !== undefined) this.keepLoad(id, counts);
+        if (message.ops.length === 0 && counts === undefined) return;
         for (const op of message.ops) this.keep(op);
-        this.broadcast(id, { rg: "sib", t: "ops", from: id, ops: message.ops });
+        this.broadcast(id, {
+          rg: "sib",
+          t: "ops",
+          from: id,
+          ops: message.ops,
+          ...(counts !== undefined ? { counts } : {}),
+        });
         break;
+      }
       case "load":
-        if (Object.keys(message.counts).length === 0) this.loads.delete(id);
-        else this.loads.set(id, message.counts);
+        this.keepLoad(id, message.counts);
         this.broadcast(id, { rg: "sib", t: "load", from: id, counts: message.counts });
         break;
       case "claim":
@@ -114,6 +122,11 @@ export class SiblingHub {
     }
     this.claims.set(key, { value, expires: now + Math.min(ttlMs, MAX_CLAIM_TTL_MS) });
     return value;
+  }
+
+  private keepLoad(id: number, counts: Record<string, number>): void {
+    if (Object.keys(counts).length === 0) this.loads.delete(id);
+    else this.loads.set(id, counts);
   }
 
   private broadcast(from: number, message: SiblingMessage): void {

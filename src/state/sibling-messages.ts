@@ -5,14 +5,22 @@ import type { StateOp } from "./state-op.js";
  * one host and the primary (state/sibling-hub.ts), which relays them. Every message is an object
  * tagged `rg: "sib"`, so that it never mixes with node:cluster's own messages or the stop request.
  *
- * process → hub: hello (a process starting; the hub replays what it kept), ops (its decisions),
- * load (its in-flight counts per worker, whole), claim (a new prefix, SET NX semantics).
+ * process → hub: hello (a process starting; the hub replays what it kept), ops (its decisions,
+ * with its counts when they changed), load (its in-flight counts per worker, whole, when they
+ * changed without a decision), claim (a new prefix, SET NX semantics).
  * hub → process: ops / load (a sibling's, with its id), claimed (the answer to a claim),
  * ready (the replay is over), gone (a sibling exited: forget its counts).
  */
 export type SiblingMessage =
   | { readonly rg: "sib"; readonly t: "hello" }
-  | { readonly rg: "sib"; readonly t: "ops"; readonly from?: number; readonly ops: StateOp[] }
+  | {
+      readonly rg: "sib";
+      readonly t: "ops";
+      readonly from?: number;
+      readonly ops: StateOp[];
+      /** The sender's in-flight counts, when they changed since its last message (one message). */
+      readonly counts?: Record<string, number>;
+    }
   | {
       readonly rg: "sib";
       readonly t: "load";
@@ -55,6 +63,18 @@ function readOp(v: unknown): StateOp | undefined {
   return undefined;
 }
 
+/** In-flight counts as received: positive integers by worker id; undefined when not an object. */
+function readCounts(raw: unknown): Record<string, number> | undefined {
+  if (!isObject(raw)) return undefined;
+  const counts: Record<string, number> = {};
+  let n = 0;
+  for (const [id, c] of Object.entries(raw)) {
+    if (++n > 65_536) break;
+    if (id.length <= MAX_FIELD_CHARS && count(c) && c > 0) counts[id] = c;
+  }
+  return counts;
+}
+
 /**
  * A message from the channel, checked (its peer is a process of the same program, but a bad
  * message must never crash the reader): undefined for anything that is not one of ours or not
@@ -76,17 +96,12 @@ export function readSiblingMessage(raw: unknown): SiblingMessage | undefined {
         const read = readOp(op);
         if (read !== undefined) ops.push(read);
       }
-      return { rg: "sib", t: "ops", ops, ...from };
+      const counts = raw.counts === undefined ? undefined : readCounts(raw.counts);
+      return { rg: "sib", t: "ops", ops, ...from, ...(counts !== undefined ? { counts } : {}) };
     }
     case "load": {
-      if (!isObject(raw.counts)) return undefined;
-      const counts: Record<string, number> = {};
-      let n = 0;
-      for (const [id, c] of Object.entries(raw.counts)) {
-        if (++n > 65_536) break;
-        if (id.length <= MAX_FIELD_CHARS && count(c) && c > 0) counts[id] = c;
-      }
-      return { rg: "sib", t: "load", counts, ...from };
+      const counts = readCounts(raw.counts);
+      return counts === undefined ? undefined : { rg: "sib", t: "load", counts, ...from };
     }
     case "claim":
       if (!count(raw.n) || !shortString(raw.key) || !shortString(raw.value)) return undefined;

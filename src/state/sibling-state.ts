@@ -24,8 +24,12 @@ export interface SiblingStateOptions {
   queueSize: number;
 }
 
-/** How often the own in-flight counts are compared with what was last sent (a send when changed). */
-const LOAD_CHECK_MS = 5;
+/**
+ * How often the own in-flight counts are compared with what was last sent, to send them when they
+ * changed without a decision (a request ending); a decision's message carries them anyway. Each
+ * message costs tens of µs of CPU at each end (bench:cluster), so not every millisecond.
+ */
+const LOAD_CHECK_MS = 20;
 /** How long start() waits for the primary's replay. */
 const START_WAIT_MS = 3000;
 
@@ -144,18 +148,36 @@ export class SiblingState {
     });
   }
 
+  /** The turn's decisions, with the counts when they changed, in as few messages as it takes. */
   private flush(): void {
     while (this.queue.size > 0) {
       const ops = this.queue.take(MAX_OPS_PER_MESSAGE);
-      if (!this.transport.send({ rg: "sib", t: "ops", ops })) break;
+      const counts = this.queue.size === 0 ? this.changedCounts() : undefined;
+      const sent = this.transport.send({
+        rg: "sib",
+        t: "ops",
+        ops,
+        ...(counts !== undefined ? { counts: counts.record } : {}),
+      });
+      if (!sent) return;
+      if (counts !== undefined) this.sent = counts.map;
     }
-    this.sendLoad();
   }
 
-  /** Sends this process's in-flight counts when they changed since last sent. */
+  /** Sends this process's in-flight counts when they changed since last sent (the timer's work). */
   private sendLoad(): void {
+    const counts = this.changedCounts();
+    if (counts === undefined) return;
+    if (this.transport.send({ rg: "sib", t: "load", counts: counts.record }))
+      this.sent = counts.map;
+  }
+
+  /** This process's in-flight counts when they differ from what was last sent; else undefined. */
+  private changedCounts():
+    | { record: Record<string, number>; map: Map<string, number> }
+    | undefined {
     const registry = this.registry;
-    if (registry === undefined || this.stopped) return;
+    if (registry === undefined || this.stopped) return undefined;
     let changed = false;
     let live = 0;
     for (const worker of registry.list()) {
@@ -163,16 +185,16 @@ export class SiblingState {
       if (n > 0) live += 1;
       if ((this.sent.get(worker.id) ?? 0) !== n) changed = true;
     }
-    if (!changed && live === this.sent.size) return;
-    const counts: Record<string, number> = {};
-    const sent = new Map<string, number>();
+    if (!changed && live === this.sent.size) return undefined;
+    const record: Record<string, number> = {};
+    const map = new Map<string, number>();
     for (const worker of registry.list()) {
       if (worker.ownInFlight > 0) {
-        counts[worker.id] = worker.ownInFlight;
-        sent.set(worker.id, worker.ownInFlight);
+        record[worker.id] = worker.ownInFlight;
+        map.set(worker.id, worker.ownInFlight);
       }
     }
-    if (this.transport.send({ rg: "sib", t: "load", counts })) this.sent = sent;
+    return { record, map };
   }
 
   private receive(raw: unknown): void {
@@ -181,6 +203,10 @@ export class SiblingState {
     switch (message.t) {
       case "ops":
         for (const op of message.ops) this.apply(op);
+        if (message.counts !== undefined && message.from !== undefined) {
+          this.siblingCounts.set(message.from, message.counts);
+          this.applyCounts();
+        }
         break;
       case "load":
         if (message.from === undefined) break;

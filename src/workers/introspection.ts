@@ -165,6 +165,7 @@ export class EngineIntrospector {
         running: reading.running,
         kvUsage: reading.kvUsage,
         routerPending: Math.max(pendingAtSend, worker.pendingPrefillRequests),
+        routerPendingLeast: Math.min(pendingAtSend, worker.pendingPrefillRequests),
       },
       now,
       reading.ranks,

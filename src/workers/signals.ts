@@ -11,6 +11,11 @@ export interface LoadSignals {
    * The engine's queue includes those; what it reports beyond them someone else sent.
    */
   readonly routerPending?: number | undefined;
+  /**
+   * The smaller count of the read's start and end: admission's live queue estimate counts from it,
+   * so a read that spans a burst of dispatches errs toward a longer queue (admission/saturation.ts).
+   */
+  readonly routerPendingLeast?: number | undefined;
 }
 
 /**

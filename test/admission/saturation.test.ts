@@ -45,26 +45,92 @@ describe("saturation of a worker", () => {
   });
 
   it("moves the queue reading by this router's pending requests since it was taken", () => {
-    // Read with 2 of ours waiting: 3 foreign + 2 ours = 5... later 1 of ours left, 0 new.
+    // Read with 2 of ours waiting (3 foreign + 2 ours); since then 1 of ours got its first byte.
     const fewer = view("w", load(5, 0.1, 2), { requests: 1, chars: 100 });
     expect(estimatedQueue(fewer, 1500)).toBe(4);
     expect(saturationReason(fewer, THRESHOLDS, 1500)).toBeUndefined();
-    // Read empty; since then 6 of ours were dispatched and have no first byte yet.
-    const burst = view("w", load(0), { requests: 6, chars: 600 });
-    expect(estimatedQueue(burst, 1500)).toBe(6);
-    expect(saturationReason(burst, THRESHOLDS, 1500)).toBe("engine_queue");
+  });
+
+  it("fills the free batch slots first, as last seen full, before counting a queue", () => {
+    const w = view("w", load(3), { requests: 0, chars: 0 }); // batch seen full at 8 running
+    expect(estimatedQueue(w, 1500)).toBe(3);
+    // Next reading: no queue, 6 running, none of ours pending; then 6 dispatched, no first byte.
+    (w.signals as EngineSignals).recordLoad(
+      { queued: 0, running: 6, kvUsage: 0.1, routerPending: 0 },
+      1600,
+    );
+    const burst = { ...w, pendingPrefillRequests: 6 };
+    expect(estimatedQueue(burst, 1700)).toBe(4);
+    expect(saturationReason(burst, THRESHOLDS, 1700)).toBeUndefined();
+    expect(saturationReason({ ...w, pendingPrefillRequests: 7 }, THRESHOLDS, 1700)).toBe(
+      "engine_queue",
+    );
+  });
+
+  it("counts from the smaller pending count of a read that spanned a burst (the engine's snapshot may predate it)", () => {
+    const w = view(
+      "w",
+      { queued: 1, running: 2, kvUsage: 0.1, routerPending: 3 },
+      {
+        requests: 3,
+        chars: 0,
+      },
+    ); // batch seen full at 2
+    expect(estimatedQueue(w, 1500)).toBe(1);
+    // Read started with none of ours pending and ended with 4 dispatched: the engine may not have
+    // seen them yet, so they count as queued beyond the batch.
+    (w.signals as EngineSignals).recordLoad(
+      { queued: 0, running: 0, kvUsage: 0, routerPending: 4, routerPendingLeast: 0 },
+      1600,
+    );
+    expect(estimatedQueue({ ...w, pendingPrefillRequests: 4 }, 1700)).toBe(2);
+    expect(
+      saturationReason({ ...w, pendingPrefillRequests: 4 }, { ...THRESHOLDS, queueDepth: 2 }, 1700),
+    ).toBe("engine_queue");
+  });
+
+  it("trusts the reading's queue alone until the engine was seen full (its free slots unknown)", () => {
+    // A fast engine with 16 of ours in flight and never a queue: not saturated.
+    const fast = view(
+      "w",
+      { queued: 0, running: 2, kvUsage: 0.1, routerPending: 0 },
+      {
+        requests: 16,
+        chars: 16_000,
+      },
+    );
+    expect(estimatedQueue(fast, 1500)).toBe(0);
+    expect(saturationReason(fast, THRESHOLDS, 1500)).toBeUndefined();
+  });
+
+  it("without a fresh reading, counts only this router's requests beyond the batch last seen full", () => {
+    const w = view("w", load(3), { requests: 0, chars: 0 }, 1000); // batch seen full at 8
+    expect(estimatedQueue(w, 1500)).toBe(3);
+    // The reading goes stale: its queue of 3 is no longer trusted; 10 of ours are pending.
+    const later = { ...w, pendingPrefillRequests: 10 };
+    expect(estimatedQueue(later, 5000)).toBe(2);
+    expect(saturationReason({ ...w, pendingPrefillRequests: 13 }, THRESHOLDS, 5000)).toBe(
+      "engine_queue",
+    );
+    expect(
+      saturationReason({ ...w, pendingPrefillRequests: 12 }, THRESHOLDS, 5000),
+    ).toBeUndefined();
   });
 
   it("never trusts a stale reading: neither saturated nor estimated by it", () => {
     const stale = view("w", load(50, 0.99), { requests: 0, chars: 0 }, 1000);
-    expect(saturationReason(stale, THRESHOLDS, 1000 + 2999)).toBe("engine_queue");
-    expect(saturationReason(stale, THRESHOLDS, 1000 + 3001)).toBeUndefined();
+    // A reading the router never looked at while it was fresh: nothing known at all.
     expect(estimatedQueue(stale, 1000 + 3001)).toBeUndefined();
+    expect(saturationReason(stale, THRESHOLDS, 1000 + 3001)).toBeUndefined();
     expect(describeSaturation(stale, THRESHOLDS, 1000 + 3001)).toMatchObject({
       saturated: false,
       estimatedQueue: null,
       kvUsage: null,
     });
+    // Seen fresh (queue 50, KV 99%), then stale: its queue and KV usage no longer count.
+    expect(saturationReason(stale, THRESHOLDS, 1000 + 2999)).toBe("engine_queue");
+    expect(saturationReason(stale, THRESHOLDS, 1000 + 3001)).toBeUndefined();
+    expect(estimatedQueue(stale, 1000 + 3001)).toBe(0);
   });
 
   it("judges a worker without engine readings by the router's own pending prefill only", () => {

@@ -265,4 +265,14 @@ describe("the cache account (issue 26), with simulated engines over real sockets
     expect(lines[1]!.reported_cached_tokens).toBeGreaterThan(400);
     expect(lines[1]!.chosen_tokens).toBe(lines[1]!.available_tokens);
   });
+
+  it("keeps no account with --cache-account false (no counters, no header, an empty /debug/cache)", async () => {
+    const r = await start(1, { cacheAccount: false, explainHeader: "x-cache-account" });
+    const prompt = filler("off", 2000);
+    const first = await complete(r, prompt);
+    await complete(r, prompt);
+    expect(first.headers.get("x-cache-account")).toBeNull();
+    expect((await account(r)).requests).toBe(0);
+    expect(await metric(r, "radixgate_cache_account_prompt_tokens_total")).toBe(0);
+  });
 });

@@ -208,3 +208,101 @@ describe("SGLang PD mode: the prefill worker's load", () => {
     }
   });
 });
+
+describe("SGLang PD mode: workers added through the admin API (issue 25)", () => {
+  it("takes worker_type prefill with its bootstrap_port and decode, as SGLang's gateway does; refuses a regular worker", async () => {
+    const prefill = await startSimWorker({ id: "p", role: "prefill", timeScale: 0 });
+    const decode = await startSimWorker({ id: "d", role: "decode", timeScale: 0 });
+    const regular = await startSimWorker({ id: "r", timeScale: 0 });
+    const { startTestRouter } = await import("../helpers/router.js");
+    const router = await startTestRouter({ pdDisaggregation: true });
+    try {
+      const added = await postJson(`${router.url}/workers`, {
+        url: prefill.url,
+        worker_type: "prefill",
+        bootstrap_port: prefill.bootstrapPort,
+      });
+      expect(added.status).toBe(201);
+      expect(await added.json()).toMatchObject({
+        worker_type: "prefill",
+        bootstrap_port: prefill.bootstrapPort,
+        healthy: true,
+      });
+      const legacy = await fetch(
+        `${router.url}/add_worker?url=${encodeURIComponent(decode.url)}&worker_type=decode`,
+        { method: "POST" },
+      );
+      expect(legacy.status).toBe(200);
+      const refused = await postJson(`${router.url}/workers`, { url: regular.url });
+      expect(refused.status).toBe(400);
+      expect(JSON.stringify(await refused.json())).toMatch(/worker_type of prefill or decode/);
+      const res = await postJson(`${router.url}/v1/completions`, {
+        model: "m",
+        prompt: "served by workers the admin API added",
+        max_tokens: 2,
+      });
+      expect(res.status).toBe(200);
+      expect(res.headers.get("x-sim-worker-id")).toBe("d");
+      expect(prefill.stats().requests).toBe(1);
+    } finally {
+      await router.stop(100);
+      await Promise.all([prefill.close(), decode.close(), regular.close()]);
+    }
+  });
+});
+
+describe("SGLang PD mode: readiness", () => {
+  it("regression: not ready while one side has no available worker (a request needs a pair)", async () => {
+    const decode = await startSimWorker({ id: "d", role: "decode", timeScale: 0 });
+    const prefill = await startSimWorker({ id: "p", role: "prefill", timeScale: 0 });
+    const { startTestRouter } = await import("../helpers/router.js");
+    const router = await startTestRouter({ pdDisaggregation: true, decode: [decode.url] });
+    try {
+      const alone = await fetch(`${router.url}/readiness`);
+      expect(alone.status).toBe(503);
+      expect(await alone.json()).toMatchObject({ prefill: 0, decode: 1 });
+      await postJson(`${router.url}/workers`, { url: prefill.url, worker_type: "prefill" });
+      const pair = await fetch(`${router.url}/readiness`);
+      expect(pair.status).toBe(200);
+      expect(await pair.json()).toMatchObject({ status: "ready", prefill: 1, decode: 1 });
+    } finally {
+      await router.stop(100);
+      await Promise.all([prefill.close(), decode.close()]);
+    }
+  });
+});
+
+describe("SGLang PD mode: each side's breaker on its own", () => {
+  it("a decode failure opens the decode worker's breaker, not its prefill partner's", async () => {
+    const prefill = await startSimWorker({ id: "p", role: "prefill", timeScale: 0 });
+    const d1 = await startSimWorker({ id: "d1", role: "decode", timeScale: 0 });
+    const d2 = await startSimWorker({ id: "d2", role: "decode", timeScale: 0 });
+    const { startTestRouter } = await import("../helpers/router.js");
+    const router = await startTestRouter({
+      pdDisaggregation: true,
+      prefill: [{ url: prefill.url, bootstrapPort: prefill.bootstrapPort ?? null }],
+      decode: [d1.url, d2.url],
+      cbFailureThreshold: 1,
+      cbTimeoutSecs: 600,
+    });
+    try {
+      d1.setFaults({ status: 503 });
+      d2.setFaults({ status: 503 });
+      const res = await postJson(`${router.url}/v1/completions`, {
+        model: "m",
+        prompt: "both decode workers are down",
+        max_tokens: 2,
+      });
+      expect(res.status).toBe(503);
+      const state = (url: string) =>
+        router.context.registry.list().find((w) => w.url === url)!.breaker.state;
+      expect(state(d1.url)).toBe("open");
+      expect(state(d2.url)).toBe("open");
+      // The prefill worker was stopped because its partner failed: nothing against it.
+      expect(state(prefill.url)).toBe("closed");
+    } finally {
+      await router.stop(100);
+      await Promise.all([prefill.close(), d1.close(), d2.close()]);
+    }
+  });
+});

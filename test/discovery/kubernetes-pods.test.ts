@@ -85,6 +85,18 @@ describe("a pod's worker (SGLang's PodInfo: Running and Ready, pod IP + --servic
       bootstrapPort: null,
     });
   });
+
+  it("a pod's radixgate.io/port annotation is the port it serves on; without it, --service-discovery-port", () => {
+    const pod = recordedPod("p", "10.0.0.1");
+    pod.metadata.annotations = { "radixgate.io/port": "8000" };
+    expect(worker(pod)?.url).toBe("http://10.0.0.1:8000");
+    for (const bad of ["0", "65536", "http", "80a", ""]) {
+      pod.metadata.annotations = { "radixgate.io/port": bad };
+      expect(worker(pod)?.url).toBe("http://10.0.0.1:30000");
+    }
+    pod.metadata.annotations = {};
+    expect(worker(pod)?.url).toBe("http://10.0.0.1:30000");
+  });
 });
 
 describe("the client library is loaded only with --service-discovery", () => {

@@ -2,7 +2,6 @@ import { readFileSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { networkInterfaces } from "node:os";
 
 /**
  * A stand-in for the Kubernetes API server's pod list and watch, for tests (no API server runs on
@@ -276,20 +275,4 @@ export async function startFakeKubeApi(): Promise<FakeKubeApi> {
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
-}
-
-/**
- * Pods share one port (--service-discovery-port) and differ by IP. Two loopback addresses would
- * be one worker to the registry (a server on 0.0.0.0 answers on all of them), so a second pod is
- * this machine's own non-loopback address. Under CI its absence fails the test rather than
- * skipping it.
- */
-export function machineAddress(): string | undefined {
-  const all = Object.values(networkInterfaces()).flatMap((list) => list ?? []);
-  const usable = all.filter((i) => !i.internal && !i.address.startsWith("fe80:"));
-  const address = (usable.find((i) => i.family === "IPv4") ?? usable[0])?.address;
-  if (address === undefined && process.env.CI === "true") {
-    throw new Error("the Kubernetes discovery tests need a non-loopback address on this machine");
-  }
-  return address;
 }

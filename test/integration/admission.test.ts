@@ -22,12 +22,13 @@ function ask(
   name: string,
   headers: Record<string, string> = {},
   signal?: AbortSignal,
+  maxTokens = 24,
 ): Promise<Response> {
   return fetch(`${routerUrl}/v1/completions`, {
     method: "POST",
     headers: { "content-type": "application/json", ...headers },
-    // 12 output tokens at one engine step (6 ms) each: ~80 ms a request, 2 at a time.
-    body: JSON.stringify({ model: "m", prompt: `request ${name}`, max_tokens: 12 }),
+    // 24 output tokens at one engine step (6 ms) each: ~150 ms a request, 2 at a time.
+    body: JSON.stringify({ model: "m", prompt: `request ${name}`, max_tokens: maxTokens }),
     ...(signal !== undefined ? { signal } : {}),
   });
 }
@@ -49,8 +50,18 @@ describe("admission: queueing while the fleet is saturated", () => {
     const sim = await startSimWorker({ id: "busy", maxRunning: 2 });
     started.sims = [sim];
     started.router = await startTestRouter({ workerUrls: [sim.url], ...SATURATED });
-    await started.router.context.introspection.pollAll();
-    return { sim, router: started.router };
+    const router = started.router;
+    await router.context.introspection.pollAll();
+    // A first wave past the batch: a reading that shows the engine's queue teaches the router
+    // how many it runs when full (until then only readings can say it is saturated).
+    const wave = Array.from({ length: 4 }, (_, i) =>
+      ask(router.url, `wave ${i}`, {}, undefined, 100),
+    );
+    await waitFor(() => sim.stats().waiting >= 1, 5000, "the engine queueing");
+    await router.context.introspection.pollAll();
+    for (const answer of await Promise.all(wave)) await answer.text();
+    await router.context.introspection.pollAll();
+    return { sim, router };
   }
 
   it("turns saturation on under a flood and off after it: metrics and /debug/route say so", async () => {
@@ -74,7 +85,7 @@ describe("admission: queueing while the fleet is saturated", () => {
 
     const answers = await Promise.all(flood);
     expect(answers.map((r) => r.status)).toEqual(Array(12).fill(200));
-    expect(sim.stats().requests).toBe(12);
+    expect(sim.stats().requests).toBe(16);
     await router.context.introspection.pollAll();
     expect(await explain(router.url)).toMatchObject({ would_queue: false, cause: null });
     expect(await metric(router.url, "radixgate_worker_saturated", labels)).toBe(0);
@@ -146,7 +157,27 @@ describe("admission: queueing while the fleet is saturated", () => {
       type: "server_error",
     });
     expect((await Promise.all(flood)).map((r) => r.status)).toEqual(Array(8).fill(200));
-    // Neither the client that left nor the hurried one reached the engine.
-    expect(sim.stats().requests).toBe(8);
+    // Neither the client that left nor the hurried one reached the engine (4 warmed it up).
+    expect(sim.stats().requests).toBe(12);
+  });
+
+  it("a router that stops answers its queued requests 503 shutting_down at once", async () => {
+    const { sim, router } = await saturatedFleet();
+    const admission = router.context.admission;
+    const flood = Array.from({ length: 10 }, (_, i) => ask(router.url, `flood ${i}`));
+    await waitFor(() => admission.waiting >= 4, 5000, "requests held");
+    const stopping = router.stop(5000);
+    expect(admission.waiting).toBe(0);
+    const answers = await Promise.all(flood);
+    const refused = answers.filter((r) => r.status === 503);
+    expect(refused.length).toBeGreaterThanOrEqual(1);
+    for (const r of refused) {
+      expect(((await r.json()) as { error: { code: string } }).error.code).toBe("shutting_down");
+    }
+    expect(answers.filter((r) => r.status === 200).length + refused.length).toBe(10);
+    await stopping;
+    // None of the refused reached the engine (4 warmed it up).
+    expect(sim.stats().requests).toBeLessThanOrEqual(4 + 10 - refused.length);
+    started.router = undefined;
   });
 });

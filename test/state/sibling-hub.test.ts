@@ -31,6 +31,18 @@ describe("SiblingHub (radixgate-cluster's primary relaying its processes' decisi
     }
   });
 
+  it("relays the counts a decision's message carries, and keeps them for a later process", () => {
+    const { hub, inbox } = hubWith(2);
+    hub.receive(1, { rg: "sib", t: "ops", ops: [insert("w1", "abc")], counts: { w1: 3 } });
+    expect(inbox.get(2)).toEqual([
+      { rg: "sib", t: "ops", from: 1, ops: [insert("w1", "abc")], counts: { w1: 3 } },
+    ]);
+    const late: SiblingMessage[] = [];
+    hub.add(5, (m) => late.push(m));
+    hub.receive(5, { rg: "sib", t: "hello" });
+    expect(late).toContainEqual({ rg: "sib", t: "load", from: 1, counts: { w1: 3 } });
+  });
+
   it("answers claims first come first served until the claim expires", () => {
     let now = 1000;
     const { hub, inbox } = hubWith(2, () => now);
