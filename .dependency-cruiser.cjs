@@ -21,21 +21,23 @@ const LAYERS = [
   },
   // listen.ts: the HTTP server listening, and the usage error when it cannot.
   // assembly/: the named builders server.ts assembles the router from (index stack, data plane, routes).
+  // config.ts places every feature's settings rows (<feature>/settings.ts) into the nested Config,
+  // so it sits above every feature: only the entry points and the assembly read Config, and each
+  // feature gets its own options, never Config. server-settings.ts: the process's own rows.
   {
     server: [
       "server.ts",
       "listen.ts",
       "command-line-workers.ts",
-      "forward-settings.ts",
-      "intake-settings.ts",
+      "config.ts",
+      "server-settings.ts",
       "assembly/",
     ],
   },
   // router-policy.ts: --policy or --scheduler-config → the Policy the decider runs.
   { routes: ["routes/"], "router-policy": ["router-policy.ts"] },
-  // The assembled settings table (every flag, its default and parser) and the metric set: they
-  // know the features below them; the features get their own options and never import Config.
-  { config: ["config.ts"], metrics: ["metrics.ts", "metric-alias.ts", "metric-tally.ts"] },
+  // The metric set: it knows the features below it.
+  { metrics: ["metrics.ts", "metric-alias.ts", "metric-tally.ts"] },
   // Worker sources (--worker-file, --worker-dns) and the one membership path they share with the
   // admin API: they feed workers/ and kv-events/, and know nothing of HTTP routes.
   // disaggregation/: prefill/decode pairs (flags, the pair's dispatch over proxy/'s attempts).
@@ -63,6 +65,9 @@ const LAYERS = [
   // The index never knows workers, workers never know the index: assembly/ joins them.
   { index: ["index/"], workers: ["workers/"] },
   { tree: ["tree/"], engines: ["engines/"] },
+  // The config kit: the typed settings row, the parsers (durations become ms here) and the table
+  // functions every feature's settings.ts uses; it knows no feature.
+  { "config-kit": ["config-kit/"] },
   {
     logger: ["logger.ts"],
     errors: ["errors.ts"],

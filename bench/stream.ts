@@ -22,7 +22,7 @@ import os from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { defaultConfig } from "../src/config.js";
+import { configWith } from "../src/config.js";
 import { startBareNodeProxy } from "./lib/bare-node-proxy.js";
 import { buildRef } from "./lib/build-ref.js";
 import { startBuiltCluster, startBuiltRouter } from "./lib/built-router.js";
@@ -227,7 +227,7 @@ export async function runStreamBench(o: StreamBenchOptions): Promise<StreamBench
         o.cpuProfDir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${o.cpuProfDir}`];
       const router = o.fromSource
         ? await startRouterProcess(
-            { ...defaultConfig(), host: "127.0.0.1", port: 0, workerUrls: engines },
+            configWith({ host: "127.0.0.1", port: 0, workerUrls: engines }),
             "ignore",
             profile,
           )

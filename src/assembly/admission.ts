@@ -4,7 +4,7 @@ import { AdmissionQueue } from "../admission/admission-queue.js";
 import type { IdentityOptions } from "../admission/identity.js";
 import { TenantTable } from "../admission/identity.js";
 import { type SaturationThresholds, saturationReason } from "../admission/saturation.js";
-import type { Config } from "../config.js";
+import type { AdmissionConfig } from "../admission/settings.js";
 import type { Metrics } from "../metrics.js";
 import type { WorkerRegistry } from "../workers/registry.js";
 
@@ -16,7 +16,7 @@ export interface AdmissionParts {
 }
 
 /** The saturation thresholds from the flags (--saturation-*). */
-export function saturationThresholds(config: Config): SaturationThresholds {
+export function saturationThresholds(config: AdmissionConfig): SaturationThresholds {
   return {
     queueDepth: config.saturationQueueDepth,
     kvUsage: config.saturationKvUsage,
@@ -25,7 +25,7 @@ export function saturationThresholds(config: Config): SaturationThresholds {
 }
 
 export function buildAdmission(
-  config: Config,
+  config: AdmissionConfig,
   deps: { registry: WorkerRegistry; metrics: Metrics },
 ): AdmissionParts {
   const thresholds = saturationThresholds(config);

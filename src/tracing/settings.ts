@@ -1,8 +1,8 @@
 /**
- * OpenTelemetry tracing's settings row (--otlp-endpoint) and the standard OTEL_* variables it
- * reads at start. config.ts appends the row to its table; the row shape is config.ts's Setting,
- * written out here so this folder does not import upward. Nothing here loads the SDK.
+ * OpenTelemetry tracing's settings row (--otlp-endpoint), placed by config.ts as Config.tracing,
+ * and the standard OTEL_* variables it reads at start. Nothing here loads the SDK.
  */
+import { section } from "../config-kit/setting.js";
 import { ConfigError } from "../errors.js";
 
 /** The flag's value, as config.ts's Config carries it. */
@@ -129,27 +129,13 @@ function sampler(env: NodeJS.ProcessEnv): { sampler: SamplerName; ratio: number 
   return { sampler: raw as SamplerName, ratio };
 }
 
-/** One row, in the shape of src/config.ts's Setting (checked there, where the rows join the table). */
-interface TracingSetting<K extends keyof TracingConfig> {
-  key: K;
-  flag: string;
-  arg: string;
-  description: string;
-  default: TracingConfig[K];
-  parse: (raw: string, flag: string) => TracingConfig[K];
-  secret?: boolean;
-}
-
-const row = <K extends keyof TracingConfig>(s: TracingSetting<K>) => s;
-
-export const TRACING_SETTINGS = [
-  row({
-    key: "otlpEndpoint",
+export const TRACING_SETTINGS = section<TracingConfig>({
+  otlpEndpoint: {
     flag: "--otlp-endpoint",
     arg: "<url>",
     description:
       "OpenTelemetry tracing: the collector's OTLP/HTTP URL (/v1/traces is appended unless given). Unset = off, unless OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set; OTEL_SERVICE_NAME, OTEL_TRACES_SAMPLER(_ARG) and OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL apply. See docs/tracing.md.",
     default: undefined,
     parse: endpointSetting,
-  }),
-];
+  },
+});
