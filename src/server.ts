@@ -159,7 +159,7 @@ export function createRouter(
     config.parseWorkers > 0
       ? new ParsePool({ size: config.parseWorkers, memoryMb: config.parseWorkerMemoryMb })
       : undefined;
-  const admission = buildAdmission(config, { registry, metrics });
+  const admission = buildAdmission(config, { registry, metrics, logger });
   const context: RouterContext = {
     config,
     logger,
@@ -214,12 +214,15 @@ export async function startRouter(
   await Promise.all(registry.list().map((w) => health.probeFirst(w)));
   // Peers' workers and recent decisions before the first request (bounded wait; never fails).
   await context.sharedState?.start();
+  // --tenant-quota: its file watched, its Redis connection (bounded wait; never fails).
+  await context.admission.start();
   // radixgate-cluster: the siblings' recent decisions and counts, from the primary (bounded wait).
   await context.siblingState?.start();
   let server: Server;
   try {
     server = await listen(listener, config.host, config.port, "--port");
   } catch (err) {
+    context.admission.stop();
     await context.sharedState?.stop();
     await registry.close();
     throw err;
@@ -326,6 +329,7 @@ export async function startRouter(
       health.stop();
       introspection.stop();
       eviction.stop();
+      context.admission.stop();
       context.kvEvents?.close();
       await context.parsePool?.close();
       context.siblingState?.stop();

@@ -15,6 +15,7 @@ export interface AdmissionConfig {
   saturationKvUsage: number;
   saturationPendingPrefillChars: number;
   maxQueuedPerTenant: number;
+  tenantQuotaFile: string;
 }
 
 type Parser<T> = (raw: string, flag: string) => T;
@@ -140,6 +141,15 @@ export const ADMISSION_SETTINGS = [
       "Request header with the request's priority: an integer in [-100, 100], higher goes first (default 0; anything else counts as 0).",
     default: "x-priority",
     parse: headerName,
+  }),
+  row({
+    key: "tenantQuotaFile",
+    flag: "--tenant-quota",
+    arg: "<file>",
+    description:
+      "A JSON or YAML file of per-tenant quotas (tokens per minute, concurrent requests; `others` for tenants not listed); over one, 429 with Retry-After. Shared by the replicas through --state-url, else per process. Watched: a bad later version is logged and the last good one stands. Empty = none. See docs/admission.md#quotas.",
+    default: "",
+    parse: (raw) => raw.trim(),
   }),
   row({
     key: "maxTenants",

@@ -5,7 +5,10 @@ import type { IdentityOptions } from "../admission/identity.js";
 import { TenantTable } from "../admission/identity.js";
 import { type SaturationThresholds, saturationReason } from "../admission/saturation.js";
 import type { Config } from "../config.js";
+import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
+import { TenantQuotas } from "../quotas/tenant-quotas.js";
+import { DEFAULT_CHARS_PER_TOKEN } from "../workers/chars-per-token.js";
 import type { WorkerRegistry } from "../workers/registry.js";
 
 /** Admission's parts, built once: the tenant table intake shares, the queue, its metrics. */
@@ -26,7 +29,7 @@ export function saturationThresholds(config: Config): SaturationThresholds {
 
 export function buildAdmission(
   config: Config,
-  deps: { registry: WorkerRegistry; metrics: Metrics },
+  deps: { registry: WorkerRegistry; metrics: Metrics; logger: Logger },
 ): AdmissionParts {
   const thresholds = saturationThresholds(config);
   const tenants = new TenantTable(config.maxTenants);
@@ -55,9 +58,43 @@ export function buildAdmission(
     queue.forgetTenant(tenant);
     metrics.forgetTenant(tenant);
   });
+  // --tenant-quota: a step before the queue; without it nothing runs per request.
+  const quotas =
+    config.tenantQuotaFile === ""
+      ? undefined
+      : new TenantQuotas(
+          {
+            file: config.tenantQuotaFile,
+            ...(config.stateUrl !== undefined
+              ? { shared: { url: config.stateUrl, keyPrefix: config.stateKeyPrefix } }
+              : {}),
+          },
+          {
+            registry: deps.metrics.registry,
+            logger: deps.logger,
+            tenants,
+            charsPerToken: () => fleetCharsPerToken(deps.registry),
+            refused: (identity, reason) => metrics.refused(identity, reason),
+          },
+        );
   return {
-    admission: new Admission(queue, thresholds, config.queueWhenSaturated),
+    admission: new Admission(
+      queue,
+      thresholds,
+      config.queueWhenSaturated,
+      quotas === undefined ? [] : [quotas.step],
+      quotas === undefined ? [] : [quotas],
+    ),
     tenants,
     identity: { tenantHeader: config.tenantHeader, priorityHeader: config.priorityHeader },
   };
+}
+
+/** The workers' learned characters per prompt token, averaged (the default before any is learned). */
+function fleetCharsPerToken(registry: WorkerRegistry): number {
+  const workers = registry.list();
+  if (workers.length === 0) return DEFAULT_CHARS_PER_TOKEN;
+  let sum = 0;
+  for (const worker of workers) sum += worker.charsPerToken;
+  return sum / workers.length;
 }
