@@ -21,25 +21,29 @@ const LAYERS = [
   },
   // listen.ts: the HTTP server listening, and the usage error when it cannot.
   // assembly/: the named builders server.ts assembles the router from (index stack, data plane, routes).
+  // config.ts places every feature's settings rows (<feature>/settings.ts) into the nested Config,
+  // so it sits above every feature: only the entry points and the assembly read Config, and each
+  // feature gets its own options, never Config. server-settings.ts: the process's own rows.
   {
     server: [
       "server.ts",
       "listen.ts",
       "command-line-workers.ts",
-      "forward-settings.ts",
-      "intake-settings.ts",
+      "config.ts",
+      "server-settings.ts",
       "assembly/",
     ],
   },
   // router-policy.ts: --policy or --scheduler-config → the Policy the decider runs.
   { routes: ["routes/"], "router-policy": ["router-policy.ts"] },
-  // The assembled settings table (every flag, its default and parser) and the metric set: they
-  // know the features below them; the features get their own options and never import Config.
-  { config: ["config.ts"], metrics: ["metrics.ts", "metric-alias.ts", "metric-tally.ts"] },
+  // The metric set: it knows the features below it.
+  { metrics: ["metrics.ts", "metric-alias.ts", "metric-tally.ts"] },
   // Worker sources (--worker-file, --worker-dns) and the one membership path they share with the
   // admin API: they feed workers/ and kv-events/, and know nothing of HTTP routes.
-  // disaggregation/: prefill/decode pairs (flags, the pair's dispatch over proxy/'s attempts).
-  { discovery: ["discovery/"], disaggregation: ["disaggregation/"] },
+  { discovery: ["discovery/"] },
+  // A request's path is the order of the layers from here down: routes → intake → admission →
+  // (disaggregation →) proxy, which asks scheduling/policies and sends upstream. What it has
+  // left, it never imports again (docs/architecture.md, "One request, end to end").
   // One RoutingRequest per request (body read and budget, routing text, model, session, tokenize
   // input): the routes hand it the HTTP request, the data plane below gets the RoutingRequest.
   { intake: ["intake/"] },
@@ -48,6 +52,9 @@ const LAYERS = [
   // Tenant and priority, saturation of the fleet, the fair priority queue (issue 24): between the
   // request's intake and its routing.
   { admission: ["admission/"] },
+  // disaggregation/: prefill/decode pairs (flags, the pair's dispatch over proxy/'s attempts);
+  // it takes the RoutingRequest intake made, so it sits below intake and admission.
+  { disaggregation: ["disaggregation/"] },
   { proxy: ["proxy/"] },
   // The per-request cache account (available, chosen, reported cached tokens), its sums, the
   // --explain-header value and its settings rows: the forwarder fills it, the routes read it.
@@ -62,6 +69,9 @@ const LAYERS = [
   // The index never knows workers, workers never know the index: assembly/ joins them.
   { index: ["index/"], workers: ["workers/"] },
   { tree: ["tree/"], engines: ["engines/"] },
+  // The config kit: the typed settings row, the parsers (durations become ms here) and the table
+  // functions every feature's settings.ts uses; it knows no feature.
+  { "config-kit": ["config-kit/"] },
   {
     logger: ["logger.ts"],
     errors: ["errors.ts"],

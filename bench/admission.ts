@@ -22,7 +22,7 @@ import os from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { type Config, defaultConfig } from "../src/config.js";
+import { type Config, configWith } from "../src/config.js";
 import { commandLine, runIfEntryPoint } from "./lib/entry.js";
 import { childFleetHost, type FleetHost } from "./lib/fleet.js";
 import { fmt, summarizeMs } from "./lib/latency.js";
@@ -160,8 +160,7 @@ function stream(
 }
 
 function routerConfig(workerUrls: string[], o: Options, admission: boolean): Config {
-  return {
-    ...defaultConfig(),
+  return configWith({
     host: "127.0.0.1",
     port: 0,
     logLevel: "warn",
@@ -176,7 +175,7 @@ function routerConfig(workerUrls: string[], o: Options, admission: boolean): Con
     queueSize: 100_000,
     maxQueuedPerTenant: 100_000,
     queueTimeoutSecs: 600,
-  };
+  });
 }
 
 interface Run {

@@ -18,7 +18,7 @@ import os from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { defaultConfig } from "../src/config.js";
+import { configWith, defaultConfig } from "../src/config.js";
 import { commandLine, runIfEntryPoint } from "./lib/entry.js";
 import { childFleetHost } from "./lib/fleet.js";
 import { summarizeMs } from "./lib/latency.js";
@@ -119,16 +119,17 @@ async function main(): Promise<void> {
   try {
     for (const [mode, parseWorkers] of [
       ["in line", 0],
-      ["parse workers", defaultConfig().parseWorkers],
+      ["parse workers", defaultConfig().intake.parseWorkers],
     ] as const) {
-      const router = await startRouterProcess({
-        ...defaultConfig(),
-        host: "127.0.0.1",
-        port: 0,
-        workerUrls: [workerUrl],
-        healthCheckIntervalSecs: 0,
-        parseWorkers,
-      });
+      const router = await startRouterProcess(
+        configWith({
+          host: "127.0.0.1",
+          port: 0,
+          workerUrls: [workerUrl],
+          healthCheckIntervalSecs: 0,
+          parseWorkers,
+        }),
+      );
       try {
         for (const size of sizes) {
           const { body, messages } = chatBody(size);

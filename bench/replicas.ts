@@ -287,18 +287,7 @@ async function publishCost(redisUrl: string, inserts: number, textChars: number)
 const BENCH_STATE_SECRET = randomBytes(24).toString("hex");
 
 function stateDefaults() {
-  const d = defaultConfig();
-  return {
-    url: "",
-    secret: BENCH_STATE_SECRET,
-    keyPrefix: d.stateKeyPrefix,
-    maxTextChars: d.stateMaxTextChars,
-    streamLength: d.stateStreamLength,
-    loadIntervalMs: d.stateLoadIntervalMs,
-    queueSize: d.stateQueueSize,
-    claimTimeoutMs: d.stateClaimTimeoutMs,
-    claimTtlMs: d.stateClaimTtlMs,
-  };
+  return { ...defaultConfig().state, url: "", secret: BENCH_STATE_SECRET };
 }
 
 async function main(): Promise<void> {

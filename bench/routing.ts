@@ -399,7 +399,7 @@ export function goalLines(report: WorkloadReport): string[] {
   }
   if (report.workload === "cache-pressure" && oracle !== undefined) {
     // Issue 27: the default's hit rate holds from run to run, and its TTFT stays at the oracle's.
-    const def = row(defaultConfig().policy);
+    const def = row(defaultConfig().policies.policy);
     if (def?.spread !== undefined && oracle.spread !== undefined) {
       const s = def.spread;
       const n = def.repeats?.length ?? 1;
@@ -546,7 +546,7 @@ async function main(): Promise<void> {
     const caption =
       `npm run bench:routing — ${cli.repeats} repeats (bar: mean, line: worst to best), ${p.workers} simulated workers, ${p.kvCapacityTokens} KV tokens each, ` +
       `timeScale ${p.timeScale}, ${arrival}, seed ${p.seed}, node ${process.version}, ${new Date().toISOString().slice(0, 10)}`;
-    writeFileSync(CHART_PATH, routingChartSvg(all, caption, defaultConfig().policy));
+    writeFileSync(CHART_PATH, routingChartSvg(all, caption, defaultConfig().policies.policy));
     console.log(`\nchart: ${CHART_PATH}`);
   }
   console.log(`results: ${RESULTS_DIR}/routing-<workload>${cli.tag ? `-${cli.tag}` : ""}.json`);

@@ -23,7 +23,7 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { startLocalRedis } from "../sim/redis-server.js";
 import { startSimWorker } from "../sim/worker.js";
-import { defaultConfig } from "../src/config.js";
+import { configWith } from "../src/config.js";
 import { createLogger } from "../src/logger.js";
 import { startRouter } from "../src/server.js";
 import { commandLine, runIfEntryPoint } from "./lib/entry.js";
@@ -46,8 +46,7 @@ async function runOnce(mb: number): Promise<RunResult> {
   const redis = await startLocalRedis();
   const worker = await startSimWorker({ id: "w", timeScale: 0 });
   const router = await startRouter(
-    {
-      ...defaultConfig(),
+    configWith({
       host: "127.0.0.1",
       port: 0,
       workerUrls: [worker.url],
@@ -56,7 +55,7 @@ async function runOnce(mb: number): Promise<RunResult> {
       stateKeyPrefix: "oversize",
       healthCheckIntervalSecs: 0,
       enginePollIntervalSecs: 0,
-    },
+    }),
     { logger: createLogger({ level: "silent" }) },
   );
   try {

@@ -144,7 +144,9 @@ async function measure(
     await Promise.all(warm.map((w) => w.done));
     const idle = await router.heap();
     if (snapshots !== undefined)
-      await router.snapshot(join(snapshots, `${round}-idle.heapsnapshot`));
+      await router.snapshot(
+        join(snapshots, `${build.replace(/\W+/g, "_")}-${round}-idle.heapsnapshot`),
+      );
     const open = Array.from({ length: streams }, (_, i) =>
       openStream(router.url, agent, `${build} ${round} stream ${i}: tell me a long story`, 600),
     );
@@ -153,7 +155,9 @@ async function measure(
     await new Promise((resolve) => setTimeout(resolve, 2500));
     const full = await router.heap();
     if (snapshots !== undefined)
-      await router.snapshot(join(snapshots, `${round}-open.heapsnapshot`));
+      await router.snapshot(
+        join(snapshots, `${build.replace(/\W+/g, "_")}-${round}-open.heapsnapshot`),
+      );
     for (const s of open) s.destroy();
     return {
       build,

@@ -22,7 +22,7 @@ import os from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { defaultConfig } from "../src/config.js";
+import { configWith } from "../src/config.js";
 import { startBareNodeProxy } from "./lib/bare-node-proxy.js";
 import { buildRef } from "./lib/build-ref.js";
 import { startBuiltCluster, startBuiltRouter } from "./lib/built-router.js";
@@ -59,6 +59,8 @@ const USAGE = `usage: npm run bench:stream -- [flags]
                       router, cluster; direct always runs). bare: a bare Node.js proxy (node:http +
                       undici, pipe(): the runtime's floor); base: the router built from --base
   --base REF          a git ref to build as the base row (before/after in the same rounds)
+  --base-node-args A  node flags for the base row's process, e.g. "--max-semi-space-size=2"
+                      (with --base HEAD: one build, two runtime settings)
   --processes N       radixgate-cluster processes (default 2)
   --cpu-prof DIR      the router writes a .cpuprofile there when it stops
   --quick             smoke run: K=20, C=20, D=2, 1 round
@@ -81,6 +83,8 @@ export interface StreamBenchOptions {
   cpuProfDir?: string;
   /** The git ref of the base row. */
   base?: string;
+  /** Node flags of the base row's process. */
+  baseNodeArgs?: string[];
   /** Progress lines on stdout. */
   log?: (line: string) => void;
 }
@@ -135,6 +139,7 @@ export function parseStreamFlags(argv: readonly string[]): StreamBenchOptions {
         processes: { type: "string" },
         "cpu-prof": { type: "string" },
         base: { type: "string" },
+        "base-node-args": { type: "string" },
         quick: { type: "boolean", default: false },
         help: { type: "boolean", default: false },
       },
@@ -170,6 +175,7 @@ export function parseStreamFlags(argv: readonly string[]): StreamBenchOptions {
     processes: integer("processes", str("processes"), 2),
     ...(str("cpu-prof") === undefined ? {} : { cpuProfDir: str("cpu-prof")! }),
     ...(str("base") === undefined ? {} : { base: str("base")! }),
+    baseNodeArgs: (str("base-node-args") ?? "").split(" ").filter((a) => a !== ""),
   };
 }
 
@@ -221,7 +227,7 @@ export async function runStreamBench(o: StreamBenchOptions): Promise<StreamBench
         o.cpuProfDir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${o.cpuProfDir}`];
       const router = o.fromSource
         ? await startRouterProcess(
-            { ...defaultConfig(), host: "127.0.0.1", port: 0, workerUrls: engines },
+            configWith({ host: "127.0.0.1", port: 0, workerUrls: engines }),
             "ignore",
             profile,
           )
@@ -234,7 +240,11 @@ export async function runStreamBench(o: StreamBenchOptions): Promise<StreamBench
     }
     if (o.rows.includes("base") && o.base !== undefined) {
       const built = buildRef(o.base);
-      const base = await startBuiltRouter(["--worker-urls", ...engines], [], built.cli);
+      const base = await startBuiltRouter(
+        ["--worker-urls", ...engines],
+        o.baseNodeArgs ?? [],
+        built.cli,
+      );
       targets.set("base", {
         urls: [base.url],
         pids: () => [base.pid],

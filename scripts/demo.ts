@@ -20,7 +20,7 @@ import {
   startLocalRedis,
 } from "../sim/redis-server.js";
 import { type SimWorker, startSimWorker } from "../sim/worker.js";
-import { type Config, defaultConfig } from "../src/config.js";
+import { type Config, configWith, defaultConfig } from "../src/config.js";
 import { createLogger, LOG_LEVELS, type LogLevel } from "../src/logger.js";
 import { POLICY_NAMES, type PolicyName } from "../src/policies/policy.js";
 import { ListenError, type RunningRouter, startRouter } from "../src/server.js";
@@ -197,25 +197,24 @@ async function startDemoRouter(
   stateUrl?: string,
 ): Promise<RunningRouter> {
   const port = o.port ?? DEFAULT_PORT;
-  const config: Config = {
-    ...defaultConfig(),
+  const config: Config = configWith({
     host: o.host ?? "127.0.0.1",
     port,
-    policy: o.policy ?? defaultConfig().policy,
+    policy: o.policy ?? defaultConfig().policies.policy,
     logLevel: o.logLevel ?? "warn",
     workerUrls: workers.map((w) => w.url),
     shutdownGraceSecs: 2,
     ...(stateUrl !== undefined
       ? { stateUrl, stateSecret: DEMO_STATE_SECRET, stateKeyPrefix: "radixgate-demo" }
       : {}),
-  };
-  const logger = createLogger({ level: config.logLevel });
+  });
+  const logger = createLogger({ level: config.server.logLevel });
   try {
     return await startRouter(config, { logger });
   } catch (err) {
     if (!(err instanceof ListenError) || port === 0) throw err;
     print(`radixgate demo: ${err.message}; using a free port instead (choose one with --port).`);
-    return startRouter({ ...config, port: 0 }, { logger });
+    return startRouter(configWith({ port: 0 }, config), { logger });
   }
 }
 
@@ -240,7 +239,7 @@ function printBanner(
     });
   print(
     [
-      `radixgate demo: ${workers.length} simulated SGLang workers, policy ${o.policy ?? defaultConfig().policy}, ` +
+      `radixgate demo: ${workers.length} simulated SGLang workers, policy ${o.policy ?? defaultConfig().policies.policy}, ` +
         `time scale ${o.timeScale ?? 1}${(o.trafficRate ?? 0) > 0 ? `, background traffic ${o.trafficRate} req/s` : ""}`,
       ...routers.map((r) => `  router   ${r.url}`),
       ...(redis !== undefined
@@ -292,7 +291,7 @@ async function main(): Promise<void> {
       workers: { type: "string" },
       "worker-ports": { type: "string" },
       "time-scale": { type: "string", default: "1" },
-      policy: { type: "string", default: defaultConfig().policy },
+      policy: { type: "string", default: defaultConfig().policies.policy },
       traffic: { type: "boolean", default: false },
       rate: { type: "string", default: "4" },
       interval: { type: "string", default: "5" },
@@ -310,7 +309,7 @@ async function main(): Promise<void> {
         "  --workers <n>       simulated workers (default 4, or one per --worker-ports)",
         "  --worker-ports <p,...>  the workers' ports (default: free ports, printed at start)",
         "  --time-scale <x>    real ms per model ms (default 1 = real time)",
-        `  --policy <name>     ${POLICY_NAMES.join(" | ")} (default ${defaultConfig().policy})`,
+        `  --policy <name>     ${POLICY_NAMES.join(" | ")} (default ${defaultConfig().policies.policy})`,
         "  --traffic           send a small background workload",
         "  --rate <req/s>      background traffic rate (default 4)",
         "  --interval <secs>   seconds between status lines (default 5)",

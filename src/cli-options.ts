@@ -64,7 +64,7 @@ export function parseArgv(argv: readonly string[]): ParsedArgv {
   const raw: Record<string, string | string[]> = {};
   for (const s of SETTINGS) {
     // Commander names the value after the flag (--eviction-interval → evictionInterval), which
-    // is not always the setting's key (evictionIntervalSecs).
+    // is not always the setting's name (evictionIntervalSecs).
     const option = program.options.find((o) => o.long === s.flag);
     const value = opts[option?.attributeName() ?? s.key];
     if (value !== undefined) raw[s.key] = value;
@@ -76,11 +76,15 @@ export function parseArgv(argv: readonly string[]): ParsedArgv {
     ),
   ];
   const config = parseConfig(raw);
-  warnings.push(...kubernetesWarnings(config));
-  if (config.tokenizerPath !== "" && !config.kvEvents) {
+  warnings.push(...kubernetesWarnings({ ...config.kubernetes, ...config.disaggregation }));
+  if (config.kvEvents.tokenizerPath !== "" && !config.kvEvents.kvEvents) {
     warnings.push("--tokenizer-path is used only with --kv-events (the precise index); ignored");
   }
-  if (config.policy === "precise_weighted" && !config.kvEvents && config.schedulerConfig === "") {
+  if (
+    config.policies.policy === "precise_weighted" &&
+    !config.kvEvents.kvEvents &&
+    config.scheduling.schedulerConfig === ""
+  ) {
     warnings.push(
       "--policy precise_weighted scores the precise index, which needs --kv-events; without it the prefix scorer reads the approximate index",
     );

@@ -1,4 +1,4 @@
-import type { Config } from "./config.js";
+import type { PrefillEntry } from "./disaggregation/settings.js";
 import type { WorkerRegistry } from "./workers/registry.js";
 import { DECODE_ROLE, prefillRole, REGULAR_ROLE, type WorkerRole } from "./workers/worker-role.js";
 
@@ -16,7 +16,13 @@ import { DECODE_ROLE, prefillRole, REGULAR_ROLE, type WorkerRole } from "./worke
  */
 export async function addCommandLineWorkers(
   registry: WorkerRegistry,
-  config: Pick<Config, "workerUrls" | "workerApiKey" | "apiKey" | "prefill" | "decode">,
+  config: {
+    readonly workerUrls: readonly string[];
+    readonly workerApiKey: string | undefined;
+    readonly apiKey: string | undefined;
+    readonly prefill: readonly PrefillEntry[];
+    readonly decode: readonly string[];
+  },
 ): Promise<void> {
   const apiKey = config.workerApiKey === undefined ? config.apiKey : undefined;
   // --prefill URL [BOOTSTRAP_PORT] and --decode URL (disaggregation/settings.ts): the same path.

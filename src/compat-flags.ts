@@ -7,7 +7,7 @@
  * the arguments of `python -m sglang_router.launch_router`) at commit 6614f984; the list checked
  * against it is test/sglang-gateway-flags.ts, and a test per flag keeps this table complete. Flags
  * radixgate shares under the same name (--worker-urls, --policy, --cache-threshold, ...) are plain
- * settings in src/config.ts, listed in SHARED_FLAGS below.
+ * settings (src/config.ts SETTINGS), listed in SHARED_FLAGS below.
  */
 
 import { UsageError } from "./errors.js";
@@ -295,7 +295,7 @@ export function translateCompatFlags(argv: readonly string[]): TranslatedArgv {
 }
 
 /**
- * SGLang router flags that are radixgate settings under the same name (src/config.ts), with what
+ * SGLang router flags that are radixgate settings under the same name (src/config.ts SETTINGS), with what
  * differs, if anything. A test checks that each one is a real setting.
  */
 export const SHARED_FLAGS: readonly { flag: string; note: string }[] = [

@@ -17,7 +17,7 @@ export function routerProcessArgs(cmdlinePath = "/proc/1/cmdline"): string[] {
 
 /** Where to probe, from the router's flags and environment. */
 export function healthUrl(argv: readonly string[]): string {
-  const { config } = parseArgv(argv);
+  const config = parseArgv(argv).config.server;
   if (config.port === 0) throw new Error("--port 0 (any free port) cannot be probed from outside");
   const wildcard = config.host === "0.0.0.0" || config.host === "::" || config.host === "";
   const host = wildcard ? "127.0.0.1" : config.host;

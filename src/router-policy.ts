@@ -1,19 +1,20 @@
-import type { Config } from "./config.js";
 import { ConfigError } from "./errors.js";
 import type { Policy, PolicyName } from "./policies/policy.js";
+import type { PoliciesConfig } from "./policies/settings.js";
 import { SchedulerConfigError } from "./scheduling/config-path.js";
 import { createPolicy } from "./scheduling/policy-factory.js";
 import { loadSchedulerConfig } from "./scheduling/scheduler-config.js";
+import type { SchedulingConfig } from "./scheduling/settings.js";
 
 /**
  * The router's policy: the first profile of --scheduler-config when one is given (GIE's
  * single-profile-handler), otherwise --policy with its options (a built-in policy or profile).
  * @throws ConfigError naming --scheduler-config and the path in the file.
  */
-export function routerPolicy(config: Config): Policy {
-  if (config.schedulerConfig !== "") {
+export function routerPolicy(policies: PoliciesConfig, scheduling: SchedulingConfig): Policy {
+  if (scheduling.schedulerConfig !== "") {
     try {
-      return loadSchedulerConfig(config.schedulerConfig)[0]!;
+      return loadSchedulerConfig(scheduling.schedulerConfig)[0]!;
     } catch (err) {
       if (err instanceof SchedulerConfigError) {
         throw new ConfigError("--scheduler-config", err.message);
@@ -21,18 +22,11 @@ export function routerPolicy(config: Config): Policy {
       throw err;
     }
   }
-  return namedPolicy(config, config.policy);
+  return namedPolicy(policies, policies.policy);
 }
 
 /** A built-in policy by name, with the router's policy options (the sides of a PD pair). */
-export function namedPolicy(config: Config, name: PolicyName): Policy {
-  return createPolicy(name, {
-    cacheThreshold: config.cacheThreshold,
-    balanceAbsThreshold: config.balanceAbsThreshold,
-    balanceRelThreshold: config.balanceRelThreshold,
-    cacheLoadBound: config.cacheLoadBound,
-    prefixCostQueueWeight: config.prefixCostQueueWeight,
-    prefixCostRequestChars: config.prefixCostRequestChars,
-    prefixCostTieBreak: config.prefixCostTieBreak,
-  });
+export function namedPolicy(policies: PoliciesConfig, name: PolicyName): Policy {
+  const { policy: _policy, ...options } = policies;
+  return createPolicy(name, options);
 }

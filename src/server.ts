@@ -6,7 +6,7 @@ import { noteEngineReading } from "./admission/saturation.js";
 import { buildAdmission } from "./assembly/admission.js";
 import { buildDataPlane } from "./assembly/data-plane.js";
 import { buildIndexStack, indexStackOptions } from "./assembly/index-stack.js";
-import { buildRoutes, type Env } from "./assembly/routes.js";
+import { buildRoutes, type Env, routeOptions } from "./assembly/routes.js";
 import { cacheAccountOptions } from "./cache-account/settings.js";
 import { addCommandLineWorkers } from "./command-line-workers.js";
 import type { Config } from "./config.js";
@@ -16,14 +16,14 @@ import { WorkerMembership } from "./discovery/membership.js";
 import { type Discovery, startDiscovery } from "./discovery/setup.js";
 import type { DnsResolver } from "./discovery/worker-dns.js";
 import { ConfigError, RouterError } from "./errors.js";
-import { forwardSettings } from "./forward-settings.js";
 import { BodyBudget } from "./intake/body-budget.js";
 import { Intake } from "./intake/intake.js";
 import { ParsePool } from "./intake/parse-pool.js";
-import { intakeOptions } from "./intake-settings.js";
+import { intakeOptions } from "./intake/settings.js";
 import { listen } from "./listen.js";
 import { accessLogger, createLogger, type Logger } from "./logger.js";
 import { Metrics } from "./metrics.js";
+import { forwardSettings } from "./proxy/settings.js";
 import { namedPolicy, routerPolicy } from "./router-policy.js";
 import type { RouterContext } from "./routes/context.js";
 import { registerMetricsRoute } from "./routes/ops.js";
@@ -64,40 +64,29 @@ export function createRouter(
   config: Config,
   options: StartOptions = {},
 ): { app: Hono<Env>; listener: RequestListener; context: RouterContext } {
-  const logger = options.logger ?? createLogger({ level: config.logLevel });
-  const pd = pdEnabled(config);
+  const { workers, disaggregation, policies } = config;
+  const logger = options.logger ?? createLogger({ level: config.server.logLevel });
+  const pd = pdEnabled(disaggregation);
   // With disaggregation the router's policy is the prefill side's (disaggregation/settings.ts).
-  const prefillPolicy = pd ? prefillPolicyName(config) : undefined;
+  const prefillPolicy = pd ? prefillPolicyName(disaggregation) : undefined;
   const policy =
-    prefillPolicy === undefined ? routerPolicy(config) : namedPolicy(config, prefillPolicy);
+    prefillPolicy === undefined
+      ? routerPolicy(policies, config.scheduling)
+      : namedPolicy(policies, prefillPolicy);
   const registry = new WorkerRegistry(
     {
-      breaker: {
-        failureThreshold: config.cbFailureThreshold,
-        openMs: config.cbTimeoutSecs * 1000,
-        successThreshold: config.cbSuccessThreshold,
-      },
-      connectTimeoutMs: config.connectTimeoutSecs * 1000,
-      refuseLinkLocal: !config.allowLinkLocalWorkers,
+      breaker: config.breaker,
+      connectTimeoutMs: workers.connectTimeoutMs,
+      refuseLinkLocal: !workers.allowLinkLocalWorkers,
     },
     {
-      allowLinkLocal: config.allowLinkLocalWorkers,
-      ...(config.workerApiKey !== undefined ? { defaultApiKey: config.workerApiKey } : {}),
+      allowLinkLocal: workers.allowLinkLocalWorkers,
+      ...(workers.workerApiKey !== undefined ? { defaultApiKey: workers.workerApiKey } : {}),
       ...(options.resolveHost !== undefined ? { resolveHost: options.resolveHost } : {}),
     },
   );
   const metrics = new Metrics(registry);
-  const health = new HealthChecker(
-    registry,
-    {
-      intervalMs: config.healthCheckIntervalSecs * 1000,
-      timeoutMs: config.healthCheckTimeoutSecs * 1000,
-      failureThreshold: config.healthFailureThreshold,
-      successThreshold: config.healthSuccessThreshold,
-      endpoint: config.healthCheckEndpoint,
-    },
-    logger,
-  );
+  const health = new HealthChecker(registry, config.health, logger);
   const stack = buildIndexStack(indexStackOptions(config, policy), {
     registry,
     metrics,
@@ -107,29 +96,28 @@ export function createRouter(
     siblings: options.siblings,
   });
   const { index, kvEvents, sharedState, siblingState } = stack;
-  const introspection = new EngineIntrospector(
-    registry,
-    {
-      intervalMs: config.enginePollIntervalSecs * 1000,
-      timeoutMs: config.enginePollTimeoutSecs * 1000,
-    },
-    logger,
-    (worker) => {
-      stack.engineRead(worker);
-      // A reading that shows a queue tells admission the engine's full batch (saturation.ts).
-      noteEngineReading(worker);
-    },
-  );
+  const introspection = new EngineIntrospector(registry, config.engines, logger, (worker) => {
+    stack.engineRead(worker);
+    // A reading that shows a queue tells admission the engine's full batch (saturation.ts).
+    noteEngineReading(worker);
+  });
+  const { intake, proxy, routes } = config;
   const { decider, forwarder, modelsForwarder, cacheLedger } = buildDataPlane(
     {
-      forward: forwardSettings(config),
-      maxSessions: config.sessionAffinity === "off" ? undefined : config.maxSessions,
-      cacheAccount: cacheAccountOptions(config),
+      forward: forwardSettings(proxy, {
+        apiKey: routes.apiKey,
+        modelRouting: workers.modelRouting,
+      }),
+      maxSessions: intake.sessionAffinity === "off" ? undefined : intake.maxSessions,
+      cacheAccount: cacheAccountOptions(config.cacheAccount),
       ...(pd
         ? {
             pd: {
-              protocol: config.vllmPdDisaggregation ? "vllm" : "sglang",
-              decodePolicy: namedPolicy(config, decodePolicyName(config)),
+              protocol: disaggregation.vllmPdDisaggregation ? "vllm" : "sglang",
+              decodePolicy: namedPolicy(
+                policies,
+                decodePolicyName({ ...disaggregation, policy: policies.policy }),
+              ),
             },
           }
         : {}),
@@ -149,19 +137,25 @@ export function createRouter(
     logger,
     ...(kvEvents !== undefined ? { kvEvents } : {}),
     kvRules: {
-      allowIpc: config.kvEventsAllowIpc,
-      allowLinkLocal: config.allowLinkLocalWorkers,
-      connectTimeoutMs: config.connectTimeoutSecs * 1000,
+      allowIpc: config.kvEvents.kvEventsAllowIpc,
+      allowLinkLocal: workers.allowLinkLocalWorkers,
+      connectTimeoutMs: workers.connectTimeoutMs,
     },
     workerTypes: pd ? ["prefill", "decode"] : ["regular"],
   });
   const parsePool =
-    config.parseWorkers > 0
-      ? new ParsePool({ size: config.parseWorkers, memoryMb: config.parseWorkerMemoryMb })
+    intake.parseWorkers > 0
+      ? new ParsePool({ size: intake.parseWorkers, memoryMb: intake.parseWorkerMemoryMb })
       : undefined;
-  const admission = buildAdmission(config, { registry, metrics, logger });
+  const admission = buildAdmission(config.admission, {
+    registry,
+    metrics,
+    logger,
+    // --tenant-quota shares its counters through --state-url when it is set.
+    state: config.state,
+  });
   const context: RouterContext = {
-    config,
+    config: routeOptions(config),
     logger,
     accessLog: accessLogger(logger),
     metrics,
@@ -174,9 +168,15 @@ export function createRouter(
     cacheLedger,
     admission: admission.admission,
     health,
-    bodyBudget: new BodyBudget(config.maxBodyBufferBytes),
+    bodyBudget: new BodyBudget(intake.maxBodyBufferBytes),
     intake: new Intake(
-      { ...intakeOptions(config, kvEvents !== undefined), identity: admission.identity },
+      {
+        ...intakeOptions(intake, {
+          withTokenizeInput: kvEvents !== undefined,
+          modelRouting: workers.modelRouting,
+        }),
+        identity: admission.identity,
+      },
       registry,
       parsePool,
       admission.tenants,
@@ -197,11 +197,19 @@ export async function startRouter(
   options: StartOptions = {},
 ): Promise<RunningRouter> {
   const { listener, context } = createRouter(config, options);
+  const { disaggregation } = config;
+  const { host, port: listenPort, prometheusPort, shutdownGraceMs } = config.server;
   const { logger, registry, health, introspection } = context;
   // A fixed --port is known before listening; port 0 is only known after (no worker can be it yet).
-  if (config.port !== 0) registry.setListenAddress({ host: config.host, port: config.port });
+  if (listenPort !== 0) registry.setListenAddress({ host, port: listenPort });
   try {
-    await addCommandLineWorkers(registry, config);
+    await addCommandLineWorkers(registry, {
+      workerUrls: config.discovery.workerUrls,
+      workerApiKey: config.workers.workerApiKey,
+      apiKey: config.routes.apiKey,
+      prefill: disaggregation.prefill,
+      decode: disaggregation.decode,
+    });
   } catch (err) {
     context.kvEvents?.close();
     await registry.close();
@@ -220,23 +228,23 @@ export async function startRouter(
   await context.siblingState?.start();
   let server: Server;
   try {
-    server = await listen(listener, config.host, config.port, "--port");
+    server = await listen(listener, host, listenPort, "--port");
   } catch (err) {
     context.admission.stop();
     await context.sharedState?.stop();
     await registry.close();
     throw err;
   }
-  registry.setListenAddress({ host: config.host, port: (server.address() as AddressInfo).port });
+  registry.setListenAddress({ host, port: (server.address() as AddressInfo).port });
   let metricsServer: Server | undefined;
-  if (config.prometheusPort !== undefined) {
+  if (prometheusPort !== undefined) {
     const metricsApp = new Hono<Env>();
     registerMetricsRoute(metricsApp, context.metrics);
     try {
       metricsServer = await listen(
         getRequestListener(metricsApp.fetch),
-        config.host,
-        config.prometheusPort,
+        host,
+        prometheusPort,
         "--prometheus-port",
       );
     } catch (err) {
@@ -254,12 +262,15 @@ export async function startRouter(
   try {
     discovery = await startDiscovery(
       {
-        workerFile: config.workerFile,
-        workerDns: config.workerDns,
-        dnsIntervalMs: config.dnsIntervalSecs * 1000,
-        dnsTimeoutMs: config.dnsTimeoutSecs * 1000,
-        graceMs: config.discoveryGraceSecs * 1000,
-        ...(config.serviceDiscovery ? { kubernetes: kubernetesDiscoveryOptions(config) } : {}),
+        ...config.discovery,
+        ...(config.kubernetes.serviceDiscovery
+          ? {
+              kubernetes: kubernetesDiscoveryOptions({
+                ...config.kubernetes,
+                ...config.disaggregation,
+              }),
+            }
+          : {}),
         ...(options.dnsResolver !== undefined ? { dnsResolver: options.dnsResolver } : {}),
       },
       context.membership,
@@ -277,18 +288,18 @@ export async function startRouter(
   introspection.start();
   const eviction: EvictionTimer = startEvictionTimer(
     () => context.index.evictionUnits(),
-    config.evictionIntervalSecs,
+    config.index.evictionIntervalMs,
     (err) => logger.error({ err }, "eviction pass failed"),
   );
 
   const port = (server.address() as AddressInfo).port;
-  const displayHost = config.host === "0.0.0.0" || config.host === "::" ? "127.0.0.1" : config.host;
+  const displayHost = host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host;
   const url = `http://${displayHost.includes(":") ? `[${displayHost}]` : displayHost}:${port}`;
   const metricsPort = metricsServer ? (metricsServer.address() as AddressInfo).port : undefined;
   logger.info(
     {
       url,
-      host: config.host,
+      host,
       port,
       policy: context.decider.policy.name,
       workers: registry.list().map((w) => w.url),
@@ -298,9 +309,12 @@ export async function startRouter(
   );
 
   let stopping: Promise<void> | undefined;
-  const stop = (graceMs = config.shutdownGraceSecs * 1000): Promise<void> => {
+  const stop = (graceMs = shutdownGraceMs): Promise<void> => {
     stopping ??= (async () => {
       context.state.shuttingDown = true;
+      // Requests still waiting for admission have not started: 503 shutting_down at once, so their
+      // clients retry on another replica instead of waiting out the grace period here.
+      context.admission.queue.close();
       discovery.stop();
       server.close();
       metricsServer?.close();

@@ -1,13 +1,19 @@
 import { describe, expect, it } from "vitest";
-import { parseArgv } from "../src/cli-options.js";
+import { parseArgv as parseNested } from "../src/cli-options.js";
 import {
   COMPAT_FLAGS,
   SHARED_FLAGS,
   translateCompatFlags,
   UnsupportedFlagError,
 } from "../src/compat-flags.js";
-import { SETTINGS } from "../src/config.js";
+import { flagValues, SETTINGS } from "../src/config.js";
 import { SGLANG_GATEWAY_FLAGS } from "./sglang-gateway-flags.js";
+
+/** parseArgv, with the configuration by setting name in the flags' units. */
+function parseArgv(argv: string[]) {
+  const parsed = parseNested(argv);
+  return { ...parsed, config: flagValues(parsed.config) };
+}
 
 /** Runs parseArgv with a clean RADIXGATE_* environment. */
 function parse(argv: string[]) {

@@ -1,8 +1,20 @@
 import { describe, expect, it } from "vitest";
 import { settingsTable, sglangFlagsTable } from "../scripts/config-docs.js";
-import { configFromArgv } from "../src/cli-options.js";
-import { defaultConfig, envName, parseConfig, SETTINGS } from "../src/config.js";
+import { configFromArgv as nestedFromArgv } from "../src/cli-options.js";
+import {
+  envName,
+  flagValues,
+  defaultConfig as nestedDefaults,
+  parseConfig as parseNested,
+  type RawValues,
+  SETTINGS,
+} from "../src/config.js";
 import { ConfigError } from "../src/errors.js";
+
+// The configuration by setting name, in the flags' units (Config itself is nested by feature).
+const configFromArgv = (argv: string[]) => flagValues(nestedFromArgv(argv));
+const parseConfig = (raw: RawValues) => flagValues(parseNested(raw));
+const defaultConfig = () => flagValues(nestedDefaults());
 
 describe("config", () => {
   it("has the SGLang router's defaults, but for the policy (prefix_cost) and learned tree budgets", () => {

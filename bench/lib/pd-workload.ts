@@ -16,7 +16,7 @@ import { parseArgs } from "node:util";
 import { CHARS_PER_TOKEN } from "../../sim/tokenizer.js";
 import { type SimWorker, startSimWorker } from "../../sim/worker.js";
 import { promptTextOf } from "../../sim/workloads.js";
-import { defaultConfig } from "../../src/config.js";
+import { configWith } from "../../src/config.js";
 import { createLogger } from "../../src/logger.js";
 import type { PolicyName } from "../../src/policies/policy.js";
 import { startRouter } from "../../src/server.js";
@@ -130,8 +130,7 @@ async function runRow(o: PdOptions, policy: PolicyName, repeat: number): Promise
     );
   }
   const router = await startRouter(
-    {
-      ...defaultConfig(),
+    configWith({
       host: "127.0.0.1",
       port: 0,
       logLevel: "silent",
@@ -139,7 +138,7 @@ async function runRow(o: PdOptions, policy: PolicyName, repeat: number): Promise
       prefill: prefill.map((p) => ({ url: p.url, bootstrapPort: p.bootstrapPort ?? null })),
       decode: decode.map((d) => d.url),
       prefillPolicy: policy,
-    },
+    }),
     { logger: createLogger({ level: "silent" }) },
   );
   const agent = loadAgent(preset.concurrency);

@@ -22,7 +22,7 @@ process.on("message", (msg: RouterRequest) => {
     void exit();
     return;
   }
-  startRouter(msg.config, { logger: createLogger({ level: msg.config.logLevel }) }).then(
+  startRouter(msg.config, { logger: createLogger({ level: msg.config.server.logLevel }) }).then(
     (r) => {
       router = r;
       reply({ type: "started", url: r.url });

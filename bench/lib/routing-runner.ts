@@ -10,7 +10,7 @@ import { hashString } from "../../sim/hash.js";
 import type { SimStats } from "../../sim/worker.js";
 import { openAiBody, poissonArrivals, type RequestSpec } from "../../sim/workloads.js";
 import type { AccountTotals } from "../../src/cache-account/account-totals.js";
-import { type Config, defaultConfig } from "../../src/config.js";
+import { type Config, type ConfigOverrides, configWith, defaultConfig } from "../../src/config.js";
 import { createLogger } from "../../src/logger.js";
 import { POLICY_NAMES, type PolicyName } from "../../src/policies/policy.js";
 import { type RunningRouter, startRouter } from "../../src/server.js";
@@ -146,7 +146,7 @@ export interface RunOptions {
    */
   bypassTo?: BypassTarget;
   /** Router settings on top of the defaults, e.g. { cacheLoadBound: 1.5 } (--cache-load-bound). */
-  routerOverrides?: Partial<Config>;
+  routerOverrides?: ConfigOverrides;
   /**
    * Router replicas per router row (default 1): each request goes to one of them (replicaOf); they
    * share no state (no --state-url), so each knows only what it routed, plus, in the precise row,
@@ -242,7 +242,7 @@ async function runRow(
   if (knobs.length > 0 && (row === ORACLE_ROW || !ALL_ROWS.includes(row))) {
     throw new Error(`row "${label}": knobs apply to router rows only`);
   }
-  const routerOverrides: Partial<Config> = {
+  const routerOverrides: ConfigOverrides = {
     ...o.routerOverrides,
     ...knobOverrides(knobs, w.kvCapacityTokens),
   };
@@ -273,7 +273,7 @@ async function runRow(
       );
     } else {
       // With shared state, this row's replicas share one key prefix that no other row uses.
-      const overrides: Partial<Config> =
+      const overrides: ConfigOverrides =
         o.sharedStateUrl !== undefined && replicas > 1
           ? {
               ...routerOverrides,
@@ -405,7 +405,7 @@ function scheduleEnginePolls(
   timingSeed: number,
   timers: NodeJS.Timeout[],
 ): number {
-  const intervalMs = (routers[0]?.context.config.enginePollIntervalSecs ?? 0) * 1000;
+  const intervalMs = routers[0]?.context.introspection.options.intervalMs ?? 0;
   const phase = pollPhaseMs(timingSeed, intervalMs);
   for (const router of routers) {
     applyKnobs(router, knobs);
@@ -465,8 +465,8 @@ function usesKvEvents(row: RowName): boolean {
 
 async function startPreciseRouter(
   workers: readonly FleetMember[],
-  policy: PolicyName = defaultConfig().policy,
-  overrides: Partial<Config> = {},
+  policy: PolicyName = defaultConfig().policies.policy,
+  overrides: ConfigOverrides = {},
 ): Promise<RunningRouter> {
   const router = await startRouter(
     routerConfig(policy, [], {
@@ -498,17 +498,16 @@ async function startPreciseRouter(
 export function routerConfig(
   policy: PolicyName,
   workerUrls: string[],
-  overrides: Partial<Config> = {},
+  overrides: ConfigOverrides = {},
 ): Config {
-  return {
-    ...defaultConfig(),
+  return configWith({
     ...overrides,
     host: "127.0.0.1",
     port: 0,
     logLevel: "silent",
     policy,
     workerUrls,
-  };
+  });
 }
 
 /** A streaming OpenAI request for a spec, with usage in the last chunk. */

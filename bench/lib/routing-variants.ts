@@ -6,7 +6,7 @@
  */
 
 import { CHARS_PER_TOKEN } from "../../sim/tokenizer.js";
-import type { Config } from "../../src/config.js";
+import type { ConfigOverrides } from "../../src/config.js";
 import type { RunningRouter } from "../../src/server.js";
 
 /**
@@ -53,8 +53,8 @@ export function parseRowLabel(label: string): { base: string; knobs: RowKnob[] }
 export function knobOverrides(
   knobs: readonly RowKnob[],
   kvCapacityTokens: number,
-): Partial<Config> {
-  const o: Partial<Config> = {};
+): ConfigOverrides {
+  const o: ConfigOverrides = {};
   for (const knob of knobs) {
     if (knob === "budget-fixed") o.maxTreeSize = kvCapacityTokens * CHARS_PER_TOKEN;
     if (knob === "tree-unbounded") o.maxTreeSize = 2 ** 26;

@@ -4,10 +4,11 @@ import { AdmissionQueue } from "../admission/admission-queue.js";
 import type { IdentityOptions } from "../admission/identity.js";
 import { TenantTable } from "../admission/identity.js";
 import { type SaturationThresholds, saturationReason } from "../admission/saturation.js";
-import type { Config } from "../config.js";
+import type { AdmissionConfig } from "../admission/settings.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
 import { TenantQuotas } from "../quotas/tenant-quotas.js";
+import type { StateConfig } from "../state/settings.js";
 import { DEFAULT_CHARS_PER_TOKEN } from "../workers/chars-per-token.js";
 import type { WorkerRegistry } from "../workers/registry.js";
 
@@ -19,7 +20,7 @@ export interface AdmissionParts {
 }
 
 /** The saturation thresholds from the flags (--saturation-*). */
-export function saturationThresholds(config: Config): SaturationThresholds {
+export function saturationThresholds(config: AdmissionConfig): SaturationThresholds {
   return {
     queueDepth: config.saturationQueueDepth,
     kvUsage: config.saturationKvUsage,
@@ -28,8 +29,14 @@ export function saturationThresholds(config: Config): SaturationThresholds {
 }
 
 export function buildAdmission(
-  config: Config,
-  deps: { registry: WorkerRegistry; metrics: Metrics; logger: Logger },
+  config: AdmissionConfig,
+  deps: {
+    registry: WorkerRegistry;
+    metrics: Metrics;
+    logger: Logger;
+    /** --state-url and --state-key-prefix: where --tenant-quota's counters are shared. */
+    state: Pick<StateConfig, "url" | "keyPrefix">;
+  },
 ): AdmissionParts {
   const thresholds = saturationThresholds(config);
   const tenants = new TenantTable(config.maxTenants);
@@ -59,14 +66,15 @@ export function buildAdmission(
     metrics.forgetTenant(tenant);
   });
   // --tenant-quota: a step before the queue; without it nothing runs per request.
+  const stateUrl = deps.state.url;
   const quotas =
     config.tenantQuotaFile === ""
       ? undefined
       : new TenantQuotas(
           {
             file: config.tenantQuotaFile,
-            ...(config.stateUrl !== undefined
-              ? { shared: { url: config.stateUrl, keyPrefix: config.stateKeyPrefix } }
+            ...(stateUrl !== undefined
+              ? { shared: { url: stateUrl, keyPrefix: deps.state.keyPrefix } }
               : {}),
           },
           {

@@ -5,18 +5,19 @@
  * its added/removed events (index/membership.ts) before anything else does, so every later
  * listener (the KV-event intake, the tree budgets, the shared state) sees the index up to date.
  */
-import type { Config } from "../config.js";
-import { requireStateSecret } from "../config.js";
 import { BlockHashIndex } from "../index/block-hash-index.js";
 import { createBaseIndex, type PrefixIndexName } from "../index/factory.js";
 import { followMembership } from "../index/membership.js";
 import type { PrefixIndex } from "../index/prefix-index.js";
+import type { IndexConfig } from "../index/settings.js";
 import type { KvEventsManager } from "../kv-events/manager.js";
-import { type KvEventsSettings, setUpKvEvents } from "../kv-events/setup.js";
+import type { KvEventsConfig } from "../kv-events/settings.js";
+import { setUpKvEvents } from "../kv-events/setup.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
 import type { Policy } from "../policies/policy.js";
 import { PeerInFlight } from "../state/peer-in-flight.js";
+import { type StateConfig, sharedStateOptions } from "../state/settings.js";
 import { SharedState, type SharedStateOptions } from "../state/shared-state.js";
 import type { SiblingLink } from "../state/sibling-link.js";
 import { SiblingState } from "../state/sibling-state.js";
@@ -36,34 +37,25 @@ export interface IndexStackOptions {
   /** Block-hash index: blocks each worker holds until a budget is set. */
   readonly capacityBlocks: number;
   /** --kv-events: the hybrid index and its intake; undefined = off. */
-  readonly kvEvents: KvEventsSettings | undefined;
+  readonly kvEvents: KvEventsConfig | undefined;
   /** --state-url: decisions published to and applied from the peers; undefined = off. */
   readonly sharedState: SharedStateOptions | undefined;
 }
 
-/** The stack's options from the flags and the policy (a profile may fix its own index). */
-export function indexStackOptions(config: Config, policy: Policy): IndexStackOptions {
+/** The stack's options from its features' settings and the policy (a profile may fix its own index). */
+export function indexStackOptions(
+  config: { index: IndexConfig; kvEvents: KvEventsConfig; state: StateConfig },
+  policy: Policy,
+): IndexStackOptions {
+  const { index } = config;
   return {
-    prefixIndex: policy.prefixIndex?.name ?? config.prefixIndex,
-    maxTreeSize: config.maxTreeSize,
-    treeCapacityFactor: config.treeCapacityFactor,
-    blockChars: policy.prefixIndex?.blockChars ?? config.blockHashChars,
-    capacityBlocks: config.blockHashCapacity,
-    kvEvents: config.kvEvents ? config : undefined,
-    sharedState:
-      config.stateUrl === undefined
-        ? undefined
-        : {
-            url: config.stateUrl,
-            secret: requireStateSecret(config),
-            keyPrefix: config.stateKeyPrefix,
-            maxTextChars: config.stateMaxTextChars,
-            streamLength: config.stateStreamLength,
-            loadIntervalMs: config.stateLoadIntervalMs,
-            queueSize: config.stateQueueSize,
-            claimTimeoutMs: config.stateClaimTimeoutMs,
-            claimTtlMs: config.stateClaimTtlMs,
-          },
+    prefixIndex: policy.prefixIndex?.name ?? index.prefixIndex,
+    maxTreeSize: index.maxTreeSize,
+    treeCapacityFactor: index.treeCapacityFactor,
+    blockChars: policy.prefixIndex?.blockChars ?? index.blockHashChars,
+    capacityBlocks: index.blockHashCapacity,
+    kvEvents: config.kvEvents.kvEvents ? config.kvEvents : undefined,
+    sharedState: sharedStateOptions(config.state),
   };
 }
 

@@ -5,6 +5,8 @@
 import type { RequestListener } from "node:http";
 import type { HttpBindings } from "@hono/node-server";
 import { Hono } from "hono";
+import type { Config } from "../config.js";
+import { pdEnabled } from "../disaggregation/settings.js";
 import { RouterError } from "../errors.js";
 import type { Logger } from "../logger.js";
 import { registerAdminRoutes } from "../routes/admin.js";
@@ -14,8 +16,21 @@ import { registerInferenceRoutes } from "../routes/inference.js";
 import { registerOpsRoutes } from "../routes/ops.js";
 import { registerRouteExplainRoutes } from "../routes/route-explain.js";
 import { routerListener } from "../routes/router-listener.js";
+import type { RouteOptions } from "../routes/settings.js";
 
 export type Env = { Bindings: HttpBindings };
+
+/** The routes' options: their own settings, and what they report or apply of other features. */
+export function routeOptions(config: Config): RouteOptions {
+  return {
+    ...config.routes,
+    modelRouting: config.workers.modelRouting,
+    modelsTimeoutMs: config.health.timeoutMs,
+    queueTimeoutMs: config.admission.queueTimeoutMs,
+    queueTimeoutHeader: config.admission.queueTimeoutHeader,
+    pairs: pdEnabled(config.disaggregation),
+  };
+}
 
 export function buildRoutes(context: RouterContext): { app: Hono<Env>; listener: RequestListener } {
   const app = new Hono<Env>();

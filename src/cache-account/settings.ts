@@ -1,8 +1,9 @@
 /**
- * The cache account's settings rows (issue 21: each feature owns its rows). config.ts appends
- * them to its table; the row shape is config.ts's Setting, written out here so this folder does
- * not import upward.
+ * The cache account's settings rows (issue 21: each feature owns its rows); config.ts places
+ * them as Config.cacheAccount.
  */
+import { flagValue, type Parser } from "../config-kit/parsers.js";
+import { section } from "../config-kit/setting.js";
 import { ConfigError } from "../errors.js";
 
 /** The flags' values, as config.ts's Config carries them. */
@@ -44,20 +45,13 @@ const TAKEN = new Set([
   "x-radixgate-route",
 ]);
 
-function headerName(raw: string, flag: string): string | undefined {
+const headerName: Parser<string | undefined> = (raw, flag) => {
   const name = raw.trim().toLowerCase();
   if (name === "") return undefined;
   if (!TOKEN.test(name)) throw new ConfigError(flag, `must be an HTTP header name, got "${raw}"`);
   if (TAKEN.has(name)) throw new ConfigError(flag, `must not be "${name}": the router sets it`);
   return name;
-}
-
-function flagValue(raw: string | boolean, flag: string): boolean {
-  const value = String(raw).trim().toLowerCase();
-  if (["true", "1", "yes", "on"].includes(value)) return true;
-  if (["false", "0", "no", "off", ""].includes(value)) return false;
-  throw new ConfigError(flag, `must be true or false, got "${raw}"`);
-}
+};
 
 function integerIn(min: number, max: number) {
   return (raw: string, flag: string): number => {
@@ -69,54 +63,37 @@ function integerIn(min: number, max: number) {
   };
 }
 
-/** One row, in the shape of src/config.ts's Setting (checked there, where the rows join the table). */
-interface CacheAccountSetting<K extends keyof CacheAccountConfig> {
-  key: K;
-  flag: string;
-  arg: string;
-  description: string;
-  default: CacheAccountConfig[K];
-  parse: (raw: string, flag: string) => CacheAccountConfig[K];
-  secret?: boolean;
-}
-
-const row = <K extends keyof CacheAccountConfig>(s: CacheAccountSetting<K>) => s;
-
-export const CACHE_ACCOUNT_SETTINGS = [
-  row({
-    key: "cacheAccount",
+export const CACHE_ACCOUNT_SETTINGS = section<CacheAccountConfig>({
+  cacheAccount: {
     flag: "--cache-account",
     arg: "[bool]",
     description:
       "Keep each request's cache account (available, chosen and reported cached tokens; the radixgate_cache_account_* counters, GET /debug/cache, --explain-header). false = none of it, e.g. to price it with bench:overhead-ab --current-args. See docs/hit-rate.md.",
     default: true,
     parse: flagValue,
-  }),
-  row({
-    key: "explainHeader",
+  },
+  explainHeader: {
     flag: "--explain-header",
     arg: "<name>",
     description:
       "Response header that carries each request's cache account, in tokens: available=<best holder's match>;chosen=<chosen worker's match>;runner_up=<worker>:<match>[;reason=<why not the best>]. Empty = off. See docs/hit-rate.md.",
     default: undefined,
     parse: headerName,
-  }),
-  row({
-    key: "cacheAccountWindowMins",
+  },
+  cacheAccountWindowMins: {
     flag: "--cache-account-window-mins",
     arg: "<mins>",
     description:
       "Minutes of cache account GET /debug/cache sums (per minute, per worker and model); the top-losing prefixes cover the same span.",
     default: 15,
     parse: integerIn(1, 1440),
-  }),
-  row({
-    key: "cacheAccountTopPrefixes",
+  },
+  cacheAccountTopPrefixes: {
     flag: "--cache-account-top-prefixes",
     arg: "<n>",
     description:
       "Prefixes GET /debug/cache lists as losing the most tokens to routing, and to eviction (8 times as many are tracked).",
     default: 10,
     parse: integerIn(1, 100),
-  }),
-];
+  },
+});

@@ -3,8 +3,10 @@
  * (sgl-project/sglang sgl-model-gateway/bindings/python/src/sglang_router/router_args.py:
  * --pd-disaggregation, --prefill URL [BOOTSTRAP_PORT] (repeatable), --decode URL (repeatable),
  * --prefill-policy, --decode-policy; --vllm-pd-disaggregation as its newer versions have it).
- * src/config.ts spreads these rows into its settings table; this folder owns them.
+ * This folder owns the rows; src/config.ts places them as Config.disaggregation.
  */
+import { flagValue, type Parser } from "../config-kit/parsers.js";
+import { section } from "../config-kit/setting.js";
 import { ConfigError } from "../errors.js";
 import { POLICY_NAMES, type PolicyName } from "../policies/policy.js";
 import { normalizeWorkerUrl } from "../workers/worker-url.js";
@@ -73,87 +75,61 @@ function urls(raw: string, flag: string): string[] {
     .map((t) => url(t, flag));
 }
 
-function flagValue(raw: string | boolean, flag: string): boolean {
-  const value = String(raw).trim().toLowerCase();
-  if (["true", "1", "yes", "on"].includes(value)) return true;
-  if (["false", "0", "no", "off", ""].includes(value)) return false;
-  throw new ConfigError(flag, `must be true or false, got "${raw}"`);
-}
-
-function policyOrEmpty(raw: string, flag: string): PolicyName | "" {
+const policyOrEmpty: Parser<PolicyName | ""> = (raw, flag) => {
   if (raw === "" || (POLICY_NAMES as readonly string[]).includes(raw)) return raw as PolicyName;
   throw new ConfigError(flag, `must be one of ${POLICY_NAMES.join(", ")}, got "${raw}"`);
-}
+};
 
-/** One row, in the shape of src/config.ts's Setting (checked there, where the rows join the table). */
-interface PdSetting<K extends keyof PdConfig> {
-  key: K;
-  flag: string;
-  arg: string;
-  description: string;
-  default: PdConfig[K];
-  parse: (raw: string, flag: string) => PdConfig[K];
-  secret?: boolean;
-}
-
-const row = <K extends keyof PdConfig>(s: PdSetting<K>): PdSetting<K> => s;
-
-export const PD_SETTINGS = [
-  row({
-    key: "pdDisaggregation",
+export const PD_SETTINGS = section<PdConfig>({
+  pdDisaggregation: {
     flag: "--pd-disaggregation",
     arg: "[bool]",
     description:
       "SGLang prefill/decode disaggregation: each request goes to a prefill worker (--prefill) and a decode worker (--decode) at once, with bootstrap_host, bootstrap_port and bootstrap_room added to its JSON; the decode side answers. See docs/disaggregation.md.",
     default: false,
     parse: flagValue,
-  }),
-  row({
-    key: "vllmPdDisaggregation",
+  },
+  vllmPdDisaggregation: {
     flag: "--vllm-pd-disaggregation",
     arg: "[bool]",
     description:
       "vLLM prefill/decode disaggregation (NixlConnector): the prefill worker gets the request with max_tokens 1 and kv_transfer_params asking for a remote decode, then the decode worker gets it with the kv_transfer_params the prefill answered. See docs/disaggregation.md.",
     default: false,
     parse: flagValue,
-  }),
-  row({
-    key: "prefill",
+  },
+  prefill: {
     flag: "--prefill",
     arg: "<url_and_port...>",
     description:
       "With disaggregation: a prefill worker and its bootstrap port (a number, or none; SGLang only). Repeat the flag for each worker: --prefill http://p1:30000 8998 --prefill http://p2:30000 none.",
     default: [],
     parse: parsePrefillEntries,
-  }),
-  row({
-    key: "decode",
+  },
+  decode: {
     flag: "--decode",
     arg: "<url...>",
     description:
       "With disaggregation: a decode worker. Repeat the flag for each worker: --decode http://d1:30000 --decode http://d2:30000.",
     default: [],
     parse: urls,
-  }),
-  row({
-    key: "prefillPolicy",
+  },
+  prefillPolicy: {
     flag: "--prefill-policy",
     arg: "<name>",
     description:
       "With disaggregation: the policy choosing the prefill worker (where the prompt's prefix is cached). Empty = --policy.",
     default: "",
     parse: policyOrEmpty,
-  }),
-  row({
-    key: "decodePolicy",
+  },
+  decodePolicy: {
     flag: "--decode-policy",
     arg: "<name>",
     description:
       "With disaggregation: the policy choosing the decode worker. Empty = --policy when that is a load policy (round_robin, random, power_of_two, least_load), else least_load: decode holds no prompt cache worth seeking.",
     default: "",
     parse: policyOrEmpty,
-  }),
-] as const;
+  },
+});
 
 /** Checks across the rows: one mode at a time, and both sides given (or added later). */
 export function validatePdConfig(config: PdConfig & { workerUrls: readonly string[] }): void {

@@ -1,3 +1,5 @@
+import { flagValue, type Parser } from "../config-kit/parsers.js";
+import { section } from "../config-kit/setting.js";
 import { ConfigError } from "../errors.js";
 import { parseLabelSelector } from "./kubernetes-selector.js";
 import type { KubernetesDiscoveryOptions } from "./kubernetes-source.js";
@@ -5,7 +7,7 @@ import type { KubernetesDiscoveryOptions } from "./kubernetes-source.js";
 /**
  * The Kubernetes discovery settings, under SGLang's router flag names (sgl-project/sglang
  * sgl-model-gateway/bindings/python/src/sglang_router/router_args.py, "Service Discovery
- * (Kubernetes)"), plus --kubeconfig. src/config.ts joins these rows into its table.
+ * (Kubernetes)"), plus --kubeconfig. src/config.ts places them as Config.kubernetes.
  */
 export interface KubernetesDiscoverySettings {
   /** --service-discovery: watch Kubernetes pods for workers. */
@@ -23,33 +25,8 @@ export interface KubernetesDiscoverySettings {
   kubeconfig: string;
 }
 
-type Key = keyof KubernetesDiscoverySettings;
-
-/** One row, in the shape of src/config.ts's Setting. */
-interface Row<K extends Key> {
-  key: K;
-  flag: string;
-  arg: string;
-  description: string;
-  default: KubernetesDiscoverySettings[K];
-  parse: (raw: string, flag: string) => KubernetesDiscoverySettings[K];
-  secret?: boolean;
-}
-
-function row<K extends Key>(r: Row<K>): Row<K> {
-  return r;
-}
-
-/** `--flag` alone (commander passes true), or true/false/1/0/yes/no. */
-const bool = (raw: string | boolean, flag: string): boolean => {
-  const value = String(raw).trim().toLowerCase();
-  if (["true", "1", "yes", "on"].includes(value)) return true;
-  if (["false", "0", "no", "off", ""].includes(value)) return false;
-  throw new ConfigError(flag, `must be true or false, got "${raw}"`);
-};
-
 /** `key=value` pairs, checked here so that a bad one stops the start with its flag named. */
-const selector = (raw: string, flag: string): string[] => {
+const selector: Parser<string[]> = (raw, flag) => {
   try {
     return [...parseLabelSelector([raw])].map(([k, v]) => `${k}=${v}`);
   } catch (err) {
@@ -57,7 +34,7 @@ const selector = (raw: string, flag: string): string[] => {
   }
 };
 
-const port = (raw: string, flag: string): number => {
+const port: Parser<number> = (raw, flag) => {
   const value = Number(raw.trim());
   if (raw.trim() === "" || !Number.isInteger(value) || value < 1 || value > 65535) {
     throw new ConfigError(flag, `must be a port in [1, 65535], got "${raw}"`);
@@ -66,7 +43,7 @@ const port = (raw: string, flag: string): number => {
 };
 
 /** A DNS-1123 label, as Kubernetes names namespaces. */
-const namespace = (raw: string, flag: string): string => {
+const namespace: Parser<string> = (raw, flag) => {
   const value = raw.trim();
   if (value !== "" && !/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(value)) {
     throw new ConfigError(flag, `must be a Kubernetes namespace name, got "${raw}"`);
@@ -76,69 +53,62 @@ const namespace = (raw: string, flag: string): string => {
 
 const SEE = "See docs/discovery.md.";
 
-export const KUBERNETES_SETTINGS = [
-  row({
-    key: "serviceDiscovery",
+export const KUBERNETES_SETTINGS = section<KubernetesDiscoverySettings>({
+  serviceDiscovery: {
     flag: "--service-discovery",
     arg: "[bool]",
     description: `Find workers by watching Kubernetes pods that match --selector (SGLang's router flag): a running, ready pod is a worker at http://POD_IP:--service-discovery-port; a pod that stops being ready, terminates or is deleted drains. ${SEE}`,
     default: false,
-    parse: bool,
-  }),
-  row({
-    key: "selector",
+    parse: flagValue,
+  },
+  selector: {
     flag: "--selector",
     arg: "<key=value...>",
     description:
       "With --service-discovery: the labels a worker pod has (all of them), e.g. app=sglang role=worker.",
     default: [],
     parse: selector,
-  }),
-  row({
-    key: "serviceDiscoveryPort",
+  },
+  serviceDiscoveryPort: {
     flag: "--service-discovery-port",
     arg: "<port>",
     description: "With --service-discovery: the workers' port on each pod's IP (SGLang's default).",
     default: 80,
     parse: port,
-  }),
-  row({
-    key: "serviceDiscoveryNamespace",
+  },
+  serviceDiscoveryNamespace: {
     flag: "--service-discovery-namespace",
     arg: "<namespace>",
     description:
       "With --service-discovery: the namespace whose pods are watched. Empty = every namespace (needs a ClusterRole).",
     default: "",
     parse: namespace,
-  }),
-  row({
-    key: "prefillSelector",
+  },
+  prefillSelector: {
     flag: "--prefill-selector",
     arg: "<key=value...>",
     description:
       "With --service-discovery and disaggregation: the labels of prefill pods; a prefill pod's bootstrap port is its annotation sglang.ai/bootstrap-port (none without it).",
     default: [],
     parse: selector,
-  }),
-  row({
-    key: "decodeSelector",
+  },
+  decodeSelector: {
     flag: "--decode-selector",
     arg: "<key=value...>",
     description:
       "With --service-discovery and disaggregation: the labels of decode pods (a pod matching both selectors is a prefill worker, as in SGLang).",
     default: [],
     parse: selector,
-  }),
-  row({
-    key: "kubeconfig",
+  },
+  kubeconfig: {
     flag: "--kubeconfig",
     arg: "<path>",
     description:
       "With --service-discovery: the kubeconfig file to reach the API server with. Empty = the pod's service account when running in a cluster, else $KUBECONFIG or ~/.kube/config.",
     default: "",
     parse: (raw) => raw.trim(),
-  }),
-];
+  },
+});
 
 /** The disaggregation switches the checks below read (src/disaggregation/settings.ts owns them). */
 interface PdSwitches {

@@ -12,6 +12,7 @@ import type { Logger } from "../logger.js";
 import type { WorkerRegistry } from "../workers/registry.js";
 import { loadLocalTokenizer } from "./local-tokenizer.js";
 import { KvEventsManager } from "./manager.js";
+import type { KvEventsConfig } from "./settings.js";
 
 export interface KvEventsSetup {
   readonly index: HybridIndex;
@@ -22,22 +23,8 @@ export interface KvEventsSetup {
   readonly manager: KvEventsManager;
 }
 
-/** The settings --kv-events reads, under their names in Config (assembly/index-stack.ts passes the Config). */
-export interface KvEventsSettings {
-  readonly kvEventsEndpointTemplate: string;
-  readonly kvEventsReplayTemplate: string;
-  readonly kvEventsReplayTimeoutMs: number;
-  readonly kvEventsRebuildSecs: number;
-  readonly kvEventsMaxMessageBytes: number;
-  readonly kvEventsDpSize: number;
-  readonly kvIndexMaxBlocks: number;
-  readonly kvSpeculativeTtlMs: number;
-  readonly kvBlockSize: number;
-  readonly tokenizeTimeoutMs: number;
-  readonly tokenizerCacheTokens: number;
-  /** "" = none: tokenize through the workers' /tokenize. */
-  readonly tokenizerPath: string;
-}
+/** The settings the intake is built from (kv-events/settings.ts). */
+export type KvEventsSettings = Omit<KvEventsConfig, "kvEvents" | "kvEventsAllowIpc">;
 
 /** What the intake is built with besides its settings. */
 export interface KvEventsDeps {
@@ -63,7 +50,7 @@ export function setUpKvEvents(
       endpointTemplate: config.kvEventsEndpointTemplate,
       replayTemplate: config.kvEventsReplayTemplate,
       replayTimeoutMs: config.kvEventsReplayTimeoutMs,
-      rebuildMs: config.kvEventsRebuildSecs * 1000,
+      rebuildMs: config.kvEventsRebuildMs,
       maxMessageBytes: config.kvEventsMaxMessageBytes,
       maxPendingBlocks: config.kvIndexMaxBlocks,
       // A slow answer still fills the cache for the next request with this prefix.

@@ -39,10 +39,10 @@ export function admissionTicket(
 
 /** --queue-timeout-secs, shortened (never lengthened) by the request's --queue-timeout-header. */
 export function queueTimeoutMs(
-  config: { queueTimeoutSecs: number },
+  config: { queueTimeoutMs: number },
   header: string | string[] | undefined,
 ): number {
-  const cap = config.queueTimeoutSecs * 1000;
+  const cap = config.queueTimeoutMs;
   if (typeof header !== "string" || !HEADER_TIMEOUT.test(header)) return cap;
   return Math.min(cap, Number(header) * 1000);
 }

@@ -1,6 +1,5 @@
 import type { Admission } from "../admission/admission.js";
 import type { CacheLedger } from "../cache-account/cache-ledger.js";
-import type { Config } from "../config.js";
 import type { WorkerMembership } from "../discovery/membership.js";
 import type { PrefixIndex } from "../index/prefix-index.js";
 import type { BodyBudget } from "../intake/body-budget.js";
@@ -16,6 +15,7 @@ import type { SiblingState } from "../state/sibling-state.js";
 import type { HealthChecker } from "../workers/health.js";
 import type { EngineIntrospector } from "../workers/introspection.js";
 import type { WorkerRegistry } from "../workers/registry.js";
+import type { RouteOptions } from "./settings.js";
 
 /** Lifecycle flags the routes read. */
 export interface RouterState {
@@ -26,7 +26,8 @@ export interface RouterState {
 
 /** What the routes share; built once by server.ts. */
 export interface RouterContext {
-  config: Config;
+  /** The routes' own options (routes/settings.ts), never the router's whole Config. */
+  config: RouteOptions;
   logger: Logger;
   /** The per-request access line (logger.ts: accessLogger). */
   accessLog: Logger;

@@ -164,7 +164,7 @@ function failed(
     // the client can finish writing and read the answer instead of meeting a reset.
     if (!close) {
       lingerOnUnreadBody(incoming, {
-        maxMs: ctx.config.bodyLingerSecs * 1000,
+        maxMs: ctx.config.bodyLingerMs,
         maxBytes: ctx.config.bodyLingerBytes,
       });
     }

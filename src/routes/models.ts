@@ -35,7 +35,7 @@ export function registerModelsRoute(app: Hono<Env>, ctx: RouterContext): void {
       }
       // Without a key of its own the router passes the client's on, as on the data plane.
       const forwarded = config.apiKey === undefined ? clientAuth : undefined;
-      const timeoutMs = config.healthCheckTimeoutSecs * 1000;
+      const timeoutMs = config.modelsTimeoutMs;
       const lists = await Promise.all(
         workers.map((w) => modelsOf(w, forwarded, timeoutMs).catch(() => undefined)),
       );

@@ -1,6 +1,5 @@
 import type { HttpBindings } from "@hono/node-server";
 import type { Hono } from "hono";
-import { pdEnabled } from "../disaggregation/settings.js";
 import type { Metrics } from "../metrics.js";
 import type { RouterContext } from "./context.js";
 
@@ -24,7 +23,7 @@ export function registerOpsRoutes(app: Hono<Env>, ctx: RouterContext): void {
           : `none of ${workers.length} workers is available`;
       return c.json({ status: "not_ready", reason, workers: workers.length, healthy }, 503);
     }
-    if (pdEnabled(ctx.config)) {
+    if (ctx.config.pairs) {
       // A request needs a pair: one side without an available worker serves nothing.
       const side = (type: "prefill" | "decode") =>
         workers.filter((w) => w.role.type === type && w.available).length;

@@ -1,6 +1,7 @@
 import type { Logger } from "../logger.js";
 import type { WorkerRegistry } from "../workers/registry.js";
 import type { Worker } from "../workers/worker.js";
+import type { WorkerRole } from "../workers/worker-role.js";
 import { hostNeedsLookup, normalizeWorkerUrl } from "../workers/worker-url.js";
 import type { OpsPublisher } from "./ops-publisher.js";
 import type { RedisLink } from "./redis-link.js";
@@ -72,9 +73,11 @@ export class MembershipSync {
 
   private addOp(worker: Worker): StateOp {
     const apiKey = this.options.registry.ownApiKey(worker);
+    // A prefill or decode worker keeps its role on the peers (disaggregation).
+    const role = worker.role.type === "regular" ? {} : { role: worker.role };
     return apiKey === undefined
-      ? { kind: "add", url: worker.url }
-      : { kind: "add", url: worker.url, apiKey };
+      ? { kind: "add", url: worker.url, ...role }
+      : { kind: "add", url: worker.url, apiKey, ...role };
   }
 
   /**
@@ -84,11 +87,11 @@ export class MembershipSync {
    * A URL with an IP address is added at once, so that the decisions that follow it on the stream
    * find it; a host name waits for its resolution.
    */
-  applyAdd(url: string, apiKey?: string): Promise<void> {
+  applyAdd(url: string, apiKey?: string, role?: WorkerRole): Promise<void> {
     const { registry } = this.options;
     if (registry.get(url) !== undefined || this.pendingAdds.has(url)) return Promise.resolve();
     if (!needsLookup(url)) {
-      this.addNow(url, apiKey, []);
+      this.addNow(url, apiKey, [], role);
       return Promise.resolve();
     }
     const token = Symbol(url);
@@ -98,7 +101,7 @@ export class MembershipSync {
         // A remove (or a newer add) arrived while the name resolved: this add is stale.
         if (this.pendingAdds.get(url) !== token) return;
         this.pendingAdds.delete(url);
-        if (registry.get(url) === undefined) this.addNow(url, apiKey, addresses);
+        if (registry.get(url) === undefined) this.addNow(url, apiKey, addresses, role);
       },
       (err: unknown) => {
         if (this.pendingAdds.get(url) === token) this.pendingAdds.delete(url);
@@ -107,13 +110,19 @@ export class MembershipSync {
     );
   }
 
-  private addNow(url: string, apiKey: string | undefined, addresses: readonly string[]): void {
+  private addNow(
+    url: string,
+    apiKey: string | undefined,
+    addresses: readonly string[],
+    role: WorkerRole | undefined,
+  ): void {
     let worker: Worker;
     this.applying = true;
     try {
       worker = this.options.registry.add(url, {
         ...(apiKey !== undefined ? { apiKey } : {}),
         ...(addresses.length > 0 ? { addresses: [...addresses] } : {}),
+        ...(role !== undefined ? { role } : {}),
       });
     } catch (err) {
       this.refused(url, err);
@@ -185,17 +194,17 @@ export class MembershipSync {
     } catch {
       return; // Redis went away again: the next time it comes up does this again
     }
-    const valid: [url: string, apiKey: string | undefined][] = [];
+    const valid: [url: string, apiKey: string | undefined, role: WorkerRole | undefined][] = [];
     for (const [url, raw] of shared) {
       const entry = decodeWorkerEntry(url, raw, secret, keys.workers);
       if ("rejected" in entry) this.options.onRejected?.(entry.rejected);
-      else valid.push([url, entry.apiKey]);
+      else valid.push([url, entry.apiKey, entry.role]);
     }
     // No signed entry (Redis lost its data, or holds only what someone else wrote): publish ours.
     if (valid.length === 0) {
       for (const worker of registry.list()) publisher.publish(this.addOp(worker));
       return;
     }
-    await Promise.all(valid.map(([url, apiKey]) => this.applyAdd(url, apiKey)));
+    await Promise.all(valid.map(([url, apiKey, role]) => this.applyAdd(url, apiKey, role)));
   }
 }

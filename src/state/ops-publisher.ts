@@ -96,7 +96,7 @@ export class OpsPublisher {
         pipeline.hset(
           keys.workers,
           op.url,
-          encodeWorkerEntry(op.url, op.apiKey, secret, keys.workers),
+          encodeWorkerEntry(op.url, op.apiKey, secret, keys.workers, Date.now(), op.role),
         );
       } else if (op.kind === "remove") {
         pipeline.hdel(keys.workers, op.url);

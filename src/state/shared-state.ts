@@ -227,7 +227,7 @@ export class SharedState {
           inner.truncate(op.worker, op.model, op.text, op.keep);
         break;
       case "add":
-        void this.membership?.applyAdd(op.url, op.apiKey);
+        void this.membership?.applyAdd(op.url, op.apiKey, op.role);
         break;
       case "remove":
         this.membership?.applyRemove(op.url);

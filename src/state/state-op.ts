@@ -1,3 +1,4 @@
+import { roleFrom, type WorkerRole } from "../workers/worker-role.js";
 import type { StateSecret } from "./state-secret.js";
 
 /**
@@ -24,6 +25,8 @@ export type StateOp =
       readonly url: string;
       /** The worker's own API key (sealed on the wire, see StateSecret); absent = none of its own. */
       readonly apiKey?: string;
+      /** Prefill or decode (disaggregation), with its bootstrap port; absent = a regular worker. */
+      readonly role?: WorkerRole;
     }
   | { readonly kind: "remove"; readonly url: string };
 
@@ -59,6 +62,7 @@ export function encodeOp(replica: string, op: StateOp, codec: OpCodec): string[]
     case "add":
       fields.push("u", op.url);
       if (op.apiKey !== undefined) fields.push("a", codec.secret.seal(op.apiKey, op.url));
+      fields.push(...roleFields(op.role));
       break;
     case "remove":
       fields.push("u", op.url);
@@ -109,10 +113,16 @@ function parseFields(
   if (kind === "add" || kind === "remove") {
     const url = get("u");
     if (url === undefined) return undefined;
-    const sealed = kind === "add" ? get("a") : undefined;
-    if (sealed === undefined) return { replica, op: { kind, url } };
+    if (kind === "remove") return { replica, op: { kind, url } };
+    const role = roleOf(get("y"), get("b"));
+    if (role === null) return undefined;
+    const withRole = role === undefined ? {} : { role };
+    const sealed = get("a");
+    if (sealed === undefined) return { replica, op: { kind, url, ...withRole } };
     const apiKey = codec.secret.open(sealed, url);
-    return apiKey === undefined ? undefined : { replica, op: { kind: "add", url, apiKey } };
+    return apiKey === undefined
+      ? undefined
+      : { replica, op: { kind: "add", url, apiKey, ...withRole } };
   }
   const worker = get("w");
   const text = get("x");
@@ -123,6 +133,24 @@ function parseFields(
   const keep = Number(get("n"));
   if (!Number.isInteger(keep) || keep < 0) return undefined;
   return { replica, op: { kind, ...base, keep } };
+}
+
+/** A prefill/decode worker's role as fields: y <type> [b <bootstrap port>]; none for a regular one. */
+export function roleFields(role: WorkerRole | undefined): string[] {
+  if (role === undefined || role.type === "regular") return [];
+  return role.bootstrapPort === null
+    ? ["y", role.type]
+    : ["y", role.type, "b", String(role.bootstrapPort)];
+}
+
+/** The role those fields give: undefined for none (regular), null when they are not valid. */
+export function roleOf(
+  type: string | undefined,
+  port: string | undefined,
+): WorkerRole | undefined | null {
+  if (type === undefined && port === undefined) return undefined;
+  const role = roleFrom(type, port);
+  return typeof role === "string" ? null : role;
 }
 
 /** The first `max` characters of `text`, never ending inside a surrogate pair. */

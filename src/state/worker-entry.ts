@@ -1,4 +1,5 @@
-import type { RejectReason } from "./state-op.js";
+import type { WorkerRole } from "../workers/worker-role.js";
+import { type RejectReason, roleFields, roleOf } from "./state-op.js";
 import type { StateSecret } from "./state-secret.js";
 
 /**
@@ -11,6 +12,9 @@ interface WorkerEntryJson {
   added_at: number;
   /** Sealed API key (StateSecret.seal, bound to the URL). */
   a?: string;
+  /** Prefill or decode, and the bootstrap port (absent: a regular worker). */
+  y?: string;
+  b?: string;
   /** Signature. */
   s: string;
 }
@@ -21,12 +25,16 @@ export function encodeWorkerEntry(
   secret: StateSecret,
   scope: string,
   now = Date.now(),
+  role?: WorkerRole,
 ): string {
   const sealed = apiKey === undefined ? undefined : secret.seal(apiKey, url);
+  const [, y, , b] = roleFields(role);
   const entry: WorkerEntryJson = {
     added_at: now,
     ...(sealed !== undefined ? { a: sealed } : {}),
-    s: secret.sign(scope, signedFields(url, now, sealed)),
+    ...(y !== undefined ? { y } : {}),
+    ...(b !== undefined ? { b } : {}),
+    s: secret.sign(scope, signedFields(url, now, sealed, y, b)),
   };
   return JSON.stringify(entry);
 }
@@ -37,7 +45,7 @@ export function decodeWorkerEntry(
   raw: string,
   secret: StateSecret,
   scope: string,
-): { apiKey: string | undefined } | { rejected: RejectReason } {
+): { apiKey: string | undefined; role?: WorkerRole } | { rejected: RejectReason } {
   if (raw.length > 8192 || url.length > 4096) return { rejected: "oversize" };
   let entry: Partial<WorkerEntryJson>;
   try {
@@ -48,14 +56,29 @@ export function decodeWorkerEntry(
   if (entry === null || typeof entry !== "object") return { rejected: "unreadable" };
   if (typeof entry.s !== "string") return { rejected: "unsigned" };
   const sealed = typeof entry.a === "string" ? entry.a : undefined;
+  const y = typeof entry.y === "string" ? entry.y : undefined;
+  const b = typeof entry.b === "string" ? entry.b : undefined;
   const addedAt = typeof entry.added_at === "number" ? entry.added_at : Number.NaN;
-  if (!secret.verify(scope, signedFields(url, addedAt, sealed), entry.s))
+  if (!secret.verify(scope, signedFields(url, addedAt, sealed, y, b), entry.s))
     return { rejected: "bad_signature" };
-  if (sealed === undefined) return { apiKey: undefined };
+  const role = roleOf(y, b);
+  if (role === null) return { rejected: "unreadable" };
+  const withRole = role === undefined ? {} : { role };
+  if (sealed === undefined) return { apiKey: undefined, ...withRole };
   const apiKey = secret.open(sealed, url);
-  return apiKey === undefined ? { rejected: "unreadable" } : { apiKey };
+  return apiKey === undefined ? { rejected: "unreadable" } : { apiKey, ...withRole };
 }
 
-function signedFields(url: string, addedAt: number, sealed: string | undefined): string[] {
-  return sealed === undefined ? [url, String(addedAt)] : [url, String(addedAt), sealed];
+/** What the signature covers; a regular worker's entry signs what it signed before roles existed. */
+function signedFields(
+  url: string,
+  addedAt: number,
+  sealed: string | undefined,
+  type: string | undefined,
+  port: string | undefined,
+): string[] {
+  const fields = sealed === undefined ? [url, String(addedAt)] : [url, String(addedAt), sealed];
+  if (type !== undefined) fields.push(`y:${type}`);
+  if (port !== undefined) fields.push(`b:${port}`);
+  return fields;
 }

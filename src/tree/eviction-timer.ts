@@ -8,11 +8,11 @@ export interface EvictionTimer {
 }
 
 /** setInterval clamps longer delays to 1 ms (with a warning), so refuse them. */
-const MAX_INTERVAL_SECS = 2_147_483;
+const MAX_INTERVAL_MS = 2_147_483_000;
 
 /**
- * Every intervalSecs, call tree.evict() on each tree from getTrees() (asked afresh each tick, so
- * workers added or removed meanwhile are seen). intervalSecs 0 = no timer (stop is a no-op). The
+ * Every intervalMs, call tree.evict() on each tree from getTrees() (asked afresh each tick, so
+ * workers added or removed meanwhile are seen). intervalMs 0 = no timer (stop is a no-op). The
  * timer is unref()'d so it never keeps the process alive.
  *
  * A sweep evicts one tree per turn of the event loop (setImmediate), so requests are never held up
@@ -22,20 +22,20 @@ const MAX_INTERVAL_SECS = 2_147_483;
  */
 export function startEvictionTimer(
   getTrees: () => Iterable<Evictable>,
-  intervalSecs: number,
+  intervalMs: number,
   onError?: (error: unknown) => void,
 ): EvictionTimer {
   if (
-    typeof intervalSecs !== "number" ||
-    !Number.isFinite(intervalSecs) ||
-    intervalSecs < 0 ||
-    intervalSecs > MAX_INTERVAL_SECS
+    typeof intervalMs !== "number" ||
+    !Number.isFinite(intervalMs) ||
+    intervalMs < 0 ||
+    intervalMs > MAX_INTERVAL_MS
   ) {
     throw new RangeError(
-      `eviction interval must be a number of seconds in [0, ${MAX_INTERVAL_SECS}], got ${String(intervalSecs)}`,
+      `eviction interval must be a number of milliseconds in [0, ${MAX_INTERVAL_MS}], got ${String(intervalMs)}`,
     );
   }
-  if (intervalSecs === 0) return { stop() {} };
+  if (intervalMs === 0) return { stop() {} };
 
   let stopped = false;
   let pending: NodeJS.Immediate | null = null;
@@ -56,7 +56,7 @@ export function startEvictionTimer(
 
   const handle = setInterval(() => {
     if (pending === null) step([...getTrees()], 0);
-  }, intervalSecs * 1000);
+  }, intervalMs);
   handle.unref();
 
   return {

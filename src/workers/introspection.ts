@@ -47,7 +47,7 @@ export class EngineIntrospector {
 
   constructor(
     private readonly registry: WorkerRegistry,
-    private readonly options: IntrospectionOptions,
+    readonly options: IntrospectionOptions,
     private readonly logger: Logger,
     /** Called after every read of a worker (tree budgets are re-evaluated there). */
     private readonly onRead: (worker: Worker) => void = () => {},

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type SimWorker, startSimWorker } from "../../sim/worker.js";
 import { buildIndexStack, indexStackOptions } from "../../src/assembly/index-stack.js";
-import { defaultConfig } from "../../src/config.js";
+import { configWith, defaultConfig } from "../../src/config.js";
 import { HybridIndex, PRECISE } from "../../src/index/hybrid-index.js";
 import { createLogger } from "../../src/logger.js";
 import { Metrics } from "../../src/metrics.js";
@@ -36,13 +36,12 @@ const text = Array.from({ length: 20 }, (_, i) => `one pass line ${i}: lorem ips
 describe("buildIndexStack", () => {
   it("subscribes a KV-events worker as soon as the registry adds it, and routes precisely on its stream with no attach step", async () => {
     const publisher = sim.kvEvents!;
-    const config = {
-      ...defaultConfig(),
+    const config = configWith({
       kvEvents: true,
       // The sim's own ports, with the worker's host taken from its URL as the template says.
       kvEventsEndpointTemplate: publisher.endpoint.replace("127.0.0.1", "{host}"),
       kvEventsReplayTemplate: publisher.replayEndpoint!.replace("127.0.0.1", "{host}"),
-    };
+    });
     const registry = new WorkerRegistry({
       breaker: { failureThreshold: 5, openMs: 1000, successThreshold: 1 },
       connectTimeoutMs: 1000,

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { type SimWorker, startSimWorker } from "../../sim/worker.js";
-import type { Config } from "../../src/config.js";
+import type { ConfigOverrides } from "../../src/config.js";
 import type { RunningRouter } from "../../src/server.js";
 import { captureLogs } from "../helpers/log-capture.js";
 import { postJson, startTestRouter, waitFor } from "../helpers/router.js";
@@ -76,7 +76,7 @@ async function metric(router: RunningRouter, line: string): Promise<number> {
 describe("the cache account (issue 26), with simulated engines over real sockets", () => {
   const sims: SimWorker[] = [];
   let router: RunningRouter | undefined;
-  const start = async (workers: number, overrides: Partial<Config> = {}, logger = undefined) => {
+  const start = async (workers: number, overrides: ConfigOverrides = {}, logger = undefined) => {
     for (let i = 0; i < workers; i++) {
       sims.push(await startSimWorker({ id: `s${i + 1}`, timeScale: 0 }));
     }

@@ -71,7 +71,7 @@ describe("issue 25: SGLang's PD launch lines start radixgate and serve through i
         : [...local, "--host", "127.0.0.1", "--port", "0"];
       const { config, warnings } = parse(withListen);
       expect(warnings).toEqual([]);
-      expect(config.pdDisaggregation).toBe(true);
+      expect(config.disaggregation.pdDisaggregation).toBe(true);
       const router = await startRouter(config, { logger: createLogger({ level: "silent" }) });
       try {
         const res = await postJson(`${router.url}/v1/chat/completions`, {

@@ -271,3 +271,38 @@ describe("SGLang PD mode: readiness", () => {
     }
   });
 });
+
+describe("SGLang PD mode: each side's breaker on its own", () => {
+  it("a decode failure opens the decode worker's breaker, not its prefill partner's", async () => {
+    const prefill = await startSimWorker({ id: "p", role: "prefill", timeScale: 0 });
+    const d1 = await startSimWorker({ id: "d1", role: "decode", timeScale: 0 });
+    const d2 = await startSimWorker({ id: "d2", role: "decode", timeScale: 0 });
+    const { startTestRouter } = await import("../helpers/router.js");
+    const router = await startTestRouter({
+      pdDisaggregation: true,
+      prefill: [{ url: prefill.url, bootstrapPort: prefill.bootstrapPort ?? null }],
+      decode: [d1.url, d2.url],
+      cbFailureThreshold: 1,
+      cbTimeoutSecs: 600,
+    });
+    try {
+      d1.setFaults({ status: 503 });
+      d2.setFaults({ status: 503 });
+      const res = await postJson(`${router.url}/v1/completions`, {
+        model: "m",
+        prompt: "both decode workers are down",
+        max_tokens: 2,
+      });
+      expect(res.status).toBe(503);
+      const state = (url: string) =>
+        router.context.registry.list().find((w) => w.url === url)!.breaker.state;
+      expect(state(d1.url)).toBe("open");
+      expect(state(d2.url)).toBe("open");
+      // The prefill worker was stopped because its partner failed: nothing against it.
+      expect(state(prefill.url)).toBe("closed");
+    } finally {
+      await router.stop(100);
+      await Promise.all([prefill.close(), d1.close(), d2.close()]);
+    }
+  });
+});

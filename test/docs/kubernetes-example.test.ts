@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseAllDocuments } from "yaml";
 import { type SimWorker, startSimWorker } from "../../sim/worker.js";
 import { parseArgv } from "../../src/cli-options.js";
+import { flagValues } from "../../src/config.js";
 import type { RunningRouter } from "../../src/server.js";
 import { startTestRouter } from "../helpers/router.js";
 
@@ -25,13 +26,23 @@ const byKind = (kind: string): Manifest => manifests.find((m) => m.kind === kind
 const deployment = byKind("Deployment");
 const container = deployment.spec.template.spec.containers[0];
 
+interface FlagView {
+  serviceDiscovery: boolean;
+  selector: string[];
+  serviceDiscoveryNamespace: string;
+  port: number;
+  shutdownGraceSecs: number;
+}
+
 function parse(argv: string[]) {
   const saved = { ...process.env };
   try {
     for (const name of Object.keys(process.env)) {
       if (name.startsWith("RADIXGATE_")) delete process.env[name];
     }
-    return parseArgv(argv);
+    // The configuration by setting name, in the flags' units.
+    const parsed = parseArgv(argv);
+    return { ...parsed, config: flagValues(parsed.config) as unknown as FlagView };
   } finally {
     process.env = saved;
   }

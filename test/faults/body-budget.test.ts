@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { defaultConfig, validateConfig } from "../../src/config.js";
+import { configWith, validateConfig } from "../../src/config.js";
 import { ConfigError } from "../../src/errors.js";
 import { postJson, waitFor } from "../helpers/router.js";
 import { simBehindRouter } from "../helpers/sim-behind-router.js";
@@ -76,10 +76,10 @@ describe("buffered request bodies share one memory budget (issue 10 item 2)", ()
 
   it("a budget smaller than one maximal body is refused at start-up", () => {
     expect(() =>
-      validateConfig({ ...defaultConfig(), maxPayloadSize: 1000, maxBodyBufferBytes: 999 }),
+      validateConfig(configWith({ maxPayloadSize: 1000, maxBodyBufferBytes: 999 })),
     ).toThrow(ConfigError);
     expect(() =>
-      validateConfig({ ...defaultConfig(), maxPayloadSize: 1000, maxBodyBufferBytes: 0 }),
+      validateConfig(configWith({ maxPayloadSize: 1000, maxBodyBufferBytes: 0 })),
     ).not.toThrow();
   });
 });

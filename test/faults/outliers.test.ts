@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { type SimWorker, startSimWorker } from "../../sim/worker.js";
-import { defaultConfig } from "../../src/config.js";
+import { defaultConfig, flagValues } from "../../src/config.js";
 import { waitFor } from "../helpers/router.js";
 import { chat, metric, sseData, startedPerTest, startLoggedRouter, workerId } from "./support.js";
 
@@ -102,7 +102,11 @@ describe("outlier ejection: silent workers", () => {
   });
 
   it("the default first-byte limits are bounded well below 10 minutes, the streaming one below the other", () => {
-    const config = defaultConfig();
+    const config = flagValues(defaultConfig()) as {
+      firstByteTimeoutSecs: number;
+      streamFirstByteTimeoutSecs: number;
+      idleTimeoutSecs: number;
+    };
     expect(config.firstByteTimeoutSecs).toBe(300);
     expect(config.streamFirstByteTimeoutSecs).toBe(60);
     expect(config.streamFirstByteTimeoutSecs).toBeLessThan(config.idleTimeoutSecs);

@@ -8,7 +8,7 @@ import type { AddressInfo } from "node:net";
 import { afterEach } from "vitest";
 import { freePort } from "../../sim/free-port.js";
 import type { SimWorker } from "../../sim/worker.js";
-import { type Config, defaultConfig } from "../../src/config.js";
+import { type Config, type ConfigOverrides, configWith } from "../../src/config.js";
 import { type RunningRouter, startRouter } from "../../src/server.js";
 import { normalizeWorkerUrl, workerIdFor } from "../../src/workers/worker-url.js";
 import { captureLogs } from "../helpers/log-capture.js";
@@ -26,11 +26,10 @@ export interface AccessLog {
 
 /** Like startTestRouter, but the access log is kept in memory for assertions on attempts. */
 export async function startLoggedRouter(
-  overrides: Partial<Config> = {},
+  overrides: ConfigOverrides = {},
 ): Promise<{ router: RunningRouter; accessLog: () => AccessLog[] }> {
   const { logger, entries } = captureLogs<AccessLog & { msg: string }>("info");
-  const config: Config = {
-    ...defaultConfig(),
+  const config: Config = configWith({
     host: "127.0.0.1",
     port: 0,
     logLevel: "info",
@@ -42,7 +41,7 @@ export async function startLoggedRouter(
     retryMaxBackoffMs: 20,
     shutdownGraceSecs: 2,
     ...overrides,
-  };
+  });
   const router = await startRouter(config, { logger });
   return { router, accessLog: () => entries.filter((e) => e.msg === "request") };
 }

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll } from "vitest";
 import { type SimWorker, startSimWorker } from "../../sim/worker.js";
-import type { Config } from "../../src/config.js";
+import type { ConfigOverrides } from "../../src/config.js";
 import type { Logger } from "../../src/logger.js";
 import type { RunningRouter } from "../../src/server.js";
 import { startRedis, TEST_STATE_SECRET, type TestRedis } from "./redis.js";
@@ -15,7 +15,7 @@ export interface ReplicaFleet {
    * A replica (cache_aware, every worker, the fleet's Redis and TEST_STATE_SECRET) under its own
    * key prefix so tests do not see each other; the fleet's defaults, then `overrides`, apply.
    */
-  replica(prefix: string, overrides?: Partial<Config>, logger?: Logger): Promise<RunningRouter>;
+  replica(prefix: string, overrides?: ConfigOverrides, logger?: Logger): Promise<RunningRouter>;
   /** Routers started otherwise, to stop with the fleet's own. */
   track(...routers: RunningRouter[]): void;
 }
@@ -26,7 +26,7 @@ export interface ReplicaFleet {
  * server are stopped after them. Read `redis` and `workers` inside tests (they exist only once
  * beforeAll has run). Hooks the block adds later run after this beforeAll and before this afterAll.
  */
-export function replicaFleet(workerCount: number, defaults: Partial<Config> = {}): ReplicaFleet {
+export function replicaFleet(workerCount: number, defaults: ConfigOverrides = {}): ReplicaFleet {
   let redis: TestRedis | undefined;
   let workers: SimWorker[] | undefined;
   const routers: RunningRouter[] = [];

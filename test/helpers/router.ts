@@ -1,15 +1,14 @@
-import { type Config, defaultConfig } from "../../src/config.js";
+import { type Config, type ConfigOverrides, configWith } from "../../src/config.js";
 import { createLogger, type Logger } from "../../src/logger.js";
 import { type RunningRouter, type StartOptions, startRouter } from "../../src/server.js";
 
 /** A router on 127.0.0.1, a free port, silent, with no background timers (health checks, eviction, engine polling) unless asked for. */
 export async function startTestRouter(
-  overrides: Partial<Config> = {},
+  overrides: ConfigOverrides = {},
   logger: Logger = createLogger({ level: "silent" }),
   options: Omit<StartOptions, "logger"> = {},
 ): Promise<RunningRouter> {
-  const config: Config = {
-    ...defaultConfig(),
+  const config: Config = configWith({
     host: "127.0.0.1",
     port: 0,
     logLevel: "silent",
@@ -21,7 +20,7 @@ export async function startTestRouter(
     retryMaxBackoffMs: 20,
     shutdownGraceSecs: 2,
     ...overrides,
-  };
+  });
   return startRouter(config, { ...options, logger });
 }
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll } from "vitest";
 import { type SimWorker, startSimWorker } from "../../sim/worker.js";
-import type { Config } from "../../src/config.js";
+import type { ConfigOverrides } from "../../src/config.js";
 import type { RunningRouter } from "../../src/server.js";
 import { startTestRouter } from "./router.js";
 
@@ -16,7 +16,7 @@ export interface SimBehindRouter {
  * the block's tests and stopped after them. Read `sim` and `router` inside tests (they exist only
  * once beforeAll has run).
  */
-export function simBehindRouter(overrides: Partial<Config> = {}): SimBehindRouter {
+export function simBehindRouter(overrides: ConfigOverrides = {}): SimBehindRouter {
   let sim: SimWorker | undefined;
   let router: RunningRouter | undefined;
   beforeAll(async () => {
@@ -54,7 +54,7 @@ export interface SimsBehindRouter {
 export function simsBehindRouter(
   count: number,
   idPrefix: string,
-  overrides: Partial<Config> = {},
+  overrides: ConfigOverrides = {},
 ): SimsBehindRouter {
   let workers: SimWorker[] | undefined;
   let router: RunningRouter | undefined;

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type SimWorker, startSimWorker } from "../../sim/worker.js";
-import { defaultConfig } from "../../src/config.js";
+import { configWith } from "../../src/config.js";
 import { createLogger } from "../../src/logger.js";
 import type { RunningRouter } from "../../src/server.js";
 import { createRouter } from "../../src/server.js";
@@ -172,10 +172,9 @@ describe("admin API authorization", () => {
   });
 
   it("without an admin key: loopback clients are served, others get 403", async () => {
-    const { app, context } = createRouter(
-      { ...defaultConfig(), logLevel: "silent" },
-      { logger: createLogger({ level: "silent" }) },
-    );
+    const { app, context } = createRouter(configWith({ logLevel: "silent" }), {
+      logger: createLogger({ level: "silent" }),
+    });
     const as = (remoteAddress: string) =>
       ({ incoming: { socket: { remoteAddress } }, outgoing: {} }) as never;
     expect((await app.request("/workers", {}, as("10.1.2.3"))).status).toBe(403);

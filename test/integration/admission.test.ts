@@ -160,4 +160,24 @@ describe("admission: queueing while the fleet is saturated", () => {
     // Neither the client that left nor the hurried one reached the engine (4 warmed it up).
     expect(sim.stats().requests).toBe(12);
   });
+
+  it("a router that stops answers its queued requests 503 shutting_down at once", async () => {
+    const { sim, router } = await saturatedFleet();
+    const admission = router.context.admission;
+    const flood = Array.from({ length: 10 }, (_, i) => ask(router.url, `flood ${i}`));
+    await waitFor(() => admission.waiting >= 4, 5000, "requests held");
+    const stopping = router.stop(5000);
+    expect(admission.waiting).toBe(0);
+    const answers = await Promise.all(flood);
+    const refused = answers.filter((r) => r.status === 503);
+    expect(refused.length).toBeGreaterThanOrEqual(1);
+    for (const r of refused) {
+      expect(((await r.json()) as { error: { code: string } }).error.code).toBe("shutting_down");
+    }
+    expect(answers.filter((r) => r.status === 200).length + refused.length).toBe(10);
+    await stopping;
+    // None of the refused reached the engine (4 warmed it up).
+    expect(sim.stats().requests).toBeLessThanOrEqual(4 + 10 - refused.length);
+    started.router = undefined;
+  });
 });

@@ -2,7 +2,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { type SimWorker, type SimWorkerOptions, startSimWorker } from "../../sim/worker.js";
-import type { Config } from "../../src/config.js";
+import type { ConfigOverrides } from "../../src/config.js";
 import type { createLogger } from "../../src/logger.js";
 import type { RunningRouter } from "../../src/server.js";
 import { EngineIntrospector } from "../../src/workers/introspection.js";
@@ -23,7 +23,7 @@ async function sim(options: SimWorkerOptions): Promise<SimWorker> {
 }
 
 async function router(
-  overrides: Partial<Config>,
+  overrides: ConfigOverrides,
   logger?: ReturnType<typeof createLogger>,
 ): Promise<RunningRouter> {
   const r = await startTestRouter(overrides, logger);

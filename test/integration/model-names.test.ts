@@ -1,7 +1,7 @@
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type SimWorker, startSimWorker } from "../../sim/worker.js";
-import type { Config } from "../../src/config.js";
+import type { ConfigOverrides } from "../../src/config.js";
 import type { RunningRouter } from "../../src/server.js";
 import { postJson, startTestRouter, waitFor } from "../helpers/router.js";
 
@@ -23,7 +23,7 @@ interface Explained {
 }
 
 /** A router over `sims` that has read every worker's engine and model list. */
-async function introspectedRouter(sims: SimWorker[], overrides: Partial<Config> = {}) {
+async function introspectedRouter(sims: SimWorker[], overrides: ConfigOverrides = {}) {
   const router = await startTestRouter({
     workerUrls: sims.map((s) => s.url),
     enginePollIntervalSecs: 60,

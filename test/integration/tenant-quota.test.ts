@@ -47,7 +47,7 @@ describe("--tenant-quota (per process)", () => {
     const sim = await startSimWorker({ id: "w" });
     started.sims = [sim];
     const file = quotaFile("tenants:\n  flood:\n    tokens_per_minute: 400\n  chat: {}\n");
-    const router = await startTestRouter({ workerUrls: [sim.url], tenantQuotaFile: file });
+    const router = await startTestRouter({ workerUrls: [sim.url], tenantQuota: file });
     started.router = router;
     // ~100 prompt tokens and 10 generated each: three fit in 400, the fourth does not.
     const statuses: number[] = [];
@@ -97,7 +97,7 @@ describe("--tenant-quota (per process)", () => {
     const sim = await startSimWorker({ id: "w" });
     started.sims = [sim];
     const file = quotaFile("others:\n  concurrent_requests: 2\n");
-    const router = await startTestRouter({ workerUrls: [sim.url], tenantQuotaFile: file });
+    const router = await startTestRouter({ workerUrls: [sim.url], tenantQuota: file });
     started.router = router;
     // Two long streams under way (their first chunk arrived).
     const streams = await Promise.all([
@@ -135,7 +135,7 @@ describe("--tenant-quota (per process)", () => {
     const file = quotaFile(
       "tenants:\n  t:\n    concurrent_requests: 1\n    tokens_per_minute: 50\n",
     );
-    const router = await startTestRouter({ workerUrls: [sim.url], tenantQuotaFile: file });
+    const router = await startTestRouter({ workerUrls: [sim.url], tenantQuota: file });
     started.router = router;
     // Larger than the whole limit: passes while the window is empty, then not.
     expect((await ask(router.url, "t", { chars: 400 })).status).toBe(200);
@@ -164,7 +164,7 @@ describe("--tenant-quota (per process)", () => {
 
   it("refuses to start with a bad file, naming the file, the line and the key", async () => {
     const file = quotaFile("tenants:\n  batch:\n    tokens_per_minute: 0\n");
-    const starting = startTestRouter({ tenantQuotaFile: file });
+    const starting = startTestRouter({ tenantQuota: file });
     await expect(starting).rejects.toBeInstanceOf(ConfigError);
     await expect(starting).rejects.toThrow(
       `--tenant-quota ${file}: line 3 (tenants.batch.tokens_per_minute): must be a whole number`,

@@ -7,29 +7,31 @@ import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { planFromArgs } from "../../sim/cli.js";
 import { type SimWorker, startSimWorker } from "../../sim/worker.js";
-import { configFromArgv } from "../../src/cli-options.js";
-import { type Config, defaultConfig } from "../../src/config.js";
+import { configFromArgv as nestedFromArgv } from "../../src/cli-options.js";
+import { type ConfigOverrides, configWith, flagValues } from "../../src/config.js";
 import { type RunningRouter, startRouter } from "../../src/server.js";
 import { captureLogs } from "../helpers/log-capture.js";
 import { postJson, waitFor } from "../helpers/router.js";
+
+/** The parsed configuration by setting name, in the flags' units. */
+const configFromArgv = (argv: string[]) => flagValues(nestedFromArgv(argv));
 
 const KEY = "sk-worker-7f3a9c";
 
 /** A router whose every log line is kept as text. */
 async function loggedRouter(
-  overrides: Partial<Config>,
+  overrides: ConfigOverrides,
 ): Promise<{ router: RunningRouter; logs: string[] }> {
   const { logger, lines: logs } = captureLogs();
   const router = await startRouter(
-    {
-      ...defaultConfig(),
+    configWith({
       host: "127.0.0.1",
       port: 0,
       logLevel: "debug",
       healthCheckIntervalSecs: 0,
       evictionIntervalSecs: 0,
       ...overrides,
-    },
+    }),
     { logger },
   );
   return { router, logs };

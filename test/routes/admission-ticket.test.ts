@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { TenantTable } from "../../src/admission/identity.js";
+import { routeOptions } from "../../src/assembly/routes.js";
+import { configWith } from "../../src/config.js";
 import { Intake, type IntakeOptions, type ReceivedRequest } from "../../src/intake/intake.js";
 import { Cancel } from "../../src/proxy/cancel.js";
 import { admissionTicket } from "../../src/routes/admission-ticket.js";
@@ -52,7 +54,9 @@ describe("admission's ticket (the request's path never returns to a folder it ha
       session: undefined,
       headers: { "x-tenant-id": "acme", "x-priority": "2", "x-queue-timeout-secs": "3" },
     };
-    const config = { queueTimeoutSecs: 30, queueTimeoutHeader: "x-queue-timeout-secs" };
+    const config = routeOptions(
+      configWith({ queueTimeoutSecs: 30, queueTimeoutHeader: "x-queue-timeout-secs" }),
+    );
     const ticket = admissionTicket(
       { config, intake, registry } as unknown as Parameters<typeof admissionTicket>[0],
       received,

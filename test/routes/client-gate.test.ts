@@ -1,10 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { defaultConfig } from "../../src/config.js";
+import { routeOptions } from "../../src/assembly/routes.js";
+import { configWith } from "../../src/config.js";
 import { RouterError } from "../../src/errors.js";
 import { admitClient } from "../../src/routes/client-gate.js";
 
 function gate(apiKey: string | undefined, shuttingDown = false) {
-  return { config: { ...defaultConfig(), apiKey }, state: { shuttingDown, active: 0 } };
+  return { config: routeOptions(configWith({ apiKey })), state: { shuttingDown, active: 0 } };
 }
 
 function refusal(run: () => void): string | undefined {

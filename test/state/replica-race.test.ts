@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import type { Config } from "../../src/config.js";
+import type { ConfigOverrides } from "../../src/config.js";
 import type { RunningRouter } from "../../src/server.js";
 import { redisSkipReason } from "../helpers/redis.js";
 import { replicaFleet } from "../helpers/replica-fleet.js";
@@ -36,7 +36,7 @@ describe.skipIf(redisSkipReason !== undefined)(
      * held open. B's load rotation is one step ahead of A's (one warm-up request of its own), so
      * on their own they would send one new prefix to two different workers.
      */
-    const racingPair = async (overrides: Partial<Config> = {}) => {
+    const racingPair = async (overrides: ConfigOverrides = {}) => {
       const prefix = freshPrefix();
       const a = await replica(prefix, overrides);
       const b = await replica(prefix, overrides);
@@ -81,9 +81,9 @@ describe.skipIf(redisSkipReason !== undefined)(
       const first = await routed(chat(a, system, "One?"));
       const second = await routed(chat(b, system, "Two?"));
       expect(second.worker).not.toBe(first.worker);
-      expect(await fleet.redis.client.keys(`${a.context.config.stateKeyPrefix}:claim:*`)).toEqual(
-        [],
-      );
+      expect(
+        await fleet.redis.client.keys(`${a.context.sharedState?.options.keyPrefix}:claim:*`),
+      ).toEqual([]);
     });
 
     it("a request whose prefix a worker already holds asks Redis nothing", async () => {

@@ -27,7 +27,19 @@ const op: fc.Arbitrary<StateOp> = fc.oneof(
     { requiredKeys: ["kind", "worker", "text", "keep"] },
   ),
   fc.record(
-    { kind: fc.constant("add" as const), url: fc.webUrl(), apiKey: fc.string() },
+    {
+      kind: fc.constant("add" as const),
+      url: fc.webUrl(),
+      apiKey: fc.string(),
+      // Prefill/decode workers keep their role on the peers (issue 25).
+      role: fc.oneof(
+        fc.constant({ type: "decode" as const, bootstrapPort: null }),
+        fc.record({
+          type: fc.constant("prefill" as const),
+          bootstrapPort: fc.option(fc.integer({ min: 1, max: 65535 })),
+        }),
+      ),
+    },
     { requiredKeys: ["kind", "url"] },
   ),
   fc.record({ kind: fc.constant("remove" as const), url: fc.webUrl() }),

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { type SimWorker, startSimWorker } from "../../sim/worker.js";
-import { type Config, defaultConfig } from "../../src/config.js";
+import { type ConfigOverrides, configWith } from "../../src/config.js";
 import { type RunningRouter, startRouter } from "../../src/server.js";
 import { deadUrl, metric } from "../faults/support.js";
 import { captureLogs } from "../helpers/log-capture.js";
@@ -14,19 +14,18 @@ interface LogLine {
 
 /** A router with health checks on (a long interval: only the first probe matters here). */
 async function startProbingRouter(
-  overrides: Partial<Config>,
+  overrides: ConfigOverrides,
 ): Promise<{ router: RunningRouter; logs: LogLine[] }> {
   const { logger, entries: logs } = captureLogs<LogLine>("info");
   const router = await startRouter(
-    {
-      ...defaultConfig(),
+    configWith({
       host: "127.0.0.1",
       port: 0,
       healthCheckIntervalSecs: 60,
       healthCheckTimeoutSecs: 2,
       evictionIntervalSecs: 0,
       ...overrides,
-    },
+    }),
     { logger },
   );
   return { router, logs };

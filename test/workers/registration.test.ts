@@ -4,8 +4,8 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { type SimWorker, startSimWorker } from "../../sim/worker.js";
-import { configFromArgv } from "../../src/cli-options.js";
-import { defaultConfig } from "../../src/config.js";
+import { configFromArgv as nestedFromArgv } from "../../src/cli-options.js";
+import { configWith, flagValues } from "../../src/config.js";
 import { ConfigError, RouterError } from "../../src/errors.js";
 import { createLogger } from "../../src/logger.js";
 import { type RunningRouter, startRouter } from "../../src/server.js";
@@ -18,6 +18,9 @@ import {
 } from "../../src/workers/worker-url.js";
 import { runCli } from "../helpers/cli.js";
 import { postJson, startTestRouter } from "../helpers/router.js";
+
+/** The parsed configuration by setting name, in the flags' units. */
+const configFromArgv = (argv: string[]) => flagValues(nestedFromArgv(argv));
 
 function registry(allowLinkLocal = false): WorkerRegistry {
   return new WorkerRegistry(
@@ -113,19 +116,22 @@ describe("worker registration", () => {
   });
 
   it("--worker-urls with a link-local address or the router's own address stops start-up with a ConfigError", async () => {
-    const base = {
-      ...defaultConfig(),
+    const base = configWith({
       host: "127.0.0.1",
       logLevel: "silent" as const,
       healthCheckIntervalSecs: 0,
-    };
+    });
     const logger = createLogger({ level: "silent" });
     await expect(
-      startRouter({ ...base, port: 0, workerUrls: ["http://169.254.169.254"] }, { logger }),
+      startRouter(configWith({ port: 0, workerUrls: ["http://169.254.169.254"] }, base), {
+        logger,
+      }),
     ).rejects.toBeInstanceOf(ConfigError);
     // Refused before listening, so the port need not be free.
     await expect(
-      startRouter({ ...base, port: 30000, workerUrls: ["http://localhost:30000"] }, { logger }),
+      startRouter(configWith({ port: 30000, workerUrls: ["http://localhost:30000"] }, base), {
+        logger,
+      }),
     ).rejects.toThrow(/own address/);
   });
 

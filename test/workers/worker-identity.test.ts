@@ -6,7 +6,7 @@
 import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
 import { startSimWorker } from "../../sim/worker.js";
-import { defaultConfig } from "../../src/config.js";
+import { configWith } from "../../src/config.js";
 import { RouterError } from "../../src/errors.js";
 import { createLogger } from "../../src/logger.js";
 import { startRouter } from "../../src/server.js";
@@ -148,14 +148,13 @@ describe("worker identity (issue 19 item 5)", () => {
   });
 
   it("--worker-urls: names are resolved together at start-up (one lookup's wait, not one per worker), and a name for a listed address is refused", async () => {
-    const base = {
-      ...defaultConfig(),
+    const base = configWith({
       host: "127.0.0.1",
       port: 0,
       logLevel: "silent" as const,
       healthCheckIntervalSecs: 0,
       enginePollIntervalSecs: 0,
-    };
+    });
     const logger = createLogger({ level: "silent" });
     let started = 0;
     let active = 0;
@@ -175,7 +174,10 @@ describe("worker identity (issue 19 item 5)", () => {
       return name === "gpu2" ? ["10.0.0.5"] : [`10.0.1.${name.slice(3)}`];
     };
     const router = await startRouter(
-      { ...base, workerUrls: ["http://gpu1:8000", "http://gpu2:8000", "http://gpu3:8000"] },
+      configWith(
+        { workerUrls: ["http://gpu1:8000", "http://gpu2:8000", "http://gpu3:8000"] },
+        base,
+      ),
       { logger, resolveHost },
     );
     cleanup.push(() => router.stop(100));
@@ -186,10 +188,10 @@ describe("worker identity (issue 19 item 5)", () => {
       "http://gpu3:8000",
     ]);
     await expect(
-      startRouter(
-        { ...base, workerUrls: ["http://10.0.0.5:8000", "http://gpu2:8000"] },
-        { logger, resolveHost: async () => ["10.0.0.5"] },
-      ),
+      startRouter(configWith({ workerUrls: ["http://10.0.0.5:8000", "http://gpu2:8000"] }, base), {
+        logger,
+        resolveHost: async () => ["10.0.0.5"],
+      }),
     ).rejects.toThrow(/--worker-urls.*already registered as http:\/\/10\.0\.0\.5:8000/);
   });
 

@@ -1,0 +1,70 @@
+/** What the HTTP routes read: the client and admin keys, request ids, lingering after an early answer. */
+import { headerNames, integer, key, SEC, seconds } from "../config-kit/parsers.js";
+import { section } from "../config-kit/setting.js";
+
+export interface RoutesConfig {
+  /** Bearer key of the data plane; undefined = open. */
+  apiKey: string | undefined;
+  adminApiKey: string | undefined;
+  requestIdHeaders: string[];
+  bodyLingerMs: number;
+  bodyLingerBytes: number;
+}
+
+/** The routes' options: their settings, and what they report of other features. */
+export interface RouteOptions extends RoutesConfig {
+  /** --model-routing, shown by /debug/route. */
+  readonly modelRouting: string;
+  /** Limit for one worker's /v1/models answer (the health check's timeout). */
+  readonly modelsTimeoutMs: number;
+  /** --queue-timeout-secs, which a request's --queue-timeout-header may shorten. */
+  readonly queueTimeoutMs: number;
+  readonly queueTimeoutHeader: string;
+  /** Prefill/decode disaggregation: a request needs a pair (readiness asks for both sides). */
+  readonly pairs: boolean;
+}
+
+export const ROUTES_SETTINGS = section<RoutesConfig>({
+  apiKey: {
+    flag: "--api-key",
+    arg: "<key>",
+    description:
+      "Bearer key required on the data plane (/v1/*, /generate). Unset = open. As in SGLang, it is also the key sent to the --worker-urls workers unless --worker-api-key is given.",
+    default: undefined,
+    parse: key,
+    secret: true,
+  },
+  adminApiKey: {
+    flag: "--admin-api-key",
+    arg: "<key>",
+    description:
+      "Bearer key required on the admin API. Unset = admin API answers loopback clients only.",
+    default: undefined,
+    parse: key,
+    secret: true,
+  },
+  requestIdHeaders: {
+    flag: "--request-id-headers",
+    arg: "<name...>",
+    description:
+      "Request headers that carry a client's request id, first present wins (else one is generated); it is logged and sent on as x-request-id.",
+    default: ["x-request-id"],
+    parse: headerNames,
+  },
+  bodyLingerMs: {
+    flag: "--body-linger-secs",
+    arg: "<secs>",
+    description:
+      "After an early error answer (413, 503, 401...) to a client still sending its body, keep reading and discarding the body this long so the client can read the answer (lingering close); then the connection is cut.",
+    default: 10 * SEC,
+    parse: seconds(0),
+  },
+  bodyLingerBytes: {
+    flag: "--body-linger-bytes",
+    arg: "<bytes>",
+    description:
+      "Most body bytes read and discarded after an early error answer; past it the connection is cut.",
+    default: 16 * 1024 * 1024,
+    parse: integer(0),
+  },
+});

@@ -1,0 +1,159 @@
+/**
+ * --state-url and the shared state's settings; `sharedStateOptions` makes SharedState's options
+ * when it is on.
+ */
+import { integer, type Parser } from "../config-kit/parsers.js";
+import { section } from "../config-kit/setting.js";
+import { ConfigError } from "../errors.js";
+import type { SharedStateOptions } from "./shared-state.js";
+import { MIN_STATE_SECRET_CHARS } from "./state-secret.js";
+
+export interface StateConfig {
+  /** --state-url; undefined = this replica routes on its own state. */
+  url: string | undefined;
+  secret: string | undefined;
+  keyPrefix: string;
+  maxTextChars: number;
+  streamLength: number;
+  loadIntervalMs: number;
+  queueSize: number;
+  claimTimeoutMs: number;
+  claimTtlMs: number;
+}
+
+/** redis:// or rediss:// (TLS); Valkey speaks the same protocol. Errors never echo the URL (it may hold a password). */
+const stateUrl: Parser<string | undefined> = (raw, flag) => {
+  if (raw.trim() === "") return undefined;
+  let url: URL;
+  try {
+    url = new URL(raw.trim());
+  } catch {
+    throw new ConfigError(flag, "must be a URL like redis://host:6379/0");
+  }
+  if (!["redis:", "rediss:"].includes(url.protocol)) {
+    throw new ConfigError(flag, `must start with redis:// or rediss://, got ${url.protocol}//`);
+  }
+  const db = url.pathname.replace(/^\//, "");
+  if (db !== "" && !/^\d+$/.test(db)) {
+    throw new ConfigError(flag, `database must be a number (redis://host:6379/0), got "/${db}"`);
+  }
+  return raw.trim();
+};
+
+/** Errors never echo the secret. */
+const stateSecret: Parser<string | undefined> = (raw, flag) => {
+  if (raw === "") return undefined;
+  if (raw.length < MIN_STATE_SECRET_CHARS)
+    throw new ConfigError(
+      flag,
+      `must be at least ${MIN_STATE_SECRET_CHARS} characters (e.g. openssl rand -hex 32), got ${raw.length}`,
+    );
+  return raw;
+};
+
+const keyPrefix: Parser<string> = (raw, flag) => {
+  if (!/^[A-Za-z0-9_.:{}-]{1,64}$/.test(raw))
+    throw new ConfigError(flag, `must be 1-64 characters of A-Z a-z 0-9 _ . : { } -, got "${raw}"`);
+  return raw;
+};
+
+/**
+ * The fleet's --state-secret, which --state-url needs: without it anyone who can write to Redis
+ * could add workers to every replica, so the router refuses to start rather than trust Redis.
+ */
+export function requireStateSecret(config: Pick<StateConfig, "secret">): string {
+  if (config.secret === undefined)
+    throw new ConfigError(
+      "--state-secret",
+      "is required with --state-url: give every replica of the fleet the same secret (e.g. RADIXGATE_STATE_SECRET=$(openssl rand -hex 32)); updates in Redis are signed with it and peers drop unsigned ones (see docs/architecture.md, shared state)",
+    );
+  return config.secret;
+}
+
+export const STATE_SETTINGS = section<StateConfig>(
+  {
+    url: {
+      flag: "--state-url",
+      arg: "<redis-url>",
+      description:
+        "Share routing decisions, in-flight counts and workers with other replicas through Redis 7 / Valkey, e.g. redis://10.0.0.5:6379/0 (rediss:// for TLS). Unset = this replica routes on its own state. Never logged (it may hold a password).",
+      default: undefined,
+      parse: stateUrl,
+      secret: true,
+    },
+    secret: {
+      flag: "--state-secret",
+      arg: "<secret>",
+      description: `Required with --state-url: a secret shared by the fleet's replicas (at least ${MIN_STATE_SECRET_CHARS} characters, e.g. \`openssl rand -hex 32\`; best given as RADIXGATE_STATE_SECRET). Every update written to Redis is signed with it (HMAC) and peers drop what is not; workers' own API keys travel sealed with it (AES-256-GCM). Never logged.`,
+      default: undefined,
+      parse: stateSecret,
+      secret: true,
+    },
+    keyPrefix: {
+      flag: "--state-key-prefix",
+      arg: "<prefix>",
+      description:
+        "With --state-url: prefix of every Redis key, so several fleets can share one Redis (replicas of one fleet use the same).",
+      default: "radixgate",
+      parse: keyPrefix,
+    },
+    maxTextChars: {
+      flag: "--state-max-text-chars",
+      arg: "<chars>",
+      description:
+        "With --state-url: characters of each routed text published to the other replicas (its first ones; the rest of a long prompt is not shared).",
+      default: 16384,
+      parse: integer(1, 1_048_576),
+    },
+    streamLength: {
+      flag: "--state-stream-length",
+      arg: "<n>",
+      description:
+        "With --state-url: decisions kept in the Redis stream (approximately); a replica that starts or reconnects replays them.",
+      default: 10000,
+      parse: integer(1),
+    },
+    loadIntervalMs: {
+      flag: "--state-load-interval-ms",
+      arg: "<ms>",
+      description:
+        "With --state-url: how often each replica publishes its in-flight counts and reads its peers' (a peer's count expires after 3 intervals).",
+      default: 250,
+      parse: integer(10, 60_000),
+    },
+    queueSize: {
+      flag: "--state-queue-size",
+      arg: "<n>",
+      description:
+        "With --state-url: updates waiting to be published while Redis is slow or down; past it the oldest are dropped.",
+      default: 10000,
+      parse: integer(1),
+    },
+    claimTimeoutMs: {
+      flag: "--state-claim-timeout-ms",
+      arg: "<ms>",
+      description:
+        "With --state-url: how long a request that starts a new prefix waits for its claim in Redis (the first replica to claim a prefix names its worker, the others follow it); past it this replica's own choice stands. 0 = no claims.",
+      default: 50,
+      parse: integer(0, 10_000),
+    },
+    claimTtlMs: {
+      flag: "--state-claim-ttl-ms",
+      arg: "<ms>",
+      description:
+        "With --state-url: how long a new-prefix claim lives in Redis; long enough for its decision to reach every replica through the ops stream.",
+      default: 2000,
+      parse: integer(10, 600_000),
+    },
+  },
+  (s) => {
+    if (s.url !== undefined) requireStateSecret(s);
+  },
+);
+
+/** SharedState's options when --state-url is given, else undefined. */
+export function sharedStateOptions(config: StateConfig): SharedStateOptions | undefined {
+  if (config.url === undefined) return undefined;
+  const { url, secret: _secret, ...rest } = config;
+  return { ...rest, url, secret: requireStateSecret(config) };
+}

@@ -1,0 +1,147 @@
+/**
+ * The workers' settings, as the options of what workers/ builds: the registry's rules
+ * (WorkersConfig), the health checker (HealthOptions), the circuit breaker (BreakerConfig) and the
+ * reads of the engines (IntrospectionOptions).
+ */
+import { flagValue, integer, key, oneOf, SEC, seconds, urlPath } from "../config-kit/parsers.js";
+import { section } from "../config-kit/setting.js";
+import type { HealthOptions } from "./health.js";
+import type { IntrospectionOptions } from "./introspection.js";
+import { MODEL_ROUTING_MODES, type ModelRoutingMode } from "./served-models.js";
+
+export interface WorkersConfig {
+  /** Limit for opening a connection to a worker (requests, health checks, KV-event sockets). */
+  connectTimeoutMs: number;
+  allowLinkLocalWorkers: boolean;
+  /** --worker-api-key: the key sent to workers added without one of their own. */
+  workerApiKey: string | undefined;
+  modelRouting: ModelRoutingMode;
+}
+
+/** The circuit breaker of every worker (--cb-*). */
+export interface BreakerConfig {
+  failureThreshold: number;
+  /** How long an open breaker waits before a trial request (half-open). */
+  openMs: number;
+  successThreshold: number;
+}
+
+export type HealthConfig = Required<HealthOptions>;
+export type EnginePollConfig = Required<Omit<IntrospectionOptions, "maxBodyBytes">>;
+
+export const WORKERS_SETTINGS = section<WorkersConfig>({
+  connectTimeoutMs: {
+    flag: "--connect-timeout-secs",
+    arg: "<secs>",
+    description: "Limit for opening a connection to a worker.",
+    default: 5 * SEC,
+    parse: seconds(0, Number.POSITIVE_INFINITY, { minExclusive: true }),
+  },
+  allowLinkLocalWorkers: {
+    flag: "--allow-link-local-workers",
+    arg: "[bool]",
+    description:
+      "Accept workers at link-local or cloud metadata addresses (169.254.0.0/16, fe80::/10, metadata.google.internal), refused by default.",
+    default: false,
+    parse: flagValue,
+  },
+  workerApiKey: {
+    flag: "--worker-api-key",
+    arg: "<key>",
+    description:
+      "Bearer key the router sends to workers started with --api-key (requests and health checks); wins over --api-key for the --worker-urls workers; a worker added with its own api_key uses that. Never logged.",
+    default: undefined,
+    parse: key,
+    secret: true,
+  },
+  modelRouting: {
+    flag: "--model-routing",
+    arg: "<mode>",
+    description:
+      "How a request's `model` picks workers. engine: as the engines treat names (a name some worker lists goes to those workers; a name none lists goes to the workers that accept any name, SGLang and workers listing no models; 404 only when there is none). strict: a name no worker lists gets the router's 404 once every worker's list is known.",
+    default: "engine",
+    parse: oneOf(MODEL_ROUTING_MODES),
+  },
+});
+
+export const HEALTH_SETTINGS = section<HealthConfig>({
+  intervalMs: {
+    flag: "--health-check-interval-secs",
+    arg: "<secs>",
+    description: "Seconds between active GET /health checks of every worker (0 = off).",
+    default: 10 * SEC,
+    parse: seconds(0),
+  },
+  timeoutMs: {
+    flag: "--health-check-timeout-secs",
+    arg: "<secs>",
+    description: "Limit for one health check.",
+    default: 5 * SEC,
+    parse: seconds(0, Number.POSITIVE_INFINITY, { minExclusive: true }),
+  },
+  failureThreshold: {
+    flag: "--health-failure-threshold",
+    arg: "<n>",
+    description: "Consecutive failed checks that mark a worker unhealthy.",
+    default: 3,
+    parse: integer(1),
+  },
+  successThreshold: {
+    flag: "--health-success-threshold",
+    arg: "<n>",
+    description: "Consecutive passed checks that mark an unhealthy worker healthy again.",
+    default: 2,
+    parse: integer(1),
+  },
+  endpoint: {
+    flag: "--health-check-endpoint",
+    arg: "<path>",
+    description: "Path of the health check, after the worker's base URL.",
+    default: "/health",
+    parse: urlPath,
+  },
+});
+
+export const BREAKER_SETTINGS = section<BreakerConfig>({
+  failureThreshold: {
+    flag: "--cb-failure-threshold",
+    arg: "<n>",
+    description:
+      "Consecutive request failures (connection errors, timeouts, 5xx; never 4xx) that open a worker's circuit breaker.",
+    default: 5,
+    parse: integer(1),
+  },
+  openMs: {
+    flag: "--cb-timeout-secs",
+    arg: "<secs>",
+    description:
+      "Seconds an open breaker waits before letting a trial request through (half-open).",
+    default: 30 * SEC,
+    parse: seconds(0),
+  },
+  successThreshold: {
+    flag: "--cb-success-threshold",
+    arg: "<n>",
+    description: "Successful trial requests that close a half-open breaker.",
+    default: 2,
+    parse: integer(1),
+  },
+});
+
+export const ENGINE_POLL_SETTINGS = section<EnginePollConfig>({
+  intervalMs: {
+    flag: "--engine-poll-interval-secs",
+    arg: "<secs>",
+    description:
+      "Seconds between reads of every worker's engine signals (SGLang /get_server_info, /metrics, /v1/models), also read right after a worker is added (0 = off). Signals older than 3 intervals are ignored.",
+    default: 5 * SEC,
+    parse: seconds(0),
+  },
+  timeoutMs: {
+    flag: "--engine-poll-timeout-secs",
+    arg: "<secs>",
+    description: "Limit for one read of one engine endpoint.",
+    default: 2 * SEC,
+    parse: seconds(0, Number.POSITIVE_INFINITY, { minExclusive: true }),
+  },
+});
