@@ -40,15 +40,23 @@ const LAYERS = [
   { metrics: ["metrics.ts", "metric-alias.ts", "metric-tally.ts"] },
   // Worker sources (--worker-file, --worker-dns) and the one membership path they share with the
   // admin API: they feed workers/ and kv-events/, and know nothing of HTTP routes.
-  // disaggregation/: prefill/decode pairs (flags, the pair's dispatch over proxy/'s attempts).
-  { discovery: ["discovery/"], disaggregation: ["disaggregation/"] },
+  { discovery: ["discovery/"] },
+  // A request's path is the order of the layers from here down: routes → intake → admission →
+  // (disaggregation →) proxy, which asks scheduling/policies and sends upstream. What it has
+  // left, it never imports again (docs/architecture.md, "One request, end to end").
   // One RoutingRequest per request (body read and budget, routing text, model, session, tokenize
   // input): the routes hand it the HTTP request, the data plane below gets the RoutingRequest.
   { intake: ["intake/"] },
   // Tenant and priority, saturation of the fleet, the fair priority queue (issue 24): between the
   // request's intake and its routing.
   { admission: ["admission/"] },
+  // disaggregation/: prefill/decode pairs (flags, the pair's dispatch over proxy/'s attempts);
+  // it takes the RoutingRequest intake made, so it sits below intake and admission.
+  { disaggregation: ["disaggregation/"] },
   { proxy: ["proxy/"] },
+  // OpenTelemetry tracing: the request path's span hooks (interfaces) and, loaded only when on,
+  // the SDK behind them; it reads the cache account and the decision, never HTTP routes.
+  { tracing: ["tracing/"] },
   // The per-request cache account (available, chosen, reported cached tokens), its sums, the
   // --explain-header value and its settings rows: the forwarder fills it, the routes read it.
   { "cache-account": ["cache-account/"] },

@@ -108,11 +108,13 @@ export class PairForwarder implements RequestForwarder {
       const prefills = candidates("prefill");
       const decodes = candidates("decode");
       if (prefills.length === 0 || decodes.length === 0) break;
+      const deciding = req.trace?.decision();
       const choosing =
         attempts === 0
           ? this.prefillDecider.decideAgreed(prefills, routed)
           : this.prefillDecider.decide(prefills, routed);
       const p = choosing instanceof Promise ? await choosing : choosing;
+      deciding?.end(this.prefillDecider.policy.name, p);
       const d = this.decodeDecider.decide(decodes, routed);
       if (p === undefined || d === undefined) {
         if (p !== undefined) this.prefillDecider.rejected(p, routed);
@@ -220,6 +222,7 @@ export class PairForwarder implements RequestForwarder {
         limits: this.relayLimits,
         readUsage: false,
         onUpstreamError: this.hooks.onUpstreamError,
+        trace: req.trace?.attempt(worker, side),
       });
       if (this.closed) attempt.controller.abort(new RouterShutdown());
       this.inProgress.add(attempt.controller);

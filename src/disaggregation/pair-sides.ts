@@ -39,14 +39,14 @@ export async function sendSide(
     const upstream = await worker.pool.request({
       method,
       path: worker.basePath + path,
-      headers,
+      headers: attempt.traced(headers),
       body,
       signal: controller,
       // 0 = off: the attempt's timers bound the wait.
       headersTimeout: 0,
       bodyTimeout: 0,
     });
-    attempt.headersArrived();
+    attempt.headersArrived(upstream.statusCode);
     return { kind: "answer", upstream };
   } catch (err) {
     return { kind: "error", err, reason: controller.reason };
