@@ -47,6 +47,8 @@ const LAYERS = [
   // One RoutingRequest per request (body read and budget, routing text, model, session, tokenize
   // input): the routes hand it the HTTP request, the data plane below gets the RoutingRequest.
   { intake: ["intake/"] },
+  // Per-tenant quotas (--tenant-quota): an admission step, counted locally or in Redis.
+  { quotas: ["quotas/"] },
   // Tenant and priority, saturation of the fleet, the fair priority queue (issue 24): between the
   // request's intake and its routing.
   { admission: ["admission/"] },
@@ -54,6 +56,9 @@ const LAYERS = [
   // it takes the RoutingRequest intake made, so it sits below intake and admission.
   { disaggregation: ["disaggregation/"] },
   { proxy: ["proxy/"] },
+  // OpenTelemetry tracing: the request path's span hooks (interfaces) and, loaded only when on,
+  // the SDK behind them; it reads the cache account and the decision, never HTTP routes.
+  { tracing: ["tracing/"] },
   // The per-request cache account (available, chosen, reported cached tokens), its sums, the
   // --explain-header value and its settings rows: the forwarder fills it, the routes read it.
   { "cache-account": ["cache-account/"] },

@@ -58,6 +58,12 @@ export interface SimStats {
   kvEvictions: number;
   /** Requests per path (unknown paths under "unmatched"). */
   endpoints: Record<string, number>;
+  /**
+   * The W3C trace context of the last inference request: what vLLM and SGLang read to join the
+   * caller's trace (vllm/tracing.py extract_trace_context; SGLang --enable-trace).
+   */
+  lastTraceparent: string | undefined;
+  lastTracestate: string | undefined;
 }
 
 export interface SimWorker {
@@ -171,6 +177,7 @@ class HttpSimWorker implements SimWorker {
     completionTokens: 0,
   };
   private readonly endpointCounts: Record<string, number> = {};
+  private lastTrace: { traceparent?: string | undefined; tracestate?: string | undefined } = {};
   private idCounter = 0;
   private assignedId = "";
   private assignedPort = 0;
@@ -291,6 +298,8 @@ class HttpSimWorker implements SimWorker {
       kvUsage: this.sum((r) => r.kv.activeUsage) / this.ranks.length,
       kvEvictions: this.sum((r) => r.kv.evictions),
       endpoints: { ...this.endpointCounts },
+      lastTraceparent: this.lastTrace.traceparent,
+      lastTracestate: this.lastTrace.tracestate,
     };
   }
 
@@ -402,6 +411,10 @@ class HttpSimWorker implements SimWorker {
     res: ServerResponse,
   ): Promise<void> {
     this.counters.requests++;
+    this.lastTrace = {
+      traceparent: singleHeader(req.headers.traceparent),
+      tracestate: singleHeader(req.headers.tracestate),
+    };
     const body = await this.readJson(req, res);
     if (body === undefined) return;
 
@@ -676,4 +689,8 @@ function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
       if (!req.complete) reject(new Error("client closed the connection while sending the body"));
     });
   });
+}
+
+function singleHeader(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value.join(",") : value;
 }

@@ -30,6 +30,7 @@ import { ROUTES_SETTINGS, type RoutesConfig } from "./routes/settings.js";
 import { SCHEDULING_SETTINGS, type SchedulingConfig } from "./scheduling/settings.js";
 import { SERVER_SETTINGS, type ServerConfig } from "./server-settings.js";
 import { STATE_SETTINGS, type StateConfig } from "./state/settings.js";
+import { TRACING_SETTINGS, type TracingConfig } from "./tracing/settings.js";
 import {
   BREAKER_SETTINGS,
   type BreakerConfig,
@@ -64,6 +65,7 @@ export interface Config {
   state: StateConfig;
   disaggregation: PdConfig;
   cacheAccount: CacheAccountConfig;
+  tracing: TracingConfig;
 }
 
 /** Every feature's rows, in the order `--help` and docs/configuration.md show them. */
@@ -86,6 +88,7 @@ export const SECTIONS: Sections<Config> = {
   state: STATE_SETTINGS,
   disaggregation: PD_SETTINGS,
   cacheAccount: CACHE_ACCOUNT_SETTINGS,
+  tracing: TRACING_SETTINGS,
 };
 
 /** Every setting as the command line sees it: flag, env variable name, default in the flag's unit. */

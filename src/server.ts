@@ -28,6 +28,8 @@ import { namedPolicy, routerPolicy } from "./router-policy.js";
 import type { RouterContext } from "./routes/context.js";
 import { registerMetricsRoute } from "./routes/ops.js";
 import type { SiblingLink } from "./state/sibling-link.js";
+import { tracingOptions } from "./tracing/settings.js";
+import { startTracing } from "./tracing/start-tracing.js";
 import { type EvictionTimer, startEvictionTimer } from "./tree/eviction-timer.js";
 import { HealthChecker } from "./workers/health.js";
 import type { HostResolver } from "./workers/host-lookup.js";
@@ -147,7 +149,13 @@ export function createRouter(
     intake.parseWorkers > 0
       ? new ParsePool({ size: intake.parseWorkers, memoryMb: intake.parseWorkerMemoryMb })
       : undefined;
-  const admission = buildAdmission(config.admission, { registry, metrics });
+  const admission = buildAdmission(config.admission, {
+    registry,
+    metrics,
+    logger,
+    // --tenant-quota shares its counters through --state-url when it is set.
+    state: config.state,
+  });
   const context: RouterContext = {
     config: routeOptions(config),
     logger,
@@ -194,6 +202,9 @@ export async function startRouter(
   const { disaggregation } = config;
   const { host, port: listenPort, prometheusPort, shutdownGraceMs } = config.server;
   const { logger, registry, health, introspection } = context;
+  // --otlp-endpoint or OTEL_*: the SDK is imported only then (tracing/start-tracing.ts).
+  const tracing = await startTracing(tracingOptions(config.tracing, process.env), logger);
+  if (tracing !== undefined) context.tracing = tracing;
   // A fixed --port is known before listening; port 0 is only known after (no worker can be it yet).
   if (listenPort !== 0) registry.setListenAddress({ host, port: listenPort });
   try {
@@ -216,12 +227,15 @@ export async function startRouter(
   await Promise.all(registry.list().map((w) => health.probeFirst(w)));
   // Peers' workers and recent decisions before the first request (bounded wait; never fails).
   await context.sharedState?.start();
+  // --tenant-quota: its file watched, its Redis connection (bounded wait; never fails).
+  await context.admission.start();
   // radixgate-cluster: the siblings' recent decisions and counts, from the primary (bounded wait).
   await context.siblingState?.start();
   let server: Server;
   try {
     server = await listen(listener, host, listenPort, "--port");
   } catch (err) {
+    context.admission.stop();
     await context.sharedState?.stop();
     await registry.close();
     throw err;
@@ -334,11 +348,14 @@ export async function startRouter(
       health.stop();
       introspection.stop();
       eviction.stop();
+      context.admission.stop();
       context.kvEvents?.close();
       await context.parsePool?.close();
       context.siblingState?.stop();
       await context.sharedState?.stop();
       await registry.close();
+      // The last spans go out (bounded: a collector that is down does not hold the stop).
+      await tracing?.shutdown(TRACING_FLUSH_MS);
       logger.info("stopped");
     })();
     return stopping;
@@ -349,3 +366,5 @@ export async function startRouter(
 
 /** After the grace period, how long aborted requests get to write their last event. */
 const SHUTDOWN_FLUSH_MS = 500;
+/** How long a stop waits for the last spans to reach the collector. */
+const TRACING_FLUSH_MS = 5000;

@@ -98,6 +98,7 @@ export function buildDataPlane(options: DataPlaneOptions, deps: DataPlaneDeps): 
           options.forward,
           hooks,
           pd.protocol,
+          accounting,
         );
   const modelsForwarder = new Forwarder(
     registry,

@@ -7,6 +7,8 @@
  * the first byte, never.
  */
 import type { ServerResponse } from "node:http";
+import type { CacheLedger } from "../cache-account/cache-ledger.js";
+import type { RequestAccount } from "../cache-account/request-account.js";
 import { RouterError } from "../errors.js";
 import type { Decision, RoutingDecider } from "../policies/decider.js";
 // The router's shutdown grace ran out: the same reason the regular forwarder gives.
@@ -56,6 +58,11 @@ export class PairForwarder implements RequestForwarder {
     private readonly settings: ForwardSettings,
     private readonly hooks: ForwardHooks,
     protocol: PdProtocol,
+    /**
+     * Each request's cache account, as the regular forwarder keeps it: the prefill side's choice
+     * is the accounted one (the prefix cache is there), its answer's cached count the reported one.
+     */
+    private readonly ledger?: CacheLedger,
   ) {
     this.relayLimits = {
       idleTimeoutMs: settings.idleTimeoutMs,
@@ -103,16 +110,19 @@ export class PairForwarder implements RequestForwarder {
 
     let attempts = 0;
     let lastFailure: AttemptFailure | undefined;
+    let account: RequestAccount | undefined;
     while (attempts < settings.retryMaxAttempts) {
       if (req.clientSignal.aborted) return { status: 499, attempts, error: "client_abort" };
       const prefills = candidates("prefill");
       const decodes = candidates("decode");
       if (prefills.length === 0 || decodes.length === 0) break;
+      const deciding = req.trace?.decision();
       const choosing =
         attempts === 0
           ? this.prefillDecider.decideAgreed(prefills, routed)
           : this.prefillDecider.decide(prefills, routed);
       const p = choosing instanceof Promise ? await choosing : choosing;
+      deciding?.end(this.prefillDecider.policy.name, p);
       const d = this.decodeDecider.decide(decodes, routed);
       if (p === undefined || d === undefined) {
         if (p !== undefined) this.prefillDecider.rejected(p, routed);
@@ -120,6 +130,10 @@ export class PairForwarder implements RequestForwarder {
         break;
       }
       this.hooks.onDecision(this.prefillDecider.policy.name, p.branch, p.matchRate);
+      if (p.index !== null && this.ledger !== undefined) {
+        account ??= this.ledger.open(routed.text, routed.model);
+        account.decided(p);
+      }
       attempts += 1;
       const route = `${routeHeader(p.branch, p.matchRate, p.index, this.prefillDecider.profile)};prefill=${p.worker.id}`;
       // Another pair exists once this one's failed side is left out.
@@ -132,11 +146,23 @@ export class PairForwarder implements RequestForwarder {
           candidates(other).length > 0
         );
       };
-      const result = await this.tryPair(req, res, body, headers, p, d, deadline, route, canRetry);
+      const explain = this.explainFor(account, p.worker);
+      const result = await this.tryPair(req, res, body, headers, p, d, deadline, route, canRetry, {
+        explain,
+      });
       const base = { branch: p.branch, matchRate: p.matchRate, index: p.index, attempts };
       if (result.kind === "done") {
-        if (!accepted(result.outcome)) this.rejectBoth(p, d, routed);
-        return { ...base, ...result.outcome, worker: result.outcome.worker ?? d.worker };
+        const outcome = { ...base, ...result.outcome, worker: result.outcome.worker ?? d.worker };
+        if (!accepted(result.outcome)) {
+          this.rejectBoth(p, d, routed);
+          return outcome;
+        }
+        if (account === undefined) return outcome;
+        // A batch's usage is the sum over its prompts, not this text's: counted from the text then.
+        const usage = routed.usageDescribesText ? result.prefillUsage : undefined;
+        account.settle(usage?.promptTokens, usage?.cachedTokens, p.worker.charsPerToken);
+        this.ledger?.record(account, req.requestId);
+        return { ...outcome, account };
       }
       this.rejectBoth(p, d, routed);
       lastFailure = result.failure;
@@ -183,6 +209,17 @@ export class PairForwarder implements RequestForwarder {
     return { error, kind: "model_not_found" };
   }
 
+  /** The --explain-header name and value for a pair whose prefill side is `prefill`, if asked. */
+  private explainFor(
+    account: RequestAccount | undefined,
+    prefill: Worker,
+  ): readonly [string, string] | undefined {
+    const ledger = this.ledger;
+    const name = ledger?.options.explainHeader;
+    if (ledger === undefined || name === undefined || account === undefined) return undefined;
+    return [name, ledger.explain(account, prefill.charsPerToken)];
+  }
+
   private tryPair(
     req: ForwardRequest,
     res: ServerResponse,
@@ -193,6 +230,8 @@ export class PairForwarder implements RequestForwarder {
     deadline: number,
     route: string,
     canRetry: (side: Side) => boolean,
+    /** The --explain-header, sent with the decode side's answer (the one the client gets). */
+    { explain }: { explain: readonly [string, string] | undefined },
   ): Promise<PairResult> {
     const text = req.routing.text;
     const controllers: Cancel[] = [];
@@ -219,7 +258,9 @@ export class PairForwarder implements RequestForwarder {
         route,
         limits: this.relayLimits,
         readUsage: false,
+        explain: side === "decode" ? explain : undefined,
         onUpstreamError: this.hooks.onUpstreamError,
+        trace: req.trace?.attempt(worker, side),
       });
       if (this.closed) attempt.controller.abort(new RouterShutdown());
       this.inProgress.add(attempt.controller);

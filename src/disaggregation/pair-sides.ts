@@ -12,6 +12,7 @@ import {
   RETRYABLE_STATUS,
   statusFailure,
 } from "../proxy/upstream-failure.js";
+import type { UsageTap } from "../proxy/usage-tap.js";
 import { FAILED, NEUTRAL } from "../workers/lease.js";
 
 /** The other side of the pair failed first: this one was stopped, through no fault of its own. */
@@ -39,14 +40,14 @@ export async function sendSide(
     const upstream = await worker.pool.request({
       method,
       path: worker.basePath + path,
-      headers,
+      headers: attempt.traced(headers),
       body,
       signal: controller,
       // 0 = off: the attempt's timers bound the wait.
       headersTimeout: 0,
       bodyTimeout: 0,
     });
-    attempt.headersArrived();
+    attempt.headersArrived(upstream.statusCode);
     return { kind: "answer", upstream };
   } catch (err) {
     return { kind: "error", err, reason: controller.reason };
@@ -109,10 +110,13 @@ export function dropSide(attempt: Attempt, result: SideResult | undefined): void
 export async function drainSide(
   attempt: Attempt,
   upstream: Dispatcher.ResponseData,
+  /** Reads the prefill worker's cached-token count on the way (the request's cache account). */
+  tap?: UsageTap,
 ): Promise<void> {
   try {
-    for await (const _ of upstream.body) {
+    for await (const chunk of upstream.body as AsyncIterable<Buffer>) {
       attempt.firstByte();
+      tap?.write(chunk);
     }
     attempt.end({ kind: "answered", status: upstream.statusCode });
   } catch {
@@ -133,6 +137,8 @@ export async function drainSide(
 export async function readJson(
   upstream: Dispatcher.ResponseData,
   maxBytes: number,
+  /** Reads the engine's usage on the way (the request's cache account). */
+  tap?: UsageTap,
 ): Promise<unknown | undefined> {
   const chunks: Buffer[] = [];
   let size = 0;
@@ -142,6 +148,7 @@ export async function readJson(
       upstream.body.destroy();
       return undefined;
     }
+    tap?.write(chunk);
     chunks.push(chunk);
   }
   try {

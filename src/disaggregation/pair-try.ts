@@ -11,6 +11,7 @@ import type { Attempt } from "../proxy/attempt.js";
 import type { ForwardOutcome, ForwardRequest } from "../proxy/forward.js";
 import { relay } from "../proxy/relay.js";
 import type { AttemptFailure } from "../proxy/upstream-failure.js";
+import type { ReportedUsage } from "../proxy/usage-tap.js";
 import { writeError } from "../proxy/write-error.js";
 import type { Worker } from "../workers/worker.js";
 import type { JsonObject } from "./bootstrap.js";
@@ -44,7 +45,16 @@ export interface PairTry {
 }
 
 export type PairResult =
-  | { kind: "done"; outcome: Omit<ForwardOutcome, "attempts"> }
+  | {
+      kind: "done";
+      outcome: Omit<ForwardOutcome, "attempts">;
+      /**
+       * What the prefill worker reported of the prompt (prompt and cached tokens): where the prefix
+       * cache is, so what the cache account reads. The decode side reports the handed-off KV as
+       * cached, which says nothing about the prefill worker's cache.
+       */
+      prefillUsage?: ReportedUsage;
+    }
   | { kind: "failed"; failure: AttemptFailure; failed: ReadonlySet<Side> };
 
 /** One side as the pair's verdict sees it. */

@@ -11,6 +11,7 @@
  * nothing in time to first token.
  */
 import { relay } from "../proxy/relay.js";
+import { UsageTap } from "../proxy/usage-tap.js";
 import { bodyWithBootstrap } from "./bootstrap.js";
 import { answered2xx, drainSide, sendSide } from "./pair-sides.js";
 import {
@@ -27,6 +28,8 @@ export async function sglangPair(t: PairTry): Promise<PairResult> {
   const body = bodyWithBootstrap(t.body, t.req.routing.endpoint, t.prefill);
   const prefill = t.open(t.prefill, "prefill");
   const decode = t.open(t.decode, "decode");
+  const prefillTap = new UsageTap();
+  let draining: Promise<void> | undefined;
   const send = async (side: "prefill" | "decode"): Promise<SideState> => {
     const [attempt, partner] = side === "prefill" ? [prefill, decode] : [decode, prefill];
     const result = await sendSide(attempt, "POST", t.req.path, t.headersFor(attempt.worker), body);
@@ -35,7 +38,8 @@ export async function sglangPair(t: PairTry): Promise<PairResult> {
     // The prefill answer is read as it comes, not once the decode side answers: its first byte
     // says the prompt is computed (the worker's pending prefill ends there, which the policies read).
     else if (side === "prefill" && result.kind === "answer") {
-      t.track(prefill, drainSide(prefill, result.upstream));
+      draining = drainSide(prefill, result.upstream, prefillTap);
+      t.track(prefill, draining);
     }
     return state;
   };
@@ -46,7 +50,11 @@ export async function sglangPair(t: PairTry): Promise<PairResult> {
   if (answered2xx(p.result) && answered2xx(d.result)) {
     if (d.result.kind === "answer") {
       const { outcome } = await relay(d.result.upstream, decode, t.res);
-      return { kind: "done", outcome: { ...outcome, prefillWorker: t.prefill } };
+      // The prefill answer ended before the decode one could (the KV came from it); its end is
+      // awaited all the same, bounded by the prefill attempt's own timers.
+      await draining;
+      const prefillUsage = prefillTap.result();
+      return { kind: "done", outcome: { ...outcome, prefillWorker: t.prefill }, prefillUsage };
     }
   }
   return failedPair(t, states);

@@ -5,6 +5,7 @@
  * anything.
  */
 import { relay } from "../proxy/relay.js";
+import { UsageTap } from "../proxy/usage-tap.js";
 import { FAILED } from "../workers/lease.js";
 import { answered2xx, readJson, sendSide } from "./pair-sides.js";
 import { failedPair, interrupted, type PairResult, type PairTry } from "./pair-try.js";
@@ -31,8 +32,11 @@ export async function vllmPair(t: PairTry): Promise<PairResult> {
   if (!answered2xx(p.result) || p.result.kind !== "answer") return failedPair(t, [p]);
   const status = p.result.upstream.statusCode;
   let params: ReturnType<typeof transferParamsOf>;
+  const prefillTap = new UsageTap();
   try {
-    params = transferParamsOf(await readJson(p.result.upstream, MAX_PREFILL_ANSWER_BYTES));
+    params = transferParamsOf(
+      await readJson(p.result.upstream, MAX_PREFILL_ANSWER_BYTES, prefillTap),
+    );
   } catch {
     params = "its answer broke off";
   }
@@ -69,5 +73,6 @@ export async function vllmPair(t: PairTry): Promise<PairResult> {
   if (gone !== undefined) return gone;
   if (!answered2xx(d.result) || d.result.kind !== "answer") return failedPair(t, [d]);
   const { outcome } = await relay(d.result.upstream, decode, t.res);
-  return { kind: "done", outcome: { ...outcome, prefillWorker: t.prefill } };
+  const prefillUsage = prefillTap.result();
+  return { kind: "done", outcome: { ...outcome, prefillWorker: t.prefill }, prefillUsage };
 }

@@ -1,3 +1,4 @@
+import type { AttemptTrace } from "../tracing/request-trace.js";
 import type { DispatchLoad, LeaseOutcome, WorkerLease } from "../workers/lease.js";
 import type { Worker } from "../workers/worker.js";
 import { ClientAbort, FirstByteTimeout, RequestTimeout, timerMs } from "./abort-reasons.js";
@@ -37,6 +38,8 @@ export interface AttemptPlan {
   /** --explain-header: its name and this request's cache account, sent with the response headers. */
   explain?: readonly [name: string, value: string] | undefined;
   onUpstreamError: (worker: Worker, kind: string) => void;
+  /** This attempt's span (tracing/); undefined when tracing is off. */
+  trace?: AttemptTrace | undefined;
 }
 
 /**
@@ -56,6 +59,7 @@ export class Attempt {
   /** Aborted, with the reason, when the attempt must stop (client gone, timeout, shutdown). */
   readonly controller = new Cancel();
   private readonly lease: WorkerLease;
+  private readonly trace: AttemptTrace | undefined;
   private readonly clientSignal: Cancel;
   private readonly overall: NodeJS.Timeout;
   private readonly firstByteTimer: NodeJS.Timeout;
@@ -71,6 +75,7 @@ export class Attempt {
     this.explain = plan.explain;
     this.onUpstreamError = plan.onUpstreamError;
     this.clientSignal = plan.clientSignal;
+    this.trace = plan.trace;
     plan.clientSignal.once("abort", this.onClientGone);
     this.overall = setTimeout(
       () => this.controller.abort(new RequestTimeout()),
@@ -86,13 +91,20 @@ export class Attempt {
   }
 
   /** The worker's response headers came: the first-byte limit no longer applies. */
-  headersArrived(): void {
+  headersArrived(status?: number): void {
     clearTimeout(this.firstByteTimer);
+    if (status !== undefined) this.trace?.status(status);
   }
 
   /** The first body byte came: the worker's prefill is over. */
   firstByte(): void {
     this.lease.firstByte();
+    this.trace?.firstByte();
+  }
+
+  /** The upstream headers, with this attempt's W3C traceparent when tracing is on. */
+  traced(headers: Record<string, string | string[]>): Record<string, string | string[]> {
+    return this.trace === undefined ? headers : this.trace.inject(headers);
   }
 
   /**
@@ -102,6 +114,7 @@ export class Attempt {
   end(outcome: LeaseOutcome): void {
     if (this.lease.done) return;
     this.lease.finish(outcome);
+    this.trace?.end(outcome);
     clearTimeout(this.overall);
     clearTimeout(this.firstByteTimer);
     this.clientSignal.off("abort", this.onClientGone);

@@ -4,6 +4,7 @@ import type { RequestAccount } from "../cache-account/request-account.js";
 import { RouterError } from "../errors.js";
 import type { RoutingDecider } from "../policies/decider.js";
 import type { RouteBranch } from "../policies/policy.js";
+import type { RequestTrace } from "../tracing/request-trace.js";
 import { FAILED, NEUTRAL } from "../workers/lease.js";
 import type { WorkerRegistry } from "../workers/registry.js";
 import { admitted, type ModelRoutingMode } from "../workers/served-models.js";
@@ -71,6 +72,8 @@ export interface ForwardOutcome {
   account?: RequestAccount;
   /** With prefill/decode disaggregation, the prefill side of the pair (`worker` is the decode side). */
   prefillWorker?: Worker;
+  /** The engine's token counts, when its answer reported them (a tenant quota charges them). */
+  usage?: ReportedUsage | undefined;
 }
 
 /** What the routes call for each data-plane request: a Forwarder, or a prefill/decode pair's (disaggregation/). */
@@ -97,6 +100,8 @@ export interface ForwardRequest {
   startedAt: number;
   /** Aborted when the client goes away. */
   clientSignal: Cancel;
+  /** The request's trace (tracing/); undefined when tracing is off. */
+  trace?: RequestTrace | undefined;
 }
 
 /** Either the response was (or is being) sent, or the attempt failed before any byte. */
@@ -180,16 +185,22 @@ export class Forwarder implements RequestForwarder {
     // Only an index with an asynchronous step (the precise index tokenizing) makes this wait.
     // It prepares what decide() will look up: the same text under the same model key.
     const preparing = this.decider.prepare(candidates, routed);
-    if (preparing !== undefined) await preparing;
+    if (preparing !== undefined) {
+      const tokenize = req.trace?.phase("tokenize");
+      await preparing;
+      tokenize?.end();
+    }
 
     while (attempts < this.settings.retryMaxAttempts) {
       if (req.clientSignal.aborted) return { status: 499, attempts, error: "client_abort" };
       // The first choice of a new prefix may wait (bounded) for the replicas to agree on it.
+      const deciding = req.trace?.decision();
       const choosing =
         attempts === 0
           ? this.decider.decideAgreed(candidates(), routed)
           : this.decider.decide(candidates(), routed);
       const decision = choosing instanceof Promise ? await choosing : choosing;
+      deciding?.end(this.decider.policy.name, decision);
       if (!decision) break;
       this.hooks.onDecision(this.decider.policy.name, decision.branch, decision.matchRate);
       const worker = decision.worker;
@@ -235,12 +246,12 @@ export class Forwarder implements RequestForwarder {
             othersPrefilling,
           });
         if (account === undefined || !accepted(result.outcome))
-          return { ...base, ...result.outcome };
+          return { ...base, ...result.outcome, usage: result.usage };
         // A batch's usage is the sum over its prompts, not this text's: counted from the text then.
         const usage = routed.usageDescribesText ? result.usage : undefined;
         account.settle(usage?.promptTokens, usage?.cachedTokens, worker.charsPerToken);
         this.ledger?.record(account, req.requestId);
-        return { ...base, ...result.outcome, account };
+        return { ...base, ...result.outcome, account, usage: result.usage };
       }
       this.decider.rejected(decision, routed);
       lastFailure = result.failure;
@@ -315,6 +326,7 @@ export class Forwarder implements RequestForwarder {
           ? undefined
           : [explainName, ledger.explain(account, worker.charsPerToken)],
       onUpstreamError: this.hooks.onUpstreamError,
+      trace: req.trace?.attempt(worker),
     });
     this.inProgress.add(attempt.controller);
     // Not awaited here: send() ends the attempt itself, so a request goes through one async frame.
@@ -343,7 +355,10 @@ export class Forwarder implements RequestForwarder {
           {
             method: req.method,
             path: worker.basePath + req.path,
-            headers: withWorkerAuth(headersWithRank(headers, rank), worker.authorization),
+            headers: withWorkerAuth(
+              headersWithRank(attempt.traced(headers), rank),
+              worker.authorization,
+            ),
             body: bodyForRank(req.routing.body, req.path, worker.signals.engine, rank) ?? null,
             // 0 = off: the attempt's timers and relay()'s bound the wait instead.
             headersTimeout: 0,
@@ -373,8 +388,8 @@ export class Forwarder implements RequestForwarder {
         return { kind: "failed", failure: classifyNetworkError(err, reason, worker) };
       }
 
-      attempt.headersArrived();
       const status = upstream.statusCode;
+      attempt.headersArrived(status);
       this.coolDown(worker, status, upstream.headers["retry-after"]);
       if (RETRYABLE_STATUS.has(status) && canRetry()) {
         // Nothing reached the client yet: discard this answer and let the caller try another worker.

@@ -12,6 +12,7 @@ import type { RoutingDecider } from "../policies/decider.js";
 import type { Forwarder, RequestForwarder } from "../proxy/forward.js";
 import type { SharedState } from "../state/shared-state.js";
 import type { SiblingState } from "../state/sibling-state.js";
+import type { Tracing } from "../tracing/request-trace.js";
 import type { HealthChecker } from "../workers/health.js";
 import type { EngineIntrospector } from "../workers/introspection.js";
 import type { WorkerRegistry } from "../workers/registry.js";
@@ -59,6 +60,8 @@ export interface RouterContext {
   kvEvents?: KvEventsManager;
   /** --state-url: what this replica shares with the others through Redis. */
   sharedState?: SharedState;
+  /** OpenTelemetry tracing (--otlp-endpoint, OTEL_*); undefined = off, and no span is made. */
+  tracing?: Tracing;
   /** radixgate-cluster: decisions shared with the sibling processes (state/sibling-state.ts). */
   siblingState?: SiblingState;
 }

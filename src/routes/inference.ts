@@ -11,6 +11,7 @@ import { ClientGoneError } from "../proxy/client-gone.js";
 import type { ForwardOutcome, ForwardRequest } from "../proxy/forward.js";
 import { lingerOnUnreadBody } from "../proxy/linger.js";
 import { writeError } from "../proxy/write-error.js";
+import type { RequestTrace } from "../tracing/request-trace.js";
 import { admissionTicket } from "./admission-ticket.js";
 import { admitClient } from "./client-gate.js";
 import type { RouterContext } from "./context.js";
@@ -73,6 +74,14 @@ export async function handleInference(
   const header = requestIdHeader(incoming, ctx.config.requestIdHeaders);
   const requestId =
     typeof header === "string" && header !== "" && header.length <= 200 ? header : randomUUID();
+  // With tracing off (the default) this is undefined and every span hook below is one check.
+  const trace = ctx.tracing?.start(
+    incoming.headers,
+    incoming.method ?? "POST",
+    incoming.url ?? "/",
+    requestId,
+    startedAt,
+  );
   const client = new Cancel();
   const onClose = () => {
     if (!res.writableFinished) client.abort();
@@ -92,6 +101,7 @@ export async function handleInference(
       startedAt,
       client,
       lease,
+      trace,
     );
   } catch (err) {
     outcome = failed(err, incoming, res, requestId, ctx);
@@ -101,6 +111,7 @@ export async function handleInference(
     res.off("close", onClose);
   }
   observe(ctx, endpoint, incoming, requestId, startedAt, outcome);
+  trace?.end(outcome);
 }
 
 async function admitAndForward(
@@ -112,13 +123,18 @@ async function admitAndForward(
   startedAt: number,
   clientSignal: Cancel,
   lease: BodyLease,
+  trace: RequestTrace | undefined,
 ): Promise<ForwardOutcome> {
   admitClient(ctx, incoming.headers.authorization);
   // The body is read (and refused early: 400, 413, 415...) before the request takes a queue slot.
+  const bodyRead = trace?.phase("body_read");
   const received = await ctx.intake.receive(incoming, endpoint, lease);
+  bodyRead?.end();
   // Waits only while the router is at its limit or, with --queue-when-saturated, the fleet is.
   const admitting = ctx.admission.admit(admissionTicket(ctx, received, clientSignal));
-  const release = typeof admitting === "function" ? admitting : await admitting;
+  const release = typeof admitting === "function" ? admitting : await queued(admitting, trace);
+  // How it ended, for a quota to charge what the engine reported (none if it never left here).
+  let outcome: ForwardOutcome | undefined;
   try {
     const request: ForwardRequest = {
       routing: ctx.intake.route(received),
@@ -128,11 +144,23 @@ async function admitAndForward(
       requestId,
       startedAt,
       clientSignal,
+      trace,
     };
     const forwarder = endpoint === "models" ? ctx.modelsForwarder : ctx.forwarder;
-    return await forwarder.forward(request, res);
+    outcome = await forwarder.forward(request, res);
+    return outcome;
   } finally {
-    release();
+    release(outcome);
+  }
+}
+
+/** A wait in the admission queue, as the trace's queue_wait span. */
+async function queued<T>(waiting: Promise<T>, trace: RequestTrace | undefined): Promise<T> {
+  const span = trace?.phase("queue_wait");
+  try {
+    return await waiting;
+  } finally {
+    span?.end();
   }
 }
 

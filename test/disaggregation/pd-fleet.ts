@@ -1,5 +1,5 @@
 import { type SimWorker, startSimWorker } from "../../sim/worker.js";
-import type { Config } from "../../src/config.js";
+import type { ConfigOverrides } from "../../src/config.js";
 import type { RunningRouter } from "../../src/server.js";
 import { startTestRouter } from "../helpers/router.js";
 
@@ -14,7 +14,7 @@ export interface PdFleet {
 export async function startPdFleet(
   flavor: "sglang" | "vllm",
   counts: { prefill: number; decode: number },
-  overrides: Partial<Config> = {},
+  overrides: ConfigOverrides = {},
 ): Promise<PdFleet> {
   const start = (role: "prefill" | "decode", i: number) =>
     startSimWorker({ id: `${role[0]}${i + 1}`, flavor, role, timeScale: 0 });

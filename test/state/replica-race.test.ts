@@ -32,6 +32,36 @@ describe.skipIf(redisSkipReason !== undefined)(
     };
 
     /**
+     * Waits until A has read B's load after B's warm-up ended, so both choose on equal loads.
+     * Checking A's counts alone was not enough (the flake under load): A may not have read B's
+     * key yet when the check passes, then read B's "1" published during the warm-up, and route on
+     * it. So: B's published count is 0, then a whole exchange of A (its SET, then its read, in one
+     * round: rounds never overlap) starts after that, then A's counts are 0.
+     */
+    const equalLoads = async (prefix: string, a: RunningRouter, b: RunningRouter) => {
+      const redis = fleet.redis.client;
+      const loadKey = (r: RunningRouter) => `${prefix}:load:${r.context.sharedState!.replicaId}`;
+      await waitFor(
+        () => b.context.registry.list().every((w) => w.ownInFlight === 0),
+        10_000,
+        "B's warm-up over",
+      );
+      await waitFor(
+        async () => (await redis.get(loadKey(b)))?.endsWith(" {}") === true,
+        10_000,
+        "B's count of 0 published",
+      );
+      // A's key comes back only from a round that started after this DEL, so after B's 0.
+      await redis.del(loadKey(a));
+      await waitFor(async () => (await redis.exists(loadKey(a))) === 1, 10_000, "A's next round");
+      await waitFor(
+        () => [a, b].every((r) => r.context.registry.list().every((w) => w.inFlight === 0)),
+        10_000,
+        "every in-flight count back to 0",
+      );
+    };
+
+    /**
      * Two replicas on one Redis, B deaf to A's decisions (its ops reader stopped): the race's window,
      * held open. B's load rotation is one step ahead of A's (one warm-up request of its own), so
      * on their own they would send one new prefix to two different workers.
@@ -42,13 +72,7 @@ describe.skipIf(redisSkipReason !== undefined)(
       const b = await replica(prefix, overrides);
       await b.context.sharedState!.reader.stop();
       await routed(chat(b, "warm-up", "hello"));
-      // The warm-up's in-flight count reaches A through the load keys and lingers there for a few
-      // intervals: wait until no replica sees load anywhere, so both choose on equal loads.
-      await waitFor(
-        () => [a, b].every((r) => r.context.registry.list().every((w) => w.inFlight === 0)),
-        10_000,
-        "every in-flight count back to 0",
-      );
+      await equalLoads(prefix, a, b);
       return { a, b };
     };
 
