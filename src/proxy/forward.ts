@@ -14,6 +14,7 @@ import { Attempt, type RelayLimits } from "./attempt.js";
 import { backoffMs, retryAfterMs, sleep } from "./backoff.js";
 import type { Cancel } from "./cancel.js";
 import { bodyForRank, headersWithRank, rankToSend } from "./dp-rank.js";
+import { bodyWithPriority } from "./engine-priority.js";
 import { hasPassedThrough, upstreamRequestHeaders, viaToken, withWorkerAuth } from "./headers.js";
 import { IdleSweep } from "./idle-sweep.js";
 import { modelNotFound, noWorkerMessage } from "./no-worker-answers.js";
@@ -102,6 +103,8 @@ export interface ForwardRequest {
   clientSignal: Cancel;
   /** The request's trace (tracing/); undefined when tracing is off. */
   trace?: RequestTrace | undefined;
+  /** The priority to pass to the engine's scheduler (--engine-priority; higher first); undefined = none. */
+  priority?: number | undefined;
 }
 
 /** Either the response was (or is being) sent, or the attempt failed before any byte. */
@@ -359,7 +362,13 @@ export class Forwarder implements RequestForwarder {
               headersWithRank(attempt.traced(headers), rank),
               worker.authorization,
             ),
-            body: bodyForRank(req.routing.body, req.path, worker.signals.engine, rank) ?? null,
+            body:
+              bodyWithPriority(
+                bodyForRank(req.routing.body, req.path, worker.signals.engine, rank),
+                req.path,
+                worker.signals.engine,
+                req.priority,
+              ) ?? null,
             // 0 = off: the attempt's timers and relay()'s bound the wait instead.
             headersTimeout: 0,
             bodyTimeout: 0,
