@@ -47,6 +47,8 @@ const LAYERS = [
   // One RoutingRequest per request (body read and budget, routing text, model, session, tokenize
   // input): the routes hand it the HTTP request, the data plane below gets the RoutingRequest.
   { intake: ["intake/"] },
+  // Per-tenant quotas (--tenant-quota): an admission step, counted locally or in Redis.
+  { quotas: ["quotas/"] },
   // Tenant and priority, saturation of the fleet, the fair priority queue (issue 24): between the
   // request's intake and its routing.
   { admission: ["admission/"] },

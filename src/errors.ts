@@ -56,6 +56,18 @@ export const ERROR_CATALOG = {
     type: "server_error",
     message: "Router is at capacity; retry later.",
   },
+  tenant_quota_exceeded: {
+    status: 429,
+    type: "rate_limit_error",
+    message:
+      "The tenant is over its tokens per minute (--tenant-quota); retry after Retry-After seconds.",
+  },
+  tenant_concurrency_exceeded: {
+    status: 429,
+    type: "rate_limit_error",
+    message:
+      "The tenant has its limit of requests under way (--tenant-quota); retry when one ends.",
+  },
   internal_error: { status: 500, type: "server_error", message: "Internal router error." },
   upstream_error: { status: 502, type: "server_error", message: "The worker failed to answer." },
   no_workers_available: {

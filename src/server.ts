@@ -149,7 +149,13 @@ export function createRouter(
     intake.parseWorkers > 0
       ? new ParsePool({ size: intake.parseWorkers, memoryMb: intake.parseWorkerMemoryMb })
       : undefined;
-  const admission = buildAdmission(config.admission, { registry, metrics });
+  const admission = buildAdmission(config.admission, {
+    registry,
+    metrics,
+    logger,
+    // --tenant-quota shares its counters through --state-url when it is set.
+    state: config.state,
+  });
   const context: RouterContext = {
     config: routeOptions(config),
     logger,
@@ -221,12 +227,15 @@ export async function startRouter(
   await Promise.all(registry.list().map((w) => health.probeFirst(w)));
   // Peers' workers and recent decisions before the first request (bounded wait; never fails).
   await context.sharedState?.start();
+  // --tenant-quota: its file watched, its Redis connection (bounded wait; never fails).
+  await context.admission.start();
   // radixgate-cluster: the siblings' recent decisions and counts, from the primary (bounded wait).
   await context.siblingState?.start();
   let server: Server;
   try {
     server = await listen(listener, host, listenPort, "--port");
   } catch (err) {
+    context.admission.stop();
     await context.sharedState?.stop();
     await registry.close();
     throw err;
@@ -339,6 +348,7 @@ export async function startRouter(
       health.stop();
       introspection.stop();
       eviction.stop();
+      context.admission.stop();
       context.kvEvents?.close();
       await context.parsePool?.close();
       context.siblingState?.stop();

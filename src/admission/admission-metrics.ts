@@ -2,6 +2,18 @@ import { Counter, Gauge, Histogram, type Registry } from "prom-client";
 import type { AdmissionQueue, QueueObserver, RefusalReason } from "./admission-queue.js";
 import type { RequestIdentity } from "./identity.js";
 
+/** Refusals by a quota step (quotas/quota-step.ts), counted here with the queue's. */
+export type QuotaRefusalReason = "quota_tokens" | "quota_concurrency";
+
+const REASONS = [
+  "too_many_requests",
+  "tenant_queue_full",
+  "shed",
+  "queue_timeout",
+  "quota_tokens",
+  "quota_concurrency",
+] as const;
+
 const WAIT_BUCKETS = [0.005, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 
 /** One worker's saturation at scrape time. */
@@ -44,7 +56,7 @@ export class AdmissionMetrics implements QueueObserver {
     });
     this.refusals = new Counter({
       name: "radixgate_admission_refusals_total",
-      help: "Requests the admission queue refused (too_many_requests, tenant_queue_full, shed, queue_timeout), by priority.",
+      help: "Requests admission refused (the queue: too_many_requests, tenant_queue_full, shed, queue_timeout; a tenant quota: quota_tokens, quota_concurrency), by priority.",
       labelNames: ["reason", "priority"],
       registers,
     });
@@ -95,7 +107,7 @@ export class AdmissionMetrics implements QueueObserver {
     this.waitByTenant.observe({ tenant: identity.tenant }, waitedMs / 1000);
   }
 
-  refused(identity: RequestIdentity, reason: RefusalReason): void {
+  refused(identity: RequestIdentity, reason: RefusalReason | QuotaRefusalReason): void {
     this.rejections.inc({ reason });
     this.refusals.inc({ reason, priority: String(identity.priority) });
     this.tenantRefusals.inc({ tenant: identity.tenant, reason });
@@ -104,7 +116,7 @@ export class AdmissionMetrics implements QueueObserver {
   /** A tenant left the tenant table: its series go. */
   forgetTenant(tenant: string): void {
     this.waitByTenant.remove({ tenant });
-    for (const reason of ["too_many_requests", "tenant_queue_full", "shed", "queue_timeout"]) {
+    for (const reason of REASONS) {
       this.tenantRefusals.remove({ tenant, reason });
     }
   }

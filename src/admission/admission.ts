@@ -11,6 +11,12 @@ import {
   type AdmissionTicket,
 } from "./step.js";
 
+/** Background work of an admission step, started and stopped with the router. */
+export interface AdmissionService {
+  start(): Promise<void>;
+  stop(): void;
+}
+
 /** What /debug/route says about admission for one request. */
 export interface AdmissionExplanation {
   tenant: string;
@@ -39,8 +45,19 @@ export class Admission {
     private readonly queueWhenSaturated: boolean,
     /** Steps before the queue (a quota check). */
     before: readonly AdmissionStep[] = [],
+    /** What those steps run in the background (a watched file, a Redis connection). */
+    private readonly services: readonly AdmissionService[] = [],
   ) {
     this.pipeline = new AdmissionPipeline([...before, queue]);
+  }
+
+  /** Starts the steps' background work (bounded: never fails for an unreachable Redis). */
+  async start(): Promise<void> {
+    for (const service of this.services) await service.start();
+  }
+
+  stop(): void {
+    for (const service of this.services) service.stop();
   }
 
   /** Requests waiting in the queue now. */

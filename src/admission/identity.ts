@@ -35,6 +35,8 @@ export class TenantTable {
   /** Name → last seen (epoch ms), in order of last sight (a Map keeps insertion order). */
   private readonly seen = new Map<string, number>();
   private readonly forgetListeners: Array<(tenant: string) => void> = [];
+  /** Names always tracked, outside the --max-tenants places (the tenants a quota file lists). */
+  private pinned: ReadonlySet<string> = new Set();
 
   constructor(
     private readonly max: number,
@@ -43,7 +45,7 @@ export class TenantTable {
 
   /** The tracked name for `name`, or DEFAULT_TENANT when there is no place for it. */
   admit(name: string): string {
-    if (name === DEFAULT_TENANT) return name;
+    if (name === DEFAULT_TENANT || this.pinned.has(name)) return name;
     const at = this.now();
     if (this.seen.has(name)) {
       this.seen.delete(name);
@@ -58,6 +60,19 @@ export class TenantTable {
     }
     this.seen.set(name, at);
     return name;
+  }
+
+  /**
+   * Tracks these names always (a quota file's tenants keep their own quota however many others
+   * come); a name no longer pinned and not otherwise tracked is forgotten.
+   */
+  pin(names: ReadonlySet<string>): void {
+    const before = this.pinned;
+    this.pinned = names;
+    for (const name of before) {
+      if (names.has(name) || this.seen.has(name)) continue;
+      for (const listener of this.forgetListeners) listener(name);
+    }
   }
 
   /** Told of every tenant forgotten (its metric series go with it). */
@@ -95,7 +110,12 @@ function tenantName(headers: IncomingHttpHeaders, header: string): string {
 }
 
 function validTenant(name: string): string {
-  return name.length <= MAX_TENANT_CHARS && TENANT_NAME.test(name) ? name : DEFAULT_TENANT;
+  return isTenantName(name) ? name : DEFAULT_TENANT;
+}
+
+/** Whether `name` can be a tenant: label-safe and at most MAX_TENANT_CHARS. */
+export function isTenantName(name: string): boolean {
+  return name.length <= MAX_TENANT_CHARS && TENANT_NAME.test(name);
 }
 
 function bearerKey(authorization: string | undefined): string | undefined {

@@ -8,7 +8,7 @@ import type { AdmissionTicket } from "./step.js";
 /** Characters per token when counting a request's work before any worker is chosen. */
 const CHARS_PER_TOKEN = 4;
 /** The output counted for a request that does not say how much it wants. */
-const DEFAULT_OUTPUT_TOKENS = 256;
+export const DEFAULT_OUTPUT_TOKENS = 256;
 
 /**
  * What admission knows of a received request: plain facts intake already read. A ticket made
@@ -54,6 +54,8 @@ export function requestTicket(
       return plan.route === "not_found" ? [] : admitted(sources.fleet.candidates(), plan);
     },
     cost: () => requestCost(facts.textChars, facts.maxTokens),
+    promptChars: () => facts.textChars,
+    maxTokens: () => facts.maxTokens,
     timeoutMs: () => facts.timeoutMs,
   };
 }

@@ -22,6 +22,8 @@ export interface AdmissionConfig {
   tenantHeader: string;
   priorityHeader: string;
   maxTenants: number;
+  /** --tenant-quota ("" = none). */
+  tenantQuotaFile: string;
 }
 
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9a-z-]+$/;
@@ -128,5 +130,13 @@ export const ADMISSION_SETTINGS = section<AdmissionConfig>({
       "Distinct tenants tracked at once (queue shares, metric labels); a new one beyond this counts as default until an idle one is forgotten.",
     default: 64,
     parse: integer(1, 10_000),
+  },
+  tenantQuotaFile: {
+    flag: "--tenant-quota",
+    arg: "<file>",
+    description:
+      "A JSON or YAML file of per-tenant quotas (tokens per minute, concurrent requests; `others` for tenants not listed); over one, 429 with Retry-After. Shared by the replicas through --state-url, else per process. Watched: a bad later version is logged and the last good one stands. Empty = none. See docs/admission.md#quotas.",
+    default: "",
+    parse: (raw) => raw.trim(),
   },
 });

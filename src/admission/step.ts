@@ -11,16 +11,37 @@ export interface AdmissionTicket {
   identity(): RequestIdentity;
   /** The workers that could take it now (the model's plan over the available workers). */
   candidates(): readonly SaturationView[];
-  /** Its work in tokens: prompt plus the output it asks for (what fairness and quotas count). */
+  /** Its work in tokens: prompt plus the output it asks for (what fairness counts). */
   cost(): number;
+  /** Characters of its prompt (routing text); undefined for a request without a body (GET info). */
+  promptChars(): number | undefined;
+  /** The output it asks for (max_tokens and its spellings), when it says. */
+  maxTokens(): number | undefined;
   /** The longest it may wait, ms (--queue-timeout-secs, shortened by the request's header). */
   timeoutMs(): number;
   /** Aborted when the client goes away. */
   readonly signal: Cancel;
 }
 
-/** Called once when the admitted request ends (answered, failed, client gone). */
-export type AdmissionRelease = () => void;
+/**
+ * How an admitted request ended, as far as a step cares (proxy/forward.ts's ForwardOutcome is
+ * one): a quota reconciles its estimate with the engine's reported usage.
+ */
+export interface RequestEnd {
+  readonly status: number;
+  /** The worker's status when the client got another (a client gone mid-answer: 499). */
+  readonly upstreamStatus?: number | undefined;
+  /** The engine's token counts, when its answer reported them (proxy/usage-tap.ts). */
+  readonly usage?:
+    | { readonly promptTokens: number; readonly completionTokens?: number | undefined }
+    | undefined;
+}
+
+/**
+ * Called once when the admitted request ends (answered, failed, client gone), with how it ended
+ * when it was forwarded (none when it never reached a worker).
+ */
+export type AdmissionRelease = (end?: RequestEnd) => void;
 
 /**
  * One step of admission: it lets the request go on (at once or after a wait) and is told when it
@@ -46,8 +67,8 @@ export class AdmissionPipeline {
 
   private async admitAll(ticket: AdmissionTicket): Promise<AdmissionRelease> {
     const releases: AdmissionRelease[] = [];
-    const releaseAll = () => {
-      for (let i = releases.length - 1; i >= 0; i--) (releases[i] as AdmissionRelease)();
+    const releaseAll = (end?: RequestEnd) => {
+      for (let i = releases.length - 1; i >= 0; i--) (releases[i] as AdmissionRelease)(end);
     };
     try {
       for (const step of this.steps) releases.push(await step.enter(ticket));
@@ -61,9 +82,9 @@ export class AdmissionPipeline {
 
 function once(release: AdmissionRelease): AdmissionRelease {
   let done = false;
-  return () => {
+  return (end) => {
     if (done) return;
     done = true;
-    release();
+    release(end);
   };
 }

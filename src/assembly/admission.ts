@@ -5,7 +5,11 @@ import type { IdentityOptions } from "../admission/identity.js";
 import { TenantTable } from "../admission/identity.js";
 import { type SaturationThresholds, saturationReason } from "../admission/saturation.js";
 import type { AdmissionConfig } from "../admission/settings.js";
+import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
+import { TenantQuotas } from "../quotas/tenant-quotas.js";
+import type { StateConfig } from "../state/settings.js";
+import { DEFAULT_CHARS_PER_TOKEN } from "../workers/chars-per-token.js";
 import type { WorkerRegistry } from "../workers/registry.js";
 
 /** Admission's parts, built once: the tenant table intake shares, the queue, its metrics. */
@@ -26,7 +30,13 @@ export function saturationThresholds(config: AdmissionConfig): SaturationThresho
 
 export function buildAdmission(
   config: AdmissionConfig,
-  deps: { registry: WorkerRegistry; metrics: Metrics },
+  deps: {
+    registry: WorkerRegistry;
+    metrics: Metrics;
+    logger: Logger;
+    /** --state-url and --state-key-prefix: where --tenant-quota's counters are shared. */
+    state: Pick<StateConfig, "url" | "keyPrefix">;
+  },
 ): AdmissionParts {
   const thresholds = saturationThresholds(config);
   const tenants = new TenantTable(config.maxTenants);
@@ -55,9 +65,44 @@ export function buildAdmission(
     queue.forgetTenant(tenant);
     metrics.forgetTenant(tenant);
   });
+  // --tenant-quota: a step before the queue; without it nothing runs per request.
+  const stateUrl = deps.state.url;
+  const quotas =
+    config.tenantQuotaFile === ""
+      ? undefined
+      : new TenantQuotas(
+          {
+            file: config.tenantQuotaFile,
+            ...(stateUrl !== undefined
+              ? { shared: { url: stateUrl, keyPrefix: deps.state.keyPrefix } }
+              : {}),
+          },
+          {
+            registry: deps.metrics.registry,
+            logger: deps.logger,
+            tenants,
+            charsPerToken: () => fleetCharsPerToken(deps.registry),
+            refused: (identity, reason) => metrics.refused(identity, reason),
+          },
+        );
   return {
-    admission: new Admission(queue, thresholds, config.queueWhenSaturated),
+    admission: new Admission(
+      queue,
+      thresholds,
+      config.queueWhenSaturated,
+      quotas === undefined ? [] : [quotas.step],
+      quotas === undefined ? [] : [quotas],
+    ),
     tenants,
     identity: { tenantHeader: config.tenantHeader, priorityHeader: config.priorityHeader },
   };
+}
+
+/** The workers' learned characters per prompt token, averaged (the default before any is learned). */
+function fleetCharsPerToken(registry: WorkerRegistry): number {
+  const workers = registry.list();
+  if (workers.length === 0) return DEFAULT_CHARS_PER_TOKEN;
+  let sum = 0;
+  for (const worker of workers) sum += worker.charsPerToken;
+  return sum / workers.length;
 }

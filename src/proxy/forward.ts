@@ -72,6 +72,8 @@ export interface ForwardOutcome {
   account?: RequestAccount;
   /** With prefill/decode disaggregation, the prefill side of the pair (`worker` is the decode side). */
   prefillWorker?: Worker;
+  /** The engine's token counts, when its answer reported them (a tenant quota charges them). */
+  usage?: ReportedUsage | undefined;
 }
 
 /** What the routes call for each data-plane request: a Forwarder, or a prefill/decode pair's (disaggregation/). */
@@ -244,12 +246,12 @@ export class Forwarder implements RequestForwarder {
             othersPrefilling,
           });
         if (account === undefined || !accepted(result.outcome))
-          return { ...base, ...result.outcome };
+          return { ...base, ...result.outcome, usage: result.usage };
         // A batch's usage is the sum over its prompts, not this text's: counted from the text then.
         const usage = routed.usageDescribesText ? result.usage : undefined;
         account.settle(usage?.promptTokens, usage?.cachedTokens, worker.charsPerToken);
         this.ledger?.record(account, req.requestId);
-        return { ...base, ...result.outcome, account };
+        return { ...base, ...result.outcome, account, usage: result.usage };
       }
       this.decider.rejected(decision, routed);
       lastFailure = result.failure;

@@ -11,6 +11,9 @@
  *   --enable-prompt-tokens-details, SGLang with --enable-cache-report:
  *   python/sglang/srt/entrypoints/openai/usage_processor.py) and SGLang `meta_info.cached_tokens`
  *   (always).
+ * - `"completion_tokens": N`: OpenAI `usage.completion_tokens` (the same places as prompt_tokens)
+ *   and SGLang `meta_info.completion_tokens` (tokenizer_manager.py, _handle_batch_output): what
+ *   a per-tenant quota charges for the output (quotas/quota-step.ts).
  * The last value seen wins: streams repeat them per chunk, and the final chunk carries the totals.
  *
  * Matching raw bytes is safe: inside a JSON string every `"` is escaped, so the quoted key
@@ -21,10 +24,14 @@ import { isJsonSpace } from "./json-space.js";
 
 const PROMPT_KEY = Buffer.from('"prompt_tokens"');
 const CACHED_KEY = Buffer.from('"cached_tokens"');
-/** What both keys end with, and the length of what comes before it (`"prompt`, `"cached`). */
+const COMPLETION_KEY = Buffer.from('"completion_tokens"');
+/**
+ * What every key ends with, and the length of the longest key and of what comes before its end
+ * (`"completion`): a jump back that far from an ending finds the quote of any key.
+ */
 const KEY_END = Buffer.from('_tokens"');
-const KEY_START_LENGTH = PROMPT_KEY.length - KEY_END.length;
-const KEY_LENGTH = PROMPT_KEY.length;
+const KEY_START_LENGTH = COMPLETION_KEY.length - KEY_END.length;
+const KEY_LENGTH = COMPLETION_KEY.length;
 const QUOTE = 0x22;
 const COLON = 0x3a;
 const DOT = 0x2e;
@@ -38,6 +45,8 @@ export interface ReportedUsage {
   promptTokens: number;
   /** Undefined when the engine does not report cached tokens (vLLM without the flag). */
   cachedTokens: number | undefined;
+  /** Tokens generated; undefined when not reported (an OpenAI stream without include_usage). */
+  completionTokens?: number | undefined;
 }
 
 enum Phase {
@@ -51,15 +60,19 @@ enum Phase {
   Digits,
 }
 
+type Target = "prompt" | "cached" | "completion";
+
 export class UsageTap {
   private promptTokens: number | undefined;
   private cachedTokens: number | undefined;
+  private completionTokens: number | undefined;
   /** Bytes of each key matched so far. */
   private promptAt = 0;
   private cachedAt = 0;
+  private completionAt = 0;
   private phase = Phase.Key;
   /** Which key the value being read belongs to. */
-  private target: "prompt" | "cached" = "prompt";
+  private target: Target = "prompt";
   private value = 0;
   private digits = 0;
 
@@ -73,7 +86,12 @@ export class UsageTap {
     const tail = end - KEY_LENGTH;
     let i = 0;
     while (i < end) {
-      if (this.phase === Phase.Key && this.promptAt === 0 && this.cachedAt === 0) {
+      if (
+        this.phase === Phase.Key &&
+        this.promptAt === 0 &&
+        this.cachedAt === 0 &&
+        this.completionAt === 0
+      ) {
         // Between matches: jump to the next place a whole key can be, found by the ending both
         // keys share (one native search over the chunk, instead of a step at every quote of the
         // JSON). A key whose end is not in this chunk can only start in its last bytes.
@@ -94,7 +112,11 @@ export class UsageTap {
   result(): ReportedUsage | undefined {
     this.endNumber();
     if (this.promptTokens === undefined) return undefined;
-    return { promptTokens: this.promptTokens, cachedTokens: this.cachedTokens };
+    return {
+      promptTokens: this.promptTokens,
+      cachedTokens: this.cachedTokens,
+      completionTokens: this.completionTokens,
+    };
   }
 
   private step(byte: number): void {
@@ -102,8 +124,10 @@ export class UsageTap {
       case Phase.Key:
         this.promptAt = advance(PROMPT_KEY, this.promptAt, byte);
         this.cachedAt = advance(CACHED_KEY, this.cachedAt, byte);
+        this.completionAt = advance(COMPLETION_KEY, this.completionAt, byte);
         if (this.promptAt === PROMPT_KEY.length) this.keyFound("prompt");
         else if (this.cachedAt === CACHED_KEY.length) this.keyFound("cached");
+        else if (this.completionAt === COMPLETION_KEY.length) this.keyFound("completion");
         return;
       case Phase.Colon:
         if (byte === COLON) this.phase = Phase.Value;
@@ -130,18 +154,20 @@ export class UsageTap {
     }
   }
 
-  private keyFound(target: "prompt" | "cached"): void {
+  private keyFound(target: Target): void {
     this.target = target;
     this.phase = Phase.Colon;
     this.promptAt = 0;
     this.cachedAt = 0;
+    this.completionAt = 0;
   }
 
   /** Stores the number being read, if any (a body may end right after it). */
   private endNumber(): void {
     if (this.phase !== Phase.Digits) return;
     if (this.target === "prompt") this.promptTokens = this.value;
-    else this.cachedTokens = this.value;
+    else if (this.target === "cached") this.cachedTokens = this.value;
+    else this.completionTokens = this.value;
     this.phase = Phase.Key;
   }
 
@@ -151,6 +177,7 @@ export class UsageTap {
     this.digits = 0;
     this.promptAt = byte === QUOTE ? 1 : 0;
     this.cachedAt = byte === QUOTE ? 1 : 0;
+    this.completionAt = byte === QUOTE ? 1 : 0;
   }
 }
 

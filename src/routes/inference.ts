@@ -133,6 +133,8 @@ async function admitAndForward(
   // Waits only while the router is at its limit or, with --queue-when-saturated, the fleet is.
   const admitting = ctx.admission.admit(admissionTicket(ctx, received, clientSignal));
   const release = typeof admitting === "function" ? admitting : await queued(admitting, trace);
+  // How it ended, for a quota to charge what the engine reported (none if it never left here).
+  let outcome: ForwardOutcome | undefined;
   try {
     const request: ForwardRequest = {
       routing: ctx.intake.route(received),
@@ -145,9 +147,10 @@ async function admitAndForward(
       trace,
     };
     const forwarder = endpoint === "models" ? ctx.modelsForwarder : ctx.forwarder;
-    return await forwarder.forward(request, res);
+    outcome = await forwarder.forward(request, res);
+    return outcome;
   } finally {
-    release();
+    release(outcome);
   }
 }
 

@@ -40,6 +40,8 @@ function ticket(
     identity: () => ({ tenant: "default", priority: 0, ...identity }),
     candidates: () => extra.workers ?? [],
     cost: () => extra.cost ?? 100,
+    promptChars: () => 400,
+    maxTokens: () => undefined,
     timeoutMs: () => extra.timeoutMs ?? 10_000,
     signal: extra.signal ?? new Cancel(),
   };

@@ -43,18 +43,45 @@ const SGLANG_GENERATE = JSON.stringify({
 
 describe("UsageTap", () => {
   it("reads prompt and cached tokens from an OpenAI body", () => {
-    expect(tapAll(OPENAI_BODY)).toEqual({ promptTokens: 1234, cachedTokens: 1024 });
+    expect(tapAll(OPENAI_BODY)).toEqual({
+      promptTokens: 1234,
+      cachedTokens: 1024,
+      completionTokens: 6,
+    });
   });
 
   it("reads the final usage chunk of an SSE stream (include_usage)", () => {
-    expect(tapAll(SSE_STREAM)).toEqual({ promptTokens: 77, cachedTokens: 64 });
+    expect(tapAll(SSE_STREAM)).toEqual({ promptTokens: 77, cachedTokens: 64, completionTokens: 2 });
   });
 
   it("reads SGLang meta_info from /generate, the last streamed chunk winning", () => {
-    expect(tapAll(SGLANG_GENERATE)).toEqual({ promptTokens: 500, cachedTokens: 256 });
+    expect(tapAll(SGLANG_GENERATE)).toEqual({
+      promptTokens: 500,
+      cachedTokens: 256,
+      completionTokens: 3,
+    });
     const first = `data: ${JSON.stringify({ text: "a", meta_info: { prompt_tokens: 9, cached_tokens: 0 } })}\n\n`;
     const last = `data: ${JSON.stringify({ text: "ab", meta_info: { prompt_tokens: 9, cached_tokens: 8 } })}\n\n`;
     expect(tapAll(first, last, "data: [DONE]\n\n")).toEqual({ promptTokens: 9, cachedTokens: 8 });
+  });
+
+  it("reads completion_tokens (what a tenant quota charges for the output), not its _details", () => {
+    const body = JSON.stringify({
+      usage: {
+        prompt_tokens: 10,
+        completion_tokens: 321,
+        completion_tokens_details: { reasoning_tokens: 7 },
+      },
+    });
+    expect(tapAll(body)?.completionTokens).toBe(321);
+    const streamed = `data: ${JSON.stringify({ text: "ab", meta_info: { prompt_tokens: 9, completion_tokens: 2 } })}\n\n`;
+    expect(
+      tapAll(streamed, streamed.replace('"completion_tokens":2', '"completion_tokens":40')),
+    ).toEqual({
+      promptTokens: 9,
+      cachedTokens: undefined,
+      completionTokens: 40,
+    });
   });
 
   it("reports no cached tokens when the engine does not (vLLM without the details flag)", () => {
