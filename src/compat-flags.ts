@@ -218,8 +218,16 @@ export const COMPAT_FLAGS: readonly CompatFlag[] = [
     arity: "many",
     note: "HTTPS workers are verified against Node's CA store (NODE_EXTRA_CA_CERTS adds one).",
   },
-  { flag: "--enable-trace", arity: "none", note: "No OpenTelemetry tracing." },
-  { flag: "--otlp-traces-endpoint", arity: "one", note: "No OpenTelemetry tracing." },
+  {
+    flag: "--enable-trace",
+    arity: "none",
+    note: "Tracing is on with --otlp-endpoint (OTLP/HTTP), docs/tracing.md.",
+  },
+  {
+    flag: "--otlp-traces-endpoint",
+    arity: "one",
+    note: "sgl-router's is OTLP/gRPC; radixgate exports OTLP/HTTP: use --otlp-endpoint (docs/tracing.md).",
+  },
   {
     flag: "--control-plane-audit-enabled",
     arity: "none",
