@@ -20,7 +20,11 @@ export type MemoryChildReply =
 const root = process.argv[2] ?? process.cwd();
 const src = (path: string) => pathToFileURL(join(root, "src", path)).href;
 const { startRouter } = (await import(src("server.ts"))) as typeof import("../../src/server.js");
-const { defaultConfig } = (await import(src("config.ts"))) as typeof import("../../src/config.js");
+const configModule = (await import(src("config.ts"))) as {
+  defaultConfig: () => object;
+  /** Since issue 21's nested Config; a base checkout from before has only the flat defaultConfig. */
+  configWith?: (values: Record<string, unknown>) => object;
+};
 const { createLogger } = (await import(src("logger.ts"))) as typeof import("../../src/logger.js");
 
 let router: Awaited<ReturnType<typeof startRouter>> | undefined;
@@ -48,12 +52,10 @@ process.on("message", async (msg: MemoryChildRequest) => {
     return;
   }
   try {
-    const config = {
-      ...defaultConfig(),
-      host: "127.0.0.1",
-      port: 0,
-      workerUrls: msg.workerUrls,
-      logLevel: "warn",
+    const settings = { host: "127.0.0.1", port: 0, workerUrls: msg.workerUrls, logLevel: "warn" };
+    const config = configModule.configWith?.(settings) ?? {
+      ...configModule.defaultConfig(),
+      ...settings,
     };
     router = await startRouter(config as Parameters<typeof startRouter>[0], {
       logger: createLogger({ level: "warn" }),

@@ -19,7 +19,7 @@
  *   reported queue + this router's requests in flight there); `rankOf` names that rank, `insert` records the request there.
  */
 
-import { isHigh } from "../tree/radix-tree.js";
+import { isHigh } from "../tree/edge-match.js";
 import { ForwardingIndex } from "./forwarding-index.js";
 import type { PreciseIndex } from "./precise-index.js";
 import type { PrefixIndex, PrepareRequest } from "./prefix-index.js";

@@ -5,18 +5,11 @@ import {
   DEFAULT_MAX_CHARS,
   highWaterMark,
 } from "../tree/char-budget.js";
-import {
-  addChild,
-  childOf,
-  childrenOf,
-  isLeaf,
-  removeChild,
-  replaceChild,
-} from "../tree/child-container.js";
-import { LeafQueue } from "../tree/leaf-queue.js";
-import { edgeMatch, isHigh, isLow, ownCopy } from "../tree/radix-tree.js";
+import { addChild, childOf, childrenOf, isLeaf } from "../tree/child-container.js";
+import { edgeMatch, isHigh, isLow, ownCopy } from "../tree/edge-match.js";
 import type { EvictionUnit, PrefixIndex } from "./prefix-index.js";
-import { Claim, type ClaimOwner, claimOf, SharedNode } from "./shared-node.js";
+import { SharedForest, WorkerClaims, type WorkerEviction } from "./shared-forest.js";
+import { type Claim, type ClaimOwner, claimOf, SharedNode } from "./shared-node.js";
 
 export interface SharedIndexOptions {
   /** Budget of each worker, in characters (default 2^26). */
@@ -36,30 +29,6 @@ export interface SharedIndexOptions {
 const SLICE_CLAIMS = 16_384;
 const DEFAULT_SLICE_CHARS = 1 << 20;
 
-/** One worker's part of the index: its budget, its characters and its LRU of leaf claims. */
-class WorkerClaims implements ClaimOwner, EvictionUnit {
-  budget: number;
-  highWater: number;
-  chars = 0;
-  readonly leaves: LeafQueue<Claim>;
-
-  constructor(
-    readonly id: string,
-    readonly slot: number,
-    budget: number,
-    private readonly index: SharedIndex,
-  ) {
-    this.budget = budget;
-    this.highWater = index.highWaterOf(budget);
-    this.leaves = new LeafQueue<Claim>(new Claim(this, new SharedNode("", -1, null), null, 0));
-  }
-
-  /** One slice of eviction towards the budget (what the eviction timer calls). */
-  evict(): number {
-    return this.index.evictSlice(this, this.budget, false);
-  }
-}
-
 /**
  * One tree per model holding every worker's routed texts, whose nodes record which workers hold
  * them (the SGLang router's shared radix tree, in TypeScript): matching walks the text once and
@@ -71,19 +40,18 @@ class WorkerClaims implements ClaimOwner, EvictionUnit {
  * and a node goes only when no worker claims it any more. Lengths are in UTF-16 code units at code
  * point boundaries, exactly as the per-worker trees count them.
  */
-export class SharedIndex implements PrefixIndex {
+export class SharedIndex implements PrefixIndex, WorkerEviction {
   readonly name = "shared";
   private readonly budget: number;
   private readonly onEvict: ((evictedChars: number) => void) | undefined;
   private readonly sliceChars: number;
   private readonly highWaterRatio: number;
-  /** Roots by model ("" for none); a root whose tree empties is dropped. */
-  private readonly roots = new Map<string, SharedNode>();
+  /** The trees, one per model, and the claim surgery on them. */
+  private readonly forest = new SharedForest();
   private readonly workers = new Map<string, WorkerClaims>();
   private readonly freeSlots: number[] = [];
   private nextSlot = 0;
   private clock = 0;
-  private nodes = 0;
   /** Scratch for match, by worker slot: matched length, valid when stamp === the match's stamp. */
   private readonly held: number[] = [];
   private readonly stamps: number[] = [];
@@ -119,10 +87,10 @@ export class SharedIndex implements PrefixIndex {
   removeWorker(workerId: string): void {
     const worker = this.workers.get(workerId);
     if (worker === undefined) return;
-    for (const root of [...this.roots.values()]) {
+    for (const root of [...this.forest.roots.values()]) {
       for (const child of [...childrenOf(root)]) {
         const claim = claimOf(child, worker);
-        if (claim !== undefined) this.dropSubtree(claim);
+        if (claim !== undefined) this.forest.dropSubtree(claim);
       }
     }
     this.workers.delete(workerId);
@@ -137,7 +105,7 @@ export class SharedIndex implements PrefixIndex {
     out: number[],
   ): void {
     const count = workers.length;
-    const root = this.roots.get(model ?? "");
+    const root = this.forest.root(model, false);
     if (root === undefined || text.length === 0) {
       for (let i = 0; i < count; i++) out[i] = 0;
       return;
@@ -176,13 +144,8 @@ export class SharedIndex implements PrefixIndex {
     const worker = this.workers.get(workerId);
     const n = text.length;
     if (worker === undefined || n === 0) return;
-    const modelKey = model ?? "";
-    let root = this.roots.get(modelKey);
-    if (root === undefined) {
-      // A root's label names its model (roots are never matched as edges).
-      root = new SharedNode(modelKey, -1, null);
-      this.roots.set(modelKey, root);
-    }
+    const forest = this.forest;
+    const root = forest.root(model, true)!;
     const now = ++this.clock;
     let node = root;
     let up: Claim | null = null;
@@ -193,14 +156,14 @@ export class SharedIndex implements PrefixIndex {
       if (child === undefined) {
         child = new SharedNode(ownCopy(text.slice(pos)), key, node);
         addChild(node, child);
-        this.nodes++;
-        up = this.claim(worker, child, up, now);
+        forest.nodeCount++;
+        up = forest.claim(worker, child, up, now);
         break;
       }
       const k = edgeMatch(text, pos, child.label);
       // Diverged inside the edge (k >= 1: the first code points are equal): split it at k.
-      if (k !== child.label.length) child = this.split(node, child, k);
-      up = this.claim(worker, child, up, now);
+      if (k !== child.label.length) child = forest.split(node, child, k);
+      up = forest.claim(worker, child, up, now);
       node = child;
       pos += k;
     }
@@ -217,7 +180,7 @@ export class SharedIndex implements PrefixIndex {
       throw new RangeError(`SharedIndex truncate keep must be a number >= 0, got ${String(keep)}`);
     }
     const worker = this.workers.get(workerId);
-    const root = this.roots.get(model ?? "");
+    const root = this.forest.root(model, false);
     const n = text.length;
     let cut = Math.floor(keep);
     if (worker === undefined || root === undefined || cut >= n) return 0;
@@ -239,8 +202,8 @@ export class SharedIndex implements PrefixIndex {
       }
       // The cut falls inside this edge: split there, so the other workers keep the whole edge
       // and this worker keeps the head. Then drop the worker's claims from the cut down.
-      if (pos < cut) child = this.split(node, child, cut - pos).kids![0]!;
-      return this.dropSubtree(claimOf(child, worker)!);
+      if (pos < cut) child = this.forest.split(node, child, cut - pos).kids![0]!;
+      return this.forest.dropSubtree(claimOf(child, worker)!);
     }
     return 0;
   }
@@ -285,20 +248,12 @@ export class SharedIndex implements PrefixIndex {
 
   /** Nodes in all trees (roots not counted). */
   get nodeCount(): number {
-    return this.nodes;
+    return this.forest.nodeCount;
   }
 
   /** Characters in all trees, each node counted once however many workers claim it. */
   get charCount(): number {
-    let chars = 0;
-    for (const root of this.roots.values()) {
-      const stack = [...childrenOf(root)];
-      for (let node = stack.pop(); node !== undefined; node = stack.pop()) {
-        chars += node.label.length;
-        stack.push(...childrenOf(node));
-      }
-    }
-    return chars;
+    return this.forest.charCount;
   }
 
   /**
@@ -319,7 +274,7 @@ export class SharedIndex implements PrefixIndex {
       }
       const leaf = worker.leaves.popOldest();
       if (leaf === undefined) break;
-      evicted += this.dropClaim(leaf);
+      evicted += this.forest.dropClaim(leaf);
       claims++;
     }
     if (evicted > 0 && this.onEvict !== undefined) this.onEvict(evicted);
@@ -339,7 +294,7 @@ export class SharedIndex implements PrefixIndex {
       leafClaims.set(worker, worker.leaves.check());
     }
     let nodes = 0;
-    for (const [model, root] of this.roots) {
+    for (const [model, root] of this.forest.roots) {
       if (isLeaf(root)) throw new Error(`empty tree kept for model ${JSON.stringify(model)}`);
       if (root.claims.length > 0) throw new Error("root claimed");
       const stack = [...childrenOf(root)];
@@ -366,99 +321,11 @@ export class SharedIndex implements PrefixIndex {
         }
       }
     }
-    if (nodes !== this.nodes) throw new Error("node count wrong");
+    if (nodes !== this.forest.nodeCount) throw new Error("node count wrong");
     for (const worker of this.workers.values()) {
       if (chars.get(worker.id) !== worker.chars) throw new Error("worker char count wrong");
     }
     return chars;
-  }
-
-  /** The worker's claim on `node`, made (and counted) if it had none; refreshes its recency. */
-  private claim(worker: WorkerClaims, node: SharedNode, up: Claim | null, now: number): Claim {
-    const found = claimOf(node, worker);
-    if (found !== undefined) {
-      found.access = now;
-      return found;
-    }
-    const claim = new Claim(worker, node, up, now);
-    node.claims.push(claim);
-    worker.chars += node.label.length;
-    // The parent's claim stops being a leaf of the worker's LRU.
-    if (up !== null && up.children++ === 0) worker.leaves.detach(up);
-    return claim;
-  }
-
-  /**
-   * Splits `child` (under `parent`) after its first `k` code units; returns the new upper node.
-   * Every claim on the child is copied onto the upper node with the same recency, so each
-   * worker's characters and leaves stay what they were.
-   */
-  private split(parent: SharedNode, child: SharedNode, k: number): SharedNode {
-    const label = child.label;
-    const upper = new SharedNode(ownCopy(label.slice(0, k)), child.key, parent);
-    const tail = ownCopy(label.slice(k));
-    child.label = tail;
-    child.key = tail.codePointAt(0)!;
-    child.parent = upper;
-    upper.kids = [child];
-    replaceChild(parent, child, upper);
-    const claims = child.claims;
-    const copies = new Array<Claim>(claims.length);
-    for (let i = 0; i < claims.length; i++) {
-      const below = claims[i]!;
-      const copy = new Claim(below.owner, upper, below.up, below.access);
-      copy.children = 1;
-      below.up = copy;
-      copies[i] = copy;
-    }
-    upper.claims = copies;
-    this.nodes++;
-    return upper;
-  }
-
-  /**
-   * Removes one claim that has no claims of its worker below it; its parent claim becomes a leaf
-   * when this was its last child, and the node goes when no one claims it. Returns its characters.
-   */
-  private dropClaim(claim: Claim): number {
-    const worker = claim.owner as WorkerClaims;
-    const node = claim.node;
-    worker.leaves.detach(claim);
-    const claims = node.claims;
-    const last = claims.pop()!;
-    if (last !== claim) claims[claims.indexOf(claim)] = last;
-    const len = node.label.length;
-    worker.chars -= len;
-    const up = claim.up;
-    if (up !== null && --up.children === 0) worker.leaves.promote(up);
-    if (claims.length === 0) {
-      // No one else holds it, hence no one holds anything below it either: it is a leaf.
-      const parent = node.parent!;
-      removeChild(parent, node);
-      node.parent = null;
-      this.nodes--;
-      if (parent.parent === null && isLeaf(parent)) this.roots.delete(parent.label);
-    }
-    return len;
-  }
-
-  /** Drops `top` and every claim of the same worker below it; returns the characters dropped. */
-  private dropSubtree(top: Claim): number {
-    const worker = top.owner;
-    const order: Claim[] = [];
-    const stack = [top];
-    for (let claim = stack.pop(); claim !== undefined; claim = stack.pop()) {
-      order.push(claim);
-      if (claim.children === 0) continue;
-      for (const kid of childrenOf(claim.node)) {
-        const below = claimOf(kid, worker);
-        if (below !== undefined) stack.push(below);
-      }
-    }
-    let dropped = 0;
-    // Deepest first, so each claim is a leaf when it goes.
-    for (let i = order.length - 1; i >= 0; i--) dropped += this.dropClaim(order[i]!);
-    return dropped;
   }
 
   /** Slots of the candidates (-1 for an unknown worker), cached while the same ids come back. */

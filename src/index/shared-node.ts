@@ -9,7 +9,7 @@
 
 import type { ChildContainer } from "../tree/child-container.js";
 
-/** Per-worker state the claims point at (owned by shared-index.ts). */
+/** Per-worker state the claims point at (shared-forest.ts: WorkerClaims). */
 export interface ClaimOwner {
   /** Index into the per-slot scratch arrays used by match. */
   readonly slot: number;
@@ -34,7 +34,7 @@ export class Claim {
 }
 
 export class SharedNode implements ChildContainer<SharedNode> {
-  /** Edge label from the parent, a flat string (see ownCopy in tree/radix-tree.ts). */
+  /** Edge label from the parent, a flat string (see ownCopy in tree/edge-match.ts). */
   label: string;
   /** First code point of `label` (the key under which the parent holds this node). */
   key: number;
