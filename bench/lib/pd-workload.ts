@@ -16,12 +16,14 @@ import { parseArgs } from "node:util";
 import { CHARS_PER_TOKEN } from "../../sim/tokenizer.js";
 import { type SimWorker, startSimWorker } from "../../sim/worker.js";
 import { promptTextOf } from "../../sim/workloads.js";
+import type { AccountTotals } from "../../src/cache-account/account-totals.js";
 import { configWith } from "../../src/config.js";
 import { createLogger } from "../../src/logger.js";
-import type { PolicyName } from "../../src/policies/policy.js";
+import { POLICY_NAMES, type PolicyName } from "../../src/policies/policy.js";
 import { startRouter } from "../../src/server.js";
 import { fmt, type LatencySummary, summarizeMs } from "./latency.js";
 import { loadAgent, type RequestOutcome, runLoad } from "./load.js";
+import { combineAccounts, printAccountTable, routersAccount } from "./routing-account.js";
 import { requestFor } from "./routing-runner.js";
 import {
   FULL_PRESET,
@@ -46,6 +48,8 @@ export interface PdRow {
   requestsPerSec: number;
   /** Requests per prefill worker. */
   perPrefill: number[];
+  /** The router's cache account of the row (the prefill side's choice: src/cache-account/). */
+  account?: AccountTotals | undefined;
 }
 
 interface PdOptions {
@@ -57,7 +61,32 @@ interface PdOptions {
   quick: boolean;
 }
 
-function parsePdCli(argv: string[]): PdOptions {
+/** A whole number ≥ min from a flag, or the default when the flag is absent; else a clear error. */
+function count(flag: string, raw: string | undefined, fallback: number, min: number): number {
+  if (raw === undefined) return fallback;
+  const v = Number(raw);
+  if (!Number.isInteger(v) || v < min) throw new Error(`--${flag} must be an integer >= ${min}`);
+  return v;
+}
+
+/**
+ * --policies for the PD rows: known policy names only (each row is a --prefill-policy). A name
+ * that is not one was cast and passed on before, so a typo gave no row instead of an error.
+ */
+export function parsePdPolicies(raw: string | undefined): PolicyName[] {
+  if (raw === undefined) return [...DEFAULT_ROWS];
+  const names = raw.split(",").map((p) => p.trim());
+  for (const p of names) {
+    if (!(POLICY_NAMES as readonly string[]).includes(p)) {
+      throw new Error(
+        `--policies (--workload pd): unknown prefill policy "${p}"; expected some of ${POLICY_NAMES.join(",")}`,
+      );
+    }
+  }
+  return names as PolicyName[];
+}
+
+export function parsePdCli(argv: string[]): PdOptions {
   const { values } = parseArgs({
     args: argv,
     options: {
@@ -71,13 +100,13 @@ function parsePdCli(argv: string[]): PdOptions {
     },
   });
   const preset = pdPreset(values.quick);
-  if (values.concurrency !== undefined) preset.concurrency = Number(values.concurrency);
+  preset.concurrency = count("concurrency", values.concurrency, preset.concurrency, 1);
   return {
     preset,
-    prefillWorkers: Number(values["prefill-workers"] ?? preset.workers),
-    decodeWorkers: Number(values["decode-workers"] ?? 2),
-    rows: (values.policies?.split(",") as PolicyName[] | undefined) ?? DEFAULT_ROWS,
-    repeats: Number(values.repeats ?? 3),
+    prefillWorkers: count("prefill-workers", values["prefill-workers"], preset.workers, 1),
+    decodeWorkers: count("decode-workers", values["decode-workers"], 2, 1),
+    rows: parsePdPolicies(values.policies),
+    repeats: count("repeats", values.repeats, 3, 1),
     quick: values.quick,
   };
 }
@@ -167,6 +196,7 @@ async function runRow(o: PdOptions, policy: PolicyName, repeat: number): Promise
       e2eMs: summarizeMs(ok.map((x) => x.e2eMs)),
       requestsPerSec: (ok.length * 1000) / run.wallMs,
       perPrefill: prefill.map((p) => p.stats().requests),
+      account: routersAccount([router]),
     };
   } finally {
     await agent.close();
@@ -221,6 +251,16 @@ export async function pdMain(argv: string[], command: string): Promise<void> {
       "per prefill (last)",
     ],
     table,
+  );
+  printAccountTable(
+    o.rows.map((policy) => {
+      const rows = results.filter((x) => x.prefillPolicy === policy);
+      return {
+        row: policy,
+        requests: rows.reduce((n, x) => n + x.requests, 0),
+        account: combineAccounts(rows.map((x) => x.account)),
+      };
+    }),
   );
   const dir = join(import.meta.dirname, "..", "results");
   mkdirSync(dir, { recursive: true });

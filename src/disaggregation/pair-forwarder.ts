@@ -29,6 +29,7 @@ import {
   viaToken,
   withWorkerAuth,
 } from "../proxy/headers.js";
+import { IdleSweep } from "../proxy/idle-sweep.js";
 import { modelNotFound } from "../proxy/no-worker-answers.js";
 import { routeHeader } from "../proxy/route-header.js";
 import type { AttemptFailure } from "../proxy/upstream-failure.js";
@@ -67,6 +68,8 @@ export class PairForwarder implements RequestForwarder {
     this.relayLimits = {
       idleTimeoutMs: settings.idleTimeoutMs,
       clientStallMs: settings.clientStallMs,
+      // One timer for the idle limit of every open side, as the regular forwarder keeps it.
+      idle: new IdleSweep(settings.idleTimeoutMs),
     };
     this.dispatch = protocol === "sglang" ? sglangPair : vllmPair;
   }
