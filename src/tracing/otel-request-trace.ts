@@ -78,6 +78,7 @@ export class OtelRequestTrace implements RequestTrace {
     });
     const request = this.span;
     let open = true;
+    let firstByteSeen = false;
     return {
       inject: (headers) => {
         const out = { ...headers };
@@ -88,10 +89,15 @@ export class OtelRequestTrace implements RequestTrace {
         span.setAttribute("http.response.status_code", code);
         if (code >= 400) span.setStatus({ code: SpanStatusCode.ERROR });
       },
+      // Called for every chunk on some paths (a PD prefill answer drained): recorded once.
       firstByte: () => {
-        if (!open) return;
+        if (!open || firstByteSeen) return;
+        firstByteSeen = true;
         span.addEvent("first_byte");
-        request.addEvent("first_byte", { "radixgate.worker": worker.id });
+        request.addEvent("first_byte", {
+          "radixgate.worker": worker.id,
+          ...(side !== undefined ? { "radixgate.side": side } : {}),
+        });
       },
       end: (outcome: TracedAttemptEnd) => {
         if (!open) return;

@@ -37,7 +37,10 @@ export interface AttemptTrace {
   inject(headers: Record<string, string | string[]>): Record<string, string | string[]>;
   /** The worker's answer began with this status (a retried 503 included). */
   status(code: number): void;
-  /** The worker's first body byte: an event on the attempt's and the request's span. */
+  /**
+   * The worker's first body byte: an event on the attempt's and the request's span (once; with a
+   * prefill/decode pair each side's, the side named).
+   */
   firstByte(): void;
   end(outcome: TracedAttemptEnd): void;
 }

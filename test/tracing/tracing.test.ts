@@ -167,7 +167,17 @@ describe("OpenTelemetry tracing over OTLP/HTTP (--otlp-endpoint)", () => {
       { otlpEndpoint: endpoint },
     );
     try {
-      const res = await chat(fleet.router, { traceparent: TRACEPARENT });
+      // Streamed: the prefill side's answer is drained chunk by chunk too.
+      const res = await postJson(
+        `${fleet.router.url}/v1/chat/completions`,
+        {
+          model: "m",
+          messages: [{ role: "user", content: "a prompt long enough to be worth routing on" }],
+          max_tokens: 8,
+          stream: true,
+        },
+        { traceparent: TRACEPARENT },
+      );
       expect(res.status).toBe(200);
       await res.text();
     } finally {
@@ -189,5 +199,9 @@ describe("OpenTelemetry tracing over OTLP/HTTP (--otlp-endpoint)", () => {
       `00-${TRACE_ID}-${bySide("decode")?.spanId}-01`,
     );
     expect(byName(spans, "decision")[0]?.parentSpanId).toBe(request?.spanId);
+    // One first_byte per side, however many chunks its answer came in.
+    for (const a of attempts)
+      expect(a.events?.filter((e) => e.name === "first_byte").length ?? 0).toBeLessThanOrEqual(1);
+    expect(request?.events?.filter((e) => e.name === "first_byte").length).toBeLessThanOrEqual(2);
   });
 });
