@@ -1,6 +1,7 @@
 import {
   MAX_OPS_PER_MESSAGE,
   readSiblingMessage,
+  type SiblingMemberChange,
   type SiblingMessage,
 } from "./sibling-messages.js";
 import type { StateOp } from "./state-op.js";
@@ -11,6 +12,8 @@ const REPLAY_MAX_OPS = 10_000;
 const REPLAY_MAX_CHARS = 16 * 1024 * 1024;
 /** New-prefix claims held at once; past it the oldest is forgotten (it would expire anyway). */
 const MAX_CLAIMS = 65_536;
+/** Admin-made membership changes kept (the last one per worker URL); past it the oldest goes. */
+const MAX_MEMBER_CHANGES = 4096;
 /** Longest claim life a process may ask for. */
 const MAX_CLAIM_TTL_MS = 600_000;
 
@@ -27,6 +30,8 @@ interface Member {
  * - relays each process's decisions (index ops) and in-flight counts to every other process;
  * - answers new-prefix claims, first come first served, as Redis's `SET NX` does between hosts:
  *   the primary is the one place two processes' claims meet, so they never race;
+ * - relays membership changes made through one process's admin API, and keeps the last one per
+ *   worker (bounded), so a process that starts later routes to the same workers;
  * - keeps the newest decisions (bounded) and every process's last counts, for a process that
  *   starts later (one restarted after a crash), which gets them before it serves;
  * - tells the others when a process is gone, so that its counts stop weighing.
@@ -41,6 +46,8 @@ export class SiblingHub {
   private readonly recent: StateOp[] = [];
   private recentHead = 0;
   private recentChars = 0;
+  /** Worker URL → the last admin-made change for it; insertion order = age. */
+  private readonly memberChanges = new Map<string, SiblingMemberChange>();
   /** key → claim value and its expiry (epoch ms); insertion order = age. */
   private readonly claims = new Map<string, { value: string; expires: number }>();
 
@@ -85,6 +92,16 @@ export class SiblingHub {
       case "load":
         this.keepLoad(id, message.counts);
         this.broadcast(id, { rg: "sib", t: "load", from: id, counts: message.counts });
+        break;
+      case "member":
+        // Moved to the end: the replay gives the changes in the order they were last made.
+        this.memberChanges.delete(message.change.url);
+        this.memberChanges.set(message.change.url, message.change);
+        for (const url of this.memberChanges.keys()) {
+          if (this.memberChanges.size <= MAX_MEMBER_CHANGES) break;
+          this.memberChanges.delete(url);
+        }
+        this.broadcast(id, { rg: "sib", t: "member", from: id, change: message.change });
         break;
       case "claim":
         member.send({
@@ -153,8 +170,18 @@ export class SiblingHub {
     }
   }
 
-  /** What a starting process needs: the newest decisions, its siblings' counts, then "ready". */
+  /** Admin-made membership changes kept for replay. */
+  get memberChangeCount(): number {
+    return this.memberChanges.size;
+  }
+
+  /**
+   * What a starting process needs: the admin-made membership (first: the decisions that follow
+   * name those workers), the newest decisions, its siblings' counts, then "ready".
+   */
   private replayTo(member: Member): void {
+    for (const change of this.memberChanges.values())
+      member.send({ rg: "sib", t: "member", change });
     for (let i = this.recentHead; i < this.recent.length; i += MAX_OPS_PER_MESSAGE) {
       const end = Math.min(i + MAX_OPS_PER_MESSAGE, this.recent.length);
       member.send({ rg: "sib", t: "ops", ops: this.recent.slice(i, end) });

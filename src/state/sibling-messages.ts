@@ -7,10 +7,21 @@ import type { StateOp } from "./state-op.js";
  *
  * process → hub: hello (a process starting; the hub replays what it kept), ops (its decisions,
  * with its counts when they changed), load (its in-flight counts per worker, whole, when they
- * changed without a decision), claim (a new prefix, SET NX semantics).
- * hub → process: ops / load (a sibling's, with its id), claimed (the answer to a claim),
+ * changed without a decision), claim (a new prefix, SET NX semantics), member (a worker added or
+ * removed through its admin API).
+ * hub → process: ops / load / member (a sibling's, with its id), claimed (the answer to a claim),
  * ready (the replay is over), gone (a sibling exited: forget its counts).
  */
+
+/**
+ * A membership change made through one process's admin API, for its siblings: an add carries the
+ * worker's fields as POST /workers takes them (url, api_key, worker_type...), parsed again by the
+ * receiver (discovery/sibling-membership.ts); a remove, the worker's canonical URL.
+ */
+export type SiblingMemberChange =
+  | { readonly kind: "add"; readonly url: string; readonly fields: Record<string, MemberField> }
+  | { readonly kind: "remove"; readonly url: string };
+export type MemberField = string | number | null;
 export type SiblingMessage =
   | { readonly rg: "sib"; readonly t: "hello" }
   | {
@@ -36,6 +47,12 @@ export type SiblingMessage =
       readonly ttlMs: number;
     }
   | { readonly rg: "sib"; readonly t: "claimed"; readonly n: number; readonly value: string }
+  | {
+      readonly rg: "sib";
+      readonly t: "member";
+      readonly from?: number;
+      readonly change: SiblingMemberChange;
+    }
   | { readonly rg: "sib"; readonly t: "ready" }
   | { readonly rg: "sib"; readonly t: "gone"; readonly from: number };
 
@@ -75,6 +92,26 @@ function readCounts(raw: unknown): Record<string, number> | undefined {
   return counts;
 }
 
+/** Fields of a worker at most (POST /workers has six). */
+const MAX_MEMBER_FIELDS = 16;
+
+/** A membership change as received, or undefined when it is not one. */
+function readMemberChange(v: unknown): SiblingMemberChange | undefined {
+  if (!isObject(v) || !shortString(v.url)) return undefined;
+  if (v.kind === "remove") return { kind: "remove", url: v.url };
+  if (v.kind !== "add" || !isObject(v.fields)) return undefined;
+  const entries = Object.entries(v.fields);
+  if (entries.length > MAX_MEMBER_FIELDS) return undefined;
+  const fields: Record<string, MemberField> = {};
+  for (const [name, value] of entries) {
+    const ok =
+      value === null || shortString(value) || (typeof value === "number" && Number.isFinite(value));
+    if (!ok || name.length > 64) return undefined;
+    fields[name] = value as MemberField;
+  }
+  return { kind: "add", url: v.url, fields };
+}
+
 /**
  * A message from the channel, checked (its peer is a process of the same program, but a bad
  * message must never crash the reader): undefined for anything that is not one of ours or not
@@ -107,6 +144,10 @@ export function readSiblingMessage(raw: unknown): SiblingMessage | undefined {
       if (!count(raw.n) || !shortString(raw.key) || !shortString(raw.value)) return undefined;
       if (!count(raw.ttlMs)) return undefined;
       return { rg: "sib", t: "claim", n: raw.n, key: raw.key, value: raw.value, ttlMs: raw.ttlMs };
+    case "member": {
+      const change = readMemberChange(raw.change);
+      return change === undefined ? undefined : { rg: "sib", t: "member", change, ...from };
+    }
     case "claimed":
       if (!count(raw.n) || !shortString(raw.value)) return undefined;
       return { rg: "sib", t: "claimed", n: raw.n, value: raw.value };

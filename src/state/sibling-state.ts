@@ -11,6 +11,7 @@ import {
   MAX_OPS_PER_MESSAGE,
   readSiblingMessage,
   SIBLING_MAX_TEXT_CHARS,
+  type SiblingMemberChange,
   type SiblingMessage,
 } from "./sibling-messages.js";
 import type { StateOp } from "./state-op.js";
@@ -30,6 +31,8 @@ export interface SiblingStateOptions {
  * message costs tens of µs of CPU at each end (bench:cluster), so not every millisecond.
  */
 const LOAD_CHECK_MS = 20;
+/** Siblings' decision batches held while a sibling's new worker is being added (then applied). */
+const MAX_HELD_BATCHES = 64;
 /** How long start() waits for the primary's replay. */
 const START_WAIT_MS = 3000;
 
@@ -67,6 +70,12 @@ export class SiblingState {
     this.readyResolve = resolve;
   });
   private stopped = false;
+  /** Applies a sibling's admin-made membership change (discovery/sibling-membership.ts). */
+  private memberListener: ((change: SiblingMemberChange) => Promise<void>) | undefined;
+  /** Workers a sibling added that are not in the registry yet: their decisions wait for them. */
+  private readonly awaitedWorkers = new Set<string>();
+  /** Decision batches waiting for those workers (bounded; the oldest dropped: hints). */
+  private held: SiblingMessage[] = [];
   /** Ops dropped because the queue was full (tests, logs). */
   dropped = 0;
 
@@ -103,9 +112,31 @@ export class SiblingState {
   attach(registry: WorkerRegistry, peers: PeerInFlight): void {
     this.registry = registry;
     this.peers = peers;
-    registry.onChange((event) => {
-      if (event === "added") this.applyCounts();
+    registry.onChange((event, worker) => {
+      if (event !== "added") return;
+      this.applyCounts();
+      if (this.awaitedWorkers.delete(worker.url)) this.applyHeld();
     });
+  }
+
+  /**
+   * Membership changes made through the siblings' admin APIs arrive at `listener` (which adds the
+   * worker through the membership path); none is sent or applied unless this is called (with
+   * --state-url, membership travels through Redis instead).
+   */
+  onMembership(listener: (change: SiblingMemberChange) => Promise<void>): void {
+    this.memberListener = listener;
+  }
+
+  /** One of this process's admin-made membership changes, for the siblings (never dropped). */
+  sendMembership(change: SiblingMemberChange): void {
+    if (this.stopped || this.memberListener === undefined) return;
+    if (!this.transport.send({ rg: "sib", t: "member", change })) {
+      this.logger.warn(
+        { url: change.url, change: change.kind },
+        "radixgate-cluster: the channel to the primary is closed; the other processes did not get this membership change",
+      );
+    }
   }
 
   /** Asks the primary for the recent decisions and waits (bounded) until they are applied. */
@@ -200,7 +231,20 @@ export class SiblingState {
   private receive(raw: unknown): void {
     const message: SiblingMessage | undefined = readSiblingMessage(raw);
     if (message === undefined) return;
+    // A sibling's new worker is being added: its decisions (and the replay's end) wait for it.
+    if ((message.t === "ops" || message.t === "ready") && this.awaitedWorkers.size > 0) {
+      this.held.push(message);
+      if (this.held.length > MAX_HELD_BATCHES) this.held.shift();
+      return;
+    }
+    this.handle(message);
+  }
+
+  private handle(message: SiblingMessage): void {
     switch (message.t) {
+      case "member":
+        this.memberChanged(message.change);
+        break;
       case "ops":
         for (const op of message.ops) this.apply(op);
         if (message.counts !== undefined && message.from !== undefined) {
@@ -225,6 +269,31 @@ export class SiblingState {
       default:
         break;
     }
+  }
+
+  /** A sibling's membership change: applied, its decisions held until its worker is added. */
+  private memberChanged(change: SiblingMemberChange): void {
+    const listener = this.memberListener;
+    if (listener === undefined) return;
+    if (change.kind === "add" && this.registry?.get(change.url) === undefined) {
+      this.awaitedWorkers.add(change.url);
+    }
+    listener(change)
+      .catch((err: unknown) =>
+        this.logger.warn({ err, url: change.url }, "a sibling's membership change failed here"),
+      )
+      .finally(() => {
+        // Refused or failed: nothing waits for it any longer.
+        if (this.awaitedWorkers.delete(change.url)) this.applyHeld();
+      });
+  }
+
+  /** The held batches, in order, once no sibling's worker is awaited. */
+  private applyHeld(): void {
+    if (this.awaitedWorkers.size > 0) return;
+    const held = this.held;
+    this.held = [];
+    for (const message of held) this.handle(message);
   }
 
   /** A sibling's decision, applied to this process's own index for a worker it has. */

@@ -31,6 +31,49 @@ describe("SiblingHub (radixgate-cluster's primary relaying its processes' decisi
     }
   });
 
+  it("relays admin-made membership and replays the last change per worker, before the decisions, to a later process", () => {
+    const { hub, inbox } = hubWith(2);
+    const add = (url: string) => ({ kind: "add", url, fields: { url, api_key: "k" } });
+    hub.receive(1, { rg: "sib", t: "member", change: add("http://10.0.0.1:1") });
+    hub.receive(1, { rg: "sib", t: "member", change: add("http://10.0.0.2:1") });
+    hub.receive(2, {
+      rg: "sib",
+      t: "member",
+      change: { kind: "remove", url: "http://10.0.0.1:1" },
+    });
+    hub.receive(1, { rg: "sib", t: "ops", ops: [insert("w2", "abc")] });
+    expect(inbox.get(2)![0]).toEqual({
+      rg: "sib",
+      t: "member",
+      from: 1,
+      change: add("http://10.0.0.1:1"),
+    });
+    expect(inbox.get(1)!.map((m) => m.t)).toEqual(["member"]);
+    expect(hub.memberChangeCount).toBe(2);
+    const late: SiblingMessage[] = [];
+    hub.add(3, (m) => late.push(m));
+    hub.receive(3, { rg: "sib", t: "hello" });
+    expect(late.map((m) => (m.t === "member" ? `${m.change.kind} ${m.change.url}` : m.t))).toEqual([
+      "add http://10.0.0.2:1",
+      "remove http://10.0.0.1:1",
+      "ops",
+      "ready",
+    ]);
+  });
+
+  it("refuses a malformed membership change", () => {
+    expect(readSiblingMessage({ rg: "sib", t: "member", change: { kind: "add", url: 1 } })).toBe(
+      undefined,
+    );
+    expect(
+      readSiblingMessage({
+        rg: "sib",
+        t: "member",
+        change: { kind: "add", url: "u", fields: { url: { nested: true } } },
+      }),
+    ).toBe(undefined);
+  });
+
   it("relays the counts a decision's message carries, and keeps them for a later process", () => {
     const { hub, inbox } = hubWith(2);
     hub.receive(1, { rg: "sib", t: "ops", ops: [insert("w1", "abc")], counts: { w1: 3 } });
