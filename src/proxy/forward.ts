@@ -7,7 +7,7 @@ import type { RouteBranch } from "../policies/policy.js";
 import type { RequestTrace } from "../tracing/request-trace.js";
 import { FAILED, NEUTRAL } from "../workers/lease.js";
 import type { WorkerRegistry } from "../workers/registry.js";
-import { admitted, type ModelRoutingMode } from "../workers/served-models.js";
+import { admitted } from "../workers/served-models.js";
 import type { Worker } from "../workers/worker.js";
 import { ClientAbort, ShutdownAbort } from "./abort-reasons.js";
 import { Attempt, type RelayLimits } from "./attempt.js";
@@ -20,6 +20,7 @@ import { modelNotFound, noWorkerMessage } from "./no-worker-answers.js";
 import { relay } from "./relay.js";
 import { routeHeader } from "./route-header.js";
 import type { RoutingRequest } from "./routing-request.js";
+import type { ForwardSettings } from "./settings.js";
 import { callUpstream, type UpstreamAnswer } from "./upstream-call.js";
 import {
   type AttemptFailure,
@@ -31,27 +32,8 @@ import type { UsageFeedback } from "./usage-feedback.js";
 import type { ReportedUsage } from "./usage-tap.js";
 import { writeError } from "./write-error.js";
 
-export interface ForwardSettings {
-  requestTimeoutMs: number;
-  /** First-byte limit of a non-streaming request (its headers come when generation ends). */
-  firstByteTimeoutMs: number;
-  /** First-byte limit of a streaming request (engines send headers before prefill). */
-  streamFirstByteTimeoutMs: number;
-  idleTimeoutMs: number;
-  /** --client-stall-secs in ms: a client that takes nothing for this long is cut; 0 = off. */
-  clientStallMs: number;
-  retryMaxAttempts: number;
-  retryInitialBackoffMs: number;
-  retryMaxBackoffMs: number;
-  /** Longest cool-down a worker's Retry-After imposes (0 = ignore Retry-After). */
-  maxCoolDownMs: number;
-  /** This router process's id in the Via hop marker (loop detection). */
-  instanceId: string;
-  /** Forward the client's Authorization header to workers (only when the router has no key of its own). */
-  forwardAuthorization: boolean;
-  /** How the request's model picks workers (--model-routing; workers/served-models.ts). */
-  modelRouting: ModelRoutingMode;
-}
+// The options type lives beside the proxy section's rows; importers keep finding it here.
+export type { ForwardSettings };
 
 /** What the forwarder reports about one request, for the access log and metrics. */
 export interface ForwardOutcome {
