@@ -260,7 +260,9 @@ export class PairForwarder implements RequestForwarder {
         clientSignal: req.clientSignal,
         route,
         limits: this.relayLimits,
-        readUsage: false,
+        // The decode side's answer is the one the client gets, and it reports the whole
+        // request's tokens (the prompt and all generated): what a tenant quota charges.
+        readUsage: side === "decode" && req.method === "POST",
         explain: side === "decode" ? explain : undefined,
         onUpstreamError: this.hooks.onUpstreamError,
         trace: req.trace?.attempt(worker, side),

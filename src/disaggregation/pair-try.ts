@@ -47,6 +47,7 @@ export interface PairTry {
 export type PairResult =
   | {
       kind: "done";
+      /** Its `usage` is the decode side's: the whole request's tokens (what a quota charges). */
       outcome: Omit<ForwardOutcome, "attempts">;
       /**
        * What the prefill worker reported of the prompt (prompt and cached tokens): where the prefix

@@ -49,12 +49,16 @@ export async function sglangPair(t: PairTry): Promise<PairResult> {
   if (stopped !== undefined) return stopped;
   if (answered2xx(p.result) && answered2xx(d.result)) {
     if (d.result.kind === "answer") {
-      const { outcome } = await relay(d.result.upstream, decode, t.res);
+      const { outcome, usage } = await relay(d.result.upstream, decode, t.res);
       // The prefill answer ended before the decode one could (the KV came from it); its end is
       // awaited all the same, bounded by the prefill attempt's own timers.
       await draining;
       const prefillUsage = prefillTap.result();
-      return { kind: "done", outcome: { ...outcome, prefillWorker: t.prefill }, prefillUsage };
+      return {
+        kind: "done",
+        outcome: { ...outcome, prefillWorker: t.prefill, usage },
+        prefillUsage,
+      };
     }
   }
   return failedPair(t, states);

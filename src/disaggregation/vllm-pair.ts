@@ -72,7 +72,11 @@ export async function vllmPair(t: PairTry): Promise<PairResult> {
   const gone = interrupted(t, [d]);
   if (gone !== undefined) return gone;
   if (!answered2xx(d.result) || d.result.kind !== "answer") return failedPair(t, [d]);
-  const { outcome } = await relay(d.result.upstream, decode, t.res);
+  const { outcome, usage } = await relay(d.result.upstream, decode, t.res);
   const prefillUsage = prefillTap.result();
-  return { kind: "done", outcome: { ...outcome, prefillWorker: t.prefill }, prefillUsage };
+  return {
+    kind: "done",
+    outcome: { ...outcome, prefillWorker: t.prefill, usage },
+    prefillUsage,
+  };
 }

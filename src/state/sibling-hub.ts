@@ -116,6 +116,19 @@ export class SiblingHub {
     }
   }
 
+  /**
+   * Process `id` read its backlog after `dropped` messages to it were dropped: it gets its
+   * siblings' current counts again, and the number it missed (its metric counts them).
+   */
+  caughtUp(id: number, dropped: number): void {
+    const member = this.members.get(id);
+    if (member === undefined || !member.ready) return;
+    for (const [from, counts] of this.loads) {
+      if (from !== id) member.send({ rg: "sib", t: "load", from, counts });
+    }
+    member.send({ rg: "sib", t: "missed", n: dropped });
+  }
+
   /** Claims held now (tests, and the bound). */
   get claimCount(): number {
     return this.claims.size;

@@ -1,5 +1,6 @@
 import cluster from "node:cluster";
 import type { SiblingMessage } from "./sibling-messages.js";
+import { SiblingOutbox } from "./sibling-outbox.js";
 
 /**
  * The environment variable radixgate-cluster sets for its processes when they share decisions
@@ -10,7 +11,10 @@ export const CLUSTER_GROUP_ENV = "RADIXGATE_CLUSTER_GROUP";
 
 /** A process's end of the local channel (tests may give another). */
 export interface SiblingTransport {
-  /** Sends a message; false when the channel is closed. */
+  /**
+   * Sends a message; false when the channel is closed, or when a decision batch or load message
+   * was dropped because the channel's backlog is full (state/sibling-outbox.ts).
+   */
   send(message: SiblingMessage): boolean;
   onMessage(listener: (raw: unknown) => void): void;
   onClose(listener: () => void): void;
@@ -32,15 +36,22 @@ export function clusterSiblingLink(env: NodeJS.ProcessEnv = process.env): Siblin
   const group = env[CLUSTER_GROUP_ENV];
   if (!cluster.isWorker || group === undefined || !/^[0-9a-f]{4,32}$/.test(group)) return undefined;
   if (process.send === undefined) return undefined;
+  // Bounded backlog towards the primary (a stalled primary must not grow this process's memory).
+  const outbox = new SiblingOutbox((message, done) => {
+    if (!process.connected || process.send === undefined) {
+      done();
+      return false;
+    }
+    try {
+      process.send(message, undefined, undefined, done);
+      return process.connected;
+    } catch {
+      done();
+      return false; // the channel closed between the check and the send
+    }
+  });
   const transport: SiblingTransport = {
-    send(message) {
-      if (!process.connected || process.send === undefined) return false;
-      try {
-        return process.send(message) !== false || process.connected;
-      } catch {
-        return false; // the channel closed between the check and the send
-      }
-    },
+    send: (message) => outbox.send(message),
     onMessage(listener) {
       process.on("message", listener);
     },

@@ -10,7 +10,8 @@ import type { StateOp } from "./state-op.js";
  * changed without a decision), claim (a new prefix, SET NX semantics), member (a worker added or
  * removed through its admin API).
  * hub → process: ops / load / member (a sibling's, with its id), claimed (the answer to a claim),
- * ready (the replay is over), gone (a sibling exited: forget its counts).
+ * ready (the replay is over), gone (a sibling exited: forget its counts), missed (how many
+ * messages the primary dropped for this process while it did not read its channel).
  */
 
 /**
@@ -54,6 +55,8 @@ export type SiblingMessage =
       readonly change: SiblingMemberChange;
     }
   | { readonly rg: "sib"; readonly t: "ready" }
+  /** Messages the primary dropped for this process while it did not read its channel. */
+  | { readonly rg: "sib"; readonly t: "missed"; readonly n: number }
   | { readonly rg: "sib"; readonly t: "gone"; readonly from: number };
 
 /** Ops per message: a burst leaves in a few messages, none of them large. */
@@ -148,6 +151,8 @@ export function readSiblingMessage(raw: unknown): SiblingMessage | undefined {
       const change = readMemberChange(raw.change);
       return change === undefined ? undefined : { rg: "sib", t: "member", change, ...from };
     }
+    case "missed":
+      return count(raw.n) ? { rg: "sib", t: "missed", n: raw.n } : undefined;
     case "claimed":
       if (!count(raw.n) || !shortString(raw.value)) return undefined;
       return { rg: "sib", t: "claimed", n: raw.n, value: raw.value };

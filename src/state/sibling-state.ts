@@ -1,3 +1,4 @@
+import { Counter, type Registry } from "prom-client";
 import type { PrefixClaims } from "../index/prefix-claims.js";
 import type { PrefixIndex } from "../index/prefix-index.js";
 import type { Logger } from "../logger.js";
@@ -23,6 +24,8 @@ export interface SiblingStateOptions {
   claimTtlMs: number;
   /** Decisions waiting to leave while the channel is busy; past it the oldest are dropped. */
   queueSize: number;
+  /** Where radixgate_cluster_dropped_total is registered (none in unit tests). */
+  promRegistry?: Registry;
 }
 
 /**
@@ -78,6 +81,10 @@ export class SiblingState {
   private held: SiblingMessage[] = [];
   /** Ops dropped because the queue was full (tests, logs). */
   dropped = 0;
+  /** Messages dropped on a full channel: this process's own, and the primary's to it. */
+  private readonly droppedMessages: Counter<"where"> | undefined;
+  /** Logged once per stall of the channel. */
+  private stalled = false;
 
   constructor(
     private readonly transport: SiblingTransport,
@@ -85,6 +92,15 @@ export class SiblingState {
     private readonly logger: Logger,
   ) {
     this.queue = new BoundedQueue(options.queueSize);
+    this.droppedMessages =
+      options.promRegistry === undefined
+        ? undefined
+        : new Counter({
+            name: "radixgate_cluster_dropped_total",
+            help: "radixgate-cluster: decision batches and load messages dropped because the local channel's backlog was full (where: sent by this process, or relayed to it by the primary while it did not read).",
+            labelNames: ["where"],
+            registers: [options.promRegistry],
+          });
     this.siblingClaims = new SiblingClaims({
       timeoutMs: options.claimTimeoutMs,
       ttlMs: options.claimTtlMs,
@@ -190,7 +206,11 @@ export class SiblingState {
         ops,
         ...(counts !== undefined ? { counts: counts.record } : {}),
       });
-      if (!sent) return;
+      if (!sent) {
+        this.noteUnsent();
+        return;
+      }
+      this.stalled = false;
       if (counts !== undefined) this.sent = counts.map;
     }
   }
@@ -199,8 +219,21 @@ export class SiblingState {
   private sendLoad(): void {
     const counts = this.changedCounts();
     if (counts === undefined) return;
-    if (this.transport.send({ rg: "sib", t: "load", counts: counts.record }))
+    if (this.transport.send({ rg: "sib", t: "load", counts: counts.record })) {
       this.sent = counts.map;
+      this.stalled = false;
+    } else this.noteUnsent();
+  }
+
+  /** A message not sent: on an open channel, dropped for its backlog (counted, logged once). */
+  private noteUnsent(): void {
+    if (!this.transport.connected) return;
+    this.droppedMessages?.inc({ where: "sent" });
+    if (this.stalled) return;
+    this.stalled = true;
+    this.logger.warn(
+      "radixgate-cluster: the channel to the primary is backlogged; decisions are dropped until it drains (they are hints: the hit rate drops, routing stays correct)",
+    );
   }
 
   /** This process's in-flight counts when they differ from what was last sent; else undefined. */
@@ -259,6 +292,13 @@ export class SiblingState {
         break;
       case "gone":
         if (this.siblingCounts.delete(message.from)) this.applyCounts();
+        break;
+      case "missed":
+        this.droppedMessages?.inc({ where: "relayed" }, message.n);
+        this.logger.warn(
+          { dropped: message.n },
+          "radixgate-cluster: this process did not read its channel for a while; the primary dropped its siblings' decisions meanwhile",
+        );
         break;
       case "claimed":
         this.siblingClaims.answered(message.n, message.value);

@@ -1,33 +1,19 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { type SimWorker, startSimWorker } from "../../sim/worker.js";
 import { postJson } from "../helpers/router.js";
-import { events, type PdFleet, startPdFleet, totalRequests } from "./pd-fleet.js";
+import { events, type PdFleet, pdChat, totalRequests, usePdFleet } from "./pd-fleet.js";
 
 const SYSTEM = "You are a careful assistant for the shipping company. ".repeat(20);
 
 function chat(fleet: PdFleet, question: string, extra: Record<string, unknown> = {}) {
-  return postJson(`${fleet.router.url}/v1/chat/completions`, {
-    model: "m",
-    messages: [
-      { role: "system", content: SYSTEM },
-      { role: "user", content: question },
-    ],
-    max_tokens: 4,
-    ...extra,
-  });
+  return pdChat(fleet, { model: "m", system: SYSTEM, maxTokens: 4 }, question, extra);
 }
 
 describe("SGLang PD mode (issue 25): a prefill and a decode worker per request, over real sockets", () => {
+  const fleetOf = usePdFleet("sglang", { prefill: 2, decode: 2 });
   let fleet: PdFleet;
-  beforeAll(async () => {
-    fleet = await startPdFleet("sglang", { prefill: 2, decode: 2 });
-  });
-  afterAll(async () => {
-    await fleet.close();
-  });
-  afterEach(() => {
-    for (const w of [...fleet.prefill, ...fleet.decode])
-      w.setFaults({ failFirst: 0, failStatus: 500, crashMidStream: null, status: null });
+  beforeAll(() => {
+    fleet = fleetOf();
   });
 
   it("sends the request to both sides with the bootstrap fields; the decode side answers", async () => {

@@ -1,34 +1,20 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import type { SimWorker } from "../../sim/worker.js";
 import { postJson } from "../helpers/router.js";
-import { events, type PdFleet, startPdFleet, totalRequests } from "./pd-fleet.js";
+import { events, type PdFleet, pdChat, totalRequests, usePdFleet } from "./pd-fleet.js";
 
 const MODEL = "meta-llama/Llama-3.1-8B-Instruct";
 const SYSTEM = "You answer questions about the library catalogue. ".repeat(20);
 
 function chat(fleet: PdFleet, question: string, extra: Record<string, unknown> = {}) {
-  return postJson(`${fleet.router.url}/v1/chat/completions`, {
-    model: MODEL,
-    messages: [
-      { role: "system", content: SYSTEM },
-      { role: "user", content: question },
-    ],
-    max_tokens: 5,
-    ...extra,
-  });
+  return pdChat(fleet, { model: MODEL, system: SYSTEM, maxTokens: 5 }, question, extra);
 }
 
 describe("vLLM P/D (issue 25): prefill for one token and the transfer params, then decode", () => {
+  const fleetOf = usePdFleet("vllm", { prefill: 2, decode: 2 });
   let fleet: PdFleet;
-  beforeAll(async () => {
-    fleet = await startPdFleet("vllm", { prefill: 2, decode: 2 });
-  });
-  afterAll(async () => {
-    await fleet.close();
-  });
-  afterEach(() => {
-    for (const w of [...fleet.prefill, ...fleet.decode])
-      w.setFaults({ failFirst: 0, failStatus: 500, crashMidStream: null, status: null });
+  beforeAll(() => {
+    fleet = fleetOf();
   });
 
   it("the prefill worker computes one token, the decode worker answers with the params it gave", async () => {

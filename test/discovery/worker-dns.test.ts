@@ -86,11 +86,19 @@ describe.skipIf(dnsmasqSkipReason !== undefined)(
     });
 
     it("a worker removed from DNS gets no new request, and its in-flight request completes", async () => {
-      const inFlight = longStream(byA.url, 120);
+      // Slowed (a step of 0.5 s: the stream lasts a minute) so that it is surely still in flight
+      // when a leaves, however slow the machine; sped up again once a is out.
+      a.setFaults({ slowdown: 50 });
+      let settled = false;
+      const inFlight = longStream(byA.url, 120).finally(() => {
+        settled = true;
+      });
       await waitFor(() => byA.context.registry.get(a.url)?.inFlight === 1, 5000, "a busy");
       await dnsmasq.setHosts([]);
       await waitFor(async () => (await urls(byA)).length === 0, JOIN_MS, "a removed");
       expect(await servedBy(byA.url)).toBe("status 503");
+      expect(settled).toBe(false);
+      a.setFaults({ slowdown: 1 });
       expect(await inFlight).toEqual({ status: 200, worker: "a", done: true });
     });
 

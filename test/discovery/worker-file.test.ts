@@ -126,7 +126,13 @@ describe("--worker-file: workers follow the file's changes", () => {
     const bWorker = router.context.registry.get(b.url);
     if (bWorker === undefined) throw new Error("b not registered");
     bWorker.setDraining(true);
-    const inFlight = longStream(router.url, 120);
+    // Slowed (a step of 0.5 s: the stream lasts a minute) so that it is surely still in flight
+    // when a leaves, however slow the machine; sped up again once a is out.
+    a.setFaults({ slowdown: 50 });
+    let settled = false;
+    const inFlight = longStream(router.url, 120).finally(() => {
+      settled = true;
+    });
     await waitFor(() => router.context.registry.get(a.url)?.inFlight === 1, 5000, "a busy");
     bWorker.setDraining(false);
 
@@ -134,6 +140,8 @@ describe("--worker-file: workers follow the file's changes", () => {
     await waitFor(async () => (await urls()).length === 1, 10_000, "a removed");
     expect(await urls()).toEqual([b.url]);
     for (let i = 0; i < 5; i++) expect(await servedBy(router.url, `after ${i}`)).toBe("b");
+    expect(settled).toBe(false);
+    a.setFaults({ slowdown: 1 });
     const stream = await inFlight;
     expect(stream).toEqual({ status: 200, worker: "a", done: true });
   });
