@@ -1,39 +1,16 @@
 /**
  * What a forwarder promises the routes (routes/inference.ts): the request it takes, the outcome it
- * reports, its settings and hooks. The regular Forwarder (forward.ts) and the prefill/decode pair's
- * (disaggregation/pair-forwarder.ts) both keep to it.
+ * reports, its hooks (its options are in settings.ts). The regular Forwarder (forward.ts) and the
+ * prefill/decode pair's (disaggregation/pair-forwarder.ts) both keep to it.
  */
 import type { IncomingHttpHeaders, ServerResponse } from "node:http";
 import type { RequestAccount } from "../cache-account/request-account.js";
 import type { RouteBranch } from "../policies/policy.js";
 import type { RequestTrace } from "../tracing/request-trace.js";
-import type { ModelRoutingMode } from "../workers/served-models.js";
 import type { Worker } from "../workers/worker.js";
 import type { Cancel } from "./cancel.js";
 import type { RoutingRequest } from "./routing-request.js";
 import type { ReportedUsage } from "./usage-tap.js";
-
-export interface ForwardSettings {
-  requestTimeoutMs: number;
-  /** First-byte limit of a non-streaming request (its headers come when generation ends). */
-  firstByteTimeoutMs: number;
-  /** First-byte limit of a streaming request (engines send headers before prefill). */
-  streamFirstByteTimeoutMs: number;
-  idleTimeoutMs: number;
-  /** --client-stall-secs in ms: a client that takes nothing for this long is cut; 0 = off. */
-  clientStallMs: number;
-  retryMaxAttempts: number;
-  retryInitialBackoffMs: number;
-  retryMaxBackoffMs: number;
-  /** Longest cool-down a worker's Retry-After imposes (0 = ignore Retry-After). */
-  maxCoolDownMs: number;
-  /** This router process's id in the Via hop marker (loop detection). */
-  instanceId: string;
-  /** Forward the client's Authorization header to workers (only when the router has no key of its own). */
-  forwardAuthorization: boolean;
-  /** How the request's model picks workers (--model-routing; workers/served-models.ts). */
-  modelRouting: ModelRoutingMode;
-}
 
 /** What the forwarder reports about one request, for the access log and metrics. */
 export interface ForwardOutcome {

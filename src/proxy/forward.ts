@@ -16,7 +16,6 @@ import {
   type ForwardHooks,
   type ForwardOutcome,
   type ForwardRequest,
-  type ForwardSettings,
   type RequestForwarder,
 } from "./forward-contract.js";
 import { hasPassedThrough, upstreamRequestHeaders, viaToken } from "./headers.js";
@@ -24,18 +23,20 @@ import { IdleSweep } from "./idle-sweep.js";
 import { modelNotFound, noWorkerMessage, shortestCoolDown } from "./no-worker-answers.js";
 import { routeHeader } from "./route-header.js";
 import { type AttemptResult, sendAttempt } from "./send-attempt.js";
+import type { ForwardSettings } from "./settings.js";
 import type { AttemptFailure } from "./upstream-failure.js";
 import type { UsageFeedback } from "./usage-feedback.js";
 import { writeError } from "./write-error.js";
 
-// The forwarder's contract lives in forward-contract.ts; its importers may keep naming this file.
+// The forwarder's contract lives in forward-contract.ts, its options type beside the proxy
+// section's rows (settings.ts); importers keep finding them here.
 export type {
   ForwardHooks,
   ForwardOutcome,
   ForwardRequest,
-  ForwardSettings,
   RequestForwarder,
 } from "./forward-contract.js";
+export type { ForwardSettings };
 
 /**
  * Sends one request to a worker chosen by the policy and streams the answer back unbuffered.

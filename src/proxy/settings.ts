@@ -7,18 +7,31 @@ import { integer, number, SEC, seconds } from "../config-kit/parsers.js";
 import { section } from "../config-kit/setting.js";
 import { ConfigError } from "../errors.js";
 import type { ModelRoutingMode } from "../workers/served-models.js";
-import type { ForwardSettings } from "./forward.js";
 
 export interface ProxyConfig {
   requestTimeoutMs: number;
+  /** First-byte limit of a non-streaming request (its headers come when generation ends). */
   firstByteTimeoutMs: number;
+  /** First-byte limit of a streaming request (engines send headers before prefill). */
   streamFirstByteTimeoutMs: number;
   idleTimeoutMs: number;
+  /** --client-stall-secs in ms: a client that takes nothing for this long is cut; 0 = off. */
   clientStallMs: number;
   retryMaxAttempts: number;
   retryInitialBackoffMs: number;
   retryMaxBackoffMs: number;
+  /** Longest cool-down a worker's Retry-After imposes (0 = ignore Retry-After). */
   maxCoolDownMs: number;
+}
+
+/** The Forwarder's options: the proxy section plus what the process and other sections decide. */
+export interface ForwardSettings extends ProxyConfig {
+  /** This router process's id in the Via hop marker (loop detection). */
+  instanceId: string;
+  /** Forward the client's Authorization header to workers (only when the router has no key of its own). */
+  forwardAuthorization: boolean;
+  /** How the request's model picks workers (--model-routing; workers/served-models.ts). */
+  modelRouting: ModelRoutingMode;
 }
 
 export const PROXY_SETTINGS = section<ProxyConfig>(
@@ -108,15 +121,7 @@ export function forwardSettings(
   others: { apiKey: string | undefined; modelRouting: ModelRoutingMode },
 ): ForwardSettings {
   return {
-    requestTimeoutMs: config.requestTimeoutMs,
-    firstByteTimeoutMs: config.firstByteTimeoutMs,
-    streamFirstByteTimeoutMs: config.streamFirstByteTimeoutMs,
-    idleTimeoutMs: config.idleTimeoutMs,
-    clientStallMs: config.clientStallMs,
-    retryMaxAttempts: config.retryMaxAttempts,
-    retryInitialBackoffMs: config.retryInitialBackoffMs,
-    retryMaxBackoffMs: config.retryMaxBackoffMs,
-    maxCoolDownMs: config.maxCoolDownMs,
+    ...config,
     // Random per process: two replicas in a chain are not a loop, one router twice is.
     instanceId: randomBytes(4).toString("hex"),
     forwardAuthorization: others.apiKey === undefined,
