@@ -61,6 +61,8 @@ export interface ForwardRequest {
   clientSignal: Cancel;
   /** The request's trace (tracing/); undefined when tracing is off. */
   trace?: RequestTrace | undefined;
+  /** The priority to pass to the engine's scheduler (--engine-priority; higher first); undefined = none. */
+  priority?: number | undefined;
 }
 
 /** The worker took the request: a 2xx answer (streamed to the end or cut later by the client). */

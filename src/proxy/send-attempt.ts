@@ -12,6 +12,7 @@ import type { Attempt } from "./attempt.js";
 import { retryAfterMs } from "./backoff.js";
 import type { Cancel } from "./cancel.js";
 import { bodyForRank, headersWithRank } from "./dp-rank.js";
+import { bodyWithPriority } from "./engine-priority.js";
 import type { ForwardOutcome, ForwardRequest } from "./forward-contract.js";
 import { withWorkerAuth } from "./headers.js";
 import { relay } from "./relay.js";
@@ -63,7 +64,13 @@ export async function sendAttempt(
             headersWithRank(attempt.traced(headers), rank),
             worker.authorization,
           ),
-          body: bodyForRank(req.routing.body, req.path, worker.signals.engine, rank) ?? null,
+          body:
+            bodyWithPriority(
+              bodyForRank(req.routing.body, req.path, worker.signals.engine, rank),
+              req.path,
+              worker.signals.engine,
+              req.priority,
+            ) ?? null,
           // 0 = off: the attempt's timers and relay()'s bound the wait instead.
           headersTimeout: 0,
           bodyTimeout: 0,
