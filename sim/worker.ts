@@ -64,6 +64,8 @@ export interface SimStats {
    */
   lastTraceparent: string | undefined;
   lastTracestate: string | undefined;
+  /** The `priority` field of the last inference request's body (undefined when it had none). */
+  lastPriority: number | undefined;
 }
 
 export interface SimWorker {
@@ -177,6 +179,7 @@ class HttpSimWorker implements SimWorker {
     completionTokens: 0,
   };
   private readonly endpointCounts: Record<string, number> = {};
+  private lastPriority: number | undefined;
   private lastTrace: { traceparent?: string | undefined; tracestate?: string | undefined } = {};
   private idCounter = 0;
   private assignedId = "";
@@ -300,6 +303,7 @@ class HttpSimWorker implements SimWorker {
       endpoints: { ...this.endpointCounts },
       lastTraceparent: this.lastTrace.traceparent,
       lastTracestate: this.lastTrace.tracestate,
+      lastPriority: this.lastPriority,
     };
   }
 
@@ -446,6 +450,7 @@ class HttpSimWorker implements SimWorker {
         tokenize: this.encode,
       });
       const b = body as Record<string, unknown>;
+      this.lastPriority = typeof b.priority === "number" ? b.priority : undefined;
       const requested = typeof b.model === "string" && b.model.length > 0 ? b.model : undefined;
       const choice = chooseModel(this.served, this.flavor, requested, b.lora_path);
       job.model = choice.name;

@@ -9,6 +9,7 @@ import {
   type AdmissionRelease,
   type AdmissionStep,
   type AdmissionTicket,
+  type StepExplanation,
 } from "./step.js";
 
 /** Background work of an admission step, started and stopped with the router. */
@@ -30,6 +31,8 @@ export interface AdmissionExplanation {
   running: number;
   /** Every candidate's saturation: the fleet is saturated for the request when all are. */
   workers: WorkerSaturation[];
+  /** What each step before the queue would do now, by its name (`quota`: the tenant's quota). */
+  steps: Record<string, StepExplanation>;
 }
 
 /**
@@ -44,7 +47,7 @@ export class Admission {
     private readonly thresholds: SaturationThresholds,
     private readonly queueWhenSaturated: boolean,
     /** Steps before the queue (a quota check). */
-    before: readonly AdmissionStep[] = [],
+    private readonly before: readonly AdmissionStep[] = [],
     /** What those steps run in the background (a watched file, a Redis connection). */
     private readonly services: readonly AdmissionService[] = [],
   ) {
@@ -88,6 +91,16 @@ export class Admission {
       waiting: this.queue.waiting,
       running: this.queue.running,
       workers: ticket.candidates().map((w) => describeSaturation(w, this.thresholds, now)),
+      steps: this.explainSteps(ticket, now),
     };
+  }
+
+  private explainSteps(ticket: AdmissionTicket, now: number): Record<string, StepExplanation> {
+    const steps: Record<string, StepExplanation> = {};
+    for (const step of this.before) {
+      const explained = step.explain?.(ticket, now);
+      if (explained !== undefined) steps[step.name] = explained;
+    }
+    return steps;
   }
 }

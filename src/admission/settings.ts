@@ -24,6 +24,8 @@ export interface AdmissionConfig {
   maxTenants: number;
   /** --tenant-quota ("" = none). */
   tenantQuotaFile: string;
+  /** --engine-priority: pass the request's priority to the engine's scheduler. */
+  enginePriority: boolean;
 }
 
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9a-z-]+$/;
@@ -138,5 +140,13 @@ export const ADMISSION_SETTINGS = section<AdmissionConfig>({
       "A JSON or YAML file of per-tenant quotas (tokens per minute, concurrent requests; `others` for tenants not listed); over one, 429 with Retry-After. Shared by the replicas through --state-url, else per process. Watched: a bad later version is logged and the last good one stands. Empty = none. See docs/admission.md#quotas.",
     default: "",
     parse: (raw) => raw.trim(),
+  },
+  enginePriority: {
+    flag: "--engine-priority",
+    arg: "[bool]",
+    description:
+      "Pass each request's priority (--priority-header) to the engine's own scheduler as the body's `priority` field, in the engine's convention (vLLM: lower first, start it with --scheduling-policy priority; SGLang: higher first, start it with --enable-priority-scheduling and without --schedule-low-priority-values-first). A body that names `priority` itself is left alone. See docs/admission.md#engine-priority.",
+    default: false,
+    parse: flagValue,
   },
 });

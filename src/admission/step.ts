@@ -53,7 +53,15 @@ export type AdmissionRelease = (end?: RequestEnd) => void;
 export interface AdmissionStep {
   readonly name: string;
   enter(ticket: AdmissionTicket): AdmissionRelease | Promise<AdmissionRelease>;
+  /**
+   * What the step would do with the request now, for /debug/route: read only, nothing charged
+   * or held. Undefined when the step has nothing to say about this request.
+   */
+  explain?(ticket: AdmissionTicket, now: number): StepExplanation | undefined;
 }
+
+/** A step's part of /debug/route's admission answer (JSON). */
+export type StepExplanation = Readonly<Record<string, unknown>>;
 
 /** The steps in order; each one's release runs in reverse order when the request ends. */
 export class AdmissionPipeline {

@@ -28,6 +28,7 @@ export function routeOptions(config: Config): RouteOptions {
     modelsTimeoutMs: config.health.timeoutMs,
     queueTimeoutMs: config.admission.queueTimeoutMs,
     queueTimeoutHeader: config.admission.queueTimeoutHeader,
+    enginePriority: config.admission.enginePriority,
     pairs: pdEnabled(config.disaggregation),
   };
 }

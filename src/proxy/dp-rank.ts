@@ -11,7 +11,7 @@
  * A client that pinned a rank itself (the header, or either body field) keeps its choice.
  */
 import type { IncomingHttpHeaders } from "node:http";
-import { isJsonSpace } from "./json-space.js";
+import { bodyWithLeadingField } from "./json-field.js";
 
 export const DP_RANK_HEADER = "x-data-parallel-rank";
 
@@ -57,12 +57,5 @@ export function bodyForRank(
  * it is (a body that is not a JSON object is the engine's to refuse).
  */
 export function generateBodyWithRank(body: Buffer, rank: number): Buffer {
-  let start = 0;
-  while (start < body.length && isJsonSpace(body[start]!)) start++;
-  if (body[start] !== 0x7b /* { */) return body;
-  let next = start + 1;
-  while (next < body.length && isJsonSpace(body[next]!)) next++;
-  const empty = body[next] === 0x7d; /* } */
-  const field = Buffer.from(`"data_parallel_rank":${rank}${empty ? "" : ","}`);
-  return Buffer.concat([body.subarray(0, start + 1), field, body.subarray(start + 1)]);
+  return bodyWithLeadingField(body, "data_parallel_rank", String(rank));
 }

@@ -1,96 +1,43 @@
-import type { IncomingHttpHeaders, ServerResponse } from "node:http";
+import type { ServerResponse } from "node:http";
 import type { CacheLedger } from "../cache-account/cache-ledger.js";
 import type { RequestAccount } from "../cache-account/request-account.js";
 import { RouterError } from "../errors.js";
 import type { RoutingDecider } from "../policies/decider.js";
-import type { RouteBranch } from "../policies/policy.js";
-import type { RequestTrace } from "../tracing/request-trace.js";
-import { FAILED, NEUTRAL } from "../workers/lease.js";
 import type { WorkerRegistry } from "../workers/registry.js";
 import { admitted } from "../workers/served-models.js";
 import type { Worker } from "../workers/worker.js";
-import { ClientAbort, ShutdownAbort } from "./abort-reasons.js";
+import { ShutdownAbort } from "./abort-reasons.js";
 import { Attempt, type RelayLimits } from "./attempt.js";
 import { attemptsOutcome } from "./attempts-outcome.js";
-import { backoffMs, retryAfterMs, sleep } from "./backoff.js";
+import { backoffMs, sleep } from "./backoff.js";
 import type { Cancel } from "./cancel.js";
-import { bodyForRank, headersWithRank, rankToSend } from "./dp-rank.js";
-import { hasPassedThrough, upstreamRequestHeaders, viaToken, withWorkerAuth } from "./headers.js";
-import { IdleSweep } from "./idle-sweep.js";
-import { modelNotFound, noWorkerMessage } from "./no-worker-answers.js";
-import { relay } from "./relay.js";
-import { routeHeader } from "./route-header.js";
-import type { RoutingRequest } from "./routing-request.js";
-import type { ForwardSettings } from "./settings.js";
-import { callUpstream, type UpstreamAnswer } from "./upstream-call.js";
+import { rankToSend } from "./dp-rank.js";
 import {
-  type AttemptFailure,
-  classifyNetworkError,
-  RETRYABLE_STATUS,
-  statusFailure,
-} from "./upstream-failure.js";
+  accepted,
+  type ForwardHooks,
+  type ForwardOutcome,
+  type ForwardRequest,
+  type RequestForwarder,
+} from "./forward-contract.js";
+import { hasPassedThrough, upstreamRequestHeaders, viaToken } from "./headers.js";
+import { IdleSweep } from "./idle-sweep.js";
+import { modelNotFound, noWorkerMessage, shortestCoolDown } from "./no-worker-answers.js";
+import { routeHeader } from "./route-header.js";
+import { type AttemptResult, sendAttempt } from "./send-attempt.js";
+import type { ForwardSettings } from "./settings.js";
+import type { AttemptFailure } from "./upstream-failure.js";
 import type { UsageFeedback } from "./usage-feedback.js";
-import type { ReportedUsage } from "./usage-tap.js";
 import { writeError } from "./write-error.js";
 
-// The options type lives beside the proxy section's rows; importers keep finding it here.
+// The forwarder's contract lives in forward-contract.ts, its options type beside the proxy
+// section's rows (settings.ts); importers keep finding them here.
+export type {
+  ForwardHooks,
+  ForwardOutcome,
+  ForwardRequest,
+  RequestForwarder,
+} from "./forward-contract.js";
 export type { ForwardSettings };
-
-/** What the forwarder reports about one request, for the access log and metrics. */
-export interface ForwardOutcome {
-  status: number;
-  worker?: Worker;
-  branch?: RouteBranch;
-  matchRate?: number | null;
-  /** The prefix index behind matchRate, when the policy used one. */
-  index?: string | null;
-  attempts: number;
-  /** ms from arrival to the first body byte sent to the client. */
-  ttfbMs?: number;
-  /** Set when the request did not end normally: client_abort, stream_error, timeout, ... */
-  error?: string;
-  /** The worker's status when the client got another (a client gone mid-stream: 499). */
-  upstreamStatus?: number;
-  /** The request's cache account (cache-account/), when it used a prefix index and was answered. */
-  account?: RequestAccount;
-  /** With prefill/decode disaggregation, the prefill side of the pair (`worker` is the decode side). */
-  prefillWorker?: Worker;
-  /** The engine's token counts, when its answer reported them (a tenant quota charges them). */
-  usage?: ReportedUsage | undefined;
-}
-
-/** What the routes call for each data-plane request: a Forwarder, or a prefill/decode pair's (disaggregation/). */
-export interface RequestForwarder {
-  forward(req: ForwardRequest, res: ServerResponse): Promise<ForwardOutcome>;
-  /** Ends every upstream request under way (shutdown grace over); returns how many. */
-  abortAll(): number;
-}
-
-export interface ForwardHooks {
-  onDecision(policy: string, branch: RouteBranch, matchRate: number | null): void;
-  onRetry(endpoint: string): void;
-  onUpstreamError(worker: Worker, kind: string): void;
-}
-
-export interface ForwardRequest {
-  /** What the request routes on, built once by intake/ (intake/intake.ts), body included. */
-  routing: RoutingRequest;
-  method: "GET" | "POST";
-  /** Path and query as received, e.g. "/v1/chat/completions". */
-  path: string;
-  headers: IncomingHttpHeaders;
-  requestId: string;
-  startedAt: number;
-  /** Aborted when the client goes away. */
-  clientSignal: Cancel;
-  /** The request's trace (tracing/); undefined when tracing is off. */
-  trace?: RequestTrace | undefined;
-}
-
-/** Either the response was (or is being) sent, or the attempt failed before any byte. */
-type AttemptResult =
-  | { kind: "done"; outcome: Omit<ForwardOutcome, "attempts">; usage?: ReportedUsage }
-  | { kind: "failed"; failure: AttemptFailure };
 
 /**
  * Sends one request to a worker chosen by the policy and streams the answer back unbuffered.
@@ -308,111 +255,17 @@ export class Forwarder implements RequestForwarder {
       trace: req.trace?.attempt(worker),
     });
     this.inProgress.add(attempt.controller);
-    // Not awaited here: send() ends the attempt itself, so a request goes through one async frame.
-    return this.send(attempt, req, headers, rank, res, canRetry);
+    // Not awaited here: sendAttempt() ends the attempt itself, so a request goes through one async frame.
+    return sendAttempt(
+      attempt,
+      req,
+      headers,
+      rank,
+      res,
+      canRetry,
+      this.closed,
+      this.inProgress,
+      this.settings.maxCoolDownMs,
+    );
   }
-
-  /**
-   * Sends the attempt's request and relays the answer, or reports why it failed; ends the attempt
-   * and forgets its controller whatever happens.
-   */
-  private async send(
-    attempt: Attempt,
-    req: ForwardRequest,
-    headers: Record<string, string | string[]>,
-    rank: number | undefined,
-    res: ServerResponse,
-    canRetry: () => boolean,
-  ): Promise<AttemptResult> {
-    const { worker, controller } = attempt;
-    try {
-      if (this.closed) controller.abort(new ShutdownAbort());
-      let upstream: UpstreamAnswer;
-      try {
-        upstream = await callUpstream(
-          worker.pool,
-          {
-            method: req.method,
-            path: worker.basePath + req.path,
-            headers: withWorkerAuth(
-              headersWithRank(attempt.traced(headers), rank),
-              worker.authorization,
-            ),
-            body: bodyForRank(req.routing.body, req.path, worker.signals.engine, rank) ?? null,
-            // 0 = off: the attempt's timers and relay()'s bound the wait instead.
-            headersTimeout: 0,
-            bodyTimeout: 0,
-          },
-          controller,
-        );
-      } catch (err) {
-        const reason = controller.reason;
-        if (reason instanceof ClientAbort) {
-          attempt.end(NEUTRAL);
-          return { kind: "done", outcome: { status: 499, worker, error: "client_abort" } };
-        }
-        if (reason instanceof ShutdownAbort) {
-          attempt.end(NEUTRAL);
-          const error = new RouterError(
-            "shutting_down",
-            "The router is shutting down and its --shutdown-grace-secs ran out; retry the request.",
-          );
-          writeError(res, error, req.requestId);
-          return { kind: "done", outcome: { status: error.status, worker, error: "shutdown" } };
-        }
-        // Connection failures and timeouts (first byte included) count against the breaker like a
-        // 5xx: a worker that accepts requests and never answers is ejected after
-        // --cb-failure-threshold of them, although its /health may still say 200.
-        attempt.end(FAILED);
-        return { kind: "failed", failure: classifyNetworkError(err, reason, worker) };
-      }
-
-      const status = upstream.statusCode;
-      attempt.headersArrived(status);
-      this.coolDown(worker, status, upstream.headers["retry-after"]);
-      if (RETRYABLE_STATUS.has(status) && canRetry()) {
-        // Nothing reached the client yet: discard this answer and let the caller try another worker.
-        upstream.dump();
-        // 429 says "busy", not "broken": neutral for the breaker.
-        attempt.end(status === 429 ? NEUTRAL : FAILED);
-        return { kind: "failed", failure: statusFailure(status, worker) };
-      }
-
-      const { outcome, usage } = await relay(upstream, attempt, res);
-      return { kind: "done", outcome, usage };
-    } finally {
-      // Every path above ended the attempt; this only makes sure (a second end is a no-op).
-      attempt.end(NEUTRAL);
-      this.inProgress.delete(controller);
-    }
-  }
-
-  /**
-   * A 429/503 with Retry-After: the worker gets no new requests until then (capped by
-   * --max-cool-down-secs). Other workers are not held back.
-   */
-  private coolDown(worker: Worker, status: number, header: string | string[] | undefined): void {
-    if ((status !== 429 && status !== 503) || this.settings.maxCoolDownMs <= 0) return;
-    const ms = retryAfterMs(header);
-    if (ms === undefined || ms <= 0) return;
-    const until = Date.now() + Math.min(ms, this.settings.maxCoolDownMs);
-    worker.coolDown(until);
-  }
-}
-
-/** ms until the first cooling-down worker that is otherwise available returns, 0 when none. */
-function shortestCoolDown(registry: WorkerRegistry): number {
-  let shortest = 0;
-  for (const worker of registry.list()) {
-    const left = worker.coolDownMs;
-    if (left > 0 && worker.healthy && (shortest === 0 || left < shortest)) shortest = left;
-  }
-  return shortest;
-}
-
-/** The worker took the request: a 2xx answer (streamed to the end or cut later by the client). */
-function accepted(outcome: { status: number; upstreamStatus?: number }): boolean {
-  // A client gone mid-stream is logged as 499, but the worker had accepted the request.
-  const status = outcome.upstreamStatus ?? outcome.status;
-  return status >= 200 && status < 300;
 }

@@ -3,7 +3,8 @@ import { noAvailableWorkerMessage } from "../workers/no-worker-message.js";
 import type { WorkerRegistry } from "../workers/registry.js";
 import { admitted, type ModelPlan, type ModelRoutingMode } from "../workers/served-models.js";
 
-// The router's own answers when no worker takes a request (proxy/forward.ts): what it says, and why.
+// The router's own answers when no worker takes a request (proxy/forward.ts): what it says, why,
+// and when to come back.
 
 /** The 404 when no worker lists the model and none takes any name (workers/served-models.ts). */
 export function modelNotFound(model: string | undefined, workers: number, mode: ModelRoutingMode) {
@@ -32,4 +33,14 @@ export function noWorkerMessage(
   }
   // The same words as GET /v1/models for the same fleet.
   return noAvailableWorkerMessage(registry);
+}
+
+/** ms until the first cooling-down worker that is otherwise available returns, 0 when none. */
+export function shortestCoolDown(registry: WorkerRegistry): number {
+  let shortest = 0;
+  for (const worker of registry.list()) {
+    const left = worker.coolDownMs;
+    if (left > 0 && worker.healthy && (shortest === 0 || left < shortest)) shortest = left;
+  }
+  return shortest;
 }

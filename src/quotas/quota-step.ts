@@ -6,10 +6,12 @@ import type {
   AdmissionStep,
   AdmissionTicket,
   RequestEnd,
+  StepExplanation,
 } from "../admission/step.js";
 import { RouterError } from "../errors.js";
+import { explainQuota } from "./quota-explain.js";
 import { limitsFor, type QuotaTable } from "./quota-file.js";
-import type { QuotaLease, QuotaStore, QuotaVerdict } from "./quota-store.js";
+import type { QuotaLease, QuotaStore, QuotaUsage, QuotaVerdict } from "./quota-store.js";
 import { retryAfterSecs } from "./window.js";
 
 export interface QuotaStepOptions {
@@ -65,6 +67,21 @@ export class QuotaStep implements AdmissionStep {
     );
     const decide = (v: QuotaVerdict) => this.decide(v, identity, estimate, ticket.maxTokens());
     return verdict instanceof Promise ? verdict.then(decide) : decide(verdict);
+  }
+
+  /** /debug/route: whether the request's tenant would be refused now; nothing is charged. */
+  explain(ticket: AdmissionTicket, now: number): StepExplanation | undefined {
+    const chars = ticket.promptChars();
+    if (chars === undefined) return undefined;
+    const { tenant } = ticket.identity();
+    const limits = limitsFor(this.table, tenant);
+    if (limits === undefined) return undefined;
+    if (limits.tokensPerMinute === undefined && limits.concurrentRequests === undefined)
+      return undefined;
+    let usage: QuotaUsage | undefined;
+    for (const [name, seen] of this.store.usage()) if (name === tenant) usage = seen;
+    const estimate = Math.ceil(chars / this.options.charsPerToken());
+    return { ...explainQuota(tenant, limits, usage, estimate, now) };
   }
 
   private decide(

@@ -131,7 +131,8 @@ async function admitAndForward(
   const received = await ctx.intake.receive(incoming, endpoint, lease);
   bodyRead?.end();
   // Waits only while the router is at its limit or, with --queue-when-saturated, the fleet is.
-  const admitting = ctx.admission.admit(admissionTicket(ctx, received, clientSignal));
+  const ticket = admissionTicket(ctx, received, clientSignal);
+  const admitting = ctx.admission.admit(ticket);
   const release = typeof admitting === "function" ? admitting : await queued(admitting, trace);
   // How it ended, for a quota to charge what the engine reported (none if it never left here).
   let outcome: ForwardOutcome | undefined;
@@ -145,6 +146,8 @@ async function admitAndForward(
       startedAt,
       clientSignal,
       trace,
+      // --engine-priority: the engine's scheduler serves it in the router's order too.
+      priority: ctx.config.enginePriority ? ticket.identity().priority : undefined,
     };
     const forwarder = endpoint === "models" ? ctx.modelsForwarder : ctx.forwarder;
     outcome = await forwarder.forward(request, res);

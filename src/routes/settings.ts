@@ -20,6 +20,8 @@ export interface RouteOptions extends RoutesConfig {
   /** --queue-timeout-secs, which a request's --queue-timeout-header may shorten. */
   readonly queueTimeoutMs: number;
   readonly queueTimeoutHeader: string;
+  /** --engine-priority: the request's priority goes to the engine's scheduler (proxy/engine-priority.ts). */
+  readonly enginePriority: boolean;
   /** Prefill/decode disaggregation: a request needs a pair (readiness asks for both sides). */
   readonly pairs: boolean;
 }

@@ -1,0 +1,17 @@
+import { isJsonSpace } from "./json-space.js";
+
+/**
+ * A JSON object body with one field added as its first (`value` is already JSON); any other body
+ * as it is (a body that is not a JSON object is the engine's to refuse). The body is never
+ * parsed: the field goes in front, so a later duplicate the client sent would win.
+ */
+export function bodyWithLeadingField(body: Buffer, name: string, value: string): Buffer {
+  let start = 0;
+  while (start < body.length && isJsonSpace(body[start]!)) start++;
+  if (body[start] !== 0x7b /* { */) return body;
+  let next = start + 1;
+  while (next < body.length && isJsonSpace(body[next]!)) next++;
+  const empty = body[next] === 0x7d; /* } */
+  const field = Buffer.from(`${JSON.stringify(name)}:${value}${empty ? "" : ","}`);
+  return Buffer.concat([body.subarray(0, start + 1), field, body.subarray(start + 1)]);
+}

@@ -1,0 +1,137 @@
+/**
+ * One attempt's exchange with its worker: send the request, then either relay the answer to the
+ * client or report a failure the forwarder may retry elsewhere (forward.ts). A worker's Retry-After
+ * starts its cool-down here.
+ */
+import type { ServerResponse } from "node:http";
+import { RouterError } from "../errors.js";
+import { FAILED, NEUTRAL } from "../workers/lease.js";
+import type { Worker } from "../workers/worker.js";
+import { ClientAbort, ShutdownAbort } from "./abort-reasons.js";
+import type { Attempt } from "./attempt.js";
+import { retryAfterMs } from "./backoff.js";
+import type { Cancel } from "./cancel.js";
+import { bodyForRank, headersWithRank } from "./dp-rank.js";
+import { bodyWithPriority } from "./engine-priority.js";
+import type { ForwardOutcome, ForwardRequest } from "./forward-contract.js";
+import { withWorkerAuth } from "./headers.js";
+import { relay } from "./relay.js";
+import { callUpstream, type UpstreamAnswer } from "./upstream-call.js";
+import {
+  type AttemptFailure,
+  classifyNetworkError,
+  RETRYABLE_STATUS,
+  statusFailure,
+} from "./upstream-failure.js";
+import type { ReportedUsage } from "./usage-tap.js";
+import { writeError } from "./write-error.js";
+
+/** Either the response was (or is being) sent, or the attempt failed before any byte. */
+export type AttemptResult =
+  | { kind: "done"; outcome: Omit<ForwardOutcome, "attempts">; usage?: ReportedUsage }
+  | { kind: "failed"; failure: AttemptFailure };
+
+/**
+ * Sends the attempt's request and relays the answer, or reports why it failed; ends the attempt
+ * and forgets its controller whatever happens. A plain function with the forwarder's state as
+ * arguments: no closure, no extra async frame (the Forwarder returns its promise as is).
+ */
+export async function sendAttempt(
+  attempt: Attempt,
+  req: ForwardRequest,
+  headers: Record<string, string | string[]>,
+  rank: number | undefined,
+  res: ServerResponse,
+  canRetry: () => boolean,
+  /** The forwarder's abortAll() ran: the attempt ends at once. */
+  closed: boolean,
+  /** The forwarder's upstream requests under way: this one leaves it when it ends. */
+  inProgress: Set<Cancel>,
+  /** --max-cool-down-secs in ms (0 = ignore Retry-After). */
+  maxCoolDownMs: number,
+): Promise<AttemptResult> {
+  const { worker, controller } = attempt;
+  try {
+    if (closed) controller.abort(new ShutdownAbort());
+    let upstream: UpstreamAnswer;
+    try {
+      upstream = await callUpstream(
+        worker.pool,
+        {
+          method: req.method,
+          path: worker.basePath + req.path,
+          headers: withWorkerAuth(
+            headersWithRank(attempt.traced(headers), rank),
+            worker.authorization,
+          ),
+          body:
+            bodyWithPriority(
+              bodyForRank(req.routing.body, req.path, worker.signals.engine, rank),
+              req.path,
+              worker.signals.engine,
+              req.priority,
+            ) ?? null,
+          // 0 = off: the attempt's timers and relay()'s bound the wait instead.
+          headersTimeout: 0,
+          bodyTimeout: 0,
+        },
+        controller,
+      );
+    } catch (err) {
+      const reason = controller.reason;
+      if (reason instanceof ClientAbort) {
+        attempt.end(NEUTRAL);
+        return { kind: "done", outcome: { status: 499, worker, error: "client_abort" } };
+      }
+      if (reason instanceof ShutdownAbort) {
+        attempt.end(NEUTRAL);
+        const error = new RouterError(
+          "shutting_down",
+          "The router is shutting down and its --shutdown-grace-secs ran out; retry the request.",
+        );
+        writeError(res, error, req.requestId);
+        return { kind: "done", outcome: { status: error.status, worker, error: "shutdown" } };
+      }
+      // Connection failures and timeouts (first byte included) count against the breaker like a
+      // 5xx: a worker that accepts requests and never answers is ejected after
+      // --cb-failure-threshold of them, although its /health may still say 200.
+      attempt.end(FAILED);
+      return { kind: "failed", failure: classifyNetworkError(err, reason, worker) };
+    }
+
+    const status = upstream.statusCode;
+    attempt.headersArrived(status);
+    coolDown(worker, maxCoolDownMs, status, upstream.headers["retry-after"]);
+    if (RETRYABLE_STATUS.has(status) && canRetry()) {
+      // Nothing reached the client yet: discard this answer and let the caller try another worker.
+      upstream.dump();
+      // 429 says "busy", not "broken": neutral for the breaker.
+      attempt.end(status === 429 ? NEUTRAL : FAILED);
+      return { kind: "failed", failure: statusFailure(status, worker) };
+    }
+
+    const { outcome, usage } = await relay(upstream, attempt, res);
+    return { kind: "done", outcome, usage };
+  } finally {
+    // Every path above ended the attempt; this only makes sure (a second end is a no-op).
+    attempt.end(NEUTRAL);
+    inProgress.delete(controller);
+  }
+}
+
+/**
+ * A 429/503 with Retry-After: the worker gets no new requests until then (capped by
+ * --max-cool-down-secs). Other workers are not held back.
+ */
+function coolDown(
+  worker: Worker,
+  maxCoolDownMs: number,
+  status: number,
+  header: string | string[] | undefined,
+): void {
+  if ((status !== 429 && status !== 503) || maxCoolDownMs <= 0) return;
+  const ms = retryAfterMs(header);
+  if (ms === undefined || ms <= 0) return;
+  const until = Date.now() + Math.min(ms, maxCoolDownMs);
+  worker.coolDown(until);
+}
