@@ -99,6 +99,11 @@ export class AdmissionQueue implements AdmissionStep {
     return this.active;
   }
 
+  /** Requests of one tenant waiting now. */
+  queuedFor(tenant: string): number {
+    return this.queue.queuedFor(tenant);
+  }
+
   /** Waiting requests per priority band and per tenant (metrics). */
   get shape(): Pick<FairQueue<Waiter>, "bandSizes" | "tenantSizes"> {
     return this.queue;

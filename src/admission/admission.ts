@@ -78,6 +78,18 @@ export class Admission {
     return this.pipeline.admit(ticket);
   }
 
+  /**
+   * The priority the engine's scheduler gets (--engine-priority, proxy/engine-priority.ts): the
+   * request's, one step lower while its tenant holds more than half of the router's waiting
+   * requests (it floods), so the engine serves the other tenants' requests of the same priority
+   * before the flood's.
+   */
+  enginePriority(ticket: AdmissionTicket): number {
+    const { tenant, priority } = ticket.identity();
+    const waiting = this.queue.waiting;
+    return waiting > 0 && this.queue.queuedFor(tenant) * 2 > waiting ? priority - 1 : priority;
+  }
+
   explain(ticket: AdmissionTicket, now = Date.now()): AdmissionExplanation {
     const { tenant, priority } = ticket.identity();
     const cause = this.queue.wouldWait(ticket);

@@ -147,7 +147,7 @@ async function admitAndForward(
       clientSignal,
       trace,
       // --engine-priority: the engine's scheduler serves it in the router's order too.
-      priority: ctx.config.enginePriority ? ticket.identity().priority : undefined,
+      priority: ctx.config.enginePriority ? ctx.admission.enginePriority(ticket) : undefined,
     };
     const forwarder = endpoint === "models" ? ctx.modelsForwarder : ctx.forwarder;
     outcome = await forwarder.forward(request, res);
