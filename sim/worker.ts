@@ -16,6 +16,7 @@ import { METRICS_CONTENT_TYPE, renderMetrics } from "./metrics.js";
 import { chooseModel, ModelNotFound, modelList, saltForAdapter } from "./models.js";
 import { type ResolvedSimOptions, resolveOptions, type SimWorkerOptions } from "./options.js";
 import { PdSide } from "./pd-side.js";
+import { priorityOrderOf } from "./priority-order.js";
 import { BadRequest, type InferenceEndpoint, parseJob, type SimTokenize } from "./protocol.js";
 import { errorBody } from "./responses.js";
 import { type ServeCounters, sendJson, serveJob } from "./serve.js";
@@ -223,6 +224,7 @@ class HttpSimWorker implements SimWorker {
           maxBatchTokens: options.maxBatchTokens,
           delayFactor: () => this.options.timeScale * this.currentFaults.slowdown,
           firstTokenDelayMs: options.firstTokenDelayMs,
+          ...(options.priorityScheduling ? { priorityOrder: priorityOrderOf(options.flavor) } : {}),
         },
         kv,
         clock,
@@ -451,6 +453,7 @@ class HttpSimWorker implements SimWorker {
       });
       const b = body as Record<string, unknown>;
       this.lastPriority = typeof b.priority === "number" ? b.priority : undefined;
+      job.priority = this.lastPriority ?? 0;
       const requested = typeof b.model === "string" && b.model.length > 0 ? b.model : undefined;
       const choice = chooseModel(this.served, this.flavor, requested, b.lora_path);
       job.model = choice.name;
