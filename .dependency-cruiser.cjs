@@ -74,7 +74,9 @@ const LAYERS = [
   { tree: ["tree/"], engines: ["engines/"] },
   // The config kit: the typed settings row, the parsers (durations become ms here) and the table
   // functions every feature's settings.ts uses; it knows no feature.
-  { "config-kit": ["config-kit/"] },
+  // watched-file/: a small configuration file read again when it changes, the last good version
+  // kept (--worker-file in discovery/, --tenant-quota in quotas/).
+  { "config-kit": ["config-kit/"], "watched-file": ["watched-file/"] },
   {
     logger: ["logger.ts"],
     errors: ["errors.ts"],

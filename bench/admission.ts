@@ -44,6 +44,8 @@ interface Options {
   lightRate: number;
   /** A's flood, as a multiple of the measured capacity. */
   overload: number;
+  /** Router --engine-priority and the sims' priority scheduling (their preemption included). */
+  enginePriority: boolean;
 }
 
 /** One kind of request: its prompt length, output and headers. */
@@ -175,6 +177,7 @@ function routerConfig(workerUrls: string[], o: Options, admission: boolean): Con
     queueSize: 100_000,
     maxQueuedPerTenant: 100_000,
     queueTimeoutSecs: 600,
+    enginePriority: o.enginePriority,
   });
 }
 
@@ -192,7 +195,7 @@ async function withFleet<T>(
 ): Promise<T> {
   const fleet = await host.startFleet({
     count: o.workers,
-    worker: { maxRunning: o.maxRunning, timeScale: 1 },
+    worker: { maxRunning: o.maxRunning, timeScale: 1, priorityScheduling: o.enginePriority },
   });
   const router = await startRouterProcess(
     routerConfig(
@@ -299,6 +302,7 @@ function parse(): Options {
       "poll-secs": { type: "string", default: "0.5" },
       "light-rate": { type: "string", default: "2" },
       overload: { type: "string", default: "3" },
+      "engine-priority": { type: "boolean", default: false },
     },
   });
   return {
@@ -310,6 +314,7 @@ function parse(): Options {
     pollSecs: Number(values["poll-secs"]),
     lightRate: Number(values["light-rate"]),
     overload: Number(values.overload),
+    enginePriority: values["engine-priority"] === true,
   };
 }
 

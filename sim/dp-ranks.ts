@@ -16,6 +16,7 @@ import { Engine } from "./engine.js";
 import { PrefixKvCache } from "./kv-cache.js";
 import { SimKvPublisher, type SimKvPublisherOptions } from "./kv-publisher.js";
 import type { ResolvedSimOptions } from "./options.js";
+import { priorityOrderOf } from "./priority-order.js";
 
 export interface SimRank {
   readonly kv: PrefixKvCache;
@@ -120,6 +121,7 @@ export function makeRanks(
         maxBatchTokens: options.maxBatchTokens,
         delayFactor,
         firstTokenDelayMs: options.firstTokenDelayMs,
+        ...(options.priorityScheduling ? { priorityOrder: priorityOrderOf(options.flavor) } : {}),
       },
       kv,
       clock,

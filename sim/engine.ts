@@ -15,6 +15,7 @@
 import type { Clock } from "./clock.js";
 import type { KvAllocation, PrefixKvCache } from "./kv-cache.js";
 import { generatedTokenIds } from "./output-text.js";
+import { type PriorityOrder, urgency } from "./priority-order.js";
 import { type StepShape, stepDurationMs, type TimingModel } from "./timing.js";
 
 /** Receives a sequence's progress. Called synchronously from the engine's step loop. */
@@ -32,6 +33,8 @@ export interface SequenceSpec {
   /** Output tokens to generate; 0 = prefill only (embeddings). */
   maxTokens: number;
   sink: SequenceSink;
+  /** The body's `priority` (engine/priority-order.ts: its direction is the engine's); default 0. */
+  priority?: number;
 }
 
 export type SequenceState = "waiting" | "running" | "finished" | "aborted";
@@ -59,6 +62,13 @@ export interface EngineOptions {
    * computes. For analysis (bench/ttft-decomposition.ts splits each request's TTFT with it).
    */
   onStep?: (start: number, durationMs: number, shape: Readonly<StepShape>) => void;
+  /**
+   * Priority scheduling (vLLM --scheduling-policy priority: lower value first; SGLang
+   * --enable-priority-scheduling: higher first): the waiting queue is ordered by priority, then
+   * arrival, and a waiting sequence preempts the least urgent running one when the batch is full.
+   * Undefined = first come, first served.
+   */
+  priorityOrder?: PriorityOrder;
 }
 
 class Sequence implements SequenceHandle {
@@ -68,6 +78,8 @@ class Sequence implements SequenceHandle {
   /** Prompt tokens with KV (cached or prefilled). */
   computed = 0;
   alloc: KvAllocation | undefined;
+  /** Admitted once already (a preempted sequence is told of its first admission only). */
+  admitted = false;
 
   constructor(
     readonly engine: Engine,
@@ -75,6 +87,8 @@ class Sequence implements SequenceHandle {
     readonly maxTokens: number,
     readonly sink: SequenceSink,
     readonly arrival: number,
+    /** Lower is served first (the engine's priority in its own direction). */
+    readonly urgency: number,
   ) {}
 
   abort(): void {
@@ -135,8 +149,9 @@ export class Engine {
       spec.maxTokens,
       spec.sink,
       this.clock.now() + delay,
+      urgency(this.options.priorityOrder, spec.priority ?? 0),
     );
-    this.waitingQueue.push(seq);
+    this.enqueue(seq);
     if (this.timer === undefined && !this.pumping) this.pump(seq.arrival);
     return seq;
   }
@@ -224,6 +239,7 @@ export class Engine {
     const entries: PlanEntry[] = [];
     const shape: StepShape = { prefillTokens: 0, decodeSeqs: 0, seqs: 0, contextTokens: 0 };
     let budget = this.options.maxBatchTokens;
+    if (this.options.priorityOrder !== undefined) this.preemptFor(t);
     for (const seq of this.runningBatch) {
       if (budget === 0) break;
       if (seq.computed < seq.promptTokens.length) continue;
@@ -248,11 +264,50 @@ export class Engine {
       head.cachedTokens = alloc.cachedTokens;
       head.computed = alloc.cachedTokens;
       this.runningBatch.push(head);
-      head.sink.onAdmit?.(alloc.cachedTokens);
+      if (!head.admitted) head.sink.onAdmit?.(alloc.cachedTokens);
+      head.admitted = true;
       budget -= this.addPrefill(entries, shape, head, budget);
     }
     shape.seqs = entries.length;
     return entries.length === 0 ? undefined : { entries, shape };
+  }
+
+  /** Waiting in order: by urgency, then arrival (FCFS when every urgency is 0). */
+  private enqueue(seq: Sequence): void {
+    let i = this.waitingQueue.length;
+    while (i > 0 && (this.waitingQueue[i - 1] as Sequence).urgency > seq.urgency) i--;
+    this.waitingQueue.splice(i, 0, seq);
+  }
+
+  /**
+   * With priority scheduling: each ready waiting sequence, in order, that finds the batch full
+   * takes the slot of the least urgent running one (latest arrival among equals) when that one is
+   * strictly less urgent; the preempted go back to waiting and recompute their prompt (vLLM's
+   * priority policy preempts this way; its KV is freed, the prefix cache keeps what was cached).
+   */
+  private preemptFor(t: number): void {
+    const victims = [...this.runningBatch].sort(
+      (a, b) => b.urgency - a.urgency || b.arrival - a.arrival,
+    );
+    let free = this.options.maxRunning - this.runningBatch.length;
+    let taken = 0;
+    for (const waiting of this.waitingQueue) {
+      if (waiting.arrival > t) break;
+      if (free > 0) {
+        free--;
+        continue;
+      }
+      const victim = victims[taken];
+      if (victim === undefined || victim.urgency <= waiting.urgency) break;
+      taken++;
+    }
+    for (const victim of victims.slice(0, taken)) {
+      this.leaveBatch(victim);
+      victim.alloc = undefined;
+      victim.computed = 0;
+      victim.state = "waiting";
+      this.enqueue(victim);
+    }
   }
 
   private addPrefill(

@@ -89,6 +89,12 @@ export interface SimWorkerOptions extends Partial<SimNumericOptions> {
   bootstrapPort?: number;
   /** SGLang decode: the port asked when the router sends bootstrap_port null (default 8998). */
   defaultBootstrapPort?: number;
+  /**
+   * Priority scheduling as the flavor's engine does it (vLLM --scheduling-policy priority: lower
+   * `priority` first; SGLang --enable-priority-scheduling: higher first), with preemption
+   * (sim/engine.ts). Default off: first come, first served.
+   */
+  priorityScheduling?: boolean;
 }
 
 export interface NumericOptionSpec {
@@ -184,6 +190,7 @@ export interface ResolvedSimOptions extends SimNumericOptions {
   role: SimRole | undefined;
   bootstrapPort: number;
   defaultBootstrapPort: number;
+  priorityScheduling: boolean;
 }
 
 /** Fill defaults and validate; throws RangeError naming the bad option. */
@@ -232,6 +239,7 @@ export function resolveOptions(options: SimWorkerOptions = {}): ResolvedSimOptio
     role: options.role,
     bootstrapPort: portOption("bootstrapPort", options.bootstrapPort ?? 0),
     defaultBootstrapPort: portOption("defaultBootstrapPort", options.defaultBootstrapPort ?? 8998),
+    priorityScheduling: options.priorityScheduling === true,
   };
 }
 

@@ -10,6 +10,8 @@ export type InferenceEndpoint = "chat" | "completions" | "generate" | "embedding
 
 export interface InferenceJob {
   endpoint: InferenceEndpoint;
+  /** The body's `priority`, read by the engine only with priority scheduling (default 0). */
+  priority?: number;
   model: string;
   /** Token ids of each prompt, as the engine prefills them. */
   prompts: number[][];

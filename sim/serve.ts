@@ -209,6 +209,7 @@ export function serveJob(ctx: ServeContext, job: InferenceJob, res: ServerRespon
       t.handle = ctx.engine.submit({
         promptTokens: prompt,
         maxTokens: job.maxTokens,
+        priority: job.priority ?? 0,
         sink: {
           onAdmit: (cached) => {
             t.result.cachedTokens = cached;

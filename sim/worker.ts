@@ -309,6 +309,7 @@ class HttpSimWorker implements SimWorker {
       job = parseInferenceJob(endpoint, body, this.options, this.encode);
       const b = body as Record<string, unknown>;
       this.lastPriority = typeof b.priority === "number" ? b.priority : undefined;
+      job.priority = this.lastPriority ?? 0;
       applyModelChoice(job, body, this.served, this.flavor);
     } catch (err) {
       if (err instanceof ModelNotFound) {

@@ -14,6 +14,7 @@ import type { Decision, RoutingDecider } from "../policies/decider.js";
 // The router's shutdown grace ran out: the same reason the regular forwarder gives.
 import { ShutdownAbort as RouterShutdown } from "../proxy/abort-reasons.js";
 import { Attempt, type RelayLimits } from "../proxy/attempt.js";
+import { attemptsOutcome } from "../proxy/attempts-outcome.js";
 import { backoffMs, sleep } from "../proxy/backoff.js";
 import type { Cancel } from "../proxy/cancel.js";
 import type {
@@ -182,12 +183,8 @@ export class PairForwarder implements RequestForwarder {
       await sleep(delay, req.clientSignal);
     }
 
-    if (req.clientSignal.aborted) return { status: 499, attempts, error: "client_abort" };
-    if (lastFailure) {
-      const error = new RouterError(lastFailure.code, lastFailure.message);
-      writeError(res, error, req.requestId);
-      return { status: error.status, attempts, error: lastFailure.kind };
-    }
+    const ended = attemptsOutcome(req, res, attempts, lastFailure);
+    if (ended) return ended;
     const error = new RouterError("no_workers_available", this.noPairMessage(tried));
     writeError(res, error, req.requestId);
     return { status: error.status, attempts, error: "no_workers" };

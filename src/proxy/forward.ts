@@ -8,6 +8,7 @@ import { admitted } from "../workers/served-models.js";
 import type { Worker } from "../workers/worker.js";
 import { ShutdownAbort } from "./abort-reasons.js";
 import { Attempt, type RelayLimits } from "./attempt.js";
+import { attemptsOutcome } from "./attempts-outcome.js";
 import { backoffMs, sleep } from "./backoff.js";
 import type { Cancel } from "./cancel.js";
 import { rankToSend } from "./dp-rank.js";
@@ -199,12 +200,8 @@ export class Forwarder implements RequestForwarder {
       await sleep(delay, req.clientSignal);
     }
 
-    if (req.clientSignal.aborted) return { status: 499, attempts, error: "client_abort" };
-    if (lastFailure) {
-      const error = new RouterError(lastFailure.code, lastFailure.message);
-      writeError(res, error, req.requestId);
-      return { status: error.status, attempts, error: lastFailure.kind };
-    }
+    const ended = attemptsOutcome(req, res, attempts, lastFailure);
+    if (ended) return ended;
     const coolDownMs = shortestCoolDown(this.registry);
     const error = new RouterError(
       "no_workers_available",
