@@ -11,9 +11,12 @@
  *   GenerateReqInput on as it is).
  */
 import type { IncomingHttpHeaders } from "node:http";
-import type { Engine } from "./engine.js";
-import type { PrefixKvCache } from "./kv-cache.js";
+import type { Clock } from "./clock.js";
+import { Engine } from "./engine.js";
+import { PrefixKvCache } from "./kv-cache.js";
 import { SimKvPublisher, type SimKvPublisherOptions } from "./kv-publisher.js";
+import type { ResolvedSimOptions } from "./options.js";
+import { priorityOrderOf } from "./priority-order.js";
 
 export interface SimRank {
   readonly kv: PrefixKvCache;
@@ -93,4 +96,36 @@ export async function bindRankPublishers(
 function offsetPort(endpoint: string, rank: number): string {
   const colon = endpoint.lastIndexOf(":");
   return `${endpoint.slice(0, colon)}:${Number(endpoint.slice(colon + 1)) + rank}`;
+}
+
+/** The engine's ranks, each with its own KV cache (announcing to its publisher, if any) and scheduler. */
+export function makeRanks(
+  dpSize: number,
+  options: ResolvedSimOptions,
+  publishers: readonly SimKvPublisher[],
+  clock: Clock,
+  /** How much slower than the timing model the engine runs now (time scale, slowdown fault). */
+  delayFactor: () => number,
+): SimRank[] {
+  return Array.from({ length: dpSize }, (_, rank) => {
+    const publisher = publishers[rank];
+    const kv = new PrefixKvCache({
+      capacityTokens: options.kvCapacityTokens,
+      blockSize: options.blockSize,
+      ...(publisher !== undefined ? { listener: publisher } : {}),
+    });
+    const engine = new Engine(
+      {
+        timing: options,
+        maxRunning: options.maxRunning,
+        maxBatchTokens: options.maxBatchTokens,
+        delayFactor,
+        firstTokenDelayMs: options.firstTokenDelayMs,
+        ...(options.priorityScheduling ? { priorityOrder: priorityOrderOf(options.flavor) } : {}),
+      },
+      kv,
+      clock,
+    );
+    return { kv, engine, requests: 0 };
+  });
 }

@@ -7,129 +7,42 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { loadLocalTokenizer } from "../src/kv-events/local-tokenizer.js";
 import { type Clock, realClock } from "./clock.js";
-import { bindRankPublishers, leastBusyRank, requestedRank, type SimRank } from "./dp-ranks.js";
-import { Engine } from "./engine.js";
+import {
+  bindRankPublishers,
+  leastBusyRank,
+  makeRanks,
+  requestedRank,
+  type SimRank,
+} from "./dp-ranks.js";
 import { DEFAULT_FAULTS, mergeFaults, type SimFaults } from "./faults.js";
-import { PrefixKvCache } from "./kv-cache.js";
+import { applyModelChoice, parseInferenceJob } from "./inference-job.js";
+import type { PrefixKvCache } from "./kv-cache.js";
 import type { SimKvPublisher } from "./kv-publisher.js";
-import { METRICS_CONTENT_TYPE, renderMetrics } from "./metrics.js";
-import { chooseModel, ModelNotFound, modelList, saltForAdapter } from "./models.js";
+import { sendMetrics } from "./metrics-page.js";
+import { ModelNotFound, modelList } from "./models.js";
 import { type ResolvedSimOptions, resolveOptions, type SimWorkerOptions } from "./options.js";
+import { INFERENCE_PATHS, methodNotAllowed, OTHER_PATHS, singleHeader } from "./paths.js";
 import { PdSide } from "./pd-side.js";
-import { priorityOrderOf } from "./priority-order.js";
-import { BadRequest, type InferenceEndpoint, parseJob, type SimTokenize } from "./protocol.js";
+import {
+  BadRequest,
+  type InferenceEndpoint,
+  type InferenceJob,
+  type SimTokenize,
+} from "./protocol.js";
+import { readJsonBody } from "./request-body.js";
 import { errorBody } from "./responses.js";
-import { type ServeCounters, sendJson, serveJob } from "./serve.js";
-import { renderChat } from "./template.js";
+import { sendJson, serveJob } from "./serve.js";
+import { modelInfo, SIM_VERSION, serverInfo } from "./server-info.js";
+import type { SimStats, SimWorker } from "./sim-worker.js";
+import { tokenizeBody } from "./tokenize-request.js";
 import { tokenize } from "./tokenizer.js";
+import { collectStats, newWorkerCounters, type WorkerCounters } from "./worker-stats.js";
 
 export type { SimFaults } from "./faults.js";
 export type { SimFlavor, SimWorkerOptions } from "./options.js";
+export type { SimStats, SimWorker } from "./sim-worker.js";
 
 const WORKER_ID_HEADER = "x-sim-worker-id";
-
-export interface SimStats {
-  id: string;
-  /** Inference requests received (every endpoint that runs the engine), faulted ones included. */
-  requests: number;
-  /** Sequences running or waiting in the engine, plus requests held by the hang fault. */
-  inFlight: number;
-  running: number;
-  waiting: number;
-  hanging: number;
-  /** Inference responses sent in full. */
-  completed: number;
-  /** Inference requests whose client disconnected before the response was complete. */
-  aborted: number;
-  /** Streams cut by the crashMidStream fault. */
-  crashed: number;
-  /** Requests answered with an injected fault status (status, failFirst). */
-  failed: number;
-  /** Requests answered 4xx for bad input. */
-  rejected: number;
-  /** Requests answered 401 for a missing or wrong --api-key. */
-  unauthorized: number;
-  /** Prompt tokens admitted to the engine, and of those the ones found in the prefix cache. */
-  promptTokens: number;
-  cachedTokens: number;
-  completionTokens: number;
-  /** Fraction of KV blocks held by running requests. */
-  kvUsage: number;
-  /** KV blocks evicted from the prefix cache so far. */
-  kvEvictions: number;
-  /** Requests per path (unknown paths under "unmatched"). */
-  endpoints: Record<string, number>;
-  /**
-   * The W3C trace context of the last inference request: what vLLM and SGLang read to join the
-   * caller's trace (vllm/tracing.py extract_trace_context; SGLang --enable-trace).
-   */
-  lastTraceparent: string | undefined;
-  lastTracestate: string | undefined;
-  /** The `priority` field of the last inference request's body (undefined when it had none). */
-  lastPriority: number | undefined;
-}
-
-export interface SimWorker {
-  readonly id: string;
-  readonly url: string;
-  readonly port: number;
-  readonly flavor: "sglang" | "vllm";
-  /** Prefill or decode with disaggregation (sim/disaggregation.ts); undefined for a regular worker. */
-  readonly role: "prefill" | "decode" | undefined;
-  /** An SGLang prefill worker's bootstrap server port (what the router's --prefill URL PORT names). */
-  readonly bootstrapPort: number | undefined;
-  stats(): SimStats;
-  faults(): SimFaults;
-  setFaults(f: Partial<SimFaults>): void;
-  /** The KV-event publisher, when started with `kvEvents` (rank 0's, with `dpSize`). */
-  readonly kvEvents: SimKvPublisher | undefined;
-  /** Every data-parallel rank's KV-event publisher, rank 0 first (empty without `kvEvents`). */
-  readonly kvEventsRanks: readonly SimKvPublisher[];
-  /** Inference requests each data-parallel rank served, rank 0 first. */
-  rankRequests(): number[];
-  /**
-   * Drops every cached block nobody holds. `restart` models an engine restart: nothing is
-   * announced and the event sequence starts again at 0; otherwise AllBlocksCleared is published
-   * (vLLM's reset_prefix_cache).
-   */
-  clearKvCache(options?: { restart?: boolean }): void;
-  /**
-   * Tokens of this prompt the engine would find cached now (benchmark diagnostics): on one
-   * data-parallel rank, or the best rank's.
-   */
-  cachedPrefixTokens(promptTokens: readonly number[], rank?: number): number;
-  /**
-   * The tokens its POST /tokenize answers for this body (`{prompt}` or `{messages}`, with the
-   * engine's own tokenizer), or undefined when the body has neither (the endpoint answers 400).
-   */
-  tokenizeBody(body: unknown): number[] | undefined;
-  /** Closes the server and destroys open sockets (hanging and streaming requests included). */
-  close(): Promise<void>;
-}
-
-const INFERENCE_PATHS: Readonly<Record<string, InferenceEndpoint>> = {
-  "/v1/chat/completions": "chat",
-  "/v1/completions": "completions",
-  "/generate": "generate",
-  "/v1/embeddings": "embeddings",
-};
-
-const OTHER_PATHS = new Set([
-  "/health",
-  "/health_generate",
-  "/v1/models",
-  "/get_model_info",
-  "/get_server_info",
-  "/version",
-  "/metrics",
-  "/tokenize",
-  "/_sim/faults",
-  "/_sim/stats",
-]);
-
-const SIM_VERSION = "0.0.0-sim";
-
-class BodyTooLarge extends Error {}
 
 export async function startSimWorker(options: SimWorkerOptions = {}): Promise<SimWorker> {
   const resolved = resolveOptions(options);
@@ -162,23 +75,7 @@ class HttpSimWorker implements SimWorker {
   private currentFaults: SimFaults;
   private failRemaining: number;
   private readonly hanging = new Set<ServerResponse>();
-  private readonly counters: ServeCounters & {
-    requests: number;
-    failed: number;
-    rejected: number;
-    unauthorized: number;
-  } = {
-    requests: 0,
-    completed: 0,
-    aborted: 0,
-    crashed: 0,
-    failed: 0,
-    rejected: 0,
-    unauthorized: 0,
-    promptTokens: 0,
-    cachedTokens: 0,
-    completionTokens: 0,
-  };
+  private readonly counters: WorkerCounters = newWorkerCounters();
   private readonly endpointCounts: Record<string, number> = {};
   private lastPriority: number | undefined;
   private lastTrace: { traceparent?: string | undefined; tracestate?: string | undefined } = {};
@@ -202,35 +99,11 @@ class HttpSimWorker implements SimWorker {
         : loadLocalTokenizer(options.tokenizerPath, "tokenizerPath").encode;
     this.currentFaults = faults;
     this.failRemaining = faults.failFirst;
+    // How much slower than the timing model the engine runs now (time scale, slowdown fault).
+    const delayFactor = () => this.options.timeScale * this.currentFaults.slowdown;
     this.pd =
-      options.role === undefined
-        ? undefined
-        : new PdSide(
-            options.role,
-            options,
-            () => this.options.timeScale * this.currentFaults.slowdown,
-          );
-    this.ranks = Array.from({ length: dpSize }, (_, rank) => {
-      const publisher = kvEventsRanks[rank];
-      const kv = new PrefixKvCache({
-        capacityTokens: options.kvCapacityTokens,
-        blockSize: options.blockSize,
-        ...(publisher !== undefined ? { listener: publisher } : {}),
-      });
-      const engine = new Engine(
-        {
-          timing: options,
-          maxRunning: options.maxRunning,
-          maxBatchTokens: options.maxBatchTokens,
-          delayFactor: () => this.options.timeScale * this.currentFaults.slowdown,
-          firstTokenDelayMs: options.firstTokenDelayMs,
-          ...(options.priorityScheduling ? { priorityOrder: priorityOrderOf(options.flavor) } : {}),
-        },
-        kv,
-        clock,
-      );
-      return { kv, engine, requests: 0 };
-    });
+      options.role === undefined ? undefined : new PdSide(options.role, options, delayFactor);
+    this.ranks = makeRanks(dpSize, options, kvEventsRanks, clock, delayFactor);
     this.server = createServer((req, res) => {
       this.handle(req, res).catch((err: unknown) => {
         if (!res.headersSent) sendJson(res, 500, errorBody(500, `simulator error: ${String(err)}`));
@@ -283,41 +156,20 @@ class HttpSimWorker implements SimWorker {
   }
 
   stats(): SimStats {
-    const c = this.counters;
-    return {
-      id: this.assignedId,
-      requests: c.requests,
-      inFlight: this.sum((r) => r.engine.running + r.engine.waiting) + this.hanging.size,
-      running: this.sum((r) => r.engine.running),
-      waiting: this.sum((r) => r.engine.waiting),
-      hanging: this.hanging.size,
-      completed: c.completed,
-      aborted: c.aborted,
-      crashed: c.crashed,
-      failed: c.failed,
-      rejected: c.rejected,
-      unauthorized: c.unauthorized,
-      promptTokens: c.promptTokens,
-      cachedTokens: c.cachedTokens,
-      completionTokens: c.completionTokens,
-      kvUsage: this.sum((r) => r.kv.activeUsage) / this.ranks.length,
-      kvEvictions: this.sum((r) => r.kv.evictions),
-      endpoints: { ...this.endpointCounts },
-      lastTraceparent: this.lastTrace.traceparent,
-      lastTracestate: this.lastTrace.tracestate,
-      lastPriority: this.lastPriority,
-    };
+    return collectStats(
+      this.assignedId,
+      this.counters,
+      this.ranks,
+      this.hanging.size,
+      this.endpointCounts,
+      this.lastTrace,
+      this.lastPriority,
+    );
   }
 
   cachedPrefixTokens(promptTokens: readonly number[], rank?: number): number {
     if (rank !== undefined) return this.ranks[rank]?.kv.cachedPrefixTokens(promptTokens) ?? 0;
     return Math.max(...this.ranks.map((r) => r.kv.cachedPrefixTokens(promptTokens)));
-  }
-
-  private sum(of: (rank: SimRank) => number): number {
-    let total = 0;
-    for (const rank of this.ranks) total += of(rank);
-    return total;
   }
 
   faults(): SimFaults {
@@ -388,22 +240,31 @@ class HttpSimWorker implements SimWorker {
         res.end();
         return;
       case "/v1/models":
-        return sendJson(res, 200, this.models());
+        return sendJson(
+          res,
+          200,
+          modelList(
+            this.served,
+            this.flavor,
+            this.options.maxModelLen,
+            Math.floor(Date.now() / 1000),
+          ),
+        );
       case "/get_model_info":
         // SGLang's native endpoints: a vLLM server answers 404 there.
         if (this.flavor === "vllm") return sendJson(res, 404, { detail: "Not Found" });
-        return sendJson(res, 200, {
-          model_path: this.options.model,
-          tokenizer_path: this.options.model,
-          is_generation: true,
-        });
+        return sendJson(res, 200, modelInfo(this.options));
       case "/get_server_info":
         if (this.flavor === "vllm") return sendJson(res, 404, { detail: "Not Found" });
-        return sendJson(res, 200, this.serverInfo());
+        return sendJson(
+          res,
+          200,
+          serverInfo(this.options, this.kv, this.ranks.length, this.assignedId),
+        );
       case "/version":
         return sendJson(res, 200, { version: SIM_VERSION });
       case "/metrics":
-        return this.metrics(res);
+        return sendMetrics(res, this.flavor, this.options.model, this.stats(), this.ranks);
       case "/_sim/faults":
         return sendJson(res, 200, this.faults());
       case "/_sim/stats":
@@ -421,7 +282,7 @@ class HttpSimWorker implements SimWorker {
       traceparent: singleHeader(req.headers.traceparent),
       tracestate: singleHeader(req.headers.tracestate),
     };
-    const body = await this.readJson(req, res);
+    const body = await readJsonBody(req, res, this.options.bodyLimitBytes, this.counters);
     if (body === undefined) return;
 
     const f = this.currentFaults;
@@ -443,31 +304,13 @@ class HttpSimWorker implements SimWorker {
       return;
     }
 
-    let job: ReturnType<typeof parseJob>;
+    let job: InferenceJob;
     try {
-      job = parseJob(endpoint, body, {
-        defaultMaxTokens: this.options.defaultMaxTokens,
-        maxModelLen: this.options.maxModelLen,
-        model: this.options.model,
-        tokenize: this.encode,
-      });
+      job = parseInferenceJob(endpoint, body, this.options, this.encode);
       const b = body as Record<string, unknown>;
       this.lastPriority = typeof b.priority === "number" ? b.priority : undefined;
       job.priority = this.lastPriority ?? 0;
-      const requested = typeof b.model === "string" && b.model.length > 0 ? b.model : undefined;
-      const choice = chooseModel(this.served, this.flavor, requested, b.lora_path);
-      job.model = choice.name;
-      const adapter = choice.adapter;
-      if (adapter !== undefined) job.prompts = job.prompts.map((p) => saltForAdapter(p, adapter));
-      const perItem = choice.perItem;
-      if (perItem !== undefined) {
-        if (perItem.length !== job.prompts.length)
-          throw new BadRequest("lora_path must have one entry per prompt", "lora_path");
-        job.prompts = job.prompts.map((p, i) => {
-          const itemAdapter = perItem[i];
-          return itemAdapter === undefined ? p : saltForAdapter(p, itemAdapter);
-        });
-      }
+      applyModelChoice(job, body, this.served, this.flavor);
     } catch (err) {
       if (err instanceof ModelNotFound) {
         this.counters.rejected++;
@@ -517,43 +360,15 @@ class HttpSimWorker implements SimWorker {
     );
   }
 
-  /** The parsed JSON body, or undefined once an error (or nothing, if the client left) was sent. */
-  private async readJson(req: IncomingMessage, res: ServerResponse): Promise<unknown> {
-    let raw: Buffer;
-    try {
-      raw = await readBody(req, this.options.bodyLimitBytes);
-    } catch (err) {
-      if (err instanceof BodyTooLarge) {
-        this.counters.rejected++;
-        res.setHeader("connection", "close");
-        sendJson(
-          res,
-          413,
-          errorBody(413, `request body exceeds ${this.options.bodyLimitBytes} bytes`),
-        );
-      } else {
-        this.counters.aborted++;
-      }
-      return undefined;
-    }
-    try {
-      return JSON.parse(raw.toString("utf8")) as unknown;
-    } catch {
-      this.counters.rejected++;
-      sendJson(res, 400, errorBody(400, "request body is not valid JSON"));
-      return undefined;
-    }
-  }
-
   /**
    * vLLM's POST /tokenize (vllm/entrypoints/openai/protocol.py TokenizeCompletionRequest and
    * TokenizeChatRequest; SGLang's /tokenize takes the `prompt` form): `{prompt}` or `{messages}`
    * in, `{count, max_model_len, tokens}` out, with the same template the engine prefills.
    */
   private async tokenizeEndpoint(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const body = await this.readJson(req, res);
+    const body = await readJsonBody(req, res, this.options.bodyLimitBytes, this.counters);
     if (body === undefined) return;
-    const tokens = this.tokenizeBody(body);
+    const tokens = tokenizeBody(this.encode, body);
     if (tokens === undefined) {
       this.counters.rejected++;
       return sendJson(res, 400, errorBody(400, "tokenize needs prompt or messages"));
@@ -562,28 +377,11 @@ class HttpSimWorker implements SimWorker {
   }
 
   tokenizeBody(json: unknown): number[] | undefined {
-    const body = json as Record<string, unknown> | null;
-    let text: string;
-    // vLLM's defaults: special tokens for a prompt, none for a rendered chat (protocol.ts).
-    let addSpecialTokens: boolean;
-    if (typeof body?.prompt === "string") {
-      text = body.prompt;
-      addSpecialTokens = body.add_special_tokens !== false;
-    } else if (Array.isArray(body?.messages)) {
-      addSpecialTokens = body.add_special_tokens === true;
-      const messages = body.messages.map((m: unknown) => {
-        const { role, content } = (m ?? {}) as Record<string, unknown>;
-        return { role: String(role), content: typeof content === "string" ? content : "" };
-      });
-      text = renderChat(messages, body.add_generation_prompt !== false);
-    } else {
-      return undefined;
-    }
-    return this.encode(text, addSpecialTokens);
+    return tokenizeBody(this.encode, json);
   }
 
   private async postFaults(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const body = await this.readJson(req, res);
+    const body = await readJsonBody(req, res, this.options.bodyLimitBytes, this.counters);
     if (body === undefined) return;
     try {
       this.setFaults(body as Partial<SimFaults>);
@@ -593,112 +391,10 @@ class HttpSimWorker implements SimWorker {
     sendJson(res, 200, this.faults());
   }
 
-  private models() {
-    return modelList(
-      this.served,
-      this.flavor,
-      this.options.maxModelLen,
-      Math.floor(Date.now() / 1000),
-    );
-  }
-
   private get served() {
     return {
       names: [this.options.model, ...this.options.modelAliases],
       adapters: this.options.loraAdapters,
     };
   }
-
-  private serverInfo() {
-    const o = this.options;
-    return {
-      model_path: o.model,
-      served_model_name: o.model,
-      context_length: o.maxModelLen,
-      max_total_num_tokens: this.kv.totalBlocks * this.kv.blockSize,
-      max_req_input_len: o.maxModelLen - 1,
-      dp_size: this.ranks.length,
-      max_running_requests: o.maxRunning,
-      chunked_prefill_size: o.maxBatchTokens,
-      page_size: o.blockSize,
-      version: SIM_VERSION,
-      simulator: {
-        id: this.assignedId,
-        flavor: o.flavor,
-        timeScale: o.timeScale,
-        prefillTokensPerSec: o.prefillTokensPerSec,
-        stepFloorMs: o.stepFloorMs,
-        decodePerSeqMs: o.decodePerSeqMs,
-        kvReadMsPer1kTokens: o.kvReadMsPer1kTokens,
-        defaultMaxTokens: o.defaultMaxTokens,
-      },
-    };
-  }
-
-  private metrics(res: ServerResponse): void {
-    const s = this.stats();
-    const whole = {
-      model: this.options.model,
-      running: s.running,
-      waiting: s.waiting,
-      kvUsage: s.kvUsage,
-      kvUsedTokens: (this.kv.pinnedBlocks + this.kv.reservedBlocks) * this.kv.blockSize,
-      promptTokens: s.promptTokens,
-      cachedTokens: s.cachedTokens,
-      generationTokens: s.completionTokens,
-      completedRequests: s.completed,
-      kvBlocks: this.kv.totalBlocks,
-      blockSize: this.kv.blockSize,
-    };
-    // With data parallelism: a series per rank, as both engines report them (the counters are
-    // kept for the whole engine and shown on rank 0, so that the sums stay right).
-    const none = { promptTokens: 0, cachedTokens: 0, generationTokens: 0, completedRequests: 0 };
-    const ranks = this.ranks.map(({ kv, engine }, i) => ({
-      ...whole,
-      ...(i > 0 ? none : {}),
-      running: engine.running,
-      waiting: engine.waiting,
-      kvUsage: kv.activeUsage,
-      kvUsedTokens: (kv.pinnedBlocks + kv.reservedBlocks) * kv.blockSize,
-      kvBlocks: kv.totalBlocks,
-    }));
-    const text = renderMetrics(this.flavor, whole, ranks);
-    res.writeHead(200, {
-      "content-type": METRICS_CONTENT_TYPE,
-      "content-length": Buffer.byteLength(text),
-    });
-    res.end(text);
-  }
-}
-
-function methodNotAllowed(res: ServerResponse): void {
-  sendJson(res, 405, { detail: "Method Not Allowed" });
-}
-
-/** Read a request body up to `limit` bytes; rejects with BodyTooLarge beyond it. */
-function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const onData = (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > limit) {
-        req.off("data", onData);
-        req.resume(); // drain and discard the rest
-        reject(new BodyTooLarge());
-        return;
-      }
-      chunks.push(chunk);
-    };
-    req.on("data", onData);
-    req.once("end", () => resolve(Buffer.concat(chunks)));
-    req.once("error", reject);
-    req.once("close", () => {
-      if (!req.complete) reject(new Error("client closed the connection while sending the body"));
-    });
-  });
-}
-
-function singleHeader(value: string | string[] | undefined): string | undefined {
-  return Array.isArray(value) ? value.join(",") : value;
 }

@@ -7,6 +7,7 @@ import {
   UnsupportedFlagError,
 } from "../src/compat-flags.js";
 import { flagValues, SETTINGS } from "../src/config.js";
+import { withoutRadixgateEnv } from "./helpers/clean-env.js";
 import { SGLANG_GATEWAY_FLAGS } from "./sglang-gateway-flags.js";
 
 /** parseArgv, with the configuration by setting name in the flags' units. */
@@ -17,15 +18,7 @@ function parseArgv(argv: string[]) {
 
 /** Runs parseArgv with a clean RADIXGATE_* environment. */
 function parse(argv: string[]) {
-  const saved = { ...process.env };
-  try {
-    for (const name of Object.keys(process.env)) {
-      if (name.startsWith("RADIXGATE_")) delete process.env[name];
-    }
-    return parseArgv(argv);
-  } finally {
-    process.env = saved;
-  }
+  return withoutRadixgateEnv(() => parseArgv(argv));
 }
 
 describe("SGLang router flag compatibility", () => {

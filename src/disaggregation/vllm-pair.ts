@@ -8,25 +8,23 @@ import { relay } from "../proxy/relay.js";
 import { UsageTap } from "../proxy/usage-tap.js";
 import { FAILED } from "../workers/lease.js";
 import { answered2xx, readJson, sendSide } from "./pair-sides.js";
-import { failedPair, interrupted, type PairResult, type PairTry } from "./pair-try.js";
+import { failedPair, interrupted, type PairResult, type PairTry, type Side } from "./pair-try.js";
 import { decodeBody, prefillBody, transferParamsOf } from "./vllm-transfer.js";
 
 /** A prefill answer (one token and the transfer params) is small; more is not one. */
 const MAX_PREFILL_ANSWER_BYTES = 1024 * 1024;
 
+/** Opens one side of the pair on its worker and sends it its body. */
+async function sendOneSide<S extends Side>(t: PairTry, side: S, body: Buffer) {
+  const worker = side === "prefill" ? t.prefill : t.decode;
+  const attempt = t.open(worker, side);
+  const result = await sendSide(attempt, "POST", t.req.path, t.headersFor(worker), body);
+  return { side, attempt, result };
+}
+
 export async function vllmPair(t: PairTry): Promise<PairResult> {
-  const prefill = t.open(t.prefill, "prefill");
-  const p = {
-    side: "prefill" as const,
-    attempt: prefill,
-    result: await sendSide(
-      prefill,
-      "POST",
-      t.req.path,
-      t.headersFor(t.prefill),
-      prefillBody(t.body),
-    ),
-  };
+  const p = await sendOneSide(t, "prefill", prefillBody(t.body));
+  const prefill = p.attempt;
   const stopped = interrupted(t, [p]);
   if (stopped !== undefined) return stopped;
   if (!answered2xx(p.result) || p.result.kind !== "answer") return failedPair(t, [p]);
@@ -57,18 +55,8 @@ export async function vllmPair(t: PairTry): Promise<PairResult> {
   }
   prefill.end({ kind: "answered", status });
 
-  const decode = t.open(t.decode, "decode");
-  const d = {
-    side: "decode" as const,
-    attempt: decode,
-    result: await sendSide(
-      decode,
-      "POST",
-      t.req.path,
-      t.headersFor(t.decode),
-      decodeBody(t.body, params),
-    ),
-  };
+  const d = await sendOneSide(t, "decode", decodeBody(t.body, params));
+  const decode = d.attempt;
   const gone = interrupted(t, [d]);
   if (gone !== undefined) return gone;
   if (!answered2xx(d.result) || d.result.kind !== "answer") return failedPair(t, [d]);

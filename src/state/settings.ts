@@ -5,20 +5,34 @@
 import { integer, type Parser } from "../config-kit/parsers.js";
 import { section } from "../config-kit/setting.js";
 import { ConfigError } from "../errors.js";
-import type { SharedStateOptions } from "./shared-state.js";
 import { MIN_STATE_SECRET_CHARS } from "./state-secret.js";
 
 export interface StateConfig {
   /** --state-url; undefined = this replica routes on its own state. */
   url: string | undefined;
+  /** --state-secret: signs what this replica writes, checks what it reads, seals API keys. */
   secret: string | undefined;
   keyPrefix: string;
   maxTextChars: number;
   streamLength: number;
   loadIntervalMs: number;
   queueSize: number;
+  /** --state-claim-timeout-ms: 0 turns new-prefix claims off. */
   claimTimeoutMs: number;
+  /** --state-claim-ttl-ms */
   claimTtlMs: number;
+}
+
+/** SharedState's options: the state section when it is on (a URL, and so a secret). */
+export interface SharedStateOptions extends Omit<StateConfig, "url" | "secret"> {
+  url: string;
+  secret: string;
+  /**
+   * radixgate-cluster's id when its processes also share over the local channel: this replica's
+   * id starts with it, and the index ops and counts of the replicas that share it (this host's
+   * siblings, which arrive over that channel) are left out of what is read from Redis.
+   */
+  replicaGroup?: string;
 }
 
 /** redis:// or rediss:// (TLS); Valkey speaks the same protocol. Errors never echo the URL (it may hold a password). */

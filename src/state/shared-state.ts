@@ -13,32 +13,14 @@ import type { PeerInFlight } from "./peer-in-flight.js";
 import { RedisPrefixClaims } from "./prefix-claims.js";
 import { PublishingIndex } from "./publishing-index.js";
 import { RedisLink } from "./redis-link.js";
+import type { SharedStateOptions } from "./settings.js";
 import { type StateKeys, stateKeys } from "./state-keys.js";
 import { StateMetrics } from "./state-metrics.js";
 import type { StateOp } from "./state-op.js";
 import { StateSecret } from "./state-secret.js";
 
-export interface SharedStateOptions {
-  /** --state-url */
-  url: string;
-  /** --state-secret: signs what this replica writes, checks what it reads, seals API keys. */
-  secret: string;
-  keyPrefix: string;
-  maxTextChars: number;
-  streamLength: number;
-  loadIntervalMs: number;
-  queueSize: number;
-  /** --state-claim-timeout-ms: 0 turns new-prefix claims off. */
-  claimTimeoutMs: number;
-  /** --state-claim-ttl-ms */
-  claimTtlMs: number;
-  /**
-   * radixgate-cluster's id when its processes also share over the local channel: this replica's
-   * id starts with it, and the index ops and counts of the replicas that share it (this host's
-   * siblings, which arrive over that channel) are left out of what is read from Redis.
-   */
-  replicaGroup?: string;
-}
+// The options type lives beside the state section's rows; importers keep finding it here.
+export type { SharedStateOptions };
 
 /** How long start() waits for Redis and for the replay of recent decisions before serving. */
 const START_WAIT_MS = 3000;

@@ -2,27 +2,11 @@ import { afterEach, describe, expect, it } from "vitest";
 import { type SimWorker, startSimWorker } from "../../sim/worker.js";
 import type { ConfigOverrides } from "../../src/config.js";
 import type { RunningRouter } from "../../src/server.js";
+import { type CacheTotals, filler } from "../helpers/cache-account.js";
 import { captureLogs } from "../helpers/log-capture.js";
 import { postJson, startTestRouter, waitFor } from "../helpers/router.js";
 
-/** `n` characters of deterministic filler, different for each seed. */
-function filler(seed: string, n: number): string {
-  let out = "";
-  for (let i = 0; out.length < n; i++) out += `${seed}${i} `;
-  return out.slice(0, n);
-}
-
-interface Totals {
-  requests: number;
-  prompt_tokens: number;
-  available_tokens: number;
-  chosen_tokens: number;
-  reported_cached_tokens: number;
-  cold_tokens: number;
-  routing_loss_tokens: Record<"load" | "session" | "filter" | "unknown" | "total", number>;
-  index_loss_tokens: number;
-  unreported_tokens: number;
-}
+type Totals = CacheTotals;
 
 interface DebugCache extends Totals {
   window_minutes: number;

@@ -5,6 +5,7 @@ import { startSimWorker } from "../../sim/worker.js";
 import { parseArgv } from "../../src/cli-options.js";
 import { createLogger } from "../../src/logger.js";
 import { startRouter } from "../../src/server.js";
+import { withoutRadixgateEnv } from "../helpers/clean-env.js";
 import { postJson } from "../helpers/router.js";
 import { events } from "./pd-fleet.js";
 
@@ -26,15 +27,7 @@ function launchLines(): { source: string; argv: string[] }[] {
 
 /** Runs parseArgv with a clean RADIXGATE_* environment. */
 function parse(argv: string[]) {
-  const saved = { ...process.env };
-  try {
-    for (const name of Object.keys(process.env)) {
-      if (name.startsWith("RADIXGATE_")) delete process.env[name];
-    }
-    return parseArgv(argv);
-  } finally {
-    process.env = saved;
-  }
+  return withoutRadixgateEnv(() => parseArgv(argv));
 }
 
 describe("issue 25: SGLang's PD launch lines start radixgate and serve through it (docs/disaggregation.md)", () => {

@@ -1,25 +1,9 @@
 import { afterEach, describe, expect, it } from "vitest";
+import { type CacheTotals, filler } from "../helpers/cache-account.js";
 import { postJson, waitFor } from "../helpers/router.js";
 import { type PdFleet, startPdFleet } from "./pd-fleet.js";
 
-/** `n` characters of deterministic filler, different for each seed. */
-function filler(seed: string, n: number): string {
-  let out = "";
-  for (let i = 0; out.length < n; i++) out += `${seed}${i} `;
-  return out.slice(0, n);
-}
-
-interface Totals {
-  requests: number;
-  prompt_tokens: number;
-  available_tokens: number;
-  chosen_tokens: number;
-  reported_cached_tokens: number;
-  cold_tokens: number;
-  routing_loss_tokens: { total: number };
-  index_loss_tokens: number;
-  unreported_tokens: number;
-}
+type Totals = CacheTotals;
 
 const ADMIN = { authorization: "Bearer admin-key" };
 

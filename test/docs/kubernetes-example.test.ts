@@ -11,6 +11,7 @@ import { type SimWorker, startSimWorker } from "../../sim/worker.js";
 import { parseArgv } from "../../src/cli-options.js";
 import { flagValues } from "../../src/config.js";
 import type { RunningRouter } from "../../src/server.js";
+import { withoutRadixgateEnv } from "../helpers/clean-env.js";
 import { startTestRouter } from "../helpers/router.js";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
@@ -35,17 +36,11 @@ interface FlagView {
 }
 
 function parse(argv: string[]) {
-  const saved = { ...process.env };
-  try {
-    for (const name of Object.keys(process.env)) {
-      if (name.startsWith("RADIXGATE_")) delete process.env[name];
-    }
+  return withoutRadixgateEnv(() => {
     // The configuration by setting name, in the flags' units.
     const parsed = parseArgv(argv);
     return { ...parsed, config: flagValues(parsed.config) as unknown as FlagView };
-  } finally {
-    process.env = saved;
-  }
+  });
 }
 
 describe("docs/kubernetes/radixgate.yaml", () => {

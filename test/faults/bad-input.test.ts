@@ -215,6 +215,8 @@ describe("bad input: a clear error and nothing else disturbed", () => {
       "invalid_request_error",
       "authentication_error",
       "permission_error",
+      // A tenant over its own --tenant-quota: the client's limit, not the fleet's capacity.
+      "rate_limit_error",
       "server_error",
     ]);
     for (const [code, entry] of Object.entries(ERROR_CATALOG)) {

@@ -1,13 +1,11 @@
-/**
- * Issue 20 item 6: a client that stops reading held its upstream slot (and the bytes queued for
- * it) until --request-timeout-secs (30 min), because the idle timer pauses under back-pressure.
- * --client-stall-secs ends such a request and frees the slot; real sockets, a real client that
- * stops reading.
- */
-import { type IncomingMessage, request } from "node:http";
 import { describe, expect, it } from "vitest";
 import { waitFor } from "../helpers/router.js";
-import { startedPerTest, startLoggedRouter, startTinyUpstream } from "./support.js";
+import {
+  pausedCompletion,
+  startedPerTest,
+  startLoggedRouter,
+  startTinyUpstream,
+} from "./support.js";
 
 /** An engine streaming an endless answer as fast as its client takes it; counts closed streams. */
 async function endlessUpstream() {
@@ -35,19 +33,7 @@ async function endlessUpstream() {
  * with whether the answer arrived whole (a cut connection ends it incomplete).
  */
 function stoppedReader(url: string): { status: Promise<number>; resume: () => Promise<boolean> } {
-  const req = request(`${url}/v1/completions`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-  });
-  req.on("error", () => {});
-  const response = new Promise<IncomingMessage>((resolve) => {
-    req.on("response", (res) => {
-      res.pause();
-      res.on("error", () => {});
-      resolve(res);
-    });
-  });
-  req.end('{"prompt":"an endless answer","stream":true}');
+  const { response } = pausedCompletion(url, '{"prompt":"an endless answer","stream":true}');
   return {
     status: response.then((res) => res.statusCode ?? 0),
     resume: async () => {

@@ -3,7 +3,7 @@
  * scripted upstreams for answers the simulator cannot give (Retry-After), and small readers for
  * SSE bodies, error codes and Prometheus samples.
  */
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import { createServer, type IncomingMessage, request, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach } from "vitest";
 import { freePort } from "../../sim/free-port.js";
@@ -173,4 +173,28 @@ export function startedPerTest(): Started {
     started.tiny = [];
   });
   return started;
+}
+
+/**
+ * POSTs `body` to /v1/completions the low-level way and gives back the response paused (the
+ * client reads nothing until told to), with a way to drop the connection.
+ */
+export function pausedCompletion(
+  url: string,
+  body: string,
+): { response: Promise<IncomingMessage>; destroy: () => void } {
+  const req = request(`${url}/v1/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+  });
+  req.on("error", () => {});
+  const response = new Promise<IncomingMessage>((resolve) => {
+    req.on("response", (res) => {
+      res.pause();
+      res.on("error", () => {});
+      resolve(res);
+    });
+  });
+  req.end(body);
+  return { response, destroy: () => req.destroy() };
 }

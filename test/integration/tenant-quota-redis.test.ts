@@ -16,6 +16,7 @@ import {
   type TestRedis,
 } from "../helpers/redis.js";
 import { startTestRouter } from "../helpers/router.js";
+import { askAsTenant as ask } from "../helpers/tenant-request.js";
 
 let prefixes = 0;
 
@@ -37,23 +38,6 @@ async function replicas(
       stateKeyPrefix: prefix,
     });
   return [await start(), await start()];
-}
-
-function ask(
-  routerUrl: string,
-  tenant: string,
-  options: { maxTokens?: number; stream?: boolean } = {},
-): Promise<Response> {
-  return fetch(`${routerUrl}/v1/completions`, {
-    method: "POST",
-    headers: { "content-type": "application/json", "x-tenant-id": tenant },
-    body: JSON.stringify({
-      model: "m",
-      prompt: `${tenant} `.padEnd(400, "x"),
-      max_tokens: options.maxTokens ?? 10,
-      stream: options.stream ?? false,
-    }),
-  });
 }
 
 describe.skipIf(redisSkipReason !== undefined)(

@@ -10,6 +10,7 @@ import { startSimWorker } from "../../sim/worker.js";
 import { ConfigError } from "../../src/errors.js";
 import { metric, startedPerTest } from "../faults/support.js";
 import { startTestRouter, waitFor } from "../helpers/router.js";
+import { askAsTenant as ask } from "../helpers/tenant-request.js";
 
 function quotaFile(text: string): string {
   const path = join(mkdtempSync(join(tmpdir(), "radixgate-quota-")), "quota.yaml");
@@ -21,23 +22,6 @@ function quotaFile(text: string): string {
 function rewrite(path: string, text: string): void {
   writeFileSync(`${path}.new`, text);
   renameSync(`${path}.new`, path);
-}
-
-function ask(
-  routerUrl: string,
-  tenant: string,
-  options: { chars?: number; maxTokens?: number; stream?: boolean } = {},
-): Promise<Response> {
-  return fetch(`${routerUrl}/v1/completions`, {
-    method: "POST",
-    headers: { "content-type": "application/json", "x-tenant-id": tenant },
-    body: JSON.stringify({
-      model: "m",
-      prompt: `${tenant} `.padEnd(options.chars ?? 400, "x"),
-      max_tokens: options.maxTokens ?? 10,
-      stream: options.stream ?? false,
-    }),
-  });
 }
 
 describe("--tenant-quota (per process)", () => {

@@ -2,14 +2,8 @@ import { afterEach, describe, expect, it } from "vitest";
 import { type SimWorker, startSimWorker } from "../../sim/worker.js";
 import type { ApproximateIndex } from "../../src/index/approximate-index.js";
 import type { RunningRouter } from "../../src/server.js";
+import { filler } from "../helpers/cache-account.js";
 import { postJson, startTestRouter } from "../helpers/router.js";
-
-/** `n` characters of deterministic filler, no newlines, different for each seed. */
-function filler(seed: string, n: number): string {
-  let out = "";
-  for (let i = 0; out.length < n; i++) out += `${seed}${i} `;
-  return out.slice(0, n);
-}
 
 interface Usage {
   prompt_tokens: number;

@@ -3,9 +3,14 @@
  * that stops reading holds the worker back (nothing is read ahead into the router's memory), and a
  * client that leaves ends the worker's request. Real sockets, tiny scripted upstreams; no timings.
  */
-import { type IncomingMessage, request, type ServerResponse } from "node:http";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import { describe, expect, it } from "vitest";
-import { startedPerTest, startLoggedRouter, startTinyUpstream } from "../faults/support.js";
+import {
+  pausedCompletion,
+  startedPerTest,
+  startLoggedRouter,
+  startTinyUpstream,
+} from "../faults/support.js";
 import { waitFor } from "../helpers/router.js";
 
 /** The i-th event of a numbered stream; sizes vary so events and reads never line up. */
@@ -18,20 +23,7 @@ function openStream(url: string): {
   response: Promise<IncomingMessage>;
   destroy: () => void;
 } {
-  const req = request(`${url}/v1/completions`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-  });
-  req.on("error", () => {});
-  const response = new Promise<IncomingMessage>((resolve) => {
-    req.on("response", (res) => {
-      res.pause();
-      res.on("error", () => {});
-      resolve(res);
-    });
-  });
-  req.end('{"model":"m","prompt":"count for me","stream":true}');
-  return { response, destroy: () => req.destroy() };
+  return pausedCompletion(url, '{"model":"m","prompt":"count for me","stream":true}');
 }
 
 /** Reads a response to its end; resolves with its text and whether it arrived whole. */

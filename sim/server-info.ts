@@ -1,0 +1,37 @@
+/**
+ * SGLang's GET /get_model_info and /get_server_info as the simulator answers them: the model, the
+ * engine's limits and the simulator's own timing.
+ */
+import type { PrefixKvCache } from "./kv-cache.js";
+import type { ResolvedSimOptions } from "./options.js";
+
+export const SIM_VERSION = "0.0.0-sim";
+
+export function serverInfo(o: ResolvedSimOptions, kv: PrefixKvCache, dpSize: number, id: string) {
+  return {
+    model_path: o.model,
+    served_model_name: o.model,
+    context_length: o.maxModelLen,
+    max_total_num_tokens: kv.totalBlocks * kv.blockSize,
+    max_req_input_len: o.maxModelLen - 1,
+    dp_size: dpSize,
+    max_running_requests: o.maxRunning,
+    chunked_prefill_size: o.maxBatchTokens,
+    page_size: o.blockSize,
+    version: SIM_VERSION,
+    simulator: {
+      id: id,
+      flavor: o.flavor,
+      timeScale: o.timeScale,
+      prefillTokensPerSec: o.prefillTokensPerSec,
+      stepFloorMs: o.stepFloorMs,
+      decodePerSeqMs: o.decodePerSeqMs,
+      kvReadMsPer1kTokens: o.kvReadMsPer1kTokens,
+      defaultMaxTokens: o.defaultMaxTokens,
+    },
+  };
+}
+
+export function modelInfo(o: ResolvedSimOptions) {
+  return { model_path: o.model, tokenizer_path: o.model, is_generation: true };
+}
