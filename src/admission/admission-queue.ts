@@ -5,6 +5,9 @@ import type { RequestIdentity } from "./identity.js";
 import { fleetSaturated, type SaturationThresholds } from "./saturation.js";
 import type { AdmissionRelease, AdmissionStep, AdmissionTicket } from "./step.js";
 
+/** Most waiting requests one release looks at for one with room (each check reads its workers). */
+const MAX_SCAN = 64;
+
 export interface AdmissionQueueOptions {
   /** --max-concurrent-requests (0 = no limit). */
   maxConcurrent: number;
@@ -143,9 +146,12 @@ export class AdmissionQueue implements AdmissionStep {
   }
 
   private hasRoom(ticket: AdmissionTicket): boolean {
+    return !this.atConcurrencyLimit() && !this.saturated(ticket);
+  }
+
+  private atConcurrencyLimit(): boolean {
     const { maxConcurrent } = this.options;
-    if (maxConcurrent > 0 && this.active >= maxConcurrent) return false;
-    return !this.saturated(ticket);
+    return maxConcurrent > 0 && this.active >= maxConcurrent;
   }
 
   private saturated(ticket: AdmissionTicket): boolean {
@@ -272,8 +278,14 @@ export class AdmissionQueue implements AdmissionStep {
   /** Lets the next waiting request go if there is room for it; one a turn (see the class note). */
   private readonly pump = (): void => {
     this.pumpScheduled = false;
-    const next = this.queue.peek();
-    if (next === undefined || !this.hasRoom(next.ticket)) return;
+    const head = this.queue.peek();
+    if (head === undefined || this.atConcurrencyLimit()) return;
+    // Room is per request (its model's workers): a head whose workers are saturated does not hold
+    // back a request whose workers have room.
+    const next = this.saturated(head.ticket)
+      ? this.queue.find((w) => !this.saturated(w.ticket), MAX_SCAN)
+      : head;
+    if (next === undefined) return;
     this.queue.take(next);
     this.active += 1;
     const waited = this.now() - next.enqueuedAt;

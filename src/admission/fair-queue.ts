@@ -119,6 +119,32 @@ export class FairQueue<E extends QueueEntry> {
     return undefined;
   }
 
+  /**
+   * The first entry, in the order the queue serves them, that `ready` accepts, looking at no more
+   * than `limit` entries: bands highest first, tenants by least service, each tenant's requests
+   * in arrival order. For a head that cannot go (its model's workers are saturated) while others
+   * could.
+   */
+  find(ready: (entry: E) => boolean, limit: number): E | undefined {
+    let looked = 0;
+    for (const priority of this.order) {
+      const band = this.bands.get(priority) as Band<E>;
+      if (band.size === 0) continue;
+      const tenants = [...band.waiting].sort(
+        ([a, x], [b, y]) =>
+          (band.counters.get(a) ?? 0) - (band.counters.get(b) ?? 0) ||
+          (x[0] as E).seq - (y[0] as E).seq,
+      );
+      for (const [, entries] of tenants) {
+        for (const entry of entries) {
+          if (ready(entry)) return entry;
+          if (++looked >= limit) return undefined;
+        }
+      }
+    }
+    return undefined;
+  }
+
   /** Takes the entry out as served: its tenant's counter is charged its cost. */
   take(entry: E): void {
     if (!this.remove(entry)) return;

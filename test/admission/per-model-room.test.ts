@@ -1,0 +1,63 @@
+import { describe, expect, it } from "vitest";
+import { AdmissionQueue } from "../../src/admission/admission-queue.js";
+import type { SaturationView } from "../../src/admission/saturation.js";
+import type { AdmissionRelease, AdmissionTicket } from "../../src/admission/step.js";
+import { Cancel } from "../../src/proxy/cancel.js";
+import { EngineSignals } from "../../src/workers/signals.js";
+
+const THRESHOLDS = { queueDepth: 5, kvUsage: 0.9, pendingPrefillChars: 0 };
+
+/** A worker whose engine queue the test sets. */
+class FakeWorker implements SaturationView {
+  readonly signals = new EngineSignals();
+  pendingPrefillRequests = 0;
+  pendingPrefillChars = 0;
+  constructor(readonly id: string) {}
+  report(queued: number): void {
+    this.signals.recordLoad({ queued, running: 4, kvUsage: 0.2, routerPending: 0 }, Date.now());
+  }
+}
+
+function ticket(
+  workers: SaturationView[],
+  timeoutMs: number,
+  signal = new Cancel(),
+): AdmissionTicket {
+  return {
+    identity: () => ({ tenant: "default", priority: 0 }),
+    candidates: () => workers,
+    cost: () => 100,
+    promptChars: () => 400,
+    maxTokens: () => undefined,
+    timeoutMs: () => timeoutMs,
+    signal,
+  };
+}
+
+describe("AdmissionQueue: room per model (--queue-when-saturated)", () => {
+  it("a request whose workers have room goes while the head's workers are saturated", async () => {
+    const q = new AdmissionQueue({
+      maxConcurrent: 0,
+      queueSize: 100,
+      maxQueuedPerTenant: 100,
+      queueWhenSaturated: true,
+      thresholds: THRESHOLDS,
+      recheckMs: 5,
+    });
+    const busy = new FakeWorker("model-x");
+    const idle = new FakeWorker("model-y");
+    busy.report(10);
+    idle.report(0);
+    const cancel = new Cancel();
+    const blocked = q.enter(ticket([busy], 30_000, cancel));
+    expect(q.waiting).toBe(1);
+    // Before the fix, this one waited behind the head until its deadline (a 429 queue_timeout).
+    const entered = q.enter(ticket([idle], 2_000));
+    const release = (typeof entered === "function" ? entered : await entered) as AdmissionRelease;
+    expect(typeof release).toBe("function");
+    expect(q.waiting).toBe(1);
+    release();
+    cancel.abort();
+    await Promise.allSettled([blocked]);
+  });
+});
