@@ -226,8 +226,32 @@ async function run(
     const outcomes = (await Promise.all(load(url, startedAt))).flat();
     const spanSecs = Math.max(...outcomes.map((x) => x.endedAt)) / 1000;
     process.stdout.write(`${name}: ${outcomes.length} requests in ${fmt(spanSecs)} s\n`);
+    if (admission) process.stdout.write(await queueWaitReport(url));
     return { name, outcomes, spanSecs };
   });
+}
+
+/**
+ * Where a request's TTFT goes: the mean time it waited in the router's admission queue, per tenant
+ * and per priority, from the router's own histograms (the rest of its TTFT is at the engine).
+ */
+async function queueWaitReport(url: string): Promise<string> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const sums = new Map<string, { sum: number; count: number }>();
+  const line = /^radixgate_(tenant_)?queue_wait_seconds_(sum|count)\{(\w+)="([^"]*)"\} (\S+)$/;
+  for (const l of text.split("\n")) {
+    const m = line.exec(l);
+    if (m === null) continue;
+    const key = `${m[3]}=${m[4]}`;
+    const entry = sums.get(key) ?? { sum: 0, count: 0 };
+    if (m[2] === "sum") entry.sum = Number(m[5]);
+    else entry.count = Number(m[5]);
+    sums.set(key, entry);
+  }
+  const parts = [...sums].map(
+    ([key, { sum, count }]) => `${key} ${count} queued, mean ${fmt(count ? sum / count : 0)} s`,
+  );
+  return `  router queue wait: ${parts.join("; ")}\n`;
 }
 
 /** Closed loop of A alone at 3x the batch slots: completions a second once the batch is full. */

@@ -19,6 +19,8 @@ export interface SaturationView {
   /** This router's requests there without a first byte yet, and their uncached characters. */
   readonly pendingPrefillRequests: number;
   readonly pendingPrefillChars: number;
+  /** This router's requests there, dispatched and not ended (a Worker's; absent in some fakes). */
+  readonly ownInFlight?: number;
   /** The engine's last reading, undefined when stale (never trusted then) or never read. */
   readonly signals: { load(now: number): LoadSignals | undefined };
 }
@@ -52,9 +54,8 @@ export function noteEngineReading(worker: SaturationView, now = Date.now()): voi
 /**
  * The engine's waiting queue now, estimated from its last fresh reading and what this router did
  * since. The reading alone is up to a poll interval old; this router's count of its requests there
- * without a first byte is exact and live (each dispatch joins the engine's queue or prefill, each
- * first byte leaves them), and its change since the reading is the change in what the engine holds
- * for this router (counted from the smaller of the counts at the read's start and end, since the
+ * is exact and live (each dispatch joins the engine, each end leaves it: changeSinceReading), and
+ * its change since the reading is the change in what the engine holds for this router (counted from the smaller of the counts at the read's start and end, since the
  * engine's snapshot falls in between: a read that spans a burst errs toward a longer queue). That change fills the engine's free batch
  * slots first: those known from the last reading that showed the batch full. Until an engine has
  * been seen full the free slots are unknown and the reading's queue stands alone (a burst reaches
@@ -76,10 +77,25 @@ export function estimatedQueue(worker: SaturationView, now: number): number | un
   }
   const batch = fullBatch.get(worker.signals);
   if (batch === undefined) return load.queued;
-  const atReading = load.routerPendingLeast ?? load.routerPending ?? 0;
-  const sinceReading = worker.pendingPrefillRequests - atReading;
+  const sinceReading = changeSinceReading(worker, load);
   const held = load.queued + (load.running ?? batch) + sinceReading;
   return Math.max(0, held - batch);
+}
+
+/**
+ * How many more requests of this router the engine holds now than at its last reading. Counted
+ * from requests in flight when the reading carries that count: each dispatch joins the engine and
+ * each end leaves it, so a slot freed by a request's end is seen at once, not at the next poll
+ * (issue 24: light requests waited up to a poll interval in the router's queue for it). Older
+ * readings (and fakes) count requests without a first byte instead, which sees an end only when
+ * the next request starts.
+ */
+function changeSinceReading(worker: SaturationView, load: LoadSignals): number {
+  if (worker.ownInFlight !== undefined && load.routerInFlightLeast !== undefined) {
+    return worker.ownInFlight - load.routerInFlightLeast;
+  }
+  const atReading = load.routerPendingLeast ?? load.routerPending ?? 0;
+  return worker.pendingPrefillRequests - atReading;
 }
 
 /**

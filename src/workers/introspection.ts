@@ -85,10 +85,13 @@ export class EngineIntrospector {
     worker.signals.staleAfterMs = STALE_AFTER_INTERVALS * this.options.intervalMs;
     // The engine's queue counts this router's waiting requests too: remember how many there were.
     const pendingAtSend = worker.pendingPrefillRequests;
+    const inFlightAtSend = worker.ownInFlight;
     try {
       await Promise.all([
         this.read(worker, "/get_server_info", (body) => this.serverInfo(worker, body)),
-        this.read(worker, "/metrics", (body) => this.metrics(worker, body, pendingAtSend)),
+        this.read(worker, "/metrics", (body) =>
+          this.metrics(worker, body, pendingAtSend, inFlightAtSend),
+        ),
         this.read(worker, "/v1/models", (body) => this.models(worker, body)),
       ]);
       if (!worker.removed) this.onRead(worker);
@@ -148,7 +151,12 @@ export class EngineIntrospector {
     this.capacity(worker, info.capacityTokens, "get_server_info");
   }
 
-  private metrics(worker: Worker, body: string, pendingAtSend: number): void {
+  private metrics(
+    worker: Worker,
+    body: string,
+    pendingAtSend: number,
+    inFlightAtSend: number,
+  ): void {
     const families = parseExposition(body);
     const reading: MetricsReading | undefined =
       readVllmMetrics(families) ?? readSglangMetrics(families);
@@ -166,6 +174,7 @@ export class EngineIntrospector {
         kvUsage: reading.kvUsage,
         routerPending: Math.max(pendingAtSend, worker.pendingPrefillRequests),
         routerPendingLeast: Math.min(pendingAtSend, worker.pendingPrefillRequests),
+        routerInFlightLeast: Math.min(inFlightAtSend, worker.ownInFlight),
       },
       now,
       reading.ranks,

@@ -16,6 +16,11 @@ export interface LoadSignals {
    * so a read that spans a burst of dispatches errs toward a longer queue (admission/saturation.ts).
    */
   readonly routerPendingLeast?: number | undefined;
+  /**
+   * This router's requests in flight there (dispatched, not ended) at the read, the smaller count
+   * of its start and end: admission counts what ended since from it (admission/saturation.ts).
+   */
+  readonly routerInFlightLeast?: number | undefined;
 }
 
 /**
