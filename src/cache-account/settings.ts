@@ -2,7 +2,7 @@
  * The cache account's settings rows (issue 21: each feature owns its rows); config.ts places
  * them as Config.cacheAccount.
  */
-import { flagValue, type Parser } from "../config-kit/parsers.js";
+import { flagValue, integer, type Parser } from "../config-kit/parsers.js";
 import { section } from "../config-kit/setting.js";
 import { ConfigError } from "../errors.js";
 
@@ -53,16 +53,6 @@ const headerName: Parser<string | undefined> = (raw, flag) => {
   return name;
 };
 
-function integerIn(min: number, max: number) {
-  return (raw: string, flag: string): number => {
-    const value = Number(raw.trim());
-    if (raw.trim() === "" || !Number.isInteger(value) || value < min || value > max) {
-      throw new ConfigError(flag, `must be an integer in [${min}, ${max}], got "${raw}"`);
-    }
-    return value;
-  };
-}
-
 export const CACHE_ACCOUNT_SETTINGS = section<CacheAccountConfig>({
   cacheAccount: {
     flag: "--cache-account",
@@ -86,7 +76,7 @@ export const CACHE_ACCOUNT_SETTINGS = section<CacheAccountConfig>({
     description:
       "Minutes of cache account GET /debug/cache sums (per minute, per worker and model); the top-losing prefixes cover the same span.",
     default: 15,
-    parse: integerIn(1, 1440),
+    parse: integer(1, 1440),
   },
   cacheAccountTopPrefixes: {
     flag: "--cache-account-top-prefixes",
@@ -94,6 +84,6 @@ export const CACHE_ACCOUNT_SETTINGS = section<CacheAccountConfig>({
     description:
       "Prefixes GET /debug/cache lists as losing the most tokens to routing, and to eviction (8 times as many are tracked).",
     default: 10,
-    parse: integerIn(1, 100),
+    parse: integer(1, 100),
   },
 });
