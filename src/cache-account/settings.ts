@@ -2,7 +2,7 @@
  * The cache account's settings rows (issue 21: each feature owns its rows); config.ts places
  * them as Config.cacheAccount.
  */
-import { flagValue, integer, type Parser } from "../config-kit/parsers.js";
+import { flagValue, HEADER_NAME, integer, type Parser } from "../config-kit/parsers.js";
 import { section } from "../config-kit/setting.js";
 import { ConfigError } from "../errors.js";
 
@@ -33,7 +33,6 @@ export function cacheAccountOptions(config: CacheAccountConfig): CacheAccountOpt
   };
 }
 
-const TOKEN = /^[!#$%&'*+.^_`|~0-9a-z-]+$/;
 /** Headers the router or HTTP itself sets: an account under one of these names would clobber it. */
 const TAKEN = new Set([
   "content-length",
@@ -48,7 +47,8 @@ const TAKEN = new Set([
 const headerName: Parser<string | undefined> = (raw, flag) => {
   const name = raw.trim().toLowerCase();
   if (name === "") return undefined;
-  if (!TOKEN.test(name)) throw new ConfigError(flag, `must be an HTTP header name, got "${raw}"`);
+  if (!HEADER_NAME.test(name))
+    throw new ConfigError(flag, `must be an HTTP header name, got "${raw}"`);
   if (TAKEN.has(name)) throw new ConfigError(flag, `must not be "${name}": the router sets it`);
   return name;
 };
