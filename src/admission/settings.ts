@@ -3,7 +3,15 @@
  * request belongs to, when a worker counts as saturated, and how the router's queue holds requests
  * while the fleet is (assembly/admission.ts builds the queue from AdmissionConfig).
  */
-import { flagValue, integer, number, type Parser, SEC, seconds } from "../config-kit/parsers.js";
+import {
+  flagValue,
+  HEADER_NAME,
+  integer,
+  number,
+  type Parser,
+  SEC,
+  seconds,
+} from "../config-kit/parsers.js";
 import { section } from "../config-kit/setting.js";
 import { ConfigError } from "../errors.js";
 
@@ -27,8 +35,6 @@ export interface AdmissionConfig {
   /** --engine-priority: pass the request's priority to the engine's scheduler. */
   enginePriority: boolean;
 }
-
-const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9a-z-]+$/;
 
 const headerName: Parser<string> = (raw, flag) => {
   const name = raw.trim().toLowerCase();

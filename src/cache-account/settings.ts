@@ -2,7 +2,7 @@
  * The cache account's settings rows (issue 21: each feature owns its rows); config.ts places
  * them as Config.cacheAccount.
  */
-import { flagValue, type Parser } from "../config-kit/parsers.js";
+import { flagValue, HEADER_NAME, integer, type Parser } from "../config-kit/parsers.js";
 import { section } from "../config-kit/setting.js";
 import { ConfigError } from "../errors.js";
 
@@ -33,7 +33,6 @@ export function cacheAccountOptions(config: CacheAccountConfig): CacheAccountOpt
   };
 }
 
-const TOKEN = /^[!#$%&'*+.^_`|~0-9a-z-]+$/;
 /** Headers the router or HTTP itself sets: an account under one of these names would clobber it. */
 const TAKEN = new Set([
   "content-length",
@@ -48,20 +47,11 @@ const TAKEN = new Set([
 const headerName: Parser<string | undefined> = (raw, flag) => {
   const name = raw.trim().toLowerCase();
   if (name === "") return undefined;
-  if (!TOKEN.test(name)) throw new ConfigError(flag, `must be an HTTP header name, got "${raw}"`);
+  if (!HEADER_NAME.test(name))
+    throw new ConfigError(flag, `must be an HTTP header name, got "${raw}"`);
   if (TAKEN.has(name)) throw new ConfigError(flag, `must not be "${name}": the router sets it`);
   return name;
 };
-
-function integerIn(min: number, max: number) {
-  return (raw: string, flag: string): number => {
-    const value = Number(raw.trim());
-    if (raw.trim() === "" || !Number.isInteger(value) || value < min || value > max) {
-      throw new ConfigError(flag, `must be an integer in [${min}, ${max}], got "${raw}"`);
-    }
-    return value;
-  };
-}
 
 export const CACHE_ACCOUNT_SETTINGS = section<CacheAccountConfig>({
   cacheAccount: {
@@ -86,7 +76,7 @@ export const CACHE_ACCOUNT_SETTINGS = section<CacheAccountConfig>({
     description:
       "Minutes of cache account GET /debug/cache sums (per minute, per worker and model); the top-losing prefixes cover the same span.",
     default: 15,
-    parse: integerIn(1, 1440),
+    parse: integer(1, 1440),
   },
   cacheAccountTopPrefixes: {
     flag: "--cache-account-top-prefixes",
@@ -94,6 +84,6 @@ export const CACHE_ACCOUNT_SETTINGS = section<CacheAccountConfig>({
     description:
       "Prefixes GET /debug/cache lists as losing the most tokens to routing, and to eviction (8 times as many are tracked).",
     default: 10,
-    parse: integerIn(1, 100),
+    parse: integer(1, 100),
   },
 });

@@ -95,7 +95,8 @@ export const flagValue: Parser<boolean> = (raw, flag) => {
   throw new ConfigError(flag, `must be true or false, got "${raw}"`);
 };
 
-const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9a-z-]+$/;
+/** An HTTP header name (RFC 9110 token), lower case. */
+export const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9a-z-]+$/;
 
 /** One or more HTTP header names, space- or comma-separated, lowercased. */
 export const headerNames: Parser<string[]> = (raw, flag) => {

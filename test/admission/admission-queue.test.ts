@@ -5,7 +5,7 @@ import type { SaturationView } from "../../src/admission/saturation.js";
 import type { AdmissionRelease, AdmissionTicket } from "../../src/admission/step.js";
 import { RouterError } from "../../src/errors.js";
 import { Cancel } from "../../src/proxy/cancel.js";
-import { EngineSignals } from "../../src/workers/signals.js";
+import { FakeWorker } from "../helpers/saturation-worker.js";
 
 const THRESHOLDS = { queueDepth: 5, kvUsage: 0.9, pendingPrefillChars: 0 };
 
@@ -19,17 +19,6 @@ function queueOf(options: Partial<AdmissionQueueOptions> = {}): AdmissionQueue {
     recheckMs: 5,
     ...options,
   });
-}
-
-/** A worker whose engine queue the test sets. */
-class FakeWorker implements SaturationView {
-  readonly signals = new EngineSignals();
-  pendingPrefillRequests = 0;
-  pendingPrefillChars = 0;
-  constructor(readonly id: string) {}
-  report(queued: number): void {
-    this.signals.recordLoad({ queued, running: 4, kvUsage: 0.2, routerPending: 0 }, Date.now());
-  }
 }
 
 function ticket(
