@@ -1,11 +1,8 @@
-import { type ChildProcess, spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
 import { request } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type SimWorker, startSimWorker } from "../../sim/worker.js";
+import { type Cluster, childPids, listening, startCluster } from "../helpers/cluster.js";
 import { waitFor } from "../helpers/router.js";
-
-const ROOT = new URL("../../", import.meta.url).pathname;
 
 /**
  * radixgate-cluster without Redis: a worker added or removed through the admin API on one
@@ -74,65 +71,26 @@ async function decisions(port: number): Promise<number> {
   return sum;
 }
 
-const listening = (log: string): number[] =>
-  log
-    .split("\n")
-    .filter((line) => line.includes("radixgate listening"))
-    .map((line) => Number(/"port":(\d+)/.exec(line)?.[1]));
-
 describe("radixgate-cluster: admin API membership reaches every process without Redis", () => {
   let sims: SimWorker[];
-  let child: ChildProcess | undefined;
-  let exited: Promise<unknown> | undefined;
+  let cluster: Cluster | undefined;
 
   beforeAll(async () => {
     sims = await Promise.all([1, 2].map((i) => startSimWorker({ id: `s${i}`, timeScale: 0 })));
   });
 
   afterAll(async () => {
-    if (child !== undefined && child.exitCode === null) {
-      child.kill("SIGTERM");
-      await exited;
+    if (cluster !== undefined && cluster.child.exitCode === null) {
+      cluster.child.kill("SIGTERM");
+      await cluster.exited;
     }
     await Promise.allSettled(sims.map((s) => s.close()));
   });
 
   it("a worker added and one removed on one connection are listed and routed by both processes, and by one restarted later", async () => {
     const [s1, s2] = sims as [SimWorker, SimWorker];
-    child = spawn(
-      process.execPath,
-      [
-        "--import",
-        "tsx",
-        "src/cluster.ts",
-        "--processes",
-        "2",
-        "--",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        "0",
-        "--worker-urls",
-        s1.url,
-        "--health-check-interval-secs",
-        "0",
-        "--engine-poll-interval-secs",
-        "0",
-      ],
-      { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] },
-    );
-    let stdout = "";
-    let stderr = "";
-    child.stdout!.on("data", (d) => (stdout += d));
-    child.stderr!.on("data", (d) => (stderr += d));
-    const proc = child;
-    exited = new Promise((resolve) => proc.on("exit", resolve));
-    await waitFor(
-      () => listening(stdout).length >= 2,
-      30_000,
-      () => `listening\n${stderr}`,
-    );
-    const port = listening(stdout)[0]!;
+    cluster = await startCluster([s1.url]);
+    const { port, child, log, errors } = cluster;
 
     // Added through one process: every process lists it.
     const added = await call(port, "POST", "/workers", { url: s2.url });
@@ -167,12 +125,12 @@ describe("radixgate-cluster: admin API membership reaches every process without 
     expect(after[1]! - before[1]!).toBeGreaterThan(0);
 
     // A process restarted later gets the admin-made membership from the primary.
-    const raw = readFileSync(`/proc/${proc.pid}/task/${proc.pid}/children`, "utf8").trim();
-    process.kill(Number(raw.split(/\s+/)[0]), "SIGKILL");
+    const [victim] = childPids(child.pid!);
+    process.kill(victim!, "SIGKILL");
     await waitFor(
-      () => listening(stdout).length >= 3,
+      () => listening(log()).length >= 3,
       30_000,
-      () => `a restart\n${stderr}`,
+      () => `a restart\n${errors()}`,
     );
     await waitFor(
       async () => JSON.stringify(await listedByBoth(port)) === JSON.stringify([[s2.url], [s2.url]]),

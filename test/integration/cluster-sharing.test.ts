@@ -1,11 +1,8 @@
-import { type ChildProcess, spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
 import { request } from "node:http";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { type SimWorker, startSimWorker } from "../../sim/worker.js";
+import { type Cluster, childPids, listening, startCluster } from "../helpers/cluster.js";
 import { waitFor } from "../helpers/router.js";
-
-const ROOT = new URL("../../", import.meta.url).pathname;
 
 /**
  * radixgate-cluster's processes share routing decisions over the local channel (issue 23 item 4),
@@ -81,72 +78,6 @@ async function decisions(port: number): Promise<number> {
     if (line.startsWith("radixgate_routing_decisions_total{")) sum += Number(line.split(" ").pop());
   }
   return sum;
-}
-
-interface Cluster {
-  child: ChildProcess;
-  port: number;
-  log: () => string;
-  errors: () => string;
-  exited: Promise<number | null>;
-}
-
-async function startCluster(
-  workerUrls: string[],
-  extra: string[] = [],
-  routerArgs: string[] = [],
-): Promise<Cluster> {
-  const child = spawn(
-    process.execPath,
-    [
-      "--import",
-      "tsx",
-      "src/cluster.ts",
-      "--processes",
-      "2",
-      ...extra,
-      "--",
-      "--host",
-      "127.0.0.1",
-      "--port",
-      "0",
-      "--worker-urls",
-      ...workerUrls,
-      "--health-check-interval-secs",
-      "0",
-      "--engine-poll-interval-secs",
-      "0",
-      "--shutdown-grace-secs",
-      "5",
-      ...routerArgs,
-    ],
-    { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] },
-  );
-  let stdout = "";
-  let stderr = "";
-  child.stdout!.on("data", (d) => (stdout += d));
-  child.stderr!.on("data", (d) => (stderr += d));
-  const exited = new Promise<number | null>((resolve) => child.on("exit", resolve));
-  await waitFor(
-    () => listening(stdout).length >= 2,
-    30_000,
-    () => `both processes listening\n${stderr}`,
-  );
-  return { child, port: listening(stdout)[0]!, log: () => stdout, errors: () => stderr, exited };
-}
-
-/** The port of each "radixgate listening" line (one per process started). */
-function listening(log: string): number[] {
-  return log
-    .split("\n")
-    .filter((line) => line.includes("radixgate listening"))
-    .map((line) => Number(/"port":(\d+)/.exec(line)?.[1]));
-}
-
-/** The cluster's router processes (the primary's children), from /proc. */
-function childPids(pid: number): number[] {
-  const raw = readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim();
-  return raw === "" ? [] : raw.split(/\s+/).map(Number);
 }
 
 /** A system prompt long enough to be a prefix worth sharing (several claim blocks). */
