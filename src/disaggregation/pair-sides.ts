@@ -14,6 +14,7 @@ import {
 } from "../proxy/upstream-failure.js";
 import type { UsageTap } from "../proxy/usage-tap.js";
 import { FAILED, NEUTRAL } from "../workers/lease.js";
+import { BodyTooLargeError, readCappedBody } from "../workers/worker-request.js";
 
 /** The other side of the pair failed first: this one was stopped, through no fault of its own. */
 export class PartnerFailed extends Error {
@@ -140,19 +141,16 @@ export async function readJson(
   /** Reads the engine's usage on the way (the request's cache account). */
   tap?: UsageTap,
 ): Promise<unknown | undefined> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of upstream.body as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > maxBytes) {
-      upstream.body.destroy();
-      return undefined;
-    }
-    tap?.write(chunk);
-    chunks.push(chunk);
-  }
+  let body: Buffer;
   try {
-    return JSON.parse(Buffer.concat(chunks).toString("utf8"));
+    body = await readCappedBody(upstream.body, maxBytes);
+  } catch (err) {
+    if (err instanceof BodyTooLargeError) return undefined;
+    throw err;
+  }
+  tap?.write(body);
+  try {
+    return JSON.parse(body.toString("utf8"));
   } catch {
     return undefined;
   }
