@@ -9,7 +9,7 @@ import { flagValue, type Parser } from "../config-kit/parsers.js";
 import { section } from "../config-kit/setting.js";
 import { ConfigError } from "../errors.js";
 import { POLICY_NAMES, type PolicyName } from "../policies/policy.js";
-import { normalizeWorkerUrl } from "../workers/worker-url.js";
+import { workerUrl, workerUrls } from "../workers/settings.js";
 
 /** One --prefill entry: the worker and its bootstrap port (null = none). */
 export interface PrefillEntry {
@@ -31,14 +31,6 @@ export interface PdConfig {
   decodePolicy: PolicyName | "";
 }
 
-function url(raw: string, flag: string): string {
-  try {
-    return normalizeWorkerUrl(raw);
-  } catch (err) {
-    throw new ConfigError(flag, (err as Error).message);
-  }
-}
-
 /**
  * `URL [BOOTSTRAP_PORT] URL [BOOTSTRAP_PORT] ...`: repeated --prefill flags arrive as one list
  * (commander concatenates them), and a URL always has "://", a port never does, so the pairs are
@@ -48,7 +40,7 @@ export function parsePrefillEntries(raw: string, flag: string): PrefillEntry[] {
   const out: PrefillEntry[] = [];
   for (const token of raw.split(/[\s,]+/).filter((t) => t !== "")) {
     if (token.includes("://")) {
-      out.push({ url: url(token, flag), bootstrapPort: null });
+      out.push({ url: workerUrl(token, flag), bootstrapPort: null });
       continue;
     }
     const last = out[out.length - 1];
@@ -66,13 +58,6 @@ export function parsePrefillEntries(raw: string, flag: string): PrefillEntry[] {
     out[out.length - 1] = { url: last.url, bootstrapPort: port };
   }
   return out;
-}
-
-function urls(raw: string, flag: string): string[] {
-  return raw
-    .split(/[\s,]+/)
-    .filter((t) => t !== "")
-    .map((t) => url(t, flag));
 }
 
 const policyOrEmpty: Parser<PolicyName | ""> = (raw, flag) => {
@@ -111,7 +96,7 @@ export const PD_SETTINGS = section<PdConfig>({
     description:
       "With disaggregation: a decode worker. Repeat the flag for each worker: --decode http://d1:30000 --decode http://d2:30000.",
     default: [],
-    parse: urls,
+    parse: workerUrls,
   },
   prefillPolicy: {
     flag: "--prefill-policy",

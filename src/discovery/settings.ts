@@ -5,7 +5,7 @@
 import { type Parser, SEC, seconds, text } from "../config-kit/parsers.js";
 import { section } from "../config-kit/setting.js";
 import { ConfigError } from "../errors.js";
-import { normalizeWorkerUrl } from "../workers/worker-url.js";
+import { workerUrls } from "../workers/settings.js";
 
 export interface DiscoveryConfig {
   /** --worker-urls, normalized; registered at start (command-line-workers.ts). */
@@ -37,18 +37,6 @@ const dnsTarget: Parser<string> = (raw, flag) => {
   }
   return value;
 };
-
-const workerUrls: Parser<string[]> = (raw, flag) =>
-  raw
-    .split(/[\s,]+/)
-    .filter((s) => s !== "")
-    .map((url) => {
-      try {
-        return normalizeWorkerUrl(url);
-      } catch (err) {
-        throw new ConfigError(flag, (err as Error).message);
-      }
-    });
 
 export const DISCOVERY_SETTINGS = section<DiscoveryConfig>(
   {

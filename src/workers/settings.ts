@@ -5,9 +5,28 @@
  */
 import { flagValue, integer, key, oneOf, SEC, seconds, urlPath } from "../config-kit/parsers.js";
 import { section } from "../config-kit/setting.js";
+import { ConfigError } from "../errors.js";
 import type { HealthOptions } from "./health.js";
 import type { IntrospectionOptions } from "./introspection.js";
 import { MODEL_ROUTING_MODES, type ModelRoutingMode } from "./served-models.js";
+import { normalizeWorkerUrl } from "./worker-url.js";
+
+/** One worker URL, normalized (normalizeWorkerUrl); a bad one is a ConfigError naming the flag. */
+export function workerUrl(raw: string, flag: string): string {
+  try {
+    return normalizeWorkerUrl(raw);
+  } catch (err) {
+    throw new ConfigError(flag, (err as Error).message);
+  }
+}
+
+/** Worker URLs, space- or comma-separated, each normalized (--worker-urls, --decode). */
+export function workerUrls(raw: string, flag: string): string[] {
+  return raw
+    .split(/[\s,]+/)
+    .filter((t) => t !== "")
+    .map((t) => workerUrl(t, flag));
+}
 
 export interface WorkersConfig {
   /** Limit for opening a connection to a worker (requests, health checks, KV-event sockets). */
