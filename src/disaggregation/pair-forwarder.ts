@@ -24,14 +24,9 @@ import type {
   ForwardSettings,
   RequestForwarder,
 } from "../proxy/forward.js";
-import {
-  hasPassedThrough,
-  upstreamRequestHeaders,
-  viaToken,
-  withWorkerAuth,
-} from "../proxy/headers.js";
+import { upstreamRequestHeaders, viaToken, withWorkerAuth } from "../proxy/headers.js";
 import { IdleSweep } from "../proxy/idle-sweep.js";
-import { modelNotFound } from "../proxy/no-worker-answers.js";
+import { refusal } from "../proxy/no-worker-answers.js";
 import { routeHeader } from "../proxy/route-header.js";
 import type { AttemptFailure } from "../proxy/upstream-failure.js";
 import { writeError } from "../proxy/write-error.js";
@@ -85,7 +80,7 @@ export class PairForwarder implements RequestForwarder {
     const settings = this.settings;
     const deadline = req.startedAt + settings.requestTimeoutMs;
     const via = viaToken(settings.instanceId);
-    const refused = this.refusal(req, via);
+    const refused = refusal(req, via, this.registry, settings.modelRouting);
     if (refused !== undefined) {
       writeError(res, refused.error, req.requestId);
       return { status: refused.error.status, attempts: 0, error: refused.kind };
@@ -188,25 +183,6 @@ export class PairForwarder implements RequestForwarder {
     const error = new RouterError("no_workers_available", this.noPairMessage(tried));
     writeError(res, error, req.requestId);
     return { status: error.status, attempts, error: "no_workers" };
-  }
-
-  /** A request loop or an unknown model: answered before any pair is chosen. */
-  private refusal(
-    req: ForwardRequest,
-    via: string,
-  ): { error: RouterError; kind: string } | undefined {
-    if (hasPassedThrough(req.headers.via, via)) {
-      const error = new RouterError(
-        "loop_detected",
-        `Request loop: this request already passed through this router (Via: ${via}); a worker URL points back at the router.`,
-      );
-      return { error, kind: "loop_detected" };
-    }
-    const routed = req.routing;
-    if (routed.plan.route !== "not_found") return undefined;
-    const workers = this.registry.list().length;
-    const error = modelNotFound(routed.requested, workers, this.settings.modelRouting);
-    return { error, kind: "model_not_found" };
   }
 
   /** The --explain-header name and value for a pair whose prefill side is `prefill`, if asked. */

@@ -1,4 +1,4 @@
-import { flagValue, type Parser } from "../config-kit/parsers.js";
+import { flagValue, integer, type Parser } from "../config-kit/parsers.js";
 import { section } from "../config-kit/setting.js";
 import { ConfigError } from "../errors.js";
 import { parseLabelSelector } from "./kubernetes-selector.js";
@@ -34,14 +34,6 @@ const selector: Parser<string[]> = (raw, flag) => {
   }
 };
 
-const port: Parser<number> = (raw, flag) => {
-  const value = Number(raw.trim());
-  if (raw.trim() === "" || !Number.isInteger(value) || value < 1 || value > 65535) {
-    throw new ConfigError(flag, `must be a port in [1, 65535], got "${raw}"`);
-  }
-  return value;
-};
-
 /** A DNS-1123 label, as Kubernetes names namespaces. */
 const namespace: Parser<string> = (raw, flag) => {
   const value = raw.trim();
@@ -74,7 +66,7 @@ export const KUBERNETES_SETTINGS = section<KubernetesDiscoverySettings>({
     arg: "<port>",
     description: "With --service-discovery: the workers' port on each pod's IP (SGLang's default).",
     default: 80,
-    parse: port,
+    parse: integer(1, 65535),
   },
   serviceDiscoveryNamespace: {
     flag: "--service-discovery-namespace",

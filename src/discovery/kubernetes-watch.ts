@@ -1,4 +1,5 @@
 import type { Logger } from "../logger.js";
+import { backoffMs } from "../proxy/backoff.js";
 import { type PodApi, type PodQuery, statusOf } from "./kubernetes-client.js";
 import {
   BOOTSTRAP_PORT_ANNOTATION,
@@ -247,8 +248,8 @@ export class PodListWatch {
     if (this.stopped) return;
     this.failures++;
     const { retryInitialMs, retryMaxMs } = this.options;
-    const ceiling = Math.min(retryMaxMs, retryInitialMs * 2 ** Math.min(this.failures - 1, 20));
-    const ms = ceiling / 2 + Math.random() * (ceiling / 2);
+    // Equal jitter: between half the ceiling and the ceiling.
+    const ms = backoffMs(this.failures, retryInitialMs, retryMaxMs, () => 0.5 + Math.random() / 2);
     await new Promise<void>((resolve) => {
       this.wake = resolve;
       this.sleepTimer = setTimeout(resolve, ms);

@@ -19,9 +19,9 @@ import {
   type ForwardRequest,
   type RequestForwarder,
 } from "./forward-contract.js";
-import { hasPassedThrough, upstreamRequestHeaders, viaToken } from "./headers.js";
+import { upstreamRequestHeaders, viaToken } from "./headers.js";
 import { IdleSweep } from "./idle-sweep.js";
-import { modelNotFound, noWorkerMessage, shortestCoolDown } from "./no-worker-answers.js";
+import { noWorkerMessage, refusal, shortestCoolDown } from "./no-worker-answers.js";
 import { routeHeader } from "./route-header.js";
 import { type AttemptResult, sendAttempt } from "./send-attempt.js";
 import type { ForwardSettings } from "./settings.js";
@@ -84,24 +84,14 @@ export class Forwarder implements RequestForwarder {
     const deadline = req.startedAt + this.settings.requestTimeoutMs;
     const tried = new Set<Worker>();
     const via = this.via;
-    if (hasPassedThrough(req.headers.via, via)) {
-      // This request already went through this router: a worker URL points back at it.
-      const error = new RouterError(
-        "loop_detected",
-        `Request loop: this request already passed through this router (Via: ${via}); a worker URL points back at the router.`,
-      );
-      writeError(res, error, req.requestId);
-      return { status: error.status, attempts: 0, error: "loop_detected" };
+    const refused = refusal(req, via, this.registry, this.settings.modelRouting);
+    if (refused !== undefined) {
+      writeError(res, refused.error, req.requestId);
+      return { status: refused.error.status, attempts: 0, error: refused.kind };
     }
     // The request's facts (text, index key, session, model plan) come ready from intake/.
     const routed = req.routing;
     const plan = routed.plan;
-    if (plan.route === "not_found") {
-      const workers = this.registry.list().length;
-      const error = modelNotFound(routed.requested, workers, this.settings.modelRouting);
-      writeError(res, error, req.requestId);
-      return { status: error.status, attempts: 0, error: "model_not_found" };
-    }
     const candidates = () => admitted(this.registry.candidates(tried), plan);
     const headers = upstreamRequestHeaders(
       req.headers,

@@ -2,6 +2,8 @@ import { RouterError } from "../errors.js";
 import { noAvailableWorkerMessage } from "../workers/no-worker-message.js";
 import type { WorkerRegistry } from "../workers/registry.js";
 import { admitted, type ModelPlan, type ModelRoutingMode } from "../workers/served-models.js";
+import type { ForwardRequest } from "./forward-contract.js";
+import { hasPassedThrough } from "./headers.js";
 
 // The router's own answers when no worker takes a request (proxy/forward.ts): what it says, why,
 // and when to come back.
@@ -16,6 +18,30 @@ export function modelNotFound(model: string | undefined, workers: number, mode: 
     "model_not_found",
     `The model '${model}' is not served by any of the ${workers} workers: none lists it${anyName}; GET /v1/models lists the models they serve.`,
   );
+}
+
+/**
+ * A request loop (it already passed through this router: a worker URL points back at it) or an
+ * unknown model: answered before any worker is chosen. The regular forwarder and the PD pair
+ * forwarder both ask this first.
+ */
+export function refusal(
+  req: ForwardRequest,
+  via: string,
+  registry: WorkerRegistry,
+  mode: ModelRoutingMode,
+): { error: RouterError; kind: "loop_detected" | "model_not_found" } | undefined {
+  if (hasPassedThrough(req.headers.via, via)) {
+    const error = new RouterError(
+      "loop_detected",
+      `Request loop: this request already passed through this router (Via: ${via}); a worker URL points back at the router.`,
+    );
+    return { error, kind: "loop_detected" };
+  }
+  const routed = req.routing;
+  if (routed.plan.route !== "not_found") return undefined;
+  const error = modelNotFound(routed.requested, registry.list().length, mode);
+  return { error, kind: "model_not_found" };
 }
 
 /** The 503's message: no worker registered, none available, or none available that the model admits. */
