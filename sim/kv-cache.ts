@@ -115,9 +115,16 @@ export class PrefixKvCache {
 
   /** Tokens of `prompt` that admission would find cached now; no side effects. */
   cachedPrefixTokens(prompt: readonly number[]): number {
+    // Hashes block by block and stops at the first miss, instead of hashing the whole prompt.
+    const n = Math.min(
+      Math.floor(prompt.length / this.blockSize),
+      this.matchableBlocks(prompt.length),
+    );
+    let parent = ROOT_HASH;
     let hits = 0;
-    for (const hash of this.blockHashes(prompt, this.matchableBlocks(prompt.length))) {
-      if (!this.byHash.has(hash)) break;
+    while (hits < n) {
+      parent = chainHash(parent, prompt, hits * this.blockSize, (hits + 1) * this.blockSize);
+      if (!this.byHash.has(parent)) break;
       hits++;
     }
     return hits * this.blockSize;

@@ -44,6 +44,8 @@ export class PairForwarder implements RequestForwarder {
   private readonly inProgress = new Set<Cancel>();
   private closed = false;
   private readonly relayLimits: RelayLimits;
+  /** This router's Via token: the same for every request, made once (as the forwarder keeps it). */
+  private readonly via: string;
   private readonly dispatch: (t: PairTry) => Promise<PairResult>;
 
   constructor(
@@ -68,6 +70,7 @@ export class PairForwarder implements RequestForwarder {
       idle: new IdleSweep(settings.idleTimeoutMs),
     };
     this.dispatch = protocol === "sglang" ? sglangPair : vllmPair;
+    this.via = viaToken(settings.instanceId);
   }
 
   abortAll(): number {
@@ -79,7 +82,7 @@ export class PairForwarder implements RequestForwarder {
   async forward(req: ForwardRequest, res: ServerResponse): Promise<ForwardOutcome> {
     const settings = this.settings;
     const deadline = req.startedAt + settings.requestTimeoutMs;
-    const via = viaToken(settings.instanceId);
+    const via = this.via;
     const refused = refusal(req, via, this.registry, settings.modelRouting);
     if (refused !== undefined) {
       writeError(res, refused.error, req.requestId);

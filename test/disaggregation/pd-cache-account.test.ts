@@ -72,6 +72,7 @@ describe("PD requests feed the cache account (issue 26 over issue 25's pair forw
         .list()
         .filter((w) => w.role.type === "prefill")
         .map((w) => w.id);
+      expect(Object.keys(a.workers).length).toBeGreaterThan(0);
       for (const id of Object.keys(a.workers)) expect(prefillIds).toContain(id);
       expect(second.headers.get("x-cache-account")).toMatch(/^available=[1-9]\d*;chosen=[1-9]/);
     });

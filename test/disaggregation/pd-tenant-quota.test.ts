@@ -4,22 +4,13 @@
  * Regression: the pair's outcome carried no usage, so every PD request was charged its prompt
  * estimated from characters plus max_tokens.
  */
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { metric } from "../faults/support.js";
 import { postJson, waitFor } from "../helpers/router.js";
+import { quotaFile } from "../helpers/tenant-request.js";
 import { events, type PdFleet, startPdFleet } from "./pd-fleet.js";
 
-function quotaFile(): string {
-  const path = join(mkdtempSync(join(tmpdir(), "radixgate-pd-quota-")), "quota.yaml");
-  writeFileSync(
-    path,
-    "tenants:\n  t:\n    tokens_per_minute: 100000\n    concurrent_requests: 8\n",
-  );
-  return path;
-}
+const QUOTA = "tenants:\n  t:\n    tokens_per_minute: 100000\n    concurrent_requests: 8\n";
 
 /**
  * 150 lines of "a\n": 300 characters the router estimates at 75 tokens (4 per token), which the
@@ -40,7 +31,11 @@ describe("a PD request under a tenant quota is charged the engine's reported tok
   for (const flavor of ["sglang", "vllm"] as const) {
     for (const stream of [false, true]) {
       it(`${flavor}, ${stream ? "streamed with include_usage" : "not streamed"}`, async () => {
-        fleet = await startPdFleet(flavor, { prefill: 1, decode: 1 }, { tenantQuota: quotaFile() });
+        fleet = await startPdFleet(
+          flavor,
+          { prefill: 1, decode: 1 },
+          { tenantQuota: quotaFile(QUOTA) },
+        );
         const res = await postJson(
           `${fleet.router.url}/v1/completions`,
           {

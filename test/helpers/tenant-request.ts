@@ -1,3 +1,14 @@
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+/** A --tenant-quota file holding `text`, in a directory of its own. */
+export function quotaFile(text: string): string {
+  const path = join(mkdtempSync(join(tmpdir(), "radixgate-quota-")), "quota.yaml");
+  writeFileSync(path, text);
+  return path;
+}
+
 /**
  * A completion sent as `tenant` (x-tenant-id), its prompt padded to `chars` characters (400
  * unless told) so that its charge is predictable.

@@ -2,9 +2,6 @@
  * Per-tenant quotas shared by two router replicas through a real redis-server (--state-url), and
  * what happens when Redis goes away (fail open to each replica's own counters).
  */
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { startSimWorker } from "../../sim/worker.js";
 import type { RunningRouter } from "../../src/server.js";
@@ -16,7 +13,7 @@ import {
   type TestRedis,
 } from "../helpers/redis.js";
 import { startTestRouter } from "../helpers/router.js";
-import { askAsTenant as ask } from "../helpers/tenant-request.js";
+import { askAsTenant as ask, quotaFile } from "../helpers/tenant-request.js";
 
 let prefixes = 0;
 
@@ -25,9 +22,7 @@ async function replicas(
   quota: string,
   workerUrl: string,
 ): Promise<RunningRouter[]> {
-  const dir = mkdtempSync(join(tmpdir(), "radixgate-quota-"));
-  const file = join(dir, "quota.yaml");
-  writeFileSync(file, quota);
+  const file = quotaFile(quota);
   const prefix = `quota-test-${process.pid}-${++prefixes}`;
   const start = () =>
     startTestRouter({

@@ -4,15 +4,13 @@
  * counters (fail open). Redis is made slow deterministically with CLIENT PAUSE from a second
  * connection: every command of the router's connection waits until the pause ends.
  */
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { Redis } from "ioredis";
 import { describe, expect, it } from "vitest";
 import { startSimWorker } from "../../sim/worker.js";
 import { metric, startedPerTest } from "../faults/support.js";
 import { redisSkipReason, startRedis, TEST_STATE_SECRET } from "../helpers/redis.js";
 import { startTestRouter } from "../helpers/router.js";
+import { quotaFile } from "../helpers/tenant-request.js";
 
 /**
  * Longer than the test: the pause never ends while it runs (the server is killed at the end,
@@ -38,8 +36,7 @@ describe.skipIf(redisSkipReason !== undefined)(
       const redis = await startRedis();
       const sim = await startSimWorker({ id: "w" });
       started.sims = [sim];
-      const file = join(mkdtempSync(join(tmpdir(), "radixgate-quota-")), "quota.yaml");
-      writeFileSync(file, "tenants:\n  t:\n    tokens_per_minute: 1000\n");
+      const file = quotaFile("tenants:\n  t:\n    tokens_per_minute: 1000\n");
       const router = await startTestRouter({
         workerUrls: [sim.url],
         tenantQuota: file,

@@ -2,21 +2,13 @@
  * Per-tenant quotas end to end (issue 24 item 4), per process (no --state-url): real sockets, a
  * simulated engine whose answers report usage, a --tenant-quota file on disk.
  */
-import { mkdtempSync, renameSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { renameSync, writeFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { startSimWorker } from "../../sim/worker.js";
 import { ConfigError } from "../../src/errors.js";
 import { metric, startedPerTest } from "../faults/support.js";
 import { startTestRouter, waitFor } from "../helpers/router.js";
-import { askAsTenant as ask } from "../helpers/tenant-request.js";
-
-function quotaFile(text: string): string {
-  const path = join(mkdtempSync(join(tmpdir(), "radixgate-quota-")), "quota.yaml");
-  writeFileSync(path, text);
-  return path;
-}
+import { askAsTenant as ask, quotaFile } from "../helpers/tenant-request.js";
 
 /** Replaces the file as tools do (a new file renamed over it). */
 function rewrite(path: string, text: string): void {
