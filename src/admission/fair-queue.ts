@@ -16,23 +16,31 @@ class Band<E extends QueueEntry> {
   size = 0;
   constructor(readonly priority: number) {}
 
-  /** The backlogged tenant with the least service so far (ties: its oldest request first). */
+  /** The backlogged tenant with the least service so far (ties: see `before`), its oldest request. */
   next(): E | undefined {
-    let best: E | undefined;
-    let bestCounter = 0;
+    let best: E[] | undefined;
+    let bestTenant = "";
     for (const [tenant, entries] of this.waiting) {
-      const head = entries[0] as E;
-      const counter = this.counters.get(tenant) ?? 0;
-      const better =
-        best === undefined ||
-        counter < bestCounter ||
-        (counter === bestCounter && head.seq < best.seq);
-      if (better) {
-        best = head;
-        bestCounter = counter;
+      if (best === undefined || this.before(tenant, entries, bestTenant, best)) {
+        best = entries;
+        bestTenant = tenant;
       }
     }
-    return best;
+    return best?.[0];
+  }
+
+  /**
+   * Whether tenant `a` (its waiting `x`) goes before `b` (`y`): the least service first; on a tie,
+   * the tenant with fewer requests waiting, then the older head. A tenant that starts waiting is
+   * lifted exactly to the least counter (`lift`), so it ties with the flood it joins: by age alone
+   * it would wait for one more of the flood's requests, and an idle tenant would be behind the
+   * busy one, against VTC's intent.
+   */
+  before(a: string, x: readonly E[], b: string, y: readonly E[]): boolean {
+    const byService = (this.counters.get(a) ?? 0) - (this.counters.get(b) ?? 0);
+    if (byService !== 0) return byService < 0;
+    if (x.length !== y.length) return x.length < y.length;
+    return (x[0] as E).seq < (y[0] as E).seq;
   }
 
   /** The backlogged tenant with the most service so far (the first to lose a request when shedding). */
@@ -121,7 +129,7 @@ export class FairQueue<E extends QueueEntry> {
 
   /**
    * The first entry, in the order the queue serves them, that `ready` accepts, looking at no more
-   * than `limit` entries: bands highest first, tenants by least service, each tenant's requests
+   * than `limit` entries: bands highest first, tenants by least service (ties as in `next`), each tenant's requests
    * in arrival order. For a head that cannot go (its model's workers are saturated) while others
    * could.
    */
@@ -130,10 +138,8 @@ export class FairQueue<E extends QueueEntry> {
     for (const priority of this.order) {
       const band = this.bands.get(priority) as Band<E>;
       if (band.size === 0) continue;
-      const tenants = [...band.waiting].sort(
-        ([a, x], [b, y]) =>
-          (band.counters.get(a) ?? 0) - (band.counters.get(b) ?? 0) ||
-          (x[0] as E).seq - (y[0] as E).seq,
+      const tenants = [...band.waiting].sort(([a, x], [b, y]) =>
+        band.before(a, x, b, y) ? -1 : band.before(b, y, a, x) ? 1 : 0,
       );
       for (const [, entries] of tenants) {
         for (const entry of entries) {

@@ -132,7 +132,8 @@ describe("AdmissionQueue: priority, fairness and bounds", () => {
     ];
     hold();
     await Promise.all(all);
-    expect(order).toEqual(["high", "a1", "b1", "a2", "low"]);
+    // a and b tie on service: b, with fewer waiting, first (fair-queue.ts `before`).
+    expect(order).toEqual(["high", "b1", "a1", "a2", "low"]);
   });
 
   it("a full queue sheds its lowest priority for a higher newcomer, with 429 and Retry-After", async () => {

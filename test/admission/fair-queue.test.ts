@@ -62,6 +62,17 @@ describe("FairQueue", () => {
     expect(next6.filter((n) => n.startsWith("b")).length).toBe(3);
   });
 
+  it("puts a light tenant that starts waiting before the flood it ties with, not behind one more of its requests (issue 24)", () => {
+    const queue = new FairQueue<Item>();
+    for (let i = 0; i < 20; i++) queue.push(item(`a${i}`, "a", 0, 1096));
+    drain(queue, 5);
+    // b is lifted to a's counter exactly: a tie, and b has one request waiting against a's 15.
+    queue.push(item("b0", "b", 0, 116));
+    expect(queue.peek()?.name).toBe("b0");
+    expect(queue.find(() => true, 64)?.name).toBe("b0");
+    expect(drain(queue, 2)).toEqual(["b0", "a5"]);
+  });
+
   it("names the lowest band's heaviest tenant's newest request as the one to shed", () => {
     const queue = new FairQueue<Item>();
     queue.push(item("a-low-old", "a", -1));
