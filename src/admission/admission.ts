@@ -2,7 +2,9 @@ import type { AdmissionQueue, WaitCause } from "./admission-queue.js";
 import {
   describeSaturation,
   type SaturationThresholds,
+  type SaturationView,
   type WorkerSaturation,
+  withRoom,
 } from "./saturation.js";
 import {
   AdmissionPipeline,
@@ -89,6 +91,19 @@ export class Admission {
     const waiting = this.queue.waiting;
     return waiting > 0 && this.queue.queuedFor(tenant) * 2 > waiting ? priority - 1 : priority;
   }
+
+  /**
+   * With --queue-when-saturated, narrows a request's candidates to the workers with room when any
+   * has (saturation.ts withRoom); undefined without it (every candidate, as before).
+   */
+  get roomFilter():
+    | (<W extends SaturationView>(workers: readonly W[]) => readonly W[])
+    | undefined {
+    return this.queueWhenSaturated ? this.narrowToRoom : undefined;
+  }
+
+  private readonly narrowToRoom = <W extends SaturationView>(workers: readonly W[]): readonly W[] =>
+    withRoom(workers, this.thresholds, Date.now());
 
   explain(ticket: AdmissionTicket, now = Date.now()): AdmissionExplanation {
     const { tenant, priority } = ticket.identity();

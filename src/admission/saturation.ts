@@ -37,11 +37,54 @@ export interface WorkerSaturation {
 }
 
 /**
- * Each engine's running-batch size as last seen full: its `running` at the last fresh reading
- * that also showed a waiting queue (an engine queues only when its batch is full, by slots or by
- * KV). Kept per signals object, so it goes with its worker.
+ * Each engine's running-batch size as seen full: its `running` at a fresh reading that also
+ * showed a waiting queue (an engine queues when its batch is full, by slots or by KV). Kept per
+ * signals object, so it goes with its worker.
+ *
+ * A queue does not always mean a full batch: requests that arrive between two of the engine's
+ * steps wait until the next step admits them, so a reading taken while a burst of ends is being
+ * refilled shows a queue next to a half-empty batch (issue 24's bench: `queued 1, running 3` on
+ * a batch of 8). Learned from that, the batch would be too small and could never be corrected:
+ * the router would keep the engine at 3 or 4 running, so no reading would show it full again
+ * (throughput halved). So a larger batch is learned at once, a smaller one only when
+ * BATCH_CONFIRMATIONS readings in a row show a queue beside it (the engine's batch did shrink:
+ * KV-bound, or restarted smaller).
  */
-const fullBatch = new WeakMap<object, number>();
+interface BatchMemory {
+  size: number;
+  /** The reading last applied (each is applied once, however often the estimate is read). */
+  reading: LoadSignals;
+  /** Readings in a row that showed a queue beside a smaller batch, and the largest of those. */
+  smaller: number;
+  smallerMost: number;
+}
+
+const fullBatch = new WeakMap<object, BatchMemory>();
+const BATCH_CONFIRMATIONS = 3;
+
+/** The engine's full-batch size after this reading (see BatchMemory); undefined until seen full. */
+function learnBatch(signals: object, load: LoadSignals): number | undefined {
+  const memory = fullBatch.get(signals);
+  if (memory?.reading === load) return memory.size;
+  const running = load.running ?? 0;
+  const full = (load.queued ?? 0) > 0 && running > 0;
+  if (memory === undefined) {
+    if (full) fullBatch.set(signals, { size: running, reading: load, smaller: 0, smallerMost: 0 });
+    return full ? running : undefined;
+  }
+  memory.reading = load;
+  if (full && running < memory.size) {
+    memory.smaller += 1;
+    memory.smallerMost = Math.max(memory.smallerMost, running);
+    if (memory.smaller >= BATCH_CONFIRMATIONS) memory.size = memory.smallerMost;
+    else return memory.size;
+  } else if (full) {
+    memory.size = running;
+  }
+  memory.smaller = 0;
+  memory.smallerMost = 0;
+  return memory.size;
+}
 
 /**
  * Called after every read of a worker's engine: a reading that shows a queue tells how many
@@ -57,7 +100,7 @@ export function noteEngineReading(worker: SaturationView, now = Date.now()): voi
  * is exact and live (each dispatch joins the engine, each end leaves it: changeSinceReading), and
  * its change since the reading is the change in what the engine holds for this router (counted from the smaller of the counts at the read's start and end, since the
  * engine's snapshot falls in between: a read that spans a burst errs toward a longer queue). That change fills the engine's free batch
- * slots first: those known from the last reading that showed the batch full. Until an engine has
+ * slots first: those of the batch as seen full (learnBatch). Until an engine has
  * been seen full the free slots are unknown and the reading's queue stands alone (a burst reaches
  * the engine until the next reading shows its queue). Requests in prefill count as queued, which
  * errs on the side of holding back. A stale reading is never trusted: without a fresh one, only
@@ -69,13 +112,10 @@ export function estimatedQueue(worker: SaturationView, now: number): number | un
   if (load?.queued === undefined) {
     // No fresh reading: only what is live. At most a full batch of this router's requests run
     // there; the rest of those without a first byte wait (a lower bound: others' work unseen).
-    const batch = fullBatch.get(worker.signals);
+    const batch = fullBatch.get(worker.signals)?.size;
     return batch === undefined ? undefined : Math.max(0, worker.pendingPrefillRequests - batch);
   }
-  if (load.queued > 0 && load.running !== undefined && load.running > 0) {
-    fullBatch.set(worker.signals, load.running);
-  }
-  const batch = fullBatch.get(worker.signals);
+  const batch = learnBatch(worker.signals, load);
   if (batch === undefined) return load.queued;
   const sinceReading = changeSinceReading(worker, load);
   const held = load.queued + (load.running ?? batch) + sinceReading;
@@ -134,6 +174,28 @@ export function fleetSaturated(
     if (saturationReason(worker, thresholds, now) === undefined) return false;
   }
   return true;
+}
+
+/**
+ * The workers that are not saturated, or all of them when every one is (or none is: the same
+ * array, nothing allocated). A request let go because some candidate had room is routed among
+ * those with room: the policy alone (prefix_cost weighs characters queued, not a full batch)
+ * sent it to a saturated worker, where it waited in the engine's queue while the worker whose
+ * end let it go stayed one short (issue 24's light tenants).
+ */
+export function withRoom<W extends SaturationView>(
+  workers: readonly W[],
+  thresholds: SaturationThresholds,
+  now: number,
+): readonly W[] {
+  let roomy: W[] | undefined;
+  for (let i = 0; i < workers.length; i++) {
+    const worker = workers[i] as W;
+    const full = saturationReason(worker, thresholds, now) !== undefined;
+    if (full) roomy ??= workers.slice(0, i);
+    else roomy?.push(worker);
+  }
+  return roomy === undefined || roomy.length === 0 ? workers : roomy;
 }
 
 /** Every candidate's saturation in full (for /debug/route and GET /workers, not the hot path). */

@@ -63,6 +63,11 @@ export interface ForwardRequest {
   trace?: RequestTrace | undefined;
   /** The priority to pass to the engine's scheduler (--engine-priority; higher first); undefined = none. */
   priority?: number | undefined;
+  /**
+   * Narrows the workers the request may be routed to (admission's: with --queue-when-saturated,
+   * those with room when any has); undefined = every candidate.
+   */
+  withRoom?: (<W extends Worker>(candidates: readonly W[]) => readonly W[]) | undefined;
 }
 
 /** The worker took the request: a 2xx answer (streamed to the end or cut later by the client). */

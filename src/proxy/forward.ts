@@ -92,7 +92,13 @@ export class Forwarder implements RequestForwarder {
     // The request's facts (text, index key, session, model plan) come ready from intake/.
     const routed = req.routing;
     const plan = routed.plan;
-    const candidates = () => admitted(this.registry.candidates(tried), plan);
+    // With admission on, a request goes to a worker with room: it was let go because one had
+    // room, and a saturated worker (its engine queue full) would make it wait there instead.
+    const withRoom = req.withRoom;
+    const candidates = () => {
+      const workers = admitted(this.registry.candidates(tried), plan);
+      return withRoom === undefined ? workers : withRoom(workers);
+    };
     const headers = upstreamRequestHeaders(
       req.headers,
       req.requestId,

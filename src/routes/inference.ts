@@ -148,6 +148,8 @@ async function admitAndForward(
       trace,
       // --engine-priority: the engine's scheduler serves it in the router's order too.
       priority: ctx.config.enginePriority ? ctx.admission.enginePriority(ticket) : undefined,
+      // --queue-when-saturated: to a worker with room (the reason it was let go), if any has.
+      withRoom: ctx.admission.roomFilter,
     };
     const forwarder = endpoint === "models" ? ctx.modelsForwarder : ctx.forwarder;
     outcome = await forwarder.forward(request, res);

@@ -5,6 +5,7 @@ import {
   fleetSaturated,
   type SaturationView,
   saturationReason,
+  withRoom,
 } from "../../src/admission/saturation.js";
 import { EngineSignals, type LoadSignals } from "../../src/workers/signals.js";
 
@@ -149,5 +150,50 @@ describe("saturation of the fleet", () => {
     expect(fleetSaturated([full, room], THRESHOLDS, 1500)).toBe(false);
     expect(fleetSaturated([full, view("c", load(0, 0.95))], THRESHOLDS, 1500)).toBe(true);
     expect(fleetSaturated([], THRESHOLDS, 1500)).toBe(false);
+  });
+});
+
+describe("the engine's full batch", () => {
+  it("is not shrunk by one reading taken while a burst of ends is refilled (issue 24)", () => {
+    const signals = new EngineSignals();
+    signals.staleAfterMs = 3000;
+    signals.recordLoad({ queued: 1, running: 8, kvUsage: 0.1, routerPending: 0 }, 1000);
+    const worker: SaturationView = {
+      id: "w",
+      signals,
+      pendingPrefillRequests: 0,
+      pendingPrefillChars: 0,
+    };
+    const threshold = { ...THRESHOLDS, queueDepth: 1 };
+    expect(estimatedQueue(worker, 1500)).toBe(1);
+    // Ends freed 5 slots; the engine has not admitted the next arrivals yet: a queue of 1 beside
+    // a batch of 3. The batch is still 8: 4 held, room for 4 more.
+    const refilling = { queued: 1, running: 3, kvUsage: 0.1, routerPending: 0 };
+    signals.recordLoad(refilling, 2000);
+    expect(estimatedQueue(worker, 2100)).toBe(0);
+    expect(saturationReason(worker, threshold, 2100)).toBeUndefined();
+    // Read again and again like that, the engine's batch did shrink: learned.
+    signals.recordLoad({ ...refilling }, 2500);
+    expect(estimatedQueue(worker, 2600)).toBe(0);
+    signals.recordLoad({ ...refilling }, 3000);
+    expect(estimatedQueue(worker, 3100)).toBe(1);
+    // A larger batch seen full is learned at once.
+    signals.recordLoad({ queued: 2, running: 8, kvUsage: 0.1, routerPending: 0 }, 3500);
+    expect(estimatedQueue(worker, 3600)).toBe(2);
+    signals.recordLoad({ queued: 0, running: 7, kvUsage: 0.1, routerPending: 0 }, 4000);
+    expect(estimatedQueue(worker, 4100)).toBe(0);
+  });
+});
+
+describe("withRoom", () => {
+  it("keeps the workers with room when any has, else all of them (issue 24)", () => {
+    const full = view("full", load(5));
+    const roomy = view("roomy", load(0));
+    const alsoFull = view("also-full", load(6));
+    expect(withRoom([full, roomy, alsoFull], THRESHOLDS, 1500)).toEqual([roomy]);
+    const none = [full, alsoFull];
+    expect(withRoom(none, THRESHOLDS, 1500)).toBe(none);
+    const all = [roomy, view("idle", load(1))];
+    expect(withRoom(all, THRESHOLDS, 1500)).toBe(all);
   });
 });

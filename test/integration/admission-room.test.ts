@@ -1,0 +1,90 @@
+/**
+ * A request let go because some worker has room goes to a worker with room (issue 24): the
+ * routing policy alone may prefer a saturated worker (here cache_aware, for the prefix it holds;
+ * in bench:admission prefix_cost, for its smaller pending prefill), where the request waits in
+ * the engine's queue while the worker with room stays one short. Real sockets, two simulated
+ * engines with a batch of 1.
+ */
+import { describe, expect, it } from "vitest";
+import { startSimWorker } from "../../sim/worker.js";
+import { startedPerTest } from "../faults/support.js";
+import { startTestRouter, waitFor } from "../helpers/router.js";
+
+const PREFIX = "shared system prompt ".repeat(100);
+
+function complete(url: string, prompt: string, maxTokens: number, signal: AbortSignal) {
+  return fetch(`${url}/v1/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ model: "m", prompt, max_tokens: maxTokens }),
+    signal,
+  })
+    .then((r) => r.text())
+    .catch(() => undefined);
+}
+
+describe("admission: a request goes where there is room", () => {
+  const started = startedPerTest();
+
+  it("routes away from a saturated worker the policy prefers, to one with room", async () => {
+    const sims = [
+      await startSimWorker({ id: "one", maxRunning: 1 }),
+      await startSimWorker({ id: "two", maxRunning: 1 }),
+    ];
+    started.sims = sims;
+    started.router = await startTestRouter({
+      workerUrls: sims.map((s) => s.url),
+      policy: "cache_aware",
+      queueWhenSaturated: true,
+      saturationQueueDepth: 1,
+      enginePollIntervalSecs: 60,
+      queueTimeoutSecs: 60,
+      firstByteTimeoutSecs: 60,
+    });
+    const router = started.router;
+    const stop = new AbortController();
+    try {
+      // The first request with the prefix: whichever worker takes it holds the prefix.
+      await complete(router.url, `${PREFIX} first`, 2, stop.signal);
+      const hot = sims.find((s) => s.stats().requests === 1);
+      const cold = sims.find((s) => s !== hot);
+      if (hot === undefined || cold === undefined)
+        throw new Error("the first request went nowhere");
+
+      // Other clients fill the hot engine: one running, one queued; a reading shows it.
+      for (const i of [0, 1]) void complete(hot.url, `direct ${i}`, 100_000, stop.signal);
+      await waitFor(
+        () => hot.stats().running === 1 && hot.stats().waiting === 1,
+        5000,
+        "the hot engine full and queueing",
+      );
+      await router.context.introspection.pollAll();
+      const explained = await fetch(`${router.url}/debug/route/v1/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ model: "m", prompt: `${PREFIX} second`, max_tokens: 2 }),
+      });
+      const saturation = (await explained.json()) as {
+        admission: { would_queue: boolean; workers: { saturated: boolean }[] };
+      };
+      expect(saturation.admission.would_queue).toBe(false);
+      expect(saturation.admission.workers.map((w) => w.saturated).sort()).toEqual([false, true]);
+
+      // The policy would take the hot worker (it holds the whole prefix, and none of this
+      // router's requests run there); the request goes to the cold one, which has room.
+      const coldBefore = cold.stats().requests;
+      const hotBefore = hot.stats().requests;
+      const answer = await complete(
+        router.url,
+        `${PREFIX} second`,
+        2,
+        AbortSignal.any([stop.signal, AbortSignal.timeout(5000)]),
+      );
+      expect(answer).toBeDefined();
+      expect(cold.stats().requests).toBe(coldBefore + 1);
+      expect(hot.stats().requests).toBe(hotBefore);
+    } finally {
+      stop.abort();
+    }
+  }, 30_000);
+});
