@@ -90,7 +90,9 @@ export class PairForwarder implements RequestForwarder {
     }
     const routed = req.routing;
     const plan = routed.plan;
-    const body = jsonObject(routed.body);
+    // Intake's parse, kept for the pair (IntakeOptions.keepJson); parsed here only when intake
+    // parsed it in a parse worker, whose object stayed in that thread.
+    const body = routed.json ?? jsonObject(routed.body);
     if (body === undefined) {
       const error = new RouterError(
         "invalid_request",
@@ -285,7 +287,7 @@ export class PairForwarder implements RequestForwarder {
   }
 }
 
-/** The body as a JSON object, or undefined (a PD request must be one). */
+/** The body as a JSON object, or undefined (a PD request must be one): a body intake did not keep. */
 function jsonObject(body: Buffer | undefined): JsonObject | undefined {
   if (body === undefined) return undefined;
   try {
