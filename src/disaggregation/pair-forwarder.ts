@@ -92,8 +92,9 @@ export class PairForwarder implements RequestForwarder {
     const plan = routed.plan;
     // Intake's parse, kept for the pair (IntakeOptions.keepJson); parsed here only when intake
     // parsed it in a parse worker, whose object stayed in that thread.
-    const body = routed.json ?? jsonObject(routed.body);
-    if (body === undefined) {
+    const bytes = routed.body;
+    const body = routed.json ?? jsonObject(bytes);
+    if (body === undefined || bytes === undefined) {
       const error = new RouterError(
         "invalid_request",
         "Prefill/decode disaggregation needs a JSON object body (the router adds the hand-off fields to it).",
@@ -151,9 +152,20 @@ export class PairForwarder implements RequestForwarder {
         );
       };
       const explain = this.explainFor(account, p.worker);
-      const result = await this.tryPair(req, res, body, headers, p, d, deadline, route, canRetry, {
-        explain,
-      });
+      const result = await this.tryPair(
+        req,
+        res,
+        { body, bytes },
+        headers,
+        p,
+        d,
+        deadline,
+        route,
+        canRetry,
+        {
+          explain,
+        },
+      );
       const base = { branch: p.branch, matchRate: p.matchRate, index: p.index, attempts };
       if (result.kind === "done") {
         const outcome = { ...base, ...result.outcome, worker: result.outcome.worker ?? d.worker };
@@ -204,7 +216,7 @@ export class PairForwarder implements RequestForwarder {
   private tryPair(
     req: ForwardRequest,
     res: ServerResponse,
-    body: JsonObject,
+    { body, bytes }: { body: JsonObject; bytes: Buffer },
     headers: Record<string, string | string[]>,
     p: Decision<Worker>,
     d: Decision<Worker>,
@@ -256,6 +268,7 @@ export class PairForwarder implements RequestForwarder {
       req,
       res,
       body,
+      bytes,
       prefill: p.worker,
       decode: d.worker,
       headersFor: (worker) => withWorkerAuth(headers, worker.authorization),
