@@ -1,4 +1,4 @@
-import { RouterError } from "../errors.js";
+import { RouterError, retryAfterSecs } from "../errors.js";
 import { ClientGoneError } from "../proxy/client-gone.js";
 import { FairQueue, type QueueEntry } from "./fair-queue.js";
 import type { RequestIdentity } from "./identity.js";
@@ -255,8 +255,8 @@ export class AdmissionQueue implements AdmissionStep {
   }
 
   private refusal(code: "too_many_requests" | "queue_timeout", message: string): RouterError {
-    const retryAfterSecs = Math.min(60, Math.max(1, Math.ceil(this.meanWaitMs / 1000)));
-    return new RouterError(code, message, retryAfterSecs);
+    // The mean wait says when a slot is likely; a minute at most, however long the waits were.
+    return new RouterError(code, message, retryAfterSecs(this.meanWaitMs, 60));
   }
 
   private releaser(): AdmissionRelease {

@@ -1,7 +1,7 @@
 import type { ServerResponse } from "node:http";
 import type { CacheLedger } from "../cache-account/cache-ledger.js";
 import type { RequestAccount } from "../cache-account/request-account.js";
-import { RouterError } from "../errors.js";
+import { RouterError, retryAfterSecs } from "../errors.js";
 import type { RoutingDecider } from "../policies/decider.js";
 import type { WorkerRegistry } from "../workers/registry.js";
 import { admitted } from "../workers/served-models.js";
@@ -199,7 +199,7 @@ export class Forwarder implements RequestForwarder {
     );
     // Every worker that could take it asked for a pause: say when to come back.
     const extra: Record<string, string> =
-      coolDownMs > 0 ? { "retry-after": String(Math.max(1, Math.ceil(coolDownMs / 1000))) } : {};
+      coolDownMs > 0 ? { "retry-after": String(retryAfterSecs(coolDownMs)) } : {};
     writeError(res, error, req.requestId, extra);
     return { status: error.status, attempts, error: "no_workers" };
   }
