@@ -13,7 +13,7 @@
  * the light ones 100 and 16, light arrivals at random (Poisson, 3 per second: bench:admission's
  * B-D, 6 per second over two engines). The flood is an ideal admission queue: each of its
  * requests is submitted the moment one of its own ends, so the engine always holds `slots` of them
- * and never queues one. Rows, for each chunked-prefill budget (the engine's tokens per step:
+ * and never queues one (the lanes start staggered, so their ends are spread out). Rows, for each chunked-prefill budget (the engine's tokens per step:
  * SGLang --chunked-prefill-size, vLLM --max-num-batched-tokens; sim option maxBatchTokens):
  *
  *   quiet        the light requests alone (their unloaded TTFT)
@@ -91,7 +91,9 @@ function runOnce(mode: Mode, batchTokens: number, seconds: number, seed: number)
     });
   };
   const floodSlots = mode === "quiet" ? 0 : mode === "reserve-1" ? MAX_RUNNING - 1 : MAX_RUNNING;
-  for (let i = 0; i < floodSlots; i++) submitFlood();
+  // Staggered over about one flood request's life (≈ 0.9 model s), so the lanes' ends spread out
+  // instead of freeing every slot in one burst: the most favourable spacing for a light request.
+  for (let i = 0; i < floodSlots; i++) clock.setTimer(submitFlood, (i * 900) / floodSlots);
 
   const ttfts: number[] = [];
   const submitLight = () => {
