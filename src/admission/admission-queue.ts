@@ -76,6 +76,8 @@ export class AdmissionQueue implements AdmissionStep {
   private readonly now: () => number;
 
   private observer: QueueObserver | undefined;
+  /** With --engine-priority (admission.ts): whether a request outranks what saturates its fleet. */
+  private outranks: ((ticket: AdmissionTicket, now: number) => boolean) | undefined;
 
   constructor(
     private readonly options: AdmissionQueueOptions,
@@ -88,6 +90,15 @@ export class AdmissionQueue implements AdmissionStep {
   /** Reports grants and refusals to `observer` (the metrics, which read the queue in turn). */
   observeWith(observer: QueueObserver): void {
     this.observer = observer;
+  }
+
+  /**
+   * A request whose candidates are all saturated still has room when `rule` says it outranks the
+   * work saturating one of them (--engine-priority: outranking.ts); it then goes at once, in its
+   * turn of the queue's order.
+   */
+  releaseOutrankingWith(rule: (ticket: AdmissionTicket, now: number) => boolean): void {
+    this.outranks = rule;
   }
 
   get enabled(): boolean {
@@ -156,7 +167,9 @@ export class AdmissionQueue implements AdmissionStep {
 
   private saturated(ticket: AdmissionTicket): boolean {
     if (!this.options.queueWhenSaturated) return false;
-    return fleetSaturated(ticket.candidates(), this.options.thresholds, this.now());
+    const now = this.now();
+    if (!fleetSaturated(ticket.candidates(), this.options.thresholds, now)) return false;
+    return this.outranks?.(ticket, now) !== true;
   }
 
   private wait(ticket: AdmissionTicket): Promise<AdmissionRelease> {

@@ -1,7 +1,10 @@
 import type { AdmissionQueue, WaitCause } from "./admission-queue.js";
+import { outrankedOn, outranksLowerWork } from "./outranking.js";
 import {
   describeSaturation,
+  fleetSaturated,
   type SaturationThresholds,
+  type SaturationView,
   type WorkerSaturation,
 } from "./saturation.js";
 import {
@@ -31,6 +34,13 @@ export interface AdmissionExplanation {
   running: number;
   /** Every candidate's saturation: the fleet is saturated for the request when all are. */
   workers: WorkerSaturation[];
+  /** With --engine-priority: the priority the engine would get (null without). */
+  engine_priority: number | null;
+  /**
+   * Saturated candidates where it has room all the same, because it outranks the lower-priority
+   * work of this router that fills them (--engine-priority; admission/outranking.ts).
+   */
+  outranks_running_work_on: string[];
   /** What each step before the queue would do now, by its name (`quota`: the tenant's quota). */
   steps: Record<string, StepExplanation>;
 }
@@ -50,8 +60,21 @@ export class Admission {
     private readonly before: readonly AdmissionStep[] = [],
     /** What those steps run in the background (a watched file, a Redis connection). */
     private readonly services: readonly AdmissionService[] = [],
+    /** --engine-priority: the engine's scheduler serves by the priority the router passes on. */
+    private readonly enginePriorityOn = false,
   ) {
     this.pipeline = new AdmissionPipeline([...before, queue]);
+    if (this.outranking) {
+      queue.releaseOutrankingWith((ticket, now) => {
+        const priority = this.enginePriority(ticket);
+        return ticket.candidates().some((w) => outranksLowerWork(w, priority, thresholds, now));
+      });
+    }
+  }
+
+  /** Whether a request may go over lower-priority work (outranking.ts): both flags on. */
+  private get outranking(): boolean {
+    return this.enginePriorityOn && this.queueWhenSaturated;
   }
 
   /** Starts the steps' background work (bounded: never fails for an unreachable Redis). */
@@ -90,9 +113,29 @@ export class Admission {
     return waiting > 0 && this.queue.queuedFor(tenant) * 2 > waiting ? priority - 1 : priority;
   }
 
+  /**
+   * Where the admitted request has room when its whole fleet is saturated (it outranks the work
+   * filling those workers: outranking.ts), for its first attempt to choose among; undefined when
+   * it routes as any other (the flags off, or some candidate not saturated).
+   */
+  roomFor(
+    ticket: AdmissionTicket,
+    enginePriority: number | undefined,
+  ): ((worker: SaturationView) => boolean) | undefined {
+    if (!this.outranking || enginePriority === undefined) return undefined;
+    if (!fleetSaturated(ticket.candidates(), this.thresholds, Date.now())) return undefined;
+    return (worker) => outranksLowerWork(worker, enginePriority, this.thresholds, Date.now());
+  }
+
   explain(ticket: AdmissionTicket, now = Date.now()): AdmissionExplanation {
     const { tenant, priority } = ticket.identity();
     const cause = this.queue.wouldWait(ticket);
+    const enginePriority = this.enginePriorityOn ? this.enginePriority(ticket) : null;
+    const candidates = ticket.candidates();
+    const outranks =
+      enginePriority !== null && this.outranking && fleetSaturated(candidates, this.thresholds, now)
+        ? outrankedOn(candidates, enginePriority, this.thresholds, now)
+        : [];
     return {
       tenant,
       priority,
@@ -102,7 +145,9 @@ export class Admission {
       queue_when_saturated: this.queueWhenSaturated,
       waiting: this.queue.waiting,
       running: this.queue.running,
-      workers: ticket.candidates().map((w) => describeSaturation(w, this.thresholds, now)),
+      workers: candidates.map((w) => describeSaturation(w, this.thresholds, now)),
+      engine_priority: enginePriority,
+      outranks_running_work_on: outranks,
       steps: this.explainSteps(ticket, now),
     };
   }

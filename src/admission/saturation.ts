@@ -21,6 +21,11 @@ export interface SaturationView {
   readonly pendingPrefillChars: number;
   /** This router's requests there, dispatched and not ended (a Worker's; absent in some fakes). */
   readonly ownInFlight?: number;
+  /**
+   * This router's requests there that the engine got with a priority below `priority`
+   * (--engine-priority; a Worker's tally, workers/priority-tally.ts; absent in some fakes).
+   */
+  ownInFlightBelow?(priority: number): number;
   /** The engine's last reading, undefined when stale (never trusted then) or never read. */
   readonly signals: { load(now: number): LoadSignals | undefined };
 }
@@ -113,10 +118,23 @@ export function saturationReason(
   if (pending > 0 && worker.pendingPrefillChars >= pending) return "pending_prefill";
   const queue = estimatedQueue(worker, now);
   if (queue !== undefined && queue >= thresholds.queueDepth) return "engine_queue";
-  const kvUsage = worker.signals.load(now)?.kvUsage;
-  if (kvUsage !== undefined && thresholds.kvUsage < 1 && kvUsage >= thresholds.kvUsage)
-    return "kv_usage";
+  if (kvSaturated(worker, thresholds, now)) return "kv_usage";
   return undefined;
+}
+
+/** Whether the engine's fresh KV usage is at --saturation-kv-usage (never with 1). */
+export function kvSaturated(
+  worker: SaturationView,
+  thresholds: SaturationThresholds,
+  now: number,
+): boolean {
+  const kvUsage = worker.signals.load(now)?.kvUsage;
+  return kvUsage !== undefined && thresholds.kvUsage < 1 && kvUsage >= thresholds.kvUsage;
+}
+
+/** The engine's running batch as last seen full (see fullBatch); undefined until seen. */
+export function fullBatchOf(worker: SaturationView): number | undefined {
+  return fullBatch.get(worker.signals);
 }
 
 /**

@@ -165,7 +165,7 @@ export const ADMISSION_SETTINGS = section<AdmissionConfig>({
     flag: "--engine-priority",
     arg: "[bool]",
     description:
-      "Pass each request's priority (--priority-header) to the engine's own scheduler as the body's `priority` field, in the engine's convention (vLLM: lower first, start it with --scheduling-policy priority; SGLang: higher first, start it with --enable-priority-scheduling and without --schedule-low-priority-values-first). A body that names `priority` itself is left alone. See docs/admission.md#engine-priority.",
+      "Pass each request's priority (--priority-header) to the engine's own scheduler as the body's `priority` field, in the engine's convention (vLLM: lower first, start it with --scheduling-policy priority; SGLang: higher first, start it with --enable-priority-scheduling and without --schedule-low-priority-values-first). A body that names `priority` itself is left alone. With --queue-when-saturated, a request that outranks the lower-priority work saturating a worker goes there at once. See docs/admission.md#engine-priority.",
     default: false,
     parse: flagValue,
   },

@@ -63,6 +63,12 @@ export interface ForwardRequest {
   trace?: RequestTrace | undefined;
   /** The priority to pass to the engine's scheduler (--engine-priority; higher first); undefined = none. */
   priority?: number | undefined;
+  /**
+   * Where the request has room although its whole fleet is saturated: the workers where it
+   * outranks the lower-priority work that fills them (--engine-priority; admission/outranking.ts).
+   * Its first attempt chooses among them, when any is left; undefined = every candidate.
+   */
+  roomOn?: ((worker: Worker) => boolean) | undefined;
 }
 
 /** The worker took the request: a 2xx answer (streamed to the end or cut later by the client). */

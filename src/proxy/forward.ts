@@ -12,6 +12,7 @@ import { attemptsOutcome } from "./attempts-outcome.js";
 import { backoffMs, sleep } from "./backoff.js";
 import type { Cancel } from "./cancel.js";
 import { rankToSend } from "./dp-rank.js";
+import { prioritySent } from "./engine-priority.js";
 import {
   accepted,
   type ForwardHooks,
@@ -117,7 +118,7 @@ export class Forwarder implements RequestForwarder {
       const deciding = req.trace?.decision();
       const choosing =
         attempts === 0
-          ? this.decider.decideAgreed(candidates(), routed)
+          ? this.decider.decideAgreed(withRoom(candidates(), req.roomOn), routed)
           : this.decider.decide(candidates(), routed);
       const decision = choosing instanceof Promise ? await choosing : choosing;
       deciding?.end(this.decider.policy.name, decision);
@@ -225,7 +226,13 @@ export class Forwarder implements RequestForwarder {
     const explainName = ledger?.options.explainHeader;
     const attempt = new Attempt({
       worker,
-      load: { textChars: text.length, uncachedChars, rank },
+      load: {
+        textChars: text.length,
+        uncachedChars,
+        rank,
+        // The priority its engine gets, counted in the worker's tally until the attempt ends.
+        enginePriority: prioritySent(req.routing.body, req.path, worker.engine, req.priority),
+      },
       requestId: req.requestId,
       startedAt: req.startedAt,
       deadline,
@@ -258,4 +265,14 @@ export class Forwarder implements RequestForwarder {
       this.settings.maxCoolDownMs,
     );
   }
+}
+
+/** The candidates where the request has room, when it says and any is left; else all of them. */
+function withRoom(
+  candidates: readonly Worker[],
+  roomOn: ((worker: Worker) => boolean) | undefined,
+): readonly Worker[] {
+  if (roomOn === undefined) return candidates;
+  const roomy = candidates.filter(roomOn);
+  return roomy.length > 0 ? roomy : candidates;
 }

@@ -142,6 +142,8 @@ async function admitAndForward(
   // How it ended, for a quota to charge what the engine reported (none if it never left here).
   let outcome: ForwardOutcome | undefined;
   try {
+    // --engine-priority: the engine's scheduler serves it in the router's order too.
+    const priority = ctx.config.enginePriority ? ctx.admission.enginePriority(ticket) : undefined;
     const request: ForwardRequest = {
       routing: ctx.intake.route(received),
       method: endpoint === "models" ? "GET" : "POST",
@@ -151,8 +153,9 @@ async function admitAndForward(
       startedAt,
       clientSignal,
       trace,
-      // --engine-priority: the engine's scheduler serves it in the router's order too.
-      priority: ctx.config.enginePriority ? ctx.admission.enginePriority(ticket) : undefined,
+      priority,
+      // Admitted over lower-priority work while its fleet is saturated: to a worker where it is.
+      roomOn: ctx.admission.roomFor(ticket, priority),
     };
     const forwarder = endpoint === "models" ? ctx.modelsForwarder : ctx.forwarder;
     outcome = await forwarder.forward(request, res);
