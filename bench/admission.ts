@@ -2,20 +2,46 @@
  * Admission (issue 24): a noisy neighbour and a priority flood against the real router (its own
  * process) and simulated SGLang engines (a child process, real time), with and without
  * --queue-when-saturated, side by side in one run. Every request streams; TTFT is measured at the
- * client (send to first body chunk).
+ * client (send to first body chunk), and the router's --queue-wait-header says how long each
+ * request waited in the router's queue, so each TTFT splits into router wait + the rest (the
+ * engine's queue and steps, the relay).
  *
  *   npm run bench:admission                    calibration, then every run (about 3 minutes)
- *   npm run bench:admission -- --flood-secs 20 --depth 2
+ *   npm run bench:admission -- --flood-secs 34 --silent-secs 34      204 samples per pooled group
+ *   npm run bench:admission -- --engine-priority --max-batch-tokens 512 --runs silent,flood/on,floor/on
  *
  * Runs, each on a fresh fleet (cold caches):
  *   calibrate       tenant A alone, closed loop at 3x the fleet's batch slots: A's capacity, req/s
  *   silent          tenants B-D alone (steady, light): their unloaded TTFT
  *   flood/off       A at 3x capacity (long prompts) + B-D, no admission
  *   flood/on        the same with --queue-when-saturated
+ *   floor/on        the engine's floor: A's flood as in flood/on (through the router, admission
+ *                   on), but B-D's requests go straight to the engines (round robin, bypassing the
+ *                   router: never held) with the body's `priority` above anything the router sends,
+ *                   and the engines schedule by priority (preempting a flood request for them)
+ *                   whatever --engine-priority says. Their TTFT is what the engine's steps alone
+ *                   cost a light request under this flood: the part of flood/on's TTFT no router
+ *                   can remove. (bench:admission-floor computes the same floor in model time, no
+ *                   HTTP or CPU noise; this one is measured like the other runs, beside them.)
  *   prio-silent     high-priority requests alone (steady, light)
  *   prio-flood/on   low-priority flood at 3x capacity + the same high-priority requests, admission on
  *
- * Prints the tables of docs/benchmarks.md and writes bench/results/admission.json.
+ * Options (defaults in parse()):
+ *   --flood-secs, --silent-secs   how long the flood (and the light streams beside it), and the
+ *                                 silent runs, send; samples per group = rate x secs
+ *   --light-rate R                requests/s of each light tenant B, C, D (pooled B-D: 3R/s) and 3R/s
+ *                                 of high priority; the p99s below are over the pooled groups
+ *   --max-batch-tokens N          the engines' tokens per step (chunked prefill; sim option
+ *                                 maxBatchTokens, default 8192: SGLang --chunked-prefill-size,
+ *                                 vLLM --max-num-batched-tokens). A's 1,000-token prompt is one
+ *                                 ~33 ms step at 8192; 512 splits it into two ~17 ms steps.
+ *   --engine-priority             router --engine-priority and the engines' priority scheduling
+ *   --runs a,b,...                only these runs (targets that need a missing run print "-")
+ *   --workers, --max-running, --depth, --poll-secs, --overload   fleet and admission knobs
+ *
+ * Prints: per run and tenant the counts and TTFT; per run and pooled group (B-D, high) the samples
+ * n, how many the router held, TTFT, router wait and TTFT − wait p50/p99; the targets with the
+ * samples behind each p99. Writes bench/results/admission.json.
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import os from "node:os";
@@ -23,142 +49,69 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { type Config, configWith } from "../src/config.js";
+import {
+  HEAVY,
+  LIGHT,
+  type Outcome,
+  QUEUE_WAIT_HEADER,
+  type RequestShape,
+  send,
+  stream,
+  type Target,
+} from "./lib/admission-load.js";
+import {
+  printRows,
+  printSplits,
+  type Run,
+  rows,
+  type Split,
+  split,
+  targets,
+} from "./lib/admission-report.js";
 import { commandLine, runIfEntryPoint } from "./lib/entry.js";
 import { childFleetHost, type FleetHost } from "./lib/fleet.js";
-import { fmt, summarizeMs } from "./lib/latency.js";
+import { fmt } from "./lib/latency.js";
+import { listFlag } from "./lib/list-flag.js";
 import { startRouterProcess } from "./lib/router-process.js";
 import { printTable } from "./lib/stats.js";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 const RESULTS = join(ROOT, "bench", "results", "admission.json");
 
+const RUNS = [
+  "silent",
+  "flood/off",
+  "flood/on",
+  "floor/on",
+  "prio-silent",
+  "prio-flood/on",
+] as const;
+type RunName = (typeof RUNS)[number];
+
+/**
+ * The floor run's light requests, straight to an engine: a body `priority` above any the router
+ * sends (its --priority-header range is [-100, 100]); the simulated engines are SGLang's, higher
+ * first (sim/priority-order.ts).
+ */
+const FLOOR_PRIORITY = 1000;
+
 interface Options {
   workers: number;
   maxRunning: number;
+  /** The engines' tokens per step (sim maxBatchTokens); undefined = the sim's default. */
+  maxBatchTokens: number | undefined;
   floodSecs: number;
   silentSecs: number;
   /** --saturation-queue-depth of the admission runs. */
   depth: number;
   pollSecs: number;
-  /** Requests per second of each light tenant (B, C, D) and of the high-priority stream. */
+  /** Requests per second of each light tenant (B, C, D); the high-priority stream sends 3x. */
   lightRate: number;
   /** A's flood, as a multiple of the measured capacity. */
   overload: number;
   /** Router --engine-priority and the sims' priority scheduling (their preemption included). */
   enginePriority: boolean;
-}
-
-/** One kind of request: its prompt length, output and headers. */
-interface RequestShape {
-  group: string;
-  promptChars: number;
-  maxTokens: number;
-  headers: Record<string, string>;
-}
-
-const HEAVY = (headers: Record<string, string>): RequestShape => ({
-  group: "A",
-  promptChars: 4000,
-  maxTokens: 96,
-  headers,
-});
-const LIGHT = (group: string, headers: Record<string, string>): RequestShape => ({
-  group,
-  promptChars: 400,
-  maxTokens: 16,
-  headers,
-});
-
-interface Outcome {
-  group: string;
-  status: number | "error";
-  ttftMs: number | undefined;
-  tokens: number;
-  retryAfter: boolean;
-  endedAt: number;
-}
-
-let serial = 0;
-
-/** One streamed completion; resolves with its outcome, never throws. */
-async function send(url: string, shape: RequestShape, startedAt: number): Promise<Outcome> {
-  const sent = performance.now();
-  const id = serial++;
-  // Distinct prompts (no shared prefix across requests: the cache does not blur the comparison).
-  const prompt = `${shape.group} ${id} `.padEnd(
-    shape.promptChars,
-    `${shape.group.toLowerCase()}x `,
-  );
-  try {
-    const res = await fetch(`${url}/v1/completions`, {
-      method: "POST",
-      headers: { "content-type": "application/json", ...shape.headers },
-      body: JSON.stringify({ model: "m", prompt, max_tokens: shape.maxTokens, stream: true }),
-    });
-    if (res.status !== 200) {
-      await res.text();
-      return {
-        group: shape.group,
-        status: res.status,
-        ttftMs: undefined,
-        tokens: 0,
-        retryAfter: res.headers.get("retry-after") !== null,
-        endedAt: performance.now() - startedAt,
-      };
-    }
-    const reader = (res.body as ReadableStream<Uint8Array>).getReader();
-    let ttftMs: number | undefined;
-    for (;;) {
-      const { done } = await reader.read();
-      if (done) break;
-      ttftMs ??= performance.now() - sent;
-    }
-    return {
-      group: shape.group,
-      status: 200,
-      ttftMs,
-      tokens: shape.maxTokens,
-      retryAfter: false,
-      endedAt: performance.now() - startedAt,
-    };
-  } catch {
-    return {
-      group: shape.group,
-      status: "error",
-      ttftMs: undefined,
-      tokens: 0,
-      retryAfter: false,
-      endedAt: performance.now() - startedAt,
-    };
-  }
-}
-
-/** Open loop: `rate` requests a second of `shape`, evenly spaced, for `secs`. */
-function stream(
-  url: string,
-  shape: RequestShape,
-  rate: number,
-  secs: number,
-  startedAt: number,
-  offsetMs = 0,
-): Promise<Outcome[]> {
-  const count = Math.floor(rate * secs);
-  const gapMs = 1000 / rate;
-  const sends: Promise<Outcome>[] = [];
-  return new Promise((resolve) => {
-    let i = 0;
-    const next = () => {
-      if (i >= count) {
-        resolve(Promise.all(sends));
-        return;
-      }
-      sends.push(send(url, shape, startedAt));
-      i += 1;
-      const due = offsetMs + i * gapMs - (performance.now() - startedAt);
-      setTimeout(next, Math.max(0, due));
-    };
-    setTimeout(next, offsetMs);
-  });
+  runs: RunName[];
 }
 
 function routerConfig(workerUrls: string[], o: Options, admission: boolean): Config {
@@ -178,34 +131,38 @@ function routerConfig(workerUrls: string[], o: Options, admission: boolean): Con
     maxQueuedPerTenant: 100_000,
     queueTimeoutSecs: 600,
     enginePriority: o.enginePriority,
+    // Each answer says how long its request waited here: the per-request split of its TTFT.
+    queueWaitHeader: QUEUE_WAIT_HEADER,
   });
 }
 
-interface Run {
-  name: string;
-  outcomes: Outcome[];
-  spanSecs: number;
+/** The router's URL and the engines' (the floor run sends around the router). */
+interface Endpoints {
+  router: string;
+  engines: string[];
 }
 
 async function withFleet<T>(
   host: FleetHost,
   o: Options,
   admission: boolean,
-  body: (url: string) => Promise<T>,
+  body: (at: Endpoints) => Promise<T>,
+  /** The engines schedule by priority whatever --engine-priority says (the floor run). */
+  priorityScheduling = o.enginePriority,
 ): Promise<T> {
   const fleet = await host.startFleet({
     count: o.workers,
-    worker: { maxRunning: o.maxRunning, timeScale: 1, priorityScheduling: o.enginePriority },
+    worker: {
+      maxRunning: o.maxRunning,
+      timeScale: 1,
+      priorityScheduling,
+      ...(o.maxBatchTokens === undefined ? {} : { maxBatchTokens: o.maxBatchTokens }),
+    },
   });
-  const router = await startRouterProcess(
-    routerConfig(
-      fleet.workers.map((w) => w.url),
-      o,
-      admission,
-    ),
-  );
+  const engines = fleet.workers.map((w) => w.url);
+  const router = await startRouterProcess(routerConfig(engines, o, admission));
   try {
-    return await body(router.url);
+    return await body({ router: router.url, engines });
   } finally {
     await router.stop();
     await fleet.close();
@@ -215,20 +172,27 @@ async function withFleet<T>(
 async function run(
   host: FleetHost,
   o: Options,
-  name: string,
+  name: RunName,
   admission: boolean,
-  load: (url: string, startedAt: number) => Promise<Outcome[]>[],
+  load: (at: Endpoints, startedAt: number) => Promise<Outcome[]>[],
+  priorityScheduling = o.enginePriority,
 ): Promise<Run> {
-  return withFleet(host, o, admission, async (url) => {
-    // Two polls of the engines before the load: the router starts with fresh readings.
-    await new Promise((r) => setTimeout(r, o.pollSecs * 2000));
-    const startedAt = performance.now();
-    const outcomes = (await Promise.all(load(url, startedAt))).flat();
-    const spanSecs = Math.max(...outcomes.map((x) => x.endedAt)) / 1000;
-    process.stdout.write(`${name}: ${outcomes.length} requests in ${fmt(spanSecs)} s\n`);
-    if (admission) process.stdout.write(await queueWaitReport(url));
-    return { name, outcomes, spanSecs };
-  });
+  return withFleet(
+    host,
+    o,
+    admission,
+    async (at) => {
+      // Two polls of the engines before the load: the router starts with fresh readings.
+      await new Promise((r) => setTimeout(r, o.pollSecs * 2000));
+      const startedAt = performance.now();
+      const outcomes = (await Promise.all(load(at, startedAt))).flat();
+      const spanSecs = Math.max(...outcomes.map((x) => x.endedAt)) / 1000;
+      process.stdout.write(`${name}: ${outcomes.length} requests in ${fmt(spanSecs)} s\n`);
+      if (admission) process.stdout.write(await queueWaitReport(at.router));
+      return { name, outcomes, spanSecs };
+    },
+    priorityScheduling,
+  );
 }
 
 /**
@@ -256,63 +220,24 @@ async function queueWaitReport(url: string): Promise<string> {
 
 /** Closed loop of A alone at 3x the batch slots: completions a second once the batch is full. */
 async function calibrate(host: FleetHost, o: Options): Promise<number> {
-  return withFleet(host, o, false, async (url) => {
+  return withFleet(host, o, false, async (at) => {
     const slots = o.workers * o.maxRunning;
     const startedAt = performance.now();
     const deadline = startedAt + 8000;
+    const router: Target = { url: at.router, direct: false };
     let done = 0;
-    let countFrom = 0;
     const loop = async () => {
       while (performance.now() < deadline) {
-        const out = await send(url, HEAVY({}), startedAt);
+        const out = await send(router, HEAVY({}), startedAt);
+        // Counted from the third second on: the batch is full by then.
         if (out.status === 200 && out.endedAt > 2000) done += 1;
       }
     };
-    countFrom = 2;
     await Promise.all(Array.from({ length: slots * 3 }, loop));
-    const capacity = done / (8 - countFrom);
+    const capacity = done / (8 - 2);
     process.stdout.write(`calibrate: A's capacity ${fmt(capacity)} req/s\n`);
     return capacity;
   });
-}
-
-interface Row {
-  run: string;
-  group: string;
-  sent: number;
-  served: number;
-  refused: number;
-  lost: number;
-  p50: number;
-  p99: number;
-  tokensPerSec: number;
-}
-
-function rows(r: Run, groups: readonly string[]): Row[] {
-  const out: Row[] = [];
-  const fleetTokens = r.outcomes.reduce((sum, x) => sum + x.tokens, 0);
-  for (const group of groups) {
-    const mine = r.outcomes.filter((x) => x.group === group);
-    if (mine.length === 0) continue;
-    const ttfts = mine.flatMap((x) => (x.ttftMs === undefined ? [] : [x.ttftMs]));
-    const s = summarizeMs(ttfts);
-    const refused = mine.filter(
-      (x) => (x.status === 429 || x.status === 503) && x.retryAfter,
-    ).length;
-    const served = mine.filter((x) => x.status === 200).length;
-    out.push({
-      run: r.name,
-      group,
-      sent: mine.length,
-      served,
-      refused,
-      lost: mine.length - served - refused,
-      p50: s.p50,
-      p99: s.p99,
-      tokensPerSec: fleetTokens / r.spanSecs,
-    });
-  }
-  return out;
 }
 
 function parse(): Options {
@@ -320,6 +245,7 @@ function parse(): Options {
     options: {
       workers: { type: "string", default: "2" },
       "max-running": { type: "string", default: "8" },
+      "max-batch-tokens": { type: "string" },
       "flood-secs": { type: "string", default: "12" },
       "silent-secs": { type: "string", default: "8" },
       depth: { type: "string", default: "1" },
@@ -327,11 +253,14 @@ function parse(): Options {
       "light-rate": { type: "string", default: "2" },
       overload: { type: "string", default: "3" },
       "engine-priority": { type: "boolean", default: false },
+      runs: { type: "string" },
     },
   });
+  const batchTokens = values["max-batch-tokens"];
   return {
     workers: Number(values.workers),
     maxRunning: Number(values["max-running"]),
+    maxBatchTokens: batchTokens === undefined ? undefined : Number(batchTokens),
     floodSecs: Number(values["flood-secs"]),
     silentSecs: Number(values["silent-secs"]),
     depth: Number(values.depth),
@@ -339,6 +268,7 @@ function parse(): Options {
     lightRate: Number(values["light-rate"]),
     overload: Number(values.overload),
     enginePriority: values["engine-priority"] === true,
+    runs: listFlag("bench:admission", values.runs, RUNS, (x) => x as RunName, "runs"),
   };
 }
 
@@ -349,87 +279,82 @@ async function main(): Promise<void> {
   try {
     const capacity = await calibrate(host, o);
     const floodRate = capacity * o.overload;
-    const lightLoad = (url: string, t0: number, secs: number) =>
+    const via = (at: Endpoints): Target[] => [{ url: at.router, direct: false }];
+    const lightLoad = (targets: Target[], t0: number, secs: number, extra: Partial<RequestShape>) =>
       light.map((g, i) =>
-        stream(url, LIGHT(g, { "x-tenant-id": `tenant-${g}` }), o.lightRate, secs, t0, i * 97),
+        stream(
+          targets,
+          { ...LIGHT(g, { "x-tenant-id": `tenant-${g}` }), ...extra },
+          o.lightRate,
+          secs,
+          t0,
+          i * 97,
+        ),
       );
-    const flood = (url: string, t0: number) => [
-      stream(url, HEAVY({ "x-tenant-id": "tenant-A" }), floodRate, o.floodSecs, t0),
-      ...lightLoad(url, t0, o.floodSecs),
+    const aFlood = (at: Endpoints, t0: number) =>
+      stream(via(at), HEAVY({ "x-tenant-id": "tenant-A" }), floodRate, o.floodSecs, t0);
+    const flood = (at: Endpoints, t0: number) => [
+      aFlood(at, t0),
+      ...lightLoad(via(at), t0, o.floodSecs, {}),
     ];
-    const high = (url: string, t0: number, secs: number) => [
-      stream(url, LIGHT("high", { "x-priority": "10" }), o.lightRate * 3, secs, t0, 50),
+    const high = (at: Endpoints, t0: number, secs: number) => [
+      stream(via(at), LIGHT("high", { "x-priority": "10" }), o.lightRate * 3, secs, t0, 50),
     ];
+    const plan: Record<RunName, () => Promise<Run>> = {
+      silent: () =>
+        run(host, o, "silent", false, (at, t0) => lightLoad(via(at), t0, o.silentSecs, {})),
+      "flood/off": () => run(host, o, "flood/off", false, flood),
+      "flood/on": () => run(host, o, "flood/on", true, flood),
+      "floor/on": () =>
+        run(
+          host,
+          o,
+          "floor/on",
+          true,
+          (at, t0) => [
+            aFlood(at, t0),
+            ...lightLoad(
+              at.engines.map((url) => ({ url, direct: true })),
+              t0,
+              o.floodSecs,
+              { priority: FLOOR_PRIORITY },
+            ),
+          ],
+          true,
+        ),
+      "prio-silent": () =>
+        run(host, o, "prio-silent", true, (at, t0) => high(at, t0, o.silentSecs)),
+      "prio-flood/on": () =>
+        run(host, o, "prio-flood/on", true, (at, t0) => [
+          stream(
+            via(at),
+            { ...HEAVY({ "x-priority": "-1" }), group: "low" },
+            floodRate,
+            o.floodSecs,
+            t0,
+          ),
+          ...high(at, t0, o.floodSecs),
+        ]),
+    };
     const runs: Run[] = [];
-    runs.push(await run(host, o, "silent", false, (u, t0) => lightLoad(u, t0, o.silentSecs)));
-    runs.push(await run(host, o, "flood/off", false, flood));
-    runs.push(await run(host, o, "flood/on", true, flood));
-    runs.push(await run(host, o, "prio-silent", true, (u, t0) => high(u, t0, o.silentSecs)));
-    runs.push(
-      await run(host, o, "prio-flood/on", true, (u, t0) => [
-        stream(u, { ...HEAVY({ "x-priority": "-1" }), group: "low" }, floodRate, o.floodSecs, t0),
-        ...high(u, t0, o.floodSecs),
-      ]),
-    );
+    for (const name of RUNS) if (o.runs.includes(name)) runs.push(await plan[name]());
 
     const table = runs.flatMap((r) => rows(r, ["A", ...light, "high", "low"]));
-    printTable(
-      [
-        "run",
-        "group",
-        "sent",
-        "served",
-        "429/503+RA",
-        "lost",
-        "TTFT p50 ms",
-        "TTFT p99 ms",
-        "fleet tok/s",
-      ],
-      table.map((x) => [
-        x.run,
-        x.group,
-        x.sent,
-        x.served,
-        x.refused,
-        x.lost,
-        fmt(x.p50),
-        fmt(x.p99),
-        fmt(x.tokensPerSec, 0),
-      ]),
-    );
-    const p99Of = (run: string, groups: string[]) => {
-      const r = runs.find((x) => x.name === run) as Run;
-      const ttfts = r.outcomes.flatMap((x) =>
-        groups.includes(x.group) && x.ttftMs !== undefined ? [x.ttftMs] : [],
-      );
-      return summarizeMs(ttfts).p99;
-    };
-    const tokPerSec = (run: string) => {
-      const r = runs.find((x) => x.name === run) as Run;
-      return r.outcomes.reduce((s, x) => s + x.tokens, 0) / r.spanSecs;
-    };
-    const silent = p99Of("silent", light);
-    const targets = [
-      ["B-D p99 TTFT, flood/off ÷ silent", fmt(p99Of("flood/off", light) / silent, 2), "<= 1.5"],
-      ["B-D p99 TTFT, flood/on ÷ silent", fmt(p99Of("flood/on", light) / silent, 2), "<= 1.5"],
-      [
-        "fleet tok/s, flood/on ÷ flood/off",
-        fmt(tokPerSec("flood/on") / tokPerSec("flood/off"), 3),
-        ">= 0.95",
-      ],
-      [
-        "high p99 TTFT, prio-flood/on ÷ prio-silent",
-        fmt(p99Of("prio-flood/on", ["high"]) / p99Of("prio-silent", ["high"]), 2),
-        "<= 1.2",
-      ],
-      [
-        "requests lost (neither served nor 429/503 + Retry-After)",
-        String(table.reduce((s, x) => s + x.lost, 0)),
-        "0",
-      ],
-    ];
+    printRows(table);
     console.log("");
-    printTable(["target", "measured", "goal"], targets);
+    const splits = runs.flatMap((r) =>
+      [split(r, "B-D", light), split(r, "high", ["high"])].filter(
+        (x): x is Split => x !== undefined,
+      ),
+    );
+    printSplits(splits);
+    console.log("");
+    const goals = targets(
+      runs,
+      light,
+      table.reduce((s, x) => s + x.lost, 0),
+    );
+    printTable(["target", "measured", "samples (p99 / base p99)", "goal"], goals);
     mkdirSync(dirname(RESULTS), { recursive: true });
     writeFileSync(
       RESULTS,
@@ -441,7 +366,8 @@ async function main(): Promise<void> {
           options: o,
           capacityReqPerSec: capacity,
           table,
-          targets,
+          splits,
+          targets: goals,
         },
         null,
         2,

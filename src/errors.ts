@@ -129,6 +129,15 @@ export class RouterError extends Error {
   }
 }
 
+/**
+ * A wait in ms as the seconds of a Retry-After header (the router's own refusals and its 503 when
+ * every worker is cooling down): whole seconds rounded up, at least 1 (0 would ask for a retry at
+ * once), at most `maxSecs`.
+ */
+export function retryAfterSecs(ms: number, maxSecs = Number.POSITIVE_INFINITY): number {
+  return Math.min(maxSecs, Math.max(1, Math.ceil(ms / 1000)));
+}
+
 export function errorBody(
   code: ErrorCode,
   message: string = ERROR_CATALOG[code].message,

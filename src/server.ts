@@ -182,6 +182,8 @@ export function createRouter(
           modelRouting: workers.modelRouting,
         }),
         identity: admission.identity,
+        // PD pairs rewrite the body (disaggregation/): they take intake's parsed object.
+        keepJson: pd,
       },
       registry,
       parsePool,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { UnsupportedFlagError } from "../src/compat-flags.js";
-import { ConfigError, UsageError } from "../src/errors.js";
+import { ConfigError, retryAfterSecs, UsageError } from "../src/errors.js";
 import { ListenError } from "../src/listen.js";
 
 describe("usage errors", () => {
@@ -24,5 +24,17 @@ describe("usage errors", () => {
       "ListenError",
       "UnsupportedFlagError",
     ]);
+  });
+});
+
+describe("retryAfterSecs: one rule for every Retry-After the router computes", () => {
+  it("whole seconds rounded up, at least 1, at most the cap (quotas, the admission queue, cooling workers)", () => {
+    expect(retryAfterSecs(0)).toBe(1);
+    expect(retryAfterSecs(1)).toBe(1);
+    expect(retryAfterSecs(1000)).toBe(1);
+    expect(retryAfterSecs(30_001)).toBe(31);
+    expect(retryAfterSecs(59_500, 60)).toBe(60);
+    expect(retryAfterSecs(600_000, 60)).toBe(60);
+    expect(retryAfterSecs(600_000)).toBe(600);
   });
 });

@@ -1,4 +1,4 @@
-import { RouterError } from "../errors.js";
+import { RouterError, retryAfterSecs } from "../errors.js";
 import { ClientGoneError } from "../proxy/client-gone.js";
 import { FairQueue, type QueueEntry } from "./fair-queue.js";
 import type { RequestIdentity } from "./identity.js";
@@ -76,6 +76,8 @@ export class AdmissionQueue implements AdmissionStep {
   private readonly now: () => number;
 
   private observer: QueueObserver | undefined;
+  /** With --engine-priority (admission.ts): whether a request outranks what saturates its fleet. */
+  private outranks: ((ticket: AdmissionTicket, now: number) => boolean) | undefined;
 
   constructor(
     private readonly options: AdmissionQueueOptions,
@@ -88,6 +90,15 @@ export class AdmissionQueue implements AdmissionStep {
   /** Reports grants and refusals to `observer` (the metrics, which read the queue in turn). */
   observeWith(observer: QueueObserver): void {
     this.observer = observer;
+  }
+
+  /**
+   * A request whose candidates are all saturated still has room when `rule` says it outranks the
+   * work saturating one of them (--engine-priority: outranking.ts); it then goes at once, in its
+   * turn of the queue's order.
+   */
+  releaseOutrankingWith(rule: (ticket: AdmissionTicket, now: number) => boolean): void {
+    this.outranks = rule;
   }
 
   get enabled(): boolean {
@@ -156,7 +167,9 @@ export class AdmissionQueue implements AdmissionStep {
 
   private saturated(ticket: AdmissionTicket): boolean {
     if (!this.options.queueWhenSaturated) return false;
-    return fleetSaturated(ticket.candidates(), this.options.thresholds, this.now());
+    const now = this.now();
+    if (!fleetSaturated(ticket.candidates(), this.options.thresholds, now)) return false;
+    return this.outranks?.(ticket, now) !== true;
   }
 
   private wait(ticket: AdmissionTicket): Promise<AdmissionRelease> {
@@ -255,8 +268,8 @@ export class AdmissionQueue implements AdmissionStep {
   }
 
   private refusal(code: "too_many_requests" | "queue_timeout", message: string): RouterError {
-    const retryAfterSecs = Math.min(60, Math.max(1, Math.ceil(this.meanWaitMs / 1000)));
-    return new RouterError(code, message, retryAfterSecs);
+    // The mean wait says when a slot is likely; a minute at most, however long the waits were.
+    return new RouterError(code, message, retryAfterSecs(this.meanWaitMs, 60));
   }
 
   private releaser(): AdmissionRelease {

@@ -1,10 +1,12 @@
 import type { AdmissionQueue, WaitCause } from "./admission-queue.js";
+import { outrankedOn, outranksLowerWork } from "./outranking.js";
 import {
   describeSaturation,
+  fleetSaturated,
   type SaturationThresholds,
   type SaturationView,
+  saturationReason,
   type WorkerSaturation,
-  withRoom,
 } from "./saturation.js";
 import {
   AdmissionPipeline,
@@ -33,6 +35,13 @@ export interface AdmissionExplanation {
   running: number;
   /** Every candidate's saturation: the fleet is saturated for the request when all are. */
   workers: WorkerSaturation[];
+  /** With --engine-priority: the priority the engine would get (null without). */
+  engine_priority: number | null;
+  /**
+   * Saturated candidates where it has room all the same, because it outranks the lower-priority
+   * work of this router that fills them (--engine-priority; admission/outranking.ts).
+   */
+  outranks_running_work_on: string[];
   /** What each step before the queue would do now, by its name (`quota`: the tenant's quota). */
   steps: Record<string, StepExplanation>;
 }
@@ -52,8 +61,21 @@ export class Admission {
     private readonly before: readonly AdmissionStep[] = [],
     /** What those steps run in the background (a watched file, a Redis connection). */
     private readonly services: readonly AdmissionService[] = [],
+    /** --engine-priority: the engine's scheduler serves by the priority the router passes on. */
+    private readonly enginePriorityOn = false,
   ) {
     this.pipeline = new AdmissionPipeline([...before, queue]);
+    if (this.outranking) {
+      queue.releaseOutrankingWith((ticket, now) => {
+        const priority = this.enginePriority(ticket);
+        return ticket.candidates().some((w) => outranksLowerWork(w, priority, thresholds, now));
+      });
+    }
+  }
+
+  /** Whether a request may go over lower-priority work (outranking.ts): both flags on. */
+  private get outranking(): boolean {
+    return this.enginePriorityOn && this.queueWhenSaturated;
   }
 
   /** Starts the steps' background work (bounded: never fails for an unreachable Redis). */
@@ -93,21 +115,40 @@ export class Admission {
   }
 
   /**
-   * With --queue-when-saturated, narrows a request's candidates to the workers with room when any
-   * has (saturation.ts withRoom); undefined without it (every candidate, as before).
+   * Where the admitted request may go, for its first attempt to choose among (the forwarder
+   * falls back to every candidate when none is left); undefined when it routes as any other
+   * (--queue-when-saturated off).
+   * - While some candidate is not saturated: those (saturation.ts). The request goes because one
+   *   has room; the policy alone may prefer a saturated one (one holding its prefix, or, for
+   *   prefix_cost, one with fewer characters pending while its batch is full), where it would
+   *   wait in the engine's queue while the worker with room stays one short (issue 24).
+   * - While every candidate is, with --engine-priority: those where it outranks the work that
+   *   fills them (outranking.ts).
    */
-  get roomFilter():
-    | (<W extends SaturationView>(workers: readonly W[]) => readonly W[])
-    | undefined {
-    return this.queueWhenSaturated ? this.narrowToRoom : undefined;
+  roomFor(
+    ticket: AdmissionTicket,
+    enginePriority: number | undefined,
+  ): ((worker: SaturationView) => boolean) | undefined {
+    if (!this.queueWhenSaturated) return undefined;
+    // Without outranking, no need to ask whether every candidate is saturated: the forwarder
+    // falls back to all of them when none has room.
+    if (!this.outranking || enginePriority === undefined) return this.notSaturated;
+    if (!fleetSaturated(ticket.candidates(), this.thresholds, Date.now())) return this.notSaturated;
+    return (worker) => outranksLowerWork(worker, enginePriority, this.thresholds, Date.now());
   }
 
-  private readonly narrowToRoom = <W extends SaturationView>(workers: readonly W[]): readonly W[] =>
-    withRoom(workers, this.thresholds, Date.now());
+  private readonly notSaturated = (worker: SaturationView): boolean =>
+    saturationReason(worker, this.thresholds, Date.now()) === undefined;
 
   explain(ticket: AdmissionTicket, now = Date.now()): AdmissionExplanation {
     const { tenant, priority } = ticket.identity();
     const cause = this.queue.wouldWait(ticket);
+    const enginePriority = this.enginePriorityOn ? this.enginePriority(ticket) : null;
+    const candidates = ticket.candidates();
+    const outranks =
+      enginePriority !== null && this.outranking && fleetSaturated(candidates, this.thresholds, now)
+        ? outrankedOn(candidates, enginePriority, this.thresholds, now)
+        : [];
     return {
       tenant,
       priority,
@@ -117,7 +158,9 @@ export class Admission {
       queue_when_saturated: this.queueWhenSaturated,
       waiting: this.queue.waiting,
       running: this.queue.running,
-      workers: ticket.candidates().map((w) => describeSaturation(w, this.thresholds, now)),
+      workers: candidates.map((w) => describeSaturation(w, this.thresholds, now)),
+      engine_priority: enginePriority,
+      outranks_running_work_on: outranks,
       steps: this.explainSteps(ticket, now),
     };
   }

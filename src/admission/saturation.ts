@@ -21,6 +21,11 @@ export interface SaturationView {
   readonly pendingPrefillChars: number;
   /** This router's requests there, dispatched and not ended (a Worker's; absent in some fakes). */
   readonly ownInFlight?: number;
+  /**
+   * This router's requests there that the engine got with a priority below `priority`
+   * (--engine-priority; a Worker's tally, workers/priority-tally.ts; absent in some fakes).
+   */
+  ownInFlightBelow?(priority: number): number;
   /** The engine's last reading, undefined when stale (never trusted then) or never read. */
   readonly signals: { load(now: number): LoadSignals | undefined };
 }
@@ -153,10 +158,23 @@ export function saturationReason(
   if (pending > 0 && worker.pendingPrefillChars >= pending) return "pending_prefill";
   const queue = estimatedQueue(worker, now);
   if (queue !== undefined && queue >= thresholds.queueDepth) return "engine_queue";
-  const kvUsage = worker.signals.load(now)?.kvUsage;
-  if (kvUsage !== undefined && thresholds.kvUsage < 1 && kvUsage >= thresholds.kvUsage)
-    return "kv_usage";
+  if (kvSaturated(worker, thresholds, now)) return "kv_usage";
   return undefined;
+}
+
+/** Whether the engine's fresh KV usage is at --saturation-kv-usage (never with 1). */
+export function kvSaturated(
+  worker: SaturationView,
+  thresholds: SaturationThresholds,
+  now: number,
+): boolean {
+  const kvUsage = worker.signals.load(now)?.kvUsage;
+  return kvUsage !== undefined && thresholds.kvUsage < 1 && kvUsage >= thresholds.kvUsage;
+}
+
+/** The engine's running batch as seen full (see BatchMemory); undefined until seen. */
+export function fullBatchOf(worker: SaturationView): number | undefined {
+  return fullBatch.get(worker.signals)?.size;
 }
 
 /**
@@ -174,28 +192,6 @@ export function fleetSaturated(
     if (saturationReason(worker, thresholds, now) === undefined) return false;
   }
   return true;
-}
-
-/**
- * The workers that are not saturated, or all of them when every one is (or none is: the same
- * array, nothing allocated). A request let go because some candidate had room is routed among
- * those with room: the policy alone (prefix_cost weighs characters queued, not a full batch)
- * sent it to a saturated worker, where it waited in the engine's queue while the worker whose
- * end let it go stayed one short (issue 24's light tenants).
- */
-export function withRoom<W extends SaturationView>(
-  workers: readonly W[],
-  thresholds: SaturationThresholds,
-  now: number,
-): readonly W[] {
-  let roomy: W[] | undefined;
-  for (let i = 0; i < workers.length; i++) {
-    const worker = workers[i] as W;
-    const full = saturationReason(worker, thresholds, now) !== undefined;
-    if (full) roomy ??= workers.slice(0, i);
-    else roomy?.push(worker);
-  }
-  return roomy === undefined || roomy.length === 0 ? workers : roomy;
 }
 
 /** Every candidate's saturation in full (for /debug/route and GET /workers, not the hot path). */

@@ -34,11 +34,25 @@ export interface AdmissionConfig {
   tenantQuotaFile: string;
   /** --engine-priority: pass the request's priority to the engine's scheduler. */
   enginePriority: boolean;
+  /** --queue-wait-header: response header with the request's wait in the queue; undefined = off. */
+  queueWaitHeader: string | undefined;
 }
 
 const headerName: Parser<string> = (raw, flag) => {
   const name = raw.trim().toLowerCase();
   if (!HEADER_NAME.test(name)) throw new ConfigError(flag, `must be a header name, got "${raw}"`);
+  return name;
+};
+
+/** Headers the router or HTTP sets on an answer: a queue-wait header under one would clobber it. */
+const ANSWER_HEADERS =
+  /^(content-|transfer-encoding$|connection$|retry-after$|x-request-id$|x-radixgate-)/;
+
+const answerHeaderName: Parser<string | undefined> = (raw, flag) => {
+  if (raw.trim() === "") return undefined;
+  const name = headerName(raw, flag);
+  if (ANSWER_HEADERS.test(name))
+    throw new ConfigError(flag, `must not be "${name}": the router or HTTP sets it`);
   return name;
 };
 
@@ -151,8 +165,16 @@ export const ADMISSION_SETTINGS = section<AdmissionConfig>({
     flag: "--engine-priority",
     arg: "[bool]",
     description:
-      "Pass each request's priority (--priority-header) to the engine's own scheduler as the body's `priority` field, in the engine's convention (vLLM: lower first, start it with --scheduling-policy priority; SGLang: higher first, start it with --enable-priority-scheduling and without --schedule-low-priority-values-first). A body that names `priority` itself is left alone. See docs/admission.md#engine-priority.",
+      "Pass each request's priority (--priority-header) to the engine's own scheduler as the body's `priority` field, in the engine's convention (vLLM: lower first, start it with --scheduling-policy priority; SGLang: higher first, start it with --enable-priority-scheduling and without --schedule-low-priority-values-first). A body that names `priority` itself is left alone. With --queue-when-saturated, a request that outranks the lower-priority work saturating a worker goes there at once. See docs/admission.md#engine-priority.",
     default: false,
     parse: flagValue,
+  },
+  queueWaitHeader: {
+    flag: "--queue-wait-header",
+    arg: "<name>",
+    description:
+      "Response header that says how long the request waited in the router's queue, in whole milliseconds (0 when it did not wait; sent on a refusal after waiting too). Empty = off. See docs/admission.md#observability.",
+    default: undefined,
+    parse: answerHeaderName,
   },
 });

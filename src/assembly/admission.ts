@@ -92,6 +92,7 @@ export function buildAdmission(
       config.queueWhenSaturated,
       quotas === undefined ? [] : [quotas.step],
       quotas === undefined ? [] : [quotas],
+      config.enginePriority,
     ),
     tenants,
     identity: { tenantHeader: config.tenantHeader, priorityHeader: config.priorityHeader },

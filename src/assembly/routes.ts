@@ -29,6 +29,7 @@ export function routeOptions(config: Config): RouteOptions {
     queueTimeoutMs: config.admission.queueTimeoutMs,
     queueTimeoutHeader: config.admission.queueTimeoutHeader,
     enginePriority: config.admission.enginePriority,
+    queueWaitHeader: config.admission.queueWaitHeader,
     pairs: pdEnabled(config.disaggregation),
   };
 }

@@ -10,6 +10,7 @@
  * a random integer in [0, 2^63 - 1], as Python's random.randint(0, 2**63 - 1)).
  */
 import { randomBytes } from "node:crypto";
+import { bodyWithLeadingFields } from "../proxy/json-field.js";
 import type { Worker } from "../workers/worker.js";
 
 /** What the pair needs to know of the body: its JSON object, parsed once. */
@@ -50,24 +51,39 @@ export function bootstrapHost(worker: Worker): string {
   return new URL(worker.url).hostname.replace(/^\[(.*)\]$/, "$1");
 }
 
+const FIELDS = ["bootstrap_host", "bootstrap_port", "bootstrap_room"] as const;
+
 /**
  * The body both workers get: the client's fields (its own bootstrap_* replaced) and the hand-off
- * fields. Serialized by hand at the end, so the room's 63-bit integer goes out exact.
+ * fields, written as text so the room's 63-bit integer goes out exact. `raw` is the body as the
+ * client sent it and `body` its parsed object (intake's, for the batch size).
+ *
+ * The fields go in front of the client's bytes (proxy/json-field.ts), which are not serialized
+ * again. That splice cannot replace a field: when the client sent a bootstrap_* field of its own
+ * (the parsed object says so, however the key was escaped), its later duplicate would win, so
+ * that body is serialized again without the client's fields, as SGLang's gateway overwrites
+ * them (pd_router.rs).
  */
 export function bodyWithBootstrap(
+  raw: Buffer,
   body: JsonObject,
   endpoint: string,
   prefill: Worker,
   room: () => string = randomRoom,
 ): Buffer {
-  const { bootstrap_host: _h, bootstrap_port: _p, bootstrap_room: _r, ...rest } = body;
   const host = JSON.stringify(bootstrapHost(prefill));
   const port = prefill.role.bootstrapPort === null ? "null" : String(prefill.role.bootstrapPort);
   const n = batchSize(endpoint, body);
-  const fields =
+  const values =
     n === undefined
-      ? `"bootstrap_host":${host},"bootstrap_port":${port},"bootstrap_room":${room()}`
-      : `"bootstrap_host":[${Array(n).fill(host).join(",")}],"bootstrap_port":[${Array(n).fill(port).join(",")}],"bootstrap_room":[${Array.from({ length: n }, room).join(",")}]`;
-  const base = JSON.stringify(rest);
-  return Buffer.from(base === "{}" ? `{${fields}}` : `${base.slice(0, -1)},${fields}}`);
+      ? [host, port, room()]
+      : [
+          `[${Array(n).fill(host).join(",")}]`,
+          `[${Array(n).fill(port).join(",")}]`,
+          `[${Array.from({ length: n }, room).join(",")}]`,
+        ];
+  const fields = FIELDS.map((name, i) => [name, values[i]!] as const);
+  if (!FIELDS.some((name) => Object.hasOwn(body, name))) return bodyWithLeadingFields(raw, fields);
+  const { bootstrap_host: _h, bootstrap_port: _p, bootstrap_room: _r, ...rest } = body;
+  return bodyWithLeadingFields(Buffer.from(JSON.stringify(rest)), fields);
 }

@@ -90,8 +90,11 @@ export class PairForwarder implements RequestForwarder {
     }
     const routed = req.routing;
     const plan = routed.plan;
-    const body = jsonObject(routed.body);
-    if (body === undefined) {
+    // Intake's parse, kept for the pair (IntakeOptions.keepJson); parsed here only when intake
+    // parsed it in a parse worker, whose object stayed in that thread.
+    const bytes = routed.body;
+    const body = routed.json ?? jsonObject(bytes);
+    if (body === undefined || bytes === undefined) {
       const error = new RouterError(
         "invalid_request",
         "Prefill/decode disaggregation needs a JSON object body (the router adds the hand-off fields to it).",
@@ -149,9 +152,20 @@ export class PairForwarder implements RequestForwarder {
         );
       };
       const explain = this.explainFor(account, p.worker);
-      const result = await this.tryPair(req, res, body, headers, p, d, deadline, route, canRetry, {
-        explain,
-      });
+      const result = await this.tryPair(
+        req,
+        res,
+        { body, bytes },
+        headers,
+        p,
+        d,
+        deadline,
+        route,
+        canRetry,
+        {
+          explain,
+        },
+      );
       const base = { branch: p.branch, matchRate: p.matchRate, index: p.index, attempts };
       if (result.kind === "done") {
         const outcome = { ...base, ...result.outcome, worker: result.outcome.worker ?? d.worker };
@@ -202,7 +216,7 @@ export class PairForwarder implements RequestForwarder {
   private tryPair(
     req: ForwardRequest,
     res: ServerResponse,
-    body: JsonObject,
+    { body, bytes }: { body: JsonObject; bytes: Buffer },
     headers: Record<string, string | string[]>,
     p: Decision<Worker>,
     d: Decision<Worker>,
@@ -254,6 +268,7 @@ export class PairForwarder implements RequestForwarder {
       req,
       res,
       body,
+      bytes,
       prefill: p.worker,
       decode: d.worker,
       headersFor: (worker) => withWorkerAuth(headers, worker.authorization),
@@ -285,7 +300,7 @@ export class PairForwarder implements RequestForwarder {
   }
 }
 
-/** The body as a JSON object, or undefined (a PD request must be one). */
+/** The body as a JSON object, or undefined (a PD request must be one): a body intake did not keep. */
 function jsonObject(body: Buffer | undefined): JsonObject | undefined {
   if (body === undefined) return undefined;
   try {

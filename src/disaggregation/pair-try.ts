@@ -32,6 +32,8 @@ export interface PairTry {
   readonly res: ServerResponse;
   /** The client's JSON body, parsed once for the whole request. */
   readonly body: JsonObject;
+  /** The same body as the client sent it (SGLang's hand-off fields are spliced into it). */
+  readonly bytes: Buffer;
   readonly prefill: Worker;
   readonly decode: Worker;
   /** The upstream headers for a worker (its own key, the Via marker). */

@@ -25,7 +25,7 @@ import {
 } from "./pair-try.js";
 
 export async function sglangPair(t: PairTry): Promise<PairResult> {
-  const body = bodyWithBootstrap(t.body, t.req.routing.endpoint, t.prefill);
+  const body = bodyWithBootstrap(t.bytes, t.body, t.req.routing.endpoint, t.prefill);
   const prefill = t.open(t.prefill, "prefill");
   const decode = t.open(t.decode, "decode");
   const prefillTap = new UsageTap();

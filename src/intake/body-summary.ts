@@ -35,7 +35,16 @@ export function summarizeBody(
   maxRoutingTextChars: number,
   withTokenizeInput = false,
 ): BodySummary {
-  const parsed = parseJsonObject(body);
+  return summarizeParsed(endpoint, parseJsonObject(body), maxRoutingTextChars, withTokenizeInput);
+}
+
+/** The summary of a body already parsed (parseJsonObject), for a caller that keeps the object. */
+export function summarizeParsed(
+  endpoint: Endpoint,
+  parsed: Record<string, unknown>,
+  maxRoutingTextChars: number,
+  withTokenizeInput = false,
+): BodySummary {
   const text = routingText(endpoint, parsed, maxRoutingTextChars);
   return {
     text,
@@ -58,7 +67,8 @@ function maxTokensOf(parsed: Record<string, unknown>): number | undefined {
   return typeof asked === "number" && asked >= 0 && Number.isFinite(asked) ? asked : undefined;
 }
 
-function parseJsonObject(body: Uint8Array): Record<string, unknown> {
+/** The body as a JSON object; a RouterError (invalid_json, invalid_request) when it is not one. */
+export function parseJsonObject(body: Uint8Array): Record<string, unknown> {
   let parsed: unknown;
   try {
     // Buffer.from over the same memory: no copy (works for shared memory too, unlike TextDecoder).

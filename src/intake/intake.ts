@@ -8,7 +8,7 @@ import {
   type ServingWorker,
 } from "../workers/served-models.js";
 import type { BodyLease } from "./body-budget.js";
-import { type BodySummary, summarizeBody } from "./body-summary.js";
+import { type BodySummary, parseJsonObject, summarizeParsed } from "./body-summary.js";
 import { checkContentType } from "./content-type.js";
 import type { ParsePool } from "./parse-pool.js";
 import { type BodyReadLimits, readBody } from "./read-body.js";
@@ -31,6 +31,11 @@ export interface IntakeOptions {
   modelRouting: ModelRoutingMode;
   /** --tenant-header and --priority-header (admission/identity.ts); default x-tenant-id, x-priority. */
   identity?: IdentityOptions;
+  /**
+   * Keep the parsed body on the RoutingRequest (`json`): prefill/decode pairs rewrite the body, and
+   * so need not parse it again. Off otherwise: the object would outlive the parse for nothing.
+   */
+  keepJson?: boolean;
 }
 
 const DEFAULT_IDENTITY: IdentityOptions = {
@@ -43,6 +48,8 @@ export interface ReceivedRequest {
   readonly endpoint: Endpoint | "models";
   readonly body: Buffer | undefined;
   readonly summary: BodySummary | undefined;
+  /** The parsed body, when IntakeOptions.keepJson asks for it and it was parsed in line. */
+  readonly json?: Record<string, unknown> | undefined;
   readonly session: string | undefined;
   /** The request's headers: its tenant and priority are read from them only when needed. */
   readonly headers: IncomingHttpHeaders;
@@ -94,17 +101,27 @@ export class Intake {
     const { options, parsePool } = this;
     checkContentType(incoming.headers["content-type"]);
     const body = await readBody(incoming, this.bodyLimits, lease);
-    const summary =
-      parsePool !== undefined && body.byteLength >= options.parseOffloadBytes
-        ? await parsePool.summarize(
-            endpoint,
-            body,
-            options.maxRoutingTextChars,
-            options.withTokenizeInput,
-          )
-        : summarizeBody(endpoint, body, options.maxRoutingTextChars, options.withTokenizeInput);
+    let json: Record<string, unknown> | undefined;
+    let summary: BodySummary;
+    if (parsePool !== undefined && body.byteLength >= options.parseOffloadBytes) {
+      summary = await parsePool.summarize(
+        endpoint,
+        body,
+        options.maxRoutingTextChars,
+        options.withTokenizeInput,
+      );
+    } else {
+      const parsed = parseJsonObject(body);
+      summary = summarizeParsed(
+        endpoint,
+        parsed,
+        options.maxRoutingTextChars,
+        options.withTokenizeInput,
+      );
+      if (options.keepJson === true) json = parsed;
+    }
     const session = this.session(incoming.headers, summary.user);
-    return { endpoint, body, summary, session, headers: incoming.headers };
+    return { endpoint, body, summary, json, session, headers: incoming.headers };
   }
 
   /** --tenant-header and --priority-header: whom admission's ticket reads the identity from. */
@@ -126,6 +143,7 @@ export class Intake {
     return {
       endpoint: received.endpoint,
       body: received.body,
+      json: received.json,
       text: summary?.text ?? "",
       // What the index sees: the text, under the model's own key when its KV is kept apart.
       model: indexKey(workers, requested, adapter),

@@ -30,6 +30,26 @@ export function enginePriority(engine: string | undefined, priority: number): nu
   return undefined;
 }
 
+/**
+ * The router's priority when the body sent to this engine will carry it (the worker's tally of
+ * in-flight priorities counts it: workers/priority-tally.ts); undefined when it will carry none
+ * from the router (no priority, an engine not read yet or without the field on this path, or a
+ * body that names `priority` itself).
+ */
+export function prioritySent(
+  body: Buffer | undefined,
+  path: string,
+  engine: string | undefined,
+  priority: number | undefined,
+): number | undefined {
+  if (body === undefined || priority === undefined || engine === undefined) return undefined;
+  const query = path.indexOf("?");
+  if (!PATHS.get(engine)?.has(query === -1 ? path : path.slice(0, query))) return undefined;
+  if (enginePriority(engine, priority) === undefined) return undefined;
+  // A byte search, like dp-rank.ts: the name anywhere (even as a string value) keeps the body.
+  return body.includes(FIELD) ? undefined : priority;
+}
+
 /** The body as sent to the worker: with the engine's `priority` field when the router passes one. */
 export function bodyWithPriority(
   body: Buffer | undefined,
@@ -37,11 +57,8 @@ export function bodyWithPriority(
   engine: string | undefined,
   priority: number | undefined,
 ): Buffer | undefined {
-  if (body === undefined || priority === undefined || engine === undefined) return body;
-  const query = path.indexOf("?");
-  if (!PATHS.get(engine)?.has(query === -1 ? path : path.slice(0, query))) return body;
-  const value = enginePriority(engine, priority);
-  // A byte search, like dp-rank.ts: the name anywhere (even as a string value) keeps the body.
-  if (value === undefined || body.includes(FIELD)) return body;
+  const sent = prioritySent(body, path, engine, priority);
+  const value = sent === undefined ? undefined : enginePriority(engine, sent);
+  if (body === undefined || value === undefined) return body;
   return bodyWithLeadingField(body, "priority", String(value));
 }

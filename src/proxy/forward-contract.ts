@@ -64,10 +64,12 @@ export interface ForwardRequest {
   /** The priority to pass to the engine's scheduler (--engine-priority; higher first); undefined = none. */
   priority?: number | undefined;
   /**
-   * Narrows the workers the request may be routed to (admission's: with --queue-when-saturated,
-   * those with room when any has); undefined = every candidate.
+   * Where the request has room (admission's Admission.roomFor, --queue-when-saturated): the
+   * workers not saturated, or, while all are, those where it outranks the lower-priority work that
+   * fills them (--engine-priority). Its first attempt chooses among them, when any is left;
+   * undefined = every candidate.
    */
-  withRoom?: (<W extends Worker>(candidates: readonly W[]) => readonly W[]) | undefined;
+  roomOn?: ((worker: Worker) => boolean) | undefined;
 }
 
 /** The worker took the request: a 2xx answer (streamed to the end or cut later by the client). */

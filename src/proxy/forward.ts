@@ -1,7 +1,7 @@
 import type { ServerResponse } from "node:http";
 import type { CacheLedger } from "../cache-account/cache-ledger.js";
 import type { RequestAccount } from "../cache-account/request-account.js";
-import { RouterError } from "../errors.js";
+import { RouterError, retryAfterSecs } from "../errors.js";
 import type { RoutingDecider } from "../policies/decider.js";
 import type { WorkerRegistry } from "../workers/registry.js";
 import { admitted } from "../workers/served-models.js";
@@ -12,6 +12,7 @@ import { attemptsOutcome } from "./attempts-outcome.js";
 import { backoffMs, sleep } from "./backoff.js";
 import type { Cancel } from "./cancel.js";
 import { rankToSend } from "./dp-rank.js";
+import { prioritySent } from "./engine-priority.js";
 import {
   accepted,
   type ForwardHooks,
@@ -92,13 +93,7 @@ export class Forwarder implements RequestForwarder {
     // The request's facts (text, index key, session, model plan) come ready from intake/.
     const routed = req.routing;
     const plan = routed.plan;
-    // With admission on, a request goes to a worker with room: it was let go because one had
-    // room, and a saturated worker (its engine queue full) would make it wait there instead.
-    const withRoom = req.withRoom;
-    const candidates = () => {
-      const workers = admitted(this.registry.candidates(tried), plan);
-      return withRoom === undefined ? workers : withRoom(workers);
-    };
+    const candidates = () => admitted(this.registry.candidates(tried), plan);
     const headers = upstreamRequestHeaders(
       req.headers,
       req.requestId,
@@ -123,7 +118,7 @@ export class Forwarder implements RequestForwarder {
       const deciding = req.trace?.decision();
       const choosing =
         attempts === 0
-          ? this.decider.decideAgreed(candidates(), routed)
+          ? this.decider.decideAgreed(withRoom(candidates(), req.roomOn), routed)
           : this.decider.decide(candidates(), routed);
       const decision = choosing instanceof Promise ? await choosing : choosing;
       deciding?.end(this.decider.policy.name, decision);
@@ -205,7 +200,7 @@ export class Forwarder implements RequestForwarder {
     );
     // Every worker that could take it asked for a pause: say when to come back.
     const extra: Record<string, string> =
-      coolDownMs > 0 ? { "retry-after": String(Math.max(1, Math.ceil(coolDownMs / 1000))) } : {};
+      coolDownMs > 0 ? { "retry-after": String(retryAfterSecs(coolDownMs)) } : {};
     writeError(res, error, req.requestId, extra);
     return { status: error.status, attempts, error: "no_workers" };
   }
@@ -231,7 +226,13 @@ export class Forwarder implements RequestForwarder {
     const explainName = ledger?.options.explainHeader;
     const attempt = new Attempt({
       worker,
-      load: { textChars: text.length, uncachedChars, rank },
+      load: {
+        textChars: text.length,
+        uncachedChars,
+        rank,
+        // The priority its engine gets, counted in the worker's tally until the attempt ends.
+        enginePriority: prioritySent(req.routing.body, req.path, worker.engine, req.priority),
+      },
       requestId: req.requestId,
       startedAt: req.startedAt,
       deadline,
@@ -264,4 +265,14 @@ export class Forwarder implements RequestForwarder {
       this.settings.maxCoolDownMs,
     );
   }
+}
+
+/** The candidates where the request has room, when it says and any is left; else all of them. */
+function withRoom(
+  candidates: readonly Worker[],
+  roomOn: ((worker: Worker) => boolean) | undefined,
+): readonly Worker[] {
+  if (roomOn === undefined) return candidates;
+  const roomy = candidates.filter(roomOn);
+  return roomy.length > 0 ? roomy : candidates;
 }

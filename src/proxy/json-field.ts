@@ -6,12 +6,21 @@ import { isJsonSpace } from "./json-space.js";
  * parsed: the field goes in front, so a later duplicate the client sent would win.
  */
 export function bodyWithLeadingField(body: Buffer, name: string, value: string): Buffer {
+  return bodyWithLeadingFields(body, [[name, value]]);
+}
+
+/** bodyWithLeadingField for several fields at once, in their order: one copy of the body. */
+export function bodyWithLeadingFields(
+  body: Buffer,
+  fields: readonly (readonly [name: string, value: string])[],
+): Buffer {
   let start = 0;
   while (start < body.length && isJsonSpace(body[start]!)) start++;
-  if (body[start] !== 0x7b /* { */) return body;
+  if (body[start] !== 0x7b /* { */ || fields.length === 0) return body;
   let next = start + 1;
   while (next < body.length && isJsonSpace(body[next]!)) next++;
   const empty = body[next] === 0x7d; /* } */
-  const field = Buffer.from(`${JSON.stringify(name)}:${value}${empty ? "" : ","}`);
+  const text = fields.map(([name, value]) => `${JSON.stringify(name)}:${value}`).join(",");
+  const field = Buffer.from(`${text}${empty ? "" : ","}`);
   return Buffer.concat([body.subarray(0, start + 1), field, body.subarray(start + 1)]);
 }

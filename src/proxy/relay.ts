@@ -1,5 +1,4 @@
 import type { ServerResponse } from "node:http";
-import type { Dispatcher } from "undici";
 import { type ErrorCode, errorBody } from "../errors.js";
 import { FAILED, type LeaseOutcome, NEUTRAL } from "../workers/lease.js";
 import type { Worker } from "../workers/worker.js";
@@ -14,7 +13,7 @@ import type { Attempt } from "./attempt.js";
 import { responseHeaders } from "./headers.js";
 import { type IdleEntry, IdleSweep } from "./idle-sweep.js";
 import { StallWatch } from "./stall-watch.js";
-import { type BodySink, readableAnswer, type UpstreamAnswer } from "./upstream-call.js";
+import type { BodySink, UpstreamAnswer } from "./upstream-call.js";
 import { type ReportedUsage, UsageTap } from "./usage-tap.js";
 
 /** How a relayed response ended, for the access log and metrics. */
@@ -43,15 +42,13 @@ export interface RelayResult {
  * Streams the worker's answer to the client as it arrives, honouring back-pressure. Ends the
  * attempt (its lease: load given back, the outcome to the breaker) on every path before it
  * resolves. The attempt's limits carry the IdleSweep that keeps --idle-timeout-secs for every open
- * relay with one timer (a relay without one gets a sweep of its own). An answer from undici's
- * request() (a Readable body) is taken too.
+ * relay with one timer (a relay without one gets a sweep of its own).
  */
 export function relay(
-  upstream: UpstreamAnswer | Dispatcher.ResponseData,
+  answer: UpstreamAnswer,
   attempt: Attempt,
   res: ServerResponse,
 ): Promise<RelayResult> {
-  const answer = "pipeTo" in upstream ? upstream : readableAnswer(upstream);
   const idle = attempt.limits.idle ?? new IdleSweep(attempt.limits.idleTimeoutMs);
   return new Promise((resolve) => new Relay(answer, attempt, res, idle, resolve).start());
 }

@@ -12,6 +12,13 @@ export interface RoutingRequest extends DecisionRequest {
   readonly endpoint: string;
   /** The body as the client sent it, sent to the worker as is; undefined for the GET routes. */
   readonly body: Buffer | undefined;
+  /**
+   * The body's JSON object from intake's one parse, kept only when the data plane rewrites the body
+   * (prefill/decode pairs: IntakeOptions.keepJson); undefined otherwise, and for a body parsed in
+   * a parse worker (its object stays in that thread: copying it back would cost a parse's time
+   * on the event loop). Shared, never to be changed.
+   */
+  readonly json?: Readonly<Record<string, unknown>> | undefined;
   /** What the engine will prefill (intake/routing-text.ts); "" when there is nothing. */
   readonly text: string;
   /**

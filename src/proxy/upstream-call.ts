@@ -20,26 +20,8 @@ export interface UpstreamAnswer {
   resume(): void;
   /** Throws the body away, keeping the connection when it is short; cuts it beyond DUMP_LIMIT. */
   dump(): void;
-}
-
-/**
- * An answer made by undici's request() (a Readable body), for callers that still use it (the
- * prefill/decode pairs, disaggregation/): the same interface, at a Readable's cost per chunk.
- */
-export function readableAnswer(response: Dispatcher.ResponseData): UpstreamAnswer {
-  const body = response.body;
-  return {
-    statusCode: response.statusCode,
-    headers: response.headers,
-    pipeTo(sink) {
-      body.on("data", (chunk: Buffer) => sink.onData(chunk));
-      body.on("end", () => sink.onEnd());
-      body.on("error", (err) => sink.onError(err));
-    },
-    pause: () => body.pause(),
-    resume: () => body.resume(),
-    dump: () => void body.dump().catch(() => {}),
-  };
+  /** Stops the answer where it is: the rest is not read and the connection is dropped. */
+  cut(): void;
 }
 
 /** The most of a discarded answer read to keep its connection (undici's own dump() limit). */
@@ -143,6 +125,10 @@ class UpstreamCall implements Dispatcher.DispatchHandler, UpstreamAnswer {
 
   resume(): void {
     this.controller?.resume();
+  }
+
+  cut(): void {
+    this.controller?.abort(new Error("answer cut"));
   }
 
   dump(): void {

@@ -1,7 +1,8 @@
+import { retryAfterSecs } from "../errors.js";
 import { CONCURRENCY_RETRY_MS } from "./local-quota-store.js";
 import type { QuotaLimits } from "./quota-file.js";
 import type { QuotaUsage } from "./quota-store.js";
-import { msUntilFits, retryAfterSecs, slidingUsage, windowIndex } from "./window.js";
+import { msUntilFits, slidingUsage, windowIndex } from "./window.js";
 
 /** What /debug/route says of a request's tenant quota (snake_case: it is JSON). */
 export interface QuotaExplanation {

@@ -8,11 +8,10 @@ import type {
   RequestEnd,
   StepExplanation,
 } from "../admission/step.js";
-import { RouterError } from "../errors.js";
+import { RouterError, retryAfterSecs } from "../errors.js";
 import { explainQuota } from "./quota-explain.js";
 import { limitsFor, type QuotaTable } from "./quota-file.js";
 import type { QuotaLease, QuotaStore, QuotaUsage, QuotaVerdict } from "./quota-store.js";
-import { retryAfterSecs } from "./window.js";
 
 export interface QuotaStepOptions {
   /** The fleet's learned characters per prompt token (the mean of the workers' estimates). */

@@ -57,8 +57,3 @@ export function msUntilFits(
   const f = cur > 0 ? 1 - room / cur : 0;
   return Math.ceil(start + windowMs + Math.max(0, f) * windowMs - now);
 }
-
-/** Seconds for Retry-After: whole seconds, at least 1. */
-export function retryAfterSecs(ms: number): number {
-  return Math.max(1, Math.ceil(ms / 1000));
-}

@@ -133,10 +133,17 @@ async function admitAndForward(
   // Waits only while the router is at its limit or, with --queue-when-saturated, the fleet is.
   const ticket = admissionTicket(ctx, received, clientSignal);
   const admitting = ctx.admission.admit(ticket);
-  const release = typeof admitting === "function" ? admitting : await queued(admitting, trace);
+  const release =
+    typeof admitting === "function"
+      ? admitting
+      : await queued(admitting, trace, ctx.config.queueWaitHeader, res);
+  // Not queued at all: the header says so too (a wait of 0), so every answer carries it.
+  if (typeof admitting === "function") waitHeader(res, ctx.config.queueWaitHeader, 0);
   // How it ended, for a quota to charge what the engine reported (none if it never left here).
   let outcome: ForwardOutcome | undefined;
   try {
+    // --engine-priority: the engine's scheduler serves it in the router's order too.
+    const priority = ctx.config.enginePriority ? ctx.admission.enginePriority(ticket) : undefined;
     const request: ForwardRequest = {
       routing: ctx.intake.route(received),
       method: endpoint === "models" ? "GET" : "POST",
@@ -146,10 +153,10 @@ async function admitAndForward(
       startedAt,
       clientSignal,
       trace,
-      // --engine-priority: the engine's scheduler serves it in the router's order too.
-      priority: ctx.config.enginePriority ? ctx.admission.enginePriority(ticket) : undefined,
-      // --queue-when-saturated: to a worker with room (the reason it was let go), if any has.
-      withRoom: ctx.admission.roomFilter,
+      priority,
+      // --queue-when-saturated: to a worker with room, or, over lower-priority work while every
+      // one is saturated, to one where it outranks that work.
+      roomOn: ctx.admission.roomFor(ticket, priority),
     };
     const forwarder = endpoint === "models" ? ctx.modelsForwarder : ctx.forwarder;
     outcome = await forwarder.forward(request, res);
@@ -159,14 +166,30 @@ async function admitAndForward(
   }
 }
 
-/** A wait in the admission queue, as the trace's queue_wait span. */
-async function queued<T>(waiting: Promise<T>, trace: RequestTrace | undefined): Promise<T> {
+/**
+ * A wait in the admission queue, as the trace's queue_wait span and, with --queue-wait-header, a
+ * response header: released or refused (429 after its deadline), the answer says how long it waited.
+ */
+async function queued<T>(
+  waiting: Promise<T>,
+  trace: RequestTrace | undefined,
+  header: string | undefined,
+  res: ServerResponse,
+): Promise<T> {
   const span = trace?.phase("queue_wait");
+  const since = performance.now();
   try {
     return await waiting;
   } finally {
     span?.end();
+    waitHeader(res, header, performance.now() - since);
   }
+}
+
+/** Set on the response now; the answer's writeHead (relay, writeError) merges it in. */
+function waitHeader(res: ServerResponse, header: string | undefined, waitedMs: number): void {
+  if (header === undefined || res.headersSent) return;
+  res.setHeader(header, String(Math.round(waitedMs)));
 }
 
 /**

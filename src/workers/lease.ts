@@ -9,6 +9,11 @@ export interface DispatchLoad {
   readonly uncachedChars: number;
   /** The engine's data-parallel rank it goes to, when the router chose one. */
   readonly rank?: number | undefined;
+  /**
+   * The priority the engine's scheduler gets in the request's body (--engine-priority), in the
+   * router's higher-first scale; undefined when the body carries none from the router.
+   */
+  readonly enginePriority?: number | undefined;
 }
 
 /**
@@ -31,7 +36,7 @@ export const NEUTRAL: LeaseOutcome = { kind: "neutral" };
 
 /**
  * One request's hold on a worker, from dispatch to its end: what it adds to the worker's load
- * (in flight, per rank, active characters, pending prefill) is taken back exactly once, and its
+ * (in flight, per rank, per engine priority, active characters, pending prefill) is taken back exactly once, and its
  * outcome reaches the breaker and the served count exactly once, whichever path ends it (answer,
  * error, client abort or stall, retry, shutdown). After SGLang's router, whose WorkerLoadGuard
  * increments a worker's load when a request is routed and decrements it when the guard is dropped
@@ -53,6 +58,7 @@ export class WorkerLease {
     if (taken.rank !== undefined) load.addRankInFlight(taken.rank, 1);
     load.pendingPrefillChars += taken.uncachedChars;
     load.pendingPrefillRequests += 1;
+    if (taken.enginePriority !== undefined) load.enginePriorities.add(taken.enginePriority, 1);
     breaker.onDispatch();
   }
 
@@ -75,6 +81,8 @@ export class WorkerLease {
     this.load.inFlight -= 1;
     this.load.activeChars -= this.taken.textChars;
     if (this.taken.rank !== undefined) this.load.addRankInFlight(this.taken.rank, -1);
+    if (this.taken.enginePriority !== undefined)
+      this.load.enginePriorities.add(this.taken.enginePriority, -1);
     if (outcome.kind === "failed") this.breaker.onFailure();
     else if (outcome.kind === "neutral") this.breaker.onNeutral();
     else {

@@ -1,3 +1,5 @@
+import { PriorityTally } from "./priority-tally.js";
+
 /**
  * This router's own load on one worker. Written only by the worker's leases (lease.ts); the
  * Worker exposes it read-only.
@@ -13,6 +15,8 @@ export class WorkerLoad {
   pendingPrefillRequests = 0;
   /** In-flight requests per data-parallel rank (index = rank), for those sent to a chosen rank. */
   readonly rankInFlight: number[] = [];
+  /** In-flight requests by the priority their engine got (--engine-priority), for those sent one. */
+  readonly enginePriorities = new PriorityTally();
   /** Requests that completed with a response from the worker. */
   served = 0;
 

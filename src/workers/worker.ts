@@ -79,6 +79,14 @@ export class Worker {
   get rankInFlight(): readonly number[] {
     return this.load.rankInFlight;
   }
+  /**
+   * This router's in-flight requests there that the engine got with a priority strictly below
+   * `priority` (--engine-priority; higher first): the work its priority scheduler puts behind a
+   * request of `priority`. A request sent without the router's priority is never counted here.
+   */
+  ownInFlightBelow(priority: number): number {
+    return this.load.enginePriorities.below(priority);
+  }
   /** Requests that completed with a response from this worker. */
   get served(): number {
     return this.load.served;
@@ -279,6 +287,9 @@ export class Worker {
       in_flight: this.inFlight,
       in_flight_here: this.ownInFlight,
       ...(this.rankInFlight.length > 0 ? { in_flight_per_rank: [...this.rankInFlight] } : {}),
+      ...(this.load.enginePriorities.size > 0
+        ? { in_flight_by_engine_priority: this.load.enginePriorities.toJSON() }
+        : {}),
       pending_prefill_chars: this.pendingPrefillChars,
       tree_characters: this.indexedChars(),
       requests_served: this.served,

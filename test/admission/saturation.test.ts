@@ -5,7 +5,6 @@ import {
   fleetSaturated,
   type SaturationView,
   saturationReason,
-  withRoom,
 } from "../../src/admission/saturation.js";
 import { EngineSignals, type LoadSignals } from "../../src/workers/signals.js";
 
@@ -182,18 +181,5 @@ describe("the engine's full batch", () => {
     expect(estimatedQueue(worker, 3600)).toBe(2);
     signals.recordLoad({ queued: 0, running: 7, kvUsage: 0.1, routerPending: 0 }, 4000);
     expect(estimatedQueue(worker, 4100)).toBe(0);
-  });
-});
-
-describe("withRoom", () => {
-  it("keeps the workers with room when any has, else all of them (issue 24)", () => {
-    const full = view("full", load(5));
-    const roomy = view("roomy", load(0));
-    const alsoFull = view("also-full", load(6));
-    expect(withRoom([full, roomy, alsoFull], THRESHOLDS, 1500)).toEqual([roomy]);
-    const none = [full, alsoFull];
-    expect(withRoom(none, THRESHOLDS, 1500)).toBe(none);
-    const all = [roomy, view("idle", load(1))];
-    expect(withRoom(all, THRESHOLDS, 1500)).toBe(all);
   });
 });

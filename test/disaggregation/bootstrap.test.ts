@@ -1,6 +1,11 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { batchSize, bodyWithBootstrap, randomRoom } from "../../src/disaggregation/bootstrap.js";
+import {
+  batchSize,
+  type JsonObject,
+  randomRoom,
+  bodyWithBootstrap as spliced,
+} from "../../src/disaggregation/bootstrap.js";
 import {
   decodeBody,
   prefillBody,
@@ -15,6 +20,17 @@ const registry = new WorkerRegistry({
 const prefill = registry.add("http://10.0.0.7:30000", {
   role: { type: "prefill", bootstrapPort: 8998 },
 });
+/** The body as the pair has it: the client's bytes (compact JSON here) and their parsed object. */
+function bodyWithBootstrap(
+  body: JsonObject,
+  endpoint: string,
+  worker: typeof prefill,
+  room?: () => string,
+  raw = Buffer.from(JSON.stringify(body)),
+): Buffer {
+  return spliced(raw, body, endpoint, worker, room);
+}
+
 const v6 = registry.add("http://[fd00::7]:30000", {
   role: { type: "prefill", bootstrapPort: null },
 });
@@ -63,6 +79,77 @@ describe("SGLang's bootstrap fields (disaggregation/bootstrap.ts)", () => {
     expect(text).toBe(
       '{"bootstrap_host":"10.0.0.7","bootstrap_port":8998,"bootstrap_room":9223372036854775807}',
     );
+  });
+});
+
+describe("SGLang's bootstrap fields spliced into the client's bytes, not serialized again", () => {
+  const endpoints = ["chat", "completions", "generate"] as const;
+  const clientBody = fc
+    .dictionary(
+      fc.string().filter((k) => !k.startsWith("bootstrap_")),
+      fc.jsonValue(),
+    )
+    .chain((obj) =>
+      fc.record({
+        obj: fc.constant(obj),
+        n: fc.option(fc.integer({ min: 0, max: 4 }), { nil: undefined }),
+        prompt: fc.option(
+          fc.oneof(fc.string(), fc.array(fc.string(), { maxLength: 3 }), fc.array(fc.nat())),
+          { nil: undefined },
+        ),
+        space: fc.constantFrom("", " ", "\n\t "),
+      }),
+    );
+
+  it("the engine parses what it parsed before the splice: the client's fields and the hand-off ones (property)", () => {
+    fc.assert(
+      fc.property(clientBody, fc.constantFrom(...endpoints), (c, endpoint) => {
+        const body: JsonObject = { ...c.obj };
+        if (c.n !== undefined) body.n = c.n;
+        if (c.prompt !== undefined) body.prompt = c.prompt;
+        const raw = Buffer.from(`${c.space}${JSON.stringify(body, null, c.space ? 1 : 0)}`);
+        const out = JSON.parse(
+          bodyWithBootstrap(body, endpoint, prefill, () => "7", raw).toString(),
+        );
+        const n = batchSize(endpoint, body);
+        const one = (v: unknown) => (n === undefined ? v : Array(n).fill(v));
+        expect(out).toEqual({
+          ...body,
+          bootstrap_host: one("10.0.0.7"),
+          bootstrap_port: one(8998),
+          bootstrap_room: one(7),
+        });
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it("keeps the client's bytes: an integer beyond a double goes out exact", () => {
+    const raw = Buffer.from('{ "seed": 12345678901234567891, "prompt": "hi" }');
+    const out = bodyWithBootstrap(
+      { seed: 0, prompt: "hi" },
+      "completions",
+      prefill,
+      () => "1",
+      raw,
+    );
+    expect(out.toString()).toBe(
+      '{"bootstrap_host":"10.0.0.7","bootstrap_port":8998,"bootstrap_room":1, "seed": 12345678901234567891, "prompt": "hi" }',
+    );
+  });
+
+  it("a client's own bootstrap field, however its key is escaped, is replaced, never left to win", () => {
+    const raw = Buffer.from('{"prompt":"hi","bootstrap\\u005froom":5}');
+    const body = JSON.parse(raw.toString()) as JsonObject;
+    expect(body).toHaveProperty("bootstrap_room", 5);
+    const text = bodyWithBootstrap(body, "completions", prefill, () => "42", raw).toString();
+    expect(text).not.toContain("u005f");
+    expect(JSON.parse(text)).toEqual({
+      prompt: "hi",
+      bootstrap_host: "10.0.0.7",
+      bootstrap_port: 8998,
+      bootstrap_room: 42,
+    });
   });
 });
 

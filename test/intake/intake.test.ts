@@ -138,6 +138,14 @@ describe("Intake: one HTTP request in, its RoutingRequest out", () => {
     expect(routing.tokenizeInput).toBeUndefined();
   });
 
+  it("keeps the parsed body only when asked (keepJson: PD pairs rewrite it), else drops it", async () => {
+    const body = { prompt: "Once", n: 2 };
+    const kept = await take("completions", body, { options: { keepJson: true } });
+    expect(kept.json).toEqual(body);
+    const dropped = await take("completions", body);
+    expect(dropped.json).toBeUndefined();
+  });
+
   it("a model no worker serves and none accepts: the plan says not_found (the forwarder's 404)", async () => {
     const routing = await take("completions", { model: "gpt-9", prompt: "x" });
     expect(routing.plan.route).toBe("not_found");

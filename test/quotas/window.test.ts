@@ -1,12 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import {
-  fits,
-  msUntilFits,
-  retryAfterSecs,
-  slidingUsage,
-  WINDOW_MS,
-} from "../../src/quotas/window.js";
+import { retryAfterSecs } from "../../src/errors.js";
+import { fits, msUntilFits, slidingUsage, WINDOW_MS } from "../../src/quotas/window.js";
 
 const MINUTE = 1000 * WINDOW_MS; // the start of some minute
 

@@ -1,0 +1,195 @@
+/**
+ * The engine's floor under bench:admission's flood (issue 24): the time to first token a light
+ * request gets when the router adds nothing — released the moment it arrives, never held — in a
+ * deterministic model-time replay of the simulator's engine (sim/engine.ts on a virtual clock; no
+ * HTTP, no CPU noise). What a router can still win lies above this floor; what lies below it
+ * belongs to the engine's steps.
+ *
+ *   npm run bench:admission-floor
+ *   npm run bench:admission-floor -- --seconds 600 --batch-tokens 8192,2048,512,256
+ *
+ * One engine with bench:admission's shapes: a running batch of 8, the flood's requests 1,000
+ * prompt tokens and 96 output (bench:admission's 4,000 characters at the simulator's 4 per token),
+ * the light ones 100 and 16, light arrivals at random (Poisson, 3 per second: bench:admission's
+ * B-D, 6 per second over two engines). The flood is an ideal admission queue: each of its
+ * requests is submitted the moment one of its own ends, so the engine always holds `slots` of them
+ * and never queues one (the lanes start staggered, so their ends are spread out). Rows, for each chunked-prefill budget (the engine's tokens per step:
+ * SGLang --chunked-prefill-size, vLLM --max-num-batched-tokens; sim option maxBatchTokens):
+ *
+ *   quiet        the light requests alone (their unloaded TTFT)
+ *   fcfs         the flood in all 8 slots, first come first served: a light request waits in the
+ *                engine's queue for a slot (what a router that never holds it gives)
+ *   reserve-1    the flood in 7 slots, one kept free: a light request starts at the next step
+ *   preempt      the flood in all 8 slots at a lower priority, the engine preempting for a light
+ *                request (priority scheduling, as with --engine-priority)
+ *
+ * For each: light TTFT p50/p99 (model ms), p99 ÷ quiet p99, and the flood's output tokens per
+ * second ÷ the fcfs row's (what keeping a slot free or preempting costs the flood).
+ */
+import { parseArgs } from "node:util";
+import { Engine } from "../sim/engine.js";
+import { PrefixKvCache } from "../sim/kv-cache.js";
+import { ManualClock } from "../sim/manual-clock.js";
+import { exponential, mulberry32, type Rng } from "../sim/prng.js";
+import { DEFAULT_TIMING } from "../sim/timing.js";
+import { runIfEntryPoint } from "./lib/entry.js";
+import { fmt } from "./lib/latency.js";
+import { printTable } from "./lib/stats.js";
+
+const MAX_RUNNING = 8;
+const FLOOD = { promptTokens: 1000, maxTokens: 96 };
+const LIGHT = { promptTokens: 100, maxTokens: 16 };
+/** Light requests per model second on one engine (bench:admission: 3 tenants × 2/s over 2 engines). */
+const LIGHT_RATE = 3;
+
+type Mode = "quiet" | "fcfs" | "reserve-1" | "preempt";
+const MODES: readonly Mode[] = ["quiet", "fcfs", "reserve-1", "preempt"];
+
+interface RunResult {
+  mode: Mode;
+  batchTokens: number;
+  ttfts: number[];
+  floodTokensPerSec: number;
+}
+
+/** Distinct token ids, so no request finds another's prefix in the cache. */
+function freshPrompt(rng: Rng, length: number): number[] {
+  const tokens = new Array<number>(length);
+  for (let i = 0; i < length; i++) tokens[i] = 100 + Math.floor(rng() * 30_000);
+  return tokens;
+}
+
+function runOnce(mode: Mode, batchTokens: number, seconds: number, seed: number): RunResult {
+  const clock = new ManualClock();
+  const rng = mulberry32(seed);
+  const engine = new Engine(
+    {
+      timing: DEFAULT_TIMING,
+      maxRunning: MAX_RUNNING,
+      maxBatchTokens: batchTokens,
+      delayFactor: () => 1,
+      // SGLang's direction (higher first); the flood at -1, light at 0.
+      ...(mode === "preempt" ? { priorityOrder: "higher-first" as const } : {}),
+    },
+    new PrefixKvCache({ capacityTokens: 400_000, blockSize: 16 }),
+    clock,
+  );
+  const endAt = seconds * 1000;
+  let floodTokens = 0;
+  const submitFlood = () => {
+    if (clock.now() >= endAt) return;
+    engine.submit({
+      promptTokens: freshPrompt(rng, FLOOD.promptTokens),
+      maxTokens: FLOOD.maxTokens,
+      priority: -1,
+      sink: {
+        onToken: () => {
+          if (clock.now() <= endAt) floodTokens++;
+        },
+        onFinish: submitFlood,
+      },
+    });
+  };
+  const floodSlots = mode === "quiet" ? 0 : mode === "reserve-1" ? MAX_RUNNING - 1 : MAX_RUNNING;
+  // Staggered over about one flood request's life (≈ 0.9 model s), so the lanes' ends spread out
+  // instead of freeing every slot in one burst: the most favourable spacing for a light request.
+  for (let i = 0; i < floodSlots; i++) clock.setTimer(submitFlood, (i * 900) / floodSlots);
+
+  const ttfts: number[] = [];
+  const submitLight = () => {
+    const sent = clock.now();
+    engine.submit({
+      promptTokens: freshPrompt(rng, LIGHT.promptTokens),
+      maxTokens: LIGHT.maxTokens,
+      priority: 0,
+      sink: {
+        onToken: (index) => {
+          if (index === 0) ttfts.push(clock.now() - sent);
+        },
+        onFinish: () => {},
+      },
+    });
+  };
+  // Light arrivals, Poisson, from the second model second on (the flood's start settles first).
+  let at = 1000;
+  const scheduleLight = () => {
+    at += exponential(rng, 1000 / LIGHT_RATE);
+    if (at >= endAt) return;
+    clock.setTimer(() => {
+      submitLight();
+      scheduleLight();
+    }, at - clock.now());
+  };
+  scheduleLight();
+  while (clock.now() < endAt && clock.fireNext()) {
+    // fireNext moves the clock to the next timer and runs it.
+  }
+  engine.stop();
+  return { mode, batchTokens, ttfts, floodTokensPerSec: floodTokens / seconds };
+}
+
+function quantile(sorted: readonly number[], q: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  const i = Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1);
+  return sorted[Math.max(0, i)] as number;
+}
+
+export async function main(argv = process.argv.slice(2)): Promise<void> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      seconds: { type: "string", default: "600" },
+      "batch-tokens": { type: "string", default: "8192,2048,512,256" },
+      seed: { type: "string", default: "24" },
+    },
+  });
+  const seconds = Number(values.seconds);
+  const seed = Number(values.seed);
+  const budgets = String(values["batch-tokens"]).split(",").map(Number);
+  if (!(seconds > 1) || budgets.some((b) => !Number.isInteger(b) || b < 1)) {
+    throw new Error("--seconds must be > 1 and --batch-tokens positive integers");
+  }
+  console.log(
+    `engine floor under the flood: 1 engine, batch ${MAX_RUNNING}, ${seconds} model s, seed ${seed}; light ${LIGHT_RATE}/s`,
+  );
+  const rows: string[][] = [];
+  for (const budget of budgets) {
+    const results = MODES.map((mode) => runOnce(mode, budget, seconds, seed));
+    const quietP99 = quantile(
+      [...(results[0] as RunResult).ttfts].sort((a, b) => a - b),
+      0.99,
+    );
+    const fcfsTokens = (results[1] as RunResult).floodTokensPerSec;
+    for (const r of results) {
+      const sorted = [...r.ttfts].sort((a, b) => a - b);
+      const p99 = quantile(sorted, 0.99);
+      rows.push([
+        String(budget),
+        r.mode,
+        String(sorted.length),
+        fmt(quantile(sorted, 0.5)),
+        fmt(p99),
+        fmt(sorted[sorted.length - 1] ?? Number.NaN),
+        r.mode === "quiet" ? "1" : fmt(p99 / quietP99, 2),
+        r.mode === "quiet" ? "" : fmt(r.floodTokensPerSec, 0),
+        r.mode === "quiet" || r.mode === "fcfs" ? "" : fmt(r.floodTokensPerSec / fcfsTokens, 3),
+      ]);
+    }
+  }
+  printTable(
+    [
+      "batch tokens",
+      "mode",
+      "light n",
+      "TTFT p50 ms",
+      "TTFT p99 ms",
+      "max ms",
+      "p99 ÷ quiet",
+      "flood tok/s",
+      "÷ fcfs",
+    ],
+    rows,
+  );
+}
+
+runIfEntryPoint(import.meta.url, main);

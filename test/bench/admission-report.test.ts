@@ -1,0 +1,47 @@
+import { describe, expect, it } from "vitest";
+import type { Outcome } from "../../bench/lib/admission-load.js";
+import { p99Of, type Run, split } from "../../bench/lib/admission-report.js";
+
+const served = (group: string, ttftMs: number, routerWaitMs: number | undefined): Outcome => ({
+  group,
+  status: 200,
+  ttftMs,
+  routerWaitMs,
+  tokens: 16,
+  retryAfter: false,
+  endedAt: 0,
+});
+
+describe("bench:admission's TTFT split", () => {
+  it("pools the groups and subtracts each request's own wait, not one quantile from another", () => {
+    const run: Run = {
+      name: "flood/on",
+      spanSecs: 1,
+      outcomes: [
+        served("B", 100, 90), // held, then 10 ms at the engine
+        served("C", 60, 0), // never held, 60 ms at the engine
+        served("D", 20, 0),
+        served("A", 5000, 4000), // not in the pooled group
+        { ...served("B", 0, undefined), status: 429, ttftMs: undefined, retryAfter: true },
+      ],
+    };
+    const s = split(run, "B-D", ["B", "C", "D"]);
+    expect(s).toMatchObject({ run: "flood/on", group: "B-D", n: 3, unread: 0, held: 1 });
+    expect([s?.ttft.p50, s?.ttft.p99]).toEqual([60, 100]);
+    expect([s?.wait.p50, s?.wait.p99]).toEqual([0, 90]);
+    // Per request: 10, 60, 20 — p99 60, where p99(TTFT) − p99(wait) would say 10.
+    expect([s?.rest.p50, s?.rest.p99]).toEqual([20, 60]);
+    expect(p99Of([run], "flood/on", ["B", "C", "D"])).toEqual({ p99: 100, n: 3 });
+  });
+
+  it("leaves out and counts answers without the wait header, and has nothing for absent groups", () => {
+    const run: Run = {
+      name: "silent",
+      spanSecs: 1,
+      outcomes: [served("B", 10, 0), served("C", 12, undefined)],
+    };
+    expect(split(run, "B-D", ["B", "C"])).toMatchObject({ n: 1, unread: 1 });
+    expect(split(run, "high", ["high"])).toBeUndefined();
+    expect(p99Of([run], "flood/on", ["B"]).n).toBe(0);
+  });
+});
