@@ -27,7 +27,11 @@ export interface SaturationView {
    */
   ownInFlightBelow?(priority: number): number;
   /** The engine's last reading, undefined when stale (never trusted then) or never read. */
-  readonly signals: { load(now: number): LoadSignals | undefined };
+  readonly signals: {
+    load(now: number): LoadSignals | undefined;
+    /** The running cap the engine said it has (SGLang /get_server_info), when it did. */
+    readonly maxRunning?: number | undefined;
+  };
 }
 
 /** One worker's saturation as /debug/route and the metrics show it. */
@@ -67,15 +71,26 @@ interface BatchMemory {
 const fullBatch = new WeakMap<object, BatchMemory>();
 const BATCH_CONFIRMATIONS = 3;
 
-/** The engine's full-batch size after this reading (see BatchMemory); undefined until seen full. */
-function learnBatch(signals: object, load: LoadSignals): number | undefined {
-  const memory = fullBatch.get(signals);
+type BatchSource = SaturationView["signals"];
+
+/**
+ * The engine's full-batch size after this reading (see BatchMemory); before any reading showed
+ * it full, the running cap the engine said it has (SGLang's /get_server_info; else undefined).
+ * Without that cap, a flood's first burst reaches the engine before a reading shows its queue
+ * (issue 24's bench: about 20 requests queued at each engine, which every request held behind
+ * them waited out, over a second).
+ */
+function learnBatch(signals: BatchSource, load: LoadSignals): number | undefined {
+  let memory = fullBatch.get(signals);
   if (memory?.reading === load) return memory.size;
   const running = load.running ?? 0;
   const full = (load.queued ?? 0) > 0 && running > 0;
   if (memory === undefined) {
-    if (full) fullBatch.set(signals, { size: running, reading: load, smaller: 0, smallerMost: 0 });
-    return full ? running : undefined;
+    // A said cap is where the batch starts (a reading below it counts toward shrinking it).
+    const size = signals.maxRunning ?? (full ? running : undefined);
+    if (size === undefined) return undefined;
+    memory = { size, reading: load, smaller: 0, smallerMost: 0 };
+    fullBatch.set(signals, memory);
   }
   memory.reading = load;
   if (full && running < memory.size) {
@@ -127,7 +142,7 @@ function engineBacklog(worker: SaturationView, now: number): number | undefined 
   if (load?.queued === undefined) {
     // No fresh reading: only what is live. At most a full batch of this router's requests run
     // there; the rest of those without a first byte wait (a lower bound: others' work unseen).
-    const batch = fullBatch.get(worker.signals)?.size;
+    const batch = fullBatch.get(worker.signals)?.size ?? worker.signals.maxRunning;
     return batch === undefined ? undefined : worker.pendingPrefillRequests - batch;
   }
   const batch = learnBatch(worker.signals, load);
@@ -184,9 +199,9 @@ export function kvSaturated(
   return kvUsage !== undefined && thresholds.kvUsage < 1 && kvUsage >= thresholds.kvUsage;
 }
 
-/** The engine's running batch as seen full (see BatchMemory); undefined until seen. */
+/** The engine's running batch as seen full (see BatchMemory), else its said cap; or undefined. */
 export function fullBatchOf(worker: SaturationView): number | undefined {
-  return fullBatch.get(worker.signals)?.size;
+  return fullBatch.get(worker.signals)?.size ?? worker.signals.maxRunning;
 }
 
 /**

@@ -10,6 +10,13 @@ export interface ServerInfo {
   readonly capacityTokens?: number;
   /** Data-parallel ranks (`dp_size`), when said: each has a KV cache and an event publisher. */
   readonly dpSize?: number;
+  /**
+   * Requests the engine runs at once over all DP ranks, when said: each rank's cap as the
+   * scheduler computed it (`internal_states[].effective_max_running_requests_per_dp`, set from
+   * Scheduler.max_running_requests in srt/managers/scheduler.py get_internal_state), else the
+   * `--max-running-requests` server argument (null unless set), times the ranks.
+   */
+  readonly maxRunningRequests?: number;
 }
 
 /** Throws a TypeError when the body is not a JSON object. */
@@ -22,10 +29,30 @@ export function readSglangServerInfo(body: unknown): ServerInfo {
   const dpSize = nonNegative(info.dp_size);
   const ranks =
     dpSize !== undefined && Number.isInteger(dpSize) && dpSize >= 1 ? dpSize : undefined;
+  const runningPerRank =
+    effectiveMaxRunning(info.internal_states) ?? positiveInteger(info.max_running_requests);
   return {
     ...(perRank !== undefined ? { capacityTokens: perRank * (ranks ?? 1) } : {}),
     ...(ranks !== undefined ? { dpSize: ranks } : {}),
+    ...(runningPerRank !== undefined ? { maxRunningRequests: runningPerRank * (ranks ?? 1) } : {}),
   };
+}
+
+/** The first rank's effective running cap in internal_states (every rank has the same config). */
+function effectiveMaxRunning(states: unknown): number | undefined {
+  if (!Array.isArray(states)) return undefined;
+  for (const state of states) {
+    if (typeof state !== "object" || state === null) continue;
+    const cap = positiveInteger(
+      (state as Record<string, unknown>).effective_max_running_requests_per_dp,
+    );
+    if (cap !== undefined) return cap;
+  }
+  return undefined;
+}
+
+function positiveInteger(value: unknown): number | undefined {
+  return typeof value === "number" && Number.isInteger(value) && value >= 1 ? value : undefined;
 }
 
 function nonNegative(value: unknown): number | undefined {

@@ -144,6 +144,7 @@ export class EngineIntrospector {
   private serverInfo(worker: Worker, body: string): void {
     const info = readSglangServerInfo(parseJson(body));
     if (info.dpSize !== undefined) worker.signals.dpSize = info.dpSize;
+    if (info.maxRunningRequests !== undefined) worker.signals.maxRunning = info.maxRunningRequests;
     if (info.capacityTokens === undefined) {
       throw new Error("answer has no max_total_num_tokens");
     }

@@ -46,6 +46,11 @@ export class EngineSignals {
   engine: EngineKind | undefined;
   /** Data-parallel ranks the engine said it runs (SGLang /get_server_info dp_size), once known. */
   dpSize: number | undefined;
+  /**
+   * Requests the engine said it runs at once over its ranks (SGLang /get_server_info), once known:
+   * admission's full batch until a reading shows the engine full (admission/saturation.ts).
+   */
+  maxRunning: number | undefined;
   /** Tokens a KV block, when the engine said (vLLM's cache_config_info block_size). */
   blockSizeTokens: number | undefined;
   /** Signals older than this are ignored (3 poll intervals; set by the poller). */

@@ -184,6 +184,38 @@ describe("the engine's full batch", () => {
   });
 });
 
+describe("the engine's said running cap", () => {
+  it("is the batch before a reading shows the engine full, and a reading below it must repeat to shrink it", () => {
+    const signals = new EngineSignals();
+    signals.staleAfterMs = 3000;
+    signals.maxRunning = 8;
+    let own = 0;
+    const worker: SaturationView = {
+      id: "w",
+      signals,
+      pendingPrefillRequests: 0,
+      pendingPrefillChars: 0,
+      get ownInFlight() {
+        return own;
+      },
+    };
+    // Idle at the reading; 9 dispatched since: 8 run, 1 waits.
+    signals.recordLoad(
+      { queued: 0, running: 0, kvUsage: 0.1, routerPending: 0, routerInFlightLeast: 0 },
+      1000,
+    );
+    own = 9;
+    expect(estimatedQueue(worker, 1100)).toBe(1);
+    // A refill snapshot below the cap does not shrink it at once.
+    signals.recordLoad(
+      { queued: 1, running: 3, kvUsage: 0.1, routerPending: 0, routerInFlightLeast: 4 },
+      1500,
+    );
+    own = 4;
+    expect(estimatedQueue(worker, 1600)).toBe(0);
+  });
+});
+
 describe("--saturation-queue-depth 0", () => {
   it("saturates a worker once its batch is full, not before, so a request let go never queues at the engine (issue 24)", () => {
     const depth0 = { ...THRESHOLDS, queueDepth: 0 };

@@ -26,6 +26,23 @@ describe("readSglangServerInfo", () => {
     expect(readSglangServerInfo({ max_total_num_tokens: 0 }).capacityTokens).toBe(0);
   });
 
+  it("reads the running cap: each rank's effective cap from internal_states, else --max-running-requests, times the ranks", () => {
+    expect(readSglangServerInfo(SGLANG_SERVER_INFO).maxRunningRequests).toBeUndefined();
+    const effective = {
+      ...SGLANG_SERVER_INFO,
+      max_running_requests: 48,
+      internal_states: [
+        { last_gen_throughput: 0, effective_max_running_requests_per_dp: 64 },
+        { last_gen_throughput: 0, effective_max_running_requests_per_dp: 64 },
+      ],
+    };
+    expect(readSglangServerInfo(effective).maxRunningRequests).toBe(128);
+    const argument = { max_running_requests: 8, internal_states: [{}] };
+    expect(readSglangServerInfo(argument).maxRunningRequests).toBe(8);
+    expect(readSglangServerInfo({ max_running_requests: "8" }).maxRunningRequests).toBeUndefined();
+    expect(readSglangServerInfo({ max_running_requests: 0 }).maxRunningRequests).toBeUndefined();
+  });
+
   it.each([null, [], "text", 42])("refuses %j with a TypeError", (body) => {
     expect(() => readSglangServerInfo(body)).toThrow(TypeError);
   });
