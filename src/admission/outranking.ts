@@ -45,7 +45,8 @@ export function outranksLowerWork(
   if (pending > 0 && worker.pendingPrefillChars >= pending) return false;
   if (kvSaturated(worker, thresholds, now)) return false;
   const lower = worker.ownInFlightBelow(priority);
-  return own - lower < batch && Math.max(0, queue - lower) < thresholds.queueDepth;
+  // At depth 0 (a full batch saturates) the batch-slot condition alone says it.
+  return own - lower < batch && Math.max(0, queue - lower) < Math.max(1, thresholds.queueDepth);
 }
 
 /** The candidates where the request has room only by outranking (for /debug/route). */

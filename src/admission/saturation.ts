@@ -113,18 +113,28 @@ export function noteEngineReading(worker: SaturationView, now = Date.now()): voi
  * batch is not known either.
  */
 export function estimatedQueue(worker: SaturationView, now: number): number | undefined {
+  const backlog = engineBacklog(worker, now);
+  return backlog === undefined ? undefined : Math.max(0, backlog);
+}
+
+/**
+ * What the engine holds beyond its full batch, as estimatedQueue counts it but not clamped at 0:
+ * a negative backlog is free batch slots (-1 also when the engine was never seen full and its
+ * reading shows no queue: free slots unknown, counted as room). Undefined as estimatedQueue.
+ */
+function engineBacklog(worker: SaturationView, now: number): number | undefined {
   const load = worker.signals.load(now);
   if (load?.queued === undefined) {
     // No fresh reading: only what is live. At most a full batch of this router's requests run
     // there; the rest of those without a first byte wait (a lower bound: others' work unseen).
     const batch = fullBatch.get(worker.signals)?.size;
-    return batch === undefined ? undefined : Math.max(0, worker.pendingPrefillRequests - batch);
+    return batch === undefined ? undefined : worker.pendingPrefillRequests - batch;
   }
   const batch = learnBatch(worker.signals, load);
-  if (batch === undefined) return load.queued;
+  if (batch === undefined) return load.queued > 0 ? load.queued : -1;
   const sinceReading = changeSinceReading(worker, load);
   const held = load.queued + (load.running ?? batch) + sinceReading;
-  return Math.max(0, held - batch);
+  return held - batch;
 }
 
 /**
@@ -156,8 +166,10 @@ export function saturationReason(
 ): SaturationReason | undefined {
   const pending = thresholds.pendingPrefillChars;
   if (pending > 0 && worker.pendingPrefillChars >= pending) return "pending_prefill";
-  const queue = estimatedQueue(worker, now);
-  if (queue !== undefined && queue >= thresholds.queueDepth) return "engine_queue";
+  // Depth 0: saturated once the batch is full (counting this router's requests since the
+  // reading), so a request let go takes a free slot and never waits in the engine's queue.
+  const backlog = engineBacklog(worker, now);
+  if (backlog !== undefined && backlog >= thresholds.queueDepth) return "engine_queue";
   if (kvSaturated(worker, thresholds, now)) return "kv_usage";
   return undefined;
 }

@@ -93,9 +93,9 @@ export const ADMISSION_SETTINGS = section<AdmissionConfig>({
     flag: "--saturation-queue-depth",
     arg: "<n>",
     description:
-      "A worker is saturated when its engine's waiting queue (sglang:num_queue_reqs, vllm:num_requests_waiting; the last fresh reading, moved by this router's requests without a first byte since) reaches this many requests.",
+      "A worker is saturated when its engine's waiting queue (sglang:num_queue_reqs, vllm:num_requests_waiting; the last fresh reading, moved by this router's requests since) reaches this many requests; 0: as soon as its running batch is full (as last seen full), so a request let go never waits in the engine's first-come queue.",
     default: 5,
-    parse: integer(1, 1_000_000),
+    parse: integer(0, 1_000_000),
   },
   saturationKvUsage: {
     flag: "--saturation-kv-usage",

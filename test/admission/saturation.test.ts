@@ -183,3 +183,31 @@ describe("the engine's full batch", () => {
     expect(estimatedQueue(worker, 4100)).toBe(0);
   });
 });
+
+describe("--saturation-queue-depth 0", () => {
+  it("saturates a worker once its batch is full, not before, so a request let go never queues at the engine (issue 24)", () => {
+    const depth0 = { ...THRESHOLDS, queueDepth: 0 };
+    const signals = new EngineSignals();
+    signals.staleAfterMs = 3000;
+    const worker: SaturationView = {
+      id: "w",
+      signals,
+      pendingPrefillRequests: 0,
+      pendingPrefillChars: 0,
+    };
+    // Never seen full, no queue: free slots unknown, counted as room.
+    signals.recordLoad({ queued: 0, running: 3, kvUsage: 0.1, routerPending: 0 }, 1000);
+    expect(saturationReason(worker, depth0, 1100)).toBeUndefined();
+    // Seen full with a queue: saturated.
+    signals.recordLoad({ queued: 1, running: 8, kvUsage: 0.1, routerPending: 0 }, 1500);
+    expect(saturationReason(worker, depth0, 1600)).toBe("engine_queue");
+    // Full, nothing queued: saturated at depth 0, not at depth 1.
+    signals.recordLoad({ queued: 0, running: 8, kvUsage: 0.1, routerPending: 0 }, 2000);
+    expect(saturationReason(worker, depth0, 2100)).toBe("engine_queue");
+    expect(saturationReason(worker, { ...depth0, queueDepth: 1 }, 2100)).toBeUndefined();
+    // One slot free: room.
+    signals.recordLoad({ queued: 0, running: 7, kvUsage: 0.1, routerPending: 0 }, 2500);
+    expect(saturationReason(worker, depth0, 2600)).toBeUndefined();
+    expect(estimatedQueue(worker, 2600)).toBe(0);
+  });
+});
