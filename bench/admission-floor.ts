@@ -21,7 +21,11 @@
  *                engine's queue for a slot (what a router that never holds it gives)
  *   reserve-1    the flood in 7 slots, one kept free: a light request starts at the next step
  *   preempt      the flood in all 8 slots at a lower priority, the engine preempting for a light
- *                request (priority scheduling, as with --engine-priority)
+ *                request (priority scheduling, as with --engine-priority): SGLang with
+ *                --enable-priority-scheduling --priority-scheduling-preemption-threshold 0, the
+ *                most favourable engine. With SGLang's default threshold (10) a gap of 1 preempts
+ *                nothing, and vLLM's v1 scheduler never preempts for a waiting request
+ *                (docs/simulator.md): those engines give the fcfs row's queueing, reordered.
  *
  * For each: light TTFT p50/p99 (model ms), p99 ÷ quiet p99, and the flood's output tokens per
  * second ÷ the fcfs row's (what keeping a slot free or preempting costs the flood).
@@ -68,8 +72,10 @@ function runOnce(mode: Mode, batchTokens: number, seconds: number, seed: number)
       maxRunning: MAX_RUNNING,
       maxBatchTokens: batchTokens,
       delayFactor: () => 1,
-      // SGLang's direction (higher first); the flood at -1, light at 0.
-      ...(mode === "preempt" ? { priorityOrder: "higher-first" as const } : {}),
+      // SGLang's direction (higher first), the flood at -1, light at 0, preempting for any gap.
+      ...(mode === "preempt"
+        ? { priorityOrder: "higher-first" as const, preemptionThreshold: 0 }
+        : {}),
     },
     new PrefixKvCache({ capacityTokens: 400_000, blockSize: 16 }),
     clock,

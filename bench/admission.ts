@@ -36,6 +36,14 @@
  *                                 vLLM --max-num-batched-tokens). A's 1,000-token prompt is one
  *                                 ~33 ms step at 8192; 512 splits it into two ~17 ms steps.
  *   --engine-priority             router --engine-priority and the engines' priority scheduling
+ *   --preemption-threshold N      the simulated SGLang engines' --priority-scheduling-preemption-
+ *                                 threshold when they schedule by priority (default 10, SGLang's):
+ *                                 a request preempts running ones only when its priority is above
+ *                                 theirs by more than N (docs/simulator.md). At 10 the flood/on
+ *                                 run's one-step demotion of the flood preempts nothing, the
+ *                                 prio-flood/on run's gap (10 against -1 or below) does; 0 is the
+ *                                 most favourable engine. The floor run's gap (~1000) preempts
+ *                                 below 900.
  *   --runs a,b,...                only these runs (targets that need a missing run print "-")
  *   --workers, --max-running, --depth, --poll-secs, --overload   fleet and admission knobs
  *
@@ -111,6 +119,8 @@ interface Options {
   overload: number;
   /** Router --engine-priority and the sims' priority scheduling (their preemption included). */
   enginePriority: boolean;
+  /** The sims' SGLang --priority-scheduling-preemption-threshold under priority scheduling. */
+  preemptionThreshold: number;
   runs: RunName[];
 }
 
@@ -156,6 +166,7 @@ async function withFleet<T>(
       maxRunning: o.maxRunning,
       timeScale: 1,
       priorityScheduling,
+      prioritySchedulingPreemptionThreshold: o.preemptionThreshold,
       ...(o.maxBatchTokens === undefined ? {} : { maxBatchTokens: o.maxBatchTokens }),
     },
   });
@@ -253,6 +264,7 @@ function parse(): Options {
       "light-rate": { type: "string", default: "2" },
       overload: { type: "string", default: "3" },
       "engine-priority": { type: "boolean", default: false },
+      "preemption-threshold": { type: "string", default: "10" },
       runs: { type: "string" },
     },
   });
@@ -268,6 +280,7 @@ function parse(): Options {
     lightRate: Number(values["light-rate"]),
     overload: Number(values.overload),
     enginePriority: values["engine-priority"] === true,
+    preemptionThreshold: Number(values["preemption-threshold"]),
     runs: listFlag("bench:admission", values.runs, RUNS, (x) => x as RunName, "runs"),
   };
 }

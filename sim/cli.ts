@@ -87,6 +87,14 @@ function buildCommand(): Command {
       "--default-bootstrap-port <port>",
       "SGLang decode: the prefill bootstrap port when the router sends none (default 8998)",
       parseNumber(true, 1),
+    )
+    .option(
+      "--enable-priority-scheduling",
+      "order the queue by the body's priority as the flavor does (SGLang: this flag, higher first; vLLM: --scheduling-policy priority, lower first)",
+    )
+    .option(
+      "--disable-priority-preemption",
+      "SGLang: priority orders the queue only, never preempting (SGLang's flag)",
     );
   for (const spec of NUMERIC_OPTIONS) {
     cmd.option(
@@ -147,6 +155,8 @@ export function planFromArgs(
   if (o.bootstrapPort !== undefined) base.bootstrapPort = o.bootstrapPort as number;
   if (o.defaultBootstrapPort !== undefined)
     base.defaultBootstrapPort = o.defaultBootstrapPort as number;
+  if (o.enablePriorityScheduling === true) base.priorityScheduling = true;
+  if (o.disablePriorityPreemption === true) base.disablePriorityPreemption = true;
   for (const spec of NUMERIC_OPTIONS) {
     const value = o[spec.key];
     if (value !== undefined) base[spec.key] = value as number;

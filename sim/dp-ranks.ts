@@ -121,11 +121,21 @@ export function makeRanks(
         maxBatchTokens: options.maxBatchTokens,
         delayFactor,
         firstTokenDelayMs: options.firstTokenDelayMs,
-        ...(options.priorityScheduling ? { priorityOrder: priorityOrderOf(options.flavor) } : {}),
+        ...(options.priorityScheduling ? prioritySchedulingOf(options) : {}),
       },
       kv,
       clock,
     );
     return { kv, engine, requests: 0 };
   });
+}
+
+/**
+ * The engine's priority scheduling for the flavor: its order, and preemption for a waiting request
+ * only as SGLang does it (vLLM's v1 scheduler does none: vllm/v1/core/sched/scheduler.py).
+ */
+function prioritySchedulingOf(options: ResolvedSimOptions) {
+  const order = { priorityOrder: priorityOrderOf(options.flavor) };
+  if (options.flavor === "vllm" || options.disablePriorityPreemption) return order;
+  return { ...order, preemptionThreshold: options.prioritySchedulingPreemptionThreshold };
 }

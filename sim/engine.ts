@@ -16,6 +16,7 @@ import type { Clock } from "./clock.js";
 import type { KvAllocation, PrefixKvCache } from "./kv-cache.js";
 import { generatedTokenIds } from "./output-text.js";
 import { type PriorityOrder, urgency } from "./priority-order.js";
+import { preemptionVictims } from "./priority-preemption.js";
 import { type StepShape, stepDurationMs, type TimingModel } from "./timing.js";
 
 /** Receives a sequence's progress. Called synchronously from the engine's step loop. */
@@ -65,10 +66,18 @@ export interface EngineOptions {
   /**
    * Priority scheduling (vLLM --scheduling-policy priority: lower value first; SGLang
    * --enable-priority-scheduling: higher first): the waiting queue is ordered by priority, then
-   * arrival, and a waiting sequence preempts the least urgent running one when the batch is full.
-   * Undefined = first come, first served.
+   * arrival. Undefined = first come, first served.
    */
   priorityOrder?: PriorityOrder;
+  /**
+   * With priorityOrder, SGLang's preemption (--priority-scheduling-preemption-threshold, default
+   * 10): a waiting sequence that finds the batch full (maxRunning) preempts running ones less
+   * urgent than it by more than this, only as many as it needs (sim/priority-preemption.ts).
+   * Undefined = never preempted for a waiting sequence: vLLM's v1 scheduler (it preempts only when
+   * a running request cannot get a KV block, which never happens here: a sequence's whole KV is
+   * reserved at admission) and SGLang with --disable-priority-preemption.
+   */
+  preemptionThreshold?: number;
 }
 
 class Sequence implements SequenceHandle {
@@ -80,6 +89,8 @@ class Sequence implements SequenceHandle {
   alloc: KvAllocation | undefined;
   /** Admitted once already (a preempted sequence is told of its first admission only). */
   admitted = false;
+  /** When it last entered the waiting queue: its arrival, or when it was preempted. */
+  queuedAt: number;
 
   constructor(
     readonly engine: Engine,
@@ -89,7 +100,9 @@ class Sequence implements SequenceHandle {
     readonly arrival: number,
     /** Lower is served first (the engine's priority in its own direction). */
     readonly urgency: number,
-  ) {}
+  ) {
+    this.queuedAt = arrival;
+  }
 
   abort(): void {
     this.engine.abortSequence(this);
@@ -127,6 +140,10 @@ export class Engine {
       throw new RangeError(
         `maxBatchTokens must be a positive integer, got ${options.maxBatchTokens}`,
       );
+    }
+    const threshold = options.preemptionThreshold;
+    if (threshold !== undefined && !(Number.isFinite(threshold) && threshold >= 0)) {
+      throw new RangeError(`preemptionThreshold must be a number >= 0, got ${threshold}`);
     }
   }
 
@@ -239,7 +256,6 @@ export class Engine {
     const entries: PlanEntry[] = [];
     const shape: StepShape = { prefillTokens: 0, decodeSeqs: 0, seqs: 0, contextTokens: 0 };
     let budget = this.options.maxBatchTokens;
-    if (this.options.priorityOrder !== undefined) this.preemptFor(t);
     for (const seq of this.runningBatch) {
       if (budget === 0) break;
       if (seq.computed < seq.promptTokens.length) continue;
@@ -253,9 +269,16 @@ export class Engine {
       if (seq.computed >= seq.promptTokens.length) continue;
       budget -= this.addPrefill(entries, shape, seq, budget);
     }
-    while (budget > 0 && this.runningBatch.length < this.options.maxRunning) {
+    const preempted: Sequence[] = [];
+    while (budget > 0) {
       const head = this.waitingQueue[0];
       if (head === undefined || head.arrival > t) break;
+      if (this.runningBatch.length >= this.options.maxRunning) {
+        const victims = this.victimsFor(head);
+        if (victims.length === 0) break;
+        for (const victim of victims) budget += this.preempt(victim, t, entries, shape);
+        preempted.push(...victims);
+      }
       const alloc = this.kv.allocate(head.promptTokens, head.promptTokens.length + head.maxTokens);
       if (alloc === undefined) break; // FIFO: the head waits for KV room, and so do those behind it.
       this.waitingQueue.shift();
@@ -268,6 +291,8 @@ export class Engine {
       head.admitted = true;
       budget -= this.addPrefill(entries, shape, head, budget);
     }
+    // Back in the queue after this step's admissions, as SGLang requeues its preempt_list.
+    for (const victim of preempted) this.enqueue(victim);
     shape.seqs = entries.length;
     return entries.length === 0 ? undefined : { entries, shape };
   }
@@ -280,34 +305,50 @@ export class Engine {
   }
 
   /**
-   * With priority scheduling: each ready waiting sequence, in order, that finds the batch full
-   * takes the slot of the least urgent running one (latest arrival among equals) when that one is
-   * strictly less urgent; the preempted go back to waiting and recompute their prompt (vLLM's
-   * priority policy preempts this way; its KV is freed, the prefix cache keeps what was cached).
+   * The running sequences `head` preempts on finding the batch full (SGLang's scheduler tries
+   * preemption only then: get_new_batch_prefill in python/sglang/srt/managers/scheduler.py sets
+   * batch_is_full by max_running_requests and calls preempt_to_schedule); none without SGLang's
+   * preemption.
    */
-  private preemptFor(t: number): void {
-    const victims = [...this.runningBatch].sort(
-      (a, b) => b.urgency - a.urgency || b.arrival - a.arrival,
+  private victimsFor(head: Sequence): Sequence[] {
+    const threshold = this.options.preemptionThreshold;
+    if (this.options.priorityOrder === undefined || threshold === undefined) return [];
+    const lacking = this.kv.shortfallBlocks(
+      head.promptTokens,
+      head.promptTokens.length + head.maxTokens,
     );
-    let free = this.options.maxRunning - this.runningBatch.length;
-    let taken = 0;
-    for (const waiting of this.waitingQueue) {
-      if (waiting.arrival > t) break;
-      if (free > 0) {
-        free--;
-        continue;
+    return preemptionVictims(head, this.runningBatch, threshold, lacking, (seq) =>
+      seq.alloc === undefined ? 0 : this.kv.releasableBlocks(seq.alloc),
+    );
+  }
+
+  /**
+   * Take `seq` out of the batch and out of the step being planned; it waits again and recomputes
+   * its prompt (its KV is freed, the prefix cache keeps what was cached). Returns the step's
+   * tokens it gives back.
+   */
+  private preempt(seq: Sequence, t: number, entries: PlanEntry[], shape: StepShape): number {
+    let freed = 0;
+    const i = entries.findIndex((e) => e.seq === seq);
+    if (i >= 0) {
+      const { prefill } = entries[i] as PlanEntry;
+      entries.splice(i, 1);
+      if (prefill === 0) {
+        shape.decodeSeqs--;
+        shape.contextTokens -= seq.promptTokens.length + seq.generated;
+        freed = 1;
+      } else {
+        shape.prefillTokens -= prefill;
+        shape.contextTokens -= seq.computed + prefill;
+        freed = prefill;
       }
-      const victim = victims[taken];
-      if (victim === undefined || victim.urgency <= waiting.urgency) break;
-      taken++;
     }
-    for (const victim of victims.slice(0, taken)) {
-      this.leaveBatch(victim);
-      victim.alloc = undefined;
-      victim.computed = 0;
-      victim.state = "waiting";
-      this.enqueue(victim);
-    }
+    this.leaveBatch(seq);
+    seq.alloc = undefined;
+    seq.computed = 0;
+    seq.state = "waiting";
+    seq.queuedAt = t;
+    return freed;
   }
 
   private addPrefill(

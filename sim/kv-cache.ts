@@ -141,6 +141,38 @@ export class PrefixKvCache {
    * changes nothing) when the pool cannot make room now.
    */
   allocate(prompt: readonly number[], totalTokens: number): KvAllocation | undefined {
+    const { hits, needed, shortfall } = this.admission(prompt, totalTokens);
+    if (shortfall > 0) return undefined;
+
+    for (const block of hits) this.ref(block);
+    this.evictUntil(needed);
+    this.reservedTotal += needed;
+    return {
+      cachedTokens: hits.length * this.blockSize,
+      blocks: hits,
+      reserved: needed,
+      released: false,
+    };
+  }
+
+  /** Blocks the pool lacks to admit this request now (0: allocate would succeed); no side effects. */
+  shortfallBlocks(prompt: readonly number[], totalTokens: number): number {
+    return this.admission(prompt, totalTokens).shortfall;
+  }
+
+  /**
+   * Blocks that releasing `alloc` would give back to admission: its reservation and the blocks it
+   * alone holds (they become evictable). Blocks shared with other requests stay pinned.
+   */
+  releasableBlocks(alloc: KvAllocation): number {
+    if (alloc.released) return 0;
+    let alone = 0;
+    for (const block of alloc.blocks) if (block.refs === 1) alone++;
+    return alloc.reserved + alone;
+  }
+
+  /** What admitting `prompt` (occupying up to `totalTokens`) would pin, reserve, and lack. */
+  private admission(prompt: readonly number[], totalTokens: number) {
     const hashes = this.blockHashes(prompt, this.matchableBlocks(prompt.length));
     const hits: Block[] = [];
     let hitsNowFree = 0;
@@ -152,18 +184,8 @@ export class PrefixKvCache {
     }
     const needed = Math.max(0, this.blocksFor(Math.max(totalTokens, prompt.length)) - hits.length);
     // Room = everything not pinned or reserved, minus the free blocks this request will pin.
-    if (needed > this.totalBlocks - this.pinned - this.reservedTotal - hitsNowFree)
-      return undefined;
-
-    for (const block of hits) this.ref(block);
-    this.evictUntil(needed);
-    this.reservedTotal += needed;
-    return {
-      cachedTokens: hits.length * this.blockSize,
-      blocks: hits,
-      reserved: needed,
-      released: false,
-    };
+    const room = this.totalBlocks - this.pinned - this.reservedTotal - hitsNowFree;
+    return { hits, needed, shortfall: Math.max(0, needed - room) };
   }
 
   /**

@@ -37,6 +37,12 @@ export interface SimNumericOptions extends TimingModel {
   transferTokensPerSec: number;
   /** How long a decode worker waits for its prefill worker's hand-off, real ms. */
   handoffTimeoutMs: number;
+  /**
+   * SGLang's --priority-scheduling-preemption-threshold (default 10): with priority scheduling, a
+   * request preempts running ones only when its priority exceeds theirs by more than this
+   * (sim/priority-preemption.ts). The vLLM flavor has no such preemption and ignores it.
+   */
+  prioritySchedulingPreemptionThreshold: number;
 }
 
 export interface SimWorkerOptions extends Partial<SimNumericOptions> {
@@ -91,10 +97,13 @@ export interface SimWorkerOptions extends Partial<SimNumericOptions> {
   defaultBootstrapPort?: number;
   /**
    * Priority scheduling as the flavor's engine does it (vLLM --scheduling-policy priority: lower
-   * `priority` first; SGLang --enable-priority-scheduling: higher first), with preemption
-   * (sim/engine.ts). Default off: first come, first served.
+   * `priority` first, never preempting for a waiting request; SGLang --enable-priority-scheduling:
+   * higher first, preempting past prioritySchedulingPreemptionThreshold). Default off: first
+   * come, first served (sim/engine.ts).
    */
   priorityScheduling?: boolean;
+  /** SGLang's --disable-priority-preemption: priority orders the queue and preempts nothing. */
+  disablePriorityPreemption?: boolean;
 }
 
 export interface NumericOptionSpec {
@@ -157,6 +166,12 @@ export const NUMERIC_OPTIONS: readonly NumericOptionSpec[] = [
     integer: false,
     min: 0,
   },
+  {
+    key: "prioritySchedulingPreemptionThreshold",
+    description: "SGLang priority scheduling: least priority gap (exclusive) that preempts",
+    integer: true,
+    min: 0,
+  },
 ];
 
 export const DEFAULT_NUMERIC_OPTIONS: Readonly<SimNumericOptions> = Object.freeze({
@@ -173,6 +188,8 @@ export const DEFAULT_NUMERIC_OPTIONS: Readonly<SimNumericOptions> = Object.freez
   firstTokenDelayMs: 0,
   transferTokensPerSec: 400_000,
   handoffTimeoutMs: 30_000,
+  // SGLang's default (python/sglang/srt/server_args.py).
+  prioritySchedulingPreemptionThreshold: 10,
 });
 
 const DEFAULT_MODEL = "meta-llama/Llama-3.1-8B-Instruct";
@@ -191,6 +208,7 @@ export interface ResolvedSimOptions extends SimNumericOptions {
   bootstrapPort: number;
   defaultBootstrapPort: number;
   priorityScheduling: boolean;
+  disablePriorityPreemption: boolean;
 }
 
 /** Fill defaults and validate; throws RangeError naming the bad option. */
@@ -240,6 +258,7 @@ export function resolveOptions(options: SimWorkerOptions = {}): ResolvedSimOptio
     bootstrapPort: portOption("bootstrapPort", options.bootstrapPort ?? 0),
     defaultBootstrapPort: portOption("defaultBootstrapPort", options.defaultBootstrapPort ?? 8998),
     priorityScheduling: options.priorityScheduling === true,
+    disablePriorityPreemption: options.disablePriorityPreemption === true,
   };
 }
 

@@ -18,6 +18,11 @@ export function serverInfo(o: ResolvedSimOptions, kv: PrefixKvCache, dpSize: num
     max_running_requests: o.maxRunning,
     chunked_prefill_size: o.maxBatchTokens,
     page_size: o.blockSize,
+    // The priority server args as SGLang lists them (python/sglang/srt/server_args.py).
+    enable_priority_scheduling: o.priorityScheduling,
+    disable_priority_preemption: o.disablePriorityPreemption,
+    schedule_low_priority_values_first: false,
+    priority_scheduling_preemption_threshold: o.prioritySchedulingPreemptionThreshold,
     version: SIM_VERSION,
     simulator: {
       id: id,

@@ -3,7 +3,9 @@
  * filling a saturated engine goes at once, without waiting for an end, because the engine's
  * priority scheduler serves it first (the simulated engine preempts). Real sockets, a simulated
  * SGLang engine with a batch of 2 and priority scheduling, kept busy by long low-priority
- * streams; engine readings are taken by hand (the poll interval is a minute).
+ * streams; engine readings are taken by hand (the poll interval is a minute). The engines run
+ * with --priority-scheduling-preemption-threshold 0, as an operator who wants every higher
+ * priority to preempt sets it (SGLang's default, 10, preempts only for a gap above 10).
  */
 import { describe, expect, it } from "vitest";
 import { type SimWorker, startSimWorker } from "../../sim/worker.js";
@@ -14,6 +16,12 @@ import { startTestRouter, waitFor } from "../helpers/router.js";
 const FLOOD = { "x-tenant-id": "flood", "x-priority": "0" };
 const HIGH = { "x-tenant-id": "urgent", "x-priority": "10" };
 const SAME = { "x-tenant-id": "light", "x-priority": "0" };
+/** SGLang with priority scheduling, preempting for any higher priority. */
+const PREEMPTING = {
+  maxRunning: 2,
+  priorityScheduling: true,
+  prioritySchedulingPreemptionThreshold: 0,
+};
 
 function complete(
   router: RunningRouter,
@@ -80,7 +88,7 @@ describe("--engine-priority: a request that outranks the running work goes at on
 
   /** An engine full of long low-priority streams (2 running, 1 queued), read by the router. */
   async function floodedFleet(enginePriority: boolean, signal: AbortSignal) {
-    const sim = await startSimWorker({ id: "busy", maxRunning: 2, priorityScheduling: true });
+    const sim = await startSimWorker({ id: "busy", ...PREEMPTING });
     started.sims = [sim];
     started.router = await startTestRouter({
       workerUrls: [sim.url],
@@ -166,8 +174,8 @@ describe("--engine-priority: a request that outranks the running work goes at on
     const stop = new AbortController();
     try {
       const sims = [
-        await startSimWorker({ id: "x", maxRunning: 2, priorityScheduling: true }),
-        await startSimWorker({ id: "y", maxRunning: 2, priorityScheduling: true }),
+        await startSimWorker({ id: "x", ...PREEMPTING }),
+        await startSimWorker({ id: "y", ...PREEMPTING }),
       ];
       started.sims = sims;
       const [x, y] = sims as [SimWorker, SimWorker];

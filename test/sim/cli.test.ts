@@ -55,6 +55,21 @@ describe("sim CLI: arguments", () => {
     });
   });
 
+  it("priority scheduling flags, spelled as SGLang's", () => {
+    expect(planFromArgs([]).workers[0]).not.toHaveProperty("priorityScheduling");
+    const plan = planFromArgs([
+      "--enable-priority-scheduling",
+      "--priority-scheduling-preemption-threshold",
+      "0",
+      "--disable-priority-preemption",
+    ]);
+    expect(plan.workers[0]).toMatchObject({
+      priorityScheduling: true,
+      prioritySchedulingPreemptionThreshold: 0,
+      disablePriorityPreemption: true,
+    });
+  });
+
   it("--count N gives consecutive ports (or all random) and numbered ids", () => {
     const plan = planFromArgs(["--count", "3", "--port", "31001", "--id", "w"]);
     expect(plan.workers.map((w) => [w.port, w.id])).toEqual([

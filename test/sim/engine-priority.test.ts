@@ -1,26 +1,29 @@
 /**
- * The simulated engine's priority scheduling (vLLM --scheduling-policy priority, SGLang
- * --enable-priority-scheduling): the waiting queue is ordered by priority in the engine's own
- * direction, and a more urgent waiting sequence preempts the least urgent running one.
+ * The simulated engine's priority scheduling as each engine does it: the waiting queue is ordered
+ * by priority in the engine's own direction; vLLM's v1 scheduler (--scheduling-policy priority)
+ * never preempts a running request for a waiting one, SGLang (--enable-priority-scheduling)
+ * preempts only past --priority-scheduling-preemption-threshold, when the batch is full, and only
+ * as many running requests as the waiting one needs (python/sglang/srt/managers/
+ * schedule_policy.py, PrefillAdder.preempt_to_schedule).
  */
 import { describe, expect, it } from "vitest";
-import { Engine } from "../../sim/engine.js";
+import { Engine, type EngineOptions } from "../../sim/engine.js";
 import { PrefixKvCache } from "../../sim/kv-cache.js";
 import { ManualClock } from "../../sim/manual-clock.js";
-import type { PriorityOrder } from "../../sim/priority-order.js";
 import { DEFAULT_TIMING } from "../../sim/timing.js";
 
-function setup(priorityOrder: PriorityOrder | undefined) {
+const VLLM = { priorityOrder: "lower-first" } as const;
+/** SGLang with its default threshold (10). */
+const SGLANG = { priorityOrder: "higher-first", preemptionThreshold: 10 } as const;
+
+function setup(
+  priority: Partial<EngineOptions>,
+  { maxRunning = 1, kvTokens = 100_000 }: { maxRunning?: number; kvTokens?: number } = {},
+) {
   const clock = new ManualClock();
-  const kv = new PrefixKvCache({ capacityTokens: 100_000, blockSize: 16 });
+  const kv = new PrefixKvCache({ capacityTokens: kvTokens, blockSize: 16 });
   const engine = new Engine(
-    {
-      timing: DEFAULT_TIMING,
-      maxRunning: 1,
-      maxBatchTokens: 8192,
-      delayFactor: () => 1,
-      ...(priorityOrder === undefined ? {} : { priorityOrder }),
-    },
+    { timing: DEFAULT_TIMING, maxRunning, maxBatchTokens: 8192, delayFactor: () => 1, ...priority },
     kv,
     clock,
   );
@@ -45,7 +48,7 @@ function setup(priorityOrder: PriorityOrder | undefined) {
 
 describe("the simulated engine's priority scheduling", () => {
   it("first come, first served without it (the priority field is ignored)", () => {
-    const e = setup(undefined);
+    const e = setup({});
     e.submit("a", 0);
     e.submit("b", 5);
     e.submit("c", -5);
@@ -53,34 +56,97 @@ describe("the simulated engine's priority scheduling", () => {
     expect(e.firstTokens).toEqual(["a", "b", "c"]);
   });
 
-  it("vLLM: a lower value waits less, and preempts a running one of a higher value", () => {
-    const e = setup("lower-first");
-    e.submit("a", 5, 50); // running, long
+  it("vLLM: a lower value waits less, but never preempts a running one (the slot frees first)", () => {
+    const e = setup(VLLM);
+    const a = e.submit("a", 5, 50); // running, long
     e.submit("b", 3);
     e.submit("c", 0);
+    e.clock.fireNext();
+    expect(a.state).toBe("running");
     e.clock.runAll();
-    // c (0) preempts a (5) at once, then b (3) takes the slot before a resumes.
+    // c (0) goes before b (3), but only when a (5) has ended: vLLM's waiting loop stops at
+    // max_num_seqs (vllm/v1/core/sched/scheduler.py).
+    expect(e.firstTokens).toEqual(["a", "c", "b"]);
+    expect(e.finished).toEqual(["a", "c", "b"]);
+    expect(e.admits).toEqual(["a", "c", "b"]);
+  });
+
+  it("SGLang: a gap of exactly the threshold does not preempt", () => {
+    const e = setup(SGLANG);
+    e.submit("a", -5, 50);
+    e.submit("c", 5); // 5 - (-5) = 10, not above 10
+    e.clock.runAll();
+    expect(e.finished).toEqual(["a", "c"]);
+  });
+
+  it("SGLang: a gap above the threshold preempts; the preempted one resumes with every token", () => {
+    const e = setup(SGLANG);
+    e.submit("a", -5, 50);
+    e.submit("b", 1);
+    e.submit("c", 6); // 6 - (-5) = 11 > 10: preempts a; b (1 - (-5) = 6) does not
+    e.clock.runAll();
     expect(e.firstTokens).toEqual(["a", "c", "b"]);
     expect(e.finished).toEqual(["c", "b", "a"]);
     // A preempted sequence is admitted (told) once and still produces every token.
     expect(e.admits).toEqual(["a", "c", "b"]);
   });
 
-  it("SGLang: a higher value goes first", () => {
-    const e = setup("higher-first");
-    e.submit("a", -5, 50);
+  it("SGLang with a threshold of 0: any higher value preempts, an equal one does not", () => {
+    const e = setup({ ...SGLANG, preemptionThreshold: 0 });
+    e.submit("a", 1, 50);
     e.submit("b", 1);
-    e.submit("c", 7);
+    e.submit("c", 2);
     e.clock.runAll();
+    // a goes back to the queue behind b, as SGLang requeues it (a new wait_queue_entry_time).
     expect(e.finished).toEqual(["c", "b", "a"]);
   });
 
-  it("equal priorities keep arrival order and never preempt", () => {
-    const e = setup("lower-first");
+  it("SGLang: preempts only as many as needed, the least urgent and latest first", () => {
+    const e = setup(SGLANG, { maxRunning: 3 });
+    const low = e.submit("l", -20, 200);
+    const mid = e.submit("n", -15, 200);
+    e.clock.fireNext();
+    const lowLater = e.submit("m", -20, 200); // same priority as l, queued later
+    e.clock.fireNext();
+    expect(e.engine.running).toBe(3);
+    const high = e.submit("h", 0);
+    e.clock.fireNext();
+    // A full batch by slots; the KV pool has room: one slot is all h needs.
+    expect(high.state).toBe("running");
+    expect(lowLater.state).toBe("waiting");
+    expect([low.state, mid.state]).toEqual(["running", "running"]);
+  });
+
+  it("SGLang: preempts more when the waiting one needs their KV, none when they cannot free enough", () => {
+    // 6 blocks of 16 tokens; each low one holds 3 (32 prompt + 16 output), h needs 5 (32 + 48).
+    const e = setup(SGLANG, { maxRunning: 2, kvTokens: 96 });
+    const a = e.submit("a", -20, 16);
+    const b = e.submit("b", -20, 16);
+    e.clock.fireNext();
+    const h = e.submit("h", 0, 48);
+    e.clock.fireNext();
+    expect([h.state, a.state, b.state]).toEqual(["running", "waiting", "waiting"]);
+
+    // One of the two is within the threshold (gap 5): the other alone cannot free 5 blocks.
+    const f = setup(SGLANG, { maxRunning: 2, kvTokens: 96 });
+    const x = f.submit("x", -20, 16);
+    const y = f.submit("y", -5, 16);
+    f.clock.fireNext();
+    const g = f.submit("g", 0, 48);
+    f.clock.fireNext();
+    expect([g.state, x.state, y.state]).toEqual(["waiting", "running", "running"]);
+  });
+
+  it("SGLang: equal priorities keep arrival order and never preempt", () => {
+    const e = setup({ ...SGLANG, preemptionThreshold: 0 });
     e.submit("a", 1, 20);
     e.submit("b", 1);
     e.submit("c", 1);
     e.clock.runAll();
     expect(e.finished).toEqual(["a", "b", "c"]);
+  });
+
+  it("rejects a negative threshold", () => {
+    expect(() => setup({ ...SGLANG, preemptionThreshold: -1 })).toThrow(/preemptionThreshold/);
   });
 });

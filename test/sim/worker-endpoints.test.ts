@@ -329,6 +329,11 @@ describe("GET endpoints", () => {
       max_running_requests: 256,
       page_size: 16,
       max_total_num_tokens: 400_000,
+      // SGLang's priority server args, at its defaults.
+      enable_priority_scheduling: false,
+      disable_priority_preemption: false,
+      schedule_low_priority_values_first: false,
+      priority_scheduling_preemption_threshold: 10,
     });
   });
 
