@@ -91,6 +91,8 @@ class Sequence implements SequenceHandle {
   admitted = false;
   /** When it last entered the waiting queue: its arrival, or when it was preempted. */
   queuedAt: number;
+  /** What its prefill computes: the prompt, after a preemption with the output so far. */
+  prefillTokens: readonly number[];
 
   constructor(
     readonly engine: Engine,
@@ -102,6 +104,7 @@ class Sequence implements SequenceHandle {
     readonly urgency: number,
   ) {
     this.queuedAt = arrival;
+    this.prefillTokens = promptTokens;
   }
 
   abort(): void {
@@ -258,7 +261,7 @@ export class Engine {
     let budget = this.options.maxBatchTokens;
     for (const seq of this.runningBatch) {
       if (budget === 0) break;
-      if (seq.computed < seq.promptTokens.length) continue;
+      if (seq.computed < seq.prefillTokens.length) continue;
       entries.push({ seq, prefill: 0 });
       budget--;
       shape.decodeSeqs++;
@@ -266,7 +269,7 @@ export class Engine {
     }
     for (const seq of this.runningBatch) {
       if (budget === 0) break;
-      if (seq.computed >= seq.promptTokens.length) continue;
+      if (seq.computed >= seq.prefillTokens.length) continue;
       budget -= this.addPrefill(entries, shape, seq, budget);
     }
     const preempted: Sequence[] = [];
@@ -279,7 +282,7 @@ export class Engine {
         for (const victim of victims) budget += this.preempt(victim, t, entries, shape);
         preempted.push(...victims);
       }
-      const alloc = this.kv.allocate(head.promptTokens, head.promptTokens.length + head.maxTokens);
+      const alloc = this.kv.allocate(head.prefillTokens, head.promptTokens.length + head.maxTokens);
       if (alloc === undefined) break; // FIFO: the head waits for KV room, and so do those behind it.
       this.waitingQueue.shift();
       head.state = "running";
@@ -305,16 +308,14 @@ export class Engine {
   }
 
   /**
-   * The running sequences `head` preempts on finding the batch full (SGLang's scheduler tries
-   * preemption only then: get_new_batch_prefill in python/sglang/srt/managers/scheduler.py sets
-   * batch_is_full by max_running_requests and calls preempt_to_schedule); none without SGLang's
-   * preemption.
+   * The running sequences `head` preempts on finding the batch full: SGLang tries only then
+   * (python/sglang/srt/managers/scheduler.py get_new_batch_prefill, batch_is_full).
    */
   private victimsFor(head: Sequence): Sequence[] {
     const threshold = this.options.preemptionThreshold;
     if (this.options.priorityOrder === undefined || threshold === undefined) return [];
     const lacking = this.kv.shortfallBlocks(
-      head.promptTokens,
+      head.prefillTokens,
       head.promptTokens.length + head.maxTokens,
     );
     return preemptionVictims(head, this.runningBatch, threshold, lacking, (seq) =>
@@ -323,32 +324,27 @@ export class Engine {
   }
 
   /**
-   * Take `seq` out of the batch and out of the step being planned; it waits again and recomputes
-   * its prompt (its KV is freed, the prefix cache keeps what was cached). Returns the step's
-   * tokens it gives back.
+   * Take `seq` out of the batch and out of the step being planned; it waits again and, admitted
+   * again, recomputes its prompt and output so far (its KV is freed, the prefix cache keeps what
+   * was cached), as the engines resume a preempted request. Returns the step's tokens it gives back.
    */
   private preempt(seq: Sequence, t: number, entries: PlanEntry[], shape: StepShape): number {
-    let freed = 0;
     const i = entries.findIndex((e) => e.seq === seq);
-    if (i >= 0) {
-      const { prefill } = entries[i] as PlanEntry;
-      entries.splice(i, 1);
-      if (prefill === 0) {
-        shape.decodeSeqs--;
-        shape.contextTokens -= seq.promptTokens.length + seq.generated;
-        freed = 1;
-      } else {
-        shape.prefillTokens -= prefill;
-        shape.contextTokens -= seq.computed + prefill;
-        freed = prefill;
-      }
+    const prefill = i >= 0 ? (entries.splice(i, 1)[0] as PlanEntry).prefill : undefined;
+    if (prefill === 0) {
+      shape.decodeSeqs--;
+      shape.contextTokens -= seq.promptTokens.length + seq.generated;
+    } else if (prefill !== undefined) {
+      shape.prefillTokens -= prefill;
+      shape.contextTokens -= seq.computed + prefill;
     }
     this.leaveBatch(seq);
     seq.alloc = undefined;
     seq.computed = 0;
+    seq.prefillTokens = seq.promptTokens.concat(generatedTokenIds(seq.generated));
     seq.state = "waiting";
     seq.queuedAt = t;
-    return freed;
+    return prefill === undefined ? 0 : Math.max(prefill, 1);
   }
 
   private addPrefill(
@@ -357,7 +353,7 @@ export class Engine {
     seq: Sequence,
     budget: number,
   ): number {
-    const chunk = Math.min(seq.promptTokens.length - seq.computed, budget);
+    const chunk = Math.min(seq.prefillTokens.length - seq.computed, budget);
     entries.push({ seq, prefill: chunk });
     shape.prefillTokens += chunk;
     shape.contextTokens += seq.computed + chunk;
@@ -371,8 +367,8 @@ export class Engine {
       if (seq.state !== "running") continue; // aborted during the step
       if (prefill > 0) {
         seq.computed += prefill;
-        this.kv.commit(seq.alloc as KvAllocation, seq.promptTokens, seq.computed);
-        if (seq.computed < seq.promptTokens.length) continue;
+        this.kv.commit(seq.alloc as KvAllocation, seq.prefillTokens, seq.computed);
+        if (seq.computed < seq.prefillTokens.length) continue;
         if (seq.maxTokens === 0) {
           this.finish(seq);
           continue;

@@ -91,6 +91,26 @@ describe("the simulated engine's priority scheduling", () => {
     expect(e.admits).toEqual(["a", "c", "b"]);
   });
 
+  it("SGLang: a preempted sequence recomputes its prompt and its output so far when it resumes", () => {
+    let prefilled = 0;
+    const e = setup({
+      ...SGLANG,
+      onStep: (_start, _ms, shape) => (prefilled += shape.prefillTokens),
+    });
+    const a = e.submit("a", -20, 50);
+    for (let step = 0; step < 20; step++) e.clock.fireNext(); // a's prefill, then 19 decode steps
+    e.submit("h", 0);
+    e.clock.fireNext(); // the step already planned (a decodes), then h's: a preempted
+    expect(a.state).toBe("waiting");
+    const output = a.generated;
+    expect(output).toBe(21);
+    e.clock.runAll();
+    expect(e.finished).toEqual(["h", "a"]);
+    expect(a.generated).toBe(50);
+    // a's 32 prompt tokens, h's 32, then a's prompt (cached: 2 full blocks) and output again.
+    expect(prefilled).toBe(32 + 32 + output);
+  });
+
   it("SGLang with a threshold of 0: any higher value preempts, an equal one does not", () => {
     const e = setup({ ...SGLANG, preemptionThreshold: 0 });
     e.submit("a", 1, 50);
