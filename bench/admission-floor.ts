@@ -6,7 +6,7 @@
  * belongs to the engine's steps.
  *
  *   npm run bench:admission-floor
- *   npm run bench:admission-floor -- --seconds 600 --batch-tokens 8192,2048,512,256
+ *   npm run bench:admission-floor -- --seconds 600 --batch-tokens 8192,2048,512,256 --flood-spread 0.5
  *
  * One engine with bench:admission's shapes: a running batch of 8, the flood's requests 1,000
  * prompt tokens and 96 output (bench:admission's 4,000 characters at the simulator's 4 per token),
@@ -63,7 +63,13 @@ function freshPrompt(rng: Rng, length: number): number[] {
   return tokens;
 }
 
-function runOnce(mode: Mode, batchTokens: number, seconds: number, seed: number): RunResult {
+function runOnce(
+  mode: Mode,
+  batchTokens: number,
+  seconds: number,
+  seed: number,
+  spread: number,
+): RunResult {
   const clock = new ManualClock();
   const rng = mulberry32(seed);
   const engine = new Engine(
@@ -86,7 +92,8 @@ function runOnce(mode: Mode, batchTokens: number, seconds: number, seed: number)
     if (clock.now() >= endAt) return;
     engine.submit({
       promptTokens: freshPrompt(rng, FLOOD.promptTokens),
-      maxTokens: FLOOD.maxTokens,
+      // --flood-spread s: output lengths uniform in 96 × [1 − s, 1 + s] (0: every one 96 long).
+      maxTokens: Math.max(1, Math.round(FLOOD.maxTokens * (1 + spread * (2 * rng() - 1)))),
       priority: -1,
       sink: {
         onToken: () => {
@@ -147,20 +154,28 @@ export async function main(argv = process.argv.slice(2)): Promise<void> {
       seconds: { type: "string", default: "600" },
       "batch-tokens": { type: "string", default: "8192,2048,512,256" },
       seed: { type: "string", default: "24" },
+      "flood-spread": { type: "string", default: "0" },
     },
   });
   const seconds = Number(values.seconds);
   const seed = Number(values.seed);
+  const spread = Number(values["flood-spread"]);
   const budgets = String(values["batch-tokens"]).split(",").map(Number);
-  if (!(seconds > 1) || budgets.some((b) => !Number.isInteger(b) || b < 1)) {
-    throw new Error("--seconds must be > 1 and --batch-tokens positive integers");
+  if (
+    !(seconds > 1) ||
+    budgets.some((b) => !Number.isInteger(b) || b < 1) ||
+    !(spread >= 0 && spread < 1)
+  ) {
+    throw new Error(
+      "--seconds must be > 1, --batch-tokens positive integers, --flood-spread in [0, 1)",
+    );
   }
   console.log(
-    `engine floor under the flood: 1 engine, batch ${MAX_RUNNING}, ${seconds} model s, seed ${seed}; light ${LIGHT_RATE}/s`,
+    `engine floor under the flood: 1 engine, batch ${MAX_RUNNING}, ${seconds} model s, seed ${seed}, flood output spread ±${spread * 100}%; light ${LIGHT_RATE}/s`,
   );
   const rows: string[][] = [];
   for (const budget of budgets) {
-    const results = MODES.map((mode) => runOnce(mode, budget, seconds, seed));
+    const results = MODES.map((mode) => runOnce(mode, budget, seconds, seed, spread));
     const quietP99 = quantile(
       [...(results[0] as RunResult).ttfts].sort((a, b) => a - b),
       0.99,
