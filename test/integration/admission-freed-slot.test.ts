@@ -8,6 +8,7 @@
 import { describe, expect, it } from "vitest";
 import { startSimWorker } from "../../sim/worker.js";
 import { startedPerTest } from "../faults/support.js";
+import { HOLD_AT_FULL_BATCH } from "../helpers/admission-settings.js";
 import { startTestRouter, waitFor } from "../helpers/router.js";
 
 async function streamed(
@@ -50,11 +51,7 @@ describe("admission: a request's end frees its slot at once", () => {
     started.sims = [sim];
     started.router = await startTestRouter({
       workerUrls: [sim.url],
-      queueWhenSaturated: true,
-      saturationQueueDepth: 1,
-      enginePollIntervalSecs: 60,
-      queueTimeoutSecs: 60,
-      firstByteTimeoutSecs: 60,
+      ...HOLD_AT_FULL_BATCH,
     });
     const router = started.router;
     const admission = router.context.admission;

@@ -8,6 +8,7 @@
 import { describe, expect, it } from "vitest";
 import { startSimWorker } from "../../sim/worker.js";
 import { startedPerTest } from "../faults/support.js";
+import { HOLD_AT_FULL_BATCH } from "../helpers/admission-settings.js";
 import { startTestRouter, waitFor } from "../helpers/router.js";
 
 const PREFIX = "shared system prompt ".repeat(100);
@@ -35,11 +36,7 @@ describe("admission: a request goes where there is room", () => {
     started.router = await startTestRouter({
       workerUrls: sims.map((s) => s.url),
       policy: "cache_aware",
-      queueWhenSaturated: true,
-      saturationQueueDepth: 1,
-      enginePollIntervalSecs: 60,
-      queueTimeoutSecs: 60,
-      firstByteTimeoutSecs: 60,
+      ...HOLD_AT_FULL_BATCH,
     });
     const router = started.router;
     const stop = new AbortController();

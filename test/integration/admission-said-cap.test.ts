@@ -9,6 +9,7 @@
 import { describe, expect, it } from "vitest";
 import { startSimWorker } from "../../sim/worker.js";
 import { startedPerTest } from "../faults/support.js";
+import { HOLD_AT_FULL_BATCH } from "../helpers/admission-settings.js";
 import { startTestRouter, waitFor } from "../helpers/router.js";
 
 describe("admission: the engine's said running cap", () => {
@@ -19,11 +20,7 @@ describe("admission: the engine's said running cap", () => {
     started.sims = [sim];
     started.router = await startTestRouter({
       workerUrls: [sim.url],
-      queueWhenSaturated: true,
-      saturationQueueDepth: 1,
-      enginePollIntervalSecs: 60,
-      queueTimeoutSecs: 60,
-      firstByteTimeoutSecs: 60,
+      ...HOLD_AT_FULL_BATCH,
     });
     const router = started.router;
     // One reading of the idle engine: nothing running, nothing queued, its cap said.

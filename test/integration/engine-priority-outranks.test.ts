@@ -11,6 +11,7 @@ import { describe, expect, it } from "vitest";
 import { type SimWorker, startSimWorker } from "../../sim/worker.js";
 import type { RunningRouter } from "../../src/server.js";
 import { startedPerTest } from "../faults/support.js";
+import { HOLD_AT_FULL_BATCH } from "../helpers/admission-settings.js";
 import { startTestRouter, waitFor } from "../helpers/router.js";
 
 const FLOOD = { "x-tenant-id": "flood", "x-priority": "0" };
@@ -93,11 +94,7 @@ describe("--engine-priority: a request that outranks the running work goes at on
     started.router = await startTestRouter({
       workerUrls: [sim.url],
       enginePriority,
-      queueWhenSaturated: true,
-      saturationQueueDepth: 1,
-      enginePollIntervalSecs: 60,
-      queueTimeoutSecs: 60,
-      firstByteTimeoutSecs: 60,
+      ...HOLD_AT_FULL_BATCH,
     });
     const router = started.router;
     const worker = router.context.registry.get(sim.url)!;
@@ -184,11 +181,7 @@ describe("--engine-priority: a request that outranks the running work goes at on
         workerUrls: [x.url, y.url],
         policy: "round_robin",
         enginePriority: true,
-        queueWhenSaturated: true,
-        saturationQueueDepth: 1,
-        enginePollIntervalSecs: 60,
-        queueTimeoutSecs: 60,
-        firstByteTimeoutSecs: 60,
+        ...HOLD_AT_FULL_BATCH,
       });
       const router = started.router;
       const workers = sims.map((sim) => router.context.registry.get(sim.url)!);
