@@ -1,5 +1,5 @@
 import fc from "fast-check";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { CircuitBreaker } from "../../src/workers/breaker.js";
 import {
   type DispatchLoad,
@@ -8,10 +8,11 @@ import {
   NEUTRAL,
   WorkerLease,
 } from "../../src/workers/lease.js";
-import { Worker } from "../../src/workers/worker.js";
+import type { Worker } from "../../src/workers/worker.js";
 import { WorkerLoad } from "../../src/workers/worker-load.js";
+import { idleWorkers, TEST_BREAKER } from "../helpers/idle-workers.js";
 
-const BREAKER = { failureThreshold: 3, openMs: 60_000, successThreshold: 1 };
+const BREAKER = TEST_BREAKER;
 const OUTCOMES: Record<string, LeaseOutcome> = {
   ok: { kind: "answered", status: 200 },
   bad_request: { kind: "answered", status: 400 },
@@ -44,15 +45,7 @@ class CountingBreaker extends CircuitBreaker {
   }
 }
 
-const workers: Worker[] = [];
-function worker(): Worker {
-  const w = new Worker("w", "http://127.0.0.1:9", { breaker: BREAKER, connectTimeoutMs: 1000 });
-  workers.push(w);
-  return w;
-}
-afterEach(async () => {
-  for (const w of workers.splice(0)) await w.pool.close();
-});
+const worker = idleWorkers();
 
 function idle(w: Worker) {
   return {
@@ -154,11 +147,7 @@ describe("WorkerLease", () => {
   });
 
   it("a half-open breaker's trial slot is held by the lease and freed by its neutral end", async () => {
-    const w = new Worker("w", "http://127.0.0.1:9", {
-      breaker: { failureThreshold: 1, openMs: 0, successThreshold: 1 },
-      connectTimeoutMs: 1000,
-    });
-    workers.push(w);
+    const w = worker({ failureThreshold: 1, openMs: 0, successThreshold: 1 });
     w.dispatch({ textChars: 1, uncachedChars: 1 }).finish(FAILED);
     // openMs 0: open turns half-open at once, and one trial is admitted.
     expect(w.breaker.state).toBe("half_open");

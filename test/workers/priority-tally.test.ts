@@ -1,21 +1,12 @@
 import fc from "fast-check";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { FAILED, type LeaseOutcome, NEUTRAL, type WorkerLease } from "../../src/workers/lease.js";
 import { PriorityTally } from "../../src/workers/priority-tally.js";
-import { Worker } from "../../src/workers/worker.js";
+import { idleWorkers } from "../helpers/idle-workers.js";
 
-const BREAKER = { failureThreshold: 3, openMs: 60_000, successThreshold: 1 };
 const OUTCOMES: LeaseOutcome[] = [{ kind: "answered", status: 200 }, FAILED, NEUTRAL];
 
-const workers: Worker[] = [];
-function worker(): Worker {
-  const w = new Worker("w", "http://127.0.0.1:9", { breaker: BREAKER, connectTimeoutMs: 1000 });
-  workers.push(w);
-  return w;
-}
-afterEach(async () => {
-  for (const w of workers.splice(0)) await w.pool.close();
-});
+const worker = idleWorkers();
 
 describe("PriorityTally", () => {
   it("counts requests per priority, below a priority strictly, and forgets a priority at 0", () => {
@@ -89,8 +80,6 @@ describe("a worker's in-flight engine priorities (the lease keeps them)", () => 
           for (const { lease } of leases) lease.finish(NEUTRAL);
           expect(w.ownInFlightBelow(101)).toBe(0);
           expect(w.ownInFlight).toBe(0);
-          void w.pool.close();
-          workers.splice(workers.indexOf(w), 1);
         },
       ),
       { numRuns: 200 },
