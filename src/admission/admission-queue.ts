@@ -118,6 +118,11 @@ export class AdmissionQueue implements AdmissionStep {
     return this.queue.queuedFor(tenant);
   }
 
+  /** Requests waiting at one priority: in all, and one tenant's. */
+  waitingAt(priority: number, tenant: string): { all: number; tenant: number } {
+    return this.queue.waitingAt(priority, tenant);
+  }
+
   /** Waiting requests per priority band and per tenant (metrics). */
   get shape(): Pick<FairQueue<Waiter>, "bandSizes" | "tenantSizes"> {
     return this.queue;

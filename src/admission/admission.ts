@@ -105,13 +105,15 @@ export class Admission {
   /**
    * The priority the engine's scheduler gets (--engine-priority, proxy/engine-priority.ts): the
    * request's, one step lower while its tenant holds more than half of the router's waiting
-   * requests (it floods), so the engine serves the other tenants' requests of the same priority
-   * before the flood's.
+   * requests of that priority (it floods that band), so the engine serves the other tenants'
+   * requests of the same priority before the flood's. Counted per band: a tenant flooding at a
+   * low priority keeps its high-priority requests where they are (demoting them too left a gap of
+   * exactly SGLang's preemption threshold, 10, to its own earlier low requests: no preemption).
    */
   enginePriority(ticket: AdmissionTicket): number {
     const { tenant, priority } = ticket.identity();
-    const waiting = this.queue.waiting;
-    return waiting > 0 && this.queue.queuedFor(tenant) * 2 > waiting ? priority - 1 : priority;
+    const waiting = this.queue.waitingAt(priority, tenant);
+    return waiting.all > 0 && waiting.tenant * 2 > waiting.all ? priority - 1 : priority;
   }
 
   /**

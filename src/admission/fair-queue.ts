@@ -98,6 +98,12 @@ export class FairQueue<E extends QueueEntry> {
     return this.perTenant.get(tenant) ?? 0;
   }
 
+  /** Requests waiting at one priority: in all, and the tenant's own. */
+  waitingAt(priority: number, tenant: string): { all: number; tenant: number } {
+    const band = this.bands.get(priority);
+    return { all: band?.size ?? 0, tenant: band?.waiting.get(tenant)?.length ?? 0 };
+  }
+
   push(entry: E): void {
     entry.seq = this.seq++;
     let band = this.bands.get(entry.priority);
