@@ -14,13 +14,12 @@
  *
  * Prints a table and writes bench/results/cluster.json.
  */
-import { mkdirSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { type BuiltRouter, startBuiltCluster, startBuiltRouter } from "./lib/built-router.js";
-import { commandLine, runIfEntryPoint } from "./lib/entry.js";
+import { commandLine, machineSummary, runIfEntryPoint, writeResults } from "./lib/entry.js";
 import { childFleetHost } from "./lib/fleet.js";
 import { fmt } from "./lib/latency.js";
 import { loadAgent, runLoad } from "./lib/load.js";
@@ -189,21 +188,13 @@ async function main(): Promise<void> {
     ["prompts", "row", "CPU µs/request (all)", "primary", "per router process", "req/s", "errors"],
     table,
   );
-  mkdirSync(dirname(RESULTS), { recursive: true });
-  writeFileSync(
-    RESULTS,
-    `${JSON.stringify(
-      {
-        command: commandLine("bench:cluster"),
-        date: new Date().toISOString(),
-        machine: `${os.cpus().length} cores, ${os.cpus()[0]?.model ?? "?"}, node ${process.version}`,
-        loadAverage: load,
-        runs,
-      },
-      null,
-      2,
-    )}\n`,
-  );
+  writeResults(RESULTS, {
+    command: commandLine("bench:cluster"),
+    date: new Date().toISOString(),
+    machine: machineSummary(),
+    loadAverage: load,
+    runs,
+  });
 }
 
 runIfEntryPoint(import.meta.url, main);
