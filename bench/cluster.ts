@@ -25,7 +25,7 @@ import { fmt } from "./lib/latency.js";
 import { loadAgent, runLoad } from "./lib/load.js";
 import { overheadJobs, overheadPrompts } from "./lib/overhead-requests.js";
 import { childPids, processCpuMicros } from "./lib/process-cpu.js";
-import { printTable } from "./lib/stats.js";
+import { median, printTable } from "./lib/stats.js";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 const RESULTS = join(ROOT, "bench", "results", "cluster.json");
@@ -104,15 +104,6 @@ async function measureRow(
     await dispatcher.close();
     await router.stop();
   }
-}
-
-function median(values: readonly number[]): number {
-  const v = values.filter(Number.isFinite).sort((a, b) => a - b);
-  if (v.length === 0) return Number.NaN;
-  const mid = Math.floor(v.length / 2);
-  return v.length % 2 === 1
-    ? (v[mid] as number)
-    : ((v[mid - 1] as number) + (v[mid] as number)) / 2;
 }
 
 async function main(): Promise<void> {
