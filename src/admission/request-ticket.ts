@@ -2,7 +2,12 @@ import type { IncomingHttpHeaders } from "node:http";
 import type { Cancel } from "../proxy/cancel.js";
 import { admitted, type ModelRoutingMode, planModel } from "../workers/served-models.js";
 import type { Worker } from "../workers/worker.js";
-import { type IdentityOptions, identify, type TenantTable } from "./identity.js";
+import {
+  type IdentityOptions,
+  identify,
+  type RequestIdentity,
+  type TenantTable,
+} from "./identity.js";
 import type { AdmissionTicket } from "./step.js";
 
 /** Characters per token when counting a request's work before any worker is chosen. */
@@ -45,9 +50,15 @@ export function requestTicket(
   sources: TicketSources,
   signal: Cancel,
 ): AdmissionTicket {
+  // Read once: the quota step, the queue and --engine-priority each ask, and reading it hashes a
+  // bearer key and touches the tenant table.
+  let identity: RequestIdentity | undefined;
   return {
     signal,
-    identity: () => identify(facts.headers, sources.identity, sources.tenants),
+    identity: () => {
+      identity ??= identify(facts.headers, sources.identity, sources.tenants);
+      return identity;
+    },
     candidates: () => {
       // The model's plan against the fleet as it is now (a worker may have joined meanwhile).
       const plan = planModel(sources.fleet.list(), facts.model, sources.modelRouting);

@@ -1,4 +1,4 @@
-import type { LossReason } from "../policies/loss-reason.js";
+import { LOSS_REASONS, type LossReason } from "../policies/loss-reason.js";
 import type { RequestAccount } from "./request-account.js";
 
 /** Sums of request accounts, in tokens (request-account.ts says what each part means). */
@@ -49,9 +49,7 @@ export function addTotals(into: AccountTotals, from: AccountTotals): void {
   into.chosen += from.chosen;
   into.reported += from.reported;
   into.cold += from.cold;
-  for (const reason of Object.keys(from.routingLoss) as LossReason[]) {
-    into.routingLoss[reason] += from.routingLoss[reason];
-  }
+  for (const reason of LOSS_REASONS) into.routingLoss[reason] += from.routingLoss[reason];
   into.indexLoss += from.indexLoss;
   into.unreported += from.unreported;
 }
@@ -59,8 +57,7 @@ export function addTotals(into: AccountTotals, from: AccountTotals): void {
 /** The JSON of GET /debug/cache: tokens, and each part as a share of the prompt tokens. */
 export function totalsJson(t: AccountTotals) {
   const share = (n: number) => (t.prompt > 0 ? Number((n / t.prompt).toFixed(4)) : 0);
-  const routing =
-    t.routingLoss.load + t.routingLoss.session + t.routingLoss.filter + t.routingLoss.unknown;
+  const routing = LOSS_REASONS.reduce((sum, reason) => sum + t.routingLoss[reason], 0);
   return {
     requests: t.requests,
     prompt_tokens: t.prompt,

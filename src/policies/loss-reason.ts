@@ -10,9 +10,8 @@ import type { RouteBranch } from "./policy.js";
  *   tried already for this request and failed (the retry went elsewhere);
  * - unknown: anything else (a peer replica's claim, a hash ring's home, a policy blind to prefixes).
  */
-export type LossReason = "load" | "session" | "filter" | "unknown";
-
-export const LOSS_REASONS: readonly LossReason[] = ["load", "session", "filter", "unknown"];
+export const LOSS_REASONS = ["load", "session", "filter", "unknown"] as const;
+export type LossReason = (typeof LOSS_REASONS)[number];
 
 /**
  * Branches whose choice did not weigh the match against load: a replica's claim, a hash ring's

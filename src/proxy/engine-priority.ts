@@ -50,14 +50,15 @@ export function prioritySent(
   return body.includes(FIELD) ? undefined : priority;
 }
 
-/** The body as sent to the worker: with the engine's `priority` field when the router passes one. */
+/**
+ * The body as sent to the worker: with the engine's `priority` field when the router passes one
+ * (`sent`: prioritySent's answer, worked out once per attempt by the forwarder).
+ */
 export function bodyWithPriority(
   body: Buffer | undefined,
-  path: string,
   engine: string | undefined,
-  priority: number | undefined,
+  sent: number | undefined,
 ): Buffer | undefined {
-  const sent = prioritySent(body, path, engine, priority);
   const value = sent === undefined ? undefined : enginePriority(engine, sent);
   if (body === undefined || value === undefined) return body;
   return bodyWithLeadingField(body, "priority", String(value));

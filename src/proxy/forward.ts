@@ -224,14 +224,16 @@ export class Forwarder implements RequestForwarder {
     const { stream, text } = req.routing;
     const ledger = this.ledger;
     const explainName = ledger?.options.explainHeader;
+    // The priority its engine gets: in the body sent and, until the attempt ends, in the worker's
+    // tally. Worked out once here (a search of the body), not again for the body.
+    const priority = prioritySent(req.routing.body, req.path, worker.engine, req.priority);
     const attempt = new Attempt({
       worker,
       load: {
         textChars: text.length,
         uncachedChars,
         rank,
-        // The priority its engine gets, counted in the worker's tally until the attempt ends.
-        enginePriority: prioritySent(req.routing.body, req.path, worker.engine, req.priority),
+        enginePriority: priority,
       },
       requestId: req.requestId,
       startedAt: req.startedAt,
@@ -258,6 +260,7 @@ export class Forwarder implements RequestForwarder {
       req,
       headers,
       rank,
+      priority,
       res,
       canRetry,
       this.closed,

@@ -41,6 +41,8 @@ export async function sendAttempt(
   req: ForwardRequest,
   headers: Record<string, string | string[]>,
   rank: number | undefined,
+  /** The router's priority the body carries to the engine (prioritySent), undefined = none. */
+  priority: number | undefined,
   res: ServerResponse,
   canRetry: () => boolean,
   /** The forwarder's abortAll() ran: the attempt ends at once. */
@@ -66,10 +68,9 @@ export async function sendAttempt(
           ),
           body:
             bodyWithPriority(
-              bodyForRank(req.routing.body, req.path, worker.signals.engine, rank),
-              req.path,
-              worker.signals.engine,
-              req.priority,
+              bodyForRank(req.routing.body, req.path, worker.engine, rank),
+              worker.engine,
+              priority,
             ) ?? null,
           // 0 = off: the attempt's timers and relay()'s bound the wait instead.
           headersTimeout: 0,

@@ -1,6 +1,20 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { bodyWithPriority, enginePriority } from "../../src/proxy/engine-priority.js";
+import {
+  bodyWithPriority as bodyWithSent,
+  enginePriority,
+  prioritySent,
+} from "../../src/proxy/engine-priority.js";
+
+/** The body the forwarder sends: prioritySent's answer (its once-per-attempt search) put in. */
+function bodyWithPriority(
+  body: Buffer,
+  path: string,
+  engine: string | undefined,
+  priority: number | undefined,
+): Buffer | undefined {
+  return bodyWithSent(body, engine, prioritySent(body, path, engine, priority));
+}
 
 describe("passing the request's priority to the engine (--engine-priority)", () => {
   it("maps higher-first to each engine's convention (vLLM lower first, SGLang higher first)", () => {

@@ -70,3 +70,37 @@ describe("admission's ticket (the request's path never returns to a folder it ha
     expect(calls).toEqual([]);
   });
 });
+
+describe("admission's ticket identity", () => {
+  it("is read once per request, however many steps ask (a bearer key is hashed once)", () => {
+    const registry = new WorkerRegistry({
+      breaker: { failureThreshold: 3, openMs: 1000, successThreshold: 1 },
+      connectTimeoutMs: 1000,
+    });
+    const tenants = new TenantTable(8);
+    let admits = 0;
+    const admit = tenants.admit.bind(tenants);
+    tenants.admit = (name: string) => {
+      admits += 1;
+      return admit(name);
+    };
+    const intake = new Intake(OPTIONS, registry, undefined, tenants);
+    const received: ReceivedRequest = {
+      endpoint: "chat",
+      body: Buffer.from("{}"),
+      summary: undefined,
+      session: undefined,
+      headers: { authorization: "Bearer sk-1", "x-priority": "3" },
+    };
+    const config = routeOptions(configWith({}));
+    const ticket = admissionTicket(
+      { config, intake, registry } as unknown as Parameters<typeof admissionTicket>[0],
+      received,
+      new Cancel(),
+    );
+    const first = ticket.identity();
+    expect(ticket.identity()).toBe(first);
+    expect(first.priority).toBe(3);
+    expect(admits).toBe(1);
+  });
+});
