@@ -51,7 +51,6 @@
  * n, how many the router held, TTFT, router wait and TTFT − wait p50/p99; the targets with the
  * samples behind each p99. Writes bench/results/admission.json.
  */
-import { mkdirSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -76,7 +75,7 @@ import {
   split,
   targets,
 } from "./lib/admission-report.js";
-import { commandLine, runIfEntryPoint } from "./lib/entry.js";
+import { commandLine, runIfEntryPoint, writeResults } from "./lib/entry.js";
 import { childFleetHost, type FleetHost } from "./lib/fleet.js";
 import { fmt } from "./lib/latency.js";
 import { listFlag } from "./lib/list-flag.js";
@@ -368,24 +367,16 @@ async function main(): Promise<void> {
       table.reduce((s, x) => s + x.lost, 0),
     );
     printTable(["target", "measured", "samples (p99 / base p99)", "goal"], goals);
-    mkdirSync(dirname(RESULTS), { recursive: true });
-    writeFileSync(
-      RESULTS,
-      `${JSON.stringify(
-        {
-          command: commandLine("bench:admission"),
-          date: new Date().toISOString(),
-          machine: { cpus: os.cpus().length, loadavg: os.loadavg() },
-          options: o,
-          capacityReqPerSec: capacity,
-          table,
-          splits,
-          targets: goals,
-        },
-        null,
-        2,
-      )}\n`,
-    );
+    writeResults(RESULTS, {
+      command: commandLine("bench:admission"),
+      date: new Date().toISOString(),
+      machine: { cpus: os.cpus().length, loadavg: os.loadavg() },
+      options: o,
+      capacityReqPerSec: capacity,
+      table,
+      splits,
+      targets: goals,
+    });
     console.log(`\nresults: ${RESULTS}`);
   } finally {
     await host.close();

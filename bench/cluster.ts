@@ -14,19 +14,18 @@
  *
  * Prints a table and writes bench/results/cluster.json.
  */
-import { mkdirSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { type BuiltRouter, startBuiltCluster, startBuiltRouter } from "./lib/built-router.js";
-import { commandLine, runIfEntryPoint } from "./lib/entry.js";
+import { commandLine, machineSummary, runIfEntryPoint, writeResults } from "./lib/entry.js";
 import { childFleetHost } from "./lib/fleet.js";
 import { fmt } from "./lib/latency.js";
 import { loadAgent, runLoad } from "./lib/load.js";
 import { overheadJobs, overheadPrompts } from "./lib/overhead-requests.js";
 import { childPids, processCpuMicros } from "./lib/process-cpu.js";
-import { printTable } from "./lib/stats.js";
+import { median, printTable } from "./lib/stats.js";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 const RESULTS = join(ROOT, "bench", "results", "cluster.json");
@@ -107,15 +106,6 @@ async function measureRow(
   }
 }
 
-function median(values: readonly number[]): number {
-  const v = values.filter(Number.isFinite).sort((a, b) => a - b);
-  if (v.length === 0) return Number.NaN;
-  const mid = Math.floor(v.length / 2);
-  return v.length % 2 === 1
-    ? (v[mid] as number)
-    : ((v[mid - 1] as number) + (v[mid] as number)) / 2;
-}
-
 async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
@@ -189,21 +179,13 @@ async function main(): Promise<void> {
     ["prompts", "row", "CPU µs/request (all)", "primary", "per router process", "req/s", "errors"],
     table,
   );
-  mkdirSync(dirname(RESULTS), { recursive: true });
-  writeFileSync(
-    RESULTS,
-    `${JSON.stringify(
-      {
-        command: commandLine("bench:cluster"),
-        date: new Date().toISOString(),
-        machine: `${os.cpus().length} cores, ${os.cpus()[0]?.model ?? "?"}, node ${process.version}`,
-        loadAverage: load,
-        runs,
-      },
-      null,
-      2,
-    )}\n`,
-  );
+  writeResults(RESULTS, {
+    command: commandLine("bench:cluster"),
+    date: new Date().toISOString(),
+    machine: machineSummary(),
+    loadAverage: load,
+    runs,
+  });
 }
 
 runIfEntryPoint(import.meta.url, main);

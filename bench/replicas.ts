@@ -16,8 +16,6 @@
  * (µs, measured in this process). Writes bench/results/replicas.json.
  */
 import { randomBytes } from "node:crypto";
-import { mkdirSync, writeFileSync } from "node:fs";
-import os from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
@@ -30,7 +28,7 @@ import { createLogger } from "../src/logger.js";
 import type { PolicyName } from "../src/policies/policy.js";
 import { SharedState } from "../src/state/shared-state.js";
 import { type BuiltRouter, startBuiltCluster } from "./lib/built-router.js";
-import { commandLine, runIfEntryPoint } from "./lib/entry.js";
+import { commandLine, machineSummary, runIfEntryPoint, writeResults } from "./lib/entry.js";
 import { childFleetHost, type FleetHost } from "./lib/fleet.js";
 import { fmt, summarizeMs } from "./lib/latency.js";
 import { type LoadJob, loadAgent, runLoad } from "./lib/load.js";
@@ -391,22 +389,14 @@ async function main(): Promise<void> {
         `${fmt(cost.alone.cpuUs, 2)} µs, with publishing ${fmt(cost.shared.cpuUs, 2)} µs ` +
         `(added ${fmt(cost.addedCpuUs, 2)} µs)`,
     );
-    mkdirSync(dirname(RESULTS), { recursive: true });
-    writeFileSync(
-      RESULTS,
-      `${JSON.stringify(
-        {
-          command: commandLine("bench:replicas"),
-          date: new Date().toISOString(),
-          machine: `${os.cpus().length} cores, ${os.cpus()[0]?.model ?? "?"}, node ${process.version}`,
-          preset: preset.name,
-          workloads: report,
-          publishCost: cost,
-        },
-        null,
-        2,
-      )}\n`,
-    );
+    writeResults(RESULTS, {
+      command: commandLine("bench:replicas"),
+      date: new Date().toISOString(),
+      machine: machineSummary(),
+      preset: preset.name,
+      workloads: report,
+      publishCost: cost,
+    });
   } finally {
     await host.close();
     await redis.stop();

@@ -1,3 +1,6 @@
+import { mkdirSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import { dirname } from "node:path";
 import { pathToFileURL } from "node:url";
 
 /** How this run was started, as an npm command (recorded next to the figures it produced). */
@@ -13,4 +16,15 @@ export function runIfEntryPoint(moduleUrl: string, main: () => Promise<void>): v
     console.error(err);
     process.exit(1);
   });
+}
+
+/** The machine a run used, as recorded next to its figures. */
+export function machineSummary(): string {
+  return `${os.cpus().length} cores, ${os.cpus()[0]?.model ?? "?"}, node ${process.version}`;
+}
+
+/** Writes a run's results as indented JSON, creating bench/results/ when missing. */
+export function writeResults(path: string, results: object): void {
+  mkdirSync(dirname(path), { recursive: true });
+  writeFileSync(path, `${JSON.stringify(results, null, 2)}\n`);
 }

@@ -23,6 +23,14 @@ export function summarize(samples: number[]): Summary {
   };
 }
 
+/** The median of the finite values (NaN when there are none). */
+export function median(values: readonly number[]): number {
+  const v = values.filter(Number.isFinite).sort((a, b) => a - b);
+  if (v.length === 0) return Number.NaN;
+  const mid = Math.floor(v.length / 2);
+  return v.length % 2 === 1 ? v[mid]! : (v[mid - 1]! + v[mid]!) / 2;
+}
+
 /** Prints rows as an aligned text table. */
 export function printTable(headers: string[], rows: (string | number)[][]): void {
   const cells = [headers, ...rows.map((r) => r.map(String))];

@@ -3,7 +3,7 @@
  * medians over rounds per row, and the medians of the per-round ratios against nginx.
  */
 import { fmt } from "./latency.js";
-import { printTable } from "./stats.js";
+import { median, printTable } from "./stats.js";
 import type { StreamLoadResult } from "./stream-load.js";
 
 /** bare: a bare Node.js proxy (the runtime's floor); base: the router built from --base REF. */
@@ -48,13 +48,6 @@ export interface RowSummary {
   misordered: number;
   /** Direct only: rounds in which the machine itself fell behind the pacing. */
   behindRounds: number;
-}
-
-function median(values: readonly number[]): number {
-  const v = values.filter(Number.isFinite).sort((a, b) => a - b);
-  if (v.length === 0) return Number.NaN;
-  const mid = Math.floor(v.length / 2);
-  return v.length % 2 === 1 ? v[mid]! : (v[mid - 1]! + v[mid]!) / 2;
 }
 
 export function cpuPerChunk(r: StreamLoadResult): number {

@@ -5,6 +5,7 @@
  */
 import {
   type Attributes,
+  type Context,
   ROOT_CONTEXT,
   type Span,
   SpanKind,
@@ -32,19 +33,19 @@ export class OtelRequestTrace implements RequestTrace {
   private attempts = 0;
   /** Phase and decision spans not ended yet (at most a few): ended with the request. */
   private readonly open = new Set<Span>();
+  /** The request span as its children's parent context: made once, not once per child. */
+  private readonly parent: Context;
 
   constructor(
     private readonly tracer: Tracer,
     private readonly span: Span,
     private readonly injectInto: Inject,
-  ) {}
+  ) {
+    this.parent = trace.setSpan(ROOT_CONTEXT, span);
+  }
 
   private child(name: string, kind: SpanKind = SpanKind.INTERNAL, attributes?: Attributes): Span {
-    return this.tracer.startSpan(
-      name,
-      { kind, attributes },
-      trace.setSpan(ROOT_CONTEXT, this.span),
-    );
+    return this.tracer.startSpan(name, { kind, attributes }, this.parent);
   }
 
   phase(name: PhaseName): PhaseSpan {
