@@ -13,6 +13,7 @@ import { RouterError } from "../errors.js";
 import type { Decision, RoutingDecider } from "../policies/decider.js";
 // The router's shutdown grace ran out: the same reason the regular forwarder gives.
 import { ShutdownAbort as RouterShutdown } from "../proxy/abort-reasons.js";
+import { explainHeader, settleAccount } from "../proxy/account-settle.js";
 import { Attempt, type RelayLimits } from "../proxy/attempt.js";
 import { attemptsOutcome } from "../proxy/attempts-outcome.js";
 import { backoffMs, sleep } from "../proxy/backoff.js";
@@ -151,7 +152,8 @@ export class PairForwarder implements RequestForwarder {
           candidates(other).length > 0
         );
       };
-      const explain = this.explainFor(account, p.worker);
+      // The prefill side's choice is the accounted one: the prefix cache is there.
+      const explain = explainHeader(this.ledger, account, p.worker);
       const result = await this.tryPair(
         req,
         res,
@@ -174,10 +176,7 @@ export class PairForwarder implements RequestForwarder {
           return outcome;
         }
         if (account === undefined) return outcome;
-        // A batch's usage is the sum over its prompts, not this text's: counted from the text then.
-        const usage = routed.usageDescribesText ? result.prefillUsage : undefined;
-        account.settle(usage?.promptTokens, usage?.cachedTokens, p.worker.charsPerToken);
-        this.ledger?.record(account, req.requestId);
+        settleAccount(this.ledger, account, routed, result.prefillUsage, p.worker, req.requestId);
         return { ...outcome, account };
       }
       this.rejectBoth(p, d, routed);
@@ -200,17 +199,6 @@ export class PairForwarder implements RequestForwarder {
     const error = new RouterError("no_workers_available", this.noPairMessage(tried));
     writeError(res, error, req.requestId);
     return { status: error.status, attempts, error: "no_workers" };
-  }
-
-  /** The --explain-header name and value for a pair whose prefill side is `prefill`, if asked. */
-  private explainFor(
-    account: RequestAccount | undefined,
-    prefill: Worker,
-  ): readonly [string, string] | undefined {
-    const ledger = this.ledger;
-    const name = ledger?.options.explainHeader;
-    if (ledger === undefined || name === undefined || account === undefined) return undefined;
-    return [name, ledger.explain(account, prefill.charsPerToken)];
   }
 
   private tryPair(

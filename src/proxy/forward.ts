@@ -7,6 +7,7 @@ import type { WorkerRegistry } from "../workers/registry.js";
 import { admitted } from "../workers/served-models.js";
 import type { Worker } from "../workers/worker.js";
 import { ShutdownAbort } from "./abort-reasons.js";
+import { explainHeader, settleAccount } from "./account-settle.js";
 import { Attempt, type RelayLimits } from "./attempt.js";
 import { attemptsOutcome } from "./attempts-outcome.js";
 import { backoffMs, sleep } from "./backoff.js";
@@ -168,10 +169,7 @@ export class Forwarder implements RequestForwarder {
           });
         if (account === undefined || !accepted(result.outcome))
           return { ...base, ...result.outcome, usage: result.usage };
-        // A batch's usage is the sum over its prompts, not this text's: counted from the text then.
-        const usage = routed.usageDescribesText ? result.usage : undefined;
-        account.settle(usage?.promptTokens, usage?.cachedTokens, worker.charsPerToken);
-        this.ledger?.record(account, req.requestId);
+        settleAccount(this.ledger, account, routed, result.usage, worker, req.requestId);
         return { ...base, ...result.outcome, account, usage: result.usage };
       }
       this.decider.rejected(decision, routed);
@@ -222,8 +220,6 @@ export class Forwarder implements RequestForwarder {
     account: RequestAccount | undefined,
   ): Promise<AttemptResult> {
     const { stream, text } = req.routing;
-    const ledger = this.ledger;
-    const explainName = ledger?.options.explainHeader;
     // The priority its engine gets: in the body sent and, until the attempt ends, in the worker's
     // tally. Worked out once here (a search of the body), not again for the body.
     const priority = prioritySent(req.routing.body, req.path, worker.engine, req.priority);
@@ -246,10 +242,7 @@ export class Forwarder implements RequestForwarder {
       route,
       limits: this.relayLimits,
       readUsage: this.feedback !== undefined && req.method === "POST",
-      explain:
-        ledger === undefined || explainName === undefined || account === undefined
-          ? undefined
-          : [explainName, ledger.explain(account, worker.charsPerToken)],
+      explain: explainHeader(this.ledger, account, worker),
       onUpstreamError: this.hooks.onUpstreamError,
       trace: req.trace?.attempt(worker),
     });
