@@ -1,4 +1,5 @@
 import { fmix32 } from "../hash/fmix32.js";
+import { ownCopy } from "../tree/edge-match.js";
 
 /**
  * Characters of a prefix that name it, and how many of them are hashed (evenly spaced, so a
@@ -48,7 +49,9 @@ export class TopPrefixes {
       return;
     }
     if (this.current.size >= this.capacity) this.dropLeast();
-    this.current.set(key, { head: text.slice(0, PREFIX_HEAD_CHARS), tokens, requests: 1 });
+    // A flat copy: a slice would keep the whole prompt alive for as long as the entry is listed.
+    const head = ownCopy(text.slice(0, PREFIX_HEAD_CHARS));
+    this.current.set(key, { head, tokens, requests: 1 });
   }
 
   rotate(): void {
