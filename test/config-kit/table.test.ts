@@ -86,6 +86,23 @@ describe("config kit table", () => {
     );
   });
 
+  it("refuses two settings with one name, even in two features (the router's table check below relies on it)", () => {
+    const twice = {
+      demo: DEMO.demo,
+      other: section<{ label: string }>({
+        label: {
+          flag: "--other-label",
+          arg: "<s>",
+          description: "Another text under the same name.",
+          default: "y",
+          parse: text,
+          name: "demoLabel",
+        },
+      }),
+    };
+    expect(() => flagRows(twice)).toThrow("two settings are named demoLabel");
+  });
+
   it("the router's table: every setting has one name and one flag, and each feature's rows are its own", () => {
     const names = SETTINGS.map((s) => s.key);
     const flags = SETTINGS.map((s) => s.flag);
