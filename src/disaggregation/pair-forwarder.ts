@@ -157,16 +157,15 @@ export class PairForwarder implements RequestForwarder {
       const result = await this.tryPair(
         req,
         res,
-        { body, bytes },
+        body,
+        bytes,
         headers,
         p,
         d,
         deadline,
         route,
         canRetry,
-        {
-          explain,
-        },
+        explain,
       );
       const base = { branch: p.branch, matchRate: p.matchRate, index: p.index, attempts };
       if (result.kind === "done") {
@@ -204,7 +203,9 @@ export class PairForwarder implements RequestForwarder {
   private tryPair(
     req: ForwardRequest,
     res: ServerResponse,
-    { body, bytes }: { body: JsonObject; bytes: Buffer },
+    body: JsonObject,
+    /** The same body as the client sent it. */
+    bytes: Buffer,
     headers: Record<string, string | string[]>,
     p: Decision<Worker>,
     d: Decision<Worker>,
@@ -212,7 +213,7 @@ export class PairForwarder implements RequestForwarder {
     route: string,
     canRetry: (side: Side) => boolean,
     /** The --explain-header, sent with the decode side's answer (the one the client gets). */
-    { explain }: { explain: readonly [string, string] | undefined },
+    explain: readonly [string, string] | undefined,
   ): Promise<PairResult> {
     const text = req.routing.text;
     const controllers: Cancel[] = [];
