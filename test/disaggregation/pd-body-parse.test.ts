@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { ConfigOverrides } from "../../src/config.js";
 import { postJson } from "../helpers/router.js";
-import { type PdFleet, startPdFleet } from "./pd-fleet.js";
+import { type PdFleet, startPdFleet, totalRequests } from "./pd-fleet.js";
 
 /** A completion request's text as the client sends it (postJson sends a string as is). */
 function completion(prompt: string): string {
@@ -40,6 +40,9 @@ describe("a PD request's body: parsed once, by intake (issue 25's pair forwarder
         parseOffloadBytes: 1024,
       });
       expect(fleet?.router.context.parsePool?.completed).toBe(1);
+      // Both sides, as the name says: one request at the prefill worker and one at the decode.
+      expect(totalRequests(fleet!.prefill)).toBe(1);
+      expect(totalRequests(fleet!.decode)).toBe(1);
     });
   }
 });

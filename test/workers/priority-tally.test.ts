@@ -62,7 +62,9 @@ describe("a worker's in-flight engine priorities (the lease keeps them)", () => 
         fc.integer({ min: -102, max: 101 }),
         (steps, probe) => {
           const w = worker();
-          const leases: { lease: WorkerLease; priority: number }[] = [];
+          // The model keeps its own record of ended leases (not the lease's `done`), so a lease
+          // that misreports its end cannot make the model agree with a wrong tally.
+          const leases: { lease: WorkerLease; priority: number; ended: boolean }[] = [];
           for (const s of steps) {
             if ("dispatch" in s) {
               const lease = w.dispatch({
@@ -70,11 +72,13 @@ describe("a worker's in-flight engine priorities (the lease keeps them)", () => 
                 uncachedChars: 1,
                 enginePriority: s.dispatch,
               });
-              leases.push({ lease, priority: s.dispatch });
+              leases.push({ lease, priority: s.dispatch, ended: false });
             } else if (leases.length > 0) {
-              leases[s.end % leases.length]!.lease.finish(s.outcome);
+              const ending = leases[s.end % leases.length]!;
+              ending.lease.finish(s.outcome);
+              ending.ended = true;
             }
-            const live = leases.filter((l) => !l.lease.done);
+            const live = leases.filter((l) => !l.ended);
             expect(w.ownInFlightBelow(probe)).toBe(live.filter((l) => l.priority < probe).length);
           }
           for (const { lease } of leases) lease.finish(NEUTRAL);
