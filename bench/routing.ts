@@ -26,6 +26,7 @@ import { PREFIX_INDEX_NAMES, type PrefixIndexName } from "../src/index/factory.j
 import { POLICY_NAMES, type PolicyName } from "../src/policies/policy.js";
 import { commandLine, runIfEntryPoint } from "./lib/entry.js";
 import { fmt } from "./lib/latency.js";
+import { numberFlag } from "./lib/number-flag.js";
 import { pdMain } from "./lib/pd-workload.js";
 import { ProgressBar } from "./lib/progress.js";
 import { printAccountTable } from "./lib/routing-account.js";
@@ -170,12 +171,8 @@ function parseCli(argv: string[]): CliOptions {
   const preset: RoutingPreset = structuredClone(values.quick ? QUICK_PRESET : FULL_PRESET);
   let overridden = false;
   const num = (flag: string, raw: string | undefined, min: number, integer: boolean) => {
-    if (raw === undefined) return undefined;
-    const v = Number(raw);
-    if (!Number.isFinite(v) || v < min || (integer && !Number.isInteger(v))) {
-      throw new Error(`--${flag} must be ${integer ? "an integer" : "a number"} >= ${min}`);
-    }
-    overridden = true;
+    const v = numberFlag(flag, raw, min, integer);
+    if (v !== undefined) overridden = true;
     return v;
   };
   preset.concurrency = num("concurrency", values.concurrency, 1, true) ?? preset.concurrency;

@@ -23,6 +23,7 @@ import { POLICY_NAMES, type PolicyName } from "../../src/policies/policy.js";
 import { startRouter } from "../../src/server.js";
 import { fmt, type LatencySummary, summarizeMs } from "./latency.js";
 import { loadAgent, type RequestOutcome, runLoad } from "./load.js";
+import { numberFlag } from "./number-flag.js";
 import { combineAccounts, printAccountTable, routersAccount } from "./routing-account.js";
 import { requestFor } from "./routing-runner.js";
 import {
@@ -63,10 +64,7 @@ interface PdOptions {
 
 /** A whole number ≥ min from a flag, or the default when the flag is absent; else a clear error. */
 function count(flag: string, raw: string | undefined, fallback: number, min: number): number {
-  if (raw === undefined) return fallback;
-  const v = Number(raw);
-  if (!Number.isInteger(v) || v < min) throw new Error(`--${flag} must be an integer >= ${min}`);
-  return v;
+  return numberFlag(flag, raw, min, true) ?? fallback;
 }
 
 /**

@@ -113,11 +113,6 @@ export class AdmissionQueue implements AdmissionStep {
     return this.active;
   }
 
-  /** Requests of one tenant waiting now. */
-  queuedFor(tenant: string): number {
-    return this.queue.queuedFor(tenant);
-  }
-
   /** Requests waiting at one priority: in all, and one tenant's. */
   waitingAt(priority: number, tenant: string): { all: number; tenant: number } {
     return this.queue.waitingAt(priority, tenant);

@@ -142,7 +142,7 @@ function engineBacklog(worker: SaturationView, now: number): number | undefined 
   if (load?.queued === undefined) {
     // No fresh reading: only what is live. At most a full batch of this router's requests run
     // there; the rest of those without a first byte wait (a lower bound: others' work unseen).
-    const batch = fullBatch.get(worker.signals)?.size ?? worker.signals.maxRunning;
+    const batch = fullBatchOf(worker);
     return batch === undefined ? undefined : worker.pendingPrefillRequests - batch;
   }
   const batch = learnBatch(worker.signals, load);

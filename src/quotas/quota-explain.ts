@@ -1,7 +1,7 @@
 import { retryAfterSecs } from "../errors.js";
 import { CONCURRENCY_RETRY_MS } from "./local-quota-store.js";
 import type { QuotaLimits } from "./quota-file.js";
-import type { QuotaUsage } from "./quota-store.js";
+import type { QuotaReason, QuotaUsage } from "./quota-store.js";
 import { msUntilFits, slidingUsage, windowIndex } from "./window.js";
 
 /** What /debug/route says of a request's tenant quota (snake_case: it is JSON). */
@@ -19,7 +19,7 @@ export interface QuotaExplanation {
   running: number;
   /** Whether the quota would refuse the request if it came now, and why. */
   would_refuse: boolean;
-  reason: "quota_tokens" | "quota_concurrency" | null;
+  reason: QuotaReason | null;
   /** The Retry-After the refusal would carry (s); null when admitted. */
   retry_after_secs: number | null;
 }

@@ -1,7 +1,8 @@
+import type { QuotaRefusalReason } from "../admission/admission-metrics.js";
 import type { QuotaLimits } from "./quota-file.js";
 
-/** Why a quota refuses a request (the metrics' reason label). */
-export type QuotaReason = "quota_tokens" | "quota_concurrency";
+/** Why a quota refuses a request (the metrics' reason label, admission-metrics.ts). */
+export type QuotaReason = QuotaRefusalReason;
 
 /** One tenant's counters as a store last saw them. */
 export interface QuotaUsage {
