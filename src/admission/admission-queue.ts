@@ -294,9 +294,9 @@ export class AdmissionQueue implements AdmissionStep {
     const head = this.queue.peek();
     if (head === undefined || this.atConcurrencyLimit()) return;
     // Room is per request (its model's workers): a head whose workers are saturated does not hold
-    // back a request whose workers have room.
+    // back a request whose workers have room (the head, first in find's order, was just asked).
     const next = this.saturated(head.ticket)
-      ? this.queue.find((w) => !this.saturated(w.ticket), MAX_SCAN)
+      ? this.queue.find((w) => w !== head && !this.saturated(w.ticket), MAX_SCAN)
       : head;
     if (next === undefined) return;
     this.queue.take(next);
