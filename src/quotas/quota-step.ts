@@ -10,7 +10,7 @@ import type {
 } from "../admission/step.js";
 import { RouterError, retryAfterSecs } from "../errors.js";
 import { explainQuota } from "./quota-explain.js";
-import { limitsFor, type QuotaTable } from "./quota-file.js";
+import { limitsFor, type QuotaLimits, type QuotaTable } from "./quota-file.js";
 import type { QuotaLease, QuotaStore, QuotaUsage, QuotaVerdict } from "./quota-store.js";
 
 export interface QuotaStepOptions {
@@ -48,15 +48,9 @@ export class QuotaStep implements AdmissionStep {
   }
 
   enter(ticket: AdmissionTicket): AdmissionRelease | Promise<AdmissionRelease> {
-    const chars = ticket.promptChars();
-    // Model and server info (GET) cost nothing and are not counted.
-    if (chars === undefined) return NOTHING;
-    const identity = ticket.identity();
-    const limits = limitsFor(this.table, identity.tenant);
-    if (limits === undefined) return NOTHING;
-    if (limits.tokensPerMinute === undefined && limits.concurrentRequests === undefined)
-      return NOTHING;
-    const estimate = Math.ceil(chars / this.options.charsPerToken());
+    const charged = this.quotaOf(ticket);
+    if (charged === undefined) return NOTHING;
+    const { identity, limits, estimate } = charged;
     this.sequence += 1;
     const verdict = this.store.acquire(
       identity.tenant,
@@ -70,17 +64,29 @@ export class QuotaStep implements AdmissionStep {
 
   /** /debug/route: whether the request's tenant would be refused now; nothing is charged. */
   explain(ticket: AdmissionTicket, now: number): StepExplanation | undefined {
+    const charged = this.quotaOf(ticket);
+    if (charged === undefined) return undefined;
+    const { tenant } = charged.identity;
+    let usage: QuotaUsage | undefined;
+    for (const [name, seen] of this.store.usage()) if (name === tenant) usage = seen;
+    return { ...explainQuota(tenant, charged.limits, usage, charged.estimate, now) };
+  }
+
+  /**
+   * The request's tenant, its limits and the prompt's token estimate; undefined when no quota
+   * applies (model and server info (GET) cost nothing, a tenant without limits is not counted).
+   */
+  private quotaOf(
+    ticket: AdmissionTicket,
+  ): { identity: RequestIdentity; limits: QuotaLimits; estimate: number } | undefined {
     const chars = ticket.promptChars();
     if (chars === undefined) return undefined;
-    const { tenant } = ticket.identity();
-    const limits = limitsFor(this.table, tenant);
+    const identity = ticket.identity();
+    const limits = limitsFor(this.table, identity.tenant);
     if (limits === undefined) return undefined;
     if (limits.tokensPerMinute === undefined && limits.concurrentRequests === undefined)
       return undefined;
-    let usage: QuotaUsage | undefined;
-    for (const [name, seen] of this.store.usage()) if (name === tenant) usage = seen;
-    const estimate = Math.ceil(chars / this.options.charsPerToken());
-    return { ...explainQuota(tenant, limits, usage, estimate, now) };
+    return { identity, limits, estimate: Math.ceil(chars / this.options.charsPerToken()) };
   }
 
   private decide(

@@ -5,7 +5,7 @@ import { CONCURRENCY_RETRY_MS } from "./local-quota-store.js";
 import type { QuotaLimits } from "./quota-file.js";
 import type { QuotaLease, QuotaStore, QuotaUsage, QuotaVerdict } from "./quota-store.js";
 import { ACQUIRE, RELEASE, RENEW } from "./redis-quota-scripts.js";
-import { msUntilFits, WINDOW_MS } from "./window.js";
+import { msUntilFits, WINDOW_MS, windowIndex } from "./window.js";
 
 export interface RedisQuotaOptions {
   /** --state-url (never logged). */
@@ -162,7 +162,7 @@ export class RedisQuotaStore implements QuotaStore {
     const lease: SharedLease = {
       tenant,
       id: leaseId,
-      window: Math.floor(now / WINDOW_MS),
+      window: windowIndex(now),
       counted: true,
       shared: true,
     };
