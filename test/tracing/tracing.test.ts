@@ -155,6 +155,10 @@ describe("OpenTelemetry tracing over OTLP/HTTP (--otlp-endpoint)", () => {
     await router.stop(100);
     router = undefined;
     const [request] = byName(receiver.spans(), "POST /v1/chat/completions");
+    // Both must exist: with no span and no traceparent the two checks below would compare
+    // undefined with undefined.
+    expect(request).toBeDefined();
+    expect(sim.stats().lastTraceparent).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-0[01]$/);
     expect(request?.parentSpanId ?? "").toBe("");
     expect(sim.stats().lastTraceparent?.split("-")[1]).toBe(request?.traceId);
   });
