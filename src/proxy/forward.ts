@@ -92,7 +92,7 @@ export class Forwarder {
     /** Each request's cache account (available, chosen, reported cached tokens). */
     private readonly ledger?: CacheLedger,
     /** Prefill/decode disaggregation: each request goes to a pair (undefined: to one worker). */
-    private readonly pairs?: PairProfile,
+    readonly pairs?: PairProfile,
   ) {
     this.relayLimits = {
       idleTimeoutMs: settings.idleTimeoutMs,
