@@ -239,7 +239,8 @@ export function pairSides(
   if (role !== "prefill" && role !== "decode") return undefined;
   const prefill: SaturationView[] = [];
   const decode: SaturationView[] = [];
-  for (const worker of candidates) (worker.role?.type === "prefill" ? prefill : decode).push(worker);
+  for (const worker of candidates)
+    (worker.role?.type === "prefill" ? prefill : decode).push(worker);
   return [prefill, decode];
 }
 
