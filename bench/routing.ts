@@ -23,7 +23,7 @@ import { parseArgs } from "node:util";
 import { startLocalRedis } from "../sim/redis-server.js";
 import { defaultConfig } from "../src/config.js";
 import { PREFIX_INDEX_NAMES, type PrefixIndexName } from "../src/index/factory.js";
-import { POLICY_NAMES, type PolicyName } from "../src/policies/policy.js";
+import { POLICY_NAMES, type PolicyName } from "../src/scheduling/policy.js";
 import { commandLine, runIfEntryPoint } from "./lib/entry.js";
 import { fmt } from "./lib/latency.js";
 import { numberFlag } from "./lib/number-flag.js";

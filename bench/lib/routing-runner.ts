@@ -12,7 +12,7 @@ import { openAiBody, poissonArrivals, type RequestSpec } from "../../sim/workloa
 import type { AccountTotals } from "../../src/cache-account/account-totals.js";
 import { type Config, type ConfigOverrides, configWith, defaultConfig } from "../../src/config.js";
 import { createLogger } from "../../src/logger.js";
-import { POLICY_NAMES, type PolicyName } from "../../src/policies/policy.js";
+import { POLICY_NAMES, type PolicyName } from "../../src/scheduling/policy.js";
 import { type RunningRouter, startRouter } from "../../src/server.js";
 import { childFleetHost, type FleetHost, type FleetMember, inlineFleetHost } from "./fleet.js";
 import { type LatencySummary, summarizeMs } from "./latency.js";
