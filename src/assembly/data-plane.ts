@@ -1,8 +1,8 @@
 /**
- * The data plane: the decider (policy + index + session table + the peers' claims), the
+ * The data plane: the scheduler (policy + index + session table + the peers' claims), the
  * forwarder that dispatches each decision, and the one /get_model_info and /get_server_info use
  * (any available worker, not a cache decision). Metrics are counted through hooks, so proxy/ and
- * policies/ never import the metric set.
+ * scheduling/ never import the metric set.
  */
 
 import { registerAccountMetrics } from "../cache-account/account-metrics.js";
@@ -14,12 +14,12 @@ import type { PrefixClaims } from "../index/prefix-claims.js";
 import type { PrefixIndex } from "../index/prefix-index.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
-import { RoutingDecider } from "../policies/decider.js";
-import type { Policy } from "../policies/policy.js";
-import { SessionTable } from "../policies/session-table.js";
 import { Forwarder, type ForwardHooks, type ForwardSettings } from "../proxy/forward.js";
 import { UsageFeedback } from "../proxy/usage-feedback.js";
+import type { Policy } from "../scheduling/policy.js";
 import { createPolicy } from "../scheduling/policy-factory.js";
+import { Scheduler } from "../scheduling/scheduler.js";
+import { SessionTable } from "../scheduling/session-table.js";
 import type { WorkerRegistry } from "../workers/registry.js";
 
 export interface DataPlaneOptions {
@@ -47,7 +47,7 @@ export interface DataPlaneDeps {
 }
 
 export interface DataPlane {
-  readonly decider: RoutingDecider;
+  readonly decider: Scheduler;
   readonly forwarder: Forwarder;
   readonly modelsForwarder: Forwarder;
   readonly cacheLedger: CacheLedger;
@@ -73,7 +73,7 @@ export function buildDataPlane(options: DataPlaneOptions, deps: DataPlaneDeps): 
     },
     onCorrection: (worker) => m.feedbackCorrections.inc({ worker: worker.id }),
   });
-  const decider = new RoutingDecider(
+  const decider = new Scheduler(
     deps.policy,
     index,
     options.maxSessions === undefined ? undefined : new SessionTable(options.maxSessions),
@@ -96,13 +96,13 @@ export function buildDataPlane(options: DataPlaneOptions, deps: DataPlaneDeps): 
     pd === undefined
       ? undefined
       : {
-          decodeDecider: new RoutingDecider(pd.decodePolicy, index),
+          decodeDecider: new Scheduler(pd.decodePolicy, index),
           protocol: pd.protocol === "sglang" ? SGLANG_PAIRS : VLLM_PAIRS,
         },
   );
   const modelsForwarder = new Forwarder(
     registry,
-    new RoutingDecider(createPolicy("round_robin", {}), index),
+    new Scheduler(createPolicy("round_robin", {}), index),
     options.forward,
     { ...upstreamHooks, onDecision: () => {} },
   );

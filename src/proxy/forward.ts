@@ -2,7 +2,7 @@ import type { ServerResponse } from "node:http";
 import type { CacheLedger } from "../cache-account/cache-ledger.js";
 import type { RequestAccount } from "../cache-account/request-account.js";
 import { RouterError, retryAfterSecs } from "../errors.js";
-import type { Decision, RoutingDecider } from "../policies/decider.js";
+import type { Decision, Scheduler } from "../scheduling/scheduler.js";
 import type { WorkerRegistry } from "../workers/registry.js";
 import { admitted } from "../workers/served-models.js";
 import type { Worker } from "../workers/worker.js";
@@ -43,7 +43,7 @@ export type { ForwardSettings };
  * (disaggregation/), which sends the pair with the hand-off's body rewrites.
  */
 export interface PairProfile {
-  readonly decodeDecider: RoutingDecider;
+  readonly decodeDecider: Scheduler;
   readonly protocol: PairProtocol;
 }
 
@@ -84,7 +84,7 @@ export class Forwarder {
 
   constructor(
     private readonly registry: WorkerRegistry,
-    private readonly decider: RoutingDecider,
+    private readonly decider: Scheduler,
     private readonly settings: ForwardSettings,
     private readonly hooks: ForwardHooks,
     /** Learns from the usage the engines report (characters per token, cached tokens). */

@@ -1,10 +1,10 @@
 import type { HttpBindings } from "@hono/node-server";
 import type { Hono } from "hono";
 import type { Endpoint } from "../intake/routing-text.js";
-import type { CandidateExplanation } from "../policies/policy.js";
 import { Cancel } from "../proxy/cancel.js";
 import type { RoutingRequest } from "../proxy/routing-request.js";
-import { admitted, type ModelPlan } from "../workers/served-models.js";
+import type { CandidateExplanation } from "../scheduling/policy.js";
+import { admitted, type ModelPlan, unservedBy } from "../workers/served-models.js";
 import type { Worker } from "../workers/worker.js";
 import { adminGuard } from "./admin.js";
 import { admissionTicket } from "./admission-ticket.js";
@@ -27,7 +27,7 @@ export function registerRouteExplainRoutes(app: Hono<Env>, ctx: RouterContext): 
   app.use(`${ROUTE_EXPLAIN_PREFIX}/*`, adminGuard(ctx));
   for (const { path, endpoint } of INFERENCE_ROUTES) {
     app.post(`${ROUTE_EXPLAIN_PREFIX}${path}`, async (c) => {
-      const lease = ctx.bodyBudget.lease();
+      const lease = ctx.bodyBudget.lease(c.env.incoming.socket.remoteAddress);
       try {
         // The same RoutingRequest the data plane forwards (intake/intake.ts).
         const received = await ctx.intake.receive(c.env.incoming, endpoint, lease);
@@ -121,7 +121,11 @@ async function explainRoute(ctx: RouterContext, endpoint: Endpoint, routed: Rout
     }),
     excluded: workers
       .filter((worker) => !candidates.includes(worker) && !decodes.includes(worker))
-      .map((worker) => ({ worker: worker.id, url: worker.url, ...exclusion(worker, plan) })),
+      .map((worker) => ({
+        worker: worker.id,
+        url: worker.url,
+        ...exclusion(worker, plan, endpoint),
+      })),
   };
 }
 
@@ -134,7 +138,13 @@ function profileVerdict(verdict: CandidateExplanation | undefined) {
 }
 
 /** Why a registered worker is not a candidate for this request (the model's reason in `detail`). */
-function exclusion(worker: Worker, plan: ModelPlan): { reason: string; detail?: string } {
+function exclusion(
+  worker: Worker,
+  plan: ModelPlan,
+  endpoint: Endpoint,
+): { reason: string; detail?: string } {
+  const unserved = unservedBy(worker, endpoint);
+  if (unserved !== undefined) return { reason: "endpoint_not_served", detail: unserved };
   const detail = plan.exclusion(worker);
   if (detail !== undefined) return { reason: "model_not_served", detail };
   if (!worker.healthy) return { reason: "unhealthy" };
@@ -142,5 +152,6 @@ function exclusion(worker: Worker, plan: ModelPlan): { reason: string; detail?: 
   const circuit = worker.breaker.state;
   if (circuit !== "closed" && !worker.breaker.admits()) return { reason: `circuit_${circuit}` };
   if (plan.route === "not_found") return { reason: "model_not_served" };
+  if (plan.route === "endpoint_not_served") return { reason: "endpoint_not_served" };
   return { reason: "unavailable" };
 }
