@@ -15,8 +15,8 @@
  * "steady" the mean TTFT of every later request.
  */
 import { parseArgs } from "node:util";
-import type { TieBreak } from "../src/policies/options.js";
-import type { PolicyName } from "../src/policies/policy.js";
+import type { TieBreak } from "../src/scheduling/options.js";
+import type { PolicyName } from "../src/scheduling/policy.js";
 import {
   createPolicy,
   isPolicyName,

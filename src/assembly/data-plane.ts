@@ -1,8 +1,8 @@
 /**
- * The data plane: the decider (policy + index + session table + the peers' claims), the
+ * The data plane: the scheduler (policy + index + session table + the peers' claims), the
  * forwarder that dispatches each decision, and the one /get_model_info and /get_server_info use
  * (any available worker, not a cache decision). Metrics are counted through hooks, so proxy/ and
- * policies/ never import the metric set.
+ * scheduling/ never import the metric set.
  */
 
 import { registerAccountMetrics } from "../cache-account/account-metrics.js";
@@ -13,9 +13,6 @@ import type { PrefixClaims } from "../index/prefix-claims.js";
 import type { PrefixIndex } from "../index/prefix-index.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
-import { RoutingDecider } from "../policies/decider.js";
-import type { Policy } from "../policies/policy.js";
-import { SessionTable } from "../policies/session-table.js";
 import {
   Forwarder,
   type ForwardHooks,
@@ -23,7 +20,10 @@ import {
   type RequestForwarder,
 } from "../proxy/forward.js";
 import { UsageFeedback } from "../proxy/usage-feedback.js";
+import type { Policy } from "../scheduling/policy.js";
 import { createPolicy } from "../scheduling/policy-factory.js";
+import { Scheduler } from "../scheduling/scheduler.js";
+import { SessionTable } from "../scheduling/session-table.js";
 import type { WorkerRegistry } from "../workers/registry.js";
 
 export interface DataPlaneOptions {
@@ -51,7 +51,7 @@ export interface DataPlaneDeps {
 }
 
 export interface DataPlane {
-  readonly decider: RoutingDecider;
+  readonly decider: Scheduler;
   readonly forwarder: RequestForwarder;
   readonly modelsForwarder: Forwarder;
   readonly cacheLedger: CacheLedger;
@@ -77,7 +77,7 @@ export function buildDataPlane(options: DataPlaneOptions, deps: DataPlaneDeps): 
     },
     onCorrection: (worker) => m.feedbackCorrections.inc({ worker: worker.id }),
   });
-  const decider = new RoutingDecider(
+  const decider = new Scheduler(
     deps.policy,
     index,
     options.maxSessions === undefined ? undefined : new SessionTable(options.maxSessions),
@@ -94,7 +94,7 @@ export function buildDataPlane(options: DataPlaneOptions, deps: DataPlaneDeps): 
       : new PairForwarder(
           registry,
           decider,
-          new RoutingDecider(pd.decodePolicy, index),
+          new Scheduler(pd.decodePolicy, index),
           options.forward,
           hooks,
           pd.protocol,
@@ -102,7 +102,7 @@ export function buildDataPlane(options: DataPlaneOptions, deps: DataPlaneDeps): 
         );
   const modelsForwarder = new Forwarder(
     registry,
-    new RoutingDecider(createPolicy("round_robin", {}), index),
+    new Scheduler(createPolicy("round_robin", {}), index),
     options.forward,
     { ...upstreamHooks, onDecision: () => {} },
   );

@@ -15,7 +15,7 @@ import type { KvEventsConfig } from "../kv-events/settings.js";
 import { setUpKvEvents } from "../kv-events/setup.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
-import type { Policy } from "../policies/policy.js";
+import type { Policy } from "../scheduling/policy.js";
 import { PeerInFlight } from "../state/peer-in-flight.js";
 import { type StateConfig, sharedStateOptions } from "../state/settings.js";
 import { SharedState, type SharedStateOptions } from "../state/shared-state.js";

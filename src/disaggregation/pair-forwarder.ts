@@ -10,7 +10,6 @@ import type { ServerResponse } from "node:http";
 import type { CacheLedger } from "../cache-account/cache-ledger.js";
 import type { RequestAccount } from "../cache-account/request-account.js";
 import { RouterError } from "../errors.js";
-import type { Decision, RoutingDecider } from "../policies/decider.js";
 // The router's shutdown grace ran out: the same reason the regular forwarder gives.
 import { ShutdownAbort as RouterShutdown } from "../proxy/abort-reasons.js";
 import { explainHeader, settleAccount } from "../proxy/account-settle.js";
@@ -31,6 +30,7 @@ import { refusal } from "../proxy/no-worker-answers.js";
 import { routeHeader } from "../proxy/route-header.js";
 import type { AttemptFailure } from "../proxy/upstream-failure.js";
 import { writeError } from "../proxy/write-error.js";
+import type { Decision, Scheduler } from "../scheduling/scheduler.js";
 import type { WorkerRegistry } from "../workers/registry.js";
 import { admitted } from "../workers/served-models.js";
 import type { Worker } from "../workers/worker.js";
@@ -52,9 +52,9 @@ export class PairForwarder implements RequestForwarder {
   constructor(
     private readonly registry: WorkerRegistry,
     /** The prefill policy over the prefix index (the router's decider). */
-    private readonly prefillDecider: RoutingDecider,
+    private readonly prefillDecider: Scheduler,
     /** The decode policy, over the same index. */
-    private readonly decodeDecider: RoutingDecider,
+    private readonly decodeDecider: Scheduler,
     private readonly settings: ForwardSettings,
     private readonly hooks: ForwardHooks,
     protocol: PdProtocol,

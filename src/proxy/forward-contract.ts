@@ -5,7 +5,7 @@
  */
 import type { IncomingHttpHeaders, ServerResponse } from "node:http";
 import type { RequestAccount } from "../cache-account/request-account.js";
-import type { RouteBranch } from "../policies/policy.js";
+import type { RouteBranch } from "../scheduling/policy.js";
 import type { RequestTrace } from "../tracing/request-trace.js";
 import type { Worker } from "../workers/worker.js";
 import type { Cancel } from "./cancel.js";

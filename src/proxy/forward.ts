@@ -2,7 +2,7 @@ import type { ServerResponse } from "node:http";
 import type { CacheLedger } from "../cache-account/cache-ledger.js";
 import type { RequestAccount } from "../cache-account/request-account.js";
 import { RouterError, retryAfterSecs } from "../errors.js";
-import type { RoutingDecider } from "../policies/decider.js";
+import type { Scheduler } from "../scheduling/scheduler.js";
 import type { WorkerRegistry } from "../workers/registry.js";
 import { admitted } from "../workers/served-models.js";
 import type { Worker } from "../workers/worker.js";
@@ -58,7 +58,7 @@ export class Forwarder implements RequestForwarder {
 
   constructor(
     private readonly registry: WorkerRegistry,
-    private readonly decider: RoutingDecider,
+    private readonly decider: Scheduler,
     private readonly settings: ForwardSettings,
     private readonly hooks: ForwardHooks,
     /** Learns from the usage the engines report (characters per token, cached tokens). */

@@ -1,7 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { HttpBindings } from "@hono/node-server";
-import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
 import type { Hono } from "hono";
 import { RouterError } from "../errors.js";
 import type { BodyLease } from "../intake/body-budget.js";
@@ -15,6 +14,7 @@ import type { RequestTrace } from "../tracing/request-trace.js";
 import { admissionTicket } from "./admission-ticket.js";
 import { admitClient } from "./client-gate.js";
 import type { RouterContext } from "./context.js";
+import { INFO_ROUTES, registerEngineInfoRoutes } from "./engine-info.js";
 import { registerModelsRoute } from "./models.js";
 
 /** POST routes of the data plane and the routing text each one prefills. */
@@ -39,18 +39,12 @@ export function registerInferenceRoutes(app: Hono<Env>, ctx: RouterContext): voi
   // The fleet's models: every worker's list, merged (routes/models.ts).
   registerModelsRoute(app, ctx);
   app.all("/v1/models", (c) => methodNotAllowed(c.req.method, "/v1/models", "GET"));
-  // Model and server info: the same from any worker, so any available one answers.
+  // Model and server info: asked of any available worker, answered without its secrets.
+  registerEngineInfoRoutes(app, ctx);
   for (const path of INFO_ROUTES) {
-    app.get(path, async (c) => {
-      await handleInference(ctx, c.env.incoming, c.env.outgoing, "models");
-      return RESPONSE_ALREADY_SENT;
-    });
     app.all(path, (c) => methodNotAllowed(c.req.method, path, "GET"));
   }
 }
-
-/** GET routes answered by any available worker (OpenAI and SGLang). */
-export const INFO_ROUTES = ["/get_model_info", "/get_server_info"];
 
 function methodNotAllowed(method: string, path: string, allowed: string): Response {
   const error = new RouterError(

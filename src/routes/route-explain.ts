@@ -1,9 +1,9 @@
 import type { HttpBindings } from "@hono/node-server";
 import type { Hono } from "hono";
 import type { Endpoint } from "../intake/routing-text.js";
-import type { CandidateExplanation } from "../policies/policy.js";
 import { Cancel } from "../proxy/cancel.js";
 import type { RoutingRequest } from "../proxy/routing-request.js";
+import type { CandidateExplanation } from "../scheduling/policy.js";
 import { admitted, type ModelPlan } from "../workers/served-models.js";
 import type { Worker } from "../workers/worker.js";
 import { adminGuard } from "./admin.js";

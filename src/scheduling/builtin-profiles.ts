@@ -1,4 +1,4 @@
-import type { RandomSource } from "../policies/options.js";
+import type { RandomSource } from "./options.js";
 import type { SchedulerProfile } from "./profile.js";
 import { buildProfiles } from "./scheduler-config.js";
 

@@ -1,6 +1,6 @@
-import type { RandomSource } from "../policies/options.js";
-import { Rotation } from "../policies/rotation.js";
+import type { RandomSource } from "./options.js";
 import type { Pick, Picker, SchedulingContext } from "./plugin.js";
+import { Rotation } from "./rotation.js";
 
 /**
  * The highest weighted score (GIE max-score-picker). GIE shuffles before it sorts, so equal scores

@@ -1,10 +1,10 @@
-import { POLICY_DEFAULTS } from "../policies/options.js";
 import { LoraAffinityScorer, SessionAffinityScorer } from "./affinity-scorers.js";
 import { AibrixPrefixPicker } from "./aibrix-picker.js";
 import { ChwblPicker } from "./chwbl-picker.js";
 import type { Parameters } from "./config-path.js";
 import { AvailableFilter, ModelServedFilter, SaturationFilter } from "./filters.js";
 import { ActiveRequestScorer, KvCacheUtilizationScorer, QueueScorer } from "./load-scorers.js";
+import { POLICY_DEFAULTS } from "./options.js";
 import { MaxScorePicker, SoftmaxPicker, WeightedRandomPicker } from "./pickers.js";
 import type { Filter, Picker, PluginEnv, Scorer } from "./plugin.js";
 import { DynamoCostScorer, PrefillWorkScorer, PrefixScorer } from "./prefix-scorers.js";

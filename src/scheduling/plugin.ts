@@ -1,6 +1,6 @@
-import type { RandomSource } from "../policies/options.js";
-import type { PolicyWorker, RouteBranch, RouteRequest } from "../policies/policy.js";
 import type { LoadSignals } from "../workers/signals.js";
+import type { RandomSource } from "./options.js";
+import type { PolicyWorker, RouteBranch, RouteRequest } from "./policy.js";
 
 /**
  * The scheduling pipeline's stages (filters → scorers → picker), in the shape of the Gateway API

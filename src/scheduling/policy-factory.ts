@@ -1,19 +1,19 @@
 /**
- * A Policy by its --policy name: the policies of src/policies/ and the seed systems' built-in
- * scheduling profiles. It sits in scheduling/, above policies/, because it builds both.
+ * A Policy by its --policy name: the router's own policies and the seed systems' built-in
+ * scheduling profiles.
  */
 
-import { CacheAwarePolicy } from "../policies/cache-aware.js";
-import { LeastLoadPolicy } from "../policies/least-load.js";
-import { type PolicyOptions, resolvePolicyOptions } from "../policies/options.js";
-import { POLICY_NAMES, type Policy, type PolicyName } from "../policies/policy.js";
-import { PowerOfTwoPolicy } from "../policies/power-of-two.js";
-import { PrefixCostPolicy } from "../policies/prefix-cost.js";
-import { RandomPolicy } from "../policies/random.js";
-import { RoundRobinPolicy } from "../policies/round-robin.js";
 import { createBuiltinProfile } from "./builtin-profiles.js";
+import { CacheAwarePolicy } from "./cache-aware.js";
+import { LeastLoadPolicy } from "./least-load.js";
+import { type PolicyOptions, resolvePolicyOptions } from "./options.js";
+import { POLICY_NAMES, type Policy, type PolicyName } from "./policy.js";
+import { PowerOfTwoPolicy } from "./power-of-two.js";
+import { PrefixCostPolicy } from "./prefix-cost.js";
+import { RandomPolicy } from "./random.js";
+import { RoundRobinPolicy } from "./round-robin.js";
 
-export { POLICY_DEFAULTS, type PolicyOptions } from "../policies/options.js";
+export { POLICY_DEFAULTS, type PolicyOptions } from "./options.js";
 
 /** True when `name` is one of POLICY_NAMES (for configuration coming in as plain strings). */
 export function isPolicyName(name: string): name is PolicyName {

@@ -39,7 +39,7 @@ export interface PrefillWorkOptions {
 
 /**
  * prefix_cost's estimate of the prefill work ahead of this request's first token
- * (policies/prefix-cost.ts: uncached characters here + queueWeight × queued uncached characters
+ * (scheduling/prefix-cost.ts: uncached characters here + queueWeight × queued uncached characters
  * + queueWeight × foreign queue × length + requestChars × in-flight), as a score: the least work
  * scores 1, the most 0 (min-max).
  */

@@ -1,11 +1,3 @@
-import type {
-  CandidateExplanation,
-  Policy,
-  PolicyWorker,
-  ProfileExplanation,
-  RouteDecision,
-  RouteRequest,
-} from "../policies/policy.js";
 import {
   type Filter,
   matchedOf,
@@ -14,6 +6,14 @@ import {
   type SchedulingWorker,
   type Scorer,
 } from "./plugin.js";
+import type {
+  CandidateExplanation,
+  Policy,
+  PolicyWorker,
+  ProfileExplanation,
+  RouteDecision,
+  RouteRequest,
+} from "./policy.js";
 
 export interface WeightedScorer {
   readonly scorer: Scorer;
@@ -28,7 +28,7 @@ export interface ProfileParts {
 
 /**
  * A scheduling profile: filters → weighted scorers → picker, behind the Policy interface, so the
- * decider (policies/decider.ts) runs it like any policy: one synchronous `select` after the
+ * decider (scheduling/scheduler.ts) runs it like any policy: one synchronous `select` after the
  * index's `prepare`, with the matched lengths when any plugin reads prefixes.
  *
  * Allocation-free per decision apart from the picker's answer: the context and the score arrays

@@ -1,6 +1,5 @@
 import { readFileSync, statSync } from "node:fs";
 import { parse as parseYaml } from "yaml";
-import type { RandomSource } from "../policies/options.js";
 import { checkNesting } from "../watched-file/nesting.js";
 import {
   child,
@@ -13,6 +12,7 @@ import {
   SchedulerConfigError,
   text,
 } from "./config-path.js";
+import type { RandomSource } from "./options.js";
 import { MaxScorePicker } from "./pickers.js";
 import type { Filter, Picker, PluginEnv, Scorer } from "./plugin.js";
 import {

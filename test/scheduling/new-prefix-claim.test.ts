@@ -5,7 +5,7 @@ import {
   newPrefixClaimKey,
   newPrefixClaimValue,
   readNewPrefixClaim,
-} from "../../src/policies/new-prefix-claim.js";
+} from "../../src/scheduling/new-prefix-claim.js";
 
 describe("newPrefixClaimEnd (when a decision needs the replicas to agree)", () => {
   it("claims a text nobody holds: up to the second block boundary", () => {

@@ -2,7 +2,7 @@
 export type RandomSource = () => number;
 
 /**
- * How prefix_cost settles near-equal costs (policies/prefix-cost.ts): by a hash of the text past
+ * How prefix_cost settles near-equal costs (scheduling/prefix-cost.ts): by a hash of the text past
  * its longest held prefix, or in turn (the rotation every policy used before issue 27).
  */
 export const TIE_BREAKS = ["hash", "rotation"] as const;
@@ -47,7 +47,7 @@ export interface ResolvedPolicyOptions {
 
 /**
  * The SGLang router's defaults for its cache-aware policy, plus radixgate's load bound, and the
- * weights of prefix_cost (see policies/prefix-cost.ts and docs/benchmarks.md for how they were set).
+ * weights of prefix_cost (see scheduling/prefix-cost.ts and docs/benchmarks.md for how they were set).
  */
 export const POLICY_DEFAULTS: Readonly<
   Omit<ResolvedPolicyOptions, "random" | "prefixCostTieBreak">

@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from "vitest";
-import { POLICY_DEFAULTS } from "../../src/policies/options.js";
-import { type PrefixCostOptions, PrefixCostPolicy } from "../../src/policies/prefix-cost.js";
+import { POLICY_DEFAULTS } from "../../src/scheduling/options.js";
 import { createPolicy } from "../../src/scheduling/policy-factory.js";
+import { type PrefixCostOptions, PrefixCostPolicy } from "../../src/scheduling/prefix-cost.js";
 import { coldText, type FakeWorker, fakeWorker, fleet, selectWith } from "./fake-worker.js";
 
 function prefixCost(overrides: Partial<PrefixCostOptions> = {}): PrefixCostPolicy {

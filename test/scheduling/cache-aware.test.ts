@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { type CacheAwareOptions, CacheAwarePolicy } from "../../src/policies/cache-aware.js";
-import { POLICY_DEFAULTS } from "../../src/policies/options.js";
+import { type CacheAwareOptions, CacheAwarePolicy } from "../../src/scheduling/cache-aware.js";
+import { POLICY_DEFAULTS } from "../../src/scheduling/options.js";
 import { coldText, type FakeWorker, fakeWorker, fleet, selectWith } from "./fake-worker.js";
 
 function cacheAware(overrides: Partial<CacheAwareOptions> = {}): CacheAwarePolicy {

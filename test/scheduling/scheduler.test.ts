@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { ApproximateIndex } from "../../src/index/approximate-index.js";
 import type { PrefixClaims } from "../../src/index/prefix-claims.js";
-import { RoutingDecider } from "../../src/policies/decider.js";
-import { newPrefixClaimValue } from "../../src/policies/new-prefix-claim.js";
-import { SessionTable } from "../../src/policies/session-table.js";
+import { newPrefixClaimValue } from "../../src/scheduling/new-prefix-claim.js";
 import { createPolicy } from "../../src/scheduling/policy-factory.js";
+import { Scheduler } from "../../src/scheduling/scheduler.js";
+import { SessionTable } from "../../src/scheduling/session-table.js";
 
 const SYSTEM = "You are a helpful assistant. Answer briefly and cite your sources. ";
 
@@ -12,10 +12,10 @@ function setup(policy: "cache_aware" | "round_robin" = "cache_aware") {
   const index = new ApproximateIndex();
   const workers = ["a", "b", "c"].map((id) => ({ id, inFlight: 0 }));
   for (const w of workers) index.addWorker(w.id);
-  return { index, workers, decider: new RoutingDecider(createPolicy(policy), index) };
+  return { index, workers, decider: new Scheduler(createPolicy(policy), index) };
 }
 
-describe("RoutingDecider", () => {
+describe("Scheduler", () => {
   it("hands the index's matched lengths to the policy and inserts the text for the chosen worker", () => {
     const { index, workers, decider } = setup();
     index.insert("b", undefined, `${SYSTEM}first question`);
@@ -90,7 +90,7 @@ describe("RoutingDecider", () => {
   });
 });
 
-describe("RoutingDecider.prepare", () => {
+describe("Scheduler.prepare", () => {
   /** The approximate trees plus an asynchronous step that records what it was asked. */
   class PreparingIndex extends ApproximateIndex {
     asked: string[][] = [];
@@ -105,7 +105,7 @@ describe("RoutingDecider.prepare", () => {
 
   it("lists candidates and calls the index's step only for a request with tokenizer input", async () => {
     const index = new PreparingIndex();
-    const decider = new RoutingDecider(createPolicy("cache_aware"), index);
+    const decider = new Scheduler(createPolicy("cache_aware"), index);
     let listed = 0;
     const candidates = () => {
       listed++;
@@ -137,7 +137,7 @@ class MemoryClaims implements PrefixClaims {
   }
 }
 
-describe("RoutingDecider.decideAgreed (replicas agreeing on a new prefix)", () => {
+describe("Scheduler.decideAgreed (replicas agreeing on a new prefix)", () => {
   const text = (question: string) =>
     `${"tenant prompt, long enough to claim. ".repeat(20)}${question}`;
   const agreed = (claims: PrefixClaims, inFlight: number[] = [0, 0, 0]) => {
@@ -147,7 +147,7 @@ describe("RoutingDecider.decideAgreed (replicas agreeing on a new prefix)", () =
     return {
       index,
       workers,
-      decider: new RoutingDecider(createPolicy("cache_aware"), index, undefined, claims),
+      decider: new Scheduler(createPolicy("cache_aware"), index, undefined, claims),
     };
   };
 
@@ -220,13 +220,13 @@ describe("RoutingDecider.decideAgreed (replicas agreeing on a new prefix)", () =
   });
 });
 
-describe("RoutingDecider: the cache account's facts (issue 26)", () => {
+describe("Scheduler: the cache account's facts (issue 26)", () => {
   it("names the best holder's match, the runner-up and why the chosen worker held less (session)", () => {
     const index = new ApproximateIndex();
     const workers = ["a", "b", "c"].map((id) => ({ id, inFlight: 0 }));
     for (const w of workers) index.addWorker(w.id);
     const sessions = new SessionTable(16);
-    const decider = new RoutingDecider(createPolicy("cache_aware"), index, sessions);
+    const decider = new Scheduler(createPolicy("cache_aware"), index, sessions);
     index.insert("b", undefined, `${SYSTEM}first question`);
     sessions.bind("chat-1", "c");
     const decision = decider.decide(workers, {

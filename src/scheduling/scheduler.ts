@@ -58,7 +58,7 @@ export interface DecisionRequest extends PrepareRequest {
  * requests with one new prefix converges on the worker that got the first of them. When that
  * worker then does not accept the request (`rejected`), the index forgets what the insert claimed.
  */
-export class RoutingDecider {
+export class Scheduler {
   /** Reused across decisions: `select` is synchronous and never keeps the array. */
   private readonly matched: number[] = [];
 
@@ -101,7 +101,7 @@ export class RoutingDecider {
 
   /**
    * `decide`, agreed with the other replicas when the text starts a prefix no worker is known to
-   * hold (see policies/new-prefix-claim.ts): the decision is claimed, and when another replica
+   * hold (see scheduling/new-prefix-claim.ts): the decision is claimed, and when another replica
    * claimed the same prefix first, its worker is taken as if its decision had already arrived
    * (the policy chooses again with that worker holding what the two texts share, read from the
    * claim, so the policy's weighing of load still applies).

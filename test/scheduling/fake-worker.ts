@@ -4,7 +4,7 @@ import type {
   PolicyWorker,
   RouteDecision,
   RouteRequest,
-} from "../../src/policies/policy.js";
+} from "../../src/scheduling/policy.js";
 import { RadixTree } from "../../src/tree/radix-tree.js";
 
 /**
@@ -27,7 +27,7 @@ export function fleet(n: number, loads: readonly number[] = []): FakeWorker[] {
 }
 
 /**
- * Plays the decider (src/policies/decider.ts) over the fake workers' own trees: matched lengths
+ * Plays the decider (src/scheduling/scheduler.ts) over the fake workers' own trees: matched lengths
  * in, the text into the chosen worker's tree out, for policies that use prefixes.
  */
 export function selectWith<W extends FakeWorker>(

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { LeastLoaded } from "../../src/policies/least-loaded.js";
-import { Rotation } from "../../src/policies/rotation.js";
+import { LeastLoaded } from "../../src/scheduling/least-loaded.js";
+import { Rotation } from "../../src/scheduling/rotation.js";
 
 const loads = (...xs: number[]) => xs.map((inFlight) => ({ inFlight }));
 

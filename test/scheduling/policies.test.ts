@@ -1,4 +1,4 @@
-import { POLICY_NAMES } from "../../src/policies/policy.js";
+import { POLICY_NAMES } from "../../src/scheduling/policy.js";
 import { createPolicy } from "../../src/scheduling/policy-factory.js";
 import { seededRandom } from "./fake-worker.js";
 import { describePolicyConformance } from "./policy.conformance.js";

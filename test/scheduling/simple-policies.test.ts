@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { LeastLoadPolicy } from "../../src/policies/least-load.js";
-import { PowerOfTwoPolicy } from "../../src/policies/power-of-two.js";
-import { RandomPolicy } from "../../src/policies/random.js";
-import { RoundRobinPolicy } from "../../src/policies/round-robin.js";
+import { LeastLoadPolicy } from "../../src/scheduling/least-load.js";
+import { PowerOfTwoPolicy } from "../../src/scheduling/power-of-two.js";
+import { RandomPolicy } from "../../src/scheduling/random.js";
+import { RoundRobinPolicy } from "../../src/scheduling/round-robin.js";
 import { fleet, seededRandom, selectWith } from "./fake-worker.js";
 
 /** A random source that replays `values` in order (then repeats them). */

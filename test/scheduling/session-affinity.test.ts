@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { ApproximateIndex } from "../../src/index/approximate-index.js";
 import { sessionKey } from "../../src/intake/session-key.js";
-import { RoutingDecider } from "../../src/policies/decider.js";
-import { SessionTable } from "../../src/policies/session-table.js";
 import { createPolicy } from "../../src/scheduling/policy-factory.js";
+import { Scheduler } from "../../src/scheduling/scheduler.js";
+import { SessionTable } from "../../src/scheduling/session-table.js";
 
 function setup(policy: "cache_aware" | "round_robin" = "round_robin") {
   const index = new ApproximateIndex();
@@ -14,7 +14,7 @@ function setup(policy: "cache_aware" | "round_robin" = "round_robin") {
     index,
     workers,
     sessions,
-    decider: new RoutingDecider(createPolicy(policy), index, sessions),
+    decider: new Scheduler(createPolicy(policy), index, sessions),
   };
 }
 

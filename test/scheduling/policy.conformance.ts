@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import type { Policy, PolicyName, RouteBranch } from "../../src/policies/policy.js";
+import type { Policy, PolicyName, RouteBranch } from "../../src/scheduling/policy.js";
 import { coldText, type FakeWorker, fakeWorker, fleet, selectWith } from "./fake-worker.js";
 
 const BRANCHES: readonly RouteBranch[] = [

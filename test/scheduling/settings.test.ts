@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { defaultConfig } from "../../src/config.js";
-import { resolvePolicyOptions } from "../../src/policies/options.js";
+import { resolvePolicyOptions } from "../../src/scheduling/options.js";
 import { createPolicy } from "../../src/scheduling/policy-factory.js";
 
 describe("policy settings (issue 21: every default exists once)", () => {

@@ -2,7 +2,7 @@
  * What a policy may see of a worker: its id and the router's own in-flight count for it. Policies
  * never see URLs, HTTP, health or prefix indexes: the caller passes only the candidates (healthy
  * workers whose breaker admits a request) and, for policies that use them, how much of the text
- * each candidate probably holds (see policies/decider.ts).
+ * each candidate probably holds (see scheduling/scheduler.ts).
  */
 export interface PolicyWorker {
   readonly id: string;
@@ -107,7 +107,7 @@ export interface Policy {
   readonly prefixIndex?: { readonly name: "block_hash"; readonly blockChars: number };
   /**
    * After the last `select`: whether a filter removed candidates[i] (a scheduling profile's
-   * filters), for the cache account's routing-loss reason (policies/loss-reason.ts).
+   * filters), for the cache account's routing-loss reason (scheduling/loss-reason.ts).
    */
   filteredOut?(i: number): boolean;
   /** A scheduling profile: every plugin's verdict per candidate, for POST /debug/route. */
