@@ -20,7 +20,7 @@ import { ConfigError, RouterError } from "./errors.js";
 import { BodyBudget } from "./intake/body-budget.js";
 import { Intake } from "./intake/intake.js";
 import { ParsePool } from "./intake/parse-pool.js";
-import { intakeOptions } from "./intake/settings.js";
+import { bodyShareOfClient, intakeOptions } from "./intake/settings.js";
 import { listen } from "./listen.js";
 import { accessLogger, createLogger, type Logger } from "./logger.js";
 import { Metrics } from "./metrics.js";
@@ -174,7 +174,10 @@ export function createRouter(
     cacheLedger,
     admission: admission.admission,
     health,
-    bodyBudget: new BodyBudget(intake.maxBodyBufferBytes),
+    bodyBudget: new BodyBudget(
+      intake.maxBodyBufferBytes,
+      bodyShareOfClient(intake.maxBodyBufferBytesPerClient, intake.maxPayloadSize),
+    ),
     intake: new Intake(
       {
         ...intakeOptions(intake, {
