@@ -20,8 +20,8 @@ import {
   type RequestForwarder,
 } from "../proxy/forward.js";
 import { UsageFeedback } from "../proxy/usage-feedback.js";
+import { createPolicy } from "../scheduling/builtin-profiles.js";
 import type { Policy } from "../scheduling/policy.js";
-import { createPolicy } from "../scheduling/policy-factory.js";
 import { Scheduler } from "../scheduling/scheduler.js";
 import { SessionTable } from "../scheduling/session-table.js";
 import type { WorkerRegistry } from "../workers/registry.js";
