@@ -83,7 +83,7 @@ export async function handleInference(
   res.on("close", onClose);
   ctx.state.active += 1;
   // The body's bytes count against the router-wide budget until the request ends (retries resend it).
-  const lease = ctx.bodyBudget.lease();
+  const lease = ctx.bodyBudget.lease(incoming.socket.remoteAddress);
   let outcome: ForwardOutcome;
   try {
     outcome = await admitAndForward(

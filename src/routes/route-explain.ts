@@ -27,7 +27,7 @@ export function registerRouteExplainRoutes(app: Hono<Env>, ctx: RouterContext): 
   app.use(`${ROUTE_EXPLAIN_PREFIX}/*`, adminGuard(ctx));
   for (const { path, endpoint } of INFERENCE_ROUTES) {
     app.post(`${ROUTE_EXPLAIN_PREFIX}${path}`, async (c) => {
-      const lease = ctx.bodyBudget.lease();
+      const lease = ctx.bodyBudget.lease(c.env.incoming.socket.remoteAddress);
       try {
         // The same RoutingRequest the data plane forwards (intake/intake.ts).
         const received = await ctx.intake.receive(c.env.incoming, endpoint, lease);
