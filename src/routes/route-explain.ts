@@ -4,7 +4,7 @@ import type { Endpoint } from "../intake/routing-text.js";
 import { Cancel } from "../proxy/cancel.js";
 import type { RoutingRequest } from "../proxy/routing-request.js";
 import type { CandidateExplanation } from "../scheduling/policy.js";
-import { admitted, type ModelPlan } from "../workers/served-models.js";
+import { admitted, type ModelPlan, unservedBy } from "../workers/served-models.js";
 import type { Worker } from "../workers/worker.js";
 import { adminGuard } from "./admin.js";
 import { admissionTicket } from "./admission-ticket.js";
@@ -95,7 +95,11 @@ async function explainRoute(ctx: RouterContext, endpoint: Endpoint, routed: Rout
     }),
     excluded: workers
       .filter((worker) => !candidates.includes(worker))
-      .map((worker) => ({ worker: worker.id, url: worker.url, ...exclusion(worker, plan) })),
+      .map((worker) => ({
+        worker: worker.id,
+        url: worker.url,
+        ...exclusion(worker, plan, endpoint),
+      })),
   };
 }
 
@@ -108,7 +112,13 @@ function profileVerdict(verdict: CandidateExplanation | undefined) {
 }
 
 /** Why a registered worker is not a candidate for this request (the model's reason in `detail`). */
-function exclusion(worker: Worker, plan: ModelPlan): { reason: string; detail?: string } {
+function exclusion(
+  worker: Worker,
+  plan: ModelPlan,
+  endpoint: Endpoint,
+): { reason: string; detail?: string } {
+  const unserved = unservedBy(worker, endpoint);
+  if (unserved !== undefined) return { reason: "endpoint_not_served", detail: unserved };
   const detail = plan.exclusion(worker);
   if (detail !== undefined) return { reason: "model_not_served", detail };
   if (!worker.healthy) return { reason: "unhealthy" };
@@ -116,5 +126,6 @@ function exclusion(worker: Worker, plan: ModelPlan): { reason: string; detail?: 
   const circuit = worker.breaker.state;
   if (circuit !== "closed" && !worker.breaker.admits()) return { reason: `circuit_${circuit}` };
   if (plan.route === "not_found") return { reason: "model_not_served" };
+  if (plan.route === "endpoint_not_served") return { reason: "endpoint_not_served" };
   return { reason: "unavailable" };
 }
