@@ -56,7 +56,7 @@ export interface RouterContext {
   /** Reads the workers' engines (capacity, queue, KV usage, models) on a schedule. */
   introspection: EngineIntrospector;
   state: RouterState;
-  /** --kv-events: the engines' KV-event intake (per-worker endpoints, stream state). */
+  /** --kv-events: the engines' KV-event feed (per-worker endpoints, stream state). */
   kvEvents?: KvEventsManager;
   /** --state-url: what this replica shares with the others through Redis. */
   sharedState?: SharedState;
