@@ -1,5 +1,5 @@
 import { RouterError, retryAfterSecs } from "../errors.js";
-import { ClientGoneError } from "../proxy/client-gone.js";
+import { ClientGoneError } from "../proxy/cancel.js";
 import { FairQueue, type QueueEntry } from "./fair-queue.js";
 import type { RequestIdentity } from "./identity.js";
 import { fleetSaturated, type SaturationThresholds } from "./saturation.js";

@@ -1,6 +1,6 @@
 import type { IncomingMessage } from "node:http";
 import { RouterError } from "../errors.js";
-import { ClientGoneError } from "../proxy/client-gone.js";
+import { ClientGoneError } from "../proxy/cancel.js";
 import type { BodyLease } from "./body-budget.js";
 
 /** Bounds on reading one request body (see docs/reliability.md, "Reading request bodies"). */

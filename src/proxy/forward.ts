@@ -7,9 +7,7 @@ import type { WorkerRegistry } from "../workers/registry.js";
 import { admitted } from "../workers/served-models.js";
 import type { Worker } from "../workers/worker.js";
 import { ShutdownAbort } from "./abort-reasons.js";
-import { explainHeader, settleAccount } from "./account-settle.js";
 import { Attempt, type RelayLimits } from "./attempt.js";
-import { attemptsOutcome } from "./attempts-outcome.js";
 import { backoffMs, sleep } from "./backoff.js";
 import type { Cancel } from "./cancel.js";
 import { rankToSend } from "./dp-rank.js";
@@ -22,9 +20,15 @@ import {
 } from "./forward-contract.js";
 import { upstreamRequestHeaders, viaToken, withWorkerAuth } from "./headers.js";
 import { IdleSweep } from "./idle-sweep.js";
-import { noWorkerMessage, refusal, shortestCoolDown } from "./no-worker-answers.js";
+import {
+  attemptsOutcome,
+  noWorkerMessage,
+  refusal,
+  shortestCoolDown,
+} from "./no-worker-answers.js";
 import type { JsonObject, PairProtocol, PairResult, PairTry, Side } from "./pair.js";
 import { routeHeader } from "./route-header.js";
+import type { RoutingRequest } from "./routing-request.js";
 import { type AttemptResult, sendAttempt } from "./send-attempt.js";
 import type { ForwardSettings } from "./settings.js";
 import type { AttemptFailure } from "./upstream-failure.js";
@@ -502,4 +506,33 @@ function pairBody(
   } catch {
     return undefined;
   }
+}
+
+// A request's cache account (cache-account/): the --explain-header when a worker is chosen, the
+// settlement when that worker (a pair: its prefill side) accepted the request.
+
+/** The --explain-header name and value for the account as decided, with `worker` chosen; else undefined. */
+export function explainHeader(
+  ledger: CacheLedger | undefined,
+  account: RequestAccount | undefined,
+  worker: Worker,
+): readonly [name: string, value: string] | undefined {
+  const name = ledger?.options.explainHeader;
+  if (ledger === undefined || name === undefined || account === undefined) return undefined;
+  return [name, ledger.explain(account, worker.charsPerToken)];
+}
+
+/** Settles an accepted request's account with what `worker` reported, and records it. */
+export function settleAccount(
+  ledger: CacheLedger | undefined,
+  account: RequestAccount,
+  routed: RoutingRequest,
+  reported: ReportedUsage | undefined,
+  worker: Worker,
+  requestId: string,
+): void {
+  // A batch's usage is the sum over its prompts, not this text's: counted from the text then.
+  const usage = routed.usageDescribesText ? reported : undefined;
+  account.settle(usage?.promptTokens, usage?.cachedTokens, worker.charsPerToken);
+  ledger?.record(account, requestId);
 }

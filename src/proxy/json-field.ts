@@ -1,5 +1,3 @@
-import { isJsonSpace } from "./json-space.js";
-
 /**
  * A JSON object body with one field added as its first (`value` is already JSON); any other body
  * as it is (a body that is not a JSON object is the engine's to refuse). The body is never
@@ -23,4 +21,9 @@ export function bodyWithLeadingFields(
   const text = fields.map(([name, value]) => `${JSON.stringify(name)}:${value}`).join(",");
   const field = Buffer.from(`${text}${empty ? "" : ","}`);
   return Buffer.concat([body.subarray(0, start + 1), field, body.subarray(start + 1)]);
+}
+
+/** Whether a byte is JSON whitespace (RFC 8259: space, tab, line feed, carriage return). */
+export function isJsonSpace(byte: number): boolean {
+  return byte === 0x20 || byte === 0x09 || byte === 0x0a || byte === 0x0d;
 }

@@ -1,3 +1,4 @@
+import type { ServerResponse } from "node:http";
 import { RouterError } from "../errors.js";
 import { noAvailableWorkerMessage } from "../workers/no-worker-message.js";
 import type { WorkerRegistry } from "../workers/registry.js";
@@ -7,11 +8,14 @@ import {
   type ModelRoutingMode,
   unservedBy,
 } from "../workers/served-models.js";
+import type { Cancel } from "./cancel.js";
 import type { ForwardRequest } from "./forward-contract.js";
 import { hasPassedThrough } from "./headers.js";
+import type { AttemptFailure } from "./upstream-failure.js";
+import { writeError } from "./write-error.js";
 
 // The router's own answers when no worker takes a request (proxy/forward.ts): what it says, why,
-// and when to come back.
+// and when to come back; and how a request whose attempts all failed ends.
 
 /** The 404 when no worker lists the model and none takes any name (workers/served-models.ts). */
 export function modelNotFound(model: string | undefined, workers: number, mode: ModelRoutingMode) {
@@ -80,4 +84,22 @@ export function shortestCoolDown(registry: WorkerRegistry): number {
     if (left > 0 && worker.healthy && (shortest === 0 || left < shortest)) shortest = left;
   }
   return shortest;
+}
+
+/**
+ * How a request ends when its attempts ran out without an answer: 499 when the client left, else
+ * the last failure's error is written. Undefined when no attempt failed (the caller says why there
+ * was no worker).
+ */
+export function attemptsOutcome(
+  req: { clientSignal: Cancel; requestId: string },
+  res: ServerResponse,
+  attempts: number,
+  lastFailure: AttemptFailure | undefined,
+): { status: number; attempts: number; error: string } | undefined {
+  if (req.clientSignal.aborted) return { status: 499, attempts, error: "client_abort" };
+  if (lastFailure === undefined) return undefined;
+  const error = new RouterError(lastFailure.code, lastFailure.message);
+  writeError(res, error, req.requestId);
+  return { status: error.status, attempts, error: lastFailure.kind };
 }

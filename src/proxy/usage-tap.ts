@@ -20,7 +20,7 @@
  * followed by a colon can only be a real key. `"prompt_tokens_details"` does not match
  * `"prompt_tokens"` (the closing quote must follow). A `null` value is ignored.
  */
-import { isJsonSpace } from "./json-space.js";
+import { isJsonSpace } from "./json-field.js";
 
 const PROMPT_KEY = Buffer.from('"prompt_tokens"');
 const CACHED_KEY = Buffer.from('"cached_tokens"');
