@@ -23,6 +23,18 @@ export interface AdmissionService {
   stop(): void;
 }
 
+/** An admitted request's way out of admission (Admission.pass). */
+export interface AdmissionPass {
+  /** Call when the request ends, with how it ended (a quota charges what the engine reported). */
+  readonly release: AdmissionRelease;
+  /** The priority its engine gets (--engine-priority); undefined = none. */
+  readonly priority: number | undefined;
+  /** Where it has room (roomFor); undefined = every candidate. */
+  readonly roomOn: ((worker: SaturationView) => boolean) | undefined;
+  /** It waited in the queue. */
+  readonly waited: boolean;
+}
+
 /** What /debug/route says about admission for one request. */
 export interface AdmissionExplanation {
   tenant: string;
@@ -107,6 +119,22 @@ export class Admission {
   /** Resolves with a release once the request may go; call it when the request ends. */
   admit(ticket: AdmissionTicket): AdmissionRelease | Promise<AdmissionRelease> {
     return this.pipeline.admit(ticket);
+  }
+
+  /**
+   * The admit stage in one call: once the request may go, its release, the priority its engine
+   * gets (--engine-priority) and where it has room (roomFor), worked out as it leaves (a promise
+   * only when it waits).
+   */
+  pass(ticket: AdmissionTicket): AdmissionPass | Promise<AdmissionPass> {
+    const admitting = this.pipeline.admit(ticket);
+    if (typeof admitting === "function") return this.passing(ticket, admitting, false);
+    return admitting.then((release) => this.passing(ticket, release, true));
+  }
+
+  private passing(ticket: AdmissionTicket, release: AdmissionRelease, waited: boolean) {
+    const priority = this.enginePriorityOn ? this.enginePriority(ticket) : undefined;
+    return { release, priority, roomOn: this.roomFor(ticket, priority), waited };
   }
 
   /**

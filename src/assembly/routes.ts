@@ -28,7 +28,6 @@ export function routeOptions(config: Config): RouteOptions {
     modelsTimeoutMs: config.health.timeoutMs,
     queueTimeoutMs: config.admission.queueTimeoutMs,
     queueTimeoutHeader: config.admission.queueTimeoutHeader,
-    enginePriority: config.admission.enginePriority,
     queueWaitHeader: config.admission.queueWaitHeader,
     pairs: pdEnabled(config.disaggregation),
   };

@@ -103,7 +103,7 @@ export async function handleInference(
   const lease = ctx.bodyBudget.lease(incoming.socket.remoteAddress);
   let outcome: ForwardOutcome;
   try {
-    outcome = await admitAndForward(
+    outcome = await runRequest(
       ctx,
       incoming,
       res,
@@ -125,7 +125,15 @@ export async function handleInference(
   trace?.end(outcome);
 }
 
-async function admitAndForward(
+/**
+ * The request's pipeline, each stage called once: receive (intake/: the body within its bounds,
+ * one parse, the routing facts) → admit (admission/: quotas, the queue; its pass carries the
+ * engine's priority and where the request has room) → forward (proxy/: the one Forwarder, which
+ * schedules each attempt with the scheduler and retries before the first byte only; a
+ * prefill/decode pair is one attempt) → complete (the release here, the access line and metrics
+ * in handleInference).
+ */
+async function runRequest(
   ctx: RouterContext,
   incoming: IncomingMessage,
   res: ServerResponse,
@@ -143,21 +151,20 @@ async function admitAndForward(
   bodyRead?.end();
   // Its connection closed while it was read (a pipelined request): nothing more to do for it.
   if (clientSignal.aborted) throw new ClientGoneError();
-  // Waits only while the router is at its limit or, with --queue-when-saturated, the fleet is.
+  // Admit: waits only while the router is at its limit or, with --queue-when-saturated, the
+  // fleet is; the pass carries the engine's priority and where the request has room.
   const ticket = admissionTicket(ctx, received, clientSignal);
-  const admitting = ctx.admission.admit(ticket);
-  const release =
-    typeof admitting === "function"
-      ? admitting
-      : await queued(admitting, trace, ctx.config.queueWaitHeader, res);
+  const admitting = ctx.admission.pass(ticket);
+  const pass =
+    admitting instanceof Promise
+      ? await queued(admitting, trace, ctx.config.queueWaitHeader, res)
+      : admitting;
   // Not queued at all: the header says so too (a wait of 0), so every answer carries it.
-  if (typeof admitting === "function") waitHeader(res, ctx.config.queueWaitHeader, 0);
+  if (!(admitting instanceof Promise)) waitHeader(res, ctx.config.queueWaitHeader, 0);
   // How it ended, for a quota to charge what the engine reported (none if it never left here).
   let outcome: ForwardOutcome | undefined;
   try {
     if (clientSignal.aborted) throw new ClientGoneError();
-    // --engine-priority: the engine's scheduler serves it in the router's order too.
-    const priority = ctx.config.enginePriority ? ctx.admission.enginePriority(ticket) : undefined;
     const request: ForwardRequest = {
       routing: ctx.intake.route(received),
       method: endpoint === "models" ? "GET" : "POST",
@@ -167,16 +174,17 @@ async function admitAndForward(
       startedAt,
       clientSignal,
       trace,
-      priority,
+      // --engine-priority: the engine's scheduler serves it in the router's order too.
+      priority: pass.priority,
       // --queue-when-saturated: to a worker with room, or, over lower-priority work while every
       // one is saturated, to one where it outranks that work.
-      roomOn: ctx.admission.roomFor(ticket, priority),
+      roomOn: pass.roomOn,
     };
     const forwarder = endpoint === "models" ? ctx.modelsForwarder : ctx.forwarder;
     outcome = await forwarder.forward(request, res);
     return outcome;
   } finally {
-    release(outcome);
+    pass.release(outcome);
   }
 }
 

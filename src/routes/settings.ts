@@ -20,8 +20,6 @@ export interface RouteOptions extends RoutesConfig {
   /** --queue-timeout-secs, which a request's --queue-timeout-header may shorten. */
   readonly queueTimeoutMs: number;
   readonly queueTimeoutHeader: string;
-  /** --engine-priority: the request's priority goes to the engine's scheduler (proxy/engine-priority.ts). */
-  readonly enginePriority: boolean;
   /** --queue-wait-header: the response header carrying the wait in the admission queue; undefined = none. */
   readonly queueWaitHeader: string | undefined;
   /** Prefill/decode disaggregation: a request needs a pair (readiness asks for both sides). */
