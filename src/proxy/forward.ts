@@ -242,6 +242,7 @@ export class Forwarder implements RequestForwarder {
       route,
       limits: this.relayLimits,
       readUsage: this.feedback !== undefined && req.method === "POST",
+      onAnswerChunk: req.onAnswerChunk,
       explain: explainHeader(this.ledger, account, worker),
       onUpstreamError: this.hooks.onUpstreamError,
       trace: req.trace?.attempt(worker),
