@@ -59,6 +59,8 @@ export class Attempt {
   readonly onAnswerChunk: ((chunk: Buffer, worker: Worker) => void) | undefined;
   readonly explain: readonly [name: string, value: string] | undefined;
   readonly onUpstreamError: (worker: Worker, kind: string) => void;
+  /** The router's priority the body carries to this engine (--engine-priority), undefined = none. */
+  readonly enginePriority: number | undefined;
   /** Aborted, with the reason, when the attempt must stop (client gone, timeout, shutdown). */
   readonly controller = new Cancel();
   private readonly lease: WorkerLease;
@@ -78,6 +80,7 @@ export class Attempt {
     this.onAnswerChunk = plan.onAnswerChunk;
     this.explain = plan.explain;
     this.onUpstreamError = plan.onUpstreamError;
+    this.enginePriority = plan.load.enginePriority;
     this.clientSignal = plan.clientSignal;
     this.trace = plan.trace;
     plan.clientSignal.once("abort", this.onClientGone);
