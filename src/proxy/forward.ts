@@ -426,6 +426,8 @@ export class Forwarder {
       /** Whether this worker's answer streams (its first-byte limit is the streaming one). */
       stream: boolean;
       readUsage: boolean;
+      /** Shown each chunk of a successful answer (ForwardRequest.onAnswerChunk). */
+      onAnswerChunk?: ForwardRequest["onAnswerChunk"];
       explain: readonly [string, string] | undefined;
       trace: ReturnType<NonNullable<ForwardRequest["trace"]>["attempt"]> | undefined;
     },
@@ -453,6 +455,7 @@ export class Forwarder {
       route,
       limits: this.relayLimits,
       readUsage: how.readUsage,
+      onAnswerChunk: how.onAnswerChunk,
       explain: how.explain,
       onUpstreamError: this.hooks.onUpstreamError,
       trace: how.trace,
