@@ -12,7 +12,7 @@ import {
   createPolicy,
   isPolicyName,
   type PolicyOptions,
-} from "../../src/scheduling/policy-factory.js";
+} from "../../src/scheduling/builtin-profiles.js";
 import { fmt } from "./latency.js";
 import { pollPhaseMs, rangeOf } from "./routing-repeats.js";
 import { ORACLE_ROW, type RowResult, type WorkloadReport } from "./routing-runner.js";

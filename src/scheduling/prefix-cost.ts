@@ -1,6 +1,7 @@
 import { loadCap, ownLoad } from "./load-cap.js";
 import type { ResolvedPolicyOptions, TieBreak } from "./options.js";
-import type { Policy, PolicyWorker, RouteDecision, RouteRequest } from "./policy.js";
+import { onAlive, type Pick as Picked, type Picker, type SchedulingContext } from "./plugin.js";
+import type { PolicyWorker } from "./policy.js";
 import { KEY_ALIGN, KEY_CHARS, prefixKey, rendezvousScore } from "./prefix-hash.js";
 import { Rotation } from "./rotation.js";
 
@@ -48,9 +49,12 @@ export type PrefixCostOptions = Pick<
  * holder (a multi-tenant run put all 256 requests on one worker, at 6× the mean latency). Then
  * the load cap of --cache-load-bound (load-cap.ts) applies: a worker above it is not a candidate.
  * The configuration refuses queue weight 0 with no cap (scheduling/settings.ts).
+ *
+ * --policy prefix_cost is the profile of this picker alone (builtin-profiles.ts); the same cost,
+ * min-max normalised, is the prefill-work-scorer (prefix-scorers.ts).
  */
-export class PrefixCostPolicy implements Policy {
-  readonly name = "prefix_cost" as const;
+export class PrefixCostPicker implements Picker {
+  readonly type = "prefix-cost-picker";
   readonly usesPrefixes = true;
   private readonly rotation = new Rotation();
   private readonly queueWeight: number;
@@ -62,31 +66,34 @@ export class PrefixCostPolicy implements Policy {
   private readonly costs: number[] = [];
   private readonly held: number[] = [];
 
-  constructor(options: PrefixCostOptions) {
+  constructor(
+    readonly name: string,
+    options: PrefixCostOptions,
+  ) {
     this.queueWeight = options.prefixCostQueueWeight;
     this.requestChars = options.prefixCostRequestChars;
     this.tieBreak = options.prefixCostTieBreak ?? "hash";
     this.loadBound = this.queueWeight === 0 ? (options.cacheLoadBound ?? 0) : 0;
   }
 
-  select<W extends PolicyWorker>(
-    candidates: readonly W[],
-    request: RouteRequest,
-  ): RouteDecision<W> | undefined {
+  pick(ctx: SchedulingContext): Picked | -1 {
+    return onAlive(ctx, this.choose);
+  }
+
+  private readonly choose = (ctx: SchedulingContext): Picked | -1 => {
+    const { candidates, request, length } = ctx;
     const n = candidates.length;
-    if (n === 0) return undefined;
+    if (n === 0) return -1;
     // A rotated start, so equal costs on equal loads take turns.
     const start = this.rotation.next(n);
-    const length = request.text.length;
     const matchedOf = request.matched;
-    // One clock read per decision: every engine report is judged against the same instant.
-    const now = Date.now();
+    // One clock read per decision (the profile's): every engine report is judged against it.
+    const now = ctx.now;
     const cap =
       this.loadBound === 0 ? Number.POSITIVE_INFINITY : loadCap(candidates, this.loadBound);
     let best = start;
     let bestCost = Number.POSITIVE_INFINITY;
     let bestLoad = 0;
-    let bestMatched = 0;
     let anyHeld = false;
     const costs = this.costs;
     const held = this.held;
@@ -108,16 +115,13 @@ export class PrefixCostPolicy implements Policy {
         best = index;
         bestCost = cost;
         bestLoad = worker.inFlight;
-        bestMatched = matched;
       }
     }
     if (this.tieBreak === "hash" && anyHeld && n > 1) {
       best = this.settleTie(candidates, request.text, bestCost + this.requestChars / 2, best);
-      bestMatched = held[best]!;
     }
-    const worker = candidates[best]!;
-    return { worker, branch: "lowest_cost", matchRate: length === 0 ? 0 : bestMatched / length };
-  }
+    return { index: best, branch: "lowest_cost" };
+  };
 
   /**
    * Among the candidates whose cost is at most `limit`: those holding about the most of the text
@@ -126,8 +130,8 @@ export class PrefixCostPolicy implements Policy {
    * the KEY_CHARS characters from that floor (rounded down to KEY_ALIGN): the end of the prefix
    * they hold. `fallback` when none is within the limit.
    */
-  private settleTie<W extends PolicyWorker>(
-    candidates: readonly W[],
+  private settleTie(
+    candidates: readonly PolicyWorker[],
     text: string,
     limit: number,
     fallback: number,
@@ -157,13 +161,25 @@ export class PrefixCostPolicy implements Policy {
 
   /** The estimated prefill work ahead of this request's first token on `worker` (formula above). */
   cost(worker: PolicyWorker, matched: number, length: number, now: number): number {
-    const queued = Math.max(0, worker.pendingPrefillChars ?? 0);
-    const foreign = Math.max(0, worker.foreignQueuedAt?.(now) ?? 0);
-    return (
-      length -
-      matched +
-      this.queueWeight * (queued + foreign * length) +
-      this.requestChars * worker.inFlight
-    );
+    return prefillWork(worker, matched, length, now, this.queueWeight, this.requestChars);
   }
+}
+
+/**
+ * The prefill work ahead of a request's first token on `worker`, in characters (the formula of
+ * PrefixCostPicker): written once, for its picker and the prefill-work-scorer.
+ */
+export function prefillWork(
+  worker: PolicyWorker,
+  matched: number,
+  length: number,
+  now: number,
+  queueWeight: number,
+  requestChars: number,
+): number {
+  const queued = Math.max(0, worker.pendingPrefillChars ?? 0);
+  const foreign = Math.max(0, worker.foreignQueuedAt?.(now) ?? 0);
+  return (
+    length - matched + queueWeight * (queued + foreign * length) + requestChars * worker.inFlight
+  );
 }

@@ -1,5 +1,6 @@
 import { readFileSync, statSync } from "node:fs";
 import { parse as parseYaml } from "yaml";
+import { checkNesting } from "../watched-file/nesting.js";
 import {
   child,
   describe,
@@ -164,6 +165,7 @@ function buildProfile(
 /** Parses YAML or JSON text; a syntax error names the line. */
 export function parseSchedulerConfig(source: string): unknown {
   try {
+    checkNesting(source);
     return parseYaml(source, { prettyErrors: true, maxAliasCount: 100 });
   } catch (err) {
     throw new SchedulerConfigError(

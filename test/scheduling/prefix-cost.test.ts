@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from "vitest";
+import { createPolicy, PrefixCostPolicy } from "../../src/scheduling/builtin-profiles.js";
 import { POLICY_DEFAULTS } from "../../src/scheduling/options.js";
-import { createPolicy } from "../../src/scheduling/policy-factory.js";
-import { type PrefixCostOptions, PrefixCostPolicy } from "../../src/scheduling/prefix-cost.js";
+import type { PrefixCostOptions } from "../../src/scheduling/prefix-cost.js";
 import { coldText, type FakeWorker, fakeWorker, fleet, selectWith } from "./fake-worker.js";
 
 function prefixCost(overrides: Partial<PrefixCostOptions> = {}): PrefixCostPolicy {
