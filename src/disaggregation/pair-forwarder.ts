@@ -36,6 +36,7 @@ import { admitted } from "../workers/served-models.js";
 import type { Worker } from "../workers/worker.js";
 import type { JsonObject } from "./bootstrap.js";
 import type { PairResult, PairTry, Side } from "./pair-try.js";
+import { pdBodyRefusal } from "./pd-body.js";
 import { sglangPair } from "./sglang-pair.js";
 import { vllmPair } from "./vllm-pair.js";
 
@@ -57,7 +58,7 @@ export class PairForwarder implements RequestForwarder {
     private readonly decodeDecider: RoutingDecider,
     private readonly settings: ForwardSettings,
     private readonly hooks: ForwardHooks,
-    protocol: PdProtocol,
+    private readonly protocol: PdProtocol,
     /**
      * Each request's cache account, as the regular forwarder keeps it: the prefill side's choice
      * is the accounted one (the prefix cache is there), its answer's cached count the reported one.
@@ -102,6 +103,11 @@ export class PairForwarder implements RequestForwarder {
       );
       writeError(res, error, req.requestId);
       return { status: error.status, attempts: 0, error: "invalid_request" };
+    }
+    const refusedBody = pdBodyRefusal(this.protocol, routed.endpoint, body);
+    if (refusedBody !== undefined) {
+      writeError(res, refusedBody, req.requestId);
+      return { status: refusedBody.status, attempts: 0, error: "invalid_request" };
     }
     const headers = upstreamRequestHeaders(
       req.headers,
