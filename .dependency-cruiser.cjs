@@ -42,7 +42,7 @@ const LAYERS = [
   // admin API: they feed workers/ and kv-events/, and know nothing of HTTP routes.
   { discovery: ["discovery/"] },
   // A request's path is the order of the layers from here down: routes → intake → admission →
-  // (disaggregation →) proxy, which asks scheduling/policies and sends upstream. What it has
+  // (disaggregation →) proxy, which asks scheduling and sends upstream. What it has
   // left, it never imports again (docs/architecture.md, "One request, end to end").
   // One RoutingRequest per request (body read and budget, routing text, model, session, tokenize
   // input): the routes hand it the HTTP request, the data plane below gets the RoutingRequest.
@@ -62,11 +62,11 @@ const LAYERS = [
   // The per-request cache account (available, chosen, reported cached tokens), its sums, the
   // --explain-header value and its settings rows: the forwarder fills it, the routes read it.
   { "cache-account": ["cache-account/"] },
-  // Filters, scorers and pickers: read indexes and worker signals, never HTTP.
+  // The scheduler: every --policy is a profile of filters, scorers and a picker; reads indexes
+  // and worker signals, never HTTP.
   { scheduling: ["scheduling/"] },
-  { policies: ["policies/"] },
   // Redis shared state wraps the index and syncs membership; KV events feed the index. Both are
-  // wired by assembly/index-stack.ts; the request path above (proxy, scheduling, policies) never imports them
+  // wired by assembly/index-stack.ts; the request path above (proxy, scheduling) never imports them
   // (rule request-path-reads-the-index).
   { state: ["state/"], "kv-events": ["kv-events/"] },
   // The index never knows workers, workers never know the index: assembly/ joins them.
@@ -118,9 +118,8 @@ LAYERS.forEach((layer, depth) => {
 forbidden.push({
   name: "request-path-reads-the-index",
   severity: "error",
-  comment:
-    "proxy, scheduling and policies read index/ and workers/, never the feeders state/ and kv-events/",
-  from: { path: pathOf(["proxy/", "scheduling/", "policies/"]) },
+  comment: "proxy and scheduling read index/ and workers/, never the feeders state/ and kv-events/",
+  from: { path: pathOf(["proxy/", "scheduling/"]) },
   to: { path: pathOf(["state/", "kv-events/"]) },
 });
 

@@ -25,7 +25,7 @@ import { findRedisServer, type LocalRedis, startLocalRedis } from "../sim/redis-
 import { defaultConfig } from "../src/config.js";
 import { ApproximateIndex } from "../src/index/approximate-index.js";
 import { createLogger } from "../src/logger.js";
-import type { PolicyName } from "../src/policies/policy.js";
+import type { PolicyName } from "../src/scheduling/policy.js";
 import { SharedState } from "../src/state/shared-state.js";
 import { type BuiltRouter, startBuiltCluster } from "./lib/built-router.js";
 import { commandLine, machineSummary, runIfEntryPoint, writeResults } from "./lib/entry.js";

@@ -23,8 +23,10 @@ import { parseArgs } from "node:util";
 import { startLocalRedis } from "../sim/redis-server.js";
 import { defaultConfig } from "../src/config.js";
 import { PREFIX_INDEX_NAMES, type PrefixIndexName } from "../src/index/factory.js";
-import { POLICY_NAMES, type PolicyName } from "../src/policies/policy.js";
+import { POLICY_NAMES, type PolicyName } from "../src/scheduling/policy.js";
+import { startCpuNoise } from "./lib/cpu-noise.js";
 import { commandLine, runIfEntryPoint } from "./lib/entry.js";
+import { childFleetHost, type FleetHost, inlineFleetHost } from "./lib/fleet.js";
 import { fmt } from "./lib/latency.js";
 import { numberFlag } from "./lib/number-flag.js";
 import { pdMain } from "./lib/pd-workload.js";
@@ -32,6 +34,15 @@ import { ProgressBar } from "./lib/progress.js";
 import { printAccountTable } from "./lib/routing-account.js";
 import { routingChartSvg } from "./lib/routing-chart.js";
 import { diagnosisLines } from "./lib/routing-diagnosis.js";
+import {
+  type CellSummary,
+  cellPreset,
+  MATRIX_CELLS,
+  matrixGoalLines,
+  printMatrix,
+  QUICK_MATRIX_CELLS,
+  summarizeCell,
+} from "./lib/routing-matrix.js";
 import {
   ALL_ROWS,
   BYPASS_TARGETS,
@@ -77,6 +88,9 @@ interface CliOptions {
   sharedState: boolean;
   diagnose: boolean;
   isolate: boolean;
+  /** Run the tenants family over the matrix's cells (routing-matrix.ts). */
+  matrix: boolean;
+  cpuNoise: boolean;
   /** "" for the default preset without overrides; else a file-name suffix. */
   tag: string;
   chart: boolean;
@@ -96,6 +110,13 @@ function parseCli(argv: string[]): CliOptions {
       seed: { type: "string" },
       tenants: { type: "string" },
       "kv-share": { type: "string" },
+      zipf: { type: "string" },
+      "preamble-tokens": { type: "string" },
+      "tenant-prompt-tokens": { type: "string" },
+      conversations: { type: "string" },
+      turns: { type: "string" },
+      matrix: { type: "boolean", default: false },
+      "cpu-noise": { type: "boolean", default: false },
       "cache-load-bound": { type: "string" },
       "prefix-index": { type: "string" },
       "max-tree-size": { type: "string" },
@@ -130,8 +151,17 @@ function parseCli(argv: string[]): CliOptions {
         "  --kv-capacity-tokens <n>      KV cache per worker (default 48000; quick 12000; cache-pressure",
         "                                sizes its own: a share of its working set)",
         "  --seed <n>                    workload seed (default 42)",
-        "  --tenants <n>                 cache-pressure: tenants (default 64; quick 24)",
-        "  --kv-share <x>                cache-pressure: each worker's KV as a share of the working set (default 0.22)",
+        "  --tenants <n>                 cache-pressure, tenants: tenants (default 64 / 16; quick 24 / 16)",
+        "  --kv-share <x>                cache-pressure, tenants: each worker's KV as a share of the working",
+        "                                set (default 0.22 / 0.3)",
+        "  --zipf <s>, --preamble-tokens <n>, --tenant-prompt-tokens <min-max>, --conversations <n>,",
+        "  --turns <n>                   tenants: popularity skew, shared preamble, each tenant's own",
+        "                                prompt length range, chats, turns a chat (one client per chat",
+        "                                under way: --concurrency)",
+        "  --matrix                      the tenants family over a grid of cells (bench/lib/routing-matrix.ts;",
+        "                                --quick: 3 cells), the default policy and the oracle unless",
+        "                                --policies; a summary line per cell, bench/results/routing-matrix*.json",
+        "  --cpu-noise                   a neighbour process burns a core in random bursts during the run",
         "  --bypass <share>              share of requests sent straight to a worker, bypassing the router",
         "                                (e.g. 0.25; the precise row sees them through the KV events)",
         `  --bypass-to <${BYPASS_TARGETS.join("|")}>  where the bypassing client sends them (default sticky):`,
@@ -176,16 +206,40 @@ function parseCli(argv: string[]): CliOptions {
     return v;
   };
   preset.concurrency = num("concurrency", values.concurrency, 1, true) ?? preset.concurrency;
+  // The tenants family has its own clients (8); an explicit --concurrency sets them too.
+  if (values.concurrency !== undefined) preset.tenants.clients = preset.concurrency;
   preset.workers = num("workers", values.workers, 1, true) ?? preset.workers;
   preset.timeScale = num("time-scale", values["time-scale"], 0, false) ?? preset.timeScale;
   preset.kvCapacityTokens =
     num("kv-capacity-tokens", values["kv-capacity-tokens"], 16, true) ?? preset.kvCapacityTokens;
   preset.seed = num("seed", values.seed, 0, true) ?? preset.seed;
-  preset.cachePressure.tenants =
-    num("tenants", values.tenants, 1, true) ?? preset.cachePressure.tenants;
-  preset.cachePressure.kvShareOfWorkingSet =
-    num("kv-share", values["kv-share"], Number.MIN_VALUE, false) ??
-    preset.cachePressure.kvShareOfWorkingSet;
+  // --tenants and --kv-share shape both tenant workloads.
+  const tenants = preset.tenants;
+  const tenantCount = num("tenants", values.tenants, 1, true);
+  if (tenantCount !== undefined) {
+    preset.cachePressure.tenants = tenantCount;
+    tenants.tenants = tenantCount;
+  }
+  const kvShare = num("kv-share", values["kv-share"], Number.MIN_VALUE, false);
+  if (kvShare !== undefined) {
+    preset.cachePressure.kvShareOfWorkingSet = kvShare;
+    tenants.kvShareOfWorkingSet = kvShare;
+  }
+  tenants.zipfExponent = num("zipf", values.zipf, 0, false) ?? tenants.zipfExponent;
+  tenants.toolPreambleTokens =
+    num("preamble-tokens", values["preamble-tokens"], 1, true) ?? tenants.toolPreambleTokens;
+  tenants.conversations =
+    num("conversations", values.conversations, 1, true) ?? tenants.conversations;
+  tenants.turns = num("turns", values.turns, 1, true) ?? tenants.turns;
+  const promptRange = values["tenant-prompt-tokens"];
+  if (promptRange !== undefined) {
+    const [lo, hi = lo] = promptRange.split("-");
+    tenants.tenantPromptMinTokens = num("tenant-prompt-tokens", lo, 1, true)!;
+    tenants.tenantPromptMaxTokens = num("tenant-prompt-tokens", hi, 1, true)!;
+    if (tenants.tenantPromptMaxTokens < tenants.tenantPromptMinTokens) {
+      throw new Error("--tenant-prompt-tokens: <min-max> with min ≤ max");
+    }
+  }
   const rate = num("rate", values.rate, Number.MIN_VALUE, false);
   const cacheLoadBound = num("cache-load-bound", values["cache-load-bound"], 0, false);
   const prefixIndex = values["prefix-index"] as PrefixIndexName | undefined;
@@ -213,7 +267,10 @@ function parseCli(argv: string[]): CliOptions {
           }
           return w as WorkloadName;
         });
-  let rows: RowLabel[] = [...ALL_ROWS];
+  // The matrix compares the default with the oracle unless told otherwise.
+  let rows: RowLabel[] = values.matrix
+    ? [defaultConfig().policies.policy, ORACLE_ROW]
+    : [...ALL_ROWS];
   if (values.policies !== undefined) {
     overridden = true;
     rows = values.policies.split(",").map((label) => {
@@ -281,8 +338,10 @@ function parseCli(argv: string[]): CliOptions {
     sharedState,
     diagnose: values.diagnose,
     isolate: !values["no-isolate"] && !values.diagnose,
+    matrix: values.matrix,
+    cpuNoise: values["cpu-noise"],
     tag,
-    chart: !values["no-chart"] && tag === "",
+    chart: !values["no-chart"] && tag === "" && !values.matrix && !values["cpu-noise"],
   };
 }
 
@@ -451,6 +510,116 @@ function resultPath(workload: WorkloadName, tag: string): string {
   return join(RESULTS_DIR, `routing-${workload}${tag === "" ? "" : `-${tag}`}.json`);
 }
 
+/** One workload through every row, with the command line's router settings. */
+async function runWorkload(
+  workload: WorkloadName,
+  preset: RoutingPreset,
+  cli: CliOptions,
+  sharedStateUrl: string | undefined,
+  host?: FleetHost,
+): Promise<WorkloadReport> {
+  let bar: ProgressBar | undefined;
+  return runRoutingWorkload(workload, {
+    preset,
+    rows: cli.rows,
+    repeats: cli.repeats,
+    timingSeed: cli.timingSeed,
+    ...(cli.rate === undefined ? {} : { rate: cli.rate }),
+    ...(cli.bypassShare === undefined ? {} : { bypassShare: cli.bypassShare }),
+    ...(cli.bypassTo === undefined ? {} : { bypassTo: cli.bypassTo }),
+    routerOverrides: {
+      ...(cli.cacheLoadBound === undefined ? {} : { cacheLoadBound: cli.cacheLoadBound }),
+      ...(cli.prefixIndex === undefined ? {} : { prefixIndex: cli.prefixIndex }),
+      ...(cli.maxTreeSize === undefined ? {} : { maxTreeSize: cli.maxTreeSize }),
+      ...(cli.prefixCostQueueWeight === undefined
+        ? {}
+        : { prefixCostQueueWeight: cli.prefixCostQueueWeight }),
+      ...(cli.prefixCostRequestChars === undefined
+        ? {}
+        : { prefixCostRequestChars: cli.prefixCostRequestChars }),
+    },
+    ...(cli.replicas === undefined ? {} : { replicas: cli.replicas }),
+    ...(sharedStateUrl === undefined ? {} : { sharedStateUrl }),
+    ...(cli.precisePolicy === undefined ? {} : { precisePolicy: cli.precisePolicy }),
+    ...(host === undefined ? {} : { host }),
+    diagnose: cli.diagnose,
+    isolate: cli.isolate,
+    onRowStart: (row, total) => {
+      bar = new ProgressBar(`${workload} ${row}`, total);
+    },
+    onRequest: () => bar?.tick(),
+    onRowEnd: () => bar?.finish(),
+  });
+}
+
+function writeResult(path: string, machine: string, report: unknown, goals: string[]): void {
+  writeFileSync(
+    path,
+    `${JSON.stringify(
+      {
+        benchmark: "routing",
+        date: new Date().toISOString(),
+        node: process.version,
+        machine,
+        loadAverage: os.loadavg(),
+        command: commandLine("bench:routing"),
+        goals,
+        report,
+      },
+      null,
+      2,
+    )}\n`,
+  );
+}
+
+/** --matrix: every cell of the tenants family, one fleet host for all, a summary table at the end. */
+async function runMatrix(
+  cli: CliOptions,
+  machine: string,
+  sharedStateUrl: string | undefined,
+): Promise<void> {
+  const cells = cli.preset.name === "quick" ? QUICK_MATRIX_CELLS : MATRIX_CELLS;
+  const host = cli.isolate ? await childFleetHost() : inlineFleetHost();
+  const summaries: CellSummary[] = [];
+  const reports: { cell: string; report: WorkloadReport }[] = [];
+  const path = join(
+    RESULTS_DIR,
+    `routing-matrix${[cli.tag, cli.cpuNoise ? "noise" : "", cli.replicas ? `r${cli.replicas}` : ""]
+      .filter(Boolean)
+      .map((t) => `-${t}`)
+      .join("")}.json`,
+  );
+  try {
+    for (const cell of cells) {
+      const report = await runWorkload(
+        "tenants",
+        cellPreset(cli.preset, cell),
+        cli,
+        sharedStateUrl,
+        host,
+      );
+      console.log(`\n### cell ${cell.name}`);
+      printReport(report);
+      reports.push({ cell: cell.name, report });
+      summaries.push(...summarizeCell(cell.name, report));
+      // Written after every cell, so that a long matrix cut short keeps what it measured.
+      writeResult(path, machine, { cells: reports, summaries }, []);
+    }
+  } finally {
+    await host.close();
+  }
+  console.log(
+    `\n## matrix: ${cells.length} cells of the tenants family, ${cli.repeats} repeats${cli.cpuNoise ? ", with --cpu-noise" : ""}${cli.replicas ? `, ${cli.replicas} replicas${cli.sharedState ? " sharing state" : ""}` : ""}`,
+  );
+  printMatrix(summaries);
+  const goals = [...new Set(summaries.map((s) => s.row))].flatMap((row) =>
+    matrixGoalLines(summaries, row),
+  );
+  for (const line of goals) console.log(line);
+  writeResult(path, machine, { cells: reports, summaries }, goals);
+  console.log(`results: ${path}`);
+}
+
 async function main(): Promise<void> {
   // The PD workload runs a disaggregated fleet of its own (bench/lib/pd-workload.ts).
   const argv = process.argv.slice(2);
@@ -470,59 +639,20 @@ async function main(): Promise<void> {
   const reports: WorkloadReport[] = [];
   // --shared-state: one local redis-server for the run; each row's replicas get their own prefix.
   const redis = cli.sharedState ? await startLocalRedis() : undefined;
+  const noise = cli.cpuNoise ? startCpuNoise(cli.timingSeed) : undefined;
   try {
+    if (cli.matrix) {
+      await runMatrix(cli, machine, redis?.url);
+      return;
+    }
     for (const workload of cli.workloads) {
-      let bar: ProgressBar | undefined;
-      const report = await runRoutingWorkload(workload, {
-        preset: cli.preset,
-        rows: cli.rows,
-        repeats: cli.repeats,
-        timingSeed: cli.timingSeed,
-        ...(cli.rate === undefined ? {} : { rate: cli.rate }),
-        ...(cli.bypassShare === undefined ? {} : { bypassShare: cli.bypassShare }),
-        ...(cli.bypassTo === undefined ? {} : { bypassTo: cli.bypassTo }),
-        routerOverrides: {
-          ...(cli.cacheLoadBound === undefined ? {} : { cacheLoadBound: cli.cacheLoadBound }),
-          ...(cli.prefixIndex === undefined ? {} : { prefixIndex: cli.prefixIndex }),
-          ...(cli.maxTreeSize === undefined ? {} : { maxTreeSize: cli.maxTreeSize }),
-          ...(cli.prefixCostQueueWeight === undefined
-            ? {}
-            : { prefixCostQueueWeight: cli.prefixCostQueueWeight }),
-          ...(cli.prefixCostRequestChars === undefined
-            ? {}
-            : { prefixCostRequestChars: cli.prefixCostRequestChars }),
-        },
-        ...(cli.replicas === undefined ? {} : { replicas: cli.replicas }),
-        ...(redis === undefined ? {} : { sharedStateUrl: redis.url }),
-        ...(cli.precisePolicy === undefined ? {} : { precisePolicy: cli.precisePolicy }),
-        diagnose: cli.diagnose,
-        isolate: cli.isolate,
-        onRowStart: (row, total) => {
-          bar = new ProgressBar(`${workload} ${row}`, total);
-        },
-        onRequest: () => bar?.tick(),
-        onRowEnd: () => bar?.finish(),
-      });
+      const report = await runWorkload(workload, cli.preset, cli, redis?.url);
       printReport(report);
       reports.push(report);
-      writeFileSync(
-        resultPath(workload, cli.tag),
-        `${JSON.stringify(
-          {
-            benchmark: "routing",
-            date: new Date().toISOString(),
-            node: process.version,
-            machine,
-            command: commandLine("bench:routing"),
-            goals: goalLines(report),
-            report,
-          },
-          null,
-          2,
-        )}\n`,
-      );
+      writeResult(resultPath(workload, cli.tag), machine, report, goalLines(report));
     }
   } finally {
+    await noise?.stop();
     await redis?.stop();
   }
   if (cli.chart) {

@@ -9,7 +9,7 @@
  *    bench:tree's), the workers carry engine signals as introspection leaves them. Targets:
  *    ≤ 15 µs median at 16 workers, ≤ 60 µs at 256.
  * 2. Each built-in profile's `select`, same fleets, for comparison.
- * 3. The whole `RoutingDecider.decide` with the five-scorer profile over the shared index (match,
+ * 3. The whole `Scheduler.decide` with the five-scorer profile over the shared index (match,
  *    select, insert), 8k prompts from bench/lib/prompts.ts, to set the pipeline against the index.
  *
  * Prints tables and writes bench/results/scheduler.json.
@@ -20,14 +20,14 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { mulberry32 } from "../sim/prng.js";
 import { SharedIndex } from "../src/index/shared-index.js";
-import { RoutingDecider } from "../src/policies/decider.js";
-import type { Policy } from "../src/policies/policy.js";
 import {
   BUILTIN_PROFILE_CONFIGS,
   type BuiltinProfileName,
+  createPolicy,
 } from "../src/scheduling/builtin-profiles.js";
 import type { SchedulingWorker } from "../src/scheduling/plugin.js";
-import { createPolicy } from "../src/scheduling/policy-factory.js";
+import type { Policy } from "../src/scheduling/policy.js";
+import { Scheduler } from "../src/scheduling/scheduler.js";
 import { buildProfiles } from "../src/scheduling/scheduler-config.js";
 import { EngineSignals } from "../src/workers/signals.js";
 import { commandLine, runIfEntryPoint } from "./lib/entry.js";
@@ -130,7 +130,7 @@ function timeDecide(policy: Policy, workers: number): Row {
   const ws = fleet(workers, rng);
   const index = new SharedIndex({ maxTreeSize: 2 ** 24 });
   for (const w of ws) index.addWorker(w.id);
-  const decider = new RoutingDecider(policy, index);
+  const decider = new Scheduler(policy, index);
   const workload = new Workload(mulberry32(7 + workers), { promptChars: PROMPT_CHARS });
   const samples: number[] = [];
   const warm = Math.min(WARMUP, 3_000);

@@ -22,7 +22,7 @@ import {
 import { type SimWorker, startSimWorker } from "../sim/worker.js";
 import { type Config, configWith, defaultConfig } from "../src/config.js";
 import { createLogger, LOG_LEVELS, type LogLevel } from "../src/logger.js";
-import { POLICY_NAMES, type PolicyName } from "../src/policies/policy.js";
+import { POLICY_NAMES, type PolicyName } from "../src/scheduling/policy.js";
 import { ListenError, type RunningRouter, startRouter } from "../src/server.js";
 import { startTraffic } from "./demo-traffic.js";
 

@@ -11,6 +11,14 @@
  *   (rest of the prompt plus max output). Blocks nobody references stay cached until memory is
  *   needed, then the least recently used go first; among blocks freed together the tail goes
  *   before its parents (they are queued in reverse, as vLLM does), so prefixes outlive suffixes.
+ *
+ * Checked against the engines' source: vLLM v1 keeps unreferenced cached blocks in a free queue
+ * (vllm/v1/core/kv_cache_utils.py FreeKVCacheBlockQueue), takes new blocks from its head and drops
+ * a taken block's hash then (vllm/v1/core/block_pool.py get_new_blocks / _maybe_evict_cached_block),
+ * and appends a finished request's blocks in reverse (single_type_kv_cache_manager.py free) - what
+ * `free` and `evictUntil` do here. SGLang's RadixCache (python/sglang/srt/mem_cache/radix_cache.py
+ * evict) evicts unlocked leaves by last access time, in tokens rather than blocks (page size 1 by
+ * default): the same LRU of unpinned suffixes at a finer grain.
  */
 import { fmix32 } from "../src/hash/fmix32.js";
 

@@ -8,6 +8,7 @@ export const INFERENCE_PATHS: Readonly<Record<string, InferenceEndpoint>> = {
   "/v1/completions": "completions",
   "/generate": "generate",
   "/v1/embeddings": "embeddings",
+  "/v1/responses": "responses",
 };
 
 export const OTHER_PATHS = new Set([

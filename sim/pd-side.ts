@@ -23,7 +23,7 @@ import type { PrefixKvCache } from "./kv-cache.js";
 import type { ResolvedSimOptions } from "./options.js";
 import { BadRequest, type InferenceJob } from "./protocol.js";
 import { errorBody } from "./responses.js";
-import { type ServeContext, sendJson } from "./serve.js";
+import { type ServeContext, SSE_HEADERS, sendJson } from "./serve.js";
 
 /** What serving a job gets from its side: the hooks serveJob calls. */
 export type SideHooks = Pick<ServeContext, "onSettled" | "extraFields">;
@@ -80,8 +80,24 @@ export class PdSide {
     const gone = new AbortController();
     const onClose = () => gone.abort();
     res.on("close", onClose);
+    // An SGLang decode worker takes the request before the KV cache comes: a stream's headers
+    // go out at once (FastAPI's StreamingResponse starts before its first event), and a failed
+    // hand-off then ends the stream with an error event, as the engine's OpenAI server does
+    // (python/sglang/srt/entrypoints/openai/serving_chat.py: create_streaming_error_response).
+    const accepted = () => {
+      if (!job.stream || res.headersSent) return;
+      res.writeHead(200, SSE_HEADERS);
+      res.flushHeaders();
+    };
     try {
-      return await this.prepare(job, body as Record<string, unknown>, kv, worker, gone.signal);
+      return await this.prepare(
+        job,
+        body as Record<string, unknown>,
+        kv,
+        worker,
+        gone.signal,
+        accepted,
+      );
     } catch (err) {
       if (err instanceof BadRequest) {
         counters.rejected++;
@@ -90,7 +106,10 @@ export class PdSide {
         counters.aborted++;
       } else {
         counters.failed++;
-        sendJson(res, 500, errorBody(500, `KV hand-off failed: ${(err as Error).message}`));
+        const message = `KV hand-off failed: ${(err as Error).message}`;
+        if (res.headersSent) {
+          res.end(`data: ${JSON.stringify(errorBody(500, message))}\n\ndata: [DONE]\n\n`);
+        } else sendJson(res, 500, errorBody(500, message));
       }
       return undefined;
     } finally {
@@ -108,6 +127,8 @@ export class PdSide {
     kv: PrefixKvCache,
     worker: { id: string; port: number },
     signal: AbortSignal,
+    /** The request is checked and taken: an SGLang decode worker's stream may begin. */
+    accepted: () => void = () => {},
   ): Promise<SideHooks> {
     const sglang = this.options.flavor === "sglang";
     if (this.role === "prefill") {
@@ -143,6 +164,7 @@ export class PdSide {
         sglangRooms(body, "decode"),
         this.options.defaultBootstrapPort,
       );
+      accepted();
       await Promise.all(
         sources.map((s) =>
           awaitHandoff(

@@ -6,7 +6,7 @@
 import { type ChatMessage, renderChat } from "./template.js";
 import { isTokenId, tokenize } from "./tokenizer.js";
 
-export type InferenceEndpoint = "chat" | "completions" | "generate" | "embeddings";
+export type InferenceEndpoint = "chat" | "completions" | "generate" | "embeddings" | "responses";
 
 export interface InferenceJob {
   endpoint: InferenceEndpoint;
@@ -95,6 +95,10 @@ export function parseJob(
       break;
     case "embeddings":
       parseEmbeddings(b, job, limits);
+      break;
+    case "responses":
+      // The worker turned the Responses body into its chat first (responses-api.ts).
+      parseChat(b, job, limits);
       break;
   }
   if (job.prompts.length * job.n > MAX_SEQUENCES_PER_REQUEST) {

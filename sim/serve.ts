@@ -21,6 +21,7 @@ import {
   usageChunk,
   usageOf,
 } from "./responses.js";
+import { type ResponseEcho, responseEvent, responseObject } from "./responses-api.js";
 
 /** Counters a worker keeps; serveJob updates them. */
 export interface ServeCounters {
@@ -44,6 +45,8 @@ export interface ServeContext {
   onSettled?(ok: boolean): void;
   /** Fields added to a non-streaming JSON answer (a vLLM prefill's kv_transfer_params). */
   extraFields?: Record<string, unknown>;
+  /** A Responses job: what its object echoes, and where a completed response is stored. */
+  responses?: { echo: ResponseEcho; completed(id: string, text: string): void };
 }
 
 interface Tracked {
@@ -57,12 +60,18 @@ interface Tracked {
  * (destroy mid-event), stall between chunks, honour back-pressure per write. The format itself is
  * the engines' one line per event, `data: <json>` and a blank line, ending with `data: [DONE]`.
  */
-const SSE_HEADERS = {
+export const SSE_HEADERS = {
   "content-type": "text/event-stream; charset=utf-8",
   "cache-control": "no-cache",
 };
 
-const ID_PREFIX = { chat: "chatcmpl-", completions: "cmpl-", generate: "", embeddings: "embd-" };
+const ID_PREFIX = {
+  chat: "chatcmpl-",
+  completions: "cmpl-",
+  generate: "",
+  embeddings: "embd-",
+  responses: "resp_",
+};
 
 export function sendJson(res: ServerResponse, status: number, body: unknown): void {
   const payload = JSON.stringify(body);
@@ -100,6 +109,8 @@ export function serveJob(ctx: ServeContext, job: InferenceJob, res: ServerRespon
   });
   let remaining = tracked.length;
   let chunks = 0;
+  /** Responses streams number their events. */
+  let events = 0;
   let settled = false;
 
   const abortAll = () => {
@@ -140,6 +151,16 @@ export function serveJob(ctx: ServeContext, job: InferenceJob, res: ServerRespon
       write(chatChunk(meta, index, { content: generatedTokenText(i) }, finish, job.includeUsage));
     } else if (job.endpoint === "completions") {
       write(completionChunk(meta, index, generatedTokenText(i), finish, job.includeUsage));
+    } else if (job.endpoint === "responses") {
+      res.write(
+        responseEvent("response.output_text.delta", ++events, {
+          item_id: `msg_${meta.id.slice(5)}`,
+          output_index: 0,
+          content_index: 0,
+          delta: generatedTokenText(i),
+        }),
+      );
+      chunks++;
     } else {
       const batchIndex = job.batch ? index : undefined;
       write(
@@ -154,6 +175,21 @@ export function serveJob(ctx: ServeContext, job: InferenceJob, res: ServerRespon
     ctx.counters.completed++;
     ctx.onSettled?.(true);
     const results = tracked.map((t) => t.result);
+    const responses = ctx.responses;
+    if (responses !== undefined) {
+      const first = results[0] as SequenceResult;
+      responses.completed(meta.id, generatedText(first.generated));
+      const object = responseObject(
+        meta,
+        first,
+        generatedText(first.generated),
+        responses.echo,
+        "completed",
+      );
+      if (!streaming) return sendJson(res, 200, object);
+      res.end(responseEvent("response.completed", ++events, { response: object }));
+      return;
+    }
     if (!streaming) {
       const body = finalBody(ctx, job, meta, tracked, rid, seconds());
       const extra = ctx.extraFields;
@@ -195,7 +231,14 @@ export function serveJob(ctx: ServeContext, job: InferenceJob, res: ServerRespon
   });
 
   if (streaming) {
-    res.writeHead(200, SSE_HEADERS);
+    // An SGLang decode worker sent its stream's headers before the hand-off (sim/pd-side.ts).
+    if (!res.headersSent) res.writeHead(200, SSE_HEADERS);
+    const responses = ctx.responses;
+    if (responses !== undefined) {
+      const first = tracked[0]?.result as SequenceResult;
+      const object = responseObject(meta, first, "", responses.echo, "in_progress");
+      res.write(responseEvent("response.created", events, { response: object }));
+    }
     res.flushHeaders();
     if (crashAfter === 0) {
       crash();

@@ -23,6 +23,10 @@ export function serverInfo(o: ResolvedSimOptions, kv: PrefixKvCache, dpSize: num
     disable_priority_preemption: o.disablePriorityPreemption,
     schedule_low_priority_values_first: false,
     priority_scheduling_preemption_threshold: o.prioritySchedulingPreemptionThreshold,
+    // SGLang lists every server argument, its keys included (dataclasses.asdict(server_args)).
+    api_key: o.apiKey ?? null,
+    admin_api_key: null,
+    ssl_keyfile_password: null,
     version: SIM_VERSION,
     simulator: {
       id: id,

@@ -23,6 +23,7 @@ import { ModelNotFound, modelList } from "./models.js";
 import { type ResolvedSimOptions, resolveOptions, type SimWorkerOptions } from "./options.js";
 import { INFERENCE_PATHS, methodNotAllowed, OTHER_PATHS, singleHeader } from "./paths.js";
 import { PdSide } from "./pd-side.js";
+import { POOLING_PATHS, type PoolingRoute, poolingAnswer } from "./pooling.js";
 import {
   BadRequest,
   type InferenceEndpoint,
@@ -31,7 +32,14 @@ import {
 } from "./protocol.js";
 import { readJsonBody } from "./request-body.js";
 import { errorBody } from "./responses.js";
-import { sendJson, serveJob } from "./serve.js";
+import {
+  chatBodyOf,
+  ResponseNotFound,
+  ResponseStore,
+  responseEcho,
+  responsesConversation,
+} from "./responses-api.js";
+import { type ServeContext, sendJson, serveJob } from "./serve.js";
 import { modelInfo, SIM_VERSION, serverInfo } from "./server-info.js";
 import type { SimStats, SimWorker } from "./sim-worker.js";
 import { tokenizeBody } from "./tokenize-request.js";
@@ -80,6 +88,8 @@ class HttpSimWorker implements SimWorker {
   private lastPriority: number | undefined;
   private lastTrace: { traceparent?: string | undefined; tracestate?: string | undefined } = {};
   private idCounter = 0;
+  /** The responses this engine stored (/v1/responses, previous_response_id). */
+  private readonly responseStore = new ResponseStore();
   private assignedId = "";
   private assignedPort = 0;
   private closing: Promise<void> | undefined;
@@ -214,7 +224,10 @@ class HttpSimWorker implements SimWorker {
       await this.pd.answer(req.url ?? path, res);
       return;
     }
-    const known = INFERENCE_PATHS[path] !== undefined || OTHER_PATHS.has(path);
+    const known =
+      INFERENCE_PATHS[path] !== undefined ||
+      POOLING_PATHS[path] !== undefined ||
+      OTHER_PATHS.has(path);
     const key = known ? path : "unmatched";
     this.endpointCounts[key] = (this.endpointCounts[key] ?? 0) + 1;
 
@@ -223,8 +236,16 @@ class HttpSimWorker implements SimWorker {
     }
     const endpoint = INFERENCE_PATHS[path];
     if (endpoint !== undefined) {
+      // vLLM's OpenAI server has no SGLang-native /generate: FastAPI's 404.
+      if (endpoint === "generate" && this.flavor === "vllm")
+        return sendJson(res, 404, { detail: "Not Found" });
       if (req.method !== "POST") return methodNotAllowed(res);
       return this.inference(endpoint, req, res);
+    }
+    const pooling = POOLING_PATHS[path];
+    if (pooling !== undefined) {
+      if (req.method !== "POST") return methodNotAllowed(res);
+      return this.poolingEndpoint(pooling, req, res);
     }
     if (path === "/_sim/faults" && req.method === "POST") return this.postFaults(req, res);
     if (path === "/tokenize") {
@@ -305,13 +326,39 @@ class HttpSimWorker implements SimWorker {
     }
 
     let job: InferenceJob;
+    let responses: ServeContext["responses"];
     try {
-      job = parseInferenceJob(endpoint, body, this.options, this.encode);
+      let jobBody = body;
+      if (endpoint === "responses") {
+        const b = (body ?? {}) as Record<string, unknown>;
+        const conversation = responsesConversation(b, this.responseStore);
+        jobBody = chatBodyOf(b, conversation);
+        const store = this.responseStore;
+        const keep = b.store !== false;
+        responses = {
+          echo: responseEcho(b),
+          completed: (id, text) => {
+            if (keep) store.put(id, [...conversation, { role: "assistant", content: text }]);
+          },
+        };
+      }
+      job = parseInferenceJob(endpoint, jobBody, this.options, this.encode);
       const b = body as Record<string, unknown>;
       this.lastPriority = typeof b.priority === "number" ? b.priority : undefined;
       job.priority = this.lastPriority ?? 0;
       applyModelChoice(job, body, this.served, this.flavor);
     } catch (err) {
+      if (err instanceof ResponseNotFound) {
+        this.counters.rejected++;
+        return sendJson(res, 404, {
+          error: {
+            message: err.message,
+            type: "invalid_request_error",
+            param: "response_id",
+            code: 404,
+          },
+        });
+      }
       if (err instanceof ModelNotFound) {
         this.counters.rejected++;
         return sendJson(res, 404, errorBody(404, err.message, "model"));
@@ -353,6 +400,7 @@ class HttpSimWorker implements SimWorker {
         embeddingDim: this.options.embeddingDim,
         crashAfterChunks: f.crashMidStream,
         nextId: (prefix) => `${prefix}${this.assignedId}-${++this.idCounter}`,
+        ...(responses !== undefined ? { responses } : {}),
         ...hooks,
       },
       job,
@@ -374,6 +422,29 @@ class HttpSimWorker implements SimWorker {
       return sendJson(res, 400, errorBody(400, "tokenize needs prompt or messages"));
     }
     sendJson(res, 200, { count: tokens.length, max_model_len: this.options.maxModelLen, tokens });
+  }
+
+  /** The scoring routes and /detokenize (pooling.ts): answered at once, 400 for a bad body. */
+  private async poolingEndpoint(
+    route: PoolingRoute,
+    req: IncomingMessage,
+    res: ServerResponse,
+  ): Promise<void> {
+    const body = await readJsonBody(req, res, this.options.bodyLimitBytes, this.counters);
+    if (body === undefined) return;
+    try {
+      const answer = poolingAnswer(route, body, {
+        flavor: this.flavor,
+        model: this.options.model,
+        encode: this.encode,
+        nextId: (prefix) => `${prefix}${this.assignedId}-${++this.idCounter}`,
+      });
+      sendJson(res, 200, answer);
+    } catch (err) {
+      if (!(err instanceof BadRequest)) throw err;
+      this.counters.rejected++;
+      sendJson(res, 400, errorBody(400, err.message, err.param));
+    }
   }
 
   tokenizeBody(json: unknown): number[] | undefined {

@@ -189,8 +189,13 @@ export interface CachePressureOptions {
   zipfExponent: number;
   /** One tool preamble every tenant's system prompt starts with (tool definitions, house rules). */
   toolPreambleTokens: number;
-  /** Each tenant's own system prompt, after the preamble. */
+  /** Each tenant's own system prompt, after the preamble (the shortest, with tenantPromptMaxTokens). */
   tenantPromptTokens: number;
+  /**
+   * When set, each tenant's own prompt is drawn uniformly between tenantPromptTokens and this, so
+   * tenants take unequal room in a cache (real tenants' prompts do).
+   */
+  tenantPromptMaxTokens?: number;
   /** Conversations in all; each belongs to a tenant drawn by popularity. */
   conversations: number;
   /** Conversations under way at once: they arrive in waves of this many. */
@@ -221,11 +226,25 @@ export function cachePressure(o: CachePressureOptions): RequestSpec[] {
   const turns = positiveInt("turns", o.turns);
   const turnTokens = positiveInt("turnTokens", o.turnTokens);
   const outputTokens = positiveInt("outputTokens", o.outputTokens);
+  const maxTenantTokens =
+    o.tenantPromptMaxTokens === undefined
+      ? tenantTokens
+      : positiveInt("tenantPromptMaxTokens", o.tenantPromptMaxTokens);
+  if (maxTenantTokens < tenantTokens) {
+    throw new RangeError(
+      `tenantPromptMaxTokens must be >= tenantPromptTokens (${tenantTokens}), got ${maxTenantTokens}`,
+    );
+  }
   const rng = mulberry32(o.seed);
   const preamble = randomText(rng, preambleTokens);
+  // The length is drawn only with a spread, so the workloads without one keep their texts.
+  const tenantLength = () =>
+    maxTenantTokens === tenantTokens
+      ? tenantTokens
+      : tenantTokens + randomInt(rng, maxTenantTokens - tenantTokens + 1);
   const systems = Array.from(
     { length: tenants },
-    () => `${preamble}\n${randomText(rng, tenantTokens)}`,
+    () => `${preamble}\n${randomText(rng, tenantLength())}`,
   );
   // byRank[k] = the tenant with the k-th highest popularity.
   const byRank = shuffleInPlace(rng, [...Array(tenants).keys()]);

@@ -3,6 +3,7 @@ import { Command, Option } from "commander";
 import { translateCompatFlags } from "./compat-flags.js";
 import { type Config, envName, parseConfig, SETTINGS } from "./config.js";
 import { kubernetesWarnings } from "./discovery/kubernetes-settings.js";
+import { CLUSTER_GROUP_ENV } from "./state/sibling-link.js";
 
 /** Our own version, from the package.json beside src/ or dist/ (never the caller's npm project). */
 function ownVersion(): string {
@@ -40,7 +41,8 @@ function buildProgram(): Command {
 
 /** Environment variables that look like ours but name no setting (a typo such as RADIXGATE_POLCY). */
 function unknownEnvVars(env: NodeJS.ProcessEnv = process.env): string[] {
-  const known = new Set(SETTINGS.map((s) => envName(s.flag)));
+  // radixgate-cluster sets its group's id for its processes: ours, though no setting names it.
+  const known = new Set([...SETTINGS.map((s) => envName(s.flag)), CLUSTER_GROUP_ENV]);
   return Object.keys(env)
     .filter((name) => name.startsWith("RADIXGATE_") && !known.has(name))
     .sort();

@@ -13,7 +13,8 @@
  *   npm run cluster -- --processes 2 -- <radixgate flags>
  *
  * --processes defaults to the number of cores. A process that crashes is started again (at most
- * once a second); one that exits with a usage error (2) stops the whole cluster with that code.
+ * once a second); one that exits with a usage error (2), or exits 0 before it ever listened
+ * (--help, --version), stops the whole cluster with that code.
  * SIGTERM is passed on, SIGINT too (as an IPC request, see below); the primary exits once every
  * process has stopped gracefully.
  */
@@ -28,21 +29,37 @@ import { CLUSTER_GROUP_ENV } from "./state/sibling-link.js";
 import { SiblingOutbox } from "./state/sibling-outbox.js";
 
 const USAGE = "usage: radixgate-cluster [--processes <n>] [--no-share] [--] <radixgate flags>";
+const HELP = `${USAGE}
+
+Runs one radixgate process per core on one port; the processes share routing decisions,
+in-flight counts, new-prefix claims and workers over the local channel.
+
+  --processes <n>  router processes (default: the number of cores)
+  --no-share       each process keeps its own index and workers
+  -h, --help       this text; \`radixgate --help\` lists the router flags
+`;
 
 export function parseClusterArgs(argv: readonly string[]): {
   processes: number;
   /** Share decisions over the local channel (default); --no-share: each process on its own. */
   share: boolean;
   routerArgs: string[];
+  /** --help or -h among the cluster's own flags. */
+  help?: true;
 } {
   let processes = os.availableParallelism();
   let share = true;
+  let help = false;
   let i = 0;
   for (; i < argv.length; i++) {
     const arg = argv[i] as string;
     if (arg === "--") {
       i += 1;
       break;
+    }
+    if (arg === "--help" || arg === "-h") {
+      help = true;
+      continue;
     }
     if (arg === "--no-share") {
       share = false;
@@ -57,8 +74,16 @@ export function parseClusterArgs(argv: readonly string[]): {
     }
     processes = n;
   }
-  return { processes, share, routerArgs: argv.slice(i) as string[] };
+  return {
+    processes,
+    share,
+    routerArgs: argv.slice(i) as string[],
+    ...(help ? { help: true as const } : {}),
+  };
 }
+
+/** Router flags after which a process prints something and exits at once. */
+const ONE_SHOT_FLAGS = new Set(["--help", "-h", "--version", "-V"]);
 
 function main(): void {
   let parsed: ReturnType<typeof parseClusterArgs>;
@@ -68,7 +93,13 @@ function main(): void {
     process.stderr.write(`radixgate-cluster: error: ${(err as Error).message}\n${USAGE}\n`);
     process.exit(2);
   }
-  const { processes, share, routerArgs } = parsed;
+  if (parsed.help === true) {
+    process.stdout.write(HELP);
+    process.exit(0);
+  }
+  const { share, routerArgs } = parsed;
+  // A router asked for its help or version prints it and exits: one process is enough.
+  const processes = routerArgs.some((a) => ONE_SHOT_FLAGS.has(a)) ? 1 : parsed.processes;
   const redis = routerArgs.some((a) => a === "--state-url" || a.startsWith("--state-url="));
   if (processes > 1 && !share && !redis && process.env.RADIXGATE_STATE_URL === undefined) {
     process.stderr.write(
@@ -124,16 +155,23 @@ function main(): void {
     }
   });
 
+  /** Processes that listened at least once (a process that never did and exits 0 is done). */
+  const everListened = new Set<number>();
+  cluster.on("listening", (worker) => everListened.add(worker.id));
+
   cluster.on("exit", (worker, code, signal) => {
     listening.delete(worker.id);
+    const listened = everListened.delete(worker.id);
     if (stopping) {
       if (Object.keys(cluster.workers ?? {}).length === 0) process.exit();
       return;
     }
-    if (code === 2) {
+    // Exit 2: a usage error; exit 0 before listening: it printed its help or version and is done.
+    // Starting another would only do the same again.
+    if (code === 2 || (code === 0 && !listened)) {
       stopping = true;
       for (const w of Object.values(cluster.workers ?? {})) w?.kill("SIGTERM");
-      process.exitCode = 2;
+      process.exitCode = code;
       if (Object.keys(cluster.workers ?? {}).length === 0) process.exit();
       return;
     }

@@ -24,10 +24,14 @@ import { DISCOVERY_SETTINGS, type DiscoveryConfig } from "./discovery/settings.j
 import { INDEX_SETTINGS, type IndexConfig } from "./index/settings.js";
 import { INTAKE_SETTINGS, type IntakeConfig } from "./intake/settings.js";
 import { KV_EVENTS_SETTINGS, type KvEventsConfig } from "./kv-events/settings.js";
-import { POLICIES_SETTINGS, type PoliciesConfig } from "./policies/settings.js";
 import { PROXY_SETTINGS, type ProxyConfig } from "./proxy/settings.js";
 import { ROUTES_SETTINGS, type RoutesConfig } from "./routes/settings.js";
-import { SCHEDULING_SETTINGS, type SchedulingConfig } from "./scheduling/settings.js";
+import {
+  POLICIES_SETTINGS,
+  type PoliciesConfig,
+  SCHEDULING_SETTINGS,
+  type SchedulingConfig,
+} from "./scheduling/settings.js";
 import { SERVER_SETTINGS, type ServerConfig } from "./server-settings.js";
 import { STATE_SETTINGS, type StateConfig } from "./state/settings.js";
 import { TRACING_SETTINGS, type TracingConfig } from "./tracing/settings.js";

@@ -1,10 +1,9 @@
 import { ConfigError } from "./errors.js";
-import type { Policy, PolicyName } from "./policies/policy.js";
-import type { PoliciesConfig } from "./policies/settings.js";
+import { createPolicy } from "./scheduling/builtin-profiles.js";
 import { SchedulerConfigError } from "./scheduling/config-path.js";
-import { createPolicy } from "./scheduling/policy-factory.js";
+import type { Policy, PolicyName } from "./scheduling/policy.js";
 import { loadSchedulerConfig } from "./scheduling/scheduler-config.js";
-import type { SchedulingConfig } from "./scheduling/settings.js";
+import type { PoliciesConfig, SchedulingConfig } from "./scheduling/settings.js";
 
 /**
  * The router's policy: the first profile of --scheduler-config when one is given (GIE's

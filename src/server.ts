@@ -6,6 +6,7 @@ import { noteEngineReading } from "./admission/saturation.js";
 import { buildAdmission } from "./assembly/admission.js";
 import { buildDataPlane } from "./assembly/data-plane.js";
 import { buildIndexStack, indexStackOptions } from "./assembly/index-stack.js";
+import { Lifecycle } from "./assembly/lifecycle.js";
 import { buildRoutes, type Env, routeOptions } from "./assembly/routes.js";
 import { cacheAccountOptions } from "./cache-account/settings.js";
 import { addCommandLineWorkers } from "./command-line-workers.js";
@@ -20,7 +21,7 @@ import { ConfigError, RouterError } from "./errors.js";
 import { BodyBudget } from "./intake/body-budget.js";
 import { Intake } from "./intake/intake.js";
 import { ParsePool } from "./intake/parse-pool.js";
-import { intakeOptions } from "./intake/settings.js";
+import { bodyShareOfClient, intakeOptions } from "./intake/settings.js";
 import { listen } from "./listen.js";
 import { accessLogger, createLogger, type Logger } from "./logger.js";
 import { Metrics } from "./metrics.js";
@@ -56,6 +57,8 @@ export interface StartOptions {
   resolveHost?: HostResolver;
   /** A radixgate-cluster process: its local channel to its siblings (state/sibling-link.ts). */
   siblings?: SiblingLink;
+  /** Tests: called with each service's name before it starts; a throw fails that step. */
+  beforeServiceStart?: (service: string) => void;
 }
 
 /**
@@ -174,7 +177,10 @@ export function createRouter(
     cacheLedger,
     admission: admission.admission,
     health,
-    bodyBudget: new BodyBudget(intake.maxBodyBufferBytes),
+    bodyBudget: new BodyBudget(
+      intake.maxBodyBufferBytes,
+      bodyShareOfClient(intake.maxBodyBufferBytesPerClient, intake.maxPayloadSize),
+    ),
     intake: new Intake(
       {
         ...intakeOptions(intake, {
@@ -199,7 +205,11 @@ export function createRouter(
   return { ...buildRoutes(context), context };
 }
 
-/** Starts the router: listens, registers --worker-urls, starts health checks and eviction. */
+/**
+ * Starts the router: listens, registers --worker-urls, starts health checks and eviction. Every
+ * service is declared once, in start order, with its stop (assembly/lifecycle.ts): a step that
+ * fails stops the ones before it in reverse order, and so does `stop`.
+ */
 export async function startRouter(
   config: Config,
   options: StartOptions = {},
@@ -208,102 +218,156 @@ export async function startRouter(
   const { disaggregation } = config;
   const { host, port: listenPort, prometheusPort, shutdownGraceMs } = config.server;
   const { logger, registry, health, introspection } = context;
+  const services = new Lifecycle(logger, options.beforeServiceStart);
   // --otlp-endpoint or OTEL_*: the SDK is imported only then (tracing/start-tracing.ts).
-  const tracing = await startTracing(tracingOptions(config.tracing, process.env), logger);
-  if (tracing !== undefined) context.tracing = tracing;
+  let tracing: Awaited<ReturnType<typeof startTracing>>;
+  await services.start({
+    name: "tracing",
+    start: async () => {
+      tracing = await startTracing(tracingOptions(config.tracing, process.env), logger);
+      if (tracing !== undefined) context.tracing = tracing;
+    },
+    // The last spans go out (bounded: a collector that is down does not hold the stop).
+    stop: () => tracing?.shutdown(TRACING_FLUSH_MS),
+  });
+  // Made running by createRouter: stopped last.
+  await services.running({ name: "registry", stop: () => registry.close() });
+  const { kvEvents, parsePool } = context;
+  if (kvEvents !== undefined)
+    await services.running({ name: "kv-events", stop: () => kvEvents.close() });
+  if (parsePool !== undefined)
+    await services.running({ name: "parse-pool", stop: () => parsePool.close() });
   // A fixed --port is known before listening; port 0 is only known after (no worker can be it yet).
   if (listenPort !== 0) registry.setListenAddress({ host, port: listenPort });
-  try {
-    await addCommandLineWorkers(registry, {
-      workerUrls: config.discovery.workerUrls,
-      workerApiKey: config.workers.workerApiKey,
-      apiKey: config.routes.apiKey,
-      prefill: disaggregation.prefill,
-      decode: disaggregation.decode,
-    });
-  } catch (err) {
-    context.kvEvents?.close();
-    await registry.close();
-    if (err instanceof RouterError) throw new ConfigError("--worker-urls", err.message);
-    throw err;
-  }
-
+  await services.start({
+    name: "command-line-workers",
+    start: async () => {
+      try {
+        await addCommandLineWorkers(registry, {
+          workerUrls: config.discovery.workerUrls,
+          workerApiKey: config.workers.workerApiKey,
+          apiKey: config.routes.apiKey,
+          prefill: disaggregation.prefill,
+          decode: disaggregation.decode,
+        });
+      } catch (err) {
+        if (err instanceof RouterError) throw new ConfigError("--worker-urls", err.message);
+        throw err;
+      }
+    },
+    stop: () => {},
+  });
   // Each worker answers one health check before it takes traffic, so a worker that is down at
   // start is reported as such from the first request on (bounded by the health check timeout).
-  await Promise.all(registry.list().map((w) => health.probeFirst(w)));
+  await services.start({
+    name: "first-probes",
+    start: () => Promise.all(registry.list().map((w) => health.probeFirst(w))),
+    stop: () => {},
+  });
   // Peers' workers and recent decisions before the first request (bounded wait; never fails).
-  await context.sharedState?.start();
+  const { sharedState, siblingState, admission } = context;
+  if (sharedState !== undefined)
+    await services.start({
+      name: "shared-state",
+      start: () => sharedState.start(),
+      stop: () => sharedState.stop(),
+    });
   // --tenant-quota: its file watched, its Redis connection (bounded wait; never fails).
-  await context.admission.start();
+  await services.start({
+    name: "admission",
+    start: () => admission.start(),
+    stop: () => admission.stop(),
+  });
   // radixgate-cluster: the siblings' recent decisions and counts, from the primary (bounded wait).
-  await context.siblingState?.start();
-  let server: Server;
-  try {
-    server = await listen(listener, host, listenPort, "--port");
-  } catch (err) {
-    context.admission.stop();
-    await context.sharedState?.stop();
-    await registry.close();
-    throw err;
-  }
-  registry.setListenAddress({ host, port: (server.address() as AddressInfo).port });
+  if (siblingState !== undefined)
+    await services.start({
+      name: "siblings",
+      start: () => siblingState.start(),
+      stop: () => siblingState.stop(),
+    });
+  let server: Server | undefined;
+  await services.start({
+    name: "http",
+    start: async () => {
+      server = await listen(listener, host, listenPort, "--port");
+    },
+    stop: () => {
+      server?.close();
+      server?.closeAllConnections();
+    },
+  });
+  const mainServer = server as Server;
+  registry.setListenAddress({ host, port: (mainServer.address() as AddressInfo).port });
   let metricsServer: Server | undefined;
   if (prometheusPort !== undefined) {
     const metricsApp = new Hono<Env>();
     registerMetricsRoute(metricsApp, context.metrics);
-    try {
-      metricsServer = await listen(
-        getRequestListener(metricsApp.fetch),
-        host,
-        prometheusPort,
-        "--prometheus-port",
-      );
-    } catch (err) {
-      server.close();
-      context.kvEvents?.close();
-      await context.sharedState?.stop();
-      await registry.close();
-      throw err;
-    }
+    await services.start({
+      name: "metrics-http",
+      start: async () => {
+        metricsServer = await listen(
+          getRequestListener(metricsApp.fetch),
+          host,
+          prometheusPort,
+          "--prometheus-port",
+        );
+      },
+      stop: () => {
+        metricsServer?.close();
+        metricsServer?.closeAllConnections();
+      },
+    });
   }
 
   // --worker-file, --worker-dns: once the router's own address is known (a source listing it is
   // refused), their first answers registered and health-checked before "listening" is logged.
-  let discovery: Discovery;
-  try {
-    discovery = await startDiscovery(
-      {
-        ...config.discovery,
-        ...(config.kubernetes.serviceDiscovery
-          ? {
-              kubernetes: kubernetesDiscoveryOptions({
-                ...config.kubernetes,
-                ...config.disaggregation,
-              }),
-            }
-          : {}),
-        ...(options.dnsResolver !== undefined ? { dnsResolver: options.dnsResolver } : {}),
-      },
-      context.membership,
-      logger,
-    );
-  } catch (err) {
-    server.close();
-    metricsServer?.close();
-    context.kvEvents?.close();
-    await context.sharedState?.stop();
-    await registry.close();
-    throw err;
-  }
-  health.start();
-  introspection.start();
-  const eviction: EvictionTimer = startEvictionTimer(
-    () => context.index.evictionUnits(),
-    config.index.evictionIntervalMs,
-    (err) => logger.error({ err }, "eviction pass failed"),
-  );
+  let discovery: Discovery | undefined;
+  const stopDiscovery = () => {
+    discovery?.stop();
+    discovery = undefined;
+  };
+  await services.start({
+    name: "discovery",
+    start: async () => {
+      discovery = await startDiscovery(
+        {
+          ...config.discovery,
+          ...(config.kubernetes.serviceDiscovery
+            ? {
+                kubernetes: kubernetesDiscoveryOptions({
+                  ...config.kubernetes,
+                  ...config.disaggregation,
+                }),
+              }
+            : {}),
+          ...(options.dnsResolver !== undefined ? { dnsResolver: options.dnsResolver } : {}),
+        },
+        context.membership,
+        logger,
+      );
+    },
+    stop: stopDiscovery,
+  });
+  await services.start({ name: "health", start: () => health.start(), stop: () => health.stop() });
+  await services.start({
+    name: "introspection",
+    start: () => introspection.start(),
+    stop: () => introspection.stop(),
+  });
+  let eviction: EvictionTimer | undefined;
+  await services.start({
+    name: "eviction",
+    start: () => {
+      eviction = startEvictionTimer(
+        () => context.index.evictionUnits(),
+        config.index.evictionIntervalMs,
+        (err) => logger.error({ err }, "eviction pass failed"),
+      );
+    },
+    stop: () => eviction?.stop(),
+  });
 
-  const port = (server.address() as AddressInfo).port;
+  const port = (mainServer.address() as AddressInfo).port;
   const displayHost = host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host;
   const url = `http://${displayHost.includes(":") ? `[${displayHost}]` : displayHost}:${port}`;
   const metricsPort = metricsServer ? (metricsServer.address() as AddressInfo).port : undefined;
@@ -326,10 +390,10 @@ export async function startRouter(
       // Requests still waiting for admission have not started: 503 shutting_down at once, so their
       // clients retry on another replica instead of waiting out the grace period here.
       context.admission.queue.close();
-      discovery.stop();
-      server.close();
+      stopDiscovery();
+      mainServer.close();
       metricsServer?.close();
-      server.closeIdleConnections();
+      mainServer.closeIdleConnections();
       // Logged once the port is closed: whoever reads the line (an orchestrator, a test) and then
       // connects is refused, not accepted into the closing backlog and reset. Log lines are
       // written synchronously (logger.ts), so the order is the order they are seen in.
@@ -349,19 +413,8 @@ export async function startRouter(
           await new Promise((resolve) => setTimeout(resolve, 10));
         }
       }
-      server.closeAllConnections();
-      metricsServer?.closeAllConnections();
-      health.stop();
-      introspection.stop();
-      eviction.stop();
-      context.admission.stop();
-      context.kvEvents?.close();
-      await context.parsePool?.close();
-      context.siblingState?.stop();
-      await context.sharedState?.stop();
-      await registry.close();
-      // The last spans go out (bounded: a collector that is down does not hold the stop).
-      await tracing?.shutdown(TRACING_FLUSH_MS);
+      // Every service, in the reverse of its start order.
+      await services.stop();
       logger.info("stopped");
     })();
     return stopping;

@@ -324,6 +324,18 @@ describe("configuration hygiene", () => {
     }
   });
 
+  it("does not warn about the group id radixgate-cluster gives its processes", () => {
+    const saved = { ...process.env };
+    try {
+      process.env.RADIXGATE_CLUSTER_GROUP = "0123abcd";
+      expect(parseArgv([]).warnings.filter((w) => w.includes("RADIXGATE_CLUSTER_GROUP"))).toEqual(
+        [],
+      );
+    } finally {
+      process.env = saved;
+    }
+  });
+
   it.each([
     ["--api-key", "RADIXGATE_API_KEY"],
     ["--admin-api-key", "RADIXGATE_ADMIN_API_KEY"],

@@ -19,7 +19,7 @@ import { promptTextOf } from "../../sim/workloads.js";
 import type { AccountTotals } from "../../src/cache-account/account-totals.js";
 import { configWith } from "../../src/config.js";
 import { createLogger } from "../../src/logger.js";
-import { POLICY_NAMES, type PolicyName } from "../../src/policies/policy.js";
+import { POLICY_NAMES, type PolicyName } from "../../src/scheduling/policy.js";
 import { startRouter } from "../../src/server.js";
 import { fmt, type LatencySummary, summarizeMs } from "./latency.js";
 import { loadAgent, type RequestOutcome, runLoad } from "./load.js";

@@ -19,8 +19,8 @@
 import type { SimWorker } from "../../sim/worker.js";
 import { PRECISE } from "../../src/index/hybrid-index.js";
 import type { TokenizeInput } from "../../src/index/tokenize-input.js";
-import type { RoutingDecider } from "../../src/policies/decider.js";
-import type { PolicyWorker } from "../../src/policies/policy.js";
+import type { PolicyWorker } from "../../src/scheduling/policy.js";
+import type { Scheduler } from "../../src/scheduling/scheduler.js";
 import type { RunningRouter } from "../../src/server.js";
 import type { Worker } from "../../src/workers/worker.js";
 
@@ -72,7 +72,7 @@ export function diagnoseDecisions(
   sims: readonly SimWorker[],
   tally: RoutingDiagnosis = emptyDiagnosis(),
 ): RoutingDiagnosis {
-  const decider = (router.context.forwarder as unknown as { decider: RoutingDecider }).decider;
+  const decider = (router.context.forwarder as unknown as { decider: Scheduler }).decider;
   const index = decider.index;
   // Worker id → its simulator, built once and kept as the registry changes.
   const simByUrl = new Map(sims.map((s) => [s.url, s]));
@@ -87,12 +87,12 @@ export function diagnoseDecisions(
     if (event === "added") track(worker);
     else simOf.delete(worker.id);
   });
-  type Decided = ReturnType<RoutingDecider["decide"]>;
+  type Decided = ReturnType<Scheduler["decide"]>;
   // Both ways in: decide, and decideAgreed (the forwarder's first attempt; with shared state it may
   // wait for the replicas to agree). What each worker holds is read before the decision inserts.
   const measure = (
     candidates: readonly PolicyWorker[],
-    request: Parameters<RoutingDecider["decide"]>[1],
+    request: Parameters<Scheduler["decide"]>[1],
     decide: () => Decided | Promise<Decided>,
   ): Decided | Promise<Decided> => {
     const tokens = promptTokens(sims[0], request.tokenizeInput);
@@ -156,11 +156,9 @@ export function diagnoseDecisions(
   const original = decider.decide.bind(decider);
   const agreed = decider.decideAgreed.bind(decider);
   decider.decide = ((candidates: readonly PolicyWorker[], request) =>
-    measure(candidates, request, () => original(candidates, request))) as RoutingDecider["decide"];
+    measure(candidates, request, () => original(candidates, request))) as Scheduler["decide"];
   decider.decideAgreed = ((candidates: readonly PolicyWorker[], request) =>
-    measure(candidates, request, () =>
-      agreed(candidates, request),
-    )) as RoutingDecider["decideAgreed"];
+    measure(candidates, request, () => agreed(candidates, request))) as Scheduler["decideAgreed"];
   return tally;
 }
 

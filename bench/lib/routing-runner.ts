@@ -12,7 +12,7 @@ import { openAiBody, poissonArrivals, type RequestSpec } from "../../sim/workloa
 import type { AccountTotals } from "../../src/cache-account/account-totals.js";
 import { type Config, type ConfigOverrides, configWith, defaultConfig } from "../../src/config.js";
 import { createLogger } from "../../src/logger.js";
-import { POLICY_NAMES, type PolicyName } from "../../src/policies/policy.js";
+import { POLICY_NAMES, type PolicyName } from "../../src/scheduling/policy.js";
 import { type RunningRouter, startRouter } from "../../src/server.js";
 import { childFleetHost, type FleetHost, type FleetMember, inlineFleetHost } from "./fleet.js";
 import { type LatencySummary, summarizeMs } from "./latency.js";
@@ -176,6 +176,7 @@ export async function runRoutingWorkload(
   o: RunOptions,
 ): Promise<WorkloadReport> {
   const workload = prepareWorkload(name, o.preset);
+  const clients = workload.concurrency ?? o.preset.concurrency;
   const rows = (o.rows ?? ALL_ROWS).filter(
     (row) => row !== ORACLE_ROW || workload.oracle !== undefined,
   );
@@ -187,7 +188,7 @@ export async function runRoutingWorkload(
   const host = o.host ?? (o.isolate === false ? inlineFleetHost() : await childFleetHost());
   const results: RowResult[] = [];
   try {
-    const warmup = Math.min(workload.specs.length, o.warmupRequests ?? 2 * o.preset.concurrency);
+    const warmup = Math.min(workload.specs.length, o.warmupRequests ?? 2 * clients);
     if (warmup > 0) {
       // Whole conversations only, so that no warm-up request waits for a turn it does not send.
       const specs = workload.specs.slice(0, warmup).filter((s) => (s.turn ?? 0) === 0);
@@ -222,7 +223,7 @@ export async function runRoutingWorkload(
     bypassTo: o.bypassTo ?? "sticky",
     arrival:
       o.rate === undefined
-        ? `closed loop, concurrency ${o.preset.concurrency}`
+        ? `closed loop, concurrency ${clients}`
         : `open loop, Poisson ${o.rate} req/s`,
     rows: results,
   };
@@ -312,7 +313,8 @@ async function runRow(
     for (const router of routers) diagnoseDecisions(router, sims, into);
     diagnosis = into;
   }
-  const concurrency = o.rate === undefined ? p.concurrency : w.specs.length;
+  const clients = w.concurrency ?? p.concurrency;
+  const concurrency = o.rate === undefined ? clients : w.specs.length;
   const dispatcher = loadAgent(concurrency);
   try {
     // A chat's turn waits for the previous turn's reply, whose id we look up by (chat, turn).
@@ -342,7 +344,7 @@ async function runRow(
     const elu = performance.eventLoopUtilization();
     const run = await runLoad(jobs, {
       dispatcher,
-      concurrency: p.concurrency,
+      concurrency: clients,
       ...(gapsMs === undefined ? {} : { gapsMs }),
       onDone: (outcome) => o.onRequest?.(outcome),
     });

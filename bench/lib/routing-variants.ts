@@ -16,7 +16,7 @@ import type { RunningRouter } from "../../src/server.js";
  * - `budget-fixed`: the tree budgets fixed at the engines' capacity × the simulator's characters
  *   per token (--max-tree-size), so the learned characters per token never move them; polls go on.
  * - `tree-unbounded`: the trees never evict (--max-tree-size 2^26): only the engines forget.
- * - `no-feedback`: cached-token feedback never trims a tree (RoutingDecider.reported does nothing).
+ * - `no-feedback`: cached-token feedback never trims a tree (Scheduler.reported does nothing).
  * - `no-inflight`: prefix_cost without its in-flight term (--prefix-cost-request-chars 0).
  * - `no-queue`: prefix_cost without its pending-prefill term (--prefix-cost-queue-weight 0).
  * - `rotation`, `hash`: prefix_cost's tie-break (--prefix-cost-tie-break).

@@ -24,6 +24,7 @@ export const WORKLOADS = [
   "no-sharing",
   "hot-prefix",
   "cache-pressure",
+  "tenants",
 ] as const;
 export type WorkloadName = (typeof WORKLOADS)[number];
 
@@ -64,6 +65,33 @@ export interface RoutingPreset {
    * all of it and which worker keeps what decides the hit rate.
    */
   cachePressure: Omit<CachePressureOptions, "seed"> & { kvShareOfWorkingSet: number };
+  /**
+   * The tenants family (--workload tenants, --matrix): cache-pressure's shape with a spread of
+   * tenant prompt lengths, sized like cache-pressure (each worker's KV a share of the working set).
+   * Its own number of clients (closed loop), also the conversations under way at once.
+   */
+  tenants: TenantsShape;
+}
+
+/** One cell of the tenants family (bench/lib/routing-matrix.ts varies these). */
+export interface TenantsShape {
+  tenants: number;
+  zipfExponent: number;
+  toolPreambleTokens: number;
+  /** Each tenant's own prompt: uniform between these (tokens). */
+  tenantPromptMinTokens: number;
+  tenantPromptMaxTokens: number;
+  conversations: number;
+  /** Clients of the closed loop, one conversation each at a time (the preset's concurrency is not used). */
+  clients: number;
+  turns: number;
+  turnTokens: number;
+  outputTokens: number;
+  /**
+   * Each worker's KV as a share of the working set (the fleet holds `workers` times it). A share
+   * of the fleet's instead would leave a worker too little room for its running requests at 0.15.
+   */
+  kvShareOfWorkingSet: number;
 }
 
 /**
@@ -108,6 +136,21 @@ export const FULL_PRESET: RoutingPreset = {
     outputTokens: 96,
     kvShareOfWorkingSet: 0.22,
   },
+  // The shape of the multi-tenant workload issue 32 was found on: 16 Zipf tenants sharing a long
+  // tool preamble, system prompts of 2-6k characters, 64 chats of 4 turns, 8 clients.
+  tenants: {
+    tenants: 16,
+    zipfExponent: 1,
+    toolPreambleTokens: 1024,
+    tenantPromptMinTokens: 512,
+    tenantPromptMaxTokens: 1536,
+    conversations: 64,
+    clients: 8,
+    turns: 4,
+    turnTokens: 64,
+    outputTokens: 64,
+    kvShareOfWorkingSet: 0.3,
+  },
 };
 
 /** The same shapes, smaller and on a faster clock: every workload in well under a minute. */
@@ -146,6 +189,19 @@ export const QUICK_PRESET: RoutingPreset = {
     outputTokens: 32,
     kvShareOfWorkingSet: 0.22,
   },
+  tenants: {
+    tenants: 16,
+    zipfExponent: 1,
+    toolPreambleTokens: 512,
+    tenantPromptMinTokens: 256,
+    tenantPromptMaxTokens: 768,
+    conversations: 32,
+    clients: 8,
+    turns: 3,
+    turnTokens: 64,
+    outputTokens: 32,
+    kvShareOfWorkingSet: 0.3,
+  },
 };
 
 export interface PreparedWorkload {
@@ -164,6 +220,8 @@ export interface PreparedWorkload {
   description: string;
   /** KV cache of each simulated worker for this workload, tokens. */
   kvCapacityTokens: number;
+  /** Clients of the closed loop when the workload sets its own (else the preset's concurrency). */
+  concurrency?: number;
 }
 
 /** Distinct prompt tokens of a workload: what caching every prompt at once would take. */
@@ -255,5 +313,41 @@ function prepareSpecs(
           `KV per worker ${kvShareOfWorkingSet} of the working set`,
       };
     }
+    case "tenants": {
+      const t = p.tenants;
+      const specs = cachePressure({
+        tenants: t.tenants,
+        zipfExponent: t.zipfExponent,
+        toolPreambleTokens: t.toolPreambleTokens,
+        tenantPromptTokens: t.tenantPromptMinTokens,
+        tenantPromptMaxTokens: t.tenantPromptMaxTokens,
+        conversations: t.conversations,
+        activeConversations: t.clients,
+        turns: t.turns,
+        turnTokens: t.turnTokens,
+        outputTokens: t.outputTokens,
+        seed: p.seed,
+      });
+      const workingSetTokens = distinctPromptTokens(specs);
+      const tenantsSeen = new Set(specs.map((s) => s.group)).size;
+      return {
+        name,
+        specs,
+        workingSetTokens,
+        kvCapacityTokens: Math.ceil((workingSetTokens * t.kvShareOfWorkingSet) / 16) * 16,
+        group: (spec) => spec.group ?? 0,
+        description: `${tenantsDescription(t, tenantsSeen)}, ${t.clients} clients`,
+        concurrency: t.clients,
+      };
+    }
   }
+}
+
+/** A tenants cell in one line. */
+export function tenantsDescription(t: TenantsShape, tenantsSeen?: number): string {
+  return (
+    `${t.conversations} chats of ${tenantsSeen === undefined ? "" : `${tenantsSeen}/`}${t.tenants} Zipf(${t.zipfExponent}) tenants × ${t.turns} turns, ` +
+    `shared tools ${t.toolPreambleTokens} + tenant ${t.tenantPromptMinTokens}-${t.tenantPromptMaxTokens}, ` +
+    `+${t.turnTokens} user / +${t.outputTokens} assistant tokens a turn, KV per worker ${t.kvShareOfWorkingSet} of the working set`
+  );
 }

@@ -1,7 +1,7 @@
 /**
  * A deterministic replay of one bench:routing workload in model time, for finding where TTFT goes:
  * the simulator's engines and KV caches (sim/engine.ts, kv-cache.ts) on a virtual clock, the
- * router's own decision path (RoutingDecider over the approximate index, the real policy), its
+ * router's own decision path (Scheduler over the approximate index, the real policy), its
  * per-worker bookkeeping (in-flight, pending uncached prefill until the first token) and the
  * closed-loop client of bench:routing (lanes, a chat's turn after the previous reply). No HTTP,
  * no CPU contention: the same inputs give the same figures, so two policies (or a policy and the
@@ -25,9 +25,9 @@ import { tokenize } from "../../sim/tokenizer.js";
 import { openAiBody, type RequestSpec } from "../../sim/workloads.js";
 import { ApproximateIndex } from "../../src/index/approximate-index.js";
 import { routingText } from "../../src/intake/routing-text.js";
-import { RoutingDecider } from "../../src/policies/decider.js";
-import type { Policy, PolicyWorker } from "../../src/policies/policy.js";
 import { engineHeldChars } from "../../src/proxy/usage-feedback.js";
+import type { Policy, PolicyWorker } from "../../src/scheduling/policy.js";
+import { Scheduler } from "../../src/scheduling/scheduler.js";
 import { CharsPerToken } from "../../src/workers/chars-per-token.js";
 import { EngineSignals, foreignQueued, STALE_AFTER_INTERVALS } from "../../src/workers/signals.js";
 import { learnedTreeBudget } from "../../src/workers/tree-budget.js";
@@ -182,8 +182,7 @@ export async function replay(
     index.addWorker(worker.id);
     index.setBudget(worker.id, learnedTreeBudget(capacity, worker.cpt.value, 1));
   }
-  const decider =
-    o.chooser.kind === "policy" ? new RoutingDecider(o.chooser.policy, index) : undefined;
+  const decider = o.chooser.kind === "policy" ? new Scheduler(o.chooser.policy, index) : undefined;
 
   const done = new Map<string, () => void>();
   const finished = new Map<string, Promise<void>>();
@@ -205,7 +204,7 @@ export async function replay(
       const chooser = o.chooser;
       let worker: ReplayWorker;
       let held = 0;
-      let decision: ReturnType<RoutingDecider["decide"]> | undefined;
+      let decision: ReturnType<Scheduler["decide"]> | undefined;
       if (chooser.kind === "pinned") {
         worker = workers[chooser.workerOf(spec, o.workers)]!;
       } else {

@@ -25,6 +25,8 @@ export interface AdmissionFacts {
   readonly headers: IncomingHttpHeaders;
   /** The model the client named. */
   readonly model: string | undefined;
+  /** The route's label (chat, generate...): some engines do not serve some (served-models.ts). */
+  readonly endpoint?: string;
   /** Characters of its routing text; undefined for a request without a body (GET info routes). */
   readonly textChars: number | undefined;
   /** The output it asks for (max_tokens and its spellings), when it says. */
@@ -61,7 +63,12 @@ export function requestTicket(
     },
     candidates: () => {
       // The model's plan against the fleet as it is now (a worker may have joined meanwhile).
-      const plan = planModel(sources.fleet.list(), facts.model, sources.modelRouting);
+      const plan = planModel(
+        sources.fleet.list(),
+        facts.model,
+        sources.modelRouting,
+        facts.endpoint,
+      );
       return plan.route === "not_found" ? [] : admitted(sources.fleet.candidates(), plan);
     },
     cost: () => requestCost(facts.textChars, facts.maxTokens),

@@ -1,5 +1,5 @@
 import { Counter, type Registry } from "prom-client";
-import { LOSS_REASONS } from "../policies/loss-reason.js";
+import { LOSS_REASONS } from "../scheduling/loss-reason.js";
 import type { AccountTotals } from "./account-totals.js";
 
 /**

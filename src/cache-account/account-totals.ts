@@ -1,4 +1,4 @@
-import { LOSS_REASONS, type LossReason } from "../policies/loss-reason.js";
+import { LOSS_REASONS, type LossReason } from "../scheduling/loss-reason.js";
 import type { RequestAccount } from "./request-account.js";
 
 /** Sums of request accounts, in tokens (request-account.ts says what each part means). */

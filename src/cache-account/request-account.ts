@@ -1,7 +1,7 @@
-import type { LossReason } from "../policies/loss-reason.js";
-import type { RouteBranch } from "../policies/policy.js";
+import type { LossReason } from "../scheduling/loss-reason.js";
+import type { RouteBranch } from "../scheduling/policy.js";
 
-/** What a decision tells the account (policies/decider.ts Decision, read, never kept). */
+/** What a decision tells the account (scheduling/scheduler.ts Decision, read, never kept). */
 export interface AccountedDecision {
   readonly worker: { readonly id: string };
   readonly branch: RouteBranch;

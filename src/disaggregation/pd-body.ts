@@ -18,7 +18,6 @@
 import { RouterError } from "../errors.js";
 import { MAX_NESTING_DEPTH, nestsDeeperThan } from "../proxy/json-depth.js";
 import { batchSize, type JsonObject } from "./bootstrap.js";
-import type { PdProtocol } from "./pair-forwarder.js";
 
 /** vLLM's VLLM_MAX_N_SEQUENCES default: the most items (choices, prompts, texts) of one request. */
 export const MAX_PD_BATCH_ITEMS = 16_384;
@@ -32,7 +31,7 @@ function batchField(endpoint: string, body: JsonObject): string {
 
 /** The request's refusal, or undefined when the pair can build its bodies. */
 export function pdBodyRefusal(
-  protocol: PdProtocol,
+  protocol: "sglang" | "vllm",
   endpoint: string,
   body: JsonObject,
 ): RouterError | undefined {

@@ -8,7 +8,7 @@
 import { flagValue, type Parser } from "../config-kit/parsers.js";
 import { section } from "../config-kit/setting.js";
 import { ConfigError } from "../errors.js";
-import { POLICY_NAMES, type PolicyName } from "../policies/policy.js";
+import { POLICY_NAMES, type PolicyName } from "../scheduling/policy.js";
 import { workerUrl, workerUrls } from "../workers/settings.js";
 
 /** One --prefill entry: the worker and its bootstrap port (null = none). */

@@ -2,6 +2,7 @@ import { extname } from "node:path";
 import { parse as parseYaml } from "yaml";
 import { RouterError } from "../errors.js";
 import type { Logger } from "../logger.js";
+import { checkNesting } from "../watched-file/nesting.js";
 import { WatchedFile } from "../watched-file/watched-file.js";
 import type { DiscoveredWorkers } from "./discovered-workers.js";
 import { WORKER_SPEC_FIELDS, type WorkerSpec, workerSpecFrom } from "./worker-spec.js";
@@ -17,6 +18,7 @@ const ENTRY_EXAMPLE =
  * with the fields of POST /workers. Throws an Error saying what is wrong and where.
  */
 export function parseWorkerFile(text: string, path: string): WorkerSpec[] {
+  checkNesting(text);
   let doc: unknown;
   try {
     doc = extname(path).toLowerCase() === ".json" ? JSON.parse(text) : parseYaml(text);
@@ -71,7 +73,7 @@ export class WorkerFileSource {
       maxBytes: MAX_WORKER_FILE_BYTES,
       what: "worker file",
       logger,
-      parse: (text) => parseWorkerFile(text, path),
+      parser: { module: import.meta.url, name: parseWorkerFile.name },
       apply: async (specs) => {
         logger.info({ path, workers: specs.length }, "worker file applied");
         await workers.apply(specs);

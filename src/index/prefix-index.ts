@@ -3,7 +3,7 @@ import type { TokenizeInput } from "./tokenize-input.js";
 /**
  * The prefix index seam: "for this request, how much of its text does each worker probably hold?"
  *
- * Policies never see an index: the decider (policies/decider.ts) asks the index for matched
+ * Policies never see an index: the decider (scheduling/scheduler.ts) asks the index for matched
  * lengths, hands them to the policy, and tells the index what was routed where. Several indexes
  * can answer behind this one interface (approximate per-worker trees, a fleet-wide shared tree, a
  * precise index fed by the engines' KV events); each reports its name so that logs and the

@@ -153,7 +153,7 @@ export class Intake {
       tokenizeInput: summary?.tokenizeInput,
       stream: summary?.stream ?? false,
       usageDescribesText: summary?.usageDescribesText ?? false,
-      plan: planModel(workers, requested, this.options.modelRouting),
+      plan: planModel(workers, requested, this.options.modelRouting, received.endpoint),
     };
   }
 

@@ -1,8 +1,6 @@
-import { createRequire } from "node:module";
-import { dirname, join } from "node:path";
-import { pathToFileURL } from "node:url";
-import { Worker } from "node:worker_threads";
+import type { Worker } from "node:worker_threads";
 import { type ErrorCode, RouterError } from "../errors.js";
+import { startModuleThread } from "../watched-file/module-thread.js";
 import type { BodySummary } from "./body-summary.js";
 import type { Endpoint } from "./routing-text.js";
 
@@ -103,19 +101,9 @@ export class ParsePool {
   }
 
   private spawn(): Worker {
-    const resourceLimits = { maxOldGenerationSizeMb: this.options.memoryMb };
-    // Built (dist/): the worker is plain JavaScript beside this file.
-    if (!import.meta.url.endsWith(".ts")) {
-      return unrefed(new Worker(new URL("./parse-worker.js", import.meta.url), { resourceLimits }));
-    }
-    // Under tsx or vitest (tests, benchmarks) the worker is TypeScript: it registers tsx's loader
-    // first (a worker does not inherit the parent's loader hooks on Node 20).
-    // tsx's package.json maps the ESM import of "tsx/esm/api" to dist/esm/api/index.mjs.
-    const tsxRoot = dirname(createRequire(import.meta.url).resolve("tsx/package.json"));
-    const tsxApi = pathToFileURL(join(tsxRoot, "dist/esm/api/index.mjs")).href;
-    const entry = new URL("./parse-worker.ts", import.meta.url).href;
-    const bootstrap = `import(${JSON.stringify(tsxApi)}).then((tsx) => { tsx.register(); return import(${JSON.stringify(entry)}); });`;
-    return unrefed(new Worker(bootstrap, { eval: true, resourceLimits }));
+    return startModuleThread(new URL("./parse-worker.js", import.meta.url), {
+      maxOldGenerationSizeMb: this.options.memoryMb,
+    });
   }
 
   private watch(slot: Slot): void {
@@ -155,12 +143,6 @@ export class ParsePool {
       if (!this.closed) this.dispatch();
     });
   }
-}
-
-/** The pool must never keep the process alive on its own. */
-function unrefed(worker: Worker): Worker {
-  worker.unref();
-  return worker;
 }
 
 /** The body as a view over shared memory: a copy only when it is not shared already. */

@@ -39,34 +39,32 @@ export function readBody(
   if (declared !== undefined && Number(declared) > limits.maxBytes) {
     return Promise.reject(tooLarge(limits.maxBytes));
   }
-  try {
-    // Reserve a declared body whole, so one that cannot fit is refused before it is read.
-    if (declared !== undefined && Number.isFinite(Number(declared))) {
-      lease?.cover(Number(declared));
-    }
-  } catch (err) {
-    return Promise.reject(err);
-  }
+  // Nothing is reserved from the declared length: the budget grows with the bytes that arrive,
+  // so a client declaring a large body and sending it slowly holds only what it sent.
   const declaredBytes = declared === undefined ? Number.NaN : Number(declared);
+  // A declared body must keep the pace that ends it within --body-read-timeout-secs: the larger
+  // it says it is, the faster it must come (never slower than --body-min-rate-bytes).
+  const minRate =
+    limits.minBytesPerSec > 0 && Number.isFinite(declaredBytes)
+      ? Math.max(limits.minBytesPerSec, (declaredBytes * 1000) / limits.totalTimeoutMs)
+      : limits.minBytesPerSec;
+  const shared = limits.sharedFrom !== undefined && declaredBytes >= limits.sharedFrom;
   return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
+    let chunks: Buffer[] = [];
     let size = 0;
-    // A large declared body is copied into shared memory as it arrives: no big copy at the end.
-    const target =
-      limits.sharedFrom !== undefined && declaredBytes >= limits.sharedFrom
-        ? Buffer.from(new SharedArrayBuffer(declaredBytes))
-        : undefined;
+    // A large declared body goes to shared memory (no copy for the parse worker), allocated once
+    // half of it has arrived, so the declared size is never held for bytes that may never come.
+    let target: Buffer | undefined;
     const startedAt = Date.now();
     let lastChunkAt = startedAt;
     let timer: NodeJS.Timeout | undefined;
 
-    const rateDeadline = () =>
-      startedAt + limits.idleTimeoutMs + (size * 1000) / limits.minBytesPerSec;
+    const rateDeadline = () => startedAt + limits.idleTimeoutMs + (size * 1000) / minRate;
     /** The deadline that has passed at `now`, if any (idle, then total, then rate). */
     const expired = (now: number): BodyTimeoutKind | undefined => {
       if (lastChunkAt + limits.idleTimeoutMs <= now) return "idle";
       if (startedAt + limits.totalTimeoutMs <= now) return "total";
-      if (limits.minBytesPerSec > 0 && rateDeadline() <= now) return "rate";
+      if (minRate > 0 && rateDeadline() <= now) return "rate";
       return undefined;
     };
     /**
@@ -80,13 +78,13 @@ export function readBody(
         lastChunkAt + limits.idleTimeoutMs,
         startedAt + limits.totalTimeoutMs,
       );
-      if (limits.minBytesPerSec > 0) earliest = Math.min(earliest, rateDeadline());
+      if (minRate > 0) earliest = Math.min(earliest, rateDeadline());
       timer = setTimeout(onTimer, Math.max(0, earliest - Date.now()));
     };
     const onTimer = () => {
       const kind = expired(Date.now());
       if (kind === undefined) return arm();
-      fail(bodyTimeout(kind, limits, size));
+      fail(bodyTimeout(kind, limits, size, minRate));
     };
     const cleanup = () => {
       if (timer !== undefined) clearTimeout(timer);
@@ -104,6 +102,17 @@ export function readBody(
     const onData = (chunk: Buffer) => {
       size += chunk.length;
       if (size > limits.maxBytes) return fail(tooLarge(limits.maxBytes));
+      if (shared && target === undefined && size * 2 >= declaredBytes) {
+        try {
+          lease?.cover(declaredBytes);
+        } catch (err) {
+          return fail(err as Error);
+        }
+        target = Buffer.from(new SharedArrayBuffer(declaredBytes));
+        let offset = 0;
+        for (const earlier of chunks) offset += earlier.copy(target, offset);
+        chunks = [];
+      }
       try {
         lease?.cover(size);
       } catch (err) {
@@ -146,12 +155,20 @@ function concatShared(chunks: Buffer[], size: number): Buffer {
 
 type BodyTimeoutKind = "idle" | "total" | "rate";
 
-function bodyTimeout(kind: BodyTimeoutKind, limits: BodyReadLimits, size: number): RouterError {
+function bodyTimeout(
+  kind: BodyTimeoutKind,
+  limits: BodyReadLimits,
+  size: number,
+  minRate: number,
+): RouterError {
   const secs = (ms: number) => `${ms / 1000} s`;
   const why = {
     idle: `no data for ${secs(limits.idleTimeoutMs)} (--body-idle-timeout-secs)`,
     total: `not complete after ${secs(limits.totalTimeoutMs)} (--body-read-timeout-secs)`,
-    rate: `arriving slower than ${limits.minBytesPerSec} bytes/s (--body-min-rate-bytes)`,
+    rate:
+      minRate > limits.minBytesPerSec
+        ? `arriving slower than ${Math.ceil(minRate)} bytes/s, the pace its Content-Length needs to end within ${secs(limits.totalTimeoutMs)} (--body-read-timeout-secs)`
+        : `arriving slower than ${limits.minBytesPerSec} bytes/s (--body-min-rate-bytes)`,
   }[kind];
   return new RouterError("body_timeout", `Request body timed out after ${size} bytes: ${why}.`);
 }

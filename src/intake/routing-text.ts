@@ -11,7 +11,17 @@ export { MAX_NESTING_DEPTH };
  * with one exception: nesting deeper than MAX_NESTING_DEPTH is refused (400), because walking it
  * could exhaust the stack and no engine accepts it anyway.
  */
-export type Endpoint = "chat" | "completions" | "generate" | "embeddings";
+export type Endpoint =
+  | "chat"
+  | "completions"
+  | "generate"
+  | "embeddings"
+  | "responses"
+  | "rerank"
+  | "score"
+  | "classify"
+  | "tokenize"
+  | "detokenize";
 
 type Json = Record<string, unknown>;
 
@@ -63,8 +73,55 @@ export function routingText(
     case "embeddings":
       promptText(body.input, "input", out);
       break;
+    case "responses":
+      responsesText(body, out);
+      break;
+    case "rerank":
+      // Every pair the engine scores starts with the query (vLLM's pooling/score/serving.py
+      // pairs it with each document; SGLang's serving_rerank.py likewise).
+      promptText(body.query, "query", out);
+      break;
+    case "score":
+      // SGLang's /v1/score `query` (serving_score.py), vLLM's `text_1` (pooling/score/protocol.py).
+      promptText(body.query ?? body.text_1, body.query !== undefined ? "query" : "text_1", out);
+      break;
+    case "classify":
+      // vLLM's `input` (pooling/classify/protocol.py), SGLang's native `text`.
+      promptText(body.input ?? body.text, body.input !== undefined ? "input" : "text", out);
+      break;
+    case "tokenize":
+    case "detokenize":
+      // /tokenize and /detokenize prefill nothing: no text, so nothing enters the index.
+      break;
   }
   return out.toString();
+}
+
+/**
+ * The Responses API's prompt as the engines build it (vLLM's responses/serving.py and SGLang's
+ * serving_responses.py `_construct_input_messages`): the instructions as the system message, then
+ * the input, a string or a list of items whose text parts (input_text, output_text) and tool
+ * outputs are the conversation. Tools come first, as for chat.
+ */
+function responsesText(body: Json, out: BoundedText): void {
+  toolsText(body.tools, out);
+  if (typeof body.instructions === "string") out.add(`<system>${body.instructions}\n`);
+  const input = body.input;
+  if (typeof input === "string") {
+    out.add(`<user>${input}\n`);
+    return;
+  }
+  if (!Array.isArray(input)) return;
+  for (const item of input) {
+    if (out.full) return;
+    if (item === null || typeof item !== "object") continue;
+    const { role, content, output, arguments: args } = item as Json;
+    out.add(typeof role === "string" ? `<${role}>` : "<>");
+    contentText(content, out);
+    if (typeof output === "string") out.add(output);
+    if (typeof args === "string") out.add(args);
+    out.add("\n");
+  }
 }
 
 /**

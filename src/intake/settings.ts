@@ -13,6 +13,8 @@ export interface IntakeConfig {
   maxPayloadSize: number;
   /** Router-wide budget of buffered request bodies (0 = none). */
   maxBodyBufferBytes: number;
+  /** One client address's share of that budget (0 = no per-address bound). */
+  maxBodyBufferBytesPerClient: number;
   bodyReadTimeoutMs: number;
   bodyIdleTimeoutMs: number;
   bodyMinRateBytes: number;
@@ -45,6 +47,14 @@ export const INTAKE_SETTINGS = section<IntakeConfig>(
       default: 1024 * 1024 * 1024,
       parse: integer(0),
     },
+    maxBodyBufferBytesPerClient: {
+      flag: "--max-body-buffer-bytes-per-client",
+      arg: "<bytes>",
+      description:
+        "Request-body bytes one client address may have buffered at once, never less than --max-payload-size (a client behind a shared proxy address shares it); past it 503 body_buffer_full with Retry-After (0 = no per-address bound).",
+      default: 256 * 1024 * 1024,
+      parse: integer(0),
+    },
     bodyReadTimeoutMs: {
       flag: "--body-read-timeout-secs",
       arg: "<secs>",
@@ -64,7 +74,7 @@ export const INTAKE_SETTINGS = section<IntakeConfig>(
       flag: "--body-min-rate-bytes",
       arg: "<bytes/s>",
       description:
-        "Slowest average rate accepted for a request body once --body-idle-timeout-secs have passed (each byte extends the allowed time, like Apache's mod_reqtimeout MinRate); slower gets 408 body_timeout (0 = off).",
+        "Slowest average rate accepted for a request body once --body-idle-timeout-secs have passed (each byte extends the allowed time, like Apache's mod_reqtimeout MinRate); a body with a Content-Length must also keep the pace that ends it within --body-read-timeout-secs; slower gets 408 body_timeout (0 = off).",
       default: 500,
       parse: number(0),
     },
@@ -133,6 +143,11 @@ export const INTAKE_SETTINGS = section<IntakeConfig>(
     }
   },
 );
+
+/** One client address's share of the body budget: never below one maximal body (0 = none). */
+export function bodyShareOfClient(perClient: number, maxPayloadSize: number): number {
+  return perClient === 0 ? 0 : Math.max(perClient, maxPayloadSize);
+}
 
 /** The Intake's options: its settings, and what other features decide about a request. */
 export function intakeOptions(

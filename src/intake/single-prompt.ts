@@ -18,6 +18,10 @@ export function isSinglePrompt(endpoint: Endpoint, body: Json): boolean {
       return body.text !== undefined ? typeof body.text === "string" : single(body.input_ids);
     case "embeddings":
       return single(body.input);
+    // A response may continue an earlier one (previous_response_id) that the text does not hold;
+    // the pooling routes score several texts; tokenize prefills nothing.
+    default:
+      return false;
   }
 }
 

@@ -1,7 +1,12 @@
 import { RouterError } from "../errors.js";
 import { noAvailableWorkerMessage } from "../workers/no-worker-message.js";
 import type { WorkerRegistry } from "../workers/registry.js";
-import { admitted, type ModelPlan, type ModelRoutingMode } from "../workers/served-models.js";
+import {
+  admitted,
+  type ModelPlan,
+  type ModelRoutingMode,
+  unservedBy,
+} from "../workers/served-models.js";
 import type { ForwardRequest } from "./forward-contract.js";
 import { hasPassedThrough } from "./headers.js";
 
@@ -30,7 +35,7 @@ export function refusal(
   via: string,
   registry: WorkerRegistry,
   mode: ModelRoutingMode,
-): { error: RouterError; kind: "loop_detected" | "model_not_found" } | undefined {
+): { error: RouterError; kind: "loop_detected" | "model_not_found" | "not_found" } | undefined {
   if (hasPassedThrough(req.headers.via, via)) {
     const error = new RouterError(
       "loop_detected",
@@ -39,6 +44,12 @@ export function refusal(
     return { error, kind: "loop_detected" };
   }
   const routed = req.routing;
+  if (routed.plan.route === "endpoint_not_served") {
+    // As the engines answer a path they do not serve: 404.
+    const why = registry.list().map((w) => unservedBy(w, routed.endpoint))[0];
+    const error = new RouterError("not_found", `No worker serves ${req.path}: ${why}.`);
+    return { error, kind: "not_found" };
+  }
   if (routed.plan.route !== "not_found") return undefined;
   const error = modelNotFound(routed.requested, registry.list().length, mode);
   return { error, kind: "model_not_found" };

@@ -1,5 +1,5 @@
 import { TREE_INDEX_NAMES } from "../index/factory.js";
-import type { RouteBranch } from "../policies/policy.js";
+import type { RouteBranch } from "../scheduling/policy.js";
 
 const BASE_INDEXES: ReadonlySet<string> = new Set(TREE_INDEX_NAMES);
 

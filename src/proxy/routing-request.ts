@@ -1,4 +1,4 @@
-import type { DecisionRequest } from "../policies/decider.js";
+import type { DecisionRequest } from "../scheduling/scheduler.js";
 import type { ModelPlan } from "../workers/served-models.js";
 
 /**

@@ -1,5 +1,5 @@
-import type { Decision, DecisionRequest, RoutingDecider } from "../policies/decider.js";
-import type { PolicyWorker } from "../policies/policy.js";
+import type { PolicyWorker } from "../scheduling/policy.js";
+import type { Decision, DecisionRequest, Scheduler } from "../scheduling/scheduler.js";
 import type { Worker } from "../workers/worker.js";
 import type { ReportedUsage } from "./usage-tap.js";
 
@@ -32,7 +32,7 @@ export class UsageFeedback {
     usage: ReportedUsage,
     decision: Decision<PolicyWorker>,
     request: DecisionRequest,
-    decider: RoutingDecider,
+    decider: Scheduler,
     /**
      * aboutText: one prompt, so the usage describes the routing text (not a batch's sum).
      * othersPrefilling: the worker was still prefilling other requests when this one was sent; an

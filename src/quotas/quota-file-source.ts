@@ -1,7 +1,12 @@
 import { ConfigError } from "../errors.js";
 import type { Logger } from "../logger.js";
 import { readBoundedSync, WatchedFile } from "../watched-file/watched-file.js";
-import { MAX_QUOTA_FILE_BYTES, parseQuotaFile, type QuotaTable } from "./quota-file.js";
+import {
+  MAX_QUOTA_FILE_BYTES,
+  parseQuotaFile,
+  QUOTA_FILE_MODULE,
+  type QuotaTable,
+} from "./quota-file.js";
 
 /**
  * The --tenant-quota file: read once at start (a bad one refuses to start, naming the line and
@@ -31,7 +36,7 @@ export class QuotaFileSource {
         maxBytes: MAX_QUOTA_FILE_BYTES,
         what: "tenant quota file",
         logger,
-        parse: (next) => parseQuotaFile(next, path),
+        parser: { module: QUOTA_FILE_MODULE, name: parseQuotaFile.name },
         apply: (table) => {
           apply(table);
           onReload("applied");

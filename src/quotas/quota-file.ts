@@ -1,6 +1,10 @@
 import { extname } from "node:path";
 import { isMap, isScalar, LineCounter, parseDocument } from "yaml";
 import { DEFAULT_TENANT, isTenantName } from "../admission/identity.js";
+import { checkNesting } from "../watched-file/nesting.js";
+
+/** This module, for a parse thread to load parseQuotaFile from. */
+export const QUOTA_FILE_MODULE = import.meta.url;
 
 /** One tenant's limits; an absent limit is no limit. */
 export interface QuotaLimits {
@@ -52,6 +56,7 @@ export class QuotaFileError extends Error {
  * Throws a QuotaFileError naming the line and key of the first mistake.
  */
 export function parseQuotaFile(text: string, path = ""): QuotaTable {
+  checkNesting(text);
   const lines = new LineCounter();
   const doc = parseDocument(text, { lineCounter: lines, uniqueKeys: true, prettyErrors: false });
   const kind = extname(path).toLowerCase() === ".json" ? "JSON" : "YAML";

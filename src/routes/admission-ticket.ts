@@ -23,6 +23,7 @@ export function admissionTicket(
     {
       headers,
       model: summary?.model,
+      endpoint: received.endpoint,
       textChars: summary?.text.length,
       maxTokens: summary?.maxTokens,
       timeoutMs: queueTimeoutMs(ctx.config, headers[ctx.config.queueTimeoutHeader]),

@@ -8,8 +8,8 @@ import type { ParsePool } from "../intake/parse-pool.js";
 import type { KvEventsManager } from "../kv-events/manager.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
-import type { RoutingDecider } from "../policies/decider.js";
-import type { Forwarder, RequestForwarder } from "../proxy/forward.js";
+import type { Forwarder } from "../proxy/forward.js";
+import type { Scheduler } from "../scheduling/scheduler.js";
 import type { SharedState } from "../state/shared-state.js";
 import type { SiblingState } from "../state/sibling-state.js";
 import type { Tracing } from "../tracing/request-trace.js";
@@ -39,9 +39,9 @@ export interface RouterContext {
   /** Which workers probably hold which prefixes (the policy reads it through the forwarder). */
   index: PrefixIndex;
   /** The data plane's policy and index together (the forwarder's; POST /debug/route asks it too). */
-  decider: RoutingDecider;
+  decider: Scheduler;
   /** The data plane's forwarder: one worker per request, or a prefill/decode pair. */
-  forwarder: RequestForwarder;
+  forwarder: Forwarder;
   modelsForwarder: Forwarder;
   /** Every request's cache account, summed (GET /debug/cache, the counters). */
   cacheLedger: CacheLedger;
@@ -56,7 +56,7 @@ export interface RouterContext {
   /** Reads the workers' engines (capacity, queue, KV usage, models) on a schedule. */
   introspection: EngineIntrospector;
   state: RouterState;
-  /** --kv-events: the engines' KV-event intake (per-worker endpoints, stream state). */
+  /** --kv-events: the engines' KV-event feed (per-worker endpoints, stream state). */
   kvEvents?: KvEventsManager;
   /** --state-url: what this replica shares with the others through Redis. */
   sharedState?: SharedState;

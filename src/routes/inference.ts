@@ -1,7 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { HttpBindings } from "@hono/node-server";
-import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
 import type { Hono } from "hono";
 import { RouterError } from "../errors.js";
 import type { BodyLease } from "../intake/body-budget.js";
@@ -14,15 +13,34 @@ import { writeError } from "../proxy/write-error.js";
 import type { RequestTrace } from "../tracing/request-trace.js";
 import { admissionTicket } from "./admission-ticket.js";
 import { admitClient } from "./client-gate.js";
+import { onConnectionClose } from "./connection-requests.js";
 import type { RouterContext } from "./context.js";
+import { INFO_ROUTES, registerEngineInfoRoutes } from "./engine-info.js";
 import { registerModelsRoute } from "./models.js";
 
-/** POST routes of the data plane and the routing text each one prefills. */
+/**
+ * POST routes of the data plane and the routing text each one prefills. Beside the OpenAI routes
+ * and SGLang's /generate, the engines' other POSTs, each sent to a worker that serves the model:
+ * - /v1/responses: vLLM (openai/responses/api_router.py) and SGLang (http_server.py); a request
+ *   with previous_response_id goes to the worker that holds that response (routes/responses.ts);
+ * - /v1/rerank, /rerank, /v1/score, /score, /classify: vLLM (pooling/score/api_router.py,
+ *   pooling/classify/api_router.py); /v1/rerank, /v1/score, /v1/classify: SGLang (http_server.py);
+ * - /tokenize, /detokenize: vLLM (serve/tokenize/api_router.py) and SGLang (http_server.py).
+ */
 export const INFERENCE_ROUTES: ReadonlyArray<{ path: string; endpoint: Endpoint }> = [
   { path: "/v1/chat/completions", endpoint: "chat" },
   { path: "/v1/completions", endpoint: "completions" },
   { path: "/v1/embeddings", endpoint: "embeddings" },
   { path: "/generate", endpoint: "generate" },
+  { path: "/v1/responses", endpoint: "responses" },
+  { path: "/v1/rerank", endpoint: "rerank" },
+  { path: "/rerank", endpoint: "rerank" },
+  { path: "/v1/score", endpoint: "score" },
+  { path: "/score", endpoint: "score" },
+  { path: "/v1/classify", endpoint: "classify" },
+  { path: "/classify", endpoint: "classify" },
+  { path: "/tokenize", endpoint: "tokenize" },
+  { path: "/detokenize", endpoint: "detokenize" },
 ];
 
 type Env = { Bindings: HttpBindings };
@@ -39,18 +57,12 @@ export function registerInferenceRoutes(app: Hono<Env>, ctx: RouterContext): voi
   // The fleet's models: every worker's list, merged (routes/models.ts).
   registerModelsRoute(app, ctx);
   app.all("/v1/models", (c) => methodNotAllowed(c.req.method, "/v1/models", "GET"));
-  // Model and server info: the same from any worker, so any available one answers.
+  // Model and server info: asked of any available worker, answered without its secrets.
+  registerEngineInfoRoutes(app, ctx);
   for (const path of INFO_ROUTES) {
-    app.get(path, async (c) => {
-      await handleInference(ctx, c.env.incoming, c.env.outgoing, "models");
-      return RESPONSE_ALREADY_SENT;
-    });
     app.all(path, (c) => methodNotAllowed(c.req.method, path, "GET"));
   }
 }
-
-/** GET routes answered by any available worker (OpenAI and SGLang). */
-export const INFO_ROUTES = ["/get_model_info", "/get_server_info"];
 
 function methodNotAllowed(method: string, path: string, allowed: string): Response {
   const error = new RouterError(
@@ -83,13 +95,13 @@ export async function handleInference(
     startedAt,
   );
   const client = new Cancel();
-  const onClose = () => {
+  // The connection, not the response: a pipelined request behind this one has no socket yet.
+  const forget = onConnectionClose(incoming.socket, () => {
     if (!res.writableFinished) client.abort();
-  };
-  res.on("close", onClose);
+  });
   ctx.state.active += 1;
   // The body's bytes count against the router-wide budget until the request ends (retries resend it).
-  const lease = ctx.bodyBudget.lease();
+  const lease = ctx.bodyBudget.lease(incoming.socket.remoteAddress);
   let outcome: ForwardOutcome;
   try {
     outcome = await admitAndForward(
@@ -108,7 +120,7 @@ export async function handleInference(
   } finally {
     lease.release();
     ctx.state.active -= 1;
-    res.off("close", onClose);
+    forget();
   }
   observe(ctx, endpoint, incoming, requestId, startedAt, outcome);
   trace?.end(outcome);
@@ -130,6 +142,8 @@ async function admitAndForward(
   const bodyRead = trace?.phase("body_read");
   const received = await ctx.intake.receive(incoming, endpoint, lease);
   bodyRead?.end();
+  // Its connection closed while it was read (a pipelined request): nothing more to do for it.
+  if (clientSignal.aborted) throw new ClientGoneError();
   // Waits only while the router is at its limit or, with --queue-when-saturated, the fleet is.
   const ticket = admissionTicket(ctx, received, clientSignal);
   const admitting = ctx.admission.admit(ticket);
@@ -142,6 +156,7 @@ async function admitAndForward(
   // How it ended, for a quota to charge what the engine reported (none if it never left here).
   let outcome: ForwardOutcome | undefined;
   try {
+    if (clientSignal.aborted) throw new ClientGoneError();
     // --engine-priority: the engine's scheduler serves it in the router's order too.
     const priority = ctx.config.enginePriority ? ctx.admission.enginePriority(ticket) : undefined;
     const request: ForwardRequest = {

@@ -1,5 +1,6 @@
 import type { HttpBindings } from "@hono/node-server";
 import type { Hono } from "hono";
+import { withoutSecrets } from "../engines/secret-fields.js";
 import { RouterError } from "../errors.js";
 import { noAvailableWorkerMessage } from "../workers/no-worker-message.js";
 import type { Worker } from "../workers/worker.js";
@@ -41,7 +42,9 @@ export function registerModelsRoute(app: Hono<Env>, ctx: RouterContext): void {
       );
       const merged = new Map<string, ModelCard>();
       for (const list of lists) {
-        for (const card of list ?? []) if (!merged.has(card.id)) merged.set(card.id, card);
+        for (const card of list ?? []) {
+          if (!merged.has(card.id)) merged.set(card.id, withoutSecrets(card) as ModelCard);
+        }
       }
       if (lists.every((l) => l === undefined)) {
         throw new RouterError(

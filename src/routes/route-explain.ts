@@ -1,10 +1,10 @@
 import type { HttpBindings } from "@hono/node-server";
 import type { Hono } from "hono";
 import type { Endpoint } from "../intake/routing-text.js";
-import type { CandidateExplanation } from "../policies/policy.js";
 import { Cancel } from "../proxy/cancel.js";
 import type { RoutingRequest } from "../proxy/routing-request.js";
-import { admitted, type ModelPlan } from "../workers/served-models.js";
+import type { CandidateExplanation } from "../scheduling/policy.js";
+import { admitted, type ModelPlan, unservedBy } from "../workers/served-models.js";
 import type { Worker } from "../workers/worker.js";
 import { adminGuard } from "./admin.js";
 import { admissionTicket } from "./admission-ticket.js";
@@ -27,7 +27,7 @@ export function registerRouteExplainRoutes(app: Hono<Env>, ctx: RouterContext): 
   app.use(`${ROUTE_EXPLAIN_PREFIX}/*`, adminGuard(ctx));
   for (const { path, endpoint } of INFERENCE_ROUTES) {
     app.post(`${ROUTE_EXPLAIN_PREFIX}${path}`, async (c) => {
-      const lease = ctx.bodyBudget.lease();
+      const lease = ctx.bodyBudget.lease(c.env.incoming.socket.remoteAddress);
       try {
         // The same RoutingRequest the data plane forwards (intake/intake.ts).
         const received = await ctx.intake.receive(c.env.incoming, endpoint, lease);
@@ -45,10 +45,18 @@ export function registerRouteExplainRoutes(app: Hono<Env>, ctx: RouterContext): 
 async function explainRoute(ctx: RouterContext, endpoint: Endpoint, routed: RoutingRequest) {
   const { text, requested: model, adapter, session, plan } = routed;
   const workers = ctx.registry.list();
-  // The same candidates as the forwarder's: the model's plan over the available workers.
-  const candidates = plan.route === "not_found" ? [] : admitted(ctx.registry.candidates(), plan);
+  // A pair's decode side is chosen apart, by its own (load) policy, over the decode workers.
+  const pairs = ctx.forwarder.pairs;
+  const side = pairs === undefined ? undefined : "prefill";
+  // The same candidates as the forwarder's: the model's plan over the available workers (with
+  // pairs: the prefill side's, where the prefix cache is).
+  const available = (role?: "prefill" | "decode") =>
+    plan.route === "not_found" ? [] : admitted(ctx.registry.candidates(undefined, role), plan);
+  const candidates = available(side);
   await ctx.decider.prepare(() => candidates, routed);
   const { decision, matched, indexes, profile } = ctx.decider.explain(candidates, routed);
+  const decodes = pairs === undefined ? [] : available("decode");
+  const decode = pairs?.decodeDecider.explain(decodes, routed).decision;
   const policy = ctx.decider.policy;
   const now = Date.now();
   const length = text.length;
@@ -76,6 +84,24 @@ async function explainRoute(ctx: RouterContext, endpoint: Endpoint, routed: Rout
             branch: decision.branch,
             match_rate: decision.matchRate,
           },
+    // With disaggregation: the pair, its protocol and the decode side's choice among its workers.
+    ...(pairs === undefined
+      ? {}
+      : {
+          pair: {
+            protocol: pairs.protocol.name,
+            prefill: decision?.worker.id ?? null,
+            decode: decode?.worker.id ?? null,
+            decode_url: decode?.worker.url ?? null,
+            decode_policy: pairs.decodeDecider.policy.name,
+            decode_branch: decode?.branch ?? null,
+            decode_candidates: decodes.map((worker) => ({
+              worker: worker.id,
+              url: worker.url,
+              in_flight: worker.inFlight,
+            })),
+          },
+        }),
     candidates: candidates.map((worker, i) => {
       // As the policies see it: never more than the text.
       const held = matched === null ? null : Math.min(length, Math.max(0, matched[i] ?? 0));
@@ -94,8 +120,12 @@ async function explainRoute(ctx: RouterContext, endpoint: Endpoint, routed: Rout
       };
     }),
     excluded: workers
-      .filter((worker) => !candidates.includes(worker))
-      .map((worker) => ({ worker: worker.id, url: worker.url, ...exclusion(worker, plan) })),
+      .filter((worker) => !candidates.includes(worker) && !decodes.includes(worker))
+      .map((worker) => ({
+        worker: worker.id,
+        url: worker.url,
+        ...exclusion(worker, plan, endpoint),
+      })),
   };
 }
 
@@ -108,7 +138,13 @@ function profileVerdict(verdict: CandidateExplanation | undefined) {
 }
 
 /** Why a registered worker is not a candidate for this request (the model's reason in `detail`). */
-function exclusion(worker: Worker, plan: ModelPlan): { reason: string; detail?: string } {
+function exclusion(
+  worker: Worker,
+  plan: ModelPlan,
+  endpoint: Endpoint,
+): { reason: string; detail?: string } {
+  const unserved = unservedBy(worker, endpoint);
+  if (unserved !== undefined) return { reason: "endpoint_not_served", detail: unserved };
   const detail = plan.exclusion(worker);
   if (detail !== undefined) return { reason: "model_not_served", detail };
   if (!worker.healthy) return { reason: "unhealthy" };
@@ -116,5 +152,6 @@ function exclusion(worker: Worker, plan: ModelPlan): { reason: string; detail?: 
   const circuit = worker.breaker.state;
   if (circuit !== "closed" && !worker.breaker.admits()) return { reason: `circuit_${circuit}` };
   if (plan.route === "not_found") return { reason: "model_not_served" };
+  if (plan.route === "endpoint_not_served") return { reason: "endpoint_not_served" };
   return { reason: "unavailable" };
 }

@@ -1,6 +1,6 @@
 import { readFileSync, statSync } from "node:fs";
 import { parse as parseYaml } from "yaml";
-import type { RandomSource } from "../policies/options.js";
+import { checkNesting } from "../watched-file/nesting.js";
 import {
   child,
   describe,
@@ -12,6 +12,7 @@ import {
   SchedulerConfigError,
   text,
 } from "./config-path.js";
+import type { RandomSource } from "./options.js";
 import { MaxScorePicker } from "./pickers.js";
 import type { Filter, Picker, PluginEnv, Scorer } from "./plugin.js";
 import {
@@ -164,6 +165,7 @@ function buildProfile(
 /** Parses YAML or JSON text; a syntax error names the line. */
 export function parseSchedulerConfig(source: string): unknown {
   try {
+    checkNesting(source);
     return parseYaml(source, { prettyErrors: true, maxAliasCount: 100 });
   } catch (err) {
     throw new SchedulerConfigError(

@@ -5,7 +5,7 @@
  * the first replacement), with stat polling as a fallback where file events do not arrive
  * (network and some container mounts). Changes close together are read once. A version that
  * cannot be read or parsed is reported and the last good one stands; a version equal to the
- * last one applied does nothing.
+ * last one applied does nothing. Parsing runs in a thread that may die alone (isolated-parse.ts).
  */
 import {
   closeSync,
@@ -19,6 +19,7 @@ import {
 import { open } from "node:fs/promises";
 import { basename, dirname } from "node:path";
 import type { Logger } from "../logger.js";
+import { IsolatedParser, type ParserRef } from "./isolated-parse.js";
 
 /** Changes closer together than this are read once (editors and tools write in several steps). */
 const SETTLE_MS = 50;
@@ -31,8 +32,11 @@ export interface WatchedFileOptions<T> {
   readonly maxBytes: number;
   /** What the file is, in log lines: "worker file", "tenant quota file". */
   readonly what: string;
-  /** The file's text as a value; throws an Error saying what is wrong and where. */
-  parse(text: string): T;
+  /**
+   * Turns the file's text into a value; run in a thread of its own (isolated-parse.ts), so a
+   * hostile version can neither stall nor crash the router.
+   */
+  readonly parser: ParserRef;
   /** A good version that differs from the last one applied. */
   apply(value: T): void | Promise<void>;
   /** A version that could not be read or parsed: the last good one stands. */
@@ -44,6 +48,7 @@ export class WatchedFile<T> {
   private watcher: FSWatcher | undefined;
   private settle: NodeJS.Timeout | undefined;
   private stopped = false;
+  private readonly parser = new IsolatedParser();
   /** Reads one after another: a change during an apply is read after it. */
   private reading: Promise<void> = Promise.resolve();
 
@@ -71,6 +76,7 @@ export class WatchedFile<T> {
 
   stop(): void {
     this.stopped = true;
+    this.parser.close();
     clearTimeout(this.settle);
     this.watcher?.close();
     unwatchFile(this.options.path);
@@ -98,9 +104,9 @@ export class WatchedFile<T> {
     try {
       text = await readBounded(path, maxBytes);
       if (text === this.lastText) return;
-      value = this.options.parse(text);
+      value = await this.parser.parse<T>(this.options.parser, text, path);
     } catch (err) {
-      this.options.rejected((err as Error).message);
+      this.options.rejected(shortReason((err as Error).message));
       return;
     }
     this.lastText = text;
@@ -145,4 +151,10 @@ export function readBoundedSync(path: string, maxBytes: number): string {
 function bounded(buffer: Buffer, length: number, maxBytes: number): string {
   if (length > maxBytes) throw new Error(`larger than ${maxBytes} bytes`);
   return buffer.subarray(0, length).toString("utf8");
+}
+
+/** A parser's complaint as one log-sized line (some quote the offending text). */
+function shortReason(message: string): string {
+  const first = message.split("\n")[0] as string;
+  return first.length > 300 ? `${first.slice(0, 300)}…` : first;
 }

@@ -40,7 +40,9 @@ export type ModelRoute =
   /** No worker lists it: the workers that accept any name. */
   | "any_name"
   /** No worker lists it and none accepts any name: the router answers 404. */
-  | "not_found";
+  | "not_found"
+  /** Every registered worker runs an engine that does not serve the endpoint: the router's 404. */
+  | "endpoint_not_served";
 
 export interface ModelPlan {
   readonly route: ModelRoute;
@@ -50,8 +52,49 @@ export interface ModelPlan {
   exclusion(worker: ServingWorker): string | undefined;
 }
 
-/** Decides, once per request over the registered workers, which of them the model admits. */
+/**
+ * Endpoints an engine does not serve, by the route label intake gives them. vLLM's OpenAI server
+ * has no SGLang-native /generate (vllm/entrypoints/openai/api_server.py registers the OpenAI
+ * routes, /tokenize, /pooling, /score, /rerank..., never /generate; the sim's vLLM mode answers
+ * it 404 as vLLM does). A worker whose engine is not known yet is not left out.
+ */
+const UNSERVED: Readonly<Record<string, { engine: EngineKind; why: string }>> = {
+  generate: {
+    engine: "vllm",
+    why: "vLLM's OpenAI server does not serve POST /generate (SGLang's native API)",
+  },
+};
+
+/** Why the worker's engine does not serve the endpoint; undefined when it does (or may). */
+export function unservedBy(worker: ServingWorker, endpoint: string | undefined) {
+  const rule = endpoint === undefined ? undefined : UNSERVED[endpoint];
+  return rule !== undefined && worker.engine === rule.engine ? rule.why : undefined;
+}
+
+/**
+ * Decides, once per request over the registered workers, which of them the model admits and,
+ * given the request's endpoint, whose engine serves that endpoint.
+ */
 export function planModel(
+  workers: readonly ServingWorker[],
+  model: string | undefined,
+  mode: ModelRoutingMode,
+  endpoint?: string,
+): ModelPlan {
+  const byModel = planByModel(workers, model, mode);
+  if (endpoint === undefined || UNSERVED[endpoint] === undefined) return byModel;
+  const route =
+    workers.length > 0 && workers.every((w) => unservedBy(w, endpoint) !== undefined)
+      ? "endpoint_not_served"
+      : byModel.route;
+  return {
+    route,
+    admits: (w) => unservedBy(w, endpoint) === undefined && byModel.admits(w),
+    exclusion: (w) => unservedBy(w, endpoint) ?? byModel.exclusion(w),
+  };
+}
+
+function planByModel(
   workers: readonly ServingWorker[],
   model: string | undefined,
   mode: ModelRoutingMode,
@@ -97,7 +140,7 @@ function plan(
 
 /** The workers among `candidates` that the plan admits (the same array when all are). */
 export function admitted<W extends ServingWorker>(candidates: readonly W[], plan: ModelPlan) {
-  if (plan.route === "unnamed") return candidates;
+  if (plan === EVERY_WORKER) return candidates;
   for (const w of candidates) if (!plan.admits(w)) return candidates.filter(plan.admits);
   return candidates;
 }

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { diagnoseDecisions } from "../../bench/lib/routing-diagnosis.js";
 import { writeTinyTokenizer } from "../../sim/tiny-tokenizer.js";
 import { type SimWorker, startSimWorker } from "../../sim/worker.js";
-import type { RoutingDecider } from "../../src/policies/decider.js";
+import type { Scheduler } from "../../src/scheduling/scheduler.js";
 import type { RunningRouter } from "../../src/server.js";
 import { postJson, startTestRouter } from "../helpers/router.js";
 
@@ -33,7 +33,7 @@ describe("bench:routing --diagnose", () => {
     expect(held).toBeGreaterThan(0);
 
     const tally = diagnoseDecisions(router, sims);
-    const decider = (router.context.forwarder as unknown as { decider: RoutingDecider }).decider;
+    const decider = (router.context.forwarder as unknown as { decider: Scheduler }).decider;
     const workers = router.context.registry.list();
     const request = { text: prompt, tokenizeInput: { prompt } };
     // round_robin: one decision goes to each worker, so one of the two misses the holder.

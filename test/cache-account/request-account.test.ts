@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { AccountWindow, OTHER_KEY } from "../../src/cache-account/account-window.js";
 import { RequestAccount } from "../../src/cache-account/request-account.js";
 import { TopPrefixes } from "../../src/cache-account/top-prefixes.js";
-import { lossReasonOf } from "../../src/policies/loss-reason.js";
+import { lossReasonOf } from "../../src/scheduling/loss-reason.js";
 
 function decided(available: number, chosen: number, worker = "a") {
   const account = new RequestAccount("x".repeat(4000), "m");

@@ -19,19 +19,24 @@ describe("buffered request bodies share one memory budget (issue 10 item 2)", ()
   const fixture = simBehindRouter({
     maxPayloadSize: PAYLOAD,
     maxBodyBufferBytes: BUDGET,
+    maxBodyBufferBytesPerClient: 0,
   });
 
   it("bodies beyond the budget get 503 body_buffer_full with Retry-After; freed budget is reused", async () => {
     const body = bodyOf(PAYLOAD);
-    // Two uploads in progress hold the whole budget (Content-Length is reserved up front).
+    // Two uploads in progress hold nearly the whole budget with the bytes they sent.
     const holders = [0, 1].map(() =>
       openRequest(fixture.router.url, "/v1/completions", {
         ...JSON_HEADERS,
         "content-length": PAYLOAD,
       }),
     );
-    for (const h of holders) await h.write(body.slice(0, 100));
-    await waitFor(() => fixture.router.context.bodyBudget.inUse === BUDGET, 3000, "budget held");
+    for (const h of holders) await h.write(body.slice(0, PAYLOAD - 100));
+    await waitFor(
+      () => fixture.router.context.bodyBudget.inUse === 2 * (PAYLOAD - 100),
+      3000,
+      "budget held",
+    );
 
     const before = fixture.sim.stats().requests;
     const refused = await postJson(`${fixture.router.url}/v1/completions`, bodyOf(1000));
@@ -52,9 +57,13 @@ describe("buffered request bodies share one memory budget (issue 10 item 2)", ()
     chunked.socket.destroy();
 
     // One holder finishes: its request ends, its bytes go back to the budget.
-    await holders[0]!.write(body.slice(100));
+    await holders[0]!.write(body.slice(PAYLOAD - 100));
     expect((await holders[0]!.answer).status).toBe(200);
-    await waitFor(() => fixture.router.context.bodyBudget.inUse === PAYLOAD, 3000, "budget freed");
+    await waitFor(
+      () => fixture.router.context.bodyBudget.inUse === PAYLOAD - 100,
+      3000,
+      "budget freed",
+    );
     const accepted = await postJson(`${fixture.router.url}/v1/completions`, bodyOf(1000));
     expect(accepted.status).toBe(200);
     await accepted.arrayBuffer();
@@ -68,8 +77,8 @@ describe("buffered request bodies share one memory budget (issue 10 item 2)", ()
       ...JSON_HEADERS,
       "content-length": PAYLOAD,
     });
-    await req.write("{");
-    await waitFor(() => fixture.router.context.bodyBudget.inUse === PAYLOAD, 3000, "reserved");
+    await req.write(bodyOf(PAYLOAD).slice(0, PAYLOAD / 2));
+    await waitFor(() => fixture.router.context.bodyBudget.inUse === PAYLOAD / 2, 3000, "held");
     req.socket.destroy();
     await waitFor(() => fixture.router.context.bodyBudget.inUse === 0, 3000, "released");
   });

@@ -25,9 +25,11 @@ export function openRequest(
   url: string,
   path: string,
   headers: Record<string, string | number>,
+  /** The client's own address (another loopback address stands for another client). */
+  localAddress?: string,
 ): RawRequest {
   const { hostname, port } = new URL(url);
-  const socket = connect({ host: hostname, port: Number(port) });
+  const socket = connect({ host: hostname, port: Number(port), localAddress });
   let received = Buffer.alloc(0);
   let socketError: Error | undefined;
   const answer = new Promise<RawAnswer>((resolve, reject) => {

@@ -28,6 +28,7 @@ const RELIABILITY_FLAGS = [
   "--request-timeout-secs",
   "--max-payload-size",
   "--max-body-buffer-bytes",
+  "--max-body-buffer-bytes-per-client",
   "--body-read-timeout-secs",
   "--body-idle-timeout-secs",
   "--body-min-rate-bytes",

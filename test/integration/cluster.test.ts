@@ -27,6 +27,48 @@ describe("radixgate-cluster arguments", () => {
     expect(parseClusterArgs(["--port", "1"]).routerArgs).toEqual(["--port", "1"]);
   });
 
+  /** Runs radixgate-cluster to its end (bounded), with its output. */
+  const runCluster = (args: string[]) =>
+    new Promise<{ code: number | null; out: string; err: string }>((resolve, reject) => {
+      const child = spawn(process.execPath, ["--import", "tsx", "src/cluster.ts", ...args], {
+        cwd: ROOT,
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+      let out = "";
+      let err = "";
+      child.stdout.on("data", (d) => (out += d));
+      child.stderr.on("data", (d) => (err += d));
+      const timer = setTimeout(() => {
+        child.kill("SIGKILL");
+        reject(new Error(`radixgate-cluster ${args.join(" ")} did not exit\n${out}\n${err}`));
+      }, 30_000);
+      child.on("exit", (code) => {
+        clearTimeout(timer);
+        resolve({ code, out, err });
+      });
+    });
+
+  it("--help prints the cluster's usage and exits 0, starting no process", async () => {
+    const { code, out } = await runCluster(["--help"]);
+    expect(code).toBe(0);
+    expect(out).toMatch(/^usage: radixgate-cluster/);
+    expect(out).not.toMatch(/radixgate listening/);
+  }, 60_000);
+
+  it("a router's --help is printed once and the cluster exits 0 (no process started again)", async () => {
+    const help = await runCluster(["--processes", "3", "--", "--help"]);
+    expect(help.code).toBe(0);
+    expect(help.out.match(/^Usage: /gm)).toHaveLength(1);
+    expect(help.out).toMatch(/--worker-urls/);
+    expect(help.err).not.toMatch(/starting another/);
+  }, 60_000);
+
+  it("a router's --version is printed once and the cluster exits 0", async () => {
+    const version = await runCluster(["--processes", "2", "--", "--version"]);
+    expect(version.code).toBe(0);
+    expect(version.out.trim().split("\n")).toHaveLength(1);
+  }, 60_000);
+
   it("refuses a bad --processes with a clear message", () => {
     expect(() => parseClusterArgs(["--processes", "0"])).toThrow(/--processes must be an integer/);
     expect(() => parseClusterArgs(["--processes"])).toThrow(/--processes/);

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { ApproximateIndex } from "../../src/index/approximate-index.js";
-import { RoutingDecider } from "../../src/policies/decider.js";
 import { engineHeldChars, UsageFeedback } from "../../src/proxy/usage-feedback.js";
-import { createPolicy } from "../../src/scheduling/policy-factory.js";
+import { createPolicy } from "../../src/scheduling/builtin-profiles.js";
+import { Scheduler } from "../../src/scheduling/scheduler.js";
 import { CharsPerToken } from "../../src/workers/chars-per-token.js";
 import type { Worker } from "../../src/workers/worker.js";
 
@@ -38,7 +38,7 @@ describe("UsageFeedback.apply", () => {
   function setup() {
     const index = new ApproximateIndex();
     index.addWorker("w");
-    const decider = new RoutingDecider(createPolicy("cache_aware"), index);
+    const decider = new Scheduler(createPolicy("cache_aware"), index);
     const worker = {
       id: "w",
       inFlight: 0,

@@ -37,6 +37,12 @@ function readBack(row: { tokens_per_minute?: number; concurrent_requests?: numbe
 }
 
 describe("--tenant-quota file", () => {
+  it("refuses a file nested deeper than any real one before parsing it", () => {
+    expect(() => parseQuotaFile(`tenants: ${"{a: ".repeat(100_000)}`)).toThrow(
+      /line 1: nested deeper than 32 levels/,
+    );
+  });
+
   it("reads tenants, their limits and the row of the others", () => {
     const table = parseQuotaFile(EXAMPLE, "q.yaml");
     expect(limitsFor(table, "batch")).toEqual({ tokensPerMinute: 200000, concurrentRequests: 64 });

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { ApproximateIndex } from "../../src/index/approximate-index.js";
-import { RoutingDecider } from "../../src/policies/decider.js";
-import { SessionTable } from "../../src/policies/session-table.js";
+import { Scheduler } from "../../src/scheduling/scheduler.js";
 import { buildProfiles } from "../../src/scheduling/scheduler-config.js";
+import { SessionTable } from "../../src/scheduling/session-table.js";
 
 /** A profile weighing session affinity (1) against in-flight load (2). */
 function sessionProfile() {
@@ -28,7 +28,7 @@ describe("the decider with a scheduling profile", () => {
     const index = new ApproximateIndex();
     const workers = ["a", "b"].map((id) => ({ id, inFlight: 0 }));
     for (const w of workers) index.addWorker(w.id);
-    const decider = new RoutingDecider(sessionProfile(), index, new SessionTable(10));
+    const decider = new Scheduler(sessionProfile(), index, new SessionTable(10));
     const first = decider.decide(workers, { text: "turn 1", session: "s" })!;
     expect(first.branch).not.toBe("session");
     // Equal loads: the session's worker wins on the session score.
@@ -46,7 +46,7 @@ describe("the decider with a scheduling profile", () => {
     for (const w of workers) index.addWorker(w.id);
     const sessions = new SessionTable(10);
     sessions.bind("s", "b");
-    const decider = new RoutingDecider(sessionProfile(), index, sessions);
+    const decider = new Scheduler(sessionProfile(), index, sessions);
     expect(decider.profile).toBe("sessions-weighed");
     const { profile, decision } = decider.explain(workers, { text: "hi", session: "s" });
     expect(decision?.worker.id).toBe("b");
@@ -78,7 +78,7 @@ describe("the decider with a scheduling profile", () => {
     ];
     for (const w of workers) index.addWorker(w.id);
     index.insert("b", undefined, "a long shared system prompt");
-    const decider = new RoutingDecider(profile, index);
+    const decider = new Scheduler(profile, index);
     const decision = decider.decide(workers, { text: "a long shared system prompt, then" })!;
     expect(decision.worker.id).toBe("a");
     expect(decision.available).toBe("a long shared system prompt".length);

@@ -1,5 +1,5 @@
-import type { RouteRequest } from "../../src/policies/policy.js";
 import type { SchedulingContext, SchedulingWorker } from "../../src/scheduling/plugin.js";
+import type { RouteRequest } from "../../src/scheduling/policy.js";
 import type { LoadSignals } from "../../src/workers/signals.js";
 
 /** A worker as the scheduling plugins read it; every signal settable. */

@@ -1,12 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { POLICY_NAMES, type PolicyName } from "../../src/policies/policy.js";
 import {
   createPolicy,
   isPolicyName,
   POLICY_DEFAULTS,
   type PolicyOptions,
-} from "../../src/scheduling/policy-factory.js";
-import { fleet, selectWith } from "../policies/fake-worker.js";
+} from "../../src/scheduling/builtin-profiles.js";
+import { POLICY_NAMES, type PolicyName } from "../../src/scheduling/policy.js";
+import { fleet, selectWith } from "./fake-worker.js";
 
 describe("createPolicy", () => {
   it.each(POLICY_NAMES)("constructs %s with default options", (name) => {

@@ -169,6 +169,9 @@ describe("scheduler config validation: errors name the path in the file", () => 
   it("refuses a document that is not a mapping, and YAML that does not parse", () => {
     expect(errorOf([1, 2])).toBe("must be a mapping, got a list");
     expect(() => parseSchedulerConfig("plugins: [\n  - type")).toThrow(/not valid YAML or JSON/);
+    expect(() => parseSchedulerConfig(`plugins: ${"[".repeat(100_000)}`)).toThrow(
+      /line 1: nested deeper than 32 levels/,
+    );
   });
 
   it("names the file first when loading one", () => {

@@ -116,3 +116,32 @@ describe("cachePressure workload", () => {
     );
   });
 });
+
+describe("cachePressure with a spread of tenant prompt lengths", () => {
+  const tenantTokens = (spec: RequestSpec) =>
+    countTokens(systemOf(spec)) - SMALL.toolPreambleTokens;
+
+  it("draws each tenant's own prompt between the shortest and the longest, unequal across tenants", () => {
+    const specs = cachePressure({ ...SMALL, tenants: 12, tenantPromptMaxTokens: 96 });
+    const lengths = new Map<number, number>();
+    for (const spec of specs) lengths.set(spec.group!, tenantTokens(spec));
+    for (const n of lengths.values()) {
+      // The preamble and the prompt are joined by a newline: a token more at most.
+      expect(n).toBeGreaterThanOrEqual(SMALL.tenantPromptTokens);
+      expect(n).toBeLessThanOrEqual(96 + 1);
+    }
+    expect(new Set(lengths.values()).size).toBeGreaterThan(1);
+  });
+
+  it("leaves the workload without a spread as it was (no extra draws)", () => {
+    expect(cachePressure({ ...SMALL, tenantPromptMaxTokens: SMALL.tenantPromptTokens })).toEqual(
+      cachePressure(SMALL),
+    );
+  });
+
+  it("refuses a longest prompt shorter than the shortest", () => {
+    expect(() => cachePressure({ ...SMALL, tenantPromptMaxTokens: 10 })).toThrow(
+      /tenantPromptMaxTokens/,
+    );
+  });
+});

@@ -3,8 +3,8 @@ import { runInNewContext } from "node:vm";
 import { describe, expect, it } from "vitest";
 import { ApproximateIndex } from "../../src/index/approximate-index.js";
 import { followMembership } from "../../src/index/membership.js";
-import { RoutingDecider } from "../../src/policies/decider.js";
-import { createPolicy } from "../../src/scheduling/policy-factory.js";
+import { createPolicy } from "../../src/scheduling/builtin-profiles.js";
+import { Scheduler } from "../../src/scheduling/scheduler.js";
 import { WorkerRegistry } from "../../src/workers/registry.js";
 
 setFlagsFromString("--expose-gc");
@@ -32,7 +32,7 @@ describe("bounded memory", () => {
     });
     followMembership(index, registry);
     for (let i = 0; i < 4; i++) registry.add(`http://127.0.0.1:${40000 + i}`);
-    const decider = new RoutingDecider(createPolicy("cache_aware"), index);
+    const decider = new Scheduler(createPolicy("cache_aware"), index);
     const candidates = registry.candidates();
     const system = "You are a helpful assistant. Answer briefly and precisely. ";
     let routed = 0;

@@ -1,0 +1,172 @@
+/**
+ * bench:routing --matrix: the tenants family (routing-workloads.ts) over a grid of cells, each cell
+ * the base shape with one or two axes moved (tenants, Zipf skew, preamble, prompt spread, turns,
+ * clients, KV share), every cell run with the same rows and repeats, and one summary line per cell:
+ * the default's mean, worst repeat and spread of hit rate against the oracle's, mean TTFT against
+ * the oracle's, and the index loss of the router's cache account.
+ */
+import type { AccountTotals } from "../../src/cache-account/account-totals.js";
+import { fmt } from "./latency.js";
+import { ORACLE_ROW, type RowResult, type WorkloadReport } from "./routing-runner.js";
+import type { RoutingPreset, TenantsShape } from "./routing-workloads.js";
+import { printTable } from "./stats.js";
+
+export interface MatrixCell {
+  name: string;
+  shape?: Partial<TenantsShape>;
+}
+
+/**
+ * One axis at a time around the base (16 tenants, Zipf 1, 8 clients, KV 0.3), plus one cell that
+ * moves several at once: every value the issue names is covered, in 10 cells.
+ */
+export const MATRIX_CELLS: readonly MatrixCell[] = [
+  { name: "base" },
+  { name: "tenants-8", shape: { tenants: 8 } },
+  { name: "tenants-64", shape: { tenants: 64 } },
+  { name: "zipf-0.6", shape: { zipfExponent: 0.6 } },
+  { name: "zipf-1.2", shape: { zipfExponent: 1.2 } },
+  { name: "clients-4", shape: { clients: 4 } },
+  { name: "clients-32", shape: { clients: 32, conversations: 128 } },
+  { name: "kv-0.15", shape: { kvShareOfWorkingSet: 0.15 } },
+  { name: "kv-0.6", shape: { kvShareOfWorkingSet: 0.6 } },
+  {
+    name: "long-preamble",
+    shape: { toolPreambleTokens: 2048, tenantPromptMinTokens: 256, turns: 6 },
+  },
+];
+
+/** --quick: three cells that still move tenants, clients and KV share. */
+export const QUICK_MATRIX_CELLS: readonly MatrixCell[] = [
+  { name: "base" },
+  { name: "tenants-64-kv-0.15", shape: { tenants: 64, kvShareOfWorkingSet: 0.15 } },
+  { name: "clients-32", shape: { clients: 32, conversations: 64 } },
+];
+
+/** The preset a cell runs on: the base preset with the cell's changes. */
+export function cellPreset(base: RoutingPreset, cell: MatrixCell): RoutingPreset {
+  const p = structuredClone(base);
+  Object.assign(p.tenants, cell.shape ?? {});
+  return p;
+}
+
+export interface CellSummary {
+  cell: string;
+  row: string;
+  hitMean: number;
+  hitMin: number;
+  /** max − min over the repeats, as a share (0.015 = 1.5 points). */
+  hitSpread: number;
+  oracleHitMean: number;
+  /** Worst repeat / the oracle's mean hit rate. */
+  worstRatio: number;
+  ttftMeanMs: number;
+  oracleTtftMeanMs: number;
+  /** Index loss as a share of the accounted prompt tokens (NaN without an account). */
+  indexLoss: number;
+  routingLoss: number;
+  loadAverage: { min: number; max: number };
+}
+
+function lossShares(a: AccountTotals | undefined): { index: number; routing: number } {
+  if (a === undefined || a.prompt === 0) return { index: Number.NaN, routing: Number.NaN };
+  const r = a.routingLoss;
+  return {
+    index: a.indexLoss / a.prompt,
+    routing: (r.load + r.session + r.filter + r.unknown) / a.prompt,
+  };
+}
+
+/** One summary per router row of a cell's report, against the cell's oracle. */
+export function summarizeCell(cell: string, report: WorkloadReport): CellSummary[] {
+  const oracle = report.rows.find((r) => r.row === ORACLE_ROW);
+  const loads = report.rows.flatMap((r) => (r.repeats ?? []).map((x) => x.loadAverage));
+  const loadAverage = { min: Math.min(...loads), max: Math.max(...loads) };
+  return report.rows
+    .filter((r) => r.row !== ORACLE_ROW)
+    .map((r: RowResult) => {
+      const oracleHit = oracle?.spread?.hitRate.mean ?? oracle?.hitRate ?? Number.NaN;
+      const min = r.spread?.hitRate.min ?? r.hitRate;
+      const loss = lossShares(r.account);
+      return {
+        cell,
+        row: r.row,
+        hitMean: r.hitRate,
+        hitMin: min,
+        hitSpread: r.spread?.hitRate.spread ?? 0,
+        oracleHitMean: oracleHit,
+        worstRatio: min / oracleHit,
+        ttftMeanMs: r.ttftMs.mean,
+        oracleTtftMeanMs: oracle?.ttftMs.mean ?? Number.NaN,
+        indexLoss: loss.index,
+        routingLoss: loss.routing,
+        loadAverage,
+      };
+    });
+}
+
+const pct = (x: number) => (Number.isFinite(x) ? `${(x * 100).toFixed(1)}%` : "-");
+
+/** The matrix as one table: a line per cell and router row. */
+export function printMatrix(summaries: readonly CellSummary[]): void {
+  printTable(
+    [
+      "cell",
+      "policy",
+      "hit mean",
+      "worst",
+      "spread",
+      "oracle",
+      "worst/oracle",
+      "TTFT",
+      "oracle TTFT",
+      "TTFT ratio",
+      "index loss",
+      "routing loss",
+      "load avg",
+    ],
+    summaries.map((s) => [
+      s.cell,
+      s.row,
+      pct(s.hitMean),
+      pct(s.hitMin),
+      (s.hitSpread * 100).toFixed(1),
+      pct(s.oracleHitMean),
+      fmt(s.worstRatio, 3),
+      fmt(s.ttftMeanMs),
+      fmt(s.oracleTtftMeanMs),
+      fmt(s.ttftMeanMs / s.oracleTtftMeanMs, 2),
+      pct(s.indexLoss),
+      pct(s.routingLoss),
+      `${fmt(s.loadAverage.min, 1)}-${fmt(s.loadAverage.max, 1)}`,
+    ]),
+  );
+}
+
+/** The issue's goals for one row over every cell, as report lines (never hidden when missed). */
+export function matrixGoalLines(summaries: readonly CellSummary[], row: string): string[] {
+  const mine = summaries.filter((s) => s.row === row);
+  if (mine.length === 0) return [];
+  const failing = (ok: (s: CellSummary) => boolean) =>
+    mine.filter((s) => !ok(s)).map((s) => s.cell);
+  const line = (goal: string, bad: string[]) =>
+    `goal: ${row} ${goal} in every cell → ${bad.length === 0 ? "met" : `MISSED in ${bad.join(", ")}`}`;
+  return [
+    line(
+      "worst repeat ≥ 0.97× the oracle's hit rate",
+      failing((s) => s.worstRatio >= 0.97),
+    ),
+    line(
+      "hit-rate spread ≤ 1.5 points",
+      failing((s) => s.hitSpread <= 0.015 + 1e-9),
+    ),
+    line(
+      "mean TTFT ≤ the oracle's",
+      failing((s) => s.ttftMeanMs <= s.oracleTtftMeanMs),
+    ),
+    line(
+      "index loss ≤ 2% of prompt tokens",
+      failing((s) => !(s.indexLoss > 0.02)),
+    ),
+  ];
+}

@@ -1,0 +1,148 @@
+/** A source of uniform numbers in [0, 1); Math.random unless a test injects a seeded one. */
+export type RandomSource = () => number;
+
+/**
+ * How prefix_cost settles near-equal costs (scheduling/prefix-cost.ts): by a hash of the text past
+ * its longest held prefix, or in turn (the rotation every policy used before issue 27).
+ */
+export const TIE_BREAKS = ["hash", "rotation"] as const;
+export type TieBreak = (typeof TIE_BREAKS)[number];
+
+/** Options of the policies, as the configuration passes them; every field has a default. */
+export interface PolicyOptions {
+  /** cache_aware: a worker's match rate must be strictly above this to win on prefix. [0, 1]. */
+  readonly cacheThreshold?: number | undefined;
+  /** cache_aware: the fleet is imbalanced only if max - min in-flight exceeds this. >= 0. */
+  readonly balanceAbsThreshold?: number | undefined;
+  /** cache_aware: ... and only if max in-flight exceeds min times this. >= 1. */
+  readonly balanceRelThreshold?: number | undefined;
+  /**
+   * cache_aware: a worker wins on prefix only while its in-flight count is at most this times the
+   * candidates' mean in-flight, plus one. 0 = no bound (the SGLang router's behaviour). 0 or >= 1.
+   */
+  readonly cacheLoadBound?: number | undefined;
+  /**
+   * prefix_cost: weight of the uncached characters already queued on a worker (its in-flight
+   * requests' prefill not yet done) against this request's own uncached characters. >= 0.
+   */
+  readonly prefixCostQueueWeight?: number | undefined;
+  /** prefix_cost: characters of prefill one in-flight request is worth (its decode share). >= 0. */
+  readonly prefixCostRequestChars?: number | undefined;
+  /** prefix_cost: how near-equal costs are settled (TIE_BREAKS). */
+  readonly prefixCostTieBreak?: TieBreak | undefined;
+  /** random, power_of_two: the random source (for deterministic tests). */
+  readonly random?: RandomSource | undefined;
+}
+
+export interface ResolvedPolicyOptions {
+  readonly cacheThreshold: number;
+  readonly balanceAbsThreshold: number;
+  readonly balanceRelThreshold: number;
+  readonly cacheLoadBound: number;
+  readonly prefixCostQueueWeight: number;
+  readonly prefixCostRequestChars: number;
+  readonly prefixCostTieBreak: TieBreak;
+  readonly random: RandomSource;
+}
+
+/**
+ * The SGLang router's defaults for its cache-aware policy, plus radixgate's load bound, and the
+ * weights of prefix_cost (see scheduling/prefix-cost.ts and docs/benchmarks.md for how they were set).
+ */
+export const POLICY_DEFAULTS: Readonly<
+  Omit<ResolvedPolicyOptions, "random" | "prefixCostTieBreak">
+> = Object.freeze({
+  cacheThreshold: 0.3,
+  balanceAbsThreshold: 64,
+  balanceRelThreshold: 1.5,
+  cacheLoadBound: 2,
+  prefixCostQueueWeight: 0.5,
+  prefixCostRequestChars: 256,
+});
+
+/** prefix_cost's tie-break unless configured (issue 27: hash keeps a tenant's work together). */
+export const DEFAULT_TIE_BREAK: TieBreak = "hash";
+
+function checkNumber(
+  name: string,
+  value: number | undefined,
+  fallback: number,
+  valid: (v: number) => boolean,
+  range: string,
+): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== "number" || !Number.isFinite(value) || !valid(value)) {
+    throw new RangeError(`${name} must be a finite number ${range}, got ${String(value)}`);
+  }
+  return value;
+}
+
+/** Fills in defaults and rejects out-of-range values with a RangeError naming the option. */
+export function resolvePolicyOptions(options: PolicyOptions = {}): ResolvedPolicyOptions {
+  const random = options.random ?? Math.random;
+  if (typeof random !== "function") {
+    throw new TypeError(`random must be a function returning a number in [0, 1)`);
+  }
+  return {
+    cacheThreshold: checkNumber(
+      "cacheThreshold",
+      options.cacheThreshold,
+      POLICY_DEFAULTS.cacheThreshold,
+      (v) => v >= 0 && v <= 1,
+      "in [0, 1]",
+    ),
+    balanceAbsThreshold: checkNumber(
+      "balanceAbsThreshold",
+      options.balanceAbsThreshold,
+      POLICY_DEFAULTS.balanceAbsThreshold,
+      (v) => v >= 0,
+      ">= 0",
+    ),
+    balanceRelThreshold: checkNumber(
+      "balanceRelThreshold",
+      options.balanceRelThreshold,
+      POLICY_DEFAULTS.balanceRelThreshold,
+      (v) => v >= 1,
+      ">= 1",
+    ),
+    cacheLoadBound: checkNumber(
+      "cacheLoadBound",
+      options.cacheLoadBound,
+      POLICY_DEFAULTS.cacheLoadBound,
+      (v) => v === 0 || v >= 1,
+      "that is 0 (no bound) or >= 1",
+    ),
+    prefixCostQueueWeight: checkNumber(
+      "prefixCostQueueWeight",
+      options.prefixCostQueueWeight,
+      POLICY_DEFAULTS.prefixCostQueueWeight,
+      (v) => v >= 0,
+      ">= 0",
+    ),
+    prefixCostRequestChars: checkNumber(
+      "prefixCostRequestChars",
+      options.prefixCostRequestChars,
+      POLICY_DEFAULTS.prefixCostRequestChars,
+      (v) => v >= 0,
+      ">= 0",
+    ),
+    prefixCostTieBreak: checkTieBreak(options.prefixCostTieBreak),
+    random,
+  };
+}
+
+function checkTieBreak(value: TieBreak | undefined): TieBreak {
+  if (value === undefined) return DEFAULT_TIE_BREAK;
+  if (!(TIE_BREAKS as readonly string[]).includes(value)) {
+    throw new RangeError(
+      `prefixCostTieBreak must be one of ${TIE_BREAKS.join(", ")}, got ${String(value)}`,
+    );
+  }
+  return value;
+}
+
+/** A uniform index in [0, n) for n > 0; a misbehaving source (1, NaN, negative) falls back to 0. */
+export function randomIndex(random: RandomSource, n: number): number {
+  const index = Math.floor(random() * n);
+  return index >= 0 && index < n ? index : 0;
+}

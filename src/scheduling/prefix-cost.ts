@@ -1,0 +1,171 @@
+import type { ResolvedPolicyOptions, TieBreak } from "./options.js";
+import { onAlive, type Pick as Picked, type Picker, type SchedulingContext } from "./plugin.js";
+import type { PolicyWorker } from "./policy.js";
+import { KEY_ALIGN, KEY_CHARS, prefixKey, rendezvousScore } from "./prefix-hash.js";
+import { Rotation } from "./rotation.js";
+
+export type PrefixCostOptions = Pick<
+  ResolvedPolicyOptions,
+  "prefixCostQueueWeight" | "prefixCostRequestChars"
+> &
+  Partial<Pick<ResolvedPolicyOptions, "prefixCostTieBreak">>;
+
+/**
+ * Picks the candidate with the lowest estimated time to first token, counted in characters of
+ * prefill work (prefill dominates TTFT and is proportional to the uncached prompt):
+ *
+ *   cost = (text length − matched)                   this request's own uncached prefill there
+ *        + queueWeight × pendingPrefillChars          uncached prefill already queued there
+ *        + queueWeight × foreign × text length        engine-queued requests the router did not
+ *                                                     send (another replica's, direct clients'),
+ *                                                     each guessed as long as this one, uncached
+ *        + requestChars × inFlight                    each running request's share of every step
+ *
+ * foreign = the engine's reported queue (sglang:num_queue_reqs, vllm:num_requests_waiting, when
+ * fresh) minus this router's own requests that were waiting for a first byte there when the engine
+ * reported it, never below 0 (Worker.foreignQueuedAt): the engine's queue includes those, counted
+ * in pendingPrefillChars while they wait. Subtracting today's count instead would turn a report
+ * taken seconds ago (polled every 5 s) into phantom foreign work whenever the router's own queue
+ * there happens to be shorter now than then, and push a tenant off its holder.
+ *
+ * A worker that holds the prefix wins while the work queued on it stays below what a cold worker
+ * would have to recompute; once it falls behind by more than that, the next request goes where it
+ * finishes prefill first, so one hot prefix spreads by the work it causes rather than by a count.
+ * Equal costs go to the less loaded worker, then take turns. Matched lengths come from the prefix
+ * index (request.matched), the queue figures from the forwarder (Worker.pendingPrefillChars).
+ *
+ * Near-equal costs, with tie-break `hash` (the default) and some worker holding part of the text:
+ * every candidate within half of requestChars of the lowest cost is a tie; of those, the ones
+ * holding about the most of the text, and of those the winner of a rendezvous hash of the end of
+ * that held prefix (prefix-hash.ts). Near-ties among the holders of one prefix (every worker that
+ * holds a shared preamble, when a new tenant comes) then go to the same worker whenever the load
+ * does not say otherwise, not to whichever had one request or a few hundred characters less in
+ * flight at that instant, which placed new tenants differently from run to run (issue 27). A text
+ * nobody holds any of keeps the rotation: there is no prefix to keep together.
+ *
+ * --policy prefix_cost is the profile of this picker alone (builtin-profiles.ts); the same cost,
+ * min-max normalised, is the prefill-work-scorer (prefix-scorers.ts).
+ */
+export class PrefixCostPicker implements Picker {
+  readonly type = "prefix-cost-picker";
+  readonly usesPrefixes = true;
+  private readonly rotation = new Rotation();
+  private readonly queueWeight: number;
+  private readonly requestChars: number;
+  private readonly tieBreak: TieBreak;
+  /** Reused across decisions (select is synchronous and keeps nothing). */
+  private readonly costs: number[] = [];
+  private readonly held: number[] = [];
+
+  constructor(
+    readonly name: string,
+    options: PrefixCostOptions,
+  ) {
+    this.queueWeight = options.prefixCostQueueWeight;
+    this.requestChars = options.prefixCostRequestChars;
+    this.tieBreak = options.prefixCostTieBreak ?? "hash";
+  }
+
+  pick(ctx: SchedulingContext): Picked | -1 {
+    return onAlive(ctx, this.choose);
+  }
+
+  private readonly choose = (ctx: SchedulingContext): Picked | -1 => {
+    const { candidates, request, length } = ctx;
+    const n = candidates.length;
+    if (n === 0) return -1;
+    // A rotated start, so equal costs on equal loads take turns.
+    const start = this.rotation.next(n);
+    const matchedOf = request.matched;
+    // One clock read per decision (the profile's): every engine report is judged against it.
+    const now = ctx.now;
+    let best = start;
+    let bestCost = Number.POSITIVE_INFINITY;
+    let bestLoad = 0;
+    let anyHeld = false;
+    const costs = this.costs;
+    const held = this.held;
+    costs.length = n;
+    held.length = n;
+    for (let i = 0; i < n; i++) {
+      let index = start + i;
+      if (index >= n) index -= n;
+      const worker = candidates[index]!;
+      // Clamped: an index may claim more than the text (never fewer than 0 characters to compute).
+      const matched = length === 0 ? 0 : Math.min(length, Math.max(0, matchedOf?.[index] ?? 0));
+      const cost = this.cost(worker, matched, length, now);
+      costs[index] = cost;
+      held[index] = matched;
+      if (matched > 0) anyHeld = true;
+      if (cost < bestCost || (cost === bestCost && worker.inFlight < bestLoad)) {
+        best = index;
+        bestCost = cost;
+        bestLoad = worker.inFlight;
+      }
+    }
+    if (this.tieBreak === "hash" && anyHeld && n > 1) {
+      best = this.settleTie(candidates, request.text, bestCost + this.requestChars / 2, best);
+    }
+    return { index: best, branch: "lowest_cost" };
+  };
+
+  /**
+   * Among the candidates whose cost is at most `limit`: those holding about the most of the text
+   * (within an eighth of it, at most KEY_CHARS: tenants' prompts share a few leading characters by
+   * chance, which says nothing about where the tenant is), then the highest rendezvous score for
+   * the KEY_CHARS characters from that floor (rounded down to KEY_ALIGN): the end of the prefix
+   * they hold. `fallback` when none is within the limit.
+   */
+  private settleTie(
+    candidates: readonly PolicyWorker[],
+    text: string,
+    limit: number,
+    fallback: number,
+  ): number {
+    const { costs, held } = this;
+    let most = -1;
+    for (let i = 0; i < candidates.length; i++) {
+      if (costs[i]! <= limit && held[i]! > most) most = held[i]!;
+    }
+    if (most < 0) return fallback;
+    const floor = most - Math.min(KEY_CHARS, Math.floor(most / 8));
+    let best = fallback;
+    let bestScore = -1;
+    let key: number | undefined;
+    for (let i = 0; i < candidates.length; i++) {
+      if (costs[i]! > limit || held[i]! < floor) continue;
+      // Keyed from a rounded point, so a few characters more or less held do not change the key.
+      key ??= prefixKey(text, floor - (floor % KEY_ALIGN));
+      const score = rendezvousScore(key, candidates[i]!.id);
+      if (score > bestScore) {
+        best = i;
+        bestScore = score;
+      }
+    }
+    return best;
+  }
+
+  /** The estimated prefill work ahead of this request's first token on `worker` (formula above). */
+  cost(worker: PolicyWorker, matched: number, length: number, now: number): number {
+    return prefillWork(worker, matched, length, now, this.queueWeight, this.requestChars);
+  }
+}
+
+/**
+ * The prefill work ahead of a request's first token on `worker`, in characters (the formula of
+ * PrefixCostPicker): written once, for its picker and the prefill-work-scorer.
+ */
+export function prefillWork(
+  worker: PolicyWorker,
+  matched: number,
+  length: number,
+  now: number,
+  queueWeight: number,
+  requestChars: number,
+): number {
+  const queued = Math.max(0, worker.pendingPrefillChars ?? 0);
+  const foreign = Math.max(0, worker.foreignQueuedAt?.(now) ?? 0);
+  return (
+    length - matched + queueWeight * (queued + foreign * length) + requestChars * worker.inFlight
+  );
+}

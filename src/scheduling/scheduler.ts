@@ -1,0 +1,321 @@
+import type { PrefixClaims } from "../index/prefix-claims.js";
+import type { PrefixIndex, PrepareRequest } from "../index/prefix-index.js";
+import { type LossReason, lossReasonOf } from "./loss-reason.js";
+import {
+  newPrefixClaimEnd,
+  newPrefixClaimKey,
+  newPrefixClaimValue,
+  readNewPrefixClaim,
+} from "./new-prefix-claim.js";
+import type {
+  Policy,
+  PolicyWorker,
+  ProfileExplanation,
+  RouteDecision,
+  RouteRequest,
+} from "./policy.js";
+import type { SessionTable } from "./session-table.js";
+
+/** A policy's decision, plus what the prefix index needs to take it back. */
+export interface Decision<W extends PolicyWorker> extends RouteDecision<W> {
+  /** Name of the index that produced the match rate; null when the policy does not use prefixes. */
+  readonly index: string | null;
+  /** Characters of the text the chosen worker held before this request was inserted. */
+  readonly heldBefore: number;
+  /**
+   * The data-parallel rank of the worker's engine the index chose (its cache holds the most);
+   * undefined when it has none or the index does not see ranks.
+   */
+  readonly rank?: number | undefined;
+  /**
+   * Characters of the text the best-holding candidate held (the cache account's "available"):
+   * at least heldBefore; 0 when the policy does not use the index.
+   */
+  readonly available: number;
+  /** The best-holding candidate other than the chosen one, and what it held (--explain-header). */
+  readonly runnerUp: W | undefined;
+  readonly runnerUpHeld: number;
+  /** Why the chosen worker held less than `available`; null when it held as much. */
+  readonly lossReason: LossReason | null;
+}
+
+export interface DecisionRequest extends PrepareRequest {
+  readonly text: string;
+  readonly model?: string | undefined;
+  /** Conversation id (--session-affinity); its turns stay on one worker while it is a candidate. */
+  readonly session?: string | undefined;
+  /** The model the client named, and SGLang's lora_path adapter (scheduling profiles read them). */
+  readonly requested?: string | undefined;
+  readonly adapter?: string | undefined;
+}
+
+/**
+ * Joins a policy and a prefix index: asks the index how much of the text each candidate holds,
+ * lets the policy choose, and records the text as routed to the chosen worker. The policy never
+ * sees the index, and the index never sees load.
+ *
+ * The text goes into the index at decision time, not when the answer arrives, so that a burst of
+ * requests with one new prefix converges on the worker that got the first of them. When that
+ * worker then does not accept the request (`rejected`), the index forgets what the insert claimed.
+ */
+export class Scheduler {
+  /** Reused across decisions: `select` is synchronous and never keeps the array. */
+  private readonly matched: number[] = [];
+
+  constructor(
+    readonly policy: Policy,
+    readonly index: PrefixIndex,
+    /** Session affinity, when on: consulted before the policy, updated after every decision. */
+    private readonly sessions?: SessionTable,
+    /** Replicas sharing state (--state-url): agreement on new prefixes (decideAgreed). */
+    private readonly claims?: PrefixClaims,
+  ) {}
+
+  /** The profile's name when x-radixgate-route names it (not the router's own policies). */
+  get profile(): string | undefined {
+    return this.policy.explain === undefined || this.policy.labelsRoute === false
+      ? undefined
+      : this.policy.name;
+  }
+
+  /**
+   * The index's asynchronous step before `decide` (tokenizing, for the precise index); undefined
+   * when there is none, so the request path awaits nothing. The candidates are only listed when
+   * there is something to prepare.
+   */
+  prepare(
+    candidates: () => readonly PolicyWorker[],
+    request: DecisionRequest,
+  ): Promise<void> | undefined {
+    if (this.index.prepare === undefined || !this.policy.usesPrefixes) return undefined;
+    if (request.text.length === 0 || request.tokenizeInput === undefined) return undefined;
+    return this.index.prepare(request, candidates());
+  }
+
+  decide<W extends PolicyWorker>(
+    candidates: readonly W[],
+    request: DecisionRequest,
+  ): Decision<W> | undefined {
+    const decision = this.choose(candidates, request);
+    if (decision === undefined) return undefined;
+    return this.record(candidates, request, decision, this.matched);
+  }
+
+  /**
+   * `decide`, agreed with the other replicas when the text starts a prefix no worker is known to
+   * hold (see scheduling/new-prefix-claim.ts): the decision is claimed, and when another replica
+   * claimed the same prefix first, its worker is taken as if its decision had already arrived
+   * (the policy chooses again with that worker holding what the two texts share, read from the
+   * claim, so the policy's weighing of load still applies).
+   * Synchronous, with no Redis round trip, whenever no claim is needed or none can be made; the
+   * wait is bounded by the claims' own timeout, after which this replica's choice stands.
+   */
+  decideAgreed<W extends PolicyWorker>(
+    candidates: readonly W[],
+    request: DecisionRequest,
+  ): Decision<W> | undefined | Promise<Decision<W> | undefined> {
+    const decision = this.choose(candidates, request);
+    if (decision === undefined) return undefined;
+    const claims = this.claims;
+    if (claims === undefined || !this.usesIndex(request) || decision.branch === "session") {
+      return this.record(candidates, request, decision, this.matched);
+    }
+    const { text, model } = request;
+    const end = newPrefixClaimEnd(text.length, this.matched, candidates.length);
+    const answer =
+      end < 0
+        ? undefined
+        : claims.claim(
+            newPrefixClaimKey(model, text, end),
+            newPrefixClaimValue(decision.worker.id, text),
+          );
+    if (answer === undefined) return this.record(candidates, request, decision, this.matched);
+    // this.matched is scratch for the next decision: keep this one's across the wait.
+    const matched = this.matched.slice(0, candidates.length);
+    return answer.then((value) => {
+      const claim = value === undefined ? undefined : readNewPrefixClaim(value, text);
+      const i = claim === undefined ? -1 : candidates.findIndex((c) => c.id === claim.worker);
+      if (claim === undefined || i < 0 || candidates[i] === decision.worker) {
+        return this.record(candidates, request, decision, matched);
+      }
+      // As if the claimer's decision had arrived: its worker holds what the two texts share.
+      const assumed = matched.slice();
+      assumed[i] = Math.max(matched[i] ?? 0, claim.shared, end);
+      const again =
+        this.policy.select(candidates, {
+          ...this.routeRequest(request, true, undefined),
+          matched: assumed,
+        }) ?? decision;
+      const j = candidates.indexOf(again.worker);
+      const agreed: RouteDecision<W> =
+        j === i
+          ? {
+              worker: again.worker,
+              branch: "peer_claim",
+              matchRate: (matched[i] ?? 0) / text.length,
+            }
+          : { ...again, matchRate: (matched[j] ?? 0) / text.length };
+      return this.record(candidates, request, agreed, matched);
+    });
+  }
+
+  /** Binds the session, and inserts the text for the chosen worker when the policy uses the index. */
+  private record<W extends PolicyWorker>(
+    candidates: readonly W[],
+    request: DecisionRequest,
+    decision: RouteDecision<W>,
+    matched: readonly number[],
+  ): Decision<W> {
+    const { worker, branch, matchRate } = decision;
+    if (request.session !== undefined) this.sessions?.bind(request.session, worker.id);
+    // Literals of one shape, not spreads of the policy's object: this runs for every request.
+    if (!this.usesIndex(request)) {
+      return {
+        worker,
+        branch,
+        matchRate,
+        index: null,
+        heldBefore: 0,
+        rank: undefined,
+        available: 0,
+        runnerUp: undefined,
+        runnerUpHeld: 0,
+        lossReason: null,
+      };
+    }
+    const chosen = candidates.indexOf(worker);
+    const heldBefore = matched[chosen] ?? 0;
+    // The best holder and the runner-up (the best of the others), before the insert: one pass.
+    let best = chosen;
+    let runnerUp = -1;
+    for (let i = 0; i < candidates.length; i++) {
+      const held = matched[i] ?? 0;
+      if (held > (matched[best] ?? 0)) best = i;
+      if (i !== chosen && (runnerUp < 0 || held > (matched[runnerUp] ?? 0))) runnerUp = i;
+    }
+    const available = matched[best] ?? 0;
+    // A profile's filter verdicts are the last select's: the decision just taken, unless a
+    // replica's claim was awaited in between (then at worst a reason is misnamed).
+    const lossReason =
+      available > heldBefore
+        ? lossReasonOf(branch, this.policy.filteredOut?.(best) === true)
+        : null;
+    this.index.insert(worker.id, request.model, request.text);
+    const rank = this.index.rankOf?.(worker.id);
+    return {
+      worker,
+      branch,
+      matchRate,
+      index: this.sourceOf(worker.id),
+      heldBefore,
+      rank,
+      available,
+      // Never candidates[-1]: a read out of an array's bounds takes V8's slow path.
+      runnerUp: runnerUp < 0 ? undefined : candidates[runnerUp],
+      runnerUpHeld: runnerUp < 0 ? 0 : (matched[runnerUp] ?? 0),
+      lossReason,
+    };
+  }
+
+  /**
+   * What `decide` would choose now and why, without recording anything (no index insert, no
+   * session binding): for a dry run such as POST /debug/route. Each candidate's matched
+   * characters and the index that answered; null where the policy does not look at prefixes.
+   */
+  explain<W extends PolicyWorker>(
+    candidates: readonly W[],
+    request: DecisionRequest,
+  ): {
+    decision: RouteDecision<W> | undefined;
+    matched: number[] | null;
+    indexes: string[] | null;
+    /** A scheduling profile's per-candidate verdicts (filters, scores, weights); else undefined. */
+    profile: ProfileExplanation | undefined;
+  } {
+    const decision = this.choose(candidates, request);
+    const usesIndex = this.usesIndex(request);
+    const sessionWorker =
+      request.session === undefined ? undefined : this.sessions?.workerFor(request.session);
+    const profile = this.policy.explain?.(
+      candidates,
+      this.routeRequest(
+        request,
+        usesIndex,
+        this.policy.handlesSessions ? sessionWorker : undefined,
+      ),
+    );
+    if (!usesIndex) return { decision, matched: null, indexes: null, profile };
+    return {
+      decision,
+      matched: this.matched.slice(0, candidates.length),
+      indexes: candidates.map((c) => this.sourceOf(c.id)),
+      profile,
+    };
+  }
+
+  private usesIndex(request: DecisionRequest): boolean {
+    return this.policy.usesPrefixes && request.text.length > 0;
+  }
+
+  private sourceOf(workerId: string): string {
+    return this.index.sourceOf?.(workerId) ?? this.index.name;
+  }
+
+  /** Matches the text in the index (into this.matched), then the profile's pick. */
+  private choose<W extends PolicyWorker>(
+    candidates: readonly W[],
+    request: DecisionRequest,
+  ): RouteDecision<W> | undefined {
+    const usesIndex = this.usesIndex(request);
+    const matched = this.matched;
+    if (usesIndex) {
+      matched.length = candidates.length;
+      this.index.match(request.text, request.model, candidates, matched);
+    }
+    const sessionWorker =
+      request.session === undefined ? undefined : this.sessions?.workerFor(request.session);
+    return this.policy.select(candidates, this.routeRequest(request, usesIndex, sessionWorker));
+  }
+
+  /** What the policy sees of the request: matched lengths only when it reads the index. */
+  private routeRequest(
+    request: DecisionRequest,
+    usesIndex: boolean,
+    sessionWorker: string | undefined,
+  ): RouteRequest {
+    const { text, model, requested, adapter } = request;
+    return {
+      text,
+      model,
+      matched: usesIndex ? this.matched : undefined,
+      requested,
+      adapter,
+      sessionWorker,
+    };
+  }
+
+  /**
+   * The chosen worker did not accept the request (an error status, a refused connection, a retry
+   * elsewhere): it will not cache the text, so the index keeps only what it held before.
+   */
+  rejected(decision: Decision<PolicyWorker>, request: DecisionRequest): void {
+    if (decision.index === null) return;
+    this.index.truncate(decision.worker.id, request.model, request.text, decision.heldBefore);
+  }
+
+  /**
+   * The chosen worker's engine reports holding only about `engineHeld` characters of the text
+   * before this request (it evicted the rest): whatever the index keeps below that point is gone
+   * from the engine too (prefix caches are prefix-closed), so forget it; this request's own text
+   * was just computed there and stays. Returns the characters forgotten (net of the text).
+   */
+  reported(decision: Decision<PolicyWorker>, request: DecisionRequest, engineHeld: number): number {
+    if (decision.index === null) return 0;
+    const { text, model } = request;
+    const id = decision.worker.id;
+    const before = this.index.size(id);
+    if (this.index.truncate(id, model, text, engineHeld) === 0) return 0;
+    this.index.insert(id, model, text);
+    return Math.max(0, before - this.index.size(id));
+  }
+}

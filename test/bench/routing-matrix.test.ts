@@ -1,0 +1,94 @@
+import { describe, expect, it } from "vitest";
+import {
+  cellPreset,
+  MATRIX_CELLS,
+  matrixGoalLines,
+  QUICK_MATRIX_CELLS,
+  summarizeCell,
+} from "../../bench/lib/routing-matrix.js";
+import type { RowResult, WorkloadReport } from "../../bench/lib/routing-runner.js";
+import { FULL_PRESET, prepareWorkload, QUICK_PRESET } from "../../bench/lib/routing-workloads.js";
+
+describe("bench:routing --matrix cells", () => {
+  it("covers every value of every axis the tenants family names", () => {
+    const presets = MATRIX_CELLS.map((c) => cellPreset(FULL_PRESET, c));
+    const values = (pick: (p: (typeof presets)[number]) => number) => new Set(presets.map(pick));
+    expect(values((p) => p.tenants.tenants)).toEqual(new Set([8, 16, 64]));
+    expect(values((p) => p.tenants.clients)).toEqual(new Set([4, 8, 32]));
+    expect(values((p) => p.tenants.kvShareOfWorkingSet)).toEqual(new Set([0.15, 0.3, 0.6]));
+    expect(values((p) => p.tenants.zipfExponent)).toEqual(new Set([0.6, 1, 1.2]));
+    expect(MATRIX_CELLS.length).toBeLessThanOrEqual(12);
+    expect(QUICK_MATRIX_CELLS.length).toBeLessThan(MATRIX_CELLS.length);
+  });
+
+  it("changes only the cell's axes, never the base preset", () => {
+    const before = structuredClone(FULL_PRESET);
+    const p = cellPreset(FULL_PRESET, { name: "x", shape: { tenants: 64, clients: 32 } });
+    expect(p.tenants.clients).toBe(32);
+    expect(p.tenants.tenants).toBe(64);
+    expect(p.tenants.zipfExponent).toBe(FULL_PRESET.tenants.zipfExponent);
+    expect(FULL_PRESET).toEqual(before);
+  });
+
+  it("runs as many conversations at once as there are clients, and sizes KV from the working set", () => {
+    const p = cellPreset(QUICK_PRESET, { name: "x", shape: { clients: 4 } });
+    const w = prepareWorkload("tenants", p);
+    expect(w.concurrency).toBe(4);
+    expect(w.specs).toHaveLength(p.tenants.conversations * p.tenants.turns);
+    // Waves of 4 conversations: the first 4 requests are the first turns of conversations 0-3.
+    expect(new Set(w.specs.slice(0, 4).map((s) => s.conversation))).toEqual(new Set([0, 1, 2, 3]));
+    expect(w.kvCapacityTokens).toBe(
+      Math.ceil((w.workingSetTokens * p.tenants.kvShareOfWorkingSet) / 16) * 16,
+    );
+  });
+});
+
+function row(name: string, hits: number[], ttft: number, indexLoss = 0): RowResult {
+  const mean = hits.reduce((s, h) => s + h, 0) / hits.length;
+  return {
+    row: name,
+    hitRate: mean,
+    ttftMs: { mean: ttft },
+    spread: {
+      hitRate: {
+        mean,
+        min: Math.min(...hits),
+        max: Math.max(...hits),
+        spread: Math.max(...hits) - Math.min(...hits),
+      },
+      ttftMeanMs: { mean: ttft, min: ttft, max: ttft, spread: 0 },
+    },
+    repeats: hits.map(() => ({ loadAverage: 2 })),
+    ...(name === "oracle_sticky"
+      ? {}
+      : {
+          account: {
+            requests: 10,
+            prompt: 1000,
+            indexLoss: indexLoss * 1000,
+            routingLoss: { load: 10, session: 0, filter: 0, unknown: 0 },
+          },
+        }),
+  } as unknown as RowResult;
+}
+
+describe("bench:routing --matrix summaries and goals", () => {
+  it("reads the worst repeat, the spread and the index loss against the cell's oracle", () => {
+    const report = {
+      rows: [row("prefix_cost", [0.8, 0.78, 0.81], 10, 0.05), row("oracle_sticky", [0.8], 12)],
+    } as unknown as WorkloadReport;
+    const [s] = summarizeCell("base", report);
+    expect(s!.hitMin).toBe(0.78);
+    expect(s!.hitSpread).toBeCloseTo(0.03);
+    expect(s!.worstRatio).toBeCloseTo(0.78 / 0.8);
+    expect(s!.indexLoss).toBeCloseTo(0.05);
+    expect(s!.routingLoss).toBeCloseTo(0.01);
+    const goals = matrixGoalLines([s!], "prefix_cost");
+    expect(goals).toEqual([
+      expect.stringMatching(/worst repeat .* met$/),
+      expect.stringMatching(/spread .* MISSED in base$/),
+      expect.stringMatching(/TTFT .* met$/),
+      expect.stringMatching(/index loss .* MISSED in base$/),
+    ]);
+  });
+});

@@ -1,8 +1,0 @@
-import { POLICY_NAMES } from "../../src/policies/policy.js";
-import { createPolicy } from "../../src/scheduling/policy-factory.js";
-import { seededRandom } from "./fake-worker.js";
-import { describePolicyConformance } from "./policy.conformance.js";
-
-for (const name of POLICY_NAMES) {
-  describePolicyConformance(name, () => createPolicy(name, { random: seededRandom(7) }));
-}

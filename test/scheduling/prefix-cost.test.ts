@@ -1,0 +1,301 @@
+import { describe, expect, it, vi } from "vitest";
+import { createPolicy, PrefixCostPolicy } from "../../src/scheduling/builtin-profiles.js";
+import { POLICY_DEFAULTS } from "../../src/scheduling/options.js";
+import type { PrefixCostOptions } from "../../src/scheduling/prefix-cost.js";
+import { coldText, type FakeWorker, fakeWorker, fleet, selectWith } from "./fake-worker.js";
+
+function prefixCost(overrides: Partial<PrefixCostOptions> = {}): PrefixCostPolicy {
+  return new PrefixCostPolicy({ ...POLICY_DEFAULTS, ...overrides });
+}
+
+/** A fake worker with prefill work already queued on it. */
+function queued(id: string, pendingPrefillChars: number, inFlight = 0): FakeWorker {
+  return Object.assign(fakeWorker(id, inFlight), { pendingPrefillChars });
+}
+
+const SYSTEM = "You are a support agent for ACME. Follow the policy below. ".repeat(20); // 1200 chars
+const question = (i: number) => `${SYSTEM}Question ${i}: where is my order?`;
+
+describe("prefix_cost: the request's own uncached prefill", () => {
+  it("sends a request to the worker that holds the longest prefix, at equal load", () => {
+    const policy = prefixCost();
+    const workers = fleet(3);
+    workers[1]!.tree.insert(question(0));
+    workers[2]!.tree.insert(SYSTEM.slice(0, 300));
+    const decision = selectWith(policy, workers, { text: question(1) })!;
+    expect(decision.worker).toBe(workers[1]);
+    expect(decision.branch).toBe("lowest_cost");
+    expect(decision.matchRate).toBeCloseTo(
+      (SYSTEM.length + "Question ".length) / question(1).length,
+      12,
+    );
+  });
+
+  it("prefers any cached prefix, however short, when nothing else differs (no threshold)", () => {
+    const policy = prefixCost();
+    const workers = fleet(4);
+    workers[3]!.tree.insert("You are");
+    expect(selectWith(policy, workers, { text: question(1) })!.worker).toBe(workers[3]);
+  });
+
+  it("never counts more matched characters than the text has", () => {
+    const policy = prefixCost();
+    const [a, b] = fleet(2, [0, 1]) as [FakeWorker, FakeWorker];
+    const decision = policy.select([a, b], { text: "abc", matched: [0, 99] })!;
+    // b: 3 - 3 + 512 = 512; a: 3 - 0 = 3 → a, and b's claim never makes its cost negative.
+    expect(decision.worker).toBe(a);
+    const onlyClaim = policy.select([a, b], { text: "abc", matched: [99, 0] })!;
+    expect(onlyClaim.worker).toBe(a);
+    expect(onlyClaim.matchRate).toBe(1);
+  });
+});
+
+describe("prefix_cost: prefill already queued on a worker", () => {
+  it("leaves the prefix holder when the prefill queued on it exceeds what a cold worker recomputes", () => {
+    const policy = prefixCost({ prefixCostQueueWeight: 1, prefixCostRequestChars: 0 });
+    const text = question(1);
+    const holder = queued("holder", text.length + 1);
+    const cold = fakeWorker("cold");
+    holder.tree.insert(text);
+    // holder: 0 own + (length + 1) queued > cold: length own + 0 queued.
+    expect(selectWith(policy, [holder, cold], { text })!.worker).toBe(cold);
+  });
+
+  it("stays on the prefix holder while its queue is shorter than the recompute", () => {
+    const policy = prefixCost({ prefixCostQueueWeight: 1, prefixCostRequestChars: 0 });
+    const text = question(1);
+    const holder = queued("holder", text.length - 100);
+    const cold = fakeWorker("cold");
+    holder.tree.insert(text.slice(0, text.length - 10));
+    expect(selectWith(policy, [holder, cold], { text })!.worker).toBe(holder);
+  });
+
+  it("by default keeps a hit on its holder behind one cold prefill of the same size (weight 0.5)", () => {
+    const policy = prefixCost({ prefixCostRequestChars: 0 });
+    const text = question(1);
+    // Another group's cold prompt, as long as this one, is being prefilled on the holder.
+    const holder = queued("holder", text.length);
+    holder.tree.insert(question(0));
+    expect(selectWith(policy, [holder, fakeWorker("cold")], { text })!.worker).toBe(holder);
+  });
+
+  it("weighs the queue by --prefix-cost-queue-weight (0 ignores it)", () => {
+    const text = question(1);
+    const make = () => {
+      const holder = queued("holder", 2 * text.length);
+      holder.tree.insert(text);
+      return [holder, fakeWorker("cold")] as const;
+    };
+    const ignoring = prefixCost({ prefixCostQueueWeight: 0, prefixCostRequestChars: 0 });
+    const [h1, c1] = make();
+    expect(selectWith(ignoring, [h1, c1], { text })!.worker).toBe(h1);
+    const halved = prefixCost({ prefixCostQueueWeight: 0.4, prefixCostRequestChars: 0 });
+    const [h2, c2] = make();
+    expect(selectWith(halved, [h2, c2], { text })!.worker).toBe(h2); // 0.8 × length < length
+    const full = prefixCost({ prefixCostQueueWeight: 1, prefixCostRequestChars: 0 });
+    const [h3, c3] = make();
+    expect(selectWith(full, [h3, c3], { text })!.worker).toBe(c3); // 2 × length > length
+  });
+
+  it("among cold workers, sends new work to the one with the least prefill queued", () => {
+    const policy = prefixCost();
+    const workers = [queued("a", 5000), queued("b", 200), queued("c", 900)];
+    expect(selectWith(policy, workers, { text: coldText(1) })!.worker.id).toBe("b");
+  });
+});
+
+describe("prefix_cost: the engine's own queue", () => {
+  /** A fake worker whose engine reported `foreign` queued requests this router did not send. */
+  const foreignQueue = (id: string, foreign: number | undefined) =>
+    Object.assign(fakeWorker(id), { foreignQueuedAt: () => foreign, pendingPrefillChars: 0 });
+
+  it("counts requests queued at the engine that this router did not send, each as long as this one", () => {
+    const policy = prefixCost({ prefixCostRequestChars: 0 });
+    const text = question(1);
+    // Three foreign requests queued at the holder: 0.5 × 3 × length > a cold worker's length.
+    const holder = foreignQueue("holder", 3);
+    holder.tree.insert(text);
+    expect(selectWith(policy, [holder, fakeWorker("cold")], { text })!.worker.id).toBe("cold");
+    // No foreign work (or no fresh report): the holder keeps its request.
+    for (const foreign of [0, undefined]) {
+      const quiet = foreignQueue("quiet", foreign);
+      quiet.tree.insert(text);
+      expect(selectWith(policy, [quiet, fakeWorker("cold")], { text })!.worker.id).toBe("quiet");
+    }
+  });
+
+  it("reads the clock once per decision: every candidate's report is judged at the same instant", () => {
+    const policy = prefixCost();
+    const asked: number[] = [];
+    const workers = fleet(3).map((w) =>
+      Object.assign(w, {
+        foreignQueuedAt: (now: number) => {
+          asked.push(now);
+          return 0;
+        },
+      }),
+    );
+    // A clock that moves at every read: a policy reading it per candidate would pass three instants.
+    let clock = 1_000;
+    const now = vi.spyOn(Date, "now").mockImplementation(() => clock++);
+    try {
+      selectWith(policy, workers, { text: coldText(1) });
+    } finally {
+      now.mockRestore();
+    }
+    expect(asked).toHaveLength(3);
+    expect(new Set(asked).size).toBe(1);
+  });
+});
+
+describe("prefix_cost: requests in flight", () => {
+  it("counts --prefix-cost-request-chars for each in-flight request", () => {
+    const text = question(1);
+    const holder = fakeWorker("holder", 3);
+    const cold = fakeWorker("cold", 0);
+    holder.tree.insert(text);
+    // 3 × 512 = 1536 > length (about 1230): the cold worker is cheaper.
+    expect(text.length).toBeLessThan(3 * 512);
+    expect(
+      selectWith(prefixCost({ prefixCostRequestChars: 512 }), [holder, cold], { text })!.worker,
+    ).toBe(cold);
+    const fresh = fakeWorker("holder", 3);
+    fresh.tree.insert(text);
+    const cheapRequests = prefixCost({ prefixCostRequestChars: 100 });
+    expect(selectWith(cheapRequests, [fresh, fakeWorker("cold")], { text })!.worker).toBe(fresh);
+  });
+
+  it("spreads one hot prefix over several workers as their loads grow (closed loop)", () => {
+    const policy = prefixCost();
+    const workers = fleet(4);
+    // Requests arrive and stay in flight: the first worker takes the prefix, then others join.
+    for (let i = 0; i < 24; i++)
+      selectWith(policy, workers, { text: question(i) })!.worker.inFlight++;
+    const loads = workers.map((w) => w.inFlight);
+    expect(Math.max(...loads)).toBeLessThan(24);
+    expect(loads.filter((l) => l > 0).length).toBeGreaterThan(1);
+  });
+
+  it("prefers the less loaded worker when costs are equal, and takes turns when loads are equal too", () => {
+    const policy = prefixCost({ prefixCostRequestChars: 0 });
+    const workers = fleet(3, [2, 0, 1]);
+    expect(selectWith(policy, workers, { text: coldText(1) })!.worker.id).toBe("w1");
+    const equal = fleet(3);
+    const picked = [0, 1, 2].map((i) => selectWith(policy, equal, { text: coldText(10 + i) })!);
+    expect(new Set(picked.map((d) => d.worker.id)).size).toBe(3);
+  });
+
+  it("with empty text, routes by queue and load alone and reports a match rate of 0", () => {
+    const policy = prefixCost();
+    const workers = [queued("a", 0, 2), queued("b", 0, 1), queued("c", 700, 0)];
+    const decision = selectWith(policy, workers, { text: "" })!;
+    expect(decision.worker.id).toBe("b"); // a: 2 × 256, b: 256, c: 0.5 × 700
+    expect(decision.matchRate).toBe(0);
+  });
+});
+
+describe("prefix_cost: configuration", () => {
+  it("is built by the factory with the configured weights, and refuses negative ones", () => {
+    expect(createPolicy("prefix_cost").name).toBe("prefix_cost");
+    expect(() => createPolicy("prefix_cost", { prefixCostQueueWeight: -1 })).toThrow(
+      /prefixCostQueueWeight/,
+    );
+    expect(() => createPolicy("prefix_cost", { prefixCostRequestChars: Number.NaN })).toThrow(
+      /prefixCostRequestChars/,
+    );
+  });
+});
+
+describe("prefix_cost: near-equal costs (--prefix-cost-tie-break, issue 27)", () => {
+  const PREAMBLE = "Tools: search(query), fetch(url), calendar(date). Answer briefly. ".repeat(30);
+  const tenant = (t: number, turn: number) =>
+    `${PREAMBLE}Tenant ${t} ${"policy text of this tenant ".repeat(8)}${t}\nUser: question ${turn}`;
+
+  /** Four workers that all hold the shared preamble, with a little prefill queued on each. */
+  function preambleFleet(queuedChars: readonly number[]): FakeWorker[] {
+    return queuedChars.map((chars, i) => {
+      const w = queued(`w${i}`, chars);
+      w.tree.insert(PREAMBLE);
+      return w;
+    });
+  }
+
+  it("sends a new tenant to the same worker whatever small differences of load there are at that instant", () => {
+    // Differences of up to 200 queued characters (100 at weight 0.5, under half of one in-flight
+    // request's 256): the rotation and the lowest cost picked whichever worker was a little idler.
+    const patterns = [
+      [0, 0, 0, 0],
+      [200, 0, 100, 50],
+      [0, 200, 50, 100],
+      [100, 50, 0, 200],
+      [50, 100, 200, 0],
+    ];
+    for (let t = 0; t < 8; t++) {
+      const chosen = new Set<string>();
+      for (const pattern of patterns) {
+        const policy = prefixCost();
+        // Earlier decisions move the rotation: the choice must not depend on it either.
+        for (let skip = 0; skip < t; skip++) policy.select(fleet(4), { text: coldText(skip) });
+        chosen.add(
+          policy.select(preambleFleet(pattern), {
+            text: tenant(t, 1),
+            matched: [PREAMBLE.length, PREAMBLE.length, PREAMBLE.length, PREAMBLE.length],
+          })!.worker.id,
+        );
+      }
+      expect(chosen.size, `tenant ${t}`).toBe(1);
+    }
+  });
+
+  it("spreads different tenants over the workers, and sends a tenant's next conversations after the first", () => {
+    const policy = prefixCost();
+    const workers = preambleFleet([0, 0, 0, 0]);
+    const pending = (w: FakeWorker) => w as { pendingPrefillChars: number };
+    /** Plays the forwarder: the chosen worker has the uncached part queued until it is done. */
+    const route = (text: string) => {
+      const matched = workers.map((w) => w.tree.match(text));
+      const decision = policy.select(workers, { text, matched })!;
+      pending(decision.worker).pendingPrefillChars +=
+        text.length - matched[workers.indexOf(decision.worker)]!;
+      decision.worker.tree.insert(text);
+      return decision.worker.id;
+    };
+    const homes = new Map<number, string>();
+    for (let t = 0; t < 16; t++) homes.set(t, route(tenant(t, 1)));
+    expect(new Set(homes.values()).size).toBe(4);
+    // Everything done; a second conversation of each tenant finds its prompt where the first went.
+    for (const w of workers) pending(w).pendingPrefillChars = 0;
+    for (let t = 0; t < 16; t++) expect(route(tenant(t, 2))).toBe(homes.get(t));
+  });
+
+  it("among near-equal costs, prefers the worker holding more of the text", () => {
+    const policy = prefixCost();
+    const text = tenant(3, 1);
+    // w2 holds 300 characters more but has 700 characters more queued (350 at weight 0.5): its
+    // cost is 50 above the others', a near tie, and it holds more of the text.
+    const workers = preambleFleet([0, 0, 700, 0]);
+    workers[2]!.tree.insert(text.slice(0, PREAMBLE.length + 300));
+    expect(selectWith(policy, workers, { text })!.worker.id).toBe("w2");
+  });
+
+  it("still leaves a worker whose cost is more than half an in-flight request above the lowest", () => {
+    const text = tenant(5, 1);
+    const home = selectWith(prefixCost(), preambleFleet([0, 0, 0, 0]), { text })!.worker.id;
+    const loads = [0, 0, 0, 0];
+    loads[Number(home.slice(1))] = 400; // 200 at weight 0.5 > 128
+    expect(selectWith(prefixCost(), preambleFleet(loads), { text })!.worker.id).not.toBe(home);
+  });
+
+  it("with --prefix-cost-tie-break rotation, the lowest cost wins at once, as before", () => {
+    const policy = prefixCost({ prefixCostTieBreak: "rotation" });
+    const picked = [0, 1, 2, 3].map((i) => {
+      const loads = [50, 50, 50, 50];
+      loads[i] = 0;
+      return selectWith(policy, preambleFleet(loads), { text: tenant(1, 1) })!.worker.id;
+    });
+    expect(picked).toEqual(["w0", "w1", "w2", "w3"]);
+    expect(() => createPolicy("prefix_cost", { prefixCostTieBreak: "first" as never })).toThrow(
+      /prefixCostTieBreak/,
+    );
+  });
+});

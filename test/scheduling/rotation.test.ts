@@ -1,0 +1,50 @@
+import { describe, expect, it } from "vitest";
+import { LeastLoaded, Rotation } from "../../src/scheduling/rotation.js";
+
+const loads = (...xs: number[]) => xs.map((inFlight) => ({ inFlight }));
+
+describe("Rotation", () => {
+  it("hands out 0, 1, ..., n-1 and wraps", () => {
+    const rotation = new Rotation();
+    expect(Array.from({ length: 7 }, () => rotation.next(3))).toEqual([0, 1, 2, 0, 1, 2, 0]);
+  });
+
+  it("stays in range when the candidate count shrinks or grows", () => {
+    const rotation = new Rotation();
+    for (let i = 0; i < 5; i++) rotation.next(5);
+    expect(rotation.next(2)).toBe(1); // turn 5, 5 % 2
+    expect(rotation.next(2)).toBe(0);
+    expect(rotation.next(9)).toBe(1);
+  });
+});
+
+describe("LeastLoaded", () => {
+  it("returns -1 (scan) and undefined (pick) for no candidates", () => {
+    expect(new LeastLoaded().scan([])).toBe(-1);
+    expect(new LeastLoaded().pick([])).toBeUndefined();
+  });
+
+  it("picks the unique least-loaded candidate wherever the scan starts", () => {
+    const picker = new LeastLoaded();
+    const workers = loads(4, 9, 1, 7);
+    for (let i = 0; i < 8; i++) expect(picker.pick(workers)).toBe(workers[2]);
+  });
+
+  it("rotates among equally least-loaded candidates, never always the first", () => {
+    const picker = new LeastLoaded();
+    const workers = loads(0, 3, 0, 0);
+    const picked = Array.from({ length: 8 }, () => workers.indexOf(picker.pick(workers)!));
+    // Starts 0,1,2,3: the first minimum at or after the start, wrapping.
+    expect(picked).toEqual([0, 2, 2, 3, 0, 2, 2, 3]);
+  });
+
+  it("records the start, min and max load of its scan", () => {
+    const picker = new LeastLoaded();
+    picker.scan(loads(5, 2, 8));
+    expect([picker.start, picker.min, picker.max]).toEqual([0, 2, 8]);
+    picker.scan(loads(5, 2, 8));
+    expect([picker.start, picker.min, picker.max]).toEqual([1, 2, 8]);
+    picker.scan(loads(7));
+    expect([picker.start, picker.min, picker.max]).toEqual([0, 7, 7]);
+  });
+});

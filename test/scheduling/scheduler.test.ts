@@ -1,0 +1,264 @@
+import { describe, expect, it } from "vitest";
+import { ApproximateIndex } from "../../src/index/approximate-index.js";
+import type { PrefixClaims } from "../../src/index/prefix-claims.js";
+import { createPolicy } from "../../src/scheduling/builtin-profiles.js";
+import { newPrefixClaimValue } from "../../src/scheduling/new-prefix-claim.js";
+import { Scheduler } from "../../src/scheduling/scheduler.js";
+import { SessionTable } from "../../src/scheduling/session-table.js";
+
+const SYSTEM = "You are a helpful assistant. Answer briefly and cite your sources. ";
+
+function setup(policy: "cache_aware" | "round_robin" = "cache_aware") {
+  const index = new ApproximateIndex();
+  const workers = ["a", "b", "c"].map((id) => ({ id, inFlight: 0 }));
+  for (const w of workers) index.addWorker(w.id);
+  return { index, workers, decider: new Scheduler(createPolicy(policy), index) };
+}
+
+describe("Scheduler", () => {
+  it("hands the index's matched lengths to the policy and inserts the text for the chosen worker", () => {
+    const { index, workers, decider } = setup();
+    index.insert("b", undefined, `${SYSTEM}first question`);
+    const decision = decider.decide(workers, { text: `${SYSTEM}second question` })!;
+    expect(decision.worker.id).toBe("b");
+    expect(decision.branch).toBe("cache_hit");
+    expect(decision.index).toBe("approx");
+    expect(decision.heldBefore).toBe(SYSTEM.length);
+    expect(index.treeOf("b")!.match(`${SYSTEM}second question`)).toBe(
+      `${SYSTEM}second question`.length,
+    );
+  });
+
+  it("does not ask or fill the index for policies that ignore prefixes", () => {
+    const { index, workers, decider } = setup("round_robin");
+    const decision = decider.decide(workers, { text: SYSTEM })!;
+    expect(decision.index).toBeNull();
+    for (const w of workers) expect(index.size(w.id)).toBe(0);
+  });
+
+  it("rejected() forgets exactly what the decision inserted and keeps what the worker held before", () => {
+    const { index, workers, decider } = setup();
+    index.insert("a", undefined, `${SYSTEM}kept question`);
+    const before = index.size("a");
+    const request = { text: `${SYSTEM}a 60 MB request the worker refused` };
+    const decision = decider.decide(workers, request)!;
+    expect(decision.worker.id).toBe("a");
+    expect(index.size("a")).toBeGreaterThan(before);
+    decider.rejected(decision, request);
+    expect(index.size("a")).toBe(before);
+    expect(index.treeOf("a")!.match(`${SYSTEM}kept question`)).toBe(
+      `${SYSTEM}kept question`.length,
+    );
+    expect(index.treeOf("a")!.match(request.text)).toBe(SYSTEM.length);
+  });
+
+  it("a cold request that is rejected leaves the worker's tree as empty as it was", () => {
+    const { index, workers, decider } = setup();
+    const request = { text: "x".repeat(10_000) };
+    const decision = decider.decide(workers, request)!;
+    decider.rejected(decision, request);
+    expect(index.size(decision.worker.id)).toBe(0);
+    expect(index.treeOf(decision.worker.id)!.recount().chars).toBe(0);
+  });
+
+  it("reported() forgets what extended the evicted part of the path and keeps the text just computed", () => {
+    const { index, workers, decider } = setup();
+    index.insert("a", undefined, `${SYSTEM}older branch one`);
+    index.insert("a", undefined, `${SYSTEM}older branch two`);
+    const request = { text: `${SYSTEM}new question` };
+    const decision = decider.decide(workers, request)!;
+    expect(decision.worker.id).toBe("a");
+    expect(decision.heldBefore).toBe(SYSTEM.length);
+    // The engine held only the first 10 characters: everything below them is gone there.
+    const forgotten = decider.reported(decision, request, 10);
+    // The two branches shared "older branch ": 16 + 3 characters.
+    expect(forgotten).toBe("older branch one".length + "two".length);
+    const tree = index.treeOf("a")!;
+    expect(tree.match(request.text)).toBe(request.text.length);
+    expect(tree.match(`${SYSTEM}older branch one`)).toBe(SYSTEM.length);
+    expect(index.size("a")).toBe(request.text.length);
+  });
+
+  it("reported() changes nothing when the engine held what the index claimed", () => {
+    const { index, workers, decider } = setup();
+    index.insert("a", undefined, `${SYSTEM}older`);
+    const request = { text: `${SYSTEM}new` };
+    const decision = decider.decide(workers, request)!;
+    const size = index.size("a");
+    expect(decider.reported(decision, request, SYSTEM.length)).toBe(0);
+    expect(index.size("a")).toBe(size);
+  });
+});
+
+describe("Scheduler.prepare", () => {
+  /** The approximate trees plus an asynchronous step that records what it was asked. */
+  class PreparingIndex extends ApproximateIndex {
+    asked: string[][] = [];
+    prepare(_request: unknown, workers: readonly { id: string }[]) {
+      this.asked.push(workers.map((w) => w.id));
+      return Promise.resolve();
+    }
+    sourceOf() {
+      return "precise";
+    }
+  }
+
+  it("lists candidates and calls the index's step only for a request with tokenizer input", async () => {
+    const index = new PreparingIndex();
+    const decider = new Scheduler(createPolicy("cache_aware"), index);
+    let listed = 0;
+    const candidates = () => {
+      listed++;
+      return [{ id: "a", inFlight: 0 }];
+    };
+    expect(decider.prepare(candidates, { text: SYSTEM })).toBeUndefined();
+    expect(listed).toBe(0);
+    await decider.prepare(candidates, { text: SYSTEM, tokenizeInput: { prompt: SYSTEM } });
+    expect(index.asked).toEqual([["a"]]);
+    index.addWorker("a");
+    expect(decider.decide(candidates(), { text: SYSTEM })!.index).toBe("precise");
+  });
+
+  it("adds nothing to await for an index without the step", () => {
+    const { decider } = setup();
+    const request = { text: SYSTEM, tokenizeInput: { prompt: SYSTEM } };
+    expect(decider.prepare(() => [], request)).toBeUndefined();
+  });
+});
+
+/** Claims held in memory, as the Redis claims keep them: the first proposal for a key stays. */
+class MemoryClaims implements PrefixClaims {
+  readonly held = new Map<string, string>();
+  calls = 0;
+  claim(key: string, value: string): Promise<string | undefined> {
+    this.calls += 1;
+    if (!this.held.has(key)) this.held.set(key, value);
+    return Promise.resolve(this.held.get(key));
+  }
+}
+
+describe("Scheduler.decideAgreed (replicas agreeing on a new prefix)", () => {
+  const text = (question: string) =>
+    `${"tenant prompt, long enough to claim. ".repeat(20)}${question}`;
+  const agreed = (claims: PrefixClaims, inFlight: number[] = [0, 0, 0]) => {
+    const index = new ApproximateIndex();
+    const workers = ["a", "b", "c"].map((id, i) => ({ id, inFlight: inFlight[i] ?? 0 }));
+    for (const w of workers) index.addWorker(w.id);
+    return {
+      index,
+      workers,
+      decider: new Scheduler(createPolicy("cache_aware"), index, undefined, claims),
+    };
+  };
+
+  it("follows the worker another replica claimed first for the same new prefix", async () => {
+    const claims = new MemoryClaims();
+    const first = agreed(claims);
+    const second = agreed(claims);
+    // A second replica whose load rotation is elsewhere would pick another worker on its own.
+    second.decider.decide(second.workers, { text: "warm-up" });
+    const a = await first.decider.decideAgreed(first.workers, { text: text("one?") });
+    const b = await second.decider.decideAgreed(second.workers, { text: text("two?") });
+    expect(b!.worker.id).toBe(a!.worker.id);
+    expect(b!.branch).toBe("peer_claim");
+    expect(b!.heldBefore).toBe(0);
+    expect(second.index.treeOf(a!.worker.id)!.match(text("two?"))).toBe(text("two?").length);
+  });
+
+  it("weighs the claimer's worker only for what the two texts share: a claim on a short common start does not pull a long different prompt", async () => {
+    const claims = new MemoryClaims();
+    const first = agreed(claims);
+    const second = agreed(claims);
+    second.decider.decide(second.workers, { text: "warm-up" });
+    const start = "Common opening of two unrelated prompts. ".repeat(8);
+    const a = await first.decider.decideAgreed(first.workers, {
+      text: `${start}${"first tenant's own long instructions. ".repeat(50)}`,
+    });
+    const b = await second.decider.decideAgreed(second.workers, {
+      text: `${start}${"second tenant, other instructions entirely. ".repeat(50)}`,
+    });
+    expect(claims.held.size).toBe(1);
+    expect(b!.worker.id).not.toBe(a!.worker.id);
+    expect(b!.branch).toBe("cache_miss");
+  });
+
+  it("asks nothing and answers at once when the index already singles out a worker", () => {
+    const claims = new MemoryClaims();
+    const { index, workers, decider } = agreed(claims);
+    index.insert("b", undefined, text("earlier?"));
+    const decision = decider.decideAgreed(workers, { text: text("later?") });
+    expect(decision).not.toBeInstanceOf(Promise);
+    expect((decision as { worker: { id: string } }).worker.id).toBe("b");
+    expect(claims.calls).toBe(0);
+  });
+
+  it("keeps its own choice when the claimed worker is not one of its candidates", async () => {
+    const gone: PrefixClaims = {
+      claim: () => Promise.resolve(newPrefixClaimValue("a-worker-this-replica-lacks", text("q?"))),
+    };
+    const { workers, decider } = agreed(gone);
+    const decision = await decider.decideAgreed(workers, { text: text("q?") });
+    expect(decision!.branch).toBe("cache_miss");
+  });
+
+  it("lets the policy's load bound overrule a claim on a worker that is far busier than the rest", async () => {
+    const claims: PrefixClaims = {
+      claim: () => Promise.resolve(newPrefixClaimValue("a", text("q?"))),
+    };
+    const { workers, decider } = agreed(claims, [40, 0, 0]);
+    const decision = await decider.decideAgreed(workers, { text: text("q?") });
+    expect(decision!.worker.id).not.toBe("a");
+    expect(decision!.branch).toBe("load_bound");
+  });
+
+  it("keeps its own choice when the claim gets no answer in time", async () => {
+    const claims: PrefixClaims = { claim: () => Promise.resolve(undefined) };
+    const { index, workers, decider } = agreed(claims);
+    const decision = await decider.decideAgreed(workers, { text: text("q?") });
+    expect(decision!.branch).toBe("cache_miss");
+    expect(index.size(decision!.worker.id)).toBe(text("q?").length);
+  });
+});
+
+describe("Scheduler: the cache account's facts (issue 26)", () => {
+  it("names the best holder's match, the runner-up and why the chosen worker held less (session)", () => {
+    const index = new ApproximateIndex();
+    const workers = ["a", "b", "c"].map((id) => ({ id, inFlight: 0 }));
+    for (const w of workers) index.addWorker(w.id);
+    const sessions = new SessionTable(16);
+    const decider = new Scheduler(createPolicy("cache_aware"), index, sessions);
+    index.insert("b", undefined, `${SYSTEM}first question`);
+    sessions.bind("chat-1", "c");
+    const decision = decider.decide(workers, {
+      text: `${SYSTEM}second question`,
+      session: "chat-1",
+    })!;
+    expect(decision.worker.id).toBe("c");
+    expect(decision.heldBefore).toBe(0);
+    expect(decision.available).toBe(SYSTEM.length);
+    expect(decision.runnerUp?.id).toBe("b");
+    expect(decision.runnerUpHeld).toBe(SYSTEM.length);
+    expect(decision.lossReason).toBe("session");
+  });
+
+  it("names load when cache_aware's balance gate sends a held prefix to the least loaded", () => {
+    const { index, workers, decider } = setup();
+    index.insert("a", undefined, `${SYSTEM}first question`);
+    const busy = workers.map((w) => (w.id === "a" ? { ...w, inFlight: 200 } : w));
+    const decision = decider.decide(busy, { text: `${SYSTEM}second question` })!;
+    expect(decision.branch).toBe("imbalanced");
+    expect(decision.worker.id).not.toBe("a");
+    expect(decision.available).toBe(SYSTEM.length);
+    expect(decision.lossReason).toBe("load");
+  });
+
+  it("has no runner-up and no loss when the best holder is chosen alone", () => {
+    const { index, workers, decider } = setup();
+    index.insert("a", undefined, SYSTEM);
+    const decision = decider.decide([workers[0]!], { text: SYSTEM })!;
+    expect(decision.runnerUp).toBeUndefined();
+    expect(decision.runnerUpHeld).toBe(0);
+    expect(decision.available).toBe(SYSTEM.length);
+    expect(decision.lossReason).toBeNull();
+  });
+});
