@@ -134,7 +134,7 @@ export class Forwarder {
       return { status: error.status, attempts: 0, error: "invalid_request" };
     }
     const refusedBody =
-      json === undefined ? undefined : pairs?.protocol.refusal(routed.endpoint, json);
+      json === undefined ? undefined : pairs?.protocol.refusal(routed.endpoint, json.json);
     if (refusedBody !== undefined) {
       writeError(res, refusedBody, req.requestId);
       return { status: refusedBody.status, attempts: 0, error: "invalid_request" };
