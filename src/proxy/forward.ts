@@ -133,6 +133,12 @@ export class Forwarder {
       writeError(res, error, req.requestId);
       return { status: error.status, attempts: 0, error: "invalid_request" };
     }
+    const refusedBody =
+      json === undefined ? undefined : pairs?.protocol.refusal(routed.endpoint, json.json);
+    if (refusedBody !== undefined) {
+      writeError(res, refusedBody, req.requestId);
+      return { status: refusedBody.status, attempts: 0, error: "invalid_request" };
+    }
     // A regular fleet's workers, or one side's of a pair (the prefill side: the decider's).
     const candidates = (side?: Side) => admitted(this.registry.candidates(tried, side), plan);
     const first: Side | undefined = pairs === undefined ? undefined : "prefill";
