@@ -12,6 +12,7 @@ import { lingerOnUnreadBody } from "../proxy/linger.js";
 import { writeError } from "../proxy/write-error.js";
 import type { RequestTrace } from "../tracing/request-trace.js";
 import { admissionTicket } from "./admission-ticket.js";
+import { adminAllowed } from "./auth.js";
 import { admitClient } from "./client-gate.js";
 import { onConnectionClose } from "./connection-requests.js";
 import type { RouterContext } from "./context.js";
@@ -172,6 +173,13 @@ async function admitAndForward(
       // --queue-when-saturated: to a worker with room, or, over lower-priority work while every
       // one is saturated, to one where it outranks that work.
       roomOn: ctx.admission.roomFor(ticket, priority),
+      showMatch:
+        ctx.config.explainMatch ||
+        adminAllowed(
+          ctx.config.adminApiKey,
+          incoming.headers.authorization,
+          incoming.socket.remoteAddress,
+        ),
     };
     const forwarder = endpoint === "models" ? ctx.modelsForwarder : ctx.forwarder;
     outcome = await forwarder.forward(request, res);
