@@ -446,8 +446,14 @@ class HttpSimWorker implements SimWorker {
    */
   private flushCache(path: string, req: IncomingMessage, res: ServerResponse): void {
     const vllm = path === "/reset_prefix_cache";
-    if (vllm !== (this.flavor === "vllm")) return sendJson(res, 404, { detail: "Not Found" });
-    if (req.method !== "POST" && (vllm || req.method !== "GET")) return methodNotAllowed(res);
+    if (vllm !== (this.flavor === "vllm")) {
+      sendJson(res, 404, { detail: "Not Found" });
+      return;
+    }
+    if (req.method !== "POST" && (vllm || req.method !== "GET")) {
+      methodNotAllowed(res);
+      return;
+    }
     this.clearKvCache();
     req.resume();
     if (vllm) {

@@ -30,6 +30,7 @@ export function routeOptions(config: Config): RouteOptions {
     queueTimeoutMs: config.admission.queueTimeoutMs,
     queueTimeoutHeader: config.admission.queueTimeoutHeader,
     queueWaitHeader: config.admission.queueWaitHeader,
+    explainMatch: config.cacheAccount.explainHeader !== undefined,
     pairs: pdEnabled(config.disaggregation),
   };
 }
