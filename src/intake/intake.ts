@@ -1,9 +1,13 @@
 import type { IncomingHttpHeaders, IncomingMessage } from "node:http";
 import { type IdentityOptions, TenantTable } from "../admission/identity.js";
+import { RouterError } from "../errors.js";
 import type { RoutingRequest } from "../proxy/routing-request.js";
+import type { ResponseHolders } from "../workers/response-holders.js";
 import {
   indexKey,
+  type ModelPlan,
   type ModelRoutingMode,
+  pinnedTo,
   planModel,
   type ServingWorker,
 } from "../workers/served-models.js";
@@ -31,6 +35,11 @@ export interface IntakeOptions {
   modelRouting: ModelRoutingMode;
   /** --tenant-header and --priority-header (admission/identity.ts); default x-tenant-id, x-priority. */
   identity?: IdentityOptions;
+  /**
+   * Responses API: the worker that produced each response relayed (routes/inference.ts records
+   * them); a request with previous_response_id goes there. Undefined: no such routing.
+   */
+  responseHolders?: ResponseHolders;
   /**
    * Keep the parsed body on the RoutingRequest (`json`): prefill/decode pairs rewrite the body, and
    * so need not parse it again. Off otherwise: the object would outlive the parse for nothing.
@@ -140,6 +149,7 @@ export class Intake {
     const workers = this.fleet.list();
     const requested = summary?.model;
     const adapter = summary?.adapter;
+    const byModel = planModel(workers, requested, this.options.modelRouting, received.endpoint);
     return {
       endpoint: received.endpoint,
       body: received.body,
@@ -153,8 +163,25 @@ export class Intake {
       tokenizeInput: summary?.tokenizeInput,
       stream: summary?.stream ?? false,
       usageDescribesText: summary?.usageDescribesText ?? false,
-      plan: planModel(workers, requested, this.options.modelRouting, received.endpoint),
+      plan: this.heldBy(summary?.previousResponseId, byModel, workers),
     };
+  }
+
+  /**
+   * A request continuing a stored response goes to the worker that produced it. When that worker
+   * has left, the response left with it: 404, as the engine answers an id it does not hold
+   * (vllm/entrypoints/openai/responses/serving.py `_make_not_found_error`). An id this router
+   * does not know (never relayed here, forgotten, or expired) is routed like any request.
+   */
+  private heldBy(id: string | undefined, plan: ModelPlan, workers: readonly ServingWorker[]) {
+    const holders = this.options.responseHolders;
+    if (id === undefined || holders === undefined) return plan;
+    const holder = holders.holder(id);
+    if (holder === undefined) return plan;
+    if (!workers.some((w) => w.id === holder)) {
+      throw new RouterError("response_not_found", `Response with id '${id}' not found.`);
+    }
+    return pinnedTo(plan, holder, `does not hold response '${id}' (previous_response_id)`);
   }
 
   /** Both steps at once, for a request that does not wait for admission (POST /debug/route). */

@@ -62,6 +62,11 @@ export interface ForwardRequest {
    * undefined = every candidate.
    */
   roomOn?: ((worker: Worker) => boolean) | undefined;
+  /**
+   * Shown each chunk of a worker's successful answer as it goes by (never holding one back): the
+   * Responses route reads the response id there (workers/response-holders.ts).
+   */
+  onAnswerChunk?: ((chunk: Buffer, worker: Worker) => void) | undefined;
 }
 
 /** The worker took the request: a 2xx answer (streamed to the end or cut later by the client). */

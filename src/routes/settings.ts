@@ -9,6 +9,8 @@ export interface RoutesConfig {
   requestIdHeaders: string[];
   bodyLingerMs: number;
   bodyLingerBytes: number;
+  maxResponseIds: number;
+  responseIdTtlMs: number;
 }
 
 /** The routes' options: their settings, and what they report of other features. */
@@ -70,5 +72,21 @@ export const ROUTES_SETTINGS = section<RoutesConfig>({
       "Most body bytes read and discarded after an early error answer; past it the connection is cut.",
     default: 16 * 1024 * 1024,
     parse: integer(0),
+  },
+  maxResponseIds: {
+    flag: "--max-response-ids",
+    arg: "<n>",
+    description:
+      "Responses API: most response ids remembered with the worker that produced them, so that a request with previous_response_id goes to the worker holding it (the oldest is forgotten first; 0 = none remembered).",
+    default: 100_000,
+    parse: integer(0),
+  },
+  responseIdTtlMs: {
+    flag: "--response-id-ttl-secs",
+    arg: "<secs>",
+    description:
+      "Responses API: how long a response id is remembered with its worker; an older previous_response_id is routed like any request.",
+    default: 3600 * SEC,
+    parse: seconds(1),
   },
 });
