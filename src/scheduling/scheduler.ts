@@ -11,6 +11,7 @@ import type {
   Policy,
   PolicyWorker,
   ProfileExplanation,
+  RequestHeaders,
   RouteDecision,
   RouteRequest,
 } from "./policy.js";
@@ -44,6 +45,8 @@ export interface DecisionRequest extends PrepareRequest {
   readonly model?: string | undefined;
   /** Conversation id (--session-affinity); its turns stay on one worker while it is a candidate. */
   readonly session?: string | undefined;
+  /** The request's headers (pickers routed by a header: SGLang's x-smg-routing-key). */
+  readonly headers?: RequestHeaders | undefined;
   /** The model the client named, and SGLang's lora_path adapter (scheduling profiles read them). */
   readonly requested?: string | undefined;
   readonly adapter?: string | undefined;
@@ -283,13 +286,15 @@ export class Scheduler {
     usesIndex: boolean,
     sessionWorker: string | undefined,
   ): RouteRequest {
-    const { text, model, requested, adapter } = request;
+    const { text, model, requested, adapter, session, headers } = request;
     return {
       text,
       model,
       matched: usesIndex ? this.matched : undefined,
       requested,
       adapter,
+      session,
+      headers,
       sessionWorker,
     };
   }
