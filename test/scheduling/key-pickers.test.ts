@@ -46,7 +46,8 @@ describe("prefix_hash (SGLang's prefix_hash.rs)", () => {
     const text = tenant(7, "q");
     const home = pick(policy, ws, { text })!.worker;
     home.inFlight = 10;
-    ws.filter((w) => w !== home).forEach((w, i) => (w.inFlight = i + 1));
+    let load = 1;
+    for (const w of ws) if (w !== home) w.inFlight = load++;
     const moved = pick(policy, ws, { text })!;
     expect(moved.branch).toBe("ring_walk");
     expect(moved.worker.inFlight).toBe(1);
