@@ -140,7 +140,9 @@ export class PdSide {
       }
       vllmPrefillAsked(body);
       const id = `xfer-${worker.id}-${++this.transfers}`;
-      const tokens = job.prompts.reduce((n, p) => n + p.length, 0);
+      // vLLM answers a batch with its first prompt's transfer params only
+      // (vllm/entrypoints/openai/completion/serving.py: final_res_batch[0].kv_transfer_params).
+      const tokens = job.prompts[0]?.length ?? 0;
       return {
         onSettled: (ok) => this.settle([id], ok),
         extraFields: {
@@ -180,11 +182,13 @@ export class PdSide {
         signal,
       );
     }
-    // The KV moves from the prefill worker, then sits in this worker's cache.
-    const tokens = job.prompts.reduce((n, p) => n + p.length, 0);
+    // The KV moves from the prefill worker, then sits in this worker's cache: every item's with
+    // SGLang (a room per item), the first prompt's with vLLM (one set of transfer params).
+    const received = sglang ? job.prompts : job.prompts.slice(0, 1);
+    const tokens = received.reduce((n, p) => n + p.length, 0);
     const ms = ((tokens * 1000) / this.options.transferTokensPerSec) * this.delayFactor();
     if (ms > 0) await new Promise((resolve) => setTimeout(resolve, ms));
-    for (const prompt of job.prompts) receiveKv(kv, prompt);
+    for (const prompt of received) receiveKv(kv, prompt);
     return {};
   }
 

@@ -219,9 +219,18 @@ export function fleetSaturated(
   if (candidates.length === 0) return false;
   const sides = pairSides(candidates);
   if (sides !== undefined) {
-    return sides.some((side) => side.length > 0 && fleetSaturated(side, thresholds, now));
+    return sides.some((side) => side.length > 0 && everySaturated(side, thresholds, now));
   }
-  for (const worker of candidates) {
+  return everySaturated(candidates, thresholds, now);
+}
+
+/** Whether every one of these workers is saturated; stops at the first with room. */
+function everySaturated(
+  workers: readonly SaturationView[],
+  thresholds: SaturationThresholds,
+  now: number,
+): boolean {
+  for (const worker of workers) {
     if (saturationReason(worker, thresholds, now) === undefined) return false;
   }
   return true;

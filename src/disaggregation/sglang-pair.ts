@@ -31,6 +31,7 @@ import {
 import { relay } from "../proxy/relay.js";
 import { UsageTap } from "../proxy/usage-tap.js";
 import { bodyWithBootstrap } from "./bootstrap.js";
+import { pdBodyRefusal } from "./pd-body.js";
 
 export async function sglangPair(t: PairTry): Promise<PairResult> {
   const body = bodyWithBootstrap(t.bytes, t.body, t.req.routing.endpoint, t.prefill);
@@ -87,4 +88,5 @@ export const SGLANG_PAIRS: PairProtocol = {
   name: "sglang",
   exchange: sglangPair,
   prefillStreams: true,
+  refusal: (endpoint, body) => pdBodyRefusal("sglang", endpoint, body),
 };

@@ -18,6 +18,7 @@ import {
 import { relay } from "../proxy/relay.js";
 import { UsageTap } from "../proxy/usage-tap.js";
 import { FAILED } from "../workers/lease.js";
+import { pdBodyRefusal } from "./pd-body.js";
 import { decodeBody, prefillBody, transferParamsOf } from "./vllm-transfer.js";
 
 /** A prefill answer (one token and the transfer params) is small; more is not one. */
@@ -83,4 +84,5 @@ export const VLLM_PAIRS: PairProtocol = {
   name: "vllm",
   exchange: vllmPair,
   prefillStreams: false,
+  refusal: (endpoint, body) => pdBodyRefusal("vllm", endpoint, body),
 };

@@ -41,6 +41,11 @@ export interface PairProtocol {
   exchange(t: PairTry): Promise<PairResult>;
   /** Whether the prefill side streams when the client asked for a stream (vLLM's is asked for one token). */
   readonly prefillStreams: boolean;
+  /**
+   * The 400 for a body this protocol must not build its sides' bodies from (checked once, before
+   * the first try), or undefined.
+   */
+  refusal(endpoint: string, body: JsonObject): RouterError | undefined;
 }
 
 /** What a pair's exchange gets from the forwarder for one try. */

@@ -1,6 +1,7 @@
+import { loadCap, ownLoad } from "./load-cap.js";
 import type { ResolvedPolicyOptions } from "./options.js";
 import { onAlive, type Pick as Picked, type Picker, type SchedulingContext } from "./plugin.js";
-import type { PolicyWorker, RouteBranch } from "./policy.js";
+import type { RouteBranch } from "./policy.js";
 import { LeastLoaded } from "./rotation.js";
 
 export type CacheAwareOptions = Pick<
@@ -18,7 +19,7 @@ export type CacheAwareOptions = Pick<
  *    A worker wins on prefix only while its in-flight count is at most cacheLoadBound × the mean
  *    in-flight of the candidates, plus one; when the best match is over that bound, the least-loaded
  *    worker takes the request ("load_bound") and, once it holds the prefix too, the two share it.
- *    That bound weighs this router's own in-flight counts (see `ownLoad`).
+ *    That bound weighs this router's own in-flight counts (load-cap.ts `ownLoad`).
  * 3. Otherwise the least-loaded worker ("cache_miss").
  * Matched lengths come from the prefix index (request.matched); the scheduler inserts the text for
  * the chosen worker in every branch: it is what that worker will cache. --policy cache_aware is
@@ -75,10 +76,7 @@ export class CacheAwarePicker implements Picker {
         const n = candidates.length;
         const start = this.loads.start;
         // Some worker is always within the bound (the least own load is at most the own mean).
-        const bound =
-          this.cacheLoadBound === 0
-            ? Number.POSITIVE_INFINITY
-            : this.cacheLoadBound * (ownTotal(candidates) / n) + 1;
+        const bound = loadCap(candidates, this.cacheLoadBound);
         let best = least;
         let bestMatched = -1;
         let bestLoad = 0;
@@ -107,24 +105,4 @@ export class CacheAwarePicker implements Picker {
     // The profile reports the chosen worker's match rate (in every branch, as the original).
     return { index: chosen, branch };
   };
-}
-
-/**
- * The load the load bound weighs: this router's own in-flight count. With replicas sharing
- * --state-url, peers' counts arrive every --state-load-interval-ms, and a bound as tight as the
- * default (two workers sharing a hot prefix must stay within about 2 requests of each other) then
- * trips on counts hundreds of milliseconds old: every replica diverts the same prefixes at once,
- * conversations split across workers and evict each other (bench:routing cache-pressure with 4
- * replicas lost 7 points). Own counts are exact; when each replica keeps its own share within
- * cacheLoadBound × its own mean + 1, the fleet stays within cacheLoadBound × the fleet's mean +
- * the number of replicas. One router: its own count is the whole count, nothing changes.
- */
-function ownLoad(worker: PolicyWorker): number {
-  return worker.ownInFlight ?? worker.inFlight;
-}
-
-function ownTotal(candidates: readonly PolicyWorker[]): number {
-  let total = 0;
-  for (const worker of candidates) total += ownLoad(worker);
-  return total;
 }

@@ -1,3 +1,4 @@
+import { loadCap, ownLoad } from "./load-cap.js";
 import type { ResolvedPolicyOptions, TieBreak } from "./options.js";
 import { onAlive, type Pick as Picked, type Picker, type SchedulingContext } from "./plugin.js";
 import type { PolicyWorker } from "./policy.js";
@@ -8,7 +9,7 @@ export type PrefixCostOptions = Pick<
   ResolvedPolicyOptions,
   "prefixCostQueueWeight" | "prefixCostRequestChars"
 > &
-  Partial<Pick<ResolvedPolicyOptions, "prefixCostTieBreak">>;
+  Partial<Pick<ResolvedPolicyOptions, "prefixCostTieBreak" | "cacheLoadBound">>;
 
 /**
  * Picks the candidate with the lowest estimated time to first token, counted in characters of
@@ -43,6 +44,12 @@ export type PrefixCostOptions = Pick<
  * flight at that instant, which placed new tenants differently from run to run (issue 27). A text
  * nobody holds any of keeps the rotation: there is no prefix to keep together.
  *
+ * With queueWeight 0 the queue no longer counts, and one in-flight request's few hundred
+ * characters never outweigh a held prefix of thousands: every request of a prefix went to its
+ * holder (a multi-tenant run put all 256 requests on one worker, at 6× the mean latency). Then
+ * the load cap of --cache-load-bound (load-cap.ts) applies: a worker above it is not a candidate.
+ * The configuration refuses queue weight 0 with no cap (scheduling/settings.ts).
+ *
  * --policy prefix_cost is the profile of this picker alone (builtin-profiles.ts); the same cost,
  * min-max normalised, is the prefill-work-scorer (prefix-scorers.ts).
  */
@@ -53,6 +60,8 @@ export class PrefixCostPicker implements Picker {
   private readonly queueWeight: number;
   private readonly requestChars: number;
   private readonly tieBreak: TieBreak;
+  /** --cache-load-bound, applied only when the queue weight is 0 (see above). */
+  private readonly loadBound: number;
   /** Reused across decisions (select is synchronous and keeps nothing). */
   private readonly costs: number[] = [];
   private readonly held: number[] = [];
@@ -64,6 +73,7 @@ export class PrefixCostPicker implements Picker {
     this.queueWeight = options.prefixCostQueueWeight;
     this.requestChars = options.prefixCostRequestChars;
     this.tieBreak = options.prefixCostTieBreak ?? "hash";
+    this.loadBound = this.queueWeight === 0 ? (options.cacheLoadBound ?? 0) : 0;
   }
 
   pick(ctx: SchedulingContext): Picked | -1 {
@@ -79,6 +89,8 @@ export class PrefixCostPicker implements Picker {
     const matchedOf = request.matched;
     // One clock read per decision (the profile's): every engine report is judged against it.
     const now = ctx.now;
+    const cap =
+      this.loadBound === 0 ? Number.POSITIVE_INFINITY : loadCap(candidates, this.loadBound);
     let best = start;
     let bestCost = Number.POSITIVE_INFINITY;
     let bestLoad = 0;
@@ -93,7 +105,9 @@ export class PrefixCostPicker implements Picker {
       const worker = candidates[index]!;
       // Clamped: an index may claim more than the text (never fewer than 0 characters to compute).
       const matched = length === 0 ? 0 : Math.min(length, Math.max(0, matchedOf?.[index] ?? 0));
-      const cost = this.cost(worker, matched, length, now);
+      // Over the cap: never chosen (the least loaded is always within it).
+      const cost =
+        ownLoad(worker) > cap ? Number.POSITIVE_INFINITY : this.cost(worker, matched, length, now);
       costs[index] = cost;
       held[index] = matched;
       if (matched > 0) anyHeld = true;
