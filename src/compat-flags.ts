@@ -113,12 +113,12 @@ export const COMPAT_FLAGS: readonly CompatFlag[] = [
   {
     flag: "--max-idle-secs",
     arity: "one",
-    note: "The manual policy's idle expiry of routing keys; radixgate's --session-affinity forgets the least recently used past --max-sessions instead.",
+    note: "The manual policy's idle expiry of routing keys; radixgate's manual policy forgets the least recently used key past 100000 (its manual-picker's maxKeys), and --session-affinity past --max-sessions.",
   },
   {
     flag: "--assignment-mode",
     arity: "one",
-    note: "The manual policy's choice for a new routing key; with --session-affinity a new session goes where --policy sends it.",
+    note: "The manual policy's choice for a new routing key: radixgate's is random, SGLang's default.",
   },
   {
     flag: "--prometheus-host",
@@ -312,7 +312,7 @@ export const SHARED_FLAGS: readonly { flag: string; note: string }[] = [
   { flag: "--worker-urls", note: "Same meaning; commas also separate URLs." },
   {
     flag: "--policy",
-    note: "Same names (cache_aware, round_robin, random, power_of_two), plus least_load and prefix_cost; the default is prefix_cost here (SGLang: cache_aware), measured better or equal in docs/benchmarks.md. Pass --policy cache_aware for SGLang's behaviour. SGLang's manual (sticky routing keys) is refused (exit 2): --session-affinity header does that job.",
+    note: "Same names (cache_aware, round_robin, random, power_of_two, prefix_hash, consistent_hashing, manual: x-smg-routing-key and x-smg-target-worker as SGLang reads them), plus least_load, prefix_cost and the seed systems' profiles; the default is prefix_cost here (SGLang: cache_aware), measured better or equal in docs/benchmarks.md. Pass --policy cache_aware for SGLang's behaviour. manual also keys on the --session-affinity session when the header is absent. bucket (a PD prefill policy) is refused.",
   },
   { flag: "--cache-threshold", note: "Same meaning." },
   {

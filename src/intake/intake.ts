@@ -184,6 +184,7 @@ export class Intake {
       requested,
       adapter,
       session: received.session,
+      headers: received.headers,
       tokenizeInput: summary?.tokenizeInput,
       stream: summary?.stream ?? false,
       usageDescribesText: summary?.usageDescribesText ?? false,

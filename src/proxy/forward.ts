@@ -2,7 +2,7 @@ import type { ServerResponse } from "node:http";
 import type { CacheLedger } from "../cache-account/cache-ledger.js";
 import type { RequestAccount } from "../cache-account/request-account.js";
 import { RouterError, retryAfterSecs } from "../errors.js";
-import type { Decision, Scheduler } from "../scheduling/scheduler.js";
+import { type Decision, type Scheduler, withRoom } from "../scheduling/scheduler.js";
 import type { WorkerRegistry } from "../workers/registry.js";
 import { admitted } from "../workers/served-models.js";
 import type { Worker } from "../workers/worker.js";
@@ -490,16 +490,6 @@ export class Forwarder {
       .map((side) => `${side} (${count(side)} of ${total(side)} available)`);
     return `No prefill/decode pair can take the request: no ${sides.join(" and no ")} worker left to try (unhealthy, circuit open, cooling down, or not serving the model). Add workers with --prefill/--decode or POST /workers with a worker_type.`;
   }
-}
-
-/** The candidates where the request has room, when it says and any is left; else all of them. */
-function withRoom(
-  candidates: readonly Worker[],
-  roomOn: ((worker: Worker) => boolean) | undefined,
-): readonly Worker[] {
-  if (roomOn === undefined) return candidates;
-  const roomy = candidates.filter(roomOn);
-  return roomy.length > 0 ? roomy : candidates;
 }
 
 /**

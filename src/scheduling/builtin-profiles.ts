@@ -7,6 +7,7 @@
 
 import type { CacheAwareOptions } from "./cache-aware.js";
 import {
+  DEFAULT_PREFIX_TOKEN_COUNT,
   DEFAULT_TIE_BREAK,
   POLICY_DEFAULTS,
   type PolicyOptions,
@@ -67,6 +68,16 @@ const OWN_POLICIES = {
   random: () => onePicker("random", "random-picker"),
   power_of_two: () => onePicker("power_of_two", "power-of-two-picker"),
   least_load: () => onePicker("least_load", "least-load-picker"),
+  // SGLang's keyed policies (key-pickers.ts), with its defaults.
+  prefix_hash: (o: OwnOptions) =>
+    onePicker("prefix_hash", "prefix-hash-picker", {
+      prefixTokenCount: o.prefixTokenCount,
+      loadFactor: 1.25,
+      replication: 150,
+    }),
+  consistent_hashing: () =>
+    onePicker("consistent_hashing", "consistent-hashing-picker", { replication: 150 }),
+  manual: () => onePicker("manual", "manual-picker", { maxKeys: 100000 }),
 } satisfies Partial<Record<PolicyName, (o: OwnOptions) => SchedulerConfigDocument>>;
 
 type OwnPolicyName = keyof typeof OWN_POLICIES;
@@ -75,7 +86,11 @@ function isOwnPolicy(name: string): name is OwnPolicyName {
   return Object.hasOwn(OWN_POLICIES, name);
 }
 
-const DEFAULT_OPTIONS: OwnOptions = { ...POLICY_DEFAULTS, prefixCostTieBreak: DEFAULT_TIE_BREAK };
+const DEFAULT_OPTIONS: OwnOptions = {
+  ...POLICY_DEFAULTS,
+  prefixCostTieBreak: DEFAULT_TIE_BREAK,
+  prefixTokenCount: DEFAULT_PREFIX_TOKEN_COUNT,
+};
 
 /** The seed systems' algorithms as scheduler configs. */
 const SEED_PROFILES = {

@@ -1,4 +1,4 @@
-import { fmix32 } from "../hash/fmix32.js";
+import { hashString, lowerBound, RingCache } from "./hash-ring.js";
 import type { Pick, Picker, SchedulingContext } from "./plugin.js";
 
 export interface ChwblOptions {
@@ -28,18 +28,15 @@ export interface ChwblOptions {
 export class ChwblPicker implements Picker {
   readonly type = "chwbl-picker";
   readonly usesPrefixes = false;
-  /** Ring of the last candidate list: sorted points and, per point, the candidate's index. */
-  private ringIds: string[] = [];
-  private points: Uint32Array = new Uint32Array(0);
-  private owners: Uint32Array = new Uint32Array(0);
+  private readonly rings: RingCache;
   private visited = new Uint8Array(0);
-  /** Rings of recent candidate lists, least recently used first (ids only: no worker is kept). */
-  private readonly rings: Ring[] = [];
 
   constructor(
     readonly name: string,
     private readonly options: ChwblOptions,
-  ) {}
+  ) {
+    this.rings = new RingCache(options.replication);
+  }
 
   pick(ctx: SchedulingContext, _totals: Float64Array): Pick | -1 {
     const { candidates, alive } = ctx;
@@ -52,11 +49,10 @@ export class ChwblPicker implements Picker {
       total += candidates[i]!.inFlight;
     }
     if (count === 0) return -1;
-    this.ensureRing(ctx);
+    const { points, owners } = this.rings.of(candidates);
+    if (this.visited.length < n) this.visited = new Uint8Array(n);
     const adapter = ctx.request.adapter;
     const bound = (this.options.loadFactor * (total + 1)) / count;
-    const points = this.points;
-    const owners = this.owners;
     const visited = this.visited;
     visited.fill(0, 0, n);
     let at = lowerBound(points, hashString(chwblKey(ctx.request.text, adapter, this.options)));
@@ -81,59 +77,6 @@ export class ChwblPicker implements Picker {
     // No alive endpoint serves the adapter: the key's own endpoint (the filters decide who may).
     return { index: fallback >= 0 ? fallback : home, branch: "ring_default" };
   }
-
-  /**
-   * The ring of this candidate list: the last one used when the list is the same (ids, in order),
-   * else one of the few kept (a retry's list without the tried worker, another model's workers),
-   * else built (sorting replication × n points) and kept, the least recently used dropped.
-   */
-  private ensureRing(ctx: SchedulingContext): void {
-    const { candidates } = ctx;
-    const n = candidates.length;
-    if (this.visited.length < n) this.visited = new Uint8Array(n);
-    if (sameIds(this.ringIds, candidates)) return;
-    let ring = this.rings.find((r) => sameIds(r.ids, candidates));
-    if (ring === undefined) {
-      ring = buildRing(candidates, this.options.replication);
-      if (this.rings.length >= KEPT_RINGS) this.rings.shift();
-    } else {
-      this.rings.splice(this.rings.indexOf(ring), 1);
-    }
-    this.rings.push(ring);
-    this.ringIds = ring.ids;
-    this.points = ring.points;
-    this.owners = ring.owners;
-  }
-}
-
-/** Candidate lists whose rings are kept (a list's ring is replication × n points). */
-const KEPT_RINGS = 4;
-
-interface Ring {
-  readonly ids: string[];
-  readonly points: Uint32Array;
-  readonly owners: Uint32Array;
-}
-
-function sameIds(ids: readonly string[], candidates: readonly { readonly id: string }[]): boolean {
-  if (ids.length !== candidates.length) return false;
-  for (let i = 0; i < ids.length; i++) if (ids[i] !== candidates[i]!.id) return false;
-  return true;
-}
-
-/** `replication` points per candidate (a hash of its id and the point's number), sorted. */
-function buildRing(candidates: readonly { readonly id: string }[], replication: number): Ring {
-  const pairs: [number, number][] = [];
-  for (let i = 0; i < candidates.length; i++) {
-    const id = candidates[i]!.id;
-    for (let v = 0; v < replication; v++) pairs.push([hashString(`${id}${v}`), i]);
-  }
-  pairs.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
-  return {
-    ids: candidates.map((c) => c.id),
-    points: Uint32Array.from(pairs, (p) => p[0]),
-    owners: Uint32Array.from(pairs, (p) => p[1]),
-  };
 }
 
 /** The key KubeAI hashes: the adapter and the first characters of the first user message. */
@@ -152,23 +95,4 @@ export function chwblKey(
   }
   const prefix = text.slice(start, Math.min(end, start + options.prefixChars));
   return adapter === undefined ? prefix : `${prefix}${adapter}`;
-}
-
-/** FNV-1a over UTF-16 code units, finished by fmix32: an unsigned 32-bit ring position. */
-function hashString(s: string): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193);
-  return fmix32(h);
-}
-
-/** First index whose point is ≥ key (points.length when none). */
-function lowerBound(points: Uint32Array, key: number): number {
-  let lo = 0;
-  let hi = points.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (points[mid]! < key) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
 }

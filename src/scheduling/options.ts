@@ -30,6 +30,8 @@ export interface PolicyOptions {
   readonly prefixCostRequestChars?: number | undefined;
   /** prefix_cost: how near-equal costs are settled (TIE_BREAKS). */
   readonly prefixCostTieBreak?: TieBreak | undefined;
+  /** prefix_hash: the prompt's first tokens hashed onto the ring (--prefix-token-count). >= 1. */
+  readonly prefixTokenCount?: number | undefined;
   /** random, power_of_two: the random source (for deterministic tests). */
   readonly random?: RandomSource | undefined;
 }
@@ -42,6 +44,7 @@ export interface ResolvedPolicyOptions {
   readonly prefixCostQueueWeight: number;
   readonly prefixCostRequestChars: number;
   readonly prefixCostTieBreak: TieBreak;
+  readonly prefixTokenCount: number;
   readonly random: RandomSource;
 }
 
@@ -50,7 +53,7 @@ export interface ResolvedPolicyOptions {
  * weights of prefix_cost (see scheduling/prefix-cost.ts and docs/benchmarks.md for how they were set).
  */
 export const POLICY_DEFAULTS: Readonly<
-  Omit<ResolvedPolicyOptions, "random" | "prefixCostTieBreak">
+  Omit<ResolvedPolicyOptions, "random" | "prefixCostTieBreak" | "prefixTokenCount">
 > = Object.freeze({
   cacheThreshold: 0.3,
   balanceAbsThreshold: 64,
@@ -59,6 +62,9 @@ export const POLICY_DEFAULTS: Readonly<
   prefixCostQueueWeight: 0.5,
   prefixCostRequestChars: 256,
 });
+
+/** prefix_hash's prompt tokens hashed: SGLang's default (sgl-model-gateway/src/policies/prefix_hash.rs). */
+export const DEFAULT_PREFIX_TOKEN_COUNT = 256;
 
 /** prefix_cost's tie-break unless configured (issue 27: hash keeps a tenant's work together). */
 export const DEFAULT_TIE_BREAK: TieBreak = "hash";
@@ -127,6 +133,13 @@ export function resolvePolicyOptions(options: PolicyOptions = {}): ResolvedPolic
       ">= 0",
     ),
     prefixCostTieBreak: checkTieBreak(options.prefixCostTieBreak),
+    prefixTokenCount: checkNumber(
+      "prefixTokenCount",
+      options.prefixTokenCount,
+      DEFAULT_PREFIX_TOKEN_COUNT,
+      (v) => Number.isInteger(v) && v >= 1,
+      "that is an integer >= 1",
+    ),
     random,
   };
 }

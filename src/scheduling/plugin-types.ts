@@ -4,8 +4,14 @@ import { CacheAwarePicker } from "./cache-aware.js";
 import { ChwblPicker } from "./chwbl-picker.js";
 import { child, type Parameters, SchedulerConfigError } from "./config-path.js";
 import { AvailableFilter, ModelServedFilter, SaturationFilter } from "./filters.js";
+import { ConsistentHashingPicker, ManualPicker, PrefixHashPicker } from "./key-pickers.js";
 import { ActiveRequestScorer, KvCacheUtilizationScorer, QueueScorer } from "./load-scorers.js";
-import { DEFAULT_TIE_BREAK, POLICY_DEFAULTS, TIE_BREAKS } from "./options.js";
+import {
+  DEFAULT_PREFIX_TOKEN_COUNT,
+  DEFAULT_TIE_BREAK,
+  POLICY_DEFAULTS,
+  TIE_BREAKS,
+} from "./options.js";
 import {
   LeastLoadPicker,
   MaxScorePicker,
@@ -99,6 +105,28 @@ export const PICKER_TYPES: Readonly<Record<string, Make<Picker>>> = {
   "random-picker": (name, _p, env) => new RandomPicker(name, env.random),
   "power-of-two-picker": (name, _p, env) => new PowerOfTwoPicker(name, env.random),
   "least-load-picker": (name) => new LeastLoadPicker(name),
+  // SGLang's keyed policies; its defaults (sgl-model-gateway/src/policies/).
+  "prefix-hash-picker": (name, p) =>
+    new PrefixHashPicker(name, {
+      prefixTokenCount: p.number("prefixTokenCount", DEFAULT_PREFIX_TOKEN_COUNT, {
+        min: 1,
+        integer: true,
+      }),
+      loadFactor: p.number("loadFactor", 1.25, { min: 1 }),
+      replication: p.number("replication", 150, { min: 1, max: 4096, integer: true }),
+    }),
+  "consistent-hashing-picker": (name, p, env) =>
+    new ConsistentHashingPicker(
+      name,
+      p.number("replication", 150, { min: 1, max: 4096, integer: true }),
+      env.random,
+    ),
+  "manual-picker": (name, p, env) =>
+    new ManualPicker(
+      name,
+      p.number("maxKeys", 100000, { min: 1, max: 100_000_000, integer: true }),
+      env.random,
+    ),
   "max-score-picker": (name) => new MaxScorePicker(name),
   "weighted-random-picker": (name, _p, env) => new WeightedRandomPicker(name, env.random),
   "softmax-picker": (name, p, env) =>

@@ -51,7 +51,12 @@ export type RouteBranch =
   | "least_request" // aibrix_prefix: no pod matched (or all were over the bound): least running
   | "ring_home" // chwbl: the key's own endpoint on the ring
   | "ring_walk" // chwbl: walked past endpoints over the load bound
-  | "ring_default"; // chwbl: every endpoint over the bound: the first that serves the adapter
+  | "ring_default" // chwbl: every endpoint over the bound: the first that serves the adapter
+  | "target_worker" // consistent_hashing: the worker x-smg-target-worker named
+  | "key_assigned"; // manual: a routing key new (or whose workers left) given a worker
+
+/** HTTP request headers as Node gives them (lower-case names). */
+export type RequestHeaders = Readonly<Record<string, string | string[] | undefined>>;
 
 export interface RouteRequest {
   /** The text the engine will prefill (see intake/routing-text.ts). May be empty. */
@@ -67,6 +72,10 @@ export interface RouteRequest {
   readonly requested?: string | undefined;
   /** SGLang's lora_path adapter, when the request carries one. */
   readonly adapter?: string | undefined;
+  /** The conversation's key (--session-affinity), for pickers that keep their own (manual). */
+  readonly session?: string | undefined;
+  /** The request's headers, for pickers routed by one (SGLang's x-smg-routing-key). */
+  readonly headers?: RequestHeaders | undefined;
   /**
    * The worker this conversation was last sent to (--session-affinity): a profile with a
    * session-affinity-scorer weighs it, any other keeps the conversation there (profile.ts).
@@ -153,5 +162,9 @@ export const POLICY_NAMES = [
   "precise_weighted",
   "chwbl",
   "dynamo_cost",
+  // SGLang's keyed policies (src/scheduling/key-pickers.ts).
+  "prefix_hash",
+  "consistent_hashing",
+  "manual",
 ] as const;
 export type PolicyName = (typeof POLICY_NAMES)[number];

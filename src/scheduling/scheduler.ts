@@ -11,9 +11,11 @@ import type {
   Policy,
   PolicyWorker,
   ProfileExplanation,
+  RequestHeaders,
   RouteDecision,
   RouteRequest,
 } from "./policy.js";
+import { PrefixIndexPlugin } from "./prefix-plugin.js";
 import type { SessionTable } from "./session-table.js";
 
 /** A policy's decision, plus what the prefix index needs to take it back. */
@@ -44,23 +46,24 @@ export interface DecisionRequest extends PrepareRequest {
   readonly model?: string | undefined;
   /** Conversation id (--session-affinity); its turns stay on one worker while it is a candidate. */
   readonly session?: string | undefined;
+  /** The request's headers (pickers routed by a header: SGLang's x-smg-routing-key). */
+  readonly headers?: RequestHeaders | undefined;
   /** The model the client named, and SGLang's lora_path adapter (scheduling profiles read them). */
   readonly requested?: string | undefined;
   readonly adapter?: string | undefined;
 }
 
 /**
- * Joins a policy and a prefix index: asks the index how much of the text each candidate holds,
- * lets the policy choose, and records the text as routed to the chosen worker. The policy never
- * sees the index, and the index never sees load.
- *
- * The text goes into the index at decision time, not when the answer arrives, so that a burst of
- * requests with one new prefix converges on the worker that got the first of them. When that
- * worker then does not accept the request (`rejected`), the index forgets what the insert claimed.
+ * The one scheduler: runs the profile (every --policy and --scheduler-config is one) over the
+ * candidates, with the prefix plugin's stages around it (prefix-plugin.ts: prepare, match, the
+ * insert after dispatch, take-back on rejection, the engine's reported cache), the session table
+ * (--session-affinity) and the replicas' agreement on new prefixes (--state-url).
  */
 export class Scheduler {
   /** Reused across decisions: `select` is synchronous and never keeps the array. */
   private readonly matched: number[] = [];
+  /** The prefix index's request-stage hooks. */
+  readonly prefix: PrefixIndexPlugin;
 
   constructor(
     readonly policy: Policy,
@@ -69,7 +72,9 @@ export class Scheduler {
     private readonly sessions?: SessionTable,
     /** Replicas sharing state (--state-url): agreement on new prefixes (decideAgreed). */
     private readonly claims?: PrefixClaims,
-  ) {}
+  ) {
+    this.prefix = new PrefixIndexPlugin(index);
+  }
 
   /** The profile's name when x-radixgate-route names it (not the router's own policies). */
   get profile(): string | undefined {
@@ -87,9 +92,7 @@ export class Scheduler {
     candidates: () => readonly PolicyWorker[],
     request: DecisionRequest,
   ): Promise<void> | undefined {
-    if (this.index.prepare === undefined || !this.policy.usesPrefixes) return undefined;
-    if (request.text.length === 0 || request.tokenizeInput === undefined) return undefined;
-    return this.index.prepare(request, candidates());
+    return this.policy.usesPrefixes ? this.prefix.prepare(request, candidates) : undefined;
   }
 
   decide<W extends PolicyWorker>(
@@ -200,8 +203,7 @@ export class Scheduler {
       available > heldBefore
         ? lossReasonOf(branch, this.policy.filteredOut?.(best) === true)
         : null;
-    this.index.insert(worker.id, request.model, request.text);
-    const rank = this.index.rankOf?.(worker.id);
+    const rank = this.prefix.afterDispatch(worker.id, request);
     return {
       worker,
       branch,
@@ -258,7 +260,7 @@ export class Scheduler {
   }
 
   private sourceOf(workerId: string): string {
-    return this.index.sourceOf?.(workerId) ?? this.index.name;
+    return this.prefix.sourceOf(workerId);
   }
 
   /** Matches the text in the index (into this.matched), then the profile's pick. */
@@ -269,8 +271,7 @@ export class Scheduler {
     const usesIndex = this.usesIndex(request);
     const matched = this.matched;
     if (usesIndex) {
-      matched.length = candidates.length;
-      this.index.match(request.text, request.model, candidates, matched);
+      this.prefix.match(request, candidates, matched);
     }
     const sessionWorker =
       request.session === undefined ? undefined : this.sessions?.workerFor(request.session);
@@ -283,13 +284,15 @@ export class Scheduler {
     usesIndex: boolean,
     sessionWorker: string | undefined,
   ): RouteRequest {
-    const { text, model, requested, adapter } = request;
+    const { text, model, requested, adapter, session, headers } = request;
     return {
       text,
       model,
       matched: usesIndex ? this.matched : undefined,
       requested,
       adapter,
+      session,
+      headers,
       sessionWorker,
     };
   }
@@ -300,7 +303,7 @@ export class Scheduler {
    */
   rejected(decision: Decision<PolicyWorker>, request: DecisionRequest): void {
     if (decision.index === null) return;
-    this.index.truncate(decision.worker.id, request.model, request.text, decision.heldBefore);
+    this.prefix.rejected(decision.worker.id, request, decision.heldBefore);
   }
 
   /**
@@ -311,11 +314,20 @@ export class Scheduler {
    */
   reported(decision: Decision<PolicyWorker>, request: DecisionRequest, engineHeld: number): number {
     if (decision.index === null) return 0;
-    const { text, model } = request;
-    const id = decision.worker.id;
-    const before = this.index.size(id);
-    if (this.index.truncate(id, model, text, engineHeld) === 0) return 0;
-    this.index.insert(id, model, text);
-    return Math.max(0, before - this.index.size(id));
+    return this.prefix.completed(decision.worker.id, request, engineHeld);
   }
+}
+
+/**
+ * The room rule: the candidates where the request has room (admission's Admission.roomFor: not
+ * saturated, or outranking the work that fills them), when any is left; else all of them, so the
+ * request still goes somewhere (it was admitted because one had room a moment ago).
+ */
+export function withRoom<W>(
+  candidates: readonly W[],
+  room: ((worker: W) => boolean) | undefined,
+): readonly W[] {
+  if (room === undefined) return candidates;
+  const roomy = candidates.filter(room);
+  return roomy.length > 0 ? roomy : candidates;
 }

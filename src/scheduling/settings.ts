@@ -3,11 +3,12 @@
  * profile). The defaults are the policies' own (options.ts: POLICY_DEFAULTS, DEFAULT_TIE_BREAK),
  * written once there.
  */
-import { number, oneOf, type Parser } from "../config-kit/parsers.js";
+import { integer, number, oneOf, type Parser } from "../config-kit/parsers.js";
 import { section } from "../config-kit/setting.js";
 import { ConfigError } from "../errors.js";
 import { SchedulerConfigError } from "./config-path.js";
 import {
+  DEFAULT_PREFIX_TOKEN_COUNT,
   DEFAULT_TIE_BREAK,
   POLICY_DEFAULTS,
   type ResolvedPolicyOptions,
@@ -52,9 +53,16 @@ export const POLICIES_SETTINGS = section<PoliciesConfig>(
     policy: {
       flag: "--policy",
       arg: "<name>",
-      description: `Routing policy: ${POLICY_NAMES.join(" | ")}. aibrix_prefix, llmd_approx, precise_weighted (with --kv-events), chwbl and dynamo_cost are the seed systems' algorithms as scheduling profiles (docs/scheduling.md).`,
+      description: `Routing policy: ${POLICY_NAMES.join(" | ")}. Each is a scheduling profile (docs/scheduling.md; docs/scheduler/NAME.yaml is the same as a --scheduler-config file): aibrix_prefix, llmd_approx, precise_weighted (with --kv-events), chwbl and dynamo_cost are the seed systems' algorithms; prefix_hash, consistent_hashing and manual are SGLang's keyed ones (manual: sticky by the x-smg-routing-key header or the --session-affinity key).`,
       default: "prefix_cost",
-      parse: oneOf(POLICY_NAMES),
+      parse: (raw, flag) => {
+        if ((POLICY_NAMES as readonly string[]).includes(raw)) return raw as PolicyName;
+        // Sticky sessions are often looked for under a policy's name.
+        throw new ConfigError(
+          flag,
+          `must be one of ${POLICY_NAMES.join(", ")}, got "${raw}"; to keep a conversation on one worker with any policy: --session-affinity header|user`,
+        );
+      },
     },
     cacheThreshold: {
       flag: "--cache-threshold",
@@ -116,6 +124,14 @@ export const POLICIES_SETTINGS = section<PoliciesConfig>(
         "prefix_cost: how near-equal costs are settled when some worker holds part of the text. hash = among the candidates within half of --prefix-cost-request-chars of the lowest cost, the one holding the most of the text, then a hash of the end of that prefix, so near-ties among its holders go to the same worker whatever the load of the moment; rotation = exact ties only, the less loaded, then in turn.",
       default: DEFAULT_TIE_BREAK,
       parse: oneOf(TIE_BREAKS),
+    },
+    prefixTokenCount: {
+      flag: "--prefix-token-count",
+      arg: "<tokens>",
+      description:
+        "prefix_hash: the prompt's first tokens hashed onto the consistent ring, as SGLang's --prefix-token-count (4 characters of the routing text each).",
+      default: DEFAULT_PREFIX_TOKEN_COUNT,
+      parse: integer(1),
     },
   },
   refuseLoadBlindPrefixCost,

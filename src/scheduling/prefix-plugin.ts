@@ -1,0 +1,78 @@
+import type { PrefixIndex, PrepareRequest } from "../index/prefix-index.js";
+import type { PolicyWorker } from "./policy.js";
+
+/** What the prefix plugin reads of a request. */
+export interface PrefixRequest extends PrepareRequest {
+  readonly text: string;
+  /** The index key (the model or adapter whose KV is kept apart). */
+  readonly model?: string | undefined;
+}
+
+/**
+ * The prefix index's work for the scheduler, in one place, at the request's stages (the shape of
+ * GIE's prefix plugin: prepare data, score, pre-request, response complete):
+ * - prepare: the index's asynchronous step before the decision (tokenizing, for the precise index);
+ * - match: how much of the text each candidate probably holds (what prefix-reading plugins score);
+ * - afterDispatch: the text goes into the chosen worker's entry at decision time, so a burst of
+ *   requests with one new prefix converges on the worker that got the first of them;
+ * - rejected: the chosen worker did not accept the request: the entry keeps only what it held;
+ * - completed: the engine reported how much it held; what it evicted is forgotten;
+ * - truncate: the primitive both take back with.
+ * The profile never sees the index, and the index never sees load.
+ */
+export class PrefixIndexPlugin {
+  constructor(readonly index: PrefixIndex) {}
+
+  /** The index's asynchronous step, when it has one and there is text; undefined otherwise. */
+  prepare(
+    request: PrefixRequest,
+    candidates: () => readonly PolicyWorker[],
+  ): Promise<void> | undefined {
+    if (this.index.prepare === undefined) return undefined;
+    if (request.text.length === 0 || request.tokenizeInput === undefined) return undefined;
+    return this.index.prepare(request, candidates());
+  }
+
+  /** out[i] = leading characters of the text candidates[i] probably holds. */
+  match(request: PrefixRequest, candidates: readonly PolicyWorker[], out: number[]): void {
+    out.length = candidates.length;
+    this.index.match(request.text, request.model, candidates, out);
+  }
+
+  /**
+   * The text routed to `workerId`: inserted into its entry. Returns the data-parallel rank of its
+   * engine the index chose (its cache holds the most), when the index sees ranks.
+   */
+  afterDispatch(workerId: string, request: PrefixRequest): number | undefined {
+    this.index.insert(workerId, request.model, request.text);
+    return this.index.rankOf?.(workerId);
+  }
+
+  /** The worker did not accept the request: its entry keeps the `heldBefore` it held. */
+  rejected(workerId: string, request: PrefixRequest, heldBefore: number): void {
+    this.truncate(workerId, request, heldBefore);
+  }
+
+  /**
+   * The worker's engine reports holding only about `engineHeld` characters of the text before
+   * this request (it evicted the rest): whatever the index keeps below that point is gone from
+   * the engine too (prefix caches are prefix-closed), so forget it; this request's own text was
+   * just computed there and stays. Returns the characters forgotten (net of the text).
+   */
+  completed(workerId: string, request: PrefixRequest, engineHeld: number): number {
+    const before = this.index.size(workerId);
+    if (this.truncate(workerId, request, engineHeld) === 0) return 0;
+    this.index.insert(workerId, request.model, request.text);
+    return Math.max(0, before - this.index.size(workerId));
+  }
+
+  /** Forgets what the worker's entry holds of the text past `keep` characters; returns how much. */
+  truncate(workerId: string, request: PrefixRequest, keep: number): number {
+    return this.index.truncate(workerId, request.model, request.text, keep);
+  }
+
+  /** The index that answers for this worker (a hybrid index names its source). */
+  sourceOf(workerId: string): string {
+    return this.index.sourceOf?.(workerId) ?? this.index.name;
+  }
+}

@@ -1,0 +1,55 @@
+import { describe, expect, it } from "vitest";
+import { ApproximateIndex } from "../../src/index/approximate-index.js";
+import { PrefixIndexPlugin } from "../../src/scheduling/prefix-plugin.js";
+
+const SYSTEM = "You are a helpful assistant. Answer briefly. ";
+
+function setup() {
+  const index = new ApproximateIndex();
+  const workers = ["a", "b"].map((id) => ({ id, inFlight: 0 }));
+  for (const w of workers) index.addWorker(w.id);
+  return { index, workers, plugin: new PrefixIndexPlugin(index) };
+}
+
+describe("the prefix index as one plugin with request-stage hooks", () => {
+  it("match → afterDispatch → match: the dispatched text is what the worker then holds", () => {
+    const { workers, plugin } = setup();
+    const request = { text: `${SYSTEM}first` };
+    const out: number[] = [];
+    plugin.match(request, workers, out);
+    expect(out).toEqual([0, 0]);
+    plugin.afterDispatch("b", request);
+    plugin.match({ text: `${SYSTEM}second` }, workers, out);
+    expect(out).toEqual([0, SYSTEM.length]);
+  });
+
+  it("rejected takes back what the dispatch claimed, down to what was held before", () => {
+    const { workers, plugin } = setup();
+    plugin.afterDispatch("a", { text: SYSTEM });
+    const request = { text: `${SYSTEM}a long new question` };
+    plugin.afterDispatch("a", request);
+    plugin.rejected("a", request, SYSTEM.length);
+    const out: number[] = [];
+    plugin.match(request, workers, out);
+    expect(out[0]).toBe(SYSTEM.length);
+  });
+
+  it("completed forgets what the engine evicted below its reported hit, keeping this text", () => {
+    const { workers, plugin } = setup();
+    const request = { text: `${SYSTEM}question` };
+    plugin.afterDispatch("a", request);
+    // The engine held only 10 characters before this request: the rest it had evicted.
+    expect(plugin.completed("a", request, 10)).toBe(0);
+    const out: number[] = [];
+    plugin.match(request, workers, out);
+    expect(out[0]).toBe(request.text.length);
+    expect(plugin.sourceOf("a")).toBe("approx");
+  });
+
+  it("prepare is a no-op for an index without an asynchronous step", () => {
+    const { workers, plugin } = setup();
+    expect(plugin.prepare({ text: "x", tokenizeInput: "x" } as never, () => workers)).toBe(
+      undefined,
+    );
+  });
+});
