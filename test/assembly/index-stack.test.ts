@@ -11,7 +11,7 @@ import { configWith, defaultConfig } from "../../src/config.js";
 import { HybridIndex, PRECISE } from "../../src/index/hybrid-index.js";
 import { createLogger } from "../../src/logger.js";
 import { Metrics } from "../../src/metrics.js";
-import { createPolicy } from "../../src/scheduling/policy-factory.js";
+import { createPolicy } from "../../src/scheduling/builtin-profiles.js";
 import { WorkerRegistry } from "../../src/workers/registry.js";
 import { postJson, waitFor } from "../helpers/router.js";
 
