@@ -75,6 +75,8 @@ export class SiblingState {
     this.readyResolve = resolve;
   });
   private stopped = false;
+  /** start() is over: this process's membership changes go to the siblings from now on. */
+  private replayed = false;
   /** The worker set, when this channel carries it (no --state-url): sent and applied through it. */
   private membership: ReplicatedMembership | undefined;
   /** Workers a sibling added that are not in the registry yet: their decisions wait for them. */
@@ -147,9 +149,13 @@ export class SiblingState {
     membership.carryWith((change) => this.sendMembership(siblingChange(change)));
   }
 
-  /** One of this process's membership changes, for the siblings (never dropped). */
+  /**
+   * One of this process's membership changes, for the siblings (never dropped). Not before the
+   * replay is over: the workers a process starts with (--worker-urls) are its own starting point,
+   * not a change, and a replayed removal must win over them, as it does after a restart.
+   */
   private sendMembership(change: SiblingMemberChange): void {
-    if (this.stopped) return;
+    if (this.stopped || !this.replayed) return;
     if (!this.transport.send({ rg: "sib", t: "member", change })) {
       this.logger.warn(
         { url: change.url, change: change.kind },
@@ -169,6 +175,7 @@ export class SiblingState {
       }),
     ]);
     clearTimeout(timer);
+    this.replayed = true;
     this.loadTimer = setInterval(() => this.sendLoad(), LOAD_CHECK_MS);
     this.loadTimer.unref();
     this.logger.info(
