@@ -15,7 +15,6 @@ import { decodePolicyName, pdEnabled, prefillPolicyName } from "./disaggregation
 import { kubernetesDiscoveryOptions } from "./discovery/kubernetes-settings.js";
 import { WorkerMembership } from "./discovery/membership.js";
 import { type Discovery, startDiscovery } from "./discovery/setup.js";
-import { shareAdminMembership } from "./discovery/sibling-membership.js";
 import type { DnsResolver } from "./discovery/worker-dns.js";
 import { ConfigError, RouterError } from "./errors.js";
 import { BodyBudget } from "./intake/body-budget.js";
@@ -151,9 +150,6 @@ export function createRouter(
     },
     workerTypes: pd ? ["prefill", "decode"] : ["regular"],
   });
-  // radixgate-cluster: admin-made membership reaches every process (through Redis with --state-url).
-  if (siblingState !== undefined && sharedState === undefined)
-    shareAdminMembership(membership, siblingState, logger);
   const parsePool =
     intake.parseWorkers > 0
       ? new ParsePool({ size: intake.parseWorkers, memoryMb: intake.parseWorkerMemoryMb })

@@ -2,12 +2,12 @@
  * The index stack, built once, in order: the base index (--prefix-index, or the one a profile
  * brings), the hybrid index around it (--kv-events), the publishing index around either
  * (--state-url). The registry exists first and knows nothing of the index; the stack subscribes to
- * its added/removed events (index/membership.ts) before anything else does, so every later
+ * its added/removed events (index/follow-workers.ts) before anything else does, so every later
  * listener (the KV-event feed, the tree budgets, the shared state) sees the index up to date.
  */
 import { BlockHashIndex } from "../index/block-hash-index.js";
 import { createBaseIndex, type PrefixIndexName } from "../index/factory.js";
-import { followMembership } from "../index/membership.js";
+import { followWorkers } from "../index/follow-workers.js";
 import type { PrefixIndex } from "../index/prefix-index.js";
 import type { IndexConfig } from "../index/settings.js";
 import type { KvEventsManager } from "../kv-events/manager.js";
@@ -17,6 +17,7 @@ import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
 import type { Policy } from "../scheduling/policy.js";
 import { PeerInFlight } from "../state/peer-in-flight.js";
+import { ReplicatedMembership } from "../state/replicated-membership.js";
 import { type StateConfig, sharedStateOptions } from "../state/settings.js";
 import { SharedState, type SharedStateOptions } from "../state/shared-state.js";
 import type { SiblingLink } from "../state/sibling-link.js";
@@ -68,7 +69,7 @@ export interface IndexStackDeps {
   readonly registry: WorkerRegistry;
   readonly metrics: Metrics;
   readonly logger: Logger;
-  /** --state-url: a worker a peer replica added (this replica probes it before it takes traffic). */
+  /** A worker a peer replica or sibling process added (probed here before it takes traffic). */
   readonly onRemoteAdd?: (worker: Worker) => void;
   /** A radixgate-cluster process: decisions shared with its siblings over the local channel. */
   readonly siblings?: SiblingLink | undefined;
@@ -132,7 +133,7 @@ export function buildIndexStack(options: IndexStackOptions, deps: IndexStackDeps
 
   // Who follows the registry, in this order: the index first, then what relies on it knowing the
   // worker (the event feed filling its precise part, the budgets set on it, the peers told of it).
-  followMembership(index, registry);
+  followWorkers(index, registry);
   kv?.manager.followRegistry();
   // Tree budgets follow the engines' KV capacity (--max-tree-size auto) or stay fixed.
   const budgets = new TreeBudgets(index, options.maxTreeSize, options.treeCapacityFactor);
@@ -140,11 +141,21 @@ export function buildIndexStack(options: IndexStackOptions, deps: IndexStackDeps
     if (event === "added") budgets.added(worker);
   });
   const peers = siblingState === undefined ? undefined : new PeerInFlight();
-  sharedState?.attach(registry, metrics.registry, {
-    ...(deps.onRemoteAdd !== undefined ? { onRemoteAdd: deps.onRemoteAdd } : {}),
-    ...(peers !== undefined ? { peers } : {}),
-  });
+  // The worker set travels on one transport: Redis when it is on (to the cluster's processes
+  // too), else the cluster's channel.
+  const membership =
+    sharedState === undefined && siblingState === undefined
+      ? undefined
+      : new ReplicatedMembership(registry, logger, {
+          ...(deps.onRemoteAdd !== undefined ? { onRemoteAdd: deps.onRemoteAdd } : {}),
+        });
+  if (sharedState !== undefined && membership !== undefined)
+    sharedState.attach(registry, metrics.registry, membership, {
+      ...(peers !== undefined ? { peers } : {}),
+    });
   if (peers !== undefined) siblingState?.attach(registry, peers);
+  if (sharedState === undefined && membership !== undefined)
+    siblingState?.carryMembership(membership);
 
   // A profile that fixes its block size (aibrix_prefix: 128 characters) keeps it.
   const learnBlocks = options.blockChars === "auto" && base instanceof BlockHashIndex;

@@ -22,26 +22,13 @@ export interface MembershipDeps {
   workerTypes?: readonly WorkerType[];
 }
 
-/** A membership change made through the admin API (what radixgate-cluster's siblings replay). */
-export type AdminChange = { kind: "add"; spec: WorkerSpec } | { kind: "remove"; url: string };
-
 /**
  * The one way workers join and leave at run time, shared by the admin API and the discovery
  * sources: the registry's checks (canonical URL, link-local refusal, the router's own address,
  * duplicates), then a health check before the worker takes traffic.
  */
 export class WorkerMembership {
-  private readonly adminListeners: ((change: AdminChange) => void)[] = [];
-
   constructor(private readonly deps: MembershipDeps) {}
-
-  /**
-   * Called after each change made through the admin API succeeded (source "admin"), with the
-   * worker's canonical URL: radixgate-cluster passes it to the sibling processes.
-   */
-  onAdminChange(listener: (change: AdminChange) => void): void {
-    this.adminListeners.push(listener);
-  }
 
   /** Adds a worker; `source` (admin, file, dns) goes in the log line. */
   async add(spec: WorkerSpec, source: string): Promise<Worker> {
@@ -78,7 +65,6 @@ export class WorkerMembership {
     // Probed before it takes traffic; the admin API's answer reports the result ("healthy").
     await health.probeFirst(worker);
     if (checked !== undefined) kvEvents?.configure(worker, checked);
-    if (source === "admin") this.tell({ kind: "add", spec: { ...spec, url: worker.url, role } });
     return worker;
   }
 
@@ -90,11 +76,6 @@ export class WorkerMembership {
       { worker: worker.id, url: worker.url, in_flight: worker.inFlight, source },
       "worker removed",
     );
-    if (source === "admin") this.tell({ kind: "remove", url: worker.url });
     return worker;
-  }
-
-  private tell(change: AdminChange): void {
-    for (const listener of this.adminListeners) listener(change);
   }
 }

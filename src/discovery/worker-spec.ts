@@ -44,22 +44,6 @@ export function workerSpecFrom(fields: Record<string, unknown>, example: string)
   };
 }
 
-/** The inverse of workerSpecFrom: a spec as the JSON fields of POST /workers. */
-export function workerSpecFields(spec: WorkerSpec): Record<string, string | number | null> {
-  const fields: Record<string, string | number | null> = { url: spec.url };
-  if (spec.apiKey !== undefined) fields.api_key = spec.apiKey;
-  if (spec.kvEndpoints !== undefined) {
-    fields.kv_events_endpoint = spec.kvEndpoints.endpoint;
-    if (spec.kvEndpoints.replayEndpoint !== undefined)
-      fields.kv_events_replay_endpoint = spec.kvEndpoints.replayEndpoint;
-  }
-  if (spec.role !== undefined && spec.role.type !== "regular") {
-    fields.worker_type = spec.role.type;
-    fields.bootstrap_port = spec.role.bootstrapPort;
-  }
-  return fields;
-}
-
 /**
  * `worker_type` ("regular" | "prefill" | "decode") and `bootstrap_port` (prefill only), as SGLang's
  * gateway takes them (WorkerConfigRequest, sgl-model-gateway/src/protocols/worker_spec.rs);

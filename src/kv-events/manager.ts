@@ -104,7 +104,7 @@ export class KvEventsManager implements TokenSource {
   /**
    * Subscribes to the registry's workers: those there now, and each one added later as it is
    * added. Called by whoever builds the index stack, after the index follows the registry
-   * (index/membership.ts), so that the precise index already knows a worker when its events come.
+   * (index/follow-workers.ts), so that the precise index already knows a worker when its events come.
    */
   followRegistry(): void {
     this.registry.onChange((event, worker) => {

@@ -6,7 +6,7 @@ import type { Logger } from "../logger.js";
 import type { WorkerRegistry } from "../workers/registry.js";
 import type { Worker } from "../workers/worker.js";
 import { LoadSync } from "./load-sync.js";
-import { MembershipSync } from "./membership-sync.js";
+
 import { OpOrder } from "./op-order.js";
 import { OpsPublisher } from "./ops-publisher.js";
 import { OpsReader } from "./ops-reader.js";
@@ -14,11 +14,13 @@ import type { PeerInFlight } from "./peer-in-flight.js";
 import { RedisPrefixClaims } from "./prefix-claims.js";
 import { PublishingIndex } from "./publishing-index.js";
 import { RedisLink } from "./redis-link.js";
+import type { ReplicatedMembership } from "./replicated-membership.js";
 import type { SharedStateOptions } from "./settings.js";
 import { type StateKeys, stateKeys } from "./state-keys.js";
 import { StateMetrics } from "./state-metrics.js";
 import type { StateOp } from "./state-op.js";
 import { StateSecret } from "./state-secret.js";
+import { WorkersHash } from "./workers-hash.js";
 
 // The options type lives beside the state section's rows; importers keep finding it here.
 export type { SharedStateOptions };
@@ -46,7 +48,9 @@ export class SharedState {
   private inner: PrefixIndex | undefined;
   private registry: WorkerRegistry | undefined;
   private metrics: StateMetrics | undefined;
-  private membership: MembershipSync | undefined;
+  /** The fleet's worker set: carried by this transport, loaded from the workers hash. */
+  private membership: ReplicatedMembership | undefined;
+  private workersHash: WorkersHash | undefined;
   private load: LoadSync | undefined;
   private readonly keys: StateKeys;
   private readonly sibling: ((replicaId: string) => boolean) | undefined;
@@ -120,9 +124,8 @@ export class SharedState {
       { key_prefix: this.options.keyPrefix },
       "shared state: the ops stream was deleted or went backwards (Redis lost data, failover, or someone wrote to it); reading it again from its start",
     );
-    const membership = this.membership;
-    if (membership !== undefined && this.link.up)
-      this.reconciling = membership.reconcile().catch(() => {});
+    const hash = this.workersHash;
+    if (hash !== undefined && this.link.up) this.reconciling = hash.reconcile().catch(() => {});
   }
 
   /** The index the router should use: `index`, publishing its decisions. */
@@ -136,14 +139,14 @@ export class SharedState {
   }
 
   /**
-   * Connects the registry (its changes are published, peers' are applied to it; its workers'
-   * in-flight counts are shared) and registers the metrics.
+   * Connects the registry (its workers' in-flight counts are shared), carries the worker set's
+   * changes (`membership`: published, and peers' applied through it) and registers the metrics.
    */
   attach(
     registry: WorkerRegistry,
     metricsRegistry: Registry,
+    membership: ReplicatedMembership,
     hooks: {
-      onRemoteAdd?: (worker: Worker) => void;
       /** Where peers' counts go when a second source (the cluster's siblings) adds its own. */
       peers?: PeerInFlight;
     } = {},
@@ -153,21 +156,23 @@ export class SharedState {
       connected: () => this.link.up,
       pending: () => this.publisher.pending,
     });
-    const membership = new MembershipSync(
+    this.membership = membership;
+    membership.carryWith((change) => this.publisher.publish(change));
+    const hash = new WorkersHash(
       this.link,
       {
         keys: this.keys,
         registry,
+        membership,
         publisher: this.publisher,
         secret: this.secret,
         onRejected: (reason) => this.metrics?.rejected.inc({ reason }),
         order: this.order,
         refreshMs: Math.max(1, Math.floor(this.options.maxOpAgeMs / 3)),
-        ...(hooks.onRemoteAdd !== undefined ? { onRemoteAdd: hooks.onRemoteAdd } : {}),
       },
       this.logger,
     );
-    this.membership = membership;
+    this.workersHash = hash;
     this.load = new LoadSync(this.link, {
       replicaId: this.replicaId,
       keys: this.keys,
@@ -186,7 +191,7 @@ export class SharedState {
       onRejected: (reason) => this.metrics?.rejected.inc({ reason }),
     });
     this.link.onChange((up) => {
-      if (up) this.reconciling = membership.reconcile().catch(() => {});
+      if (up) this.reconciling = hash.reconcile().catch(() => {});
     });
   }
 
@@ -200,7 +205,7 @@ export class SharedState {
     if (connected && this.reconciling !== undefined) await withDeadline(this.reconciling, deadline);
     this.reader.start();
     this.load?.start();
-    this.membership?.startRefresh();
+    this.workersHash?.startRefresh();
     if (connected) await this.reader.caughtUp(Math.max(0, deadline - Date.now()));
     this.logger.info(
       { replica: this.replicaId, connected, key_prefix: this.options.keyPrefix },
@@ -222,16 +227,17 @@ export class SharedState {
           inner.truncate(op.worker, op.model, op.text, op.keep);
         break;
       case "add":
-        void this.membership?.applyAdd(op.url, op.apiKey, op.role);
+        void this.membership?.apply(op);
         break;
       case "remove":
-        this.membership?.applyRemove(op.url);
+        this.workersHash?.forget(op.url);
+        void this.membership?.apply(op);
         break;
     }
   }
 
   async stop(): Promise<void> {
-    this.membership?.stopRefresh();
+    this.workersHash?.stopRefresh();
     await this.load?.stop();
     this.publisher.stop();
     const reading = this.reader.stop();

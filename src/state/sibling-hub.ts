@@ -30,7 +30,7 @@ interface Member {
  * - relays each process's decisions (index ops) and in-flight counts to every other process;
  * - answers new-prefix claims, first come first served, as Redis's `SET NX` does between hosts:
  *   the primary is the one place two processes' claims meet, so they never race;
- * - relays membership changes made through one process's admin API, and keeps the last one per
+ * - relays each process's membership changes (every add and remove), and keeps the last one per
  *   worker (bounded), so a process that starts later routes to the same workers;
  * - keeps the newest decisions (bounded) and every process's last counts, for a process that
  *   starts later (one restarted after a crash), which gets them before it serves;
@@ -46,7 +46,7 @@ export class SiblingHub {
   private readonly recent: StateOp[] = [];
   private recentHead = 0;
   private recentChars = 0;
-  /** Worker URL → the last admin-made change for it; insertion order = age. */
+  /** Worker URL → the last membership change for it; insertion order = age. */
   private readonly memberChanges = new Map<string, SiblingMemberChange>();
   /** key → claim value and its expiry (epoch ms); insertion order = age. */
   private readonly claims = new Map<string, { value: string; expires: number }>();
@@ -189,7 +189,7 @@ export class SiblingHub {
   }
 
   /**
-   * What a starting process needs: the admin-made membership (first: the decisions that follow
+   * What a starting process needs: the membership changes (first: the decisions that follow
    * name those workers), the newest decisions, its siblings' counts, then "ready".
    */
   private replayTo(member: Member): void {

@@ -15,9 +15,9 @@ import type { StateOp } from "./state-op.js";
  */
 
 /**
- * A membership change made through one process's admin API, for its siblings: an add carries the
- * worker's fields as POST /workers takes them (url, api_key, worker_type...), parsed again by the
- * receiver (discovery/sibling-membership.ts); a remove, the worker's canonical URL.
+ * A change of one process's worker set, for its siblings: an add carries the worker's fields as
+ * POST /workers names them (url, api_key, worker_type, bootstrap_port), parsed again by the
+ * receiver (state/sibling-state.ts); a remove, the worker's canonical URL.
  */
 export type SiblingMemberChange =
   | { readonly kind: "add"; readonly url: string; readonly fields: Record<string, MemberField> }

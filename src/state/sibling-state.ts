@@ -3,9 +3,11 @@ import type { PrefixClaims } from "../index/prefix-claims.js";
 import type { PrefixIndex } from "../index/prefix-index.js";
 import type { Logger } from "../logger.js";
 import type { WorkerRegistry } from "../workers/registry.js";
+import { roleFrom } from "../workers/worker-role.js";
 import { BoundedQueue } from "./bounded-queue.js";
 import type { PeerInFlight } from "./peer-in-flight.js";
 import { PublishingIndex } from "./publishing-index.js";
+import type { MemberChange, ReplicatedMembership } from "./replicated-membership.js";
 import { SiblingClaims } from "./sibling-claims.js";
 import type { SiblingTransport } from "./sibling-link.js";
 import {
@@ -73,8 +75,10 @@ export class SiblingState {
     this.readyResolve = resolve;
   });
   private stopped = false;
-  /** Applies a sibling's admin-made membership change (discovery/sibling-membership.ts). */
-  private memberListener: ((change: SiblingMemberChange) => Promise<void>) | undefined;
+  /** start() is over: this process's membership changes go to the siblings from now on. */
+  private replayed = false;
+  /** The worker set, when this channel carries it (no --state-url): sent and applied through it. */
+  private membership: ReplicatedMembership | undefined;
   /** Workers a sibling added that are not in the registry yet: their decisions wait for them. */
   private readonly awaitedWorkers = new Set<string>();
   /** Decision batches waiting for those workers (bounded; the oldest dropped: hints). */
@@ -136,17 +140,22 @@ export class SiblingState {
   }
 
   /**
-   * Membership changes made through the siblings' admin APIs arrive at `listener` (which adds the
-   * worker through the membership path); none is sent or applied unless this is called (with
-   * --state-url, membership travels through Redis instead).
+   * Carries the worker set's changes over the channel: every add and remove of this process's
+   * registry goes to the siblings, theirs are applied through `membership`. Not called with
+   * --state-url: the worker set then travels through Redis, for the cluster's processes too.
    */
-  onMembership(listener: (change: SiblingMemberChange) => Promise<void>): void {
-    this.memberListener = listener;
+  carryMembership(membership: ReplicatedMembership): void {
+    this.membership = membership;
+    membership.carryWith((change) => this.sendMembership(siblingChange(change)));
   }
 
-  /** One of this process's admin-made membership changes, for the siblings (never dropped). */
-  sendMembership(change: SiblingMemberChange): void {
-    if (this.stopped || this.memberListener === undefined) return;
+  /**
+   * One of this process's membership changes, for the siblings (never dropped). Not before the
+   * replay is over: the workers a process starts with (--worker-urls) are its own starting point,
+   * not a change, and a replayed removal must win over them, as it does after a restart.
+   */
+  private sendMembership(change: SiblingMemberChange): void {
+    if (this.stopped || !this.replayed) return;
     if (!this.transport.send({ rg: "sib", t: "member", change })) {
       this.logger.warn(
         { url: change.url, change: change.kind },
@@ -166,6 +175,7 @@ export class SiblingState {
       }),
     ]);
     clearTimeout(timer);
+    this.replayed = true;
     this.loadTimer = setInterval(() => this.sendLoad(), LOAD_CHECK_MS);
     this.loadTimer.unref();
     this.logger.info(
@@ -312,13 +322,19 @@ export class SiblingState {
   }
 
   /** A sibling's membership change: applied, its decisions held until its worker is added. */
-  private memberChanged(change: SiblingMemberChange): void {
-    const listener = this.memberListener;
-    if (listener === undefined) return;
+  private memberChanged(raw: SiblingMemberChange): void {
+    const membership = this.membership;
+    if (membership === undefined) return;
+    const change = memberChange(raw);
+    if (change === undefined) {
+      this.logger.warn({ url: raw.url }, "a sibling's worker has an invalid role; not added");
+      return;
+    }
     if (change.kind === "add" && this.registry?.get(change.url) === undefined) {
       this.awaitedWorkers.add(change.url);
     }
-    listener(change)
+    membership
+      .apply(change)
       .catch((err: unknown) =>
         this.logger.warn({ err, url: change.url }, "a sibling's membership change failed here"),
       )
@@ -362,4 +378,30 @@ export class SiblingState {
       peers.set("siblings", worker, sum);
     }
   }
+}
+
+/** A change of the worker set as the channel carries it (an add's fields as POST /workers names them). */
+function siblingChange(change: MemberChange): SiblingMemberChange {
+  if (change.kind === "remove") return change;
+  const fields: Record<string, string | number | null> = { url: change.url };
+  if (change.apiKey !== undefined) fields.api_key = change.apiKey;
+  if (change.role !== undefined && change.role.type !== "regular") {
+    fields.worker_type = change.role.type;
+    fields.bootstrap_port = change.role.bootstrapPort;
+  }
+  return { kind: "add", url: change.url, fields };
+}
+
+/** The change a sibling sent; undefined when its role is not one. */
+function memberChange(change: SiblingMemberChange): MemberChange | undefined {
+  if (change.kind === "remove") return change;
+  const { api_key: apiKey, worker_type: type, bootstrap_port: port } = change.fields;
+  const role = type === undefined && port === undefined ? undefined : roleFrom(type, port);
+  if (typeof role === "string") return undefined;
+  return {
+    kind: "add",
+    url: change.url,
+    ...(typeof apiKey === "string" && apiKey !== "" ? { apiKey } : {}),
+    ...(role !== undefined && role.type !== "regular" ? { role } : {}),
+  };
 }

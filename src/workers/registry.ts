@@ -132,7 +132,7 @@ export class WorkerRegistry {
 
   /**
    * Unregisters a worker: it gets no new requests, requests in flight complete, its prefix index
-   * entries are dropped (by the index's listener, index/membership.ts) and its connection pool
+   * entries are dropped (by the index's listener, index/follow-workers.ts) and its connection pool
    * closes once they have.
    */
   remove(idOrUrl: string): Worker | undefined {

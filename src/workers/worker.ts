@@ -132,7 +132,7 @@ export class Worker {
   indexedChars(): number {
     return this.indexedCharsSource();
   }
-  /** Where indexedChars() reads from: the index, which follows membership (index/membership.ts). */
+  /** Where indexedChars() reads from: the index, which follows the registry (index/follow-workers.ts). */
   countIndexedCharsWith(source: () => number): void {
     this.indexedCharsSource = source;
   }

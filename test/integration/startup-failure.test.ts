@@ -150,7 +150,7 @@ describe.skipIf(redisSkipReason !== undefined)(
             `no server, socket or timer left after a failure at ${failing}: ${leftOver(baseline)}`,
         );
       }
-    });
+    }, 180_000);
 
     it("a --prometheus-port already taken fails the start and stops admission and the shared state too", async () => {
       const first = await startTestRouter({ prometheusPort: 0 });
@@ -179,6 +179,6 @@ describe.skipIf(redisSkipReason !== undefined)(
       } finally {
         await first.stop(10);
       }
-    });
+    }, 60_000);
   },
 );

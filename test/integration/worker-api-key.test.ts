@@ -112,7 +112,7 @@ describe("workers behind their own API key", () => {
     const { registry } = router.context;
     const added = registry.list()[0];
     expect(added?.apiKey).toBe(KEY);
-    // Only a worker's own key travels (sealed) to the other replicas (state/membership-sync.ts);
+    // Only a worker's own key travels (sealed) to the other replicas (state/replicated-membership.ts);
     // each replica calls the rest with its own --worker-api-key.
     expect(added === undefined ? "none" : registry.ownApiKey(added)).toBeUndefined();
   });

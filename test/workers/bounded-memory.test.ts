@@ -2,7 +2,7 @@ import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { describe, expect, it } from "vitest";
 import { ApproximateIndex } from "../../src/index/approximate-index.js";
-import { followMembership } from "../../src/index/membership.js";
+import { followWorkers } from "../../src/index/follow-workers.js";
 import { createPolicy } from "../../src/scheduling/builtin-profiles.js";
 import { Scheduler } from "../../src/scheduling/scheduler.js";
 import { WorkerRegistry } from "../../src/workers/registry.js";
@@ -30,7 +30,7 @@ describe("bounded memory", () => {
       breaker: { failureThreshold: 5, openMs: 30_000, successThreshold: 2 },
       connectTimeoutMs: 1000,
     });
-    followMembership(index, registry);
+    followWorkers(index, registry);
     for (let i = 0; i < 4; i++) registry.add(`http://127.0.0.1:${40000 + i}`);
     const decider = new Scheduler(createPolicy("cache_aware"), index);
     const candidates = registry.candidates();

@@ -8,7 +8,7 @@ export interface IndexedWorker {
 }
 
 /** Who announces workers added and removed (workers/registry.ts WorkerRegistry.onChange). */
-export interface MembershipEvents {
+export interface WorkerEvents {
   onChange(listener: (event: "added" | "removed", worker: IndexedWorker) => void): void;
 }
 
@@ -18,9 +18,9 @@ export interface MembershipEvents {
  * the index subscribes, so neither folder imports the other. Subscribe right after the registry is
  * made, before any other listener, so that every listener sees the index already up to date.
  */
-export function followMembership(
+export function followWorkers(
   index: Pick<PrefixIndex, "addWorker" | "removeWorker" | "size">,
-  members: MembershipEvents,
+  members: WorkerEvents,
 ): void {
   members.onChange((event, worker) => {
     if (event === "removed") {
