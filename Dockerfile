@@ -1,7 +1,7 @@
 # syntax=docker/dockerfile:1
-# radixgate production image: multi-stage, Node 20, runs as the unprivileged "node" user.
+# radixgate production image: multi-stage, Node.js 24 LTS, runs as the unprivileged "node" user.
 
-FROM node:20-slim AS build
+FROM node:24-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
@@ -9,7 +9,7 @@ COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 RUN npm run build && npm prune --omit=dev
 
-FROM node:20-slim
+FROM node:24-slim
 ENV NODE_ENV=production
 WORKDIR /app
 COPY --from=build --chown=node:node /app/node_modules ./node_modules

@@ -38,9 +38,11 @@ import {
   type CellSummary,
   cellPreset,
   MATRIX_CELLS,
+  type MatrixCell,
   matrixGoalLines,
   printMatrix,
   QUICK_MATRIX_CELLS,
+  replayCell,
   summarizeCell,
 } from "./lib/routing-matrix.js";
 import {
@@ -91,6 +93,7 @@ interface CliOptions {
   /** Run the tenants family over the matrix's cells (routing-matrix.ts). */
   matrix: boolean;
   cpuNoise: boolean;
+  replay: boolean;
   /** "" for the default preset without overrides; else a file-name suffix. */
   tag: string;
   chart: boolean;
@@ -117,6 +120,7 @@ function parseCli(argv: string[]): CliOptions {
       turns: { type: "string" },
       matrix: { type: "boolean", default: false },
       "cpu-noise": { type: "boolean", default: false },
+      replay: { type: "boolean", default: false },
       "cache-load-bound": { type: "string" },
       "prefix-index": { type: "string" },
       "max-tree-size": { type: "string" },
@@ -162,6 +166,9 @@ function parseCli(argv: string[]): CliOptions {
         "                                --quick: 3 cells), the default policy and the oracle unless",
         "                                --policies; a summary line per cell, bench/results/routing-matrix*.json",
         "  --cpu-noise                   a neighbour process burns a core in random bursts during the run",
+        "  --replay                      with --matrix: each cell in model time (bench/lib/ttft-replay.ts),",
+        "                                repeat i on workload seed + i and its own engine-poll phase;",
+        "                                reproducible, no CPU noise; TTFT in model ms",
         "  --bypass <share>              share of requests sent straight to a worker, bypassing the router",
         "                                (e.g. 0.25; the precise row sees them through the KV events)",
         `  --bypass-to <${BYPASS_TARGETS.join("|")}>  where the bypassing client sends them (default sticky):`,
@@ -340,6 +347,7 @@ function parseCli(argv: string[]): CliOptions {
     isolate: !values["no-isolate"] && !values.diagnose,
     matrix: values.matrix,
     cpuNoise: values["cpu-noise"],
+    replay: values.replay,
     tag,
     chart: !values["no-chart"] && tag === "" && !values.matrix && !values["cpu-noise"],
   };
@@ -579,6 +587,7 @@ async function runMatrix(
   sharedStateUrl: string | undefined,
 ): Promise<void> {
   const cells = cli.preset.name === "quick" ? QUICK_MATRIX_CELLS : MATRIX_CELLS;
+  if (cli.replay) return replayMatrix(cli, cells, machine);
   const host = cli.isolate ? await childFleetHost() : inlineFleetHost();
   const summaries: CellSummary[] = [];
   const reports: { cell: string; report: WorkloadReport }[] = [];
@@ -617,6 +626,41 @@ async function runMatrix(
   );
   for (const line of goals) console.log(line);
   writeResult(path, machine, { cells: reports, summaries }, goals);
+  console.log(`results: ${path}`);
+}
+
+/** --matrix --replay: every cell in model time, a summary line per cell and row. */
+async function replayMatrix(
+  cli: CliOptions,
+  cells: readonly MatrixCell[],
+  machine: string,
+): Promise<void> {
+  const summaries: CellSummary[] = [];
+  for (const cell of cells) {
+    const got = await replayCell(
+      cell.name,
+      cellPreset(cli.preset, cell),
+      cli.rows,
+      cli.repeats,
+      cli.timingSeed,
+    );
+    for (const s of got) {
+      console.log(
+        `${cell.name} ${s.row}: hit ${(s.hitMean * 100).toFixed(1)}% (worst ${(s.hitMin * 100).toFixed(1)}, spread ${(s.hitSpread * 100).toFixed(1)}) vs oracle ${(s.oracleHitMean * 100).toFixed(1)}%, TTFT ${s.ttftMeanMs.toFixed(1)} vs ${s.oracleTtftMeanMs.toFixed(1)} model ms`,
+      );
+    }
+    summaries.push(...got);
+  }
+  console.log(
+    `\n## matrix, model-time replay: ${cells.length} cells of the tenants family, ${cli.repeats} workload seeds from ${cli.preset.seed}; TTFT in model ms`,
+  );
+  printMatrix(summaries);
+  const goals = [...new Set(summaries.map((s) => s.row))].flatMap((row) =>
+    matrixGoalLines(summaries, row),
+  );
+  for (const line of goals) console.log(line);
+  const path = join(RESULTS_DIR, `routing-matrix-replay${cli.tag ? `-${cli.tag}` : ""}.json`);
+  writeResult(path, machine, { summaries }, goals);
   console.log(`results: ${path}`);
 }
 

@@ -23,10 +23,10 @@ import { SharedIndex } from "../src/index/shared-index.js";
 import {
   BUILTIN_PROFILE_CONFIGS,
   type BuiltinProfileName,
+  createPolicy,
 } from "../src/scheduling/builtin-profiles.js";
 import type { SchedulingWorker } from "../src/scheduling/plugin.js";
 import type { Policy } from "../src/scheduling/policy.js";
-import { createPolicy } from "../src/scheduling/policy-factory.js";
 import { Scheduler } from "../src/scheduling/scheduler.js";
 import { buildProfiles } from "../src/scheduling/scheduler-config.js";
 import { EngineSignals } from "../src/workers/signals.js";

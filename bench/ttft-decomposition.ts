@@ -15,13 +15,13 @@
  * "steady" the mean TTFT of every later request.
  */
 import { parseArgs } from "node:util";
-import type { TieBreak } from "../src/scheduling/options.js";
-import type { PolicyName } from "../src/scheduling/policy.js";
 import {
   createPolicy,
   isPolicyName,
   type PolicyOptions,
-} from "../src/scheduling/policy-factory.js";
+} from "../src/scheduling/builtin-profiles.js";
+import type { TieBreak } from "../src/scheduling/options.js";
+import type { PolicyName } from "../src/scheduling/policy.js";
 import { runIfEntryPoint } from "./lib/entry.js";
 import { fmt } from "./lib/latency.js";
 import {

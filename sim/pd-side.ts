@@ -23,7 +23,7 @@ import type { PrefixKvCache } from "./kv-cache.js";
 import type { ResolvedSimOptions } from "./options.js";
 import { BadRequest, type InferenceJob } from "./protocol.js";
 import { errorBody } from "./responses.js";
-import { type ServeContext, sendJson } from "./serve.js";
+import { type ServeContext, SSE_HEADERS, sendJson } from "./serve.js";
 
 /** What serving a job gets from its side: the hooks serveJob calls. */
 export type SideHooks = Pick<ServeContext, "onSettled" | "extraFields">;
@@ -80,8 +80,24 @@ export class PdSide {
     const gone = new AbortController();
     const onClose = () => gone.abort();
     res.on("close", onClose);
+    // An SGLang decode worker takes the request before the KV cache comes: a stream's headers
+    // go out at once (FastAPI's StreamingResponse starts before its first event), and a failed
+    // hand-off then ends the stream with an error event, as the engine's OpenAI server does
+    // (python/sglang/srt/entrypoints/openai/serving_chat.py: create_streaming_error_response).
+    const accepted = () => {
+      if (!job.stream || res.headersSent) return;
+      res.writeHead(200, SSE_HEADERS);
+      res.flushHeaders();
+    };
     try {
-      return await this.prepare(job, body as Record<string, unknown>, kv, worker, gone.signal);
+      return await this.prepare(
+        job,
+        body as Record<string, unknown>,
+        kv,
+        worker,
+        gone.signal,
+        accepted,
+      );
     } catch (err) {
       if (err instanceof BadRequest) {
         counters.rejected++;
@@ -90,7 +106,10 @@ export class PdSide {
         counters.aborted++;
       } else {
         counters.failed++;
-        sendJson(res, 500, errorBody(500, `KV hand-off failed: ${(err as Error).message}`));
+        const message = `KV hand-off failed: ${(err as Error).message}`;
+        if (res.headersSent) {
+          res.end(`data: ${JSON.stringify(errorBody(500, message))}\n\ndata: [DONE]\n\n`);
+        } else sendJson(res, 500, errorBody(500, message));
       }
       return undefined;
     } finally {
@@ -108,6 +127,8 @@ export class PdSide {
     kv: PrefixKvCache,
     worker: { id: string; port: number },
     signal: AbortSignal,
+    /** The request is checked and taken: an SGLang decode worker's stream may begin. */
+    accepted: () => void = () => {},
   ): Promise<SideHooks> {
     const sglang = this.options.flavor === "sglang";
     if (this.role === "prefill") {
@@ -119,7 +140,9 @@ export class PdSide {
       }
       vllmPrefillAsked(body);
       const id = `xfer-${worker.id}-${++this.transfers}`;
-      const tokens = job.prompts.reduce((n, p) => n + p.length, 0);
+      // vLLM answers a batch with its first prompt's transfer params only
+      // (vllm/entrypoints/openai/completion/serving.py: final_res_batch[0].kv_transfer_params).
+      const tokens = job.prompts[0]?.length ?? 0;
       return {
         onSettled: (ok) => this.settle([id], ok),
         extraFields: {
@@ -141,6 +164,7 @@ export class PdSide {
         sglangRooms(body, "decode"),
         this.options.defaultBootstrapPort,
       );
+      accepted();
       await Promise.all(
         sources.map((s) =>
           awaitHandoff(
@@ -158,11 +182,13 @@ export class PdSide {
         signal,
       );
     }
-    // The KV moves from the prefill worker, then sits in this worker's cache.
-    const tokens = job.prompts.reduce((n, p) => n + p.length, 0);
+    // The KV moves from the prefill worker, then sits in this worker's cache: every item's with
+    // SGLang (a room per item), the first prompt's with vLLM (one set of transfer params).
+    const received = sglang ? job.prompts : job.prompts.slice(0, 1);
+    const tokens = received.reduce((n, p) => n + p.length, 0);
     const ms = ((tokens * 1000) / this.options.transferTokensPerSec) * this.delayFactor();
     if (ms > 0) await new Promise((resolve) => setTimeout(resolve, ms));
-    for (const prompt of job.prompts) receiveKv(kv, prompt);
+    for (const prompt of received) receiveKv(kv, prompt);
     return {};
   }
 

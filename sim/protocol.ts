@@ -131,6 +131,7 @@ function parseChat(b: Json, job: InferenceJob, limits: ParseLimits): void {
     outputLength(b, "max_completion_tokens", 1) ??
     outputLength(b, "max_tokens", 1) ??
     limits.defaultMaxTokens;
+  minTokensWithin(b, "min_tokens", job.maxTokens);
   job.n = choices(b);
   parseStreaming(b, job);
 }
@@ -185,6 +186,7 @@ function parseCompletions(b: Json, job: InferenceJob, limits: ParseLimits): void
   const { prompts } = promptList(b.prompt, "prompt", limits.tokenize);
   job.prompts = prompts;
   job.maxTokens = outputLength(b, "max_tokens", 1) ?? limits.defaultMaxTokens;
+  minTokensWithin(b, "min_tokens", job.maxTokens);
   job.n = choices(b);
   parseStreaming(b, job);
 }
@@ -205,6 +207,7 @@ function parseGenerate(b: Json, job: InferenceJob, limits: ParseLimits): void {
   const params = (sp ?? {}) as Json;
   // SGLang accepts max_new_tokens = 0 (prefill only).
   job.maxTokens = outputLength(params, "max_new_tokens", 0) ?? limits.defaultMaxTokens;
+  minTokensWithin(params, "min_new_tokens", job.maxTokens);
   job.stream = optionalBool(b, "stream") ?? false;
   if (typeof b.rid === "string") job.rid = [b.rid];
   else if (Array.isArray(b.rid) && b.rid.every((r) => typeof r === "string")) {
@@ -263,6 +266,22 @@ function outputLength(b: Json, key: string, min: number): number | undefined {
     throw new BadRequest(`${key} must be an integer >= ${min}, got ${JSON.stringify(v)}`, key);
   }
   return v;
+}
+
+/**
+ * Both engines refuse a minimum output above the maximum: vLLM's SamplingParams._verify_args
+ * (vllm/sampling_params.py) and SGLang's SamplingParams.verify
+ * (python/sglang/srt/sampling/sampling_params.py), each with its own wording.
+ */
+function minTokensWithin(b: Json, key: "min_tokens" | "min_new_tokens", maxTokens: number): void {
+  const min = outputLength(b, key, 0);
+  if (min === undefined || min <= maxTokens) return;
+  throw new BadRequest(
+    key === "min_tokens"
+      ? `min_tokens must be less than or equal to max_tokens=${maxTokens}, got ${min}.`
+      : `min_new_tokens must be in [0, max_new_tokens(${maxTokens})], got ${min}.`,
+    key,
+  );
 }
 
 function choices(b: Json): number {

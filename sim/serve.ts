@@ -60,7 +60,7 @@ interface Tracked {
  * (destroy mid-event), stall between chunks, honour back-pressure per write. The format itself is
  * the engines' one line per event, `data: <json>` and a blank line, ending with `data: [DONE]`.
  */
-const SSE_HEADERS = {
+export const SSE_HEADERS = {
   "content-type": "text/event-stream; charset=utf-8",
   "cache-control": "no-cache",
 };
@@ -231,7 +231,8 @@ export function serveJob(ctx: ServeContext, job: InferenceJob, res: ServerRespon
   });
 
   if (streaming) {
-    res.writeHead(200, SSE_HEADERS);
+    // An SGLang decode worker sent its stream's headers before the hand-off (sim/pd-side.ts).
+    if (!res.headersSent) res.writeHead(200, SSE_HEADERS);
     const responses = ctx.responses;
     if (responses !== undefined) {
       const first = tracked[0]?.result as SequenceResult;

@@ -1,7 +1,7 @@
 import { ConfigError } from "./errors.js";
+import { createPolicy } from "./scheduling/builtin-profiles.js";
 import { SchedulerConfigError } from "./scheduling/config-path.js";
 import type { Policy, PolicyName } from "./scheduling/policy.js";
-import { createPolicy } from "./scheduling/policy-factory.js";
 import { loadSchedulerConfig } from "./scheduling/scheduler-config.js";
 import type { PoliciesConfig, SchedulingConfig } from "./scheduling/settings.js";
 

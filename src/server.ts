@@ -83,6 +83,7 @@ export function createRouter(
     {
       breaker: config.breaker,
       connectTimeoutMs: workers.connectTimeoutMs,
+      maxConnections: workers.workerMaxConnections,
       refuseLinkLocal: !workers.allowLinkLocalWorkers,
     },
     {

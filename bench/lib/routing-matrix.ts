@@ -5,11 +5,21 @@
  * the default's mean, worst repeat and spread of hit rate against the oracle's, mean TTFT against
  * the oracle's, and the index loss of the router's cache account.
  */
+import os from "node:os";
+import { CHARS_PER_TOKEN } from "../../sim/tokenizer.js";
 import type { AccountTotals } from "../../src/cache-account/account-totals.js";
+import {
+  createPolicy,
+  isPolicyName,
+  type PolicyOptions,
+} from "../../src/scheduling/builtin-profiles.js";
 import { fmt } from "./latency.js";
+import { pollPhaseMs, rangeOf } from "./routing-repeats.js";
 import { ORACLE_ROW, type RowResult, type WorkloadReport } from "./routing-runner.js";
-import type { RoutingPreset, TenantsShape } from "./routing-workloads.js";
+import { parseRowLabel, type RowKnob } from "./routing-variants.js";
+import { prepareWorkload, type RoutingPreset, type TenantsShape } from "./routing-workloads.js";
 import { printTable } from "./stats.js";
+import { type ReplayResult, replay } from "./ttft-replay.js";
 
 export interface MatrixCell {
   name: string;
@@ -169,4 +179,89 @@ export function matrixGoalLines(summaries: readonly CellSummary[], row: string):
       failing((s) => !(s.indexLoss > 0.02)),
     ),
   ];
+}
+
+/**
+ * --replay: a cell in model time (ttft-replay.ts: the simulator's engines on a virtual clock, the
+ * router's scheduler, index and policy, no HTTP, no CPU noise), each repeat on its own workload
+ * seed and engine-poll phase, so that shape and timing vary while every figure is reproducible.
+ * TTFT is in model ms. Index loss is estimated per request: what the index said the chosen worker
+ * held beyond what its engine had, less a block of rounding.
+ */
+export async function replayCell(
+  cell: string,
+  preset: RoutingPreset,
+  rows: readonly string[],
+  repeats: number,
+  firstSeed: number,
+): Promise<CellSummary[]> {
+  const perRow = new Map<
+    string,
+    { hits: number[]; ttfts: number[]; lost: number; prompt: number }
+  >();
+  for (let i = 0; i < repeats; i++) {
+    const p = { ...preset, seed: preset.seed + i };
+    const w = prepareWorkload("tenants", p);
+    const enginePollMs = p.timeScale > 0 ? 5000 / p.timeScale : 0;
+    const base = {
+      workers: p.workers,
+      concurrency: w.concurrency ?? p.concurrency,
+      enginePollMs,
+      enginePollPhaseMs: pollPhaseMs(firstSeed + i, enginePollMs),
+    };
+    for (const label of rows) {
+      const { base: name, knobs } = parseRowLabel(label);
+      let result: ReplayResult;
+      if (name === ORACLE_ROW) {
+        result = await replay(w, { ...base, chooser: { kind: "pinned", workerOf: w.oracle! } });
+      } else {
+        if (!isPolicyName(name)) throw new Error(`--replay: unknown policy ${name}`);
+        const policy = createPolicy(name, replayPolicyOptions(knobs));
+        result = await replay(w, { ...base, chooser: { kind: "policy", policy } });
+      }
+      const r = perRow.get(label) ?? { hits: [], ttfts: [], lost: 0, prompt: 0 };
+      r.hits.push(result.hitRate);
+      r.ttfts.push(result.requests.reduce((s, x) => s + x.ttft, 0) / result.requests.length);
+      for (const x of result.requests) {
+        r.prompt += x.promptTokens;
+        const claimed = x.matchedChars / CHARS_PER_TOKEN;
+        r.lost += Math.max(0, claimed - x.cachedTokens - BLOCK_TOKENS);
+      }
+      perRow.set(label, r);
+    }
+  }
+  const oracle = perRow.get(ORACLE_ROW);
+  const mean = (xs: readonly number[]) => xs.reduce((s, x) => s + x, 0) / xs.length;
+  const loadAverage = { min: os.loadavg()[0] ?? 0, max: os.loadavg()[0] ?? 0 };
+  return [...perRow]
+    .filter(([label]) => label !== ORACLE_ROW)
+    .map(([label, r]) => {
+      const hits = rangeOf(r.hits);
+      const oracleHit = oracle === undefined ? Number.NaN : mean(oracle.hits);
+      return {
+        cell,
+        row: label,
+        hitMean: hits.mean,
+        hitMin: hits.min,
+        hitSpread: hits.spread,
+        oracleHitMean: oracleHit,
+        worstRatio: hits.min / oracleHit,
+        ttftMeanMs: mean(r.ttfts),
+        oracleTtftMeanMs: oracle === undefined ? Number.NaN : mean(oracle.ttfts),
+        indexLoss: r.prompt === 0 ? Number.NaN : r.lost / r.prompt,
+        routingLoss: Number.NaN,
+        loadAverage,
+      };
+    });
+}
+
+/** Tokens of one simulator block: an engine caches whole blocks only. */
+const BLOCK_TOKENS = 16;
+
+function replayPolicyOptions(knobs: readonly RowKnob[]): PolicyOptions {
+  return {
+    ...(knobs.includes("no-inflight") ? { prefixCostRequestChars: 0 } : {}),
+    ...(knobs.includes("no-queue") ? { prefixCostQueueWeight: 0 } : {}),
+    ...(knobs.includes("rotation") ? { prefixCostTieBreak: "rotation" as const } : {}),
+  };
 }

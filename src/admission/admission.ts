@@ -3,6 +3,7 @@ import { outrankedOn, outranksLowerWork } from "./outranking.js";
 import {
   describeSaturation,
   fleetSaturated,
+  pairSides,
   type SaturationThresholds,
   type SaturationView,
   saturationReason,
@@ -68,7 +69,13 @@ export class Admission {
     if (this.outranking) {
       queue.releaseOutrankingWith((ticket, now) => {
         const priority = this.enginePriority(ticket);
-        return ticket.candidates().some((w) => outranksLowerWork(w, priority, thresholds, now));
+        const has = (w: SaturationView) => outranksLowerWork(w, priority, thresholds, now);
+        const candidates = ticket.candidates();
+        // A pair needs room on both sides: each has a worker with room or one it outranks on.
+        const sides = pairSides(candidates);
+        if (sides === undefined) return candidates.some(has);
+        const room = (w: SaturationView) => saturationReason(w, thresholds, now) === undefined;
+        return sides.every((side) => side.some((w) => room(w) || has(w)));
       });
     }
   }
@@ -136,7 +143,10 @@ export class Admission {
     // falls back to all of them when none has room.
     if (!this.outranking || enginePriority === undefined) return this.notSaturated;
     if (!fleetSaturated(ticket.candidates(), this.thresholds, Date.now())) return this.notSaturated;
-    return (worker) => outranksLowerWork(worker, enginePriority, this.thresholds, Date.now());
+    // A pair's side that is not saturated keeps its workers with room.
+    return (worker) =>
+      this.notSaturated(worker) ||
+      outranksLowerWork(worker, enginePriority, this.thresholds, Date.now());
   }
 
   private readonly notSaturated = (worker: SaturationView): boolean =>

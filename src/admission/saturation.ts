@@ -16,6 +16,8 @@ export type SaturationReason = "engine_queue" | "kv_usage" | "pending_prefill";
 /** What saturation reads of a worker (a Worker is one). */
 export interface SaturationView {
   readonly id: string;
+  /** A side of prefill/decode disaggregation, or "regular" (a Worker's; absent in some fakes). */
+  readonly role?: { readonly type: string };
   /** This router's requests there without a first byte yet, and their uncached characters. */
   readonly pendingPrefillRequests: number;
   readonly pendingPrefillChars: number;
@@ -215,10 +217,40 @@ export function fleetSaturated(
   now: number,
 ): boolean {
   if (candidates.length === 0) return false;
-  for (const worker of candidates) {
+  const sides = pairSides(candidates);
+  if (sides !== undefined) {
+    return sides.some((side) => side.length > 0 && everySaturated(side, thresholds, now));
+  }
+  return everySaturated(candidates, thresholds, now);
+}
+
+/** Whether every one of these workers is saturated; stops at the first with room. */
+function everySaturated(
+  workers: readonly SaturationView[],
+  thresholds: SaturationThresholds,
+  now: number,
+): boolean {
+  for (const worker of workers) {
     if (saturationReason(worker, thresholds, now) === undefined) return false;
   }
   return true;
+}
+
+/**
+ * A disaggregated fleet's candidates (all prefill or decode workers) by side; undefined for a
+ * regular fleet. A request needs a worker of each side, so the fleet is saturated for it when
+ * either side is, and it has room only where both have.
+ */
+export function pairSides(
+  candidates: readonly SaturationView[],
+): [prefill: SaturationView[], decode: SaturationView[]] | undefined {
+  const role = candidates[0]?.role?.type;
+  if (role !== "prefill" && role !== "decode") return undefined;
+  const prefill: SaturationView[] = [];
+  const decode: SaturationView[] = [];
+  for (const worker of candidates)
+    (worker.role?.type === "prefill" ? prefill : decode).push(worker);
+  return [prefill, decode];
 }
 
 /** Every candidate's saturation in full (for /debug/route and GET /workers, not the hot path). */

@@ -8,20 +8,16 @@
 import { registerAccountMetrics } from "../cache-account/account-metrics.js";
 import { CacheLedger } from "../cache-account/cache-ledger.js";
 import type { CacheAccountOptions } from "../cache-account/settings.js";
-import { PairForwarder, type PdProtocol } from "../disaggregation/pair-forwarder.js";
+import { SGLANG_PAIRS } from "../disaggregation/sglang-pair.js";
+import { VLLM_PAIRS } from "../disaggregation/vllm-pair.js";
 import type { PrefixClaims } from "../index/prefix-claims.js";
 import type { PrefixIndex } from "../index/prefix-index.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
-import {
-  Forwarder,
-  type ForwardHooks,
-  type ForwardSettings,
-  type RequestForwarder,
-} from "../proxy/forward.js";
+import { Forwarder, type ForwardHooks, type ForwardSettings } from "../proxy/forward.js";
 import { UsageFeedback } from "../proxy/usage-feedback.js";
+import { createPolicy } from "../scheduling/builtin-profiles.js";
 import type { Policy } from "../scheduling/policy.js";
-import { createPolicy } from "../scheduling/policy-factory.js";
 import { Scheduler } from "../scheduling/scheduler.js";
 import { SessionTable } from "../scheduling/session-table.js";
 import type { WorkerRegistry } from "../workers/registry.js";
@@ -36,7 +32,7 @@ export interface DataPlaneOptions {
    * Prefill/decode disaggregation (disaggregation/): the protocol and the decode side's policy;
    * `policy` is then the prefill side's. Undefined for a fleet of regular workers.
    */
-  readonly pd?: { readonly protocol: PdProtocol; readonly decodePolicy: Policy };
+  readonly pd?: { readonly protocol: "sglang" | "vllm"; readonly decodePolicy: Policy };
 }
 
 export interface DataPlaneDeps {
@@ -52,7 +48,7 @@ export interface DataPlaneDeps {
 
 export interface DataPlane {
   readonly decider: Scheduler;
-  readonly forwarder: RequestForwarder;
+  readonly forwarder: Forwarder;
   readonly modelsForwarder: Forwarder;
   readonly cacheLedger: CacheLedger;
 }
@@ -88,18 +84,22 @@ export function buildDataPlane(options: DataPlaneOptions, deps: DataPlaneDeps): 
   // --cache-account false: the forwarder gets no ledger (the counters and /debug/cache stay empty).
   const accounting = options.cacheAccount.enabled ? cacheLedger : undefined;
   const pd = options.pd;
-  const forwarder: RequestForwarder =
+  // With disaggregation, the decider picks the prefill side and a load policy the decode side;
+  // the engines' protocol sends the pair (disaggregation/), through the same retry loop.
+  const forwarder = new Forwarder(
+    registry,
+    decider,
+    options.forward,
+    hooks,
+    feedback,
+    accounting,
     pd === undefined
-      ? new Forwarder(registry, decider, options.forward, hooks, feedback, accounting)
-      : new PairForwarder(
-          registry,
-          decider,
-          new Scheduler(pd.decodePolicy, index),
-          options.forward,
-          hooks,
-          pd.protocol,
-          accounting,
-        );
+      ? undefined
+      : {
+          decodeDecider: new Scheduler(pd.decodePolicy, index),
+          protocol: pd.protocol === "sglang" ? SGLANG_PAIRS : VLLM_PAIRS,
+        },
+  );
   const modelsForwarder = new Forwarder(
     registry,
     new Scheduler(createPolicy("round_robin", {}), index),

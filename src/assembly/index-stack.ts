@@ -3,7 +3,7 @@
  * brings), the hybrid index around it (--kv-events), the publishing index around either
  * (--state-url). The registry exists first and knows nothing of the index; the stack subscribes to
  * its added/removed events (index/membership.ts) before anything else does, so every later
- * listener (the KV-event intake, the tree budgets, the shared state) sees the index up to date.
+ * listener (the KV-event feed, the tree budgets, the shared state) sees the index up to date.
  */
 import { BlockHashIndex } from "../index/block-hash-index.js";
 import { createBaseIndex, type PrefixIndexName } from "../index/factory.js";
@@ -36,7 +36,7 @@ export interface IndexStackOptions {
   readonly blockChars: number | "auto";
   /** Block-hash index: blocks each worker holds until a budget is set. */
   readonly capacityBlocks: number;
-  /** --kv-events: the hybrid index and its intake; undefined = off. */
+  /** --kv-events: the hybrid index and its event feed; undefined = off. */
   readonly kvEvents: KvEventsConfig | undefined;
   /** --state-url: decisions published to and applied from the peers; undefined = off. */
   readonly sharedState: SharedStateOptions | undefined;
@@ -131,7 +131,7 @@ export function buildIndexStack(options: IndexStackOptions, deps: IndexStackDeps
   const index = siblingState?.wrapIndex(published, inner) ?? published;
 
   // Who follows the registry, in this order: the index first, then what relies on it knowing the
-  // worker (the intake feeding its precise part, the budgets set on it, the peers told of it).
+  // worker (the event feed filling its precise part, the budgets set on it, the peers told of it).
   followMembership(index, registry);
   kv?.manager.followRegistry();
   // Tree budgets follow the engines' KV capacity (--max-tree-size auto) or stay fixed.

@@ -4,11 +4,21 @@
  * prefill that fails, or answers without transfer params, fails the pair before the client saw
  * anything.
  */
+import {
+  answered2xx,
+  failedPair,
+  interrupted,
+  type PairProtocol,
+  type PairResult,
+  type PairTry,
+  readJson,
+  type Side,
+  sendSide,
+} from "../proxy/pair.js";
 import { relay } from "../proxy/relay.js";
 import { UsageTap } from "../proxy/usage-tap.js";
 import { FAILED } from "../workers/lease.js";
-import { answered2xx, readJson, sendSide } from "./pair-sides.js";
-import { failedPair, interrupted, type PairResult, type PairTry, type Side } from "./pair-try.js";
+import { pdBodyRefusal } from "./pd-body.js";
 import { decodeBody, prefillBody, transferParamsOf } from "./vllm-transfer.js";
 
 /** A prefill answer (one token and the transfer params) is small; more is not one. */
@@ -68,3 +78,11 @@ export async function vllmPair(t: PairTry): Promise<PairResult> {
     prefillUsage,
   };
 }
+
+/** vLLM's prefill side is asked for one token, not streamed: its head comes after the prefill. */
+export const VLLM_PAIRS: PairProtocol = {
+  name: "vllm",
+  exchange: vllmPair,
+  prefillStreams: false,
+  refusal: (endpoint, body) => pdBodyRefusal("vllm", endpoint, body),
+};

@@ -3,7 +3,9 @@
  * (vllm-project/vllm tests/v1/kv_connector/nixl_integration/toy_proxy_server.py,
  * send_request_to_service and the handlers around it): the prefill worker gets the request with
  * `max_tokens: 1` (and `max_completion_tokens: 1` when given), `stream: false`, no
- * `stream_options`, and `kv_transfer_params` asking for a remote decode; its answer carries the
+ * `stream_options`, no `min_tokens` or `min_completion_tokens` (vLLM refuses a `min_tokens` above
+ * `max_tokens`, vllm/sampling_params.py _verify_args, and its proxy removes them for the prefill),
+ * and `kv_transfer_params` asking for a remote decode; its answer carries the
  * `kv_transfer_params` (remote engine, host, port, block ids) that the decode worker gets with the
  * client's request as it was, to pull the KV cache from the prefill worker.
  */
@@ -21,7 +23,7 @@ const REMOTE_DECODE = {
 
 /** The prefill worker's request: one token, not streamed, with the remote-decode ask. */
 export function prefillBody(body: JsonObject): Buffer {
-  const { stream_options: _o, ...rest } = body;
+  const { stream_options: _o, min_tokens: _m, min_completion_tokens: _c, ...rest } = body;
   const out: JsonObject = {
     ...rest,
     kv_transfer_params: REMOTE_DECODE,

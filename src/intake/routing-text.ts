@@ -1,4 +1,7 @@
 import { RouterError } from "../errors.js";
+import { MAX_NESTING_DEPTH, nestsDeeperThan } from "../proxy/json-depth.js";
+
+export { MAX_NESTING_DEPTH };
 
 /**
  * The text an engine will prefill for a request, per endpoint. It only has to be prefix-stable:
@@ -21,12 +24,6 @@ export type Endpoint =
   | "detokenize";
 
 type Json = Record<string, unknown>;
-
-/**
- * Deepest array/object nesting walked in prompt, input, input_ids and tools. Engines take at most
- * two levels of prompt arrays (token-id batches); a tool's JSON schema nests a few levels.
- */
-export const MAX_NESTING_DEPTH = 128;
 
 /**
  * Builds the routing text, at most `maxChars` characters: the text past the limit cannot change
@@ -217,19 +214,13 @@ function promptText(prompt: unknown, field: string, out: BoundedText): void {
   }
 }
 
-/** Refuses a value nested deeper than MAX_NESTING_DEPTH before JSON.stringify recurses into it. */
+/**
+ * Refuses a value nested deeper than MAX_NESTING_DEPTH before JSON.stringify recurses into it.
+ * Engines take at most two levels of prompt arrays (token-id batches); a tool's JSON schema nests
+ * a few levels.
+ */
 function assertNestingWithin(value: unknown, field: string): void {
-  const stack: Array<{ value: unknown; depth: number }> = [{ value, depth: 1 }];
-  while (stack.length > 0) {
-    const { value: v, depth } = stack.pop() as { value: unknown; depth: number };
-    if (v === null || typeof v !== "object") continue;
-    if (depth > MAX_NESTING_DEPTH) throw tooDeep(field);
-    const children = Array.isArray(v) ? v : Object.values(v);
-    for (const child of children) {
-      if (child !== null && typeof child === "object")
-        stack.push({ value: child, depth: depth + 1 });
-    }
-  }
+  if (nestsDeeperThan(value)) throw tooDeep(field);
 }
 
 function tooDeep(field: string): RouterError {

@@ -1,5 +1,5 @@
 /**
- * KV-event intake for the fleet (--kv-events): one subscriber per worker, events applied to the
+ * KV-event feed for the fleet (--kv-events): one subscriber per worker, events applied to the
  * precise index, and the tokens the hybrid index needs (the workers' /tokenize endpoints).
  *
  * A worker's endpoints come from the templates (--kv-events-endpoint-template, e.g.
@@ -11,7 +11,7 @@
  * the rank's own entry of the precise index (index/rank-id.ts). The worker's stream is live when
  * every rank's is.
  *
- * Every stream shares one TurnBudget: the intake does a bounded amount of work per event-loop turn
+ * Every stream shares one TurnBudget: the feed does a bounded amount of work per event-loop turn
  * (issue 20). Each rank's batches wait in an EventApplier bounded by --kv-index-max-blocks; a
  * stream that fills it (faster than the router applies) is shed: its backlog is dropped, its
  * precise state with it, and the worker routes approximately while it rebuilds.
@@ -58,7 +58,7 @@ export interface KvEndpoints {
 
 const RECONNECT_MIN_MS = 100;
 const RECONNECT_MAX_MS = 10_000;
-/** Intake work per event-loop turn, all streams together, before sockets and timers get a turn. */
+/** Event-feed work per event-loop turn, all streams together, before sockets and timers get a turn. */
 const TURN_BUDGET_MS = 4;
 /** Tokens one /tokenize answer may hold. */
 const MAX_TOKENS = 1 << 20;

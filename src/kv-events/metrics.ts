@@ -1,6 +1,6 @@
 import { Counter, Gauge, type Registry } from "prom-client";
 
-/** What the KV-event intake reports, for the workers' precise index and their event streams. */
+/** What the KV-event feed reports, for the workers' precise index and their event streams. */
 export interface KvEventGauges {
   /** Engine blocks held in the precise index per worker, and whether its stream is live. */
   workers(): Iterable<{ id: string; blocks: number; live: boolean }>;

@@ -1,4 +1,4 @@
-/** --kv-events and its intake's settings (kv-events/setup.ts takes KvEventsConfig). */
+/** --kv-events and its event feed's settings (kv-events/setup.ts takes KvEventsConfig). */
 import { flagValue, integer, SEC, seconds, text } from "../config-kit/parsers.js";
 import { section } from "../config-kit/setting.js";
 

@@ -17,16 +17,16 @@ import type { KvEventsConfig } from "./settings.js";
 export interface KvEventsSetup {
   readonly index: HybridIndex;
   /**
-   * The intake; it follows the registry's workers once `followRegistry()` is called (the index
+   * The event feed; it follows the registry's workers once `followRegistry()` is called (the index
    * stack calls it after the index follows the registry).
    */
   readonly manager: KvEventsManager;
 }
 
-/** The settings the intake is built from (kv-events/settings.ts). */
+/** The settings the event feed is built from (kv-events/settings.ts). */
 export type KvEventsSettings = Omit<KvEventsConfig, "kvEvents" | "kvEventsAllowIpc">;
 
-/** What the intake is built with besides its settings. */
+/** What the event feed is built with besides its settings. */
 export interface KvEventsDeps {
   readonly registry: WorkerRegistry;
   readonly promRegistry: Registry;

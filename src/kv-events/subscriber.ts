@@ -49,7 +49,7 @@ export interface KvSubscriberOptions {
   reconnectMaxMs: number;
   /** Largest batch applied, bytes; a bigger one is refused (--kv-events-max-message-bytes). */
   maxMessageBytes: number;
-  /** The intake's share of each event-loop turn, shared by every stream. */
+  /** The event feed's share of each event-loop turn, shared by every stream. */
   budget?: TurnBudget | undefined;
   /** Resolves when the batches handed over are (nearly) applied: the next message is read then. */
   caughtUp?(): Promise<void> | undefined;

@@ -1,8 +1,8 @@
 /**
- * Event-loop time the KV-event intake may take in one turn, shared by every worker's stream: past
- * it, the intake waits as long again before it goes on, so sockets and timers (/health, requests)
+ * Event-loop time the KV-event feed may take in one turn, shared by every worker's stream: past
+ * it, the feed waits as long again before it goes on, so sockets and timers (/health, requests)
  * are served in between however many engines publish and however fast (issue 20: one batch of
- * 400k blocks stalled /health for 6.6 s), and the intake takes at most about half of a core. A
+ * 400k blocks stalled /health for 6.6 s), and the feed takes at most about half of a core. A
  * process that sleeps between its bursts is also woken promptly by the kernel's scheduler on a
  * busy machine, where one that spins waits for its time slice.
  *
@@ -10,7 +10,7 @@
  * `receive()` at once, so a receive loop under a flood would run on microtasks alone.
  */
 export class TurnBudget {
-  /** When this turn's intake work started; undefined until the first call in a turn. */
+  /** When this turn's event-feed work started; undefined until the first call in a turn. */
   private startedAt: number | undefined;
 
   constructor(

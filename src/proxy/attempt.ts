@@ -56,6 +56,8 @@ export class Attempt {
   readonly readUsage: boolean;
   readonly explain: readonly [name: string, value: string] | undefined;
   readonly onUpstreamError: (worker: Worker, kind: string) => void;
+  /** The router's priority the body carries to this engine (--engine-priority), undefined = none. */
+  readonly enginePriority: number | undefined;
   /** Aborted, with the reason, when the attempt must stop (client gone, timeout, shutdown). */
   readonly controller = new Cancel();
   private readonly lease: WorkerLease;
@@ -74,6 +76,7 @@ export class Attempt {
     this.readUsage = plan.readUsage;
     this.explain = plan.explain;
     this.onUpstreamError = plan.onUpstreamError;
+    this.enginePriority = plan.load.enginePriority;
     this.clientSignal = plan.clientSignal;
     this.trace = plan.trace;
     plan.clientSignal.once("abort", this.onClientGone);

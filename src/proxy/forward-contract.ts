@@ -1,9 +1,8 @@
 /**
- * What a forwarder promises the routes (routes/inference.ts): the request it takes, the outcome it
- * reports, its hooks (its options are in settings.ts). The regular Forwarder (forward.ts) and the
- * prefill/decode pair's (disaggregation/pair-forwarder.ts) both keep to it.
+ * What the Forwarder (forward.ts) promises the routes (routes/inference.ts): the request it takes,
+ * the outcome it reports, its hooks (its options are in settings.ts).
  */
-import type { IncomingHttpHeaders, ServerResponse } from "node:http";
+import type { IncomingHttpHeaders } from "node:http";
 import type { RequestAccount } from "../cache-account/request-account.js";
 import type { RouteBranch } from "../scheduling/policy.js";
 import type { RequestTrace } from "../tracing/request-trace.js";
@@ -33,13 +32,6 @@ export interface ForwardOutcome {
   prefillWorker?: Worker;
   /** The engine's token counts, when its answer reported them (a tenant quota charges them). */
   usage?: ReportedUsage | undefined;
-}
-
-/** What the routes call for each data-plane request: a Forwarder, or a prefill/decode pair's (disaggregation/). */
-export interface RequestForwarder {
-  forward(req: ForwardRequest, res: ServerResponse): Promise<ForwardOutcome>;
-  /** Ends every upstream request under way (shutdown grace over); returns how many. */
-  abortAll(): number;
 }
 
 export interface ForwardHooks {

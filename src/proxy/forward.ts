@@ -2,7 +2,7 @@ import type { ServerResponse } from "node:http";
 import type { CacheLedger } from "../cache-account/cache-ledger.js";
 import type { RequestAccount } from "../cache-account/request-account.js";
 import { RouterError, retryAfterSecs } from "../errors.js";
-import type { Scheduler } from "../scheduling/scheduler.js";
+import type { Decision, Scheduler } from "../scheduling/scheduler.js";
 import type { WorkerRegistry } from "../workers/registry.js";
 import { admitted } from "../workers/served-models.js";
 import type { Worker } from "../workers/worker.js";
@@ -19,34 +19,60 @@ import {
   type ForwardHooks,
   type ForwardOutcome,
   type ForwardRequest,
-  type RequestForwarder,
 } from "./forward-contract.js";
-import { upstreamRequestHeaders, viaToken } from "./headers.js";
+import { upstreamRequestHeaders, viaToken, withWorkerAuth } from "./headers.js";
 import { IdleSweep } from "./idle-sweep.js";
 import { noWorkerMessage, refusal, shortestCoolDown } from "./no-worker-answers.js";
+import type { JsonObject, PairProtocol, PairResult, PairTry, Side } from "./pair.js";
 import { routeHeader } from "./route-header.js";
 import { type AttemptResult, sendAttempt } from "./send-attempt.js";
 import type { ForwardSettings } from "./settings.js";
 import type { AttemptFailure } from "./upstream-failure.js";
 import type { UsageFeedback } from "./usage-feedback.js";
+import type { ReportedUsage } from "./usage-tap.js";
 import { writeError } from "./write-error.js";
 
 // The forwarder's contract lives in forward-contract.ts, its options type beside the proxy
 // section's rows (settings.ts); importers keep finding them here.
-export type {
-  ForwardHooks,
-  ForwardOutcome,
-  ForwardRequest,
-  RequestForwarder,
-} from "./forward-contract.js";
+export type { ForwardHooks, ForwardOutcome, ForwardRequest } from "./forward-contract.js";
 export type { ForwardSettings };
 
 /**
- * Sends one request to a worker chosen by the policy and streams the answer back unbuffered.
- * Retries go to workers not yet tried, only before anything reached the client, and only for
- * failures that are safe to repeat.
+ * Prefill/decode disaggregation as the forwarder runs it: the decode side's decider (the
+ * router's own picks the prefill side, where the prefix cache is) and the engines' protocol
+ * (disaggregation/), which sends the pair with the hand-off's body rewrites.
  */
-export class Forwarder implements RequestForwarder {
+export interface PairProfile {
+  readonly decodeDecider: Scheduler;
+  readonly protocol: PairProtocol;
+}
+
+/** One attempt's choice: a worker, or a prefill/decode pair (`decision` is then the prefill's). */
+interface Choice {
+  readonly decision: Decision<Worker>;
+  readonly decode?: Decision<Worker> | undefined;
+}
+
+/**
+ * How one attempt ended: answered (or being answered), or failed before any byte, on `failed`
+ * (a pair: the sides that failed; one worker's attempt: that worker).
+ */
+type Tried =
+  | {
+      kind: "done";
+      outcome: Omit<ForwardOutcome, "attempts">;
+      usage?: ReportedUsage | undefined;
+      /** What the accounted worker reported of the prompt (a pair: the prefill side's answer). */
+      accountUsage?: ReportedUsage | undefined;
+    }
+  | { kind: "failed"; failure: AttemptFailure; failed?: readonly Worker[] };
+
+/**
+ * Sends one request to a worker (or a prefill/decode pair) chosen by the policy and streams the
+ * answer back unbuffered. The one retry loop: retries go to workers not yet tried, only before
+ * anything reached the client, and only for failures that are safe to repeat.
+ */
+export class Forwarder {
   /** Upstream requests under way, so a shutdown that runs out of grace can end them cleanly. */
   private readonly inProgress = new Set<Cancel>();
   /** Set by abortAll: an attempt that starts afterwards (a retry after its backoff) ends at once. */
@@ -65,6 +91,8 @@ export class Forwarder implements RequestForwarder {
     private readonly feedback?: UsageFeedback,
     /** Each request's cache account (available, chosen, reported cached tokens). */
     private readonly ledger?: CacheLedger,
+    /** Prefill/decode disaggregation: each request goes to a pair (undefined: to one worker). */
+    readonly pairs?: PairProfile,
   ) {
     this.relayLimits = {
       idleTimeoutMs: settings.idleTimeoutMs,
@@ -94,7 +122,26 @@ export class Forwarder implements RequestForwarder {
     // The request's facts (text, index key, session, model plan) come ready from intake/.
     const routed = req.routing;
     const plan = routed.plan;
-    const candidates = () => admitted(this.registry.candidates(tried), plan);
+    const pairs = this.pairs;
+    // A pair's body is rewritten for the hand-off: it must be a JSON object.
+    const json = pairs === undefined ? undefined : pairBody(routed.json, routed.body);
+    if (pairs !== undefined && json === undefined) {
+      const error = new RouterError(
+        "invalid_request",
+        "Prefill/decode disaggregation needs a JSON object body (the router adds the hand-off fields to it).",
+      );
+      writeError(res, error, req.requestId);
+      return { status: error.status, attempts: 0, error: "invalid_request" };
+    }
+    const refusedBody =
+      json === undefined ? undefined : pairs?.protocol.refusal(routed.endpoint, json.json);
+    if (refusedBody !== undefined) {
+      writeError(res, refusedBody, req.requestId);
+      return { status: refusedBody.status, attempts: 0, error: "invalid_request" };
+    }
+    // A regular fleet's workers, or one side's of a pair (the prefill side: the decider's).
+    const candidates = (side?: Side) => admitted(this.registry.candidates(tried, side), plan);
+    const first: Side | undefined = pairs === undefined ? undefined : "prefill";
     const headers = upstreamRequestHeaders(
       req.headers,
       req.requestId,
@@ -106,31 +153,33 @@ export class Forwarder implements RequestForwarder {
     let account: RequestAccount | undefined;
     // Only an index with an asynchronous step (the precise index tokenizing) makes this wait.
     // It prepares what decide() will look up: the same text under the same model key.
-    const preparing = this.decider.prepare(candidates, routed);
+    const preparing = this.decider.prepare(() => candidates(first), routed);
     if (preparing !== undefined) {
       const tokenize = req.trace?.phase("tokenize");
       await preparing;
       tokenize?.end();
     }
+    /** Whether a worker (a pair: one of each side) is left once `failed` are left out too. */
+    const left = (failed: readonly Worker[]) => {
+      if (pairs === undefined) return candidates().some((w) => !failed.includes(w));
+      return (["prefill", "decode"] as const).every((side) =>
+        candidates(side).some((w) => !failed.includes(w)),
+      );
+    };
 
     while (attempts < this.settings.retryMaxAttempts) {
       if (req.clientSignal.aborted) return { status: 499, attempts, error: "client_abort" };
-      // The first choice of a new prefix may wait (bounded) for the replicas to agree on it.
-      const deciding = req.trace?.decision();
-      const choosing =
-        attempts === 0
-          ? this.decider.decideAgreed(withRoom(candidates(), req.roomOn), routed)
-          : this.decider.decide(candidates(), routed);
-      const decision = choosing instanceof Promise ? await choosing : choosing;
-      deciding?.end(this.decider.policy.name, decision);
-      if (!decision) break;
+      const choosing = this.choose(req, attempts, candidates);
+      const choice = choosing instanceof Promise ? await choosing : choosing;
+      if (choice === undefined) break;
+      const { decision } = choice;
       this.hooks.onDecision(this.decider.policy.name, decision.branch, decision.matchRate);
       const worker = decision.worker;
       if (decision.index !== null && this.ledger !== undefined) {
         account ??= this.ledger.open(routed.text, routed.model);
         account.decided(decision);
       }
-      tried.add(worker);
+      if (pairs === undefined) tried.add(worker);
       attempts += 1;
       const base = {
         worker,
@@ -140,41 +189,45 @@ export class Forwarder implements RequestForwarder {
         attempts,
       };
       // On the last possible attempt a retryable answer is passed through as the worker sent it.
-      const canRetry = () => attempts < this.settings.retryMaxAttempts && candidates().length > 0;
+      const canRetry = (failed: readonly Worker[]) =>
+        attempts < this.settings.retryMaxAttempts && left(failed);
       // Other requests still prefilling there: a low cached count may be theirs, not an eviction.
       const othersPrefilling = worker.pendingPrefillRequests > 0;
-
-      // The data-parallel rank whose cache the index chose, unless the client pinned one itself.
-      const rank = rankToSend(decision.rank, req.headers, routed.body);
-      const result = await this.attempt(
-        worker,
-        req,
-        Math.max(0, routed.text.length - decision.heldBefore),
-        headers,
-        rank,
-        deadline,
-        res,
-        routeHeader(base.branch, base.matchRate, decision.index, this.decider.profile),
-        canRetry,
-        account,
-      );
+      const route = routeHeader(base.branch, base.matchRate, decision.index, this.decider.profile);
+      const result: Tried =
+        choice.decode === undefined || pairs === undefined || json === undefined
+          ? await this.single(worker, decision, req, headers, deadline, res, route, account, () =>
+              canRetry([worker]),
+            )
+          : await this.pair(pairs, choice.decode, decision, req, json, headers, deadline, res, {
+              route: `${route};prefill=${worker.id}`,
+              explain: explainHeader(this.ledger, account, worker),
+              canRetry,
+            });
       if (result.kind === "done") {
+        const outcome = { ...base, ...result.outcome };
         // Only what a worker accepted stays in its index entry: an error answer, or a client gone
         // before the answer began, caches nothing there.
-        if (!accepted(result.outcome)) this.decider.rejected(decision, routed);
-        else if (result.usage !== undefined)
+        if (!accepted(result.outcome)) {
+          this.rejected(choice, routed);
+          return { ...outcome, usage: result.usage };
+        }
+        if (pairs === undefined && result.usage !== undefined)
           this.feedback?.apply(worker, result.usage, decision, routed, this.decider, {
             aboutText: routed.usageDescribesText,
             othersPrefilling,
           });
-        if (account === undefined || !accepted(result.outcome))
-          return { ...base, ...result.outcome, usage: result.usage };
-        settleAccount(this.ledger, account, routed, result.usage, worker, req.requestId);
-        return { ...base, ...result.outcome, account, usage: result.usage };
+        if (account === undefined) return { ...outcome, usage: result.usage };
+        const reported = pairs === undefined ? result.usage : result.accountUsage;
+        settleAccount(this.ledger, account, routed, reported, worker, req.requestId);
+        return { ...outcome, account, usage: result.usage };
       }
-      this.decider.rejected(decision, routed);
+      this.rejected(choice, routed);
       lastFailure = result.failure;
-      this.hooks.onUpstreamError(worker, result.failure.kind);
+      for (const failed of result.failed ?? [worker]) {
+        tried.add(failed);
+        this.hooks.onUpstreamError(failed, result.failure.kind);
+      }
       if (!result.failure.retryable) break;
       const remaining = deadline - Date.now();
       // A Retry-After holds back the worker that sent it (its cool-down), not the retry to another.
@@ -184,13 +237,18 @@ export class Forwarder implements RequestForwarder {
         this.settings.retryMaxBackoffMs,
       );
       if (attempts >= this.settings.retryMaxAttempts || delay >= remaining) break;
-      if (candidates().length === 0) break;
+      if (!left([])) break;
       this.hooks.onRetry(routed.endpoint);
       await sleep(delay, req.clientSignal);
     }
 
     const ended = attemptsOutcome(req, res, attempts, lastFailure);
     if (ended) return ended;
+    if (pairs !== undefined) {
+      const error = new RouterError("no_workers_available", this.noPairMessage(tried));
+      writeError(res, error, req.requestId);
+      return { status: error.status, attempts, error: "no_workers" };
+    }
     const coolDownMs = shortestCoolDown(this.registry);
     const error = new RouterError(
       "no_workers_available",
@@ -203,63 +261,221 @@ export class Forwarder implements RequestForwarder {
     return { status: error.status, attempts, error: "no_workers" };
   }
 
-  /** One try against one worker. Either the response was (or is being) sent, or it failed before any byte. */
-  private attempt(
-    worker: Worker,
+  /**
+   * The attempt's worker, or pair: the first attempt among the workers where the request has room
+   * (--queue-when-saturated, when any is left) and, for a new prefix, as the replicas agree. A
+   * promise only when the replicas are asked.
+   */
+  private choose(
     req: ForwardRequest,
-    /** Characters of the text the worker probably has to prefill (not held before). */
-    uncachedChars: number,
+    attempts: number,
+    candidates: (side?: Side) => readonly Worker[],
+  ): Choice | undefined | Promise<Choice | undefined> {
+    const routed = req.routing;
+    const pairs = this.pairs;
+    const roomOn = attempts === 0 ? req.roomOn : undefined;
+    const mine = withRoom(candidates(pairs === undefined ? undefined : "prefill"), roomOn);
+    let decodes: readonly Worker[] | undefined;
+    if (pairs !== undefined) {
+      decodes = withRoom(candidates("decode"), roomOn);
+      if (mine.length === 0 || decodes.length === 0) return undefined;
+    }
+    // The first choice of a new prefix may wait (bounded) for the replicas to agree on it.
+    const deciding = req.trace?.decision();
+    const choosing =
+      attempts === 0 ? this.decider.decideAgreed(mine, routed) : this.decider.decide(mine, routed);
+    const chosen = (decision: Decision<Worker> | undefined): Choice | undefined => {
+      deciding?.end(this.decider.policy.name, decision);
+      if (pairs === undefined || decodes === undefined) return decision && { decision };
+      const decode = pairs.decodeDecider.decide(decodes, routed);
+      if (decision === undefined || decode === undefined) {
+        if (decision !== undefined) this.decider.rejected(decision, routed);
+        if (decode !== undefined) pairs.decodeDecider.rejected(decode, routed);
+        return undefined;
+      }
+      return { decision, decode };
+    };
+    return choosing instanceof Promise ? choosing.then(chosen) : chosen(choosing);
+  }
+
+  /** The index forgets what the choice claimed (only what a worker accepted stays). */
+  private rejected(choice: Choice, routed: ForwardRequest["routing"]): void {
+    this.decider.rejected(choice.decision, routed);
+    if (choice.decode !== undefined) this.pairs?.decodeDecider.rejected(choice.decode, routed);
+  }
+
+  /** One try against one worker. Either the response was (or is being) sent, or it failed before any byte. */
+  private single(
+    worker: Worker,
+    decision: Decision<Worker>,
+    req: ForwardRequest,
     headers: Record<string, string | string[]>,
-    /** The engine's data-parallel rank the request goes to, when the router chose one. */
-    rank: number | undefined,
     deadline: number,
     res: ServerResponse,
     /** The x-radixgate-route header: branch, match rate, and the index when not the trees. */
     route: string,
-    canRetry: () => boolean,
     account: RequestAccount | undefined,
+    canRetry: () => boolean,
   ): Promise<AttemptResult> {
-    const { stream, text } = req.routing;
-    // The priority its engine gets: in the body sent and, until the attempt ends, in the worker's
-    // tally. Worked out once here (a search of the body), not again for the body.
-    const priority = prioritySent(req.routing.body, req.path, worker.engine, req.priority);
-    const attempt = new Attempt({
-      worker,
-      load: {
-        textChars: text.length,
-        uncachedChars,
-        rank,
-        enginePriority: priority,
-      },
-      requestId: req.requestId,
-      startedAt: req.startedAt,
-      deadline,
-      firstByteMs: stream
-        ? this.settings.streamFirstByteTimeoutMs
-        : this.settings.firstByteTimeoutMs,
-      stream,
-      clientSignal: req.clientSignal,
-      route,
-      limits: this.relayLimits,
+    const routed = req.routing;
+    // The data-parallel rank whose cache the index chose, unless the client pinned one itself.
+    const rank = rankToSend(decision.rank, req.headers, routed.body);
+    const uncachedChars = Math.max(0, routed.text.length - decision.heldBefore);
+    const attempt = this.open(worker, req, deadline, route, {
+      uncachedChars,
+      rank,
+      stream: routed.stream,
       readUsage: this.feedback !== undefined && req.method === "POST",
       explain: explainHeader(this.ledger, account, worker),
-      onUpstreamError: this.hooks.onUpstreamError,
       trace: req.trace?.attempt(worker),
     });
-    this.inProgress.add(attempt.controller);
-    // Not awaited here: sendAttempt() ends the attempt itself, so a request goes through one async frame.
+    // Not awaited here: sendAttempt() ends the attempt itself (and forgets its controller), so a
+    // request goes through one async frame.
     return sendAttempt(
       attempt,
       req,
       headers,
       rank,
-      priority,
+      attempt.enginePriority,
       res,
       canRetry,
       this.closed,
       this.inProgress,
       this.settings.maxCoolDownMs,
     );
+  }
+
+  /**
+   * One try of a prefill/decode pair in its engines' protocol: the prefill side's choice is the
+   * accounted one (the prefix cache is there), the decode side's answer the one the client gets.
+   */
+  private async pair(
+    pairs: PairProfile,
+    d: Decision<Worker>,
+    p: Decision<Worker>,
+    req: ForwardRequest,
+    body: { json: JsonObject; bytes: Buffer },
+    headers: Record<string, string | string[]>,
+    deadline: number,
+    res: ServerResponse,
+    how: {
+      route: string;
+      /** The --explain-header, sent with the decode side's answer (the one the client gets). */
+      explain: readonly [string, string] | undefined;
+      canRetry: (failed: readonly Worker[]) => boolean;
+    },
+  ): Promise<Tried> {
+    const routed = req.routing;
+    const text = routed.text;
+    const controllers: Cancel[] = [];
+    // Controllers whose side goes on after the try (a prefill answer read to its end).
+    const backgrounded = new Set<Cancel>();
+    const t: PairTry = {
+      req,
+      res,
+      body: body.json,
+      bytes: body.bytes,
+      prefill: p.worker,
+      decode: d.worker,
+      headersFor: (worker) => withWorkerAuth(headers, worker.authorization),
+      open: (worker, side) => {
+        const attempt = this.open(worker, req, deadline, how.route, {
+          // The prefill side computes what it does not hold; the decode side holds the sequence.
+          uncachedChars: side === "prefill" ? Math.max(0, text.length - p.heldBefore) : 0,
+          rank: undefined,
+          stream: routed.stream && (side === "decode" || pairs.protocol.prefillStreams),
+          // The decode side's answer is the one the client gets, and it reports the whole
+          // request's tokens (the prompt and all generated): what a tenant quota charges.
+          readUsage: side === "decode" && req.method === "POST",
+          explain: side === "decode" ? how.explain : undefined,
+          trace: req.trace?.attempt(worker, side),
+        });
+        controllers.push(attempt.controller);
+        return attempt;
+      },
+      canRetry: (side) => how.canRetry([side === "prefill" ? p.worker : d.worker]),
+      track: (attempt, work) => {
+        backgrounded.add(attempt.controller);
+        void work.finally(() => this.inProgress.delete(attempt.controller));
+      },
+    };
+    let result: PairResult;
+    try {
+      result = await pairs.protocol.exchange(t);
+    } finally {
+      for (const c of controllers) if (!backgrounded.has(c)) this.inProgress.delete(c);
+    }
+    if (result.kind === "failed") {
+      const failed = [...result.failed].map((side) => (side === "prefill" ? p.worker : d.worker));
+      return { kind: "failed", failure: result.failure, failed };
+    }
+    return {
+      kind: "done",
+      outcome: { ...result.outcome, worker: result.outcome.worker ?? d.worker },
+      usage: result.outcome.usage,
+      accountUsage: result.prefillUsage,
+    };
+  }
+
+  /** Starts an attempt on a worker: its lease (load, engine priority), its timers, the shutdown watch. */
+  private open(
+    worker: Worker,
+    req: ForwardRequest,
+    deadline: number,
+    route: string,
+    how: {
+      /** Characters of the text the worker probably has to prefill (not held before). */
+      uncachedChars: number;
+      /** The engine's data-parallel rank the request goes to, when the router chose one. */
+      rank: number | undefined;
+      /** Whether this worker's answer streams (its first-byte limit is the streaming one). */
+      stream: boolean;
+      readUsage: boolean;
+      explain: readonly [string, string] | undefined;
+      trace: ReturnType<NonNullable<ForwardRequest["trace"]>["attempt"]> | undefined;
+    },
+  ): Attempt {
+    const routed = req.routing;
+    // The priority its engine gets: in the body sent and, until the attempt ends, in the worker's
+    // tally. Worked out once here (a search of the body), not again for the body.
+    const priority = prioritySent(routed.body, req.path, worker.engine, req.priority);
+    const attempt = new Attempt({
+      worker,
+      load: {
+        textChars: routed.text.length,
+        uncachedChars: how.uncachedChars,
+        rank: how.rank,
+        enginePriority: priority,
+      },
+      requestId: req.requestId,
+      startedAt: req.startedAt,
+      deadline,
+      firstByteMs: how.stream
+        ? this.settings.streamFirstByteTimeoutMs
+        : this.settings.firstByteTimeoutMs,
+      stream: routed.stream,
+      clientSignal: req.clientSignal,
+      route,
+      limits: this.relayLimits,
+      readUsage: how.readUsage,
+      explain: how.explain,
+      onUpstreamError: this.hooks.onUpstreamError,
+      trace: how.trace,
+    });
+    if (this.closed) attempt.controller.abort(new ShutdownAbort());
+    this.inProgress.add(attempt.controller);
+    return attempt;
+  }
+
+  /** The 503's message: which side has no worker to take the request. */
+  private noPairMessage(tried: ReadonlySet<Worker>): string {
+    const count = (side: Side) => this.registry.candidates(undefined, side).length;
+    const total = (side: Side) => this.registry.list().filter((w) => w.role.type === side).length;
+    const triedOn = (side: Side) => [...tried].filter((w) => w.role.type === side).length;
+    const sides = (["prefill", "decode"] as const)
+      .filter((side) => count(side) === 0 || triedOn(side) >= count(side))
+      .map((side) => `${side} (${count(side)} of ${total(side)} available)`);
+    return `No prefill/decode pair can take the request: no ${sides.join(" and no ")} worker left to try (unhealthy, circuit open, cooling down, or not serving the model). Add workers with --prefill/--decode or POST /workers with a worker_type.`;
   }
 }
 
@@ -271,4 +487,25 @@ function withRoom(
   if (roomOn === undefined) return candidates;
   const roomy = candidates.filter(roomOn);
   return roomy.length > 0 ? roomy : candidates;
+}
+
+/**
+ * A pair's body: intake's parse, kept for the pair (IntakeOptions.keepJson), or parsed here when
+ * intake parsed it in a parse worker, whose object stayed in that thread; undefined when it is
+ * not a JSON object.
+ */
+function pairBody(
+  json: Readonly<JsonObject> | undefined,
+  bytes: Buffer | undefined,
+): { json: JsonObject; bytes: Buffer } | undefined {
+  if (bytes === undefined) return undefined;
+  if (json !== undefined) return { json: json as JsonObject, bytes };
+  try {
+    const value: unknown = JSON.parse(bytes.toString("utf8"));
+    return typeof value === "object" && value !== null && !Array.isArray(value)
+      ? { json: value as JsonObject, bytes }
+      : undefined;
+  } catch {
+    return undefined;
+  }
 }

@@ -8,7 +8,7 @@ import type { ParsePool } from "../intake/parse-pool.js";
 import type { KvEventsManager } from "../kv-events/manager.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
-import type { Forwarder, RequestForwarder } from "../proxy/forward.js";
+import type { Forwarder } from "../proxy/forward.js";
 import type { Scheduler } from "../scheduling/scheduler.js";
 import type { SharedState } from "../state/shared-state.js";
 import type { SiblingState } from "../state/sibling-state.js";
@@ -41,7 +41,7 @@ export interface RouterContext {
   /** The data plane's policy and index together (the forwarder's; POST /debug/route asks it too). */
   decider: Scheduler;
   /** The data plane's forwarder: one worker per request, or a prefill/decode pair. */
-  forwarder: RequestForwarder;
+  forwarder: Forwarder;
   modelsForwarder: Forwarder;
   /** Every request's cache account, summed (GET /debug/cache, the counters). */
   cacheLedger: CacheLedger;
@@ -56,7 +56,7 @@ export interface RouterContext {
   /** Reads the workers' engines (capacity, queue, KV usage, models) on a schedule. */
   introspection: EngineIntrospector;
   state: RouterState;
-  /** --kv-events: the engines' KV-event intake (per-worker endpoints, stream state). */
+  /** --kv-events: the engines' KV-event feed (per-worker endpoints, stream state). */
   kvEvents?: KvEventsManager;
   /** --state-url: what this replica shares with the others through Redis. */
   sharedState?: SharedState;

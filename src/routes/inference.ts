@@ -13,6 +13,7 @@ import { writeError } from "../proxy/write-error.js";
 import type { RequestTrace } from "../tracing/request-trace.js";
 import { admissionTicket } from "./admission-ticket.js";
 import { admitClient } from "./client-gate.js";
+import { onConnectionClose } from "./connection-requests.js";
 import type { RouterContext } from "./context.js";
 import { INFO_ROUTES, registerEngineInfoRoutes } from "./engine-info.js";
 import { registerModelsRoute } from "./models.js";
@@ -94,10 +95,10 @@ export async function handleInference(
     startedAt,
   );
   const client = new Cancel();
-  const onClose = () => {
+  // The connection, not the response: a pipelined request behind this one has no socket yet.
+  const forget = onConnectionClose(incoming.socket, () => {
     if (!res.writableFinished) client.abort();
-  };
-  res.on("close", onClose);
+  });
   ctx.state.active += 1;
   // The body's bytes count against the router-wide budget until the request ends (retries resend it).
   const lease = ctx.bodyBudget.lease(incoming.socket.remoteAddress);
@@ -119,7 +120,7 @@ export async function handleInference(
   } finally {
     lease.release();
     ctx.state.active -= 1;
-    res.off("close", onClose);
+    forget();
   }
   observe(ctx, endpoint, incoming, requestId, startedAt, outcome);
   trace?.end(outcome);
@@ -141,6 +142,8 @@ async function admitAndForward(
   const bodyRead = trace?.phase("body_read");
   const received = await ctx.intake.receive(incoming, endpoint, lease);
   bodyRead?.end();
+  // Its connection closed while it was read (a pipelined request): nothing more to do for it.
+  if (clientSignal.aborted) throw new ClientGoneError();
   // Waits only while the router is at its limit or, with --queue-when-saturated, the fleet is.
   const ticket = admissionTicket(ctx, received, clientSignal);
   const admitting = ctx.admission.admit(ticket);
@@ -153,6 +156,7 @@ async function admitAndForward(
   // How it ended, for a quota to charge what the engine reported (none if it never left here).
   let outcome: ForwardOutcome | undefined;
   try {
+    if (clientSignal.aborted) throw new ClientGoneError();
     // --engine-priority: the engine's scheduler serves it in the router's order too.
     const priority = ctx.config.enginePriority ? ctx.admission.enginePriority(ticket) : undefined;
     const request: ForwardRequest = {

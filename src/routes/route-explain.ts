@@ -45,10 +45,18 @@ export function registerRouteExplainRoutes(app: Hono<Env>, ctx: RouterContext): 
 async function explainRoute(ctx: RouterContext, endpoint: Endpoint, routed: RoutingRequest) {
   const { text, requested: model, adapter, session, plan } = routed;
   const workers = ctx.registry.list();
-  // The same candidates as the forwarder's: the model's plan over the available workers.
-  const candidates = plan.route === "not_found" ? [] : admitted(ctx.registry.candidates(), plan);
+  // A pair's decode side is chosen apart, by its own (load) policy, over the decode workers.
+  const pairs = ctx.forwarder.pairs;
+  const side = pairs === undefined ? undefined : "prefill";
+  // The same candidates as the forwarder's: the model's plan over the available workers (with
+  // pairs: the prefill side's, where the prefix cache is).
+  const available = (role?: "prefill" | "decode") =>
+    plan.route === "not_found" ? [] : admitted(ctx.registry.candidates(undefined, role), plan);
+  const candidates = available(side);
   await ctx.decider.prepare(() => candidates, routed);
   const { decision, matched, indexes, profile } = ctx.decider.explain(candidates, routed);
+  const decodes = pairs === undefined ? [] : available("decode");
+  const decode = pairs?.decodeDecider.explain(decodes, routed).decision;
   const policy = ctx.decider.policy;
   const now = Date.now();
   const length = text.length;
@@ -76,6 +84,24 @@ async function explainRoute(ctx: RouterContext, endpoint: Endpoint, routed: Rout
             branch: decision.branch,
             match_rate: decision.matchRate,
           },
+    // With disaggregation: the pair, its protocol and the decode side's choice among its workers.
+    ...(pairs === undefined
+      ? {}
+      : {
+          pair: {
+            protocol: pairs.protocol.name,
+            prefill: decision?.worker.id ?? null,
+            decode: decode?.worker.id ?? null,
+            decode_url: decode?.worker.url ?? null,
+            decode_policy: pairs.decodeDecider.policy.name,
+            decode_branch: decode?.branch ?? null,
+            decode_candidates: decodes.map((worker) => ({
+              worker: worker.id,
+              url: worker.url,
+              in_flight: worker.inFlight,
+            })),
+          },
+        }),
     candidates: candidates.map((worker, i) => {
       // As the policies see it: never more than the text.
       const held = matched === null ? null : Math.min(length, Math.max(0, matched[i] ?? 0));
@@ -94,7 +120,7 @@ async function explainRoute(ctx: RouterContext, endpoint: Endpoint, routed: Rout
       };
     }),
     excluded: workers
-      .filter((worker) => !candidates.includes(worker))
+      .filter((worker) => !candidates.includes(worker) && !decodes.includes(worker))
       .map((worker) => ({
         worker: worker.id,
         url: worker.url,

@@ -1,6 +1,5 @@
-import { LeastLoaded } from "./least-loaded.js";
 import { matchedOf, type Pick, type Picker, type SchedulingContext } from "./plugin.js";
-import { Rotation } from "./rotation.js";
+import { LeastLoaded, Rotation } from "./rotation.js";
 
 export interface AibrixOptions {
   /** AIBRIX_PREFIX_CACHE_POD_RUNNING_REQUEST_IMBALANCE_ABS_COUNT: max − min running above this = imbalanced. */
@@ -23,7 +22,7 @@ export interface AibrixOptions {
  *    code's default; the readme says 2) takes the request.
  * 3. Otherwise (no match, or every matching pod over the bound) the least running.
  * AIBrix shuffles the matching pods before its stable sort; equal keys here take turns instead.
- * Least running breaks ties in rotation (scheduling/least-loaded.ts).
+ * Least running breaks ties in rotation (scheduling/rotation.ts).
  */
 export class AibrixPrefixPicker implements Picker {
   readonly type = "aibrix-prefix-picker";

@@ -1,12 +1,84 @@
-import type { RandomSource } from "./options.js";
-import type { SchedulerProfile } from "./profile.js";
+/**
+ * Every --policy NAME: a built-in scheduling profile, written as the --scheduler-config document
+ * that builds it (docs/scheduler/NAME.yaml shows each; test/scheduling/scheduler-config.test.ts
+ * checks they agree and decide alike). The router's own policies are one picker each, whose
+ * parameters are the policy flags; the seed systems' algorithms are their published profiles.
+ */
+
+import type { CacheAwareOptions } from "./cache-aware.js";
+import {
+  DEFAULT_TIE_BREAK,
+  POLICY_DEFAULTS,
+  type PolicyOptions,
+  type RandomSource,
+  type ResolvedPolicyOptions,
+  resolvePolicyOptions,
+} from "./options.js";
+import { POLICY_NAMES, type Policy, type PolicyName } from "./policy.js";
+import type { PrefixCostOptions } from "./prefix-cost.js";
+import { SchedulerProfile } from "./profile.js";
 import { buildProfiles } from "./scheduler-config.js";
 
-/**
- * The seed systems' algorithms as scheduler configs (the same documents docs/scheduler/*.yaml
- * show; test/scheduling/examples.test.ts checks they agree), selectable with --policy NAME.
- */
-export const BUILTIN_PROFILE_CONFIGS = {
+export { POLICY_DEFAULTS, type PolicyOptions } from "./options.js";
+
+/** A --scheduler-config document (scheduler-config.ts reads it). */
+export interface SchedulerConfigDocument {
+  readonly plugins: readonly {
+    readonly type: string;
+    readonly name?: string;
+    readonly parameters?: Readonly<Record<string, number | string>>;
+  }[];
+  readonly schedulingProfiles: readonly {
+    readonly name: string;
+    readonly plugins: readonly { readonly pluginRef: string; readonly weight?: number }[];
+  }[];
+}
+
+/** A profile of one picker named `type`, with its parameters when it takes any. */
+function onePicker(
+  name: string,
+  type: string,
+  parameters?: Record<string, number | string>,
+): SchedulerConfigDocument {
+  return {
+    plugins: [parameters === undefined ? { type } : { type, parameters }],
+    schedulingProfiles: [{ name, plugins: [{ pluginRef: type }] }],
+  };
+}
+
+type OwnOptions = Omit<ResolvedPolicyOptions, "random">;
+
+/** The router's own policies: each the profile of its picker, the policy flags its parameters. */
+const OWN_POLICIES = {
+  cache_aware: (o: OwnOptions) =>
+    onePicker("cache_aware", "cache-aware-picker", {
+      cacheThreshold: o.cacheThreshold,
+      balanceAbsThreshold: o.balanceAbsThreshold,
+      balanceRelThreshold: o.balanceRelThreshold,
+      cacheLoadBound: o.cacheLoadBound,
+    }),
+  prefix_cost: (o: OwnOptions) =>
+    onePicker("prefix_cost", "prefix-cost-picker", {
+      queueWeight: o.prefixCostQueueWeight,
+      requestChars: o.prefixCostRequestChars,
+      tieBreak: o.prefixCostTieBreak,
+    }),
+  round_robin: () => onePicker("round_robin", "round-robin-picker"),
+  random: () => onePicker("random", "random-picker"),
+  power_of_two: () => onePicker("power_of_two", "power-of-two-picker"),
+  least_load: () => onePicker("least_load", "least-load-picker"),
+} satisfies Partial<Record<PolicyName, (o: OwnOptions) => SchedulerConfigDocument>>;
+
+type OwnPolicyName = keyof typeof OWN_POLICIES;
+
+function isOwnPolicy(name: string): name is OwnPolicyName {
+  return Object.hasOwn(OWN_POLICIES, name);
+}
+
+const DEFAULT_OPTIONS: OwnOptions = { ...POLICY_DEFAULTS, prefixCostTieBreak: DEFAULT_TIE_BREAK };
+
+/** The seed systems' algorithms as scheduler configs. */
+const SEED_PROFILES = {
   // AIBrix prefix-cache router: vllm-project/aibrix pkg/plugins/gateway/algorithms/prefix_cache.go
   // (code defaults: imbalance 8, σ-factor 1), character blocks of 128 (the readme's advice for the
   // character tokenizer). See scheduling/aibrix-picker.ts.
@@ -92,10 +164,28 @@ export const BUILTIN_PROFILE_CONFIGS = {
   },
 } as const;
 
-export type BuiltinProfileName = keyof typeof BUILTIN_PROFILE_CONFIGS;
+/** Every built-in profile's document, with the flags' defaults. */
+export const BUILTIN_PROFILE_CONFIGS: Readonly<Record<PolicyName, SchedulerConfigDocument>> = {
+  ...SEED_PROFILES,
+  ...(Object.fromEntries(
+    Object.entries(OWN_POLICIES).map(([name, doc]) => [name, doc(DEFAULT_OPTIONS)]),
+  ) as Record<OwnPolicyName, SchedulerConfigDocument>),
+};
 
-export function isBuiltinProfile(name: string): name is BuiltinProfileName {
+export type BuiltinProfileName = PolicyName;
+
+export function isBuiltinProfile(name: string): name is PolicyName {
   return Object.hasOwn(BUILTIN_PROFILE_CONFIGS, name);
+}
+
+/** True when `name` is one of POLICY_NAMES (for configuration coming in as plain strings). */
+export function isPolicyName(name: string): name is PolicyName {
+  return (POLICY_NAMES as readonly string[]).includes(name);
+}
+
+/** The document --policy NAME runs with these options (the flags' values in its parameters). */
+export function builtinConfig(name: PolicyName, options: OwnOptions): SchedulerConfigDocument {
+  return isOwnPolicy(name) ? OWN_POLICIES[name](options) : BUILTIN_PROFILE_CONFIGS[name];
 }
 
 /**
@@ -103,17 +193,70 @@ export function isBuiltinProfile(name: string): name is BuiltinProfileName {
  * approximate producer hashes blocks of 16 tokens × 4 characters (approximateprefix/types.go),
  * AIBrix blocks of 128 characters (character tokenizer); index/block-hash-index.ts.
  */
-const OWN_INDEX: Partial<Record<BuiltinProfileName, { name: "block_hash"; blockChars: number }>> = {
+const OWN_INDEX: Partial<Record<PolicyName, { name: "block_hash"; blockChars: number }>> = {
   llmd_approx: { name: "block_hash", blockChars: 64 },
   aibrix_prefix: { name: "block_hash", blockChars: 128 },
 };
 
 /** A fresh built-in profile (its own rotation and ring state). */
-export function createBuiltinProfile(
-  name: BuiltinProfileName,
-  random: RandomSource,
-): SchedulerProfile {
-  const profile = buildProfiles(BUILTIN_PROFILE_CONFIGS[name], { random })[0]!;
-  const own = OWN_INDEX[name];
-  return own === undefined ? profile : profile.withPrefixIndex(own);
+function builtinProfile(name: PolicyName, options: ResolvedPolicyOptions): SchedulerProfile {
+  const profile = buildProfiles(builtinConfig(name, options), { random: options.random })[0]!;
+  // The router's own policies keep x-radixgate-route as it always was: their branch names them.
+  return profile.with({ prefixIndex: OWN_INDEX[name], labelsRoute: !isOwnPolicy(name) });
+}
+
+/**
+ * A fresh policy by name. Every option is validated whatever the policy, so a bad value in the
+ * configuration is reported even when the chosen policy does not use it.
+ * @throws RangeError naming the option (or the unknown policy name).
+ */
+export function createPolicy(name: PolicyName, options: PolicyOptions = {}): Policy {
+  const resolved = resolvePolicyOptions(options);
+  if (!isPolicyName(name)) {
+    throw new RangeError(
+      `unknown policy ${JSON.stringify(name)}; expected one of ${POLICY_NAMES.join(", ")}`,
+    );
+  }
+  return builtinProfile(name, resolved);
+}
+
+/** The parts of --policy NAME's profile, for the classes below. */
+function partsOf(name: OwnPolicyName, options: Partial<OwnOptions>, random?: RandomSource) {
+  const resolved = resolvePolicyOptions({ ...options, random });
+  return [name, builtinProfile(name, resolved).parts, { labelsRoute: false }] as const;
+}
+
+/*
+ * The router's own policies as classes, for code that builds one directly: each is exactly
+ * createPolicy(NAME)'s profile.
+ */
+export class CacheAwarePolicy extends SchedulerProfile {
+  constructor(options: CacheAwareOptions) {
+    super(...partsOf("cache_aware", options));
+  }
+}
+export class PrefixCostPolicy extends SchedulerProfile {
+  constructor(options: PrefixCostOptions) {
+    super(...partsOf("prefix_cost", options));
+  }
+}
+export class RoundRobinPolicy extends SchedulerProfile {
+  constructor() {
+    super(...partsOf("round_robin", {}));
+  }
+}
+export class RandomPolicy extends SchedulerProfile {
+  constructor(random: RandomSource) {
+    super(...partsOf("random", {}, random));
+  }
+}
+export class PowerOfTwoPolicy extends SchedulerProfile {
+  constructor(random: RandomSource) {
+    super(...partsOf("power_of_two", {}, random));
+  }
+}
+export class LeastLoadPolicy extends SchedulerProfile {
+  constructor() {
+    super(...partsOf("least_load", {}));
+  }
 }

@@ -1,6 +1,8 @@
-import { LeastLoaded } from "./least-loaded.js";
+import { loadCap, ownLoad } from "./load-cap.js";
 import type { ResolvedPolicyOptions } from "./options.js";
-import type { Policy, PolicyWorker, RouteBranch, RouteDecision, RouteRequest } from "./policy.js";
+import { onAlive, type Pick as Picked, type Picker, type SchedulingContext } from "./plugin.js";
+import type { RouteBranch } from "./policy.js";
+import { LeastLoaded } from "./rotation.js";
 
 export type CacheAwareOptions = Pick<
   ResolvedPolicyOptions,
@@ -17,10 +19,11 @@ export type CacheAwareOptions = Pick<
  *    A worker wins on prefix only while its in-flight count is at most cacheLoadBound × the mean
  *    in-flight of the candidates, plus one; when the best match is over that bound, the least-loaded
  *    worker takes the request ("load_bound") and, once it holds the prefix too, the two share it.
- *    That bound weighs this router's own in-flight counts (see `ownLoad`).
+ *    That bound weighs this router's own in-flight counts (load-cap.ts `ownLoad`).
  * 3. Otherwise the least-loaded worker ("cache_miss").
- * Matched lengths come from the prefix index (request.matched); the decider inserts the text for
- * the chosen worker in every branch: it is what that worker will cache.
+ * Matched lengths come from the prefix index (request.matched); the scheduler inserts the text for
+ * the chosen worker in every branch: it is what that worker will cache. --policy cache_aware is
+ * the profile of this picker alone (builtin-profiles.ts).
  *
  * Fixed against the original: a single hot prefix (one system prompt for all traffic) no longer
  * piles every request onto one worker while the in-flight gap stays under the absolute imbalance
@@ -29,8 +32,8 @@ export type CacheAwareOptions = Pick<
  * prefix index keeps it, so a worker that drops out of the candidates for a while keeps what it
  * holds and a removed worker leaves nothing behind.
  */
-export class CacheAwarePolicy implements Policy {
-  readonly name = "cache_aware" as const;
+export class CacheAwarePicker implements Picker {
+  readonly type = "cache-aware-picker";
   readonly usesPrefixes = true;
   private readonly loads = new LeastLoaded();
   private readonly cacheThreshold: number;
@@ -38,30 +41,33 @@ export class CacheAwarePolicy implements Policy {
   private readonly balanceRelThreshold: number;
   private readonly cacheLoadBound: number;
 
-  constructor(options: CacheAwareOptions) {
+  constructor(
+    readonly name: string,
+    options: CacheAwareOptions,
+  ) {
     this.cacheLoadBound = options.cacheLoadBound;
     this.cacheThreshold = options.cacheThreshold;
     this.balanceAbsThreshold = options.balanceAbsThreshold;
     this.balanceRelThreshold = options.balanceRelThreshold;
   }
 
-  select<W extends PolicyWorker>(
-    candidates: readonly W[],
-    request: RouteRequest,
-  ): RouteDecision<W> | undefined {
+  pick(ctx: SchedulingContext): Picked | -1 {
+    return onAlive(ctx, this.choose);
+  }
+
+  private readonly choose = (ctx: SchedulingContext): Picked | -1 => {
+    const candidates = ctx.candidates;
     const least = this.loads.scan(candidates);
-    if (least < 0) return undefined;
-    const length = request.text.length;
-    const matchedOf = request.matched;
+    if (least < 0) return -1;
+    const length = ctx.length;
+    const matchedOf = ctx.request.matched;
     const min = this.loads.min;
     const max = this.loads.max;
 
     let chosen = least;
-    let matched = 0;
     let branch: RouteBranch;
     if (max - min > this.balanceAbsThreshold && max > min * this.balanceRelThreshold) {
       branch = "imbalanced";
-      if (length > 0) matched = matchedOf?.[least] ?? 0;
     } else {
       branch = "cache_miss";
       if (length > 0) {
@@ -70,21 +76,16 @@ export class CacheAwarePolicy implements Policy {
         const n = candidates.length;
         const start = this.loads.start;
         // Some worker is always within the bound (the least own load is at most the own mean).
-        const bound =
-          this.cacheLoadBound === 0
-            ? Number.POSITIVE_INFINITY
-            : this.cacheLoadBound * (ownTotal(candidates) / n) + 1;
+        const bound = loadCap(candidates, this.cacheLoadBound);
         let best = least;
         let bestMatched = -1;
         let bestLoad = 0;
-        let leastMatched = 0;
         let overBoundMatched = 0;
         for (let i = 0; i < n; i++) {
           let index = start + i;
           if (index >= n) index -= n;
           const worker = candidates[index]!;
           const m = matchedOf?.[index] ?? 0;
-          if (index === least) leastMatched = m;
           if (ownLoad(worker) > bound) {
             if (m > overBoundMatched) overBoundMatched = m;
           } else if (m > bestMatched || (m === bestMatched && worker.inFlight < bestLoad)) {
@@ -96,35 +97,12 @@ export class CacheAwarePolicy implements Policy {
         if (bestMatched / length > this.cacheThreshold) {
           branch = "cache_hit";
           chosen = best;
-          matched = bestMatched;
-        } else {
-          matched = leastMatched;
-          if (overBoundMatched / length > this.cacheThreshold) branch = "load_bound";
+        } else if (overBoundMatched / length > this.cacheThreshold) {
+          branch = "load_bound";
         }
       }
     }
-
-    const worker = candidates[chosen]!;
-    return { worker, branch, matchRate: length === 0 ? 0 : matched / length };
-  }
-}
-
-/**
- * The load the load bound weighs: this router's own in-flight count. With replicas sharing
- * --state-url, peers' counts arrive every --state-load-interval-ms, and a bound as tight as the
- * default (two workers sharing a hot prefix must stay within about 2 requests of each other) then
- * trips on counts hundreds of milliseconds old: every replica diverts the same prefixes at once,
- * conversations split across workers and evict each other (bench:routing cache-pressure with 4
- * replicas lost 7 points). Own counts are exact; when each replica keeps its own share within
- * cacheLoadBound × its own mean + 1, the fleet stays within cacheLoadBound × the fleet's mean +
- * the number of replicas. One router: its own count is the whole count, nothing changes.
- */
-function ownLoad(worker: PolicyWorker): number {
-  return worker.ownInFlight ?? worker.inFlight;
-}
-
-function ownTotal(candidates: readonly PolicyWorker[]): number {
-  let total = 0;
-  for (const worker of candidates) total += ownLoad(worker);
-  return total;
+    // The profile reports the chosen worker's match rate (in every branch, as the original).
+    return { index: chosen, branch };
+  };
 }

@@ -106,6 +106,19 @@ export class Parameters {
     return value === undefined ? fallback : number(value, child(this.path, key), rule);
   }
 
+  oneOf<T extends string>(key: string, fallback: T, values: readonly T[]): T {
+    this.read.add(key);
+    const value = this.values[key];
+    if (value === undefined) return fallback;
+    if (typeof value !== "string" || !(values as readonly string[]).includes(value)) {
+      throw new SchedulerConfigError(
+        child(this.path, key),
+        `must be one of ${values.join(", ")}, got ${describe(value)}`,
+      );
+    }
+    return value as T;
+  }
+
   done(): void {
     onlyKeys(this.values, [...this.read], this.path);
   }

@@ -1,6 +1,6 @@
-import type { RandomSource } from "./options.js";
-import type { Pick, Picker, SchedulingContext } from "./plugin.js";
-import { Rotation } from "./rotation.js";
+import { type RandomSource, randomIndex } from "./options.js";
+import { onAlive, type Pick, type Picker, type SchedulingContext } from "./plugin.js";
+import { LeastLoaded, Rotation } from "./rotation.js";
 
 /**
  * The highest weighted score (GIE max-score-picker). GIE shuffles before it sorts, so equal scores
@@ -137,4 +137,79 @@ function draw(
   }
   // Rounding (or a source returning 1): the last alive candidate.
   return last;
+}
+
+/*
+ * The router's load-only policies as pickers (--policy round_robin, random, power_of_two,
+ * least_load): each reads only the candidates' in-flight counts, never the scores or prefixes.
+ */
+
+/** Each call takes the next candidate in turn. */
+export class RoundRobinPicker implements Picker {
+  readonly type = "round-robin-picker";
+  readonly usesPrefixes = false;
+  private readonly rotation = new Rotation();
+  constructor(readonly name: string) {}
+
+  pick(ctx: SchedulingContext): Pick | -1 {
+    return onAlive(ctx, (c) => ({
+      index: this.rotation.next(c.candidates.length),
+      branch: "round_robin",
+    }));
+  }
+}
+
+/** A uniformly random candidate. */
+export class RandomPicker implements Picker {
+  readonly type = "random-picker";
+  readonly usesPrefixes = false;
+  constructor(
+    readonly name: string,
+    private readonly random: RandomSource,
+  ) {}
+
+  pick(ctx: SchedulingContext): Pick | -1 {
+    return onAlive(ctx, (c) => ({
+      index: randomIndex(this.random, c.candidates.length),
+      branch: "random",
+    }));
+  }
+}
+
+/**
+ * Power of two choices: two distinct random candidates, the one with fewer in-flight requests wins
+ * (on a tie, the first drawn, itself random).
+ */
+export class PowerOfTwoPicker implements Picker {
+  readonly type = "power-of-two-picker";
+  readonly usesPrefixes = false;
+  constructor(
+    readonly name: string,
+    private readonly random: RandomSource,
+  ) {}
+
+  pick(ctx: SchedulingContext): Pick | -1 {
+    return onAlive(ctx, ({ candidates }) => {
+      const n = candidates.length;
+      if (n === 1) return { index: 0, branch: "power_of_two" };
+      const first = randomIndex(this.random, n);
+      // Draw from the n - 1 others and skip over `first`: distinct without retrying.
+      let second = randomIndex(this.random, n - 1);
+      if (second >= first) second++;
+      const index = candidates[second]!.inFlight < candidates[first]!.inFlight ? second : first;
+      return { index, branch: "power_of_two" };
+    });
+  }
+}
+
+/** The worker with the fewest in-flight requests; equal loads take turns. */
+export class LeastLoadPicker implements Picker {
+  readonly type = "least-load-picker";
+  readonly usesPrefixes = false;
+  private readonly loads = new LeastLoaded();
+  constructor(readonly name: string) {}
+
+  pick(ctx: SchedulingContext): Pick | -1 {
+    return onAlive(ctx, (c) => ({ index: this.loads.scan(c.candidates), branch: "least_load" }));
+  }
 }

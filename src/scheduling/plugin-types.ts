@@ -1,12 +1,22 @@
 import { LoraAffinityScorer, SessionAffinityScorer } from "./affinity-scorers.js";
 import { AibrixPrefixPicker } from "./aibrix-picker.js";
+import { CacheAwarePicker } from "./cache-aware.js";
 import { ChwblPicker } from "./chwbl-picker.js";
-import type { Parameters } from "./config-path.js";
+import { child, type Parameters, SchedulerConfigError } from "./config-path.js";
 import { AvailableFilter, ModelServedFilter, SaturationFilter } from "./filters.js";
 import { ActiveRequestScorer, KvCacheUtilizationScorer, QueueScorer } from "./load-scorers.js";
-import { POLICY_DEFAULTS } from "./options.js";
-import { MaxScorePicker, SoftmaxPicker, WeightedRandomPicker } from "./pickers.js";
+import { DEFAULT_TIE_BREAK, POLICY_DEFAULTS, TIE_BREAKS } from "./options.js";
+import {
+  LeastLoadPicker,
+  MaxScorePicker,
+  PowerOfTwoPicker,
+  RandomPicker,
+  RoundRobinPicker,
+  SoftmaxPicker,
+  WeightedRandomPicker,
+} from "./pickers.js";
 import type { Filter, Picker, PluginEnv, Scorer } from "./plugin.js";
+import { PrefixCostPicker } from "./prefix-cost.js";
 import { DynamoCostScorer, PrefillWorkScorer, PrefixScorer } from "./prefix-scorers.js";
 
 type Make<T> = (name: string, p: Parameters, env: PluginEnv) => T;
@@ -51,6 +61,44 @@ export const SCORER_TYPES: Readonly<Record<string, Make<Scorer>>> = {
 };
 
 export const PICKER_TYPES: Readonly<Record<string, Make<Picker>>> = {
+  // The router's own policies (--policy NAME is the profile of one of these alone), with the
+  // defaults and ranges of their flags (options.ts, settings.ts).
+  "cache-aware-picker": (name, p) => {
+    const cacheLoadBound = p.number("cacheLoadBound", POLICY_DEFAULTS.cacheLoadBound, { min: 0 });
+    if (cacheLoadBound !== 0 && cacheLoadBound < 1) {
+      throw new SchedulerConfigError(
+        child(p.path, "cacheLoadBound"),
+        `must be 0 (no bound) or ≥ 1, got ${cacheLoadBound}`,
+      );
+    }
+    return new CacheAwarePicker(name, {
+      cacheThreshold: p.number("cacheThreshold", POLICY_DEFAULTS.cacheThreshold, {
+        min: 0,
+        max: 1,
+      }),
+      balanceAbsThreshold: p.number("balanceAbsThreshold", POLICY_DEFAULTS.balanceAbsThreshold, {
+        min: 0,
+      }),
+      balanceRelThreshold: p.number("balanceRelThreshold", POLICY_DEFAULTS.balanceRelThreshold, {
+        min: 1,
+      }),
+      cacheLoadBound,
+    });
+  },
+  "prefix-cost-picker": (name, p) =>
+    new PrefixCostPicker(name, {
+      prefixCostQueueWeight: p.number("queueWeight", POLICY_DEFAULTS.prefixCostQueueWeight, {
+        min: 0,
+      }),
+      prefixCostRequestChars: p.number("requestChars", POLICY_DEFAULTS.prefixCostRequestChars, {
+        min: 0,
+      }),
+      prefixCostTieBreak: p.oneOf("tieBreak", DEFAULT_TIE_BREAK, TIE_BREAKS),
+    }),
+  "round-robin-picker": (name) => new RoundRobinPicker(name),
+  "random-picker": (name, _p, env) => new RandomPicker(name, env.random),
+  "power-of-two-picker": (name, _p, env) => new PowerOfTwoPicker(name, env.random),
+  "least-load-picker": (name) => new LeastLoadPicker(name),
   "max-score-picker": (name) => new MaxScorePicker(name),
   "weighted-random-picker": (name, _p, env) => new WeightedRandomPicker(name, env.random),
   "softmax-picker": (name, p, env) =>

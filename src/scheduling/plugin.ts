@@ -74,6 +74,11 @@ export interface Picker {
    * alive.
    */
   pick(ctx: SchedulingContext, totals: Float64Array): Pick | -1;
+  /**
+   * For a picker that takes the lowest of a per-worker cost (prefix-cost-picker): that cost, for
+   * one worker holding `matched` characters of a `length`-character text at `now` (Policy.cost).
+   */
+  cost?(worker: PolicyWorker, matched: number, length: number, now: number): number;
 }
 
 export type Plugin = Filter | Scorer | Picker;
@@ -82,6 +87,41 @@ export type PluginKind = "filter" | "scorer" | "picker";
 /** What a plugin's factory gets besides its parameters. */
 export interface PluginEnv {
   readonly random: RandomSource;
+}
+
+/**
+ * Runs a rule written over every candidate (the router's own policies as pickers) on the alive
+ * ones only: as it is when no filter removed anyone (nothing copied), else over a compacted view
+ * whose pick is mapped back. -1 when none is alive.
+ */
+export function onAlive(
+  ctx: SchedulingContext,
+  rule: (ctx: SchedulingContext) => Pick | -1,
+): Pick | -1 {
+  const n = ctx.candidates.length;
+  const alive = ctx.alive;
+  let left = 0;
+  for (let i = 0; i < n; i++) left += alive[i]!;
+  if (left === n) return rule(ctx);
+  if (left === 0) return -1;
+  const at: number[] = [];
+  const candidates: SchedulingWorker[] = [];
+  const all = ctx.request.matched;
+  const matched: number[] | undefined = all === undefined ? undefined : [];
+  for (let i = 0; i < n; i++) {
+    if (alive[i] === 0) continue;
+    at.push(i);
+    candidates.push(ctx.candidates[i]!);
+    matched?.push(all![i] ?? 0);
+  }
+  const pick = rule({
+    candidates,
+    request: { ...ctx.request, matched },
+    now: ctx.now,
+    length: ctx.length,
+    alive: new Uint8Array(left).fill(1),
+  });
+  return pick === -1 ? -1 : { index: at[pick.index]!, branch: pick.branch };
 }
 
 /** matched[i] clamped to [0, length]: an index may claim more than the text. */

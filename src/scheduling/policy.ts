@@ -67,7 +67,10 @@ export interface RouteRequest {
   readonly requested?: string | undefined;
   /** SGLang's lora_path adapter, when the request carries one. */
   readonly adapter?: string | undefined;
-  /** The worker this conversation was last sent to (policies with `handlesSessions`). */
+  /**
+   * The worker this conversation was last sent to (--session-affinity): a profile with a
+   * session-affinity-scorer weighs it, any other keeps the conversation there (profile.ts).
+   */
   readonly sessionWorker?: string | undefined;
 }
 
@@ -110,6 +113,11 @@ export interface Policy {
    * filters), for the cache account's routing-loss reason (scheduling/loss-reason.ts).
    */
   filteredOut?(i: number): boolean;
+  /**
+   * False when x-radixgate-route does not name the profile: the router's own policies, whose
+   * branches (cache_hit, lowest_cost, round_robin, ...) already say which rule decided.
+   */
+  readonly labelsRoute?: boolean;
   /** A scheduling profile: every plugin's verdict per candidate, for POST /debug/route. */
   explain?(candidates: readonly PolicyWorker[], request: RouteRequest): ProfileExplanation;
 }

@@ -1,5 +1,7 @@
+import { loadCap, ownLoad } from "./load-cap.js";
 import type { ResolvedPolicyOptions, TieBreak } from "./options.js";
-import type { Policy, PolicyWorker, RouteDecision, RouteRequest } from "./policy.js";
+import { onAlive, type Pick as Picked, type Picker, type SchedulingContext } from "./plugin.js";
+import type { PolicyWorker } from "./policy.js";
 import { KEY_ALIGN, KEY_CHARS, prefixKey, rendezvousScore } from "./prefix-hash.js";
 import { Rotation } from "./rotation.js";
 
@@ -7,7 +9,7 @@ export type PrefixCostOptions = Pick<
   ResolvedPolicyOptions,
   "prefixCostQueueWeight" | "prefixCostRequestChars"
 > &
-  Partial<Pick<ResolvedPolicyOptions, "prefixCostTieBreak">>;
+  Partial<Pick<ResolvedPolicyOptions, "prefixCostTieBreak" | "cacheLoadBound">>;
 
 /**
  * Picks the candidate with the lowest estimated time to first token, counted in characters of
@@ -41,40 +43,57 @@ export type PrefixCostOptions = Pick<
  * does not say otherwise, not to whichever had one request or a few hundred characters less in
  * flight at that instant, which placed new tenants differently from run to run (issue 27). A text
  * nobody holds any of keeps the rotation: there is no prefix to keep together.
+ *
+ * With queueWeight 0 the queue no longer counts, and one in-flight request's few hundred
+ * characters never outweigh a held prefix of thousands: every request of a prefix went to its
+ * holder (a multi-tenant run put all 256 requests on one worker, at 6× the mean latency). Then
+ * the load cap of --cache-load-bound (load-cap.ts) applies: a worker above it is not a candidate.
+ * The configuration refuses queue weight 0 with no cap (scheduling/settings.ts).
+ *
+ * --policy prefix_cost is the profile of this picker alone (builtin-profiles.ts); the same cost,
+ * min-max normalised, is the prefill-work-scorer (prefix-scorers.ts).
  */
-export class PrefixCostPolicy implements Policy {
-  readonly name = "prefix_cost" as const;
+export class PrefixCostPicker implements Picker {
+  readonly type = "prefix-cost-picker";
   readonly usesPrefixes = true;
   private readonly rotation = new Rotation();
   private readonly queueWeight: number;
   private readonly requestChars: number;
   private readonly tieBreak: TieBreak;
+  /** --cache-load-bound, applied only when the queue weight is 0 (see above). */
+  private readonly loadBound: number;
   /** Reused across decisions (select is synchronous and keeps nothing). */
   private readonly costs: number[] = [];
   private readonly held: number[] = [];
 
-  constructor(options: PrefixCostOptions) {
+  constructor(
+    readonly name: string,
+    options: PrefixCostOptions,
+  ) {
     this.queueWeight = options.prefixCostQueueWeight;
     this.requestChars = options.prefixCostRequestChars;
     this.tieBreak = options.prefixCostTieBreak ?? "hash";
+    this.loadBound = this.queueWeight === 0 ? (options.cacheLoadBound ?? 0) : 0;
   }
 
-  select<W extends PolicyWorker>(
-    candidates: readonly W[],
-    request: RouteRequest,
-  ): RouteDecision<W> | undefined {
+  pick(ctx: SchedulingContext): Picked | -1 {
+    return onAlive(ctx, this.choose);
+  }
+
+  private readonly choose = (ctx: SchedulingContext): Picked | -1 => {
+    const { candidates, request, length } = ctx;
     const n = candidates.length;
-    if (n === 0) return undefined;
+    if (n === 0) return -1;
     // A rotated start, so equal costs on equal loads take turns.
     const start = this.rotation.next(n);
-    const length = request.text.length;
     const matchedOf = request.matched;
-    // One clock read per decision: every engine report is judged against the same instant.
-    const now = Date.now();
+    // One clock read per decision (the profile's): every engine report is judged against it.
+    const now = ctx.now;
+    const cap =
+      this.loadBound === 0 ? Number.POSITIVE_INFINITY : loadCap(candidates, this.loadBound);
     let best = start;
     let bestCost = Number.POSITIVE_INFINITY;
     let bestLoad = 0;
-    let bestMatched = 0;
     let anyHeld = false;
     const costs = this.costs;
     const held = this.held;
@@ -86,7 +105,9 @@ export class PrefixCostPolicy implements Policy {
       const worker = candidates[index]!;
       // Clamped: an index may claim more than the text (never fewer than 0 characters to compute).
       const matched = length === 0 ? 0 : Math.min(length, Math.max(0, matchedOf?.[index] ?? 0));
-      const cost = this.cost(worker, matched, length, now);
+      // Over the cap: never chosen (the least loaded is always within it).
+      const cost =
+        ownLoad(worker) > cap ? Number.POSITIVE_INFINITY : this.cost(worker, matched, length, now);
       costs[index] = cost;
       held[index] = matched;
       if (matched > 0) anyHeld = true;
@@ -94,16 +115,13 @@ export class PrefixCostPolicy implements Policy {
         best = index;
         bestCost = cost;
         bestLoad = worker.inFlight;
-        bestMatched = matched;
       }
     }
     if (this.tieBreak === "hash" && anyHeld && n > 1) {
       best = this.settleTie(candidates, request.text, bestCost + this.requestChars / 2, best);
-      bestMatched = held[best]!;
     }
-    const worker = candidates[best]!;
-    return { worker, branch: "lowest_cost", matchRate: length === 0 ? 0 : bestMatched / length };
-  }
+    return { index: best, branch: "lowest_cost" };
+  };
 
   /**
    * Among the candidates whose cost is at most `limit`: those holding about the most of the text
@@ -112,8 +130,8 @@ export class PrefixCostPolicy implements Policy {
    * the KEY_CHARS characters from that floor (rounded down to KEY_ALIGN): the end of the prefix
    * they hold. `fallback` when none is within the limit.
    */
-  private settleTie<W extends PolicyWorker>(
-    candidates: readonly W[],
+  private settleTie(
+    candidates: readonly PolicyWorker[],
     text: string,
     limit: number,
     fallback: number,
@@ -143,13 +161,25 @@ export class PrefixCostPolicy implements Policy {
 
   /** The estimated prefill work ahead of this request's first token on `worker` (formula above). */
   cost(worker: PolicyWorker, matched: number, length: number, now: number): number {
-    const queued = Math.max(0, worker.pendingPrefillChars ?? 0);
-    const foreign = Math.max(0, worker.foreignQueuedAt?.(now) ?? 0);
-    return (
-      length -
-      matched +
-      this.queueWeight * (queued + foreign * length) +
-      this.requestChars * worker.inFlight
-    );
+    return prefillWork(worker, matched, length, now, this.queueWeight, this.requestChars);
   }
+}
+
+/**
+ * The prefill work ahead of a request's first token on `worker`, in characters (the formula of
+ * PrefixCostPicker): written once, for its picker and the prefill-work-scorer.
+ */
+export function prefillWork(
+  worker: PolicyWorker,
+  matched: number,
+  length: number,
+  now: number,
+  queueWeight: number,
+  requestChars: number,
+): number {
+  const queued = Math.max(0, worker.pendingPrefillChars ?? 0);
+  const foreign = Math.max(0, worker.foreignQueuedAt?.(now) ?? 0);
+  return (
+    length - matched + queueWeight * (queued + foreign * length) + requestChars * worker.inFlight
+  );
 }

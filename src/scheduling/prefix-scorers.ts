@@ -1,4 +1,5 @@
 import { invertMinMax, matchedOf, type SchedulingContext, type Scorer } from "./plugin.js";
+import { prefillWork } from "./prefix-cost.js";
 
 /**
  * Share of the prompt the worker probably holds, from whatever PrefixIndex the router runs
@@ -38,10 +39,8 @@ export interface PrefillWorkOptions {
 }
 
 /**
- * prefix_cost's estimate of the prefill work ahead of this request's first token
- * (scheduling/prefix-cost.ts: uncached characters here + queueWeight × queued uncached characters
- * + queueWeight × foreign queue × length + requestChars × in-flight), as a score: the least work
- * scores 1, the most 0 (min-max).
+ * prefix_cost's estimate of the prefill work ahead of this request's first token (prefillWork in
+ * prefix-cost.ts), as a score: the least work scores 1, the most 0 (min-max).
  */
 export class PrefillWorkScorer implements Scorer {
   readonly type = "prefill-work-scorer";
@@ -55,14 +54,14 @@ export class PrefillWorkScorer implements Scorer {
     const { candidates, now, length } = ctx;
     const { queueWeight, requestChars } = this.options;
     for (let i = 0; i < candidates.length; i++) {
-      const w = candidates[i]!;
-      const queued = Math.max(0, w.pendingPrefillChars ?? 0);
-      const foreign = Math.max(0, w.foreignQueuedAt?.(now) ?? 0);
-      out[i] =
-        length -
-        matchedOf(ctx, i) +
-        queueWeight * (queued + foreign * length) +
-        requestChars * w.inFlight;
+      out[i] = prefillWork(
+        candidates[i]!,
+        matchedOf(ctx, i),
+        length,
+        now,
+        queueWeight,
+        requestChars,
+      );
     }
     invertMinMax(ctx, out);
   }

@@ -26,10 +26,23 @@ export interface ProfileParts {
   readonly picker: Picker;
 }
 
+/** How a profile is shown and which index it reads, beside its plugins. */
+export interface ProfileOptions {
+  /** The index the profile is defined over, when not --prefix-index's (Policy.prefixIndex). */
+  readonly prefixIndex?: { readonly name: "block_hash"; readonly blockChars: number } | undefined;
+  /** False: x-radixgate-route does not name it (Policy.labelsRoute). */
+  readonly labelsRoute?: boolean | undefined;
+}
+
 /**
- * A scheduling profile: filters → weighted scorers → picker, behind the Policy interface, so the
- * decider (scheduling/scheduler.ts) runs it like any policy: one synchronous `select` after the
- * index's `prepare`, with the matched lengths when any plugin reads prefixes.
+ * A scheduling profile: filters → weighted scorers → picker, the one thing every --policy and
+ * --scheduler-config runs: the scheduler (scheduling/scheduler.ts) calls one synchronous
+ * `select` after the prefix index's `prepare`, with the matched lengths when any plugin reads
+ * prefixes.
+ *
+ * Session affinity, written once here: a profile with a session-affinity-scorer weighs the
+ * conversation's worker against the rest; any other keeps the conversation on its worker while
+ * that worker is a candidate ("session" branch), before its filters, as the router always did.
  *
  * Allocation-free per decision apart from the picker's answer: the context and the score arrays
  * are reused (grown when a larger fleet comes). Nothing keeps a worker between decisions: the
@@ -38,21 +51,30 @@ export interface ProfileParts {
 export class SchedulerProfile implements Policy {
   readonly usesPrefixes: boolean;
   readonly handlesSessions: boolean;
+  readonly labelsRoute: boolean;
+  readonly prefixIndex: ProfileOptions["prefixIndex"];
+  /** The picker's per-worker cost, when it picks by one (Policy.cost). */
+  readonly cost?: (worker: PolicyWorker, matched: number, length: number, now: number) => number;
   private readonly ctx: SchedulingContext;
   private scratch = new Float64Array(16);
   private totals = new Float64Array(16);
 
   constructor(
     readonly name: string,
-    private readonly parts: ProfileParts,
-    /** The index the profile is defined over, when not --prefix-index's (Policy.prefixIndex). */
-    readonly prefixIndex?: { readonly name: "block_hash"; readonly blockChars: number },
+    readonly parts: ProfileParts,
+    readonly options: ProfileOptions = {},
   ) {
+    this.prefixIndex = options.prefixIndex;
+    this.labelsRoute = options.labelsRoute ?? true;
     this.usesPrefixes =
       parts.picker.usesPrefixes || parts.scorers.some(({ scorer }) => scorer.usesPrefixes);
     this.handlesSessions = parts.scorers.some(
       ({ scorer }) => scorer.type === "session-affinity-scorer",
     );
+    const picker = parts.picker;
+    if (picker.cost !== undefined) {
+      this.cost = (worker, matched, length, now) => picker.cost!(worker, matched, length, now);
+    }
     this.ctx = {
       candidates: NO_CANDIDATES,
       request: { text: "" },
@@ -62,9 +84,9 @@ export class SchedulerProfile implements Policy {
     };
   }
 
-  /** The same plugins over another index (Policy.prefixIndex). */
-  withPrefixIndex(index: { readonly name: "block_hash"; readonly blockChars: number }) {
-    return new SchedulerProfile(this.name, this.parts, index);
+  /** The same plugins, shown or indexed otherwise. */
+  with(options: ProfileOptions): SchedulerProfile {
+    return new SchedulerProfile(this.name, this.parts, { ...this.options, ...options });
   }
 
   /** The picker's name (for /debug/route). */
@@ -78,6 +100,11 @@ export class SchedulerProfile implements Policy {
   ): RouteDecision<W> | undefined {
     const n = candidates.length;
     if (n === 0) return undefined;
+    const session = request.sessionWorker;
+    if (session !== undefined && !this.handlesSessions) {
+      const pinned = sessionPin(candidates, request, session);
+      if (pinned !== undefined) return pinned;
+    }
     const ctx = this.begin(candidates, request);
     try {
       this.filter(ctx, null);
@@ -190,6 +217,22 @@ export class SchedulerProfile implements Policy {
     }
     return totals;
   }
+}
+
+/**
+ * The conversation's worker while it is a candidate (healthy, breaker closed, not tried yet for
+ * this request); its prefix match is still reported, and inserted by the scheduler.
+ */
+function sessionPin<W extends PolicyWorker>(
+  candidates: readonly W[],
+  request: RouteRequest,
+  session: string,
+): RouteDecision<W> | undefined {
+  const i = candidates.findIndex((c) => c.id === session);
+  if (i < 0) return undefined;
+  const matched = request.matched;
+  const matchRate = matched === undefined ? null : (matched[i] ?? 0) / request.text.length;
+  return { worker: candidates[i]!, branch: "session", matchRate };
 }
 
 const EMPTY: RouteRequest = { text: "" };

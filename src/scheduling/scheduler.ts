@@ -71,9 +71,11 @@ export class Scheduler {
     private readonly claims?: PrefixClaims,
   ) {}
 
-  /** The scheduling profile's name when the policy is one (x-radixgate-route names it). */
+  /** The profile's name when x-radixgate-route names it (not the router's own policies). */
   get profile(): string | undefined {
-    return this.policy.explain === undefined ? undefined : this.policy.name;
+    return this.policy.explain === undefined || this.policy.labelsRoute === false
+      ? undefined
+      : this.policy.name;
   }
 
   /**
@@ -259,7 +261,7 @@ export class Scheduler {
     return this.index.sourceOf?.(workerId) ?? this.index.name;
   }
 
-  /** Matches the text in the index (into this.matched), then the session's worker or the policy's pick. */
+  /** Matches the text in the index (into this.matched), then the profile's pick. */
   private choose<W extends PolicyWorker>(
     candidates: readonly W[],
     request: DecisionRequest,
@@ -270,16 +272,9 @@ export class Scheduler {
       matched.length = candidates.length;
       this.index.match(request.text, request.model, candidates, matched);
     }
-    if (this.policy.handlesSessions === true) {
-      // The profile weighs the session itself (session-affinity scorer).
-      const sessionWorker =
-        request.session === undefined ? undefined : this.sessions?.workerFor(request.session);
-      return this.policy.select(candidates, this.routeRequest(request, usesIndex, sessionWorker));
-    }
-    return (
-      this.stickyDecision(candidates, request, usesIndex) ??
-      this.policy.select(candidates, this.routeRequest(request, usesIndex, undefined))
-    );
+    const sessionWorker =
+      request.session === undefined ? undefined : this.sessions?.workerFor(request.session);
+    return this.policy.select(candidates, this.routeRequest(request, usesIndex, sessionWorker));
   }
 
   /** What the policy sees of the request: matched lengths only when it reads the index. */
@@ -297,24 +292,6 @@ export class Scheduler {
       adapter,
       sessionWorker,
     };
-  }
-
-  /**
-   * The worker this session was last sent to, while it is still a candidate (healthy, breaker
-   * closed, not tried yet for this request); its prefix match is still reported and inserted.
-   */
-  private stickyDecision<W extends PolicyWorker>(
-    candidates: readonly W[],
-    request: DecisionRequest,
-    usesIndex: boolean,
-  ): RouteDecision<W> | undefined {
-    if (request.session === undefined || this.sessions === undefined) return undefined;
-    const id = this.sessions.workerFor(request.session);
-    if (id === undefined) return undefined;
-    const i = candidates.findIndex((c) => c.id === id);
-    if (i < 0) return undefined;
-    const matchRate = usesIndex ? (this.matched[i] ?? 0) / request.text.length : null;
-    return { worker: candidates[i]!, branch: "session", matchRate };
   }
 
   /**

@@ -47,73 +47,90 @@ export const SCHEDULING_SETTINGS = section<SchedulingConfig>({
 /** --policy, and the options createPolicy takes (every one set). */
 export type PoliciesConfig = { policy: PolicyName } & Omit<ResolvedPolicyOptions, "random">;
 
-export const POLICIES_SETTINGS = section<PoliciesConfig>({
-  policy: {
-    flag: "--policy",
-    arg: "<name>",
-    description: `Routing policy: ${POLICY_NAMES.join(" | ")}. aibrix_prefix, llmd_approx, precise_weighted (with --kv-events), chwbl and dynamo_cost are the seed systems' algorithms as scheduling profiles (docs/scheduling.md).`,
-    default: "prefix_cost",
-    parse: oneOf(POLICY_NAMES),
-  },
-  cacheThreshold: {
-    flag: "--cache-threshold",
-    arg: "<0..1>",
-    description:
-      "cache_aware: route to the best-matching worker when its match rate is above this.",
-    default: POLICY_DEFAULTS.cacheThreshold,
-    parse: number(0, 1),
-  },
-  balanceAbsThreshold: {
-    flag: "--balance-abs-threshold",
-    arg: "<n>",
-    description:
-      "cache_aware: imbalanced when max - min in-flight exceeds this (and the relative test holds).",
-    default: POLICY_DEFAULTS.balanceAbsThreshold,
-    parse: number(0),
-  },
-  balanceRelThreshold: {
-    flag: "--balance-rel-threshold",
-    arg: "<x>",
-    description:
-      "cache_aware: imbalanced when max in-flight exceeds min x this (and the absolute test holds).",
-    default: POLICY_DEFAULTS.balanceRelThreshold,
-    parse: number(1),
-  },
-  cacheLoadBound: {
-    flag: "--cache-load-bound",
-    arg: "<x>",
-    description:
-      "cache_aware: a worker wins on prefix only while its in-flight is at most this x the mean in-flight + 1, so one hot prefix cannot pile onto one worker (0 = no bound, as the SGLang router). With --state-url: this replica's own in-flight counts.",
-    default: POLICY_DEFAULTS.cacheLoadBound,
-    parse: (raw, flag) => {
-      const value = number(0)(raw, flag);
-      if (value !== 0 && value < 1)
-        throw new ConfigError(flag, `must be 0 (no bound) or >= 1, got "${raw}"`);
-      return value;
+export const POLICIES_SETTINGS = section<PoliciesConfig>(
+  {
+    policy: {
+      flag: "--policy",
+      arg: "<name>",
+      description: `Routing policy: ${POLICY_NAMES.join(" | ")}. aibrix_prefix, llmd_approx, precise_weighted (with --kv-events), chwbl and dynamo_cost are the seed systems' algorithms as scheduling profiles (docs/scheduling.md).`,
+      default: "prefix_cost",
+      parse: oneOf(POLICY_NAMES),
+    },
+    cacheThreshold: {
+      flag: "--cache-threshold",
+      arg: "<0..1>",
+      description:
+        "cache_aware: route to the best-matching worker when its match rate is above this.",
+      default: POLICY_DEFAULTS.cacheThreshold,
+      parse: number(0, 1),
+    },
+    balanceAbsThreshold: {
+      flag: "--balance-abs-threshold",
+      arg: "<n>",
+      description:
+        "cache_aware: imbalanced when max - min in-flight exceeds this (and the relative test holds).",
+      default: POLICY_DEFAULTS.balanceAbsThreshold,
+      parse: number(0),
+    },
+    balanceRelThreshold: {
+      flag: "--balance-rel-threshold",
+      arg: "<x>",
+      description:
+        "cache_aware: imbalanced when max in-flight exceeds min x this (and the absolute test holds).",
+      default: POLICY_DEFAULTS.balanceRelThreshold,
+      parse: number(1),
+    },
+    cacheLoadBound: {
+      flag: "--cache-load-bound",
+      arg: "<x>",
+      description:
+        "cache_aware: a worker wins on prefix only while its in-flight is at most this x the mean in-flight + 1, so one hot prefix cannot pile onto one worker (0 = no bound, as the SGLang router); prefix_cost with --prefix-cost-queue-weight 0: a worker above it is not chosen. With --state-url: this replica's own in-flight counts.",
+      default: POLICY_DEFAULTS.cacheLoadBound,
+      parse: (raw, flag) => {
+        const value = number(0)(raw, flag);
+        if (value !== 0 && value < 1)
+          throw new ConfigError(flag, `must be 0 (no bound) or >= 1, got "${raw}"`);
+        return value;
+      },
+    },
+    prefixCostQueueWeight: {
+      flag: "--prefix-cost-queue-weight",
+      arg: "<x>",
+      description:
+        "prefix_cost: weight of the uncached prompt characters already queued on a worker (in-flight requests without a first byte yet) against this request's own uncached characters (below 1: chunked prefill overlaps them, and leaving a prefix's holder copies the prefix). 0 turns the queue off: then --cache-load-bound caps each worker's load, and 0 with --cache-load-bound 0 is refused.",
+      default: POLICY_DEFAULTS.prefixCostQueueWeight,
+      parse: number(0),
+    },
+    prefixCostRequestChars: {
+      flag: "--prefix-cost-request-chars",
+      arg: "<chars>",
+      description:
+        "prefix_cost: characters of prefill each in-flight request on a worker counts for (its share of every engine step), so one hot prefix spreads over several workers.",
+      default: POLICY_DEFAULTS.prefixCostRequestChars,
+      parse: number(0),
+    },
+    prefixCostTieBreak: {
+      flag: "--prefix-cost-tie-break",
+      arg: "<hash|rotation>",
+      description:
+        "prefix_cost: how near-equal costs are settled when some worker holds part of the text. hash = among the candidates within half of --prefix-cost-request-chars of the lowest cost, the one holding the most of the text, then a hash of the end of that prefix, so near-ties among its holders go to the same worker whatever the load of the moment; rotation = exact ties only, the less loaded, then in turn.",
+      default: DEFAULT_TIE_BREAK,
+      parse: oneOf(TIE_BREAKS),
     },
   },
-  prefixCostQueueWeight: {
-    flag: "--prefix-cost-queue-weight",
-    arg: "<x>",
-    description:
-      "prefix_cost: weight of the uncached prompt characters already queued on a worker (in-flight requests without a first byte yet) against this request's own uncached characters (below 1: chunked prefill overlaps them, and leaving a prefix's holder copies the prefix).",
-    default: POLICY_DEFAULTS.prefixCostQueueWeight,
-    parse: number(0),
-  },
-  prefixCostRequestChars: {
-    flag: "--prefix-cost-request-chars",
-    arg: "<chars>",
-    description:
-      "prefix_cost: characters of prefill each in-flight request on a worker counts for (its share of every engine step), so one hot prefix spreads over several workers.",
-    default: POLICY_DEFAULTS.prefixCostRequestChars,
-    parse: number(0),
-  },
-  prefixCostTieBreak: {
-    flag: "--prefix-cost-tie-break",
-    arg: "<hash|rotation>",
-    description:
-      "prefix_cost: how near-equal costs are settled when some worker holds part of the text. hash = among the candidates within half of --prefix-cost-request-chars of the lowest cost, the one holding the most of the text, then a hash of the end of that prefix, so near-ties among its holders go to the same worker whatever the load of the moment; rotation = exact ties only, the less loaded, then in turn.",
-    default: DEFAULT_TIE_BREAK,
-    parse: oneOf(TIE_BREAKS),
-  },
-});
+  refuseLoadBlindPrefixCost,
+);
+
+/**
+ * prefix_cost with queue weight 0 and no load cap would not see load at all: the worker holding a
+ * prefix takes every request of it however long its queue (one worker took all 256 requests of a
+ * multi-tenant run, at 6× the mean latency). Refused; with a cap (--cache-load-bound) it is bounded.
+ */
+function refuseLoadBlindPrefixCost(c: PoliciesConfig): void {
+  if (c.policy === "prefix_cost" && c.prefixCostQueueWeight === 0 && c.cacheLoadBound === 0) {
+    throw new ConfigError(
+      "--prefix-cost-queue-weight",
+      "0 with --cache-load-bound 0 turns load awareness off: every request of a prefix would go to the worker that holds it, however long its queue. Keep a weight above 0 (default 0.5), or set --cache-load-bound 1 or more to cap each worker's in-flight requests",
+    );
+  }
+}

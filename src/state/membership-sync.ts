@@ -3,12 +3,13 @@ import type { WorkerRegistry } from "../workers/registry.js";
 import type { Worker } from "../workers/worker.js";
 import type { WorkerRole } from "../workers/worker-role.js";
 import { hostNeedsLookup, normalizeWorkerUrl } from "../workers/worker-url.js";
+import type { OpOrder } from "./op-order.js";
 import type { OpsPublisher } from "./ops-publisher.js";
 import type { RedisLink } from "./redis-link.js";
 import type { StateKeys } from "./state-keys.js";
 import type { RejectReason, StateOp } from "./state-op.js";
 import type { StateSecret } from "./state-secret.js";
-import { decodeWorkerEntry } from "./worker-entry.js";
+import { decodeWorkerEntry, encodeWorkerEntry } from "./worker-entry.js";
 
 /** Whether a URL's host is a name to resolve (false for an IP literal, or a URL it cannot parse). */
 function needsLookup(url: string): boolean {
@@ -34,6 +35,10 @@ export interface MembershipSyncOptions {
   onRejected?: (reason: RejectReason) => void;
   /** A worker arrived from a peer (e.g. check its health at once). */
   onRemoteAdd?: (worker: Worker) => void;
+  /** Judges the age of the workers hash's values (the ops reader's, --state-max-op-age-ms). */
+  order: OpOrder;
+  /** How often this replica signs its workers' values again (a third of the age limit). */
+  refreshMs: number;
 }
 
 /**
@@ -57,6 +62,7 @@ export class MembershipSync {
   private applying = false;
   /** Peers' adds whose host name is being resolved, by URL (a remove meanwhile cancels one). */
   private readonly pendingAdds = new Map<string, symbol>();
+  private refreshTimer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly link: RedisLink,
@@ -141,8 +147,45 @@ export class MembershipSync {
     );
   }
 
+  /**
+   * Signs this replica's workers' values in the hash again, every `refreshMs`: a value is refused
+   * once older than the age limit, so only workers some replica still has stay in the set a
+   * starting replica loads.
+   */
+  startRefresh(): void {
+    if (this.refreshTimer !== undefined) return;
+    this.refreshTimer = setInterval(() => void this.refresh(), this.options.refreshMs);
+    this.refreshTimer.unref();
+  }
+
+  stopRefresh(): void {
+    clearInterval(this.refreshTimer);
+    this.refreshTimer = undefined;
+  }
+
+  /** One round of signing again (the timer's work; tests call it). */
+  async refresh(): Promise<void> {
+    const { registry, keys, secret } = this.options;
+    const workers = registry.list();
+    if (!this.link.up || workers.length === 0) return;
+    const pipeline = this.link.commands.pipeline();
+    const now = Date.now();
+    for (const worker of workers) {
+      const role = worker.role.type === "regular" ? undefined : worker.role;
+      const apiKey = registry.ownApiKey(worker);
+      pipeline.hset(
+        keys.workers,
+        worker.url,
+        encodeWorkerEntry(worker.url, apiKey, secret, keys.workers, now, role),
+      );
+    }
+    await pipeline.exec().catch(() => {});
+  }
+
   /** A peer removed a worker (or one whose add is still resolving). */
   applyRemove(url: string): void {
+    // Its value goes too, should this replica's last refresh have written it back meanwhile.
+    if (this.link.up) void this.link.commands.hdel(this.options.keys.workers, url).catch(() => {});
     this.pendingAdds.delete(url);
     this.applying = true;
     let worker: Worker | undefined;
@@ -198,6 +241,8 @@ export class MembershipSync {
     for (const [url, raw] of shared) {
       const entry = decodeWorkerEntry(url, raw, secret, keys.workers);
       if ("rejected" in entry) this.options.onRejected?.(entry.rejected);
+      // Not signed again for longer than the age limit: no replica keeps it (or it was put back).
+      else if (!this.options.order.fresh(entry.at)) this.options.onRejected?.("stale");
       else valid.push([url, entry.apiKey, entry.role]);
     }
     // No signed entry (Redis lost its data, or holds only what someone else wrote): publish ours.

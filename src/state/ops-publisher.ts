@@ -17,7 +17,18 @@ export interface OpsPublisherOptions {
   /** Told how many ops were published, dropped (queue full) or failed (sent again later). */
   onPublished?: (ops: number, bytes: number) => void;
   onDropped?: (ops: number) => void;
+  /**
+   * The stream takes no new entry: its top ID is the largest there is (someone wrote one there),
+   * so XADD fails. The publisher deletes the stream (readers start it over) and sends again.
+   */
+  onStreamStuck?: () => void;
 }
+
+/** Redis's answer to an XADD on a stream whose top entry has the largest possible ID. */
+const STREAM_STUCK =
+  /exhausted the last possible ID|equal or smaller than the target stream top item/i;
+/** At most one deletion of a stuck stream per this many ms (someone may keep writing the ID). */
+const UNSTICK_EVERY_MS = 1000;
 
 /** Ops per pipeline: one round trip each, small enough not to hold the event loop. */
 const BATCH = 256;
@@ -42,6 +53,7 @@ export class OpsPublisher {
   private timer: NodeJS.Timeout | undefined;
   private sending: Promise<void> | undefined;
   private stopped = false;
+  private lastUnstick = 0;
 
   constructor(
     private readonly link: RedisLink,
@@ -104,6 +116,8 @@ export class OpsPublisher {
     }
     try {
       const results = await pipeline.exec();
+      if (results?.some(([err]) => err !== null && STREAM_STUCK.test(err.message)) === true)
+        await this.unstick();
       if (results === null || results.some(([err]) => err !== null)) throw new Error("pipeline");
       this.options.onPublished?.(ops.length, bytes);
     } catch {
@@ -115,6 +129,14 @@ export class OpsPublisher {
       const dropped = this.queue.dropped + this.control.dropped - before;
       if (dropped > 0) this.options.onDropped?.(dropped);
     }
+  }
+
+  /** Deletes the stuck stream (at most once a second); the batch is sent again after it. */
+  private async unstick(): Promise<void> {
+    if (Date.now() - this.lastUnstick < UNSTICK_EVERY_MS) return;
+    this.lastUnstick = Date.now();
+    this.options.onStreamStuck?.();
+    await this.link.commands.del(this.options.keys.ops).catch(() => {});
   }
 
   /** Sends whatever is queued now (membership resync, tests); resolves when done or Redis is down. */

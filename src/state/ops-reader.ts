@@ -1,3 +1,4 @@
+import type { OpOrder } from "./op-order.js";
 import { READ_BLOCK_MS, type RedisLink } from "./redis-link.js";
 import type { StateKeys } from "./state-keys.js";
 import {
@@ -5,6 +6,7 @@ import {
   MAX_FIELD_CHARS,
   MAX_FIELDS,
   type OpCodec,
+  opStamp,
   type RejectReason,
   type StateOp,
 } from "./state-op.js";
@@ -21,6 +23,8 @@ export interface OpsReaderOptions {
   codec: OpCodec;
   /** --state-max-text-chars: an entry with a longer text is dropped unread. */
   maxTextChars: number;
+  /** Refuses signed ops written again (out of order, or too old from a writer not yet heard). */
+  order: OpOrder;
   /** Applies a peer's op to this replica's own state (never publishes it again). */
   apply: (op: StateOp) => void;
   onApplied?: (ops: number) => void;
@@ -158,6 +162,16 @@ export class OpsReader {
           : decodeOp(fields, this.options.codec, this.options.maxTextChars);
       if ("rejected" in decoded) {
         this.options.onRejected?.(decoded.rejected);
+        continue;
+      }
+      const stamp = opStamp(fields as string[]);
+      const membership = decoded.op.kind === "add" || decoded.op.kind === "remove";
+      const refused =
+        stamp === undefined
+          ? "unreadable"
+          : this.options.order.admit(decoded.replica, stamp, membership);
+      if (refused !== undefined) {
+        this.options.onRejected?.(refused);
         continue;
       }
       // Own decisions are already in the index. Own membership ops are applied like a peer's

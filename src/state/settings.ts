@@ -21,6 +21,8 @@ export interface StateConfig {
   claimTimeoutMs: number;
   /** --state-claim-ttl-ms */
   claimTtlMs: number;
+  /** --state-max-op-age-ms: how old a membership op or workers-hash value may be. */
+  maxOpAgeMs: number;
 }
 
 /** SharedState's options: the state section when it is on (a URL, and so a secret). */
@@ -158,6 +160,14 @@ export const STATE_SETTINGS = section<StateConfig>(
         "With --state-url: how long a new-prefix claim lives in Redis; long enough for its decision to reach every replica through the ops stream.",
       default: 2000,
       parse: integer(10, 600_000),
+    },
+    maxOpAgeMs: {
+      flag: "--state-max-op-age-ms",
+      arg: "<ms>",
+      description:
+        "With --state-url: how old a worker change read from Redis may be, from a replica not heard from since this one started (an older one is a replay and is refused), and how old a value of the shared workers hash may be (replicas that keep a worker sign its value again every third of this). After every replica was down for longer, each starts from its own workers.",
+      default: 600_000,
+      parse: integer(1000, 86_400_000),
     },
   },
   (s) => {

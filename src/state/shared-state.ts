@@ -7,6 +7,7 @@ import type { WorkerRegistry } from "../workers/registry.js";
 import type { Worker } from "../workers/worker.js";
 import { LoadSync } from "./load-sync.js";
 import { MembershipSync } from "./membership-sync.js";
+import { OpOrder } from "./op-order.js";
 import { OpsPublisher } from "./ops-publisher.js";
 import { OpsReader } from "./ops-reader.js";
 import type { PeerInFlight } from "./peer-in-flight.js";
@@ -50,6 +51,8 @@ export class SharedState {
   private readonly keys: StateKeys;
   private readonly sibling: ((replicaId: string) => boolean) | undefined;
   private readonly secret: StateSecret;
+  /** Refuses ops and workers-hash values written again (state/op-order.ts). */
+  private readonly order: OpOrder;
   /** The reconcile under way since the link last came up (start() waits for the first). */
   private reconciling: Promise<void> | undefined;
 
@@ -68,6 +71,7 @@ export class SharedState {
     this.sibling = sibling;
     this.keys = keys;
     this.secret = new StateSecret(options.secret);
+    this.order = new OpOrder(options.maxOpAgeMs);
     this.link = new RedisLink({ url: options.url, claimTimeoutMs: options.claimTimeoutMs }, logger);
     this.claims =
       options.claimTimeoutMs === 0
@@ -89,12 +93,18 @@ export class SharedState {
         this.metrics?.publishedBytes.inc(bytes);
       },
       onDropped: (ops) => this.metrics?.dropped.inc(ops),
+      onStreamStuck: () =>
+        this.logger.warn(
+          { key_prefix: options.keyPrefix },
+          "shared state: the ops stream takes no new entry (an entry at the largest possible ID was written to it); deleting it so that publishing goes on (the replicas read it again from its start)",
+        ),
     });
     this.reader = new OpsReader(this.link, {
       replicaId: this.replicaId,
       keys,
       codec: { secret: this.secret, scope: keys.ops },
       maxTextChars: options.maxTextChars,
+      order: this.order,
       apply: (op) => this.apply(op),
       ...(sibling !== undefined ? { skipIndexOpsOf: sibling } : {}),
       onApplied: (ops) => this.metrics?.applied.inc(ops),
@@ -151,6 +161,8 @@ export class SharedState {
         publisher: this.publisher,
         secret: this.secret,
         onRejected: (reason) => this.metrics?.rejected.inc({ reason }),
+        order: this.order,
+        refreshMs: Math.max(1, Math.floor(this.options.maxOpAgeMs / 3)),
         ...(hooks.onRemoteAdd !== undefined ? { onRemoteAdd: hooks.onRemoteAdd } : {}),
       },
       this.logger,
@@ -188,6 +200,7 @@ export class SharedState {
     if (connected && this.reconciling !== undefined) await withDeadline(this.reconciling, deadline);
     this.reader.start();
     this.load?.start();
+    this.membership?.startRefresh();
     if (connected) await this.reader.caughtUp(Math.max(0, deadline - Date.now()));
     this.logger.info(
       { replica: this.replicaId, connected, key_prefix: this.options.keyPrefix },
@@ -218,6 +231,7 @@ export class SharedState {
   }
 
   async stop(): Promise<void> {
+    this.membership?.stopRefresh();
     await this.load?.stop();
     this.publisher.stop();
     const reading = this.reader.stop();

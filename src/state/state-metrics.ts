@@ -50,7 +50,7 @@ export class StateMetrics {
     });
     this.rejected = new Counter({
       name: "radixgate_state_ops_rejected_total",
-      help: "Entries read from Redis (ops stream, workers hash) and refused: unsigned, bad_signature (not signed with this --state-secret), oversize (e.g. a text over --state-max-text-chars) or unreadable.",
+      help: "Entries read from Redis (ops stream, workers hash) and refused: unsigned, bad_signature (not signed with this --state-secret), oversize (e.g. a text over --state-max-text-chars), unreadable, replayed (a signed op written again: not after its writer's last one) or stale (a worker change, or workers-hash value, older than --state-max-op-age-ms).",
       labelNames: ["reason"],
       registers,
     });

@@ -41,17 +41,61 @@ export interface OpCodec {
   readonly scope: string;
 }
 
-/** Why a stream entry was dropped (the `reason` label of radixgate_state_ops_rejected_total). */
-export type RejectReason = "unsigned" | "bad_signature" | "oversize" | "unreadable";
+/**
+ * Why a stream entry was dropped (the `reason` label of radixgate_state_ops_rejected_total):
+ * stale and replayed are signed entries written again (state/op-order.ts).
+ */
+export type RejectReason =
+  | "unsigned"
+  | "bad_signature"
+  | "oversize"
+  | "unreadable"
+  | "stale"
+  | "replayed";
 
-/** Fields (names and values) an entry may have; ours have at most 12. */
+/**
+ * Where an op stands among its writer's: `seq` grows with every op a process signs, `at` is when
+ * it was signed (epoch ms). Both are signed with the op, so a captured op written again keeps them
+ * and is refused as out of order or too old (state/op-order.ts).
+ */
+export interface OpStamp {
+  readonly seq: number;
+  readonly at: number;
+}
+
+let lastSeq = 0;
+
+/** The next stamp of this process: a sequence number above every earlier one, and the time. */
+export function nextStamp(): OpStamp {
+  lastSeq += 1;
+  return { seq: lastSeq, at: Date.now() };
+}
+
+/** Fields (names and values) an entry may have; ours have at most 16. */
 export const MAX_FIELDS = 32;
 /** Longest value of any field but the text (URLs, ids, model names, a sealed key). */
 export const MAX_FIELD_CHARS = 4096;
 
-/** The XADD field list of an op: r <replica> k <kind>, the op's own fields, then s <signature>. */
-export function encodeOp(replica: string, op: StateOp, codec: OpCodec): string[] {
-  const fields = ["r", replica, "k", KIND_CODE[op.kind]];
+/**
+ * The XADD field list of an op: r <replica> q <seq> t <signed at> k <kind>, the op's own fields,
+ * then s <signature>. Signed when it is sent, so `t` is close to the entry's stream ID.
+ */
+export function encodeOp(
+  replica: string,
+  op: StateOp,
+  codec: OpCodec,
+  stamp: OpStamp = nextStamp(),
+): string[] {
+  const fields = [
+    "r",
+    replica,
+    "q",
+    String(stamp.seq),
+    "t",
+    String(stamp.at),
+    "k",
+    KIND_CODE[op.kind],
+  ];
   switch (op.kind) {
     case "insert":
     case "truncate":
@@ -96,6 +140,19 @@ export function decodeOp(
     return { rejected: "bad_signature" };
   const decoded = parseFields(signed, codec);
   return decoded ?? { rejected: "unreadable" };
+}
+
+/** The stamp of a decoded (signed) entry's fields; undefined when it has none or a bad one. */
+export function opStamp(fields: readonly string[]): OpStamp | undefined {
+  let seq: number | undefined;
+  let at: number | undefined;
+  for (let i = 0; i + 1 < fields.length; i += 2) {
+    if (fields[i] === "q" && seq === undefined) seq = Number(fields[i + 1]);
+    else if (fields[i] === "t" && at === undefined) at = Number(fields[i + 1]);
+  }
+  if (!Number.isSafeInteger(seq) || !Number.isSafeInteger(at)) return undefined;
+  if ((seq as number) < 1 || (at as number) < 0) return undefined;
+  return { seq: seq as number, at: at as number };
 }
 
 function parseFields(

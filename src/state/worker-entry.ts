@@ -4,11 +4,13 @@ import type { StateSecret } from "./state-secret.js";
 
 /**
  * A worker's value in the shared workers hash (URL → this), the set a starting replica loads:
- * when it was added, its own API key sealed (if it has one) and a signature over the URL and both,
+ * when it was signed, its own API key sealed (if it has one) and a signature over the URL and both,
  * under the hash's key, so that a value written by anyone without the secret, or copied to another
- * URL, is refused like an unsigned op.
+ * URL, is refused like an unsigned op. Replicas that keep the worker sign it again now and then,
+ * so a value older than --state-max-op-age-ms (one put back after the worker left) is refused.
  */
 interface WorkerEntryJson {
+  /** When it was signed (epoch ms; named for when the worker was added, as it first was). */
   added_at: number;
   /** Sealed API key (StateSecret.seal, bound to the URL). */
   a?: string;
@@ -45,7 +47,7 @@ export function decodeWorkerEntry(
   raw: string,
   secret: StateSecret,
   scope: string,
-): { apiKey: string | undefined; role?: WorkerRole } | { rejected: RejectReason } {
+): { apiKey: string | undefined; role?: WorkerRole; at: number } | { rejected: RejectReason } {
   if (raw.length > 8192 || url.length > 4096) return { rejected: "oversize" };
   let entry: Partial<WorkerEntryJson>;
   try {
@@ -63,7 +65,7 @@ export function decodeWorkerEntry(
     return { rejected: "bad_signature" };
   const role = roleOf(y, b);
   if (role === null) return { rejected: "unreadable" };
-  const withRole = role === undefined ? {} : { role };
+  const withRole = role === undefined ? { at: addedAt } : { role, at: addedAt };
   if (sealed === undefined) return { apiKey: undefined, ...withRole };
   const apiKey = secret.open(sealed, url);
   return apiKey === undefined ? { rejected: "unreadable" } : { apiKey, ...withRole };

@@ -83,6 +83,9 @@ export class OtelRequestTrace implements RequestTrace {
     return {
       inject: (headers) => {
         const out = { ...headers };
+        // The client's tracestate belongs to the client's trace: the propagator writes it back
+        // only when the span continues that trace, never beside a traceparent of a new one.
+        delete out.tracestate;
         this.injectInto(span, out);
         return out;
       },

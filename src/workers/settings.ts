@@ -31,6 +31,8 @@ export function workerUrls(raw: string, flag: string): string[] {
 export interface WorkersConfig {
   /** Limit for opening a connection to a worker (requests, health checks, KV-event sockets). */
   connectTimeoutMs: number;
+  /** Connections open to one worker at most (0 = no cap). */
+  workerMaxConnections: number;
   allowLinkLocalWorkers: boolean;
   /** --worker-api-key: the key sent to workers added without one of their own. */
   workerApiKey: string | undefined;
@@ -55,6 +57,14 @@ export const WORKERS_SETTINGS = section<WorkersConfig>({
     description: "Limit for opening a connection to a worker.",
     default: 5 * SEC,
     parse: seconds(0, Number.POSITIVE_INFINITY, { minExclusive: true }),
+  },
+  workerMaxConnections: {
+    flag: "--worker-max-connections",
+    arg: "<n>",
+    description:
+      "Connections the router keeps open to one worker at most, busy and idle together; a request beyond it waits for a free connection within its own timeouts (0 = no cap).",
+    default: 1024,
+    parse: integer(0),
   },
   allowLinkLocalWorkers: {
     flag: "--allow-link-local-workers",

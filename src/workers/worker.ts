@@ -11,6 +11,8 @@ import { REGULAR_ROLE, type WorkerRole } from "./worker-role.js";
 export interface WorkerOptions {
   breaker: Omit<BreakerOptions, "now">;
   connectTimeoutMs: number;
+  /** Connections open to the worker at most, busy and idle (0 or undefined = no cap). */
+  maxConnections?: number;
   /** Refuse connections whose host name resolves to a link-local / metadata address. */
   refuseLinkLocal?: boolean;
 }
@@ -186,6 +188,8 @@ export class Worker {
         ...(options.refuseLinkLocal ? { lookup: guardedLookup() } : {}),
       },
       keepAliveTimeout: 30_000,
+      // Without a cap, a burst of 10k streams left 8k idle sockets open to one worker.
+      ...(options.maxConnections ? { connections: options.maxConnections } : {}),
       // Timeouts are set per request (see proxy/forward.ts); these only bound idle sockets.
     });
   }

@@ -150,6 +150,18 @@ describe("saturation of the fleet", () => {
     expect(fleetSaturated([full, view("c", load(0, 0.95))], THRESHOLDS, 1500)).toBe(true);
     expect(fleetSaturated([], THRESHOLDS, 1500)).toBe(false);
   });
+
+  it("a disaggregated fleet is saturated when either side is: a request needs one of each", () => {
+    const side = (v: SaturationView, type: string): SaturationView => ({ ...v, role: { type } });
+    const prefillRoom = side(view("p", load(1)), "prefill");
+    const decodeFull = side(view("d", load(9)), "decode");
+    const decodeRoom = side(view("e", load(1)), "decode");
+    expect(fleetSaturated([prefillRoom, decodeFull], THRESHOLDS, 1500)).toBe(true);
+    expect(fleetSaturated([prefillRoom, decodeFull, decodeRoom], THRESHOLDS, 1500)).toBe(false);
+    expect(
+      fleetSaturated([decodeFull, side(view("q", load(9)), "prefill")], THRESHOLDS, 1500),
+    ).toBe(true);
+  });
 });
 
 describe("the engine's full batch", () => {

@@ -1,8 +1,8 @@
 /**
  * The index stack is built in one pass (issue 21, item 4): the registry first, then base →
  * hybrid → publishing, each layer given the real parts it needs. No stand-in answers for the
- * KV-event intake until a later step attaches it: a worker is subscribed the moment the registry
- * adds it, and the hybrid index asks the intake itself whether its stream is live.
+ * KV-event feed until a later step attaches it: a worker is subscribed the moment the registry
+ * adds it, and the hybrid index asks the event feed itself whether its stream is live.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type SimWorker, startSimWorker } from "../../sim/worker.js";
@@ -11,7 +11,7 @@ import { configWith, defaultConfig } from "../../src/config.js";
 import { HybridIndex, PRECISE } from "../../src/index/hybrid-index.js";
 import { createLogger } from "../../src/logger.js";
 import { Metrics } from "../../src/metrics.js";
-import { createPolicy } from "../../src/scheduling/policy-factory.js";
+import { createPolicy } from "../../src/scheduling/builtin-profiles.js";
 import { WorkerRegistry } from "../../src/workers/registry.js";
 import { postJson, waitFor } from "../helpers/router.js";
 
@@ -55,7 +55,7 @@ describe("buildIndexStack", () => {
       expect(stack.index).toBeInstanceOf(HybridIndex);
       expect(stack.index.name).toBe(`${PRECISE}+shared`);
       const worker = registry.add(sim.url);
-      // Subscribed within the registry's own add: the intake exists before any worker does.
+      // Subscribed within the registry's own add: the event feed exists before any worker does.
       expect(stack.kvEvents!.endpointsOf(worker.id)?.endpoint).toBe(publisher.endpoint);
       await waitFor(() => stack.kvEvents!.isLive(worker.id), 10_000, "the event stream live");
 

@@ -4,6 +4,7 @@ import {
   MATRIX_CELLS,
   matrixGoalLines,
   QUICK_MATRIX_CELLS,
+  replayCell,
   summarizeCell,
 } from "../../bench/lib/routing-matrix.js";
 import type { RowResult, WorkloadReport } from "../../bench/lib/routing-runner.js";
@@ -90,5 +91,21 @@ describe("bench:routing --matrix summaries and goals", () => {
       expect.stringMatching(/TTFT .* met$/),
       expect.stringMatching(/index loss .* MISSED in base$/),
     ]);
+  });
+});
+
+describe("bench:routing --matrix --replay", () => {
+  it("replays a cell in model time: the same figures on every run, against the cell's oracle", async () => {
+    const preset = cellPreset(QUICK_PRESET, {
+      name: "tiny",
+      shape: { conversations: 8, turns: 2, tenants: 4, kvShareOfWorkingSet: 1 },
+    });
+    const rows = ["prefix_cost", "oracle_sticky"];
+    const [a] = await replayCell("tiny", preset, rows, 2, 1);
+    const [b] = await replayCell("tiny", preset, rows, 2, 1);
+    expect(a!.row).toBe("prefix_cost");
+    expect(a!.hitMean).toBeGreaterThan(0);
+    expect(a!.oracleHitMean).toBeGreaterThan(0);
+    expect({ ...a, loadAverage: 0 }).toEqual({ ...b, loadAverage: 0 });
   });
 });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { prepareWorkload, QUICK_PRESET } from "../../bench/lib/routing-workloads.js";
 import { type ReplayResult, replay } from "../../bench/lib/ttft-replay.js";
-import { createPolicy } from "../../src/scheduling/policy-factory.js";
+import { createPolicy } from "../../src/scheduling/builtin-profiles.js";
 
 const workload = prepareWorkload("cache-pressure", QUICK_PRESET);
 const base = { workers: QUICK_PRESET.workers, concurrency: QUICK_PRESET.concurrency };

@@ -156,7 +156,7 @@ describe("SGLang's bootstrap fields spliced into the client's bytes, not seriali
 });
 
 describe("vLLM's transfer params (disaggregation/vllm-transfer.ts), as vLLM's example proxy sends them", () => {
-  it("the prefill request: one token, not streamed, asking for a remote decode", () => {
+  it("the prefill request: one token, not streamed, no minimum output, asking for a remote decode", () => {
     const out = JSON.parse(
       prefillBody({
         model: "m",
@@ -164,6 +164,8 @@ describe("vLLM's transfer params (disaggregation/vllm-transfer.ts), as vLLM's ex
         stream_options: { include_usage: true },
         max_tokens: 100,
         max_completion_tokens: 100,
+        min_tokens: 10,
+        min_completion_tokens: 10,
       }).toString(),
     );
     expect(out).toEqual({

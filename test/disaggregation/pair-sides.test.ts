@@ -2,13 +2,13 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Pool } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { readJson } from "../../src/disaggregation/pair-sides.js";
 import { Cancel } from "../../src/proxy/cancel.js";
+import { readJson } from "../../src/proxy/pair.js";
 import { callUpstream } from "../../src/proxy/upstream-call.js";
 import { UsageTap } from "../../src/proxy/usage-tap.js";
 
 /**
- * A vLLM prefill answer read through the proxy's upstream call (pair-sides.ts readJson), against a
+ * A vLLM prefill answer read through the proxy's upstream call (proxy/pair.ts readJson), against a
  * real socket: whole when small, cut past its bound, an error when it breaks off.
  */
 describe("readJson: a prefill answer read whole, within its bound", () => {

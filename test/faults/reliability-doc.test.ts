@@ -18,6 +18,7 @@ const RELIABILITY_FLAGS = [
   "--retry-initial-backoff-ms",
   "--retry-max-backoff-ms",
   "--connect-timeout-secs",
+  "--worker-max-connections",
   "--first-byte-timeout-secs",
   "--stream-first-byte-timeout-secs",
   "--max-cool-down-secs",

@@ -54,11 +54,20 @@ export async function startCluster(
   child.stdout!.on("data", (d) => (stdout += d));
   child.stderr!.on("data", (d) => (stderr += d));
   const exited = new Promise<number | null>((resolve) => child.on("exit", resolve));
-  await waitFor(
-    () => listening(stdout).length >= 2,
-    30_000,
-    () => `both processes listening\n${stderr}`,
-  );
+  try {
+    await waitFor(
+      () => listening(stdout).length >= 2,
+      30_000,
+      () => `both processes listening\n${stderr}`,
+    );
+  } catch (err) {
+    // The caller never gets the child to stop: stop it here, or it outlives the test run.
+    child.kill("SIGTERM");
+    const hard = setTimeout(() => child.kill("SIGKILL"), 10_000);
+    await exited;
+    clearTimeout(hard);
+    throw err;
+  }
   return { child, port: listening(stdout)[0]!, log: () => stdout, errors: () => stderr, exited };
 }
 

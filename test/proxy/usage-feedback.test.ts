@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { ApproximateIndex } from "../../src/index/approximate-index.js";
 import { engineHeldChars, UsageFeedback } from "../../src/proxy/usage-feedback.js";
-import { createPolicy } from "../../src/scheduling/policy-factory.js";
+import { createPolicy } from "../../src/scheduling/builtin-profiles.js";
 import { Scheduler } from "../../src/scheduling/scheduler.js";
 import { CharsPerToken } from "../../src/workers/chars-per-token.js";
 import type { Worker } from "../../src/workers/worker.js";

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { type CacheAwareOptions, CacheAwarePolicy } from "../../src/scheduling/cache-aware.js";
+import { CacheAwarePolicy } from "../../src/scheduling/builtin-profiles.js";
+import type { CacheAwareOptions } from "../../src/scheduling/cache-aware.js";
 import { POLICY_DEFAULTS } from "../../src/scheduling/options.js";
 import { coldText, type FakeWorker, fakeWorker, fleet, selectWith } from "./fake-worker.js";
 

@@ -1,5 +1,5 @@
+import { createPolicy } from "../../src/scheduling/builtin-profiles.js";
 import { POLICY_NAMES } from "../../src/scheduling/policy.js";
-import { createPolicy } from "../../src/scheduling/policy-factory.js";
 import { seededRandom } from "./fake-worker.js";
 import { describePolicyConformance } from "./policy.conformance.js";
 

@@ -1,11 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { POLICY_NAMES, type PolicyName } from "../../src/scheduling/policy.js";
 import {
   createPolicy,
   isPolicyName,
   POLICY_DEFAULTS,
   type PolicyOptions,
-} from "../../src/scheduling/policy-factory.js";
+} from "../../src/scheduling/builtin-profiles.js";
+import { POLICY_NAMES, type PolicyName } from "../../src/scheduling/policy.js";
 import { fleet, selectWith } from "./fake-worker.js";
 
 describe("createPolicy", () => {

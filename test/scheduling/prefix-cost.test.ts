@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from "vitest";
+import { createPolicy, PrefixCostPolicy } from "../../src/scheduling/builtin-profiles.js";
 import { POLICY_DEFAULTS } from "../../src/scheduling/options.js";
-import { createPolicy } from "../../src/scheduling/policy-factory.js";
-import { type PrefixCostOptions, PrefixCostPolicy } from "../../src/scheduling/prefix-cost.js";
+import type { PrefixCostOptions } from "../../src/scheduling/prefix-cost.js";
 import { coldText, type FakeWorker, fakeWorker, fleet, selectWith } from "./fake-worker.js";
 
 function prefixCost(overrides: Partial<PrefixCostOptions> = {}): PrefixCostPolicy {
@@ -297,5 +297,44 @@ describe("prefix_cost: near-equal costs (--prefix-cost-tie-break, issue 27)", ()
     expect(() => createPolicy("prefix_cost", { prefixCostTieBreak: "first" as never })).toThrow(
       /prefixCostTieBreak/,
     );
+  });
+});
+
+describe("prefix_cost with queue weight 0: the load cap", () => {
+  const text = question(1);
+  const holderWith = (inFlight: number) => {
+    const holder = queued("holder", 0, inFlight);
+    holder.tree.insert(text);
+    return holder;
+  };
+
+  it("keeps sending to the holder while its load is within --cache-load-bound × the mean + 1", () => {
+    const policy = prefixCost({ prefixCostQueueWeight: 0, cacheLoadBound: 2 });
+    const holder = holderWith(3);
+    const cold = [fakeWorker("a", 1), fakeWorker("b", 1), fakeWorker("c", 1)];
+    // Mean 1.5: cap 4.
+    expect(selectWith(policy, [holder, ...cold], { text })!.worker).toBe(holder);
+  });
+
+  it("sends elsewhere once the holder is over the cap, however much it holds", () => {
+    const policy = prefixCost({ prefixCostQueueWeight: 0, cacheLoadBound: 2 });
+    const holder = holderWith(12);
+    const cold = [fakeWorker("a", 0), fakeWorker("b", 1), fakeWorker("c", 1)];
+    // Mean 3.5: cap 8.
+    const chosen = selectWith(policy, [holder, ...cold], { text })!.worker;
+    expect(chosen).not.toBe(holder);
+  });
+
+  it("does not cap a policy that weighs the queue, nor one built with no bound", () => {
+    const holder = holderWith(12);
+    const cold = [fakeWorker("a", 0), fakeWorker("b", 1), fakeWorker("c", 1)];
+    const weighing = prefixCost({ prefixCostQueueWeight: 0.5, prefixCostRequestChars: 0 });
+    expect(selectWith(weighing, [holder, ...cold], { text })!.worker).toBe(holder);
+    const unbounded = prefixCost({
+      prefixCostQueueWeight: 0,
+      prefixCostRequestChars: 0,
+      cacheLoadBound: 0,
+    });
+    expect(selectWith(unbounded, [holderWith(12), ...cold], { text })!.worker.id).toBe("holder");
   });
 });

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { ApproximateIndex } from "../../src/index/approximate-index.js";
 import type { PrefixClaims } from "../../src/index/prefix-claims.js";
+import { createPolicy } from "../../src/scheduling/builtin-profiles.js";
 import { newPrefixClaimValue } from "../../src/scheduling/new-prefix-claim.js";
-import { createPolicy } from "../../src/scheduling/policy-factory.js";
 import { Scheduler } from "../../src/scheduling/scheduler.js";
 import { SessionTable } from "../../src/scheduling/session-table.js";
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { ApproximateIndex } from "../../src/index/approximate-index.js";
 import { sessionKey } from "../../src/intake/session-key.js";
-import { createPolicy } from "../../src/scheduling/policy-factory.js";
+import { createPolicy } from "../../src/scheduling/builtin-profiles.js";
 import { Scheduler } from "../../src/scheduling/scheduler.js";
 import { SessionTable } from "../../src/scheduling/session-table.js";
 

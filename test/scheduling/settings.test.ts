@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { defaultConfig } from "../../src/config.js";
+import { createPolicy } from "../../src/scheduling/builtin-profiles.js";
 import { resolvePolicyOptions } from "../../src/scheduling/options.js";
-import { createPolicy } from "../../src/scheduling/policy-factory.js";
 
 describe("policy settings (issue 21: every default exists once)", () => {
   it("the flags' defaults are the policies' own defaults, field for field", () => {

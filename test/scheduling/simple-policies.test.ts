@@ -1,8 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { LeastLoadPolicy } from "../../src/scheduling/least-load.js";
-import { PowerOfTwoPolicy } from "../../src/scheduling/power-of-two.js";
-import { RandomPolicy } from "../../src/scheduling/random.js";
-import { RoundRobinPolicy } from "../../src/scheduling/round-robin.js";
+import {
+  LeastLoadPolicy,
+  PowerOfTwoPolicy,
+  RandomPolicy,
+  RoundRobinPolicy,
+} from "../../src/scheduling/builtin-profiles.js";
 import { fleet, seededRandom, selectWith } from "./fake-worker.js";
 
 /** A random source that replays `values` in order (then repeats them). */

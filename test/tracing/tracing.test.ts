@@ -163,6 +163,22 @@ describe("OpenTelemetry tracing over OTLP/HTTP (--otlp-endpoint)", () => {
     expect(sim.stats().lastTraceparent?.split("-")[1]).toBe(request?.traceId);
   });
 
+  // Regression: the client's tracestate went on beside a traceparent the router had replaced,
+  // so the worker saw one trace's vendor state under another trace.
+  it.each([
+    ["no traceparent", {}],
+    ["a malformed traceparent", { traceparent: "00-not-a-trace-01" }],
+  ])("with %s the client's tracestate is dropped with it", async (_, headers) => {
+    const endpoint = await receiver.start();
+    const sim = await startSimWorker({ id: "w", timeScale: 0 });
+    sims.push(sim);
+    router = await startTestRouter({ workerUrls: [sim.url], otlpEndpoint: endpoint });
+    const res = await chat(router, { ...headers, tracestate: "vendor=abc" });
+    await res.text();
+    expect(sim.stats().lastTraceparent).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-0[01]$/);
+    expect(sim.stats().lastTracestate).toBeUndefined();
+  });
+
   it("gives each side of a prefill/decode pair its own attempt span and traceparent (SGLang PD)", async () => {
     const endpoint = await receiver.start();
     const fleet = await startPdFleet(

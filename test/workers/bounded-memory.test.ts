@@ -3,7 +3,7 @@ import { runInNewContext } from "node:vm";
 import { describe, expect, it } from "vitest";
 import { ApproximateIndex } from "../../src/index/approximate-index.js";
 import { followMembership } from "../../src/index/membership.js";
-import { createPolicy } from "../../src/scheduling/policy-factory.js";
+import { createPolicy } from "../../src/scheduling/builtin-profiles.js";
 import { Scheduler } from "../../src/scheduling/scheduler.js";
 import { WorkerRegistry } from "../../src/workers/registry.js";
 

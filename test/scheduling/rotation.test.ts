@@ -1,6 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { LeastLoaded } from "../../src/scheduling/least-loaded.js";
-import { Rotation } from "../../src/scheduling/rotation.js";
+import { LeastLoaded, Rotation } from "../../src/scheduling/rotation.js";
 
 const loads = (...xs: number[]) => xs.map((inFlight) => ({ inFlight }));
 
