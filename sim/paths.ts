@@ -20,6 +20,9 @@ export const OTHER_PATHS = new Set([
   "/version",
   "/metrics",
   "/tokenize",
+  "/get_load",
+  "/flush_cache",
+  "/reset_prefix_cache",
   "/_sim/faults",
   "/_sim/stats",
 ]);

@@ -248,6 +248,8 @@ class HttpSimWorker implements SimWorker {
       return this.poolingEndpoint(pooling, req, res);
     }
     if (path === "/_sim/faults" && req.method === "POST") return this.postFaults(req, res);
+    if (path === "/flush_cache" || path === "/reset_prefix_cache")
+      return this.flushCache(path, req, res);
     if (path === "/tokenize") {
       if (req.method !== "POST") return methodNotAllowed(res);
       return this.tokenizeEndpoint(req, res);
@@ -281,6 +283,20 @@ class HttpSimWorker implements SimWorker {
           res,
           200,
           serverInfo(this.options, this.kv, this.ranks.length, this.assignedId),
+        );
+      case "/get_load":
+        // SGLang's load per data-parallel rank (python/sglang/srt/managers/tokenizer_manager.py
+        // get_load): vLLM serves no such route.
+        if (this.flavor === "vllm") return sendJson(res, 404, { detail: "Not Found" });
+        return sendJson(
+          res,
+          200,
+          this.ranks.map((rank, dpRank) => ({
+            dp_rank: dpRank,
+            num_reqs: rank.engine.running,
+            num_waiting_reqs: rank.engine.waiting,
+            num_tokens: rank.kv.pinnedBlocks * rank.kv.blockSize,
+          })),
         );
       case "/version":
         return sendJson(res, 200, { version: SIM_VERSION });
@@ -422,6 +438,33 @@ class HttpSimWorker implements SimWorker {
       return sendJson(res, 400, errorBody(400, "tokenize needs prompt or messages"));
     }
     sendJson(res, 200, { count: tokens.length, max_model_len: this.options.maxModelLen, tokens });
+  }
+
+  /**
+   * SGLang's /flush_cache (GET or POST: 200 and a line of text, http_server.py) and vLLM's POST
+   * /reset_prefix_cache (its dev-mode route, 200 and no body): every rank's cache is emptied.
+   */
+  private flushCache(path: string, req: IncomingMessage, res: ServerResponse): void {
+    const vllm = path === "/reset_prefix_cache";
+    if (vllm !== (this.flavor === "vllm")) {
+      sendJson(res, 404, { detail: "Not Found" });
+      return;
+    }
+    if (req.method !== "POST" && (vllm || req.method !== "GET")) {
+      methodNotAllowed(res);
+      return;
+    }
+    this.clearKvCache();
+    req.resume();
+    if (vllm) {
+      res.writeHead(200, { "content-length": 0 });
+      res.end();
+      return;
+    }
+    const text =
+      "Cache flushed.\nPlease check backend logs for more details. (When there are running or waiting requests, the operation will not be performed.)\n";
+    res.writeHead(200, { "content-type": "text/plain; charset=utf-8" });
+    res.end(text);
   }
 
   /** The scoring routes and /detokenize (pooling.ts): answered at once, 400 for a bad body. */

@@ -92,6 +92,11 @@ export const ERROR_CATALOG = {
     message: "No worker serves this model.",
   },
   worker_not_found: { status: 404, type: "invalid_request_error", message: "No such worker." },
+  response_not_found: {
+    status: 404,
+    type: "invalid_request_error",
+    message: "No such response.",
+  },
   invalid_worker_url: {
     status: 400,
     type: "invalid_request_error",

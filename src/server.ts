@@ -37,6 +37,7 @@ import { HealthChecker } from "./workers/health.js";
 import type { HostResolver } from "./workers/host-lookup.js";
 import { EngineIntrospector } from "./workers/introspection.js";
 import { WorkerRegistry } from "./workers/registry.js";
+import { ResponseHolders } from "./workers/response-holders.js";
 
 export { ListenError } from "./listen.js";
 
@@ -164,6 +165,8 @@ export function createRouter(
     // --tenant-quota shares its counters through --state-url when it is set.
     state: config.state,
   });
+  // Responses API: which worker holds each response, read by intake, written by the routes.
+  const responseHolders = new ResponseHolders(routes.maxResponseIds, routes.responseIdTtlMs);
   const context: RouterContext = {
     config: routeOptions(config),
     logger,
@@ -191,11 +194,13 @@ export function createRouter(
         identity: admission.identity,
         // PD pairs rewrite the body (disaggregation/): they take intake's parsed object.
         keepJson: pd,
+        responseHolders,
       },
       registry,
       parsePool,
       admission.tenants,
     ),
+    responseHolders,
     parsePool,
     introspection,
     state: { shuttingDown: false, active: 0 },

@@ -12,6 +12,7 @@ import type { Logger } from "../logger.js";
 import { registerAdminRoutes } from "../routes/admin.js";
 import type { RouterContext } from "../routes/context.js";
 import { registerDebugCacheRoute } from "../routes/debug-cache.js";
+import { registerFleetRoutes } from "../routes/fleet-ops.js";
 import { registerInferenceRoutes } from "../routes/inference.js";
 import { registerOpsRoutes } from "../routes/ops.js";
 import { registerRouteExplainRoutes } from "../routes/route-explain.js";
@@ -30,6 +31,7 @@ export function routeOptions(config: Config): RouteOptions {
     queueTimeoutHeader: config.admission.queueTimeoutHeader,
     enginePriority: config.admission.enginePriority,
     queueWaitHeader: config.admission.queueWaitHeader,
+    explainMatch: config.cacheAccount.explainHeader !== undefined,
     pairs: pdEnabled(config.disaggregation),
   };
 }
@@ -40,6 +42,7 @@ export function buildRoutes(context: RouterContext): { app: Hono<Env>; listener:
   registerAdminRoutes(app, context);
   registerRouteExplainRoutes(app, context);
   registerDebugCacheRoute(app, context);
+  registerFleetRoutes(app, context);
   registerInferenceRoutes(app, context);
   installErrorHandlers(app, context.logger);
   return { app, listener: routerListener(context, app) };

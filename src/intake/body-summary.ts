@@ -22,6 +22,8 @@ export interface BodySummary {
   user?: string | undefined;
   /** The output asked for (max_tokens, max_completion_tokens, SGLang's max_new_tokens), when given. */
   maxTokens?: number | undefined;
+  /** Responses API: the stored response this request continues, when it names one. */
+  previousResponseId?: string | undefined;
 }
 
 /**
@@ -55,6 +57,10 @@ export function summarizeParsed(
     usageDescribesText: text.length < maxRoutingTextChars && isSinglePrompt(endpoint, parsed),
     user: typeof parsed.user === "string" ? parsed.user : undefined,
     maxTokens: maxTokensOf(parsed),
+    previousResponseId:
+      endpoint === "responses" && typeof parsed.previous_response_id === "string"
+        ? parsed.previous_response_id
+        : undefined,
   };
 }
 
@@ -62,6 +68,7 @@ export function summarizeParsed(
 function maxTokensOf(parsed: Record<string, unknown>): number | undefined {
   const asked =
     parsed.max_tokens ??
+    parsed.max_output_tokens ??
     parsed.max_completion_tokens ??
     (parsed.sampling_params as Record<string, unknown> | undefined)?.max_new_tokens;
   return typeof asked === "number" && asked >= 0 && Number.isFinite(asked) ? asked : undefined;

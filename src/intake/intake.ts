@@ -1,14 +1,19 @@
 import type { IncomingHttpHeaders, IncomingMessage } from "node:http";
 import { type IdentityOptions, TenantTable } from "../admission/identity.js";
+import { RouterError } from "../errors.js";
 import type { RoutingRequest } from "../proxy/routing-request.js";
+import type { ResponseHolders } from "../workers/response-holders.js";
 import {
   indexKey,
+  type ModelPlan,
   type ModelRoutingMode,
+  pinnedTo,
   planModel,
   type ServingWorker,
 } from "../workers/served-models.js";
 import type { BodyLease } from "./body-budget.js";
 import { type BodySummary, parseJsonObject, summarizeParsed } from "./body-summary.js";
+import { type CacheIsolation, saltedBody, tenantSalt } from "./cache-salt.js";
 import { checkContentType } from "./content-type.js";
 import type { ParsePool } from "./parse-pool.js";
 import { type BodyReadLimits, readBody } from "./read-body.js";
@@ -29,8 +34,18 @@ export interface IntakeOptions {
   sessionHeader: string;
   /** --model-routing */
   modelRouting: ModelRoutingMode;
+  /**
+   * --cache-isolation tenant: each tenant's requests carry its salt to the engine and are indexed
+   * under it, so no tenant's prompt is ever served from, or routed by, another's cache.
+   */
+  cacheIsolation?: CacheIsolation;
   /** --tenant-header and --priority-header (admission/identity.ts); default x-tenant-id, x-priority. */
   identity?: IdentityOptions;
+  /**
+   * Responses API: the worker that produced each response relayed (routes/inference.ts records
+   * them); a request with previous_response_id goes there. Undefined: no such routing.
+   */
+  responseHolders?: ResponseHolders;
   /**
    * Keep the parsed body on the RoutingRequest (`json`): prefill/decode pairs rewrite the body, and
    * so need not parse it again. Off otherwise: the object would outlive the parse for nothing.
@@ -53,6 +68,8 @@ export interface ReceivedRequest {
   readonly session: string | undefined;
   /** The request's headers: its tenant and priority are read from them only when needed. */
   readonly headers: IncomingHttpHeaders;
+  /** Its tenant's cache salt (--cache-isolation tenant), already in the body. */
+  readonly cacheSalt?: string | undefined;
 }
 
 /**
@@ -121,6 +138,21 @@ export class Intake {
       if (options.keepJson === true) json = parsed;
     }
     const session = this.session(incoming.headers, summary.user);
+    if (options.cacheIsolation === "tenant") {
+      const cacheSalt = tenantSalt(incoming.headers, this.identity.tenantHeader);
+      const salted = saltedBody(body, endpoint, cacheSalt);
+      if (salted !== undefined) {
+        return {
+          endpoint,
+          body: salted,
+          summary,
+          json,
+          session,
+          headers: incoming.headers,
+          cacheSalt,
+        };
+      }
+    }
     return { endpoint, body, summary, json, session, headers: incoming.headers };
   }
 
@@ -140,21 +172,40 @@ export class Intake {
     const workers = this.fleet.list();
     const requested = summary?.model;
     const adapter = summary?.adapter;
+    const byModel = planModel(workers, requested, this.options.modelRouting, received.endpoint);
     return {
       endpoint: received.endpoint,
       body: received.body,
       json: received.json,
       text: summary?.text ?? "",
-      // What the index sees: the text, under the model's own key when its KV is kept apart.
-      model: indexKey(workers, requested, adapter),
+      // What the index sees: the text, under the model's own key when its KV is kept apart, and
+      // under the tenant's salt when tenants' caches are (the engines key theirs the same way).
+      model: saltedKey(indexKey(workers, requested, adapter), received.cacheSalt),
       requested,
       adapter,
       session: received.session,
       tokenizeInput: summary?.tokenizeInput,
       stream: summary?.stream ?? false,
       usageDescribesText: summary?.usageDescribesText ?? false,
-      plan: planModel(workers, requested, this.options.modelRouting, received.endpoint),
+      plan: this.heldBy(summary?.previousResponseId, byModel, workers),
     };
+  }
+
+  /**
+   * A request continuing a stored response goes to the worker that produced it. When that worker
+   * has left, the response left with it: 404, as the engine answers an id it does not hold
+   * (vllm/entrypoints/openai/responses/serving.py `_make_not_found_error`). An id this router
+   * does not know (never relayed here, forgotten, or expired) is routed like any request.
+   */
+  private heldBy(id: string | undefined, plan: ModelPlan, workers: readonly ServingWorker[]) {
+    const holders = this.options.responseHolders;
+    if (id === undefined || holders === undefined) return plan;
+    const holder = holders.holder(id);
+    if (holder === undefined) return plan;
+    if (!workers.some((w) => w.id === holder)) {
+      throw new RouterError("response_not_found", `Response with id '${id}' not found.`);
+    }
+    return pinnedTo(plan, holder, `does not hold response '${id}' (previous_response_id)`);
   }
 
   /** Both steps at once, for a request that does not wait for admission (POST /debug/route). */
@@ -170,4 +221,10 @@ export class Intake {
     const { sessionAffinity, sessionHeader } = this.options;
     return sessionKey(sessionAffinity, sessionHeader, headers, user);
   }
+}
+
+/** An index key under a tenant's salt: a key of its own, never one another tenant's can match. */
+function saltedKey(key: string | undefined, salt: string | undefined): string | undefined {
+  if (salt === undefined) return key;
+  return key === undefined ? salt : `${salt}/${key}`;
 }

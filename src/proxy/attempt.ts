@@ -35,6 +35,8 @@ export interface AttemptPlan {
   limits: RelayLimits;
   /** Read the engine's usage from a successful answer (proxy/usage-tap.ts). */
   readUsage: boolean;
+  /** Shown each chunk of a successful answer (ForwardRequest.onAnswerChunk). */
+  onAnswerChunk?: ((chunk: Buffer, worker: Worker) => void) | undefined;
   /** --explain-header: its name and this request's cache account, sent with the response headers. */
   explain?: readonly [name: string, value: string] | undefined;
   onUpstreamError: (worker: Worker, kind: string) => void;
@@ -54,6 +56,7 @@ export class Attempt {
   readonly route: string;
   readonly limits: RelayLimits;
   readonly readUsage: boolean;
+  readonly onAnswerChunk: ((chunk: Buffer, worker: Worker) => void) | undefined;
   readonly explain: readonly [name: string, value: string] | undefined;
   readonly onUpstreamError: (worker: Worker, kind: string) => void;
   /** The router's priority the body carries to this engine (--engine-priority), undefined = none. */
@@ -74,6 +77,7 @@ export class Attempt {
     this.route = plan.route;
     this.limits = plan.limits;
     this.readUsage = plan.readUsage;
+    this.onAnswerChunk = plan.onAnswerChunk;
     this.explain = plan.explain;
     this.onUpstreamError = plan.onUpstreamError;
     this.enginePriority = plan.load.enginePriority;

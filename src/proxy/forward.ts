@@ -193,7 +193,12 @@ export class Forwarder {
         attempts < this.settings.retryMaxAttempts && left(failed);
       // Other requests still prefilling there: a low cached count may be theirs, not an eviction.
       const othersPrefilling = worker.pendingPrefillRequests > 0;
-      const route = routeHeader(base.branch, base.matchRate, decision.index, this.decider.profile);
+      const route = routeHeader(
+        base.branch,
+        req.showMatch === true ? base.matchRate : null,
+        decision.index,
+        this.decider.profile,
+      );
       const result: Tried =
         choice.decode === undefined || pairs === undefined || json === undefined
           ? await this.single(worker, decision, req, headers, deadline, res, route, account, () =>
@@ -326,6 +331,7 @@ export class Forwarder {
       rank,
       stream: routed.stream,
       readUsage: this.feedback !== undefined && req.method === "POST",
+      onAnswerChunk: req.onAnswerChunk,
       explain: explainHeader(this.ledger, account, worker),
       trace: req.trace?.attempt(worker),
     });
@@ -431,6 +437,8 @@ export class Forwarder {
       /** Whether this worker's answer streams (its first-byte limit is the streaming one). */
       stream: boolean;
       readUsage: boolean;
+      /** Shown each chunk of a successful answer (ForwardRequest.onAnswerChunk). */
+      onAnswerChunk?: ForwardRequest["onAnswerChunk"];
       explain: readonly [string, string] | undefined;
       trace: ReturnType<NonNullable<ForwardRequest["trace"]>["attempt"]> | undefined;
     },
@@ -458,6 +466,7 @@ export class Forwarder {
       route,
       limits: this.relayLimits,
       readUsage: how.readUsage,
+      onAnswerChunk: how.onAnswerChunk,
       explain: how.explain,
       onUpstreamError: this.hooks.onUpstreamError,
       trace: how.trace,

@@ -67,6 +67,8 @@ class Relay implements BodySink, IdleEntry {
   /** Made the first time the client's socket is full: most streams never need one. */
   private stall: StallWatch | undefined;
   private readonly tap: UsageTap | undefined;
+  /** The request's own look at a successful answer (ForwardRequest.onAnswerChunk). */
+  private readonly watch: ((chunk: Buffer, worker: Worker) => void) | undefined;
   private readonly status: number;
   private readonly isEventStream: boolean;
   private readonly onClientClose = () => this.clientClosed();
@@ -84,6 +86,7 @@ class Relay implements BodySink, IdleEntry {
   ) {
     this.tap = attempt.readUsage ? usageTapFor(upstream) : undefined;
     this.status = upstream.statusCode;
+    this.watch = this.status >= 200 && this.status < 300 ? attempt.onAnswerChunk : undefined;
     const contentType = upstream.headers["content-type"];
     this.isEventStream =
       typeof contentType === "string" && contentType.startsWith("text/event-stream");
@@ -125,6 +128,7 @@ class Relay implements BodySink, IdleEntry {
       this.attempt.firstByte();
     }
     this.tap?.write(chunk);
+    this.watch?.(chunk, this.attempt.worker);
     this.stirred = true;
     if (!this.res.write(chunk)) {
       this.upstream.pause();

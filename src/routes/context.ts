@@ -16,6 +16,7 @@ import type { Tracing } from "../tracing/request-trace.js";
 import type { HealthChecker } from "../workers/health.js";
 import type { EngineIntrospector } from "../workers/introspection.js";
 import type { WorkerRegistry } from "../workers/registry.js";
+import type { ResponseHolders } from "../workers/response-holders.js";
 import type { RouteOptions } from "./settings.js";
 
 /** Lifecycle flags the routes read. */
@@ -47,6 +48,8 @@ export interface RouterContext {
   cacheLedger: CacheLedger;
   /** Turns each data-plane (and /debug/route) request into its RoutingRequest. */
   intake: Intake;
+  /** Responses API: which worker produced each response relayed (intake routes on it). */
+  responseHolders: ResponseHolders;
   admission: Admission;
   /** Router-wide memory budget for buffered request bodies (--max-body-buffer-bytes). */
   bodyBudget: BodyBudget;

@@ -9,8 +9,12 @@ import type { RouterContext } from "./context.js";
 
 type Env = { Bindings: HttpBindings };
 
-/** GET routes answered from any available worker's engine (SGLang). */
-export const INFO_ROUTES = ["/get_model_info", "/get_server_info"];
+/**
+ * GET routes answered from any available worker's engine (SGLang), under SGLang's names and its
+ * router's newer ones (/model_info, /server_info: sgl-model-gateway/src/server.rs, where the
+ * get_ names are kept as aliases).
+ */
+export const INFO_ROUTES = ["/get_model_info", "/get_server_info", "/model_info", "/server_info"];
 
 /** Largest info answer read from one worker (SGLang's server info is tens of KB). */
 const MAX_INFO_BYTES = 4 * 1024 * 1024;
@@ -50,7 +54,10 @@ interface InfoAnswer {
 async function engineInfo(ctx: RouterContext, c: Context<Env>, path: string): Promise<InfoAnswer> {
   const clientAuth = c.req.header("authorization");
   admitClient(ctx, clientAuth);
-  const workers = ctx.registry.list().filter((w) => w.available);
+  const available = ctx.registry.list().filter((w) => w.available);
+  // vLLM serves neither route: ask the others first.
+  const sglang = available.filter((w) => w.engine !== "vllm");
+  const workers = sglang.length > 0 ? sglang : available;
   if (workers.length === 0) {
     throw new RouterError("no_workers_available", noAvailableWorkerMessage(ctx.registry));
   }
@@ -62,7 +69,8 @@ async function engineInfo(ctx: RouterContext, c: Context<Env>, path: string): Pr
     const worker = workers[(start + i) % workers.length];
     if (worker === undefined) continue;
     try {
-      const res = await requestWorker(worker, path, {
+      // The engine serves the get_ names (python/sglang/srt/entrypoints/http_server.py).
+      const res = await requestWorker(worker, path.replace(/^\/(?!get_)/, "/get_"), {
         timeoutMs: ctx.config.modelsTimeoutMs,
         fallbackAuthorization: forwarded,
       });

@@ -11,7 +11,10 @@ import type { ForwardOutcome, ForwardRequest } from "../proxy/forward.js";
 import { lingerOnUnreadBody } from "../proxy/linger.js";
 import { writeError } from "../proxy/write-error.js";
 import type { RequestTrace } from "../tracing/request-trace.js";
+import { type ResponseHolders, ResponseIdSniffer } from "../workers/response-holders.js";
+import type { Worker } from "../workers/worker.js";
 import { admissionTicket } from "./admission-ticket.js";
+import { adminAllowed } from "./auth.js";
 import { admitClient } from "./client-gate.js";
 import { onConnectionClose } from "./connection-requests.js";
 import type { RouterContext } from "./context.js";
@@ -172,6 +175,14 @@ async function admitAndForward(
       // --queue-when-saturated: to a worker with room, or, over lower-priority work while every
       // one is saturated, to one where it outranks that work.
       roomOn: ctx.admission.roomFor(ticket, priority),
+      showMatch:
+        ctx.config.explainMatch ||
+        adminAllowed(
+          ctx.config.adminApiKey,
+          incoming.headers.authorization,
+          incoming.socket.remoteAddress,
+        ),
+      onAnswerChunk: endpoint === "responses" ? responseIdRecorder(ctx.responseHolders) : undefined,
     };
     const forwarder = endpoint === "models" ? ctx.modelsForwarder : ctx.forwarder;
     outcome = await forwarder.forward(request, res);
@@ -179,6 +190,15 @@ async function admitAndForward(
   } finally {
     release(outcome);
   }
+}
+
+/** Records which worker produced the response whose answer goes by (routes on previous_response_id). */
+function responseIdRecorder(holders: ResponseHolders) {
+  const sniffer = new ResponseIdSniffer();
+  return (chunk: Buffer, worker: Worker) => {
+    const id = sniffer.write(chunk);
+    if (id !== undefined) holders.record(id, worker.id);
+  };
 }
 
 /**

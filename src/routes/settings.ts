@@ -9,6 +9,8 @@ export interface RoutesConfig {
   requestIdHeaders: string[];
   bodyLingerMs: number;
   bodyLingerBytes: number;
+  maxResponseIds: number;
+  responseIdTtlMs: number;
 }
 
 /** The routes' options: their settings, and what they report of other features. */
@@ -24,6 +26,11 @@ export interface RouteOptions extends RoutesConfig {
   readonly enginePriority: boolean;
   /** --queue-wait-header: the response header carrying the wait in the admission queue; undefined = none. */
   readonly queueWaitHeader: string | undefined;
+  /**
+   * --explain-header is set: the operator chose to show every client what the cache holds for
+   * its prompt, so the match rate goes in x-radixgate-route too (else only to admin clients).
+   */
+  readonly explainMatch: boolean;
   /** Prefill/decode disaggregation: a request needs a pair (readiness asks for both sides). */
   readonly pairs: boolean;
 }
@@ -70,5 +77,21 @@ export const ROUTES_SETTINGS = section<RoutesConfig>({
       "Most body bytes read and discarded after an early error answer; past it the connection is cut.",
     default: 16 * 1024 * 1024,
     parse: integer(0),
+  },
+  maxResponseIds: {
+    flag: "--max-response-ids",
+    arg: "<n>",
+    description:
+      "Responses API: most response ids remembered with the worker that produced them, so that a request with previous_response_id goes to the worker holding it (the oldest is forgotten first; 0 = none remembered).",
+    default: 100_000,
+    parse: integer(0),
+  },
+  responseIdTtlMs: {
+    flag: "--response-id-ttl-secs",
+    arg: "<secs>",
+    description:
+      "Responses API: how long a response id is remembered with its worker; an older previous_response_id is routed like any request.",
+    default: 3600 * SEC,
+    parse: seconds(1),
   },
 });

@@ -26,6 +26,7 @@ export type ModelRoutingMode = "strict" | "engine";
 export const MODEL_ROUTING_MODES: readonly ModelRoutingMode[] = ["strict", "engine"];
 
 export interface ServingWorker {
+  readonly id?: string;
   readonly servedModels: ReadonlySet<string> | undefined;
   /** The engine introspection recognised; undefined until known. */
   readonly engine?: EngineKind | undefined;
@@ -122,6 +123,19 @@ function planByModel(
       ? `does not list '${model}' (--model-routing strict)`
       : `does not list '${model}', and ${engine} refuses names it does not list`;
   });
+}
+
+/**
+ * The plan narrowed to the one worker that holds what the request continues (a Responses API
+ * `previous_response_id`, workers/response-holders.ts): no other worker can serve it.
+ */
+export function pinnedTo(plan: ModelPlan, workerId: string, why: string): ModelPlan {
+  const holds = (w: ServingWorker) => w.id === workerId;
+  return {
+    route: plan.route,
+    admits: (w) => holds(w) && plan.admits(w),
+    exclusion: (w) => (holds(w) ? plan.exclusion(w) : why),
+  };
 }
 
 const EVERY_WORKER: ModelPlan = {
