@@ -5,6 +5,9 @@ import { normalizeWorkerUrl } from "../workers/worker-url.js";
 import type { WorkerMembership } from "./membership.js";
 import type { WorkerSpec } from "./worker-spec.js";
 
+/** Workers registered per event-loop turn when a source's answer changes a lot at once. */
+const APPLY_SLICE = 200;
+
 interface Owned {
   worker: Worker;
   /** Set while the worker drains after leaving the source; removal when it fires. */
@@ -72,10 +75,14 @@ export class DiscoveredWorkers {
       }
     }
     const joining: Promise<void>[] = [];
+    let seen = 0;
     for (const [url, spec] of wanted) {
       const entry = this.owned.get(url);
       if (entry === undefined) joining.push(this.join(url, spec));
       else if (entry.drainTimer !== undefined) this.keep(url, entry);
+      // A large change in slices: requests are served between them. The joins' health checks
+      // and engine reads wait for their slots (workers/probe-slots.ts).
+      if (++seen % APPLY_SLICE === 0) await new Promise((resolve) => setImmediate(resolve));
     }
     await Promise.all(joining);
   }

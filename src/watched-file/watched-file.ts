@@ -49,6 +49,7 @@ export class WatchedFile<T> {
   private settle: NodeJS.Timeout | undefined;
   private stopped = false;
   private readonly parser = new IsolatedParser();
+  private firstRead = true;
   /** Reads one after another: a change during an apply is read after it. */
   private reading: Promise<void> = Promise.resolve();
 
@@ -96,6 +97,20 @@ export class WatchedFile<T> {
     this.settle.unref();
   }
 
+  /**
+   * The first version is parsed in line: it is read at start, before the router says it is
+   * listening, and a thread's start would delay the first workers by more than the parse takes.
+   * Every later version is parsed in the thread.
+   */
+  private async parse(text: string): Promise<T> {
+    const { parser, path } = this.options;
+    const first = this.firstRead;
+    this.firstRead = false;
+    if (!first || this.lastText !== undefined) return this.parser.parse<T>(parser, text, path);
+    const module = (await import(parser.module)) as Record<string, (t: string, p: string) => T>;
+    return (module[parser.name] as (t: string, p: string) => T)(text, path);
+  }
+
   private async readAndApply(): Promise<void> {
     if (this.stopped) return;
     const { path, maxBytes } = this.options;
@@ -104,7 +119,7 @@ export class WatchedFile<T> {
     try {
       text = await readBounded(path, maxBytes);
       if (text === this.lastText) return;
-      value = await this.parser.parse<T>(this.options.parser, text, path);
+      value = await this.parse(text);
     } catch (err) {
       this.options.rejected(shortReason((err as Error).message));
       return;

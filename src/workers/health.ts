@@ -1,4 +1,5 @@
 import type { Logger } from "../logger.js";
+import { ProbeSlots } from "./probe-slots.js";
 import type { WorkerRegistry } from "./registry.js";
 import type { Worker } from "./worker.js";
 import { requestWorker } from "./worker-request.js";
@@ -20,6 +21,8 @@ export interface HealthOptions {
 export class HealthChecker {
   private timer: NodeJS.Timeout | undefined;
   private readonly running = new Set<Worker>();
+  /** Checks in flight at once, first checks included (probe-slots.ts). */
+  readonly slots = new ProbeSlots();
 
   constructor(
     private readonly registry: WorkerRegistry,
@@ -100,7 +103,12 @@ export class HealthChecker {
   }
 
   /** undefined when the worker passed; else why not (status or error code), for the log. */
-  private async probe(worker: Worker): Promise<string | undefined> {
+  private probe(worker: Worker): Promise<string | undefined> {
+    return this.slots.run(() => this.probeNow(worker));
+  }
+
+  private async probeNow(worker: Worker): Promise<string | undefined> {
+    if (worker.removed) return "removed";
     try {
       const res = await requestWorker(worker, this.options.endpoint ?? "/health", {
         timeoutMs: this.options.timeoutMs,

@@ -5,6 +5,7 @@ import { readSglangMetrics } from "../engines/sglang-metrics.js";
 import { readSglangServerInfo } from "../engines/sglang-server-info.js";
 import { readVllmMetrics } from "../engines/vllm-metrics.js";
 import type { Logger } from "../logger.js";
+import { ProbeSlots } from "./probe-slots.js";
 import type { WorkerRegistry } from "./registry.js";
 import { STALE_AFTER_INTERVALS } from "./signals.js";
 import type { Worker } from "./worker.js";
@@ -40,6 +41,8 @@ export class EngineIntrospector {
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
   private readonly running = new Set<Worker>();
+  /** Workers read at once (probe-slots.ts). */
+  readonly slots = new ProbeSlots();
   /** Last outcome per worker and endpoint, to log changes only. */
   private readonly outcomes = new WeakMap<Worker, Map<Endpoint, string>>();
   /** Workers already warned about a 401: one warning per worker, not one per endpoint and read. */
@@ -78,22 +81,16 @@ export class EngineIntrospector {
     return Promise.all(this.registry.list().map((w) => this.poll(w))).then(() => {});
   }
 
-  /** One read of one worker's endpoints; reads of the same worker are not stacked. */
+  /**
+   * One read of one worker's endpoints; reads of the same worker are not stacked, and at most
+   * MAX_PROBES_IN_FLIGHT endpoint reads are in flight at once (probe-slots.ts).
+   */
   async poll(worker: Worker): Promise<void> {
     if (this.running.has(worker) || worker.removed) return;
     this.running.add(worker);
     worker.signals.staleAfterMs = STALE_AFTER_INTERVALS * this.options.intervalMs;
-    // The engine's queue counts this router's waiting requests too: remember how many there were.
-    const pendingAtSend = worker.pendingPrefillRequests;
-    const inFlightAtSend = worker.ownInFlight;
     try {
-      await Promise.all([
-        this.read(worker, "/get_server_info", (body) => this.serverInfo(worker, body)),
-        this.read(worker, "/metrics", (body) =>
-          this.metrics(worker, body, pendingAtSend, inFlightAtSend),
-        ),
-        this.read(worker, "/v1/models", (body) => this.models(worker, body)),
-      ]);
+      await this.readAll(worker);
       if (!worker.removed) this.onRead(worker);
     } catch (err) {
       this.logger.error({ err, worker: worker.id }, "engine introspection failed");
@@ -102,7 +99,27 @@ export class EngineIntrospector {
     }
   }
 
-  private async read(
+  private async readAll(worker: Worker): Promise<void> {
+    // The engine's queue counts this router's waiting requests too: remember how many there were.
+    const pendingAtSend = worker.pendingPrefillRequests;
+    const inFlightAtSend = worker.ownInFlight;
+    await Promise.all([
+      this.read(worker, "/get_server_info", (body) => this.serverInfo(worker, body)),
+      this.read(worker, "/metrics", (body) =>
+        this.metrics(worker, body, pendingAtSend, inFlightAtSend),
+      ),
+      this.read(worker, "/v1/models", (body) => this.models(worker, body)),
+    ]);
+  }
+
+  /** One endpoint's read, in one of the slots (one connection each). */
+  private read(worker: Worker, endpoint: Endpoint, use: (body: string) => void): Promise<void> {
+    return this.slots.run(() =>
+      worker.removed ? Promise.resolve() : this.readNow(worker, endpoint, use),
+    );
+  }
+
+  private async readNow(
     worker: Worker,
     endpoint: Endpoint,
     use: (body: string) => void,

@@ -6,11 +6,11 @@ export interface ListenAddress {
   port: number;
 }
 
-const ANY = new Set(["0.0.0.0", "::", "[::]", ""]);
+const ANY = new Set(["0.0.0.0", "::", "[::]", "", "::ffff:0:0"]);
 
 /**
  * Whether a canonical worker URL is the router's own listen address: same port, and a host that
- * reaches this process (a loopback spelling, one of this machine's interface addresses or its
+ * reaches this process (the unspecified address 0.0.0.0 / :: in any spelling, a loopback spelling, one of this machine's interface addresses or its
  * hostname when listening on 0.0.0.0/::, or the very address it listens on). Names are not
  * resolved through DNS; a loop through a name, a proxy or a port mapping is caught in flight by
  * the Via hop marker instead (proxy/forward.ts).
@@ -21,6 +21,8 @@ export function isSelfAddress(normalizedUrl: string, listen: ListenAddress): boo
   if (port !== listen.port) return false;
   const host = bare(url.hostname);
   const listenHost = bare(listen.host.toLowerCase());
+  // A connection to the unspecified address (http://0:port) goes to this machine's listeners.
+  if (ANY.has(host)) return true;
   if (ANY.has(listenHost)) return isLoopbackHost(host) || ANY.has(host) || localNames().has(host);
   if (host === listenHost) return true;
   return isLoopbackHost(listenHost) && isLoopbackHost(host);

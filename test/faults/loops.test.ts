@@ -40,6 +40,11 @@ describe("request loops", () => {
     "http://localhost:PORT/",
     "http://[::ffff:127.0.0.1]:PORT",
     "http://127.0.0.2:PORT/v1",
+    // The unspecified address reaches this machine's listeners, whatever the router listens on.
+    "http://0:PORT",
+    "http://0.0.0.0:PORT",
+    "http://[::]:PORT",
+    "http://[::ffff:0.0.0.0]:PORT",
   ])(
     "adding the router's own address (%s) is refused with 400 invalid_worker_url",
     async (spelling) => {
@@ -62,6 +67,8 @@ describe("request loops", () => {
     expect(isSelfAddress("http://127.0.0.1:30001", { host: "0.0.0.0", port: 30000 })).toBe(false);
     expect(isSelfAddress("http://10.9.8.7:30000", { host: "127.0.0.1", port: 30000 })).toBe(false);
     expect(isSelfAddress("http://10.9.8.7:30000", { host: "10.9.8.7", port: 30000 })).toBe(true);
+    expect(isSelfAddress("http://0.0.0.0:30000", { host: "10.9.8.7", port: 30000 })).toBe(true);
+    expect(isSelfAddress("http://0.0.0.0:30001", { host: "10.9.8.7", port: 30000 })).toBe(false);
     // Default ports count: http://host is port 80.
     expect(isSelfAddress("http://localhost", { host: "0.0.0.0", port: 80 })).toBe(true);
   });

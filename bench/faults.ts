@@ -1,0 +1,857 @@
+/**
+ * Fault bench: every attack on the router's trust boundaries, each for a while beside steady
+ * legitimate traffic, against simulated workers. Per attack, a fresh router (the real CLI, its
+ * own process, default flags plus what the attack needs) and the same legitimate load: 4 clients
+ * sending short chat completions back to back, and a /health probe every 10 ms. Recorded:
+ * legitimate p50/p99 (and p99 against the quiet run's), the worst /health answer time, the
+ * router's peak RSS (VmHWM) and open file descriptors, legitimate requests refused (429/503)
+ * and lost (any other failure after the router took them), and what the attack achieved.
+ *
+ *   npm run bench:faults                         every attack, 20 s each (about 10 min)
+ *   npm run bench:faults -- --secs 5             a quick run
+ *   npm run bench:faults -- --only pd-n,hostile-yaml
+ *
+ * Targets: worst /health <= 100 ms, legitimate p99 <= 2x quiet, RSS within docs/reliability.md's
+ * bounds, nothing lost. Prints a table and writes bench/results/faults.json.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { createServer, type Server } from "node:http";
+import { type AddressInfo, connect, type Socket } from "node:net";
+import os from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { Redis } from "ioredis";
+import { Publisher } from "zeromq";
+import { freePort } from "../sim/free-port.js";
+import { encodeBatch, type WireEvent } from "../sim/kv-event-encoder.js";
+import { startLocalRedis } from "../sim/redis-server.js";
+import { type SimWorker, startSimWorker } from "../sim/worker.js";
+import { encodeSequence } from "../src/kv-events/decode.js";
+import { commandLine, machineSummary, runIfEntryPoint, writeResults } from "./lib/entry.js";
+import { quantile } from "./lib/latency.js";
+import { numberFlag } from "./lib/number-flag.js";
+import { printTable } from "./lib/stats.js";
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
+const RESULTS = join(ROOT, "bench", "results", "faults.json");
+const STATE_SECRET = "fault bench state secret";
+const LEGIT_CLIENTS = 4;
+const HEALTH_EVERY_MS = 10;
+
+/** What an attack gets: the router it attacks and the fleet behind it. */
+interface Env {
+  url: string;
+  port: number;
+  sims: SimWorker[];
+  dir: string;
+  redisUrl?: string;
+  /** Set by an attack's prepare(), read by its run() and note(). */
+  scratch: Record<string, unknown>;
+}
+
+interface Attack {
+  name: string;
+  /** What issue 34 calls it. */
+  what: string;
+  /** Flags of the attacked router besides --host/--port/--log-level (default: the sims as --worker-urls). */
+  flags?(env: Omit<Env, "url" | "port">): string[] | Promise<string[]>;
+  /** Before the attack, once the router listens. */
+  prepare?(env: Env): Promise<void>;
+  /** The attack: repeats until `stop` aborts. */
+  run(env: Env, stop: AbortSignal): Promise<void>;
+  /** What the attack achieved, one short phrase. */
+  note?(env: Env): Promise<string>;
+  needsRedis?: boolean;
+  pd?: boolean;
+}
+
+interface Row {
+  attack: string;
+  what: string;
+  legitOk: number;
+  refused: number;
+  lost: number;
+  p50Ms: number;
+  p99Ms: number;
+  p99VsQuiet: number;
+  worstHealthMs: number;
+  healthFailures: number;
+  peakRssMb: number;
+  peakFds: number;
+  routerExited: string;
+  note: string;
+}
+
+const sleep = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    if (signal?.aborted === true) return resolve();
+    const done = () => {
+      clearTimeout(t);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    };
+    const t = setTimeout(done, ms);
+    signal?.addEventListener("abort", done);
+  });
+
+/** Runs `body` in `n` loops until `stop` aborts, errors ignored (the attacker does not care). */
+async function loops(n: number, stop: AbortSignal, body: (i: number) => Promise<unknown>) {
+  await Promise.all(
+    Array.from({ length: n }, async (_, i) => {
+      while (!stop.aborted) {
+        try {
+          await body(i);
+        } catch {
+          await sleep(20, stop);
+        }
+      }
+    }),
+  );
+}
+
+async function post(url: string, body: unknown, signal?: AbortSignal): Promise<Response> {
+  const res = await fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: typeof body === "string" || Buffer.isBuffer(body) ? body : JSON.stringify(body),
+    signal: signal ?? AbortSignal.timeout(60_000),
+  });
+  await res.arrayBuffer().catch(() => {});
+  return res;
+}
+
+const chat = (content: string, extra: Record<string, unknown> = {}) => ({
+  messages: [{ role: "user", content }],
+  max_tokens: 4,
+  ...extra,
+});
+
+/** Raw HTTP/1.1 request text with a body. */
+function rawPost(path: string, body: string, extraHeaders = ""): string {
+  return `POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${extraHeaders}\r\n${body}`;
+}
+
+function openSocket(port: number): Promise<Socket> {
+  return new Promise((resolve, reject) => {
+    const s = connect(port, "127.0.0.1", () => resolve(s));
+    s.on("error", reject);
+  });
+}
+
+function unreachableEntries(n: number): string[] {
+  // TEST-NET-3 (RFC 5737): routed nowhere, so every connection waits for its timeout.
+  return Array.from({ length: n }, (_, i) => `http://203.0.113.${(i % 250) + 1}:${20000 + i}`);
+}
+
+function replaceFile(path: string, text: string): void {
+  writeFileSync(`${path}.tmp`, text);
+  renameSync(`${path}.tmp`, path);
+}
+
+/** A 3.9 MB KV batch (just under the 4 MiB default limit): one BlockStored of 1-token blocks. */
+function bigKvBatch(): Uint8Array {
+  const blocks = 330_000;
+  const hashes = Array.from({ length: blocks }, (_, i) => BigInt(2 ** 40 + i));
+  const events: WireEvent[] = [
+    {
+      type: "BlockStored",
+      blockHashes: hashes,
+      parentHash: null,
+      tokenIds: Array.from({ length: blocks }, (_, i) => 1000 + (i % 30_000)),
+      blockSize: 1,
+      medium: "GPU",
+    },
+  ];
+  return encodeBatch({ ts: 1, events }, "array");
+}
+
+const ATTACKS: Attack[] = [
+  { name: "quiet", what: "no attack (the reference)", run: (_e, stop) => sleep(1e9, stop) },
+  {
+    name: "pd-n",
+    what: 'PD: "n": 1000000 in a 69-byte request',
+    pd: true,
+    run: (env, stop) =>
+      loops(1, stop, () => post(`${env.url}/v1/chat/completions`, chat("hi", { n: 1_000_000 }))),
+  },
+  {
+    name: "pd-bootstrap-deep",
+    what: "PD body with client bootstrap_* fields and deep nesting",
+    pd: true,
+    async run(env, stop) {
+      const deep = `${"[".repeat(20_000)}${"]".repeat(20_000)}`;
+      const body = `{"messages":[{"role":"user","content":"x"}],"max_tokens":1,"bootstrap_host":"h","bootstrap_room":1,"extra":${deep}}`;
+      let fivexx = 0;
+      await loops(2, stop, async () => {
+        const res = await post(`${env.url}/v1/chat/completions`, body);
+        if (res.status >= 500) fivexx++;
+      });
+      env.scratch.note = `${fivexx} answers 5xx`;
+    },
+  },
+  {
+    name: "slow-uploads",
+    what: "16 sockets declaring 64 MiB, sending 500 B/s",
+    async run(env, stop) {
+      await loops(16, stop, async () => {
+        const s = await openSocket(env.port);
+        s.on("error", () => {});
+        s.write(
+          "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 67108864\r\n\r\n",
+        );
+        while (!stop.aborted && !s.destroyed) {
+          s.write("x".repeat(50));
+          await sleep(100, stop);
+        }
+        s.destroy();
+      });
+    },
+  },
+  {
+    name: "hostile-yaml",
+    what: "worker file rewritten as 200 KB of nested [",
+    flags: (env) => {
+      const file = join(env.dir, "workers.yaml");
+      writeFileSync(file, env.sims.map((s) => `- ${s.url}\n`).join(""));
+      return ["--worker-file", file];
+    },
+    async run(env, stop) {
+      const file = join(env.dir, "workers.yaml");
+      const good = env.sims.map((s) => `- ${s.url}\n`).join("");
+      let i = 0;
+      while (!stop.aborted) {
+        replaceFile(file, i++ % 2 === 0 ? "[".repeat(100_000) : good);
+        await sleep(2000, stop);
+      }
+      replaceFile(file, good);
+    },
+  },
+  {
+    name: "big-worker-file",
+    what: "worker file of 9,999 unreachable entries",
+    flags: (env) => {
+      const file = join(env.dir, "workers.yaml");
+      writeFileSync(file, env.sims.map((s) => `- ${s.url}\n`).join(""));
+      return ["--worker-file", file];
+    },
+    async run(env, stop) {
+      const file = join(env.dir, "workers.yaml");
+      const urls = [...env.sims.map((s) => s.url), ...unreachableEntries(9_999 - env.sims.length)];
+      replaceFile(file, urls.map((u) => `- ${u}\n`).join(""));
+      await sleep(1e9, stop);
+    },
+  },
+  {
+    name: "match-probing",
+    what: "probing another tenant's prompt through match= in x-radixgate-route",
+    async prepare(env) {
+      await post(`${env.url}/v1/chat/completions`, chat("the secret PIN is 482913, keep it")).catch(
+        () => {},
+      );
+    },
+    async run(env, stop) {
+      let seen = 0;
+      await loops(2, stop, async (i) => {
+        const res = await post(
+          `${env.url}/v1/chat/completions`,
+          chat(`the secret PIN is ${i}${Math.floor(Math.random() * 10)}`),
+        );
+        if ((res.headers.get("x-radixgate-route") ?? "").includes("match=")) seen++;
+      });
+      env.scratch.note = `${seen} answers carried match=`;
+    },
+  },
+  {
+    name: "get-server-info",
+    what: "GET /get_server_info (workers' keys)",
+    flags: (env) => [
+      "--worker-urls",
+      ...env.sims.map((s) => s.url),
+      "--worker-api-key",
+      "sk-bench-worker-key",
+    ],
+    async run(env, stop) {
+      let leaked = 0;
+      await loops(2, stop, async () => {
+        const res = await fetch(`${env.url}/get_server_info`, {
+          signal: AbortSignal.timeout(30_000),
+        });
+        const text = await res.text();
+        if (text.includes("sk-bench-worker-key")) leaked++;
+      });
+      env.scratch.note = `${leaked} answers held the worker key`;
+    },
+  },
+  {
+    name: "redis-replay",
+    what: "signed add-worker op replayed with XADD after the removal",
+    needsRedis: true,
+    flags: (env) => [
+      "--worker-urls",
+      ...env.sims.map((s) => s.url),
+      "--state-url",
+      env.redisUrl as string,
+      "--state-secret",
+      STATE_SECRET,
+    ],
+    async run(env, stop) {
+      const redis = new Redis(env.redisUrl as string, {
+        lazyConnect: false,
+        maxRetriesPerRequest: 1,
+      });
+      try {
+        const victim = await startSimWorker({ id: "victim", timeScale: 0.05 });
+        env.scratch.victim = victim;
+        const added = await post(`${env.url}/workers`, { url: victim.url });
+        const id = ((await added.json().catch(() => ({}))) as { id?: string }).id;
+        await sleep(1000, stop);
+        const streams = (await redis.keys("*ops*"))
+          .filter((k) => !k.includes(":"))
+          .concat(await redis.keys("*:ops*"));
+        const stream = streams[0];
+        const entries = stream === undefined ? [] : await redis.xrange(stream, "-", "+");
+        await fetch(`${env.url}/workers/${encodeURIComponent(id ?? victim.url)}`, {
+          method: "DELETE",
+        }).catch(() => {});
+        env.scratch.entries = entries.length;
+        while (!stop.aborted && stream !== undefined) {
+          for (const [, fields] of entries) await redis.xadd(stream, "*", ...fields);
+          await sleep(200, stop);
+        }
+      } finally {
+        redis.disconnect();
+      }
+    },
+    async note(env) {
+      const victim = env.scratch.victim as SimWorker | undefined;
+      if (victim === undefined) return "no victim";
+      const workers = (
+        (await (await fetch(`${env.url}/workers`)).json()) as {
+          workers: { url: string }[];
+        }
+      ).workers;
+      await victim.close();
+      return `${env.scratch.entries} ops replayed; removed worker ${workers.some((w) => w.url === victim.url) ? "BACK" : "stays out"}`;
+    },
+  },
+  {
+    name: "redis-max-id",
+    what: "ops entry at the maximum stream ID",
+    needsRedis: true,
+    flags: (env) => [
+      "--worker-urls",
+      ...env.sims.map((s) => s.url),
+      "--state-url",
+      env.redisUrl as string,
+      "--state-secret",
+      STATE_SECRET,
+    ],
+    async run(env, stop) {
+      const redis = new Redis(env.redisUrl as string, { maxRetriesPerRequest: 1 });
+      try {
+        const streams = await redis.keys("*ops*");
+        const stream = streams.find((k) => !k.endsWith("workers")) ?? "radixgate:ops";
+        await redis
+          .xadd(stream, "18446744073709551615-18446744073709551615", "junk", "1")
+          .catch(() => {});
+        const before = await redis.xlen(stream).catch(() => 0);
+        const extra = await startSimWorker({ id: "late", timeScale: 0.05 });
+        await post(`${env.url}/workers`, { url: extra.url });
+        await sleep(1500, stop);
+        const after = await redis.xlen(stream).catch(() => 0);
+        env.scratch.note = after > before ? "publishing goes on" : "publishing STOPPED";
+        await sleep(1e9, stop);
+        await extra.close();
+      } finally {
+        redis.disconnect();
+      }
+    },
+  },
+  {
+    name: "pipelined-close",
+    what: "1,000 pipelined POSTs on one connection, closed after 50 ms",
+    async run(env, stop) {
+      const one = rawPost("/v1/chat/completions", JSON.stringify(chat("pipelined")));
+      const burst = one.repeat(1000);
+      await loops(1, stop, async () => {
+        const s = await openSocket(env.port);
+        s.on("error", () => {});
+        s.write(burst);
+        await sleep(50);
+        s.destroy();
+        await sleep(200, stop);
+      });
+    },
+  },
+  {
+    name: "lora-path",
+    what: "requests with distinct 5 MB lora_path values",
+    async run(env, stop) {
+      let i = 0;
+      await loops(1, stop, () =>
+        post(`${env.url}/generate`, {
+          text: "hello",
+          lora_path: `${i++}-${"a".repeat(5 * 1024 * 1024)}`,
+          sampling_params: { max_new_tokens: 1 },
+        }),
+      );
+    },
+  },
+  {
+    name: "deep-json",
+    what: "8 clients posting deeply nested JSON just under 256 KiB",
+    async run(env, stop) {
+      const depth = 120_000;
+      const body = `{"messages":[{"role":"user","content":"x"}],"max_tokens":1,"extra":${"[".repeat(depth)}${"]".repeat(depth)}}`;
+      await loops(8, stop, () => post(`${env.url}/v1/chat/completions`, body));
+    },
+  },
+  {
+    name: "big-kv-batch",
+    what: "3.9 MB KV-event batches (under the 4 MiB limit)",
+    async flags(env) {
+      const pub = new Publisher({ linger: 0 });
+      await pub.bind("tcp://127.0.0.1:*");
+      env.scratch.pub = pub;
+      return ["--kv-events"];
+    },
+    async prepare(env) {
+      const pub = env.scratch.pub as Publisher;
+      await post(`${env.url}/workers`, {
+        url: (await startSimWorker({ id: "kv", timeScale: 0.05 })).url,
+        kv_events_endpoint: pub.lastEndpoint,
+      });
+    },
+    async run(env, stop) {
+      const pub = env.scratch.pub as Publisher;
+      const batch = bigKvBatch();
+      env.scratch.note = `batches of ${(batch.length / 1e6).toFixed(1)} MB`;
+      let seq = 0n;
+      while (!stop.aborted) {
+        await pub.send(["", encodeSequence(seq++), batch]);
+        await sleep(500, stop);
+      }
+      pub.close();
+    },
+  },
+  {
+    name: "big-bodies",
+    what: "16 concurrent 60 MB bodies",
+    async run(env, stop) {
+      const body = Buffer.from(JSON.stringify(chat("x".repeat(60 * 1024 * 1024 - 100))));
+      await loops(16, stop, () => post(`${env.url}/v1/chat/completions`, body));
+    },
+  },
+  {
+    name: "idle-pool",
+    what: "many short streams: idle upstream connections",
+    async run(env, stop) {
+      await loops(64, stop, () =>
+        post(`${env.url}/v1/chat/completions`, chat("stream me", { stream: true, max_tokens: 2 })),
+      );
+    },
+  },
+  {
+    name: "k8s-watch-line",
+    what: "Kubernetes watch line of 300 MB with no newline",
+    async flags(env) {
+      const server = await fakeKubeApi();
+      env.scratch.kube = server;
+      const kubeconfig = join(env.dir, "kubeconfig");
+      writeFileSync(
+        kubeconfig,
+        [
+          "apiVersion: v1",
+          "kind: Config",
+          "clusters:",
+          "- name: bench",
+          "  cluster:",
+          `    server: http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+          "    insecure-skip-tls-verify: true",
+          "users:",
+          "- name: bench",
+          "  user:",
+          "    token: t",
+          "contexts:",
+          "- name: bench",
+          "  context: {cluster: bench, user: bench, namespace: llm}",
+          "current-context: bench",
+          "",
+        ].join("\n"),
+      );
+      return [
+        "--worker-urls",
+        ...env.sims.map((s) => s.url),
+        "--service-discovery",
+        "--selector",
+        "app=sim",
+        "--service-discovery-namespace",
+        "llm",
+        "--kubeconfig",
+        kubeconfig,
+      ];
+    },
+    async run(env, stop) {
+      await sleep(1e9, stop);
+      (env.scratch.kube as Server).closeAllConnections();
+      (env.scratch.kube as Server).close();
+    },
+    async note(env) {
+      return `${(((env.scratch.kube as Server & { sent?: number }).sent ?? 0) / 1e6).toFixed(0)} MB of one line sent`;
+    },
+  },
+  {
+    name: "own-address",
+    what: "the router's own address as a worker (http://0:<port> and other spellings)",
+    async run(env, stop) {
+      const spellings = [
+        `http://0:${env.port}`,
+        `http://0.0.0.0:${env.port}`,
+        `http://[::]:${env.port}`,
+        `http://localhost:${env.port}`,
+        `http://127.0.0.1:${env.port}`,
+        `http://127.1:${env.port}`,
+        `http://[::ffff:127.0.0.1]:${env.port}`,
+      ];
+      const accepted = new Set<string>();
+      await loops(1, stop, async () => {
+        for (const url of spellings) {
+          const res = await post(`${env.url}/workers`, { url });
+          if (res.status < 300) accepted.add(url);
+        }
+        await sleep(200, stop);
+      });
+      env.scratch.note = `${accepted.size} of ${spellings.length} spellings accepted${accepted.size > 0 ? `: ${[...accepted].join(" ")}` : ""}`;
+    },
+  },
+];
+
+/** A Kubernetes API whose pod list is empty and whose watch sends one endless line. */
+async function fakeKubeApi(): Promise<Server & { sent?: number }> {
+  const chunk = Buffer.alloc(64 * 1024, "x");
+  const server: Server & { sent?: number } = createServer((req, res) => {
+    if (!(req.url ?? "").includes("watch=")) {
+      res.setHeader("content-type", "application/json");
+      res.end(
+        JSON.stringify({
+          kind: "PodList",
+          apiVersion: "v1",
+          metadata: { resourceVersion: "10" },
+          items: [],
+        }),
+      );
+      return;
+    }
+    res.writeHead(200, { "content-type": "application/json" });
+    res.write('{"type":"ADDED","object":{"kind":"Pod","metadata":{"name":"');
+    let sent = 0;
+    const pump = () => {
+      while (sent < 300e6) {
+        sent += chunk.length;
+        server.sent = (server.sent ?? 0) + chunk.length;
+        if (!res.write(chunk)) return void res.once("drain", pump);
+      }
+    };
+    res.on("error", () => {});
+    pump();
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return server;
+}
+
+interface RouterChild {
+  child: ChildProcess;
+  url: string;
+  port: number;
+  exited: () => string;
+}
+
+async function startRouterCli(flags: string[]): Promise<RouterChild> {
+  const port = await freePort();
+  const child = spawn(
+    process.execPath,
+    [
+      "--import",
+      "tsx",
+      "src/cli.ts",
+      "--host",
+      "127.0.0.1",
+      "--port",
+      String(port),
+      "--log-level",
+      "warn",
+      ...flags,
+    ],
+    { cwd: ROOT, stdio: ["ignore", "ignore", "pipe"] },
+  );
+  let exit = "";
+  child.on("exit", (code, signal) => {
+    exit = `exit ${code ?? signal}`;
+  });
+  let out = "";
+  child.stderr?.on("data", (d: Buffer) => {
+    out = (out + d.toString()).slice(-4000);
+  });
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    if (exit !== "") throw new Error(`router ${exit} at start: ${out}`);
+    if (Date.now() > deadline) {
+      child.kill("SIGKILL");
+      throw new Error(`router did not listen: ${out}`);
+    }
+    const up = await fetch(`${url}/health`, { signal: AbortSignal.timeout(2000) }).then(
+      () => true,
+      () => false,
+    );
+    if (up) break;
+    await sleep(200);
+  }
+  // Ready: a worker has passed its first health check (the worker file is read after listening).
+  while (Date.now() < deadline && exit === "") {
+    const res = await fetch(`${url}/workers`).catch(() => undefined);
+    const body =
+      res === undefined
+        ? {}
+        : ((await res.json().catch(() => ({}))) as { workers?: { healthy: boolean }[] });
+    if ((body.workers ?? []).some((w) => w.healthy)) break;
+    await sleep(200);
+  }
+  return { child, url, port, exited: () => exit };
+}
+
+function procStatus(pid: number, field: string): number {
+  try {
+    const m = new RegExp(`^${field}:\\s+(\\d+)`, "m").exec(
+      readFileSync(`/proc/${pid}/status`, "utf8"),
+    );
+    return m === null ? 0 : Number(m[1]);
+  } catch {
+    return 0;
+  }
+}
+
+function openFds(pid: number): number {
+  try {
+    return readdirSync(`/proc/${pid}/fd`).length;
+  } catch {
+    return 0;
+  }
+}
+
+async function runAttack(
+  attack: Attack,
+  secs: number,
+  redisUrl: string | undefined,
+  quietP99: number | undefined,
+): Promise<Row> {
+  const dir = mkdtempSync(join(os.tmpdir(), "radixgate-faults-"));
+  const sims: SimWorker[] = [];
+  let flags: string[];
+  const partial = { sims, dir, redisUrl, scratch: {} as Record<string, unknown> };
+  if (attack.pd === true) {
+    const p = await startSimWorker({ id: "p1", timeScale: 0.05, role: "prefill" });
+    const d = await startSimWorker({ id: "d1", timeScale: 0.05, role: "decode" });
+    sims.push(p, d);
+    flags = [
+      "--pd-disaggregation",
+      "--prefill",
+      p.url,
+      String(p.bootstrapPort ?? "none"),
+      "--decode",
+      d.url,
+    ];
+  } else {
+    for (const id of ["w1", "w2"]) sims.push(await startSimWorker({ id, timeScale: 0.05 }));
+    flags = attack.flags
+      ? await attack.flags(partial)
+      : ["--worker-urls", ...sims.map((s) => s.url)];
+  }
+  const router = await startRouterCli(flags);
+  const env: Env = { ...partial, url: router.url, port: router.port };
+  const pid = router.child.pid as number;
+  const row: Row = {
+    attack: attack.name,
+    what: attack.what,
+    legitOk: 0,
+    refused: 0,
+    lost: 0,
+    p50Ms: 0,
+    p99Ms: 0,
+    p99VsQuiet: 0,
+    worstHealthMs: 0,
+    healthFailures: 0,
+    peakRssMb: 0,
+    peakFds: 0,
+    routerExited: "",
+    note: "",
+  };
+  try {
+    await attack.prepare?.(env);
+    // Warm-up (first requests compile and connect): not measured.
+    await Promise.all(
+      Array.from({ length: LEGIT_CLIENTS }, () =>
+        post(`${env.url}/v1/chat/completions`, chat("warm up")).catch(() => {}),
+      ),
+    );
+    const stop = new AbortController();
+    const latencies: number[] = [];
+    const legit = loops(LEGIT_CLIENTS, stop.signal, async (i) => {
+      const started = performance.now();
+      try {
+        const res = await post(
+          `${env.url}/v1/chat/completions`,
+          chat(`legitimate client ${i}: a short question ${latencies.length % 50}`),
+          AbortSignal.timeout(30_000),
+        );
+        if (res.status === 200) {
+          row.legitOk++;
+          latencies.push(performance.now() - started);
+        } else if (res.status === 429 || res.status === 503) {
+          row.refused++;
+          await sleep(50, stop.signal);
+        } else row.lost++;
+      } catch {
+        // Its own 30 s timeout or a cut connection: the attack's end does not abort it.
+        row.lost++;
+        await sleep(50, stop.signal);
+      }
+    });
+    const health = (async () => {
+      while (!stop.signal.aborted) {
+        const started = performance.now();
+        try {
+          const res = await fetch(`${env.url}/health`, { signal: AbortSignal.timeout(30_000) });
+          await res.arrayBuffer();
+        } catch {
+          row.healthFailures++;
+        }
+        row.worstHealthMs = Math.max(row.worstHealthMs, performance.now() - started);
+        await sleep(HEALTH_EVERY_MS, stop.signal);
+      }
+    })();
+    const sampler = setInterval(() => {
+      row.peakFds = Math.max(row.peakFds, openFds(pid));
+    }, 250);
+    const attacking = attack.run(env, stop.signal).catch((err: unknown) => {
+      env.scratch.note = `attack failed: ${(err as Error).message}`;
+    });
+    await sleep(secs * 1000);
+    row.peakRssMb = Math.round(procStatus(pid, "VmHWM") / 1024);
+    stop.abort();
+    clearInterval(sampler);
+    await Promise.race([Promise.all([legit, health, attacking]), sleep(30_000)]);
+    latencies.sort((a, b) => a - b);
+    row.p50Ms = round(quantile(latencies, 0.5));
+    row.p99Ms = round(quantile(latencies, 0.99));
+    row.p99VsQuiet = quietP99 === undefined || quietP99 === 0 ? 1 : round(row.p99Ms / quietP99, 2);
+    row.worstHealthMs = round(row.worstHealthMs);
+    row.routerExited = router.exited();
+    row.note = attack.note
+      ? await attack.note(env).catch((e: unknown) => `note failed: ${(e as Error).message}`)
+      : String(env.scratch.note ?? "");
+  } finally {
+    router.child.kill("SIGKILL");
+    await Promise.all(sims.map((s) => s.close().catch(() => {})));
+    rmSync(dir, { recursive: true, force: true });
+  }
+  return row;
+}
+
+const round = (v: number, digits = 1) => Math.round(v * 10 ** digits) / 10 ** digits;
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: { secs: { type: "string" }, only: { type: "string" } },
+  });
+  const secs = numberFlag("secs", values.secs, 1, false) ?? 20;
+  const only = values.only?.split(",").filter((s) => s !== "");
+  const unknown = only?.filter((n) => !ATTACKS.some((a) => a.name === n)) ?? [];
+  if (unknown.length > 0) {
+    throw new Error(
+      `--only: unknown attacks ${unknown.join(",")}; expected some of ${ATTACKS.map((a) => a.name).join(",")}`,
+    );
+  }
+  const chosen = ATTACKS.filter(
+    (a) => a.name === "quiet" || only === undefined || only.includes(a.name),
+  );
+  const redis = chosen.some((a) => a.needsRedis)
+    ? await startLocalRedis().catch(() => undefined)
+    : undefined;
+  const started = new Date().toISOString();
+  const load = os
+    .loadavg()
+    .map((l) => l.toFixed(1))
+    .join(" ");
+  const rows: Row[] = [];
+  let quietP99: number | undefined;
+  try {
+    for (const attack of chosen) {
+      if (attack.needsRedis === true && redis === undefined) {
+        console.error(`${attack.name}: skipped (no redis-server)`);
+        continue;
+      }
+      process.stderr.write(`${attack.name} (${secs} s)... `);
+      const row = await runAttack(attack, secs, redis?.url, quietP99);
+      if (attack.name === "quiet") quietP99 = row.p99Ms;
+      rows.push(row);
+      process.stderr.write(`worst /health ${row.worstHealthMs} ms, p99 ${row.p99Ms} ms\n`);
+    }
+  } finally {
+    await redis?.stop();
+  }
+  printTable(
+    [
+      "attack",
+      "legit ok",
+      "refused",
+      "lost",
+      "p50 ms",
+      "p99 ms",
+      "p99/quiet",
+      "worst /health ms",
+      "peak RSS MB",
+      "peak fds",
+      "router",
+      "what the attack got",
+    ],
+    rows.map((r) => [
+      r.attack,
+      r.legitOk,
+      r.refused,
+      r.lost,
+      r.p50Ms,
+      r.p99Ms,
+      r.p99VsQuiet,
+      r.healthFailures > 0 ? `${r.worstHealthMs} (${r.healthFailures} failed)` : r.worstHealthMs,
+      r.peakRssMb,
+      r.peakFds,
+      r.routerExited === "" ? "up" : r.routerExited,
+      r.note,
+    ]),
+  );
+  const finished = new Date().toISOString();
+  writeResults(RESULTS, {
+    command: commandLine("bench:faults"),
+    started,
+    finished,
+    loadAverageAtStart: load,
+    loadAverageAtEnd: os
+      .loadavg()
+      .map((l) => l.toFixed(1))
+      .join(" "),
+    machine: machineSummary(),
+    secsPerAttack: secs,
+    rows,
+  });
+  console.log(
+    `\n${commandLine("bench:faults")}; ${started}; load average at start ${load}, at end ${os
+      .loadavg()
+      .map((l) => l.toFixed(1))
+      .join(" ")}; ${machineSummary()}`,
+  );
+}
+
+runIfEntryPoint(import.meta.url, main);
