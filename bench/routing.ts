@@ -28,6 +28,7 @@ import { startCpuNoise } from "./lib/cpu-noise.js";
 import { commandLine, runIfEntryPoint } from "./lib/entry.js";
 import { childFleetHost, type FleetHost, inlineFleetHost } from "./lib/fleet.js";
 import { fmt } from "./lib/latency.js";
+import { type MatrixSeries, matrixChartSvg } from "./lib/matrix-chart.js";
 import { numberFlag } from "./lib/number-flag.js";
 import { pdMain } from "./lib/pd-workload.js";
 import { ProgressBar } from "./lib/progress.js";
@@ -70,6 +71,46 @@ import { printTable } from "./lib/stats.js";
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 const RESULTS_DIR = join(ROOT, "bench", "results");
 const CHART_PATH = join(ROOT, "docs", "chart-routing.svg");
+const MATRIX_CHART_PATH = join(ROOT, "docs", "chart-matrix.svg");
+const MATRIX_RESULT = join(RESULTS_DIR, "routing-matrix.json");
+const REPLAY_RESULT = join(RESULTS_DIR, "routing-matrix-replay.json");
+
+/**
+ * docs/chart-matrix.svg from the latest default matrix runs, real time and model-time replay
+ * (each default run rewrites it, with whichever of the two exists).
+ */
+export function writeMatrixChart(): void {
+  const series: MatrixSeries[] = [];
+  const caption: string[] = [];
+  for (const [path, name] of [
+    [MATRIX_RESULT, "real time"],
+    [REPLAY_RESULT, "model-time replay"],
+  ] as const) {
+    try {
+      const saved = JSON.parse(readFileSync(path, "utf8")) as {
+        date: string;
+        command: string;
+        loadAverage?: number[];
+        report: { summaries: CellSummary[] };
+      };
+      const loads = saved.report.summaries.map((x) => x.loadAverage);
+      const load =
+        name === "real time" && loads.length > 0
+          ? ` (load ${fmt(Math.min(...loads.map((l) => l.min)), 0)}-${fmt(Math.max(...loads.map((l) => l.max)), 0)})`
+          : "";
+      series.push({ name: `${name}${load}`, summaries: saved.report.summaries });
+      caption.push(`${saved.command} ${saved.date.slice(0, 16)}`);
+    } catch {
+      // not run yet
+    }
+  }
+  if (series.length === 0) return;
+  writeFileSync(
+    MATRIX_CHART_PATH,
+    matrixChartSvg(series, `${caption.join("; ")}; default vs oracle`),
+  );
+  console.log(`chart: ${MATRIX_CHART_PATH}`);
+}
 
 interface CliOptions {
   workloads: WorkloadName[];
@@ -627,6 +668,7 @@ async function runMatrix(
   for (const line of goals) console.log(line);
   writeResult(path, machine, { cells: reports, summaries }, goals);
   console.log(`results: ${path}`);
+  if (path === MATRIX_RESULT) writeMatrixChart();
 }
 
 /** --matrix --replay: every cell in model time, a summary line per cell and row. */
@@ -662,6 +704,7 @@ async function replayMatrix(
   const path = join(RESULTS_DIR, `routing-matrix-replay${cli.tag ? `-${cli.tag}` : ""}.json`);
   writeResult(path, machine, { summaries }, goals);
   console.log(`results: ${path}`);
+  if (path === REPLAY_RESULT) writeMatrixChart();
 }
 
 async function main(): Promise<void> {

@@ -41,6 +41,10 @@ export function applyModelChoice(
   job.model = choice.name;
   const adapter = choice.adapter;
   if (adapter !== undefined) job.prompts = job.prompts.map((p) => saltForAdapter(p, adapter));
+  // vLLM's and SGLang's cache_salt, SGLang's extra_key (/generate): blocks are never shared
+  // across salts, so a salted prompt is cached apart, like an adapter's.
+  const salt = [b.cache_salt, b.extra_key].filter((s) => typeof s === "string").join("\u0000");
+  if (salt !== "") job.prompts = job.prompts.map((p) => saltForAdapter(p, `\u0000salt:${salt}`));
   const perItem = choice.perItem;
   if (perItem !== undefined) {
     if (perItem.length !== job.prompts.length)

@@ -102,7 +102,8 @@ export function identify(
   };
 }
 
-function tenantName(headers: IncomingHttpHeaders, header: string): string {
+/** The request's tenant name as identify() reads it, before the tenant table's cap. */
+export function tenantName(headers: IncomingHttpHeaders, header: string): string {
   const value = headers[header];
   if (typeof value === "string" && value !== "") return validTenant(value.trim());
   const key = bearerKey(headers.authorization);

@@ -31,6 +31,7 @@ export function routeOptions(config: Config): RouteOptions {
     queueTimeoutHeader: config.admission.queueTimeoutHeader,
     enginePriority: config.admission.enginePriority,
     queueWaitHeader: config.admission.queueWaitHeader,
+    explainMatch: config.cacheAccount.explainHeader !== undefined,
     pairs: pdEnabled(config.disaggregation),
   };
 }

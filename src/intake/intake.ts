@@ -13,6 +13,7 @@ import {
 } from "../workers/served-models.js";
 import type { BodyLease } from "./body-budget.js";
 import { type BodySummary, parseJsonObject, summarizeParsed } from "./body-summary.js";
+import { type CacheIsolation, saltedBody, tenantSalt } from "./cache-salt.js";
 import { checkContentType } from "./content-type.js";
 import type { ParsePool } from "./parse-pool.js";
 import { type BodyReadLimits, readBody } from "./read-body.js";
@@ -33,6 +34,11 @@ export interface IntakeOptions {
   sessionHeader: string;
   /** --model-routing */
   modelRouting: ModelRoutingMode;
+  /**
+   * --cache-isolation tenant: each tenant's requests carry its salt to the engine and are indexed
+   * under it, so no tenant's prompt is ever served from, or routed by, another's cache.
+   */
+  cacheIsolation?: CacheIsolation;
   /** --tenant-header and --priority-header (admission/identity.ts); default x-tenant-id, x-priority. */
   identity?: IdentityOptions;
   /**
@@ -62,6 +68,8 @@ export interface ReceivedRequest {
   readonly session: string | undefined;
   /** The request's headers: its tenant and priority are read from them only when needed. */
   readonly headers: IncomingHttpHeaders;
+  /** Its tenant's cache salt (--cache-isolation tenant), already in the body. */
+  readonly cacheSalt?: string | undefined;
 }
 
 /**
@@ -130,6 +138,21 @@ export class Intake {
       if (options.keepJson === true) json = parsed;
     }
     const session = this.session(incoming.headers, summary.user);
+    if (options.cacheIsolation === "tenant") {
+      const cacheSalt = tenantSalt(incoming.headers, this.identity.tenantHeader);
+      const salted = saltedBody(body, endpoint, cacheSalt);
+      if (salted !== undefined) {
+        return {
+          endpoint,
+          body: salted,
+          summary,
+          json,
+          session,
+          headers: incoming.headers,
+          cacheSalt,
+        };
+      }
+    }
     return { endpoint, body, summary, json, session, headers: incoming.headers };
   }
 
@@ -155,8 +178,9 @@ export class Intake {
       body: received.body,
       json: received.json,
       text: summary?.text ?? "",
-      // What the index sees: the text, under the model's own key when its KV is kept apart.
-      model: indexKey(workers, requested, adapter),
+      // What the index sees: the text, under the model's own key when its KV is kept apart, and
+      // under the tenant's salt when tenants' caches are (the engines key theirs the same way).
+      model: saltedKey(indexKey(workers, requested, adapter), received.cacheSalt),
       requested,
       adapter,
       session: received.session,
@@ -197,4 +221,10 @@ export class Intake {
     const { sessionAffinity, sessionHeader } = this.options;
     return sessionKey(sessionAffinity, sessionHeader, headers, user);
   }
+}
+
+/** An index key under a tenant's salt: a key of its own, never one another tenant's can match. */
+function saltedKey(key: string | undefined, salt: string | undefined): string | undefined {
+  if (salt === undefined) return key;
+  return key === undefined ? salt : `${salt}/${key}`;
 }

@@ -6,6 +6,7 @@ import { headerName, integer, number, oneOf, SEC, seconds } from "../config-kit/
 import { section } from "../config-kit/setting.js";
 import { ConfigError } from "../errors.js";
 import type { ModelRoutingMode } from "../workers/served-models.js";
+import { CACHE_ISOLATIONS, type CacheIsolation } from "./cache-salt.js";
 import type { IntakeOptions } from "./intake.js";
 import { SESSION_SOURCES, type SessionSource } from "./session-key.js";
 
@@ -27,6 +28,7 @@ export interface IntakeConfig {
   sessionHeader: string;
   /** Sessions remembered with --session-affinity (the decider's session table). */
   maxSessions: number;
+  cacheIsolation: CacheIsolation;
 }
 
 export const INTAKE_SETTINGS = section<IntakeConfig>(
@@ -125,6 +127,14 @@ export const INTAKE_SETTINGS = section<IntakeConfig>(
       default: "x-session-id",
       parse: headerName,
     },
+    cacheIsolation: {
+      flag: "--cache-isolation",
+      arg: "<mode>",
+      description:
+        "none | tenant: with tenant, each tenant's requests carry a salt of its own to the engines (vLLM and SGLang cache_salt on /v1/*, SGLang extra_key on /generate; one the client sent is overridden) and are indexed under it, so tenants never share cached prompt blocks nor learn from each other's hits. The tenant is read as admission reads it (--tenant-header, else the API key). See docs/reliability.md, tenant isolation.",
+      default: "none",
+      parse: oneOf(CACHE_ISOLATIONS),
+    },
     maxSessions: {
       flag: "--max-sessions",
       arg: "<n>",
@@ -167,5 +177,6 @@ export function intakeOptions(
     sessionAffinity: config.sessionAffinity,
     sessionHeader: config.sessionHeader,
     modelRouting: others.modelRouting,
+    cacheIsolation: config.cacheIsolation,
   };
 }

@@ -63,6 +63,12 @@ export interface ForwardRequest {
    */
   roomOn?: ((worker: Worker) => boolean) | undefined;
   /**
+   * The match rate may go in x-radixgate-route: it tells how much of the prompt some worker's
+   * cache holds, so probing it one character at a time reads another tenant's prompt. Only for
+   * admin clients or with --explain-header (routes/inference.ts); undefined = not shown.
+   */
+  showMatch?: boolean | undefined;
+  /**
    * Shown each chunk of a worker's successful answer as it goes by (never holding one back): the
    * Responses route reads the response id there (workers/response-holders.ts).
    */

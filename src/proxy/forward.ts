@@ -193,7 +193,12 @@ export class Forwarder {
         attempts < this.settings.retryMaxAttempts && left(failed);
       // Other requests still prefilling there: a low cached count may be theirs, not an eviction.
       const othersPrefilling = worker.pendingPrefillRequests > 0;
-      const route = routeHeader(base.branch, base.matchRate, decision.index, this.decider.profile);
+      const route = routeHeader(
+        base.branch,
+        req.showMatch === true ? base.matchRate : null,
+        decision.index,
+        this.decider.profile,
+      );
       const result: Tried =
         choice.decode === undefined || pairs === undefined || json === undefined
           ? await this.single(worker, decision, req, headers, deadline, res, route, account, () =>

@@ -9,7 +9,7 @@ import {
 import { RouterError } from "../errors.js";
 import { checkContentType } from "../intake/content-type.js";
 import type { Worker } from "../workers/worker.js";
-import { bearerMatches, isLoopback } from "./auth.js";
+import { adminAllowed } from "./auth.js";
 import type { RouterContext } from "./context.js";
 
 type Env = { Bindings: HttpBindings };
@@ -80,15 +80,15 @@ export function registerAdminRoutes(app: Hono<Env>, ctx: RouterContext): void {
 export function adminGuard(ctx: RouterContext): MiddlewareHandler<Env> {
   return async (c, next) => {
     const key = ctx.config.adminApiKey;
-    if (key !== undefined) {
-      if (!bearerMatches(c.req.header("authorization"), key)) {
+    const remote = c.env.incoming.socket.remoteAddress;
+    if (!adminAllowed(key, c.req.header("authorization"), remote)) {
+      if (key !== undefined) {
         throw new RouterError(
           "unauthorized",
           "Admin API key missing or wrong: send Authorization: Bearer <admin key>.",
         );
       }
-    } else if (!isLoopback(c.env.incoming.socket.remoteAddress)) {
-      throw new RouterError("forbidden", notLoopbackMessage(c.env.incoming.socket.remoteAddress));
+      throw new RouterError("forbidden", notLoopbackMessage(remote));
     }
     await next();
   };

@@ -12,6 +12,20 @@ export function bearerMatches(header: string | undefined, key: string): boolean 
   return timingSafeEqual(given, expected);
 }
 
+/**
+ * Whether a client may use the admin API: it sends the admin key when one is set
+ * (--admin-api-key), else it is on loopback.
+ */
+export function adminAllowed(
+  adminApiKey: string | undefined,
+  authorization: string | undefined,
+  remoteAddress: string | undefined,
+): boolean {
+  return adminApiKey !== undefined
+    ? bearerMatches(authorization, adminApiKey)
+    : isLoopback(remoteAddress);
+}
+
 /** 127.0.0.0/8, ::1 and their IPv4-mapped forms. */
 export function isLoopback(address: string | undefined): boolean {
   if (!address) return false;

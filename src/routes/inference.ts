@@ -14,6 +14,7 @@ import type { RequestTrace } from "../tracing/request-trace.js";
 import { type ResponseHolders, ResponseIdSniffer } from "../workers/response-holders.js";
 import type { Worker } from "../workers/worker.js";
 import { admissionTicket } from "./admission-ticket.js";
+import { adminAllowed } from "./auth.js";
 import { admitClient } from "./client-gate.js";
 import { onConnectionClose } from "./connection-requests.js";
 import type { RouterContext } from "./context.js";
@@ -174,6 +175,13 @@ async function admitAndForward(
       // --queue-when-saturated: to a worker with room, or, over lower-priority work while every
       // one is saturated, to one where it outranks that work.
       roomOn: ctx.admission.roomFor(ticket, priority),
+      showMatch:
+        ctx.config.explainMatch ||
+        adminAllowed(
+          ctx.config.adminApiKey,
+          incoming.headers.authorization,
+          incoming.socket.remoteAddress,
+        ),
       onAnswerChunk: endpoint === "responses" ? responseIdRecorder(ctx.responseHolders) : undefined,
     };
     const forwarder = endpoint === "models" ? ctx.modelsForwarder : ctx.forwarder;

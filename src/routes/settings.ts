@@ -26,6 +26,11 @@ export interface RouteOptions extends RoutesConfig {
   readonly enginePriority: boolean;
   /** --queue-wait-header: the response header carrying the wait in the admission queue; undefined = none. */
   readonly queueWaitHeader: string | undefined;
+  /**
+   * --explain-header is set: the operator chose to show every client what the cache holds for
+   * its prompt, so the match rate goes in x-radixgate-route too (else only to admin clients).
+   */
+  readonly explainMatch: boolean;
   /** Prefill/decode disaggregation: a request needs a pair (readiness asks for both sides). */
   readonly pairs: boolean;
 }
