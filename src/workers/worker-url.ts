@@ -82,8 +82,9 @@ export function linkLocalHostReason(host: string): string | undefined {
  * written out) and base path, where the host is the address the socket reaches. Only spellings
  * of one address meet: localhost (and *.localhost) and 0.0.0.0 are 127.0.0.1, `::ffff:a.b.c.d`
  * is a.b.c.d, `::` is ::1 (127.1 and case are the URL parser's already). Distinct loopback
- * addresses stay distinct: a server may listen on 127.0.0.2 only, or on ::1 only. With `address`, the key of the URL's host name resolved to
- * that address, so `http://gpu1:8000` and `http://10.0.0.5:8000` meet when gpu1 is 10.0.0.5.
+ * addresses stay distinct: a server may listen on 127.0.0.2 only, or on ::1 only. With
+ * `address`, the key of the URL's host name resolved to that address, so `http://gpu1:8000`
+ * and `http://10.0.0.5:8000` meet when gpu1 is 10.0.0.5.
  */
 export function workerIdentity(normalizedUrl: string, address?: string): string {
   const url = new URL(normalizedUrl);
