@@ -53,7 +53,7 @@ export interface RouterContext {
   admission: Admission;
   /** Router-wide memory budget for buffered request bodies (--max-body-buffer-bytes). */
   bodyBudget: BodyBudget;
-  /** Worker threads for large bodies (--parse-workers); undefined = every body parsed in line. */
+  /** Child processes for large bodies (--parse-workers); undefined = every body parsed in line. */
   parsePool: ParsePool | undefined;
   health: HealthChecker;
   /** Reads the workers' engines (capacity, queue, KV usage, models) on a schedule. */
