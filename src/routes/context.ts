@@ -43,7 +43,6 @@ export interface RouterContext {
   decider: Scheduler;
   /** The data plane's forwarder: one worker per request, or a prefill/decode pair. */
   forwarder: Forwarder;
-  modelsForwarder: Forwarder;
   /** Every request's cache account, summed (GET /debug/cache, the counters). */
   cacheLedger: CacheLedger;
   /** Turns each data-plane (and /debug/route) request into its RoutingRequest. */
