@@ -44,7 +44,6 @@ export interface RouterContext {
   decider: Scheduler;
   /** The data plane's forwarder: one worker per request, or a prefill/decode pair. */
   forwarder: Forwarder;
-  modelsForwarder: Forwarder;
   /** Every request's cache account, summed (GET /debug/cache, the counters). */
   cacheLedger: CacheLedger;
   /** Turns each data-plane (and /debug/route) request into its RoutingRequest. */
@@ -54,7 +53,7 @@ export interface RouterContext {
   admission: Admission;
   /** Router-wide memory budget for buffered request bodies (--max-body-buffer-bytes). */
   bodyBudget: BodyBudget;
-  /** Worker threads for large bodies (--parse-workers); undefined = every body parsed in line. */
+  /** Child processes for large bodies (--parse-workers); undefined = every body parsed in line. */
   parsePool: ParsePool | undefined;
   health: HealthChecker;
   /** Reads the workers' engines (capacity, queue, KV usage, models) on a schedule. */
