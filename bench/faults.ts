@@ -128,6 +128,45 @@ const chat = (content: string, extra: Record<string, unknown> = {}) => ({
   ...extra,
 });
 
+/**
+ * Runs `body` in `n` loops until `stop` aborts, counting the rounds it says true of, and notes
+ * the count as `note` words it.
+ */
+async function countLoops(
+  env: Env,
+  n: number,
+  stop: AbortSignal,
+  body: (i: number) => Promise<boolean>,
+  note: (count: number) => string,
+): Promise<void> {
+  let count = 0;
+  await loops(n, stop, async (i) => {
+    if (await body(i)) count++;
+  });
+  env.scratch.note = note(count);
+}
+
+/** The router's flags to read its workers (the sims) from a worker file, written here. */
+function workerFileFlags(env: Omit<Env, "url" | "port">): string[] {
+  const file = join(env.dir, "workers.yaml");
+  writeFileSync(file, simsYaml(env.sims));
+  return ["--worker-file", file];
+}
+
+const simsYaml = (sims: readonly SimWorker[]) => sims.map((s) => `- ${s.url}\n`).join("");
+
+/** The router's flags to share its state through the bench's Redis, signed. */
+function sharedStateFlags(env: Omit<Env, "url" | "port">): string[] {
+  return [
+    "--worker-urls",
+    ...env.sims.map((s) => s.url),
+    "--state-url",
+    env.redisUrl as string,
+    "--state-secret",
+    STATE_SECRET,
+  ];
+}
+
 /** Raw HTTP/1.1 request text with a body. */
 function rawPost(path: string, body: string, extraHeaders = ""): string {
   return `POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${extraHeaders}\r\n${body}`;
@@ -183,12 +222,13 @@ const ATTACKS: Attack[] = [
     async run(env, stop) {
       const deep = `${"[".repeat(20_000)}${"]".repeat(20_000)}`;
       const body = `{"messages":[{"role":"user","content":"x"}],"max_tokens":1,"bootstrap_host":"h","bootstrap_room":1,"extra":${deep}}`;
-      let fivexx = 0;
-      await loops(2, stop, async () => {
-        const res = await post(`${env.url}/v1/chat/completions`, body);
-        if (res.status >= 500) fivexx++;
-      });
-      env.scratch.note = `${fivexx} answers 5xx`;
+      await countLoops(
+        env,
+        2,
+        stop,
+        async () => (await post(`${env.url}/v1/chat/completions`, body)).status >= 500,
+        (n) => `${n} answers 5xx`,
+      );
     },
   },
   {
@@ -212,14 +252,10 @@ const ATTACKS: Attack[] = [
   {
     name: "hostile-yaml",
     what: "worker file rewritten as 200 KB of nested [",
-    flags: (env) => {
-      const file = join(env.dir, "workers.yaml");
-      writeFileSync(file, env.sims.map((s) => `- ${s.url}\n`).join(""));
-      return ["--worker-file", file];
-    },
+    flags: workerFileFlags,
     async run(env, stop) {
       const file = join(env.dir, "workers.yaml");
-      const good = env.sims.map((s) => `- ${s.url}\n`).join("");
+      const good = simsYaml(env.sims);
       let i = 0;
       while (!stop.aborted) {
         replaceFile(file, i++ % 2 === 0 ? "[".repeat(100_000) : good);
@@ -231,11 +267,7 @@ const ATTACKS: Attack[] = [
   {
     name: "big-worker-file",
     what: "worker file of 9,999 unreachable entries",
-    flags: (env) => {
-      const file = join(env.dir, "workers.yaml");
-      writeFileSync(file, env.sims.map((s) => `- ${s.url}\n`).join(""));
-      return ["--worker-file", file];
-    },
+    flags: workerFileFlags,
     async run(env, stop) {
       const file = join(env.dir, "workers.yaml");
       const urls = [...env.sims.map((s) => s.url), ...unreachableEntries(9_999 - env.sims.length)];
@@ -251,17 +283,20 @@ const ATTACKS: Attack[] = [
         () => {},
       );
     },
-    async run(env, stop) {
-      let seen = 0;
-      await loops(2, stop, async (i) => {
-        const res = await post(
-          `${env.url}/v1/chat/completions`,
-          chat(`the secret PIN is ${i}${Math.floor(Math.random() * 10)}`),
-        );
-        if ((res.headers.get("x-radixgate-route") ?? "").includes("match=")) seen++;
-      });
-      env.scratch.note = `${seen} answers carried match=`;
-    },
+    run: (env, stop) =>
+      countLoops(
+        env,
+        2,
+        stop,
+        async (i) => {
+          const res = await post(
+            `${env.url}/v1/chat/completions`,
+            chat(`the secret PIN is ${i}${Math.floor(Math.random() * 10)}`),
+          );
+          return (res.headers.get("x-radixgate-route") ?? "").includes("match=");
+        },
+        (n) => `${n} answers carried match=`,
+      ),
   },
   {
     name: "get-server-info",
@@ -272,30 +307,25 @@ const ATTACKS: Attack[] = [
       "--worker-api-key",
       "sk-bench-worker-key",
     ],
-    async run(env, stop) {
-      let leaked = 0;
-      await loops(2, stop, async () => {
-        const res = await fetch(`${env.url}/get_server_info`, {
-          signal: AbortSignal.timeout(30_000),
-        });
-        const text = await res.text();
-        if (text.includes("sk-bench-worker-key")) leaked++;
-      });
-      env.scratch.note = `${leaked} answers held the worker key`;
-    },
+    run: (env, stop) =>
+      countLoops(
+        env,
+        2,
+        stop,
+        async () => {
+          const res = await fetch(`${env.url}/get_server_info`, {
+            signal: AbortSignal.timeout(30_000),
+          });
+          return (await res.text()).includes("sk-bench-worker-key");
+        },
+        (n) => `${n} answers held the worker key`,
+      ),
   },
   {
     name: "redis-replay",
     what: "signed add-worker op replayed with XADD after the removal",
     needsRedis: true,
-    flags: (env) => [
-      "--worker-urls",
-      ...env.sims.map((s) => s.url),
-      "--state-url",
-      env.redisUrl as string,
-      "--state-secret",
-      STATE_SECRET,
-    ],
+    flags: sharedStateFlags,
     async run(env, stop) {
       const redis = new Redis(env.redisUrl as string, {
         lazyConnect: false,
@@ -340,14 +370,7 @@ const ATTACKS: Attack[] = [
     name: "redis-max-id",
     what: "ops entry at the maximum stream ID",
     needsRedis: true,
-    flags: (env) => [
-      "--worker-urls",
-      ...env.sims.map((s) => s.url),
-      "--state-url",
-      env.redisUrl as string,
-      "--state-secret",
-      STATE_SECRET,
-    ],
+    flags: sharedStateFlags,
     async run(env, stop) {
       const redis = new Redis(env.redisUrl as string, { maxRetriesPerRequest: 1 });
       try {
@@ -388,16 +411,21 @@ const ATTACKS: Attack[] = [
   {
     name: "lora-path",
     what: "requests with distinct 5 MB lora_path values",
-    async run(env, stop) {
-      let i = 0;
-      await loops(1, stop, () =>
-        post(`${env.url}/generate`, {
-          text: "hello",
-          lora_path: `${i++}-${"a".repeat(5 * 1024 * 1024)}`,
-          sampling_params: { max_new_tokens: 1 },
-        }),
-      );
-    },
+    run: (env, stop) =>
+      countLoops(
+        env,
+        1,
+        stop,
+        async (i) => {
+          const res = await post(`${env.url}/generate`, {
+            text: "hello",
+            lora_path: `${i}-${Date.now()}-${"a".repeat(5 * 1024 * 1024)}`,
+            sampling_params: { max_new_tokens: 1 },
+          });
+          return res.status < 300;
+        },
+        (n) => `${n} names accepted`,
+      ),
   },
   {
     name: "deep-json",
@@ -405,7 +433,13 @@ const ATTACKS: Attack[] = [
     async run(env, stop) {
       const depth = 120_000;
       const body = `{"messages":[{"role":"user","content":"x"}],"max_tokens":1,"extra":${"[".repeat(depth)}${"]".repeat(depth)}}`;
-      await loops(8, stop, () => post(`${env.url}/v1/chat/completions`, body));
+      await countLoops(
+        env,
+        8,
+        stop,
+        async () => (await post(`${env.url}/v1/chat/completions`, body)).status < 300,
+        (n) => `${n} bodies accepted`,
+      );
     },
   },
   {

@@ -77,14 +77,14 @@ export function decodeBatch(payload: Uint8Array): EventBatch {
   try {
     raw = decoder.decode(payload);
   } catch (error) {
-    throw new KvDecodeError(`not msgpack: ${(error as Error).message}`);
+    throw notMsgpack(error);
   }
   const steps = batchOf(raw);
-  for (;;) {
-    const step = steps.next();
-    if (step.done === true) return step.value;
-  }
+  for (let step = steps.next(); ; step = steps.next()) if (step.done === true) return step.value;
 }
+
+const notMsgpack = (error: unknown) =>
+  new KvDecodeError(`not msgpack: ${(error as Error).message}`);
 
 /**
  * decodeBatch over several turns of the event loop when the payload is larger than
@@ -94,16 +94,12 @@ export function decodeBatch(payload: Uint8Array): EventBatch {
  */
 export async function decodeBatchInSlices(payload: Uint8Array): Promise<EventBatch> {
   if (payload.length <= DECODE_SLICE_BYTES) return decodeBatch(payload);
-  let raw: unknown;
-  try {
-    // A decoder of its own: another stream may be decoding at the same time.
-    raw = await new Decoder(DECODER_OPTIONS).decodeAsync(slices(payload));
-  } catch (error) {
-    throw new KvDecodeError(`not msgpack: ${(error as Error).message}`);
-  }
+  // A decoder of its own: another stream may be decoding at the same time.
+  const raw = await new Decoder(DECODER_OPTIONS).decodeAsync(slices(payload)).catch((error) => {
+    throw notMsgpack(error);
+  });
   const steps = batchOf(raw);
-  for (;;) {
-    const step = steps.next();
+  for (let step = steps.next(); ; step = steps.next()) {
     if (step.done === true) return step.value;
     await nextTurn();
   }
