@@ -15,6 +15,7 @@
  * bounds, nothing lost. Prints a table and writes bench/results/faults.json.
  */
 import { type ChildProcess, spawn } from "node:child_process";
+import { setMaxListeners } from "node:events";
 import { mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import { type AddressInfo, connect, type Socket } from "node:net";
@@ -731,6 +732,8 @@ async function runAttack(
       ),
     );
     const stop = new AbortController();
+    // Every loop of every attack waits on it at once (16 slow uploads, 64 streams).
+    setMaxListeners(256, stop.signal);
     const latencies: number[] = [];
     const legit = loops(LEGIT_CLIENTS, stop.signal, async (i) => {
       const started = performance.now();
