@@ -75,6 +75,8 @@ export interface CellSummary {
   /** Index loss as a share of the accounted prompt tokens (NaN without an account). */
   indexLoss: number;
   routingLoss: number;
+  /** Failed requests over every repeat (an engine's 400 for a request larger than its cache). */
+  errors: number;
   loadAverage: { min: number; max: number };
 }
 
@@ -110,6 +112,7 @@ export function summarizeCell(cell: string, report: WorkloadReport): CellSummary
         oracleTtftMeanMs: oracle?.ttftMs.mean ?? Number.NaN,
         indexLoss: loss.index,
         routingLoss: loss.routing,
+        errors: r.repeats?.reduce((sum, x) => sum + x.errors, 0) ?? r.errors,
         loadAverage,
       };
     });
@@ -133,6 +136,7 @@ export function printMatrix(summaries: readonly CellSummary[]): void {
       "TTFT ratio",
       "index loss",
       "routing loss",
+      "errors",
       "load avg",
     ],
     summaries.map((s) => [
@@ -148,6 +152,7 @@ export function printMatrix(summaries: readonly CellSummary[]): void {
       fmt(s.ttftMeanMs / s.oracleTtftMeanMs, 2),
       pct(s.indexLoss),
       pct(s.routingLoss),
+      String(s.errors),
       `${fmt(s.loadAverage.min, 1)}-${fmt(s.loadAverage.max, 1)}`,
     ]),
   );
@@ -197,7 +202,7 @@ export async function replayCell(
 ): Promise<CellSummary[]> {
   const perRow = new Map<
     string,
-    { hits: number[]; ttfts: number[]; lost: number; prompt: number }
+    { hits: number[]; ttfts: number[]; lost: number; prompt: number; errors: number }
   >();
   for (let i = 0; i < repeats; i++) {
     const p = { ...preset, seed: preset.seed + i };
@@ -219,7 +224,8 @@ export async function replayCell(
         const policy = createPolicy(name, replayPolicyOptions(knobs));
         result = await replay(w, { ...base, chooser: { kind: "policy", policy } });
       }
-      const r = perRow.get(label) ?? { hits: [], ttfts: [], lost: 0, prompt: 0 };
+      const r = perRow.get(label) ?? { hits: [], ttfts: [], lost: 0, prompt: 0, errors: 0 };
+      r.errors += result.rejected.length;
       r.hits.push(result.hitRate);
       r.ttfts.push(result.requests.reduce((s, x) => s + x.ttft, 0) / result.requests.length);
       for (const x of result.requests) {
@@ -250,6 +256,7 @@ export async function replayCell(
         oracleTtftMeanMs: oracle === undefined ? Number.NaN : mean(oracle.ttfts),
         indexLoss: r.prompt === 0 ? Number.NaN : r.lost / r.prompt,
         routingLoss: Number.NaN,
+        errors: r.errors,
         loadAverage,
       };
     });

@@ -1,6 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { prepareWorkload, QUICK_PRESET } from "../../bench/lib/routing-workloads.js";
 import { type ReplayResult, replay } from "../../bench/lib/ttft-replay.js";
+import { renderChat } from "../../sim/template.js";
+import { tokenize } from "../../sim/tokenizer.js";
+import type { RequestSpec } from "../../sim/workloads.js";
 import { createPolicy } from "../../src/scheduling/builtin-profiles.js";
 
 const workload = prepareWorkload("cache-pressure", QUICK_PRESET);
@@ -49,4 +52,22 @@ describe("bench:ttft replay (model time, deterministic)", () => {
     const againstNow = await replay(workload, { ...polled, foreignAgainstNow: true });
     expect(placement(againstNow)).not.toEqual(placement(quiet));
   });
+
+  it("refuses a request larger than the whole KV cache with the engine's error and goes on", async () => {
+    const longest = Math.max(...workload.specs.map((x) => x.maxTokens + promptLength(x)));
+    // The cache holds every request but the longest few (the poll's timer keeps running).
+    const small = { ...workload, kvCapacityTokens: Math.floor(longest * 0.9) };
+    for (const chooser of [prefixCost(), { kind: "pinned" as const, workerOf: workload.oracle! }]) {
+      const r = await replay(small, { ...base, chooser, enginePollMs: 20 });
+      expect(r.rejected.length).toBeGreaterThan(0);
+      expect(r.rejected.length + r.requests.length).toBe(workload.specs.length);
+      for (const x of r.rejected) expect(x.error).toMatch(/exceed the KV cache capacity/);
+    }
+  });
 });
+
+/** Prompt tokens of a spec, as the replay renders and tokenizes it. */
+function promptLength(spec: RequestSpec): number {
+  const prompt = spec.kind === "chat" ? renderChat(spec.messages ?? []) : (spec.prompt ?? "");
+  return tokenize(prompt).length;
+}
