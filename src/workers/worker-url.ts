@@ -79,17 +79,29 @@ export function linkLocalHostReason(host: string): string | undefined {
 
 /**
  * What makes two canonical worker URLs the same worker: scheme, host, port (default ports
- * written out) and base path, with every loopback spelling (localhost, *.localhost, 127.x.y.z,
- * ::1, ::ffff:127.x) as one host. With `address`, the key of the URL's host name resolved to
- * that address, so `http://gpu1:8000` and `http://10.0.0.5:8000` meet when gpu1 is 10.0.0.5.
+ * written out) and base path, where the host is the address the socket reaches. Only spellings
+ * of one address meet: localhost (and *.localhost) and 0.0.0.0 are 127.0.0.1, `::ffff:a.b.c.d`
+ * is a.b.c.d, `::` is ::1 (127.1 and case are the URL parser's already). Distinct loopback
+ * addresses stay distinct: a server may listen on 127.0.0.2 only, or on ::1 only. With
+ * `address`, the key of the URL's host name resolved to that address, so `http://gpu1:8000`
+ * and `http://10.0.0.5:8000` meet when gpu1 is 10.0.0.5.
  */
 export function workerIdentity(normalizedUrl: string, address?: string): string {
   const url = new URL(normalizedUrl);
   const port = url.port !== "" ? url.port : url.protocol === "https:" ? "443" : "80";
   const host = address ?? url.hostname;
-  const key =
-    isLoopbackName(host) || isLoopbackIp(host) ? "loopback" : (ipv4MappedAddress(host) ?? host);
+  const key = socketHost(host);
   return `${url.protocol}//${key}:${port}${url.pathname === "/" ? "" : url.pathname}`;
+}
+
+/** The address a URL's host name reaches, as one spelling (see workerIdentity). */
+function socketHost(host: string): string {
+  if (isLoopbackName(host) || host === "0.0.0.0") return "127.0.0.1";
+  const mapped = ipv4MappedAddress(host);
+  if (mapped !== undefined) return mapped === "0.0.0.0" ? "127.0.0.1" : mapped;
+  // The unspecified IPv6 address reaches this host's ::1 (as 0.0.0.0 reaches 127.0.0.1).
+  if (host === "[::]") return "[::1]";
+  return host;
 }
 
 /** Whether the URL's host is an IP literal or a loopback name: nothing to resolve. */

@@ -83,7 +83,7 @@ describe("worker identity (issue 19 item 5)", () => {
     await Promise.all(cleanup.splice(0).map((f) => f()));
   });
 
-  it("POST /workers answers 409 for localhost, LOCALHOST, ::1, 127.0.0.2 and /v1 spellings of a registered 127.0.0.1 worker", async () => {
+  it("POST /workers answers 409 for localhost, LOCALHOST, ::ffff:127.0.0.1 and /v1 spellings of a registered 127.0.0.1 worker", async () => {
     const sim = await startSimWorker({ id: "one", timeScale: 0 });
     const router = await startTestRouter();
     cleanup.push(async () => {
@@ -99,10 +99,9 @@ describe("worker identity (issue 19 item 5)", () => {
       `http://LOCALHOST:${port}`,
       `http://localhost.:${port}/`,
       `http://gpu.localhost:${port}`,
-      `http://[::1]:${port}`,
       `http://[::ffff:127.0.0.1]:${port}/v1/`,
-      `http://127.0.0.2:${port}`,
       `http://2130706433:${port}`,
+      `http://127.1:${port}`,
     ]) {
       const res = await postJson(`${router.url}/workers`, { url: spelling });
       const body = (await res.json()) as { error?: { code: string; message: string } };
@@ -138,7 +137,7 @@ describe("worker identity (issue 19 item 5)", () => {
 
   it("a host name resolving to a loopback address is the loopback worker; a name resolving to link-local is refused", async () => {
     const resolveHost = async (name: string) =>
-      name === "me" ? ["127.0.1.1"] : name === "evil" ? ["10.0.0.1", "169.254.169.254"] : [];
+      name === "me" ? ["127.0.0.1"] : name === "evil" ? ["10.0.0.1", "169.254.169.254"] : [];
     const r = registry({ resolveHost });
     r.add("http://localhost:9000");
     expect(await codeOf(() => r.addResolved("http://me:9000"))).toBe("worker_exists");
@@ -270,15 +269,17 @@ describe("worker identity (issue 19 item 5)", () => {
     );
   });
 
-  it("property: every loopback spelling, in any case, with or without /v1, is one worker per port", () => {
+  it("property: every spelling of 127.0.0.1, in any case, with or without /v1, is one worker per port", () => {
+    // Spellings that reach the same socket; other loopback addresses are other sockets (below).
     const loopback = fc.oneof(
       fc.constant("localhost"),
       fc.constant("localhost."),
       fc.stringMatching(/^[a-z][a-z0-9-]{0,10}$/).map((label) => `${label}.localhost`),
-      fc.tuple(fc.nat(255), fc.nat(255), fc.nat(255)).map(([b, c, d]) => `127.${b}.${c}.${d}`),
-      fc.constant("[::1]"),
-      fc.constant("[0:0:0:0:0:0:0:1]"),
-      fc.tuple(fc.nat(255), fc.nat(255)).map(([c, d]) => `[::ffff:127.0.${c}.${d}]`),
+      fc.constant("127.1"),
+      fc.constant("127.0.0.1"),
+      fc.constant("2130706433"),
+      fc.constant("[::ffff:127.0.0.1]"),
+      fc.constant("[::ffff:7f00:1]"),
     );
     fc.assert(
       fc.property(
@@ -294,6 +295,48 @@ describe("worker identity (issue 19 item 5)", () => {
         },
       ),
     );
+  });
+
+  it("property: distinct loopback addresses are distinct workers (127.0.0.2 and ::1 beside 127.0.0.1)", () => {
+    const other = fc.oneof(
+      fc
+        .tuple(fc.nat(255), fc.nat(255), fc.integer({ min: 2, max: 255 }))
+        .map(([b, c, d]) => `127.${b}.${c}.${d}`),
+      fc.constant("[::1]"),
+      fc.constant("[0:0:0:0:0:0:0:1]"),
+    );
+    fc.assert(
+      fc.property(other, fc.integer({ min: 1, max: 65535 }), (host, port) => {
+        expect(identity(`http://${host}:${port}`)).not.toBe(identity(`http://127.0.0.1:${port}`));
+        expect(identity(`http://${host}:${port}/v1`)).toBe(identity(`http://${host}:${port}`));
+      }),
+    );
+  });
+
+  it("two engines on 127.0.0.1:P and 127.0.0.2:P are both registered", async () => {
+    const one = await startSimWorker({ id: "one", timeScale: 0, host: "127.0.0.1" });
+    const port = Number(new URL(one.url).port);
+    const two = await startSimWorker({ id: "two", timeScale: 0, host: "127.0.0.2", port });
+    const router = await startTestRouter({ workerUrls: [one.url], policy: "round_robin" });
+    cleanup.push(async () => {
+      await router.stop(100);
+      await Promise.all([one.close(), two.close()]);
+    });
+    const res = await postJson(`${router.url}/workers`, { url: `http://127.0.0.2:${port}` });
+    expect(res.status).toBe(201);
+    await res.arrayBuffer();
+    expect(router.context.registry.size).toBe(2);
+    // Each URL reaches its own engine.
+    const seen = new Set<string | null>();
+    for (let i = 0; i < 8; i++) {
+      const answer = await postJson(`${router.url}/v1/completions`, {
+        prompt: `p${i}`,
+        max_tokens: 1,
+      });
+      seen.add(answer.headers.get("x-sim-worker-id"));
+      await answer.arrayBuffer();
+    }
+    expect(seen).toEqual(new Set(["one", "two"]));
   });
 
   it("property: host names compare case-insensitively and keep their base path", () => {
