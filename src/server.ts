@@ -71,7 +71,8 @@ export function createRouter(
   options: StartOptions = {},
 ): { app: Hono<Env>; listener: RequestListener; context: RouterContext } {
   const { workers, disaggregation, policies } = config;
-  const logger = options.logger ?? createLogger({ level: config.server.logLevel });
+  const logger =
+    options.logger ?? createLogger({ level: config.server.logLevel, json: config.server.jsonLog });
   const pd = pdEnabled(disaggregation);
   // With disaggregation the router's policy is the prefill side's (disaggregation/settings.ts).
   const prefillPolicy = pd ? prefillPolicyName(disaggregation) : undefined;
