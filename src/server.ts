@@ -2,7 +2,6 @@ import type { RequestListener, Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { getRequestListener } from "@hono/node-server";
 import { Hono } from "hono";
-import { noteEngineReading } from "./admission/saturation.js";
 import { buildAdmission } from "./assembly/admission.js";
 import { buildDataPlane } from "./assembly/data-plane.js";
 import { buildIndexStack, indexStackOptions } from "./assembly/index-stack.js";
@@ -37,6 +36,7 @@ import type { HostResolver } from "./workers/host-lookup.js";
 import { EngineIntrospector } from "./workers/introspection.js";
 import { WorkerRegistry } from "./workers/registry.js";
 import { ResponseHolders } from "./workers/response-holders.js";
+import { noteEngineReading } from "./workers/saturation.js";
 
 export { ListenError } from "./listen.js";
 
@@ -103,14 +103,14 @@ export function createRouter(
     onRemoteAdd: (worker) => void health.probeFirst(worker, { fromPeer: true }),
     siblings: options.siblings,
   });
-  const { index, kvEvents, sharedState, siblingState } = stack;
+  const { index, kvEvents, replication, sharedState, siblingState } = stack;
   const introspection = new EngineIntrospector(registry, config.engines, logger, (worker) => {
     stack.engineRead(worker);
     // A reading that shows a queue tells admission the engine's full batch (saturation.ts).
     noteEngineReading(worker);
   });
   const { intake, proxy, routes } = config;
-  const { decider, forwarder, modelsForwarder, cacheLedger } = buildDataPlane(
+  const { decider, forwarder, cacheLedger } = buildDataPlane(
     {
       forward: forwardSettings(proxy, {
         apiKey: routes.apiKey,
@@ -135,7 +135,7 @@ export function createRouter(
       index,
       registry,
       metrics,
-      claims: sharedState?.claims ?? siblingState?.claims,
+      claims: replication?.claims,
       logger,
     },
   );
@@ -174,7 +174,6 @@ export function createRouter(
     index,
     decider,
     forwarder,
-    modelsForwarder,
     cacheLedger,
     admission: admission.admission,
     health,
@@ -202,6 +201,7 @@ export function createRouter(
     introspection,
     state: { shuttingDown: false, active: 0 },
     ...(kvEvents !== undefined ? { kvEvents } : {}),
+    ...(replication !== undefined ? { replication } : {}),
     ...(sharedState !== undefined ? { sharedState } : {}),
     ...(siblingState !== undefined ? { siblingState } : {}),
   };
@@ -410,7 +410,6 @@ export async function startRouter(
         // End what is left cleanly (a stream gets an SSE error event, a waiting request a 503)
         // and give those last bytes a moment to leave before the sockets are closed.
         context.forwarder.abortAll();
-        context.modelsForwarder.abortAll();
         const flushBy = Date.now() + SHUTDOWN_FLUSH_MS;
         while (context.state.active > 0 && Date.now() < flushBy) {
           await new Promise((resolve) => setTimeout(resolve, 10));

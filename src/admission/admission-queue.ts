@@ -1,8 +1,8 @@
 import { RouterError, retryAfterSecs } from "../errors.js";
 import { ClientGoneError } from "../proxy/cancel.js";
+import { fleetSaturated, type SaturationThresholds } from "../workers/saturation.js";
 import { FairQueue, type QueueEntry } from "./fair-queue.js";
 import type { RequestIdentity } from "./identity.js";
-import { fleetSaturated, type SaturationThresholds } from "./saturation.js";
 import type { AdmissionRelease, AdmissionStep, AdmissionTicket } from "./step.js";
 
 /** Most waiting requests one release looks at for one with room (each check reads its workers). */

@@ -1,5 +1,3 @@
-import type { AdmissionQueue, WaitCause } from "./admission-queue.js";
-import { outrankedOn, outranksLowerWork } from "./outranking.js";
 import {
   describeSaturation,
   fleetSaturated,
@@ -8,7 +6,9 @@ import {
   type SaturationView,
   saturationReason,
   type WorkerSaturation,
-} from "./saturation.js";
+} from "../workers/saturation.js";
+import type { AdmissionQueue, WaitCause } from "./admission-queue.js";
+import { outrankedOn, outranksLowerWork } from "./outranking.js";
 import {
   AdmissionPipeline,
   type AdmissionRelease,

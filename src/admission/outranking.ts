@@ -13,7 +13,7 @@ import {
   kvSaturated,
   type SaturationThresholds,
   type SaturationView,
-} from "./saturation.js";
+} from "../workers/saturation.js";
 
 /**
  * Whether the worker has room for a request the engine gets with `priority` (the router's

@@ -1,6 +1,6 @@
 import type { Cancel } from "../proxy/cancel.js";
+import type { SaturationView } from "../workers/saturation.js";
 import type { RequestIdentity } from "./identity.js";
-import type { SaturationView } from "./saturation.js";
 
 /**
  * What an admission step knows of a request. The parts a step rarely needs are functions, so the

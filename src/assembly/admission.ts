@@ -3,7 +3,6 @@ import { AdmissionMetrics } from "../admission/admission-metrics.js";
 import { AdmissionQueue } from "../admission/admission-queue.js";
 import type { IdentityOptions } from "../admission/identity.js";
 import { TenantTable } from "../admission/identity.js";
-import { type SaturationThresholds, saturationReason } from "../admission/saturation.js";
 import type { AdmissionConfig } from "../admission/settings.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
@@ -11,6 +10,7 @@ import { TenantQuotas } from "../quotas/tenant-quotas.js";
 import type { StateConfig } from "../state/settings.js";
 import { DEFAULT_CHARS_PER_TOKEN } from "../workers/chars-per-token.js";
 import type { WorkerRegistry } from "../workers/registry.js";
+import { type SaturationThresholds, saturationReason } from "../workers/saturation.js";
 
 /** Admission's parts, built once: the tenant table intake shares, the queue, its metrics. */
 export interface AdmissionParts {

@@ -1,7 +1,6 @@
 /**
- * The data plane: the scheduler (policy + index + session table + the peers' claims), the
- * forwarder that dispatches each decision, and the one /get_model_info and /get_server_info use
- * (any available worker, not a cache decision). Metrics are counted through hooks, so proxy/ and
+ * The data plane: the scheduler (policy + index + session table + the peers' claims) and the
+ * forwarder that dispatches each decision. Metrics are counted through hooks, so proxy/ and
  * scheduling/ never import the metric set.
  */
 
@@ -16,7 +15,6 @@ import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
 import { Forwarder, type ForwardHooks, type ForwardSettings } from "../proxy/forward.js";
 import { UsageFeedback } from "../proxy/usage-feedback.js";
-import { createPolicy } from "../scheduling/builtin-profiles.js";
 import type { Policy } from "../scheduling/policy.js";
 import { Scheduler } from "../scheduling/scheduler.js";
 import { SessionTable } from "../scheduling/session-table.js";
@@ -49,18 +47,14 @@ export interface DataPlaneDeps {
 export interface DataPlane {
   readonly decider: Scheduler;
   readonly forwarder: Forwarder;
-  readonly modelsForwarder: Forwarder;
   readonly cacheLedger: CacheLedger;
 }
 
 export function buildDataPlane(options: DataPlaneOptions, deps: DataPlaneDeps): DataPlane {
   const { registry, index, metrics: m } = deps;
-  const upstreamHooks = {
+  const hooks: ForwardHooks = {
     onRetry: (endpoint) => m.retries.inc({ endpoint }),
     onUpstreamError: (worker, kind) => m.upstreamErrors.inc({ worker: worker.id, kind }),
-  } satisfies Partial<ForwardHooks>;
-  const hooks: ForwardHooks = {
-    ...upstreamHooks,
     onDecision: (policy, branch, matchRate) => {
       m.decisions.inc({ policy, branch });
       if (matchRate !== null) m.matchRate.observe(matchRate);
@@ -100,11 +94,5 @@ export function buildDataPlane(options: DataPlaneOptions, deps: DataPlaneDeps): 
           protocol: pd.protocol === "sglang" ? SGLANG_PAIRS : VLLM_PAIRS,
         },
   );
-  const modelsForwarder = new Forwarder(
-    registry,
-    new Scheduler(createPolicy("round_robin", {}), index),
-    options.forward,
-    { ...upstreamHooks, onDecision: () => {} },
-  );
-  return { decider, forwarder, modelsForwarder, cacheLedger };
+  return { decider, forwarder, cacheLedger };
 }

@@ -1,4 +1,6 @@
 import { existsSync } from "node:fs";
+import { type Agent, type ClientRequest, request as httpRequest, STATUS_CODES } from "node:http";
+import { request as httpsRequest } from "node:https";
 import { homedir } from "node:os";
 import { join } from "node:path";
 import type { RequestContext, ResponseContext } from "@kubernetes/client-node";
@@ -85,15 +87,7 @@ export async function connectPodApi(options: PodApiOptions): Promise<PodApi> {
     );
   }
 
-  // The watch's fetch takes its options from here: node-fetch's `timeout` bounds the wait for the
-  // response headers (the library's Watch sets none).
-  const applyToFetchOptions = kc.applyToFetchOptions.bind(kc);
-  kc.applyToFetchOptions = async (opts) => ({
-    ...(await applyToFetchOptions(opts)),
-    timeout: options.headersTimeoutMs,
-  });
   const core = kc.makeApiClient(k8s.CoreV1Api);
-  const watcher = new k8s.Watch(kc);
 
   return {
     server: cluster.server,
@@ -132,18 +126,112 @@ export async function connectPodApi(options: PodApiOptions): Promise<PodApi> {
     async watch(query, onEvent, onEnd) {
       const path =
         query.namespace === "" ? "/api/v1/pods" : `/api/v1/namespaces/${query.namespace}/pods`;
-      const controller = await watcher.watch(
-        path,
+      const url = new URL(cluster.server + path);
+      url.searchParams.set("watch", "true");
+      url.searchParams.set("labelSelector", query.labelSelector);
+      url.searchParams.set("resourceVersion", query.resourceVersion);
+      url.searchParams.set("allowWatchBookmarks", "true");
+      url.searchParams.set("timeoutSeconds", String(query.timeoutSeconds));
+      // The client's own credentials and agent (TLS, proxy), on a request whose lines are bounded.
+      const fetchOptions = (await kc.applyToFetchOptions({})) as {
+        agent?: Agent;
+        headers?: Headers;
+      };
+      return watchLines(
+        url,
         {
-          labelSelector: query.labelSelector,
-          resourceVersion: query.resourceVersion,
-          allowWatchBookmarks: true,
-          timeoutSeconds: query.timeoutSeconds,
+          ...(fetchOptions.agent !== undefined ? { agent: fetchOptions.agent } : {}),
+          headers: Object.fromEntries(fetchOptions.headers?.entries() ?? []),
         },
-        (type: string, object: unknown) => onEvent(type, object),
+        options.headersTimeoutMs,
+        onEvent,
         onEnd,
       );
-      return () => controller.abort();
     },
   };
+}
+
+/**
+ * A Pod watch line longer than this ends the watch (it is relisted and watched again): an object
+ * in etcd is at most 1.5 MiB (etcd's --max-request-bytes default), so no real event comes near.
+ * The client library's watch read lines with no bound: one 300 MB line took RSS to 1.57 GB.
+ */
+export const MAX_WATCH_LINE_BYTES = 2 * 1024 * 1024;
+
+/**
+ * GET `url` and hand each newline-delimited JSON event to `onEvent` (a line that is not JSON is
+ * skipped, as the client library did). `onEnd` is called once: null when the server ends the
+ * response, else the error (a status other than 200 carries it as `statusCode`). Resolves once the
+ * request is sent, to the function that ends it.
+ */
+export async function watchLines(
+  url: URL,
+  request: { agent?: Agent; headers: Record<string, string> },
+  headersTimeoutMs: number,
+  onEvent: (type: string, object: unknown) => void,
+  onEnd: WatchEnd,
+  maxLineBytes = MAX_WATCH_LINE_BYTES,
+): Promise<() => void> {
+  let ended = false;
+  let req: ClientRequest | undefined;
+  const end = (err: unknown) => {
+    if (ended) return;
+    ended = true;
+    clearTimeout(headersTimer);
+    req?.destroy();
+    onEnd(err);
+  };
+  const headersTimer = setTimeout(
+    () => end(new Error(`no response headers within ${headersTimeoutMs} ms`)),
+    headersTimeoutMs,
+  );
+  headersTimer.unref();
+  const send = url.protocol === "https:" ? httpsRequest : httpRequest;
+  req = send(url, { method: "GET", ...request }, (res) => {
+    clearTimeout(headersTimer);
+    if (res.statusCode !== 200) {
+      res.resume();
+      const err = new Error(
+        `watch answered ${res.statusCode} ${res.statusMessage ?? STATUS_CODES[res.statusCode ?? 500] ?? ""}`,
+      ) as Error & { statusCode?: number };
+      err.statusCode = res.statusCode;
+      return end(err);
+    }
+    res.socket?.setKeepAlive(true, 30_000);
+    let held: Buffer[] = [];
+    let heldBytes = 0;
+    res.on("data", (chunk: Buffer) => {
+      let from = 0;
+      for (let nl = chunk.indexOf(10); nl !== -1 && !ended; nl = chunk.indexOf(10, from)) {
+        const piece = chunk.subarray(from, nl);
+        const line = heldBytes === 0 ? piece : Buffer.concat([...held, piece]);
+        held = [];
+        heldBytes = 0;
+        from = nl + 1;
+        eventOf(line, onEvent);
+      }
+      if (ended || from === chunk.length) return;
+      heldBytes += chunk.length - from;
+      if (heldBytes > maxLineBytes) {
+        return end(new Error(`a watch line passed ${maxLineBytes} bytes without a newline`));
+      }
+      held.push(chunk.subarray(from));
+    });
+    res.on("end", () => end(null));
+    res.on("error", end);
+    res.on("close", () => end(null));
+  });
+  req.on("error", end);
+  req.end();
+  return () => end(null);
+}
+
+function eventOf(line: Buffer, onEvent: (type: string, object: unknown) => void): void {
+  let event: { type?: unknown; object?: unknown };
+  try {
+    event = JSON.parse(line.toString("utf8")) as { type?: unknown; object?: unknown };
+  } catch {
+    return;
+  }
+  if (typeof event?.type === "string") onEvent(event.type, event.object);
 }

@@ -40,6 +40,19 @@ export class WorkerClaims implements ClaimOwner, EvictionUnit {
   }
 }
 
+/**
+ * What a claim on `node` costs its worker: its label, and for a node right under a root the
+ * root's label too (the model key; an adapter name or a tenant's salt is the client's to choose,
+ * so it must count in the budget like the text). A split moves that share to the new upper
+ * node, which takes the old node's place under the root, so every worker's total stays the same.
+ */
+export function charsOf(node: SharedNode): number {
+  const parent = node.parent;
+  return parent !== null && parent.parent === null
+    ? node.label.length + parent.label.length
+    : node.label.length;
+}
+
 /** One tree per model ("" for none), with the node count; a root whose tree empties is dropped. */
 export class SharedForest {
   readonly roots = new Map<string, SharedNode>();
@@ -80,7 +93,7 @@ export class SharedForest {
     }
     const claim = new Claim(worker, node, up, now);
     node.claims.push(claim);
-    worker.chars += node.label.length;
+    worker.chars += charsOf(node);
     // The parent's claim stops being a leaf of the worker's LRU.
     if (up !== null && up.children++ === 0) worker.leaves.detach(up);
     return claim;
@@ -125,7 +138,7 @@ export class SharedForest {
     const claims = node.claims;
     const last = claims.pop()!;
     if (last !== claim) claims[claims.indexOf(claim)] = last;
-    const len = node.label.length;
+    const len = charsOf(node);
     worker.chars -= len;
     const up = claim.up;
     if (up !== null && --up.children === 0) worker.leaves.promote(up);

@@ -8,7 +8,7 @@ import {
 import { addChild, childOf, childrenOf, isLeaf } from "../tree/child-container.js";
 import { edgeMatch, isHigh, isLow, ownCopy } from "../tree/edge-match.js";
 import type { EvictionUnit, PrefixIndex } from "./prefix-index.js";
-import { SharedForest, WorkerClaims, type WorkerEviction } from "./shared-forest.js";
+import { charsOf, SharedForest, WorkerClaims, type WorkerEviction } from "./shared-forest.js";
 import { type Claim, type ClaimOwner, claimOf, SharedNode } from "./shared-node.js";
 
 export interface SharedIndexOptions {
@@ -317,7 +317,7 @@ export class SharedIndex implements PrefixIndex, WorkerEviction {
           if ((below === 0) !== leafClaims.get(worker)!.has(claim)) {
             throw new Error("leaf queue disagrees with the worker's leaf claims");
           }
-          chars.set(worker.id, chars.get(worker.id)! + node.label.length);
+          chars.set(worker.id, chars.get(worker.id)! + charsOf(node));
         }
       }
     }

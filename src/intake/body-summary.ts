@@ -1,5 +1,6 @@
 import { RouterError } from "../errors.js";
 import type { TokenizeInput } from "../index/tokenize-input.js";
+import { MAX_BODY_NESTING, textNestsDeeperThan } from "../proxy/json-depth.js";
 import { adapterOf, type Endpoint, modelOf, routingText } from "./routing-text.js";
 import { isSinglePrompt } from "./single-prompt.js";
 import { tokenizeInputOf } from "./tokenize-input.js";
@@ -76,6 +77,12 @@ function maxTokensOf(parsed: Record<string, unknown>): number | undefined {
 
 /** The body as a JSON object; a RouterError (invalid_json, invalid_request) when it is not one. */
 export function parseJsonObject(body: Uint8Array): Record<string, unknown> {
+  if (textNestsDeeperThan(body)) {
+    throw new RouterError(
+      "invalid_request",
+      `Request body is nested deeper than ${MAX_BODY_NESTING} levels; no engine accepts that.`,
+    );
+  }
   let parsed: unknown;
   try {
     // Buffer.from over the same memory: no copy (works for shared memory too, unlike TextDecoder).

@@ -22,7 +22,7 @@ import { type SessionSource, sessionKey } from "./session-key.js";
 
 export interface IntakeOptions {
   /** --max-payload-size, the body read timeouts and --body-min-rate-bytes. */
-  body: Omit<BodyReadLimits, "sharedFrom">;
+  body: BodyReadLimits;
   /** --parse-offload-bytes: bodies this large are parsed by the parse pool, when there is one. */
   parseOffloadBytes: number;
   /** --max-routing-text-chars */
@@ -89,15 +89,12 @@ export class Intake {
     private readonly options: IntakeOptions,
     /** The registered workers (the model's plan and index key read their served models). */
     private readonly fleet: { list(): readonly ServingWorker[] },
-    /** Worker threads for large bodies (--parse-workers); undefined = every body parsed in line. */
+    /** Child processes for large bodies (--parse-workers); undefined = every body parsed in line. */
     private readonly parsePool?: ParsePool,
     /** The tenants tracked at once (--max-tenants), shared with admission's metrics. */
     readonly tenants: TenantTable = new TenantTable(64),
   ) {
-    this.bodyLimits = {
-      ...options.body,
-      sharedFrom: parsePool !== undefined ? options.parseOffloadBytes : undefined,
-    };
+    this.bodyLimits = options.body;
   }
 
   /** Reads and summarizes the body of an inference POST (nothing for the GET info routes). */

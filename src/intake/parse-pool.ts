@@ -1,6 +1,5 @@
-import type { Worker } from "node:worker_threads";
 import { type ErrorCode, RouterError } from "../errors.js";
-import { startModuleThread } from "../watched-file/module-thread.js";
+import { ModuleProcess, OUT_OF_MEMORY } from "../watched-file/module-process.js";
 import type { BodySummary } from "./body-summary.js";
 import type { Endpoint } from "./routing-text.js";
 
@@ -8,7 +7,6 @@ import type { Endpoint } from "./routing-text.js";
 export interface ParseJob {
   id: number;
   endpoint: Endpoint;
-  /** The body; backed by a SharedArrayBuffer when possible, so posting it copies nothing. */
   body: Uint8Array;
   maxChars: number;
   withTokenizeInput: boolean;
@@ -25,22 +23,24 @@ interface PendingJob {
 }
 
 interface Slot {
-  worker: Worker;
+  worker: ModuleProcess;
   current: PendingJob | undefined;
 }
 
 export interface ParsePoolOptions {
-  /** Worker threads (--parse-workers). */
+  /** Parse processes (--parse-workers). */
   size: number;
-  /** Old-generation heap limit of each worker (--parse-worker-memory-mb). */
+  /** Old-generation heap limit of each parse process (--parse-worker-memory-mb). */
   memoryMb: number;
 }
 
 /**
- * A small pool of worker threads that parse large request bodies, so that JSON.parse and the
+ * A small pool of child processes that parse large request bodies, so that JSON.parse and the
  * routing-text walk of a 60 MB body (seconds of CPU) never stall the event loop that serves every
- * other request. Workers start on first use and are replaced when one dies (a body that needs
- * more than its heap limit kills it: that request gets 413, the next one gets a fresh worker).
+ * other request. Processes, not worker threads: a body that needs more than the heap limit must
+ * end only its parser, never the router (module-process.ts). Parsers start on first use and are
+ * replaced when one dies (a body that needs more than its heap limit kills it: that request gets
+ * 413, the next one gets a fresh parser).
  * Jobs wait in a FIFO queue; its length is bounded by the body budget (every queued body holds
  * its bytes in --max-body-buffer-bytes).
  */
@@ -65,7 +65,7 @@ export class ParsePool {
       const job: ParseJob = {
         id: this.nextId++,
         endpoint,
-        body: shared(body),
+        body,
         maxChars,
         withTokenizeInput,
       };
@@ -100,9 +100,9 @@ export class ParsePool {
     return slot;
   }
 
-  private spawn(): Worker {
-    return startModuleThread(new URL("./parse-worker.js", import.meta.url), {
-      maxOldGenerationSizeMb: this.options.memoryMb,
+  private spawn(): ModuleProcess {
+    return new ModuleProcess(new URL("./parse-worker.js", import.meta.url), {
+      memoryMb: this.options.memoryMb,
     });
   }
 
@@ -125,7 +125,7 @@ export class ParsePool {
       slot.current = undefined;
       if (pending !== undefined) {
         pending.reject(
-          err.code === "ERR_WORKER_OUT_OF_MEMORY"
+          err.code === OUT_OF_MEMORY
             ? new RouterError(
                 "payload_too_large",
                 `Parsing this request body needs more than ${this.options.memoryMb} MB (--parse-worker-memory-mb).`,
@@ -143,12 +143,4 @@ export class ParsePool {
       if (!this.closed) this.dispatch();
     });
   }
-}
-
-/** The body as a view over shared memory: a copy only when it is not shared already. */
-function shared(body: Buffer): Uint8Array {
-  if (body.buffer instanceof SharedArrayBuffer) return body;
-  const copy = new Uint8Array(new SharedArrayBuffer(body.byteLength));
-  copy.set(body);
-  return copy;
 }

@@ -1,16 +1,16 @@
 /**
- * A parse worker thread (see parse-pool.ts): parses one large request body at a time off the
+ * A parse process (see parse-pool.ts): parses one large request body at a time off the router's
  * event loop and posts back its summary, or the RouterError it raised.
  */
-import { parentPort } from "node:worker_threads";
 import { RouterError } from "../errors.js";
+import { parentChannel } from "../watched-file/module-process.js";
 import { summarizeBody } from "./body-summary.js";
 import type { ParseJob, ParseResult } from "./parse-pool.js";
 
-const port = parentPort;
-if (port === null) throw new Error("parse-worker.ts must run in a worker thread");
+const port = parentChannel();
 
-port.on("message", (job: ParseJob) => {
+port.onMessage((message) => {
+  const job = message as ParseJob;
   let result: ParseResult;
   try {
     result = {
@@ -27,5 +27,5 @@ port.on("message", (job: ParseJob) => {
       },
     };
   }
-  port.postMessage(result);
+  port.post(result);
 });

@@ -17,11 +17,6 @@ export interface BodyReadLimits {
    * received extends the allowed time, so a client dripping a byte every few seconds is cut off.
    */
   minBytesPerSec: number;
-  /**
-   * Bodies of at least this many bytes are assembled in shared memory, so a parse worker reads
-   * them without a copy (parse-pool.ts). Undefined = never.
-   */
-  sharedFrom?: number;
 }
 
 /**
@@ -48,13 +43,9 @@ export function readBody(
     limits.minBytesPerSec > 0 && Number.isFinite(declaredBytes)
       ? Math.max(limits.minBytesPerSec, (declaredBytes * 1000) / limits.totalTimeoutMs)
       : limits.minBytesPerSec;
-  const shared = limits.sharedFrom !== undefined && declaredBytes >= limits.sharedFrom;
   return new Promise((resolve, reject) => {
-    let chunks: Buffer[] = [];
+    const chunks: Buffer[] = [];
     let size = 0;
-    // A large declared body goes to shared memory (no copy for the parse worker), allocated once
-    // half of it has arrived, so the declared size is never held for bytes that may never come.
-    let target: Buffer | undefined;
     const startedAt = Date.now();
     let lastChunkAt = startedAt;
     let timer: NodeJS.Timeout | undefined;
@@ -102,32 +93,16 @@ export function readBody(
     const onData = (chunk: Buffer) => {
       size += chunk.length;
       if (size > limits.maxBytes) return fail(tooLarge(limits.maxBytes));
-      if (shared && target === undefined && size * 2 >= declaredBytes) {
-        try {
-          lease?.cover(declaredBytes);
-        } catch (err) {
-          return fail(err as Error);
-        }
-        target = Buffer.from(new SharedArrayBuffer(declaredBytes));
-        let offset = 0;
-        for (const earlier of chunks) offset += earlier.copy(target, offset);
-        chunks = [];
-      }
       try {
         lease?.cover(size);
       } catch (err) {
         return fail(err as Error);
       }
-      if (target !== undefined) chunk.copy(target, size - chunk.length);
-      else chunks.push(chunk);
+      chunks.push(chunk);
       lastChunkAt = Date.now();
     };
     const onEnd = () => {
       cleanup();
-      if (target !== undefined) return resolve(target.subarray(0, size));
-      if (limits.sharedFrom !== undefined && size >= limits.sharedFrom) {
-        return resolve(concatShared(chunks, size));
-      }
       resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size));
     };
     const onError = (err: Error) => {
@@ -144,13 +119,6 @@ export function readBody(
     incoming.on("aborted", onAborted);
     arm();
   });
-}
-
-function concatShared(chunks: Buffer[], size: number): Buffer {
-  const out = Buffer.from(new SharedArrayBuffer(size));
-  let offset = 0;
-  for (const chunk of chunks) offset += chunk.copy(out, offset);
-  return out;
 }
 
 type BodyTimeoutKind = "idle" | "total" | "rate";

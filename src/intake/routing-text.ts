@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { RouterError } from "../errors.js";
 import { MAX_NESTING_DEPTH, nestsDeeperThan } from "../proxy/json-depth.js";
 
@@ -243,11 +244,28 @@ export function modelOf(body: Json): string | undefined {
  */
 export function adapterOf(body: Json): string | undefined {
   const path = body.lora_path;
-  if (typeof path === "string") return path === "" ? undefined : path;
+  if (typeof path === "string") return path === "" ? undefined : boundedAdapter(path);
   if (!Array.isArray(path) || path.length === 0) return undefined;
   const first: unknown = path[0];
   if (path.every((p) => p === first))
-    return typeof first === "string" && first !== "" ? first : undefined;
+    return typeof first === "string" && first !== "" ? boundedAdapter(first) : undefined;
   if (!path.every((p) => p === null || typeof p === "string")) return undefined;
-  return JSON.stringify(path);
+  for (const p of path) if (p !== null) boundedAdapter(p);
+  // A digest, not the list itself: the key roots a tree of the index, and a batch's list could
+  // be thousands of names long.
+  return `lora_path[${createHash("sha256").update(JSON.stringify(path)).digest("base64url")}]`;
+}
+
+/**
+ * Adapter names longer than a path can be (Linux PATH_MAX; SGLang once took a path here, and
+ * gives names no limit of its own) are refused: each distinct name roots a tree of the index.
+ */
+export const MAX_ADAPTER_CHARS = 4096;
+
+function boundedAdapter(name: string): string {
+  if (name.length <= MAX_ADAPTER_CHARS) return name;
+  throw new RouterError(
+    "invalid_request",
+    `"lora_path" names an adapter of ${name.length} characters; at most ${MAX_ADAPTER_CHARS} are accepted.`,
+  );
 }

@@ -20,7 +20,7 @@ export interface IntakeConfig {
   bodyIdleTimeoutMs: number;
   bodyMinRateBytes: number;
   parseOffloadBytes: number;
-  /** Worker threads parsing large bodies (0 = none). */
+  /** Child processes parsing large bodies (0 = none). */
   parseWorkers: number;
   parseWorkerMemoryMb: number;
   maxRoutingTextChars: number;
@@ -84,7 +84,7 @@ export const INTAKE_SETTINGS = section<IntakeConfig>(
       flag: "--parse-offload-bytes",
       arg: "<bytes>",
       description:
-        "Request bodies of at least this size are parsed in a worker thread, so a huge body never stalls the event loop; smaller ones are parsed in line (cheaper than a hand-off).",
+        "Request bodies of at least this size are parsed in a child process, so a huge body never stalls the event loop; smaller ones are parsed in line (cheaper than a hand-off).",
       default: 256 * 1024,
       parse: integer(1),
     },
@@ -92,7 +92,7 @@ export const INTAKE_SETTINGS = section<IntakeConfig>(
       flag: "--parse-workers",
       arg: "<n>",
       description:
-        "Worker threads that parse large request bodies, started on first use (0 = parse every body on the event loop).",
+        "Child processes that parse large request bodies, started on first use (0 = parse every body on the event loop).",
       default: 2,
       parse: integer(0, 64),
     },
@@ -100,7 +100,7 @@ export const INTAKE_SETTINGS = section<IntakeConfig>(
       flag: "--parse-worker-memory-mb",
       arg: "<MB>",
       description:
-        "Heap limit of each parse worker; a body whose parse needs more gets 413 and the worker is replaced.",
+        "Heap limit of each parse process; a body whose parse needs more gets 413 and the process is replaced (only that process ends, never the router).",
       default: 1024,
       parse: integer(16),
     },

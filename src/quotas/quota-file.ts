@@ -3,7 +3,7 @@ import { isMap, isScalar, LineCounter, parseDocument } from "yaml";
 import { DEFAULT_TENANT, isTenantName } from "../admission/identity.js";
 import { checkNesting } from "../watched-file/nesting.js";
 
-/** This module, for a parse thread to load parseQuotaFile from. */
+/** This module, for a parse process to load parseQuotaFile from. */
 export const QUOTA_FILE_MODULE = import.meta.url;
 
 /** One tenant's limits; an absent limit is no limit. */

@@ -74,15 +74,12 @@ function methodNotAllowed(method: string, path: string, allowed: string): Respon
   return Response.json(error.toBody(), { status: error.status, headers: { allow: allowed } });
 }
 
-/**
- * One data-plane request, answered on the raw response (never throws): a POST with a body to an
- * inference endpoint, or a GET of model and server info ("models").
- */
+/** One data-plane request, a POST with a body to an inference endpoint, answered on the raw response (never throws). */
 export async function handleInference(
   ctx: RouterContext,
   incoming: IncomingMessage,
   res: ServerResponse,
-  endpoint: Endpoint | "models",
+  endpoint: Endpoint,
 ): Promise<void> {
   const startedAt = Date.now();
   const header = requestIdHeader(incoming, ctx.config.requestIdHeaders);
@@ -140,7 +137,7 @@ async function runRequest(
   ctx: RouterContext,
   incoming: IncomingMessage,
   res: ServerResponse,
-  endpoint: Endpoint | "models",
+  endpoint: Endpoint,
   requestId: string,
   startedAt: number,
   clientSignal: Cancel,
@@ -170,7 +167,7 @@ async function runRequest(
     if (clientSignal.aborted) throw new ClientGoneError();
     const request: ForwardRequest = {
       routing: ctx.intake.route(received),
-      method: endpoint === "models" ? "GET" : "POST",
+      method: "POST",
       path: incoming.url ?? "/",
       headers: incoming.headers,
       requestId,
@@ -191,8 +188,7 @@ async function runRequest(
         ),
       onAnswerChunk: endpoint === "responses" ? responseIdRecorder(ctx.responseHolders) : undefined,
     };
-    const forwarder = endpoint === "models" ? ctx.modelsForwarder : ctx.forwarder;
-    outcome = await forwarder.forward(request, res);
+    outcome = await ctx.forwarder.forward(request, res);
     return outcome;
   } finally {
     pass.release(outcome);

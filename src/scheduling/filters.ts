@@ -1,3 +1,4 @@
+import { engineSaturation } from "../workers/saturation.js";
 import type { Filter, SchedulingContext, SchedulingWorker } from "./plugin.js";
 
 /**
@@ -35,14 +36,14 @@ export class AvailableFilter implements Filter {
 export interface SaturationOptions {
   /** Engine-reported waiting requests at or above which a worker is saturated. */
   readonly queueDepthThreshold: number;
-  /** KV-cache usage (0..1) at or above which a worker is saturated. */
+  /** KV-cache usage (0..1) at or above which a worker is saturated (1: never). */
   readonly kvCacheUtilThreshold: number;
 }
 
 /**
- * Drops saturated workers: the engine's queue (its fresh report, as introspection read it) or its
- * KV-cache usage at or over a threshold. GIE's utilization detector
- * (pkg/epp/flowcontrol/saturationdetector/utilization/README.md; defaults 5 queued, 0.8 KV) with
+ * Drops saturated workers, by the rule admission uses (workers/saturation.ts engineSaturation)
+ * over the engine's own last fresh report of its queue, as GIE's utilization detector reads it
+ * (pkg/epp/flowcontrol/saturationdetector/utilization/README.md; defaults 5 queued, 0.8 KV), with
  * the same fail-open rule: when every candidate is saturated, none is dropped (the request still
  * has to go somewhere; admission control is another stage). A worker without fresh signals is kept
  * (GIE counts stale metrics as saturated; here, engines that expose nothing would never be chosen).
@@ -50,15 +51,19 @@ export interface SaturationOptions {
 export class SaturationFilter implements Filter {
   readonly type = "saturation-filter";
   readonly failOpen = true;
+  private readonly thresholds: { readonly queueDepth: number; readonly kvUsage: number };
   constructor(
     readonly name: string,
-    private readonly options: SaturationOptions,
-  ) {}
+    options: SaturationOptions,
+  ) {
+    this.thresholds = {
+      queueDepth: options.queueDepthThreshold,
+      kvUsage: options.kvCacheUtilThreshold,
+    };
+  }
 
   admits(worker: SchedulingWorker, ctx: SchedulingContext): boolean {
     const load = worker.signals?.load(ctx.now);
-    if (load === undefined) return true;
-    if (load.queued !== undefined && load.queued >= this.options.queueDepthThreshold) return false;
-    return load.kvUsage === undefined || load.kvUsage < this.options.kvCacheUtilThreshold;
+    return engineSaturation(load, this.thresholds, load?.queued) === undefined;
   }
 }

@@ -1,4 +1,4 @@
-import { RingCache } from "./hash-ring.js";
+import { hashString, lowerBound, RingCache } from "./hash-ring.js";
 import { type RandomSource, randomIndex } from "./options.js";
 import {
   onAlive,
@@ -10,8 +10,8 @@ import {
 import type { RouteRequest } from "./policy.js";
 
 /*
- * SGLang's keyed policies (sgl-project/sglang sgl-model-gateway/src/policies/): prefix_hash,
- * consistent_hashing and manual, as pickers. SGLang's branch metrics map onto the router's
+ * The keyed pickers: SGLang's keyed policies (sgl-project/sglang sgl-model-gateway/src/policies/)
+ * prefix_hash, consistent_hashing and manual, and KubeAI's CHWBL, each a key onto a worker. SGLang's branch metrics map onto the router's
  * branches: ring_hit → ring_home, load_balance_walk → ring_walk, fallback_least_load →
  * least_load, routing_key_hit → ring_home, target_worker_hit → target_worker, random_fallback and
  * no_routing_id → random, occupied_hit → session, vacant and occupied_miss → key_assigned.
@@ -39,6 +39,38 @@ function leastLoaded(candidates: readonly SchedulingWorker[], admit?: (i: number
   return best;
 }
 
+/**
+ * Bounded loads, the rule of both hashed rings (SGLang's prefix_hash, KubeAI's CHWBL): a worker
+ * takes its keys while its in-flight count, counting this request, is at most loadFactor ×
+ * (total in-flight + 1) / n over the n alive candidates; any worker does while nothing is in flight.
+ */
+class LoadBound {
+  private total = 0;
+  private limit = 0;
+
+  /** Measures the alive candidates (all, without `alive`); returns how many there are. */
+  measure(candidates: readonly SchedulingWorker[], alive: Uint8Array | undefined, factor: number) {
+    let count = 0;
+    let total = 0;
+    for (let i = 0; i < candidates.length; i++) {
+      if (alive !== undefined && alive[i] === 0) continue;
+      count++;
+      total += candidates[i]!.inFlight;
+    }
+    this.total = total;
+    this.limit = (factor * (total + 1)) / count;
+    return count;
+  }
+
+  /**
+   * Whether a worker with `inFlight` requests may take one more. SGLang counts the request in the
+   * total only (prefix_hash.rs), KubeAI on the worker too (`countThisRequest`: chwblLoadOK).
+   */
+  admits(inFlight: number, countThisRequest = 0): boolean {
+    return this.total === 0 || inFlight + countThisRequest <= this.limit;
+  }
+}
+
 /** Characters per token of the routing text, as the block-hash profiles count (blocks of 16 tokens × 4). */
 const CHARS_PER_TOKEN = 4;
 
@@ -63,6 +95,7 @@ export class PrefixHashPicker implements Picker {
   readonly type = "prefix-hash-picker";
   readonly usesPrefixes = false;
   private readonly rings: RingCache;
+  private readonly bound = new LoadBound();
   constructor(
     readonly name: string,
     private readonly options: PrefixHashOptions,
@@ -76,12 +109,10 @@ export class PrefixHashPicker implements Picker {
 
   private readonly choose = (ctx: SchedulingContext): Pick | -1 => {
     const { candidates, request } = ctx;
-    const n = candidates.length;
     if (request.text.length === 0) return { index: leastLoaded(candidates), branch: "least_load" };
-    let total = 0;
-    for (const w of candidates) total += w.inFlight;
-    const bound = ((total + 1) / n) * this.options.loadFactor;
-    const ok = (i: number) => total === 0 || candidates[i]!.inFlight <= bound;
+    const bound = this.bound;
+    bound.measure(candidates, undefined, this.options.loadFactor);
+    const ok = (i: number) => bound.admits(candidates[i]!.inFlight);
     const key = request.text.slice(0, this.options.prefixTokenCount * CHARS_PER_TOKEN);
     const home = this.rings.home(candidates, key);
     if (ok(home)) return { index: home, branch: "ring_home" };
@@ -189,4 +220,95 @@ export class ManualPicker implements Picker {
     }
     return { index: drawn, branch: "key_assigned" };
   };
+}
+
+export interface ChwblOptions {
+  /** prefixCharLength: characters of the first user message (or prompt) hashed (KubeAI 100). */
+  readonly prefixChars: number;
+  /** replication: virtual nodes per endpoint on the ring (KubeAI 256). */
+  readonly replication: number;
+  /** meanLoadFactor as a ratio (KubeAI 125% = 1.25). */
+  readonly loadFactor: number;
+}
+
+/**
+ * KubeAI's consistent hashing with bounded loads (substratusai/kubeai
+ * internal/loadbalancer/balance_chwbl.go, chwblGetAddr and chwblLoadOK; docs/concepts/
+ * load-balancing.md):
+ * - the key is the first `prefixChars` characters of the first user message (chat) or of the
+ *   prompt, plus the adapter;
+ * - each endpoint has `replication` points on a hash ring;
+ * - from the key's point, walk clockwise to the first endpoint that serves the adapter and whose
+ *   in-flight count, counting this request, is within the bound:
+ *   inFlight + 1 ≤ loadFactor × (total in-flight + 1) / n (always within when nothing is in
+ *   flight); when none is, the first endpoint met that serves the adapter.
+ * Never reads the prefix index. In the routing text a chat message starts with `<role>` and ends
+ * with a newline (intake/routing-text.ts), so the first user message is found there; a prompt
+ * without a `<user>` marker is hashed from its start.
+ */
+export class ChwblPicker implements Picker {
+  readonly type = "chwbl-picker";
+  readonly usesPrefixes = false;
+  private readonly rings: RingCache;
+  private readonly bound = new LoadBound();
+  private visited = new Uint8Array(0);
+
+  constructor(
+    readonly name: string,
+    private readonly options: ChwblOptions,
+  ) {
+    this.rings = new RingCache(options.replication);
+  }
+
+  pick(ctx: SchedulingContext, _totals: Float64Array): Pick | -1 {
+    const { candidates, alive } = ctx;
+    const n = candidates.length;
+    const bound = this.bound;
+    const count = bound.measure(candidates, alive, this.options.loadFactor);
+    if (count === 0) return -1;
+    const { points, owners } = this.rings.of(candidates);
+    if (this.visited.length < n) this.visited = new Uint8Array(n);
+    const adapter = ctx.request.adapter;
+    const visited = this.visited;
+    visited.fill(0, 0, n);
+    let at = lowerBound(points, hashString(chwblKey(ctx.request.text, adapter, this.options)));
+    if (at === points.length) at = 0;
+    let fallback = -1;
+    let home = -1;
+    let seen = 0;
+    for (let k = 0; k < points.length && seen < count; k++) {
+      const i = owners[at]!;
+      if (++at === points.length) at = 0;
+      if (visited[i] === 1 || alive[i] === 0) continue;
+      visited[i] = 1;
+      seen++;
+      if (home < 0) home = i;
+      const served = candidates[i]!.servedModels;
+      if (adapter !== undefined && served !== undefined && !served.has(adapter)) continue;
+      if (fallback < 0) fallback = i;
+      if (bound.admits(candidates[i]!.inFlight, 1)) {
+        return { index: i, branch: seen === 1 ? "ring_home" : "ring_walk" };
+      }
+    }
+    // No alive endpoint serves the adapter: the key's own endpoint (the filters decide who may).
+    return { index: fallback >= 0 ? fallback : home, branch: "ring_default" };
+  }
+}
+
+/** The key KubeAI hashes: the adapter and the first characters of the first user message. */
+export function chwblKey(
+  text: string,
+  adapter: string | undefined,
+  options: { readonly prefixChars: number },
+): string {
+  const marker = text.indexOf("<user>");
+  let start = 0;
+  let end = text.length;
+  if (marker >= 0) {
+    start = marker + "<user>".length;
+    const next = text.indexOf("\n<", start);
+    if (next >= 0) end = next;
+  }
+  const prefix = text.slice(start, Math.min(end, start + options.prefixChars));
+  return adapter === undefined ? prefix : `${prefix}${adapter}`;
 }

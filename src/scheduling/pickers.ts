@@ -139,77 +139,55 @@ function draw(
   return last;
 }
 
-/*
- * The router's load-only policies as pickers (--policy round_robin, random, power_of_two,
- * least_load): each reads only the candidates' in-flight counts, never the scores or prefixes.
- */
-
-/** Each call takes the next candidate in turn. */
-export class RoundRobinPicker implements Picker {
-  readonly type = "round-robin-picker";
-  readonly usesPrefixes = false;
-  private readonly rotation = new Rotation();
-  constructor(readonly name: string) {}
-
-  pick(ctx: SchedulingContext): Pick | -1 {
-    return onAlive(ctx, (c) => ({
-      index: this.rotation.next(c.candidates.length),
-      branch: "round_robin",
-    }));
-  }
-}
-
-/** A uniformly random candidate. */
-export class RandomPicker implements Picker {
-  readonly type = "random-picker";
-  readonly usesPrefixes = false;
-  constructor(
-    readonly name: string,
-    private readonly random: RandomSource,
-  ) {}
-
-  pick(ctx: SchedulingContext): Pick | -1 {
-    return onAlive(ctx, (c) => ({
-      index: randomIndex(this.random, c.candidates.length),
-      branch: "random",
-    }));
-  }
-}
+/** The router's load-only rules (--policy round_robin, random, power_of_two, least_load). */
+export type LoadRule = "round_robin" | "random" | "power_of_two" | "least_load";
 
 /**
- * Power of two choices: two distinct random candidates, the one with fewer in-flight requests wins
- * (on a tie, the first drawn, itself random).
+ * The router's load-only policies as one picker: each rule reads only the candidates' in-flight
+ * counts, never the scores or prefixes, and the branch it reports is its name.
+ * - round_robin: each call takes the next candidate in turn;
+ * - random: a uniformly random candidate;
+ * - power_of_two: two distinct random candidates, the one with fewer in-flight requests wins (on a
+ *   tie, the first drawn, itself random);
+ * - least_load: the fewest in-flight requests; equal loads take turns.
  */
-export class PowerOfTwoPicker implements Picker {
-  readonly type = "power-of-two-picker";
+export class LoadPicker implements Picker {
+  readonly type: `${string}-picker`;
   readonly usesPrefixes = false;
+  /** round_robin's turn and least_load's rotated scan (see rotation.ts). */
+  private readonly rotation = new Rotation();
+  private readonly loads = new LeastLoaded();
   constructor(
     readonly name: string,
+    private readonly rule: LoadRule,
     private readonly random: RandomSource,
-  ) {}
+  ) {
+    this.type = `${rule.replaceAll("_", "-")}-picker`;
+  }
 
   pick(ctx: SchedulingContext): Pick | -1 {
-    return onAlive(ctx, ({ candidates }) => {
-      const n = candidates.length;
-      if (n === 1) return { index: 0, branch: "power_of_two" };
-      const first = randomIndex(this.random, n);
-      // Draw from the n - 1 others and skip over `first`: distinct without retrying.
-      let second = randomIndex(this.random, n - 1);
-      if (second >= first) second++;
-      const index = candidates[second]!.inFlight < candidates[first]!.inFlight ? second : first;
-      return { index, branch: "power_of_two" };
-    });
+    return onAlive(ctx, this.choose);
   }
-}
 
-/** The worker with the fewest in-flight requests; equal loads take turns. */
-export class LeastLoadPicker implements Picker {
-  readonly type = "least-load-picker";
-  readonly usesPrefixes = false;
-  private readonly loads = new LeastLoaded();
-  constructor(readonly name: string) {}
-
-  pick(ctx: SchedulingContext): Pick | -1 {
-    return onAlive(ctx, (c) => ({ index: this.loads.scan(c.candidates), branch: "least_load" }));
-  }
+  private readonly choose = ({ candidates }: SchedulingContext): Pick => {
+    const n = candidates.length;
+    const branch = this.rule;
+    switch (branch) {
+      case "round_robin":
+        return { index: this.rotation.next(n), branch };
+      case "random":
+        return { index: randomIndex(this.random, n), branch };
+      case "least_load":
+        return { index: this.loads.scan(candidates), branch };
+      case "power_of_two": {
+        if (n === 1) return { index: 0, branch };
+        const first = randomIndex(this.random, n);
+        // Draw from the n - 1 others and skip over `first`: distinct without retrying.
+        let second = randomIndex(this.random, n - 1);
+        if (second >= first) second++;
+        const index = candidates[second]!.inFlight < candidates[first]!.inFlight ? second : first;
+        return { index, branch };
+      }
+    }
+  };
 }

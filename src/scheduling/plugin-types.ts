@@ -1,10 +1,14 @@
 import { LoraAffinityScorer, SessionAffinityScorer } from "./affinity-scorers.js";
 import { AibrixPrefixPicker } from "./aibrix-picker.js";
 import { CacheAwarePicker } from "./cache-aware.js";
-import { ChwblPicker } from "./chwbl-picker.js";
 import { child, type Parameters, SchedulerConfigError } from "./config-path.js";
 import { AvailableFilter, ModelServedFilter, SaturationFilter } from "./filters.js";
-import { ConsistentHashingPicker, ManualPicker, PrefixHashPicker } from "./key-pickers.js";
+import {
+  ChwblPicker,
+  ConsistentHashingPicker,
+  ManualPicker,
+  PrefixHashPicker,
+} from "./key-pickers.js";
 import { ActiveRequestScorer, KvCacheUtilizationScorer, QueueScorer } from "./load-scorers.js";
 import {
   DEFAULT_PREFIX_TOKEN_COUNT,
@@ -12,15 +16,7 @@ import {
   POLICY_DEFAULTS,
   TIE_BREAKS,
 } from "./options.js";
-import {
-  LeastLoadPicker,
-  MaxScorePicker,
-  PowerOfTwoPicker,
-  RandomPicker,
-  RoundRobinPicker,
-  SoftmaxPicker,
-  WeightedRandomPicker,
-} from "./pickers.js";
+import { LoadPicker, MaxScorePicker, SoftmaxPicker, WeightedRandomPicker } from "./pickers.js";
 import type { Filter, Picker, PluginEnv, Scorer } from "./plugin.js";
 import { PrefixCostPicker } from "./prefix-cost.js";
 import { DynamoCostScorer, PrefillWorkScorer, PrefixScorer } from "./prefix-scorers.js";
@@ -101,10 +97,10 @@ export const PICKER_TYPES: Readonly<Record<string, Make<Picker>>> = {
       }),
       prefixCostTieBreak: p.oneOf("tieBreak", DEFAULT_TIE_BREAK, TIE_BREAKS),
     }),
-  "round-robin-picker": (name) => new RoundRobinPicker(name),
-  "random-picker": (name, _p, env) => new RandomPicker(name, env.random),
-  "power-of-two-picker": (name, _p, env) => new PowerOfTwoPicker(name, env.random),
-  "least-load-picker": (name) => new LeastLoadPicker(name),
+  "round-robin-picker": (name, _p, env) => new LoadPicker(name, "round_robin", env.random),
+  "random-picker": (name, _p, env) => new LoadPicker(name, "random", env.random),
+  "power-of-two-picker": (name, _p, env) => new LoadPicker(name, "power_of_two", env.random),
+  "least-load-picker": (name, _p, env) => new LoadPicker(name, "least_load", env.random),
   // SGLang's keyed policies; its defaults (sgl-model-gateway/src/policies/).
   "prefix-hash-picker": (name, p) =>
     new PrefixHashPicker(name, {

@@ -1,8 +1,7 @@
-import type { Worker } from "node:worker_threads";
-import { startModuleThread } from "./module-thread.js";
+import { ModuleProcess, OUT_OF_MEMORY } from "./module-process.js";
 
 /**
- * A parser a thread can load: the module's URL (its `import.meta.url`) and the name of the
+ * A parser a parse process can load: the module's URL (its `import.meta.url`) and the name of the
  * function it exports, `(text, path) => value`, which throws an Error saying what is wrong. The
  * value must survive a structured clone (plain objects, arrays, Maps; no functions).
  */
@@ -20,7 +19,7 @@ export interface ParseRequest {
 
 export type ParseOutcome = { id: number } & ({ value: unknown } | { error: string });
 
-/** Limits of one parse thread. */
+/** Limits of one parse process. */
 export interface ParseLimits {
   /** Its old-generation heap, MB: a parser that needs more dies alone. */
   readonly memoryMb: number;
@@ -30,33 +29,33 @@ export interface ParseLimits {
 
 /**
  * Generous for a 1 MB file (parsing one of 10,000 workers peaks near 60 MB of heap and 1 s on
- * a loaded core), small beside the router's. The timeout includes the thread's start, which
+ * a loaded core), small beside the router's. The timeout includes the process's start, which
  * under tsx compiles the parser's modules.
  */
 export const FILE_PARSE_LIMITS: ParseLimits = { memoryMb: 128, timeoutMs: 30_000 };
 
 /**
- * Runs parsers in a thread of its own, so that a hostile file can neither stall the event loop
+ * Runs parsers in a child process of its own, so that a hostile file can neither stall the event loop
  * that serves requests nor crash the process: a parser that throws, runs out of heap or stack,
- * or overruns the timeout rejects with an Error saying so, and its thread is replaced by the
- * next parse. The thread stays between parses (a file changes rarely, but a thread's start costs
+ * or overruns the timeout rejects with an Error saying so, and its process is replaced by the
+ * next parse. The process stays between parses (a file changes rarely, but its start costs
  * more than parsing a small file); one parse at a time.
  */
 export class IsolatedParser {
-  private thread: Worker | undefined;
+  private child: ModuleProcess | undefined;
   private nextId = 1;
 
   constructor(private readonly limits: ParseLimits = FILE_PARSE_LIMITS) {}
 
   parse<T>(parser: ParserRef, text: string, path: string): Promise<T> {
-    const thread = this.ensureThread();
+    const child = this.ensureChild();
     const request: ParseRequest = { id: this.nextId++, parser, text, path };
     const { memoryMb, timeoutMs } = this.limits;
     return new Promise<T>((resolve, reject) => {
       const settle = (ok: boolean, fn: () => void) => {
         clearTimeout(timer);
-        thread.off("message", onMessage).off("error", onError).off("exit", onExit);
-        if (!ok) this.discard(thread);
+        child.off("message", onMessage).off("error", onError).off("exit", onExit);
+        if (!ok) this.discard(child);
         fn();
       };
       const onMessage = (outcome: ParseOutcome) => {
@@ -69,7 +68,7 @@ export class IsolatedParser {
         settle(false, () =>
           reject(
             new Error(
-              err.code === "ERR_WORKER_OUT_OF_MEMORY"
+              err.code === OUT_OF_MEMORY
                 ? `parsing needs more than ${memoryMb} MB`
                 : `the parser failed: ${err.message}`,
             ),
@@ -82,25 +81,24 @@ export class IsolatedParser {
         timeoutMs,
       );
       timer.unref();
-      thread.on("message", onMessage).once("error", onError).once("exit", onExit);
-      thread.postMessage(request);
+      child.on("message", onMessage).once("error", onError).once("exit", onExit);
+      child.postMessage(request);
     });
   }
 
   close(): void {
-    if (this.thread !== undefined) this.discard(this.thread);
+    if (this.child !== undefined) this.discard(this.child);
   }
 
-  private ensureThread(): Worker {
-    this.thread ??= startModuleThread(new URL("./parse-thread.js", import.meta.url), {
-      maxOldGenerationSizeMb: this.limits.memoryMb,
-      maxYoungGenerationSizeMb: 16,
+  private ensureChild(): ModuleProcess {
+    this.child ??= new ModuleProcess(new URL("./parse-process.js", import.meta.url), {
+      memoryMb: this.limits.memoryMb,
     });
-    return this.thread;
+    return this.child;
   }
 
-  private discard(thread: Worker): void {
-    if (this.thread === thread) this.thread = undefined;
-    void thread.terminate();
+  private discard(child: ModuleProcess): void {
+    if (this.child === child) this.child = undefined;
+    void child.terminate();
   }
 }

@@ -13,12 +13,12 @@ export interface LoadSignals {
   readonly routerPending?: number | undefined;
   /**
    * The smaller count of the read's start and end: admission's live queue estimate counts from it,
-   * so a read that spans a burst of dispatches errs toward a longer queue (admission/saturation.ts).
+   * so a read that spans a burst of dispatches errs toward a longer queue (workers/saturation.ts).
    */
   readonly routerPendingLeast?: number | undefined;
   /**
    * This router's requests in flight there (dispatched, not ended) at the read, the smaller count
-   * of its start and end: admission counts what ended since from it (admission/saturation.ts).
+   * of its start and end: admission counts what ended since from it (workers/saturation.ts).
    */
   readonly routerInFlightLeast?: number | undefined;
 }
@@ -48,7 +48,7 @@ export class EngineSignals {
   dpSize: number | undefined;
   /**
    * Requests the engine said it runs at once over its ranks (SGLang /get_server_info), once known:
-   * admission's full batch until a reading shows the engine full (admission/saturation.ts).
+   * admission's full batch until a reading shows the engine full (workers/saturation.ts).
    */
   maxRunning: number | undefined;
   /** Tokens a KV block, when the engine said (vLLM's cache_config_info block_size). */

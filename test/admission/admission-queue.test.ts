@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { AdmissionQueue, type AdmissionQueueOptions } from "../../src/admission/admission-queue.js";
 import type { RequestIdentity } from "../../src/admission/identity.js";
-import type { SaturationView } from "../../src/admission/saturation.js";
 import type { AdmissionRelease, AdmissionTicket } from "../../src/admission/step.js";
 import { RouterError } from "../../src/errors.js";
 import { Cancel } from "../../src/proxy/cancel.js";
+import type { SaturationView } from "../../src/workers/saturation.js";
 import { FakeWorker } from "../helpers/saturation-worker.js";
 
 const THRESHOLDS = { queueDepth: 5, kvUsage: 0.9, pendingPrefillChars: 0 };

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { outranksLowerWork } from "../../src/admission/outranking.js";
-import { type SaturationView, saturationReason } from "../../src/admission/saturation.js";
 import { PriorityTally } from "../../src/workers/priority-tally.js";
+import { type SaturationView, saturationReason } from "../../src/workers/saturation.js";
 import { EngineSignals, type LoadSignals } from "../../src/workers/signals.js";
 
 const THRESHOLDS = { queueDepth: 1, kvUsage: 0.9, pendingPrefillChars: 0 };

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { AdmissionQueue } from "../../src/admission/admission-queue.js";
-import type { SaturationView } from "../../src/admission/saturation.js";
 import type { AdmissionRelease, AdmissionTicket } from "../../src/admission/step.js";
 import { Cancel } from "../../src/proxy/cancel.js";
+import type { SaturationView } from "../../src/workers/saturation.js";
 import { FakeWorker } from "../helpers/saturation-worker.js";
 
 const THRESHOLDS = { queueDepth: 5, kvUsage: 0.9, pendingPrefillChars: 0 };

@@ -1,4 +1,4 @@
-import type { SaturationView } from "../../src/admission/saturation.js";
+import type { SaturationView } from "../../src/workers/saturation.js";
 import { EngineSignals } from "../../src/workers/signals.js";
 
 /** A worker whose engine queue the test sets. */

@@ -85,3 +85,62 @@ describe("SGLang /generate lora_path keys the prefix index by adapter", () => {
     expect(await send({ model: "llama", lora_path: "sql" })).toBe(1);
   });
 });
+
+/**
+ * Distinct adapter names each root a tree of the index, and each name arrives with the request:
+ * 60 names of 5 MB once pinned 220 MB outside the tree budget. Names are bounded in length, and
+ * a root counts in its workers' budgets, so distinct names are evicted like cold prefixes.
+ */
+describe("lora_path names are bounded and counted in the index budget", () => {
+  const BUDGET = 20_000;
+  const NAME_CHARS = 4_000;
+  const names = Array.from({ length: 30 }, (_, i) => `${i}-${"a".repeat(NAME_CHARS)}`);
+  let sim: SimWorker;
+  let router: RunningRouter;
+
+  beforeAll(async () => {
+    sim = await startSimWorker({ id: "sg", timeScale: 0, model: "llama", loraAdapters: names });
+    router = await startTestRouter({ workerUrls: [sim.url], maxTreeSize: BUDGET });
+  });
+  afterAll(async () => {
+    await router.stop(100);
+    await sim.close();
+  });
+
+  async function metric(name: string): Promise<number> {
+    const text = await (await fetch(`${router.url}/metrics`)).text();
+    const line = text.split("\n").find((l) => l.startsWith(name));
+    return Number(line?.split(" ").at(-1) ?? Number.NaN);
+  }
+
+  it("a name longer than a path is refused with 400 naming lora_path", async () => {
+    for (const lora_path of ["x".repeat(5 * 1024 * 1024), ["sql", "y".repeat(5000)]]) {
+      const res = await postJson(`${router.url}/generate`, {
+        text: "hello",
+        lora_path,
+        sampling_params: { max_new_tokens: 1 },
+      });
+      expect(res.status).toBe(400);
+      const body = (await res.json()) as { error: { code: string; message: string } };
+      expect(body.error.code).toBe("invalid_request");
+      expect(body.error.message).toContain("lora_path");
+    }
+  });
+
+  it("distinct names cost their length: the tree stays within its budget and evicts", async () => {
+    for (const lora_path of names) {
+      const res = await postJson(`${router.url}/generate`, {
+        text: "hello",
+        lora_path,
+        sampling_params: { max_new_tokens: 1 },
+      });
+      expect(res.status).toBe(200);
+      await res.arrayBuffer();
+    }
+    // 30 names of 4 kB each, 5 characters of text each: before, the tree held 150 characters.
+    expect(await metric("radixgate_tree_evicted_characters_total")).toBeGreaterThan(0);
+    const held = await metric("radixgate_tree_characters");
+    expect(held).toBeGreaterThan(NAME_CHARS);
+    expect(held).toBeLessThanOrEqual(BUDGET);
+  });
+});

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { AibrixPrefixPicker } from "../../src/scheduling/aibrix-picker.js";
-import { ChwblPicker, chwblKey } from "../../src/scheduling/chwbl-picker.js";
+import { ChwblPicker, chwblKey } from "../../src/scheduling/key-pickers.js";
 import type { Pick } from "../../src/scheduling/plugin.js";
 import { context, worker } from "./helpers.js";
 

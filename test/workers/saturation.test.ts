@@ -1,11 +1,14 @@
 import { describe, expect, it } from "vitest";
+import { SaturationFilter } from "../../src/scheduling/filters.js";
+import type { SchedulingContext } from "../../src/scheduling/plugin.js";
 import {
   describeSaturation,
+  engineSaturation,
   estimatedQueue,
   fleetSaturated,
   type SaturationView,
   saturationReason,
-} from "../../src/admission/saturation.js";
+} from "../../src/workers/saturation.js";
 import { EngineSignals, type LoadSignals } from "../../src/workers/signals.js";
 
 const THRESHOLDS = { queueDepth: 5, kvUsage: 0.9, pendingPrefillChars: 0 };
@@ -253,5 +256,38 @@ describe("--saturation-queue-depth 0", () => {
     signals.recordLoad({ queued: 0, running: 7, kvUsage: 0.1, routerPending: 0 }, 2500);
     expect(saturationReason(worker, depth0, 2600)).toBeUndefined();
     expect(estimatedQueue(worker, 2600)).toBe(0);
+  });
+});
+
+describe("engineSaturation: the one rule admission and the scheduling filter share", () => {
+  it("a queue at the depth or KV usage at the threshold saturates; a KV threshold of 1 never does", () => {
+    const t = { queueDepth: 5, kvUsage: 0.8 };
+    const load = (queued: number, kvUsage: number) => ({ queued, running: 1, kvUsage });
+    expect(engineSaturation(load(0, 0.1), t, 5)).toBe("engine_queue");
+    expect(engineSaturation(load(0, 0.1), t, 4)).toBeUndefined();
+    expect(engineSaturation(load(0, 0.8), t, 0)).toBe("kv_usage");
+    expect(engineSaturation(load(0, 1), { ...t, kvUsage: 1 }, 0)).toBeUndefined();
+    // No reading and no queue figure: not saturated (an engine that exposes nothing still routes).
+    expect(engineSaturation(undefined, t, undefined)).toBeUndefined();
+  });
+
+  it("admission judges the estimated queue, the filter the engine's reported one, by the same rule", () => {
+    const signals = new EngineSignals();
+    signals.staleAfterMs = 3000;
+    const worker: SaturationView = {
+      id: "w",
+      signals,
+      pendingPrefillRequests: 0,
+      pendingPrefillChars: 0,
+    };
+    // Seen full at 8 running with 1 queued, then 3 of this router's requests ended since.
+    signals.recordLoad({ queued: 1, running: 8, kvUsage: 0.1, routerPending: 3 }, 1000);
+    const filter = new SaturationFilter("sat", {
+      queueDepthThreshold: 1,
+      kvCacheUtilThreshold: 0.9,
+    });
+    const seen = { id: "w", inFlight: 0, signals };
+    expect(filter.admits(seen, { now: 1100 } as SchedulingContext)).toBe(false);
+    expect(saturationReason(worker, { ...THRESHOLDS, queueDepth: 1 }, 1100)).toBeUndefined();
   });
 });

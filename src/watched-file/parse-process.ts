@@ -1,14 +1,14 @@
 /**
- * A parse thread (see isolated-parse.ts): for each request, imports the parser module it names,
+ * A parse process (see isolated-parse.ts): for each request, imports the parser module it names,
  * runs the parser on the file's text and posts back the value or the error's message.
  */
-import { parentPort } from "node:worker_threads";
 import type { ParseOutcome, ParseRequest } from "./isolated-parse.js";
+import { parentChannel } from "./module-process.js";
 
-const port = parentPort;
-if (port === null) throw new Error("parse-thread.ts must run in a worker thread");
+const port = parentChannel();
 
-port.on("message", async (request: ParseRequest) => {
+port.onMessage(async (message) => {
+  const request = message as ParseRequest;
   let outcome: ParseOutcome;
   try {
     const module = (await import(request.parser.module)) as Record<string, unknown>;
@@ -17,5 +17,5 @@ port.on("message", async (request: ParseRequest) => {
   } catch (err) {
     outcome = { id: request.id, error: err instanceof Error ? err.message : String(err) };
   }
-  port.postMessage(outcome);
+  port.post(outcome);
 });

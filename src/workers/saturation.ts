@@ -185,9 +185,25 @@ export function saturationReason(
   if (pending > 0 && worker.pendingPrefillChars >= pending) return "pending_prefill";
   // Depth 0: saturated once the batch is full (counting this router's requests since the
   // reading), so a request let go takes a free slot and never waits in the engine's queue.
-  const backlog = engineBacklog(worker, now);
-  if (backlog !== undefined && backlog >= thresholds.queueDepth) return "engine_queue";
-  if (kvSaturated(worker, thresholds, now)) return "kv_usage";
+  return engineSaturation(worker.signals.load(now), thresholds, engineBacklog(worker, now));
+}
+
+/**
+ * The engine's side of saturation, the one rule for admission and the scheduling profiles'
+ * saturation filter: its queue at or over `queueDepth`, or its fresh KV usage at `kvUsage` (never
+ * with 1). Admission passes the queue as it estimates it now (engineBacklog); the filter, GIE's
+ * utilization detector, the engine's own last report.
+ */
+export function engineSaturation(
+  load: LoadSignals | undefined,
+  thresholds: Pick<SaturationThresholds, "queueDepth" | "kvUsage">,
+  queue: number | undefined,
+): "engine_queue" | "kv_usage" | undefined {
+  if (queue !== undefined && queue >= thresholds.queueDepth) return "engine_queue";
+  const kvUsage = load?.kvUsage;
+  if (kvUsage !== undefined && thresholds.kvUsage < 1 && kvUsage >= thresholds.kvUsage) {
+    return "kv_usage";
+  }
   return undefined;
 }
 
@@ -197,8 +213,7 @@ export function kvSaturated(
   thresholds: SaturationThresholds,
   now: number,
 ): boolean {
-  const kvUsage = worker.signals.load(now)?.kvUsage;
-  return kvUsage !== undefined && thresholds.kvUsage < 1 && kvUsage >= thresholds.kvUsage;
+  return engineSaturation(worker.signals.load(now), thresholds, undefined) === "kv_usage";
 }
 
 /** The engine's running batch as seen full (see BatchMemory), else its said cap; or undefined. */
