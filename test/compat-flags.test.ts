@@ -62,14 +62,11 @@ describe("SGLang router flag compatibility", () => {
     expect(config.requestIdHeaders).toEqual(["x-trace-id", "x-request-id"]);
     expect(config.healthCheckEndpoint).toBe("/ping");
     expect(config.workerUrls).toEqual(["http://w1:8000"]);
+    // --dp-aware is a setting now (ranks read from the engines).
+    expect(config.dpAware).toBe(true);
     // One warning line per ignored flag, naming it.
-    expect(warnings).toHaveLength(4);
-    for (const flag of [
-      "--prometheus-host",
-      "--dp-aware",
-      "--log-dir",
-      "--worker-startup-timeout-secs",
-    ])
+    expect(warnings).toHaveLength(3);
+    for (const flag of ["--prometheus-host", "--log-dir", "--worker-startup-timeout-secs"])
       expect(warnings.filter((w) => w.startsWith(`${flag} `))).toHaveLength(1);
   });
 

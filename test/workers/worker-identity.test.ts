@@ -349,6 +349,8 @@ describe("worker identity (issue 19 item 5)", () => {
         (labels, flips, base) => {
           const host = labels.join(".");
           fc.pre(host !== "localhost" && !host.endsWith(".localhost"));
+          // "xn--" opens a punycode label, which the URL parser decodes (or refuses) on its own.
+          fc.pre(!labels.some((l) => l.startsWith("xn--")));
           const want = identity(`http://${host}:8000${base}`);
           expect(identity(`http://${randomCase(host, flips)}.:8000${base}/v1/`)).toBe(want);
           expect(identity(`http://${host}:8000${base}/other`)).not.toBe(want);
