@@ -123,6 +123,11 @@ export class RankedIndex extends ForwardingIndex {
     return total;
   }
 
+  /** How full the cache the request goes to is: the chosen rank's (each rank has its own pool). */
+  override fill(workerId: string): number | undefined {
+    return this.inner.fill?.(this.chosenId(workerId));
+  }
+
   private chosenId(workerId: string): string {
     return rankIndexId(workerId, this.chosen.get(workerId) ?? 0);
   }
