@@ -26,6 +26,7 @@ import { openAiBody, type RequestSpec } from "../../sim/workloads.js";
 import { ApproximateIndex } from "../../src/index/approximate-index.js";
 import { routingText } from "../../src/intake/routing-text.js";
 import { engineHeldChars } from "../../src/proxy/usage-feedback.js";
+import type { DecisionTrace } from "../../src/scheduling/decision-trace.js";
 import type { Policy, PolicyWorker } from "../../src/scheduling/policy.js";
 import { Scheduler } from "../../src/scheduling/scheduler.js";
 import { CharsPerToken } from "../../src/workers/chars-per-token.js";
@@ -65,8 +66,18 @@ export interface ReplayedRequest {
   matchedChars: number;
 }
 
+/** A request the chosen engine refused, as the engine's HTTP API would (status 400). */
+export interface ReplayedRejection {
+  spec: RequestSpec;
+  worker: number;
+  promptTokens: number;
+  error: string;
+}
+
 export interface ReplayResult {
   requests: ReplayedRequest[];
+  /** Refused requests (prompt + max tokens larger than the whole KV cache): not in hitRate. */
+  rejected: ReplayedRejection[];
   perWorker: number[];
   hitRate: number;
 }
@@ -110,6 +121,8 @@ export async function replay(
      * (how prefix_cost did it before 2026-11-23), to measure what that cost.
      */
     foreignAgainstNow?: boolean;
+    /** Records every decision and its outcome (--decision-trace's format). */
+    trace?: DecisionTrace;
   },
 ): Promise<ReplayResult> {
   const clock = new ManualClock();
@@ -183,6 +196,7 @@ export async function replay(
     index.setBudget(worker.id, learnedTreeBudget(capacity, worker.cpt.value, 1));
   }
   const decider = o.chooser.kind === "policy" ? new Scheduler(o.chooser.policy, index) : undefined;
+  if (decider !== undefined) decider.trace = o.trace;
 
   const done = new Map<string, () => void>();
   const finished = new Map<string, Promise<void>>();
@@ -194,6 +208,7 @@ export async function replay(
     if (spec.conversation !== undefined) byTurn.set(`${spec.conversation}/${spec.turn}`, spec.id);
   }
   const results: ReplayedRequest[] = [];
+  const rejected: ReplayedRejection[] = [];
 
   const send = (spec: RequestSpec): Promise<void> =>
     new Promise<void>((resolve) => {
@@ -213,6 +228,24 @@ export async function replay(
         decision = decider!.decide(candidates, { text });
         worker = decision!.worker as ReplayWorker;
         held = decision!.heldBefore;
+      }
+      // A sequence larger than the whole KV pool is refused up front, as the engines do: SGLang
+      // aborts a request at or above max_req_input_len (at most max_total_num_tokens − 1) with
+      // 400 (python/sglang/srt/managers/utils.py validate_input_length, scheduler.py), and vLLM
+      // refuses at start-up a KV pool smaller than one max_model_len sequence, so that a prompt
+      // beyond max_model_len gets 400 (vllm/v1/engine/processor.py). The simulator's HTTP worker
+      // answers 400 (sim/worker.ts); the run goes on, the client counts an error, and the router
+      // takes its insert back (Scheduler.rejected), as the forwarder does on an error status.
+      if (!worker.engine.fits(tokens.length, spec.maxTokens)) {
+        if (decision !== undefined) decider!.rejected(decision, { text });
+        rejected.push({
+          spec,
+          worker: worker.index,
+          promptTokens: tokens.length,
+          error: `prompt (${tokens.length} tokens) + max tokens (${spec.maxTokens}) exceed the KV cache capacity (${capacity} tokens)`,
+        });
+        resolve();
+        return;
       }
       const othersPrefilling = worker.pendingPrefillRequests > 0;
       const uncachedChars = Math.max(0, text.length - held);
@@ -274,6 +307,7 @@ export async function replay(
             // The router's usage feedback (proxy/usage-feedback.ts): learn characters per token,
             // trim the index when the engine held clearly less than it claimed.
             if (decider !== undefined && decision !== undefined) {
+              decider.outcome(decision, tokens.length, cached);
               worker.cpt.observe(text.length, tokens.length);
               index.setBudget(worker.id, learnedTreeBudget(capacity, worker.cpt.value, 1));
               if (!othersPrefilling) {
@@ -306,9 +340,17 @@ export async function replay(
   };
   const lanes = Promise.all(Array.from({ length: Math.min(o.concurrency, w.specs.length) }, lane));
   let settled = false;
-  void lanes.then(() => {
-    settled = true;
-  });
+  let failure: unknown;
+  lanes.then(
+    () => {
+      settled = true;
+    },
+    (err: unknown) => {
+      // A throw in a lane ends the run with it, never a wait on timers that never stop (the poll).
+      settled = true;
+      failure = err;
+    },
+  );
   for (;;) {
     // Let every promise continuation run before time moves on.
     await new Promise((resolve) => setImmediate(resolve));
@@ -319,8 +361,14 @@ export async function replay(
       throw new Error("replay stalled: no timer left and requests outstanding");
     }
   }
+  if (failure !== undefined) throw failure;
   const perWorker = workers.map((x) => results.filter((r) => r.worker === x.index).length);
   const prompt = results.reduce((s, r) => s + r.promptTokens, 0);
   const cachedTotal = results.reduce((s, r) => s + r.cachedTokens, 0);
-  return { requests: results, perWorker, hitRate: prompt === 0 ? 0 : cachedTotal / prompt };
+  return {
+    requests: results,
+    rejected,
+    perWorker,
+    hitRate: prompt === 0 ? 0 : cachedTotal / prompt,
+  };
 }

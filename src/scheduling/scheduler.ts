@@ -1,5 +1,6 @@
 import type { PrefixClaims } from "../index/prefix-claims.js";
 import type { PrefixIndex, PrepareRequest } from "../index/prefix-index.js";
+import type { DecisionTrace } from "./decision-trace.js";
 import { type LossReason, lossReasonOf } from "./loss-reason.js";
 import {
   newPrefixClaimEnd,
@@ -39,6 +40,8 @@ export interface Decision<W extends PolicyWorker> extends RouteDecision<W> {
   readonly runnerUpHeld: number;
   /** Why the chosen worker held less than `available`; null when it held as much. */
   readonly lossReason: LossReason | null;
+  /** Its line in the decision trace (--decision-trace), for the outcome; absent when not traced. */
+  readonly traced?: number;
 }
 
 export interface DecisionRequest extends PrepareRequest {
@@ -62,8 +65,11 @@ export interface DecisionRequest extends PrepareRequest {
 export class Scheduler {
   /** Reused across decisions: `select` is synchronous and never keeps the array. */
   private readonly matched: number[] = [];
+  private readonly fill: number[] = [];
   /** The prefix index's request-stage hooks. */
   readonly prefix: PrefixIndexPlugin;
+  /** --decision-trace: every decision and its outcome, when set. */
+  trace: DecisionTrace | undefined;
 
   constructor(
     readonly policy: Policy,
@@ -135,6 +141,7 @@ export class Scheduler {
     if (answer === undefined) return this.record(candidates, request, decision, this.matched);
     // this.matched is scratch for the next decision: keep this one's across the wait.
     const matched = this.matched.slice(0, candidates.length);
+    const fill = this.fill.slice(0, candidates.length);
     return answer.then((value) => {
       const claim = value === undefined ? undefined : readNewPrefixClaim(value, text);
       const i = claim === undefined ? -1 : candidates.findIndex((c) => c.id === claim.worker);
@@ -148,6 +155,7 @@ export class Scheduler {
         this.policy.select(candidates, {
           ...this.routeRequest(request, true, undefined),
           matched: assumed,
+          fill,
         }) ?? decision;
       const j = candidates.indexOf(again.worker);
       const agreed: RouteDecision<W> =
@@ -203,8 +211,11 @@ export class Scheduler {
       available > heldBefore
         ? lossReasonOf(branch, this.policy.filteredOut?.(best) === true)
         : null;
+    const traced =
+      this.trace === undefined ? undefined : this.traced(candidates, request, decision, matched);
     const rank = this.prefix.afterDispatch(worker.id, request);
     return {
+      ...(traced === undefined ? {} : { traced }),
       worker,
       branch,
       matchRate,
@@ -219,6 +230,42 @@ export class Scheduler {
     };
   }
 
+  /** One decision's line: every candidate's held characters, fill and the policy's cost. */
+  private traced<W extends PolicyWorker>(
+    candidates: readonly W[],
+    request: DecisionRequest,
+    decision: RouteDecision<W>,
+    matched: readonly number[],
+  ): number {
+    const length = request.text.length;
+    const now = Date.now();
+    const cost = this.policy.cost;
+    const rows = candidates.map((worker, i) => {
+      const held = Math.min(length, Math.max(0, matched[i] ?? 0));
+      // After a peer's claim was awaited, the fill is the latest decision's (close enough).
+      const fill = this.fill[i] ?? 0;
+      return {
+        worker,
+        held,
+        fill,
+        cost: cost === undefined ? null : cost.call(this.policy, worker, held, length, now, fill),
+      };
+    });
+    return this.trace!.decided(
+      request.text,
+      request.model,
+      rows,
+      decision.worker.id,
+      decision.branch,
+    );
+  }
+
+  /** The engine's usage for a decision: its outcome line in the trace. */
+  outcome(decision: Decision<PolicyWorker>, promptTokens: number, cachedTokens: number): void {
+    if (decision.traced !== undefined)
+      this.trace?.outcome(decision.traced, promptTokens, cachedTokens);
+  }
+
   /**
    * What `decide` would choose now and why, without recording anything (no index insert, no
    * session binding): for a dry run such as POST /debug/route. Each candidate's matched
@@ -230,6 +277,8 @@ export class Scheduler {
   ): {
     decision: RouteDecision<W> | undefined;
     matched: number[] | null;
+    /** Each candidate's cache fill as the index sees it (RouteRequest.fill); null as matched. */
+    fill: number[] | null;
     indexes: string[] | null;
     /** A scheduling profile's per-candidate verdicts (filters, scores, weights); else undefined. */
     profile: ProfileExplanation | undefined;
@@ -246,10 +295,11 @@ export class Scheduler {
         this.policy.handlesSessions ? sessionWorker : undefined,
       ),
     );
-    if (!usesIndex) return { decision, matched: null, indexes: null, profile };
+    if (!usesIndex) return { decision, matched: null, fill: null, indexes: null, profile };
     return {
       decision,
       matched: this.matched.slice(0, candidates.length),
+      fill: this.fill.slice(0, candidates.length),
       indexes: candidates.map((c) => this.sourceOf(c.id)),
       profile,
     };
@@ -271,7 +321,7 @@ export class Scheduler {
     const usesIndex = this.usesIndex(request);
     const matched = this.matched;
     if (usesIndex) {
-      this.prefix.match(request, candidates, matched);
+      this.prefix.match(request, candidates, matched, this.fill);
     }
     const sessionWorker =
       request.session === undefined ? undefined : this.sessions?.workerFor(request.session);
@@ -289,6 +339,7 @@ export class Scheduler {
       text,
       model,
       matched: usesIndex ? this.matched : undefined,
+      fill: usesIndex ? this.fill : undefined,
       requested,
       adapter,
       session,

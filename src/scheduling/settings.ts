@@ -20,6 +20,8 @@ import { loadSchedulerConfig } from "./scheduler-config.js";
 export interface SchedulingConfig {
   /** A file of scheduling profiles ("" = none); its first profile routes. */
   schedulerConfig: string;
+  /** A file every routing decision and its outcome are appended to ("" = none). */
+  decisionTrace: string;
 }
 
 /** A scheduler config file, built once to check it (the router builds it again at start). */
@@ -42,6 +44,14 @@ export const SCHEDULING_SETTINGS = section<SchedulingConfig>({
       "Scheduling profiles from a YAML or JSON file in the shape of GIE's EndpointPickerConfig (plugins: [{type, name, parameters}], schedulingProfiles: [{name, plugins: [{pluginRef, weight}]}]; docs/scheduling.md); its first profile routes instead of --policy. Checked at start: an error names the path in the file. Empty = none.",
     default: "",
     parse: schedulerConfigFile,
+  },
+  decisionTrace: {
+    flag: "--decision-trace",
+    arg: "<file>",
+    description:
+      "Appends one JSON line per prefix-aware routing decision (a hash of the routing text, never the text; each candidate's held characters, cache fill, in-flight count, queued prefill and the policy's cost; the choice) and one per outcome (the engine's prompt and cached tokens) to this file, so that two runs can be compared decision by decision: npm run trace:explain -- A.jsonl [B.jsonl] (docs/benchmarks.md). Bounded: lines are dropped while 8 MiB are unwritten. Empty = off.",
+    default: "",
+    parse: (raw) => raw.trim(),
   },
 });
 
@@ -115,6 +125,14 @@ export const POLICIES_SETTINGS = section<PoliciesConfig>(
       description:
         "prefix_cost: characters of prefill each in-flight request on a worker counts for (its share of every engine step), so one hot prefix spreads over several workers.",
       default: POLICY_DEFAULTS.prefixCostRequestChars,
+      parse: number(0),
+    },
+    prefixCostEvictionWeight: {
+      flag: "--prefix-cost-eviction-weight",
+      arg: "<x>",
+      description:
+        "prefix_cost: on a worker whose cache is full (the prefix index's view: what the router sent there against the engine's learned KV capacity), each uncached character also evicts one cached character that its owners will recompute; this weighs that, times the fill, on top of the character's own prefill. A prefix's holder then keeps it unless another worker's queue is shorter by (1 + weight × fill) times what it holds, so a moment's load difference no longer moves a tenant into a full cache. 0 = off.",
+      default: POLICY_DEFAULTS.prefixCostEvictionWeight,
       parse: number(0),
     },
     prefixCostTieBreak: {
