@@ -891,4 +891,5 @@ async function main(): Promise<void> {
   );
 }
 
-runIfEntryPoint(import.meta.url, main);
+// An attack's leftovers (a slow upload's socket, a ZMQ publisher) must not keep the run alive.
+runIfEntryPoint(import.meta.url, () => main().then(() => process.exit(0)));
