@@ -161,6 +161,11 @@ export function createRouter(
     // --tenant-quota shares its counters through --state-url when it is set.
     state: config.state,
   });
+  // Every buffered body, router-wide: intake leases from it, GET /debug and the tests read it.
+  const bodyBudget = new BodyBudget(
+    intake.maxBodyBufferBytes,
+    bodyShareOfClient(intake.maxBodyBufferBytesPerClient, intake.maxPayloadSize),
+  );
   // Responses API: which worker holds each response, read by intake, written by the routes.
   const responseHolders = new ResponseHolders(routes.maxResponseIds, routes.responseIdTtlMs);
   const context: RouterContext = {
@@ -176,10 +181,7 @@ export function createRouter(
     cacheLedger,
     admission: admission.admission,
     health,
-    bodyBudget: new BodyBudget(
-      intake.maxBodyBufferBytes,
-      bodyShareOfClient(intake.maxBodyBufferBytesPerClient, intake.maxPayloadSize),
-    ),
+    bodyBudget,
     intake: new Intake(
       {
         ...intakeOptions(intake, {
@@ -194,6 +196,7 @@ export function createRouter(
       registry,
       parsePool,
       admission.tenants,
+      bodyBudget,
     ),
     responseHolders,
     parsePool,

@@ -2,7 +2,7 @@ import type { ServerResponse } from "node:http";
 import type { CacheLedger } from "../cache-account/cache-ledger.js";
 import type { RequestAccount } from "../cache-account/request-account.js";
 import { RouterError, retryAfterSecs } from "../errors.js";
-import { type Decision, type Scheduler, withRoom } from "../scheduling/scheduler.js";
+import type { Decision, Scheduler } from "../scheduling/scheduler.js";
 import type { WorkerRegistry } from "../workers/registry.js";
 import { admitted } from "../workers/served-models.js";
 import type { Worker } from "../workers/worker.js";
@@ -32,7 +32,6 @@ import type { RoutingRequest } from "./routing-request.js";
 import { type AttemptResult, sendAttempt } from "./send-attempt.js";
 import type { ForwardSettings } from "./settings.js";
 import type { AttemptFailure } from "./upstream-failure.js";
-import type { UsageFeedback } from "./usage-feedback.js";
 import type { ReportedUsage } from "./usage-tap.js";
 import { writeError } from "./write-error.js";
 
@@ -91,8 +90,6 @@ export class Forwarder {
     private readonly decider: Scheduler,
     private readonly settings: ForwardSettings,
     private readonly hooks: ForwardHooks,
-    /** Learns from the usage the engines report (characters per token, cached tokens). */
-    private readonly feedback?: UsageFeedback,
     /** Each request's cache account (available, chosen, reported cached tokens). */
     private readonly ledger?: CacheLedger,
     /** Prefill/decode disaggregation: each request goes to a pair (undefined: to one worker). */
@@ -222,7 +219,7 @@ export class Forwarder {
           return { ...outcome, usage: result.usage };
         }
         if (pairs === undefined && result.usage !== undefined)
-          this.feedback?.apply(worker, result.usage, decision, routed, this.decider, {
+          this.decider.completed(worker, result.usage, decision, routed, {
             aboutText: routed.usageDescribesText,
             othersPrefilling,
           });
@@ -282,21 +279,21 @@ export class Forwarder {
   ): Choice | undefined | Promise<Choice | undefined> {
     const routed = req.routing;
     const pairs = this.pairs;
-    const roomOn = attempts === 0 ? req.roomOn : undefined;
-    const mine = withRoom(candidates(pairs === undefined ? undefined : "prefill"), roomOn);
+    // The room rule on the first attempt only: a retry goes wherever a worker is left.
+    const room = attempts === 0 ? req.roomOn : undefined;
+    const mine = candidates(pairs === undefined ? undefined : "prefill");
     let decodes: readonly Worker[] | undefined;
     if (pairs !== undefined) {
-      decodes = withRoom(candidates("decode"), roomOn);
+      decodes = candidates("decode");
       if (mine.length === 0 || decodes.length === 0) return undefined;
     }
     // The first choice of a new prefix may wait (bounded) for the replicas to agree on it.
     const deciding = req.trace?.decision();
-    const choosing =
-      attempts === 0 ? this.decider.decideAgreed(mine, routed) : this.decider.decide(mine, routed);
+    const choosing = this.decider.schedule(mine, routed, { room, agreed: attempts === 0 });
     const chosen = (decision: Decision<Worker> | undefined): Choice | undefined => {
       deciding?.end(this.decider.policy.name, decision);
       if (pairs === undefined || decodes === undefined) return decision && { decision };
-      const decode = pairs.decodeDecider.decide(decodes, routed);
+      const decode = pairs.decodeDecider.schedule(decodes, routed, { room, agreed: false });
       if (decision === undefined || decode === undefined) {
         if (decision !== undefined) this.decider.rejected(decision, routed);
         if (decode !== undefined) pairs.decodeDecider.rejected(decode, routed);
@@ -334,7 +331,7 @@ export class Forwarder {
       uncachedChars,
       rank,
       stream: routed.stream,
-      readUsage: this.feedback !== undefined && req.method === "POST",
+      readUsage: this.decider.readsUsage && req.method === "POST",
       onAnswerChunk: req.onAnswerChunk,
       explain: explainHeader(this.ledger, account, worker),
       trace: req.trace?.attempt(worker),

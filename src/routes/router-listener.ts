@@ -2,7 +2,8 @@ import type { IncomingMessage, RequestListener, ServerResponse } from "node:http
 import { getRequestListener, type HttpBindings } from "@hono/node-server";
 import type { Hono } from "hono";
 import type { RouterContext } from "./context.js";
-import { handleInference, INFERENCE_ROUTES } from "./inference.js";
+import { INFERENCE_ROUTES } from "./inference.js";
+import { handleInference } from "./pipeline.js";
 
 /**
  * The router's node:http listener. The inference POSTs (nearly all the traffic) go straight to
