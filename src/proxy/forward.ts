@@ -4,7 +4,6 @@ import type { RequestAccount } from "../cache-account/request-account.js";
 import { RouterError, retryAfterSecs } from "../errors.js";
 import type { Decision, Scheduler } from "../scheduling/scheduler.js";
 import type { WorkerRegistry } from "../workers/registry.js";
-import { admitted } from "../workers/served-models.js";
 import type { Worker } from "../workers/worker.js";
 import { ShutdownAbort } from "./abort-reasons.js";
 import { Attempt, type RelayLimits } from "./attempt.js";
@@ -141,7 +140,7 @@ export class Forwarder {
       return { status: refusedBody.status, attempts: 0, error: "invalid_request" };
     }
     // A regular fleet's workers, or one side's of a pair (the prefill side: the decider's).
-    const candidates = (side?: Side) => admitted(this.registry.candidates(tried, side), plan);
+    const candidates = (side?: Side) => this.registry.candidates(tried, side, plan);
     const first: Side | undefined = pairs === undefined ? undefined : "prefill";
     const headers = upstreamRequestHeaders(
       req.headers,
@@ -177,8 +176,7 @@ export class Forwarder {
       this.hooks.onDecision(this.decider.policy.name, decision.branch, decision.matchRate);
       const worker = decision.worker;
       if (decision.index !== null && this.ledger !== undefined) {
-        account ??= this.ledger.open(routed.text, routed.model);
-        account.decided(decision);
+        account = this.ledger.decided(account, routed, decision);
       }
       if (pairs === undefined) tried.add(worker);
       attempts += 1;
@@ -207,7 +205,7 @@ export class Forwarder {
             )
           : await this.pair(pairs, choice.decode, decision, req, json, headers, deadline, res, {
               route: `${route};prefill=${worker.id}`,
-              explain: explainHeader(this.ledger, account, worker),
+              explain: this.ledger?.explainHeader(account, worker.charsPerToken),
               canRetry,
             });
       if (result.kind === "done") {
@@ -225,7 +223,9 @@ export class Forwarder {
           });
         if (account === undefined) return { ...outcome, usage: result.usage };
         const reported = pairs === undefined ? result.usage : result.accountUsage;
-        settleAccount(this.ledger, account, routed, reported, worker, req.requestId);
+        // A batch's usage is the sum over its prompts, not this text's: counted from the text then.
+        const usage = routed.usageDescribesText ? reported : undefined;
+        this.ledger?.settle(account, usage, worker.charsPerToken, req.requestId);
         return { ...outcome, account, usage: result.usage };
       }
       this.rejected(choice, routed);
@@ -333,7 +333,7 @@ export class Forwarder {
       stream: routed.stream,
       readUsage: this.decider.readsUsage && req.method === "POST",
       onAnswerChunk: req.onAnswerChunk,
-      explain: explainHeader(this.ledger, account, worker),
+      explain: this.ledger?.explainHeader(account, worker.charsPerToken),
       trace: req.trace?.attempt(worker),
     });
     // Not awaited here: sendAttempt() ends the attempt itself (and forgets its controller), so a
@@ -508,33 +508,4 @@ function pairBody(
   } catch {
     return undefined;
   }
-}
-
-// A request's cache account (cache-account/): the --explain-header when a worker is chosen, the
-// settlement when that worker (a pair: its prefill side) accepted the request.
-
-/** The --explain-header name and value for the account as decided, with `worker` chosen; else undefined. */
-export function explainHeader(
-  ledger: CacheLedger | undefined,
-  account: RequestAccount | undefined,
-  worker: Worker,
-): readonly [name: string, value: string] | undefined {
-  const name = ledger?.options.explainHeader;
-  if (ledger === undefined || name === undefined || account === undefined) return undefined;
-  return [name, ledger.explain(account, worker.charsPerToken)];
-}
-
-/** Settles an accepted request's account with what `worker` reported, and records it. */
-export function settleAccount(
-  ledger: CacheLedger | undefined,
-  account: RequestAccount,
-  routed: RoutingRequest,
-  reported: ReportedUsage | undefined,
-  worker: Worker,
-  requestId: string,
-): void {
-  // A batch's usage is the sum over its prompts, not this text's: counted from the text then.
-  const usage = routed.usageDescribesText ? reported : undefined;
-  account.settle(usage?.promptTokens, usage?.cachedTokens, worker.charsPerToken);
-  ledger?.record(account, requestId);
 }

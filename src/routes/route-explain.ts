@@ -49,7 +49,7 @@ async function explainRoute(ctx: RouterContext, endpoint: Endpoint, routed: Rout
   // The same candidates as the forwarder's: the model's plan over the available workers (with
   // pairs: the prefill side's, where the prefix cache is).
   const available = (role?: "prefill" | "decode") =>
-    plan.route === "not_found" ? [] : admitted(ctx.registry.candidates(undefined, role), plan);
+    plan.route === "not_found" ? [] : ctx.registry.candidates(undefined, role, plan);
   const candidates = available(side);
   await ctx.decider.prepare(() => candidates, routed);
   const { decision, matched, indexes, profile } = ctx.decider.explain(candidates, routed);
