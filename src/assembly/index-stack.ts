@@ -16,6 +16,7 @@ import { setUpKvEvents } from "../kv-events/setup.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
 import type { Policy } from "../scheduling/policy.js";
+import type { SiblingLink } from "../state/cluster-channel.js";
 import { ClusterTransport } from "../state/cluster-transport.js";
 import { RedisTransport } from "../state/redis-transport.js";
 import { Replication, type Transport } from "../state/replication.js";
@@ -24,7 +25,6 @@ import {
   type StateConfig,
   sharedStateOptions,
 } from "../state/settings.js";
-import type { SiblingLink } from "../state/sibling-link.js";
 import type { WorkerRegistry } from "../workers/registry.js";
 import { TreeBudgets } from "../workers/tree-budget.js";
 import type { Worker } from "../workers/worker.js";
