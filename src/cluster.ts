@@ -102,7 +102,7 @@ function main(): void {
   const redis = routerArgs.some((a) => a === "--state-url" || a.startsWith("--state-url="));
   if (processes > 1 && !share && !redis && process.env.RADIXGATE_STATE_URL === undefined) {
     process.stderr.write(
-      "radixgate-cluster: warning: --no-share and no --state-url: each process learns only its own share of the traffic (see docs/architecture.md)\n",
+      "radixgate-cluster: warning: --no-share and no --state-url: each process learns only its own share of the traffic (see docs/replication.md)\n",
     );
   }
   const cli = fileURLToPath(

@@ -1,9 +1,9 @@
 /**
  * The index stack, built once, in order: the base index (--prefix-index, or the one a profile
- * brings), the hybrid index around it (--kv-events), the publishing index around either
- * (--state-url). The registry exists first and knows nothing of the index; the stack subscribes to
+ * brings), the hybrid index around it (--kv-events), the replication's publishing layers around
+ * either (--state-url, radixgate-cluster: state/replication.ts). The registry exists first and knows nothing of the index; the stack subscribes to
  * its added/removed events (index/follow-workers.ts) before anything else does, so every later
- * listener (the KV-event feed, the tree budgets, the shared state) sees the index up to date.
+ * listener (the KV-event feed, the tree budgets, the replication) sees the index up to date.
  */
 import { BlockHashIndex } from "../index/block-hash-index.js";
 import { createBaseIndex, type PrefixIndexName } from "../index/factory.js";
