@@ -13,8 +13,9 @@ interface Decided {
   readonly heldBefore: number;
 }
 
-/** Where a correction goes: the scheduler's prefix plugin (Scheduler.reported). */
+/** Where what the engine reported goes: the scheduler (Scheduler.outcome, Scheduler.reported). */
 interface Corrects<D extends Decided, R extends { readonly text: string }> {
+  outcome(decision: D, promptTokens: number, cachedTokens: number): void;
   reported(decision: D, request: R, engineHeld: number): number;
 }
 
@@ -59,6 +60,7 @@ export class UsageFeedback {
     const { promptTokens, cachedTokens } = usage;
     this.hooks.onEngineTokens(worker, promptTokens, cachedTokens ?? 0);
     if (!aboutText) return;
+    decider.outcome(decision, promptTokens, cachedTokens ?? 0);
     worker.learnCharsPerToken(request.text.length, promptTokens);
     if (cachedTokens === undefined || decision.index === null || othersPrefilling) return;
     const engineHeld = engineHeldChars(
