@@ -4,7 +4,7 @@ import { translateCompatFlags } from "./compat-flags.js";
 import { type Config, envName, parseConfig, SETTINGS } from "./config.js";
 import { kubernetesWarnings } from "./discovery/kubernetes-settings.js";
 import { ConfigError } from "./errors.js";
-import { CLUSTER_GROUP_ENV } from "./state/sibling-link.js";
+import { CLUSTER_GROUP_ENV } from "./state/cluster-channel.js";
 
 /** Our own version, from the package.json beside src/ or dist/ (never the caller's npm project). */
 function ownVersion(): string {

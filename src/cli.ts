@@ -7,7 +7,7 @@ import { UsageError } from "./errors.js";
 import { createLogger } from "./logger.js";
 import { CLUSTER_STOP_MESSAGE, startedByNpm, watchParent } from "./parent-watch.js";
 import type { RunningRouter } from "./server.js";
-import { clusterSiblingLink } from "./state/sibling-link.js";
+import { clusterSiblingLink } from "./state/cluster-channel.js";
 
 async function main(): Promise<void> {
   let config: Config;

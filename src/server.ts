@@ -28,7 +28,7 @@ import { namedPolicy, routerPolicy } from "./router-policy.js";
 import type { RouterContext } from "./routes/context.js";
 import { registerMetricsRoute } from "./routes/ops.js";
 import { fileDecisionTrace } from "./scheduling/decision-trace.js";
-import type { SiblingLink } from "./state/sibling-link.js";
+import type { SiblingLink } from "./state/cluster-channel.js";
 import { tracingOptions } from "./tracing/settings.js";
 import { startTracing } from "./tracing/start-tracing.js";
 import { type EvictionTimer, startEvictionTimer } from "./tree/eviction-timer.js";
@@ -56,7 +56,7 @@ export interface StartOptions {
   dnsResolver?: DnsResolver;
   /** How worker host names are resolved at registration (tests; default: the system resolver). */
   resolveHost?: HostResolver;
-  /** A radixgate-cluster process: its local channel to its siblings (state/sibling-link.ts). */
+  /** A radixgate-cluster process: its local channel to its siblings (state/cluster-channel.ts). */
   siblings?: SiblingLink;
   /** Tests: called with each service's name before it starts; a throw fails that step. */
   beforeServiceStart?: (service: string) => void;
@@ -163,6 +163,11 @@ export function createRouter(
     // --tenant-quota shares its counters through --state-url when it is set.
     state: config.state,
   });
+  // Every buffered body, router-wide: intake leases from it, GET /debug and the tests read it.
+  const bodyBudget = new BodyBudget(
+    intake.maxBodyBufferBytes,
+    bodyShareOfClient(intake.maxBodyBufferBytesPerClient, intake.maxPayloadSize),
+  );
   // Responses API: which worker holds each response, read by intake, written by the routes.
   const responseHolders = new ResponseHolders(routes.maxResponseIds, routes.responseIdTtlMs);
   const context: RouterContext = {
@@ -178,10 +183,7 @@ export function createRouter(
     cacheLedger,
     admission: admission.admission,
     health,
-    bodyBudget: new BodyBudget(
-      intake.maxBodyBufferBytes,
-      bodyShareOfClient(intake.maxBodyBufferBytesPerClient, intake.maxPayloadSize),
-    ),
+    bodyBudget,
     intake: new Intake(
       {
         ...intakeOptions(intake, {
@@ -196,6 +198,7 @@ export function createRouter(
       registry,
       parsePool,
       admission.tenants,
+      bodyBudget,
     ),
     responseHolders,
     parsePool,

@@ -1,9 +1,9 @@
 /**
  * The index stack, built once, in order: the base index (--prefix-index, or the one a profile
- * brings), the hybrid index around it (--kv-events), the publishing index around either
- * (--state-url). The registry exists first and knows nothing of the index; the stack subscribes to
+ * brings), the hybrid index around it (--kv-events), the replication's publishing layers around
+ * either (--state-url, radixgate-cluster: state/replication.ts). The registry exists first and knows nothing of the index; the stack subscribes to
  * its added/removed events (index/follow-workers.ts) before anything else does, so every later
- * listener (the KV-event feed, the tree budgets, the shared state) sees the index up to date.
+ * listener (the KV-event feed, the tree budgets, the replication) sees the index up to date.
  */
 import { BlockHashIndex } from "../index/block-hash-index.js";
 import { createBaseIndex, type PrefixIndexName } from "../index/factory.js";
@@ -17,6 +17,7 @@ import { setUpKvEvents } from "../kv-events/setup.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
 import type { Policy } from "../scheduling/policy.js";
+import type { SiblingLink } from "../state/cluster-channel.js";
 import { ClusterTransport } from "../state/cluster-transport.js";
 import { RedisTransport } from "../state/redis-transport.js";
 import { Replication, type Transport } from "../state/replication.js";
@@ -25,7 +26,6 @@ import {
   type StateConfig,
   sharedStateOptions,
 } from "../state/settings.js";
-import type { SiblingLink } from "../state/sibling-link.js";
 import type { WorkerRegistry } from "../workers/registry.js";
 import { TreeBudgets } from "../workers/tree-budget.js";
 import type { Worker } from "../workers/worker.js";
