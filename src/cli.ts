@@ -7,7 +7,7 @@ import { UsageError } from "./errors.js";
 import { createLogger } from "./logger.js";
 import { CLUSTER_STOP_MESSAGE, startedByNpm, watchParent } from "./parent-watch.js";
 import type { RunningRouter } from "./server.js";
-import { clusterSiblingLink } from "./state/sibling-link.js";
+import { clusterSiblingLink } from "./state/cluster-channel.js";
 
 async function main(): Promise<void> {
   let config: Config;
@@ -22,7 +22,7 @@ async function main(): Promise<void> {
     if (err instanceof UsageError) usageError(err.message);
     throw err;
   }
-  const logger = createLogger({ level: config.server.logLevel });
+  const logger = createLogger({ level: config.server.logLevel, json: config.server.jsonLog });
   for (const warning of warnings) logger.warn(warning);
   let router: RunningRouter | undefined;
   let signals = 0;

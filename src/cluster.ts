@@ -3,7 +3,7 @@
  * One router process per core on one machine, sharing one port (node:cluster: the primary accepts
  * connections and hands them to the processes in turn). The processes share their routing
  * decisions, in-flight counts and new-prefix claims over node:cluster's IPC, the primary relaying
- * and answering claims (state/sibling-hub.ts), so every process's index sees every decision, as
+ * and answering claims (state/cluster-hub.ts), so every process's index sees every decision, as
  * one process's would. With --state-url they also share with the replicas on other hosts through
  * Redis (and leave each other out of what they read there). `--no-share`: each process keeps its
  * own index, as before (benchmarks compare the two).
@@ -24,8 +24,8 @@ import { realpathSync } from "node:fs";
 import os from "node:os";
 import { fileURLToPath } from "node:url";
 import { CLUSTER_STOP_MESSAGE } from "./parent-watch.js";
-import { SiblingHub } from "./state/sibling-hub.js";
-import { CLUSTER_GROUP_ENV, connectToHub } from "./state/sibling-link.js";
+import { CLUSTER_GROUP_ENV, connectToHub } from "./state/cluster-channel.js";
+import { SiblingHub } from "./state/cluster-hub.js";
 
 const USAGE = "usage: radixgate-cluster [--processes <n>] [--no-share] [--] <radixgate flags>";
 const HELP = `${USAGE}
@@ -102,7 +102,7 @@ function main(): void {
   const redis = routerArgs.some((a) => a === "--state-url" || a.startsWith("--state-url="));
   if (processes > 1 && !share && !redis && process.env.RADIXGATE_STATE_URL === undefined) {
     process.stderr.write(
-      "radixgate-cluster: warning: --no-share and no --state-url: each process learns only its own share of the traffic (see docs/architecture.md)\n",
+      "radixgate-cluster: warning: --no-share and no --state-url: each process learns only its own share of the traffic (see docs/replication.md)\n",
     );
   }
   const cli = fileURLToPath(

@@ -28,7 +28,7 @@ import { namedPolicy, routerPolicy } from "./router-policy.js";
 import type { RouterContext } from "./routes/context.js";
 import { registerMetricsRoute } from "./routes/ops.js";
 import { fileDecisionTrace } from "./scheduling/decision-trace.js";
-import type { SiblingLink } from "./state/sibling-link.js";
+import type { SiblingLink } from "./state/cluster-channel.js";
 import { tracingOptions } from "./tracing/settings.js";
 import { startTracing } from "./tracing/start-tracing.js";
 import { type EvictionTimer, startEvictionTimer } from "./tree/eviction-timer.js";
@@ -56,7 +56,7 @@ export interface StartOptions {
   dnsResolver?: DnsResolver;
   /** How worker host names are resolved at registration (tests; default: the system resolver). */
   resolveHost?: HostResolver;
-  /** A radixgate-cluster process: its local channel to its siblings (state/sibling-link.ts). */
+  /** A radixgate-cluster process: its local channel to its siblings (state/cluster-channel.ts). */
   siblings?: SiblingLink;
   /** Tests: called with each service's name before it starts; a throw fails that step. */
   beforeServiceStart?: (service: string) => void;
@@ -72,7 +72,8 @@ export function createRouter(
   options: StartOptions = {},
 ): { app: Hono<Env>; listener: RequestListener; context: RouterContext } {
   const { workers, disaggregation, policies } = config;
-  const logger = options.logger ?? createLogger({ level: config.server.logLevel });
+  const logger =
+    options.logger ?? createLogger({ level: config.server.logLevel, json: config.server.jsonLog });
   const pd = pdEnabled(disaggregation);
   // With disaggregation the router's policy is the prefill side's (disaggregation/settings.ts).
   const prefillPolicy = pd ? prefillPolicyName(disaggregation) : undefined;

@@ -1,14 +1,15 @@
 /**
  * The index stack, built once, in order: the base index (--prefix-index, or the one a profile
- * brings), the hybrid index around it (--kv-events), the publishing index around either
- * (--state-url). The registry exists first and knows nothing of the index; the stack subscribes to
+ * brings), the hybrid index around it (--kv-events), the replication's publishing layers around
+ * either (--state-url, radixgate-cluster: state/replication.ts). The registry exists first and knows nothing of the index; the stack subscribes to
  * its added/removed events (index/follow-workers.ts) before anything else does, so every later
- * listener (the KV-event feed, the tree budgets, the shared state) sees the index up to date.
+ * listener (the KV-event feed, the tree budgets, the replication) sees the index up to date.
  */
 import { BlockHashIndex } from "../index/block-hash-index.js";
 import { createBaseIndex, type PrefixIndexName } from "../index/factory.js";
 import { followWorkers } from "../index/follow-workers.js";
 import type { PrefixIndex } from "../index/prefix-index.js";
+import { RankedIndex } from "../index/ranked-index.js";
 import type { IndexConfig } from "../index/settings.js";
 import type { KvEventsManager } from "../kv-events/manager.js";
 import type { KvEventsConfig } from "../kv-events/settings.js";
@@ -16,6 +17,7 @@ import { setUpKvEvents } from "../kv-events/setup.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
 import type { Policy } from "../scheduling/policy.js";
+import type { SiblingLink } from "../state/cluster-channel.js";
 import { ClusterTransport } from "../state/cluster-transport.js";
 import { RedisTransport } from "../state/redis-transport.js";
 import { Replication, type Transport } from "../state/replication.js";
@@ -24,7 +26,6 @@ import {
   type StateConfig,
   sharedStateOptions,
 } from "../state/settings.js";
-import type { SiblingLink } from "../state/sibling-link.js";
 import type { WorkerRegistry } from "../workers/registry.js";
 import { TreeBudgets } from "../workers/tree-budget.js";
 import type { Worker } from "../workers/worker.js";
@@ -44,6 +45,8 @@ export interface IndexStackOptions {
   readonly kvEvents: KvEventsConfig | undefined;
   /** --state-url: decisions published to and applied from the peers; undefined = off. */
   readonly sharedState: SharedStateOptions | undefined;
+  /** --dp-aware: a tree per data-parallel rank (without --kv-events, which follows ranks itself). */
+  readonly dpAware: boolean;
 }
 
 /** The stack's options from its features' settings and the policy (a profile may fix its own index). */
@@ -60,6 +63,7 @@ export function indexStackOptions(
     capacityBlocks: index.blockHashCapacity,
     kvEvents: config.kvEvents.kvEvents ? config.kvEvents : undefined,
     sharedState: sharedStateOptions(config.state),
+    dpAware: index.dpAware,
   };
 }
 
@@ -109,7 +113,15 @@ export function buildIndexStack(options: IndexStackOptions, deps: IndexStackDeps
           promRegistry: metrics.registry,
           logger,
         });
-  const inner: PrefixIndex = kv?.index ?? base;
+  // --dp-aware: one tree per rank of each data-parallel engine, as the engine said it runs.
+  const ranked =
+    options.dpAware && kv === undefined
+      ? new RankedIndex(base, {
+          ranksOf: (id) => registry.get(id)?.signals.dpSize ?? 1,
+          rankLoad: (id, rank) => registry.get(id)?.rankLoad(rank) ?? 0,
+        })
+      : base;
+  const inner: PrefixIndex = kv?.index ?? ranked;
   const link = deps.siblings;
   const sharedState =
     options.sharedState === undefined

@@ -6,7 +6,8 @@
  * system prompt) reach two replicas at once, each picks a worker by load, and the prefix ends up
  * cached twice. A claim closes that window: the first replica to claim a new prefix names its
  * worker, and a replica that claims the same prefix while the claim lives is told that worker.
- * The index seam owns the idea; the Redis implementation lives in state/prefix-claims.ts.
+ * The index seam owns the idea; its one implementation, over both of the replication's
+ * transports, is state/prefix-claims.ts.
  */
 export interface PrefixClaims {
   /**

@@ -2,17 +2,17 @@ import { Counter } from "prom-client";
 import type { Logger } from "../logger.js";
 import { roleFrom } from "../workers/worker-role.js";
 import { BoundedQueue } from "./bounded-queue.js";
-import { type ClaimReply, ReplicaClaims } from "./prefix-claims.js";
-import type { MemberChange } from "./replicated-membership.js";
-import type { ReplicaSide, Transport } from "./replication.js";
-import type { SiblingTransport } from "./sibling-link.js";
+import type { SiblingChannel } from "./cluster-channel.js";
 import {
   MAX_OPS_PER_MESSAGE,
   readSiblingMessage,
   SIBLING_MAX_TEXT_CHARS,
   type SiblingMemberChange,
   type SiblingMessage,
-} from "./sibling-messages.js";
+} from "./cluster-messages.js";
+import { type ClaimReply, ReplicaClaims } from "./prefix-claims.js";
+import type { MemberChange } from "./replicated-membership.js";
+import type { ReplicaSide, Transport } from "./replication.js";
 import type { StateOp } from "./state-op.js";
 
 export interface ClusterTransportOptions {
@@ -34,12 +34,12 @@ const LOAD_CHECK_MS = 20;
 const START_WAIT_MS = 3000;
 
 /**
- * radixgate-cluster's local channel (node:cluster IPC; the primary relays, state/sibling-hub.ts),
+ * radixgate-cluster's local channel (node:cluster IPC; the primary relays, state/cluster-hub.ts),
  * on one host, without Redis: a process's decisions leave together at the end of the turn, a
  * millisecond later at every sibling; its in-flight counts whenever they change (checked every
  * few ms); a new prefix is claimed at the primary, the one place two processes' claims meet; and,
  * without --state-url, the worker set's changes. Messages are checked on arrival
- * (sibling-messages.ts) but not signed: the channel never leaves the host's process tree.
+ * (cluster-messages.ts) but not signed: the channel never leaves the host's process tree.
  */
 export class ClusterTransport implements Transport {
   readonly source = "siblings";
@@ -71,7 +71,7 @@ export class ClusterTransport implements Transport {
   private stalled = false;
 
   constructor(
-    private readonly channel: SiblingTransport,
+    private readonly channel: SiblingChannel,
     options: ClusterTransportOptions,
     private readonly logger: Logger,
   ) {
@@ -81,7 +81,7 @@ export class ClusterTransport implements Transport {
         up: () => !this.stopped && this.channel.connected,
         ask: (key, value, ttlMs, abandoned) => this.askClaim(key, value, ttlMs, abandoned),
       },
-      { timeoutMs: options.claimTimeoutMs, ttlMs: options.claimTtlMs },
+      { timeoutMs: options.claimTimeoutMs, ttlMs: options.claimTtlMs, pauseAfterTimeoutMs: 0 },
     );
     channel.onMessage((raw) => this.receive(raw));
     channel.onClose(() => {

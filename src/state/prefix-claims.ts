@@ -28,19 +28,24 @@ export interface ReplicaClaimsOptions {
   ttlMs: number;
   /** --state-claim-timeout-ms: how long a request waits for the answer before its own choice stands. */
   timeoutMs: number;
+  /**
+   * After a claim timed out, how long no claim is tried (a stalled Redis costs one wait per
+   * pause); 0 on the cluster's channel, where a late answer means a busy event loop on this host.
+   */
+  pauseAfterTimeoutMs: number;
   /** Told how each claim ended. */
   onOutcome?: (outcome: ClaimOutcome) => void;
 }
 
 /** Claims waiting at once; past it a request routes on its own choice (bounded memory). */
 const MAX_PENDING = 1024;
-/** After a claim timed out, how long no claim is tried (a stalled peer costs one wait per pause). */
-const PAUSE_AFTER_TIMEOUT_MS = 1000;
+/** Redis's pause after a timeout. */
+const REDIS_PAUSE_AFTER_TIMEOUT_MS = 1000;
 
 /**
  * New-prefix claims over any transport. Only requests that start a new prefix call this (the
  * decider decides which); each waits at most `timeoutMs`, nothing is asked while the transport
- * is down, and after a timeout none is tried for a second, so a stalled transport delays few
+ * is down, and after a timeout none is tried for a while, so a stalled transport delays few
  * requests. Requests of this replica that claim the same prefix while an answer is on its way
  * share that answer instead of asking again.
  */
@@ -72,7 +77,7 @@ export class ReplicaClaims implements PrefixClaims {
       (reply) => {
         if (reply === "timeout") {
           abandon.abort();
-          this.pausedUntil = Date.now() + PAUSE_AFTER_TIMEOUT_MS;
+          this.pausedUntil = Date.now() + this.options.pauseAfterTimeoutMs;
           return this.ended("timeout", undefined);
         }
         if (reply === "error") return this.ended("error", undefined);
@@ -94,7 +99,8 @@ export class ReplicaClaims implements PrefixClaims {
   }
 }
 
-export interface RedisPrefixClaimsOptions extends ReplicaClaimsOptions {
+export interface RedisPrefixClaimsOptions
+  extends Omit<ReplicaClaimsOptions, "pauseAfterTimeoutMs"> {
   keys: StateKeys;
 }
 
@@ -121,7 +127,7 @@ export class RedisPrefixClaims extends ReplicaClaims {
           return { holder, won: set?.[1] === "OK" };
         },
       },
-      options,
+      { ...options, pauseAfterTimeoutMs: REDIS_PAUSE_AFTER_TIMEOUT_MS },
     );
   }
 }

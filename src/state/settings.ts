@@ -1,5 +1,5 @@
 /**
- * --state-url and the shared state's settings; `sharedStateOptions` makes SharedState's options
+ * --state-url and the shared state's settings; `sharedStateOptions` makes the Redis transport's options
  * when it is on.
  */
 import { integer, type Parser } from "../config-kit/parsers.js";
@@ -25,7 +25,7 @@ export interface StateConfig {
   maxOpAgeMs: number;
 }
 
-/** SharedState's options: the state section when it is on (a URL, and so a secret). */
+/** The Redis transport's options: the state section when it is on (a URL, and so a secret). */
 export interface SharedStateOptions extends Omit<StateConfig, "url" | "secret"> {
   url: string;
   secret: string;
@@ -175,7 +175,7 @@ export const STATE_SETTINGS = section<StateConfig>(
   },
 );
 
-/** SharedState's options when --state-url is given, else undefined. */
+/** The Redis transport's options when --state-url is given, else undefined. */
 export function sharedStateOptions(config: StateConfig): SharedStateOptions | undefined {
   if (config.url === undefined) return undefined;
   const { url, secret: _secret, ...rest } = config;

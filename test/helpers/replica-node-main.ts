@@ -1,12 +1,12 @@
 /**
  * A process forked by test/state/replication-transports.test.ts through node:cluster: one replica
  * (test/helpers/replica-node.ts) whose transport is the cluster's real channel to the test process,
- * which plays the primary (state/sibling-hub.ts). The test's commands arrive on the same channel,
+ * which plays the primary (state/cluster-hub.ts). The test's commands arrive on the same channel,
  * tagged `rpc` (the hub and the transport ignore what is not theirs); each answer goes back so.
  */
 import { createLogger } from "../../src/logger.js";
+import { clusterSiblingLink } from "../../src/state/cluster-channel.js";
 import { ClusterTransport } from "../../src/state/cluster-transport.js";
-import { clusterSiblingLink } from "../../src/state/sibling-link.js";
 import { type ReplicaCommand, ReplicaNode } from "./replica-node.js";
 
 const link = clusterSiblingLink();

@@ -4,8 +4,8 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type SimWorker, startSimWorker } from "../../sim/worker.js";
 import type { StartOptions } from "../../src/server.js";
-import type { SiblingLink } from "../../src/state/sibling-link.js";
-import type { SiblingMessage } from "../../src/state/sibling-messages.js";
+import type { SiblingLink } from "../../src/state/cluster-channel.js";
+import type { SiblingMessage } from "../../src/state/cluster-messages.js";
 import {
   redisSkipReason,
   startRedis,

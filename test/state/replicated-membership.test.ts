@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { createLogger } from "../../src/logger.js";
+import type { SiblingChannel } from "../../src/state/cluster-channel.js";
+import { SiblingHub } from "../../src/state/cluster-hub.js";
+import type { SiblingMessage } from "../../src/state/cluster-messages.js";
 import { ClusterTransport } from "../../src/state/cluster-transport.js";
 import { Replication } from "../../src/state/replication.js";
-import { SiblingHub } from "../../src/state/sibling-hub.js";
-import type { SiblingTransport } from "../../src/state/sibling-link.js";
-import type { SiblingMessage } from "../../src/state/sibling-messages.js";
 import { WorkerRegistry } from "../../src/workers/registry.js";
 import type { Worker } from "../../src/workers/worker.js";
 import { waitFor } from "../helpers/router.js";
@@ -15,7 +15,7 @@ const logger = createLogger({ level: "silent" });
 async function process_(hub: SiblingHub, id: number) {
   let listener: (raw: unknown) => void = () => {};
   const sent: SiblingMessage[] = [];
-  const transport: SiblingTransport = {
+  const transport: SiblingChannel = {
     connected: true,
     send(message) {
       sent.push(message);

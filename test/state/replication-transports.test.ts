@@ -3,9 +3,9 @@ import { randomBytes } from "node:crypto";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { defaultConfig } from "../../src/config.js";
 import { createLogger } from "../../src/logger.js";
+import { CLUSTER_GROUP_ENV, connectToHub } from "../../src/state/cluster-channel.js";
+import { SiblingHub } from "../../src/state/cluster-hub.js";
 import { RedisTransport } from "../../src/state/redis-transport.js";
-import { SiblingHub } from "../../src/state/sibling-hub.js";
-import { CLUSTER_GROUP_ENV, connectToHub } from "../../src/state/sibling-link.js";
 import {
   redisSkipReason,
   startRedis,

@@ -3,7 +3,7 @@ import {
   readSiblingMessage,
   type SiblingMemberChange,
   type SiblingMessage,
-} from "./sibling-messages.js";
+} from "./cluster-messages.js";
 import type { StateOp } from "./state-op.js";
 
 /** Decisions kept for a process that starts later (a restart after a crash): the newest ones. */

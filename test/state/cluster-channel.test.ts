@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { SiblingHub } from "../../src/state/sibling-hub.js";
-import type { SiblingMessage } from "../../src/state/sibling-messages.js";
-import { SiblingOutbox } from "../../src/state/sibling-outbox.js";
+import { SiblingOutbox } from "../../src/state/cluster-channel.js";
+import { SiblingHub } from "../../src/state/cluster-hub.js";
+import type { SiblingMessage } from "../../src/state/cluster-messages.js";
 
 /** A channel whose pipe takes nothing until `drain()`: the backlog of a stalled process. */
 function stalledChannel() {

@@ -2,7 +2,7 @@ import type { StateOp } from "./state-op.js";
 
 /**
  * The messages of radixgate-cluster's local channel (node:cluster IPC) between the processes of
- * one host and the primary (state/sibling-hub.ts), which relays them. Every message is an object
+ * one host and the primary (state/cluster-hub.ts), which relays them. Every message is an object
  * tagged `rg: "sib"`, so that it never mixes with node:cluster's own messages or the stop request.
  *
  * process → hub: hello (a process starting; the hub replays what it kept), ops (its decisions,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { SiblingHub } from "../../src/state/sibling-hub.js";
-import { readSiblingMessage, type SiblingMessage } from "../../src/state/sibling-messages.js";
+import { SiblingHub } from "../../src/state/cluster-hub.js";
+import { readSiblingMessage, type SiblingMessage } from "../../src/state/cluster-messages.js";
 
 /** A hub with `n` processes whose received messages are kept, each said hello. */
 function hubWith(n: number, now: () => number = Date.now) {
