@@ -108,7 +108,7 @@ LAYERS.forEach((layer, depth) => {
       severity: "error",
       comment:
         `${name} imports only its own folder and the layers below it ` +
-        "(.dependency-cruiser.cjs LAYERS, docs/architecture.md#layout)",
+        "(.dependency-cruiser.cjs LAYERS, docs/architecture.md#layers)",
       from: { path: pathOf(entries) },
       to: { path: pathOf(banned) },
     });

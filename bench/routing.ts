@@ -8,7 +8,7 @@
  *                                                 (about half an hour on 2 cores)
  *   npm run bench:routing -- --workload cache-pressure --policies prefix_cost   one workload, one
  *                                                 policy and the oracle, 5 repeats (about 2 minutes)
- *   npm run bench:routing -- --quick --repeats 1  small preset, one run, under a minute
+ *   npm run bench:routing -- --quick              small preset, one run (--repeats for more)
  *   npm run bench:routing -- --workload multi-turn --concurrency 64
  *   npm run bench:routing -- --rate 40            open loop, Poisson arrivals at 40 req/s
  *
@@ -223,7 +223,7 @@ function parseCli(argv: string[]): CliOptions {
         `  --policies <a,b>              subset of ${POLICY_NAMES.join(",")},${PRECISE_ROW}; a router row may`,
         "                                carry knobs that switch a source of variance off, as <row>:<knob>+<knob>",
         `                                (${ROW_KNOBS.join(", ")}; bench/lib/routing-variants.ts)`,
-        `  --repeats <n>                 runs of every row, interleaved, same requests (default ${DEFAULT_REPEATS})`,
+        `  --repeats <n>                 runs of every row, interleaved, same requests (default ${DEFAULT_REPEATS}; quick 1)`,
         "  --timing-seed <n>             the first repeat's timing seed (default 1; repeat i uses n + i):",
         "                                where the routers' engine polls fall in the run",
         "  --replicas <n>                router replicas per router row, no shared state, the requests",
@@ -332,8 +332,10 @@ function parseCli(argv: string[]): CliOptions {
     });
     if (!values["no-oracle"]) rows.push(ORACLE_ROW);
   }
-  const repeats = num("repeats", values.repeats, 1, true) ?? DEFAULT_REPEATS;
-  if (repeats !== DEFAULT_REPEATS) overridden = true;
+  // --quick is a smoke run: one repeat unless asked (five made it take minutes, not seconds).
+  const presetRepeats = values.quick ? 1 : DEFAULT_REPEATS;
+  const repeats = num("repeats", values.repeats, 1, true) ?? presetRepeats;
+  if (repeats !== presetRepeats) overridden = true;
   const timingSeed = num("timing-seed", values["timing-seed"], 0, true) ?? 1;
   if (values["no-oracle"]) rows = rows.filter((r) => r !== ORACLE_ROW);
   const bypassShare = num("bypass", values.bypass, 0, false);

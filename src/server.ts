@@ -163,6 +163,11 @@ export function createRouter(
     // --tenant-quota shares its counters through --state-url when it is set.
     state: config.state,
   });
+  // Every buffered body, router-wide: intake leases from it, GET /debug and the tests read it.
+  const bodyBudget = new BodyBudget(
+    intake.maxBodyBufferBytes,
+    bodyShareOfClient(intake.maxBodyBufferBytesPerClient, intake.maxPayloadSize),
+  );
   // Responses API: which worker holds each response, read by intake, written by the routes.
   const responseHolders = new ResponseHolders(routes.maxResponseIds, routes.responseIdTtlMs);
   const context: RouterContext = {
@@ -178,10 +183,7 @@ export function createRouter(
     cacheLedger,
     admission: admission.admission,
     health,
-    bodyBudget: new BodyBudget(
-      intake.maxBodyBufferBytes,
-      bodyShareOfClient(intake.maxBodyBufferBytesPerClient, intake.maxPayloadSize),
-    ),
+    bodyBudget,
     intake: new Intake(
       {
         ...intakeOptions(intake, {
@@ -196,6 +198,7 @@ export function createRouter(
       registry,
       parsePool,
       admission.tenants,
+      bodyBudget,
     ),
     responseHolders,
     parsePool,

@@ -25,10 +25,10 @@ import { tokenize } from "../../sim/tokenizer.js";
 import { openAiBody, type RequestSpec } from "../../sim/workloads.js";
 import { ApproximateIndex } from "../../src/index/approximate-index.js";
 import { routingText } from "../../src/intake/routing-text.js";
-import { engineHeldChars } from "../../src/proxy/usage-feedback.js";
 import type { DecisionTrace } from "../../src/scheduling/decision-trace.js";
 import type { Policy, PolicyWorker } from "../../src/scheduling/policy.js";
 import { Scheduler } from "../../src/scheduling/scheduler.js";
+import { engineHeldChars } from "../../src/scheduling/usage-feedback.js";
 import { CharsPerToken } from "../../src/workers/chars-per-token.js";
 import { EngineSignals, foreignQueued, STALE_AFTER_INTERVALS } from "../../src/workers/signals.js";
 import { learnedTreeBudget } from "../../src/workers/tree-budget.js";
@@ -304,7 +304,7 @@ export async function replay(
               }).ttftMs,
               matchedChars: held,
             });
-            // The router's usage feedback (proxy/usage-feedback.ts): learn characters per token,
+            // The router's usage feedback (scheduling/usage-feedback.ts): learn characters per token,
             // trim the index when the engine held clearly less than it claimed.
             if (decider !== undefined && decision !== undefined) {
               decider.outcome(decision, tokens.length, cached);

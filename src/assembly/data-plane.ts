@@ -14,10 +14,10 @@ import type { PrefixIndex } from "../index/prefix-index.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
 import { Forwarder, type ForwardHooks, type ForwardSettings } from "../proxy/forward.js";
-import { UsageFeedback } from "../proxy/usage-feedback.js";
 import type { Policy } from "../scheduling/policy.js";
 import { Scheduler } from "../scheduling/scheduler.js";
 import { SessionTable } from "../scheduling/session-table.js";
+import { UsageFeedback } from "../scheduling/usage-feedback.js";
 import type { WorkerRegistry } from "../workers/registry.js";
 
 export interface DataPlaneOptions {
@@ -72,6 +72,7 @@ export function buildDataPlane(options: DataPlaneOptions, deps: DataPlaneDeps): 
     index,
     options.maxSessions === undefined ? undefined : new SessionTable(options.maxSessions),
     deps.claims,
+    feedback,
   );
   const cacheLedger = new CacheLedger(options.cacheAccount, deps.logger);
   registerAccountMetrics(m.registry, cacheLedger.totals);
@@ -85,7 +86,6 @@ export function buildDataPlane(options: DataPlaneOptions, deps: DataPlaneDeps): 
     decider,
     options.forward,
     hooks,
-    feedback,
     accounting,
     pd === undefined
       ? undefined

@@ -2,7 +2,7 @@ import type { Logger } from "../logger.js";
 import { type AccountTotals, addAccount, emptyTotals, totalsJson } from "./account-totals.js";
 import { AccountWindow } from "./account-window.js";
 import { explainHeaderValue } from "./explain-header.js";
-import { RequestAccount } from "./request-account.js";
+import { type AccountedDecision, RequestAccount } from "./request-account.js";
 import type { CacheAccountOptions } from "./settings.js";
 import { PREFIX_HEAD_CHARS, PREFIX_KEY_CHARS, TopPrefixes } from "./top-prefixes.js";
 
@@ -49,9 +49,48 @@ export class CacheLedger {
     return new RequestAccount(text, model);
   }
 
+  /**
+   * An attempt's decision, in the request's account: opened at its first decision, each later
+   * one (a retry) replacing what the account holds. One call per attempt for the forwarder.
+   */
+  decided(
+    account: RequestAccount | undefined,
+    request: { readonly text: string; readonly model: string | undefined },
+    decision: AccountedDecision,
+  ): RequestAccount {
+    const opened = account ?? this.open(request.text, request.model);
+    opened.decided(decision);
+    return opened;
+  }
+
   /** The --explain-header value for the request as decided (the answer's count is not known yet). */
   explain(account: RequestAccount, charsPerToken: number): string {
     return explainHeaderValue(account, charsPerToken);
+  }
+
+  /** The --explain-header name and value for the account as decided, with that worker chosen. */
+  explainHeader(
+    account: RequestAccount | undefined,
+    charsPerToken: number,
+  ): readonly [name: string, value: string] | undefined {
+    const name = this.options.explainHeader;
+    if (name === undefined || account === undefined) return undefined;
+    return [name, this.explain(account, charsPerToken)];
+  }
+
+  /**
+   * An accepted request's account settled with what its worker reported (`usage`, when it
+   * describes this text: a batch's usage is the sum over its prompts, so it is counted from the
+   * text then), and recorded.
+   */
+  settle(
+    account: RequestAccount,
+    usage: { readonly promptTokens: number; readonly cachedTokens: number | undefined } | undefined,
+    charsPerToken: number,
+    requestId: string,
+  ): void {
+    account.settle(usage?.promptTokens, usage?.cachedTokens, charsPerToken);
+    this.record(account, requestId);
   }
 
   /** A settled account (request-account.ts settle) joins the sums. */

@@ -23,7 +23,7 @@ import { isHigh } from "../tree/edge-match.js";
 import { ForwardingIndex } from "./forwarding-index.js";
 import type { PreciseIndex } from "./precise-index.js";
 import type { PrefixIndex, PrepareRequest } from "./prefix-index.js";
-import { rankIndexId } from "./rank-id.js";
+import { bestRank, rankIndexId } from "./rank-id.js";
 import type { TokenizeInput } from "./tokenize-input.js";
 
 /** How the hybrid index gets tokens and stream health; implemented by kv-events/manager.ts. */
@@ -259,22 +259,16 @@ export class HybridIndex extends ForwardingIndex {
     memo: Map<string, number[]>,
   ): number {
     const ranks = this.tokens.ranksOf?.(id) ?? 1;
-    let best = -1;
-    let bestRank = 0;
-    let bestLoad = Number.POSITIVE_INFINITY;
-    for (let rank = 0; rank < ranks; rank++) {
-      const rankId = rankIndexId(id, rank);
-      const { keys, blockSize } = this.keysFor(rankId, tokens, model, memo);
-      const held = this.precise.matchBlocks(rankId, keys) * blockSize;
-      if (held < best) continue;
-      const load = ranks > 1 ? (this.tokens.rankLoad?.(id, rank) ?? 0) : 0;
-      if (held > best || load < bestLoad) {
-        best = held;
-        bestRank = rank;
-        bestLoad = load;
-      }
-    }
-    if (ranks > 1) this.chosenRanks.set(id, bestRank);
+    const { rank: bestRankNow, held: best } = bestRank(
+      ranks,
+      (rank) => {
+        const rankId = rankIndexId(id, rank);
+        const { keys, blockSize } = this.keysFor(rankId, tokens, model, memo);
+        return this.precise.matchBlocks(rankId, keys) * blockSize;
+      },
+      (rank) => this.tokens.rankLoad?.(id, rank) ?? 0,
+    );
+    if (ranks > 1) this.chosenRanks.set(id, bestRankNow);
     else if (this.chosenRanks.size > 0) this.chosenRanks.delete(id);
     return Math.max(0, best);
   }

@@ -1,6 +1,6 @@
 import { ForwardingIndex } from "./forwarding-index.js";
 import type { PrefixIndex } from "./prefix-index.js";
-import { rankIndexId } from "./rank-id.js";
+import { bestRank, rankIndexId } from "./rank-id.js";
 
 /** What the ranked index reads of the fleet: each worker's data-parallel ranks and their load. */
 export interface RankSource {
@@ -70,22 +70,15 @@ export class RankedIndex extends ForwardingIndex {
     for (let i = 0; i < workers.length; i++) {
       const id = workers[i]!.id;
       const n = counts[i]!;
-      let best = -1;
-      let bestRank = 0;
-      let bestLoad = Number.POSITIVE_INFINITY;
-      for (let rank = 0; rank < n; rank++) {
-        const chars = held[at + rank]!;
-        if (chars < best) continue;
-        const load = n > 1 ? this.ranks.rankLoad(id, rank) : 0;
-        if (chars > best || load < bestLoad) {
-          best = chars;
-          bestRank = rank;
-          bestLoad = load;
-        }
-      }
+      const from = at;
+      const best = bestRank(
+        n,
+        (rank) => held[from + rank]!,
+        (rank) => this.ranks.rankLoad(id, rank),
+      );
       at += n;
-      out[i] = best;
-      if (n > 1) this.chosen.set(id, bestRank);
+      out[i] = best.held;
+      if (n > 1) this.chosen.set(id, best.rank);
       else this.chosen.delete(id);
     }
   }

@@ -16,7 +16,7 @@ export interface BodySummary {
   tokenizeInput?: TokenizeInput | undefined;
   /**
    * One prompt, whole in `text` (not a batch, not cut at the routing-text limit): the usage its
-   * engine reports is about this text (proxy/usage-feedback.ts).
+   * engine reports is about this text (scheduling/usage-feedback.ts).
    */
   usageDescribesText: boolean;
   /** The OpenAI `user` field, when a string (session affinity by user, --session-affinity user). */

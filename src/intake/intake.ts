@@ -11,7 +11,7 @@ import {
   planModel,
   type ServingWorker,
 } from "../workers/served-models.js";
-import type { BodyLease } from "./body-budget.js";
+import { BodyBudget, type BodyLease } from "./body-budget.js";
 import { type BodySummary, parseJsonObject, summarizeParsed } from "./body-summary.js";
 import { type CacheIsolation, saltedBody, tenantSalt } from "./cache-salt.js";
 import { checkContentType } from "./content-type.js";
@@ -73,6 +73,17 @@ export interface ReceivedRequest {
 }
 
 /**
+ * The receive stage's result: the request's facts (admission's ticket is made of them), its
+ * RoutingRequest against the fleet as it is now, and the lease its body holds in the router-wide
+ * budget until the request ends (a retry sends the body again).
+ */
+export interface OpenedRequest {
+  readonly received: ReceivedRequest;
+  readonly routing: RoutingRequest;
+  readonly lease: BodyLease;
+}
+
+/**
  * Turns an HTTP request into a RoutingRequest, once per request, for the data plane and POST
  * /debug/route alike. Two steps, because the request may wait for admission in between:
  * - receive: the body read within its bounds (size, time, the router-wide budget through the
@@ -93,6 +104,8 @@ export class Intake {
     private readonly parsePool?: ParsePool,
     /** The tenants tracked at once (--max-tenants), shared with admission's metrics. */
     readonly tenants: TenantTable = new TenantTable(64),
+    /** The router-wide budget of buffered bodies (--max-body-buffer-bytes) open() leases from. */
+    private readonly budget?: BodyBudget,
   ) {
     this.bodyLimits = options.body;
   }
@@ -206,6 +219,23 @@ export class Intake {
     return pinnedTo(plan, holder, `does not hold response '${id}' (previous_response_id)`);
   }
 
+  /**
+   * The pipeline's receive stage in one call: the body's lease (from the budget, for the client's
+   * address), the body received, and its RoutingRequest as the fleet is now. A request that then
+   * waits for admission is routed again (route) when it goes; one that does not goes as routed
+   * here. The lease is given back here when receiving fails, else by the caller when the request ends.
+   */
+  async open(incoming: IncomingMessage, endpoint: Endpoint): Promise<OpenedRequest> {
+    const lease = (this.budget ?? UNBOUNDED).lease(incoming.socket.remoteAddress);
+    try {
+      const received = await this.receive(incoming, endpoint, lease);
+      return { received, routing: this.route(received), lease };
+    } catch (err) {
+      lease.release();
+      throw err;
+    }
+  }
+
   /** Both steps at once, for a request that does not wait for admission (POST /debug/route). */
   async take(
     incoming: IncomingMessage,
@@ -220,6 +250,9 @@ export class Intake {
     return sessionKey(sessionAffinity, sessionHeader, headers, user);
   }
 }
+
+/** An intake built without a budget (tests): no bound. */
+const UNBOUNDED = new BodyBudget(0);
 
 /** An index key under a tenant's salt: a key of its own, never one another tenant's can match. */
 function saltedKey(key: string | undefined, salt: string | undefined): string | undefined {

@@ -2,9 +2,8 @@ import type { ServerResponse } from "node:http";
 import type { CacheLedger } from "../cache-account/cache-ledger.js";
 import type { RequestAccount } from "../cache-account/request-account.js";
 import { RouterError, retryAfterSecs } from "../errors.js";
-import { type Decision, type Scheduler, withRoom } from "../scheduling/scheduler.js";
+import type { Decision, Scheduler } from "../scheduling/scheduler.js";
 import type { WorkerRegistry } from "../workers/registry.js";
-import { admitted } from "../workers/served-models.js";
 import type { Worker } from "../workers/worker.js";
 import { ShutdownAbort } from "./abort-reasons.js";
 import { Attempt, type RelayLimits } from "./attempt.js";
@@ -32,7 +31,6 @@ import type { RoutingRequest } from "./routing-request.js";
 import { type AttemptResult, sendAttempt } from "./send-attempt.js";
 import type { ForwardSettings } from "./settings.js";
 import type { AttemptFailure } from "./upstream-failure.js";
-import type { UsageFeedback } from "./usage-feedback.js";
 import type { ReportedUsage } from "./usage-tap.js";
 import { writeError } from "./write-error.js";
 
@@ -91,8 +89,6 @@ export class Forwarder {
     private readonly decider: Scheduler,
     private readonly settings: ForwardSettings,
     private readonly hooks: ForwardHooks,
-    /** Learns from the usage the engines report (characters per token, cached tokens). */
-    private readonly feedback?: UsageFeedback,
     /** Each request's cache account (available, chosen, reported cached tokens). */
     private readonly ledger?: CacheLedger,
     /** Prefill/decode disaggregation: each request goes to a pair (undefined: to one worker). */
@@ -144,7 +140,7 @@ export class Forwarder {
       return { status: refusedBody.status, attempts: 0, error: "invalid_request" };
     }
     // A regular fleet's workers, or one side's of a pair (the prefill side: the decider's).
-    const candidates = (side?: Side) => admitted(this.registry.candidates(tried, side), plan);
+    const candidates = (side?: Side) => this.registry.candidates(tried, side, plan);
     const first: Side | undefined = pairs === undefined ? undefined : "prefill";
     const headers = upstreamRequestHeaders(
       req.headers,
@@ -180,8 +176,7 @@ export class Forwarder {
       this.hooks.onDecision(this.decider.policy.name, decision.branch, decision.matchRate);
       const worker = decision.worker;
       if (decision.index !== null && this.ledger !== undefined) {
-        account ??= this.ledger.open(routed.text, routed.model);
-        account.decided(decision);
+        account = this.ledger.decided(account, routed, decision);
       }
       if (pairs === undefined) tried.add(worker);
       attempts += 1;
@@ -210,7 +205,7 @@ export class Forwarder {
             )
           : await this.pair(pairs, choice.decode, decision, req, json, headers, deadline, res, {
               route: `${route};prefill=${worker.id}`,
-              explain: explainHeader(this.ledger, account, worker),
+              explain: this.ledger?.explainHeader(account, worker.charsPerToken),
               canRetry,
             });
       if (result.kind === "done") {
@@ -222,13 +217,15 @@ export class Forwarder {
           return { ...outcome, usage: result.usage };
         }
         if (pairs === undefined && result.usage !== undefined)
-          this.feedback?.apply(worker, result.usage, decision, routed, this.decider, {
+          this.decider.completed(worker, result.usage, decision, routed, {
             aboutText: routed.usageDescribesText,
             othersPrefilling,
           });
         if (account === undefined) return { ...outcome, usage: result.usage };
         const reported = pairs === undefined ? result.usage : result.accountUsage;
-        settleAccount(this.ledger, account, routed, reported, worker, req.requestId);
+        // A batch's usage is the sum over its prompts, not this text's: counted from the text then.
+        const usage = routed.usageDescribesText ? reported : undefined;
+        this.ledger?.settle(account, usage, worker.charsPerToken, req.requestId);
         return { ...outcome, account, usage: result.usage };
       }
       this.rejected(choice, routed);
@@ -282,21 +279,21 @@ export class Forwarder {
   ): Choice | undefined | Promise<Choice | undefined> {
     const routed = req.routing;
     const pairs = this.pairs;
-    const roomOn = attempts === 0 ? req.roomOn : undefined;
-    const mine = withRoom(candidates(pairs === undefined ? undefined : "prefill"), roomOn);
+    // The room rule on the first attempt only: a retry goes wherever a worker is left.
+    const room = attempts === 0 ? req.roomOn : undefined;
+    const mine = candidates(pairs === undefined ? undefined : "prefill");
     let decodes: readonly Worker[] | undefined;
     if (pairs !== undefined) {
-      decodes = withRoom(candidates("decode"), roomOn);
+      decodes = candidates("decode");
       if (mine.length === 0 || decodes.length === 0) return undefined;
     }
     // The first choice of a new prefix may wait (bounded) for the replicas to agree on it.
     const deciding = req.trace?.decision();
-    const choosing =
-      attempts === 0 ? this.decider.decideAgreed(mine, routed) : this.decider.decide(mine, routed);
+    const choosing = this.decider.schedule(mine, routed, { room, agreed: attempts === 0 });
     const chosen = (decision: Decision<Worker> | undefined): Choice | undefined => {
       deciding?.end(this.decider.policy.name, decision);
       if (pairs === undefined || decodes === undefined) return decision && { decision };
-      const decode = pairs.decodeDecider.decide(decodes, routed);
+      const decode = pairs.decodeDecider.schedule(decodes, routed, { room, agreed: false });
       if (decision === undefined || decode === undefined) {
         if (decision !== undefined) this.decider.rejected(decision, routed);
         if (decode !== undefined) pairs.decodeDecider.rejected(decode, routed);
@@ -334,9 +331,9 @@ export class Forwarder {
       uncachedChars,
       rank,
       stream: routed.stream,
-      readUsage: this.feedback !== undefined && req.method === "POST",
+      readUsage: this.decider.readsUsage && req.method === "POST",
       onAnswerChunk: req.onAnswerChunk,
-      explain: explainHeader(this.ledger, account, worker),
+      explain: this.ledger?.explainHeader(account, worker.charsPerToken),
       trace: req.trace?.attempt(worker),
     });
     // Not awaited here: sendAttempt() ends the attempt itself (and forgets its controller), so a
@@ -511,33 +508,4 @@ function pairBody(
   } catch {
     return undefined;
   }
-}
-
-// A request's cache account (cache-account/): the --explain-header when a worker is chosen, the
-// settlement when that worker (a pair: its prefill side) accepted the request.
-
-/** The --explain-header name and value for the account as decided, with `worker` chosen; else undefined. */
-export function explainHeader(
-  ledger: CacheLedger | undefined,
-  account: RequestAccount | undefined,
-  worker: Worker,
-): readonly [name: string, value: string] | undefined {
-  const name = ledger?.options.explainHeader;
-  if (ledger === undefined || name === undefined || account === undefined) return undefined;
-  return [name, ledger.explain(account, worker.charsPerToken)];
-}
-
-/** Settles an accepted request's account with what `worker` reported, and records it. */
-export function settleAccount(
-  ledger: CacheLedger | undefined,
-  account: RequestAccount,
-  routed: RoutingRequest,
-  reported: ReportedUsage | undefined,
-  worker: Worker,
-  requestId: string,
-): void {
-  // A batch's usage is the sum over its prompts, not this text's: counted from the text then.
-  const usage = routed.usageDescribesText ? reported : undefined;
-  account.settle(usage?.promptTokens, usage?.cachedTokens, worker.charsPerToken);
-  ledger?.record(account, requestId);
 }

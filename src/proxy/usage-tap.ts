@@ -1,3 +1,4 @@
+import type { PromptUsage } from "../scheduling/usage-feedback.js";
 /**
  * Reads the engine's token accounting from a response body while it passes through, without
  * holding back a byte: the relay pipes the body to the client, the tap only looks at each chunk.
@@ -41,10 +42,7 @@ const NINE = 0x39;
 const MAX_DIGITS = 12;
 
 /** What the engine reported about one request's prompt. */
-export interface ReportedUsage {
-  promptTokens: number;
-  /** Undefined when the engine does not report cached tokens (vLLM without the flag). */
-  cachedTokens: number | undefined;
+export interface ReportedUsage extends PromptUsage {
   /** Tokens generated; undefined when not reported (an OpenAI stream without include_usage). */
   completionTokens?: number | undefined;
 }

@@ -28,11 +28,9 @@ export function registerRouteExplainRoutes(app: Hono<Env>, ctx: RouterContext): 
   app.use(`${ROUTE_EXPLAIN_PREFIX}/*`, adminGuard(ctx));
   for (const { path, endpoint } of INFERENCE_ROUTES) {
     app.post(`${ROUTE_EXPLAIN_PREFIX}${path}`, async (c) => {
-      const lease = ctx.bodyBudget.lease(c.env.incoming.socket.remoteAddress);
+      // The same receive stage as the data plane's, and the RoutingRequest it forwards.
+      const { received, routing, lease } = await ctx.intake.open(c.env.incoming, endpoint);
       try {
-        // The same RoutingRequest the data plane forwards (intake/intake.ts).
-        const received = await ctx.intake.receive(c.env.incoming, endpoint, lease);
-        const routing = ctx.intake.route(received);
         // Whether it would wait in the admission queue now, and why (nothing is queued).
         const admission = ctx.admission.explain(admissionTicket(ctx, received, new Cancel()));
         return c.json({ ...(await explainRoute(ctx, endpoint, routing)), admission });
@@ -52,7 +50,7 @@ async function explainRoute(ctx: RouterContext, endpoint: Endpoint, routed: Rout
   // The same candidates as the forwarder's: the model's plan over the available workers (with
   // pairs: the prefill side's, where the prefix cache is).
   const available = (role?: "prefill" | "decode") =>
-    plan.route === "not_found" ? [] : admitted(ctx.registry.candidates(undefined, role), plan);
+    plan.route === "not_found" ? [] : ctx.registry.candidates(undefined, role, plan);
   const candidates = available(side);
   await ctx.decider.prepare(() => candidates, routed);
   const { decision, matched, fill, indexes, profile } = ctx.decider.explain(candidates, routed);

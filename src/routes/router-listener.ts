@@ -3,7 +3,8 @@ import { getRequestListener, type HttpBindings } from "@hono/node-server";
 import type { Hono } from "hono";
 import type { RouterContext } from "./context.js";
 import { Cors } from "./cors.js";
-import { handleInference, INFERENCE_ROUTES } from "./inference.js";
+import { INFERENCE_ROUTES } from "./inference.js";
+import { handleInference } from "./pipeline.js";
 
 /**
  * The router's node:http listener. The inference POSTs (nearly all the traffic) go straight to

@@ -1,5 +1,6 @@
 import type { PrefixClaims } from "../index/prefix-claims.js";
 import type { PrefixIndex, PrepareRequest } from "../index/prefix-index.js";
+import type { Worker } from "../workers/worker.js";
 import type { DecisionTrace } from "./decision-trace.js";
 import { type LossReason, lossReasonOf } from "./loss-reason.js";
 import {
@@ -19,6 +20,7 @@ import type {
 import { placementFill } from "./prefix-cost.js";
 import { PrefixIndexPlugin } from "./prefix-plugin.js";
 import type { SessionTable } from "./session-table.js";
+import type { PromptUsage, UsageFeedback } from "./usage-feedback.js";
 
 /** A policy's decision, plus what the prefix index needs to take it back. */
 export interface Decision<W extends PolicyWorker> extends RouteDecision<W> {
@@ -79,8 +81,15 @@ export class Scheduler {
     private readonly sessions?: SessionTable,
     /** Replicas sharing state (--state-url): agreement on new prefixes (decideAgreed). */
     private readonly claims?: PrefixClaims,
+    /** Learns from the usage the engines report (characters per token, cached tokens). */
+    private readonly feedback?: UsageFeedback,
   ) {
     this.prefix = new PrefixIndexPlugin(index);
+  }
+
+  /** Whether it learns from the usage engines report (the forwarder then reads it from answers). */
+  get readsUsage(): boolean {
+    return this.feedback !== undefined;
   }
 
   /** The profile's name when x-radixgate-route names it (not the router's own policies). */
@@ -100,6 +109,29 @@ export class Scheduler {
     request: DecisionRequest,
   ): Promise<void> | undefined {
     return this.policy.usesPrefixes ? this.prefix.prepare(request, candidates) : undefined;
+  }
+
+  /**
+   * The schedule stage of one attempt: the decision among the candidates where the request has
+   * room (the room rule, withRoom), agreed with the replicas on a first attempt (decideAgreed).
+   */
+  schedule<W extends PolicyWorker>(
+    candidates: readonly W[],
+    request: DecisionRequest,
+    how: { readonly room?: ((worker: W) => boolean) | undefined; readonly agreed: false },
+  ): Decision<W> | undefined;
+  schedule<W extends PolicyWorker>(
+    candidates: readonly W[],
+    request: DecisionRequest,
+    how: { readonly room?: ((worker: W) => boolean) | undefined; readonly agreed: boolean },
+  ): Decision<W> | undefined | Promise<Decision<W> | undefined>;
+  schedule<W extends PolicyWorker>(
+    candidates: readonly W[],
+    request: DecisionRequest,
+    how: { readonly room?: ((worker: W) => boolean) | undefined; readonly agreed: boolean },
+  ): Decision<W> | undefined | Promise<Decision<W> | undefined> {
+    const roomy = withRoom(candidates, how.room);
+    return how.agreed ? this.decideAgreed(roomy, request) : this.decide(roomy, request);
   }
 
   decide<W extends PolicyWorker>(
@@ -369,6 +401,20 @@ export class Scheduler {
    * from the engine too (prefix caches are prefix-closed), so forget it; this request's own text
    * was just computed there and stays. Returns the characters forgotten (net of the text).
    */
+  /**
+   * The complete stage of an accepted request: what its engine reported of the prompt teaches the
+   * worker's characters per token and corrects the index (usage-feedback.ts).
+   */
+  completed(
+    worker: Worker,
+    usage: PromptUsage,
+    decision: Decision<PolicyWorker>,
+    request: DecisionRequest,
+    how: { aboutText: boolean; othersPrefilling: boolean },
+  ): void {
+    this.feedback?.apply(worker, usage, decision, request, this, how);
+  }
+
   reported(decision: Decision<PolicyWorker>, request: DecisionRequest, engineHeld: number): number {
     if (decision.index === null) return 0;
     return this.prefix.completed(decision.worker.id, request, engineHeld);

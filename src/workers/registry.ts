@@ -1,6 +1,7 @@
 import { RouterError } from "../errors.js";
 import { type HostResolver, systemResolver } from "./host-lookup.js";
 import { isSelfAddress, type ListenAddress } from "./self-address.js";
+import { admitted, type ModelPlan } from "./served-models.js";
 import { Worker, type WorkerOptions } from "./worker.js";
 import type { WorkerRole, WorkerType } from "./worker-role.js";
 import {
@@ -181,15 +182,16 @@ export class WorkerRegistry {
 
   /**
    * Workers that may take a new request now, minus those already tried for this request; with
-   * `type`, only those of that type (one side of a prefill/decode pair).
+   * `type`, only those of that type (one side of a prefill/decode pair); with `plan`, only those
+   * the request's model plan admits (served-models.ts).
    */
-  candidates(exclude?: ReadonlySet<Worker>, type?: WorkerType): Worker[] {
+  candidates(exclude?: ReadonlySet<Worker>, type?: WorkerType, plan?: ModelPlan): Worker[] {
     const out: Worker[] = [];
     for (const worker of this.snapshot) {
       if (type !== undefined && worker.role.type !== type) continue;
       if (worker.available && !exclude?.has(worker)) out.push(worker);
     }
-    return out;
+    return plan === undefined ? out : (admitted(out, plan) as Worker[]);
   }
 
   onChange(listener: RegistryListener): void {

@@ -10,6 +10,7 @@ import {
   saturationReason,
 } from "../../src/workers/saturation.js";
 import { EngineSignals, type LoadSignals } from "../../src/workers/signals.js";
+import { FakeWorker } from "../helpers/saturation-worker.js";
 
 const THRESHOLDS = { queueDepth: 5, kvUsage: 0.9, pendingPrefillChars: 0 };
 
@@ -272,14 +273,9 @@ describe("engineSaturation: the one rule admission and the scheduling filter sha
   });
 
   it("admission judges the estimated queue, the filter the engine's reported one, by the same rule", () => {
-    const signals = new EngineSignals();
+    const worker = new FakeWorker("w");
+    const signals = worker.signals;
     signals.staleAfterMs = 3000;
-    const worker: SaturationView = {
-      id: "w",
-      signals,
-      pendingPrefillRequests: 0,
-      pendingPrefillChars: 0,
-    };
     // Seen full at 8 running with 1 queued, then 3 of this router's requests ended since.
     signals.recordLoad({ queued: 1, running: 8, kvUsage: 0.1, routerPending: 3 }, 1000);
     const filter = new SaturationFilter("sat", {

@@ -1,7 +1,23 @@
-import type { PolicyWorker } from "../scheduling/policy.js";
-import type { Decision, DecisionRequest, Scheduler } from "../scheduling/scheduler.js";
 import type { Worker } from "../workers/worker.js";
-import type { ReportedUsage } from "./usage-tap.js";
+
+/** What an engine's answer reported of its prompt (the proxy's usage tap reads it). */
+export interface PromptUsage {
+  readonly promptTokens: number;
+  /** Undefined when the engine does not report cached tokens (vLLM without the flag). */
+  readonly cachedTokens: number | undefined;
+}
+
+/** What the feedback reads of a decision: the index that answered and what the worker held. */
+interface Decided {
+  readonly index: string | null;
+  readonly heldBefore: number;
+}
+
+/** Where what the engine reported goes: the scheduler (Scheduler.outcome, Scheduler.reported). */
+interface Corrects<D extends Decided, R extends { readonly text: string }> {
+  outcome(decision: D, promptTokens: number, cachedTokens: number): void;
+  reported(decision: D, request: R, engineHeld: number): number;
+}
 
 /**
  * An engine is "clearly" holding less than the index claimed when the gap is over both of these:
@@ -27,12 +43,12 @@ export interface UsageFeedbackHooks {
 export class UsageFeedback {
   constructor(private readonly hooks: UsageFeedbackHooks) {}
 
-  apply(
+  apply<D extends Decided, R extends { readonly text: string }>(
     worker: Worker,
-    usage: ReportedUsage,
-    decision: Decision<PolicyWorker>,
-    request: DecisionRequest,
-    decider: Scheduler,
+    usage: PromptUsage,
+    decision: D,
+    request: R,
+    decider: Corrects<D, R>,
     /**
      * aboutText: one prompt, so the usage describes the routing text (not a batch's sum).
      * othersPrefilling: the worker was still prefilling other requests when this one was sent; an

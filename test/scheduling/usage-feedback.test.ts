@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { ApproximateIndex } from "../../src/index/approximate-index.js";
-import { engineHeldChars, UsageFeedback } from "../../src/proxy/usage-feedback.js";
 import { createPolicy } from "../../src/scheduling/builtin-profiles.js";
 import { Scheduler } from "../../src/scheduling/scheduler.js";
+import { engineHeldChars, UsageFeedback } from "../../src/scheduling/usage-feedback.js";
 import { CharsPerToken } from "../../src/workers/chars-per-token.js";
 import type { Worker } from "../../src/workers/worker.js";
 
