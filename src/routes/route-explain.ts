@@ -4,6 +4,7 @@ import type { Endpoint } from "../intake/routing-text.js";
 import { Cancel } from "../proxy/cancel.js";
 import type { RoutingRequest } from "../proxy/routing-request.js";
 import type { CandidateExplanation } from "../scheduling/policy.js";
+import { placementFill } from "../scheduling/prefix-cost.js";
 import { admitted, type ModelPlan, unservedBy } from "../workers/served-models.js";
 import type { Worker } from "../workers/worker.js";
 import { adminGuard } from "./admin.js";
@@ -56,6 +57,8 @@ async function explainRoute(ctx: RouterContext, endpoint: Endpoint, routed: Rout
   const decodes = pairs === undefined ? [] : available("decode");
   const decode = pairs?.decodeDecider.explain(decodes, routed).decision;
   const policy = ctx.decider.policy;
+  // The fill the cost weighs (scheduling/prefix-cost.ts placementFill).
+  const fills = placementFill(fill ?? undefined, matched ?? undefined, candidates.length);
   const now = Date.now();
   const length = text.length;
   return {
@@ -114,7 +117,7 @@ async function explainRoute(ctx: RouterContext, endpoint: Endpoint, routed: Rout
         engine_foreign_queue: worker.foreignQueuedAt(now) ?? null,
         cache_fill: fill?.[i] ?? null,
         ...(policy.cost !== undefined
-          ? { cost: policy.cost(worker, held ?? 0, length, now, fill?.[i] ?? 0) }
+          ? { cost: policy.cost(worker, held ?? 0, length, now, fills?.[i] ?? 0) }
           : {}),
         // A profile's verdict: the filter that removed it, or each scorer's score and weight.
         ...(profile === undefined ? {} : profileVerdict(profile.candidates[i])),

@@ -105,7 +105,7 @@ export class PrefixCostPicker implements Picker {
     // A rotated start, so equal costs on equal loads take turns.
     const start = this.rotation.next(n);
     const matchedOf = request.matched;
-    const fillOf = request.fill;
+    const fill = placementFill(request.fill, matchedOf, n);
     // One clock read per decision (the profile's): every engine report is judged against it.
     const now = ctx.now;
     const cap =
@@ -128,7 +128,7 @@ export class PrefixCostPicker implements Picker {
       const cost =
         ownLoad(worker) > cap
           ? Number.POSITIVE_INFINITY
-          : this.cost(worker, matched, length, now, fillOf?.[index] ?? 0);
+          : this.cost(worker, matched, length, now, fill?.[index] ?? 0);
       costs[index] = cost;
       held[index] = matched;
       if (matched > 0) anyHeld = true;
@@ -214,4 +214,22 @@ export function prefillWork(
     queueWeight * (queued + foreign * length) +
     requestChars * worker.inFlight
   );
+}
+
+/**
+ * Each candidate's fill as the eviction term weighs it: the index's (RouteRequest.fill) when some
+ * candidate holds at least KEY_CHARS of the text, else none (texts share a chat template's first
+ * characters by chance, which makes no holder). With no prefix held anywhere there is no holder to
+ * keep and the term would only draw the text to the emptiest cache whatever its queue (a
+ * workload with no sharing lost 9% of its TTFT to that while the caches warmed up at different
+ * rates); with a prefix held, a cache with room evicts less and is rightly cheaper.
+ */
+export function placementFill(
+  fill: readonly number[] | undefined,
+  matched: readonly number[] | undefined,
+  n: number,
+): readonly number[] | undefined {
+  if (fill === undefined || matched === undefined) return undefined;
+  for (let i = 0; i < n; i++) if ((matched[i] ?? 0) >= KEY_CHARS) return fill;
+  return undefined;
 }

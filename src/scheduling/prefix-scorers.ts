@@ -1,5 +1,5 @@
 import { invertMinMax, matchedOf, type SchedulingContext, type Scorer } from "./plugin.js";
-import { prefillWork } from "./prefix-cost.js";
+import { placementFill, prefillWork } from "./prefix-cost.js";
 
 /**
  * Share of the prompt the worker probably holds, from whatever PrefixIndex the router runs
@@ -55,7 +55,7 @@ export class PrefillWorkScorer implements Scorer {
   score(ctx: SchedulingContext, out: Float64Array): void {
     const { candidates, now, length } = ctx;
     const { queueWeight, requestChars, evictionWeight = 0 } = this.options;
-    const fill = ctx.request.fill;
+    const fill = placementFill(ctx.request.fill, ctx.request.matched, candidates.length);
     for (let i = 0; i < candidates.length; i++) {
       out[i] = prefillWork(
         candidates[i]!,

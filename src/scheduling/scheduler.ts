@@ -17,6 +17,7 @@ import type {
   RouteDecision,
   RouteRequest,
 } from "./policy.js";
+import { placementFill } from "./prefix-cost.js";
 import { PrefixIndexPlugin } from "./prefix-plugin.js";
 import type { SessionTable } from "./session-table.js";
 import type { PromptUsage, UsageFeedback } from "./usage-feedback.js";
@@ -272,6 +273,8 @@ export class Scheduler {
     const length = request.text.length;
     const now = Date.now();
     const cost = this.policy.cost;
+    // The cost as the policy weighed it (prefix-cost.ts placementFill).
+    const fills = placementFill(this.fill, matched, candidates.length);
     const rows = candidates.map((worker, i) => {
       const held = Math.min(length, Math.max(0, matched[i] ?? 0));
       // After a peer's claim was awaited, the fill is the latest decision's (close enough).
@@ -280,7 +283,10 @@ export class Scheduler {
         worker,
         held,
         fill,
-        cost: cost === undefined ? null : cost.call(this.policy, worker, held, length, now, fill),
+        cost:
+          cost === undefined
+            ? null
+            : cost.call(this.policy, worker, held, length, now, fills?.[i] ?? 0),
       };
     });
     return this.trace!.decided(

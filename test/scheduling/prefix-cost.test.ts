@@ -380,4 +380,24 @@ describe("prefix_cost: what a placement evicts from a full cache", () => {
     expect(policy.cost!(holder, 0, 1000, 0, 1)).toBe(3000 + 0.5 * holder.pendingPrefillChars!);
     expect(policy.cost!(holder, 0, 1000, 0)).toBe(1000 + 0.5 * holder.pendingPrefillChars!);
   });
+
+  it("never draws a text nobody holds to the emptiest cache: without a holder only load counts", () => {
+    const policy = prefixCost({ prefixCostRequestChars: 0 });
+    const busyEmpty = queued("empty", 100);
+    const idleFull = fakeWorker("full");
+    // A chat template's first characters, held by chance, make no holder.
+    const decision = policy.select([busyEmpty, idleFull], {
+      text,
+      matched: [20, 20],
+      fill: [0, 1],
+    })!;
+    expect(decision.worker).toBe(idleFull);
+    // With a prefix held, a cache with room is rightly cheaper: it evicts less.
+    const held = policy.select([busyEmpty, idleFull], {
+      text,
+      matched: [500, 500],
+      fill: [0, 1],
+    })!;
+    expect(held.worker).toBe(busyEmpty);
+  });
 });
