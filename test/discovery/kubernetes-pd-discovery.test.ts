@@ -24,6 +24,13 @@ describe("--pd-disaggregation --service-discovery --prefill-selector --decode-se
   let decodePod: Pod;
   let router: RunningRouter;
 
+  // A worker is listed as soon as it joins, but takes traffic only once its first health check
+  // has passed (workers/health.ts probeFirst): wait for both.
+  const pairReady = async () => {
+    const rows = await listWorkers(router.url);
+    return rows.length === 2 && rows.every((row) => row.healthy === true);
+  };
+
   const chat = () =>
     postJson(`${router.url}/v1/chat/completions`, {
       model: "m",
@@ -100,7 +107,7 @@ describe("--pd-disaggregation --service-discovery --prefill-selector --decode-se
 
   it("the decode pod becoming ready completes the pair: requests are served through both", async () => {
     api.put(setReady(decodePod, true));
-    await waitFor(async () => (await listWorkers(router.url)).length === 2, JOIN_MS, "decode");
+    await waitFor(pairReady, JOIN_MS, "decode");
     const decodeRow = (await listWorkers(router.url)).find((w) => w.url === decode.url);
     expect(decodeRow).toMatchObject({ worker_type: "decode" });
     const before = prefill.stats().requests;
@@ -121,11 +128,7 @@ describe("--pd-disaggregation --service-discovery --prefill-selector --decode-se
     );
     expect((await chat()).status).toBe(503);
     api.put(prefillPod);
-    await waitFor(
-      async () => (await listWorkers(router.url)).length === 2,
-      JOIN_MS,
-      "prefill back",
-    );
+    await waitFor(pairReady, JOIN_MS, "prefill back");
     expect((await chat()).status).toBe(200);
   });
 });
