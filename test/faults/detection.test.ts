@@ -154,13 +154,13 @@ describe("failure detection: passive circuit breaker", () => {
     started.router = await startTestRouter({
       workerUrls: [sim.url],
       cbFailureThreshold: 2,
-      cbTimeoutSecs: 0.2,
+      cbTimeoutSecs: 2,
       retryMaxAttempts: 1,
     });
     const worker = started.router.context.registry.list()[0]!;
     for (let i = 0; i < 2; i++) await (await chat(started.router.url, `fail ${i}`)).arrayBuffer();
     expect(worker.breaker.state).toBe("open");
-    await waitFor(() => worker.breaker.state === "half_open", 3000, "half-open");
+    await waitFor(() => worker.breaker.state === "half_open", 10_000, "half-open");
     const trial = await chat(started.router.url, "trial");
     expect(trial.status).toBe(502);
     await trial.arrayBuffer();

@@ -233,8 +233,9 @@ describe("PreciseIndex", () => {
     }
     expect(index.blockCount("w")).toBe(100_000);
     const streamMs = performance.now() - start;
-    // Wide margins for a shared machine: the quadratic walk took tens of seconds.
-    expect(batchMs).toBeLessThan(4000);
-    expect(streamMs).toBeLessThan(4000);
+    // Wide margins for a shared machine (each took 5 s at load average 20 on 2 cores); the
+    // quadratic walk took tens of seconds on a quiet one.
+    expect(batchMs).toBeLessThan(15_000);
+    expect(streamMs).toBeLessThan(15_000);
   }, 120_000);
 });
