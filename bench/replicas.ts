@@ -26,7 +26,8 @@ import { defaultConfig } from "../src/config.js";
 import { ApproximateIndex } from "../src/index/approximate-index.js";
 import { createLogger } from "../src/logger.js";
 import type { PolicyName } from "../src/scheduling/policy.js";
-import { SharedState } from "../src/state/shared-state.js";
+import { PublishingIndex } from "../src/state/publishing-index.js";
+import { RedisTransport } from "../src/state/redis-transport.js";
 import { type BuiltRouter, startBuiltCluster } from "./lib/built-router.js";
 import { commandLine, machineSummary, runIfEntryPoint, writeResults } from "./lib/entry.js";
 import { childFleetHost, type FleetHost } from "./lib/fleet.js";
@@ -255,7 +256,7 @@ async function publishCost(redisUrl: string, inserts: number, textChars: number)
     (i) => plain.insert("w", "m", texts[i % texts.length] as string),
     async () => {},
   );
-  const state = new SharedState(
+  const state = new RedisTransport(
     {
       ...stateDefaults(),
       url: redisUrl,
@@ -266,7 +267,8 @@ async function publishCost(redisUrl: string, inserts: number, textChars: number)
   );
   const inner = new ApproximateIndex({ maxTreeSize: 1 << 24 });
   inner.addWorker("w");
-  const index = state.wrapIndex(inner);
+  // What the replication puts around the index for this transport.
+  const index = new PublishingIndex(inner, (op) => state.publish(op), state.maxTextChars);
   await state.link.connect();
   const shared = await time(
     (i) => index.insert("w", "m", texts[i % texts.length] as string),

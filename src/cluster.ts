@@ -25,8 +25,7 @@ import os from "node:os";
 import { fileURLToPath } from "node:url";
 import { CLUSTER_STOP_MESSAGE } from "./parent-watch.js";
 import { SiblingHub } from "./state/sibling-hub.js";
-import { CLUSTER_GROUP_ENV } from "./state/sibling-link.js";
-import { SiblingOutbox } from "./state/sibling-outbox.js";
+import { CLUSTER_GROUP_ENV, connectToHub } from "./state/sibling-link.js";
 
 const USAGE = "usage: radixgate-cluster [--processes <n>] [--no-share] [--] <radixgate flags>";
 const HELP = `${USAGE}
@@ -118,30 +117,12 @@ function main(): void {
   const group = randomBytes(6).toString("hex");
   const fork = (): Worker => {
     const worker = cluster.fork(share ? { [CLUSTER_GROUP_ENV]: group } : {});
-    if (hub !== undefined) {
-      const id = worker.id;
-      // A process that stops reading its channel: its decisions are dropped past a bounded
-      // backlog (state/sibling-outbox.ts), its siblings' counts sent again once it catches up.
-      const outbox = new SiblingOutbox(
-        (message, done) => {
-          if (!worker.isConnected()) {
-            done();
-            return false;
-          }
-          return worker.send(message, undefined, done);
-        },
-        {
-          onStall: () =>
-            process.stderr.write(
-              `radixgate-cluster: process ${worker.process.pid} is not reading its channel; its siblings' decisions are dropped until it catches up\n`,
-            ),
-          onDrained: (dropped) => hub.caughtUp(id, dropped),
-        },
+    if (hub !== undefined)
+      connectToHub(hub, worker, () =>
+        process.stderr.write(
+          `radixgate-cluster: process ${worker.process.pid} is not reading its channel; its siblings' decisions are dropped until it catches up\n`,
+        ),
       );
-      hub.add(id, (message) => outbox.send(message));
-      worker.on("message", (message) => hub.receive(id, message));
-      worker.on("disconnect", () => hub.remove(id));
-    }
     return worker;
   };
   for (let i = 0; i < processes; i++) fork();

@@ -102,7 +102,7 @@ export function createRouter(
     onRemoteAdd: (worker) => void health.probeFirst(worker, { fromPeer: true }),
     siblings: options.siblings,
   });
-  const { index, kvEvents, sharedState, siblingState } = stack;
+  const { index, kvEvents, replication, sharedState, siblingState } = stack;
   const introspection = new EngineIntrospector(registry, config.engines, logger, (worker) => {
     stack.engineRead(worker);
     // A reading that shows a queue tells admission the engine's full batch (saturation.ts).
@@ -134,7 +134,7 @@ export function createRouter(
       index,
       registry,
       metrics,
-      claims: sharedState?.claims ?? siblingState?.claims,
+      claims: replication?.claims,
       logger,
     },
   );
@@ -200,6 +200,7 @@ export function createRouter(
     introspection,
     state: { shuttingDown: false, active: 0 },
     ...(kvEvents !== undefined ? { kvEvents } : {}),
+    ...(replication !== undefined ? { replication } : {}),
     ...(sharedState !== undefined ? { sharedState } : {}),
     ...(siblingState !== undefined ? { siblingState } : {}),
   };

@@ -68,13 +68,20 @@ export interface CellSummary {
   /** max − min over the repeats, as a share (0.015 = 1.5 points). */
   hitSpread: number;
   oracleHitMean: number;
-  /** Worst repeat / the oracle's mean hit rate. */
+  /** The oracle's own spread over the repeats (with --replay, each repeat is its own workload). */
+  oracleSpread: number;
+  /**
+   * Worst repeat / the oracle's mean hit rate; with --replay, where each repeat is a different
+   * workload seed, the worst of each seed's hit rate over the oracle's on the same seed.
+   */
   worstRatio: number;
   ttftMeanMs: number;
   oracleTtftMeanMs: number;
   /** Index loss as a share of the accounted prompt tokens (NaN without an account). */
   indexLoss: number;
   routingLoss: number;
+  /** Failed requests over every repeat (an engine's 400 for a request larger than its cache). */
+  errors: number;
   loadAverage: { min: number; max: number };
 }
 
@@ -105,11 +112,13 @@ export function summarizeCell(cell: string, report: WorkloadReport): CellSummary
         hitMin: min,
         hitSpread: r.spread?.hitRate.spread ?? 0,
         oracleHitMean: oracleHit,
+        oracleSpread: oracle?.spread?.hitRate.spread ?? 0,
         worstRatio: min / oracleHit,
         ttftMeanMs: r.ttftMs.mean,
         oracleTtftMeanMs: oracle?.ttftMs.mean ?? Number.NaN,
         indexLoss: loss.index,
         routingLoss: loss.routing,
+        errors: r.repeats?.reduce((sum, x) => sum + x.errors, 0) ?? r.errors,
         loadAverage,
       };
     });
@@ -127,12 +136,14 @@ export function printMatrix(summaries: readonly CellSummary[]): void {
       "worst",
       "spread",
       "oracle",
+      "oracle spread",
       "worst/oracle",
       "TTFT",
       "oracle TTFT",
       "TTFT ratio",
       "index loss",
       "routing loss",
+      "errors",
       "load avg",
     ],
     summaries.map((s) => [
@@ -142,12 +153,14 @@ export function printMatrix(summaries: readonly CellSummary[]): void {
       pct(s.hitMin),
       (s.hitSpread * 100).toFixed(1),
       pct(s.oracleHitMean),
+      (s.oracleSpread * 100).toFixed(1),
       fmt(s.worstRatio, 3),
       fmt(s.ttftMeanMs),
       fmt(s.oracleTtftMeanMs),
       fmt(s.ttftMeanMs / s.oracleTtftMeanMs, 2),
       pct(s.indexLoss),
       pct(s.routingLoss),
+      String(s.errors),
       `${fmt(s.loadAverage.min, 1)}-${fmt(s.loadAverage.max, 1)}`,
     ]),
   );
@@ -197,7 +210,7 @@ export async function replayCell(
 ): Promise<CellSummary[]> {
   const perRow = new Map<
     string,
-    { hits: number[]; ttfts: number[]; lost: number; prompt: number }
+    { hits: number[]; ttfts: number[]; lost: number; prompt: number; errors: number }
   >();
   for (let i = 0; i < repeats; i++) {
     const p = { ...preset, seed: preset.seed + i };
@@ -219,7 +232,8 @@ export async function replayCell(
         const policy = createPolicy(name, replayPolicyOptions(knobs));
         result = await replay(w, { ...base, chooser: { kind: "policy", policy } });
       }
-      const r = perRow.get(label) ?? { hits: [], ttfts: [], lost: 0, prompt: 0 };
+      const r = perRow.get(label) ?? { hits: [], ttfts: [], lost: 0, prompt: 0, errors: 0 };
+      r.errors += result.rejected.length;
       r.hits.push(result.hitRate);
       r.ttfts.push(result.requests.reduce((s, x) => s + x.ttft, 0) / result.requests.length);
       for (const x of result.requests) {
@@ -238,6 +252,11 @@ export async function replayCell(
     .map(([label, r]) => {
       const hits = rangeOf(r.hits);
       const oracleHit = oracle === undefined ? Number.NaN : mean(oracle.hits);
+      // Seed by seed: the workloads differ, and so does what the oracle gets on each.
+      const worstRatio =
+        oracle === undefined
+          ? Number.NaN
+          : Math.min(...r.hits.map((h, i) => h / (oracle.hits[i] ?? Number.NaN)));
       return {
         cell,
         row: label,
@@ -245,11 +264,13 @@ export async function replayCell(
         hitMin: hits.min,
         hitSpread: hits.spread,
         oracleHitMean: oracleHit,
-        worstRatio: hits.min / oracleHit,
+        oracleSpread: oracle === undefined ? Number.NaN : rangeOf(oracle.hits).spread,
+        worstRatio,
         ttftMeanMs: mean(r.ttfts),
         oracleTtftMeanMs: oracle === undefined ? Number.NaN : mean(oracle.ttfts),
         indexLoss: r.prompt === 0 ? Number.NaN : r.lost / r.prompt,
         routingLoss: Number.NaN,
+        errors: r.errors,
         loadAverage,
       };
     });
@@ -262,6 +283,7 @@ function replayPolicyOptions(knobs: readonly RowKnob[]): PolicyOptions {
   return {
     ...(knobs.includes("no-inflight") ? { prefixCostRequestChars: 0 } : {}),
     ...(knobs.includes("no-queue") ? { prefixCostQueueWeight: 0 } : {}),
+    ...(knobs.includes("no-eviction") ? { prefixCostEvictionWeight: 0 } : {}),
     ...(knobs.includes("rotation") ? { prefixCostTieBreak: "rotation" as const } : {}),
   };
 }

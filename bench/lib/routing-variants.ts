@@ -19,6 +19,7 @@ import type { RunningRouter } from "../../src/server.js";
  * - `no-feedback`: cached-token feedback never trims a tree (Scheduler.reported does nothing).
  * - `no-inflight`: prefix_cost without its in-flight term (--prefix-cost-request-chars 0).
  * - `no-queue`: prefix_cost without its pending-prefill term (--prefix-cost-queue-weight 0).
+ * - `no-eviction`: prefix_cost without its eviction term (--prefix-cost-eviction-weight 0).
  * - `rotation`, `hash`: prefix_cost's tie-break (--prefix-cost-tie-break).
  */
 export const ROW_KNOBS = [
@@ -28,6 +29,7 @@ export const ROW_KNOBS = [
   "no-feedback",
   "no-inflight",
   "no-queue",
+  "no-eviction",
   "rotation",
   "hash",
 ] as const;
@@ -60,6 +62,7 @@ export function knobOverrides(
     if (knob === "tree-unbounded") o.maxTreeSize = 2 ** 26;
     if (knob === "no-inflight") o.prefixCostRequestChars = 0;
     if (knob === "no-queue") o.prefixCostQueueWeight = 0;
+    if (knob === "no-eviction") o.prefixCostEvictionWeight = 0;
     if (knob === "rotation" || knob === "hash") o.prefixCostTieBreak = knob;
   }
   return o;

@@ -65,8 +65,18 @@ export interface ReplayedRequest {
   matchedChars: number;
 }
 
+/** A request the chosen engine refused, as the engine's HTTP API would (status 400). */
+export interface ReplayedRejection {
+  spec: RequestSpec;
+  worker: number;
+  promptTokens: number;
+  error: string;
+}
+
 export interface ReplayResult {
   requests: ReplayedRequest[];
+  /** Refused requests (prompt + max tokens larger than the whole KV cache): not in hitRate. */
+  rejected: ReplayedRejection[];
   perWorker: number[];
   hitRate: number;
 }
@@ -194,6 +204,7 @@ export async function replay(
     if (spec.conversation !== undefined) byTurn.set(`${spec.conversation}/${spec.turn}`, spec.id);
   }
   const results: ReplayedRequest[] = [];
+  const rejected: ReplayedRejection[] = [];
 
   const send = (spec: RequestSpec): Promise<void> =>
     new Promise<void>((resolve) => {
@@ -213,6 +224,24 @@ export async function replay(
         decision = decider!.decide(candidates, { text });
         worker = decision!.worker as ReplayWorker;
         held = decision!.heldBefore;
+      }
+      // A sequence larger than the whole KV pool is refused up front, as the engines do: SGLang
+      // aborts a request at or above max_req_input_len (at most max_total_num_tokens − 1) with
+      // 400 (python/sglang/srt/managers/utils.py validate_input_length, scheduler.py), and vLLM
+      // refuses at start-up a KV pool smaller than one max_model_len sequence, so that a prompt
+      // beyond max_model_len gets 400 (vllm/v1/engine/processor.py). The simulator's HTTP worker
+      // answers 400 (sim/worker.ts); the run goes on, the client counts an error, and the router
+      // takes its insert back (Scheduler.rejected), as the forwarder does on an error status.
+      if (!worker.engine.fits(tokens.length, spec.maxTokens)) {
+        if (decision !== undefined) decider!.rejected(decision, { text });
+        rejected.push({
+          spec,
+          worker: worker.index,
+          promptTokens: tokens.length,
+          error: `prompt (${tokens.length} tokens) + max tokens (${spec.maxTokens}) exceed the KV cache capacity (${capacity} tokens)`,
+        });
+        resolve();
+        return;
       }
       const othersPrefilling = worker.pendingPrefillRequests > 0;
       const uncachedChars = Math.max(0, text.length - held);
@@ -306,9 +335,17 @@ export async function replay(
   };
   const lanes = Promise.all(Array.from({ length: Math.min(o.concurrency, w.specs.length) }, lane));
   let settled = false;
-  void lanes.then(() => {
-    settled = true;
-  });
+  let failure: unknown;
+  lanes.then(
+    () => {
+      settled = true;
+    },
+    (err: unknown) => {
+      // A throw in a lane ends the run with it, never a wait on timers that never stop (the poll).
+      settled = true;
+      failure = err;
+    },
+  );
   for (;;) {
     // Let every promise continuation run before time moves on.
     await new Promise((resolve) => setImmediate(resolve));
@@ -319,8 +356,14 @@ export async function replay(
       throw new Error("replay stalled: no timer left and requests outstanding");
     }
   }
+  if (failure !== undefined) throw failure;
   const perWorker = workers.map((x) => results.filter((r) => r.worker === x.index).length);
   const prompt = results.reduce((s, r) => s + r.promptTokens, 0);
   const cachedTotal = results.reduce((s, r) => s + r.cachedTokens, 0);
-  return { requests: results, perWorker, hitRate: prompt === 0 ? 0 : cachedTotal / prompt };
+  return {
+    requests: results,
+    rejected,
+    perWorker,
+    hitRate: prompt === 0 ? 0 : cachedTotal / prompt,
+  };
 }

@@ -16,12 +16,15 @@ import { setUpKvEvents } from "../kv-events/setup.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
 import type { Policy } from "../scheduling/policy.js";
-import { PeerInFlight } from "../state/peer-in-flight.js";
-import { ReplicatedMembership } from "../state/replicated-membership.js";
-import { type StateConfig, sharedStateOptions } from "../state/settings.js";
-import { SharedState, type SharedStateOptions } from "../state/shared-state.js";
+import { ClusterTransport } from "../state/cluster-transport.js";
+import { RedisTransport } from "../state/redis-transport.js";
+import { Replication, type Transport } from "../state/replication.js";
+import {
+  type SharedStateOptions,
+  type StateConfig,
+  sharedStateOptions,
+} from "../state/settings.js";
 import type { SiblingLink } from "../state/sibling-link.js";
-import { SiblingState } from "../state/sibling-state.js";
 import type { WorkerRegistry } from "../workers/registry.js";
 import { TreeBudgets } from "../workers/tree-budget.js";
 import type { Worker } from "../workers/worker.js";
@@ -79,9 +82,12 @@ export interface IndexStack {
   /** The outermost index: the one the decider asks and the eviction timer visits. */
   readonly index: PrefixIndex;
   readonly kvEvents: KvEventsManager | undefined;
-  readonly sharedState: SharedState | undefined;
-  /** radixgate-cluster's local sharing (undefined in a router on its own). */
-  readonly siblingState: SiblingState | undefined;
+  /** What this replica shares with its peers (--state-url, radixgate-cluster); undefined = alone. */
+  readonly replication: Replication | undefined;
+  /** Its Redis transport (--state-url). */
+  readonly sharedState: RedisTransport | undefined;
+  /** Its radixgate-cluster channel (a process the cluster started). */
+  readonly siblingState: ClusterTransport | undefined;
   /** After each read of a worker's engine: its tree budget, block size and data-parallel ranks. */
   engineRead(worker: Worker): void;
 }
@@ -108,28 +114,38 @@ export function buildIndexStack(options: IndexStackOptions, deps: IndexStackDeps
   const sharedState =
     options.sharedState === undefined
       ? undefined
-      : new SharedState(
+      : new RedisTransport(
           link === undefined
             ? options.sharedState
             : { ...options.sharedState, replicaGroup: link.group },
           logger,
         );
-  const published = sharedState?.wrapIndex(inner) ?? inner;
-  // radixgate-cluster: the siblings apply each other's decisions below both publishing layers.
   const siblingState =
     link === undefined
       ? undefined
-      : new SiblingState(
+      : new ClusterTransport(
           link.transport,
           {
             claimTimeoutMs: options.sharedState?.claimTimeoutMs ?? SIBLING_CLAIM_TIMEOUT_MS,
             claimTtlMs: options.sharedState?.claimTtlMs ?? SIBLING_CLAIM_TTL_MS,
             queueSize: options.sharedState?.queueSize ?? SIBLING_QUEUE_SIZE,
-            promRegistry: metrics.registry,
           },
           logger,
         );
-  const index = siblingState?.wrapIndex(published, inner) ?? published;
+  // Redis first: it carries the worker set and the claims when it is on (it spans every host).
+  const transports: Transport[] = [];
+  if (sharedState !== undefined) transports.push(sharedState);
+  if (siblingState !== undefined) transports.push(siblingState);
+  const replication =
+    transports.length === 0
+      ? undefined
+      : new Replication(transports, {
+          registry,
+          logger,
+          metricsRegistry: metrics.registry,
+          ...(deps.onRemoteAdd !== undefined ? { onRemoteAdd: deps.onRemoteAdd } : {}),
+        });
+  const index = replication?.wrapIndex(inner) ?? inner;
 
   // Who follows the registry, in this order: the index first, then what relies on it knowing the
   // worker (the event feed filling its precise part, the budgets set on it, the peers told of it).
@@ -140,28 +156,15 @@ export function buildIndexStack(options: IndexStackOptions, deps: IndexStackDeps
   registry.onChange((event, worker) => {
     if (event === "added") budgets.added(worker);
   });
-  const peers = siblingState === undefined ? undefined : new PeerInFlight();
-  // The worker set travels on one transport: Redis when it is on (to the cluster's processes
-  // too), else the cluster's channel.
-  const membership =
-    sharedState === undefined && siblingState === undefined
-      ? undefined
-      : new ReplicatedMembership(registry, logger, {
-          ...(deps.onRemoteAdd !== undefined ? { onRemoteAdd: deps.onRemoteAdd } : {}),
-        });
-  if (sharedState !== undefined && membership !== undefined)
-    sharedState.attach(registry, metrics.registry, membership, {
-      ...(peers !== undefined ? { peers } : {}),
-    });
-  if (peers !== undefined) siblingState?.attach(registry, peers);
-  if (sharedState === undefined && membership !== undefined)
-    siblingState?.carryMembership(membership);
+  // The peers' changes and decisions, once the index and its followers know the registry.
+  replication?.attach();
 
   // A profile that fixes its block size (aibrix_prefix: 128 characters) keeps it.
   const learnBlocks = options.blockChars === "auto" && base instanceof BlockHashIndex;
   return {
     index,
     kvEvents: kv?.manager,
+    replication,
     sharedState,
     siblingState,
     engineRead(worker) {

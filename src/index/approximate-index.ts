@@ -26,6 +26,8 @@ const APPROXIMATE_INDEX = "approx";
 export class ApproximateIndex implements PrefixIndex {
   readonly name = APPROXIMATE_INDEX;
   private readonly trees = new Map<string, RadixTree>();
+  /** Workers whose budget was set (an engine's capacity): only their fill means anything. */
+  private readonly budgeted = new Set<string>();
 
   constructor(private readonly options: ApproximateIndexOptions = {}) {}
 
@@ -44,6 +46,7 @@ export class ApproximateIndex implements PrefixIndex {
   removeWorker(workerId: string): void {
     this.trees.get(workerId)?.clear();
     this.trees.delete(workerId);
+    this.budgeted.delete(workerId);
   }
 
   match(
@@ -75,11 +78,20 @@ export class ApproximateIndex implements PrefixIndex {
 
   setBudget(workerId: string, chars: number): number {
     // A set budget is what the engine can hold: kept on every insert, with no high-water slack.
-    return this.trees.get(workerId)?.setMaxChars(chars, 1) ?? 0;
+    const tree = this.trees.get(workerId);
+    if (tree === undefined) return 0;
+    this.budgeted.add(workerId);
+    return tree.setMaxChars(chars, 1);
   }
 
   size(workerId: string): number {
     return this.trees.get(workerId)?.charCount ?? 0;
+  }
+
+  fill(workerId: string): number | undefined {
+    const tree = this.trees.get(workerId);
+    if (tree === undefined || !this.budgeted.has(workerId)) return undefined;
+    return Math.min(1, tree.charCount / tree.maxChars);
   }
 
   evictionUnits(): Iterable<EvictionUnit> {

@@ -46,6 +46,10 @@ export class ForwardingIndex implements PrefixIndex {
     return this.inner.size(workerId);
   }
 
+  fill(workerId: string): number | undefined {
+    return this.inner.fill?.(workerId);
+  }
+
   evictionUnits(): Iterable<EvictionUnit> {
     return this.inner.evictionUnits();
   }

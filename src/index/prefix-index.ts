@@ -53,6 +53,13 @@ export interface PrefixIndex {
   /** Characters held for the worker (0 for an unknown worker). */
   size(workerId: string): number;
 
+  /**
+   * How full the worker's entry is: characters held over its budget (0 to 1), when the budget is
+   * the engine's learned KV capacity (setBudget); undefined when the index does not know it. A
+   * full entry means the engine's cache is full too: whatever a request adds there evicts as much.
+   */
+  fill?(workerId: string): number | undefined;
+
   /** The units the background eviction timer visits, one per turn of the event loop. */
   evictionUnits(): Iterable<EvictionUnit>;
 

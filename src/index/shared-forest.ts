@@ -21,6 +21,8 @@ export class WorkerClaims implements ClaimOwner, EvictionUnit {
   budget: number;
   highWater: number;
   chars = 0;
+  /** The budget was set from the engine's capacity (PrefixIndex.setBudget): fill means something. */
+  learned = false;
   readonly leaves: LeafQueue<Claim>;
 
   constructor(

@@ -213,6 +213,7 @@ export class SharedIndex implements PrefixIndex, WorkerEviction {
     const worker = this.workers.get(workerId);
     if (worker === undefined) return 0;
     worker.budget = chars;
+    worker.learned = true;
     // A set budget is what the engine can hold (PrefixIndex.setBudget): no high-water slack.
     worker.highWater = chars;
     let evicted = 0;
@@ -226,6 +227,11 @@ export class SharedIndex implements PrefixIndex, WorkerEviction {
 
   size(workerId: string): number {
     return this.workers.get(workerId)?.chars ?? 0;
+  }
+
+  fill(workerId: string): number | undefined {
+    const worker = this.workers.get(workerId);
+    return worker?.learned === true ? Math.min(1, worker.chars / worker.budget) : undefined;
   }
 
   /**

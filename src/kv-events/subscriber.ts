@@ -27,7 +27,7 @@
  */
 import { Dealer, Subscriber } from "zeromq";
 import {
-  decodeBatch,
+  decodeBatchInSlices,
   decodeEnvelope,
   decodeSequence,
   END_OF_REPLAY,
@@ -246,7 +246,7 @@ export class KvEventSubscriber {
       return;
     }
     const from = this.expected ?? last.sequence + 1n;
-    this.catchUpFrom(from, undefined, batches, true);
+    await this.catchUpFrom(from, undefined, batches, true);
   }
 
   /** The engine restarted: forget its old stream; the new one is read from its start. */
@@ -279,7 +279,7 @@ export class KvEventSubscriber {
       await this.catchUp(this.expected ?? 0n, sequence);
     }
     this.replayed.clear();
-    this.apply(sequence, payload);
+    await this.apply(sequence, payload);
     this.synced = true;
   }
 
@@ -290,15 +290,15 @@ export class KvEventSubscriber {
   private async catchUp(from: bigint, to: bigint | undefined): Promise<void> {
     const hadState = this.expected !== undefined;
     const batches = await this.replay(from);
-    this.catchUpFrom(from, to, batches, hadState);
+    await this.catchUpFrom(from, to, batches, hadState);
   }
 
-  private catchUpFrom(
+  private async catchUpFrom(
     from: bigint,
     to: bigint | undefined,
     batches: { sequence: bigint; payload: Uint8Array }[] | undefined,
     hadState: boolean,
-  ): void {
+  ): Promise<void> {
     if (batches === undefined) {
       // A first message with the very sequence expected missed nothing.
       if (to !== undefined && to === from) return;
@@ -316,7 +316,7 @@ export class KvEventSubscriber {
     // Reset before applying: what the replay still has is worth keeping.
     if (!complete) this.lost(hadState);
     for (const { sequence, payload } of usable) {
-      this.apply(sequence, payload);
+      await this.apply(sequence, payload);
       this.replayed.set(sequence, payload);
     }
     this.expected = to ?? (usable.length > 0 ? usable.at(-1)!.sequence + 1n : from);
@@ -333,7 +333,7 @@ export class KvEventSubscriber {
     this.rebuildingUntil = Math.max(this.rebuildingUntil, this.now() + this.options.rebuildMs);
   }
 
-  private apply(sequence: bigint, payload: Uint8Array): void {
+  private async apply(sequence: bigint, payload: Uint8Array): Promise<void> {
     this.expected = sequence + 1n;
     if (payload.length > this.options.maxMessageBytes) {
       // Never decoded: a 48 MB batch of 4M blocks took seconds to decode and 1 GB to hold.
@@ -344,11 +344,13 @@ export class KvEventSubscriber {
     this.lastApplied = { sequence, payload };
     let batch: EventBatch;
     try {
-      batch = decodeBatch(payload);
+      batch = await decodeBatchInSlices(payload);
     } catch (error) {
       this.options.onMalformed(error as KvDecodeError);
       return;
     }
+    // A large batch is decoded over several turns; the stream may have closed meanwhile.
+    if (this.closed) return;
     this.options.onBatch(batch);
   }
 

@@ -10,8 +10,9 @@ import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
 import type { Forwarder } from "../proxy/forward.js";
 import type { Scheduler } from "../scheduling/scheduler.js";
-import type { SharedState } from "../state/shared-state.js";
-import type { SiblingState } from "../state/sibling-state.js";
+import type { ClusterTransport } from "../state/cluster-transport.js";
+import type { RedisTransport } from "../state/redis-transport.js";
+import type { Replication } from "../state/replication.js";
 import type { Tracing } from "../tracing/request-trace.js";
 import type { HealthChecker } from "../workers/health.js";
 import type { EngineIntrospector } from "../workers/introspection.js";
@@ -60,10 +61,12 @@ export interface RouterContext {
   state: RouterState;
   /** --kv-events: the engines' KV-event feed (per-worker endpoints, stream state). */
   kvEvents?: KvEventsManager;
-  /** --state-url: what this replica shares with the others through Redis. */
-  sharedState?: SharedState;
+  /** What this replica shares with its peers (state/replication.ts), over one or both transports. */
+  replication?: Replication;
+  /** --state-url: the replication's Redis transport. */
+  sharedState?: RedisTransport;
   /** OpenTelemetry tracing (--otlp-endpoint, OTEL_*); undefined = off, and no span is made. */
   tracing?: Tracing;
-  /** radixgate-cluster: decisions shared with the sibling processes (state/sibling-state.ts). */
-  siblingState?: SiblingState;
+  /** radixgate-cluster: the replication's transport to the sibling processes. */
+  siblingState?: ClusterTransport;
 }

@@ -54,7 +54,7 @@ async function explainRoute(ctx: RouterContext, endpoint: Endpoint, routed: Rout
     plan.route === "not_found" ? [] : admitted(ctx.registry.candidates(undefined, role), plan);
   const candidates = available(side);
   await ctx.decider.prepare(() => candidates, routed);
-  const { decision, matched, indexes, profile } = ctx.decider.explain(candidates, routed);
+  const { decision, matched, fill, indexes, profile } = ctx.decider.explain(candidates, routed);
   const decodes = pairs === undefined ? [] : available("decode");
   const decode = pairs?.decodeDecider.explain(decodes, routed).decision;
   const policy = ctx.decider.policy;
@@ -114,7 +114,10 @@ async function explainRoute(ctx: RouterContext, endpoint: Endpoint, routed: Rout
         in_flight: worker.inFlight,
         pending_prefill_chars: worker.pendingPrefillChars,
         engine_foreign_queue: worker.foreignQueuedAt(now) ?? null,
-        ...(policy.cost !== undefined ? { cost: policy.cost(worker, held ?? 0, length, now) } : {}),
+        cache_fill: fill?.[i] ?? null,
+        ...(policy.cost !== undefined
+          ? { cost: policy.cost(worker, held ?? 0, length, now, fill?.[i] ?? 0) }
+          : {}),
         // A profile's verdict: the filter that removed it, or each scorer's score and weight.
         ...(profile === undefined ? {} : profileVerdict(profile.candidates[i])),
       };

@@ -62,6 +62,7 @@ const OWN_POLICIES = {
     onePicker("prefix_cost", "prefix-cost-picker", {
       queueWeight: o.prefixCostQueueWeight,
       requestChars: o.prefixCostRequestChars,
+      evictionWeight: o.prefixCostEvictionWeight,
       tieBreak: o.prefixCostTieBreak,
     }),
   round_robin: () => onePicker("round_robin", "round-robin-picker"),

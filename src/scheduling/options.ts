@@ -28,6 +28,11 @@ export interface PolicyOptions {
   readonly prefixCostQueueWeight?: number | undefined;
   /** prefix_cost: characters of prefill one in-flight request is worth (its decode share). >= 0. */
   readonly prefixCostRequestChars?: number | undefined;
+  /**
+   * prefix_cost: what each uncached character costs beyond its own prefill on a worker whose cache
+   * is full, per unit of fill (the characters it evicts, which their owners recompute). >= 0.
+   */
+  readonly prefixCostEvictionWeight?: number | undefined;
   /** prefix_cost: how near-equal costs are settled (TIE_BREAKS). */
   readonly prefixCostTieBreak?: TieBreak | undefined;
   /** prefix_hash: the prompt's first tokens hashed onto the ring (--prefix-token-count). >= 1. */
@@ -43,6 +48,7 @@ export interface ResolvedPolicyOptions {
   readonly cacheLoadBound: number;
   readonly prefixCostQueueWeight: number;
   readonly prefixCostRequestChars: number;
+  readonly prefixCostEvictionWeight: number;
   readonly prefixCostTieBreak: TieBreak;
   readonly prefixTokenCount: number;
   readonly random: RandomSource;
@@ -61,6 +67,7 @@ export const POLICY_DEFAULTS: Readonly<
   cacheLoadBound: 2,
   prefixCostQueueWeight: 0.5,
   prefixCostRequestChars: 256,
+  prefixCostEvictionWeight: 2,
 });
 
 /** prefix_hash's prompt tokens hashed: SGLang's default (sgl-model-gateway/src/policies/prefix_hash.rs). */
@@ -129,6 +136,13 @@ export function resolvePolicyOptions(options: PolicyOptions = {}): ResolvedPolic
       "prefixCostRequestChars",
       options.prefixCostRequestChars,
       POLICY_DEFAULTS.prefixCostRequestChars,
+      (v) => v >= 0,
+      ">= 0",
+    ),
+    prefixCostEvictionWeight: checkNumber(
+      "prefixCostEvictionWeight",
+      options.prefixCostEvictionWeight,
+      POLICY_DEFAULTS.prefixCostEvictionWeight,
       (v) => v >= 0,
       ">= 0",
     ),

@@ -54,6 +54,9 @@ export const SCORER_TYPES: Readonly<Record<string, Make<Scorer>>> = {
     new PrefillWorkScorer(name, {
       queueWeight: p.number("queueWeight", POLICY_DEFAULTS.prefixCostQueueWeight, { min: 0 }),
       requestChars: p.number("requestChars", POLICY_DEFAULTS.prefixCostRequestChars, { min: 0 }),
+      evictionWeight: p.number("evictionWeight", POLICY_DEFAULTS.prefixCostEvictionWeight, {
+        min: 0,
+      }),
     }),
   "dynamo-cost-scorer": (name, p) =>
     new DynamoCostScorer(name, {
@@ -95,6 +98,11 @@ export const PICKER_TYPES: Readonly<Record<string, Make<Picker>>> = {
       prefixCostRequestChars: p.number("requestChars", POLICY_DEFAULTS.prefixCostRequestChars, {
         min: 0,
       }),
+      prefixCostEvictionWeight: p.number(
+        "evictionWeight",
+        POLICY_DEFAULTS.prefixCostEvictionWeight,
+        { min: 0 },
+      ),
       prefixCostTieBreak: p.oneOf("tieBreak", DEFAULT_TIE_BREAK, TIE_BREAKS),
     }),
   "round-robin-picker": (name, _p, env) => new LoadPicker(name, "round_robin", env.random),

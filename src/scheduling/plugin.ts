@@ -76,9 +76,10 @@ export interface Picker {
   pick(ctx: SchedulingContext, totals: Float64Array): Pick | -1;
   /**
    * For a picker that takes the lowest of a per-worker cost (prefix-cost-picker): that cost, for
-   * one worker holding `matched` characters of a `length`-character text at `now` (Policy.cost).
+   * one worker holding `matched` characters of a `length`-character text at `now`, its cache
+   * `fill` full (Policy.cost).
    */
-  cost?(worker: PolicyWorker, matched: number, length: number, now: number): number;
+  cost?(worker: PolicyWorker, matched: number, length: number, now: number, fill?: number): number;
 }
 
 export type Plugin = Filter | Scorer | Picker;

@@ -68,6 +68,11 @@ export interface RouteRequest {
    * index. Given to policies whose `usesPrefixes` is true; absent (all zero) otherwise.
    */
   readonly matched?: readonly number[] | undefined;
+  /**
+   * fill[i] = how full candidates[i]'s cache is, as the prefix index sees it (0 to 1; 0 when the
+   * index does not know its capacity). Given with `matched`.
+   */
+  readonly fill?: readonly number[] | undefined;
   /** The model the client named (not the index key); for the model filter and LoRA affinity. */
   readonly requested?: string | undefined;
   /** SGLang's lora_path adapter, when the request carries one. */
@@ -102,10 +107,11 @@ export interface Policy {
   ): RouteDecision<W> | undefined;
   /**
    * For a policy that picks the lowest of a per-worker cost (prefix_cost): that cost, for one
-   * worker holding `matched` characters of a `length`-character text, judged at `now`. Shown by
-   * POST /debug/route; select uses the same function.
+   * worker holding `matched` characters of a `length`-character text, judged at `now`, its cache
+   * `fill` full (RouteRequest.fill; default 0). Shown by POST /debug/route; select uses the same
+   * function.
    */
-  cost?(worker: PolicyWorker, matched: number, length: number, now: number): number;
+  cost?(worker: PolicyWorker, matched: number, length: number, now: number, fill?: number): number;
   /**
    * True when the policy weighs session affinity itself (a profile with a session-affinity
    * scorer): the decider then passes `sessionWorker` instead of pinning the session's worker.

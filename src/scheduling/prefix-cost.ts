@@ -9,13 +9,19 @@ export type PrefixCostOptions = Pick<
   ResolvedPolicyOptions,
   "prefixCostQueueWeight" | "prefixCostRequestChars"
 > &
-  Partial<Pick<ResolvedPolicyOptions, "prefixCostTieBreak" | "cacheLoadBound">>;
+  Partial<
+    Pick<
+      ResolvedPolicyOptions,
+      "prefixCostTieBreak" | "cacheLoadBound" | "prefixCostEvictionWeight"
+    >
+  >;
 
 /**
  * Picks the candidate with the lowest estimated time to first token, counted in characters of
  * prefill work (prefill dominates TTFT and is proportional to the uncached prompt):
  *
- *   cost = (text length − matched)                   this request's own uncached prefill there
+ *   cost = (text length − matched)                   this request's own uncached prefill there,
+ *          × (1 + evictionWeight × fill)              and what it evicts from a full cache
  *        + queueWeight × pendingPrefillChars          uncached prefill already queued there
  *        + queueWeight × foreign × text length        engine-queued requests the router did not
  *                                                     send (another replica's, direct clients'),
@@ -28,6 +34,16 @@ export type PrefixCostOptions = Pick<
  * in pendingPrefillChars while they wait. Subtracting today's count instead would turn a report
  * taken seconds ago (polled every 5 s) into phantom foreign work whenever the router's own queue
  * there happens to be shorter now than then, and push a tenant off its holder.
+ *
+ * fill = how full the worker's cache is, as the prefix index sees it (what the router sent there
+ * against the engine's learned KV capacity; RouteRequest.fill, 0 while unknown). Each uncached
+ * character computed in a full cache evicts a cached one, and what is evicted is mostly other
+ * tenants' prefixes that their next requests recompute: a cost the request's own prefill does not
+ * show. Without it, a moment's load difference (a burst of requests on the holder, a slow step)
+ * moved a tenant into another full cache, whose evictions pushed other tenants on, and small
+ * timing differences cascaded into hit rates 5-10 points apart between identical runs. With it,
+ * a holder keeps its prefix until the queue elsewhere is shorter by (1 + weight × fill) times what
+ * it holds: hysteresis that grows as the caches fill, and none while they have room.
  *
  * A worker that holds the prefix wins while the work queued on it stays below what a cold worker
  * would have to recompute; once it falls behind by more than that, the next request goes where it
@@ -60,6 +76,7 @@ export class PrefixCostPicker implements Picker {
   private readonly queueWeight: number;
   private readonly requestChars: number;
   private readonly tieBreak: TieBreak;
+  private readonly evictionWeight: number;
   /** --cache-load-bound, applied only when the queue weight is 0 (see above). */
   private readonly loadBound: number;
   /** Reused across decisions (select is synchronous and keeps nothing). */
@@ -73,6 +90,7 @@ export class PrefixCostPicker implements Picker {
     this.queueWeight = options.prefixCostQueueWeight;
     this.requestChars = options.prefixCostRequestChars;
     this.tieBreak = options.prefixCostTieBreak ?? "hash";
+    this.evictionWeight = options.prefixCostEvictionWeight ?? 0;
     this.loadBound = this.queueWeight === 0 ? (options.cacheLoadBound ?? 0) : 0;
   }
 
@@ -87,6 +105,7 @@ export class PrefixCostPicker implements Picker {
     // A rotated start, so equal costs on equal loads take turns.
     const start = this.rotation.next(n);
     const matchedOf = request.matched;
+    const fillOf = request.fill;
     // One clock read per decision (the profile's): every engine report is judged against it.
     const now = ctx.now;
     const cap =
@@ -107,7 +126,9 @@ export class PrefixCostPicker implements Picker {
       const matched = length === 0 ? 0 : Math.min(length, Math.max(0, matchedOf?.[index] ?? 0));
       // Over the cap: never chosen (the least loaded is always within it).
       const cost =
-        ownLoad(worker) > cap ? Number.POSITIVE_INFINITY : this.cost(worker, matched, length, now);
+        ownLoad(worker) > cap
+          ? Number.POSITIVE_INFINITY
+          : this.cost(worker, matched, length, now, fillOf?.[index] ?? 0);
       costs[index] = cost;
       held[index] = matched;
       if (matched > 0) anyHeld = true;
@@ -160,8 +181,16 @@ export class PrefixCostPicker implements Picker {
   }
 
   /** The estimated prefill work ahead of this request's first token on `worker` (formula above). */
-  cost(worker: PolicyWorker, matched: number, length: number, now: number): number {
-    return prefillWork(worker, matched, length, now, this.queueWeight, this.requestChars);
+  cost(worker: PolicyWorker, matched: number, length: number, now: number, fill = 0): number {
+    return prefillWork(
+      worker,
+      matched,
+      length,
+      now,
+      this.queueWeight,
+      this.requestChars,
+      this.evictionWeight * fill,
+    );
   }
 }
 
@@ -176,10 +205,13 @@ export function prefillWork(
   now: number,
   queueWeight: number,
   requestChars: number,
+  eviction = 0,
 ): number {
   const queued = Math.max(0, worker.pendingPrefillChars ?? 0);
   const foreign = Math.max(0, worker.foreignQueuedAt?.(now) ?? 0);
   return (
-    length - matched + queueWeight * (queued + foreign * length) + requestChars * worker.inFlight
+    (length - matched) * (1 + eviction) +
+    queueWeight * (queued + foreign * length) +
+    requestChars * worker.inFlight
   );
 }

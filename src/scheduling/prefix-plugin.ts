@@ -33,10 +33,23 @@ export class PrefixIndexPlugin {
     return this.index.prepare(request, candidates());
   }
 
-  /** out[i] = leading characters of the text candidates[i] probably holds. */
-  match(request: PrefixRequest, candidates: readonly PolicyWorker[], out: number[]): void {
+  /**
+   * out[i] = leading characters of the text candidates[i] probably holds; fill[i] = how full its
+   * entry is (PrefixIndex.fill; 0 when the index does not know).
+   */
+  match(
+    request: PrefixRequest,
+    candidates: readonly PolicyWorker[],
+    out: number[],
+    fill?: number[],
+  ): void {
     out.length = candidates.length;
     this.index.match(request.text, request.model, candidates, out);
+    if (fill === undefined) return;
+    fill.length = candidates.length;
+    for (let i = 0; i < candidates.length; i++) {
+      fill[i] = this.index.fill?.(candidates[i]!.id) ?? 0;
+    }
   }
 
   /**

@@ -36,6 +36,8 @@ export interface PrefillWorkOptions {
   readonly queueWeight: number;
   /** Characters of prefill each in-flight request counts for. */
   readonly requestChars: number;
+  /** prefix_cost's eviction weight (times each candidate's fill); default 0. */
+  readonly evictionWeight?: number;
 }
 
 /**
@@ -52,7 +54,8 @@ export class PrefillWorkScorer implements Scorer {
 
   score(ctx: SchedulingContext, out: Float64Array): void {
     const { candidates, now, length } = ctx;
-    const { queueWeight, requestChars } = this.options;
+    const { queueWeight, requestChars, evictionWeight = 0 } = this.options;
+    const fill = ctx.request.fill;
     for (let i = 0; i < candidates.length; i++) {
       out[i] = prefillWork(
         candidates[i]!,
@@ -61,6 +64,7 @@ export class PrefillWorkScorer implements Scorer {
         now,
         queueWeight,
         requestChars,
+        evictionWeight * (fill?.[i] ?? 0),
       );
     }
     invertMinMax(ctx, out);

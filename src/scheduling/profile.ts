@@ -54,7 +54,13 @@ export class SchedulerProfile implements Policy {
   readonly labelsRoute: boolean;
   readonly prefixIndex: ProfileOptions["prefixIndex"];
   /** The picker's per-worker cost, when it picks by one (Policy.cost). */
-  readonly cost?: (worker: PolicyWorker, matched: number, length: number, now: number) => number;
+  readonly cost?: (
+    worker: PolicyWorker,
+    matched: number,
+    length: number,
+    now: number,
+    fill?: number,
+  ) => number;
   private readonly ctx: SchedulingContext;
   private scratch = new Float64Array(16);
   private totals = new Float64Array(16);
@@ -73,7 +79,8 @@ export class SchedulerProfile implements Policy {
     );
     const picker = parts.picker;
     if (picker.cost !== undefined) {
-      this.cost = (worker, matched, length, now) => picker.cost!(worker, matched, length, now);
+      this.cost = (worker, matched, length, now, fill) =>
+        picker.cost!(worker, matched, length, now, fill);
     }
     this.ctx = {
       candidates: NO_CANDIDATES,

@@ -62,6 +62,7 @@ export interface DecisionRequest extends PrepareRequest {
 export class Scheduler {
   /** Reused across decisions: `select` is synchronous and never keeps the array. */
   private readonly matched: number[] = [];
+  private readonly fill: number[] = [];
   /** The prefix index's request-stage hooks. */
   readonly prefix: PrefixIndexPlugin;
 
@@ -135,6 +136,7 @@ export class Scheduler {
     if (answer === undefined) return this.record(candidates, request, decision, this.matched);
     // this.matched is scratch for the next decision: keep this one's across the wait.
     const matched = this.matched.slice(0, candidates.length);
+    const fill = this.fill.slice(0, candidates.length);
     return answer.then((value) => {
       const claim = value === undefined ? undefined : readNewPrefixClaim(value, text);
       const i = claim === undefined ? -1 : candidates.findIndex((c) => c.id === claim.worker);
@@ -148,6 +150,7 @@ export class Scheduler {
         this.policy.select(candidates, {
           ...this.routeRequest(request, true, undefined),
           matched: assumed,
+          fill,
         }) ?? decision;
       const j = candidates.indexOf(again.worker);
       const agreed: RouteDecision<W> =
@@ -230,6 +233,8 @@ export class Scheduler {
   ): {
     decision: RouteDecision<W> | undefined;
     matched: number[] | null;
+    /** Each candidate's cache fill as the index sees it (RouteRequest.fill); null as matched. */
+    fill: number[] | null;
     indexes: string[] | null;
     /** A scheduling profile's per-candidate verdicts (filters, scores, weights); else undefined. */
     profile: ProfileExplanation | undefined;
@@ -246,10 +251,11 @@ export class Scheduler {
         this.policy.handlesSessions ? sessionWorker : undefined,
       ),
     );
-    if (!usesIndex) return { decision, matched: null, indexes: null, profile };
+    if (!usesIndex) return { decision, matched: null, fill: null, indexes: null, profile };
     return {
       decision,
       matched: this.matched.slice(0, candidates.length),
+      fill: this.fill.slice(0, candidates.length),
       indexes: candidates.map((c) => this.sourceOf(c.id)),
       profile,
     };
@@ -271,7 +277,7 @@ export class Scheduler {
     const usesIndex = this.usesIndex(request);
     const matched = this.matched;
     if (usesIndex) {
-      this.prefix.match(request, candidates, matched);
+      this.prefix.match(request, candidates, matched, this.fill);
     }
     const sessionWorker =
       request.session === undefined ? undefined : this.sessions?.workerFor(request.session);
@@ -289,6 +295,7 @@ export class Scheduler {
       text,
       model,
       matched: usesIndex ? this.matched : undefined,
+      fill: usesIndex ? this.fill : undefined,
       requested,
       adapter,
       session,

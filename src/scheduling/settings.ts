@@ -117,6 +117,14 @@ export const POLICIES_SETTINGS = section<PoliciesConfig>(
       default: POLICY_DEFAULTS.prefixCostRequestChars,
       parse: number(0),
     },
+    prefixCostEvictionWeight: {
+      flag: "--prefix-cost-eviction-weight",
+      arg: "<x>",
+      description:
+        "prefix_cost: on a worker whose cache is full (the prefix index's view: what the router sent there against the engine's learned KV capacity), each uncached character also evicts one cached character that its owners will recompute; this weighs that, times the fill, on top of the character's own prefill. A prefix's holder then keeps it unless another worker's queue is shorter by (1 + weight × fill) times what it holds, so a moment's load difference no longer moves a tenant into a full cache. 0 = off.",
+      default: POLICY_DEFAULTS.prefixCostEvictionWeight,
+      parse: number(0),
+    },
     prefixCostTieBreak: {
       flag: "--prefix-cost-tie-break",
       arg: "<hash|rotation>",

@@ -1,4 +1,5 @@
-import cluster from "node:cluster";
+import cluster, { type Worker as ClusterWorker } from "node:cluster";
+import type { SiblingHub } from "./sibling-hub.js";
 import type { SiblingMessage } from "./sibling-messages.js";
 import { SiblingOutbox } from "./sibling-outbox.js";
 
@@ -63,4 +64,29 @@ export function clusterSiblingLink(env: NodeJS.ProcessEnv = process.env): Siblin
     },
   };
   return { transport, group };
+}
+
+/**
+ * The primary's end of one process's channel: its messages go to the hub, and the hub's to it
+ * through a bounded backlog (state/sibling-outbox.ts); past it, decisions for a process that
+ * stopped reading are dropped (`onStall`), and its siblings' counts sent again once it catches up.
+ */
+export function connectToHub(hub: SiblingHub, worker: ClusterWorker, onStall?: () => void): void {
+  const id = worker.id;
+  const outbox = new SiblingOutbox(
+    (message, done) => {
+      if (!worker.isConnected()) {
+        done();
+        return false;
+      }
+      return worker.send(message, undefined, done);
+    },
+    {
+      ...(onStall !== undefined ? { onStall } : {}),
+      onDrained: (dropped) => hub.caughtUp(id, dropped),
+    },
+  );
+  hub.add(id, (message) => outbox.send(message));
+  worker.on("message", (message) => hub.receive(id, message));
+  worker.on("disconnect", () => hub.remove(id));
 }

@@ -17,7 +17,7 @@ import type { StateOp } from "./state-op.js";
 /**
  * A change of one process's worker set, for its siblings: an add carries the worker's fields as
  * POST /workers names them (url, api_key, worker_type, bootstrap_port), parsed again by the
- * receiver (state/sibling-state.ts); a remove, the worker's canonical URL.
+ * receiver (state/cluster-transport.ts); a remove, the worker's canonical URL.
  */
 export type SiblingMemberChange =
   | { readonly kind: "add"; readonly url: string; readonly fields: Record<string, MemberField> }

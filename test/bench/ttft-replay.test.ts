@@ -1,11 +1,17 @@
 import { describe, expect, it } from "vitest";
 import { prepareWorkload, QUICK_PRESET } from "../../bench/lib/routing-workloads.js";
 import { type ReplayResult, replay } from "../../bench/lib/ttft-replay.js";
-import { createPolicy } from "../../src/scheduling/builtin-profiles.js";
+import { renderChat } from "../../sim/template.js";
+import { tokenize } from "../../sim/tokenizer.js";
+import type { RequestSpec } from "../../sim/workloads.js";
+import { createPolicy, type PolicyOptions } from "../../src/scheduling/builtin-profiles.js";
 
 const workload = prepareWorkload("cache-pressure", QUICK_PRESET);
 const base = { workers: QUICK_PRESET.workers, concurrency: QUICK_PRESET.concurrency };
-const prefixCost = () => ({ kind: "policy" as const, policy: createPolicy("prefix_cost") });
+const prefixCost = (options: PolicyOptions = {}) => ({
+  kind: "policy" as const,
+  policy: createPolicy("prefix_cost", options),
+});
 const placement = (r: ReplayResult) =>
   Object.fromEntries(r.requests.map((x) => [x.spec.id, x.worker]));
 
@@ -45,8 +51,33 @@ describe("bench:ttft replay (model time, deterministic)", () => {
     const polled = { ...base, chooser: prefixCost(), enginePollMs: 20, enginePollPhaseMs: 7 };
     expect(placement(await replay(workload, polled))).toEqual(placement(quiet));
     // Counted against the router's pending requests now (before 2026-11-23), old readings turn
-    // into phantom foreign work and move requests.
-    const againstNow = await replay(workload, { ...polled, foreignAgainstNow: true });
-    expect(placement(againstNow)).not.toEqual(placement(quiet));
+    // into phantom foreign work and move requests (seen without the eviction term, which keeps
+    // most of them on their holders anyway).
+    const unguarded = prefixCost({ prefixCostEvictionWeight: 0 });
+    const quiet0 = await replay(workload, { ...base, chooser: unguarded });
+    const againstNow = await replay(workload, {
+      ...polled,
+      chooser: unguarded,
+      foreignAgainstNow: true,
+    });
+    expect(placement(againstNow)).not.toEqual(placement(quiet0));
+  });
+
+  it("refuses a request larger than the whole KV cache with the engine's error and goes on", async () => {
+    const longest = Math.max(...workload.specs.map((x) => x.maxTokens + promptLength(x)));
+    // The cache holds every request but the longest few (the poll's timer keeps running).
+    const small = { ...workload, kvCapacityTokens: Math.floor(longest * 0.9) };
+    for (const chooser of [prefixCost(), { kind: "pinned" as const, workerOf: workload.oracle! }]) {
+      const r = await replay(small, { ...base, chooser, enginePollMs: 20 });
+      expect(r.rejected.length).toBeGreaterThan(0);
+      expect(r.rejected.length + r.requests.length).toBe(workload.specs.length);
+      for (const x of r.rejected) expect(x.error).toMatch(/exceed the KV cache capacity/);
+    }
   });
 });
+
+/** Prompt tokens of a spec, as the replay renders and tokenizes it. */
+function promptLength(spec: RequestSpec): number {
+  const prompt = spec.kind === "chat" ? renderChat(spec.messages ?? []) : (spec.prompt ?? "");
+  return tokenize(prompt).length;
+}

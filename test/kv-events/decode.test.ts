@@ -7,7 +7,9 @@ import {
   type WireEvent,
 } from "../../sim/kv-event-encoder.js";
 import {
+  DECODE_SLICE_BYTES,
   decodeBatch,
+  decodeBatchInSlices,
   decodeEnvelope,
   decodeSequence,
   END_OF_REPLAY,
@@ -216,5 +218,54 @@ describe("decoder properties", () => {
       ),
       { numRuns: 1000 },
     );
+  });
+});
+
+describe("decodeBatchInSlices", () => {
+  /** One BlockStored of `blocks` 1-token blocks with 64-bit hashes, then a few small events. */
+  function bigBatch(blocks: number): Uint8Array {
+    const events: WireEvent[] = [
+      {
+        type: "BlockStored",
+        blockHashes: Array.from({ length: blocks }, (_, i) => (1n << 63n) + BigInt(i) * 7919n),
+        parentHash: null,
+        tokenIds: Array.from({ length: blocks }, (_, i) => i % 30_000),
+        blockSize: 1,
+        medium: "GPU",
+      },
+      { type: "BlockRemoved", blockHashes: [-5n, 6n], medium: null },
+      { type: "AllBlocksCleared" },
+    ];
+    return encodeBatch({ ts: 3, events, dataParallelRank: null }, "array");
+  }
+
+  it("gives what decodeBatch gives, for a batch larger than one slice", async () => {
+    const bytes = bigBatch(40_000);
+    expect(bytes.length).toBeGreaterThan(4 * DECODE_SLICE_BYTES);
+    expect(await decodeBatchInSlices(bytes)).toEqual(decodeBatch(bytes));
+  });
+
+  it("lets the event loop turn while a batch near the 4 MiB limit decodes", async () => {
+    // 330k blocks, 3.9 MB: decoded at once, it held requests and /health for 340-500 ms.
+    const bytes = bigBatch(330_000);
+    let turns = 0;
+    let decoding = true;
+    const tick = () => {
+      turns++;
+      if (decoding) setImmediate(tick);
+    };
+    setImmediate(tick);
+    const batch = await decodeBatchInSlices(bytes);
+    decoding = false;
+    expect(batch.events[0]!.type).toBe("BlockStored");
+    // At least a turn per slice of bytes, and more for the hashes.
+    expect(turns).toBeGreaterThan(bytes.length / DECODE_SLICE_BYTES);
+  });
+
+  it("refuses what decodeBatch refuses, with KvDecodeError", async () => {
+    const bytes = bigBatch(40_000);
+    const cut = bytes.subarray(0, bytes.length - 3);
+    await expect(decodeBatchInSlices(cut)).rejects.toBeInstanceOf(KvDecodeError);
+    expect(() => decodeBatch(cut)).toThrow(KvDecodeError);
   });
 });

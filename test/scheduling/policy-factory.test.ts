@@ -23,6 +23,7 @@ describe("createPolicy", () => {
       cacheLoadBound: 2,
       prefixCostQueueWeight: 0.5,
       prefixCostRequestChars: 256,
+      prefixCostEvictionWeight: 2,
     });
   });
 

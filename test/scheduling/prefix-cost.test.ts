@@ -338,3 +338,46 @@ describe("prefix_cost with queue weight 0: the load cap", () => {
     expect(selectWith(unbounded, [holderWith(12), ...cold], { text })!.worker.id).toBe("holder");
   });
 });
+
+describe("prefix_cost: what a placement evicts from a full cache", () => {
+  // holder: 0 own + 0.5 × queued = 1.5 × length + 50; cold: length own (times 1 + 2 × fill).
+  const text = question(1);
+  const setup = () => {
+    const holder = queued("holder", 3 * text.length + 100);
+    const cold = fakeWorker("cold");
+    return { holder, cold, matched: [text.length, 0] };
+  };
+
+  it("moves a prefix off its holder for a moment's queue when the caches have room", () => {
+    const { holder, cold, matched } = setup();
+    const policy = prefixCost({ prefixCostRequestChars: 0 });
+    const decision = policy.select([holder, cold], { text, matched, fill: [0, 0] })!;
+    expect(decision.worker).toBe(cold);
+  });
+
+  it("keeps it on its holder when the other cache is full: the copy would evict as much", () => {
+    const { holder, cold, matched } = setup();
+    const policy = prefixCost({ prefixCostRequestChars: 0 });
+    expect(policy.select([holder, cold], { text, matched, fill: [1, 1] })!.worker).toBe(holder);
+    // The margin grows with the fill (1 + weight × fill times what the holder holds) ...
+    expect(policy.select([holder, cold], { text, matched, fill: [0.2, 0.2] })!.worker).toBe(cold);
+    // ... and weight 0 turns it off.
+    const off = prefixCost({ prefixCostRequestChars: 0, prefixCostEvictionWeight: 0 });
+    expect(off.select([holder, cold], { text, matched, fill: [1, 1] })!.worker).toBe(cold);
+  });
+
+  it("still leaves the holder when its queue outgrows the margin", () => {
+    const { cold, matched } = setup();
+    const policy = prefixCost({ prefixCostRequestChars: 0 });
+    // weight 2, full: the holder keeps it while 0.5 × queued < 3 × length.
+    const swamped = queued("holder", 6 * text.length + 100);
+    expect(policy.select([swamped, cold], { text, matched, fill: [1, 1] })!.worker).toBe(cold);
+  });
+
+  it("shows the same cost to /debug/route as it decides on", () => {
+    const { holder } = setup();
+    const policy = prefixCost({ prefixCostRequestChars: 0 });
+    expect(policy.cost!(holder, 0, 1000, 0, 1)).toBe(3000 + 0.5 * holder.pendingPrefillChars!);
+    expect(policy.cost!(holder, 0, 1000, 0)).toBe(1000 + 0.5 * holder.pendingPrefillChars!);
+  });
+});

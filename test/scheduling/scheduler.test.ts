@@ -29,6 +29,28 @@ describe("Scheduler", () => {
     );
   });
 
+  it("hands each candidate's cache fill from the index to the policy, and explains it", () => {
+    const { index, workers } = setup();
+    index.setBudget("a", 4 * SYSTEM.length);
+    index.insert("a", undefined, SYSTEM);
+    const seen: (readonly number[] | undefined)[] = [];
+    const policy = createPolicy("prefix_cost");
+    const spy: typeof policy = {
+      ...policy,
+      name: policy.name,
+      usesPrefixes: true,
+      select: (candidates, request) => {
+        seen.push(request.fill?.slice());
+        return policy.select(candidates, request);
+      },
+    };
+    const decider = new Scheduler(spy, index);
+    decider.decide(workers, { text: `${SYSTEM}a question` });
+    // Only a's budget is the engine's (set): the others' fill is unknown, 0.
+    expect(seen[0]).toEqual([0.25, 0, 0]);
+    expect(decider.explain(workers, { text: SYSTEM }).fill).toEqual([index.fill("a"), 0, 0]);
+  });
+
   it("does not ask or fill the index for policies that ignore prefixes", () => {
     const { index, workers, decider } = setup("round_robin");
     const decision = decider.decide(workers, { text: SYSTEM })!;

@@ -27,7 +27,7 @@ describe.skipIf(redisSkipReason !== undefined)(
       prefix: string,
       options: { ttlMs?: number; timeoutMs?: number } = {},
     ) => {
-      // As SharedState builds it: the claims connection knows the claim timeout.
+      // As the Redis transport builds it: the claims connection knows the claim timeout.
       const link = new RedisLink(
         { url: redis.url, claimTimeoutMs: options.timeoutMs ?? 1000 },
         createLogger({ level: "silent" }),

@@ -1,11 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { createLogger } from "../../src/logger.js";
-import { PeerInFlight } from "../../src/state/peer-in-flight.js";
-import { ReplicatedMembership } from "../../src/state/replicated-membership.js";
+import { ClusterTransport } from "../../src/state/cluster-transport.js";
+import { Replication } from "../../src/state/replication.js";
 import { SiblingHub } from "../../src/state/sibling-hub.js";
 import type { SiblingTransport } from "../../src/state/sibling-link.js";
 import type { SiblingMessage } from "../../src/state/sibling-messages.js";
-import { SiblingState } from "../../src/state/sibling-state.js";
 import { WorkerRegistry } from "../../src/workers/registry.js";
 import type { Worker } from "../../src/workers/worker.js";
 import { waitFor } from "../helpers/router.js";
@@ -33,16 +32,18 @@ async function process_(hub: SiblingHub, id: number) {
     breaker: { failureThreshold: 5, openMs: 1000, successThreshold: 1 },
     connectTimeoutMs: 1000,
   });
-  const state = new SiblingState(
+  const state = new ClusterTransport(
     transport,
     { claimTimeoutMs: 50, claimTtlMs: 2000, queueSize: 100 },
     logger,
   );
-  state.attach(registry, new PeerInFlight());
   const remoteAdds: Worker[] = [];
-  state.carryMembership(
-    new ReplicatedMembership(registry, logger, { onRemoteAdd: (w) => remoteAdds.push(w) }),
-  );
+  const replication = new Replication([state], {
+    registry,
+    logger,
+    onRemoteAdd: (w) => remoteAdds.push(w),
+  });
+  replication.attach();
   await state.start();
   return { registry, state, sent, remoteAdds };
 }

@@ -1,14 +1,10 @@
-import { Counter, type Registry } from "prom-client";
-import type { PrefixClaims } from "../index/prefix-claims.js";
-import type { PrefixIndex } from "../index/prefix-index.js";
+import { Counter } from "prom-client";
 import type { Logger } from "../logger.js";
-import type { WorkerRegistry } from "../workers/registry.js";
 import { roleFrom } from "../workers/worker-role.js";
 import { BoundedQueue } from "./bounded-queue.js";
-import type { PeerInFlight } from "./peer-in-flight.js";
-import { PublishingIndex } from "./publishing-index.js";
-import type { MemberChange, ReplicatedMembership } from "./replicated-membership.js";
-import { SiblingClaims } from "./sibling-claims.js";
+import { type ClaimReply, ReplicaClaims } from "./prefix-claims.js";
+import type { MemberChange } from "./replicated-membership.js";
+import type { ReplicaSide, Transport } from "./replication.js";
 import type { SiblingTransport } from "./sibling-link.js";
 import {
   MAX_OPS_PER_MESSAGE,
@@ -19,15 +15,13 @@ import {
 } from "./sibling-messages.js";
 import type { StateOp } from "./state-op.js";
 
-export interface SiblingStateOptions {
+export interface ClusterTransportOptions {
   /** How long a new prefix's claim waits for the primary (then this process's choice stands). */
   claimTimeoutMs: number;
   /** How long a claim lives in the primary (long enough for the decision to reach every sibling). */
   claimTtlMs: number;
   /** Decisions waiting to leave while the channel is busy; past it the oldest are dropped. */
   queueSize: number;
-  /** Where radixgate_cluster_dropped_total is registered (none in unit tests). */
-  promRegistry?: Registry;
 }
 
 /**
@@ -36,33 +30,22 @@ export interface SiblingStateOptions {
  * message costs tens of µs of CPU at each end (bench:cluster), so not every millisecond.
  */
 const LOAD_CHECK_MS = 20;
-/** Siblings' decision batches held while a sibling's new worker is being added (then applied). */
-const MAX_HELD_BATCHES = 64;
 /** How long start() waits for the primary's replay. */
 const START_WAIT_MS = 3000;
 
 /**
- * One process of radixgate-cluster sharing its routing decisions with its sibling processes over
- * the local channel (node:cluster IPC; the primary relays, state/sibling-hub.ts), without Redis:
- *
- * - every index insert and truncate (this process's decisions) is sent to the siblings, which
- *   apply it to their own index: every process's index sees every decision, a millisecond later;
- * - its in-flight counts per worker, whenever they change (checked every few ms), so each process
- *   weighs the host's whole load on a worker, not its own share;
- * - a new prefix (no worker singled out by the index) is claimed at the primary before the
- *   decision is recorded, so two processes routing the same new prefix at once agree on one
- *   worker (the decider's `decideAgreed`, as with Redis between hosts).
- *
- * Nothing waits on the channel on a request's path except a new prefix's claim (bounded). The
- * index's `applyTo` is the index below every publishing layer, so a sibling's op is neither sent
- * back nor published to Redis (the sibling published it there itself).
+ * radixgate-cluster's local channel (node:cluster IPC; the primary relays, state/sibling-hub.ts),
+ * on one host, without Redis: a process's decisions leave together at the end of the turn, a
+ * millisecond later at every sibling; its in-flight counts whenever they change (checked every
+ * few ms); a new prefix is claimed at the primary, the one place two processes' claims meet; and,
+ * without --state-url, the worker set's changes. Messages are checked on arrival
+ * (sibling-messages.ts) but not signed: the channel never leaves the host's process tree.
  */
-export class SiblingState {
-  readonly claims: PrefixClaims;
-  private readonly siblingClaims: SiblingClaims;
-  private inner: PrefixIndex | undefined;
-  private registry: WorkerRegistry | undefined;
-  private peers: PeerInFlight | undefined;
+export class ClusterTransport implements Transport {
+  readonly source = "siblings";
+  readonly maxTextChars = SIBLING_MAX_TEXT_CHARS;
+  readonly claims: ReplicaClaims;
+  private side: ReplicaSide | undefined;
   private readonly queue: BoundedQueue<StateOp>;
   private flushing: NodeJS.Immediate | undefined;
   private loadTimer: NodeJS.Timeout | undefined;
@@ -77,76 +60,76 @@ export class SiblingState {
   private stopped = false;
   /** start() is over: this process's membership changes go to the siblings from now on. */
   private replayed = false;
-  /** The worker set, when this channel carries it (no --state-url): sent and applied through it. */
-  private membership: ReplicatedMembership | undefined;
-  /** Workers a sibling added that are not in the registry yet: their decisions wait for them. */
-  private readonly awaitedWorkers = new Set<string>();
-  /** Decision batches waiting for those workers (bounded; the oldest dropped: hints). */
-  private held: SiblingMessage[] = [];
+  /** Claims sent to the primary, by number, waiting for its answer. */
+  private nextClaim = 0;
+  private readonly claimsWaiting = new Map<number, (reply: ClaimReply) => void>();
   /** Ops dropped because the queue was full (tests, logs). */
   dropped = 0;
   /** Messages dropped on a full channel: this process's own, and the primary's to it. */
-  private readonly droppedMessages: Counter<"where"> | undefined;
+  private droppedMessages: Counter<"where"> | undefined;
   /** Logged once per stall of the channel. */
   private stalled = false;
 
   constructor(
-    private readonly transport: SiblingTransport,
-    options: SiblingStateOptions,
+    private readonly channel: SiblingTransport,
+    options: ClusterTransportOptions,
     private readonly logger: Logger,
   ) {
     this.queue = new BoundedQueue(options.queueSize);
-    this.droppedMessages =
-      options.promRegistry === undefined
-        ? undefined
-        : new Counter({
-            name: "radixgate_cluster_dropped_total",
-            help: "radixgate-cluster: decision batches and load messages dropped because the local channel's backlog was full (where: sent by this process, or relayed to it by the primary while it did not read).",
-            labelNames: ["where"],
-            registers: [options.promRegistry],
-          });
-    this.siblingClaims = new SiblingClaims({
-      timeoutMs: options.claimTimeoutMs,
-      ttlMs: options.claimTtlMs,
-      up: () => !this.stopped && transport.connected,
-      send: (message) => transport.send(message),
-    });
-    this.claims = this.siblingClaims;
-    transport.onMessage((raw) => this.receive(raw));
-    transport.onClose(() => {
-      this.siblingClaims.cancelAll();
+    this.claims = new ReplicaClaims(
+      {
+        up: () => !this.stopped && this.channel.connected,
+        ask: (key, value, ttlMs, abandoned) => this.askClaim(key, value, ttlMs, abandoned),
+      },
+      { timeoutMs: options.claimTimeoutMs, ttlMs: options.claimTtlMs },
+    );
+    channel.onMessage((raw) => this.receive(raw));
+    channel.onClose(() => {
+      for (const answer of this.claimsWaiting.values()) answer("error");
       this.readyResolve?.();
     });
   }
 
-  /**
-   * The index the router uses: `index`, sending its decisions to the siblings. Their decisions
-   * are applied to `applyTo` (the index below every publishing layer).
-   */
-  wrapIndex(index: PrefixIndex, applyTo: PrefixIndex = index): PrefixIndex {
-    this.inner = applyTo;
-    return new PublishingIndex(index, (op) => this.send(op), SIBLING_MAX_TEXT_CHARS);
-  }
-
-  /** The workers whose counts are shared, and where the siblings' counts go. */
-  attach(registry: WorkerRegistry, peers: PeerInFlight): void {
-    this.registry = registry;
-    this.peers = peers;
-    registry.onChange((event, worker) => {
-      if (event !== "added") return;
-      this.applyCounts();
-      if (this.awaitedWorkers.delete(worker.url)) this.applyHeld();
+  /** One claim at the primary: its answer by number (a late one, after the timeout, is dropped). */
+  private askClaim(
+    key: string,
+    value: string,
+    ttlMs: number,
+    abandoned: AbortSignal,
+  ): Promise<ClaimReply> {
+    const n = this.nextClaim;
+    this.nextClaim = (this.nextClaim + 1) % Number.MAX_SAFE_INTEGER;
+    return new Promise<ClaimReply>((resolve) => {
+      this.claimsWaiting.set(n, resolve);
+      abandoned.addEventListener("abort", () => resolve("error"), { once: true });
+      this.channel.send({ rg: "sib", t: "claim", n, key, value, ttlMs });
+    }).then((reply) => {
+      this.claimsWaiting.delete(n);
+      return typeof reply === "string"
+        ? reply
+        : { holder: reply.holder, won: reply.holder === value };
     });
   }
 
-  /**
-   * Carries the worker set's changes over the channel: every add and remove of this process's
-   * registry goes to the siblings, theirs are applied through `membership`. Not called with
-   * --state-url: the worker set then travels through Redis, for the cluster's processes too.
-   */
-  carryMembership(membership: ReplicatedMembership): void {
-    this.membership = membership;
-    membership.carryWith((change) => this.sendMembership(siblingChange(change)));
+  attach(side: ReplicaSide): void {
+    this.side = side;
+    if (side.metricsRegistry !== undefined)
+      this.droppedMessages = new Counter({
+        name: "radixgate_cluster_dropped_total",
+        help: "radixgate-cluster: decision batches and load messages dropped because the local channel's backlog was full (where: sent by this process, or relayed to it by the primary while it did not read).",
+        labelNames: ["where"],
+        registers: [side.metricsRegistry],
+      });
+  }
+
+  workerAdded(): void {
+    this.applyCounts();
+  }
+
+  /** One of this process's ops: a decision (queued for the turn's end) or a membership change. */
+  publish(op: StateOp): void {
+    if (op.kind === "add" || op.kind === "remove") this.sendMembership(siblingChange(op));
+    else this.queueDecision(op);
   }
 
   /**
@@ -156,7 +139,7 @@ export class SiblingState {
    */
   private sendMembership(change: SiblingMemberChange): void {
     if (this.stopped || !this.replayed) return;
-    if (!this.transport.send({ rg: "sib", t: "member", change })) {
+    if (!this.channel.send({ rg: "sib", t: "member", change })) {
       this.logger.warn(
         { url: change.url, change: change.kind },
         "radixgate-cluster: the channel to the primary is closed; the other processes did not get this membership change",
@@ -166,7 +149,7 @@ export class SiblingState {
 
   /** Asks the primary for the recent decisions and waits (bounded) until they are applied. */
   async start(): Promise<void> {
-    if (!this.transport.send({ rg: "sib", t: "hello" })) return;
+    if (!this.channel.send({ rg: "sib", t: "hello" })) return;
     let timer: NodeJS.Timeout | undefined;
     const replayed = await Promise.race([
       this.ready.then(() => true),
@@ -190,13 +173,12 @@ export class SiblingState {
     if (this.flushing !== undefined) clearImmediate(this.flushing);
     this.flush();
     // Counts back to zero at the siblings: this process's requests are over.
-    if (this.sent.size > 0) this.transport.send({ rg: "sib", t: "load", counts: {} });
+    if (this.sent.size > 0) this.channel.send({ rg: "sib", t: "load", counts: {} });
     this.sent.clear();
-    this.siblingClaims.cancelAll();
+    for (const answer of this.claimsWaiting.values()) answer("error");
   }
 
-  /** Queues one of this process's decisions; they leave together at the end of the turn. */
-  private send(op: StateOp): void {
+  private queueDecision(op: StateOp): void {
     if (this.stopped) return;
     if (!this.queue.push(op)) this.dropped += 1;
     this.flushing ??= setImmediate(() => {
@@ -210,7 +192,7 @@ export class SiblingState {
     while (this.queue.size > 0) {
       const ops = this.queue.take(MAX_OPS_PER_MESSAGE);
       const counts = this.queue.size === 0 ? this.changedCounts() : undefined;
-      const sent = this.transport.send({
+      const sent = this.channel.send({
         rg: "sib",
         t: "ops",
         ops,
@@ -229,7 +211,7 @@ export class SiblingState {
   private sendLoad(): void {
     const counts = this.changedCounts();
     if (counts === undefined) return;
-    if (this.transport.send({ rg: "sib", t: "load", counts: counts.record })) {
+    if (this.channel.send({ rg: "sib", t: "load", counts: counts.record })) {
       this.sent = counts.map;
       this.stalled = false;
     } else this.noteUnsent();
@@ -237,7 +219,7 @@ export class SiblingState {
 
   /** A message not sent: on an open channel, dropped for its backlog (counted, logged once). */
   private noteUnsent(): void {
-    if (!this.transport.connected) return;
+    if (!this.channel.connected) return;
     this.droppedMessages?.inc({ where: "sent" });
     if (this.stalled) return;
     this.stalled = true;
@@ -250,11 +232,12 @@ export class SiblingState {
   private changedCounts():
     | { record: Record<string, number>; map: Map<string, number> }
     | undefined {
-    const registry = this.registry;
-    if (registry === undefined || this.stopped) return undefined;
+    const side = this.side;
+    if (side === undefined || this.stopped) return undefined;
+    const workers = side.loadWorkers();
     let changed = false;
     let live = 0;
-    for (const worker of registry.list()) {
+    for (const worker of workers) {
       const n = worker.ownInFlight;
       if (n > 0) live += 1;
       if ((this.sent.get(worker.id) ?? 0) !== n) changed = true;
@@ -262,7 +245,7 @@ export class SiblingState {
     if (!changed && live === this.sent.size) return undefined;
     const record: Record<string, number> = {};
     const map = new Map<string, number>();
-    for (const worker of registry.list()) {
+    for (const worker of workers) {
       if (worker.ownInFlight > 0) {
         record[worker.id] = worker.ownInFlight;
         map.set(worker.id, worker.ownInFlight);
@@ -273,23 +256,21 @@ export class SiblingState {
 
   private receive(raw: unknown): void {
     const message: SiblingMessage | undefined = readSiblingMessage(raw);
-    if (message === undefined) return;
-    // A sibling's new worker is being added: its decisions (and the replay's end) wait for it.
-    if ((message.t === "ops" || message.t === "ready") && this.awaitedWorkers.size > 0) {
-      this.held.push(message);
-      if (this.held.length > MAX_HELD_BATCHES) this.held.shift();
-      return;
-    }
-    this.handle(message);
-  }
-
-  private handle(message: SiblingMessage): void {
+    const side = this.side;
+    if (message === undefined || side === undefined) return;
     switch (message.t) {
-      case "member":
-        this.memberChanged(message.change);
+      case "member": {
+        const change = memberChange(message.change);
+        if (change === undefined)
+          this.logger.warn(
+            { url: message.change.url },
+            "a sibling's worker has an invalid role; not added",
+          );
+        else side.receive(change);
         break;
+      }
       case "ops":
-        for (const op of message.ops) this.apply(op);
+        for (const op of message.ops) side.receive(op);
         if (message.counts !== undefined && message.from !== undefined) {
           this.siblingCounts.set(message.from, message.counts);
           this.applyCounts();
@@ -311,71 +292,25 @@ export class SiblingState {
         );
         break;
       case "claimed":
-        this.siblingClaims.answered(message.n, message.value);
+        this.claimsWaiting.get(message.n)?.({ holder: message.value, won: false });
         break;
       case "ready":
-        this.readyResolve?.();
+        // The replay is over once the workers it added are in the registry too.
+        void side.settled().then(() => this.readyResolve?.());
         break;
       default:
         break;
     }
   }
 
-  /** A sibling's membership change: applied, its decisions held until its worker is added. */
-  private memberChanged(raw: SiblingMemberChange): void {
-    const membership = this.membership;
-    if (membership === undefined) return;
-    const change = memberChange(raw);
-    if (change === undefined) {
-      this.logger.warn({ url: raw.url }, "a sibling's worker has an invalid role; not added");
-      return;
-    }
-    if (change.kind === "add" && this.registry?.get(change.url) === undefined) {
-      this.awaitedWorkers.add(change.url);
-    }
-    membership
-      .apply(change)
-      .catch((err: unknown) =>
-        this.logger.warn({ err, url: change.url }, "a sibling's membership change failed here"),
-      )
-      .finally(() => {
-        // Refused or failed: nothing waits for it any longer.
-        if (this.awaitedWorkers.delete(change.url)) this.applyHeld();
-      });
-  }
-
-  /** The held batches, in order, once no sibling's worker is awaited. */
-  private applyHeld(): void {
-    if (this.awaitedWorkers.size > 0) return;
-    const held = this.held;
-    this.held = [];
-    for (const message of held) this.handle(message);
-  }
-
-  /** A sibling's decision, applied to this process's own index for a worker it has. */
-  private apply(op: StateOp): void {
-    const inner = this.inner;
-    const registry = this.registry;
-    if (inner === undefined || registry === undefined) return;
-    if (op.kind !== "insert" && op.kind !== "truncate") return;
-    if (registry.get(op.worker) === undefined) return;
-    try {
-      if (op.kind === "insert") inner.insert(op.worker, op.model, op.text);
-      else inner.truncate(op.worker, op.model, op.text, op.keep);
-    } catch (err) {
-      this.logger.warn({ err }, "a sibling's decision could not be applied; skipped");
-    }
-  }
-
   /** Every worker's sibling count: the sum of what each sibling last said. */
   private applyCounts(): void {
-    const registry = this.registry;
-    const peers = this.peers;
-    if (registry === undefined || peers === undefined) return;
-    for (const worker of registry.list()) {
+    const side = this.side;
+    if (side === undefined) return;
+    for (const worker of side.loadWorkers()) {
       let sum = 0;
       for (const counts of this.siblingCounts.values()) sum += counts[worker.id] ?? 0;
-      peers.set("siblings", worker, sum);
+      worker.setPeerInFlight(sum);
     }
   }
 }

@@ -1,20 +1,13 @@
 import { randomBytes } from "node:crypto";
-import type { Registry } from "prom-client";
 import type { PrefixClaims } from "../index/prefix-claims.js";
-import type { PrefixIndex } from "../index/prefix-index.js";
 import type { Logger } from "../logger.js";
-import type { WorkerRegistry } from "../workers/registry.js";
-import type { Worker } from "../workers/worker.js";
 import { LoadSync } from "./load-sync.js";
-
 import { OpOrder } from "./op-order.js";
 import { OpsPublisher } from "./ops-publisher.js";
 import { OpsReader } from "./ops-reader.js";
-import type { PeerInFlight } from "./peer-in-flight.js";
 import { RedisPrefixClaims } from "./prefix-claims.js";
-import { PublishingIndex } from "./publishing-index.js";
 import { RedisLink } from "./redis-link.js";
-import type { ReplicatedMembership } from "./replicated-membership.js";
+import type { ReplicaSide, Transport } from "./replication.js";
 import type { SharedStateOptions } from "./settings.js";
 import { type StateKeys, stateKeys } from "./state-keys.js";
 import { StateMetrics } from "./state-metrics.js";
@@ -22,22 +15,22 @@ import type { StateOp } from "./state-op.js";
 import { StateSecret } from "./state-secret.js";
 import { WorkersHash } from "./workers-hash.js";
 
-// The options type lives beside the state section's rows; importers keep finding it here.
-export type { SharedStateOptions };
-
 /** How long start() waits for Redis and for the replay of recent decisions before serving. */
 const START_WAIT_MS = 3000;
 
 /**
- * Everything one replica shares with the others through Redis (--state-url): the routing
- * decisions of its index, and claims on the new prefixes it routes (`claims`, for the decider).
- * The index stack (assembly/index-stack.ts) calls `wrapIndex` as its outermost layer, then
- * `attach` with the registry, which exists before the stack.
+ * The Redis transport (--state-url), across hosts: this replica's ops go to a stream every
+ * replica reads (state/ops-publisher.ts, ops-reader.ts), each signed with --state-secret and
+ * refused when written again (state/op-order.ts, --state-max-op-age-ms); the worker set is also
+ * kept in a hash a starting replica loads (state/workers-hash.ts); claims are SET NX keys; each
+ * replica's in-flight counts are a key of its own (state/load-sync.ts).
  *
  * Redis is never on a request's path: publishing is a queue push, peers' ops arrive on a
  * background reader, and while Redis is away the replica routes on what it knows.
  */
-export class SharedState {
+export class RedisTransport implements Transport {
+  readonly source = "redis";
+  readonly maxTextChars: number;
   /** This process's id among the replicas (new at every start). */
   readonly replicaId: string;
   readonly link: RedisLink;
@@ -45,11 +38,8 @@ export class SharedState {
   readonly reader: OpsReader;
   /** Agreement on new prefixes; undefined when --state-claim-timeout-ms is 0. */
   readonly claims: PrefixClaims | undefined;
-  private inner: PrefixIndex | undefined;
-  private registry: WorkerRegistry | undefined;
+  private side: ReplicaSide | undefined;
   private metrics: StateMetrics | undefined;
-  /** The fleet's worker set: carried by this transport, loaded from the workers hash. */
-  private membership: ReplicatedMembership | undefined;
   private workersHash: WorkersHash | undefined;
   private load: LoadSync | undefined;
   private readonly keys: StateKeys;
@@ -68,12 +58,13 @@ export class SharedState {
     const group = options.replicaGroup;
     const hex = randomBytes(6).toString("hex");
     this.replicaId = group === undefined ? hex : `${group}.${hex}`;
-    const sibling =
+    // The cluster's siblings reach this process over their channel: left out of what is read here.
+    this.sibling =
       group === undefined
         ? undefined
         : (id: string) => id !== this.replicaId && id.startsWith(`${group}.`);
-    this.sibling = sibling;
     this.keys = keys;
+    this.maxTextChars = options.maxTextChars;
     this.secret = new StateSecret(options.secret);
     this.order = new OpOrder(options.maxOpAgeMs);
     this.link = new RedisLink({ url: options.url, claimTimeoutMs: options.claimTimeoutMs }, logger);
@@ -109,12 +100,20 @@ export class SharedState {
       codec: { secret: this.secret, scope: keys.ops },
       maxTextChars: options.maxTextChars,
       order: this.order,
-      apply: (op) => this.apply(op),
-      ...(sibling !== undefined ? { skipIndexOpsOf: sibling } : {}),
+      apply: (op) => {
+        // A removed worker's value goes too, should a refresh have written it back.
+        if (op.kind === "remove") this.workersHash?.forget(op.url);
+        this.side?.receive(op);
+      },
+      ...(this.sibling !== undefined ? { skipIndexOpsOf: this.sibling } : {}),
       onApplied: (ops) => this.metrics?.applied.inc(ops),
       onRejected: (reason) => this.metrics?.rejected.inc({ reason }),
       onReset: () => this.streamReset(),
     });
+  }
+
+  publish(op: StateOp): void {
+    this.publisher.publish(op);
   }
 
   /** The ops stream went backwards: the reader starts over; membership is reconciled again. */
@@ -128,71 +127,46 @@ export class SharedState {
     if (hash !== undefined && this.link.up) this.reconciling = hash.reconcile().catch(() => {});
   }
 
-  /** The index the router should use: `index`, publishing its decisions. */
-  wrapIndex(index: PrefixIndex): PrefixIndex {
-    this.inner = index;
-    return new PublishingIndex(
-      index,
-      (op) => this.publisher.publish(op),
-      this.options.maxTextChars,
-    );
-  }
-
-  /**
-   * Connects the registry (its workers' in-flight counts are shared), carries the worker set's
-   * changes (`membership`: published, and peers' applied through it) and registers the metrics.
-   */
-  attach(
-    registry: WorkerRegistry,
-    metricsRegistry: Registry,
-    membership: ReplicatedMembership,
-    hooks: {
-      /** Where peers' counts go when a second source (the cluster's siblings) adds its own. */
-      peers?: PeerInFlight;
-    } = {},
-  ): void {
-    this.registry = registry;
-    this.metrics = new StateMetrics(metricsRegistry, {
-      connected: () => this.link.up,
-      pending: () => this.publisher.pending,
-    });
-    this.membership = membership;
-    membership.carryWith((change) => this.publisher.publish(change));
-    const hash = new WorkersHash(
-      this.link,
-      {
-        keys: this.keys,
-        registry,
-        membership,
-        publisher: this.publisher,
-        secret: this.secret,
-        onRejected: (reason) => this.metrics?.rejected.inc({ reason }),
-        order: this.order,
-        refreshMs: Math.max(1, Math.floor(this.options.maxOpAgeMs / 3)),
-      },
-      this.logger,
-    );
+  /** Registers the metrics, the workers hash (when it carries the worker set) and the load keys. */
+  attach(side: ReplicaSide): void {
+    this.side = side;
+    if (side.metricsRegistry !== undefined)
+      this.metrics = new StateMetrics(side.metricsRegistry, {
+        connected: () => this.link.up,
+        pending: () => this.publisher.pending,
+      });
+    const { membership } = side;
+    const hash =
+      membership === undefined
+        ? undefined
+        : new WorkersHash(
+            this.link,
+            {
+              keys: this.keys,
+              registry: side.registry,
+              membership,
+              publisher: this.publisher,
+              secret: this.secret,
+              onRejected: (reason) => this.metrics?.rejected.inc({ reason }),
+              order: this.order,
+              refreshMs: Math.max(1, Math.floor(this.options.maxOpAgeMs / 3)),
+            },
+            this.logger,
+          );
     this.workersHash = hash;
     this.load = new LoadSync(this.link, {
       replicaId: this.replicaId,
       keys: this.keys,
       intervalMs: this.options.loadIntervalMs,
-      workers: () => {
-        const peers = hooks.peers;
-        if (peers === undefined) return registry.list();
-        return registry.list().map((w) => ({
-          id: w.id,
-          ownInFlight: w.ownInFlight,
-          setPeerInFlight: (n: number) => peers.set("redis", w, n),
-        }));
-      },
+      workers: () => side.loadWorkers(),
       ...(this.sibling !== undefined ? { skipReplica: this.sibling } : {}),
       secret: this.secret,
       onRejected: (reason) => this.metrics?.rejected.inc({ reason }),
     });
-    this.link.onChange((up) => {
-      if (up) this.reconciling = hash.reconcile().catch(() => {});
-    });
+    if (hash !== undefined)
+      this.link.onChange((up) => {
+        if (up) this.reconciling = hash.reconcile().catch(() => {});
+      });
   }
 
   /**
@@ -211,29 +185,6 @@ export class SharedState {
       { replica: this.replicaId, connected, key_prefix: this.options.keyPrefix },
       "shared state started",
     );
-  }
-
-  /** Applies a peer's op to this replica's own state, without publishing it again. */
-  private apply(op: StateOp): void {
-    const inner = this.inner;
-    const registry = this.registry;
-    if (inner === undefined || registry === undefined) return;
-    switch (op.kind) {
-      case "insert":
-        if (registry.get(op.worker) !== undefined) inner.insert(op.worker, op.model, op.text);
-        break;
-      case "truncate":
-        if (registry.get(op.worker) !== undefined)
-          inner.truncate(op.worker, op.model, op.text, op.keep);
-        break;
-      case "add":
-        void this.membership?.apply(op);
-        break;
-      case "remove":
-        this.workersHash?.forget(op.url);
-        void this.membership?.apply(op);
-        break;
-    }
   }
 
   async stop(): Promise<void> {

@@ -1,0 +1,35 @@
+/**
+ * A process forked by test/state/replication-transports.test.ts through node:cluster: one replica
+ * (test/helpers/replica-node.ts) whose transport is the cluster's real channel to the test process,
+ * which plays the primary (state/sibling-hub.ts). The test's commands arrive on the same channel,
+ * tagged `rpc` (the hub and the transport ignore what is not theirs); each answer goes back so.
+ */
+import { createLogger } from "../../src/logger.js";
+import { ClusterTransport } from "../../src/state/cluster-transport.js";
+import { clusterSiblingLink } from "../../src/state/sibling-link.js";
+import { type ReplicaCommand, ReplicaNode } from "./replica-node.js";
+
+const link = clusterSiblingLink();
+if (link === undefined) throw new Error("not a process of a sharing cluster");
+const node = new ReplicaNode(
+  new ClusterTransport(
+    link.transport,
+    { claimTimeoutMs: 2000, claimTtlMs: 10_000, queueSize: 10_000 },
+    createLogger({ level: "silent" }),
+  ),
+);
+const reply = (message: object) => process.send?.(message);
+process.on("message", (raw: { rpc?: number; command?: ReplicaCommand; stop?: boolean }) => {
+  if (raw?.stop === true) {
+    void node.stop().finally(() => process.disconnect());
+    return;
+  }
+  const { rpc, command } = raw ?? {};
+  if (typeof rpc !== "number" || command === undefined) return;
+  node.run(command).then(
+    (result) => reply({ rpc, result }),
+    (err: unknown) => reply({ rpc, error: (err as Error).message }),
+  );
+});
+await node.start();
+reply({ started: true });

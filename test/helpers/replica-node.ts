@@ -1,0 +1,112 @@
+import { ApproximateIndex } from "../../src/index/approximate-index.js";
+import { followWorkers } from "../../src/index/follow-workers.js";
+import { createLogger } from "../../src/logger.js";
+import { Replication, type Transport } from "../../src/state/replication.js";
+import { NEUTRAL, type WorkerLease } from "../../src/workers/lease.js";
+import { WorkerRegistry } from "../../src/workers/registry.js";
+
+/** What a test asks of one replica (the same over every transport; sent over IPC as JSON). */
+export type ReplicaCommand =
+  | { readonly op: "add"; readonly url: string }
+  | { readonly op: "remove"; readonly url: string }
+  /** Adds the worker and routes `text` to it in the same turn (its decision right behind it). */
+  | { readonly op: "addAndInsert"; readonly url: string; readonly text: string }
+  | { readonly op: "insert"; readonly url: string; readonly text: string }
+  | { readonly op: "truncate"; readonly url: string; readonly text: string; readonly keep: number }
+  /** Characters of `text` the index says the worker holds (-1: no such worker here). */
+  | { readonly op: "match"; readonly url: string; readonly text: string }
+  | { readonly op: "workers" }
+  | { readonly op: "claim"; readonly key: string; readonly value: string }
+  /** Takes `n` requests' load on the worker (held until "finish"). */
+  | { readonly op: "dispatch"; readonly url: string; readonly n: number }
+  | { readonly op: "finish" }
+  | { readonly op: "peerInFlight"; readonly url: string };
+
+export type ReplicaAnswer = string | number | string[] | null;
+
+/**
+ * One replica as the replication sees it, without HTTP: a registry, an index and the
+ * replication over `transport`, as assembly/index-stack.ts builds them.
+ */
+export class ReplicaNode {
+  readonly registry = new WorkerRegistry(
+    { breaker: { failureThreshold: 5, openMs: 1000, successThreshold: 1 }, connectTimeoutMs: 1000 },
+    // Every host name is 127.0.0.1, known a little later (a peer's add waits for it).
+    { resolveHost: () => new Promise((resolve) => setTimeout(() => resolve(["127.0.0.1"]), 100)) },
+  );
+  readonly replication: Replication;
+  private readonly index: ReturnType<Replication["wrapIndex"]>;
+  private readonly leases: WorkerLease[] = [];
+
+  constructor(readonly transport: Transport) {
+    const base = new ApproximateIndex({});
+    this.replication = new Replication([transport], {
+      registry: this.registry,
+      logger: createLogger({ level: "silent" }),
+    });
+    this.index = this.replication.wrapIndex(base);
+    followWorkers(this.index, this.registry);
+    this.replication.attach();
+  }
+
+  async start(): Promise<void> {
+    await this.transport.start();
+  }
+
+  async stop(): Promise<void> {
+    for (const lease of this.leases) lease.finish(NEUTRAL);
+    await this.transport.stop();
+    await this.registry.close();
+  }
+
+  private id(url: string): string {
+    const worker = this.registry.get(url);
+    if (worker === undefined) throw new Error(`no worker ${url} here`);
+    return worker.id;
+  }
+
+  async run(command: ReplicaCommand): Promise<ReplicaAnswer> {
+    switch (command.op) {
+      case "add":
+        return this.registry.add(command.url).id;
+      case "remove":
+        this.registry.remove(command.url);
+        return null;
+      case "addAndInsert":
+        this.index.insert(this.registry.add(command.url).id, undefined, command.text);
+        return null;
+      case "insert":
+        this.index.insert(this.id(command.url), undefined, command.text);
+        return null;
+      case "truncate":
+        this.index.truncate(this.id(command.url), undefined, command.text, command.keep);
+        return null;
+      case "match": {
+        const worker = this.registry.get(command.url);
+        if (worker === undefined) return -1;
+        const out = [0];
+        this.index.match(command.text, undefined, [worker], out);
+        return out[0] ?? 0;
+      }
+      case "workers":
+        return this.registry
+          .list()
+          .map((w) => w.url)
+          .sort();
+      case "claim":
+        return (await this.replication.claims?.claim(command.key, command.value)) ?? null;
+      case "dispatch": {
+        const worker = this.registry.get(command.url);
+        if (worker === undefined) throw new Error(`no worker ${command.url} here`);
+        for (let i = 0; i < command.n; i++)
+          this.leases.push(worker.dispatch({ textChars: 10, uncachedChars: 10 }));
+        return null;
+      }
+      case "finish":
+        for (const lease of this.leases.splice(0)) lease.finish(NEUTRAL);
+        return null;
+      case "peerInFlight":
+        return this.registry.get(command.url)?.peerInFlight ?? -1;
+    }
+  }
+}

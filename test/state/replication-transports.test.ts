@@ -1,0 +1,269 @@
+import cluster, { type Worker as ClusterWorker } from "node:cluster";
+import { randomBytes } from "node:crypto";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { defaultConfig } from "../../src/config.js";
+import { createLogger } from "../../src/logger.js";
+import { RedisTransport } from "../../src/state/redis-transport.js";
+import { SiblingHub } from "../../src/state/sibling-hub.js";
+import { CLUSTER_GROUP_ENV, connectToHub } from "../../src/state/sibling-link.js";
+import {
+  redisSkipReason,
+  startRedis,
+  TEST_STATE_SECRET,
+  type TestRedis,
+} from "../helpers/redis.js";
+import { type ReplicaAnswer, type ReplicaCommand, ReplicaNode } from "../helpers/replica-node.js";
+import { waitFor } from "../helpers/router.js";
+
+// The replication module's behaviour, one suite run over each transport: Redis streams (a real
+// redis-server) and radixgate-cluster's channel (real node:cluster IPC, this process as the
+// primary, each replica a forked process).
+
+/** One replica, driven the same way whatever carries its state. */
+interface Replica {
+  run(command: ReplicaCommand): Promise<ReplicaAnswer>;
+  stop(): Promise<void>;
+}
+
+/** Replicas that share with each other (a key prefix in Redis; a hub and its processes). */
+interface Network {
+  replica(): Promise<Replica>;
+}
+
+interface Medium {
+  readonly name: string;
+  readonly skip: string | undefined;
+  setUp(): Promise<void>;
+  network(): Network;
+  tearDown(): Promise<void>;
+}
+
+const started: Replica[] = [];
+
+function redisMedium(): Medium {
+  let redis: TestRedis | undefined;
+  return {
+    name: "Redis streams (redis-server)",
+    skip: redisSkipReason,
+    async setUp() {
+      redis = await startRedis();
+    },
+    network() {
+      const keyPrefix = `t${randomBytes(4).toString("hex")}`;
+      return {
+        async replica() {
+          const node = new ReplicaNode(
+            new RedisTransport(
+              {
+                ...defaultConfig().state,
+                url: redis!.url,
+                secret: TEST_STATE_SECRET,
+                keyPrefix,
+                loadIntervalMs: 20,
+                claimTimeoutMs: 2000,
+                claimTtlMs: 10_000,
+              },
+              createLogger({ level: "silent" }),
+            ),
+          );
+          await node.start();
+          let stopped: Promise<void> | undefined;
+          const replica = {
+            run: (c: ReplicaCommand) => node.run(c),
+            stop: () => {
+              stopped ??= node.stop();
+              return stopped;
+            },
+          };
+          started.push(replica);
+          return replica;
+        },
+      };
+    },
+    async tearDown() {
+      await redis?.stop();
+    },
+  };
+}
+
+const REPLICA_MAIN = new URL("../helpers/replica-node-main.ts", import.meta.url).pathname;
+
+/** A forked replica process: its answers by request number. */
+function clusterReplica(worker: ClusterWorker): Promise<Replica> {
+  let next = 0;
+  const waiting = new Map<
+    number,
+    { resolve: (a: ReplicaAnswer) => void; reject: (e: Error) => void }
+  >();
+  const exited = new Promise<void>((resolve) => worker.on("exit", () => resolve()));
+  return new Promise((resolveStarted, rejectStarted) => {
+    const timer = setTimeout(
+      () => rejectStarted(new Error("the replica process did not start")),
+      60_000,
+    );
+    worker.on(
+      "message",
+      (m: { rpc?: number; result?: ReplicaAnswer; error?: string; started?: boolean }) => {
+        if (m?.started === true) {
+          clearTimeout(timer);
+          resolveStarted(replica);
+          return;
+        }
+        if (typeof m?.rpc !== "number") return;
+        const w = waiting.get(m.rpc);
+        waiting.delete(m.rpc);
+        if (m.error !== undefined) w?.reject(new Error(m.error));
+        else w?.resolve(m.result ?? null);
+      },
+    );
+    const replica: Replica = {
+      run(command) {
+        const rpc = next++;
+        return new Promise((resolve, reject) => {
+          waiting.set(rpc, { resolve, reject });
+          worker.send({ rpc, command });
+        });
+      },
+      async stop() {
+        if (worker.isConnected()) worker.send({ stop: true });
+        const timer = setTimeout(() => worker.process.kill("SIGKILL"), 10_000);
+        await exited;
+        clearTimeout(timer);
+      },
+    };
+    started.push(replica);
+  });
+}
+
+function clusterMedium(): Medium {
+  return {
+    name: "the cluster's channel (node:cluster IPC)",
+    skip: undefined,
+    async setUp() {
+      cluster.setupPrimary({ exec: REPLICA_MAIN, execArgv: ["--import", "tsx"], silent: true });
+    },
+    network() {
+      const hub = new SiblingHub();
+      const group = randomBytes(6).toString("hex");
+      return {
+        replica() {
+          const worker = cluster.fork({ [CLUSTER_GROUP_ENV]: group });
+          connectToHub(hub, worker);
+          return clusterReplica(worker);
+        },
+      };
+    },
+    async tearDown() {},
+  };
+}
+
+const W1 = "http://127.0.0.1:9101";
+const W2 = "http://127.0.0.1:9102";
+const TEXT = `You are the assistant of tenant acme. ${"Follow the tenant's policies. ".repeat(8)}`;
+
+describe.each([redisMedium(), clusterMedium()])("the replication over $name", (medium) => {
+  describe.skipIf(medium.skip !== undefined)(`(skipped: ${medium.skip ?? "no"})`, () => {
+    beforeAll(() => medium.setUp(), 60_000);
+    afterAll(() => medium.tearDown());
+    afterEach(async () => {
+      await Promise.allSettled(started.splice(0).map((r) => r.stop()));
+    }, 60_000);
+
+    const hasWorkers = async (r: Replica, urls: string[]) =>
+      JSON.stringify(await r.run({ op: "workers" })) === JSON.stringify(urls);
+
+    it("a decision taken on one replica reaches the other's index, and so does taking it back", async () => {
+      const net = medium.network();
+      const [a, b] = [await net.replica(), await net.replica()];
+      await a.run({ op: "add", url: W1 });
+      await waitFor(() => hasWorkers(b, [W1]), 10_000, "b has the worker");
+      await a.run({ op: "insert", url: W1, text: TEXT });
+      await waitFor(
+        async () => (await b.run({ op: "match", url: W1, text: TEXT })) === TEXT.length,
+        10_000,
+        "b holds the decision",
+      );
+      await a.run({ op: "truncate", url: W1, text: TEXT, keep: 10 });
+      await waitFor(
+        async () => (await b.run({ op: "match", url: W1, text: TEXT })) === 10,
+        10_000,
+        "b takes it back",
+      );
+    }, 120_000);
+
+    it("every add and remove reaches the others; a replica started later gets the set and the recent decisions", async () => {
+      const net = medium.network();
+      const [a, b] = [await net.replica(), await net.replica()];
+      await a.run({ op: "add", url: W1 });
+      await a.run({ op: "add", url: W2 });
+      await waitFor(() => hasWorkers(b, [W1, W2]), 10_000, "b has both workers");
+      await b.run({ op: "remove", url: W1 });
+      await waitFor(() => hasWorkers(a, [W2]), 10_000, "a removes the worker b removed");
+      await a.run({ op: "insert", url: W2, text: TEXT });
+      await waitFor(
+        async () => (await b.run({ op: "match", url: W2, text: TEXT })) === TEXT.length,
+        10_000,
+        "b holds the decision",
+      );
+      const c = await net.replica();
+      expect(await c.run({ op: "workers" })).toEqual([W2]);
+      expect(await c.run({ op: "match", url: W2, text: TEXT })).toBe(TEXT.length);
+    }, 120_000);
+
+    it("a decision right behind the add of its worker (a host name, resolved first) is applied, not dropped", async () => {
+      const net = medium.network();
+      const [a, b] = [await net.replica(), await net.replica()];
+      const url = "http://worker3.test:9103";
+      await a.run({ op: "addAndInsert", url, text: TEXT });
+      await waitFor(
+        async () => (await b.run({ op: "match", url, text: TEXT })) === TEXT.length,
+        10_000,
+        "b has the worker and its decision",
+      );
+    }, 120_000);
+
+    it("two replicas claiming a new prefix at once agree on one value, and a later claim follows it", async () => {
+      const net = medium.network();
+      const [a, b] = [await net.replica(), await net.replica()];
+      const [x, y] = await Promise.all([
+        a.run({ op: "claim", key: "p1", value: "a" }),
+        b.run({ op: "claim", key: "p1", value: "b" }),
+      ]);
+      expect(["a", "b"]).toContain(x);
+      expect(y).toBe(x);
+      expect(await b.run({ op: "claim", key: "p1", value: "later" })).toBe(x);
+      expect(await b.run({ op: "claim", key: "p2", value: "b" })).toBe("b");
+    }, 120_000);
+
+    it("a replica's requests in flight weigh on the others' view of the worker until they end or it stops", async () => {
+      const net = medium.network();
+      const [a, b] = [await net.replica(), await net.replica()];
+      await a.run({ op: "add", url: W1 });
+      await waitFor(() => hasWorkers(b, [W1]), 10_000, "b has the worker");
+      await a.run({ op: "dispatch", url: W1, n: 3 });
+      await waitFor(
+        async () => (await b.run({ op: "peerInFlight", url: W1 })) === 3,
+        10_000,
+        "b counts a's 3 requests",
+      );
+      await a.run({ op: "finish" });
+      await waitFor(
+        async () => (await b.run({ op: "peerInFlight", url: W1 })) === 0,
+        10_000,
+        "b counts none once they end",
+      );
+      await a.run({ op: "dispatch", url: W1, n: 2 });
+      await waitFor(
+        async () => (await b.run({ op: "peerInFlight", url: W1 })) === 2,
+        10_000,
+        "b counts a's 2 requests",
+      );
+      await a.stop();
+      await waitFor(
+        async () => (await b.run({ op: "peerInFlight", url: W1 })) === 0,
+        10_000,
+        "b forgets a's count once a stops",
+      );
+    }, 120_000);
+  });
+});
