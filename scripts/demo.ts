@@ -357,9 +357,15 @@ async function main(): Promise<void> {
     console.error(`demo: could not start: ${(err as Error).message}`);
     process.exit(1);
   }
-  let signals = 0;
+  // One Ctrl-C reaches this process twice: from the terminal (the whole process group gets it)
+  // and relayed by tsx. Only a second press, later, forces the exit.
+  let firstSignalAt: number | undefined;
   const onSignal = () => {
-    if (++signals > 1) process.exit(1);
+    if (firstSignalAt !== undefined) {
+      if (Date.now() - firstSignalAt > 1000) process.exit(130);
+      return;
+    }
+    firstSignalAt = Date.now();
     console.log("\nstopping: letting in-flight requests finish...");
     demo.stop().then(
       () => {

@@ -6,8 +6,10 @@
  *
  * Prints one line per worker with its URL; SIGINT/SIGTERM close every worker cleanly.
  */
+
 import { pathToFileURL } from "node:url";
 import { Command, InvalidArgumentError, Option } from "commander";
+import { startedByNpm, watchParent } from "../src/parent-watch.js";
 import type { SimFaults } from "./faults.js";
 import { DEFAULT_NUMERIC_OPTIONS, NUMERIC_OPTIONS, type SimWorkerOptions } from "./options.js";
 import { type SimWorker, startSimWorker } from "./worker.js";
@@ -214,6 +216,8 @@ async function main(): Promise<void> {
   };
   process.on("SIGINT", () => stop("SIGINT"));
   process.on("SIGTERM", () => stop("SIGTERM"));
+  // Under npm, a SIGTERM or SIGKILL to npm alone leaves this process orphaned: stop with it.
+  if (startedByNpm()) watchParent(() => stop("the end of the npm process that started it"));
 }
 
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {

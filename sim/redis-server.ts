@@ -19,6 +19,21 @@ export function findRedisServer(): string | undefined {
   }
 }
 
+let setprivPath: string | null | undefined;
+
+/** util-linux's setpriv, when it can set a parent-death signal (Linux); undefined elsewhere. */
+function findSetpriv(): string | undefined {
+  if (setprivPath === undefined) {
+    try {
+      const out = execFileSync("sh", ["-c", "command -v setpriv"], { encoding: "utf8" }).trim();
+      setprivPath = out !== "" && process.platform === "linux" ? out : null;
+    } catch {
+      setprivPath = null;
+    }
+  }
+  return setprivPath ?? undefined;
+}
+
 export interface LocalRedis {
   readonly port: number;
   readonly url: string;
@@ -49,11 +64,17 @@ const OUTPUT_TAIL_CHARS = 500;
  * (within 10 s; otherwise it is killed and the error carries the tail of its output).
  */
 export async function spawnRedisServer(binary: string, port: number): Promise<ChildProcess> {
-  const child = spawn(
-    binary,
-    ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-    { stdio: ["ignore", "pipe", "pipe"] },
-  );
+  const args = ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"];
+  // A process killed without its cleanup (a test worker when vitest gets SIGTERM, the demo on
+  // SIGKILL) would leave its redis-server running: on Linux, setpriv asks the kernel to kill
+  // the server when the process that started it dies.
+  const setpriv = findSetpriv();
+  const child =
+    setpriv === undefined
+      ? spawn(binary, args, { stdio: ["ignore", "pipe", "pipe"] })
+      : spawn(setpriv, ["--pdeathsig", "KILL", "--", binary, ...args], {
+          stdio: ["ignore", "pipe", "pipe"],
+        });
   // Bounded, and always read: an unread pipe would stall a chatty server.
   let output = "";
   const keep = (d: Buffer) => {

@@ -3,6 +3,7 @@ import { Command, Option } from "commander";
 import { translateCompatFlags } from "./compat-flags.js";
 import { type Config, envName, parseConfig, SETTINGS } from "./config.js";
 import { kubernetesWarnings } from "./discovery/kubernetes-settings.js";
+import { ConfigError } from "./errors.js";
 import { CLUSTER_GROUP_ENV } from "./state/sibling-link.js";
 
 /** Our own version, from the package.json beside src/ or dist/ (never the caller's npm project). */
@@ -77,7 +78,7 @@ export function parseArgv(argv: readonly string[]): ParsedArgv {
       (name) => `${name} is not a radixgate setting and is ignored (radixgate --help lists them)`,
     ),
   ];
-  const config = parseConfig(raw);
+  const config = parseWithSources(raw, program);
   warnings.push(...kubernetesWarnings({ ...config.kubernetes, ...config.disaggregation }));
   if (config.kvEvents.tokenizerPath !== "" && !config.kvEvents.kvEvents) {
     warnings.push("--tokenizer-path is used only with --kv-events (the precise index); ignored");
@@ -92,6 +93,25 @@ export function parseArgv(argv: readonly string[]): ParsedArgv {
     );
   }
   return { config, warnings };
+}
+
+/**
+ * parseConfig, with an error about a value that came from the environment naming the variable
+ * (RADIXGATE_POLICY=bogus is fixed in the environment, not on the command line).
+ */
+function parseWithSources(raw: Record<string, string | string[]>, program: Command): Config {
+  try {
+    return parseConfig(raw);
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    const option = program.options.find((o) => o.long === err.flag);
+    if (option === undefined || program.getOptionValueSource(option.attributeName()) !== "env")
+      throw err;
+    const rest = err.message.startsWith(`${err.flag} `)
+      ? err.message.slice(err.flag.length + 1)
+      : err.message;
+    throw new ConfigError(`${envName(err.flag)} (the environment's ${err.flag})`, rest);
+  }
 }
 
 /** Parses argv (and the environment) into a Config; throws ConfigError or CommanderError. */

@@ -22,7 +22,7 @@ async function main(): Promise<void> {
     if (err instanceof UsageError) usageError(err.message);
     throw err;
   }
-  const logger = createLogger({ level: config.server.logLevel });
+  const logger = createLogger({ level: config.server.logLevel, json: config.server.jsonLog });
   for (const warning of warnings) logger.warn(warning);
   let router: RunningRouter | undefined;
   let signals = 0;

@@ -131,11 +131,6 @@ export const COMPAT_FLAGS: readonly CompatFlag[] = [
     note: "Logs go to stdout (JSON lines); redirect or let systemd/Docker collect them.",
   },
   {
-    flag: "--dp-aware",
-    arity: "none",
-    note: "Data-parallel ranks behind one worker URL are the engine's business; each URL is one worker.",
-  },
-  {
     flag: "--enable-igw",
     arity: "none",
     note: "Workers serving several models are routed by prefix as usual.",
@@ -144,11 +139,6 @@ export const COMPAT_FLAGS: readonly CompatFlag[] = [
     flag: "--rate-limit-tokens-per-second",
     arity: "one",
     note: "Admission is bounded by --max-concurrent-requests and --queue-size.",
-  },
-  {
-    flag: "--cors-allowed-origins",
-    arity: "many",
-    note: "No CORS headers are sent (an API router, not a browser endpoint).",
   },
   {
     flag: "--bucket-adjust-interval-secs",
@@ -237,6 +227,13 @@ export const COMPAT_FLAGS: readonly CompatFlag[] = [
     flag: "--mini-lb",
     arity: "none",
     note: "MiniLB is SGLang's Python load balancer for PD mode; radixgate's own --pd-disaggregation serves instead.",
+  },
+  {
+    flag: "--enable-mesh",
+    arity: "none",
+    note: "Refused.",
+    unsupported:
+      "SGLang's mesh (gateways gossiping their state to each other) is not implemented; radixgate replicas share workers, prefix claims and load through Redis: start each one with --state-url redis://... and the same --state-secret (docs/architecture.md)",
   },
   { flag: "--tls-cert-path", arity: "one", note: "Refused.", unsupported: SERVER_TLS },
   { flag: "--tls-key-path", arity: "one", note: "Refused.", unsupported: SERVER_TLS },
@@ -350,6 +347,15 @@ export const SHARED_FLAGS: readonly { flag: string; note: string }[] = [
     note: "Same meaning: the key clients must send, and the key sent to the --worker-urls workers (as SGLang does); an explicit --worker-api-key wins for the workers. Workers added through POST /workers use their own api_key, else --worker-api-key.",
   },
   { flag: "--log-level", note: "Same; SGLang's `warning` and `critical` mean `warn` and `fatal`." },
+  {
+    flag: "--cors-allowed-origins",
+    note: "Same meaning and default (any origin); the admin API never answers cross-origin requests.",
+  },
+  { flag: "--json-log", note: "Same meaning: JSON lines, on a terminal too." },
+  {
+    flag: "--dp-aware",
+    note: "Same meaning: requests go to each engine's data-parallel ranks (read from the engine), with a prefix tree per rank; the rank travels as X-data-parallel-rank (SGLang's and vLLM's OpenAI endpoints) or in SGLang's /generate body, and the worker URL stays one worker.",
+  },
   { flag: "--prometheus-port", note: "Same; off unless given (SGLang defaults to 29000)." },
   {
     flag: "--request-id-headers",

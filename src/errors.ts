@@ -36,8 +36,9 @@ export const ERROR_CATALOG = {
     type: "invalid_request_error",
     message: "The request body did not arrive in time.",
   },
+  // 400, not 409: SGLang's router answers a failed add with 400 and scripts test for it.
   worker_exists: {
-    status: 409,
+    status: 400,
     type: "invalid_request_error",
     message: "Worker already registered.",
   },

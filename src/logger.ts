@@ -66,6 +66,8 @@ export interface LoggerOptions {
   level: LogLevel;
   /** Where to write; defaults to stdout (human-readable when stdout is a terminal, JSON otherwise). */
   destination?: DestinationStream;
+  /** JSON lines on a terminal too (--json-log). */
+  json?: boolean;
 }
 
 export function createLogger(options: LoggerOptions): Logger {
@@ -77,7 +79,7 @@ export function createLogger(options: LoggerOptions): Logger {
     timestamp: pino.stdTimeFunctions.isoTime,
   };
   if (options.destination) return pino(base, options.destination);
-  if (process.stdout.isTTY)
+  if (process.stdout.isTTY && options.json !== true)
     return pino(base, pretty({ colorize: true, translateTime: "SYS:HH:MM:ss.l" }));
   return pino(base, stdoutDestination());
 }

@@ -3,6 +3,7 @@
  * the log level (server.ts and cli.ts read them).
  */
 import {
+  flagValue,
   oneOf,
   optionalPort,
   type Parser,
@@ -22,6 +23,8 @@ export interface ServerConfig {
   prometheusPort: number | undefined;
   shutdownGraceMs: number;
   logLevel: LogLevel;
+  /** --json-log: JSON lines even when stdout is a terminal. */
+  jsonLog: boolean;
 }
 
 /** SGLang's Python log level names, accepted for drop-in launch lines. */
@@ -66,6 +69,14 @@ export const SERVER_SETTINGS = section<ServerConfig>(
       description: `Log level: ${LOG_LEVELS.join(" | ")} (warning, critical: as warn, fatal).`,
       default: "info",
       parse: logLevel,
+    },
+    jsonLog: {
+      flag: "--json-log",
+      arg: "[bool]",
+      description:
+        "Log JSON lines on a terminal too (they are JSON whenever stdout is not a terminal), as SGLang's gateway's --json-log.",
+      default: false,
+      parse: flagValue,
     },
   },
   (s) => {

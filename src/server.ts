@@ -27,6 +27,7 @@ import { forwardSettings } from "./proxy/settings.js";
 import { namedPolicy, routerPolicy } from "./router-policy.js";
 import type { RouterContext } from "./routes/context.js";
 import { registerMetricsRoute } from "./routes/ops.js";
+import { fileDecisionTrace } from "./scheduling/decision-trace.js";
 import type { SiblingLink } from "./state/sibling-link.js";
 import { tracingOptions } from "./tracing/settings.js";
 import { startTracing } from "./tracing/start-tracing.js";
@@ -71,7 +72,8 @@ export function createRouter(
   options: StartOptions = {},
 ): { app: Hono<Env>; listener: RequestListener; context: RouterContext } {
   const { workers, disaggregation, policies } = config;
-  const logger = options.logger ?? createLogger({ level: config.server.logLevel });
+  const logger =
+    options.logger ?? createLogger({ level: config.server.logLevel, json: config.server.jsonLog });
   const pd = pdEnabled(disaggregation);
   // With disaggregation the router's policy is the prefill side's (disaggregation/settings.ts).
   const prefillPolicy = pd ? prefillPolicyName(disaggregation) : undefined;
@@ -232,6 +234,19 @@ export async function startRouter(
     // The last spans go out (bounded: a collector that is down does not hold the stop).
     stop: () => tracing?.shutdown(TRACING_FLUSH_MS),
   });
+  // --decision-trace: opened before the first request, flushed after the last.
+  const traceFile = config.scheduling.decisionTrace;
+  if (traceFile !== "") {
+    let file: ReturnType<typeof fileDecisionTrace> | undefined;
+    await services.start({
+      name: "decision-trace",
+      start: () => {
+        file = fileDecisionTrace(traceFile);
+        context.decider.trace = file.trace;
+      },
+      stop: () => file?.close(),
+    });
+  }
   // Made running by createRouter: stopped last.
   await services.running({ name: "registry", stop: () => registry.close() });
   const { kvEvents, parsePool } = context;

@@ -62,14 +62,11 @@ describe("SGLang router flag compatibility", () => {
     expect(config.requestIdHeaders).toEqual(["x-trace-id", "x-request-id"]);
     expect(config.healthCheckEndpoint).toBe("/ping");
     expect(config.workerUrls).toEqual(["http://w1:8000"]);
+    // --dp-aware is a setting now (ranks read from the engines).
+    expect(config.dpAware).toBe(true);
     // One warning line per ignored flag, naming it.
-    expect(warnings).toHaveLength(4);
-    for (const flag of [
-      "--prometheus-host",
-      "--dp-aware",
-      "--log-dir",
-      "--worker-startup-timeout-secs",
-    ])
+    expect(warnings).toHaveLength(3);
+    for (const flag of ["--prometheus-host", "--log-dir", "--worker-startup-timeout-secs"])
       expect(warnings.filter((w) => w.startsWith(`${flag} `))).toHaveLength(1);
   });
 
@@ -96,9 +93,9 @@ describe("SGLang router flag compatibility", () => {
 
   it("an ignored flag's values are consumed, so the next flag still parses", () => {
     const { config, warnings } = parse([
-      "--cors-allowed-origins",
-      "http://a",
-      "http://b",
+      "--prometheus-duration-buckets",
+      "0.1",
+      "1",
       "--policy",
       "round_robin",
       "--oracle-password",
@@ -108,6 +105,23 @@ describe("SGLang router flag compatibility", () => {
     expect(warnings).toHaveLength(2);
     // A value can be a password: no warning ever repeats one.
     expect(warnings.join("\n")).not.toContain("hunter2");
+  });
+
+  it("--cors-allowed-origins takes several origins (it was ignored); --json-log is a switch; --enable-mesh names --state-url", () => {
+    const { config, warnings } = parse([
+      "--cors-allowed-origins",
+      "http://a.example",
+      "https://b.example:8443",
+      "--json-log",
+      "--policy",
+      "round_robin",
+    ]);
+    expect(config.corsAllowedOrigins).toEqual(["http://a.example", "https://b.example:8443"]);
+    expect(config.jsonLog).toBe(true);
+    expect(config.policy).toBe("round_robin");
+    expect(warnings).toEqual([]);
+    expect(() => parse(["--cors-allowed-origins", "a.example/x"])).toThrow(/not an origin/);
+    expect(() => parse(["--enable-mesh"])).toThrow(/--state-url/);
   });
 
   it("issue 25: SGLang's Kubernetes discovery launch line parses (it was refused)", () => {

@@ -129,4 +129,9 @@ export const SGLANG_GATEWAY_FLAGS: readonly { flag: string; arity: Arity }[] = [
   { flag: "--jwt-audience", arity: "one" },
   { flag: "--jwt-jwks-uri", arity: "one" },
   { flag: "--jwt-role-mapping", arity: "many" },
+  // Newer than that commit: the gateway's ServerConfig has json_log and mesh_server_config
+  // (sgl-model-gateway/src/server.rs at 049026958a37dfa6ac39a5ea150853aca1cbc07b), launched with
+  // --json-log and --enable-mesh (store_true switches).
+  { flag: "--json-log", arity: "none" },
+  { flag: "--enable-mesh", arity: "none" },
 ];

@@ -26,6 +26,7 @@ import { openAiBody, type RequestSpec } from "../../sim/workloads.js";
 import { ApproximateIndex } from "../../src/index/approximate-index.js";
 import { routingText } from "../../src/intake/routing-text.js";
 import { engineHeldChars } from "../../src/proxy/usage-feedback.js";
+import type { DecisionTrace } from "../../src/scheduling/decision-trace.js";
 import type { Policy, PolicyWorker } from "../../src/scheduling/policy.js";
 import { Scheduler } from "../../src/scheduling/scheduler.js";
 import { CharsPerToken } from "../../src/workers/chars-per-token.js";
@@ -120,6 +121,8 @@ export async function replay(
      * (how prefix_cost did it before 2026-11-23), to measure what that cost.
      */
     foreignAgainstNow?: boolean;
+    /** Records every decision and its outcome (--decision-trace's format). */
+    trace?: DecisionTrace;
   },
 ): Promise<ReplayResult> {
   const clock = new ManualClock();
@@ -193,6 +196,7 @@ export async function replay(
     index.setBudget(worker.id, learnedTreeBudget(capacity, worker.cpt.value, 1));
   }
   const decider = o.chooser.kind === "policy" ? new Scheduler(o.chooser.policy, index) : undefined;
+  if (decider !== undefined) decider.trace = o.trace;
 
   const done = new Map<string, () => void>();
   const finished = new Map<string, Promise<void>>();
@@ -303,6 +307,7 @@ export async function replay(
             // The router's usage feedback (proxy/usage-feedback.ts): learn characters per token,
             // trim the index when the engine held clearly less than it claimed.
             if (decider !== undefined && decision !== undefined) {
+              decider.outcome(decision, tokens.length, cached);
               worker.cpt.observe(text.length, tokens.length);
               index.setBudget(worker.id, learnedTreeBudget(capacity, worker.cpt.value, 1));
               if (!othersPrefilling) {

@@ -43,13 +43,12 @@ for url in "${urls[@]}"; do
   echo "ready: $url"
 done
 
-# The router: cache-aware routing over the four replicas. Health checks keep probing /health;
-# add --api-key to require a bearer token on /v1/*, and keep the admin API on loopback
-# (or set --admin-api-key) before exposing 0.0.0.0.
+# The router: its default policy (prefix_cost, see the README) over the four replicas. Health
+# checks keep probing /health; add --api-key to require a bearer token on /v1/*, and keep the
+# admin API on loopback (or set --admin-api-key) before exposing 0.0.0.0.
 $RADIXGATE \
   --host 0.0.0.0 \
   --port "$ROUTER_PORT" \
-  --policy cache_aware \
   --worker-urls "${urls[@]}" &
 pids+=($!)
 

@@ -21,7 +21,7 @@ urls=()
 for node in "${NODES[@]}"; do urls+=("http://$node:30001"); done
 
 # {host} is each worker's host: tcp://10.0.0.11:5557, replay on tcp://10.0.0.11:5558.
-exec $RADIXGATE --host 0.0.0.0 --port "$ROUTER_PORT" --policy cache_aware \
+exec $RADIXGATE --host 0.0.0.0 --port "$ROUTER_PORT" \
   --worker-urls "${urls[@]}" \
   --kv-events \
   --kv-events-endpoint-template 'tcp://{host}:5557' \

@@ -41,11 +41,10 @@ for url in "${urls[@]}"; do
   echo "ready: $url"
 done
 
-# The SGLang router's defaults carry over: cache threshold 0.3, balance thresholds 64 / 1.5.
+# The router with its defaults: the prefix_cost policy (README) over the four replicas.
 $RADIXGATE \
   --host 0.0.0.0 \
   --port "$ROUTER_PORT" \
-  --policy cache_aware \
   --worker-urls "${urls[@]}" &
 pids+=($!)
 

@@ -38,7 +38,7 @@ done
 
 # Every engine is on the same host, so the endpoint templates cannot name the port: the workers
 # are added through the admin API, each with its own endpoints.
-$RADIXGATE --host 0.0.0.0 --port "$ROUTER_PORT" --policy cache_aware \
+$RADIXGATE --host 0.0.0.0 --port "$ROUTER_PORT" \
   --kv-events --kv-events-endpoint-template "" &
 pids+=($!)
 until curl -sf "http://127.0.0.1:$ROUTER_PORT/health" > /dev/null; do sleep 1; done

@@ -9,6 +9,7 @@ import { BlockHashIndex } from "../index/block-hash-index.js";
 import { createBaseIndex, type PrefixIndexName } from "../index/factory.js";
 import { followWorkers } from "../index/follow-workers.js";
 import type { PrefixIndex } from "../index/prefix-index.js";
+import { RankedIndex } from "../index/ranked-index.js";
 import type { IndexConfig } from "../index/settings.js";
 import type { KvEventsManager } from "../kv-events/manager.js";
 import type { KvEventsConfig } from "../kv-events/settings.js";
@@ -44,6 +45,8 @@ export interface IndexStackOptions {
   readonly kvEvents: KvEventsConfig | undefined;
   /** --state-url: decisions published to and applied from the peers; undefined = off. */
   readonly sharedState: SharedStateOptions | undefined;
+  /** --dp-aware: a tree per data-parallel rank (without --kv-events, which follows ranks itself). */
+  readonly dpAware: boolean;
 }
 
 /** The stack's options from its features' settings and the policy (a profile may fix its own index). */
@@ -60,6 +63,7 @@ export function indexStackOptions(
     capacityBlocks: index.blockHashCapacity,
     kvEvents: config.kvEvents.kvEvents ? config.kvEvents : undefined,
     sharedState: sharedStateOptions(config.state),
+    dpAware: index.dpAware,
   };
 }
 
@@ -109,7 +113,15 @@ export function buildIndexStack(options: IndexStackOptions, deps: IndexStackDeps
           promRegistry: metrics.registry,
           logger,
         });
-  const inner: PrefixIndex = kv?.index ?? base;
+  // --dp-aware: one tree per rank of each data-parallel engine, as the engine said it runs.
+  const ranked =
+    options.dpAware && kv === undefined
+      ? new RankedIndex(base, {
+          ranksOf: (id) => registry.get(id)?.signals.dpSize ?? 1,
+          rankLoad: (id, rank) => registry.get(id)?.rankLoad(rank) ?? 0,
+        })
+      : base;
+  const inner: PrefixIndex = kv?.index ?? ranked;
   const link = deps.siblings;
   const sharedState =
     options.sharedState === undefined

@@ -62,6 +62,7 @@ export class WorkerMembership {
       { worker: worker.id, url: worker.url, source, worker_type: role.type },
       "worker added",
     );
+    if (spec.declared !== undefined) worker.declare(spec.declared);
     // Probed before it takes traffic; the admin API's answer reports the result ("healthy").
     await health.probeFirst(worker);
     if (checked !== undefined) kvEvents?.configure(worker, checked);

@@ -1,6 +1,7 @@
 import { RouterError } from "../errors.js";
 import { checkKvEndpoint } from "../kv-events/endpoint-rules.js";
 import type { KvEndpoints } from "../kv-events/manager.js";
+import type { DeclaredFields } from "../workers/declared-fields.js";
 import { systemResolver } from "../workers/host-lookup.js";
 import { roleFrom, type WorkerRole } from "../workers/worker-role.js";
 
@@ -13,7 +14,18 @@ export interface WorkerSpec {
   kvEndpoints?: KvEndpoints;
   /** Prefill (with its bootstrap port) or decode, for prefill/decode disaggregation; regular when absent. */
   role?: WorkerRole;
+  /** model_id, priority, cost, labels, disable_health_check: only those given. */
+  declared?: Partial<DeclaredFields>;
 }
+
+/** SGLang's WorkerConfigRequest fields radixgate keeps (declared-fields.ts). */
+const DECLARED_FIELD_NAMES = [
+  "model_id",
+  "priority",
+  "cost",
+  "labels",
+  "disable_health_check",
+] as const;
 
 /** The fields a worker entry may have (POST /workers, --worker-file). */
 export const WORKER_SPEC_FIELDS = [
@@ -23,6 +35,7 @@ export const WORKER_SPEC_FIELDS = [
   "kv_events_replay_endpoint",
   "worker_type",
   "bootstrap_port",
+  ...DECLARED_FIELD_NAMES,
 ] as const;
 
 /**
@@ -36,12 +49,70 @@ export function workerSpecFrom(fields: Record<string, unknown>, example: string)
   const apiKey = apiKeyField(fields.api_key);
   const kvEndpoints = kvEndpointsField(fields);
   const role = roleFields(fields);
+  const declared = declaredFields(fields);
   return {
     url: fields.url,
     ...(apiKey !== undefined ? { apiKey } : {}),
     ...(kvEndpoints !== undefined ? { kvEndpoints } : {}),
     ...(role !== undefined ? { role } : {}),
+    ...(declared !== undefined ? { declared } : {}),
   };
+}
+
+const MAX_LABELS = 64;
+const MAX_LABEL_CHARS = 256;
+
+/**
+ * SGLang's model_id, priority (u32), cost (f32), labels (string map) and disable_health_check,
+ * checked; undefined when none is given. Also the fields of SGLang's PUT /workers/{id}
+ * (WorkerUpdateRequest: priority, cost, labels).
+ */
+export function declaredFields(
+  fields: Record<string, unknown>,
+): Partial<DeclaredFields> | undefined {
+  const given = (name: string) => fields[name] !== undefined && fields[name] !== null;
+  if (!DECLARED_FIELD_NAMES.some(given)) return undefined;
+  const bad = (message: string) => new RouterError("invalid_request", message);
+  const out: { -readonly [K in keyof DeclaredFields]?: DeclaredFields[K] } = {};
+  if (given("model_id")) {
+    const id = fields.model_id;
+    if (typeof id !== "string" || id === "" || id.length > MAX_LABEL_CHARS)
+      throw bad(`model_id must be a non-empty string of at most ${MAX_LABEL_CHARS} characters.`);
+    out.modelId = id;
+  }
+  if (given("priority")) {
+    const p = fields.priority;
+    if (typeof p !== "number" || !Number.isInteger(p) || p < 0 || p > 4_294_967_295)
+      throw bad("priority must be a non-negative integer (SGLang's default is 50).");
+    out.priority = p;
+  }
+  if (given("cost")) {
+    const c = fields.cost;
+    if (typeof c !== "number" || !Number.isFinite(c) || c < 0)
+      throw bad("cost must be a non-negative number (SGLang's default is 1.0).");
+    out.cost = c;
+  }
+  if (given("labels")) out.labels = labelsField(fields.labels);
+  if (given("disable_health_check")) {
+    if (typeof fields.disable_health_check !== "boolean")
+      throw bad("disable_health_check must be true or false.");
+    out.healthChecks = !fields.disable_health_check;
+  }
+  return out;
+}
+
+function labelsField(value: unknown): Record<string, string> {
+  const message = `labels must be an object of at most ${MAX_LABELS} string values of at most ${MAX_LABEL_CHARS} characters, e.g. {"zone": "a"}.`;
+  if (typeof value !== "object" || value === null || Array.isArray(value))
+    throw new RouterError("invalid_request", message);
+  const entries = Object.entries(value);
+  if (entries.length > MAX_LABELS) throw new RouterError("invalid_request", message);
+  for (const [key, label] of entries) {
+    if (typeof label !== "string" || key.length > MAX_LABEL_CHARS || label.length > MAX_LABEL_CHARS)
+      throw new RouterError("invalid_request", message);
+  }
+  // fromEntries: a "__proto__" key stays a plain own property.
+  return Object.freeze(Object.fromEntries(entries) as Record<string, string>);
 }
 
 /**

@@ -2,7 +2,7 @@
  * The prefix index: which one (--prefix-index), its budgets and the eviction timer
  * (assembly/index-stack.ts builds it from IndexConfig).
  */
-import { autoOr, integer, number, oneOf, SEC, seconds } from "../config-kit/parsers.js";
+import { autoOr, flagValue, integer, number, oneOf, SEC, seconds } from "../config-kit/parsers.js";
 import { section } from "../config-kit/setting.js";
 import { DEFAULT_BLOCK_CHARS, DEFAULT_CAPACITY_BLOCKS } from "./block-hash-index.js";
 import { PREFIX_INDEX_NAMES, type PrefixIndexName } from "./factory.js";
@@ -17,6 +17,8 @@ export interface IndexConfig {
   /** Characters a block, or "auto": 16 tokens × 4 until a vLLM worker reports its block size. */
   blockHashChars: number | "auto";
   blockHashCapacity: number;
+  /** --dp-aware: one tree per data-parallel rank, requests sent to the rank chosen. */
+  dpAware: boolean;
 }
 
 export const INDEX_SETTINGS = section<IndexConfig>({
@@ -68,5 +70,13 @@ export const INDEX_SETTINGS = section<IndexConfig>({
       "--prefix-index block_hash: blocks each worker's LRU holds (GIE's default, about 500k tokens of KV) until its engine's KV capacity is learned (--max-tree-size auto); a fixed --max-tree-size replaces it (its characters / --block-hash-chars).",
     default: DEFAULT_CAPACITY_BLOCKS,
     parse: integer(1, 1 << 30),
+  },
+  dpAware: {
+    flag: "--dp-aware",
+    arg: "[bool]",
+    description:
+      "Route to the data-parallel ranks of each engine, as SGLang's gateway does: the ranks are read from the engine (SGLang's /get_server_info dp_size, vLLM's per-engine metrics), each rank gets its own prefix tree, and a request goes to its worker's best rank (X-data-parallel-rank, or data_parallel_rank in SGLang's /generate body). With --kv-events the ranks come from the engines' event streams instead.",
+    default: false,
+    parse: flagValue,
   },
 });

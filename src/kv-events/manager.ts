@@ -153,9 +153,7 @@ export class KvEventsManager implements TokenSource {
    * rank other clients filled weighs more than one this router keeps busy.
    */
   rankLoad(workerId: string, rank: number): number {
-    const worker = this.registry.get(workerId);
-    if (worker === undefined) return 0;
-    return (worker.signals.rankQueued(rank) ?? 0) + (worker.rankInFlight[rank] ?? 0);
+    return this.registry.get(workerId)?.rankLoad(rank) ?? 0;
   }
 
   /**

@@ -44,6 +44,7 @@ export class UsageFeedback {
     const { promptTokens, cachedTokens } = usage;
     this.hooks.onEngineTokens(worker, promptTokens, cachedTokens ?? 0);
     if (!aboutText) return;
+    decider.outcome(decision, promptTokens, cachedTokens ?? 0);
     worker.learnCharsPerToken(request.text.length, promptTokens);
     if (cachedTokens === undefined || decision.index === null || othersPrefilling) return;
     const engineHeld = engineHeldChars(

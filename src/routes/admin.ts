@@ -2,6 +2,7 @@ import type { HttpBindings } from "@hono/node-server";
 import type { Context, Hono, MiddlewareHandler } from "hono";
 import {
   apiKeyField,
+  declaredFields,
   roleFields,
   type WorkerSpec,
   workerSpecFrom,
@@ -25,13 +26,38 @@ export function registerAdminRoutes(app: Hono<Env>, ctx: RouterContext): void {
   const guard = adminGuard(ctx);
   for (const path of ADMIN_PATHS) app.use(path, guard);
 
-  app.get("/workers", (c) =>
-    c.json({ workers: ctx.registry.list().map((w) => workerJson(ctx, w)) }),
-  );
+  // Shapes and codes of SGLang's gateway (sgl-model-gateway/src/core/worker_service.rs and
+  // protocols/worker_spec.rs), with radixgate's own fields beside SGLang's names.
+  app.get("/workers", (c) => {
+    const workers = ctx.registry.list();
+    const count = (type: string) => workers.filter((w) => w.role.type === type).length;
+    return c.json({
+      workers: workers.map((w) => workerJson(ctx, w)),
+      total: workers.length,
+      stats: {
+        prefill_count: count("prefill"),
+        decode_count: count("decode"),
+        regular_count: count("regular"),
+      },
+    });
+  });
 
+  // SGLang queues the add and answers 202 with a Location; here the worker is registered (and
+  // probed once) by the time the answer goes out, so the body also carries its record.
   app.post("/workers", async (c) => {
     const worker = await ctx.membership.add(await workerFromBody(c), "admin");
-    return c.json(workerJson(ctx, worker), 201);
+    const location = `/workers/${encodeURIComponent(worker.id)}`;
+    c.header("Location", location);
+    return c.json(
+      {
+        ...workerJson(ctx, worker),
+        status: "accepted",
+        worker_id: worker.id,
+        location,
+        message: `Added worker ${worker.url}`,
+      },
+      202,
+    );
   });
 
   app.get("/workers/:id", (c) => {
@@ -40,16 +66,41 @@ export function registerAdminRoutes(app: Hono<Env>, ctx: RouterContext): void {
     return c.json(workerJson(ctx, worker));
   });
 
-  app.delete("/workers/:id", (c) => {
-    const worker = removeWorker(ctx, c.req.param("id"));
-    return c.json(worker.toJSON());
+  // SGLang's WorkerUpdateRequest: priority, cost, labels.
+  app.put("/workers/:id", async (c) => {
+    const worker = ctx.registry.get(c.req.param("id"));
+    if (!worker) throw unknownWorker(c.req.param("id"));
+    const update = declaredFields(await updateFromBody(c)) ?? {};
+    worker.declare(update);
+    return c.json(
+      {
+        ...workerJson(ctx, worker),
+        status: "accepted",
+        worker_id: worker.id,
+        message: `Updated worker ${worker.url}`,
+      },
+      202,
+    );
   });
 
-  // SGLang router compatibility: existing scripts keep working.
-  // SGLang's add_worker takes only ?url=; a key goes in the JSON body, not the query string
-  // (query strings end up in access logs).
+  app.delete("/workers/:id", (c) => {
+    const worker = removeWorker(ctx, c.req.param("id"));
+    return c.json(
+      {
+        ...worker.toJSON(),
+        status: "accepted",
+        worker_id: worker.id,
+        message: `Removed worker ${worker.url}`,
+      },
+      202,
+    );
+  });
+
+  // SGLang router compatibility: existing scripts keep working. SGLang's query struct reads
+  // ?url= and ?api_key= (AddWorkerQuery, sgl-router/src/server.rs); a JSON body {"api_key"}
+  // works too and stays out of access logs.
   app.post("/add_worker", async (c) => {
-    const apiKey = await optionalKeyFromBody(c);
+    const apiKey = apiKeyField(c.req.query("api_key")) ?? (await optionalKeyFromBody(c));
     // A prefill or decode worker: ?worker_type=prefill&bootstrap_port=8998 (same names as the JSON).
     const role = roleFields({
       worker_type: c.req.query("worker_type"),
@@ -74,6 +125,21 @@ export function registerAdminRoutes(app: Hono<Env>, ctx: RouterContext): void {
     });
   });
   app.get("/list_workers", (c) => c.json({ urls: ctx.registry.list().map((w) => w.url) }));
+
+  // A known path with another method: 405 with Allow, as SGLang's axum routes answer.
+  const allowed: Record<string, string> = {
+    "/workers": "GET, POST",
+    "/workers/:id": "GET, PUT, DELETE",
+    "/add_worker": "POST",
+    "/remove_worker": "POST",
+    "/list_workers": "GET",
+  };
+  for (const [path, allow] of Object.entries(allowed)) {
+    app.all(path, (c) => {
+      c.header("Allow", allow);
+      throw new RouterError("method_not_allowed", `${c.req.method} ${c.req.path}: use ${allow}.`);
+    });
+  }
 }
 
 /** The admin API's access rule: the admin key when one is set, else loopback clients only. */
@@ -127,7 +193,7 @@ function requiredQueryUrl(c: Context<Env>): string {
 }
 
 const ADD_EXAMPLE =
-  'Body must be JSON like {"url": "http://10.0.0.1:30000"} (optionally with "api_key", and "worker_type": "prefill" | "decode" with "bootstrap_port" for disaggregation).';
+  'Body must be JSON like {"url": "http://10.0.0.1:30000"} (optionally with "api_key", "model_id", "priority", "cost", "labels", "disable_health_check", and "worker_type": "prefill" | "decode" with "bootstrap_port" for disaggregation).';
 
 /** A worker as the admin API shows it; with --kv-events, its event stream too. */
 function workerJson(ctx: RouterContext, worker: Worker) {
@@ -148,14 +214,36 @@ function workerJson(ctx: RouterContext, worker: Worker) {
 }
 
 async function workerFromBody(c: Context<Env>): Promise<WorkerSpec> {
-  checkContentType(c.req.header("content-type"));
-  let body: unknown;
-  try {
-    body = await c.req.json();
-  } catch {
-    throw new RouterError("invalid_json", ADD_EXAMPLE);
-  }
+  const body = await parsedJson(c, ADD_EXAMPLE);
   return workerSpecFrom((body ?? {}) as Record<string, unknown>, ADD_EXAMPLE);
+}
+
+const UPDATE_FIELDS = ["priority", "cost", "labels"];
+const UPDATE_EXAMPLE =
+  'Body must be JSON like {"priority": 60, "cost": 1.5, "labels": {"zone": "a"}}.';
+
+/** PUT /workers/:id's body: only what SGLang lets change after adding. */
+async function updateFromBody(c: Context<Env>): Promise<Record<string, unknown>> {
+  const body = await parsedJson(c, UPDATE_EXAMPLE);
+  if (typeof body !== "object" || body === null || Array.isArray(body))
+    throw new RouterError("invalid_request", UPDATE_EXAMPLE);
+  const other = Object.keys(body).filter((k) => !UPDATE_FIELDS.includes(k));
+  if (other.length > 0) {
+    throw new RouterError(
+      "invalid_request",
+      `${other.join(", ")} cannot change after adding; remove and add the worker again. ${UPDATE_EXAMPLE}`,
+    );
+  }
+  return body as Record<string, unknown>;
+}
+
+async function parsedJson(c: Context<Env>, example: string): Promise<unknown> {
+  checkContentType(c.req.header("content-type"));
+  try {
+    return await c.req.json();
+  } catch {
+    throw new RouterError("invalid_json", example);
+  }
 }
 
 /** `{"api_key": "..."}` in an optional JSON body (SGLang-style add_worker). */

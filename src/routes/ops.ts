@@ -7,21 +7,29 @@ type Env = { Bindings: HttpBindings };
 
 /** Liveness, readiness and metrics: unauthenticated, for load balancers and Prometheus. */
 export function registerOpsRoutes(app: Hono<Env>, ctx: RouterContext): void {
-  const alive = () => Response.json({ status: "ok" });
+  // SGLang's gateway answers liveness with a plain "OK" (sgl-model-gateway/src/server.rs).
+  const alive = () => new Response("OK", { headers: { "content-type": "text/plain" } });
   app.get("/health", alive);
   app.get("/liveness", alive);
 
+  // SGLang's fields (status "ready" / "not ready", healthy_workers, total_workers), with
+  // radixgate's reason, counts and prefill/decode sides beside them.
   app.get("/readiness", (c) => {
-    if (ctx.state.shuttingDown)
-      return c.json({ status: "not_ready", reason: "shutting down" }, 503);
+    if (ctx.state.shuttingDown) return c.json({ status: NOT_READY, reason: "shutting down" }, 503);
     const workers = ctx.registry.list();
     const healthy = workers.filter((w) => w.available).length;
+    const counts = {
+      healthy_workers: healthy,
+      total_workers: workers.length,
+      workers: workers.length,
+      healthy,
+    };
     if (healthy === 0) {
       const reason =
         workers.length === 0
           ? "no workers registered"
           : `none of ${workers.length} workers is available`;
-      return c.json({ status: "not_ready", reason, workers: workers.length, healthy }, 503);
+      return c.json({ status: NOT_READY, reason, ...counts }, 503);
     }
     if (ctx.config.pairs) {
       // A request needs a pair: one side without an available worker serves nothing.
@@ -31,18 +39,17 @@ export function registerOpsRoutes(app: Hono<Env>, ctx: RouterContext): void {
       if (sides.prefill === 0 || sides.decode === 0) {
         const missing = sides.prefill === 0 ? "prefill" : "decode";
         const reason = `no ${missing} worker is available (prefill/decode disaggregation needs one of each)`;
-        return c.json(
-          { status: "not_ready", reason, workers: workers.length, healthy, ...sides },
-          503,
-        );
+        return c.json({ status: NOT_READY, reason, ...counts, ...sides }, 503);
       }
-      return c.json({ status: "ready", workers: workers.length, healthy, ...sides });
+      return c.json({ status: "ready", ...counts, ...sides });
     }
-    return c.json({ status: "ready", workers: workers.length, healthy });
+    return c.json({ status: "ready", ...counts });
   });
 
   registerMetricsRoute(app, ctx.metrics);
 }
+
+const NOT_READY = "not ready";
 
 export function registerMetricsRoute(app: Hono<Env>, metrics: Metrics): void {
   app.get("/metrics", async () => {

@@ -2,6 +2,7 @@ import type { IncomingMessage, RequestListener, ServerResponse } from "node:http
 import { getRequestListener, type HttpBindings } from "@hono/node-server";
 import type { Hono } from "hono";
 import type { RouterContext } from "./context.js";
+import { Cors } from "./cors.js";
 import { handleInference, INFERENCE_ROUTES } from "./inference.js";
 
 /**
@@ -17,11 +18,14 @@ export function routerListener(
 ): RequestListener {
   const viaHono = getRequestListener(app.fetch);
   const endpoints = new Map(INFERENCE_ROUTES.map(({ path, endpoint }) => [path, endpoint]));
+  const cors = new Cors(ctx.config.corsAllowedOrigins);
   return (incoming: IncomingMessage, res: ServerResponse) => {
+    const url = incoming.url ?? "/";
+    const query = url.indexOf("?");
+    const path = query === -1 ? url : url.slice(0, query);
+    if (cors.apply(incoming, res, path)) return;
     if (incoming.method === "POST") {
-      const url = incoming.url ?? "/";
-      const query = url.indexOf("?");
-      const endpoint = endpoints.get(query === -1 ? url : url.slice(0, query));
+      const endpoint = endpoints.get(path);
       if (endpoint !== undefined) {
         handleInference(ctx, incoming, res, endpoint).catch((err: unknown) =>
           ctx.logger.error({ err }, "unhandled error in the data plane"),

@@ -1,6 +1,7 @@
 /** What the HTTP routes read: the client and admin keys, request ids, lingering after an early answer. */
-import { headerNames, integer, key, SEC, seconds } from "../config-kit/parsers.js";
+import { headerNames, integer, key, type Parser, SEC, seconds } from "../config-kit/parsers.js";
 import { section } from "../config-kit/setting.js";
+import { ConfigError } from "../errors.js";
 
 export interface RoutesConfig {
   /** Bearer key of the data plane; undefined = open. */
@@ -11,6 +12,8 @@ export interface RoutesConfig {
   bodyLingerBytes: number;
   maxResponseIds: number;
   responseIdTtlMs: number;
+  /** --cors-allowed-origins: the origins browsers may call from; empty = any (SGLang's default). */
+  corsAllowedOrigins: string[];
 }
 
 /** The routes' options: their settings, and what they report of other features. */
@@ -33,6 +36,19 @@ export interface RouteOptions extends RoutesConfig {
   readonly pairs: boolean;
 }
 
+/** Origins as a browser sends them (scheme://host[:port]), space- or comma-separated. */
+const origins: Parser<string[]> = (raw, flag) => {
+  const list = raw.split(/[\s,]+/).filter((o) => o !== "");
+  for (const o of list) {
+    let ok = false;
+    try {
+      ok = new URL(o).origin === o;
+    } catch {}
+    if (!ok) throw new ConfigError(flag, `"${o}" is not an origin like https://app.example.com`);
+  }
+  return list;
+};
+
 export const ROUTES_SETTINGS = section<RoutesConfig>({
   apiKey: {
     flag: "--api-key",
@@ -51,6 +67,14 @@ export const ROUTES_SETTINGS = section<RoutesConfig>({
     default: undefined,
     parse: key,
     secret: true,
+  },
+  corsAllowedOrigins: {
+    flag: "--cors-allowed-origins",
+    arg: "<origin...>",
+    description:
+      "Browser origins allowed to call the data plane and the health, model and info routes (CORS). Unset = any origin, as SGLang's gateway (Access-Control-Allow-Origin: *). The admin API never answers cross-origin requests.",
+    default: [],
+    parse: origins,
   },
   requestIdHeaders: {
     flag: "--request-id-headers",

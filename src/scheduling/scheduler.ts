@@ -1,5 +1,6 @@
 import type { PrefixClaims } from "../index/prefix-claims.js";
 import type { PrefixIndex, PrepareRequest } from "../index/prefix-index.js";
+import type { DecisionTrace } from "./decision-trace.js";
 import { type LossReason, lossReasonOf } from "./loss-reason.js";
 import {
   newPrefixClaimEnd,
@@ -39,6 +40,8 @@ export interface Decision<W extends PolicyWorker> extends RouteDecision<W> {
   readonly runnerUpHeld: number;
   /** Why the chosen worker held less than `available`; null when it held as much. */
   readonly lossReason: LossReason | null;
+  /** Its line in the decision trace (--decision-trace), for the outcome; absent when not traced. */
+  readonly traced?: number;
 }
 
 export interface DecisionRequest extends PrepareRequest {
@@ -65,6 +68,8 @@ export class Scheduler {
   private readonly fill: number[] = [];
   /** The prefix index's request-stage hooks. */
   readonly prefix: PrefixIndexPlugin;
+  /** --decision-trace: every decision and its outcome, when set. */
+  trace: DecisionTrace | undefined;
 
   constructor(
     readonly policy: Policy,
@@ -206,8 +211,11 @@ export class Scheduler {
       available > heldBefore
         ? lossReasonOf(branch, this.policy.filteredOut?.(best) === true)
         : null;
+    const traced =
+      this.trace === undefined ? undefined : this.traced(candidates, request, decision, matched);
     const rank = this.prefix.afterDispatch(worker.id, request);
     return {
+      ...(traced === undefined ? {} : { traced }),
       worker,
       branch,
       matchRate,
@@ -220,6 +228,42 @@ export class Scheduler {
       runnerUpHeld: runnerUp < 0 ? 0 : (matched[runnerUp] ?? 0),
       lossReason,
     };
+  }
+
+  /** One decision's line: every candidate's held characters, fill and the policy's cost. */
+  private traced<W extends PolicyWorker>(
+    candidates: readonly W[],
+    request: DecisionRequest,
+    decision: RouteDecision<W>,
+    matched: readonly number[],
+  ): number {
+    const length = request.text.length;
+    const now = Date.now();
+    const cost = this.policy.cost;
+    const rows = candidates.map((worker, i) => {
+      const held = Math.min(length, Math.max(0, matched[i] ?? 0));
+      // After a peer's claim was awaited, the fill is the latest decision's (close enough).
+      const fill = this.fill[i] ?? 0;
+      return {
+        worker,
+        held,
+        fill,
+        cost: cost === undefined ? null : cost.call(this.policy, worker, held, length, now, fill),
+      };
+    });
+    return this.trace!.decided(
+      request.text,
+      request.model,
+      rows,
+      decision.worker.id,
+      decision.branch,
+    );
+  }
+
+  /** The engine's usage for a decision: its outcome line in the trace. */
+  outcome(decision: Decision<PolicyWorker>, promptTokens: number, cachedTokens: number): void {
+    if (decision.traced !== undefined)
+      this.trace?.outcome(decision.traced, promptTokens, cachedTokens);
   }
 
   /**

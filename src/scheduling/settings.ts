@@ -20,6 +20,8 @@ import { loadSchedulerConfig } from "./scheduler-config.js";
 export interface SchedulingConfig {
   /** A file of scheduling profiles ("" = none); its first profile routes. */
   schedulerConfig: string;
+  /** A file every routing decision and its outcome are appended to ("" = none). */
+  decisionTrace: string;
 }
 
 /** A scheduler config file, built once to check it (the router builds it again at start). */
@@ -42,6 +44,14 @@ export const SCHEDULING_SETTINGS = section<SchedulingConfig>({
       "Scheduling profiles from a YAML or JSON file in the shape of GIE's EndpointPickerConfig (plugins: [{type, name, parameters}], schedulingProfiles: [{name, plugins: [{pluginRef, weight}]}]; docs/scheduling.md); its first profile routes instead of --policy. Checked at start: an error names the path in the file. Empty = none.",
     default: "",
     parse: schedulerConfigFile,
+  },
+  decisionTrace: {
+    flag: "--decision-trace",
+    arg: "<file>",
+    description:
+      "Appends one JSON line per prefix-aware routing decision (a hash of the routing text, never the text; each candidate's held characters, cache fill, in-flight count, queued prefill and the policy's cost; the choice) and one per outcome (the engine's prompt and cached tokens) to this file, so that two runs can be compared decision by decision: npm run trace:explain -- A.jsonl [B.jsonl] (docs/benchmarks.md). Bounded: lines are dropped while 8 MiB are unwritten. Empty = off.",
+    default: "",
+    parse: (raw) => raw.trim(),
   },
 });
 

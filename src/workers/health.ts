@@ -58,6 +58,8 @@ export class HealthChecker {
    */
   async probeFirst(worker: Worker, options: { fromPeer?: boolean } = {}): Promise<boolean> {
     if (worker.removed) return false;
+    // disable_health_check: the operator vouches for it; never probed.
+    if (!worker.declared.healthChecks) return worker.healthy;
     if (this.options.intervalMs <= 0 && options.fromPeer !== true) {
       // Checks off: one check in the background, counted like any other (it alone never reaches
       // the failure threshold), so the worker is trusted as given.
@@ -92,7 +94,7 @@ export class HealthChecker {
 
   /** One check of one worker; concurrent checks of the same worker are not stacked. */
   async check(worker: Worker): Promise<void> {
-    if (this.running.has(worker) || worker.removed) return;
+    if (this.running.has(worker) || worker.removed || !worker.declared.healthChecks) return;
     this.running.add(worker);
     try {
       const failure = await this.probe(worker);

@@ -2,6 +2,7 @@ import { Pool } from "undici";
 import type { EngineKind } from "../engines/engine-reading.js";
 import { type BreakerOptions, type BreakerView, CircuitBreaker } from "./breaker.js";
 import { CharsPerToken } from "./chars-per-token.js";
+import { DEFAULT_DECLARED, type DeclaredFields } from "./declared-fields.js";
 import { guardedLookup } from "./guarded-lookup.js";
 import { type DispatchLoad, WorkerLease } from "./lease.js";
 import { EngineSignals } from "./signals.js";
@@ -75,6 +76,14 @@ export class Worker {
     return this.load.activeChars;
   }
   /**
+   * How busy one data-parallel rank is: the requests waiting in its queue as the engine last
+   * reported them (0 when it reports no queue per rank, or not lately) plus this router's requests
+   * in flight there.
+   */
+  rankLoad(rank: number): number {
+    return (this.signals.rankQueued(rank) ?? 0) + (this.rankInFlight[rank] ?? 0);
+  }
+  /**
    * This router's in-flight requests per data-parallel rank, for those sent to a chosen rank
    * (--kv-events-dp-size; proxy/forward.ts). Index = rank; empty for an engine without ranks.
    */
@@ -96,6 +105,18 @@ export class Worker {
   /** The circuit breaker, to read; its outcomes come from the leases. */
   get breaker(): BreakerView {
     return this.circuit;
+  }
+  private declaredNow: DeclaredFields = DEFAULT_DECLARED;
+  /** What the operator said of it when adding it (model_id, priority, cost, labels, ...). */
+  get declared(): DeclaredFields {
+    return this.declaredNow;
+  }
+  /** Takes what the operator said (at add, or SGLang's PUT /workers/{id}) over what was said before. */
+  declare(fields: Partial<DeclaredFields>): void {
+    this.declaredNow = { ...this.declaredNow, ...fields };
+    // What it serves until its /v1/models is read (introspection.ts replaces it).
+    if (fields.modelId !== undefined && this.servedModels === undefined)
+      this.servedModels = new Set([fields.modelId]);
   }
   /** Result of active health checks; unhealthy workers keep their tree but get no traffic. */
   healthy = true;
@@ -281,10 +302,18 @@ export class Worker {
     return {
       id: this.id,
       url: this.url,
-      // Only prefill/decode workers say so (SGLang's WorkerInfo names: worker_type, bootstrap_port).
-      ...(this.role.type === "regular"
-        ? {}
-        : { worker_type: this.role.type, bootstrap_port: this.role.bootstrapPort }),
+      // SGLang's WorkerInfo fields first (sgl-model-gateway/src/protocols/worker_spec.rs), then
+      // radixgate's own; `load` is SGLang's name for the router's requests in flight there.
+      model_id: this.declared.modelId ?? firstOf(this.servedModels) ?? "unknown",
+      priority: this.declared.priority,
+      cost: this.declared.cost,
+      worker_type: this.role.type,
+      ...(this.role.type === "regular" ? {} : { bootstrap_port: this.role.bootstrapPort }),
+      is_healthy: this.healthy,
+      load: this.inFlight,
+      connection_mode: "http",
+      labels: this.declared.labels,
+      ...(this.declared.healthChecks ? {} : { disable_health_check: true }),
       healthy: this.healthy,
       ...(this.draining ? { draining: true } : {}),
       circuit: this.breaker.state,
@@ -306,4 +335,10 @@ export class Worker {
       api_key: this.apiKey !== undefined,
     };
   }
+}
+
+function firstOf(models: ReadonlySet<string> | undefined): string | undefined {
+  if (models === undefined) return undefined;
+  for (const model of models) return model;
+  return undefined;
 }

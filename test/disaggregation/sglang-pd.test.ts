@@ -208,7 +208,7 @@ describe("SGLang PD mode: workers added through the admin API (issue 25)", () =>
         worker_type: "prefill",
         bootstrap_port: prefill.bootstrapPort,
       });
-      expect(added.status).toBe(201);
+      expect(added.status).toBe(202);
       expect(await added.json()).toMatchObject({
         worker_type: "prefill",
         bootstrap_port: prefill.bootstrapPort,

@@ -32,7 +32,7 @@ describe.skipIf(redisSkipReason !== undefined)(
           worker_type: "prefill",
           bootstrap_port: prefill.bootstrapPort,
         });
-        expect(added.status).toBe(201);
+        expect(added.status).toBe(202);
         await waitFor(() => b.context.registry.get(prefill.url) !== undefined, 10_000, "B adds it");
         expect(b.context.registry.get(prefill.url)!.role).toEqual({
           type: "prefill",

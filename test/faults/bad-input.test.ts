@@ -169,7 +169,7 @@ describe("bad input: a clear error and nothing else disturbed", () => {
   });
 
   // Status codes of the admin API are tested in test/integration/admin.test.ts (400 bad URL,
-  // 409 duplicate, 404 unknown, 401 wrong key); here: they are all catalog errors in the OpenAI shape.
+  // 400 duplicate, 404 unknown, 401 wrong key); here: they are all catalog errors in the OpenAI shape.
   it("admin API errors are OpenAI-shaped catalog errors", async () => {
     await untouched(async () => {
       await expectRouterError(

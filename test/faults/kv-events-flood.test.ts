@@ -121,7 +121,7 @@ beforeAll(async () => {
       kv_events_replay_endpoint: replayEndpoint,
     }),
   });
-  expect(res.status).toBe(201);
+  expect(res.status).toBe(202);
   // Live, and past ZMQ's slow joiner: a first batch has been applied.
   for (let i = 0; (await metric("radixgate_kv_events_total", "BlockStored")) === 0; i++) {
     if (i === 100) throw new Error("the router never applied a batch");

@@ -79,7 +79,7 @@ describe("request loops", () => {
     const proxy = await startProxy(logged.router.url);
     try {
       const added = await postJson(`${logged.router.url}/workers`, { url: proxy.url });
-      expect(added.status).toBe(201);
+      expect(added.status).toBe(202);
 
       const res = await chat(logged.router.url, "round and round");
       expect(res.status).toBe(508);

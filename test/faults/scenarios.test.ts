@@ -270,7 +270,7 @@ describe("fault-injection scenarios", () => {
     expect(onLeaving.length).toBeGreaterThan(0);
 
     const removed = await fetch(`${started.router.url}/workers/${leavingId}`, { method: "DELETE" });
-    expect(removed.status).toBe(200);
+    expect(removed.status).toBe(202);
     const before = leaving.stats().requests;
     for (let i = 0; i < 4; i++) {
       const res = await postJson(`${started.router.url}/v1/completions`, {

@@ -17,7 +17,7 @@ export async function addWorkersWithEvents(
       kv_events_endpoint: sim.kvEvents!.endpoint,
       kv_events_replay_endpoint: sim.kvEvents!.replayEndpoint,
     });
-    expect(res.status).toBe(201);
+    expect(res.status).toBe(202);
   }
   const id = (sim: SimWorker) => router.context.registry.get(sim.url)!.id;
   await waitFor(

@@ -31,9 +31,9 @@ describe("admin API (REST and SGLang-compatible)", () => {
     await Promise.all(sims.map((s) => s.close()));
   });
 
-  it("POST /workers adds a worker: 201 and its record", async () => {
+  it("POST /workers adds a worker: 202 (SGLang's code) and its record", async () => {
     const res = await postJson(`${router.url}/workers`, { url: sims[0]!.url });
-    expect(res.status).toBe(201);
+    expect(res.status).toBe(202);
     const record = (await res.json()) as WorkerJson;
     expect(record).toMatchObject({
       url: sims[0]!.url,
@@ -45,8 +45,8 @@ describe("admin API (REST and SGLang-compatible)", () => {
     expect(record.id).toMatch(/^[0-9a-f]{10}$/);
   });
 
-  it("POST /workers answers 409 for a duplicate (any spelling) and 400 for a bad URL or body", async () => {
-    expect((await postJson(`${router.url}/workers`, { url: `${sims[0]!.url}/` })).status).toBe(409);
+  it("POST /workers answers 400 (SGLang's code) for a duplicate (any spelling) and 400 for a bad URL or body", async () => {
+    expect((await postJson(`${router.url}/workers`, { url: `${sims[0]!.url}/` })).status).toBe(400);
     const bad = await postJson(`${router.url}/workers`, { url: "not-a-url" });
     expect(bad.status).toBe(400);
     expect(((await bad.json()) as { error: { code: string } }).error.code).toBe(
@@ -62,9 +62,9 @@ describe("admin API (REST and SGLang-compatible)", () => {
       method: "POST",
       body: new TextEncoder().encode(JSON.stringify({ url: sims[1]!.url })),
     });
-    expect(noType.status).toBe(201);
+    expect(noType.status).toBe(202);
     const id = ((await noType.json()) as WorkerJson).id;
-    expect((await fetch(`${router.url}/workers/${id}`, { method: "DELETE" })).status).toBe(200);
+    expect((await fetch(`${router.url}/workers/${id}`, { method: "DELETE" })).status).toBe(202);
     // curl -d without -H sends a form type: refused like /v1/*, with the fix in the message.
     for (const path of ["/workers", "/v1/chat/completions"]) {
       const form = await fetch(`${router.url}${path}`, {
@@ -116,7 +116,7 @@ describe("admin API (REST and SGLang-compatible)", () => {
           method: "POST",
         })
       ).status,
-    ).toBe(409);
+    ).toBe(400);
     expect((await fetch(`${router.url}/add_worker`, { method: "POST" })).status).toBe(400);
     const remove = await fetch(
       `${router.url}/remove_worker?url=${encodeURIComponent(sims[1]!.url)}`,
@@ -141,7 +141,7 @@ describe("admin API (REST and SGLang-compatible)", () => {
     const worker = router.context.registry.get(workers[0]!.id)!;
     expect(router.context.index.size(worker.id)).toBeGreaterThan(0);
     const res = await fetch(`${router.url}/workers/${workers[0]!.id}`, { method: "DELETE" });
-    expect(res.status).toBe(200);
+    expect(res.status).toBe(202);
     expect(router.context.index.size(worker.id)).toBe(0);
     expect(worker.toJSON().tree_characters).toBe(0);
     expect(

@@ -94,7 +94,7 @@ describe("radixgate-cluster: admin API membership reaches every process without 
 
     // Added through one process: every process lists it.
     const added = await call(port, "POST", "/workers", { url: s2.url });
-    expect(added.status, added.text).toBe(201);
+    expect(added.status, added.text).toBe(202);
     const both = [s1.url, s2.url].sort();
     await waitFor(
       async () => JSON.stringify(await listedByBoth(port)) === JSON.stringify([both, both]),

@@ -139,7 +139,7 @@ describe.skipIf(redisSkipReason !== undefined)(
         expect(new Set(ports()).size).toBe(1); // one shared port
         const url = `http://127.0.0.1:${port}`;
         const added = await postJson(`${url}/workers`, { url: sims[1]!.url });
-        expect(added.status).toBe(201);
+        expect(added.status).toBe(202);
         // Fresh connections land on either process (round robin): each must list both workers.
         await waitFor(
           async () => {

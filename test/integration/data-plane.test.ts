@@ -239,7 +239,7 @@ describe("data plane without workers", () => {
       );
       expect((await fetch(`${router.url}/readiness`)).status).toBe(503);
       const added = await postJson(`${router.url}/workers`, { url: sim.url });
-      expect(added.status).toBe(201);
+      expect(added.status).toBe(202);
       expect((await fetch(`${router.url}/readiness`)).status).toBe(200);
       const ok = await postJson(`${router.url}/v1/completions`, { prompt: "x", max_tokens: 1 });
       expect(ok.status).toBe(200);

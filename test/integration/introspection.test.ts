@@ -151,7 +151,7 @@ describe("engine introspection over HTTP", () => {
     const w = await sim({ id: "late", kvCapacityTokens: 1024 });
     const r = await router({ enginePollIntervalSecs: 60 });
     const res = await postJson(`${r.url}/workers`, { url: w.url });
-    expect(res.status).toBe(201);
+    expect(res.status).toBe(202);
     const worker = r.context.registry.get(w.url)!;
     await waitFor(() => worker.treeBudget === 4096, 5000, "learned budget");
   });

@@ -78,7 +78,7 @@ describe("KV-event endpoint rules (issue 20 item 5)", () => {
       url: sim.url,
       kv_events_endpoint: sim.kvEvents?.endpoint,
     });
-    expect(ok.status).toBe(201);
+    expect(ok.status).toBe(202);
     await ok.arrayBuffer();
     const other = await startSimWorker({ id: "ipc", timeScale: 0 });
     cleanup.push(() => other.close());
@@ -86,7 +86,7 @@ describe("KV-event endpoint rules (issue 20 item 5)", () => {
       url: other.url,
       kv_events_endpoint: "ipc:///tmp/radixgate-test-kv.sock",
     });
-    expect(ipc.status).toBe(201);
+    expect(ipc.status).toBe(202);
     await ipc.arrayBuffer();
   });
 });

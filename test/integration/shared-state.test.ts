@@ -140,7 +140,7 @@ describe.skipIf(redisSkipReason !== undefined)(
         const a = await replica(prefix);
         const b = await replica(prefix);
         const added = await postJson(`${a.url}/workers`, { url: extra.url });
-        expect(added.status).toBe(201);
+        expect(added.status).toBe(202);
         await waitFor(() => b.context.registry.get(extra.url) !== undefined, 10_000, "B adds it");
         // A third replica started now, with no --worker-urls at all, loads the current set.
         const c = await replica(prefix, { workerUrls: [] });
@@ -153,7 +153,7 @@ describe.skipIf(redisSkipReason !== undefined)(
         const removed = await fetch(`${b.url}/workers/${encodeURIComponent(extra.url)}`, {
           method: "DELETE",
         });
-        expect(removed.status).toBe(200);
+        expect(removed.status).toBe(202);
         await waitFor(
           () =>
             a.context.registry.get(extra.url) === undefined &&

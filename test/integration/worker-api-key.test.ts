@@ -157,7 +157,7 @@ describe("workers behind their own API key", () => {
       url: own.url,
       api_key: "sk-own-key-1",
     });
-    expect(added.status).toBe(201);
+    expect(added.status).toBe(202);
     const record = await added.text();
     expect(record).not.toContain("sk-own-key-1");
     expect(JSON.parse(record)).toMatchObject({ api_key: true });

@@ -36,7 +36,7 @@ describe.skipIf(redisSkipReason !== undefined)(
       const gone = await startSimWorker({ id: "gone", timeScale: 0 });
       const marker = await startSimWorker({ id: "marker", timeScale: 0 });
       try {
-        expect((await postJson(`${a.url}/workers`, { url: gone.url })).status).toBe(201);
+        expect((await postJson(`${a.url}/workers`, { url: gone.url })).status).toBe(202);
         await waitFor(() => b.context.registry.get(gone.url) !== undefined, 10_000, "B adds it");
         // What an eavesdropper on Redis keeps: the signed add, as A wrote it.
         const entries = await fleet.redis.client.xrange(ops, "-", "+");
@@ -44,7 +44,7 @@ describe.skipIf(redisSkipReason !== undefined)(
           .map(([, fields]) => fields)
           .find((f) => f.includes("a") && f.includes(gone.url) && f[f.indexOf("k") + 1] === "a");
         expect(captured).toBeDefined();
-        expect((await remove(a, gone.url)).status).toBe(200);
+        expect((await remove(a, gone.url)).status).toBe(202);
         await waitFor(
           () =>
             a.context.registry.get(gone.url) === undefined &&
@@ -83,7 +83,7 @@ describe.skipIf(redisSkipReason !== undefined)(
       const a = await replica(prefix, maxAge);
       const gone = await startSimWorker({ id: "gone-hash", timeScale: 0 });
       try {
-        expect((await postJson(`${a.url}/workers`, { url: gone.url })).status).toBe(201);
+        expect((await postJson(`${a.url}/workers`, { url: gone.url })).status).toBe(202);
         await waitFor(
           async () => (await fleet.redis.client.hget(`${prefix}:workers`, gone.url)) !== null,
           10_000,
@@ -91,7 +91,7 @@ describe.skipIf(redisSkipReason !== undefined)(
         );
         const captured = (await fleet.redis.client.hget(`${prefix}:workers`, gone.url)) as string;
         const signedAt = (JSON.parse(captured) as { added_at: number }).added_at;
-        expect((await remove(a, gone.url)).status).toBe(200);
+        expect((await remove(a, gone.url)).status).toBe(202);
         await waitFor(
           async () => (await fleet.redis.client.hget(`${prefix}:workers`, gone.url)) === null,
           10_000,

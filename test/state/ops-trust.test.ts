@@ -154,7 +154,7 @@ describe.skipIf(redisSkipReason !== undefined)(
       const b = await replica(prefix);
       const dead = `http://127.0.0.1:${await freePort()}`;
       const added = await postJson(`${a.url}/workers`, { url: dead });
-      expect(added.status).toBe(201);
+      expect(added.status).toBe(202);
       await waitFor(() => b.context.registry.get(dead) !== undefined, 10_000, "B adds it");
       const onB = b.context.registry.get(dead)!;
       // Held back from the moment it is registered, and still out once B's probe has failed.
@@ -189,7 +189,7 @@ describe.skipIf(redisSkipReason !== undefined)(
         const a = await replica(prefix, { workerUrls: [] }, logs.logger);
         const b = await replica(prefix, { workerUrls: [] }, logs.logger);
         const added = await postJson(`${a.url}/workers`, { url: locked.url, api_key: key });
-        expect(added.status).toBe(201);
+        expect(added.status).toBe(202);
         await waitFor(() => b.context.registry.get(locked.url)?.healthy === true, 10_000, "B");
         for (const router of [a, b, a, b]) {
           const res = await chat(router, "through either replica");

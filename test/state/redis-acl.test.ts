@@ -59,7 +59,7 @@ describe.skipIf(redisSkipReason !== undefined)(
       const a = await replica();
       const b = await replica();
       const added = await postJson(`${a.url}/workers`, { url: fleet.workers[1]!.url });
-      expect(added.status).toBe(201);
+      expect(added.status).toBe(202);
       await waitFor(
         () => b.context.registry.get(fleet.workers[1]!.url) !== undefined,
         10_000,

@@ -83,7 +83,7 @@ describe("first health probe: a worker takes traffic only once it has answered",
     router = started.router;
     const dead = await deadUrl();
     const added = await postJson(`${router.url}/workers`, { url: dead });
-    expect(added.status).toBe(201);
+    expect(added.status).toBe(202);
     expect(await added.json()).toMatchObject({ url: dead, healthy: false });
     expect((await fetch(`${router.url}/readiness`)).status).toBe(503);
     sim = await startSimWorker({ id: "late", timeScale: 0 });

@@ -61,7 +61,7 @@ describe("worker registration", () => {
     expect(normalizeWorkerUrl(spelling)).toBe(canonical);
   });
 
-  it("refuses a second registration of one worker under another spelling (409 worker_exists)", () => {
+  it("refuses a second registration of one worker under another spelling (worker_exists)", () => {
     const r = registry();
     r.add("http://127.0.0.1:8000");
     for (const spelling of [
@@ -143,7 +143,7 @@ describe("worker registration", () => {
       await sim.close();
     });
     const added = await postJson(`${router.url}/workers`, { url: `${sim.url}/v1/` });
-    expect(added.status).toBe(201);
+    expect(added.status).toBe(202);
     expect(((await added.json()) as { url: string }).url).toBe(sim.url);
 
     const paths: Array<[string, unknown]> = [

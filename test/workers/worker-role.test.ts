@@ -40,8 +40,9 @@ describe("worker roles (issue 25: prefill/decode disaggregation)", () => {
     expect(registry.candidates(new Set([p]))).toEqual([d, r]);
     expect(p.toJSON()).toMatchObject({ worker_type: "prefill", bootstrap_port: 8998 });
     expect(d.toJSON()).toMatchObject({ worker_type: "decode", bootstrap_port: null });
-    // A regular worker's record is as before.
-    expect("worker_type" in r.toJSON()).toBe(false);
+
+    // A regular worker says so, as SGLang's WorkerInfo does.
+    expect(r.toJSON()).toMatchObject({ worker_type: "regular" });
     void registry.close();
   });
 });

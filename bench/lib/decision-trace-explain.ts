@@ -1,0 +1,168 @@
+/**
+ * Offline reading of --decision-trace files (src/scheduling/decision-trace.ts): one trace's
+ * summary (hit rate from the outcomes, decisions per worker, the decisions that left the best
+ * holder), or where two runs of the same workload parted: each routing text is matched to its
+ * counterpart by hash and occurrence, and the decisions that chose differently are listed in the
+ * order the first run took them, each with both runs' candidates.
+ */
+
+/** One candidate: [worker, held chars, fill, in flight, queued prefill chars, cost | null]. */
+export type TracedRow = [string, number, number, number, number, number | null];
+
+export interface TracedDecision {
+  n: number;
+  t: number;
+  h: string;
+  len: number;
+  m: string | null;
+  c: TracedRow[];
+  w: string;
+  b: string;
+  /** From the outcome line, when there was one. */
+  prompt?: number;
+  cached?: number;
+}
+
+export interface Trace {
+  decisions: TracedDecision[];
+  /** Lines that were not JSON or not a record (a trace cut short mid-line). */
+  bad: number;
+}
+
+export function parseTrace(text: string): Trace {
+  const byN = new Map<number, TracedDecision>();
+  const decisions: TracedDecision[] = [];
+  let bad = 0;
+  for (const line of text.split("\n")) {
+    if (line.trim() === "") continue;
+    let r: Record<string, unknown>;
+    try {
+      r = JSON.parse(line) as Record<string, unknown>;
+    } catch {
+      bad++;
+      continue;
+    }
+    if (r.k === "d" && typeof r.n === "number" && Array.isArray(r.c)) {
+      const d = r as unknown as TracedDecision;
+      byN.set(d.n, d);
+      decisions.push(d);
+    } else if (r.k === "o" && typeof r.n === "number") {
+      const d = byN.get(r.n);
+      if (d === undefined) {
+        bad++;
+        continue;
+      }
+      d.prompt = Number(r.p);
+      d.cached = Number(r.c);
+    } else {
+      bad++;
+    }
+  }
+  return { decisions, bad };
+}
+
+const heldBy = (d: TracedDecision, worker: string) => d.c.find((r) => r[0] === worker)?.[1] ?? 0;
+const mostHeld = (d: TracedDecision) => Math.max(0, ...d.c.map((r) => r[1]));
+
+export interface TraceSummary {
+  decisions: number;
+  hitRate: number;
+  perWorker: Record<string, number>;
+  /** Decisions whose choice held less than the best holder, and the characters it left. */
+  leftHolder: number;
+  leftChars: number;
+}
+
+export function summarizeTrace(trace: Trace): TraceSummary {
+  let prompt = 0;
+  let cached = 0;
+  let leftHolder = 0;
+  let leftChars = 0;
+  const perWorker: Record<string, number> = {};
+  for (const d of trace.decisions) {
+    perWorker[d.w] = (perWorker[d.w] ?? 0) + 1;
+    prompt += d.prompt ?? 0;
+    cached += d.cached ?? 0;
+    const gap = mostHeld(d) - heldBy(d, d.w);
+    if (gap > 0) {
+      leftHolder++;
+      leftChars += gap;
+    }
+  }
+  return {
+    decisions: trace.decisions.length,
+    hitRate: prompt === 0 ? Number.NaN : cached / prompt,
+    perWorker,
+    leftHolder,
+    leftChars,
+  };
+}
+
+export interface Divergence {
+  key: string;
+  a: TracedDecision;
+  b: TracedDecision;
+}
+
+/** The decisions of `a` and `b` on the same text (hash and occurrence) that chose differently. */
+export function divergences(a: Trace, b: Trace): { matched: number; differ: Divergence[] } {
+  const keyed = (t: Trace) => {
+    const seen = new Map<string, number>();
+    const out = new Map<string, TracedDecision>();
+    for (const d of t.decisions) {
+      const i = seen.get(d.h) ?? 0;
+      seen.set(d.h, i + 1);
+      out.set(`${d.h}#${i}`, d);
+    }
+    return out;
+  };
+  const inB = keyed(b);
+  let matched = 0;
+  const differ: Divergence[] = [];
+  for (const [key, da] of keyed(a)) {
+    const db = inB.get(key);
+    if (db === undefined) continue;
+    matched++;
+    if (da.w !== db.w) differ.push({ key, a: da, b: db });
+  }
+  differ.sort((x, y) => x.a.n - y.a.n);
+  return { matched, differ };
+}
+
+function rows(d: TracedDecision): string[] {
+  return d.c.map(
+    ([id, held, fill, inFlight, queued, cost]) =>
+      `    ${id === d.w ? "*" : " "} ${id.padEnd(10)} held ${String(held).padStart(7)}  fill ${fill.toFixed(2)}  in flight ${String(inFlight).padStart(3)}  queued ${String(queued).padStart(7)}  cost ${cost === null ? "-" : String(cost).padStart(8)}`,
+  );
+}
+
+const outcome = (d: TracedDecision) =>
+  d.prompt === undefined ? "no outcome" : `cached ${d.cached}/${d.prompt} tokens`;
+
+/** The report, as lines: one trace's summary, or two traces' summaries and where they parted. */
+export function explainTraces(a: Trace, b?: Trace, limit = 10): string[] {
+  const line = (name: string, t: Trace) => {
+    const s = summarizeTrace(t);
+    return `${name}: ${s.decisions} decisions, hit rate ${(s.hitRate * 100).toFixed(1)}%, left the best holder ${s.leftHolder} times (${s.leftChars} chars), per worker ${JSON.stringify(s.perWorker)}${t.bad > 0 ? `, ${t.bad} bad lines` : ""}`;
+  };
+  const out = [line("A", a)];
+  if (b === undefined) {
+    const left = a.decisions.filter((d) => mostHeld(d) > heldBy(d, d.w));
+    left.sort((x, y) => mostHeld(y) - heldBy(y, y.w) - (mostHeld(x) - heldBy(x, x.w)));
+    for (const d of left.slice(0, limit)) {
+      out.push(`  #${d.n} ${d.h} (${d.len} chars, ${d.b}) → ${d.w}, ${outcome(d)}`, ...rows(d));
+    }
+    return out;
+  }
+  out.push(line("B", b));
+  const { matched, differ } = divergences(a, b);
+  out.push(
+    `${matched} texts in both, ${differ.length} routed differently${differ.length > 0 ? `; the first ${Math.min(limit, differ.length)} in A's order:` : ""}`,
+  );
+  for (const { key, a: da, b: db } of differ.slice(0, limit)) {
+    out.push(`  ${key} (${da.len} chars)`);
+    out.push(`   A #${da.n} → ${da.w} (${da.b}), ${outcome(da)}`, ...rows(da));
+    out.push(`   B #${db.n} → ${db.w} (${db.b}), ${outcome(db)}`, ...rows(db));
+  }
+  return out;
+}
