@@ -1,6 +1,6 @@
 import { existsSync } from "node:fs";
 import { type Agent, type ClientRequest, request as httpRequest, STATUS_CODES } from "node:http";
-import { request as httpsRequest } from "node:https";
+import { request as httpsRequest, type RequestOptions } from "node:https";
 import { homedir } from "node:os";
 import { join } from "node:path";
 import type { RequestContext, ResponseContext } from "@kubernetes/client-node";
@@ -132,16 +132,22 @@ export async function connectPodApi(options: PodApiOptions): Promise<PodApi> {
       url.searchParams.set("resourceVersion", query.resourceVersion);
       url.searchParams.set("allowWatchBookmarks", "true");
       url.searchParams.set("timeoutSeconds", String(query.timeoutSeconds));
-      // The client's own credentials and agent (TLS, proxy), on a request whose lines are bounded.
-      const fetchOptions = (await kc.applyToFetchOptions({})) as {
-        agent?: Agent;
-        headers?: Headers;
-      };
+      // The client's own credentials and agent (TLS, proxy), on a request whose lines are bounded
+      // (the library's Watch bounds neither its lines nor, apart, the wait for headers).
+      const httpsOptions: RequestOptions = {};
+      await kc.applyToHTTPSOptions(httpsOptions);
+      const headers: Record<string, string> = {};
+      for (const [name, value] of Object.entries(httpsOptions.headers ?? {})) {
+        if (value !== undefined) headers[name] = String(value);
+      }
+      if (typeof httpsOptions.auth === "string") {
+        headers.authorization = `Basic ${Buffer.from(httpsOptions.auth).toString("base64")}`;
+      }
       return watchLines(
         url,
         {
-          ...(fetchOptions.agent !== undefined ? { agent: fetchOptions.agent } : {}),
-          headers: Object.fromEntries(fetchOptions.headers?.entries() ?? []),
+          ...(httpsOptions.agent instanceof Object ? { agent: httpsOptions.agent as Agent } : {}),
+          headers,
         },
         options.headersTimeoutMs,
         onEvent,
