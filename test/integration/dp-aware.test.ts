@@ -58,7 +58,8 @@ describe.each(["sglang", "vllm"] as const)("--dp-aware, %s engine with dp=2", (f
       body: JSON.stringify({ prompt: prompt("long"), max_tokens: 20_000, stream: true }),
       signal: abort.signal,
     }).then(
-      (res) => res.body?.cancel().catch(() => {}),
+      // Read on (to the abort): a cancelled body is a disconnect, which ends the request.
+      (res) => res.body?.pipeTo(new WritableStream()).catch(() => {}),
       () => {},
     );
     await waitFor(() => worker.rankRequests()[0] === 1, 10_000, "the long request on rank 0");
