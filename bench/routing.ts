@@ -197,8 +197,9 @@ function parseCli(argv: string[]): CliOptions {
         "                                sizes its own: a share of its working set)",
         "  --seed <n>                    workload seed (default 42)",
         "  --tenants <n>                 cache-pressure, tenants: tenants (default 64 / 16; quick 24 / 16)",
-        "  --kv-share <x>                cache-pressure, tenants: each worker's KV as a share of the working",
-        "                                set (default 0.22 / 0.3)",
+        "  --kv-share <x>                KV as a share of the working set: cache-pressure, each worker's",
+        "                                (default 0.22); tenants, the fleet's (default 0.3; quick 0.6),",
+        "                                with chats added where a worker would not hold 1.25 requests",
         "  --zipf <s>, --preamble-tokens <n>, --tenant-prompt-tokens <min-max>, --conversations <n>,",
         "  --turns <n>                   tenants: popularity skew, shared preamble, each tenant's own",
         "                                prompt length range, chats, turns a chat (one client per chat",
@@ -271,7 +272,7 @@ function parseCli(argv: string[]): CliOptions {
   const kvShare = num("kv-share", values["kv-share"], Number.MIN_VALUE, false);
   if (kvShare !== undefined) {
     preset.cachePressure.kvShareOfWorkingSet = kvShare;
-    tenants.kvShareOfWorkingSet = kvShare;
+    tenants.fleetKvShare = kvShare;
   }
   tenants.zipfExponent = num("zipf", values.zipf, 0, false) ?? tenants.zipfExponent;
   tenants.toolPreambleTokens =
