@@ -29,6 +29,7 @@ import type { RouterContext } from "./routes/context.js";
 import { registerMetricsRoute } from "./routes/ops.js";
 import { fileDecisionTrace } from "./scheduling/decision-trace.js";
 import type { SiblingLink } from "./state/cluster-channel.js";
+import { StateFile } from "./state/state-file.js";
 import { tracingOptions } from "./tracing/settings.js";
 import { startTracing } from "./tracing/start-tracing.js";
 import { type EvictionTimer, startEvictionTimer } from "./tree/eviction-timer.js";
@@ -105,6 +106,22 @@ export function createRouter(
     siblings: options.siblings,
   });
   const { index, kvEvents, replication, sharedState, siblingState } = stack;
+  const stateFile =
+    config.state.file === undefined
+      ? undefined
+      : new StateFile(
+          {
+            path: config.state.file,
+            secret: config.state.secret,
+            keyPrefix: config.state.keyPrefix,
+            maxBytes: config.state.snapshotMaxBytes,
+            maxAgeMs: config.state.maxOpAgeMs,
+            saveTimeoutMs: STATE_FILE_SAVE_TIMEOUT_MS,
+          },
+          stack.local,
+          registry,
+          logger,
+        );
   const introspection = new EngineIntrospector(registry, config.engines, logger, (worker) => {
     stack.engineRead(worker);
     // A reading that shows a queue tells admission the engine's full batch (saturation.ts).
@@ -208,6 +225,7 @@ export function createRouter(
     ...(replication !== undefined ? { replication } : {}),
     ...(sharedState !== undefined ? { sharedState } : {}),
     ...(siblingState !== undefined ? { siblingState } : {}),
+    ...(stateFile !== undefined ? { stateFile } : {}),
   };
   return { ...buildRoutes(context), context };
 }
@@ -284,6 +302,15 @@ export async function startRouter(
     start: () => Promise.all(registry.list().map((w) => health.probeFirst(w))),
     stop: () => {},
   });
+  // --state-file: the index as the last stop left it, for the workers registered now; saved again
+  // once the requests are drained (the stop runs after the HTTP server's, in reverse order).
+  const { stateFile } = context;
+  if (stateFile !== undefined)
+    await services.start({
+      name: "state-file",
+      start: () => stateFile.load(),
+      stop: () => stateFile.save(),
+    });
   // Peers' workers and recent decisions before the first request (bounded wait; never fails).
   const { sharedState, siblingState, admission } = context;
   if (sharedState !== undefined)
@@ -442,6 +469,8 @@ export async function startRouter(
   return { url, port, metricsPort, context, stop };
 }
 
+/** How long a stop waits for the --state-file snapshot to be written. */
+const STATE_FILE_SAVE_TIMEOUT_MS = 5000;
 /** After the grace period, how long aborted requests get to write their last event. */
 const SHUTDOWN_FLUSH_MS = 500;
 /** How long a stop waits for the last spans to reach the collector. */

@@ -85,6 +85,8 @@ export interface IndexStackDeps {
 export interface IndexStack {
   /** The outermost index: the one the decider asks and the eviction timer visits. */
   readonly index: PrefixIndex;
+  /** The index below the publishing layers: what a snapshot loads into (not shared again). */
+  readonly local: PrefixIndex;
   readonly kvEvents: KvEventsManager | undefined;
   /** What this replica shares with its peers (--state-url, radixgate-cluster); undefined = alone. */
   readonly replication: Replication | undefined;
@@ -175,6 +177,7 @@ export function buildIndexStack(options: IndexStackOptions, deps: IndexStackDeps
   const learnBlocks = options.blockChars === "auto" && base instanceof BlockHashIndex;
   return {
     index,
+    local: inner,
     kvEvents: kv?.manager,
     replication,
     sharedState,
