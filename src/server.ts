@@ -2,6 +2,7 @@ import type { RequestListener, Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { getRequestListener } from "@hono/node-server";
 import { Hono } from "hono";
+import { FleetCapacity } from "./admission/fleet-capacity.js";
 import { buildAdmission } from "./assembly/admission.js";
 import { buildDataPlane } from "./assembly/data-plane.js";
 import { buildIndexStack, indexStackOptions } from "./assembly/index-stack.js";
@@ -16,6 +17,7 @@ import { WorkerMembership } from "./discovery/membership.js";
 import { type Discovery, startDiscovery } from "./discovery/setup.js";
 import type { DnsResolver } from "./discovery/worker-dns.js";
 import { ConfigError, RouterError } from "./errors.js";
+import { forgetHeld } from "./index/forget-held.js";
 import { BodyBudget } from "./intake/body-budget.js";
 import { Intake } from "./intake/intake.js";
 import { ParsePool } from "./intake/parse-pool.js";
@@ -97,15 +99,21 @@ export function createRouter(
   );
   const metrics = new Metrics(registry);
   const health = new HealthChecker(registry, config.health, logger);
+  // The fleet saturation signal: the index and the cache account feed it (GET /debug/capacity).
+  let capacity: FleetCapacity | undefined;
   const stack = buildIndexStack(indexStackOptions(config, policy), {
     registry,
     metrics,
     logger,
+    onEvict: (chars) => capacity?.noteEvicted(chars),
     // A worker a peer replica added takes traffic here only once this replica's own probe passes.
     onRemoteAdd: (worker) => void health.probeFirst(worker, { fromPeer: true }),
     siblings: options.siblings,
   });
   const { index, kvEvents, replication, sharedState, siblingState } = stack;
+  capacity = new FleetCapacity(registry, index, config.fleet);
+  capacity.register(metrics.registry);
+
   const stateFile =
     config.state.file === undefined
       ? undefined
@@ -128,6 +136,13 @@ export function createRouter(
     noteEngineReading(worker);
   });
   const { intake, proxy, routes } = config;
+  // A worker dead past --dead-worker-grace-secs: its entries go here and, through the publishing
+  // layers, on the peers (so the snapshot leaves it out); its cache account rows go too.
+  health.onDead = (worker) => {
+    forgetHeld(index, worker.id);
+    cacheLedger.window.forgetWorker(worker.id);
+  };
+  const fleet = capacity;
   const { decider, forwarder, cacheLedger } = buildDataPlane(
     {
       forward: forwardSettings(proxy, {
@@ -226,7 +241,13 @@ export function createRouter(
     ...(sharedState !== undefined ? { sharedState } : {}),
     ...(siblingState !== undefined ? { siblingState } : {}),
     ...(stateFile !== undefined ? { stateFile } : {}),
+    capacity: fleet,
   };
+  cacheLedger.onRecord = (account) =>
+    fleet.noteUncached(
+      account.model,
+      account.promptTokens - (account.reportedTokens ?? account.chosenTokens),
+    );
   return { ...buildRoutes(context), context };
 }
 
@@ -396,6 +417,11 @@ export async function startRouter(
     stop: stopDiscovery,
   });
   await services.start({ name: "health", start: () => health.start(), stop: () => health.stop() });
+  await services.start({
+    name: "fleet-capacity",
+    start: () => context.capacity.start(),
+    stop: () => context.capacity.stop(),
+  });
   await services.start({
     name: "introspection",
     start: () => introspection.start(),

@@ -80,6 +80,8 @@ export interface IndexStackDeps {
   readonly onRemoteAdd?: (worker: Worker) => void;
   /** A radixgate-cluster process: decisions shared with its siblings over the local channel. */
   readonly siblings?: SiblingLink | undefined;
+  /** Characters any eviction removed (besides the metric: the fleet's cache pressure). */
+  readonly onEvict?: (chars: number) => void;
 }
 
 export interface IndexStack {
@@ -104,7 +106,10 @@ export function buildIndexStack(options: IndexStackOptions, deps: IndexStackDeps
     maxTreeSize: options.maxTreeSize === "auto" ? undefined : options.maxTreeSize,
     ...(options.blockChars === "auto" ? {} : { blockChars: options.blockChars }),
     capacityBlocks: options.capacityBlocks,
-    onEvict: (chars) => metrics.evictedChars.inc(chars),
+    onEvict: (chars) => {
+      metrics.evictedChars.inc(chars);
+      deps.onEvict?.(chars);
+    },
   });
   // --kv-events: the precise index from the engines' events, with the base index as fallback.
   const kv =

@@ -1,4 +1,5 @@
 import type { Admission } from "../admission/admission.js";
+import type { FleetCapacity } from "../admission/fleet-capacity.js";
 import type { CacheLedger } from "../cache-account/cache-ledger.js";
 import type { WorkerMembership } from "../discovery/membership.js";
 import type { PrefixIndex } from "../index/prefix-index.js";
@@ -66,6 +67,8 @@ export interface RouterContext {
   replication?: Replication;
   /** --state-url: the replication's Redis transport. */
   sharedState?: RedisTransport;
+  /** The fleet saturation signal (radixgate_fleet_* metrics, GET /debug/capacity). */
+  capacity: FleetCapacity;
   /** --state-file: the prefix index saved on stop and loaded on start. */
   stateFile?: StateFile;
   /** OpenTelemetry tracing (--otlp-endpoint, OTEL_*); undefined = off, and no span is made. */
