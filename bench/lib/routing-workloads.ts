@@ -88,11 +88,19 @@ export interface TenantsShape {
   turnTokens: number;
   outputTokens: number;
   /**
-   * Each worker's KV as a share of the working set (the fleet holds `workers` times it). A share
-   * of the fleet's instead would leave a worker too little room for its running requests at 0.15.
+   * The fleet's KV as a share of the working set: each worker holds `fleetKvShare / workers` of
+   * it. A worker must still hold its largest request with room to spare (FEASIBLE_REQUESTS), so
+   * where the share of this many conversations' working set would not, the generator adds
+   * conversations (more distinct history, no longer request) until it does.
    */
-  kvShareOfWorkingSet: number;
+  fleetKvShare: number;
 }
+
+/**
+ * The least KV a worker gets in the tenants family, in largest requests: an engine refuses a
+ * request larger than its cache (400), and one that only just fits runs alone with nothing cached.
+ */
+export const FEASIBLE_REQUESTS = 1.25;
 
 /**
  * The default run. Shared-prefix has the shape of SGLang bench_serving's generated-shared-prefix
@@ -149,7 +157,7 @@ export const FULL_PRESET: RoutingPreset = {
     turns: 4,
     turnTokens: 64,
     outputTokens: 64,
-    kvShareOfWorkingSet: 0.3,
+    fleetKvShare: 0.3,
   },
 };
 
@@ -200,7 +208,8 @@ export const QUICK_PRESET: RoutingPreset = {
     turns: 3,
     turnTokens: 64,
     outputTokens: 32,
-    kvShareOfWorkingSet: 0.3,
+    // At 0.3 a worker would not hold 1.25 of its largest requests without 3× the conversations.
+    fleetKvShare: 0.6,
   },
 };
 
@@ -315,32 +324,55 @@ function prepareSpecs(
     }
     case "tenants": {
       const t = p.tenants;
-      const specs = cachePressure({
-        tenants: t.tenants,
-        zipfExponent: t.zipfExponent,
-        toolPreambleTokens: t.toolPreambleTokens,
-        tenantPromptTokens: t.tenantPromptMinTokens,
-        tenantPromptMaxTokens: t.tenantPromptMaxTokens,
-        conversations: t.conversations,
-        activeConversations: t.clients,
-        turns: t.turns,
-        turnTokens: t.turnTokens,
-        outputTokens: t.outputTokens,
-        seed: p.seed,
-      });
-      const workingSetTokens = distinctPromptTokens(specs);
-      const tenantsSeen = new Set(specs.map((s) => s.group)).size;
-      return {
-        name,
-        specs,
-        workingSetTokens,
-        kvCapacityTokens: Math.ceil((workingSetTokens * t.kvShareOfWorkingSet) / 16) * 16,
-        group: (spec) => spec.group ?? 0,
-        description: `${tenantsDescription(t, tenantsSeen)}, ${t.clients} clients`,
-        concurrency: t.clients,
-      };
+      let conversations = t.conversations;
+      for (;;) {
+        const specs = cachePressure({
+          tenants: t.tenants,
+          zipfExponent: t.zipfExponent,
+          toolPreambleTokens: t.toolPreambleTokens,
+          tenantPromptTokens: t.tenantPromptMinTokens,
+          tenantPromptMaxTokens: t.tenantPromptMaxTokens,
+          conversations,
+          activeConversations: t.clients,
+          turns: t.turns,
+          turnTokens: t.turnTokens,
+          outputTokens: t.outputTokens,
+          seed: p.seed,
+        });
+        const workingSetTokens = distinctPromptTokens(specs);
+        const perWorker = (workingSetTokens * t.fleetKvShare) / p.workers;
+        const floor = FEASIBLE_REQUESTS * largestPromptTokens(specs);
+        if (perWorker < floor && conversations < MAX_TENANT_CONVERSATIONS) {
+          // History grows about linearly with conversations; a little over, to converge at once.
+          conversations = Math.min(
+            MAX_TENANT_CONVERSATIONS,
+            Math.ceil((conversations * floor * 1.05) / perWorker),
+          );
+          continue;
+        }
+        const tenantsSeen = new Set(specs.map((s) => s.group)).size;
+        return {
+          name,
+          specs,
+          workingSetTokens,
+          // Whole blocks (the simulator's default block size is 16 tokens).
+          kvCapacityTokens: Math.ceil(perWorker / 16) * 16,
+          group: (spec) => spec.group ?? 0,
+          description: `${tenantsDescription({ ...t, conversations }, tenantsSeen)}, ${t.clients} clients`,
+          concurrency: t.clients,
+        };
+      }
     }
   }
+}
+
+/** The tenants family's bound on added conversations (a fleet share too small for any). */
+const MAX_TENANT_CONVERSATIONS = 4096;
+
+function largestPromptTokens(specs: readonly RequestSpec[]): number {
+  let chars = 0;
+  for (const spec of specs) chars = Math.max(chars, promptTextOf(spec).length);
+  return Math.ceil(chars / CHARS_PER_TOKEN);
 }
 
 /** A tenants cell in one line. */
@@ -348,6 +380,6 @@ export function tenantsDescription(t: TenantsShape, tenantsSeen?: number): strin
   return (
     `${t.conversations} chats of ${tenantsSeen === undefined ? "" : `${tenantsSeen}/`}${t.tenants} Zipf(${t.zipfExponent}) tenants × ${t.turns} turns, ` +
     `shared tools ${t.toolPreambleTokens} + tenant ${t.tenantPromptMinTokens}-${t.tenantPromptMaxTokens}, ` +
-    `+${t.turnTokens} user / +${t.outputTokens} assistant tokens a turn, KV per worker ${t.kvShareOfWorkingSet} of the working set`
+    `+${t.turnTokens} user / +${t.outputTokens} assistant tokens a turn, fleet KV ${t.fleetKvShare} of the working set`
   );
 }

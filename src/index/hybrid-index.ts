@@ -128,7 +128,7 @@ export class HybridIndex extends ForwardingIndex {
     if (live.length === 0) return undefined;
     const known = this.tokens.cached(model, tokenizeInput);
     if (known !== undefined) {
-      this.remember(text, model, known);
+      this.remember(text, model, known, totalOf(tokenizeInput, known));
       return undefined;
     }
     return this.awaitTokens(text, model, tokenizeInput, live);
@@ -159,7 +159,7 @@ export class HybridIndex extends ForwardingIndex {
       }
       this.awaitLate(text, model, tokens);
     } else if (result === undefined) this.options.onTokenizeMiss?.("unavailable");
-    else this.remember(text, model, result);
+    else this.remember(text, model, result, totalOf(input, result));
   }
 
   private awaitLate(
@@ -334,6 +334,17 @@ export class HybridIndex extends ForwardingIndex {
     }
     return { keys, blockSize };
   }
+}
+
+/**
+ * The request's tokens as far as `tokens` tell: theirs, or for the messages before a chat's first
+ * media (LeadingMessages) their count over the share of the routing text they stand for, so a
+ * full match of them matches that share of the text and no more.
+ */
+function totalOf(input: TokenizeInput, tokens: readonly number[]): number {
+  return "leadingMessages" in input && input.share > 0
+    ? tokens.length / input.share
+    : tokens.length;
 }
 
 function lateKey(text: string, model: string | undefined): string {

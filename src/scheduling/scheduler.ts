@@ -140,7 +140,7 @@ export class Scheduler {
   ): Decision<W> | undefined {
     const decision = this.choose(candidates, request);
     if (decision === undefined) return undefined;
-    return this.record(candidates, request, decision, this.matched);
+    return this.record(candidates, request, decision, this.matched, this.fill);
   }
 
   /**
@@ -160,7 +160,7 @@ export class Scheduler {
     if (decision === undefined) return undefined;
     const claims = this.claims;
     if (claims === undefined || !this.usesIndex(request) || decision.branch === "session") {
-      return this.record(candidates, request, decision, this.matched);
+      return this.record(candidates, request, decision, this.matched, this.fill);
     }
     const { text, model } = request;
     const end = newPrefixClaimEnd(text.length, this.matched, candidates.length);
@@ -171,15 +171,17 @@ export class Scheduler {
             newPrefixClaimKey(model, text, end),
             newPrefixClaimValue(decision.worker.id, text),
           );
-    if (answer === undefined) return this.record(candidates, request, decision, this.matched);
-    // this.matched is scratch for the next decision: keep this one's across the wait.
+    if (answer === undefined) {
+      return this.record(candidates, request, decision, this.matched, this.fill);
+    }
+    // this.matched and this.fill are scratch for the next decision: keep this one's across the wait.
     const matched = this.matched.slice(0, candidates.length);
     const fill = this.fill.slice(0, candidates.length);
     return answer.then((value) => {
       const claim = value === undefined ? undefined : readNewPrefixClaim(value, text);
       const i = claim === undefined ? -1 : candidates.findIndex((c) => c.id === claim.worker);
       if (claim === undefined || i < 0 || candidates[i] === decision.worker) {
-        return this.record(candidates, request, decision, matched);
+        return this.record(candidates, request, decision, matched, fill);
       }
       // As if the claimer's decision had arrived: its worker holds what the two texts share.
       const assumed = matched.slice();
@@ -199,7 +201,7 @@ export class Scheduler {
               matchRate: (matched[i] ?? 0) / text.length,
             }
           : { ...again, matchRate: (matched[j] ?? 0) / text.length };
-      return this.record(candidates, request, agreed, matched);
+      return this.record(candidates, request, agreed, matched, fill);
     });
   }
 
@@ -209,6 +211,8 @@ export class Scheduler {
     request: DecisionRequest,
     decision: RouteDecision<W>,
     matched: readonly number[],
+    /** Each candidate's fill at decision time (kept across a claim's wait, as `matched`). */
+    fill: readonly number[],
   ): Decision<W> {
     const { worker, branch, matchRate } = decision;
     if (request.session !== undefined) this.sessions?.bind(request.session, worker.id);
@@ -245,7 +249,9 @@ export class Scheduler {
         ? lossReasonOf(branch, this.policy.filteredOut?.(best) === true)
         : null;
     const traced =
-      this.trace === undefined ? undefined : this.traced(candidates, request, decision, matched);
+      this.trace === undefined
+        ? undefined
+        : this.traced(candidates, request, decision, matched, fill);
     const rank = this.prefix.afterDispatch(worker.id, request);
     return {
       ...(traced === undefined ? {} : { traced }),
@@ -269,20 +275,19 @@ export class Scheduler {
     request: DecisionRequest,
     decision: RouteDecision<W>,
     matched: readonly number[],
+    fill: readonly number[],
   ): number {
     const length = request.text.length;
     const now = Date.now();
     const cost = this.policy.cost;
     // The cost as the policy weighed it (prefix-cost.ts placementFill).
-    const fills = placementFill(this.fill, matched, candidates.length);
+    const fills = placementFill(fill, matched, candidates.length);
     const rows = candidates.map((worker, i) => {
       const held = Math.min(length, Math.max(0, matched[i] ?? 0));
-      // After a peer's claim was awaited, the fill is the latest decision's (close enough).
-      const fill = this.fill[i] ?? 0;
       return {
         worker,
         held,
-        fill,
+        fill: fill[i] ?? 0,
         cost:
           cost === undefined
             ? null

@@ -81,7 +81,7 @@ export class ClusterTransport implements Transport {
         up: () => !this.stopped && this.channel.connected,
         ask: (key, value, ttlMs, abandoned) => this.askClaim(key, value, ttlMs, abandoned),
       },
-      { timeoutMs: options.claimTimeoutMs, ttlMs: options.claimTtlMs, pauseAfterTimeoutMs: 0 },
+      { timeoutMs: options.claimTimeoutMs, ttlMs: options.claimTtlMs },
     );
     channel.onMessage((raw) => this.receive(raw));
     channel.onClose(() => {

@@ -5,7 +5,7 @@ import type { StateKeys } from "./state-keys.js";
 /**
  * won: the proposal became the claim; followed: another claim was there first (a peer's, or an
  * earlier one of this replica); timeout / error: no answer in time, the proposal stands;
- * skipped: not tried (too many claims waiting, or paused for a second after a timeout).
+ * skipped: not tried (too many claims waiting, or paused for a second after a timeout, over either transport).
  */
 export type ClaimOutcome = "won" | "followed" | "timeout" | "error" | "skipped";
 
@@ -28,19 +28,19 @@ export interface ReplicaClaimsOptions {
   ttlMs: number;
   /** --state-claim-timeout-ms: how long a request waits for the answer before its own choice stands. */
   timeoutMs: number;
-  /**
-   * After a claim timed out, how long no claim is tried (a stalled Redis costs one wait per
-   * pause); 0 on the cluster's channel, where a late answer means a busy event loop on this host.
-   */
-  pauseAfterTimeoutMs: number;
   /** Told how each claim ended. */
   onOutcome?: (outcome: ClaimOutcome) => void;
 }
 
 /** Claims waiting at once; past it a request routes on its own choice (bounded memory). */
 const MAX_PENDING = 1024;
-/** Redis's pause after a timeout. */
-const REDIS_PAUSE_AFTER_TIMEOUT_MS = 1000;
+/**
+ * After a claim timed out, how long no claim is tried, whatever the transport: a place that did
+ * not answer in time (a stalled Redis, or a primary whose event loop is busy) would make every new
+ * prefix meanwhile wait the whole timeout too, and each question adds to its backlog. One wait
+ * per pause bounds what a stall costs the requests.
+ */
+const PAUSE_AFTER_TIMEOUT_MS = 1000;
 
 /**
  * New-prefix claims over any transport. Only requests that start a new prefix call this (the
@@ -77,7 +77,7 @@ export class ReplicaClaims implements PrefixClaims {
       (reply) => {
         if (reply === "timeout") {
           abandon.abort();
-          this.pausedUntil = Date.now() + this.options.pauseAfterTimeoutMs;
+          this.pausedUntil = Date.now() + PAUSE_AFTER_TIMEOUT_MS;
           return this.ended("timeout", undefined);
         }
         if (reply === "error") return this.ended("error", undefined);
@@ -99,8 +99,7 @@ export class ReplicaClaims implements PrefixClaims {
   }
 }
 
-export interface RedisPrefixClaimsOptions
-  extends Omit<ReplicaClaimsOptions, "pauseAfterTimeoutMs"> {
+export interface RedisPrefixClaimsOptions extends ReplicaClaimsOptions {
   keys: StateKeys;
 }
 
@@ -127,7 +126,7 @@ export class RedisPrefixClaims extends ReplicaClaims {
           return { holder, won: set?.[1] === "OK" };
         },
       },
-      { ...options, pauseAfterTimeoutMs: REDIS_PAUSE_AFTER_TIMEOUT_MS },
+      options,
     );
   }
 }

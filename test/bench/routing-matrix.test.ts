@@ -8,7 +8,14 @@ import {
   summarizeCell,
 } from "../../bench/lib/routing-matrix.js";
 import type { RowResult, WorkloadReport } from "../../bench/lib/routing-runner.js";
-import { FULL_PRESET, prepareWorkload, QUICK_PRESET } from "../../bench/lib/routing-workloads.js";
+import {
+  FEASIBLE_REQUESTS,
+  FULL_PRESET,
+  prepareWorkload,
+  QUICK_PRESET,
+} from "../../bench/lib/routing-workloads.js";
+import { CHARS_PER_TOKEN } from "../../sim/tokenizer.js";
+import { promptTextOf } from "../../sim/workloads.js";
 
 describe("bench:routing --matrix cells", () => {
   it("covers every value of every axis the tenants family names", () => {
@@ -16,7 +23,7 @@ describe("bench:routing --matrix cells", () => {
     const values = (pick: (p: (typeof presets)[number]) => number) => new Set(presets.map(pick));
     expect(values((p) => p.tenants.tenants)).toEqual(new Set([8, 16, 64]));
     expect(values((p) => p.tenants.clients)).toEqual(new Set([4, 8, 32]));
-    expect(values((p) => p.tenants.kvShareOfWorkingSet)).toEqual(new Set([0.15, 0.3, 0.6]));
+    expect(values((p) => p.tenants.fleetKvShare)).toEqual(new Set([0.15, 0.3, 0.6]));
     expect(values((p) => p.tenants.zipfExponent)).toEqual(new Set([0.6, 1, 1.2]));
     expect(MATRIX_CELLS.length).toBeLessThanOrEqual(12);
     expect(QUICK_MATRIX_CELLS.length).toBeLessThan(MATRIX_CELLS.length);
@@ -31,16 +38,27 @@ describe("bench:routing --matrix cells", () => {
     expect(FULL_PRESET).toEqual(before);
   });
 
-  it("runs as many conversations at once as there are clients, and sizes KV from the working set", () => {
+  it("runs as many conversations at once as there are clients, and sizes the fleet's KV from the working set", () => {
     const p = cellPreset(QUICK_PRESET, { name: "x", shape: { clients: 4 } });
     const w = prepareWorkload("tenants", p);
     expect(w.concurrency).toBe(4);
     expect(w.specs).toHaveLength(p.tenants.conversations * p.tenants.turns);
     // Waves of 4 conversations: the first 4 requests are the first turns of conversations 0-3.
     expect(new Set(w.specs.slice(0, 4).map((s) => s.conversation))).toEqual(new Set([0, 1, 2, 3]));
+    // The fleet (every worker together) holds the share, not each worker.
     expect(w.kvCapacityTokens).toBe(
-      Math.ceil((w.workingSetTokens * p.tenants.kvShareOfWorkingSet) / 16) * 16,
+      Math.ceil((w.workingSetTokens * p.tenants.fleetKvShare) / p.workers / 16) * 16,
     );
+  });
+
+  it("adds conversations where the fleet's share would leave a worker less than its largest request and a quarter", () => {
+    const p = cellPreset(QUICK_PRESET, { name: "x", shape: { fleetKvShare: 0.15 } });
+    const w = prepareWorkload("tenants", p);
+    const largest = Math.max(...w.specs.map((s) => promptTextOf(s).length)) / CHARS_PER_TOKEN;
+    expect(w.specs.length).toBeGreaterThan(p.tenants.conversations * p.tenants.turns);
+    expect(w.kvCapacityTokens).toBeGreaterThanOrEqual(FEASIBLE_REQUESTS * largest);
+    // Still the share of its own (larger) working set.
+    expect(w.kvCapacityTokens).toBe(Math.ceil((w.workingSetTokens * 0.15) / p.workers / 16) * 16);
   });
 });
 
@@ -98,7 +116,7 @@ describe("bench:routing --matrix --replay", () => {
   it("replays a cell in model time: the same figures on every run, against the cell's oracle", async () => {
     const preset = cellPreset(QUICK_PRESET, {
       name: "tiny",
-      shape: { conversations: 8, turns: 2, tenants: 4, kvShareOfWorkingSet: 1 },
+      shape: { conversations: 8, turns: 2, tenants: 4, fleetKvShare: 4 },
     });
     const rows = ["prefix_cost", "oracle_sticky"];
     const [a] = await replayCell("tiny", preset, rows, 2, 1);

@@ -7,14 +7,18 @@
 import { createLogger } from "../../src/logger.js";
 import { clusterSiblingLink } from "../../src/state/cluster-channel.js";
 import { ClusterTransport } from "../../src/state/cluster-transport.js";
-import { type ReplicaCommand, ReplicaNode } from "./replica-node.js";
+import { CLAIM_TIMEOUT_ENV, type ReplicaCommand, ReplicaNode } from "./replica-node.js";
 
 const link = clusterSiblingLink();
 if (link === undefined) throw new Error("not a process of a sharing cluster");
 const node = new ReplicaNode(
   new ClusterTransport(
     link.transport,
-    { claimTimeoutMs: 2000, claimTtlMs: 10_000, queueSize: 10_000 },
+    {
+      claimTimeoutMs: Number(process.env[CLAIM_TIMEOUT_ENV] ?? 2000),
+      claimTtlMs: 10_000,
+      queueSize: 10_000,
+    },
     createLogger({ level: "silent" }),
   ),
 );

@@ -5,6 +5,9 @@ import { Replication, type Transport } from "../../src/state/replication.js";
 import { NEUTRAL, type WorkerLease } from "../../src/workers/lease.js";
 import { WorkerRegistry } from "../../src/workers/registry.js";
 
+/** A forked replica's --state-claim-timeout-ms, set by the test that forks it (2 s if unset). */
+export const CLAIM_TIMEOUT_ENV = "RG_TEST_CLAIM_TIMEOUT_MS";
+
 /** What a test asks of one replica (the same over every transport; sent over IPC as JSON). */
 export type ReplicaCommand =
   | { readonly op: "add"; readonly url: string }

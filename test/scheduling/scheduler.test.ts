@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { ApproximateIndex } from "../../src/index/approximate-index.js";
 import type { PrefixClaims } from "../../src/index/prefix-claims.js";
 import { createPolicy } from "../../src/scheduling/builtin-profiles.js";
+import { DecisionTrace } from "../../src/scheduling/decision-trace.js";
 import { newPrefixClaimValue } from "../../src/scheduling/new-prefix-claim.js";
 import { Scheduler } from "../../src/scheduling/scheduler.js";
 import { SessionTable } from "../../src/scheduling/session-table.js";
@@ -231,6 +232,32 @@ describe("Scheduler.decideAgreed (replicas agreeing on a new prefix)", () => {
     const decision = await decider.decideAgreed(workers, { text: text("q?") });
     expect(decision!.worker.id).not.toBe("a");
     expect(decision!.branch).toBe("load_bound");
+  });
+
+  it("traces the fill each candidate had when it decided, not a later decision's, after a claim's wait", async () => {
+    let answer: (value: string | undefined) => void = () => {};
+    const claims: PrefixClaims = {
+      claim: () => new Promise((resolve) => (answer = resolve)),
+    };
+    const { index, workers, decider } = agreed(claims);
+    index.setBudget("a", 4 * SYSTEM.length);
+    index.insert("a", undefined, SYSTEM);
+    const lines: string[] = [];
+    decider.trace = new DecisionTrace({ write: (l) => lines.push(l) > 0 }, 1e6, () => 0);
+    const waiting = decider.decideAgreed(workers, { text: text("q?") });
+    expect(waiting).toBeInstanceOf(Promise);
+    // Another decision, over the candidates in another order, while the claim is out.
+    decider.decide([workers[2]!, workers[1]!, workers[0]!], { text: "another request" });
+    answer(undefined);
+    await waiting;
+    const first = lines
+      .map((l) => JSON.parse(l) as { len: number; c: [string, number, number][] })
+      .find((l) => l.len === text("q?").length)!;
+    expect(first.c.map(([id, , fill]) => [id, fill])).toEqual([
+      ["a", 0.25],
+      ["b", 0],
+      ["c", 0],
+    ]);
   });
 
   it("keeps its own choice when the claim gets no answer in time", async () => {

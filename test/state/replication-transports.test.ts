@@ -12,7 +12,12 @@ import {
   TEST_STATE_SECRET,
   type TestRedis,
 } from "../helpers/redis.js";
-import { type ReplicaAnswer, type ReplicaCommand, ReplicaNode } from "../helpers/replica-node.js";
+import {
+  CLAIM_TIMEOUT_ENV,
+  type ReplicaAnswer,
+  type ReplicaCommand,
+  ReplicaNode,
+} from "../helpers/replica-node.js";
 import { waitFor } from "../helpers/router.js";
 
 // The replication module's behaviour, one suite run over each transport: Redis streams (a real
@@ -27,8 +32,17 @@ interface Replica {
 
 /** Replicas that share with each other (a key prefix in Redis; a hub and its processes). */
 interface Network {
-  replica(): Promise<Replica>;
+  /** `claimTimeoutMs`: --state-claim-timeout-ms for this replica (2 s if left out). */
+  replica(options?: { claimTimeoutMs?: number }): Promise<Replica>;
+  /**
+   * The place where claims meet stops answering (Redis paused; the primary holding its claims, as
+   * a busy event loop would); the function returned waits until it answers again, late ones first.
+   */
+  stallClaims(): Promise<() => Promise<void>>;
 }
+
+/** How long the Redis medium's stall lasts (CLIENT PAUSE, which no command can lift early). */
+const REDIS_STALL_MS = 1000;
 
 interface Medium {
   readonly name: string;
@@ -51,7 +65,7 @@ function redisMedium(): Medium {
     network() {
       const keyPrefix = `t${randomBytes(4).toString("hex")}`;
       return {
-        async replica() {
+        async replica(options) {
           const node = new ReplicaNode(
             new RedisTransport(
               {
@@ -60,7 +74,7 @@ function redisMedium(): Medium {
                 secret: TEST_STATE_SECRET,
                 keyPrefix,
                 loadIntervalMs: 20,
-                claimTimeoutMs: 2000,
+                claimTimeoutMs: options?.claimTimeoutMs ?? 2000,
                 claimTtlMs: 10_000,
               },
               createLogger({ level: "silent" }),
@@ -77,6 +91,13 @@ function redisMedium(): Medium {
           };
           started.push(replica);
           return replica;
+        },
+        async stallClaims() {
+          await redis!.client.call("CLIENT", "PAUSE", String(REDIS_STALL_MS), "ALL");
+          // A command of any client waits for the pause's end: this one answers once it is over.
+          return async () => {
+            await redis!.client.ping();
+          };
         },
       };
     },
@@ -135,6 +156,22 @@ function clusterReplica(worker: ClusterWorker): Promise<Replica> {
   });
 }
 
+/** The primary, able to hold the claims it receives and answer them later. */
+class StallingHub extends SiblingHub {
+  stalled = false;
+  private readonly held: [number, unknown][] = [];
+
+  override receive(id: number, raw: unknown): void {
+    if (this.stalled && (raw as { t?: unknown } | null)?.t === "claim") this.held.push([id, raw]);
+    else super.receive(id, raw);
+  }
+
+  resume(): void {
+    this.stalled = false;
+    for (const [id, raw] of this.held.splice(0)) super.receive(id, raw);
+  }
+}
+
 function clusterMedium(): Medium {
   return {
     name: "the cluster's channel (node:cluster IPC)",
@@ -143,13 +180,22 @@ function clusterMedium(): Medium {
       cluster.setupPrimary({ exec: REPLICA_MAIN, execArgv: ["--import", "tsx"], silent: true });
     },
     network() {
-      const hub = new SiblingHub();
+      const hub = new StallingHub();
       const group = randomBytes(6).toString("hex");
       return {
-        replica() {
-          const worker = cluster.fork({ [CLUSTER_GROUP_ENV]: group });
+        replica(options) {
+          const worker = cluster.fork({
+            [CLUSTER_GROUP_ENV]: group,
+            ...(options?.claimTimeoutMs !== undefined
+              ? { [CLAIM_TIMEOUT_ENV]: String(options.claimTimeoutMs) }
+              : {}),
+          });
           connectToHub(hub, worker);
           return clusterReplica(worker);
+        },
+        async stallClaims() {
+          hub.stalled = true;
+          return async () => hub.resume();
         },
       };
     },
@@ -233,6 +279,24 @@ describe.each([redisMedium(), clusterMedium()])("the replication over $name", (m
       expect(y).toBe(x);
       expect(await b.run({ op: "claim", key: "p1", value: "later" })).toBe(x);
       expect(await b.run({ op: "claim", key: "p2", value: "b" })).toBe("b");
+    }, 120_000);
+
+    it("after a claim timed out none is tried for a while: a stalled transport costs one wait", async () => {
+      const net = medium.network();
+      const a = await net.replica({ claimTimeoutMs: 200 });
+      const b = await net.replica();
+      const resume = await net.stallClaims();
+      try {
+        // Unanswered in time: the request's own choice stands.
+        expect(await a.run({ op: "claim", key: "stalled", value: "a" })).toBe(null);
+        // Not asked at all (nothing to wait for), so it never reaches the place claims meet...
+        expect(await a.run({ op: "claim", key: "next", value: "a" })).toBe(null);
+      } finally {
+        await resume();
+      }
+      // ...where the late question was answered when it came: first come, first served.
+      expect(await b.run({ op: "claim", key: "stalled", value: "b" })).toBe("a");
+      expect(await b.run({ op: "claim", key: "next", value: "b" })).toBe("b");
     }, 120_000);
 
     it("a replica's requests in flight weigh on the others' view of the worker until they end or it stops", async () => {
