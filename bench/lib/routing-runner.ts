@@ -143,6 +143,11 @@ export interface RunOptions {
    */
   warmupRequests?: number;
   /**
+   * Rows already warmed in this process (JIT is process-wide; every row runs on a fresh fleet):
+   * they skip the warm-up, and the rows this run warms are added. Unset: every run warms.
+   */
+  warmed?: Set<RowLabel>;
+  /**
    * Share of requests (0-1) sent straight to a worker, bypassing the router (another client, or
    * another router's traffic), to the worker `bypassTo` picks. The same requests go to the same
    * workers in every row.
@@ -200,7 +205,11 @@ export async function runRoutingWorkload(
     if (warmup > 0) {
       // Whole conversations only, so that no warm-up request waits for a turn it does not send.
       const specs = workload.specs.slice(0, warmup).filter((s) => (s.turn ?? 0) === 0);
-      for (const row of rows) await runRow({ ...workload, specs }, row, o, host, baseSeed);
+      for (const row of rows) {
+        if (o.warmed?.has(row) === true) continue;
+        await runRow({ ...workload, specs }, row, o, host, baseSeed);
+        o.warmed?.add(row);
+      }
     }
     // Interleaved: a spell of load on the machine falls on every row alike.
     const runs = new Map<RowLabel, RowRun[]>(rows.map((row) => [row, []]));
