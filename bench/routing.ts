@@ -498,6 +498,12 @@ function printReport(report: WorkloadReport): void {
         `  ${r.row}: hit rate of the routed requests ${pct(r.split.routedHitRate)}, of the bypassing ones ${pct(r.split.bypassHitRate)}`,
       );
     }
+    if (r.mediaFalseHits !== undefined) {
+      const m = r.mediaFalseHits;
+      console.log(
+        `  ${r.row}: ${m.imageDecisions} decisions for requests with an image, ${m.claimed} routed on a match into the image message, ${m.falseHits} false hits (the worker never got that image)`,
+      );
+    }
     if (r.diagnosis !== undefined)
       for (const line of diagnosisLines(r.row, r.diagnosis)) console.log(line);
   }
@@ -528,6 +534,18 @@ export function goalLines(report: WorkloadReport): string[] {
           : ` (routed requests ${pct(precise.split.routedHitRate)} vs ${pct(oracle.split?.routedHitRate ?? 0)})`),
     );
   }
+  if (report.workload === "multimodal") {
+    // Images in the prefix: no claim on an image a worker never got, and the oracle's hit rate.
+    for (const r of report.rows) {
+      if (r.mediaFalseHits === undefined) continue;
+      const points = oracle === undefined ? 0 : 100 * (oracle.hitRate - r.hitRate);
+      const ok = r.mediaFalseHits.falseHits === 0 && points <= 1;
+      lines.push(
+        `goal (${r.row}): 0 false hits on images, hit rate within 1 point of the oracle's: ` +
+          `${r.mediaFalseHits.falseHits} false hits, ${pct(r.hitRate)} vs ${pct(oracle?.hitRate ?? 0)} → ${ok ? "met" : "MISSED"}`,
+      );
+    }
+  }
   if (report.workload === "cache-pressure" && oracle !== undefined) {
     // Issue 27: the default's hit rate holds from run to run, and its TTFT stays at the oracle's.
     const def = row(defaultConfig().policies.policy);
@@ -557,6 +575,18 @@ export function goalLines(report: WorkloadReport): string[] {
       lines.push(
         `goal: cache_aware mean TTFT ≥ 2× lower than round_robin: ${fmt(ca.ttftMs.mean)} vs ${fmt(rr.ttftMs.mean)} ms (${fmt(ratio, 2)}×) → ${ratio >= 2 ? "met" : "MISSED"}`,
         `  (for information: p50 ${fmt(rr.ttftMs.p50 / ca.ttftMs.p50, 2)}×; warm mean, without the first ${WARM_SKIP * 100}% of requests, ${fmt(rr.warmTtftMs.mean / ca.warmTtftMs.mean, 2)}×)`,
+      );
+    }
+  }
+  if (report.workload === "multimodal") {
+    // Images in the prefix: no claim on an image a worker never got, and the oracle's hit rate.
+    for (const r of report.rows) {
+      if (r.mediaFalseHits === undefined) continue;
+      const points = oracle === undefined ? 0 : 100 * (oracle.hitRate - r.hitRate);
+      const ok = r.mediaFalseHits.falseHits === 0 && points <= 1;
+      lines.push(
+        `goal (${r.row}): 0 false hits on images, hit rate within 1 point of the oracle's: ` +
+          `${r.mediaFalseHits.falseHits} false hits, ${pct(r.hitRate)} vs ${pct(oracle?.hitRate ?? 0)} → ${ok ? "met" : "MISSED"}`,
       );
     }
   }
