@@ -91,6 +91,7 @@ export function createRouter(
       connectTimeoutMs: workers.connectTimeoutMs,
       maxConnections: workers.workerMaxConnections,
       refuseLinkLocal: !workers.allowLinkLocalWorkers,
+      maxRunning: workers.workerMaxRunning,
     },
     {
       allowLinkLocal: workers.allowLinkLocalWorkers,
