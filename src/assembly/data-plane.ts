@@ -73,6 +73,7 @@ export function buildDataPlane(options: DataPlaneOptions, deps: DataPlaneDeps): 
     options.maxSessions === undefined ? undefined : new SessionTable(options.maxSessions),
     deps.claims,
     feedback,
+    registry,
   );
   const cacheLedger = new CacheLedger(options.cacheAccount, deps.logger);
   registerAccountMetrics(m.registry, cacheLedger.totals);
@@ -90,7 +91,14 @@ export function buildDataPlane(options: DataPlaneOptions, deps: DataPlaneDeps): 
     pd === undefined
       ? undefined
       : {
-          decodeDecider: new Scheduler(pd.decodePolicy, index),
+          decodeDecider: new Scheduler(
+            pd.decodePolicy,
+            index,
+            undefined,
+            undefined,
+            undefined,
+            registry,
+          ),
           protocol: pd.protocol === "sglang" ? SGLANG_PAIRS : VLLM_PAIRS,
         },
   );
