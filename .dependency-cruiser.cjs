@@ -36,6 +36,9 @@ const LAYERS = [
   },
   // router-policy.ts: --policy or --scheduler-config → the Policy the decider runs.
   { routes: ["routes/"], "router-policy": ["router-policy.ts"] },
+  // --data-plane nginx: nginx's configuration, its njs script, its supervision and the completion
+  // log it writes; the assembly wires them to the relays of proxy/remote-relay.ts.
+  { nginx: ["nginx/"] },
   // The metric set: it knows the features below it.
   { metrics: ["metrics.ts", "metric-alias.ts", "metric-tally.ts"] },
   // Worker sources (--worker-file, --worker-dns) and the one membership path they share with the

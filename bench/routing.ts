@@ -8,7 +8,8 @@
  *                                                 (about half an hour on 2 cores)
  *   npm run bench:routing -- --workload cache-pressure --policies prefix_cost   one workload, one
  *                                                 policy and the oracle, 5 repeats (about 2 minutes)
- *   npm run bench:routing -- --quick              small preset, one run (--repeats for more)
+ *   npm run bench:routing -- --quick              small preset, one run of the rows the goal lines
+ *                                                 read (--repeats, --policies for more)
  *   npm run bench:routing -- --workload multi-turn --concurrency 64
  *   npm run bench:routing -- --rate 40            open loop, Poisson arrivals at 40 req/s
  *
@@ -188,7 +189,8 @@ function parseCli(argv: string[]): CliOptions {
         "usage: npm run bench:routing -- [options]",
         `  --workload <all|${WORKLOADS.join("|")}|pd>  (default all; pd: a prefill/decode fleet,`,
         "                                prefill policies side by side: bench/lib/pd-workload.ts)",
-        "  --quick                       small preset (under a minute)",
+        "  --quick                       small preset, one repeat, each row warmed once, the rows the goals read:",
+        `                                ${QUICK_ROWS.join(", ")} (--policies for others)`,
         "  --concurrency <n>             closed loop: requests outstanding (default 32; quick 16)",
         "  --rate <req/s>                open loop: Poisson arrivals instead of the closed loop",
         "  --workers <n>                 simulated workers (default 4)",
@@ -316,10 +318,13 @@ function parseCli(argv: string[]): CliOptions {
           }
           return w as WorkloadName;
         });
-  // The matrix compares the default with the oracle unless told otherwise.
+  // The matrix compares the default with the oracle unless told otherwise; --quick runs the rows
+  // its goal lines read (a row costs a fresh fleet and router, most of a quick run's time).
   let rows: RowLabel[] = values.matrix
     ? [defaultConfig().policies.policy, ORACLE_ROW]
-    : [...ALL_ROWS];
+    : values.quick
+      ? [...QUICK_ROWS]
+      : [...ALL_ROWS];
   if (values.policies !== undefined) {
     overridden = true;
     rows = values.policies.split(",").map((label) => {
@@ -396,6 +401,19 @@ function parseCli(argv: string[]): CliOptions {
     chart: !values["no-chart"] && tag === "" && !values.matrix && !values["cpu-noise"],
   };
 }
+
+/**
+ * --quick's rows: the default, SGLang's cache_aware, the load-only baselines its goal lines compare
+ * with, precise and the oracle; each row's figures as in a run of every row.
+ */
+const QUICK_ROWS: readonly RowLabel[] = [
+  "prefix_cost",
+  "cache_aware",
+  "round_robin",
+  "least_load",
+  PRECISE_ROW,
+  ORACLE_ROW,
+];
 
 /** Runs of every row unless --repeats says otherwise (issue 27). */
 const DEFAULT_REPEATS = 5;
@@ -475,6 +493,12 @@ function printReport(report: WorkloadReport): void {
         `  ${r.row}: hit rate of the routed requests ${pct(r.split.routedHitRate)}, of the bypassing ones ${pct(r.split.bypassHitRate)}`,
       );
     }
+    if (r.mediaFalseHits !== undefined) {
+      const m = r.mediaFalseHits;
+      console.log(
+        `  ${r.row}: ${m.imageDecisions} decisions for requests with an image, ${m.claimed} routed on a match into the image message, ${m.falseHits} false hits (the worker never got that image)`,
+      );
+    }
     if (r.diagnosis !== undefined)
       for (const line of diagnosisLines(r.row, r.diagnosis)) console.log(line);
   }
@@ -505,6 +529,18 @@ export function goalLines(report: WorkloadReport): string[] {
           : ` (routed requests ${pct(precise.split.routedHitRate)} vs ${pct(oracle.split?.routedHitRate ?? 0)})`),
     );
   }
+  if (report.workload === "multimodal") {
+    // Images in the prefix: no claim on an image a worker never got, and the oracle's hit rate.
+    for (const r of report.rows) {
+      if (r.mediaFalseHits === undefined) continue;
+      const points = oracle === undefined ? 0 : 100 * (oracle.hitRate - r.hitRate);
+      const ok = r.mediaFalseHits.falseHits === 0 && points <= 1;
+      lines.push(
+        `goal (${r.row}): 0 false hits on images, hit rate within 1 point of the oracle's: ` +
+          `${r.mediaFalseHits.falseHits} false hits, ${pct(r.hitRate)} vs ${pct(oracle?.hitRate ?? 0)} → ${ok ? "met" : "MISSED"}`,
+      );
+    }
+  }
   if (report.workload === "cache-pressure" && oracle !== undefined) {
     // Issue 27: the default's hit rate holds from run to run, and its TTFT stays at the oracle's.
     const def = row(defaultConfig().policies.policy);
@@ -534,6 +570,18 @@ export function goalLines(report: WorkloadReport): string[] {
       lines.push(
         `goal: cache_aware mean TTFT ≥ 2× lower than round_robin: ${fmt(ca.ttftMs.mean)} vs ${fmt(rr.ttftMs.mean)} ms (${fmt(ratio, 2)}×) → ${ratio >= 2 ? "met" : "MISSED"}`,
         `  (for information: p50 ${fmt(rr.ttftMs.p50 / ca.ttftMs.p50, 2)}×; warm mean, without the first ${WARM_SKIP * 100}% of requests, ${fmt(rr.warmTtftMs.mean / ca.warmTtftMs.mean, 2)}×)`,
+      );
+    }
+  }
+  if (report.workload === "multimodal") {
+    // Images in the prefix: no claim on an image a worker never got, and the oracle's hit rate.
+    for (const r of report.rows) {
+      if (r.mediaFalseHits === undefined) continue;
+      const points = oracle === undefined ? 0 : 100 * (oracle.hitRate - r.hitRate);
+      const ok = r.mediaFalseHits.falseHits === 0 && points <= 1;
+      lines.push(
+        `goal (${r.row}): 0 false hits on images, hit rate within 1 point of the oracle's: ` +
+          `${r.mediaFalseHits.falseHits} false hits, ${pct(r.hitRate)} vs ${pct(oracle?.hitRate ?? 0)} → ${ok ? "met" : "MISSED"}`,
       );
     }
   }
@@ -569,9 +617,11 @@ async function runWorkload(
   cli: CliOptions,
   sharedStateUrl: string | undefined,
   host?: FleetHost,
+  warmed?: Set<RowLabel>,
 ): Promise<WorkloadReport> {
   let bar: ProgressBar | undefined;
   return runRoutingWorkload(workload, {
+    ...(warmed === undefined ? {} : { warmed }),
     preset,
     rows: cli.rows,
     repeats: cli.repeats,
@@ -735,11 +785,19 @@ async function main(): Promise<void> {
       await runMatrix(cli, machine, redis?.url);
       return;
     }
-    for (const workload of cli.workloads) {
-      const report = await runWorkload(workload, cli.preset, cli, redis?.url);
-      printReport(report);
-      reports.push(report);
-      writeResult(resultPath(workload, cli.tag), machine, report, goalLines(report));
+    // One fleet host for every workload: a child host costs seconds to start (a quick run's sixth).
+    const host = cli.isolate ? await childFleetHost() : undefined;
+    // --quick warms each row once, on the first workload: JIT is warm for the rest of the run.
+    const warmed = cli.preset.name === "quick" ? new Set<RowLabel>() : undefined;
+    try {
+      for (const workload of cli.workloads) {
+        const report = await runWorkload(workload, cli.preset, cli, redis?.url, host, warmed);
+        printReport(report);
+        reports.push(report);
+        writeResult(resultPath(workload, cli.tag), machine, report, goalLines(report));
+      }
+    } finally {
+      await host?.close();
     }
   } finally {
     await noise?.stop();

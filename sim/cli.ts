@@ -97,6 +97,10 @@ function buildCommand(): Command {
     .option(
       "--disable-priority-preemption",
       "SGLang: priority orders the queue only, never preempting (SGLang's flag)",
+    )
+    .option(
+      "--step-rule <rule>",
+      "mixed (vLLM v1: decode and prefill in every step; default) or prefill-first (SGLang: a step with prefill runs it alone)",
     );
   for (const spec of NUMERIC_OPTIONS) {
     cmd.option(
@@ -159,6 +163,7 @@ export function planFromArgs(
     base.defaultBootstrapPort = o.defaultBootstrapPort as number;
   if (o.enablePriorityScheduling === true) base.priorityScheduling = true;
   if (o.disablePriorityPreemption === true) base.disablePriorityPreemption = true;
+  if (o.stepRule !== undefined) base.stepRule = o.stepRule as "mixed" | "prefill-first";
   for (const spec of NUMERIC_OPTIONS) {
     const value = o[spec.key];
     if (value !== undefined) base[spec.key] = value as number;

@@ -121,6 +121,7 @@ export function makeRanks(
         maxBatchTokens: options.maxBatchTokens,
         delayFactor,
         firstTokenDelayMs: options.firstTokenDelayMs,
+        prefillFirst: options.stepRule === "prefill-first",
         ...(options.priorityScheduling ? prioritySchedulingOf(options) : {}),
       },
       kv,

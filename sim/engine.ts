@@ -78,6 +78,16 @@ export interface EngineOptions {
    * reserved at admission) and SGLang with --disable-priority-preemption.
    */
   preemptionThreshold?: number;
+  /**
+   * SGLang's step rule: a step with prefill work (a chunked prefill to go on, waiting sequences to
+   * admit) runs that prefill alone, and the running sequences decode only in steps without any
+   * (python/sglang/srt/managers/scheduler.py get_next_batch_to_run: "Run prefill first if
+   * possible"; mixed steps only with --enable-mixed-chunk, off by default). False (the default):
+   * vLLM's v1 rule, every step decodes the running sequences first and fills the rest of its token
+   * budget with prefill (vllm/v1/core/sched/scheduler.py schedule: running requests, then
+   * waiting ones while len(running) < max_num_seqs).
+   */
+  prefillFirst?: boolean;
 }
 
 class Sequence implements SequenceHandle {
@@ -259,14 +269,8 @@ export class Engine {
     const entries: PlanEntry[] = [];
     const shape: StepShape = { prefillTokens: 0, decodeSeqs: 0, seqs: 0, contextTokens: 0 };
     let budget = this.options.maxBatchTokens;
-    for (const seq of this.runningBatch) {
-      if (budget === 0) break;
-      if (seq.computed < seq.prefillTokens.length) continue;
-      entries.push({ seq, prefill: 0 });
-      budget--;
-      shape.decodeSeqs++;
-      shape.contextTokens += seq.promptTokens.length + seq.generated;
-    }
+    const prefillFirst = this.options.prefillFirst === true;
+    if (!prefillFirst) budget -= this.addDecodes(entries, shape, budget);
     for (const seq of this.runningBatch) {
       if (budget === 0) break;
       if (seq.computed >= seq.prefillTokens.length) continue;
@@ -296,8 +300,24 @@ export class Engine {
     }
     // Back in the queue after this step's admissions, as SGLang requeues its preempt_list.
     for (const victim of preempted) this.enqueue(victim);
+    // SGLang: no prefill to run, so the running batch decodes.
+    if (prefillFirst && entries.length === 0) this.addDecodes(entries, shape, budget);
     shape.seqs = entries.length;
     return entries.length === 0 ? undefined : { entries, shape };
+  }
+
+  /** One decode token for each running sequence past its prefill, within `budget`; returns the tokens used. */
+  private addDecodes(entries: PlanEntry[], shape: StepShape, budget: number): number {
+    let used = 0;
+    for (const seq of this.runningBatch) {
+      if (used === budget) break;
+      if (seq.computed < seq.prefillTokens.length) continue;
+      entries.push({ seq, prefill: 0 });
+      used++;
+      shape.decodeSeqs++;
+      shape.contextTokens += seq.promptTokens.length + seq.generated;
+    }
+    return used;
   }
 
   /** Waiting in order: by urgency, then arrival (FCFS when every urgency is 0). */

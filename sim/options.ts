@@ -104,7 +104,17 @@ export interface SimWorkerOptions extends Partial<SimNumericOptions> {
   priorityScheduling?: boolean;
   /** SGLang's --disable-priority-preemption: priority orders the queue and preempts nothing. */
   disablePriorityPreemption?: boolean;
+  /**
+   * What one step computes (sim/engine.ts `prefillFirst`): "mixed" (default, either flavor: vLLM
+   * v1's rule, running sequences decode in every step and prefill fills the rest of the token
+   * budget) or "prefill-first" (SGLang's rule without --enable-mixed-chunk: a step with prefill
+   * work runs it alone, decode waits for a step without any). The default stays "mixed" so that
+   * every other bench keeps its figures; bench:admission runs SGLang's rule.
+   */
+  stepRule?: SimStepRule;
 }
+
+export type SimStepRule = "mixed" | "prefill-first";
 
 export interface NumericOptionSpec {
   key: keyof SimNumericOptions;
@@ -209,6 +219,7 @@ export interface ResolvedSimOptions extends SimNumericOptions {
   defaultBootstrapPort: number;
   priorityScheduling: boolean;
   disablePriorityPreemption: boolean;
+  stepRule: SimStepRule;
 }
 
 /** Fill defaults and validate; throws RangeError naming the bad option. */
@@ -241,6 +252,10 @@ export function resolveOptions(options: SimWorkerOptions = {}): ResolvedSimOptio
   if (options.role !== undefined && options.role !== "prefill" && options.role !== "decode") {
     throw new RangeError(`role must be "prefill" or "decode", got ${String(options.role)}`);
   }
+  const stepRule = options.stepRule ?? "mixed";
+  if (stepRule !== "mixed" && stepRule !== "prefill-first") {
+    throw new RangeError(`stepRule must be "mixed" or "prefill-first", got ${String(stepRule)}`);
+  }
   if (options.id !== undefined && options.id.length === 0)
     throw new RangeError("id must not be empty");
   return {
@@ -259,6 +274,7 @@ export function resolveOptions(options: SimWorkerOptions = {}): ResolvedSimOptio
     defaultBootstrapPort: portOption("defaultBootstrapPort", options.defaultBootstrapPort ?? 8998),
     priorityScheduling: options.priorityScheduling === true,
     disablePriorityPreemption: options.disablePriorityPreemption === true,
+    stepRule,
   };
 }
 

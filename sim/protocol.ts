@@ -3,6 +3,7 @@
  * normalized job: the prompts as the engine tokenizes them, the output length, streaming options.
  * Anything malformed throws BadRequest, answered with 400 and an OpenAI-shaped error.
  */
+import { imageText, imageUrlOf } from "./media.js";
 import { type ChatMessage, renderChat } from "./template.js";
 import { isTokenId, tokenize } from "./tokenizer.js";
 
@@ -147,13 +148,29 @@ function chatMessage(value: unknown, i: number): ChatMessage {
   let content: string;
   if (typeof m.content === "string") content = m.content;
   else if (m.content === null || m.content === undefined) content = "";
-  else if (Array.isArray(m.content)) content = textParts(m.content, i);
+  else if (Array.isArray(m.content))
+    content = imageParts(m.content, true) + textParts(m.content, i);
   else throw new BadRequest(`messages[${i}].content must be a string or an array`, "messages");
   if (Array.isArray(m.tool_calls)) content += toolCallsText(m.tool_calls);
   return { role: m.role, content };
 }
 
-/** Text parts of multi-part content, joined by newlines; images and other parts are skipped. */
+/**
+ * The message's images as the prompt holds them, ahead of its text (vLLM, for a template that
+ * takes content as a string, puts a message's placeholders before its text:
+ * vllm/entrypoints/chat_utils.py); `keyed`: derived from each image's content (media.ts).
+ */
+export function imageParts(parts: unknown[], keyed: boolean): string {
+  let out = "";
+  for (const part of parts) {
+    if (part === null || typeof part !== "object") continue;
+    const url = imageUrlOf(part as Json);
+    if (url !== undefined) out += imageText(url, keyed);
+  }
+  return out;
+}
+
+/** Text parts of multi-part content, joined by newlines; other parts are skipped. */
 function textParts(parts: unknown[], i: number): string {
   const texts: string[] = [];
   for (const part of parts) {

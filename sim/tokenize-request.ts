@@ -3,6 +3,7 @@
  * `{messages}` (vllm/entrypoints/openai/protocol.py), with the same template the engine prefills.
  */
 import type { SimTokenize } from "./protocol.js";
+import { imageParts } from "./protocol.js";
 import { renderChat } from "./template.js";
 
 export function tokenizeBody(encode: SimTokenize, json: unknown): number[] | undefined {
@@ -17,11 +18,30 @@ export function tokenizeBody(encode: SimTokenize, json: unknown): number[] | und
     addSpecialTokens = body.add_special_tokens === true;
     const messages = body.messages.map((m: unknown) => {
       const { role, content } = (m ?? {}) as Record<string, unknown>;
-      return { role: String(role), content: typeof content === "string" ? content : "" };
+      // Images as placeholders the same for every image: the engines' tokenizers do not key
+      // them; their caches do (media.ts).
+      const text =
+        typeof content === "string"
+          ? content
+          : Array.isArray(content)
+            ? imageParts(content, false) + textOf(content)
+            : "";
+      return { role: String(role), content: text };
     });
     text = renderChat(messages, body.add_generation_prompt !== false);
   } else {
     return undefined;
   }
   return encode(text, addSpecialTokens);
+}
+
+/** Text parts of multi-part content, joined by newlines (as the prompt joins them). */
+function textOf(parts: unknown[]): string {
+  const texts: string[] = [];
+  for (const part of parts) {
+    const text = (part as Record<string, unknown> | null)?.text;
+    if (typeof text === "string" && (part as Record<string, unknown>).type === "text")
+      texts.push(text);
+  }
+  return texts.join("\n");
 }

@@ -14,16 +14,23 @@ import {
   parseRaw,
   withFlagValues,
 } from "./config-kit/table.js";
-import { PD_SETTINGS, type PdConfig, validatePdConfig } from "./disaggregation/settings.js";
+import {
+  PD_SETTINGS,
+  type PdConfig,
+  pdEnabled,
+  validatePdConfig,
+} from "./disaggregation/settings.js";
 import {
   KUBERNETES_SETTINGS,
   type KubernetesDiscoverySettings,
   validateKubernetesSettings,
 } from "./discovery/kubernetes-settings.js";
 import { DISCOVERY_SETTINGS, type DiscoveryConfig } from "./discovery/settings.js";
+import { ConfigError } from "./errors.js";
 import { INDEX_SETTINGS, type IndexConfig } from "./index/settings.js";
 import { INTAKE_SETTINGS, type IntakeConfig } from "./intake/settings.js";
 import { KV_EVENTS_SETTINGS, type KvEventsConfig } from "./kv-events/settings.js";
+import { NGINX_SETTINGS, type NginxConfigRows } from "./nginx/settings.js";
 import { PROXY_SETTINGS, type ProxyConfig } from "./proxy/settings.js";
 import { ROUTES_SETTINGS, type RoutesConfig } from "./routes/settings.js";
 import {
@@ -70,6 +77,7 @@ export interface Config {
   disaggregation: PdConfig;
   cacheAccount: CacheAccountConfig;
   tracing: TracingConfig;
+  dataPlane: NginxConfigRows;
 }
 
 /** Every feature's rows, in the order `--help` and docs/configuration.md show them. */
@@ -93,6 +101,7 @@ export const SECTIONS: Sections<Config> = {
   disaggregation: PD_SETTINGS,
   cacheAccount: CACHE_ACCOUNT_SETTINGS,
   tracing: TRACING_SETTINGS,
+  dataPlane: NGINX_SETTINGS,
 };
 
 /** Every setting as the command line sees it: flag, env variable name, default in the flag's unit. */
@@ -107,6 +116,14 @@ export function validateConfig(config: Config): Config {
   checkAll(SECTIONS, config);
   validateKubernetesSettings({ ...config.kubernetes, ...config.disaggregation });
   validatePdConfig({ ...config.disaggregation, workerUrls: config.discovery.workerUrls });
+  if (config.dataPlane.dataPlane === "nginx" && pdEnabled(config.disaggregation)) {
+    // nginx relays one worker's answer; a pair's hand-off (two requests, a body rewrite per side)
+    // stays with the Node.js data plane.
+    throw new ConfigError(
+      "--data-plane",
+      "nginx does not relay prefill/decode pairs yet: use --data-plane node with --pd-disaggregation or --vllm-pd-disaggregation",
+    );
+  }
   return config;
 }
 

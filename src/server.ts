@@ -6,6 +6,7 @@ import { buildAdmission } from "./assembly/admission.js";
 import { buildDataPlane } from "./assembly/data-plane.js";
 import { buildIndexStack, indexStackOptions } from "./assembly/index-stack.js";
 import { Lifecycle } from "./assembly/lifecycle.js";
+import { NginxPlane } from "./assembly/nginx-plane.js";
 import { buildRoutes, type Env, routeOptions } from "./assembly/routes.js";
 import { cacheAccountOptions } from "./cache-account/settings.js";
 import { addCommandLineWorkers } from "./command-line-workers.js";
@@ -26,6 +27,7 @@ import { Metrics } from "./metrics.js";
 import { forwardSettings } from "./proxy/settings.js";
 import { namedPolicy, routerPolicy } from "./router-policy.js";
 import type { RouterContext } from "./routes/context.js";
+import { decisionListener } from "./routes/decision.js";
 import { registerMetricsRoute } from "./routes/ops.js";
 import { fileDecisionTrace } from "./scheduling/decision-trace.js";
 import type { SiblingLink } from "./state/cluster-channel.js";
@@ -46,6 +48,8 @@ export interface RunningRouter {
   readonly port: number;
   readonly metricsPort: number | undefined;
   readonly context: RouterContext;
+  /** --data-plane nginx: the nginx radixgate supervises (its pid, how often it started). */
+  readonly nginx?: NginxPlane;
   /** Graceful stop: refuse new requests, let in-flight ones finish within the grace period, stop timers. */
   stop(graceMs?: number): Promise<void>;
 }
@@ -70,7 +74,7 @@ export interface StartOptions {
 export function createRouter(
   config: Config,
   options: StartOptions = {},
-): { app: Hono<Env>; listener: RequestListener; context: RouterContext } {
+): { app: Hono<Env>; listener: RequestListener; context: RouterContext; nginx?: NginxPlane } {
   const { workers, disaggregation, policies } = config;
   const logger =
     options.logger ?? createLogger({ level: config.server.logLevel, json: config.server.jsonLog });
@@ -87,6 +91,7 @@ export function createRouter(
       connectTimeoutMs: workers.connectTimeoutMs,
       maxConnections: workers.workerMaxConnections,
       refuseLinkLocal: !workers.allowLinkLocalWorkers,
+      maxRunning: workers.workerMaxRunning,
     },
     {
       allowLinkLocal: workers.allowLinkLocalWorkers,
@@ -111,6 +116,23 @@ export function createRouter(
     noteEngineReading(worker);
   });
   const { intake, proxy, routes } = config;
+  // --data-plane nginx: nginx relays, this process decides (assembly/nginx-plane.ts).
+  const nginx =
+    config.dataPlane.dataPlane === "nginx"
+      ? new NginxPlane(
+          {
+            binary: config.dataPlane.nginxBinary,
+            host: config.server.host,
+            port: config.server.port,
+            connectTimeoutMs: workers.connectTimeoutMs,
+            idleTimeoutMs: proxy.idleTimeoutMs,
+            maxBodyBytes: intake.maxPayloadSize,
+            waitHeader: config.admission.queueWaitHeader,
+            explainHeader: config.cacheAccount.explainHeader,
+          },
+          logger,
+        )
+      : undefined;
   const { decider, forwarder, cacheLedger } = buildDataPlane(
     {
       forward: forwardSettings(proxy, {
@@ -138,6 +160,7 @@ export function createRouter(
       metrics,
       claims: replication?.claims,
       logger,
+      relays: nginx?.relays,
     },
   );
   const membership = new WorkerMembership({
@@ -209,7 +232,14 @@ export function createRouter(
     ...(sharedState !== undefined ? { sharedState } : {}),
     ...(siblingState !== undefined ? { siblingState } : {}),
   };
-  return { ...buildRoutes(context), context };
+  const built = buildRoutes(context);
+  if (nginx === undefined) return { ...built, context };
+  return {
+    app: built.app,
+    listener: decisionListener(context, built.app, nginx.relays),
+    context,
+    nginx,
+  };
 }
 
 /**
@@ -221,7 +251,7 @@ export async function startRouter(
   config: Config,
   options: StartOptions = {},
 ): Promise<RunningRouter> {
-  const { listener, context } = createRouter(config, options);
+  const { listener, context, nginx } = createRouter(config, options);
   const { disaggregation } = config;
   const { host, port: listenPort, prometheusPort, shutdownGraceMs } = config.server;
   const { logger, registry, health, introspection } = context;
@@ -309,15 +339,20 @@ export async function startRouter(
   await services.start({
     name: "http",
     start: async () => {
-      server = await listen(listener, host, listenPort, "--port");
+      // --data-plane nginx: this listener is the private one nginx asks; nginx has the port.
+      if (nginx !== undefined) await nginx.listen(listener);
+      else server = await listen(listener, host, listenPort, "--port");
     },
-    stop: () => {
+    stop: async () => {
       server?.close();
       server?.closeAllConnections();
+      await nginx?.stop();
     },
   });
-  const mainServer = server as Server;
-  registry.setListenAddress({ host, port: (mainServer.address() as AddressInfo).port });
+  const mainServer = server;
+  const publicPort =
+    nginx !== undefined ? nginx.port : ((mainServer as Server).address() as AddressInfo).port;
+  registry.setListenAddress({ host, port: publicPort });
   let metricsServer: Server | undefined;
   if (prometheusPort !== undefined) {
     const metricsApp = new Hono<Env>();
@@ -375,6 +410,12 @@ export async function startRouter(
     stop: () => introspection.stop(),
   });
   let eviction: EvictionTimer | undefined;
+  if (nginx !== undefined)
+    await services.start({
+      name: "nginx",
+      start: () => nginx.start(registry),
+      stop: () => nginx.stop(),
+    });
   await services.start({
     name: "eviction",
     start: () => {
@@ -387,7 +428,7 @@ export async function startRouter(
     stop: () => eviction?.stop(),
   });
 
-  const port = (mainServer.address() as AddressInfo).port;
+  const port = publicPort;
   const displayHost = host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host;
   const url = `http://${displayHost.includes(":") ? `[${displayHost}]` : displayHost}:${port}`;
   const metricsPort = metricsServer ? (metricsServer.address() as AddressInfo).port : undefined;
@@ -411,9 +452,9 @@ export async function startRouter(
       // clients retry on another replica instead of waiting out the grace period here.
       context.admission.queue.close();
       stopDiscovery();
-      mainServer.close();
+      mainServer?.close();
       metricsServer?.close();
-      mainServer.closeIdleConnections();
+      mainServer?.closeIdleConnections();
       // Logged once the port is closed: whoever reads the line (an orchestrator, a test) and then
       // connects is refused, not accepted into the closing backlog and reset. Log lines are
       // written synchronously (logger.ts), so the order is the order they are seen in.
@@ -439,7 +480,7 @@ export async function startRouter(
     return stopping;
   };
 
-  return { url, port, metricsPort, context, stop };
+  return { url, port, metricsPort, context, stop, ...(nginx !== undefined ? { nginx } : {}) };
 }
 
 /** After the grace period, how long aborted requests get to write their last event. */

@@ -11,12 +11,18 @@ import type { SimStats } from "../../sim/worker.js";
 import { openAiBody, poissonArrivals, type RequestSpec } from "../../sim/workloads.js";
 import type { AccountTotals } from "../../src/cache-account/account-totals.js";
 import { type Config, type ConfigOverrides, configWith, defaultConfig } from "../../src/config.js";
+import { routingText } from "../../src/intake/routing-text.js";
 import { createLogger } from "../../src/logger.js";
 import { POLICY_NAMES, type PolicyName } from "../../src/scheduling/policy.js";
 import { type RunningRouter, startRouter } from "../../src/server.js";
 import { childFleetHost, type FleetHost, type FleetMember, inlineFleetHost } from "./fleet.js";
 import { type LatencySummary, summarizeMs } from "./latency.js";
 import { type LoadJob, type LoadRequest, loadAgent, type RequestOutcome, runLoad } from "./load.js";
+import {
+  countMediaFalseHits,
+  emptyMediaFalseHits,
+  type MediaFalseHits,
+} from "./media-false-hits.js";
 import { routersAccount } from "./routing-account.js";
 import { diagnoseDecisions, emptyDiagnosis, type RoutingDiagnosis } from "./routing-diagnosis.js";
 import {
@@ -83,6 +89,8 @@ export interface RowResult {
   split?: { routedHitRate: number; bypassHitRate: number };
   /** With RunOptions.diagnose: where the routed decisions lost cached tokens (routing-diagnosis.ts). */
   diagnosis?: RoutingDiagnosis;
+  /** Workloads with images: claims on image messages a worker never got (media-false-hits.ts). */
+  mediaFalseHits?: MediaFalseHits;
   /** The routers' cache account (routing-account.ts); absent for a row without an index. */
   account?: AccountTotals;
   /** Each repeat as it ran (RunOptions.repeats; absent in results written before issue 27). */
@@ -134,6 +142,11 @@ export interface RunOptions {
    * (default: 2 × concurrency; 0 = none).
    */
   warmupRequests?: number;
+  /**
+   * Rows already warmed in this process (JIT is process-wide; every row runs on a fresh fleet):
+   * they skip the warm-up, and the rows this run warms are added. Unset: every run warms.
+   */
+  warmed?: Set<RowLabel>;
   /**
    * Share of requests (0-1) sent straight to a worker, bypassing the router (another client, or
    * another router's traffic), to the worker `bypassTo` picks. The same requests go to the same
@@ -192,7 +205,11 @@ export async function runRoutingWorkload(
     if (warmup > 0) {
       // Whole conversations only, so that no warm-up request waits for a turn it does not send.
       const specs = workload.specs.slice(0, warmup).filter((s) => (s.turn ?? 0) === 0);
-      for (const row of rows) await runRow({ ...workload, specs }, row, o, host, baseSeed);
+      for (const row of rows) {
+        if (o.warmed?.has(row) === true) continue;
+        await runRow({ ...workload, specs }, row, o, host, baseSeed);
+        o.warmed?.add(row);
+      }
     }
     // Interleaved: a spell of load on the machine falls on every row alike.
     const runs = new Map<RowLabel, RowRun[]>(rows.map((row) => [row, []]));
@@ -313,6 +330,12 @@ async function runRow(
     for (const router of routers) diagnoseDecisions(router, sims, into);
     diagnosis = into;
   }
+  let mediaFalseHits: MediaFalseHits | undefined;
+  if (w.specs.some((spec) => spec.image !== undefined) && routers.length > 0) {
+    mediaFalseHits = emptyMediaFalseHits();
+    const imageOf = imageMessages(w.specs);
+    for (const router of routers) countMediaFalseHits(router, imageOf, mediaFalseHits);
+  }
   const clients = w.concurrency ?? p.concurrency;
   const concurrency = o.rate === undefined ? clients : w.specs.length;
   const dispatcher = loadAgent(concurrency);
@@ -362,6 +385,7 @@ async function runRow(
       loopUtilization,
       ...((o.bypassShare ?? 0) > 0 ? { split: splitHitRates(run.outcomes, bypassed) } : {}),
       ...(diagnosis === undefined ? {} : { diagnosis }),
+      ...(mediaFalseHits === undefined ? {} : { mediaFalseHits }),
     };
     const account = routersAccount(routers);
     if (account !== undefined && account.requests > 0) result.account = account;
@@ -578,4 +602,22 @@ function splitHitRates(outcomes: readonly RequestOutcome[], bypassed: readonly b
   const rate = (s: { prompt: number; cached: number }) =>
     s.prompt === 0 ? 0 : s.cached / s.prompt;
   return { routedHitRate: rate(sums[0]!), bypassHitRate: rate(sums[1]!) };
+}
+
+/**
+ * The routing text of each spec with an image → the image (its group) and where its image
+ * message's content starts in that text (after the last message's role marker).
+ */
+function imageMessages(specs: readonly RequestSpec[]) {
+  const byText = new Map<string, { image: number; contentStart: number }>();
+  for (const spec of specs) {
+    if (spec.image === undefined) continue;
+    const text = routingText("chat", openAiBody(spec));
+    const marker = `<${spec.messages?.at(-1)?.role ?? "user"}>`;
+    byText.set(text, {
+      image: spec.group ?? 0,
+      contentStart: text.lastIndexOf(marker) + marker.length,
+    });
+  }
+  return (text: string) => byText.get(text);
 }

@@ -35,6 +35,30 @@ export interface AdmissionPass {
   readonly waited: boolean;
 }
 
+/** SGLang's --priority-scheduling-preemption-threshold by default (python/sglang/srt/server_args.py). */
+export const SGLANG_PREEMPTION_THRESHOLD = 10;
+
+/**
+ * Whether one step lower would cost the request the preemption it gets at `priority`: on some
+ * candidate, this router's lowest-priority request in flight is more than the engine's preemption
+ * threshold below `priority` but not below `priority - 1` (SGLang preempts only for a gap above
+ * the threshold: python/sglang/srt/managers/schedule_policy.py `preempt_to_schedule`). The
+ * threshold is the engine's word (/get_server_info), else SGLang's default. A tenant's own
+ * high-priority request is thus never demoted to exactly the threshold above its flood.
+ */
+export function demotionLosesPreemption(
+  candidates: readonly SaturationView[],
+  priority: number,
+): boolean {
+  for (const worker of candidates) {
+    const lowest = worker.lowestEnginePriority?.();
+    if (lowest === undefined) continue;
+    const threshold = worker.signals.preemptionThreshold ?? SGLANG_PREEMPTION_THRESHOLD;
+    if (priority - lowest > threshold && priority - 1 - lowest <= threshold) return true;
+  }
+  return false;
+}
+
 /** What /debug/route says about admission for one request. */
 export interface AdmissionExplanation {
   tenant: string;
@@ -148,7 +172,8 @@ export class Admission {
   enginePriority(ticket: AdmissionTicket): number {
     const { tenant, priority } = ticket.identity();
     const waiting = this.queue.waitingAt(priority, tenant);
-    return waiting.all > 0 && waiting.tenant * 2 > waiting.all ? priority - 1 : priority;
+    if (!(waiting.all > 0 && waiting.tenant * 2 > waiting.all)) return priority;
+    return demotionLosesPreemption(ticket.candidates(), priority) ? priority : priority - 1;
   }
 
   /**

@@ -14,7 +14,7 @@ export interface WorkerSpec {
   kvEndpoints?: KvEndpoints;
   /** Prefill (with its bootstrap port) or decode, for prefill/decode disaggregation; regular when absent. */
   role?: WorkerRole;
-  /** model_id, priority, cost, labels, disable_health_check: only those given. */
+  /** model_id, priority, cost, labels, disable_health_check, max_running: only those given. */
   declared?: Partial<DeclaredFields>;
 }
 
@@ -25,6 +25,7 @@ const DECLARED_FIELD_NAMES = [
   "cost",
   "labels",
   "disable_health_check",
+  "max_running",
 ] as const;
 
 /** The fields a worker entry may have (POST /workers, --worker-file). */
@@ -97,6 +98,12 @@ export function declaredFields(
     if (typeof fields.disable_health_check !== "boolean")
       throw bad("disable_health_check must be true or false.");
     out.healthChecks = !fields.disable_health_check;
+  }
+  if (given("max_running")) {
+    const n = fields.max_running;
+    if (typeof n !== "number" || !Number.isInteger(n) || n < 1 || n > 1_000_000)
+      throw bad("max_running must be an integer from 1 to 1000000 (the engine's batch cap).");
+    out.maxRunning = n;
   }
   return out;
 }

@@ -17,6 +17,14 @@ export interface ServerInfo {
    * `--max-running-requests` server argument (null unless set), times the ranks.
    */
   readonly maxRunningRequests?: number;
+  /**
+   * `--priority-scheduling-preemption-threshold` (python/sglang/srt/server_args.py
+   * `priority_scheduling_preemption_threshold`, default 10), said only while the engine preempts
+   * by priority (`enable_priority_scheduling` on, `disable_priority_preemption` off): a waiting
+   * request preempts a running one only when its priority is above by more than this
+   * (python/sglang/srt/managers/schedule_policy.py `preempt_to_schedule`).
+   */
+  readonly preemptionThreshold?: number;
 }
 
 /** Throws a TypeError when the body is not a JSON object. */
@@ -31,7 +39,13 @@ export function readSglangServerInfo(body: unknown): ServerInfo {
     dpSize !== undefined && Number.isInteger(dpSize) && dpSize >= 1 ? dpSize : undefined;
   const runningPerRank =
     effectiveMaxRunning(info.internal_states) ?? positiveInteger(info.max_running_requests);
+  const preempts =
+    info.enable_priority_scheduling === true && info.disable_priority_preemption !== true;
+  const threshold = preempts
+    ? nonNegative(info.priority_scheduling_preemption_threshold)
+    : undefined;
   return {
+    ...(threshold !== undefined ? { preemptionThreshold: threshold } : {}),
     ...(perRank !== undefined ? { capacityTokens: perRank * (ranks ?? 1) } : {}),
     ...(ranks !== undefined ? { dpSize: ranks } : {}),
     ...(runningPerRank !== undefined ? { maxRunningRequests: runningPerRank * (ranks ?? 1) } : {}),

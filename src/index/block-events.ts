@@ -31,6 +31,11 @@ export interface BlockStored {
   readonly medium: string | null;
   /** vLLM: the adapter's name (preferred over loraId when present). */
   readonly loraName: string | null;
+  /**
+   * vLLM: per block, what of its extra keys is not the adapter or the salt (multimodal items,
+   * prompt-embedding hashes) as one string, null for a block without any; null when not said.
+   */
+  readonly mediaKeys?: readonly (string | null)[] | null;
 }
 
 export interface BlockRemoved {

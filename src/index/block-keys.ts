@@ -53,3 +53,22 @@ export function blockKeys(tokens: readonly number[], blockSize: number, lora: st
   }
   return keys;
 }
+
+/**
+ * A block's key with what else the engine keyed it by (a multimodal item's hash, see
+ * BlockStored.mediaKeys): a request's tokens alone never reproduce it, so such a block and every
+ * block after it match only what the same event chain brought.
+ */
+export function withExtraKey(key: number, extra: string): number {
+  let h1 = Math.floor(key / TWO_32) ^ 0x6a09e667;
+  let h2 = (key >>> 0) ^ 0xbb67ae85;
+  for (let i = 0; i < extra.length; i++) {
+    const c = extra.charCodeAt(i);
+    h1 = Math.imul(h1 ^ c, 0x01000193);
+    h2 = Math.imul(h2 ^ c, 0xcc9e2d51);
+    h2 ^= h2 >>> 15;
+  }
+  h1 = fmix32(h1 ^ extra.length);
+  h2 = fmix32(h2 ^ h1);
+  return (h1 >>> 11) * TWO_32 + (h2 >>> 0);
+}

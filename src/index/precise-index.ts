@@ -15,7 +15,7 @@
  */
 import type { BlockStored, KvEvent } from "./block-events.js";
 import { GPU_MEDIUM } from "./block-events.js";
-import { blockKey, blockKeys, rootKey } from "./block-keys.js";
+import { blockKey, blockKeys, rootKey, withExtraKey } from "./block-keys.js";
 
 export interface PreciseIndexOptions {
   maxBlocksPerWorker: number;
@@ -138,7 +138,9 @@ export class PreciseIndex {
     if (lora !== "") w.loras.add(lora);
     w.blockSize = blockSize;
     for (let i = 0; i < blockHashes.length; i++) {
-      const key = blockKey(parent, tokenIds, i * blockSize, (i + 1) * blockSize);
+      const plain = blockKey(parent, tokenIds, i * blockSize, (i + 1) * blockSize);
+      const extra = event.mediaKeys?.[i];
+      const key = extra == null ? plain : withExtraKey(plain, extra);
       const hash = blockHashes[i]!;
       if (!w.byEngine.has(hash)) {
         w.byEngine.set(hash, key);

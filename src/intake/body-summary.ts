@@ -54,7 +54,7 @@ export function summarizeParsed(
     model: modelOf(parsed),
     adapter: adapterOf(parsed),
     stream: parsed.stream === true,
-    tokenizeInput: withTokenizeInput ? tokenizeInputOf(endpoint, parsed) : undefined,
+    tokenizeInput: withTokenizeInput ? tokenizeInputOf(endpoint, parsed, text) : undefined,
     usageDescribesText: text.length < maxRoutingTextChars && isSinglePrompt(endpoint, parsed),
     user: typeof parsed.user === "string" ? parsed.user : undefined,
     maxTokens: maxTokensOf(parsed),

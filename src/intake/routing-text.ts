@@ -159,7 +159,14 @@ function chatText(messages: unknown, out: BoundedText): void {
   }
 }
 
-/** A string, or OpenAI multi-part content: the text parts in order. */
+/**
+ * A string, or OpenAI multi-part content: a digest of each media part (mediaDigest), then the
+ * text parts in order. The digests come first because engines may put a message's images before
+ * its text: vLLM, for a chat template that takes content as a string, puts every placeholder of
+ * a message ahead of its text (vllm/entrypoints/chat_utils.py); templates that take the parts in
+ * order put them in place. Digests first make the routing text diverge no later than either
+ * engine's prompt: two messages with the same text and different images never share the text.
+ */
 function contentText(content: unknown, out: BoundedText): void {
   if (typeof content === "string") {
     out.add(content);
@@ -168,11 +175,92 @@ function contentText(content: unknown, out: BoundedText): void {
   if (!Array.isArray(content)) return;
   for (const part of content) {
     if (out.full) return;
+    const digest = mediaDigest(part);
+    if (digest !== undefined) out.add(`${MEDIA_MARK}${digest}${MEDIA_MARK}`);
+  }
+  for (const part of content) {
+    if (out.full) return;
     if (typeof part === "string") out.add(part);
     else if (part !== null && typeof part === "object" && typeof (part as Json).text === "string") {
       out.add((part as Json).text as string);
     }
   }
+}
+
+/** Brackets a media digest in the routing text; no text part a client sends holds it by chance. */
+const MEDIA_MARK = "\u0000";
+
+/** Media part type → the field holding its URL (or, for input_audio, its base64 data). */
+const MEDIA_FIELDS: Readonly<Record<string, string>> = {
+  image_url: "image_url",
+  input_image: "image_url",
+  video_url: "video_url",
+  audio_url: "audio_url",
+  input_audio: "input_audio",
+};
+
+/**
+ * A stable digest of a media part (image, video, audio), or undefined when the part is not one.
+ * The engines key their caches on the media's content: vLLM folds each item's hash
+ * (vllm/multimodal/hasher.py MultiModalHasher) into the block hashes of the blocks it covers
+ * (vllm/v1/core/kv_cache_utils.py generate_block_hash_extra_keys: `(identifier, offset)` per
+ * item); SGLang writes a value derived from the item's hash into the placeholder token ids
+ * (python/sglang/srt/managers/schedule_batch.py MultimodalDataItem.set_pad_value:
+ * `pad_value = hash % (1 << 30)`; the model's pad_input_ids, mm_utils.py). The router cannot
+ * compute those hashes (they hash decoded pixels), so it digests what it has: the bytes of a
+ * `data:` URL, the URL string otherwise. The same image sent the same way keys the same; the
+ * same image sent once inline and once by URL keys apart (a missed hit, never a false one).
+ */
+export function mediaDigest(part: unknown): string | undefined {
+  if (part === null || typeof part !== "object") return undefined;
+  const { type } = part as Json;
+  if (!isMediaPart(part)) return undefined;
+  const field = MEDIA_FIELDS[type as string] as string;
+  const value = (part as Json)[field];
+  let source: string | undefined;
+  if (typeof value === "string") source = value;
+  else if (value !== null && typeof value === "object") {
+    const { url, data } = value as Json;
+    source = typeof url === "string" ? url : typeof data === "string" ? data : undefined;
+  }
+  if (source === undefined) return undefined;
+  const hash = createHash("sha256");
+  hash.update(type as string);
+  hash.update("\u0000");
+  hash.update(dataUrlBytes(source) ?? source);
+  return hash.digest("hex").slice(0, 24);
+}
+
+/** The bytes of a `data:` URL's payload (base64-decoded when it says so); undefined otherwise. */
+function dataUrlBytes(url: string): Buffer | undefined {
+  if (!url.startsWith("data:")) return undefined;
+  const comma = url.indexOf(",");
+  if (comma < 0) return undefined;
+  const payload = url.slice(comma + 1);
+  return url.slice(0, comma).endsWith(";base64")
+    ? Buffer.from(payload, "base64")
+    : Buffer.from(decodeURIComponentSafe(payload));
+}
+
+function decodeURIComponentSafe(s: string): string {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return s;
+  }
+}
+
+/** Whether a chat message's content holds a media part. */
+export function hasMedia(message: unknown): boolean {
+  if (message === null || typeof message !== "object") return false;
+  const { content } = message as Json;
+  return Array.isArray(content) && content.some(isMediaPart);
+}
+
+function isMediaPart(part: unknown): boolean {
+  if (part === null || typeof part !== "object") return false;
+  const { type } = part as Json;
+  return typeof type === "string" && Object.hasOwn(MEDIA_FIELDS, type);
 }
 
 function toolCallsText(calls: unknown[], out: BoundedText): void {

@@ -27,6 +27,15 @@ export function chatKey(model: string | undefined, messages: readonly unknown[])
   return turnKey(model, JSON.stringify(messages));
 }
 
+/**
+ * The key of leading messages tokenized without the generation prompt: a chat's system prompt
+ * (systemPrefixOf), or the messages before a chat's first media (LeadingMessages); the same key
+ * for both, so each finds the other's tokens.
+ */
+export function leadingKey(model: string | undefined, messages: readonly unknown[]): string {
+  return systemKey(model, JSON.stringify(messages));
+}
+
 /** `chatKey` of messages already in JSON. */
 function turnKey(model: string | undefined, json: string): string {
   return `m\u0000${model ?? ""}\u0000${json}`;

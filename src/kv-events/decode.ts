@@ -149,6 +149,7 @@ const STORED_FIELDS = [
   "lora_id",
   "medium",
   "lora_name",
+  "extra_keys",
 ] as const;
 const REMOVED_FIELDS = ["block_hashes", "medium"] as const;
 
@@ -180,6 +181,7 @@ function* decodeEvent(raw: unknown): Generator<void, KvEvent> {
       if (typeof blockSize !== "number" || !Number.isInteger(blockSize) || blockSize < 1) {
         throw new KvDecodeError("BlockStored block_size is not a positive integer");
       }
+      const mediaKeys = mediaKeysOf(fields.extra_keys, blockHashes.length);
       return {
         type: "BlockStored",
         blockHashes,
@@ -189,6 +191,7 @@ function* decodeEvent(raw: unknown): Generator<void, KvEvent> {
         loraId: optionalInt(fields.lora_id, "lora_id"),
         medium: optionalString(fields.medium, "medium"),
         loraName: optionalString(fields.lora_name, "lora_name"),
+        ...(mediaKeys !== null && { mediaKeys }),
       };
     }
     case "BlockRemoved":
@@ -241,4 +244,43 @@ function optionalString(value: unknown, field: string): string | null {
   if (value == null) return null;
   if (typeof value === "string") return value;
   throw new KvDecodeError(`${field} is not a string`);
+}
+
+/**
+ * vLLM's `extra_keys` (one entry per block, null or a tuple; vllm/distributed/kv_events.py
+ * BlockStored, filled by vllm/v1/core/kv_cache_utils.py generate_block_hash_extra_keys): the
+ * adapter's name and the cache salt are strings; each multimodal item the block covers is an
+ * `(identifier, offset)` tuple, prompt embeddings a bytes hash. Those last two make the engine's
+ * key of a block differ from what its tokens say (an image's placeholder tokens are the same for
+ * every image): they become `mediaKeys`, one string per block (null: none), folded into the
+ * index's key so blocks of different images never share one. Null when the event has none.
+ */
+function mediaKeysOf(value: unknown, blocks: number): (string | null)[] | null {
+  if (value == null) return null;
+  if (!Array.isArray(value) || value.length !== blocks) {
+    throw new KvDecodeError("BlockStored extra_keys is not one entry per block");
+  }
+  let any = false;
+  const keys = value.map((entry) => {
+    if (entry == null) return null;
+    if (!Array.isArray(entry))
+      throw new KvDecodeError("BlockStored extra_keys entry is not a list");
+    const media = entry.filter((item) => typeof item !== "string");
+    if (media.length === 0) return null;
+    any = true;
+    return media.map((item) => canonical(item, 0)).join("\u0001");
+  });
+  return any ? keys : null;
+}
+
+/** A decoded msgpack value as a string: the same value gives the same string. */
+function canonical(value: unknown, depth: number): string {
+  if (typeof value === "string") return JSON.stringify(value);
+  if (typeof value === "number" || typeof value === "bigint" || typeof value === "boolean")
+    return String(value);
+  if (value instanceof Uint8Array) return `x${Buffer.from(value).toString("hex")}`;
+  if (Array.isArray(value) && depth < 4)
+    return `[${value.map((item) => canonical(item, depth + 1)).join(",")}]`;
+  if (value === null) return "null";
+  throw new KvDecodeError("BlockStored extra_keys holds a value of an unknown kind");
 }

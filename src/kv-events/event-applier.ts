@@ -172,5 +172,6 @@ function pieceOf(event: BlockStored | BlockRemoved, from: number, to: number): K
     blockHashes,
     parentHash: from === 0 ? event.parentHash : event.blockHashes[from - 1]!,
     tokenIds: event.tokenIds.slice(from * event.blockSize, to * event.blockSize),
+    ...(event.mediaKeys != null && { mediaKeys: event.mediaKeys.slice(from, to) }),
   };
 }

@@ -21,7 +21,7 @@
 
 import { isTokenId, type TokenizeInput } from "../index/tokenize-input.js";
 import { requestWorker, type WorkerTarget } from "../workers/worker-request.js";
-import { chatKey, chatPrefixProbes, systemPrefixOf } from "./chat-prefix.js";
+import { chatKey, chatPrefixProbes, leadingKey, systemPrefixOf } from "./chat-prefix.js";
 import type { LocalTokenizer } from "./local-tokenizer.js";
 
 export interface TokenizerClientOptions {
@@ -203,6 +203,11 @@ export class TokenizerClient {
         messages: input.messages,
         add_generation_prompt: true,
       });
+    } else if ("leadingMessages" in input) {
+      tokens = await this.call(target, model, {
+        messages: input.leadingMessages,
+        add_generation_prompt: false,
+      });
     }
     if (tokens !== undefined) this.touch(key, tokens);
     return tokensOf(tokens);
@@ -310,6 +315,7 @@ function cacheKey(model: string | undefined, input: TokenizeInput): string {
   const m = model ?? "";
   if ("prompt" in input) return `p\u0000${m}\u0000${input.prompt}`;
   if ("messages" in input) return chatKey(model, input.messages);
+  if ("leadingMessages" in input) return leadingKey(model, input.leadingMessages);
   return "";
 }
 

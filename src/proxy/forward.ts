@@ -26,6 +26,7 @@ import {
   shortestCoolDown,
 } from "./no-worker-answers.js";
 import type { JsonObject, PairProtocol, PairResult, PairTry, Side } from "./pair.js";
+import type { RemoteRelays } from "./remote-relay.js";
 import { routeHeader } from "./route-header.js";
 import type { RoutingRequest } from "./routing-request.js";
 import { type AttemptResult, sendAttempt } from "./send-attempt.js";
@@ -98,6 +99,8 @@ export class Forwarder {
     private readonly ledger?: CacheLedger,
     /** Prefill/decode disaggregation: each request goes to a pair (undefined: to one worker). */
     readonly pairs?: PairProfile,
+    /** --data-plane nginx: attempts are relayed by nginx, which this router only tells where. */
+    private readonly relays?: RemoteRelays,
   ) {
     this.relayLimits = {
       idleTimeoutMs: settings.idleTimeoutMs,
@@ -352,6 +355,16 @@ export class Forwarder {
       explain,
       trace: req.trace?.attempt(worker),
     });
+    if (this.relays !== undefined)
+      return this.relays.send(
+        attempt,
+        req,
+        headers,
+        rank,
+        attempt.enginePriority,
+        res,
+        this.inProgress,
+      );
     // Not awaited here: sendAttempt() ends the attempt itself (and forgets its controller), so a
     // request goes through one async frame.
     return sendAttempt(

@@ -193,7 +193,7 @@ function requiredQueryUrl(c: Context<Env>): string {
 }
 
 const ADD_EXAMPLE =
-  'Body must be JSON like {"url": "http://10.0.0.1:30000"} (optionally with "api_key", "model_id", "priority", "cost", "labels", "disable_health_check", and "worker_type": "prefill" | "decode" with "bootstrap_port" for disaggregation).';
+  'Body must be JSON like {"url": "http://10.0.0.1:30000"} (optionally with "api_key", "model_id", "priority", "cost", "labels", "disable_health_check", "max_running", and "worker_type": "prefill" | "decode" with "bootstrap_port" for disaggregation).';
 
 /** A worker as the admin API shows it; with --kv-events, its event stream too. */
 function workerJson(ctx: RouterContext, worker: Worker) {

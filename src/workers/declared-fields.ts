@@ -15,6 +15,12 @@ export interface DeclaredFields {
   labels: Readonly<Record<string, string>>;
   /** False: never probed, always taken as healthy (the breaker still applies). */
   readonly healthChecks: boolean;
+  /**
+   * Requests the engine runs at once (its batch cap: vLLM --max-num-seqs, SGLang
+   * --max-running-requests), as the operator said: admission's free slots count from it
+   * (workers/saturation.ts); radixgate's own field, beside SGLang's.
+   */
+  readonly maxRunning?: number;
 }
 
 export const DEFAULT_DECLARED: DeclaredFields = Object.freeze({

@@ -161,7 +161,10 @@ export class EngineIntrospector {
   private serverInfo(worker: Worker, body: string): void {
     const info = readSglangServerInfo(parseJson(body));
     if (info.dpSize !== undefined) worker.signals.dpSize = info.dpSize;
-    if (info.maxRunningRequests !== undefined) worker.signals.maxRunning = info.maxRunningRequests;
+    if (info.maxRunningRequests !== undefined) {
+      worker.signals.saidMaxRunning = info.maxRunningRequests;
+    }
+    worker.signals.preemptionThreshold = info.preemptionThreshold;
     if (info.capacityTokens === undefined) {
       throw new Error("answer has no max_total_num_tokens");
     }

@@ -22,6 +22,13 @@ export class PriorityTally {
     return sum;
   }
 
+  /** The lowest priority with a request in flight; undefined when none is. */
+  lowest(): number | undefined {
+    let low: number | undefined;
+    for (const p of this.counts.keys()) if (low === undefined || p < low) low = p;
+    return low;
+  }
+
   /** Requests per priority, highest first (GET /workers). */
   toJSON(): { priority: number; requests: number }[] {
     return [...this.counts]

@@ -28,11 +28,15 @@ export interface SaturationView {
    * (--engine-priority; a Worker's tally, workers/priority-tally.ts; absent in some fakes).
    */
   ownInFlightBelow?(priority: number): number;
+  /** The lowest engine priority of this router's requests there (a Worker's; absent in fakes). */
+  lowestEnginePriority?(): number | undefined;
   /** The engine's last reading, undefined when stale (never trusted then) or never read. */
   readonly signals: {
     load(now: number): LoadSignals | undefined;
     /** The running cap the engine said it has (SGLang /get_server_info), when it did. */
     readonly maxRunning?: number | undefined;
+    /** SGLang's --priority-scheduling-preemption-threshold, when /get_server_info said it. */
+    readonly preemptionThreshold?: number | undefined;
   };
 }
 
@@ -142,30 +146,56 @@ export function estimatedQueue(worker: SaturationView, now: number): number | un
 function engineBacklog(worker: SaturationView, now: number): number | undefined {
   const load = worker.signals.load(now);
   if (load?.queued === undefined) {
-    // No fresh reading: only what is live. At most a full batch of this router's requests run
-    // there; the rest of those without a first byte wait (a lower bound: others' work unseen).
-    const batch = fullBatchOf(worker);
-    return batch === undefined ? undefined : worker.pendingPrefillRequests - batch;
+    const slots = freeSlots(worker, now);
+    return slots === undefined ? undefined : -slots;
   }
   const batch = learnBatch(worker.signals, load);
   if (batch === undefined) return load.queued > 0 ? load.queued : -1;
-  const sinceReading = changeSinceReading(worker, load);
-  const held = load.queued + (load.running ?? batch) + sinceReading;
-  return held - batch;
+  return -slotsFree(worker, load, batch);
 }
 
 /**
- * How many more requests of this router the engine holds now than at its last reading. Counted
- * from requests in flight when the reading carries that count: each dispatch joins the engine and
- * each end leaves it, so a slot freed by a request's end is seen at once, not at the next poll
- * (issue 24: light requests waited up to a poll interval in the router's queue for it). Older
- * readings (and fakes) count requests without a first byte instead, which sees an end only when
- * the next request starts.
+ * The worker's free batch slots now: its batch cap (the engine's batch as seen full, else the cap
+ * the operator or SGLang's /get_server_info said) minus what the engine holds. What it holds is
+ * this router's requests there (counted exactly: +1 at dispatch, -1 at the end of the attempt,
+ * whatever ends it: completion, error, client disconnect) plus, from the last fresh reading,
+ * the others' work (the reading's running and queued beyond this router's requests at the
+ * read: another replica's, clients that bypass the router). Negative: requests waiting in the
+ * engine's queue. Without a fresh reading, this router's requests alone (the others' unseen:
+ * free slots at most). Undefined while the cap is unknown (vLLM says none until a reading shows
+ * the engine full, or --worker-max-running).
+ */
+export function freeSlots(worker: SaturationView, now: number): number | undefined {
+  const load = worker.signals.load(now);
+  if (load?.queued === undefined) {
+    const batch = fullBatchOf(worker);
+    if (batch === undefined) return undefined;
+    // Every request of this router there is running or queued; a fake without the count: those
+    // without a first byte (a lower bound).
+    return batch - (worker.ownInFlight ?? worker.pendingPrefillRequests);
+  }
+  const batch = learnBatch(worker.signals, load);
+  return batch === undefined ? undefined : slotsFree(worker, load, batch);
+}
+
+/** Free slots of a batch of `batch` after a fresh reading: see freeSlots. */
+function slotsFree(worker: SaturationView, load: LoadSignals, batch: number): number {
+  const engineHeld = (load.queued ?? 0) + (load.running ?? batch);
+  if (worker.ownInFlight !== undefined && load.routerInFlightLeast !== undefined) {
+    // The others' work as the reading saw it, never below 0: a request of this router still on
+    // its way to the engine when it answered is not work the others freed.
+    const others = Math.max(0, engineHeld - load.routerInFlightLeast);
+    return batch - worker.ownInFlight - others;
+  }
+  return batch - engineHeld - changeSinceReading(worker, load);
+}
+
+/**
+ * How many more requests of this router the engine holds now than at its last reading, for
+ * readings (and fakes) without the in-flight count: from requests without a first byte, which
+ * sees an end only when the next request starts.
  */
 function changeSinceReading(worker: SaturationView, load: LoadSignals): number {
-  if (worker.ownInFlight !== undefined && load.routerInFlightLeast !== undefined) {
-    return worker.ownInFlight - load.routerInFlightLeast;
-  }
   const atReading = load.routerPendingLeast ?? load.routerPending ?? 0;
   return worker.pendingPrefillRequests - atReading;
 }

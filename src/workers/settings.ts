@@ -37,6 +37,8 @@ export interface WorkersConfig {
   /** --worker-api-key: the key sent to workers added without one of their own. */
   workerApiKey: string | undefined;
   modelRouting: ModelRoutingMode;
+  /** --worker-max-running: every worker's batch cap as the operator says it (0 = not said). */
+  workerMaxRunning: number;
 }
 
 /** The circuit breaker of every worker (--cb-*). */
@@ -82,6 +84,14 @@ export const WORKERS_SETTINGS = section<WorkersConfig>({
     default: undefined,
     parse: key,
     secret: true,
+  },
+  workerMaxRunning: {
+    flag: "--worker-max-running",
+    arg: "<n>",
+    description:
+      "Requests each worker's engine runs at once (vLLM --max-num-seqs, SGLang --max-running-requests); a worker's own max_running (POST /workers, --worker-file) wins. With --queue-when-saturated, admission counts each worker's free batch slots from it before any reading, and from what SGLang's /get_server_info says or a reading learns otherwise (0 = not said). See docs/admission.md.",
+    default: 0,
+    parse: integer(0, 1_000_000),
   },
   modelRouting: {
     flag: "--model-routing",

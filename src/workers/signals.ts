@@ -47,10 +47,30 @@ export class EngineSignals {
   /** Data-parallel ranks the engine said it runs (SGLang /get_server_info dp_size), once known. */
   dpSize: number | undefined;
   /**
-   * Requests the engine said it runs at once over its ranks (SGLang /get_server_info), once known:
-   * admission's full batch until a reading shows the engine full (workers/saturation.ts).
+   * Requests the engine said it runs at once over its ranks (SGLang /get_server_info), once known.
    */
-  maxRunning: number | undefined;
+  saidMaxRunning: number | undefined;
+  /**
+   * Requests the operator said it runs at once (--worker-max-running, or the worker's own
+   * `max_running` in POST /workers and --worker-file): wins over what the engine says.
+   */
+  declaredMaxRunning: number | undefined;
+  /**
+   * SGLang's --priority-scheduling-preemption-threshold, when /get_server_info says it: a waiting
+   * request preempts a running one only when its priority is above by more than this.
+   */
+  preemptionThreshold: number | undefined;
+
+  /**
+   * The running cap as known without a reading (the operator's, else the engine's word):
+   * admission's batch until a reading shows the engine full (workers/saturation.ts).
+   */
+  get maxRunning(): number | undefined {
+    return this.declaredMaxRunning ?? this.saidMaxRunning;
+  }
+  set maxRunning(cap: number | undefined) {
+    this.saidMaxRunning = cap;
+  }
   /** Tokens a KV block, when the engine said (vLLM's cache_config_info block_size). */
   blockSizeTokens: number | undefined;
   /** Signals older than this are ignored (3 poll intervals; set by the poller). */

@@ -5,6 +5,7 @@ import { CharsPerToken } from "./chars-per-token.js";
 import { DEFAULT_DECLARED, type DeclaredFields } from "./declared-fields.js";
 import { guardedLookup } from "./guarded-lookup.js";
 import { type DispatchLoad, WorkerLease } from "./lease.js";
+import { freeSlots, fullBatchOf } from "./saturation.js";
 import { EngineSignals } from "./signals.js";
 import { WorkerLoad } from "./worker-load.js";
 import { REGULAR_ROLE, type WorkerRole } from "./worker-role.js";
@@ -16,6 +17,11 @@ export interface WorkerOptions {
   maxConnections?: number;
   /** Refuse connections whose host name resolves to a link-local / metadata address. */
   refuseLinkLocal?: boolean;
+  /**
+   * Requests every worker runs at once, as the operator said (--worker-max-running; a worker's own
+   * `max_running` wins): admission's batch cap before any reading (workers/saturation.ts).
+   */
+  maxRunning?: number;
 }
 
 /**
@@ -98,6 +104,10 @@ export class Worker {
   ownInFlightBelow(priority: number): number {
     return this.load.enginePriorities.below(priority);
   }
+  /** The lowest engine priority of this router's requests in flight there (--engine-priority). */
+  lowestEnginePriority(): number | undefined {
+    return this.load.enginePriorities.lowest();
+  }
   /** Requests that completed with a response from this worker. */
   get served(): number {
     return this.load.served;
@@ -107,6 +117,8 @@ export class Worker {
     return this.circuit;
   }
   private declaredNow: DeclaredFields = DEFAULT_DECLARED;
+  /** --worker-max-running (undefined: not said), for a worker that says no cap of its own. */
+  private readonly fleetMaxRunning: number | undefined;
   /** What the operator said of it when adding it (model_id, priority, cost, labels, ...). */
   get declared(): DeclaredFields {
     return this.declaredNow;
@@ -114,6 +126,7 @@ export class Worker {
   /** Takes what the operator said (at add, or SGLang's PUT /workers/{id}) over what was said before. */
   declare(fields: Partial<DeclaredFields>): void {
     this.declaredNow = { ...this.declaredNow, ...fields };
+    this.signals.declaredMaxRunning = this.declaredNow.maxRunning ?? this.fleetMaxRunning;
     // What it serves until its /v1/models is read (introspection.ts replaces it).
     if (fields.modelId !== undefined && this.servedModels === undefined)
       this.servedModels = new Set([fields.modelId]);
@@ -201,6 +214,8 @@ export class Worker {
   ) {
     Object.defineProperty(this, "apiKey", { value: apiKey, enumerable: false });
     this.circuit = new CircuitBreaker({ ...options.breaker });
+    this.fleetMaxRunning = options.maxRunning || undefined;
+    this.signals.declaredMaxRunning = this.fleetMaxRunning;
     const parsed = new URL(url);
     this.basePath = parsed.pathname.replace(/\/$/, "");
     this.pool = new Pool(parsed.origin, {
@@ -314,6 +329,7 @@ export class Worker {
       connection_mode: "http",
       labels: this.declared.labels,
       ...(this.declared.healthChecks ? {} : { disable_health_check: true }),
+      ...(this.declared.maxRunning !== undefined ? { max_running: this.declared.maxRunning } : {}),
       healthy: this.healthy,
       ...(this.draining ? { draining: true } : {}),
       circuit: this.breaker.state,
@@ -324,6 +340,9 @@ export class Worker {
         ? { in_flight_by_engine_priority: this.load.enginePriorities.toJSON() }
         : {}),
       pending_prefill_chars: this.pendingPrefillChars,
+      // Admission's slot accounting (saturation.ts): the batch cap and the slots free in it.
+      batch_cap: fullBatchOf(this) ?? null,
+      free_slots: freeSlots(this, Date.now()) ?? null,
       tree_characters: this.indexedChars(),
       requests_served: this.served,
       cool_down_ms: this.coolDownMs,

@@ -1,9 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { Admission } from "../../src/admission/admission.js";
+import { Admission, demotionLosesPreemption } from "../../src/admission/admission.js";
 import { AdmissionQueue } from "../../src/admission/admission-queue.js";
 import type { RequestIdentity } from "../../src/admission/identity.js";
 import type { AdmissionTicket } from "../../src/admission/step.js";
 import { Cancel } from "../../src/proxy/cancel.js";
+import type { SaturationView } from "../../src/workers/saturation.js";
 
 const THRESHOLDS = { queueDepth: 5, kvUsage: 0.9, pendingPrefillChars: 0 };
 
@@ -47,5 +48,57 @@ describe("Admission.enginePriority (--engine-priority)", () => {
     expect(admission.enginePriority(ticket(light))).toBe(0);
     cancel.abort();
     await Promise.allSettled(waiting);
+  });
+});
+
+describe("the demotion rule at SGLang's preemption threshold", () => {
+  /** A candidate where this router's lowest engine priority in flight is `lowest`. */
+  function candidate(lowest: number, threshold?: number): SaturationView {
+    return {
+      id: "w",
+      pendingPrefillRequests: 0,
+      pendingPrefillChars: 0,
+      lowestEnginePriority: () => lowest,
+      signals: { load: () => undefined, preemptionThreshold: threshold },
+    };
+  }
+
+  it("never demotes a request to exactly the threshold above the lowest work in flight", () => {
+    // The flood runs at -1 (its tenant's 0, demoted). 10 is 11 above: SGLang preempts (> 10);
+    // 9 would be exactly 10 above: it would not.
+    expect(demotionLosesPreemption([candidate(-1)], 10)).toBe(true);
+    expect(demotionLosesPreemption([candidate(-1, 10)], 10)).toBe(true);
+    // 12 demoted to 11 still preempts; 5 preempts neither way: the demotion costs nothing.
+    expect(demotionLosesPreemption([candidate(-1)], 12)).toBe(false);
+    expect(demotionLosesPreemption([candidate(-1)], 5)).toBe(false);
+    // The engine's own threshold (/get_server_info) is the one counted.
+    expect(demotionLosesPreemption([candidate(-1, 5)], 10)).toBe(false);
+    expect(demotionLosesPreemption([candidate(-1, 5)], 5)).toBe(true);
+  });
+
+  it("a flooding tenant's high-priority request keeps its priority where the demotion would lose the preemption", async () => {
+    const queue = new AdmissionQueue({
+      maxConcurrent: 1,
+      queueSize: 100,
+      maxQueuedPerTenant: 100,
+      queueWhenSaturated: false,
+      thresholds: THRESHOLDS,
+      recheckMs: 5,
+    });
+    const admission = new Admission(queue, THRESHOLDS, false);
+    const high = { tenant: "A", priority: 10 };
+    const withCandidates = (c: SaturationView[]): AdmissionTicket => ({
+      ...ticket(high),
+      candidates: () => c,
+    });
+    expect(typeof queue.enter(ticket(high))).toBe("function");
+    const cancel = new Cancel();
+    const waiting = queue.enter(ticket(high, cancel));
+    // A holds 1 of 1 waiting at 10: over half, so one step lower, unless that loses the preemption.
+    expect(admission.enginePriority(withCandidates([candidate(5)]))).toBe(9);
+    expect(admission.enginePriority(withCandidates([candidate(-1)]))).toBe(10);
+    expect(admission.enginePriority(withCandidates([candidate(-1, 3)]))).toBe(9);
+    cancel.abort();
+    await Promise.allSettled([waiting]);
   });
 });

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { inlineFleetHost } from "../../bench/lib/fleet.js";
 import {
   combineRepeats,
   pollPhaseMs,
@@ -6,6 +7,7 @@ import {
   rangeOf,
 } from "../../bench/lib/routing-repeats.js";
 import {
+  type RowLabel,
   type RowResult,
   runRoutingWorkload,
   type WorkloadReport,
@@ -154,5 +156,43 @@ describe("bench:routing repeats", () => {
     expect(
       report.rows[1]!.repeats!.every((r) => r.pollPhaseMs === pollPhaseMs(r.timingSeed, 5000)),
     ).toBe(true);
+  }, 60_000);
+
+  it("warms each row once across workloads when given the set of rows already warmed", async () => {
+    const tiny: RoutingPreset = {
+      ...QUICK_PRESET,
+      concurrency: 4,
+      timeScale: 0.05,
+      kvCapacityTokens: 2048,
+      sharedPrefix: {
+        groups: 2,
+        promptsPerGroup: 2,
+        systemPromptTokens: 128,
+        questionTokens: 16,
+        outputTokens: 2,
+      },
+    };
+    const inner = inlineFleetHost();
+    let fleets = 0;
+    const host = {
+      startFleet: (o: Parameters<typeof inner.startFleet>[0]) => {
+        fleets += 1;
+        return inner.startFleet(o);
+      },
+      close: () => inner.close(),
+    };
+    const warmed = new Set<RowLabel>();
+    const o = { preset: tiny, rows: ["prefix_cost"] as RowLabel[], warmupRequests: 4, host };
+    try {
+      await runRoutingWorkload("shared-prefix", { ...o, warmed });
+      expect(fleets).toBe(2); // the warm-up's fleet and the measured run's
+      expect([...warmed]).toEqual(["prefix_cost"]);
+      await runRoutingWorkload("shared-prefix", { ...o, warmed });
+      expect(fleets).toBe(3);
+      await runRoutingWorkload("shared-prefix", o);
+      expect(fleets).toBe(5);
+    } finally {
+      await host.close();
+    }
   }, 60_000);
 });

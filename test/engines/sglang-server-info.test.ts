@@ -47,3 +47,25 @@ describe("readSglangServerInfo", () => {
     expect(() => readSglangServerInfo(body)).toThrow(TypeError);
   });
 });
+
+describe("readSglangServerInfo: the priority preemption threshold", () => {
+  it("is said only while the engine preempts by priority (python/sglang/srt/server_args.py)", () => {
+    const args = {
+      max_total_num_tokens: 1000,
+      enable_priority_scheduling: true,
+      disable_priority_preemption: false,
+      priority_scheduling_preemption_threshold: 10,
+    };
+    expect(readSglangServerInfo(args).preemptionThreshold).toBe(10);
+    expect(
+      readSglangServerInfo({ ...args, priority_scheduling_preemption_threshold: 0 })
+        .preemptionThreshold,
+    ).toBe(0);
+    expect(
+      readSglangServerInfo({ ...args, enable_priority_scheduling: false }).preemptionThreshold,
+    ).toBeUndefined();
+    expect(
+      readSglangServerInfo({ ...args, disable_priority_preemption: true }).preemptionThreshold,
+    ).toBeUndefined();
+  });
+});

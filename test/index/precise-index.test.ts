@@ -239,3 +239,23 @@ describe("PreciseIndex", () => {
     expect(streamMs).toBeLessThan(15_000);
   }, 120_000);
 });
+
+describe("PreciseIndex: multimodal blocks (vLLM extra_keys)", () => {
+  it("blocks of different images under the same placeholder tokens get different keys", () => {
+    const index = setup();
+    index.addWorker("v");
+    const t = tokens(12);
+    // Block 2 holds the image: same placeholder tokens, different image hashes.
+    index.apply("w", stored(["a", "b", "c"], null, t, { mediaKeys: [null, '["img-1",0]', null] }));
+    index.apply("v", stored(["a", "b", "c"], null, t, { mediaKeys: [null, '["img-2",0]', null] }));
+    const keys = index.keysFor("w", t, undefined)!;
+    // A request's tokens alone cannot reproduce an image's key: the match stops before it.
+    expect(index.matchBlocks("w", keys)).toBe(1);
+    expect(index.matchBlocks("v", keys)).toBe(1);
+    // The same image's later blocks chain on; another image's never meet them.
+    index.apply("w", stored(["d"], "c", tokens(4, 5)));
+    index.apply("v", stored(["d"], "c", tokens(4, 5)));
+    expect(index.blockCount("w")).toBe(4);
+    expect(index.blockCount("v")).toBe(4);
+  });
+});

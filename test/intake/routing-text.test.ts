@@ -4,6 +4,7 @@ import { RouterError } from "../../src/errors.js";
 import {
   adapterOf,
   MAX_NESTING_DEPTH,
+  mediaDigest,
   modelOf,
   routingText,
 } from "../../src/intake/routing-text.js";
@@ -272,5 +273,91 @@ describe("adapterOf: SGLang's lora_path as one adapter key", () => {
     expect(mixed).toBeDefined();
     expect(mixed).not.toBe("sql");
     expect(adapterOf({ lora_path: [null, "sql"] })).not.toBe(mixed);
+  });
+});
+
+describe("routingText: media parts", () => {
+  const png = (bytes: string) => `data:image/png;base64,${Buffer.from(bytes).toString("base64")}`;
+  const chat = (url: string, text = "What is in this picture?") =>
+    routingText("chat", {
+      messages: [
+        { role: "system", content: "You describe images." },
+        {
+          role: "user",
+          content: [
+            { type: "text", text },
+            { type: "image_url", image_url: { url } },
+          ],
+        },
+      ],
+    });
+  const common = (a: string, b: string) => {
+    let i = 0;
+    while (i < a.length && a[i] === b[i]) i++;
+    return i;
+  };
+
+  it("same text, different images: the texts diverge at the image, before the message's text", () => {
+    const a = chat(png("image one"));
+    const b = chat(png("image two"));
+    expect(a).not.toBe(b);
+    // The digest stands ahead of the message's text: none of it is shared past the image.
+    expect(common(a, b)).toBeLessThan(a.indexOf("What is in this picture?"));
+    expect(a.slice(0, common(a, b))).toContain("You describe images.");
+  });
+
+  it("the same image matches through it, inline or by the same URL", () => {
+    expect(chat(png("image one"), "q1").startsWith(chat(png("image one"), "").slice(0, -1))).toBe(
+      true,
+    );
+    expect(chat(png("image one"))).toBe(chat(png("image one")));
+    expect(chat("https://example.com/cat.png")).toBe(chat("https://example.com/cat.png"));
+    expect(chat("https://example.com/cat.png")).not.toBe(chat("https://example.com/dog.png"));
+  });
+
+  it("digests a data: URL's bytes: the same bytes in another base64 spelling key the same", () => {
+    const bytes = Buffer.from("the same pixels, padded");
+    const spaced = `data:image/png;base64,${bytes.toString("base64").replace(/=+$/, "")}`;
+    expect(mediaDigest({ type: "image_url", image_url: { url: spaced } })).toBe(
+      mediaDigest({ type: "image_url", image_url: { url: png("the same pixels, padded") } }),
+    );
+  });
+
+  it("covers the Responses API's input_image, audio and video parts; text parts are not media", () => {
+    const image = { type: "input_image", image_url: png("x") };
+    expect(mediaDigest(image)).toMatch(/^[0-9a-f]{24}$/);
+    expect(mediaDigest({ type: "input_audio", input_audio: { data: "AAAA", format: "wav" } })).toBe(
+      mediaDigest({ type: "input_audio", input_audio: { data: "AAAA", format: "wav" } }),
+    );
+    expect(mediaDigest({ type: "video_url", video_url: { url: "https://v/1.mp4" } })).toBeDefined();
+    expect(mediaDigest({ type: "text", text: "hi" })).toBeUndefined();
+    expect(mediaDigest({ type: "image_url" })).toBeUndefined();
+    const responses = (url: string) =>
+      routingText("responses", {
+        input: [
+          {
+            role: "user",
+            content: [
+              { type: "input_text", text: "q" },
+              { ...image, image_url: url },
+            ],
+          },
+        ],
+      });
+    expect(responses(png("a"))).not.toBe(responses(png("b")));
+  });
+
+  it("a digest never runs past the character bound", () => {
+    expect(chat(png("image one")).length).toBeGreaterThan(40);
+    const bounded = routingText(
+      "chat",
+      {
+        messages: [
+          { role: "user", content: [{ type: "image_url", image_url: { url: png("i") } }] },
+        ],
+      },
+      12,
+    );
+    expect(bounded).toHaveLength(12);
   });
 });

@@ -5,6 +5,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type SimWorker, startSimWorker } from "../../sim/worker.js";
 import type { HybridIndex } from "../../src/index/hybrid-index.js";
+import { summarizeParsed } from "../../src/intake/body-summary.js";
+import { routingText } from "../../src/intake/routing-text.js";
 import type { RunningRouter } from "../../src/server.js";
 import { addWorkersWithEvents } from "../helpers/kv-events.js";
 import { postJson, startTestRouter, waitFor } from "../helpers/router.js";
@@ -176,6 +178,45 @@ describe("--kv-events", () => {
       "routing to the worker that still holds the prefix",
     );
     for (let i = 0; i < 3; i++) expect((await routed(`${text}q3 ${i}\n`)).worker).toBe(b.id);
+  });
+
+  it("a chat with an image: the precise match stops before it, so another image claims nothing past it", async () => {
+    const system = { role: "system", content: prompt("vision system") };
+    const chat = (url: string) => ({
+      messages: [
+        system,
+        {
+          role: "user",
+          content: [
+            { type: "text", text: "Describe it.\n".repeat(20) },
+            { type: "image_url", image_url: { url } },
+          ],
+        },
+      ],
+      max_tokens: 1,
+    });
+    const target = sims[2]!;
+    const res = await postJson(`${target.url}/v1/chat/completions`, chat("https://img/a.png"));
+    expect(res.status).toBe(200);
+    await res.text();
+    const index = router.context.index as HybridIndex;
+    const worker = [{ id: workerId(target) }];
+    const matched = async (url: string) => {
+      const summary = summarizeParsed("chat", chat(url), 1 << 20, true);
+      await index.prepare(summary, worker);
+      const out = [0];
+      index.match(summary.text, undefined, worker, out);
+      return { chars: out[0]!, text: summary.text };
+    };
+    await waitFor(async () => (await matched("https://img/a.png")).chars > 0, 10_000, "match");
+    const same = await matched("https://img/a.png");
+    const other = await matched("https://img/b.png");
+    // At most the system prompt's share of the text, the same for either image: never a claim on
+    // the blocks the engine keyed by the image.
+    const systemChars = routingText("chat", { messages: [system] }).length;
+    expect(same.chars).toBeGreaterThan(0.8 * systemChars);
+    expect(same.chars).toBeLessThanOrEqual(systemChars);
+    expect(other.chars).toBe(same.chars);
   });
 
   it("AllBlocksCleared and a sequence reset (engine restart) drop the worker's blocks", async () => {

@@ -1,3 +1,4 @@
+import { encode } from "@msgpack/msgpack";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import {
@@ -267,5 +268,43 @@ describe("decodeBatchInSlices", () => {
     const cut = bytes.subarray(0, bytes.length - 3);
     await expect(decodeBatchInSlices(cut)).rejects.toBeInstanceOf(KvDecodeError);
     expect(() => decodeBatch(cut)).toThrow(KvDecodeError);
+  });
+});
+
+describe("decodeBatch: vLLM's extra_keys", () => {
+  const stored = (extra: unknown) =>
+    encode({
+      ts: 1,
+      events: [
+        {
+          type: "BlockStored",
+          block_hashes: [1, 2],
+          parent_block_hash: null,
+          token_ids: [1, 2, 3, 4, 5, 6, 7, 8],
+          block_size: 4,
+          lora_id: null,
+          medium: "GPU",
+          lora_name: "sql",
+          extra_keys: extra,
+        },
+      ],
+    });
+
+  it("keeps the multimodal items of each block as mediaKeys; the adapter and salt are not media", () => {
+    const batch = decodeBatch(
+      stored([
+        ["sql", "salt"],
+        ["sql", ["img-hash", 3]],
+      ]),
+    );
+    const event = batch.events[0] as { mediaKeys?: unknown };
+    expect(event.mediaKeys).toEqual([null, '["img-hash",3]']);
+    const plain = decodeBatch(stored([["sql"], null])).events[0] as { mediaKeys?: unknown };
+    expect(plain.mediaKeys).toBeUndefined();
+  });
+
+  it("refuses extra_keys that are not one entry per block", () => {
+    expect(() => decodeBatch(stored([null]))).toThrow(KvDecodeError);
+    expect(() => decodeBatch(stored([7, null]))).toThrow(KvDecodeError);
   });
 });

@@ -293,3 +293,52 @@ describe("engine: prefix cache interplay", () => {
     ).toThrow(RangeError);
   });
 });
+
+describe("step rules: SGLang's prefill first, vLLM's mixed steps", () => {
+  /** The steps' shapes when a long prompt arrives while another sequence decodes. */
+  function shapes(prefillFirst: boolean) {
+    const clock = new ManualClock();
+    const kv = new PrefixKvCache({ capacityTokens: 100_000, blockSize: 16 });
+    const steps: { prefill: number; decode: number; ms: number }[] = [];
+    const engine = new Engine(
+      {
+        timing: DEFAULT_TIMING,
+        maxRunning: 8,
+        maxBatchTokens: 2048,
+        delayFactor: () => 1,
+        prefillFirst,
+        onStep: (_start, ms, shape) =>
+          steps.push({ prefill: shape.prefillTokens, decode: shape.decodeSeqs, ms }),
+      },
+      kv,
+      clock,
+    );
+    const sink = { onToken: () => {}, onFinish: () => {} };
+    engine.submit({ promptTokens: prompt(100, 1), maxTokens: 8, sink });
+    // Its prefill step ends (its first token) and its first decode step is planned.
+    clock.advance((steps[0] as { ms: number }).ms);
+    engine.submit({ promptTokens: prompt(3000, 2), maxTokens: 1, sink });
+    clock.advanceLate(60_000);
+    return steps.map(({ prefill, decode }) => ({ prefill, decode }));
+  }
+
+  it("prefill-first runs each prefill chunk alone and decodes only in steps without one", () => {
+    const steps = shapes(true);
+    expect(steps.slice(0, 4)).toEqual([
+      { prefill: 100, decode: 0 },
+      { prefill: 0, decode: 1 },
+      { prefill: 2048, decode: 0 },
+      { prefill: 952, decode: 0 },
+    ]);
+  });
+
+  it("mixed (the default) decodes the running sequences in every step beside the prefill", () => {
+    const steps = shapes(false);
+    expect(steps.slice(0, 4)).toEqual([
+      { prefill: 100, decode: 0 },
+      { prefill: 0, decode: 1 },
+      { prefill: 2047, decode: 1 },
+      { prefill: 953, decode: 1 },
+    ]);
+  });
+});

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { imageText } from "../../sim/media.js";
 import { generatedText } from "../../sim/output-text.js";
 import { renderChat } from "../../sim/template.js";
 import { tokenize } from "../../sim/tokenizer.js";
@@ -140,8 +141,45 @@ describe("POST /v1/chat/completions", () => {
       max_tokens: 1,
     });
     const body = await json(res);
-    const expected = tokenize(renderChat([{ role: "user", content: "part one\npart two" }])).length;
+    // The image's placeholders come first, as vLLM puts them for a string-content template.
+    const content = `${imageText("http://x", true)}part one\npart two`;
+    const expected = tokenize(renderChat([{ role: "user", content }])).length;
     expect(body.usage.prompt_tokens).toBe(expected);
+  });
+
+  it("keys its cache on images: a different image misses from it on, the same one matches through", async () => {
+    const chat = (url: string) => ({
+      messages: [
+        { role: "system", content: LONG_SYSTEM },
+        {
+          role: "user",
+          content: [
+            { type: "image_url", image_url: { url } },
+            { type: "text", text: "What is in this picture? ".repeat(8) },
+          ],
+        },
+      ],
+      max_tokens: 1,
+    });
+    const a = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAAB";
+    const b = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAIAAAAC";
+    const m = await startSimWorker({ timeScale: 0, flavor: "vllm" });
+    const first = await json(post(m.url, "/v1/chat/completions", chat(a)));
+    const other = await json(post(m.url, "/v1/chat/completions", chat(b)));
+    const same = await json(post(m.url, "/v1/chat/completions", chat(a)));
+    const prompt = first.usage.prompt_tokens as number;
+    const beforeImage = tokenize(renderChat([{ role: "system", content: LONG_SYSTEM }], false));
+    const shared = Math.floor((beforeImage.length + 1) / 16) * 16;
+    expect(other.usage.prompt_tokens_details.cached_tokens).toBeLessThanOrEqual(shared + 16);
+    expect(other.usage.prompt_tokens_details.cached_tokens).toBeGreaterThan(0);
+    expect(same.usage.prompt_tokens_details.cached_tokens).toBe(Math.floor((prompt - 1) / 16) * 16);
+    // /tokenize answers placeholders the same for every image, and as many as the prompt holds.
+    const tokenized = await Promise.all(
+      [a, b].map((url) => json(post(m.url, "/tokenize", { messages: chat(url).messages }))),
+    );
+    await m.close();
+    expect(tokenized[0].tokens).toEqual(tokenized[1].tokens);
+    expect(tokenized[0].tokens).toHaveLength(prompt);
   });
 
   it("reports cached_tokens for a repeated prompt, at block granularity", async () => {

@@ -1,0 +1,182 @@
+/**
+ * The nginx.conf radixgate writes for --data-plane nginx: nginx listens on --host/--port, asks
+ * radixgate's decision endpoint (a private unix socket) where each inference request goes, relays
+ * the worker's answer natively (no buffering), and logs each relayed request to radixgate's
+ * completion socket (syslog over loopback UDP). Everything that is not an inference POST (admin,
+ * metrics, /debug, the model list) is passed to radixgate's own listener on the same socket.
+ */
+
+export interface NginxConfigOptions {
+  /** The private directory: pid, temp paths, the script (mode 0700). */
+  readonly dir: string;
+  readonly host: string;
+  readonly port: number;
+  /** radixgate's internal listener (unix socket path). */
+  readonly socket: string;
+  /** radixgate's completion log socket: 127.0.0.1:<port> (UDP). */
+  readonly logPort: number;
+  /** The inference POST paths (routes/inference.ts). */
+  readonly paths: readonly string[];
+  /** Workers known when nginx starts: named upstreams with keep-alive connections. */
+  readonly upstreams: ReadonlyArray<{ readonly name: string; readonly address: string }>;
+  /** The njs module's path, when nginx does not have it built in; undefined = built in. */
+  readonly njsModule: string | undefined;
+  readonly connectTimeoutMs: number;
+  /** Between two reads of the worker's answer (first byte included): --idle-timeout-secs. */
+  readonly readTimeoutMs: number;
+  /** The router's body limit (--max-payload-size): the body is read into memory up to it. */
+  readonly maxBodyBytes: number;
+  /** Response header names the router adds: --queue-wait-header, --explain-header. */
+  readonly waitHeader: string | undefined;
+  readonly explainHeader: string | undefined;
+  /** nginx worker processes (the master forks them); 0 = one process, no master. */
+  readonly workerProcesses: number;
+}
+
+/** nginx's `Nms` time for a duration, at least 1 ms. */
+function ms(value: number): string {
+  return `${Math.max(1, Math.round(Math.min(value, 2_000_000_000)))}ms`;
+}
+
+/** A header name safe in nginx.conf (the config rows already restrict them; this is the guard). */
+function headerName(name: string): string {
+  if (!/^[A-Za-z0-9-]+$/.test(name)) throw new Error(`header name not usable by nginx: ${name}`);
+  return name;
+}
+
+function relayLocation(name: string, o: NginxConfigOptions, usage: boolean, body: boolean) {
+  const lines = [
+    `    location ${name} {`,
+    "      proxy_pass $rg_up;",
+    "      proxy_http_version 1.1;",
+    '      proxy_set_header Connection "";',
+    '      proxy_set_header X-Radixgate-Client-Addr "";',
+    "      proxy_set_header Authorization $rg_auth;",
+    "      proxy_set_header X-Request-Id $rg_rid;",
+    "      proxy_set_header Via $rg_via;",
+    "      proxy_set_header traceparent $rg_tp;",
+    "      proxy_set_header tracestate $rg_ts;",
+    "      proxy_set_header X-Data-Parallel-Rank $rg_rank;",
+    "      proxy_buffering off;",
+    "      proxy_request_buffering off;",
+    // A client gone closes the worker's connection: the engine stops generating.
+    "      proxy_ignore_client_abort off;",
+    `      proxy_connect_timeout ${ms(o.connectTimeoutMs)};`,
+    `      proxy_read_timeout ${ms(o.readTimeoutMs)};`,
+    `      proxy_send_timeout ${ms(o.readTimeoutMs)};`,
+    "      proxy_next_upstream off;",
+    "      add_header X-Radixgate-Worker $rg_worker always;",
+    "      add_header X-Radixgate-Route $rg_route always;",
+    "      add_header X-Request-Id $rg_rid always;",
+  ];
+  if (o.waitHeader !== undefined)
+    lines.push(`      add_header ${headerName(o.waitHeader)} $rg_wait always;`);
+  if (o.explainHeader !== undefined)
+    lines.push(`      add_header ${headerName(o.explainHeader)} $rg_explain always;`);
+  if (body) lines.push("      proxy_set_body $rg_body;");
+  if (usage) lines.push("      js_body_filter rg.usage;");
+  // nginx's own 502/504 (no connection, no response header in time): nothing reached the client,
+  // so radixgate chooses again. A worker's own error status is passed through as it is.
+  lines.push("      error_page 502 504 = @retry;", "    }");
+  return lines.join("\n");
+}
+
+export function nginxConfig(o: NginxConfigOptions): string {
+  const d = o.dir;
+  const upstreams = o.upstreams
+    .map(
+      (u) =>
+        `  upstream ${u.name} {\n    server ${u.address} max_fails=0;\n    keepalive 256;\n    keepalive_timeout 60s;\n  }`,
+    )
+    .join("\n");
+  const inference = o.paths
+    .map(
+      (path) =>
+        `    location = ${path} {\n      if ($request_method != POST) { rewrite ^ /_rg/pass last; }\n      js_content rg.route;\n    }`,
+    )
+    .join("\n");
+  const body = Math.max(1024, o.maxBodyBytes);
+  const master = o.workerProcesses > 0;
+  return `${o.njsModule === undefined ? "" : `load_module ${o.njsModule};\n`}daemon off;
+master_process ${master ? "on" : "off"};
+worker_processes ${master ? o.workerProcesses : 1};
+pid ${d}/nginx.pid;
+error_log stderr warn;
+events { worker_connections 16384; }
+http {
+  js_path ${d};
+  js_import rg from radixgate.js;
+  js_var $rg_up;
+  js_var $rg_rid;
+  js_var $rg_worker;
+  js_var $rg_route;
+  js_var $rg_auth;
+  js_var $rg_via;
+  js_var $rg_tp;
+  js_var $rg_ts;
+  js_var $rg_rank;
+  js_var $rg_explain;
+  js_var $rg_wait;
+  js_var $rg_body;
+  js_var $rg_pt;
+  js_var $rg_ct;
+  js_var $rg_gt;
+  js_var $rg_wait_header ${o.waitHeader ?? ""};
+  client_body_temp_path ${d}/body;
+  proxy_temp_path ${d}/proxy;
+  fastcgi_temp_path ${d}/fastcgi;
+  uwsgi_temp_path ${d}/uwsgi;
+  scgi_temp_path ${d}/scgi;
+  # The body is read into memory whole: njs hands it to the decision endpoint.
+  client_max_body_size ${body};
+  client_body_buffer_size ${body};
+  server_tokens off;
+  recursive_error_pages on;
+  log_format rg escape=json '{"id":"$rg_rid","w":"$rg_worker","s":"$status","us":"$upstream_status","ht":"$upstream_header_time","b":"$body_bytes_sent","pt":"$rg_pt","ct":"$rg_ct","gt":"$rg_gt"}';
+  access_log syslog:server=127.0.0.1:${o.logPort},tag=radixgate,nohostname rg if=$rg_rid;
+  upstream radixgate {
+    server unix:${o.socket};
+    keepalive 64;
+  }
+${upstreams}
+  server {
+    listen ${o.host.includes(":") ? `[${o.host}]` : o.host}:${o.port} reuseport backlog=4096;
+${inference}
+    location / {
+      proxy_pass http://radixgate;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_set_header X-Radixgate-Client-Addr $remote_addr;
+      proxy_buffering off;
+      proxy_read_timeout 3600s;
+    }
+    location ^~ /_radixgate/ { return 404; }
+    location = /_rg/pass {
+      internal;
+      proxy_pass http://radixgate$request_uri;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_set_header X-Radixgate-Client-Addr $remote_addr;
+    }
+    location = /_rg/decide {
+      internal;
+      proxy_pass http://radixgate/_radixgate/decide$is_args$args;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_set_header X-Radixgate-Client-Addr $remote_addr;
+      proxy_pass_request_body on;
+      # Admission may hold the decision while the request waits in the queue.
+      proxy_read_timeout 3600s;
+      subrequest_output_buffer_size 2m;
+    }
+${relayLocation("@relay", o, false, false)}
+${relayLocation("@relay_u", o, true, false)}
+${relayLocation("@relay_b", o, false, true)}
+${relayLocation("@relay_u_b", o, true, true)}
+    location @retry {
+      js_content rg.retry;
+    }
+  }
+}
+`;
+}

@@ -1,0 +1,294 @@
+/**
+ * Attempts whose bytes another process relays (--data-plane nginx): the forwarder's retry loop,
+ * lease and feedback stay here, but instead of calling the worker, an attempt answers the relay's
+ * decision call with the worker, the upstream headers and, when the router changes the body, the
+ * body; it then waits for how the relay ended:
+ * - a completion record (the relay's access log: status, time to the worker's header, the engine's
+ *   token counts), which ends the attempt as relay() would have;
+ * - or a retry call (the relay could not connect or got no header in time, before any byte reached
+ *   the client), which fails the attempt so that the loop chooses again, answering that call.
+ * A record that never comes (lost datagram, relay restarted) is expired by the attempt's own
+ * --request-timeout-secs timer, or all at once when the relay process dies.
+ */
+import type { ServerResponse } from "node:http";
+import { RouterError } from "../errors.js";
+import { FAILED, NEUTRAL } from "../workers/lease.js";
+import type { Worker } from "../workers/worker.js";
+import { ClientAbort } from "./abort-reasons.js";
+import type { Attempt } from "./attempt.js";
+import type { Cancel } from "./cancel.js";
+import { bodyForRank, headersWithRank } from "./dp-rank.js";
+import { bodyWithPriority } from "./engine-priority.js";
+import type { ForwardRequest } from "./forward-contract.js";
+import { withWorkerAuth } from "./headers.js";
+import type { AttemptResult } from "./send-attempt.js";
+import type { AttemptFailure } from "./upstream-failure.js";
+import type { ReportedUsage } from "./usage-tap.js";
+import { writeError } from "./write-error.js";
+
+/** How the relay ended one request (one access-log line). */
+export interface CompletionRecord {
+  readonly requestId: string;
+  /** The status the client got (499: it went away). */
+  readonly status: number;
+  /** The worker's own status, when one answered. */
+  readonly upstreamStatus: number | undefined;
+  /** From connecting to the worker to its response header, ms. */
+  readonly headerMs: number | undefined;
+  readonly usage: ReportedUsage | undefined;
+}
+
+/** The decision call's answer: marked by this header, so a relay never takes an error for one. */
+export const DECISION_HEADER = "x-radixgate-decision";
+
+interface Pending {
+  readonly attempt: Attempt;
+  readonly sentAt: number;
+  readonly startedAt: number;
+  settle(result: AttemptResult): void;
+}
+
+/** One request's exchange with the relay: its current call, and the attempt under way. */
+interface Exchange {
+  /** The relay's call being answered: the first decision call, then each retry call. */
+  reply: ServerResponse;
+  id: string | undefined;
+  pending: Pending | undefined;
+  lastFailure: AttemptFailure | undefined;
+}
+
+export interface RemoteRelayOptions {
+  /** A worker's origin → the relay's name for it (a named upstream with kept-alive connections). */
+  upstreamName(worker: Worker): string | undefined;
+  /** Whether the relay should read the engine's token counts from the answer. */
+  readsUsage: boolean;
+  /** --queue-wait-header: its value, set by the pipeline on the call, goes to the relay. */
+  waitHeader: string | undefined;
+}
+
+export class RemoteRelays {
+  private readonly byCall = new WeakMap<ServerResponse, Exchange>();
+  private readonly byId = new Map<string, Exchange>();
+
+  constructor(private readonly options: RemoteRelayOptions) {}
+
+  /** Attempts waiting for their relay's end. */
+  get pending(): number {
+    let n = 0;
+    for (const exchange of this.byId.values()) if (exchange.pending !== undefined) n += 1;
+    return n;
+  }
+
+  /** A decision call begins: its request's attempts answer `reply` (until a retry call). */
+  open(reply: ServerResponse): void {
+    this.byCall.set(reply, { reply, id: undefined, pending: undefined, lastFailure: undefined });
+  }
+
+  /**
+   * The request's pipeline is over: forget it. A retry call it left unanswered (its attempts ran
+   * out) gets the last failure, or 503 when no worker was left to try.
+   */
+  close(first: ServerResponse): void {
+    const exchange = this.byCall.get(first);
+    if (exchange === undefined) return;
+    this.byCall.delete(first);
+    if (exchange.id !== undefined && this.byId.get(exchange.id) === exchange)
+      this.byId.delete(exchange.id);
+    if (exchange.reply === first || exchange.reply.headersSent) return;
+    const failure = exchange.lastFailure;
+    const error =
+      failure === undefined
+        ? new RouterError("no_workers_available", "No worker is left to try for this request.")
+        : new RouterError(failure.code, failure.message);
+    writeError(exchange.reply, error, exchange.id ?? "");
+  }
+
+  /**
+   * The relay could not reach the worker (`status`: nginx's 502 or 504) before any byte reached
+   * the client: the attempt fails, and the loop's next choice answers `reply`. False when the
+   * request is not known (anymore).
+   */
+  retry(requestId: string, reply: ServerResponse, status: number): boolean {
+    const exchange = this.byId.get(requestId);
+    const pending = exchange?.pending;
+    if (exchange === undefined || pending === undefined) return false;
+    exchange.reply = reply;
+    exchange.pending = undefined;
+    const worker = pending.attempt.worker;
+    const failure: AttemptFailure =
+      status === 504
+        ? {
+            kind: "timeout",
+            retryable: true,
+            code: "upstream_timeout",
+            message: `Worker ${worker.url} sent no response header in time.`,
+          }
+        : {
+            kind: "connect",
+            retryable: true,
+            code: "upstream_error",
+            message: `Worker ${worker.url} could not be reached.`,
+          };
+    exchange.lastFailure = failure;
+    pending.attempt.end(FAILED);
+    pending.settle({ kind: "failed", failure });
+    return true;
+  }
+
+  /** The relay's record of a request's end: its attempt ends as a relayed answer does. */
+  complete(record: CompletionRecord): boolean {
+    const exchange = this.byId.get(record.requestId);
+    const pending = exchange?.pending;
+    if (exchange === undefined || pending === undefined) return false;
+    exchange.pending = undefined;
+    const { attempt } = pending;
+    const worker = attempt.worker;
+    const upstream = record.upstreamStatus;
+    if (upstream !== undefined) attempt.headersArrived(upstream);
+    attempt.firstByte();
+    const clientGone = record.status === 499;
+    attempt.end(
+      clientGone || upstream === undefined ? NEUTRAL : { kind: "answered", status: upstream },
+    );
+    const ttfbMs =
+      record.headerMs === undefined
+        ? undefined
+        : pending.sentAt - pending.startedAt + record.headerMs;
+    pending.settle({
+      kind: "done",
+      outcome: {
+        status: record.status,
+        worker,
+        ...(ttfbMs !== undefined ? { ttfbMs } : {}),
+        ...(clientGone ? { error: "client_abort" } : {}),
+        ...(upstream !== undefined && upstream !== record.status
+          ? { upstreamStatus: upstream }
+          : {}),
+      },
+      ...(record.usage !== undefined ? { usage: record.usage } : {}),
+    });
+    return true;
+  }
+
+  /** The relay process died: none of its records will come. Returns how many were waiting. */
+  expireAll(): number {
+    let n = 0;
+    for (const exchange of this.byId.values()) {
+      const pending = exchange.pending;
+      if (pending === undefined) continue;
+      exchange.pending = undefined;
+      pending.attempt.end(NEUTRAL);
+      pending.settle({
+        kind: "done",
+        outcome: { status: 502, worker: pending.attempt.worker, error: "relay_lost" },
+      });
+      n += 1;
+    }
+    return n;
+  }
+
+  /**
+   * The attempt's decision, sent as the answer to the relay's current call for this request; the
+   * promise settles with how the relay ended it. Same arguments as sendAttempt.
+   */
+  send(
+    attempt: Attempt,
+    req: ForwardRequest,
+    headers: Record<string, string | string[]>,
+    rank: number | undefined,
+    priority: number | undefined,
+    first: ServerResponse,
+    inProgress: Set<Cancel>,
+  ): Promise<AttemptResult> {
+    const { worker, controller } = attempt;
+    const exchange = this.byCall.get(first);
+    const done = (result: AttemptResult) => {
+      inProgress.delete(controller);
+      return result;
+    };
+    if (exchange === undefined || exchange.reply.headersSent || exchange.reply.destroyed) {
+      attempt.end(NEUTRAL);
+      return Promise.resolve(
+        done({ kind: "done", outcome: { status: 499, worker, error: "client_abort" } }),
+      );
+    }
+    if (exchange.id === undefined) {
+      exchange.id = req.requestId;
+      this.byId.set(req.requestId, exchange);
+    }
+    const upstream = withWorkerAuth(
+      headersWithRank(attempt.traced(headers), rank),
+      worker.authorization,
+    );
+    const original = req.routing.body;
+    const body = bodyWithPriority(
+      bodyForRank(original, req.path, worker.engine, rank),
+      worker.engine,
+      priority,
+    );
+    const name = this.options.upstreamName(worker);
+    const origin = name === undefined ? new URL(worker.url).origin : `http://${name}`;
+    const pick = (key: string) => {
+      const v = upstream[key];
+      return Array.isArray(v) ? v.join(", ") : v;
+    };
+    const wait =
+      this.options.waitHeader === undefined
+        ? undefined
+        : exchange.reply.getHeader(this.options.waitHeader);
+    const decision = {
+      u: origin + worker.basePath + req.path,
+      id: req.requestId,
+      w: worker.id,
+      route: attempt.route,
+      h: {
+        authorization: pick("authorization"),
+        via: pick("via"),
+        traceparent: pick("traceparent"),
+        tracestate: pick("tracestate"),
+        "x-data-parallel-rank": pick("x-data-parallel-rank"),
+      },
+      u_usage: this.options.readsUsage || attempt.readUsage,
+      ...(attempt.explain !== undefined ? { x: attempt.explain[1] } : {}),
+      ...(wait !== undefined ? { q: String(wait) } : {}),
+      ...(body !== undefined && body !== original ? { b: body.toString("utf8") } : {}),
+    };
+    const text = JSON.stringify(decision);
+    // The relay bounds the first byte itself (its read timeout); here only the overall deadline
+    // and a shutdown end the wait.
+    attempt.headersArrived();
+    return new Promise<AttemptResult>((resolve) => {
+      const pending: Pending = {
+        attempt,
+        sentAt: Date.now(),
+        startedAt: req.startedAt,
+        settle: (result) => {
+          controller.off("abort", onAbort);
+          resolve(done(result));
+        },
+      };
+      const onAbort = () => {
+        if (exchange.pending !== pending) return;
+        exchange.pending = undefined;
+        attempt.end(NEUTRAL);
+        const reason = controller.reason;
+        pending.settle({
+          kind: "done",
+          outcome: {
+            status: reason instanceof ClientAbort ? 499 : 504,
+            worker,
+            error: reason instanceof ClientAbort ? "client_abort" : "relay_record_lost",
+          },
+        });
+      };
+      controller.once("abort", onAbort);
+      exchange.pending = pending;
+      exchange.reply.writeHead(200, {
+        "content-type": "application/json",
+        "content-length": Buffer.byteLength(text),
+        [DECISION_HEADER]: "1",
+      });
+      exchange.reply.end(text);
+    });
+  }
+}

@@ -1,0 +1,178 @@
+/**
+ * Admission's slot accounting against the simulator (workers/saturation.ts freeSlots): each
+ * worker's free batch slots are its cap minus this router's requests there (exact: dispatch, and
+ * the end of the attempt whatever ends it) minus the others' work the last reading showed. They
+ * must come back to the engine's truth (cap - running - waiting) after completions, errors,
+ * client disconnects and traffic that bypasses the router; a held request goes only into a free
+ * slot, so nothing waits in the engine's first-come queue.
+ */
+import { describe, expect, it } from "vitest";
+import { type SimWorker, startSimWorker } from "../../sim/worker.js";
+import type { RunningRouter } from "../../src/server.js";
+import { freeSlots, fullBatchOf } from "../../src/workers/saturation.js";
+import type { Worker } from "../../src/workers/worker.js";
+import { startedPerTest } from "../faults/support.js";
+import { HOLD_AT_FULL_BATCH } from "../helpers/admission-settings.js";
+import { startTestRouter, waitFor } from "../helpers/router.js";
+
+const MODEL = "meta-llama/Llama-3.1-8B-Instruct";
+
+/** A long stream (thousands of tokens: it runs until aborted); resolves once its first byte is in. */
+async function openStream(url: string, name: string, path = "/v1/completions") {
+  const abort = new AbortController();
+  const res = await fetch(`${url}${path}`, {
+    method: "POST",
+    headers: { "content-type": "application/json", "x-tenant-id": name },
+    body: JSON.stringify({
+      model: MODEL,
+      prompt: `slot ${name}`,
+      max_tokens: 20_000,
+      stream: true,
+    }),
+    signal: abort.signal,
+  });
+  const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+  await reader.read();
+  return {
+    status: res.status,
+    close: () => {
+      abort.abort();
+      reader.cancel().catch(() => {});
+    },
+  };
+}
+
+async function complete(url: string, name: string): Promise<number> {
+  const res = await fetch(`${url}/v1/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ model: MODEL, prompt: `short ${name}`, max_tokens: 2 }),
+  });
+  await res.text();
+  return res.status;
+}
+
+function engineFree(sim: SimWorker, cap: number): number {
+  const { running, waiting } = sim.stats();
+  return cap - running - waiting;
+}
+
+/** The router's one worker, once its first engine reading (the one started with it) is in. */
+async function onlyWorker(router: RunningRouter): Promise<Worker> {
+  const worker = router.context.registry.list()[0] as Worker;
+  await router.context.introspection.pollAll();
+  await waitFor(() => worker.signals.load() !== undefined, 5000, "the first reading");
+  return worker;
+}
+
+describe("slot accounting (--worker-max-running, SGLang's said cap, a vLLM cap learned)", () => {
+  const started = startedPerTest();
+
+  it("returns exactly to the engine's free slots after completions, errors, disconnects and bypass traffic", async () => {
+    const sim = await startSimWorker({ id: "slots", maxRunning: 4 });
+    started.sims = [sim];
+    const router = await startTestRouter({
+      workerUrls: [sim.url],
+      ...HOLD_AT_FULL_BATCH,
+      saturationQueueDepth: 0,
+      workerMaxRunning: 4,
+      retryMaxAttempts: 1,
+    });
+    started.router = router;
+    const worker = await onlyWorker(router);
+    const free = () => freeSlots(worker, Date.now());
+    expect(free()).toBe(4);
+
+    const own = await Promise.all(["a", "b", "c"].map((n) => openStream(router.url, n)));
+    expect(free()).toBe(1);
+    expect(engineFree(sim, 4)).toBe(1);
+
+    // A client that disconnects gives its slot back at once.
+    own[0]?.close();
+    await waitFor(() => free() === 2, 5000, "the disconnect's slot");
+    await waitFor(() => engineFree(sim, 4) === 2, 5000, "the engine to drop it");
+
+    // An error and a completion leave the count where it was.
+    sim.setFaults({ failFirst: 1, failStatus: 500 });
+    expect(await complete(router.url, "fails")).toBeGreaterThanOrEqual(500);
+    expect(free()).toBe(2);
+    expect(await complete(router.url, "ends")).toBe(200);
+    expect(free()).toBe(2);
+
+    // Traffic straight to the engine is seen at the next reading, and its end too.
+    const bypass = await Promise.all(["x", "y"].map((n) => openStream(sim.url, n)));
+    expect(free()).toBe(2);
+    await router.context.introspection.pollAll();
+    expect(free()).toBe(0);
+    expect(engineFree(sim, 4)).toBe(0);
+    for (const s of bypass) s.close();
+    await waitFor(() => engineFree(sim, 4) === 2, 5000, "the engine to drop the bypass");
+    await router.context.introspection.pollAll();
+    expect(free()).toBe(2);
+
+    for (const s of own) s.close();
+    await waitFor(() => free() === 4, 5000, "every slot back");
+    await waitFor(() => engineFree(sim, 4) === 4, 5000, "the engine idle");
+    await router.context.introspection.pollAll();
+    expect(free()).toBe(4);
+    expect(worker.toJSON()).toMatchObject({ batch_cap: 4, free_slots: 4 });
+  });
+
+  it("the release rule: a held request goes only into a free slot, so the engine never queues it", async () => {
+    const sim = await startSimWorker({ id: "release", maxRunning: 2 });
+    started.sims = [sim];
+    // SGLang's /get_server_info says the cap (max_running_requests): nothing else is needed.
+    const router = await startTestRouter({
+      workerUrls: [sim.url],
+      ...HOLD_AT_FULL_BATCH,
+      saturationQueueDepth: 0,
+    });
+    started.router = router;
+    const worker = await onlyWorker(router);
+    expect(fullBatchOf(worker)).toBe(2);
+    const full = await Promise.all(["a", "b"].map((n) => openStream(router.url, n)));
+    let third: Awaited<ReturnType<typeof openStream>> | undefined;
+    const held = openStream(router.url, "c").then((s) => {
+      third = s;
+      return s;
+    });
+    await waitFor(() => router.context.admission.waiting === 1, 5000, "the third held");
+    expect(sim.stats().waiting + sim.stats().running).toBe(2);
+    expect(third).toBeUndefined();
+    full[0]?.close();
+    const s = await held;
+    expect(s.status).toBe(200);
+    expect(sim.stats().waiting).toBe(0);
+    expect(freeSlots(worker, Date.now())).toBe(0);
+    s.close();
+    full[1]?.close();
+  });
+
+  it("learns a vLLM engine's cap from vllm:num_requests_running when a reading shows it full", async () => {
+    const sim = await startSimWorker({ id: "vllm", flavor: "vllm", maxRunning: 2 });
+    started.sims = [sim];
+    const router = await startTestRouter({
+      workerUrls: [sim.url],
+      ...HOLD_AT_FULL_BATCH,
+      saturationQueueDepth: 0,
+    });
+    started.router = router;
+    const worker = await onlyWorker(router);
+    // vLLM says no cap: unknown, so not held (the first burst reaches the engine).
+    expect(fullBatchOf(worker)).toBeUndefined();
+    expect(freeSlots(worker, Date.now())).toBeUndefined();
+    const streams = await Promise.all(["a", "b"].map((n) => openStream(router.url, n)));
+    const queued = fetch(`${router.url}/v1/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ model: MODEL, prompt: "third", max_tokens: 2 }),
+    });
+    await waitFor(() => sim.stats().waiting === 1, 5000, "the engine queueing the third");
+    await router.context.introspection.pollAll();
+    expect(fullBatchOf(worker)).toBe(2);
+    expect(freeSlots(worker, Date.now())).toBe(-1);
+    for (const s of streams) s.close();
+    expect((await queued).status).toBe(200);
+    await waitFor(() => freeSlots(worker, Date.now()) === 2, 5000, "the slots back");
+  });
+});

@@ -1,0 +1,302 @@
+/**
+ * --data-plane nginx end to end: a real nginx (with njs) in front of simulated engines, radixgate
+ * deciding. Skipped only where nginx or njs is not installed, never under CI (.ci/run installs them).
+ */
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type SimWorker, startSimWorker } from "../../sim/worker.js";
+import type { RunningRouter } from "../../src/server.js";
+import { runCli } from "../helpers/cli.js";
+import { killChild } from "../helpers/kill-child.js";
+import { nginxWithNjs } from "../helpers/nginx.js";
+import { postJson, startTestRouter, waitFor } from "../helpers/router.js";
+
+const HAVE_NGINX = nginxWithNjs();
+
+/** The fields these tests read of an answer's JSON. */
+type Answer = { object?: string; meta_info?: unknown; error: { code: string } };
+
+const chat = (content: string, extra: Record<string, unknown> = {}) => ({
+  model: "m",
+  messages: [{ role: "user", content }],
+  max_tokens: 3,
+  ...extra,
+});
+
+/** Every worker's in-flight count is back to 0 and no attempt waits for its completion record. */
+async function settled(router: RunningRouter): Promise<void> {
+  await waitFor(
+    () =>
+      router.context.registry.list().every((w) => w.inFlight === 0) &&
+      router.nginx?.relays.pending === 0 &&
+      router.context.state.active === 0,
+    5000,
+    () =>
+      `in flight ${router.context.registry.list().map((w) => w.inFlight)}, pending ${router.nginx?.relays.pending}`,
+  );
+}
+
+/** A "worker" whose health check passes but which drops every inference connection unanswered. */
+async function droppingWorker(): Promise<{ url: string; posts: () => number; close(): void }> {
+  let posts = 0;
+  const server: Server = createServer((req, res) => {
+    if (req.method === "POST") {
+      posts += 1;
+      req.socket.destroy();
+      return;
+    }
+    res.writeHead(200, { "content-type": "application/json" });
+    res.end("{}");
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    posts: () => posts,
+    close: () => {
+      server.closeAllConnections();
+      server.close();
+    },
+  };
+}
+
+describe.skipIf(!HAVE_NGINX)("--data-plane nginx", () => {
+  let a: SimWorker;
+  let b: SimWorker;
+  let router: RunningRouter;
+
+  beforeAll(async () => {
+    a = await startSimWorker({ id: "a", timeScale: 0 });
+    b = await startSimWorker({ id: "b", timeScale: 0 });
+    router = await startTestRouter({
+      workerUrls: [a.url],
+      dataPlane: "nginx",
+      policy: "round_robin",
+    });
+  });
+  afterAll(async () => {
+    await router?.stop(100);
+    await a?.close();
+    await b?.close();
+  });
+
+  it("relays chat and completions, streaming or not, and /generate, and the counts return to 0", async () => {
+    const plain = await postJson(`${router.url}/v1/chat/completions`, chat("hello there"));
+    expect(plain.status).toBe(200);
+    expect(plain.headers.get("server")).toMatch(/nginx/);
+    expect(plain.headers.get("x-radixgate-worker")).toBe(router.context.registry.list()[0]?.id);
+    expect(plain.headers.get("x-request-id")).toBeTruthy();
+    expect(((await plain.json()) as Answer).object).toBe("chat.completion");
+
+    const streamed = await postJson(
+      `${router.url}/v1/chat/completions`,
+      chat("hello again", { stream: true, stream_options: { include_usage: true } }),
+    );
+    expect(streamed.headers.get("content-type")).toMatch(/text\/event-stream/);
+    const text = await streamed.text();
+    expect(text).toContain("chat.completion.chunk");
+    expect(text.trimEnd().endsWith("data: [DONE]")).toBe(true);
+
+    const completion = await postJson(`${router.url}/v1/completions`, {
+      model: "m",
+      prompt: "once upon a time",
+      max_tokens: 3,
+    });
+    expect(((await completion.json()) as Answer).object).toBe("text_completion");
+    const completionStream = await postJson(`${router.url}/v1/completions`, {
+      model: "m",
+      prompt: "once upon a time",
+      max_tokens: 3,
+      stream: true,
+    });
+    expect(await completionStream.text()).toContain("data: [DONE]");
+
+    const generate = await postJson(`${router.url}/generate`, {
+      text: "the generate endpoint",
+      sampling_params: { max_new_tokens: 3 },
+    });
+    expect(generate.status).toBe(200);
+    expect(((await generate.json()) as Answer).meta_info).toBeDefined();
+
+    await settled(router);
+    // The engines' token counts came back through the completion log: the feedback saw them.
+    const metrics = await (await fetch(`${router.url}/metrics`)).text();
+    expect(metrics).toMatch(/radixgate_engine_prompt_tokens_total\{[^}]*\} [1-9]/);
+  });
+
+  it("answers a refusal with the router's OpenAI error body", async () => {
+    const res = await postJson(`${router.url}/v1/chat/completions`, "{not json");
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as Answer).error.code).toBeTruthy();
+    const wrongType = await fetch(`${router.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "text/plain" },
+      body: "hello",
+    });
+    expect(wrongType.status).toBe(415);
+    expect(((await wrongType.json()) as Answer).error.code).toBe("unsupported_media_type");
+    // The decision endpoint is not reachable from outside.
+    expect((await postJson(`${router.url}/_radixgate/decide?p=/generate`, {})).status).toBe(404);
+  });
+
+  it("takes a worker added through the admin API without reloading nginx, and forgets a removed one", async () => {
+    const pid = router.nginx?.nginxPid;
+    const added = await postJson(`${router.url}/workers`, { url: b.url });
+    expect(added.status).toBeLessThan(300);
+    await waitFor(() => router.context.registry.list().some((w) => w.url === b.url && w.available));
+    for (let i = 0; i < 4; i++) {
+      const res = await postJson(`${router.url}/v1/chat/completions`, chat(`turn ${i}`));
+      expect(res.status).toBe(200);
+      await res.text();
+    }
+    expect(b.stats().completed).toBeGreaterThan(0);
+    expect(router.nginx?.nginxPid).toBe(pid);
+    expect(router.nginx?.nginxStarts).toBe(1);
+    const id = router.context.registry.list().find((w) => w.url === b.url)?.id;
+    const removed = await fetch(`${router.url}/workers/${id}`, { method: "DELETE" });
+    expect(removed.status).toBeLessThan(300);
+    const before = b.stats().requests;
+    for (let i = 0; i < 3; i++)
+      await (await postJson(`${router.url}/v1/chat/completions`, chat(`after ${i}`))).text();
+    expect(b.stats().requests).toBe(before);
+    await settled(router);
+  });
+
+  it("retries on another worker when one fails before the first byte", async () => {
+    const bad = await droppingWorker();
+    try {
+      await postJson(`${router.url}/workers`, { url: bad.url });
+      await waitFor(() =>
+        router.context.registry.list().some((w) => w.url === bad.url && w.available),
+      );
+      for (let i = 0; i < 4; i++) {
+        const res = await postJson(`${router.url}/v1/chat/completions`, chat(`retry ${i}`));
+        expect(res.status).toBe(200);
+        expect(res.headers.get("x-radixgate-worker")).not.toBe(
+          router.context.registry.list().find((w) => w.url === bad.url)?.id,
+        );
+        await res.text();
+      }
+      expect(bad.posts()).toBeGreaterThan(0);
+      await settled(router);
+    } finally {
+      const id = router.context.registry.list().find((w) => w.url === bad.url)?.id;
+      if (id !== undefined) await fetch(`${router.url}/workers/${id}`, { method: "DELETE" });
+      bad.close();
+    }
+  });
+
+  it("cancels the worker's request when the client disconnects", async () => {
+    a.setFaults({ hang: true });
+    try {
+      const aborted = a.stats().aborted;
+      const client = new AbortController();
+      const request = fetch(`${router.url}/v1/chat/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(chat("hang up", { stream: true })),
+        signal: client.signal,
+      }).catch(() => undefined);
+      await waitFor(() => a.stats().hanging === 1);
+      client.abort();
+      await request;
+      await waitFor(() => a.stats().aborted > aborted, 5000, "the worker to see the disconnect");
+      // The completion record (499) ends the attempt: nothing is left in flight.
+      await settled(router);
+    } finally {
+      a.setFaults({ hang: false });
+    }
+  });
+
+  it("restarts nginx when it is killed", async () => {
+    const pid = router.nginx?.nginxPid as number;
+    process.kill(pid, "SIGKILL");
+    await waitFor(() => router.nginx?.nginxStarts === 2 && router.nginx.nginxReady === true);
+    expect(router.nginx?.nginxPid).not.toBe(pid);
+    const res = await postJson(`${router.url}/v1/chat/completions`, chat("after the restart"));
+    expect(res.status).toBe(200);
+    await res.text();
+    await settled(router);
+  });
+});
+
+describe.skipIf(!HAVE_NGINX)("--data-plane nginx admission", () => {
+  it("holds a request while the router is at its limit and releases it when a slot frees", async () => {
+    const sim = await startSimWorker({ id: "s", timeScale: 0 });
+    const router = await startTestRouter({
+      workerUrls: [sim.url],
+      dataPlane: "nginx",
+      maxConcurrentRequests: 1,
+      queueSize: 4,
+    });
+    try {
+      sim.setFaults({ hang: true });
+      const first = new AbortController();
+      const holding = fetch(`${router.url}/v1/chat/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(chat("first")),
+        signal: first.signal,
+      }).catch(() => undefined);
+      await waitFor(() => sim.stats().hanging === 1);
+      const second = postJson(`${router.url}/v1/chat/completions`, chat("second"));
+      await waitFor(() => router.context.admission.queue.waiting === 1);
+      expect(sim.stats().requests).toBe(1);
+      sim.setFaults({ hang: false });
+      first.abort();
+      await holding;
+      const res = await second;
+      expect(res.status).toBe(200);
+      await res.text();
+      await settled(router);
+    } finally {
+      await router.stop(100);
+      await sim.close();
+    }
+  });
+});
+
+describe.skipIf(!HAVE_NGINX)("--data-plane nginx supervision", () => {
+  // The CLI starts through tsx: slow on a busy machine.
+  it("leaves no nginx behind when radixgate is killed", { timeout: 60_000 }, async () => {
+    const sim = await startSimWorker({ id: "k", timeScale: 0 });
+    const { child } = runCli([
+      "--host",
+      "127.0.0.1",
+      "--port",
+      "0",
+      "--health-check-interval-secs",
+      "0",
+      "--data-plane",
+      "nginx",
+      "--worker-urls",
+      sim.url,
+    ]);
+    try {
+      let out = "";
+      child.stdout?.on("data", (d) => (out += d));
+      child.stderr?.on("data", (d) => (out += d));
+      await waitFor(
+        () => /"nginx_pid":\d+/.test(out),
+        50_000,
+        () => `nginx to start: ${out}`,
+      );
+      const pid = Number(/"nginx_pid":(\d+)/.exec(out)?.[1]);
+      const alive = () => {
+        try {
+          process.kill(pid, 0);
+          return true;
+        } catch {
+          return false;
+        }
+      };
+      expect(alive()).toBe(true);
+      await killChild(child);
+      await waitFor(() => !alive(), 5000, "nginx to exit after radixgate");
+    } finally {
+      if (child.exitCode === null && child.signalCode === null) await killChild(child);
+      await sim.close();
+    }
+  });
+});
