@@ -131,6 +131,7 @@ interface CliOptions {
   replicas: number | undefined;
   sharedState: boolean;
   diagnose: boolean;
+  decisionTraceDir: string | undefined;
   isolate: boolean;
   /** Run the tenants family over the matrix's cells (routing-matrix.ts). */
   matrix: boolean;
@@ -177,6 +178,7 @@ function parseCli(argv: string[]): CliOptions {
       replicas: { type: "string" },
       "shared-state": { type: "boolean", default: false },
       diagnose: { type: "boolean", default: false },
+      "decision-trace": { type: "string" },
       "no-oracle": { type: "boolean", default: false },
       "no-isolate": { type: "boolean", default: false },
       "no-chart": { type: "boolean", default: false },
@@ -235,6 +237,8 @@ function parseCli(argv: string[]): CliOptions {
         "  --shared-state                with --replicas: the replicas share state through a local",
         "                                redis-server (--state-url), a key prefix per row",
         "  --precise-policy <name>       the precise row's policy (default: the router's default)",
+        "  --decision-trace <dir>        each router's decision trace, one file per row, repeat and replica",
+        "                                (<workload>-<row>-t<seed>-r<replica>.jsonl): npm run trace:explain",
         "  --diagnose                    tally where each router row's decisions lose cached tokens",
         "                                (index or policy; bench/lib/routing-diagnosis.ts); implies --no-isolate",
         "  --no-oracle                   skip the oracle_sticky row",
@@ -393,6 +397,7 @@ function parseCli(argv: string[]): CliOptions {
     replicas,
     sharedState,
     diagnose: values.diagnose,
+    decisionTraceDir: values["decision-trace"],
     isolate: !values["no-isolate"] && !values.diagnose,
     matrix: values.matrix,
     cpuNoise: values["cpu-noise"],
@@ -620,6 +625,7 @@ async function runWorkload(
   warmed?: Set<RowLabel>,
 ): Promise<WorkloadReport> {
   let bar: ProgressBar | undefined;
+  if (cli.decisionTraceDir !== undefined) mkdirSync(cli.decisionTraceDir, { recursive: true });
   return runRoutingWorkload(workload, {
     ...(warmed === undefined ? {} : { warmed }),
     preset,
@@ -645,6 +651,7 @@ async function runWorkload(
     ...(cli.precisePolicy === undefined ? {} : { precisePolicy: cli.precisePolicy }),
     ...(host === undefined ? {} : { host }),
     diagnose: cli.diagnose,
+    ...(cli.decisionTraceDir === undefined ? {} : { decisionTraceDir: cli.decisionTraceDir }),
     isolate: cli.isolate,
     onRowStart: (row, total) => {
       bar = new ProgressBar(`${workload} ${row}`, total);
@@ -694,10 +701,12 @@ async function runMatrix(
   );
   try {
     for (const cell of cells) {
+      // Each cell's traces in a folder of its own (every cell is the tenants workload).
+      const dir = cli.decisionTraceDir;
       const report = await runWorkload(
         "tenants",
         cellPreset(cli.preset, cell),
-        cli,
+        dir === undefined ? cli : { ...cli, decisionTraceDir: join(dir, cell.name) },
         sharedStateUrl,
         host,
       );

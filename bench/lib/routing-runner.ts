@@ -6,6 +6,7 @@
  */
 import { randomBytes, randomUUID } from "node:crypto";
 import os from "node:os";
+import { join } from "node:path";
 import { hashString } from "../../sim/hash.js";
 import type { SimStats } from "../../sim/worker.js";
 import { openAiBody, poissonArrivals, type RequestSpec } from "../../sim/workloads.js";
@@ -161,6 +162,11 @@ export interface RunOptions {
   /** Router settings on top of the defaults, e.g. { cacheLoadBound: 1.5 } (--cache-load-bound). */
   routerOverrides?: ConfigOverrides;
   /**
+   * A directory each router of a measured run writes its decision trace to (--decision-trace),
+   * one file per router: <workload>-<row>-t<timing seed>-r<replica>.jsonl.
+   */
+  decisionTraceDir?: string;
+  /**
    * Router replicas per router row (default 1): each request goes to one of them (replicaOf); they
    * share no state (no --state-url), so each knows only what it routed, plus, in the precise row,
    * every worker's KV events (each replica subscribes to all of them). The oracle row ignores it.
@@ -207,7 +213,14 @@ export async function runRoutingWorkload(
       const specs = workload.specs.slice(0, warmup).filter((s) => (s.turn ?? 0) === 0);
       for (const row of rows) {
         if (o.warmed?.has(row) === true) continue;
-        await runRow({ ...workload, specs }, row, o, host, baseSeed);
+        // Only the measured repeats are traced.
+        await runRow(
+          { ...workload, specs },
+          row,
+          { ...o, decisionTraceDir: undefined },
+          host,
+          baseSeed,
+        );
         o.warmed?.add(row);
       }
     }
@@ -301,12 +314,13 @@ async function runRow(
             }
           : routerOverrides;
       for (let i = 0; i < replicas; i++) {
+        const own = traced(overrides, o.decisionTraceDir, w, label, timingSeed, i);
         routers.push(
           row === PRECISE_ROW
-            ? await startPreciseRouter(fleet.workers, o.precisePolicy, overrides)
+            ? await startPreciseRouter(fleet.workers, o.precisePolicy, own)
             : usesKvEvents(row)
-              ? await startPreciseRouter(fleet.workers, row as PolicyName, overrides)
-              : await startRouter(routerConfig(row, urls, overrides), { logger }),
+              ? await startPreciseRouter(fleet.workers, row as PolicyName, own)
+              : await startRouter(routerConfig(row, urls, own), { logger }),
         );
       }
     }
@@ -417,6 +431,20 @@ async function runRow(
     await Promise.all([...routers, ...pinned].map((r) => r.stop(1000)));
     await fleet.close();
   }
+}
+
+/** A router's settings with its own decision trace file, when traces were asked for. */
+function traced(
+  overrides: ConfigOverrides,
+  dir: string | undefined,
+  w: PreparedWorkload,
+  label: RowLabel,
+  timingSeed: number,
+  replica: number,
+): ConfigOverrides {
+  if (dir === undefined) return overrides;
+  const file = `${w.name}-${label.replace(/[^\w.+-]/g, "_")}-t${timingSeed}-r${replica}.jsonl`;
+  return { ...overrides, decisionTrace: join(dir, file) };
 }
 
 /**
