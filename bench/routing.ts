@@ -131,6 +131,7 @@ interface CliOptions {
   replicas: number | undefined;
   sharedState: boolean;
   diagnose: boolean;
+  decisionTraceDir: string | undefined;
   isolate: boolean;
   /** Run the tenants family over the matrix's cells (routing-matrix.ts). */
   matrix: boolean;
@@ -177,6 +178,7 @@ function parseCli(argv: string[]): CliOptions {
       replicas: { type: "string" },
       "shared-state": { type: "boolean", default: false },
       diagnose: { type: "boolean", default: false },
+      "decision-trace": { type: "string" },
       "no-oracle": { type: "boolean", default: false },
       "no-isolate": { type: "boolean", default: false },
       "no-chart": { type: "boolean", default: false },
@@ -235,6 +237,8 @@ function parseCli(argv: string[]): CliOptions {
         "  --shared-state                with --replicas: the replicas share state through a local",
         "                                redis-server (--state-url), a key prefix per row",
         "  --precise-policy <name>       the precise row's policy (default: the router's default)",
+        "  --decision-trace <dir>        each router's decision trace, one file per row, repeat and replica",
+        "                                (<workload>-<row>-t<seed>-r<replica>.jsonl): npm run trace:explain",
         "  --diagnose                    tally where each router row's decisions lose cached tokens",
         "                                (index or policy; bench/lib/routing-diagnosis.ts); implies --no-isolate",
         "  --no-oracle                   skip the oracle_sticky row",
@@ -393,6 +397,7 @@ function parseCli(argv: string[]): CliOptions {
     replicas,
     sharedState,
     diagnose: values.diagnose,
+    decisionTraceDir: values["decision-trace"],
     isolate: !values["no-isolate"] && !values.diagnose,
     matrix: values.matrix,
     cpuNoise: values["cpu-noise"],
@@ -493,6 +498,12 @@ function printReport(report: WorkloadReport): void {
         `  ${r.row}: hit rate of the routed requests ${pct(r.split.routedHitRate)}, of the bypassing ones ${pct(r.split.bypassHitRate)}`,
       );
     }
+    if (r.mediaFalseHits !== undefined) {
+      const m = r.mediaFalseHits;
+      console.log(
+        `  ${r.row}: ${m.imageDecisions} decisions for requests with an image, ${m.claimed} routed on a match into the image message, ${m.falseHits} false hits (the worker never got that image)`,
+      );
+    }
     if (r.diagnosis !== undefined)
       for (const line of diagnosisLines(r.row, r.diagnosis)) console.log(line);
   }
@@ -523,6 +534,18 @@ export function goalLines(report: WorkloadReport): string[] {
           : ` (routed requests ${pct(precise.split.routedHitRate)} vs ${pct(oracle.split?.routedHitRate ?? 0)})`),
     );
   }
+  if (report.workload === "multimodal") {
+    // Images in the prefix: no claim on an image a worker never got, and the oracle's hit rate.
+    for (const r of report.rows) {
+      if (r.mediaFalseHits === undefined) continue;
+      const points = oracle === undefined ? 0 : 100 * (oracle.hitRate - r.hitRate);
+      const ok = r.mediaFalseHits.falseHits === 0 && points <= 1;
+      lines.push(
+        `goal (${r.row}): 0 false hits on images, hit rate within 1 point of the oracle's: ` +
+          `${r.mediaFalseHits.falseHits} false hits, ${pct(r.hitRate)} vs ${pct(oracle?.hitRate ?? 0)} → ${ok ? "met" : "MISSED"}`,
+      );
+    }
+  }
   if (report.workload === "cache-pressure" && oracle !== undefined) {
     // Issue 27: the default's hit rate holds from run to run, and its TTFT stays at the oracle's.
     const def = row(defaultConfig().policies.policy);
@@ -552,6 +575,18 @@ export function goalLines(report: WorkloadReport): string[] {
       lines.push(
         `goal: cache_aware mean TTFT ≥ 2× lower than round_robin: ${fmt(ca.ttftMs.mean)} vs ${fmt(rr.ttftMs.mean)} ms (${fmt(ratio, 2)}×) → ${ratio >= 2 ? "met" : "MISSED"}`,
         `  (for information: p50 ${fmt(rr.ttftMs.p50 / ca.ttftMs.p50, 2)}×; warm mean, without the first ${WARM_SKIP * 100}% of requests, ${fmt(rr.warmTtftMs.mean / ca.warmTtftMs.mean, 2)}×)`,
+      );
+    }
+  }
+  if (report.workload === "multimodal") {
+    // Images in the prefix: no claim on an image a worker never got, and the oracle's hit rate.
+    for (const r of report.rows) {
+      if (r.mediaFalseHits === undefined) continue;
+      const points = oracle === undefined ? 0 : 100 * (oracle.hitRate - r.hitRate);
+      const ok = r.mediaFalseHits.falseHits === 0 && points <= 1;
+      lines.push(
+        `goal (${r.row}): 0 false hits on images, hit rate within 1 point of the oracle's: ` +
+          `${r.mediaFalseHits.falseHits} false hits, ${pct(r.hitRate)} vs ${pct(oracle?.hitRate ?? 0)} → ${ok ? "met" : "MISSED"}`,
       );
     }
   }
@@ -590,6 +625,7 @@ async function runWorkload(
   warmed?: Set<RowLabel>,
 ): Promise<WorkloadReport> {
   let bar: ProgressBar | undefined;
+  if (cli.decisionTraceDir !== undefined) mkdirSync(cli.decisionTraceDir, { recursive: true });
   return runRoutingWorkload(workload, {
     ...(warmed === undefined ? {} : { warmed }),
     preset,
@@ -615,6 +651,7 @@ async function runWorkload(
     ...(cli.precisePolicy === undefined ? {} : { precisePolicy: cli.precisePolicy }),
     ...(host === undefined ? {} : { host }),
     diagnose: cli.diagnose,
+    ...(cli.decisionTraceDir === undefined ? {} : { decisionTraceDir: cli.decisionTraceDir }),
     isolate: cli.isolate,
     onRowStart: (row, total) => {
       bar = new ProgressBar(`${workload} ${row}`, total);
@@ -664,10 +701,12 @@ async function runMatrix(
   );
   try {
     for (const cell of cells) {
+      // Each cell's traces in a folder of its own (every cell is the tenants workload).
+      const dir = cli.decisionTraceDir;
       const report = await runWorkload(
         "tenants",
         cellPreset(cli.preset, cell),
-        cli,
+        dir === undefined ? cli : { ...cli, decisionTraceDir: join(dir, cell.name) },
         sharedStateUrl,
         host,
       );

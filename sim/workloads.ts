@@ -6,6 +6,8 @@
  * cut to exactly 4 characters per token, with no newlines inside, so a system prompt of N tokens
  * is N tokens to the simulated engine.
  */
+
+import { imageText } from "./media.js";
 import { generatedText } from "./output-text.js";
 import { exponential, mulberry32, type Rng, randomInt, shuffleInPlace } from "./prng.js";
 import { type ChatMessage, renderChat } from "./template.js";
@@ -23,6 +25,8 @@ export interface RequestSpec {
   kind: RequestKind;
   /** For kind "chat". */
   messages?: ChatMessage[];
+  /** For kind "chat": an image URL sent ahead of the last message's text (an image_url part). */
+  image?: string;
   /** For kind "completion". */
   prompt?: string;
   maxTokens: number;
@@ -52,16 +56,82 @@ export function randomText(rng: Rng, tokens: number): string {
 
 /** The text a spec asks the engine to prefill (chat through the simulator's template). */
 export function promptTextOf(spec: RequestSpec): string {
-  if (spec.kind === "chat") return renderChat(spec.messages ?? []);
-  return spec.prompt ?? "";
+  if (spec.kind !== "chat") return spec.prompt ?? "";
+  const messages = spec.messages ?? [];
+  const last = messages.at(-1);
+  if (spec.image === undefined || last === undefined) return renderChat(messages);
+  // The image's placeholders ahead of the message's text, as the engine renders it (media.ts).
+  const withImage = { ...last, content: imageText(spec.image, true) + last.content };
+  return renderChat([...messages.slice(0, -1), withImage]);
 }
 
 /** The request body for the spec's OpenAI endpoint (/v1/chat/completions or /v1/completions). */
 export function openAiBody(spec: RequestSpec, model?: string): Record<string, unknown> {
   const base = model === undefined ? {} : { model };
-  return spec.kind === "chat"
-    ? { ...base, messages: spec.messages, max_tokens: spec.maxTokens }
-    : { ...base, prompt: spec.prompt, max_tokens: spec.maxTokens };
+  if (spec.kind !== "chat") return { ...base, prompt: spec.prompt, max_tokens: spec.maxTokens };
+  const messages: unknown[] = [...(spec.messages ?? [])];
+  const last = spec.messages?.at(-1);
+  if (spec.image !== undefined && last !== undefined) {
+    messages[messages.length - 1] = {
+      role: last.role,
+      content: [
+        { type: "image_url", image_url: { url: spec.image } },
+        { type: "text", text: last.content },
+      ],
+    };
+  }
+  return { ...base, messages, max_tokens: spec.maxTokens };
+}
+
+export interface MultimodalOptions {
+  requests: number;
+  /** Distinct images; each request with an image carries one, uniformly at random. */
+  images: number;
+  /** Share of requests (0-1) that carry an image. */
+  imageShare: number;
+  systemPromptTokens: number;
+  /** The instruction that follows the image in every request with one (the same text each time). */
+  instructionTokens: number;
+  questionTokens: number;
+  outputTokens: number;
+  seed: number;
+}
+
+/**
+ * Chats behind one shared system prompt; `imageShare` of them send one of `images` images (a
+ * small inline PNG-like payload, distinct bytes per image), then the same instruction, then a
+ * question of their own. Two requests with the same instruction and different images share the
+ * text after the image but not the engine's cache of it: what a router keyed on text alone would
+ * claim falsely. `group`: the image (0..images-1), or `images` for a request without one.
+ */
+export function multimodalChat(o: MultimodalOptions): RequestSpec[] {
+  const requests = positiveInt("requests", o.requests);
+  const images = positiveInt("images", o.images);
+  const rng = mulberry32(o.seed);
+  const system = randomText(rng, positiveInt("systemPromptTokens", o.systemPromptTokens));
+  const instruction = randomText(rng, positiveInt("instructionTokens", o.instructionTokens));
+  const urls = Array.from(
+    { length: images },
+    (_, i) =>
+      `data:image/png;base64,${Buffer.from(`simulated image ${i}: ${randomText(rng, 16)}`).toString("base64")}`,
+  );
+  const specs: RequestSpec[] = [];
+  for (let i = 0; i < requests; i++) {
+    const question = randomText(rng, positiveInt("questionTokens", o.questionTokens));
+    const withImage = rng() < o.imageShare;
+    const image = withImage ? randomInt(rng, images) : images;
+    const spec = specFor(
+      `mm-${i}`,
+      "chat",
+      system,
+      withImage ? `${instruction}\n${question}` : question,
+      positiveInt("outputTokens", o.outputTokens),
+    );
+    spec.group = image;
+    if (withImage) spec.image = urls[image];
+    specs.push(spec);
+  }
+  return specs;
 }
 
 function specFor(

@@ -61,6 +61,17 @@ export function parseTrace(text: string): Trace {
   return { decisions, bad };
 }
 
+/**
+ * One run's traces from several routers (replicas behind a balancer, each writing its own file) as
+ * one trace: every decision in the order of its clock, each with its own router's outcome.
+ */
+export function mergeTraces(traces: readonly Trace[]): Trace {
+  const decisions = traces.flatMap((t) => t.decisions);
+  // Stable: decisions of one router within one millisecond keep their order.
+  decisions.sort((x, y) => x.t - y.t);
+  return { decisions, bad: traces.reduce((sum, t) => sum + t.bad, 0) };
+}
+
 const heldBy = (d: TracedDecision, worker: string) => d.c.find((r) => r[0] === worker)?.[1] ?? 0;
 const mostHeld = (d: TracedDecision) => Math.max(0, ...d.c.map((r) => r[1]));
 

@@ -123,6 +123,14 @@ export function combineRepeats(runs: readonly RowRun[]): RowResult {
   }
   const diagnosis = results.find((r) => r.diagnosis !== undefined)?.diagnosis;
   if (diagnosis !== undefined) combined.diagnosis = diagnosis;
+  const media = results.flatMap((r) => (r.mediaFalseHits === undefined ? [] : [r.mediaFalseHits]));
+  if (media.length > 0) {
+    combined.mediaFalseHits = {
+      imageDecisions: media.reduce((s, m) => s + m.imageDecisions, 0),
+      claimed: media.reduce((s, m) => s + m.claimed, 0),
+      falseHits: media.reduce((s, m) => s + m.falseHits, 0),
+    };
+  }
   const account = combineAccounts(results.map((r) => r.account));
   if (account !== undefined) combined.account = account;
   return combined;

@@ -6,17 +6,24 @@
  */
 import { randomBytes, randomUUID } from "node:crypto";
 import os from "node:os";
+import { join } from "node:path";
 import { hashString } from "../../sim/hash.js";
 import type { SimStats } from "../../sim/worker.js";
 import { openAiBody, poissonArrivals, type RequestSpec } from "../../sim/workloads.js";
 import type { AccountTotals } from "../../src/cache-account/account-totals.js";
 import { type Config, type ConfigOverrides, configWith, defaultConfig } from "../../src/config.js";
+import { routingText } from "../../src/intake/routing-text.js";
 import { createLogger } from "../../src/logger.js";
 import { POLICY_NAMES, type PolicyName } from "../../src/scheduling/policy.js";
 import { type RunningRouter, startRouter } from "../../src/server.js";
 import { childFleetHost, type FleetHost, type FleetMember, inlineFleetHost } from "./fleet.js";
 import { type LatencySummary, summarizeMs } from "./latency.js";
 import { type LoadJob, type LoadRequest, loadAgent, type RequestOutcome, runLoad } from "./load.js";
+import {
+  countMediaFalseHits,
+  emptyMediaFalseHits,
+  type MediaFalseHits,
+} from "./media-false-hits.js";
 import { routersAccount } from "./routing-account.js";
 import { diagnoseDecisions, emptyDiagnosis, type RoutingDiagnosis } from "./routing-diagnosis.js";
 import {
@@ -83,6 +90,8 @@ export interface RowResult {
   split?: { routedHitRate: number; bypassHitRate: number };
   /** With RunOptions.diagnose: where the routed decisions lost cached tokens (routing-diagnosis.ts). */
   diagnosis?: RoutingDiagnosis;
+  /** Workloads with images: claims on image messages a worker never got (media-false-hits.ts). */
+  mediaFalseHits?: MediaFalseHits;
   /** The routers' cache account (routing-account.ts); absent for a row without an index. */
   account?: AccountTotals;
   /** Each repeat as it ran (RunOptions.repeats; absent in results written before issue 27). */
@@ -153,6 +162,11 @@ export interface RunOptions {
   /** Router settings on top of the defaults, e.g. { cacheLoadBound: 1.5 } (--cache-load-bound). */
   routerOverrides?: ConfigOverrides;
   /**
+   * A directory each router of a measured run writes its decision trace to (--decision-trace),
+   * one file per router: <workload>-<row>-t<timing seed>-r<replica>.jsonl.
+   */
+  decisionTraceDir?: string;
+  /**
    * Router replicas per router row (default 1): each request goes to one of them (replicaOf); they
    * share no state (no --state-url), so each knows only what it routed, plus, in the precise row,
    * every worker's KV events (each replica subscribes to all of them). The oracle row ignores it.
@@ -199,7 +213,14 @@ export async function runRoutingWorkload(
       const specs = workload.specs.slice(0, warmup).filter((s) => (s.turn ?? 0) === 0);
       for (const row of rows) {
         if (o.warmed?.has(row) === true) continue;
-        await runRow({ ...workload, specs }, row, o, host, baseSeed);
+        // Only the measured repeats are traced.
+        await runRow(
+          { ...workload, specs },
+          row,
+          { ...o, decisionTraceDir: undefined },
+          host,
+          baseSeed,
+        );
         o.warmed?.add(row);
       }
     }
@@ -293,12 +314,13 @@ async function runRow(
             }
           : routerOverrides;
       for (let i = 0; i < replicas; i++) {
+        const own = traced(overrides, o.decisionTraceDir, w, label, timingSeed, i);
         routers.push(
           row === PRECISE_ROW
-            ? await startPreciseRouter(fleet.workers, o.precisePolicy, overrides)
+            ? await startPreciseRouter(fleet.workers, o.precisePolicy, own)
             : usesKvEvents(row)
-              ? await startPreciseRouter(fleet.workers, row as PolicyName, overrides)
-              : await startRouter(routerConfig(row, urls, overrides), { logger }),
+              ? await startPreciseRouter(fleet.workers, row as PolicyName, own)
+              : await startRouter(routerConfig(row, urls, own), { logger }),
         );
       }
     }
@@ -321,6 +343,12 @@ async function runRow(
     const into = tally ?? emptyDiagnosis();
     for (const router of routers) diagnoseDecisions(router, sims, into);
     diagnosis = into;
+  }
+  let mediaFalseHits: MediaFalseHits | undefined;
+  if (w.specs.some((spec) => spec.image !== undefined) && routers.length > 0) {
+    mediaFalseHits = emptyMediaFalseHits();
+    const imageOf = imageMessages(w.specs);
+    for (const router of routers) countMediaFalseHits(router, imageOf, mediaFalseHits);
   }
   const clients = w.concurrency ?? p.concurrency;
   const concurrency = o.rate === undefined ? clients : w.specs.length;
@@ -371,6 +399,7 @@ async function runRow(
       loopUtilization,
       ...((o.bypassShare ?? 0) > 0 ? { split: splitHitRates(run.outcomes, bypassed) } : {}),
       ...(diagnosis === undefined ? {} : { diagnosis }),
+      ...(mediaFalseHits === undefined ? {} : { mediaFalseHits }),
     };
     const account = routersAccount(routers);
     if (account !== undefined && account.requests > 0) result.account = account;
@@ -402,6 +431,20 @@ async function runRow(
     await Promise.all([...routers, ...pinned].map((r) => r.stop(1000)));
     await fleet.close();
   }
+}
+
+/** A router's settings with its own decision trace file, when traces were asked for. */
+function traced(
+  overrides: ConfigOverrides,
+  dir: string | undefined,
+  w: PreparedWorkload,
+  label: RowLabel,
+  timingSeed: number,
+  replica: number,
+): ConfigOverrides {
+  if (dir === undefined) return overrides;
+  const file = `${w.name}-${label.replace(/[^\w.+-]/g, "_")}-t${timingSeed}-r${replica}.jsonl`;
+  return { ...overrides, decisionTrace: join(dir, file) };
 }
 
 /**
@@ -587,4 +630,22 @@ function splitHitRates(outcomes: readonly RequestOutcome[], bypassed: readonly b
   const rate = (s: { prompt: number; cached: number }) =>
     s.prompt === 0 ? 0 : s.cached / s.prompt;
   return { routedHitRate: rate(sums[0]!), bypassHitRate: rate(sums[1]!) };
+}
+
+/**
+ * The routing text of each spec with an image → the image (its group) and where its image
+ * message's content starts in that text (after the last message's role marker).
+ */
+function imageMessages(specs: readonly RequestSpec[]) {
+  const byText = new Map<string, { image: number; contentStart: number }>();
+  for (const spec of specs) {
+    if (spec.image === undefined) continue;
+    const text = routingText("chat", openAiBody(spec));
+    const marker = `<${spec.messages?.at(-1)?.role ?? "user"}>`;
+    byText.set(text, {
+      image: spec.group ?? 0,
+      contentStart: text.lastIndexOf(marker) + marker.length,
+    });
+  }
+  return (text: string) => byText.get(text);
 }

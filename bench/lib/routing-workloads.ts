@@ -11,6 +11,8 @@ import {
   cachePressure,
   generatedSharedPrefix,
   hotPrefix,
+  type MultimodalOptions,
+  multimodalChat,
   multiTurnChat,
   noSharing,
   promptTextOf,
@@ -25,6 +27,7 @@ export const WORKLOADS = [
   "hot-prefix",
   "cache-pressure",
   "tenants",
+  "multimodal",
 ] as const;
 export type WorkloadName = (typeof WORKLOADS)[number];
 
@@ -71,6 +74,8 @@ export interface RoutingPreset {
    * Its own number of clients (closed loop), also the conversations under way at once.
    */
   tenants: TenantsShape;
+  /** One shared system prompt; a share of the chats send one of a few images (multimodalChat). */
+  multimodal: Omit<MultimodalOptions, "seed">;
 }
 
 /** One cell of the tenants family (bench/lib/routing-matrix.ts varies these). */
@@ -159,6 +164,15 @@ export const FULL_PRESET: RoutingPreset = {
     outputTokens: 64,
     fleetKvShare: 0.3,
   },
+  multimodal: {
+    requests: 384,
+    images: 20,
+    imageShare: 0.5,
+    systemPromptTokens: 1024,
+    instructionTokens: 256,
+    questionTokens: 64,
+    outputTokens: 64,
+  },
 };
 
 /** The same shapes, smaller and on a faster clock: every workload in well under a minute. */
@@ -210,6 +224,15 @@ export const QUICK_PRESET: RoutingPreset = {
     outputTokens: 32,
     // At 0.3 a worker would not hold 1.25 of its largest requests without 3× the conversations.
     fleetKvShare: 0.6,
+  },
+  multimodal: {
+    requests: 160,
+    images: 20,
+    imageShare: 0.5,
+    systemPromptTokens: 1024,
+    instructionTokens: 256,
+    questionTokens: 64,
+    outputTokens: 16,
   },
 };
 
@@ -320,6 +343,20 @@ function prepareSpecs(
           `${c.activeConversations} at a time, shared tools ${c.toolPreambleTokens} + tenant ${c.tenantPromptTokens}, ` +
           `+${c.turnTokens} user / +${c.outputTokens} assistant tokens a turn, ` +
           `KV per worker ${kvShareOfWorkingSet} of the working set`,
+      };
+    }
+    case "multimodal": {
+      const m = p.multimodal;
+      return {
+        name,
+        specs: multimodalChat({ ...m, seed: p.seed }),
+        workingSetTokens: m.systemPromptTokens + m.images * (64 + m.instructionTokens),
+        // The oracle keeps each image on one worker (the requests without one share worker 0).
+        group: (spec) => spec.group ?? 0,
+        description:
+          `${m.requests} chats behind one ${m.systemPromptTokens}-token system prompt, ` +
+          `${m.imageShare * 100}% with one of ${m.images} images then the same ` +
+          `${m.instructionTokens}-token instruction, +${m.questionTokens} → ${m.outputTokens} tokens`,
       };
     }
     case "tenants": {

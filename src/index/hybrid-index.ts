@@ -69,6 +69,12 @@ export const PRECISE = "precise";
 interface Prepared {
   readonly tokens: readonly number[];
   readonly total: number;
+  /**
+   * The tokens stop before the chat's first media (LeadingMessages): past them only the
+   * approximate trees, whose routing text carries each image's digest, can tell which worker
+   * holds the image, so the match is the larger of the two answers.
+   */
+  readonly beforeMedia?: boolean;
 }
 
 /** Requests prepared and not yet decided; small: decide follows prepare at once. */
@@ -128,7 +134,13 @@ export class HybridIndex extends ForwardingIndex {
     if (live.length === 0) return undefined;
     const known = this.tokens.cached(model, tokenizeInput);
     if (known !== undefined) {
-      this.remember(text, model, known, totalOf(tokenizeInput, known));
+      this.remember(
+        text,
+        model,
+        known,
+        totalOf(tokenizeInput, known),
+        isBeforeMedia(tokenizeInput),
+      );
       return undefined;
     }
     return this.awaitTokens(text, model, tokenizeInput, live);
@@ -159,7 +171,7 @@ export class HybridIndex extends ForwardingIndex {
       }
       this.awaitLate(text, model, tokens);
     } else if (result === undefined) this.options.onTokenizeMiss?.("unavailable");
-    else this.remember(text, model, result, totalOf(input, result));
+    else this.remember(text, model, result, totalOf(input, result), isBeforeMedia(input));
   }
 
   private awaitLate(
@@ -189,6 +201,7 @@ export class HybridIndex extends ForwardingIndex {
     model: string | undefined,
     tokens: readonly number[],
     total = tokens.length,
+    beforeMedia = false,
   ): void {
     const m = model ?? "";
     let byText = this.prepared.get(m);
@@ -197,7 +210,7 @@ export class HybridIndex extends ForwardingIndex {
       this.prepared.set(m, byText);
     }
     if (byText.delete(text)) this.preparedCount--;
-    byText.set(text, { tokens, total: Math.max(total, tokens.length) });
+    byText.set(text, { tokens, total: Math.max(total, tokens.length), beforeMedia });
     this.preparedCount++;
     // Oldest first within each model; models themselves in order of first use.
     for (const [key, texts] of this.prepared) {
@@ -236,6 +249,12 @@ export class HybridIndex extends ForwardingIndex {
       }
       return;
     }
+    // A chat with media: what the approximate trees say of the workers, the larger answer wins.
+    let approximate: number[] | undefined;
+    if (prepared!.beforeMedia === true) {
+      approximate = new Array<number>(workers.length).fill(0);
+      this.base.match(text, model, workers, approximate);
+    }
     // Workers with the same block size and adapter share one computation of the keys.
     const memo = new Map<string, number[]>();
     for (let i = 0; i < workers.length; i++) {
@@ -248,6 +267,10 @@ export class HybridIndex extends ForwardingIndex {
       const matchedTokens = this.matchRanks(id, tokens, model, memo);
       out[i] = charsFor(text, matchedTokens / prepared!.total);
       this.sources.set(id, PRECISE);
+      if (approximate !== undefined && approximate[i]! > out[i]!) {
+        out[i] = approximate[i]!;
+        this.sources.set(id, this.base.name);
+      }
     }
   }
 
@@ -345,6 +368,10 @@ function totalOf(input: TokenizeInput, tokens: readonly number[]): number {
   return "leadingMessages" in input && input.share > 0
     ? tokens.length / input.share
     : tokens.length;
+}
+
+function isBeforeMedia(input: TokenizeInput): boolean {
+  return "leadingMessages" in input;
 }
 
 function lateKey(text: string, model: string | undefined): string {

@@ -1,4 +1,8 @@
+import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { mergeTraces, parseTrace } from "../../bench/lib/decision-trace-explain.js";
 import { inlineFleetHost } from "../../bench/lib/fleet.js";
 import {
   combineRepeats,
@@ -194,5 +198,41 @@ describe("bench:routing repeats", () => {
     } finally {
       await host.close();
     }
+  }, 60_000);
+
+  it("writes each router's decision trace of the measured runs, one file per replica", async () => {
+    const tiny: RoutingPreset = {
+      ...QUICK_PRESET,
+      concurrency: 4,
+      timeScale: 0.05,
+      kvCapacityTokens: 2048,
+      sharedPrefix: {
+        groups: 2,
+        promptsPerGroup: 4,
+        systemPromptTokens: 128,
+        questionTokens: 16,
+        outputTokens: 2,
+      },
+    };
+    const dir = mkdtempSync(join(tmpdir(), "routing-trace-"));
+    await runRoutingWorkload("shared-prefix", {
+      preset: tiny,
+      rows: ["prefix_cost"],
+      warmupRequests: 4,
+      replicas: 2,
+      isolate: false,
+      decisionTraceDir: dir,
+    });
+    const files = readdirSync(dir).sort();
+    expect(files).toEqual([
+      "shared-prefix-prefix_cost-t1-r0.jsonl",
+      "shared-prefix-prefix_cost-t1-r1.jsonl",
+    ]);
+    // The two replicas' traces together: every measured request once, no warm-up request.
+    const merged = mergeTraces(files.map((f) => parseTrace(readFileSync(join(dir, f), "utf8"))));
+    expect(merged.decisions).toHaveLength(8);
+    expect(merged.decisions.every((d, i) => i === 0 || merged.decisions[i - 1]!.t <= d.t)).toBe(
+      true,
+    );
   }, 60_000);
 });

@@ -4,7 +4,7 @@ import {
   prepareWorkload,
   QUICK_PRESET,
 } from "../../bench/lib/routing-workloads.js";
-import type { RequestSpec } from "../../sim/workloads.js";
+import { openAiBody, type RequestSpec } from "../../sim/workloads.js";
 
 describe("bench:routing cache-pressure preparation", () => {
   it("counts the working set as the distinct prompt tokens", () => {
@@ -31,5 +31,23 @@ describe("bench:routing cache-pressure preparation", () => {
     expect(prepareWorkload("shared-prefix", QUICK_PRESET).kvCapacityTokens).toBe(
       QUICK_PRESET.kvCapacityTokens,
     );
+  });
+});
+
+describe("bench:routing multimodal preparation", () => {
+  it("about half the chats send one of the images, ahead of the same instruction", () => {
+    const w = prepareWorkload("multimodal", QUICK_PRESET);
+    const withImage = w.specs.filter((s) => s.image !== undefined);
+    expect(withImage.length / w.specs.length).toBeGreaterThan(0.35);
+    expect(withImage.length / w.specs.length).toBeLessThan(0.65);
+    expect(new Set(withImage.map((s) => s.image)).size).toBeLessThanOrEqual(20);
+    const body = openAiBody(withImage[0]!) as { messages: { content: unknown }[] };
+    expect(body.messages.at(-1)!.content).toEqual([
+      { type: "image_url", image_url: { url: withImage[0]!.image } },
+      { type: "text", text: withImage[0]!.messages!.at(-1)!.content },
+    ]);
+    // The oracle pins each image to one worker.
+    const sameImage = withImage.filter((s) => s.image === withImage[0]!.image);
+    expect(new Set(sameImage.map((s) => w.oracle!(s, 4))).size).toBe(1);
   });
 });

@@ -263,3 +263,25 @@ describe("HybridIndex with a slow /tokenize", () => {
     }
   });
 });
+
+describe("HybridIndex: a chat with media", () => {
+  it("matches precisely up to the first media; past it the approximate trees (image digests) may say more", async () => {
+    const { index, precise, source } = setup();
+    // The messages before the image are the first 20 tokens, half of the routing text.
+    source.cached = (_model: string | undefined, input: TokenizeInput) =>
+      "leadingMessages" in input ? TOKENS.slice(0, 20) : undefined;
+    store(precise, "a", 10);
+    // b was sent this very request (its image included): its tree holds the whole text.
+    index.insert("b", undefined, TEXT);
+    const media = { leadingMessages: [{ role: "system", content: "s" }], share: 0.5 };
+    expect(index.prepare({ text: TEXT, model: undefined, tokenizeInput: media }, workers)).toBe(
+      undefined,
+    );
+    const out: number[] = [];
+    index.match(TEXT, undefined, workers, out);
+    // a holds every block of the leading messages, and is credited with their share only.
+    expect(out).toEqual([80, 160]);
+    expect(index.sourceOf("a")).toBe("precise");
+    expect(index.sourceOf("b")).toBe("approx");
+  });
+});
