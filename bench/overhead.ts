@@ -31,13 +31,14 @@ import { commandLine, runIfEntryPoint } from "./lib/entry.js";
 import { childFleetHost } from "./lib/fleet.js";
 import { fmt } from "./lib/latency.js";
 import { listFlag } from "./lib/list-flag.js";
-import { type NginxProxy, startNginx } from "./lib/nginx.js";
+import { findNginx, nginxHasNjs as hasNjs, type NginxProxy, startNginx } from "./lib/nginx.js";
 import {
   measure,
   OUTPUT_TOKENS,
   overheadPrompts,
   type TargetResult,
 } from "./lib/overhead-requests.js";
+import { processTree } from "./lib/process-cpu.js";
 import { printTable } from "./lib/stats.js";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -66,6 +67,11 @@ export interface CellResult {
   bareNodeAddedP50Ms?: number;
   /** Bare Node.js proxy requests/s over nginx's. */
   bareNodeVsNginx?: number;
+  /** The router with --data-plane nginx (nginx relays, the router decides). */
+  routerNginx?: TargetResult;
+  routerNginxAddedP50Ms?: number;
+  /** router-nginx requests/s over plain nginx's. */
+  routerNginxVsNginx?: number;
 }
 
 async function main(): Promise<void> {
@@ -117,12 +123,30 @@ async function main(): Promise<void> {
   );
   const nginx: NginxProxy | undefined = await startNginx(workerUrl);
   console.log(nginx === undefined ? "nginx: not installed, no baseline" : `nginx: ${nginx.url}`);
+  // --data-plane nginx, when nginx has its njs module; CPU = the router's and nginx's processes.
+  const routerNginx =
+    nginx === undefined || !hasNjs()
+      ? undefined
+      : await startBuiltRouter([
+          "--data-plane",
+          "nginx",
+          "--nginx-binary",
+          findNginx() ?? "nginx",
+          "--worker-urls",
+          workerUrl,
+          ...routerArgs,
+        ]);
+  const routerNginxTarget =
+    routerNginx === undefined
+      ? undefined
+      : { url: routerNginx.url, pid: () => processTree(routerNginx.pid) };
   const bareNode = await startBareNodeProxy(workerUrl);
   const origins = [
     workerUrl,
     router.url,
     bareNode.url,
     ...(nginx === undefined ? [] : [nginx.url]),
+    ...(routerNginx === undefined ? [] : [routerNginx.url]),
   ];
   const cells: CellResult[] = [];
   const texts = new Map(promptSizes.map((chars) => [chars, overheadPrompts(chars)]));
@@ -180,6 +204,18 @@ async function main(): Promise<void> {
                   warmup,
                   `${label} nginx`,
                 );
+          const viaRouterNginx =
+            routerNginxTarget === undefined
+              ? undefined
+              : await measure(
+                  routerNginxTarget,
+                  texts,
+                  stream,
+                  concurrency,
+                  requests,
+                  warmup,
+                  `${label} router-nginx`,
+                );
           cells.push({
             promptChars: chars,
             stream,
@@ -199,6 +235,13 @@ async function main(): Promise<void> {
                   routerVsNginx: routed.requestsPerSec / viaNginx.requestsPerSec,
                   bareNodeVsNginx: viaBareNode.requestsPerSec / viaNginx.requestsPerSec,
                 }),
+            ...(viaRouterNginx === undefined || viaNginx === undefined
+              ? {}
+              : {
+                  routerNginx: viaRouterNginx,
+                  routerNginxAddedP50Ms: viaRouterNginx.latencyMs.p50 - direct.latencyMs.p50,
+                  routerNginxVsNginx: viaRouterNginx.requestsPerSec / viaNginx.requestsPerSec,
+                }),
           });
         }
       }
@@ -207,6 +250,7 @@ async function main(): Promise<void> {
     await router.stop();
     await bareNode.stop();
     await nginx?.stop();
+    await routerNginx?.stop();
     await host.close();
   }
 
@@ -242,6 +286,9 @@ async function main(): Promise<void> {
             "router/nginx",
             "node/nginx",
           ]),
+      ...(routerNginx === undefined
+        ? []
+        : ["r-nginx added p50", "r-nginx req/s", "r-nginx cpu µs/req", "r-nginx/nginx"]),
       "errors",
     ],
     cells.map((c) => [
@@ -271,7 +318,19 @@ async function main(): Promise<void> {
             fmt(c.routerVsNginx!, 2),
             fmt(c.bareNodeVsNginx!, 2),
           ]),
-      c.direct.errors + c.router.errors + c.bareNode!.errors + (c.nginx?.errors ?? 0),
+      ...(c.routerNginx === undefined
+        ? []
+        : [
+            fmt(c.routerNginxAddedP50Ms!, 2),
+            fmt(c.routerNginx.requestsPerSec, 0),
+            fmt(c.routerNginx.cpuMicrosPerRequest ?? Number.NaN, 0),
+            fmt(c.routerNginxVsNginx!, 2),
+          ]),
+      c.direct.errors +
+        c.router.errors +
+        c.bareNode!.errors +
+        (c.nginx?.errors ?? 0) +
+        (c.routerNginx?.errors ?? 0),
     ]),
   );
   mkdirSync(dirname(RESULTS), { recursive: true });

@@ -29,7 +29,7 @@ import { startBuiltCluster, startBuiltRouter } from "./lib/built-router.js";
 import { commandLine, runIfEntryPoint } from "./lib/entry.js";
 import { childFleetHost } from "./lib/fleet.js";
 import { listFlag } from "./lib/list-flag.js";
-import { ensureNginx, startNginx } from "./lib/nginx.js";
+import { ensureNginx, nginxHasNjs, startNginx } from "./lib/nginx.js";
 import { processTree } from "./lib/process-cpu.js";
 import { startRouterProcess } from "./lib/router-process.js";
 import type { StreamLoadResult } from "./lib/stream-load.js";
@@ -55,9 +55,12 @@ const USAGE = `usage: npm run bench:stream -- [flags]
   --duration D        measured seconds per run (default 10)
   --rounds N          rounds of interleaved rows (default 3)
   --engines N         simulated engines (default 4)
-  --rows a,b,...      among direct, nginx, bare, base, router, cluster (default direct, nginx,
-                      router, cluster; direct always runs). bare: a bare Node.js proxy (node:http +
-                      undici, pipe(): the runtime's floor); base: the router built from --base
+  --rows a,b,...      among direct, nginx, bare, base, router, router-nginx, cluster (default
+                      direct, nginx, router, router-nginx, cluster; direct always runs). bare: a
+                      bare Node.js proxy (node:http + undici, pipe(): the runtime's floor);
+                      router-nginx: --data-plane nginx (needs nginx's njs module: apt-get install
+                      libnginx-mod-http-js), CPU of nginx and the router together; base: the
+                      router built from --base
   --base REF          a git ref to build as the base row (before/after in the same rounds)
   --base-node-args A  node flags for the base row's process, e.g. "--max-semi-space-size=2"
                       (with --base HEAD: one build, two runtime settings)
@@ -155,8 +158,8 @@ export function parseStreamFlags(argv: readonly string[]): StreamBenchOptions {
   const str = (k: string) => values[k] as string | undefined;
   const defaultRows: RowName[] =
     str("base") === undefined
-      ? ["direct", "nginx", "router", "cluster"]
-      : ["direct", "nginx", "base", "router", "cluster"];
+      ? ["direct", "nginx", "router", "router-nginx", "cluster"]
+      : ["direct", "nginx", "base", "router", "router-nginx", "cluster"];
   const rows =
     str("rows") === undefined
       ? defaultRows
@@ -233,6 +236,22 @@ export async function runStreamBench(o: StreamBenchOptions): Promise<StreamBench
           )
         : await startBuiltRouter(["--worker-urls", ...engines], profile);
       targets.set("router", { urls: [router.url], pids: () => [router.pid], stop: router.stop });
+    }
+    // --data-plane nginx: nginx (with njs) relays, the router decides; both processes' CPU.
+    if (o.rows.includes("router-nginx") && nginxFound && nginxHasNjs()) {
+      const router = await startBuiltRouter([
+        "--data-plane",
+        "nginx",
+        "--nginx-binary",
+        ensureNginx("bench:stream") ?? "nginx",
+        "--worker-urls",
+        ...engines,
+      ]);
+      targets.set("router-nginx", {
+        urls: [router.url],
+        pids: () => processTree(router.pid),
+        stop: router.stop,
+      });
     }
     if (o.rows.includes("bare")) {
       const bare = await startBareNodeProxy(engines);

@@ -44,6 +44,8 @@ export interface DemoOptions {
   statsIntervalSecs?: number;
   /** Router log level (default "warn": a line per request would drown the status lines). */
   logLevel?: LogLevel;
+  /** Who relays the answers (default node; nginx needs nginx and its njs module, docs/data-planes.md). */
+  dataPlane?: "node" | "nginx";
   /**
    * Router replicas (default 1). With 2 or more, a redis-server is started on a free port and the
    * replicas share decisions, load and workers through it (--state-url); without redis-server
@@ -204,6 +206,7 @@ async function startDemoRouter(
     logLevel: o.logLevel ?? "warn",
     workerUrls: workers.map((w) => w.url),
     shutdownGraceSecs: 2,
+    dataPlane: o.dataPlane ?? "node",
     ...(stateUrl !== undefined
       ? { stateUrl, stateSecret: DEMO_STATE_SECRET, stateKeyPrefix: "radixgate-demo" }
       : {}),
@@ -297,6 +300,7 @@ async function main(): Promise<void> {
       interval: { type: "string", default: "5" },
       "log-level": { type: "string", default: "warn" },
       replicas: { type: "string", default: "1" },
+      "data-plane": { type: "string", default: "node" },
       help: { type: "boolean", default: false },
     },
   });
@@ -315,6 +319,8 @@ async function main(): Promise<void> {
         "  --interval <secs>   seconds between status lines (default 5)",
         `  --log-level <lvl>   router log level: ${LOG_LEVELS.join(" | ")} (default warn)`,
         "  --replicas <n>      router replicas sharing state through a local redis-server (default 1)",
+        "  --data-plane <p>    node | nginx: nginx relays, the router decides (needs nginx and its",
+        "                      njs module: apt-get install nginx-light libnginx-mod-http-js)",
       ].join("\n"),
     );
     return;
@@ -335,6 +341,11 @@ async function main(): Promise<void> {
     console.error(`demo: --log-level must be one of ${LOG_LEVELS.join(", ")}`);
     process.exit(2);
   }
+  const dataPlane = values["data-plane"];
+  if (dataPlane !== "node" && dataPlane !== "nginx") {
+    console.error("demo: --data-plane must be node or nginx");
+    process.exit(2);
+  }
   const workerPorts = values["worker-ports"]
     ?.split(/[\s,]+/)
     .filter((p) => p !== "")
@@ -352,6 +363,7 @@ async function main(): Promise<void> {
       statsIntervalSecs: number("interval", values.interval, 0.1),
       logLevel: values["log-level"] as LogLevel,
       replicas: Math.floor(number("replicas", values.replicas, 1)),
+      dataPlane,
     });
   } catch (err) {
     console.error(`demo: could not start: ${(err as Error).message}`);

@@ -9,6 +9,7 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePort } from "../../sim/free-port.js";
+import { njsModulePath } from "../../src/nginx/supervisor.js";
 import { stopChild, untilAccepting } from "./child-process.js";
 import { childPids } from "./process-cpu.js";
 
@@ -23,6 +24,16 @@ const CANDIDATES = ["/usr/sbin/nginx", "/usr/local/sbin/nginx", "/usr/bin/nginx"
 
 export function findNginx(): string | undefined {
   return CANDIDATES.find((path) => existsSync(path));
+}
+
+/** Whether nginx has its njs module (--data-plane nginx needs it: libnginx-mod-http-js). */
+export function nginxHasNjs(): boolean {
+  try {
+    njsModulePath(findNginx() ?? "nginx");
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /**

@@ -59,8 +59,11 @@ export interface TargetResult {
  * a proxy given with its pid also gets its CPU time per request (/proc). `label` shows progress.
  */
 export async function measure(
-  /** A URL, or a proxy whose CPU time is read around the measurement (pid of the process). */
-  target: { url: string; pid: number } | string,
+  /**
+   * A URL, or a proxy whose CPU time is read around the measurement: the pid of its process, or
+   * of each of its processes (the router and its nginx with --data-plane nginx).
+   */
+  target: { url: string; pid: number | (() => readonly number[]) } | string,
   texts: readonly string[],
   stream: boolean,
   concurrency: number,
@@ -69,7 +72,17 @@ export async function measure(
   label?: string,
 ): Promise<TargetResult> {
   const origin = typeof target === "string" ? target : target.url;
-  const cpuMicros = () => (typeof target === "string" ? undefined : processCpuMicros(target.pid));
+  const cpuMicros = () => {
+    if (typeof target === "string") return undefined;
+    const pids = typeof target.pid === "number" ? [target.pid] : target.pid();
+    let sum = 0;
+    for (const pid of pids) {
+      const micros = processCpuMicros(pid);
+      if (micros === undefined) return undefined;
+      sum += micros;
+    }
+    return sum;
+  };
   const dispatcher = loadAgent(concurrency);
   try {
     if (warmup > 0)

@@ -6,8 +6,20 @@ import { fmt } from "./latency.js";
 import { median, printTable } from "./stats.js";
 import type { StreamLoadResult } from "./stream-load.js";
 
-/** bare: a bare Node.js proxy (the runtime's floor); base: the router built from --base REF. */
-export const ROWS = ["direct", "nginx", "bare", "base", "router", "cluster"] as const;
+/**
+ * bare: a bare Node.js proxy (the runtime's floor); base: the router built from --base REF;
+ * router-nginx: the router with --data-plane nginx (nginx relays, the router decides; the CPU of
+ * both processes counted).
+ */
+export const ROWS = [
+  "direct",
+  "nginx",
+  "bare",
+  "base",
+  "router",
+  "router-nginx",
+  "cluster",
+] as const;
 export type RowName = (typeof ROWS)[number];
 
 export interface RowRun {

@@ -76,6 +76,7 @@ export function buildDataPlane(options: DataPlaneOptions, deps: DataPlaneDeps): 
     options.maxSessions === undefined ? undefined : new SessionTable(options.maxSessions),
     deps.claims,
     feedback,
+    registry,
   );
   const cacheLedger = new CacheLedger(options.cacheAccount, deps.logger);
   registerAccountMetrics(m.registry, cacheLedger.totals);
@@ -93,7 +94,14 @@ export function buildDataPlane(options: DataPlaneOptions, deps: DataPlaneDeps): 
     pd === undefined
       ? undefined
       : {
-          decodeDecider: new Scheduler(pd.decodePolicy, index),
+          decodeDecider: new Scheduler(
+            pd.decodePolicy,
+            index,
+            undefined,
+            undefined,
+            undefined,
+            registry,
+          ),
           protocol: pd.protocol === "sglang" ? SGLANG_PAIRS : VLLM_PAIRS,
         },
     deps.relays,

@@ -51,16 +51,17 @@ export class CacheLedger {
 
   /**
    * An attempt's decision, in the request's account: opened at its first decision, each later
-   * one (a retry) replacing what the account holds. One call per attempt for the forwarder.
+   * one (a retry) replacing what the account holds. One call per attempt for the forwarder: the
+   * account, and the --explain-header it sends with the chosen worker's answer.
    */
   decided(
     account: RequestAccount | undefined,
     request: { readonly text: string; readonly model: string | undefined },
-    decision: AccountedDecision,
-  ): RequestAccount {
+    decision: AccountedDecision & { readonly worker: { readonly charsPerToken: number } },
+  ): { account: RequestAccount; explain: readonly [name: string, value: string] | undefined } {
     const opened = account ?? this.open(request.text, request.model);
     opened.decided(decision);
-    return opened;
+    return { account: opened, explain: this.explainHeader(opened, decision.worker.charsPerToken) };
   }
 
   /** The --explain-header value for the request as decided (the answer's count is not known yet). */
@@ -93,8 +94,12 @@ export class CacheLedger {
     this.record(account, requestId);
   }
 
+  /** Told of every settled account (the fleet saturation signal counts its uncached tokens). */
+  onRecord: ((account: RequestAccount) => void) | undefined;
+
   /** A settled account (request-account.ts settle) joins the sums. */
   record(account: RequestAccount, requestId: string, now = Date.now()): void {
+    this.onRecord?.(account);
     addAccount(this.totals, account);
     this.window.add(account, now);
     if (now - this.rotatedAt >= this.halfWindowMs) {

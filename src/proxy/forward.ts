@@ -2,7 +2,7 @@ import type { ServerResponse } from "node:http";
 import type { CacheLedger } from "../cache-account/cache-ledger.js";
 import type { RequestAccount } from "../cache-account/request-account.js";
 import { RouterError, retryAfterSecs } from "../errors.js";
-import type { Decision, Scheduler } from "../scheduling/scheduler.js";
+import type { AttemptEnd, Decision, Scheduler } from "../scheduling/scheduler.js";
 import type { WorkerRegistry } from "../workers/registry.js";
 import type { Worker } from "../workers/worker.js";
 import { ShutdownAbort } from "./abort-reasons.js";
@@ -84,6 +84,11 @@ export class Forwarder {
   private readonly relayLimits: RelayLimits;
   /** This router's Via entry (loop detection), the same for every request. */
   private readonly via: string;
+  /** The scheduler's policy name (metrics, traces) and its label in x-radixgate-route. */
+  private readonly policyName: string;
+  private readonly profile: string | undefined;
+  /** Whether answers are read for the usage their engines report (the scheduler learns from it). */
+  private readonly readsUsage: boolean;
 
   constructor(
     private readonly registry: WorkerRegistry,
@@ -104,6 +109,9 @@ export class Forwarder {
       idle: new IdleSweep(settings.idleTimeoutMs),
     };
     this.via = viaToken(settings.instanceId);
+    this.policyName = decider.policy.name;
+    this.profile = decider.profile;
+    this.readsUsage = decider.readsUsage;
   }
 
   /** Ends every upstream request under way (shutdown grace over): streams get an SSE error event. */
@@ -142,9 +150,8 @@ export class Forwarder {
       writeError(res, refusedBody, req.requestId);
       return { status: refusedBody.status, attempts: 0, error: "invalid_request" };
     }
-    // A regular fleet's workers, or one side's of a pair (the prefill side: the decider's).
+    // A regular fleet's workers, or one side's of a pair: what is left to retry on.
     const candidates = (side?: Side) => this.registry.candidates(tried, side, plan);
-    const first: Side | undefined = pairs === undefined ? undefined : "prefill";
     const headers = upstreamRequestHeaders(
       req.headers,
       req.requestId,
@@ -154,14 +161,6 @@ export class Forwarder {
     let lastFailure: AttemptFailure | undefined;
     let attempts = 0;
     let account: RequestAccount | undefined;
-    // Only an index with an asynchronous step (the precise index tokenizing) makes this wait.
-    // It prepares what decide() will look up: the same text under the same model key.
-    const preparing = this.decider.prepare(() => candidates(first), routed);
-    if (preparing !== undefined) {
-      const tokenize = req.trace?.phase("tokenize");
-      await preparing;
-      tokenize?.end();
-    }
     /** Whether a worker (a pair: one of each side) is left once `failed` are left out too. */
     const left = (failed: readonly Worker[]) => {
       if (pairs === undefined) return candidates().some((w) => !failed.includes(w));
@@ -172,14 +171,16 @@ export class Forwarder {
 
     while (attempts < this.settings.retryMaxAttempts) {
       if (req.clientSignal.aborted) return { status: 499, attempts, error: "client_abort" };
-      const choosing = this.choose(req, attempts, candidates);
+      const choosing = this.choose(req, attempts, tried);
       const choice = choosing instanceof Promise ? await choosing : choosing;
       if (choice === undefined) break;
       const { decision } = choice;
-      this.hooks.onDecision(this.decider.policy.name, decision.branch, decision.matchRate);
+      this.hooks.onDecision(this.policyName, decision.branch, decision.matchRate);
       const worker = decision.worker;
+      // The request's cache account, and the --explain-header sent with the answer.
+      let explain: readonly [string, string] | undefined;
       if (decision.index !== null && this.ledger !== undefined) {
-        account = this.ledger.decided(account, routed, decision);
+        ({ account, explain } = this.ledger.decided(account, routed, decision));
       }
       if (pairs === undefined) tried.add(worker);
       attempts += 1;
@@ -193,45 +194,44 @@ export class Forwarder {
       // On the last possible attempt a retryable answer is passed through as the worker sent it.
       const canRetry = (failed: readonly Worker[]) =>
         attempts < this.settings.retryMaxAttempts && left(failed);
-      // Other requests still prefilling there: a low cached count may be theirs, not an eviction.
-      const othersPrefilling = worker.pendingPrefillRequests > 0;
       const route = routeHeader(
         base.branch,
         req.showMatch === true ? base.matchRate : null,
         decision.index,
-        this.decider.profile,
+        this.profile,
       );
       const result: Tried =
         choice.decode === undefined || pairs === undefined || json === undefined
-          ? await this.single(worker, decision, req, headers, deadline, res, route, account, () =>
+          ? await this.single(worker, decision, req, headers, deadline, res, route, explain, () =>
               canRetry([worker]),
             )
           : await this.pair(pairs, choice.decode, decision, req, json, headers, deadline, res, {
               route: `${route};prefill=${worker.id}`,
-              explain: this.ledger?.explainHeader(account, worker.charsPerToken),
+              explain,
               canRetry,
             });
       if (result.kind === "done") {
         const outcome = { ...base, ...result.outcome };
         // Only what a worker accepted stays in its index entry: an error answer, or a client gone
-        // before the answer began, caches nothing there.
+        // before the answer began, caches nothing there. Accepted, the engine's usage teaches the
+        // scheduler (a pair's prefill side reports its own answer's usage only to the account).
         if (!accepted(result.outcome)) {
-          this.rejected(choice, routed);
+          this.completed(choice, routed, { accepted: false });
           return { ...outcome, usage: result.usage };
         }
-        if (pairs === undefined && result.usage !== undefined)
-          this.decider.completed(worker, result.usage, decision, routed, {
-            aboutText: routed.usageDescribesText,
-            othersPrefilling,
-          });
+        const charsPerToken = this.completed(choice, routed, {
+          accepted: true,
+          usage: pairs === undefined ? result.usage : undefined,
+          aboutText: routed.usageDescribesText,
+        });
         if (account === undefined) return { ...outcome, usage: result.usage };
         const reported = pairs === undefined ? result.usage : result.accountUsage;
         // A batch's usage is the sum over its prompts, not this text's: counted from the text then.
         const usage = routed.usageDescribesText ? reported : undefined;
-        this.ledger?.settle(account, usage, worker.charsPerToken, req.requestId);
+        this.ledger?.settle(account, usage, charsPerToken, req.requestId);
         return { ...outcome, account, usage: result.usage };
       }
-      this.rejected(choice, routed);
+      this.completed(choice, routed, { accepted: false });
       lastFailure = result.failure;
       for (const failed of result.failed ?? [worker]) {
         tried.add(failed);
@@ -271,35 +271,45 @@ export class Forwarder {
   }
 
   /**
-   * The attempt's worker, or pair: the first attempt among the workers where the request has room
-   * (--queue-when-saturated, when any is left) and, for a new prefix, as the replicas agree. A
-   * promise only when the replicas are asked.
+   * The attempt's worker, or pair, in one call to the scheduler (a pair: one to each side's): the
+   * first attempt among the workers where the request has room (--queue-when-saturated, when any
+   * is left) and, for a new prefix, as the replicas agree. A promise only when something is
+   * waited for (the index's asynchronous step, the replicas).
    */
   private choose(
     req: ForwardRequest,
     attempts: number,
-    candidates: (side?: Side) => readonly Worker[],
+    tried: ReadonlySet<Worker>,
   ): Choice | undefined | Promise<Choice | undefined> {
     const routed = req.routing;
     const pairs = this.pairs;
     // The room rule on the first attempt only: a retry goes wherever a worker is left.
     const room = attempts === 0 ? req.roomOn : undefined;
-    const mine = candidates(pairs === undefined ? undefined : "prefill");
-    let decodes: readonly Worker[] | undefined;
-    if (pairs !== undefined) {
-      decodes = candidates("decode");
-      if (mine.length === 0 || decodes.length === 0) return undefined;
-    }
-    // The first choice of a new prefix may wait (bounded) for the replicas to agree on it.
-    const deciding = req.trace?.decision();
-    const choosing = this.decider.schedule(mine, routed, { room, agreed: attempts === 0 });
+    // A pair needs both sides: none is chosen while one side has no worker left.
+    if (pairs !== undefined && this.registry.candidates(tried, "decode", routed.plan).length === 0)
+      return undefined;
+    const trace = req.trace;
+    const deciding = trace?.decision();
+    const choosing = this.decider.schedule(routed, {
+      exclude: tried,
+      side: pairs === undefined ? undefined : "prefill",
+      first: attempts === 0,
+      room,
+      span: trace === undefined ? undefined : (name) => trace.phase(name),
+    });
     const chosen = (decision: Decision<Worker> | undefined): Choice | undefined => {
-      deciding?.end(this.decider.policy.name, decision);
-      if (pairs === undefined || decodes === undefined) return decision && { decision };
-      const decode = pairs.decodeDecider.schedule(decodes, routed, { room, agreed: false });
-      if (decision === undefined || decode === undefined) {
-        if (decision !== undefined) this.decider.rejected(decision, routed);
-        if (decode !== undefined) pairs.decodeDecider.rejected(decode, routed);
+      deciding?.end(this.policyName, decision);
+      if (pairs === undefined) return decision && { decision };
+      if (decision === undefined) return undefined;
+      const decode = pairs.decodeDecider.schedule(routed, {
+        exclude: tried,
+        side: "decode",
+        first: false,
+        room,
+      });
+      // Only the first attempt waits for anything, and the decode side never asks the replicas.
+      if (decode === undefined || decode instanceof Promise) {
+        this.decider.completed(decision, routed, { accepted: false });
         return undefined;
       }
       return { decision, decode };
@@ -307,10 +317,15 @@ export class Forwarder {
     return choosing instanceof Promise ? choosing.then(chosen) : chosen(choosing);
   }
 
-  /** The index forgets what the choice claimed (only what a worker accepted stays). */
-  private rejected(choice: Choice, routed: ForwardRequest["routing"]): void {
-    this.decider.rejected(choice.decision, routed);
-    if (choice.decode !== undefined) this.pairs?.decodeDecider.rejected(choice.decode, routed);
+  /**
+   * The complete stage of an attempt for the scheduler (a pair: both sides'): the insert taken
+   * back when not accepted, the engine's usage learned when accepted. Returns the accounted
+   * worker's characters per token.
+   */
+  private completed(choice: Choice, routed: ForwardRequest["routing"], end: AttemptEnd): number {
+    if (choice.decode !== undefined && !end.accepted)
+      this.pairs?.decodeDecider.completed(choice.decode, routed, end);
+    return this.decider.completed(choice.decision, routed, end);
   }
 
   /** One try against one worker. Either the response was (or is being) sent, or it failed before any byte. */
@@ -323,7 +338,8 @@ export class Forwarder {
     res: ServerResponse,
     /** The x-radixgate-route header: branch, match rate, and the index when not the trees. */
     route: string,
-    account: RequestAccount | undefined,
+    /** The --explain-header for this worker's answer (the cache account's, as decided). */
+    explain: readonly [string, string] | undefined,
     canRetry: () => boolean,
   ): Promise<AttemptResult> {
     const routed = req.routing;
@@ -334,9 +350,9 @@ export class Forwarder {
       uncachedChars,
       rank,
       stream: routed.stream,
-      readUsage: this.decider.readsUsage && req.method === "POST",
+      readUsage: this.readsUsage && req.method === "POST",
       onAnswerChunk: req.onAnswerChunk,
-      explain: this.ledger?.explainHeader(account, worker.charsPerToken),
+      explain,
       trace: req.trace?.attempt(worker),
     });
     if (this.relays !== undefined)

@@ -1,6 +1,8 @@
 import type { PrefixClaims } from "../index/prefix-claims.js";
 import type { PrefixIndex, PrepareRequest } from "../index/prefix-index.js";
+import type { ModelPlan } from "../workers/served-models.js";
 import type { Worker } from "../workers/worker.js";
+import type { WorkerType } from "../workers/worker-role.js";
 import type { DecisionTrace } from "./decision-trace.js";
 import { type LossReason, lossReasonOf } from "./loss-reason.js";
 import {
@@ -9,6 +11,7 @@ import {
   newPrefixClaimValue,
   readNewPrefixClaim,
 } from "./new-prefix-claim.js";
+import type { SchedulingWorker } from "./plugin.js";
 import type {
   Policy,
   PolicyWorker,
@@ -45,7 +48,51 @@ export interface Decision<W extends PolicyWorker> extends RouteDecision<W> {
   readonly lossReason: LossReason | null;
   /** Its line in the decision trace (--decision-trace), for the outcome; absent when not traced. */
   readonly traced?: number;
+  /**
+   * The chosen worker was still prefilling other requests when it was chosen: a low cached count
+   * in its answer may be theirs, not an eviction (set by `schedule`).
+   */
+  readonly othersPrefilling?: boolean;
 }
+
+/** Where `schedule` lists an attempt's candidates (the registry, workers/registry.ts). */
+export interface Fleet {
+  candidates(exclude?: ReadonlySet<Worker>, type?: WorkerType, plan?: ModelPlan): readonly Worker[];
+}
+
+/** One attempt, as the forward stage asks `schedule` for it. */
+export interface AttemptAsk {
+  /** Workers already tried: a retry goes elsewhere. */
+  readonly exclude: ReadonlySet<Worker>;
+  /** A prefill/decode pair's side: the candidates are that side's workers. */
+  readonly side?: WorkerType | undefined;
+  /**
+   * The request's first attempt: the index's asynchronous step runs before it (tokenizing, for
+   * the precise index), and a new prefix is agreed with the replicas first.
+   */
+  readonly first: boolean;
+  /** The room rule (admission's Admission.roomFor, --queue-when-saturated); undefined = none. */
+  readonly room?: ((worker: Worker) => boolean) | undefined;
+  /** A span around the index's asynchronous step, when the request is traced. */
+  readonly span?: ((name: "tokenize") => { end(): void }) | undefined;
+}
+
+/** A request as `schedule` takes it: the decision's facts and which workers its model admits. */
+export interface ScheduledRequest extends DecisionRequest {
+  readonly plan?: ModelPlan | undefined;
+}
+
+/** What `completed` learns from the end of an attempt. */
+export type AttemptEnd =
+  /** Not accepted (an error answer, no answer, a client gone first): the insert is taken back. */
+  | { readonly accepted: false }
+  | {
+      readonly accepted: true;
+      /** What the engine reported of the prompt, when its answer said. */
+      readonly usage: PromptUsage | undefined;
+      /** One prompt, whole in the text: the usage describes it. */
+      readonly aboutText: boolean;
+    };
 
 export interface DecisionRequest extends PrepareRequest {
   readonly text: string;
@@ -83,6 +130,8 @@ export class Scheduler {
     private readonly claims?: PrefixClaims,
     /** Learns from the usage the engines report (characters per token, cached tokens). */
     private readonly feedback?: UsageFeedback,
+    /** Where each attempt's candidates come from (`schedule`); undefined where only `decide` is used. */
+    private readonly fleet?: Fleet,
   ) {
     this.prefix = new PrefixIndexPlugin(index);
   }
@@ -112,26 +161,36 @@ export class Scheduler {
   }
 
   /**
-   * The schedule stage of one attempt: the decision among the candidates where the request has
-   * room (the room rule, withRoom), agreed with the replicas on a first attempt (decideAgreed).
+   * The schedule stage of one attempt, in one call: the candidates listed from the fleet (not
+   * those already tried; the pair's side; the model's plan), the index's asynchronous step on the
+   * first attempt, then the decision among the candidates where the request has room (the room
+   * rule, withRoom), agreed with the replicas on a first attempt (decideAgreed). A promise only
+   * when something is waited for.
    */
-  schedule<W extends PolicyWorker>(
-    candidates: readonly W[],
+  schedule(
+    request: ScheduledRequest,
+    ask: AttemptAsk,
+  ): Decision<Worker> | undefined | Promise<Decision<Worker> | undefined> {
+    const fleet = this.fleet;
+    if (fleet === undefined) throw new Error("this scheduler was built without a fleet");
+    const listed = () => fleet.candidates(ask.exclude, ask.side, request.plan);
+    const preparing = ask.first ? this.prepare(listed, request) : undefined;
+    if (preparing === undefined) return this.among(listed(), request, ask);
+    const span = ask.span?.("tokenize");
+    return preparing.then(() => {
+      span?.end();
+      return this.among(listed(), request, ask);
+    });
+  }
+
+  private among(
+    candidates: readonly Worker[],
     request: DecisionRequest,
-    how: { readonly room?: ((worker: W) => boolean) | undefined; readonly agreed: false },
-  ): Decision<W> | undefined;
-  schedule<W extends PolicyWorker>(
-    candidates: readonly W[],
-    request: DecisionRequest,
-    how: { readonly room?: ((worker: W) => boolean) | undefined; readonly agreed: boolean },
-  ): Decision<W> | undefined | Promise<Decision<W> | undefined>;
-  schedule<W extends PolicyWorker>(
-    candidates: readonly W[],
-    request: DecisionRequest,
-    how: { readonly room?: ((worker: W) => boolean) | undefined; readonly agreed: boolean },
-  ): Decision<W> | undefined | Promise<Decision<W> | undefined> {
-    const roomy = withRoom(candidates, how.room);
-    return how.agreed ? this.decideAgreed(roomy, request) : this.decide(roomy, request);
+    ask: AttemptAsk,
+  ): Decision<Worker> | undefined | Promise<Decision<Worker> | undefined> {
+    const roomy = withRoom(candidates, ask.room);
+    const deciding = ask.first ? this.decideAgreed(roomy, request) : this.decide(roomy, request);
+    return deciding instanceof Promise ? deciding.then(withPrefilling) : withPrefilling(deciding);
   }
 
   decide<W extends PolicyWorker>(
@@ -216,6 +275,9 @@ export class Scheduler {
   ): Decision<W> {
     const { worker, branch, matchRate } = decision;
     if (request.session !== undefined) this.sessions?.bind(request.session, worker.id);
+    // The engine loads the adapter for this request, if it had not: the router's record of it.
+    const adapter = request.adapter ?? request.requested;
+    if (adapter !== undefined) (worker as SchedulingWorker).loraRouted?.(adapter);
     // Literals of one shape, not spreads of the policy's object: this runs for every request.
     if (!this.usesIndex(request)) {
       return {
@@ -401,29 +463,39 @@ export class Scheduler {
   }
 
   /**
+   * The complete stage of an attempt, in one call: not accepted, the index takes back its insert
+   * (`rejected`); accepted, what its engine reported of the prompt teaches the worker's
+   * characters per token and corrects the index (usage-feedback.ts). Returns the worker's
+   * characters per token as now learned (the cache account counts tokens with it).
+   */
+  completed(decision: Decision<Worker>, request: DecisionRequest, end: AttemptEnd): number {
+    const worker = decision.worker;
+    if (!end.accepted) this.rejected(decision, request);
+    else if (end.usage !== undefined && this.readsUsage) {
+      this.feedback?.apply(worker, end.usage, decision, request, this, {
+        aboutText: end.aboutText,
+        othersPrefilling: decision.othersPrefilling === true,
+      });
+    }
+    return worker.charsPerToken;
+  }
+
+  /**
    * The chosen worker's engine reports holding only about `engineHeld` characters of the text
    * before this request (it evicted the rest): whatever the index keeps below that point is gone
    * from the engine too (prefix caches are prefix-closed), so forget it; this request's own text
    * was just computed there and stays. Returns the characters forgotten (net of the text).
    */
-  /**
-   * The complete stage of an accepted request: what its engine reported of the prompt teaches the
-   * worker's characters per token and corrects the index (usage-feedback.ts).
-   */
-  completed(
-    worker: Worker,
-    usage: PromptUsage,
-    decision: Decision<PolicyWorker>,
-    request: DecisionRequest,
-    how: { aboutText: boolean; othersPrefilling: boolean },
-  ): void {
-    this.feedback?.apply(worker, usage, decision, request, this, how);
-  }
-
   reported(decision: Decision<PolicyWorker>, request: DecisionRequest, engineHeld: number): number {
     if (decision.index === null) return 0;
     return this.prefix.completed(decision.worker.id, request, engineHeld);
   }
+}
+
+/** The decision, with whether its worker was still prefilling others when chosen. */
+function withPrefilling(decision: Decision<Worker> | undefined): Decision<Worker> | undefined {
+  if (decision === undefined) return undefined;
+  return { ...decision, othersPrefilling: decision.worker.pendingPrefillRequests > 0 };
 }
 
 /**
