@@ -45,6 +45,9 @@ export class SimKvPublisher implements KvCacheListener {
   private sending: Promise<void> = Promise.resolve();
   private nextSequence = 0n;
   private dropRemaining = 0;
+  private replayGate: Promise<void> | undefined;
+  /** Replay requests received. */
+  replayRequests = 0;
   private closed = false;
   /** Batches published (dropped ones included). */
   batches = 0;
@@ -112,6 +115,21 @@ export class SimKvPublisher implements KvCacheListener {
     this.dropRemaining = n;
   }
 
+  /**
+   * Replay requests are held (received, not answered) until the returned function is called: a
+   * test publishes live batches while a subscriber's replay is under way.
+   */
+  holdReplays(): () => void {
+    let release = () => {};
+    this.replayGate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    return () => {
+      this.replayGate = undefined;
+      release();
+    };
+  }
+
   /** An engine restart: the sequence starts again at 0 and the replay buffer is empty. */
   restart(): void {
     this.pending = [];
@@ -165,6 +183,8 @@ export class SimKvPublisher implements KvCacheListener {
         if (frames.length !== 3) continue;
         const [client, , start] = frames as [Buffer, Buffer, Buffer];
         const from = start.length === 8 ? start.readBigInt64BE(0) : 0n;
+        this.replayRequests++;
+        await this.replayGate;
         for (const { sequence, payload } of this.buffer) {
           if (sequence >= from) await router.send([client, "", encodeSequence(sequence), payload]);
         }

@@ -3,6 +3,7 @@
  * each feature folder owns (<feature>/settings.ts, built with config-kit/). This file only places
  * the sections; a new setting goes into its feature's rows (docs/architecture.md, "Adding a setting").
  */
+import { FLEET_SETTINGS, type FleetConfig } from "./admission/fleet-settings.js";
 import { ADMISSION_SETTINGS, type AdmissionConfig } from "./admission/settings.js";
 import { CACHE_ACCOUNT_SETTINGS, type CacheAccountConfig } from "./cache-account/settings.js";
 import type { FlagValues, RawValues, Sections } from "./config-kit/table.js";
@@ -68,6 +69,7 @@ export interface Config {
   intake: IntakeConfig;
   proxy: ProxyConfig;
   admission: AdmissionConfig;
+  fleet: FleetConfig;
   health: HealthConfig;
   breaker: BreakerConfig;
   workers: WorkersConfig;
@@ -92,6 +94,7 @@ export const SECTIONS: Sections<Config> = {
   intake: INTAKE_SETTINGS,
   proxy: PROXY_SETTINGS,
   admission: ADMISSION_SETTINGS,
+  fleet: FLEET_SETTINGS,
   health: HEALTH_SETTINGS,
   breaker: BREAKER_SETTINGS,
   workers: WORKERS_SETTINGS,

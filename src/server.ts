@@ -2,6 +2,7 @@ import type { RequestListener, Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { getRequestListener } from "@hono/node-server";
 import { Hono } from "hono";
+import { FleetCapacity } from "./admission/fleet-capacity.js";
 import { buildAdmission } from "./assembly/admission.js";
 import { buildDataPlane } from "./assembly/data-plane.js";
 import { buildIndexStack, indexStackOptions } from "./assembly/index-stack.js";
@@ -17,6 +18,7 @@ import { WorkerMembership } from "./discovery/membership.js";
 import { type Discovery, startDiscovery } from "./discovery/setup.js";
 import type { DnsResolver } from "./discovery/worker-dns.js";
 import { ConfigError, RouterError } from "./errors.js";
+import { forgetHeld } from "./index/forget-held.js";
 import { BodyBudget } from "./intake/body-budget.js";
 import { Intake } from "./intake/intake.js";
 import { ParsePool } from "./intake/parse-pool.js";
@@ -31,6 +33,7 @@ import { decisionListener } from "./routes/decision.js";
 import { registerMetricsRoute } from "./routes/ops.js";
 import { fileDecisionTrace } from "./scheduling/decision-trace.js";
 import type { SiblingLink } from "./state/cluster-channel.js";
+import { StateFile } from "./state/state-file.js";
 import { tracingOptions } from "./tracing/settings.js";
 import { startTracing } from "./tracing/start-tracing.js";
 import { type EvictionTimer, startEvictionTimer } from "./tree/eviction-timer.js";
@@ -102,21 +105,50 @@ export function createRouter(
   );
   const metrics = new Metrics(registry);
   const health = new HealthChecker(registry, config.health, logger);
+  // The fleet saturation signal: the index and the cache account feed it (GET /debug/capacity).
+  let capacity: FleetCapacity | undefined;
   const stack = buildIndexStack(indexStackOptions(config, policy), {
     registry,
     metrics,
     logger,
+    onEvict: (chars) => capacity?.noteEvicted(chars),
     // A worker a peer replica added takes traffic here only once this replica's own probe passes.
     onRemoteAdd: (worker) => void health.probeFirst(worker, { fromPeer: true }),
     siblings: options.siblings,
   });
   const { index, kvEvents, replication, sharedState, siblingState } = stack;
+  capacity = new FleetCapacity(registry, index, config.fleet);
+  capacity.register(metrics.registry);
+
+  const stateFile =
+    config.state.file === undefined
+      ? undefined
+      : new StateFile(
+          {
+            path: config.state.file,
+            secret: config.state.secret,
+            keyPrefix: config.state.keyPrefix,
+            maxBytes: config.state.snapshotMaxBytes,
+            maxAgeMs: config.state.maxOpAgeMs,
+            saveTimeoutMs: STATE_FILE_SAVE_TIMEOUT_MS,
+          },
+          stack.local,
+          registry,
+          logger,
+        );
   const introspection = new EngineIntrospector(registry, config.engines, logger, (worker) => {
     stack.engineRead(worker);
     // A reading that shows a queue tells admission the engine's full batch (saturation.ts).
     noteEngineReading(worker);
   });
   const { intake, proxy, routes } = config;
+  // A worker dead past --dead-worker-grace-secs: its entries go here and, through the publishing
+  // layers, on the peers (so the snapshot leaves it out); its cache account rows go too.
+  health.onDead = (worker) => {
+    forgetHeld(index, worker.id);
+    cacheLedger.window.forgetWorker(worker.id);
+  };
+  const fleet = capacity;
   // --data-plane nginx: nginx relays, this process decides (assembly/nginx-plane.ts).
   const nginx =
     config.dataPlane.dataPlane === "nginx"
@@ -232,7 +264,14 @@ export function createRouter(
     ...(replication !== undefined ? { replication } : {}),
     ...(sharedState !== undefined ? { sharedState } : {}),
     ...(siblingState !== undefined ? { siblingState } : {}),
+    ...(stateFile !== undefined ? { stateFile } : {}),
+    capacity: fleet,
   };
+  cacheLedger.onRecord = (account) =>
+    fleet.noteUncached(
+      account.model,
+      account.promptTokens - (account.reportedTokens ?? account.chosenTokens),
+    );
   const built = buildRoutes(context);
   if (nginx === undefined) return { ...built, context };
   return {
@@ -315,6 +354,15 @@ export async function startRouter(
     start: () => Promise.all(registry.list().map((w) => health.probeFirst(w))),
     stop: () => {},
   });
+  // --state-file: the index as the last stop left it, for the workers registered now; saved again
+  // once the requests are drained (the stop runs after the HTTP server's, in reverse order).
+  const { stateFile } = context;
+  if (stateFile !== undefined)
+    await services.start({
+      name: "state-file",
+      start: () => stateFile.load(),
+      stop: () => stateFile.save(),
+    });
   // Peers' workers and recent decisions before the first request (bounded wait; never fails).
   const { sharedState, siblingState, admission } = context;
   if (sharedState !== undefined)
@@ -406,6 +454,11 @@ export async function startRouter(
   });
   await services.start({ name: "health", start: () => health.start(), stop: () => health.stop() });
   await services.start({
+    name: "fleet-capacity",
+    start: () => context.capacity.start(),
+    stop: () => context.capacity.stop(),
+  });
+  await services.start({
     name: "introspection",
     start: () => introspection.start(),
     stop: () => introspection.stop(),
@@ -484,6 +537,8 @@ export async function startRouter(
   return { url, port, metricsPort, context, stop, ...(nginx !== undefined ? { nginx } : {}) };
 }
 
+/** How long a stop waits for the --state-file snapshot to be written. */
+const STATE_FILE_SAVE_TIMEOUT_MS = 5000;
 /** After the grace period, how long aborted requests get to write their last event. */
 const SHUTDOWN_FLUSH_MS = 500;
 /** How long a stop waits for the last spans to reach the collector. */

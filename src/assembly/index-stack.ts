@@ -80,11 +80,15 @@ export interface IndexStackDeps {
   readonly onRemoteAdd?: (worker: Worker) => void;
   /** A radixgate-cluster process: decisions shared with its siblings over the local channel. */
   readonly siblings?: SiblingLink | undefined;
+  /** Characters any eviction removed (besides the metric: the fleet's cache pressure). */
+  readonly onEvict?: (chars: number) => void;
 }
 
 export interface IndexStack {
   /** The outermost index: the one the decider asks and the eviction timer visits. */
   readonly index: PrefixIndex;
+  /** The index below the publishing layers: what a snapshot loads into (not shared again). */
+  readonly local: PrefixIndex;
   readonly kvEvents: KvEventsManager | undefined;
   /** What this replica shares with its peers (--state-url, radixgate-cluster); undefined = alone. */
   readonly replication: Replication | undefined;
@@ -102,7 +106,10 @@ export function buildIndexStack(options: IndexStackOptions, deps: IndexStackDeps
     maxTreeSize: options.maxTreeSize === "auto" ? undefined : options.maxTreeSize,
     ...(options.blockChars === "auto" ? {} : { blockChars: options.blockChars }),
     capacityBlocks: options.capacityBlocks,
-    onEvict: (chars) => metrics.evictedChars.inc(chars),
+    onEvict: (chars) => {
+      metrics.evictedChars.inc(chars);
+      deps.onEvict?.(chars);
+    },
   });
   // --kv-events: the precise index from the engines' events, with the base index as fallback.
   const kv =
@@ -175,6 +182,7 @@ export function buildIndexStack(options: IndexStackOptions, deps: IndexStackDeps
   const learnBlocks = options.blockChars === "auto" && base instanceof BlockHashIndex;
   return {
     index,
+    local: inner,
     kvEvents: kv?.manager,
     replication,
     sharedState,

@@ -12,6 +12,7 @@ import type { Logger } from "../logger.js";
 import { registerAdminRoutes } from "../routes/admin.js";
 import type { RouterContext } from "../routes/context.js";
 import { registerDebugCacheRoute } from "../routes/debug-cache.js";
+import { registerDebugCapacityRoute } from "../routes/debug-capacity.js";
 import { registerFleetRoutes } from "../routes/fleet-ops.js";
 import { registerInferenceRoutes } from "../routes/inference.js";
 import { registerOpsRoutes } from "../routes/ops.js";
@@ -41,6 +42,7 @@ export function buildRoutes(context: RouterContext): { app: Hono<Env>; listener:
   registerAdminRoutes(app, context);
   registerRouteExplainRoutes(app, context);
   registerDebugCacheRoute(app, context);
+  registerDebugCapacityRoute(app, context);
   registerFleetRoutes(app, context);
   registerInferenceRoutes(app, context);
   installErrorHandlers(app, context.logger);

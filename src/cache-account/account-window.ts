@@ -40,6 +40,11 @@ export class AccountWindow {
     addAccount(totalsOf(minute.models, account.model ?? DEFAULT_MODEL_KEY), account);
   }
 
+  /** Drops a worker's rows from every minute (it is dead: its figures mean nothing now). */
+  forgetWorker(workerId: string): void {
+    for (const minute of this.ring) minute.workers.delete(workerId);
+  }
+
   /** The sums over the minutes still in the window at `now`. */
   snapshot(now: number): {
     since: number;

@@ -94,8 +94,12 @@ export class CacheLedger {
     this.record(account, requestId);
   }
 
+  /** Told of every settled account (the fleet saturation signal counts its uncached tokens). */
+  onRecord: ((account: RequestAccount) => void) | undefined;
+
   /** A settled account (request-account.ts settle) joins the sums. */
   record(account: RequestAccount, requestId: string, now = Date.now()): void {
+    this.onRecord?.(account);
     addAccount(this.totals, account);
     this.window.add(account, now);
     if (now - this.rotatedAt >= this.halfWindowMs) {

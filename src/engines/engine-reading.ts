@@ -28,4 +28,6 @@ export interface MetricsReading {
    * `dp_rank`) and more than one rank reported; a rank that reported nothing is `{}`.
    */
   readonly ranks?: readonly RankReading[];
+  /** vLLM's vllm:lora_requests_info: adapters with requests now, and its bound (max_lora). */
+  readonly lora?: { readonly active: readonly string[]; readonly maxLoras?: number | undefined };
 }

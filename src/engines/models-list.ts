@@ -36,3 +36,19 @@ export function readModelsOwner(body: unknown): EngineKind | undefined {
   }
   return undefined;
 }
+
+/**
+ * The LoRA adapters among the listed ids: vLLM lists each with `parent` = its base model
+ * (serving_models.py show_available_models); base models have none, or themselves.
+ */
+export function readAdapterIds(body: unknown): ReadonlySet<string> {
+  const data = (body as { data?: unknown } | null)?.data;
+  const ids = new Set<string>();
+  if (!Array.isArray(data)) return ids;
+  for (const entry of data) {
+    const { id, parent } = (entry ?? {}) as { id?: unknown; parent?: unknown };
+    if (typeof id === "string" && typeof parent === "string" && parent !== "" && parent !== id)
+      ids.add(id);
+  }
+  return ids;
+}

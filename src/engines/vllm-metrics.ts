@@ -39,6 +39,33 @@ export function readVllmMetrics(families: MetricFamilies): MetricsReading | unde
     ...(blockSizeTokens !== undefined ? { blockSizeTokens } : {}),
     ...(dpSize !== undefined ? { dpSize } : {}),
     ...(ranks !== undefined ? { ranks } : {}),
+    ...loraInfo(families),
+  };
+}
+
+/**
+ * vllm:lora_requests_info (vllm/v1/metrics/loggers.py): an info gauge whose labels are
+ * `running_lora_adapters` and `waiting_lora_adapters` (names joined by ",") and `max_lora`, set to
+ * the time of the engine step that reported them; older label sets may linger, so the series
+ * with the highest value is the current one.
+ */
+function loraInfo(families: MetricFamilies): { lora?: { active: string[]; maxLoras?: number } } {
+  let latest: Record<string, string> | undefined;
+  let at = Number.NEGATIVE_INFINITY;
+  for (const { labels, value } of families.get("vllm:lora_requests_info") ?? []) {
+    if (value >= at) {
+      at = value;
+      latest = labels;
+    }
+  }
+  if (latest === undefined) return {};
+  const names = (list: string | undefined) => (list ?? "").split(",").filter((name) => name !== "");
+  const active = [
+    ...new Set([...names(latest.running_lora_adapters), ...names(latest.waiting_lora_adapters)]),
+  ];
+  const max = Number(latest.max_lora);
+  return {
+    lora: { active, ...(Number.isInteger(max) && max > 0 ? { maxLoras: max } : {}) },
   };
 }
 

@@ -1,5 +1,5 @@
 import { RadixTree } from "../tree/radix-tree.js";
-import type { EvictionUnit, PrefixIndex } from "./prefix-index.js";
+import type { EvictionUnit, IndexPath, PrefixIndex } from "./prefix-index.js";
 
 export interface ApproximateIndexOptions {
   /** Budget of each worker's tree, in characters. */
@@ -94,6 +94,12 @@ export class ApproximateIndex implements PrefixIndex {
     return Math.min(1, tree.charCount / tree.maxChars);
   }
 
+  paths(workerId: string, maxChars: number): IndexPath[] | undefined {
+    const tree = this.trees.get(workerId);
+    if (tree === undefined) return undefined;
+    return tree.leafPaths(maxChars).map(unkeyed);
+  }
+
   evictionUnits(): Iterable<EvictionUnit> {
     return this.trees.values();
   }
@@ -111,4 +117,13 @@ export class ApproximateIndex implements PrefixIndex {
  */
 export function modelKey(model: string | undefined): string {
   return model === undefined ? "" : `\u0000${model.length}:${model}`;
+}
+
+/** A tree's text back to its model and routed text (the inverse of modelKey + text). */
+function unkeyed(keyed: string): IndexPath {
+  if (keyed.charCodeAt(0) !== 0) return { model: undefined, text: keyed };
+  const colon = keyed.indexOf(":");
+  const length = Number(keyed.slice(1, colon));
+  const start = colon + 1;
+  return { model: keyed.slice(start, start + length), text: keyed.slice(start + length) };
 }

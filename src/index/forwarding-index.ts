@@ -1,4 +1,4 @@
-import type { EvictionUnit, PrefixIndex, PrepareRequest } from "./prefix-index.js";
+import type { EvictionUnit, IndexPath, PrefixIndex, PrepareRequest } from "./prefix-index.js";
 
 /**
  * A PrefixIndex that wraps another and hands every call to it: the base of the index wrappers
@@ -48,6 +48,10 @@ export class ForwardingIndex implements PrefixIndex {
 
   fill(workerId: string): number | undefined {
     return this.inner.fill?.(workerId);
+  }
+
+  paths(workerId: string, maxChars: number): IndexPath[] | undefined {
+    return this.inner.paths?.(workerId, maxChars);
   }
 
   evictionUnits(): Iterable<EvictionUnit> {

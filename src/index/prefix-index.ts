@@ -60,6 +60,13 @@ export interface PrefixIndex {
    */
   fill?(workerId: string): number | undefined;
 
+  /**
+   * What the worker holds, as the texts of its tree's leaves, newest first, up to `maxChars`
+   * distinct characters: inserting them again oldest first rebuilds it (a snapshot,
+   * state/snapshot.ts). Undefined when the index cannot say (the block-hash index keeps hashes).
+   */
+  paths?(workerId: string, maxChars: number): IndexPath[] | undefined;
+
   /** The units the background eviction timer visits, one per turn of the event loop. */
   evictionUnits(): Iterable<EvictionUnit>;
 
@@ -82,6 +89,12 @@ export interface PrefixIndex {
    * per rank (the engine's own balancer then chooses).
    */
   rankOf?(workerId: string): number | undefined;
+}
+
+/** One text a worker holds, for a model (undefined: the fleet serves one). */
+export interface IndexPath {
+  readonly model: string | undefined;
+  readonly text: string;
 }
 
 /** What `prepare` sees of a request. */

@@ -7,7 +7,8 @@ import {
 } from "../tree/char-budget.js";
 import { addChild, childOf, childrenOf, isLeaf } from "../tree/child-container.js";
 import { edgeMatch, isHigh, isLow, ownCopy } from "../tree/edge-match.js";
-import type { EvictionUnit, PrefixIndex } from "./prefix-index.js";
+import { type AgedLeaf, newestLeafPaths } from "../tree/leaf-paths.js";
+import type { EvictionUnit, IndexPath, PrefixIndex } from "./prefix-index.js";
 import { charsOf, SharedForest, WorkerClaims, type WorkerEviction } from "./shared-forest.js";
 import { type Claim, type ClaimOwner, claimOf, SharedNode } from "./shared-node.js";
 
@@ -238,6 +239,30 @@ export class SharedIndex implements PrefixIndex, WorkerEviction {
    * One unit per eviction slice a worker needs to get back to its budget (a worker far over
    * budget appears several times), so the timer's one-unit-per-turn sweep never runs long.
    */
+  paths(workerId: string, maxChars: number): IndexPath[] | undefined {
+    const worker = this.workers.get(workerId);
+    if (worker === undefined) return undefined;
+    // Per model: the budget is the worker's, spent on its newest leaves whatever their model.
+    const all: { at: number; path: IndexPath }[] = [];
+    for (const [key, root] of this.forest.roots) {
+      const leaves: AgedLeaf<SharedNode>[] = [];
+      const stack = [...childrenOf(root)];
+      for (let node = stack.pop(); node !== undefined; node = stack.pop()) {
+        const claim = claimOf(node, worker);
+        if (claim === undefined) continue;
+        if (claim.children === 0) leaves.push({ node, access: claim.access });
+        else stack.push(...childrenOf(node));
+      }
+      const model = key === "" ? undefined : key;
+      const texts = newestLeafPaths(leaves, maxChars);
+      // newestLeafPaths sorted `leaves` newest first: the i-th text is the i-th leaf's.
+      for (let i = 0; i < texts.length; i++)
+        all.push({ at: leaves[i]!.access, path: { model, text: texts[i]! } });
+    }
+    all.sort((a, b) => b.at - a.at);
+    return all.map((a) => a.path);
+  }
+
   evictionUnits(): Iterable<EvictionUnit> {
     const units: EvictionUnit[] = [];
     for (const worker of this.workers.values()) {

@@ -1,4 +1,5 @@
 import type { Admission } from "../admission/admission.js";
+import type { FleetCapacity } from "../admission/fleet-capacity.js";
 import type { CacheLedger } from "../cache-account/cache-ledger.js";
 import type { WorkerMembership } from "../discovery/membership.js";
 import type { PrefixIndex } from "../index/prefix-index.js";
@@ -13,6 +14,7 @@ import type { Scheduler } from "../scheduling/scheduler.js";
 import type { ClusterTransport } from "../state/cluster-transport.js";
 import type { RedisTransport } from "../state/redis-transport.js";
 import type { Replication } from "../state/replication.js";
+import type { StateFile } from "../state/state-file.js";
 import type { Tracing } from "../tracing/request-trace.js";
 import type { HealthChecker } from "../workers/health.js";
 import type { EngineIntrospector } from "../workers/introspection.js";
@@ -65,6 +67,10 @@ export interface RouterContext {
   replication?: Replication;
   /** --state-url: the replication's Redis transport. */
   sharedState?: RedisTransport;
+  /** The fleet saturation signal (radixgate_fleet_* metrics, GET /debug/capacity). */
+  capacity: FleetCapacity;
+  /** --state-file: the prefix index saved on stop and loaded on start. */
+  stateFile?: StateFile;
   /** OpenTelemetry tracing (--otlp-endpoint, OTEL_*); undefined = off, and no span is made. */
   tracing?: Tracing;
   /** radixgate-cluster: the replication's transport to the sibling processes. */

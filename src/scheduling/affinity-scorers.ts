@@ -20,8 +20,10 @@ export class SessionAffinityScorer implements Scorer {
 /**
  * LoRA affinity (GIE lora-affinity-scorer: 1 when the adapter is already loaded, lower when it
  * would have to be loaded): 1 when the worker lists the requested adapter (or model) on
- * /v1/models, where vLLM lists its loaded adapters; `unknownScore` when its list is not known
- * yet; 0 when it lists others. Every worker scores 1 when the request names neither.
+ * /v1/models and its engine holds it loaded or that is not known (workers/lora-residency.ts);
+ * `loadScore` when it lists the adapter but holds it unloaded (a load before the prefill);
+ * `unknownScore` when its list is not known yet; 0 when it lists others. Every worker scores 1
+ * when the request names neither.
  */
 export class LoraAffinityScorer implements Scorer {
   readonly type = "lora-affinity-scorer";
@@ -29,21 +31,25 @@ export class LoraAffinityScorer implements Scorer {
   constructor(
     readonly name: string,
     private readonly unknownScore: number,
+    private readonly loadScore = 0.5,
   ) {}
 
   score(ctx: SchedulingContext, out: Float64Array): void {
     const { candidates } = ctx;
     const wanted = ctx.request.adapter ?? ctx.request.requested;
     for (let i = 0; i < candidates.length; i++) {
-      const served = candidates[i]!.servedModels;
+      const worker = candidates[i]!;
+      const served = worker.servedModels;
       out[i] =
         wanted === undefined
           ? 1
           : served === undefined
             ? this.unknownScore
-            : served.has(wanted)
-              ? 1
-              : 0;
+            : !served.has(wanted)
+              ? 0
+              : worker.loraResident?.(wanted, ctx.now) === false
+                ? this.loadScore
+                : 1;
     }
   }
 }

@@ -49,7 +49,11 @@ export const SCORER_TYPES: Readonly<Record<string, Make<Scorer>>> = {
   "active-request-scorer": (name) => new ActiveRequestScorer(name),
   "session-affinity-scorer": (name) => new SessionAffinityScorer(name),
   "lora-affinity-scorer": (name, p) =>
-    new LoraAffinityScorer(name, p.number("unknownScore", 0.5, { min: 0, max: 1 })),
+    new LoraAffinityScorer(
+      name,
+      p.number("unknownScore", 0.5, { min: 0, max: 1 }),
+      p.number("loadScore", 0.5, { min: 0, max: 1 }),
+    ),
   "prefill-work-scorer": (name, p) =>
     new PrefillWorkScorer(name, {
       queueWeight: p.number("queueWeight", POLICY_DEFAULTS.prefixCostQueueWeight, { min: 0 }),

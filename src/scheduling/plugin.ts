@@ -24,6 +24,10 @@ export interface SchedulingWorker extends PolicyWorker {
   readonly signals?: { load(now: number): LoadSignals | undefined };
   /** Characters of routing text of its in-flight requests (the router's own count). */
   readonly activeChars?: number;
+  /** Whether its engine holds the LoRA adapter loaded now; undefined = not known. */
+  loraResident?(adapter: string, now: number): boolean | undefined;
+  /** The router sent it a request for the adapter (its record of what the engine loaded). */
+  loraRouted?(adapter: string): void;
 }
 
 /** One decision's inputs, shared by every plugin of a profile (one object, reused). */

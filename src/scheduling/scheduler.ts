@@ -11,6 +11,7 @@ import {
   newPrefixClaimValue,
   readNewPrefixClaim,
 } from "./new-prefix-claim.js";
+import type { SchedulingWorker } from "./plugin.js";
 import type {
   Policy,
   PolicyWorker,
@@ -274,6 +275,9 @@ export class Scheduler {
   ): Decision<W> {
     const { worker, branch, matchRate } = decision;
     if (request.session !== undefined) this.sessions?.bind(request.session, worker.id);
+    // The engine loads the adapter for this request, if it had not: the router's record of it.
+    const adapter = request.adapter ?? request.requested;
+    if (adapter !== undefined) (worker as SchedulingWorker).loraRouted?.(adapter);
     // Literals of one shape, not spreads of the policy's object: this runs for every request.
     if (!this.usesIndex(request)) {
       return {

@@ -71,6 +71,16 @@ export class OpsReader {
     private readonly options: OpsReaderOptions,
   ) {}
 
+  /** The ID of the last entry read: everything up to it is applied (or was this replica's own). */
+  get position(): string {
+    return this.lastId;
+  }
+
+  /** Before start(): read only the entries after `id` (a snapshot covers those up to it). */
+  startAfter(id: string): void {
+    if (!this.running && /^\d+-\d+$/.test(id)) this.lastId = id;
+  }
+
   start(): void {
     if (this.running) return;
     this.running = true;

@@ -7,6 +7,7 @@ import { OpsPublisher } from "./ops-publisher.js";
 import { OpsReader } from "./ops-reader.js";
 import { RedisPrefixClaims } from "./prefix-claims.js";
 import { RedisLink } from "./redis-link.js";
+import { RedisSnapshot } from "./redis-snapshot.js";
 import type { ReplicaSide, Transport } from "./replication.js";
 import type { SharedStateOptions } from "./settings.js";
 import { type StateKeys, stateKeys } from "./state-keys.js";
@@ -47,8 +48,11 @@ export class RedisTransport implements Transport {
   private readonly secret: StateSecret;
   /** Refuses ops and workers-hash values written again (state/op-order.ts). */
   private readonly order: OpOrder;
+  /** The fleet's index snapshot (--state-snapshot-interval-ms). */
+  readonly snapshot: RedisSnapshot;
   /** The reconcile under way since the link last came up (start() waits for the first). */
   private reconciling: Promise<void> | undefined;
+  private stopping = false;
 
   constructor(
     readonly options: SharedStateOptions,
@@ -110,6 +114,19 @@ export class RedisTransport implements Transport {
       onRejected: (reason) => this.metrics?.rejected.inc({ reason }),
       onReset: () => this.streamReset(),
     });
+    this.snapshot = new RedisSnapshot(
+      this.link,
+      {
+        keys,
+        secret: this.secret,
+        replicaId: this.replicaId,
+        intervalMs: options.snapshotIntervalMs,
+        maxBytes: options.snapshotMaxBytes,
+        maxAgeMs: options.maxOpAgeMs,
+        position: () => this.reader.position,
+      },
+      logger,
+    );
   }
 
   publish(op: StateOp): void {
@@ -177,18 +194,38 @@ export class RedisTransport implements Transport {
     const deadline = Date.now() + START_WAIT_MS;
     const connected = await this.link.connect();
     if (connected && this.reconciling !== undefined) await withDeadline(this.reconciling, deadline);
-    this.reader.start();
+    // The snapshot first (the workers are known now), then the ops after the position it covers.
+    // A large one may outlast the wait: the replica serves meanwhile, and reads the ops once loaded.
+    const index = this.side?.localIndex();
+    const registry = this.side?.registry;
+    const reading =
+      connected && index !== undefined && registry !== undefined
+        ? this.snapshot.load(index, registry).then((from) => {
+            if (from !== undefined) this.reader.startAfter(from);
+            this.startReading();
+          })
+        : Promise.resolve(this.startReading());
     this.load?.start();
     this.workersHash?.startRefresh();
-    if (connected) await this.reader.caughtUp(Math.max(0, deadline - Date.now()));
+    if (index !== undefined && registry !== undefined) this.snapshot.startRefresh(index, registry);
+    if (connected) {
+      await withDeadline(reading, deadline);
+      await this.reader.caughtUp(Math.max(0, deadline - Date.now()));
+    }
     this.logger.info(
       { replica: this.replicaId, connected, key_prefix: this.options.keyPrefix },
       "shared state started",
     );
   }
 
+  private startReading(): void {
+    if (!this.stopping) this.reader.start();
+  }
+
   async stop(): Promise<void> {
+    this.stopping = true;
     this.workersHash?.stopRefresh();
+    await this.snapshot.stop();
     await this.load?.stop();
     this.publisher.stop();
     const reading = this.reader.stop();

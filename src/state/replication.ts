@@ -46,6 +46,8 @@ export interface ReplicaSide {
   loadWorkers(): readonly LoadWorker[];
   /** Resolves once the peers' changes received so far are applied (their workers' adds done). */
   settled(): Promise<void>;
+  /** The index below every publishing layer (what a snapshot is taken of and loaded into). */
+  localIndex(): PrefixIndex | undefined;
 }
 
 /** Peers' decisions held while a peer's new worker is being added (then applied; past it, dropped). */
@@ -126,6 +128,7 @@ export class Replication {
         receive: (op) => this.receive(op),
         loadWorkers: () => this.loadWorkers(t.source),
         settled: () => this.settled(),
+        localIndex: () => this.inner,
       });
     }
   }

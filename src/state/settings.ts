@@ -23,10 +23,16 @@ export interface StateConfig {
   claimTtlMs: number;
   /** --state-max-op-age-ms: how old a membership op or workers-hash value may be. */
   maxOpAgeMs: number;
+  /** --state-file: the index snapshot saved on shutdown and loaded on start; undefined = none. */
+  file: string | undefined;
+  /** --state-snapshot-interval-ms: how often the replicas refresh the snapshot in Redis (0 = never). */
+  snapshotIntervalMs: number;
+  /** --state-snapshot-max-bytes: the largest snapshot written or read. */
+  snapshotMaxBytes: number;
 }
 
 /** The Redis transport's options: the state section when it is on (a URL, and so a secret). */
-export interface SharedStateOptions extends Omit<StateConfig, "url" | "secret"> {
+export interface SharedStateOptions extends Omit<StateConfig, "url" | "secret" | "file"> {
   url: string;
   secret: string;
   /**
@@ -169,6 +175,30 @@ export const STATE_SETTINGS = section<StateConfig>(
       default: 600_000,
       parse: integer(1000, 86_400_000),
     },
+    file: {
+      flag: "--state-file",
+      arg: "<path>",
+      description:
+        "A file where the router saves a snapshot of its prefix index (each worker's newest texts, within --state-snapshot-max-bytes) when it stops, and loads it from when it starts, so that a restarted router routes on what the engines still hold. Signed with --state-secret when given (else only checksummed); a missing, corrupt, foreign, oversized or older than --state-max-op-age-ms file is refused with a log line and the router starts cold. Unset = none.",
+      default: undefined,
+      parse: (raw) => (raw.trim() === "" ? undefined : raw.trim()),
+    },
+    snapshotIntervalMs: {
+      flag: "--state-snapshot-interval-ms",
+      arg: "<ms>",
+      description:
+        "With --state-url: how often one of the replicas writes a snapshot of the prefix index to Redis (signed like the ops); a replica that starts loads it, then replays only the ops after it, so it knows what the engines hold beyond the ops stream's length. 0 = no snapshot.",
+      default: 30_000,
+      parse: integer(0, 86_400_000),
+    },
+    snapshotMaxBytes: {
+      flag: "--state-snapshot-max-bytes",
+      arg: "<bytes>",
+      description:
+        "The largest index snapshot written or read (--state-file, --state-url): each worker gets an equal share, its newest texts first; a larger one found is refused.",
+      default: 64 * 1024 * 1024,
+      parse: integer(4096, 512 * 1024 * 1024),
+    },
   },
   (s) => {
     if (s.url !== undefined) requireStateSecret(s);
@@ -178,6 +208,6 @@ export const STATE_SETTINGS = section<StateConfig>(
 /** The Redis transport's options when --state-url is given, else undefined. */
 export function sharedStateOptions(config: StateConfig): SharedStateOptions | undefined {
   if (config.url === undefined) return undefined;
-  const { url, secret: _secret, ...rest } = config;
+  const { url, secret: _secret, file: _file, ...rest } = config;
   return { ...rest, url, secret: requireStateSecret(config) };
 }

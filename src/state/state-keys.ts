@@ -8,6 +8,10 @@ export interface StateKeys {
   readonly replicas: string;
   /** String per replica: JSON {worker id: own in-flight}, with a TTL of 3 load intervals. */
   load(replicaId: string): string;
+  /** String: the fleet's signed index snapshot (state/snapshot.ts), refreshed by one replica at a time. */
+  readonly snapshot: string;
+  /** String with a TTL: the replica writing the snapshot this interval (SET NX). */
+  readonly snapshotLock: string;
   /** String per new prefix (a digest): the worker id of its first claim, with a short TTL. */
   claim(digest: string): string;
 }
@@ -17,6 +21,8 @@ export function stateKeys(prefix: string): StateKeys {
     ops: `${prefix}:ops`,
     workers: `${prefix}:workers`,
     replicas: `${prefix}:replicas`,
+    snapshot: `${prefix}:snapshot`,
+    snapshotLock: `${prefix}:snapshot:lock`,
     load: (replicaId) => `${prefix}:load:${replicaId}`,
     claim: (digest) => `${prefix}:claim:${digest}`,
   };

@@ -27,6 +27,7 @@ import {
   replaceChild,
 } from "./child-container.js";
 import { edgeMatch, isHigh, isLow, ownCopy } from "./edge-match.js";
+import { type AgedLeaf, newestLeafPaths } from "./leaf-paths.js";
 import { LeafQueue } from "./leaf-queue.js";
 import { TreeNode } from "./node.js";
 
@@ -288,6 +289,18 @@ export class RadixTree {
   }
 
   /** Drops everything (not reported to onEvict: nothing was evicted for lack of room). */
+  /** The texts of its leaves, newest first, up to `maxChars` distinct characters (leaf-paths.ts). */
+  leafPaths(maxChars: number = this.chars): string[] {
+    const leaves: AgedLeaf<TreeNode>[] = [];
+    const stack: TreeNode[] = [];
+    pushChildren(this.root, stack);
+    for (let node = stack.pop(); node !== undefined; node = stack.pop()) {
+      if (isLeaf(node)) leaves.push({ node, access: node.access });
+      else pushChildren(node, stack);
+    }
+    return newestLeafPaths(leaves, maxChars);
+  }
+
   clear(): void {
     this.root.kids = null;
     this.root.map = null;

@@ -11,6 +11,11 @@ export interface HealthOptions {
   successThreshold: number;
   /** Path checked after the worker's base URL (SGLang and vLLM both answer /health). */
   endpoint?: string;
+  /**
+   * How long a worker may stay unhealthy before it counts as dead and `onDead` purges what the
+   * router holds for it (0 = never). One that is healthy again within it keeps everything.
+   */
+  deadGraceMs?: number;
 }
 
 /**
@@ -23,11 +28,17 @@ export class HealthChecker {
   private readonly running = new Set<Worker>();
   /** Checks in flight at once, first checks included (probe-slots.ts). */
   readonly slots = new ProbeSlots();
+  /** When each unhealthy worker turned unhealthy (ms); purged ones are remembered apart. */
+  private readonly unhealthySince = new Map<Worker, number>();
+  private readonly purged = new Set<Worker>();
+  /** A worker unhealthy for longer than deadGraceMs: what the router holds for it is dropped. */
+  onDead: ((worker: Worker) => void) | undefined;
 
   constructor(
     private readonly registry: WorkerRegistry,
     private readonly options: HealthOptions,
     private readonly logger: Logger,
+    private readonly now: () => number = Date.now,
   ) {}
 
   start(): void {
@@ -42,7 +53,27 @@ export class HealthChecker {
   }
 
   checkAll(): Promise<void> {
-    return Promise.all(this.registry.list().map((w) => this.check(w))).then(() => {});
+    return Promise.all(this.registry.list().map((w) => this.check(w))).then(() => this.purgeDead());
+  }
+
+  /** Workers unhealthy for longer than the grace: purged once (until they are healthy again). */
+  purgeDead(): void {
+    const grace = this.options.deadGraceMs ?? 0;
+    const now = this.now();
+    for (const [worker, since] of this.unhealthySince) {
+      if (worker.removed) {
+        this.unhealthySince.delete(worker);
+        this.purged.delete(worker);
+        continue;
+      }
+      if (grace <= 0 || now - since < grace || this.purged.has(worker)) continue;
+      this.purged.add(worker);
+      this.logger.warn(
+        { worker: worker.id, url: worker.url, unhealthy_ms: now - since },
+        "worker dead past the grace period: its index entries and cache account dropped",
+      );
+      this.onDead?.(worker);
+    }
   }
 
   /**
@@ -130,6 +161,8 @@ export class HealthChecker {
       worker.healthSuccesses += 1;
       if (!worker.healthy && worker.healthSuccesses >= this.options.successThreshold) {
         worker.healthy = true;
+        this.unhealthySince.delete(worker);
+        this.purged.delete(worker);
         this.logger.info({ worker: worker.id, url: worker.url }, "worker healthy again");
       }
     } else {
@@ -137,6 +170,7 @@ export class HealthChecker {
       worker.healthFailures += 1;
       if (worker.healthy && worker.healthFailures >= this.options.failureThreshold) {
         worker.healthy = false;
+        this.unhealthySince.set(worker, this.now());
         this.logger.warn(
           { worker: worker.id, url: worker.url, failures: worker.healthFailures },
           "worker unhealthy",

@@ -1,5 +1,5 @@
 import type { MetricsReading } from "../engines/engine-reading.js";
-import { readModelsList, readModelsOwner } from "../engines/models-list.js";
+import { readAdapterIds, readModelsList, readModelsOwner } from "../engines/models-list.js";
 import { parseExposition } from "../engines/prometheus-text.js";
 import { readSglangMetrics } from "../engines/sglang-metrics.js";
 import { readSglangServerInfo } from "../engines/sglang-server-info.js";
@@ -188,6 +188,7 @@ export class EngineIntrospector {
     if (reading.blockSizeTokens !== undefined) {
       worker.signals.blockSizeTokens = reading.blockSizeTokens;
     }
+    if (reading.lora !== undefined) worker.lora.report(reading.lora, now);
     worker.signals.recordLoad(
       {
         queued: reading.queued,
@@ -212,6 +213,7 @@ export class EngineIntrospector {
   private models(worker: Worker, body: string): void {
     const list = parseJson(body);
     worker.servedModels = readModelsList(list);
+    worker.lora.adapters = readAdapterIds(list);
     // Which engine decides how a name it does not list is treated (workers/served-models.ts).
     worker.signals.engine ??= readModelsOwner(list);
     worker.signals.recordSeen(Date.now());

@@ -132,6 +132,14 @@ export const HEALTH_SETTINGS = section<HealthConfig>({
     default: 2,
     parse: integer(1),
   },
+  deadGraceMs: {
+    flag: "--dead-worker-grace-secs",
+    arg: "<secs>",
+    description:
+      "A worker unhealthy for this long counts as dead: its prefix-index entries are dropped (and with --state-url its peers drop them too, so the shared snapshot leaves it out) and its rows of the cache account go. One healthy again sooner keeps them. 0 = never.",
+    default: 120 * SEC,
+    parse: seconds(0),
+  },
   endpoint: {
     flag: "--health-check-endpoint",
     arg: "<path>",

@@ -5,6 +5,7 @@ import { CharsPerToken } from "./chars-per-token.js";
 import { DEFAULT_DECLARED, type DeclaredFields } from "./declared-fields.js";
 import { guardedLookup } from "./guarded-lookup.js";
 import { type DispatchLoad, WorkerLease } from "./lease.js";
+import { LoraResidency } from "./lora-residency.js";
 import { freeSlots, fullBatchOf } from "./saturation.js";
 import { EngineSignals } from "./signals.js";
 import { WorkerLoad } from "./worker-load.js";
@@ -188,6 +189,18 @@ export class Worker {
    * it is a candidate for any model.
    */
   servedModels: ReadonlySet<string> | undefined = undefined;
+  /** Which of its LoRA adapters its engine holds loaded (lora-residency.ts). */
+  readonly lora = new LoraResidency();
+
+  /** Whether its engine holds `adapter` loaded now; undefined = not known (lora-residency.ts). */
+  loraResident(adapter: string, now: number): boolean | undefined {
+    return this.lora.resident(adapter, now, this.signals.engine, this.signals.staleAfterMs);
+  }
+
+  /** The router sent it a request for `adapter`. */
+  loraRouted(adapter: string): void {
+    this.lora.routed(adapter);
+  }
 
   /** The engine it runs, once introspection recognised it (served-models.ts routes by it). */
   get engine(): EngineKind | undefined {

@@ -61,3 +61,22 @@ describe("readVllmMetrics", () => {
     expect(readVllmMetrics(parseExposition(SGLANG_METRICS))).toBeUndefined();
   });
 });
+
+describe("readVllmMetrics: vllm:lora_requests_info", () => {
+  it("reads the latest series: running and waiting adapters, and max_lora", () => {
+    const text =
+      "vllm:num_requests_running 1.0\n" +
+      'vllm:lora_requests_info{max_lora="4",running_lora_adapters="old",waiting_lora_adapters=""} 1700000000.0\n' +
+      'vllm:lora_requests_info{max_lora="4",running_lora_adapters="sql,chat",waiting_lora_adapters="math"} 1700000005.0\n';
+    expect(readVllmMetrics(parseExposition(text))?.lora).toEqual({
+      active: ["sql", "chat", "math"],
+      maxLoras: 4,
+    });
+  });
+
+  it("nothing when the engine runs without LoRA", () => {
+    expect(readVllmMetrics(parseExposition("vllm:num_requests_running 1.0\n"))?.lora).toBe(
+      undefined,
+    );
+  });
+});

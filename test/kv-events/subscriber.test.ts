@@ -75,6 +75,33 @@ describe("KvEventSubscriber against the simulator's real ZMQ publisher", () => {
     },
   );
 
+  it("a fresh subscriber replays what the engine buffered; batches published during the replay wait and are applied after it, in order, once", async () => {
+    const worker = await sim({ encoding: "map" });
+    const prompts = ["alpha", "bravo", "charlie", "delta", "echo"].map(
+      (w) => `${w} prompt, long enough for several blocks`,
+    );
+    // Published before anyone subscribed: only the replay buffer has them.
+    for (const p of prompts.slice(0, 3)) await complete(worker, p);
+    const release = worker.kvEvents!.holdReplays();
+    const { subscriber, seen } = subscribe(worker);
+    await waitFor(() => worker.kvEvents!.replayRequests > 0);
+    // Live while the replay is held: they reach the subscriber's socket first.
+    for (const p of prompts.slice(3)) await complete(worker, p);
+    expect(seen.batches).toEqual([]);
+    release();
+    await waitFor(() => seen.batches.length >= worker.kvEvents!.batches);
+    expect(seen.batches.length).toBe(worker.kvEvents!.batches);
+    const firstBlocks = stored(seen).map((e) =>
+      e.type === "BlockStored" ? e.tokenIds.slice(0, 4) : [],
+    );
+    const expected = prompts.map((p) => tokenize(p).slice(0, 4));
+    expect(firstBlocks.filter((b) => expected.some((x) => x.join() === b.join()))).toEqual(
+      expected,
+    );
+    expect(seen.resets).toEqual([]);
+    expect(subscriber.state).toBe("live");
+  });
+
   it("fills a dropped message from the replay endpoint, without a reset", async () => {
     const worker = await sim({ encoding: "map" });
     const { subscriber, seen } = subscribe(worker);

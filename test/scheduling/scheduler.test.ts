@@ -311,3 +311,17 @@ describe("Scheduler: the cache account's facts (issue 26)", () => {
     expect(decision.lossReason).toBeNull();
   });
 });
+
+describe("Scheduler: the router's record of LoRA adapters", () => {
+  it("tells the chosen worker which adapter it was sent (its engine loads it)", () => {
+    const index = new ApproximateIndex();
+    const routed: string[] = [];
+    const workers = [{ id: "a", inFlight: 0, loraRouted: (name: string) => routed.push(name) }];
+    index.addWorker("a");
+    const decider = new Scheduler(createPolicy("round_robin"), index);
+    decider.decide(workers, { text: "t", requested: "sql-lora" });
+    decider.decide(workers, { text: "t", requested: "base", adapter: "chat-lora" });
+    decider.decide(workers, { text: "t" });
+    expect(routed).toEqual(["sql-lora", "chat-lora"]);
+  });
+});

@@ -134,4 +134,15 @@ describe("lora-affinity-scorer", () => {
     expect(scores(new LoraAffinityScorer("l", 0.5), sglang)).toEqual([1, 0.5, 0]);
     expect(scores(new LoraAffinityScorer("l", 0.5), context(ws, { text: "t" }))).toEqual([1, 1, 1]);
   });
+
+  it("a listed adapter its engine holds unloaded scores the load score: a load is a cost", () => {
+    const served = new Set(["base", "sql-lora"]);
+    const ws = [
+      worker("resident", { servedModels: served, loraResident: () => true }),
+      worker("unloaded", { servedModels: served, loraResident: () => false }),
+      worker("unknown", { servedModels: served, loraResident: () => undefined }),
+    ];
+    const ctx = context(ws, { text: "t", requested: "sql-lora" });
+    expect(scores(new LoraAffinityScorer("l", 0.5, 0.25), ctx)).toEqual([1, 0.25, 1]);
+  });
 });

@@ -21,6 +21,7 @@ export const ROUTER_ACL = [
   "+hdel",
   "+hscan",
   "+get",
+  "+strlen",
   "+set",
   "+mget",
   "+del",

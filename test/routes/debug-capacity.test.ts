@@ -1,0 +1,48 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type SimWorker, startSimWorker } from "../../sim/worker.js";
+import type { RunningRouter } from "../../src/server.js";
+import { postChat, startTestRouter } from "../helpers/router.js";
+
+describe("GET /debug/capacity and the radixgate_fleet_* metrics", () => {
+  let workers: SimWorker[] = [];
+  let router: RunningRouter;
+  beforeAll(async () => {
+    workers = await Promise.all(["a", "b"].map((id) => startSimWorker({ id, timeScale: 0 })));
+    router = await startTestRouter({
+      policy: "cache_aware",
+      workerUrls: workers.map((w) => w.url),
+      fleetSignalIntervalSecs: 0,
+    });
+  });
+  afterAll(async () => {
+    await router.stop(100);
+    await Promise.all(workers.map((w) => w.close()));
+  });
+
+  it("explains the saturation, desired workers and cache pressure, and names the worker to drain first", async () => {
+    const res = await postChat(router, "You are terse. ".repeat(50), "hello");
+    const used = res.headers.get("x-radixgate-worker");
+    await res.text();
+    router.context.capacity.sample();
+    const body = (await (await fetch(`${router.url}/debug/capacity`)).json()) as {
+      healthy_workers: number;
+      saturation: { prefill_tokens: { ratio: number }; running_slots: { capacity: number } };
+      desired_workers: Record<string, { desired: number }>;
+      rule: { target_utilization: number };
+      scale_in: { drain_first: { id: string }; order: { id: string }[] };
+      short_of: string;
+    };
+    expect(body.healthy_workers).toBe(2);
+    expect(body.saturation.prefill_tokens.ratio).toBeGreaterThan(0);
+    expect(body.saturation.running_slots.capacity).toBe(2 * 256);
+    expect(body.desired_workers["*"]?.desired).toBe(1);
+    expect(body.rule.target_utilization).toBe(0.8);
+    expect(body.short_of).toBe("nothing");
+    // The worker that served the request's cache is drained last.
+    expect(body.scale_in.order.map((o) => o.id)).toHaveLength(2);
+    expect(body.scale_in.drain_first.id).not.toBe(used);
+    const metrics = await (await fetch(`${router.url}/metrics`)).text();
+    expect(metrics).toMatch(/^radixgate_fleet_desired_workers\{model="\*"\} 1$/m);
+    expect(metrics).toMatch(/^radixgate_fleet_saturation_ratio\{resource="running_slots"\} 0$/m);
+  });
+});
