@@ -82,6 +82,7 @@ export function createRouter(
   const logger =
     options.logger ?? createLogger({ level: config.server.logLevel, json: config.server.jsonLog });
   const pd = pdEnabled(disaggregation);
+  const pairProtocol = disaggregation.vllmPdDisaggregation ? "vllm" : "sglang";
   // With disaggregation the router's policy is the prefill side's (disaggregation/settings.ts).
   const prefillPolicy = pd ? prefillPolicyName(disaggregation) : undefined;
   const policy =
@@ -176,7 +177,7 @@ export function createRouter(
       ...(pd
         ? {
             pd: {
-              protocol: disaggregation.vllmPdDisaggregation ? "vllm" : "sglang",
+              protocol: pairProtocol,
               decodePolicy: namedPolicy(
                 policies,
                 decodePolicyName({ ...disaggregation, policy: policies.policy }),
@@ -246,8 +247,8 @@ export function createRouter(
           modelRouting: workers.modelRouting,
         }),
         identity: admission.identity,
-        // PD pairs rewrite the body (disaggregation/): they take intake's parsed object.
-        keepJson: pd,
+        // PD pairs rewrite the body (disaggregation/): intake's parse works out what they need.
+        pairs: pd ? pairProtocol : undefined,
         responseHolders,
       },
       registry,
