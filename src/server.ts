@@ -483,7 +483,8 @@ export async function startRouter(
     stop: () => eviction?.stop(),
   });
 
-  const port = publicPort;
+  // nginx may have chosen its port again (--port 0 taken meanwhile).
+  const port = nginx !== undefined ? nginx.port : publicPort;
   const displayHost = host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host;
   const url = `http://${displayHost.includes(":") ? `[${displayHost}]` : displayHost}:${port}`;
   const metricsPort = metricsServer ? (metricsServer.address() as AddressInfo).port : undefined;
