@@ -578,18 +578,7 @@ export function goalLines(report: WorkloadReport): string[] {
       );
     }
   }
-  if (report.workload === "multimodal") {
-    // Images in the prefix: no claim on an image a worker never got, and the oracle's hit rate.
-    for (const r of report.rows) {
-      if (r.mediaFalseHits === undefined) continue;
-      const points = oracle === undefined ? 0 : 100 * (oracle.hitRate - r.hitRate);
-      const ok = r.mediaFalseHits.falseHits === 0 && points <= 1;
-      lines.push(
-        `goal (${r.row}): 0 false hits on images, hit rate within 1 point of the oracle's: ` +
-          `${r.mediaFalseHits.falseHits} false hits, ${pct(r.hitRate)} vs ${oracle === undefined ? "(no oracle row)" : pct(oracle.hitRate)} → ${ok ? "met" : "MISSED"}`,
-      );
-    }
-  }
+
   if (report.workload === "cache-pressure" && oracle !== undefined) {
     for (const name of ["cache_aware", "prefix_cost"] as const) {
       const r = row(name);

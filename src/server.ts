@@ -353,15 +353,6 @@ export async function startRouter(
     start: () => Promise.all(registry.list().map((w) => health.probeFirst(w))),
     stop: () => {},
   });
-  // --state-file: the index as the last stop left it, for the workers registered now; saved again
-  // once the requests are drained (the stop runs after the HTTP server's, in reverse order).
-  const { stateFile } = context;
-  if (stateFile !== undefined)
-    await services.start({
-      name: "state-file",
-      start: () => stateFile.load(),
-      stop: () => stateFile.save(),
-    });
   // Peers' workers and recent decisions before the first request (bounded wait; never fails).
   const { sharedState, siblingState, admission } = context;
   if (sharedState !== undefined)
@@ -451,6 +442,16 @@ export async function startRouter(
     },
     stop: stopDiscovery,
   });
+  // --state-file: the index as the last stop left it, for the workers registered by now (the
+  // command line's and discovery's first answers); saved again when the router stops, after the
+  // requests drained.
+  const { stateFile } = context;
+  if (stateFile !== undefined)
+    await services.start({
+      name: "state-file",
+      start: () => stateFile.load(),
+      stop: () => stateFile.save(),
+    });
   await services.start({ name: "health", start: () => health.start(), stop: () => health.stop() });
   await services.start({
     name: "fleet-capacity",

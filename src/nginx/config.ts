@@ -65,6 +65,10 @@ function relayLocation(name: string, o: NginxConfigOptions, usage: boolean, body
     `      proxy_read_timeout ${ms(o.readTimeoutMs)};`,
     `      proxy_send_timeout ${ms(o.readTimeoutMs)};`,
     "      proxy_next_upstream off;",
+    // The router's own headers replace any the worker sent of the same name.
+    "      proxy_hide_header X-Request-Id;",
+    "      proxy_hide_header X-Radixgate-Worker;",
+    "      proxy_hide_header X-Radixgate-Route;",
     "      add_header X-Radixgate-Worker $rg_worker always;",
     "      add_header X-Radixgate-Route $rg_route always;",
     "      add_header X-Request-Id $rg_rid always;",
@@ -74,7 +78,7 @@ function relayLocation(name: string, o: NginxConfigOptions, usage: boolean, body
   if (o.explainHeader !== undefined)
     lines.push(`      add_header ${headerName(o.explainHeader)} $rg_explain always;`);
   if (body) lines.push("      proxy_set_body $rg_body;");
-  if (usage) lines.push("      js_body_filter rg.usage;");
+  if (usage) lines.push("      js_body_filter rg.usage buffer_type=buffer;");
   // nginx's own 502/504 (no connection, no response header in time): nothing reached the client,
   // so radixgate chooses again. A worker's own error status is passed through as it is.
   lines.push("      error_page 502 504 = @retry;", "    }");

@@ -74,15 +74,22 @@ function retry(r) {
     });
 }
 
-var KEYS = [['prompt_tokens', 'rg_pt'], ['cached_tokens', 'rg_ct'], ['completion_tokens', 'rg_gt']];
+var KEYS = [
+  [/"prompt_tokens"\s*:\s*(\d+)/g, 'rg_pt'],
+  [/"cached_tokens"\s*:\s*(\d+)/g, 'rg_ct'],
+  [/"completion_tokens"\s*:\s*(\d+)/g, 'rg_gt'],
+];
 
+// data is a Buffer (js_body_filter ... buffer_type=buffer): most chunks are only searched, natively.
 function usage(r, data, flags) {
   if (data.length > 0 && data.indexOf('_tokens"') !== -1) {
+    var text = data.toString();
     for (var i = 0; i < KEYS.length; i++) {
-      var re = new RegExp('"' + KEYS[i][0] + '"\\s*:\\s*(\\d+)', 'g');
+      var re = KEYS[i][0];
+      var last = undefined;
       var m;
-      var last;
-      while ((m = re.exec(data)) !== null) last = m[1];
+      re.lastIndex = 0;
+      while ((m = re.exec(text)) !== null) last = m[1];
       if (last !== undefined) r.variables[KEYS[i][1]] = last;
     }
   }

@@ -2,13 +2,7 @@ import type { PrefixIndex } from "../index/prefix-index.js";
 import type { Logger } from "../logger.js";
 import type { WorkerRegistry } from "../workers/registry.js";
 import type { RedisLink } from "./redis-link.js";
-import {
-  applySnapshot,
-  MAX_SNAPSHOT_TEXT_CHARS,
-  readSnapshot,
-  SnapshotRefused,
-  writeSnapshot,
-} from "./snapshot.js";
+import { loadSnapshot, SnapshotRefused, writeSnapshot } from "./snapshot.js";
 import type { StateKeys } from "./state-keys.js";
 import type { StateSecret } from "./state-secret.js";
 
@@ -62,19 +56,11 @@ export class RedisSnapshot {
         throw new SnapshotRefused(`it is larger than --state-snapshot-max-bytes (${length} bytes)`);
       const data = await withTimeout(this.link.commands.getBuffer(keys.snapshot));
       if (data === null) return undefined;
-      const { header, body } = await readSnapshot(data, {
-        secret,
-        scope: keys.snapshot,
-        maxAgeMs,
-        maxBytes,
-      });
-      const applied = await applySnapshot(
-        body,
-        {
-          known: (id) => registry.get(id) !== undefined,
-          insert: (id, model, text) => index.insert(id, model, text),
-        },
-        MAX_SNAPSHOT_TEXT_CHARS,
+      const { header, applied } = await loadSnapshot(
+        data,
+        { secret, scope: keys.snapshot, maxAgeMs, maxBytes },
+        index,
+        (id) => registry.get(id) !== undefined,
       );
       this.logger.info(
         {

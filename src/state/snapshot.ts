@@ -283,6 +283,25 @@ export async function applySnapshot(
   return { workers, paths, skipped, longestSliceMs: Math.round(longest * 10) / 10 };
 }
 
+/**
+ * A snapshot read, checked and inserted into `index` for the workers `known` here (the one load
+ * path of the state file and of Redis). Throws SnapshotRefused saying why not.
+ */
+export async function loadSnapshot(
+  data: Buffer,
+  options: ReadOptions,
+  index: Pick<PrefixIndex, "insert">,
+  known: (workerId: string) => boolean,
+): Promise<{ header: SnapshotHeader; applied: Applied }> {
+  const { header, body } = await readSnapshot(data, options);
+  const applied = await applySnapshot(
+    body,
+    { known, insert: (id, model, text) => index.insert(id, model, text) },
+    MAX_SNAPSHOT_TEXT_CHARS,
+  );
+  return { header, applied };
+}
+
 /** sha256 of `data` in chunks, the event loop getting turns between them. */
 async function digest(data: Buffer): Promise<string> {
   const hash = createHash("sha256");

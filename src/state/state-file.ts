@@ -2,13 +2,7 @@ import { open, rename, stat, unlink } from "node:fs/promises";
 import type { PrefixIndex } from "../index/prefix-index.js";
 import type { Logger } from "../logger.js";
 import type { WorkerRegistry } from "../workers/registry.js";
-import {
-  applySnapshot,
-  MAX_SNAPSHOT_TEXT_CHARS,
-  readSnapshot,
-  SnapshotRefused,
-  writeSnapshot,
-} from "./snapshot.js";
+import { loadSnapshot, SnapshotRefused, writeSnapshot } from "./snapshot.js";
 import { StateSecret } from "./state-secret.js";
 
 /**
@@ -69,19 +63,11 @@ export class StateFile {
       return;
     }
     try {
-      const { header, body } = await readSnapshot(data, {
-        secret: this.secret,
-        scope: this.scope,
-        maxAgeMs,
-        maxBytes,
-      });
-      const applied = await applySnapshot(
-        body,
-        {
-          known: (id) => this.registry.get(id) !== undefined,
-          insert: (id, model, text) => this.index.insert(id, model, text),
-        },
-        MAX_SNAPSHOT_TEXT_CHARS,
+      const { header, applied } = await loadSnapshot(
+        data,
+        { secret: this.secret, scope: this.scope, maxAgeMs, maxBytes },
+        this.index,
+        (id) => this.registry.get(id) !== undefined,
       );
       this.logger.info(
         {

@@ -20,6 +20,23 @@ import { knobOverrides, parseRowLabel } from "../../bench/lib/routing-variants.j
 import { QUICK_PRESET, type RoutingPreset } from "../../bench/lib/routing-workloads.js";
 import { goalLines } from "../../bench/routing.js";
 
+/** A shared-prefix run of 2 groups × `perGroup` short prompts, 4 clients, on a fast clock. */
+function smallPreset(perGroup: number): RoutingPreset {
+  return {
+    ...QUICK_PRESET,
+    concurrency: 4,
+    timeScale: 0.05,
+    kvCapacityTokens: 2048,
+    sharedPrefix: {
+      groups: 2,
+      promptsPerGroup: perGroup,
+      systemPromptTokens: 128,
+      questionTokens: 16,
+      outputTokens: 2,
+    },
+  };
+}
+
 /** One repeat's figures, the rest filled in plainly. */
 function run(hitRate: number, ttfts: number[], perWorker: Record<string, number>): RowRun {
   const mean = ttfts.reduce((s, v) => s + v, 0) / ttfts.length;
@@ -163,19 +180,7 @@ describe("bench:routing repeats", () => {
   }, 60_000);
 
   it("warms each row once across workloads when given the set of rows already warmed", async () => {
-    const tiny: RoutingPreset = {
-      ...QUICK_PRESET,
-      concurrency: 4,
-      timeScale: 0.05,
-      kvCapacityTokens: 2048,
-      sharedPrefix: {
-        groups: 2,
-        promptsPerGroup: 2,
-        systemPromptTokens: 128,
-        questionTokens: 16,
-        outputTokens: 2,
-      },
-    };
+    const tiny = smallPreset(2);
     const inner = inlineFleetHost();
     let fleets = 0;
     const host = {
@@ -201,19 +206,7 @@ describe("bench:routing repeats", () => {
   }, 60_000);
 
   it("writes each router's decision trace of the measured runs, one file per replica", async () => {
-    const tiny: RoutingPreset = {
-      ...QUICK_PRESET,
-      concurrency: 4,
-      timeScale: 0.05,
-      kvCapacityTokens: 2048,
-      sharedPrefix: {
-        groups: 2,
-        promptsPerGroup: 4,
-        systemPromptTokens: 128,
-        questionTokens: 16,
-        outputTokens: 2,
-      },
-    };
+    const tiny = smallPreset(4);
     const dir = mkdtempSync(join(tmpdir(), "routing-trace-"));
     await runRoutingWorkload("shared-prefix", {
       preset: tiny,

@@ -119,10 +119,16 @@ describe.skipIf(!HAVE_NGINX)("--data-plane nginx", () => {
     expect(generate.status).toBe(200);
     expect(((await generate.json()) as Answer).meta_info).toBeDefined();
 
+    // The same long prompt twice: the engine reports the second one's prompt as cached.
+    const long = "a long shared system prompt for the cache ".repeat(20);
+    for (let i = 0; i < 2; i++)
+      await (await postJson(`${router.url}/v1/chat/completions`, chat(long))).text();
+
     await settled(router);
     // The engines' token counts came back through the completion log: the feedback saw them.
     const metrics = await (await fetch(`${router.url}/metrics`)).text();
     expect(metrics).toMatch(/radixgate_engine_prompt_tokens_total\{[^}]*\} [1-9]/);
+    expect(metrics).toMatch(/radixgate_engine_cached_tokens_total\{[^}]*\} [1-9]/);
   });
 
   it("answers a refusal with the router's OpenAI error body", async () => {
@@ -250,6 +256,36 @@ describe.skipIf(!HAVE_NGINX)("--data-plane nginx admission", () => {
       expect(res.status).toBe(200);
       await res.text();
       await settled(router);
+    } finally {
+      await router.stop(100);
+      await sim.close();
+    }
+  });
+});
+
+describe.skipIf(!HAVE_NGINX)("--data-plane nginx lost records", () => {
+  it("expires an attempt whose completion record never comes at --request-timeout-secs", async () => {
+    const sim = await startSimWorker({ id: "l", timeScale: 0 });
+    const router = await startTestRouter({
+      workerUrls: [sim.url],
+      dataPlane: "nginx",
+      requestTimeoutSecs: 1,
+    });
+    const client = new AbortController();
+    try {
+      sim.setFaults({ hang: true });
+      const request = fetch(`${router.url}/v1/chat/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(chat("never answered")),
+        signal: client.signal,
+      }).catch(() => undefined);
+      await waitFor(() => router.nginx?.relays.pending === 1);
+      // nginx still holds the request (the worker hangs), so no record comes: the timer ends it.
+      await settled(router);
+      expect(sim.stats().hanging).toBe(1);
+      client.abort();
+      await request;
     } finally {
       await router.stop(100);
       await sim.close();

@@ -121,6 +121,7 @@ describe.skipIf(redisSkipReason !== undefined)(
         "metrics-http",
         "discovery",
         "health",
+        "fleet-capacity",
         "introspection",
         "eviction",
       ]);
