@@ -14,7 +14,9 @@
  *   calibrate       tenant A alone, closed loop at 3x the fleet's batch slots: A's capacity, req/s
  *   silent          tenants B-D alone (steady, light): their unloaded TTFT
  *   flood/off       A at 3x capacity (long prompts) + B-D, no admission
- *   flood/on        the same with --queue-when-saturated
+ *   flood/on        the same with --queue-when-saturated (the router's default depth unless --depth)
+ *   flood/prio      flood/on with --engine-priority on engines scheduling by priority (the flood's
+ *                   tenant reaches them one step lower than the light ones)
  *   floor/on        the engine's floor: A's flood as in flood/on (through the router, admission
  *                   on), but B-D's requests go straight to the engines (round robin, bypassing the
  *                   router: never held) with the body's `priority` above anything the router sends,
@@ -23,8 +25,9 @@
  *                   cost a light request under this flood: the part of flood/on's TTFT no router
  *                   can remove. (bench:admission-floor computes the same floor in model time, no
  *                   HTTP or CPU noise; this one is measured like the other runs, beside them.)
- *   prio-silent     high-priority requests alone (steady, light)
- *   prio-flood/on   low-priority flood at 3x capacity + the same high-priority requests, admission on
+ *   prio-silent     high-priority requests alone (steady, light), --engine-priority
+ *   prio-flood/on   low-priority flood at 3x capacity + the same high-priority requests, admission
+ *                   and --engine-priority on engines scheduling by priority
  *
  * Options (defaults in parse()):
  *   --flood-secs, --silent-secs   how long the flood (and the light streams beside it), and the
@@ -32,7 +35,7 @@
  *   --light-rate R                requests/s of each light tenant B, C, D (pooled B-D: 3R/s) and 3R/s
  *                                 of high priority; the p99s below are over the pooled groups
  *   --max-batch-tokens N          the engines' tokens per step (chunked prefill; sim option
- *                                 maxBatchTokens, default 8192: SGLang --chunked-prefill-size,
+ *                                 maxBatchTokens; default 2048 here, the check's: SGLang --chunked-prefill-size,
  *                                 vLLM --max-num-batched-tokens). A's 1,000-token prompt is one
  *                                 ~33 ms step at 8192; 512 splits it into two ~17 ms steps.
  *   --engine-priority             router --engine-priority and the engines' priority scheduling
@@ -44,7 +47,11 @@
  *                                 prio-flood/on run's gap (10 against -1 or below) does; 0 is the
  *                                 most favourable engine. The floor run's gap (~1000) preempts
  *                                 below 900.
- *   --runs a,b,...                only these runs (targets that need a missing run print "-")
+ *   --engine sglang|vllm          the engines' rules (default sglang: prefill-first steps; vllm: v1's
+ *                                 mixed steps, no preemption for a waiting request; docs/simulator.md)
+ *   --worker-max-running          router --worker-max-running = --max-running (vLLM says no cap)
+ *   --runs a,b,...                only these runs (targets that need a missing run print "-";
+ *                                 floor/on sends SGLang's priority direction: leave it out with vllm)
  *   --workers, --max-running, --depth, --poll-secs, --overload   fleet and admission knobs
  *
  * Prints: per run and tenant the counts and TTFT; per run and pooled group (B-D, high) the samples
@@ -89,6 +96,7 @@ const RUNS = [
   "silent",
   "flood/off",
   "flood/on",
+  "flood/prio",
   "floor/on",
   "prio-silent",
   "prio-flood/on",
@@ -109,8 +117,12 @@ interface Options {
   maxBatchTokens: number | undefined;
   floodSecs: number;
   silentSecs: number;
-  /** --saturation-queue-depth of the admission runs. */
-  depth: number;
+  /** --saturation-queue-depth of the admission runs; undefined = the router's default. */
+  depth: number | undefined;
+  /** Whose scheduling rules the simulated engines follow (sim flavor and step rule). */
+  engine: "sglang" | "vllm";
+  /** Router --worker-max-running = the engines' batch (vLLM says none of its own). */
+  workerMaxRunning: boolean;
   pollSecs: number;
   /** Requests per second of each light tenant (B, C, D); the high-priority stream sends 3x. */
   lightRate: number;
@@ -123,7 +135,12 @@ interface Options {
   runs: RunName[];
 }
 
-function routerConfig(workerUrls: string[], o: Options, admission: boolean): Config {
+function routerConfig(
+  workerUrls: string[],
+  o: Options,
+  admission: boolean,
+  enginePriority: boolean,
+): Config {
   return configWith({
     host: "127.0.0.1",
     port: 0,
@@ -134,12 +151,13 @@ function routerConfig(workerUrls: string[], o: Options, admission: boolean): Con
     requestTimeoutSecs: 600,
     streamFirstByteTimeoutSecs: 600,
     queueWhenSaturated: admission,
-    saturationQueueDepth: o.depth,
+    ...(o.depth === undefined ? {} : { saturationQueueDepth: o.depth }),
+    ...(o.workerMaxRunning ? { workerMaxRunning: o.maxRunning } : {}),
     // Bounds wide enough that nothing is shed: the throughput comparison serves the same work.
     queueSize: 100_000,
     maxQueuedPerTenant: 100_000,
     queueTimeoutSecs: 600,
-    enginePriority: o.enginePriority,
+    enginePriority,
     // Each answer says how long its request waited here: the per-request split of its TTFT.
     queueWaitHeader: QUEUE_WAIT_HEADER,
   });
@@ -158,10 +176,17 @@ async function withFleet<T>(
   body: (at: Endpoints) => Promise<T>,
   /** The engines schedule by priority whatever --engine-priority says (the floor run). */
   priorityScheduling = o.enginePriority,
+  /** The router passes priorities on (--engine-priority). */
+  enginePriority = o.enginePriority,
 ): Promise<T> {
   const fleet = await host.startFleet({
     count: o.workers,
     worker: {
+      flavor: o.engine,
+      // The name every request asks for (vLLM answers 404 for a model it does not serve).
+      model: "m",
+      // SGLang runs a step's prefill alone (scheduler.py); vLLM v1 mixes it with decode.
+      stepRule: o.engine === "sglang" ? "prefill-first" : "mixed",
       maxRunning: o.maxRunning,
       timeScale: 1,
       priorityScheduling,
@@ -170,7 +195,7 @@ async function withFleet<T>(
     },
   });
   const engines = fleet.workers.map((w) => w.url);
-  const router = await startRouterProcess(routerConfig(engines, o, admission));
+  const router = await startRouterProcess(routerConfig(engines, o, admission, enginePriority));
   try {
     return await body({ router: router.url, engines });
   } finally {
@@ -186,6 +211,7 @@ async function run(
   admission: boolean,
   load: (at: Endpoints, startedAt: number) => Promise<Outcome[]>[],
   priorityScheduling = o.enginePriority,
+  enginePriority = o.enginePriority,
 ): Promise<Run> {
   return withFleet(
     host,
@@ -195,14 +221,51 @@ async function run(
       // Two polls of the engines before the load: the router starts with fresh readings.
       await new Promise((r) => setTimeout(r, o.pollSecs * 2000));
       const startedAt = performance.now();
+      const sampler = sampleEngineQueues(at.engines);
       const outcomes = (await Promise.all(load(at, startedAt))).flat();
+      const queues = sampler.stop();
       const spanSecs = Math.max(...outcomes.map((x) => x.endedAt)) / 1000;
-      process.stdout.write(`${name}: ${outcomes.length} requests in ${fmt(spanSecs)} s\n`);
+      process.stdout.write(
+        `${name}: ${outcomes.length} requests in ${fmt(spanSecs)} s; engine queues ${queues}\n`,
+      );
       if (admission) process.stdout.write(await queueWaitReport(at.router));
       return { name, outcomes, spanSecs };
     },
     priorityScheduling,
+    enginePriority,
   );
+}
+
+/**
+ * The engines' own waiting queues while a run sends (the simulator's /_sim/stats every 100 ms):
+ * with admission holding the flood at the batch's edge they stay near empty.
+ */
+function sampleEngineQueues(engines: readonly string[]): { stop(): string } {
+  const samples: number[] = [];
+  let running = true;
+  const loop = async () => {
+    while (running) {
+      for (const url of engines) {
+        try {
+          const stats = (await (await fetch(`${url}/_sim/stats`)).json()) as { waiting: number };
+          samples.push(stats.waiting);
+        } catch {
+          // A sample lost under load: the others stand.
+        }
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  };
+  void loop();
+  return {
+    stop() {
+      running = false;
+      if (samples.length === 0) return "-";
+      const sorted = [...samples].sort((a, b) => a - b);
+      const mean = samples.reduce((a, b) => a + b, 0) / samples.length;
+      return `mean ${fmt(mean, 1)}, max ${sorted[sorted.length - 1]} (per engine, ${samples.length} samples)`;
+    },
+  };
 }
 
 /**
@@ -250,15 +313,22 @@ async function calibrate(host: FleetHost, o: Options): Promise<number> {
   });
 }
 
+function engineRules(name: string | undefined): "sglang" | "vllm" {
+  if (name === "sglang" || name === "vllm") return name;
+  throw new Error(`bench:admission: --engine must be sglang or vllm, got ${name}`);
+}
+
 function parse(): Options {
   const { values } = parseArgs({
     options: {
       workers: { type: "string", default: "2" },
       "max-running": { type: "string", default: "8" },
-      "max-batch-tokens": { type: "string" },
+      "max-batch-tokens": { type: "string", default: "2048" },
+      engine: { type: "string", default: "sglang" },
+      "worker-max-running": { type: "boolean", default: false },
       "flood-secs": { type: "string", default: "12" },
       "silent-secs": { type: "string", default: "8" },
-      depth: { type: "string", default: "1" },
+      depth: { type: "string" },
       "poll-secs": { type: "string", default: "0.5" },
       "light-rate": { type: "string", default: "2" },
       overload: { type: "string", default: "3" },
@@ -274,7 +344,9 @@ function parse(): Options {
     maxBatchTokens: batchTokens === undefined ? undefined : Number(batchTokens),
     floodSecs: Number(values["flood-secs"]),
     silentSecs: Number(values["silent-secs"]),
-    depth: Number(values.depth),
+    depth: values.depth === undefined ? undefined : Number(values.depth),
+    engine: engineRules(values.engine),
+    workerMaxRunning: values["worker-max-running"] === true,
     pollSecs: Number(values["poll-secs"]),
     lightRate: Number(values["light-rate"]),
     overload: Number(values.overload),
@@ -317,6 +389,9 @@ async function main(): Promise<void> {
         run(host, o, "silent", false, (at, t0) => lightLoad(via(at), t0, o.silentSecs, {})),
       "flood/off": () => run(host, o, "flood/off", false, flood),
       "flood/on": () => run(host, o, "flood/on", true, flood),
+      // The same flood with --engine-priority on engines that schedule by priority: the flooding
+      // tenant's requests reach the engine one step lower than the light tenants'.
+      "flood/prio": () => run(host, o, "flood/prio", true, flood, true, true),
       "floor/on": () =>
         run(
           host,
@@ -335,18 +410,26 @@ async function main(): Promise<void> {
           true,
         ),
       "prio-silent": () =>
-        run(host, o, "prio-silent", true, (at, t0) => high(at, t0, o.silentSecs)),
+        run(host, o, "prio-silent", true, (at, t0) => high(at, t0, o.silentSecs), true, true),
       "prio-flood/on": () =>
-        run(host, o, "prio-flood/on", true, (at, t0) => [
-          stream(
-            via(at),
-            { ...HEAVY({ "x-priority": "-1" }), group: "low" },
-            floodRate,
-            o.floodSecs,
-            t0,
-          ),
-          ...high(at, t0, o.floodSecs),
-        ]),
+        run(
+          host,
+          o,
+          "prio-flood/on",
+          true,
+          (at, t0) => [
+            stream(
+              via(at),
+              { ...HEAVY({ "x-priority": "-1" }), group: "low" },
+              floodRate,
+              o.floodSecs,
+              t0,
+            ),
+            ...high(at, t0, o.floodSecs),
+          ],
+          true,
+          true,
+        ),
     };
     const runs: Run[] = [];
     for (const name of RUNS) if (o.runs.includes(name)) runs.push(await plan[name]());

@@ -82,6 +82,7 @@ export function createRouter(
   const logger =
     options.logger ?? createLogger({ level: config.server.logLevel, json: config.server.jsonLog });
   const pd = pdEnabled(disaggregation);
+  const pairProtocol = disaggregation.vllmPdDisaggregation ? "vllm" : "sglang";
   // With disaggregation the router's policy is the prefill side's (disaggregation/settings.ts).
   const prefillPolicy = pd ? prefillPolicyName(disaggregation) : undefined;
   const policy =
@@ -176,7 +177,7 @@ export function createRouter(
       ...(pd
         ? {
             pd: {
-              protocol: disaggregation.vllmPdDisaggregation ? "vllm" : "sglang",
+              protocol: pairProtocol,
               decodePolicy: namedPolicy(
                 policies,
                 decodePolicyName({ ...disaggregation, policy: policies.policy }),
@@ -246,8 +247,8 @@ export function createRouter(
           modelRouting: workers.modelRouting,
         }),
         identity: admission.identity,
-        // PD pairs rewrite the body (disaggregation/): they take intake's parsed object.
-        keepJson: pd,
+        // PD pairs rewrite the body (disaggregation/): intake's parse works out what they need.
+        pairs: pd ? pairProtocol : undefined,
         responseHolders,
       },
       registry,
@@ -482,7 +483,8 @@ export async function startRouter(
     stop: () => eviction?.stop(),
   });
 
-  const port = publicPort;
+  // nginx may have chosen its port again (--port 0 taken meanwhile).
+  const port = nginx !== undefined ? nginx.port : publicPort;
   const displayHost = host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host;
   const url = `http://${displayHost.includes(":") ? `[${displayHost}]` : displayHost}:${port}`;
   const metricsPort = metricsServer ? (metricsServer.address() as AddressInfo).port : undefined;

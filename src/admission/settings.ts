@@ -93,8 +93,8 @@ export const ADMISSION_SETTINGS = section<AdmissionConfig>({
     flag: "--saturation-queue-depth",
     arg: "<n>",
     description:
-      "A worker is saturated when its engine's waiting queue (sglang:num_queue_reqs, vllm:num_requests_waiting; the last fresh reading, moved by this router's requests since) reaches this many requests; 0: as soon as its running batch is full (as last seen full), so a request let go never waits in the engine's first-come queue.",
-    default: 5,
+      "A worker is saturated when its engine's waiting queue (its free batch slots as counted from this router's requests in flight and the last fresh reading: sglang:num_queue_reqs, vllm:num_requests_waiting) reaches this many requests; 0: as soon as its running batch is full, so a request let go goes only into a free slot and never waits in the engine's first-come queue. See docs/admission.md#free-batch-slots.",
+    default: 1,
     parse: integer(0, 1_000_000),
   },
   saturationKvUsage: {

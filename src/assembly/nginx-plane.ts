@@ -130,7 +130,18 @@ export class NginxPlane {
         if (lost > 0) this.logger.warn({ lost }, "requests nginx was relaying are lost");
       },
     });
-    await this.supervisor.start();
+    // --port 0: the port chosen a moment ago may have been taken since; choose again.
+    for (let tries = 1; ; tries++) {
+      try {
+        await this.supervisor.start();
+        return;
+      } catch (err) {
+        if (this.o.port !== 0 || tries >= 3 || !/in use/i.test((err as Error).message)) throw err;
+        this.port = await freePort(this.o.host);
+        this.supervisor.port = this.port;
+        registry.setListenAddress({ host: this.o.host, port: this.port });
+      }
+    }
   }
 
   /** Stops nginx (first), the completion log and the internal listener; removes the directory. */

@@ -11,10 +11,10 @@
  */
 import { randomBytes } from "node:crypto";
 import { bodyWithLeadingFields } from "../proxy/json-field.js";
+import type { JsonObject, PairView } from "../proxy/pair.js";
 import type { Worker } from "../workers/worker.js";
 
-/** What the pair needs to know of the body: its JSON object, parsed once. */
-export type JsonObject = Record<string, unknown>;
+export type { JsonObject };
 
 /** A random room id in [0, 2^63 - 1], as decimal text (beyond a double's exact integers). */
 export function randomRoom(): string {
@@ -51,29 +51,29 @@ export function bootstrapHost(worker: Worker): string {
   return new URL(worker.url).hostname.replace(/^\[(.*)\]$/, "$1");
 }
 
-const FIELDS = ["bootstrap_host", "bootstrap_port", "bootstrap_room"] as const;
+/** The hand-off fields the router sets (a client's own are replaced). */
+export const BOOTSTRAP_FIELDS = ["bootstrap_host", "bootstrap_port", "bootstrap_room"] as const;
 
 /**
  * The body both workers get: the client's fields (its own bootstrap_* replaced) and the hand-off
  * fields, written as text so the room's 63-bit integer goes out exact. `raw` is the body as the
- * client sent it and `body` its parsed object (intake's, for the batch size).
+ * client sent it; `view` what intake's parse found of it (pd-body.ts pairView: the batch size,
+ * and the body without the client's bootstrap_* fields when it sent any).
  *
  * The fields go in front of the client's bytes (proxy/json-field.ts), which are not serialized
- * again. That splice cannot replace a field: when the client sent a bootstrap_* field of its own
- * (the parsed object says so, however the key was escaped), its later duplicate would win, so
- * that body is serialized again without the client's fields, as SGLang's gateway overwrites
- * them (pd_router.rs).
+ * again. That splice cannot replace a field: when the client sent a bootstrap_* field of its own,
+ * its later duplicate would win, so the body without them is the one spliced into, as SGLang's
+ * gateway overwrites them (pd_router.rs).
  */
 export function bodyWithBootstrap(
   raw: Buffer,
-  body: JsonObject,
-  endpoint: string,
+  view: PairView,
   prefill: Worker,
   room: () => string = randomRoom,
 ): Buffer {
   const host = JSON.stringify(bootstrapHost(prefill));
   const port = prefill.role.bootstrapPort === null ? "null" : String(prefill.role.bootstrapPort);
-  const n = batchSize(endpoint, body);
+  const n = view.batch;
   const values =
     n === undefined
       ? [host, port, room()]
@@ -82,8 +82,7 @@ export function bodyWithBootstrap(
           `[${Array(n).fill(port).join(",")}]`,
           `[${Array.from({ length: n }, room).join(",")}]`,
         ];
-  const fields = FIELDS.map((name, i) => [name, values[i]!] as const);
-  if (!FIELDS.some((name) => Object.hasOwn(body, name))) return bodyWithLeadingFields(raw, fields);
-  const { bootstrap_host: _h, bootstrap_port: _p, bootstrap_room: _r, ...rest } = body;
-  return bodyWithLeadingFields(Buffer.from(JSON.stringify(rest)), fields);
+  const fields = BOOTSTRAP_FIELDS.map((name, i) => [name, values[i]!] as const);
+  const base = view.base === undefined ? raw : Buffer.from(view.base);
+  return bodyWithLeadingFields(base, fields);
 }

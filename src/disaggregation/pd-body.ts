@@ -17,7 +17,9 @@
  */
 import { RouterError } from "../errors.js";
 import { MAX_NESTING_DEPTH, nestsDeeperThan } from "../proxy/json-depth.js";
-import { batchSize, type JsonObject } from "./bootstrap.js";
+import type { PairView } from "../proxy/pair.js";
+import { BOOTSTRAP_FIELDS, batchSize, type JsonObject } from "./bootstrap.js";
+import { prefillBody } from "./vllm-transfer.js";
 
 /** vLLM's VLLM_MAX_N_SEQUENCES default: the most items (choices, prompts, texts) of one request. */
 export const MAX_PD_BATCH_ITEMS = 16_384;
@@ -63,4 +65,40 @@ export function pdBodyRefusal(
 
 function refuse(message: string): RouterError {
   return new RouterError("invalid_request", message);
+}
+
+/**
+ * What the pair needs of a parsed body (proxy/pair.ts PairView), worked out once where intake
+ * parsed it: the refusal, or SGLang's batch size, vLLM's prefill body, and the client's body
+ * serialized again without the fields the router sets, when the client sent one of them (a
+ * splice in front could not replace it, and an engine keeps a duplicate's last value).
+ */
+export function pairView(
+  protocol: "sglang" | "vllm",
+  endpoint: string,
+  body: JsonObject,
+): PairView {
+  const refused = pdBodyRefusal(protocol, endpoint, body);
+  if (refused !== undefined) return { refusal: refused.message };
+  if (protocol === "sglang") {
+    return {
+      batch: batchSize(endpoint, body),
+      base: BOOTSTRAP_FIELDS.some((name) => Object.hasOwn(body, name))
+        ? without(body, BOOTSTRAP_FIELDS)
+        : undefined,
+    };
+  }
+  return {
+    prefill: prefillBody(body),
+    base: Object.hasOwn(body, "kv_transfer_params")
+      ? without(body, ["kv_transfer_params"])
+      : undefined,
+  };
+}
+
+/** The body serialized again without some of its fields. */
+function without(body: JsonObject, names: readonly string[]): Buffer {
+  const rest: JsonObject = {};
+  for (const [name, value] of Object.entries(body)) if (!names.includes(name)) rest[name] = value;
+  return Buffer.from(JSON.stringify(rest));
 }

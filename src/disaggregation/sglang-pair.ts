@@ -31,10 +31,9 @@ import {
 import { relay } from "../proxy/relay.js";
 import { UsageTap } from "../proxy/usage-tap.js";
 import { bodyWithBootstrap } from "./bootstrap.js";
-import { pdBodyRefusal } from "./pd-body.js";
 
 export async function sglangPair(t: PairTry): Promise<PairResult> {
-  const body = bodyWithBootstrap(t.bytes, t.body, t.req.routing.endpoint, t.prefill);
+  const body = bodyWithBootstrap(t.bytes, t.view, t.prefill);
   const prefill = t.open(t.prefill, "prefill");
   const decode = t.open(t.decode, "decode");
   const prefillTap = new UsageTap();
@@ -88,5 +87,4 @@ export const SGLANG_PAIRS: PairProtocol = {
   name: "sglang",
   exchange: sglangPair,
   prefillStreams: true,
-  refusal: (endpoint, body) => pdBodyRefusal("sglang", endpoint, body),
 };

@@ -18,8 +18,7 @@ import {
 import { relay } from "../proxy/relay.js";
 import { UsageTap } from "../proxy/usage-tap.js";
 import { FAILED } from "../workers/lease.js";
-import { pdBodyRefusal } from "./pd-body.js";
-import { decodeBody, prefillBody, transferParamsOf } from "./vllm-transfer.js";
+import { decodeBody, transferParamsOf } from "./vllm-transfer.js";
 
 /** A prefill answer (one token and the transfer params) is small; more is not one. */
 const MAX_PREFILL_ANSWER_BYTES = 1024 * 1024;
@@ -33,7 +32,8 @@ async function sendOneSide<S extends Side>(t: PairTry, side: S, body: Buffer) {
 }
 
 export async function vllmPair(t: PairTry): Promise<PairResult> {
-  const p = await sendOneSide(t, "prefill", prefillBody(t.body));
+  // Built by intake's parse (pd-body.ts pairView): here it is only sent.
+  const p = await sendOneSide(t, "prefill", Buffer.from(t.view.prefill ?? t.bytes));
   const prefill = p.attempt;
   const stopped = interrupted(t, [p]);
   if (stopped !== undefined) return stopped;
@@ -65,7 +65,11 @@ export async function vllmPair(t: PairTry): Promise<PairResult> {
   }
   prefill.end({ kind: "answered", status });
 
-  const d = await sendOneSide(t, "decode", decodeBody(t.body, params));
+  const d = await sendOneSide(
+    t,
+    "decode",
+    decodeBody(t.view.base === undefined ? t.bytes : Buffer.from(t.view.base), params),
+  );
   const decode = d.attempt;
   const gone = interrupted(t, [d]);
   if (gone !== undefined) return gone;
@@ -84,5 +88,4 @@ export const VLLM_PAIRS: PairProtocol = {
   name: "vllm",
   exchange: vllmPair,
   prefillStreams: false,
-  refusal: (endpoint, body) => pdBodyRefusal("vllm", endpoint, body),
 };

@@ -9,6 +9,7 @@
  * `kv_transfer_params` (remote engine, host, port, block ids) that the decode worker gets with the
  * client's request as it was, to pull the KV cache from the prefill worker.
  */
+import { bodyWithTrailingField } from "../proxy/json-field.js";
 import type { JsonObject } from "./bootstrap.js";
 
 /** What the prefill worker is asked for: keep the KV blocks for a decode elsewhere. */
@@ -49,7 +50,11 @@ export function transferParamsOf(answer: unknown): JsonObject | string {
   return params as JsonObject;
 }
 
-/** The decode worker's request: the client's, with the prefill worker's transfer params. */
-export function decodeBody(body: JsonObject, params: JsonObject): Buffer {
-  return Buffer.from(JSON.stringify({ ...body, kv_transfer_params: params }));
+/**
+ * The decode worker's request: the client's body (`base`: as sent, or without its own
+ * kv_transfer_params, pd-body.ts pairView), with the prefill worker's transfer params added as
+ * its last field: not parsed or serialized again here.
+ */
+export function decodeBody(base: Buffer, params: JsonObject): Buffer {
+  return bodyWithTrailingField(base, "kv_transfer_params", JSON.stringify(params));
 }

@@ -1,6 +1,8 @@
+import { pairView } from "../disaggregation/pd-body.js";
 import { RouterError } from "../errors.js";
 import type { TokenizeInput } from "../index/tokenize-input.js";
 import { MAX_BODY_NESTING, textNestsDeeperThan } from "../proxy/json-depth.js";
+import type { PairView } from "../proxy/pair.js";
 import { adapterOf, type Endpoint, modelOf, routingText } from "./routing-text.js";
 import { isSinglePrompt } from "./single-prompt.js";
 import { tokenizeInputOf } from "./tokenize-input.js";
@@ -25,7 +27,12 @@ export interface BodySummary {
   maxTokens?: number | undefined;
   /** Responses API: the stored response this request continues, when it names one. */
   previousResponseId?: string | undefined;
+  /** What a prefill/decode pair needs of the body, when pairs are on (IntakeOptions.pairs). */
+  pair?: PairView | undefined;
 }
+
+/** The prefill/decode protocol whose view of the body the summary carries (undefined: none). */
+export type PairProtocolName = "sglang" | "vllm";
 
 /**
  * Parses a JSON body once and extracts its summary. Pure and self-contained, so it runs the same
@@ -37,8 +44,15 @@ export function summarizeBody(
   body: Uint8Array,
   maxRoutingTextChars: number,
   withTokenizeInput = false,
+  pairs?: PairProtocolName,
 ): BodySummary {
-  return summarizeParsed(endpoint, parseJsonObject(body), maxRoutingTextChars, withTokenizeInput);
+  return summarizeParsed(
+    endpoint,
+    parseJsonObject(body),
+    maxRoutingTextChars,
+    withTokenizeInput,
+    pairs,
+  );
 }
 
 /** The summary of a body already parsed (parseJsonObject), for a caller that keeps the object. */
@@ -47,6 +61,7 @@ export function summarizeParsed(
   parsed: Record<string, unknown>,
   maxRoutingTextChars: number,
   withTokenizeInput = false,
+  pairs?: PairProtocolName,
 ): BodySummary {
   const text = routingText(endpoint, parsed, maxRoutingTextChars);
   return {
@@ -62,6 +77,9 @@ export function summarizeParsed(
       endpoint === "responses" && typeof parsed.previous_response_id === "string"
         ? parsed.previous_response_id
         : undefined,
+    // Worked out here, where the body is parsed (a parse process for a large one), so the pair
+    // never parses it again on the event loop.
+    pair: pairs === undefined ? undefined : pairView(pairs, endpoint, parsed),
   };
 }
 

@@ -12,7 +12,12 @@ import {
   type ServingWorker,
 } from "../workers/served-models.js";
 import { BodyBudget, type BodyLease } from "./body-budget.js";
-import { type BodySummary, parseJsonObject, summarizeParsed } from "./body-summary.js";
+import {
+  type BodySummary,
+  type PairProtocolName,
+  parseJsonObject,
+  summarizeParsed,
+} from "./body-summary.js";
 import { type CacheIsolation, saltedBody, tenantSalt } from "./cache-salt.js";
 import { checkContentType } from "./content-type.js";
 import type { ParsePool } from "./parse-pool.js";
@@ -47,10 +52,10 @@ export interface IntakeOptions {
    */
   responseHolders?: ResponseHolders;
   /**
-   * Keep the parsed body on the RoutingRequest (`json`): prefill/decode pairs rewrite the body, and
-   * so need not parse it again. Off otherwise: the object would outlive the parse for nothing.
+   * Prefill/decode pairs in this protocol: the body's parse also works out what the pair needs of
+   * it (RoutingRequest.pair), so the pair never parses it again. Undefined: no pairs.
    */
-  keepJson?: boolean;
+  pairs?: PairProtocolName | undefined;
 }
 
 const DEFAULT_IDENTITY: IdentityOptions = {
@@ -63,8 +68,6 @@ export interface ReceivedRequest {
   readonly endpoint: Endpoint | "models";
   readonly body: Buffer | undefined;
   readonly summary: BodySummary | undefined;
-  /** The parsed body, when IntakeOptions.keepJson asks for it and it was parsed in line. */
-  readonly json?: Record<string, unknown> | undefined;
   readonly session: string | undefined;
   /** The request's headers: its tenant and priority are read from them only when needed. */
   readonly headers: IncomingHttpHeaders;
@@ -128,7 +131,6 @@ export class Intake {
     const { options, parsePool } = this;
     checkContentType(incoming.headers["content-type"]);
     const body = await readBody(incoming, this.bodyLimits, lease);
-    let json: Record<string, unknown> | undefined;
     let summary: BodySummary;
     if (parsePool !== undefined && body.byteLength >= options.parseOffloadBytes) {
       summary = await parsePool.summarize(
@@ -136,16 +138,16 @@ export class Intake {
         body,
         options.maxRoutingTextChars,
         options.withTokenizeInput,
+        options.pairs,
       );
     } else {
-      const parsed = parseJsonObject(body);
       summary = summarizeParsed(
         endpoint,
-        parsed,
+        parseJsonObject(body),
         options.maxRoutingTextChars,
         options.withTokenizeInput,
+        options.pairs,
       );
-      if (options.keepJson === true) json = parsed;
     }
     const session = this.session(incoming.headers, summary.user);
     if (options.cacheIsolation === "tenant") {
@@ -156,14 +158,13 @@ export class Intake {
           endpoint,
           body: salted,
           summary,
-          json,
           session,
           headers: incoming.headers,
           cacheSalt,
         };
       }
     }
-    return { endpoint, body, summary, json, session, headers: incoming.headers };
+    return { endpoint, body, summary, session, headers: incoming.headers };
   }
 
   /** --tenant-header and --priority-header: whom admission's ticket reads the identity from. */
@@ -186,7 +187,7 @@ export class Intake {
     return {
       endpoint: received.endpoint,
       body: received.body,
-      json: received.json,
+      pair: summary?.pair,
       text: summary?.text ?? "",
       // What the index sees: the text, under the model's own key when its KV is kept apart, and
       // under the tenant's salt when tenants' caches are (the engines key theirs the same way).

@@ -1,6 +1,6 @@
 import { type ErrorCode, RouterError } from "../errors.js";
 import { ModuleProcess, OUT_OF_MEMORY } from "../watched-file/module-process.js";
-import type { BodySummary } from "./body-summary.js";
+import type { BodySummary, PairProtocolName } from "./body-summary.js";
 import type { Endpoint } from "./routing-text.js";
 
 /** One body to parse, as posted to a parse worker. */
@@ -10,6 +10,7 @@ export interface ParseJob {
   body: Uint8Array;
   maxChars: number;
   withTokenizeInput: boolean;
+  pairs?: PairProtocolName | undefined;
 }
 
 export type ParseResult =
@@ -59,6 +60,7 @@ export class ParsePool {
     body: Buffer,
     maxChars: number,
     withTokenizeInput = false,
+    pairs?: PairProtocolName,
   ): Promise<BodySummary> {
     if (this.closed) return Promise.reject(new RouterError("shutting_down"));
     return new Promise((resolve, reject) => {
@@ -68,6 +70,7 @@ export class ParsePool {
         body,
         maxChars,
         withTokenizeInput,
+        pairs,
       };
       this.queue.push({ job, resolve, reject });
       this.dispatch();

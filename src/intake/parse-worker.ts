@@ -15,7 +15,13 @@ port.onMessage((message) => {
   try {
     result = {
       id: job.id,
-      summary: summarizeBody(job.endpoint, job.body, job.maxChars, job.withTokenizeInput),
+      summary: summarizeBody(
+        job.endpoint,
+        job.body,
+        job.maxChars,
+        job.withTokenizeInput,
+        job.pairs,
+      ),
     };
   } catch (err) {
     const routerError = err instanceof RouterError;

@@ -144,7 +144,7 @@ http {
   }
 ${upstreams}
   server {
-    listen ${o.host.includes(":") ? `[${o.host}]` : o.host}:${o.port} reuseport backlog=4096;
+    listen ${o.host.includes(":") ? `[${o.host}]` : o.host}:${o.port} backlog=4096;
 ${inference}
     location / {
       proxy_pass http://radixgate;

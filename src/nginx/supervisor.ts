@@ -30,7 +30,7 @@ export interface SupervisorOptions {
   /** The configuration for this start (the fleet's workers as they are now). */
   config(): string;
   readonly host: string;
-  readonly port: number;
+  port: number;
   readonly logger: Logger;
   /** nginx exited unexpectedly: what it was relaying is lost. */
   onExit(): void;
@@ -53,6 +53,11 @@ export class NginxSupervisor {
   starts = 0;
 
   constructor(private readonly o: SupervisorOptions) {}
+
+  /** The port nginx listens on (changed only before a start). */
+  set port(port: number) {
+    this.o.port = port;
+  }
 
   /** nginx's process id, while it runs. */
   get pid(): number | undefined {
@@ -84,6 +89,8 @@ export class NginxSupervisor {
       });
     });
     const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
+    // Restarted only once it ran: a start that fails is the caller's to handle.
+    let ran = false;
     child.once("exit", (code, signal) => {
       // The old pipe's reader (the wrapper's subshell) ends with it.
       child.stdin?.end();
@@ -91,7 +98,7 @@ export class NginxSupervisor {
       this.child = undefined;
       this.nginxPid = undefined;
       this.ready = false;
-      if (this.stopped) return;
+      if (this.stopped || !ran) return;
       this.o.logger.error({ code, signal }, "nginx exited; restarting it");
       this.o.onExit();
       this.scheduleRestart();
@@ -103,8 +110,18 @@ export class NginxSupervisor {
     ]);
     await pidRead;
     if (first !== "ready") {
+      // Not accepting in time, or gone: nothing of it may stay.
+      child.stdin?.end();
+      if (this.nginxPid !== undefined) {
+        try {
+          process.kill(this.nginxPid, "SIGKILL");
+        } catch {
+          // Gone already.
+        }
+      }
       throw new Error(`nginx did not start: ${stderr.trim() || "it exited"}`);
     }
+    ran = true;
     this.backoffMs = FIRST_BACKOFF_MS;
     this.ready = true;
     this.o.logger.info({ nginx_pid: this.nginxPid, port: this.o.port }, "nginx started");
@@ -118,7 +135,7 @@ export class NginxSupervisor {
       if (this.stopped) return;
       this.start().catch((err: unknown) => {
         this.o.logger.error({ err }, "nginx restart failed");
-        if (this.child === undefined && !this.stopped) this.scheduleRestart();
+        if (!this.stopped) this.scheduleRestart();
       });
     }, delay);
   }

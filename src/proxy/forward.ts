@@ -25,7 +25,7 @@ import {
   refusal,
   shortestCoolDown,
 } from "./no-worker-answers.js";
-import type { JsonObject, PairProtocol, PairResult, PairTry, Side } from "./pair.js";
+import type { PairProtocol, PairResult, PairTry, PairView, Side } from "./pair.js";
 import type { RemoteRelays } from "./remote-relay.js";
 import { routeHeader } from "./route-header.js";
 import type { RoutingRequest } from "./routing-request.js";
@@ -134,9 +134,11 @@ export class Forwarder {
     const routed = req.routing;
     const plan = routed.plan;
     const pairs = this.pairs;
-    // A pair's body is rewritten for the hand-off: it must be a JSON object.
-    const json = pairs === undefined ? undefined : pairBody(routed.json, routed.body);
-    if (pairs !== undefined && json === undefined) {
+    // A pair's body is rewritten for the hand-off: what the pair needs of it came from intake's
+    // parse (RoutingRequest.pair), refusal included.
+    const view = pairs === undefined ? undefined : routed.pair;
+    const bytes = routed.body;
+    if (pairs !== undefined && (view === undefined || bytes === undefined)) {
       const error = new RouterError(
         "invalid_request",
         "Prefill/decode disaggregation needs a JSON object body (the router adds the hand-off fields to it).",
@@ -144,12 +146,12 @@ export class Forwarder {
       writeError(res, error, req.requestId);
       return { status: error.status, attempts: 0, error: "invalid_request" };
     }
-    const refusedBody =
-      json === undefined ? undefined : pairs?.protocol.refusal(routed.endpoint, json.json);
-    if (refusedBody !== undefined) {
-      writeError(res, refusedBody, req.requestId);
-      return { status: refusedBody.status, attempts: 0, error: "invalid_request" };
+    if (view?.refusal !== undefined) {
+      const error = new RouterError("invalid_request", view.refusal);
+      writeError(res, error, req.requestId);
+      return { status: error.status, attempts: 0, error: "invalid_request" };
     }
+    const json = view === undefined || bytes === undefined ? undefined : { view, bytes };
     // A regular fleet's workers, or one side's of a pair: what is left to retry on.
     const candidates = (side?: Side) => this.registry.candidates(tried, side, plan);
     const headers = upstreamRequestHeaders(
@@ -390,7 +392,7 @@ export class Forwarder {
     d: Decision<Worker>,
     p: Decision<Worker>,
     req: ForwardRequest,
-    body: { json: JsonObject; bytes: Buffer },
+    body: { view: PairView; bytes: Buffer },
     headers: Record<string, string | string[]>,
     deadline: number,
     res: ServerResponse,
@@ -409,7 +411,7 @@ export class Forwarder {
     const t: PairTry = {
       req,
       res,
-      body: body.json,
+      view: body.view,
       bytes: body.bytes,
       prefill: p.worker,
       decode: d.worker,
@@ -515,26 +517,5 @@ export class Forwarder {
       .filter((side) => count(side) === 0 || triedOn(side) >= count(side))
       .map((side) => `${side} (${count(side)} of ${total(side)} available)`);
     return `No prefill/decode pair can take the request: no ${sides.join(" and no ")} worker left to try (unhealthy, circuit open, cooling down, or not serving the model). Add workers with --prefill/--decode or POST /workers with a worker_type.`;
-  }
-}
-
-/**
- * A pair's body: intake's parse, kept for the pair (IntakeOptions.keepJson), or parsed here when
- * intake parsed it in a parse worker, whose object stayed in that thread; undefined when it is
- * not a JSON object.
- */
-function pairBody(
-  json: Readonly<JsonObject> | undefined,
-  bytes: Buffer | undefined,
-): { json: JsonObject; bytes: Buffer } | undefined {
-  if (bytes === undefined) return undefined;
-  if (json !== undefined) return { json: json as JsonObject, bytes };
-  try {
-    const value: unknown = JSON.parse(bytes.toString("utf8"));
-    return typeof value === "object" && value !== null && !Array.isArray(value)
-      ? { json: value as JsonObject, bytes }
-      : undefined;
-  } catch {
-    return undefined;
   }
 }

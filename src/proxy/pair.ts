@@ -16,6 +16,7 @@ import type { Attempt } from "./attempt.js";
 import { bodyWithPriority } from "./engine-priority.js";
 import type { ForwardOutcome, ForwardRequest } from "./forward-contract.js";
 import { relay } from "./relay.js";
+import type { PairView } from "./routing-request.js";
 import { callUpstream, type UpstreamAnswer } from "./upstream-call.js";
 import {
   type AttemptFailure,
@@ -28,8 +29,10 @@ import { writeError } from "./write-error.js";
 
 export type Side = "prefill" | "decode";
 
-/** What the pair needs to know of the body: its JSON object, parsed once. */
+/** A request body's JSON object. */
 export type JsonObject = Record<string, unknown>;
+
+export type { PairView };
 
 /**
  * An engine's prefill/decode protocol (disaggregation/): one try of the pair, with the body
@@ -41,20 +44,15 @@ export interface PairProtocol {
   exchange(t: PairTry): Promise<PairResult>;
   /** Whether the prefill side streams when the client asked for a stream (vLLM's is asked for one token). */
   readonly prefillStreams: boolean;
-  /**
-   * The 400 for a body this protocol must not build its sides' bodies from (checked once, before
-   * the first try), or undefined.
-   */
-  refusal(endpoint: string, body: JsonObject): RouterError | undefined;
 }
 
 /** What a pair's exchange gets from the forwarder for one try. */
 export interface PairTry {
   readonly req: ForwardRequest;
   readonly res: ServerResponse;
-  /** The client's JSON body, parsed once for the whole request. */
-  readonly body: JsonObject;
-  /** The same body as the client sent it (SGLang's hand-off fields are spliced into it). */
+  /** What the pair needs of the body, from intake's one parse. */
+  readonly view: PairView;
+  /** The body as the client sent it (the hand-off fields are spliced into it). */
   readonly bytes: Buffer;
   readonly prefill: Worker;
   readonly decode: Worker;

@@ -13,12 +13,10 @@ export interface RoutingRequest extends DecisionRequest {
   /** The body as the client sent it, sent to the worker as is; undefined for the GET routes. */
   readonly body: Buffer | undefined;
   /**
-   * The body's JSON object from intake's one parse, kept only when the data plane rewrites the body
-   * (prefill/decode pairs: IntakeOptions.keepJson); undefined otherwise, and for a body parsed in
-   * a parse worker (its object stays in that thread: copying it back would cost a parse's time
-   * on the event loop). Shared, never to be changed.
+   * What a prefill/decode pair needs of the body (pair.ts PairView), from intake's one parse, in
+   * line or in a parse process; undefined without pairs (IntakeOptions.pairs).
    */
-  readonly json?: Readonly<Record<string, unknown>> | undefined;
+  readonly pair?: PairView | undefined;
   /** What the engine will prefill (intake/routing-text.ts); "" when there is nothing. */
   readonly text: string;
   /**
@@ -38,4 +36,25 @@ export interface RoutingRequest extends DecisionRequest {
   readonly usageDescribesText: boolean;
   /** Which workers the requested model admits (workers/served-models.ts planModel). */
   readonly plan: ModelPlan;
+}
+
+/**
+ * What a prefill/decode pair needs of a request's body, worked out where intake parsed it (in
+ * line, or in a parse process for a large body: disaggregation/pd-body.ts pairView), so the pair
+ * never parses the body again on the event loop. Plain data: it crosses the parse process's
+ * channel.
+ */
+export interface PairView {
+  /** Why the pair refuses the body (400, naming the field); nothing else is set then. */
+  readonly refusal?: string | undefined;
+  /** SGLang's hand-off fields are arrays of this many items (a batch); undefined for one. */
+  readonly batch?: number | undefined;
+  /**
+   * The body the router's fields are spliced into, when the client's own bytes cannot take them:
+   * they carry a field the router replaces (serialized again without it). Undefined: the
+   * client's bytes.
+   */
+  readonly base?: Uint8Array | undefined;
+  /** vLLM: the prefill side's body. */
+  readonly prefill?: Uint8Array | undefined;
 }

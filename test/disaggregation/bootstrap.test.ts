@@ -6,6 +6,7 @@ import {
   randomRoom,
   bodyWithBootstrap as spliced,
 } from "../../src/disaggregation/bootstrap.js";
+import { pairView } from "../../src/disaggregation/pd-body.js";
 import {
   decodeBody,
   prefillBody,
@@ -28,7 +29,7 @@ function bodyWithBootstrap(
   room?: () => string,
   raw = Buffer.from(JSON.stringify(body)),
 ): Buffer {
-  return spliced(raw, body, endpoint, worker, room);
+  return spliced(raw, pairView("sglang", endpoint, body), worker, room);
 }
 
 const v6 = registry.add("http://[fd00::7]:30000", {
@@ -189,7 +190,7 @@ describe("vLLM's transfer params (disaggregation/vllm-transfer.ts), as vLLM's ex
     expect(params).toEqual({ remote_engine_id: "e" });
     const out = JSON.parse(
       decodeBody(
-        { model: "m", stream: true },
+        Buffer.from(JSON.stringify({ model: "m", stream: true })),
         params as object as Record<string, unknown>,
       ).toString(),
     );

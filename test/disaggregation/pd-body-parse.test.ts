@@ -44,5 +44,33 @@ describe("a PD request's body: parsed once, by intake (issue 25's pair forwarder
       expect(totalRequests(fleet!.prefill)).toBe(1);
       expect(totalRequests(fleet!.decode)).toBe(1);
     });
+
+    it(`regression, ${flavor}: a body parsed in a parse worker is not parsed again on the event loop`, async () => {
+      const text = completion(`large ${flavor} `.repeat(200));
+      const parse = vi.spyOn(JSON, "parse");
+      await send(flavor, text, { parseWorkers: 1, parseOffloadBytes: 1024 });
+      expect(fleet?.router.context.parsePool?.completed).toBe(1);
+      expect(parse.mock.calls.filter(([arg]) => arg === text)).toHaveLength(0);
+    });
+
+    it(`${flavor}: the pair's refusal comes from the parse worker's parse too (400 naming n)`, async () => {
+      fleet = await startPdFleet(
+        flavor,
+        { prefill: 1, decode: 1 },
+        {
+          parseWorkers: 1,
+          parseOffloadBytes: 1024,
+        },
+      );
+      const text = JSON.stringify({
+        messages: [{ role: "user", content: "x".repeat(2000) }],
+        n: 1_000_000,
+      });
+      const res = await postJson(`${fleet.router.url}/v1/chat/completions`, text);
+      expect(res.status).toBe(400);
+      expect(((await res.json()) as { error: { message: string } }).error.message).toMatch(/"n"/);
+      expect(fleet.router.context.parsePool?.completed).toBe(1);
+      expect(totalRequests(fleet.prefill) + totalRequests(fleet.decode)).toBe(0);
+    });
   }
 });

@@ -138,12 +138,15 @@ describe("Intake: one HTTP request in, its RoutingRequest out", () => {
     expect(routing.tokenizeInput).toBeUndefined();
   });
 
-  it("keeps the parsed body only when asked (keepJson: PD pairs rewrite it), else drops it", async () => {
-    const body = { prompt: "Once", n: 2 };
-    const kept = await take("completions", body, { options: { keepJson: true } });
-    expect(kept.json).toEqual(body);
-    const dropped = await take("completions", body);
-    expect(dropped.json).toBeUndefined();
+  it("works out what a PD pair needs of the body only when pairs are on, in the same parse", async () => {
+    const body = { messages: [{ role: "user", content: "Once" }], n: 2, bootstrap_room: 7 };
+    const kept = await take("chat", body, { options: { pairs: "sglang" } });
+    expect(kept.pair?.batch).toBe(2);
+    // The client's own bootstrap field is left out of the body the router's are spliced into.
+    const { bootstrap_room: _room, ...rest } = body;
+    expect(JSON.parse(Buffer.from(kept.pair?.base ?? []).toString())).toEqual(rest);
+    const none = await take("chat", body);
+    expect(none.pair).toBeUndefined();
   });
 
   it("a model no worker serves and none accepts: the plan says not_found (the forwarder's 404)", async () => {

@@ -7,7 +7,7 @@ import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type SimWorker, startSimWorker } from "../../sim/worker.js";
 import type { RunningRouter } from "../../src/server.js";
-import { runCli } from "../helpers/cli.js";
+import { runCli, SERVE_LOCALLY } from "../helpers/cli.js";
 import { killChild } from "../helpers/kill-child.js";
 import { nginxWithNjs } from "../helpers/nginx.js";
 import { postJson, startTestRouter, waitFor } from "../helpers/router.js";
@@ -297,18 +297,7 @@ describe.skipIf(!HAVE_NGINX)("--data-plane nginx supervision", () => {
   // The CLI starts through tsx: slow on a busy machine.
   it("leaves no nginx behind when radixgate is killed", { timeout: 60_000 }, async () => {
     const sim = await startSimWorker({ id: "k", timeScale: 0 });
-    const { child } = runCli([
-      "--host",
-      "127.0.0.1",
-      "--port",
-      "0",
-      "--health-check-interval-secs",
-      "0",
-      "--data-plane",
-      "nginx",
-      "--worker-urls",
-      sim.url,
-    ]);
+    const { child } = runCli([...SERVE_LOCALLY, "--data-plane", "nginx", "--worker-urls", sim.url]);
     try {
       let out = "";
       child.stdout?.on("data", (d) => (out += d));
