@@ -542,7 +542,7 @@ export function goalLines(report: WorkloadReport): string[] {
       const ok = r.mediaFalseHits.falseHits === 0 && points <= 1;
       lines.push(
         `goal (${r.row}): 0 false hits on images, hit rate within 1 point of the oracle's: ` +
-          `${r.mediaFalseHits.falseHits} false hits, ${pct(r.hitRate)} vs ${pct(oracle?.hitRate ?? 0)} → ${ok ? "met" : "MISSED"}`,
+          `${r.mediaFalseHits.falseHits} false hits, ${pct(r.hitRate)} vs ${oracle === undefined ? "(no oracle row)" : pct(oracle.hitRate)} → ${ok ? "met" : "MISSED"}`,
       );
     }
   }

@@ -40,6 +40,7 @@ export function applyModelChoice(
   const choice = chooseModel(served, flavor, requested, b.lora_path);
   job.model = choice.name;
   const adapter = choice.adapter;
+  if (adapter !== undefined) job.adapter = adapter;
   if (adapter !== undefined) job.prompts = job.prompts.map((p) => saltForAdapter(p, adapter));
   // vLLM's and SGLang's cache_salt, SGLang's extra_key (/generate): blocks are never shared
   // across salts, so a salted prompt is cached apart, like an adapter's.

@@ -11,6 +11,8 @@ export function sendMetrics(
   model: string,
   s: SimStats,
   simRanks: readonly SimRank[],
+  /** Series appended as they are (vLLM's lora_requests_info, sim/lora-slots.ts). */
+  extra = "",
 ): void {
   // Rank 0's cache: the whole engine's without data parallelism (capacity, block size).
   const kv0 = simRanks[0]!.kv;
@@ -39,7 +41,7 @@ export function sendMetrics(
     kvUsedTokens: (kv.pinnedBlocks + kv.reservedBlocks) * kv.blockSize,
     kvBlocks: kv.totalBlocks,
   }));
-  const text = renderMetrics(flavor, whole, ranks);
+  const text = renderMetrics(flavor, whole, ranks) + extra;
   res.writeHead(200, {
     "content-type": METRICS_CONTENT_TYPE,
     "content-length": Buffer.byteLength(text),

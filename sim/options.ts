@@ -60,6 +60,13 @@ export interface SimWorkerOptions extends Partial<SimNumericOptions> {
   modelAliases?: string[];
   /** LoRA adapters served on top of the model (vLLM --lora-modules, SGLang --lora-paths). */
   loraAdapters?: string[];
+  /**
+   * Adapters loaded at once (vLLM --max-loras, SGLang --max-loras-per-batch), least recently used
+   * out first; a request for one not loaded waits `loraLoadMs` (model ms) for its load.
+   * Undefined: every listed adapter stays loaded (sim/lora-slots.ts).
+   */
+  maxLoras?: number;
+  loraLoadMs?: number;
   /** Initial fault knobs. */
   faults?: Partial<SimFaults>;
   /**
@@ -212,6 +219,8 @@ export interface ResolvedSimOptions extends SimNumericOptions {
   model: string;
   modelAliases: string[];
   loraAdapters: string[];
+  maxLoras: number | undefined;
+  loraLoadMs: number;
   apiKey: string | undefined;
   tokenizerPath: string | undefined;
   role: SimRole | undefined;
@@ -267,6 +276,8 @@ export function resolveOptions(options: SimWorkerOptions = {}): ResolvedSimOptio
     model: options.model ?? DEFAULT_MODEL,
     modelAliases: names("modelAliases", options.modelAliases),
     loraAdapters: names("loraAdapters", options.loraAdapters),
+    maxLoras: positiveOrUndefined("maxLoras", options.maxLoras),
+    loraLoadMs: options.loraLoadMs ?? 100,
     apiKey: options.apiKey === "" ? undefined : options.apiKey,
     tokenizerPath: options.tokenizerPath === "" ? undefined : options.tokenizerPath,
     role: options.role,
@@ -291,4 +302,11 @@ function names(option: string, list: string[] | undefined): string[] {
       throw new RangeError(`${option} must be non-empty names, got ${JSON.stringify(name)}`);
   }
   return [...new Set(list)];
+}
+
+function positiveOrUndefined(name: string, value: number | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  if (!Number.isInteger(value) || value < 1)
+    throw new RangeError(`${name} must be a positive integer, got ${value}`);
+  return value;
 }

@@ -14,6 +14,8 @@ export interface InferenceJob {
   /** The body's `priority`, read by the engine only with priority scheduling (default 0). */
   priority?: number;
   model: string;
+  /** The LoRA adapter it runs with (inference-job.ts applyModelChoice), when one. */
+  adapter?: string;
   /** Token ids of each prompt, as the engine prefills them. */
   prompts: number[][];
   /** Choices per prompt (OpenAI `n`). */

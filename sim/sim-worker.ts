@@ -34,6 +34,8 @@ export interface SimStats {
   kvUsage: number;
   /** KV blocks evicted from the prefix cache so far. */
   kvEvictions: number;
+  /** LoRA adapter loads so far (with options.maxLoras; sim/lora-slots.ts). */
+  loraLoads?: number;
   /** Requests per path (unknown paths under "unmatched"). */
   endpoints: Record<string, number>;
   /**

@@ -3,6 +3,7 @@
  * streaming and aborts) in front of the simulated engine and its prefix KV cache. Every response,
  * errors and /health included, carries `x-sim-worker-id: <id>`.
  */
+
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { loadLocalTokenizer } from "../src/kv-events/local-tokenizer.js";
@@ -18,6 +19,7 @@ import { DEFAULT_FAULTS, mergeFaults, type SimFaults } from "./faults.js";
 import { applyModelChoice, parseInferenceJob } from "./inference-job.js";
 import type { PrefixKvCache } from "./kv-cache.js";
 import type { SimKvPublisher } from "./kv-publisher.js";
+import { LoraSlots } from "./lora-slots.js";
 import { sendMetrics } from "./metrics-page.js";
 import { ModelNotFound, modelList } from "./models.js";
 import { type ResolvedSimOptions, resolveOptions, type SimWorkerOptions } from "./options.js";
@@ -165,8 +167,24 @@ class HttpSimWorker implements SimWorker {
     await this.pd?.listen();
   }
 
+  /** Its adapter slots, when it keeps fewer loaded than it lists (options.maxLoras). */
+  private loraSlotsMade: LoraSlots | undefined | null = null;
+  private get loraSlots(): LoraSlots | undefined {
+    if (this.loraSlotsMade === null) {
+      const { maxLoras, loraLoadMs, timeScale } = this.options;
+      this.loraSlotsMade =
+        maxLoras === undefined ? undefined : new LoraSlots(maxLoras, loraLoadMs * timeScale);
+    }
+    return this.loraSlotsMade;
+  }
+
+  /** Adapter loads so far (0 without options.maxLoras). */
+  get loraLoads(): number {
+    return this.loraSlots?.loads ?? 0;
+  }
+
   stats(): SimStats {
-    return collectStats(
+    const stats = collectStats(
       this.assignedId,
       this.counters,
       this.ranks,
@@ -175,6 +193,8 @@ class HttpSimWorker implements SimWorker {
       this.lastTrace,
       this.lastPriority,
     );
+    if (this.loraSlotsMade != null) stats.loraLoads = this.loraSlotsMade.loads;
+    return stats;
   }
 
   cachedPrefixTokens(promptTokens: readonly number[], rank?: number): number {
@@ -301,7 +321,14 @@ class HttpSimWorker implements SimWorker {
       case "/version":
         return sendJson(res, 200, { version: SIM_VERSION });
       case "/metrics":
-        return sendMetrics(res, this.flavor, this.options.model, this.stats(), this.ranks);
+        return sendMetrics(
+          res,
+          this.flavor,
+          this.options.model,
+          this.stats(),
+          this.ranks,
+          this.flavor === "vllm" ? this.loraSlots?.metricsText() : undefined,
+        );
       case "/_sim/faults":
         return sendJson(res, 200, this.faults());
       case "/_sim/stats":
@@ -409,6 +436,11 @@ class HttpSimWorker implements SimWorker {
         : await this.pd.hooksFor(job, body, rank.kv, worker, res, this.counters);
     if (hooks === undefined) return;
     rank.requests++;
+    if (job.adapter !== undefined && this.loraSlots !== undefined) {
+      // The adapter's load comes before the prefill; the request holds it loaded until it ends.
+      const release = await this.loraSlots.acquire(job.adapter);
+      res.once("close", release);
+    }
     serveJob(
       {
         engine: rank.engine,

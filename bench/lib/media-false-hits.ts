@@ -10,9 +10,9 @@
  * routing text, against where the image message's content starts. A claim is at least
  * CLAIM_CHARS into that content (a few characters of two image digests may agree by chance).
  */
-import type { PolicyWorker } from "../../src/scheduling/policy.js";
 import type { Scheduler } from "../../src/scheduling/scheduler.js";
 import type { RunningRouter } from "../../src/server.js";
+import { type Decided, hookDecisions } from "./decision-hook.js";
 
 /** Characters into the image message that count as a claim on it (about four tokens). */
 const CLAIM_CHARS = 16;
@@ -39,20 +39,14 @@ export function countMediaFalseHits(
   imageOf: (text: string) => { image: number; contentStart: number } | undefined,
   tally: MediaFalseHits,
 ): void {
-  const decider = (router.context.forwarder as unknown as { decider: Scheduler }).decider;
-  const index = decider.index;
   /** Worker id → images sent there so far (by any decision of this router). */
   const sent = new Map<string, Set<number>>();
-  type Decided = ReturnType<Scheduler["decide"]>;
-  const measure = (
-    candidates: readonly PolicyWorker[],
-    request: Parameters<Scheduler["decide"]>[1],
-    decide: () => Decided | Promise<Decided>,
-  ): Decided | Promise<Decided> => {
+  let index: Scheduler["index"] | undefined;
+  index = hookDecisions(router, (candidates, request, decide) => {
     const info = imageOf(request.text);
     if (info === undefined) return decide();
     const matched: number[] = new Array(candidates.length).fill(0);
-    index.match(request.text, request.model, candidates, matched);
+    index?.match(request.text, request.model, candidates, matched);
     const count = (decision: Decided): Decided => {
       if (decision === undefined) return decision;
       const chosen = candidates.indexOf(decision.worker);
@@ -72,11 +66,5 @@ export function countMediaFalseHits(
     };
     const out = decide();
     return out instanceof Promise ? out.then(count) : count(out);
-  };
-  const original = decider.decide.bind(decider);
-  const agreed = decider.decideAgreed.bind(decider);
-  decider.decide = ((candidates: readonly PolicyWorker[], request) =>
-    measure(candidates, request, () => original(candidates, request))) as Scheduler["decide"];
-  decider.decideAgreed = ((candidates: readonly PolicyWorker[], request) =>
-    measure(candidates, request, () => agreed(candidates, request))) as Scheduler["decideAgreed"];
+  }).index;
 }

@@ -23,6 +23,7 @@ import type { PolicyWorker } from "../../src/scheduling/policy.js";
 import type { Scheduler } from "../../src/scheduling/scheduler.js";
 import type { RunningRouter } from "../../src/server.js";
 import type { Worker } from "../../src/workers/worker.js";
+import { hookDecisions } from "./decision-hook.js";
 
 export interface LossCount {
   decisions: number;
@@ -72,8 +73,7 @@ export function diagnoseDecisions(
   sims: readonly SimWorker[],
   tally: RoutingDiagnosis = emptyDiagnosis(),
 ): RoutingDiagnosis {
-  const decider = (router.context.forwarder as unknown as { decider: Scheduler }).decider;
-  const index = decider.index;
+  let index: Scheduler["index"] | undefined;
   // Worker id → its simulator, built once and kept as the registry changes.
   const simByUrl = new Map(sims.map((s) => [s.url, s]));
   const simOf = new Map<string, SimWorker>();
@@ -99,8 +99,8 @@ export function diagnoseDecisions(
     const text = request.text;
     if (tokens === undefined || text.length === 0 || candidates.length < 2) return decide();
     const matched: number[] = new Array(candidates.length).fill(0);
-    index.match(text, request.model, candidates, matched);
-    const sources = candidates.map((c) => index.sourceOf?.(c.id) ?? index.name);
+    index?.match(text, request.model, candidates, matched);
+    const sources = candidates.map((c) => index?.sourceOf?.(c.id) ?? index?.name ?? "");
     const held = candidates.map((c) => simOf.get(c.id)?.cachedPrefixTokens(tokens) ?? 0);
     const count = (decision: Decided): Decided => {
       if (decision !== undefined) tallyOne(candidates, decision, tokens, matched, sources, held);
@@ -153,12 +153,7 @@ export function diagnoseDecisions(
     entry.tokens += held[best]! - held[chosen]!;
   };
   const homes = new Map<string, Set<string>>();
-  const original = decider.decide.bind(decider);
-  const agreed = decider.decideAgreed.bind(decider);
-  decider.decide = ((candidates: readonly PolicyWorker[], request) =>
-    measure(candidates, request, () => original(candidates, request))) as Scheduler["decide"];
-  decider.decideAgreed = ((candidates: readonly PolicyWorker[], request) =>
-    measure(candidates, request, () => agreed(candidates, request))) as Scheduler["decideAgreed"];
+  index = hookDecisions(router, measure).index;
   return tally;
 }
 

@@ -20,17 +20,22 @@ function ticket(identity: RequestIdentity, signal = new Cancel()): AdmissionTick
   };
 }
 
+/** A queue that lets one request run at once (the rest wait), and admission over it. */
+function oneAtATime() {
+  const queue = new AdmissionQueue({
+    maxConcurrent: 1,
+    queueSize: 100,
+    maxQueuedPerTenant: 100,
+    queueWhenSaturated: false,
+    thresholds: THRESHOLDS,
+    recheckMs: 5,
+  });
+  return { queue, admission: new Admission(queue, THRESHOLDS, false) };
+}
+
 describe("Admission.enginePriority (--engine-priority)", () => {
   it("is the request's priority, one step lower while its tenant holds over half the waiting at that priority", async () => {
-    const queue = new AdmissionQueue({
-      maxConcurrent: 1,
-      queueSize: 100,
-      maxQueuedPerTenant: 100,
-      queueWhenSaturated: false,
-      thresholds: THRESHOLDS,
-      recheckMs: 5,
-    });
-    const admission = new Admission(queue, THRESHOLDS, false);
+    const { queue, admission } = oneAtATime();
     const flood = { tenant: "A", priority: 0 };
     const light = { tenant: "B", priority: 0 };
     // Nothing waits: every tenant keeps its priority.
@@ -77,15 +82,7 @@ describe("the demotion rule at SGLang's preemption threshold", () => {
   });
 
   it("a flooding tenant's high-priority request keeps its priority where the demotion would lose the preemption", async () => {
-    const queue = new AdmissionQueue({
-      maxConcurrent: 1,
-      queueSize: 100,
-      maxQueuedPerTenant: 100,
-      queueWhenSaturated: false,
-      thresholds: THRESHOLDS,
-      recheckMs: 5,
-    });
-    const admission = new Admission(queue, THRESHOLDS, false);
+    const { queue, admission } = oneAtATime();
     const high = { tenant: "A", priority: 10 };
     const withCandidates = (c: SaturationView[]): AdmissionTicket => ({
       ...ticket(high),

@@ -7,7 +7,8 @@
  * slot, so nothing waits in the engine's first-come queue.
  */
 import { describe, expect, it } from "vitest";
-import { type SimWorker, startSimWorker } from "../../sim/worker.js";
+import { type SimWorker, type SimWorkerOptions, startSimWorker } from "../../sim/worker.js";
+import type { ConfigOverrides } from "../../src/config.js";
 import type { RunningRouter } from "../../src/server.js";
 import { freeSlots, fullBatchOf } from "../../src/workers/saturation.js";
 import type { Worker } from "../../src/workers/worker.js";
@@ -68,18 +69,25 @@ async function onlyWorker(router: RunningRouter): Promise<Worker> {
 describe("slot accounting (--worker-max-running, SGLang's said cap, a vLLM cap learned)", () => {
   const started = startedPerTest();
 
-  it("returns exactly to the engine's free slots after completions, errors, disconnects and bypass traffic", async () => {
-    const sim = await startSimWorker({ id: "slots", maxRunning: 4 });
+  /** One simulated engine behind a router that holds requests at its full batch (depth 0). */
+  async function holdingAtFullBatch(options: SimWorkerOptions, extra: ConfigOverrides = {}) {
+    const sim = await startSimWorker(options);
     started.sims = [sim];
     const router = await startTestRouter({
       workerUrls: [sim.url],
       ...HOLD_AT_FULL_BATCH,
       saturationQueueDepth: 0,
-      workerMaxRunning: 4,
-      retryMaxAttempts: 1,
+      ...extra,
     });
     started.router = router;
-    const worker = await onlyWorker(router);
+    return { sim, router, worker: await onlyWorker(router) };
+  }
+
+  it("returns exactly to the engine's free slots after completions, errors, disconnects and bypass traffic", async () => {
+    const { sim, router, worker } = await holdingAtFullBatch(
+      { id: "slots", maxRunning: 4 },
+      { workerMaxRunning: 4, retryMaxAttempts: 1 },
+    );
     const free = () => freeSlots(worker, Date.now());
     expect(free()).toBe(4);
 
@@ -119,16 +127,8 @@ describe("slot accounting (--worker-max-running, SGLang's said cap, a vLLM cap l
   });
 
   it("the release rule: a held request goes only into a free slot, so the engine never queues it", async () => {
-    const sim = await startSimWorker({ id: "release", maxRunning: 2 });
-    started.sims = [sim];
+    const { sim, router, worker } = await holdingAtFullBatch({ id: "release", maxRunning: 2 });
     // SGLang's /get_server_info says the cap (max_running_requests): nothing else is needed.
-    const router = await startTestRouter({
-      workerUrls: [sim.url],
-      ...HOLD_AT_FULL_BATCH,
-      saturationQueueDepth: 0,
-    });
-    started.router = router;
-    const worker = await onlyWorker(router);
     expect(fullBatchOf(worker)).toBe(2);
     const full = await Promise.all(["a", "b"].map((n) => openStream(router.url, n)));
     let third: Awaited<ReturnType<typeof openStream>> | undefined;
@@ -149,15 +149,11 @@ describe("slot accounting (--worker-max-running, SGLang's said cap, a vLLM cap l
   });
 
   it("learns a vLLM engine's cap from vllm:num_requests_running when a reading shows it full", async () => {
-    const sim = await startSimWorker({ id: "vllm", flavor: "vllm", maxRunning: 2 });
-    started.sims = [sim];
-    const router = await startTestRouter({
-      workerUrls: [sim.url],
-      ...HOLD_AT_FULL_BATCH,
-      saturationQueueDepth: 0,
+    const { sim, router, worker } = await holdingAtFullBatch({
+      id: "vllm",
+      flavor: "vllm",
+      maxRunning: 2,
     });
-    started.router = router;
-    const worker = await onlyWorker(router);
     // vLLM says no cap: unknown, so not held (the first burst reaches the engine).
     expect(fullBatchOf(worker)).toBeUndefined();
     expect(freeSlots(worker, Date.now())).toBeUndefined();
