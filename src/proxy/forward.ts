@@ -28,7 +28,6 @@ import {
 import type { PairProtocol, PairResult, PairTry, PairView, Side } from "./pair.js";
 import type { RemoteRelays } from "./remote-relay.js";
 import { routeHeader } from "./route-header.js";
-import type { RoutingRequest } from "./routing-request.js";
 import { type AttemptResult, sendAttempt } from "./send-attempt.js";
 import type { ForwardSettings } from "./settings.js";
 import type { AttemptFailure } from "./upstream-failure.js";

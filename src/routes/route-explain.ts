@@ -5,7 +5,7 @@ import { Cancel } from "../proxy/cancel.js";
 import type { RoutingRequest } from "../proxy/routing-request.js";
 import type { CandidateExplanation } from "../scheduling/policy.js";
 import { placementFill } from "../scheduling/prefix-cost.js";
-import { admitted, type ModelPlan, unservedBy } from "../workers/served-models.js";
+import { type ModelPlan, unservedBy } from "../workers/served-models.js";
 import type { Worker } from "../workers/worker.js";
 import { adminGuard } from "./admin.js";
 import { admissionTicket } from "./admission-ticket.js";

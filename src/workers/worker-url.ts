@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { isIP } from "node:net";
-import { ipv4MappedAddress, isLinkLocalIp, isLoopbackIp, isLoopbackName } from "./ip-address.js";
+import { ipv4MappedAddress, isLinkLocalIp, isLoopbackName } from "./ip-address.js";
 
 export { isLinkLocalIp } from "./ip-address.js";
 
