@@ -1,6 +1,7 @@
 import { Gauge, type Registry } from "prom-client";
 import type { PrefixIndex } from "../index/prefix-index.js";
 import { DEFAULT_CHARS_PER_TOKEN } from "../workers/chars-per-token.js";
+import { fullBatchOf } from "../workers/saturation.js";
 import type { WorkerRegistry } from "../workers/registry.js";
 import type { Worker } from "../workers/worker.js";
 
@@ -13,8 +14,8 @@ import type { Worker } from "../workers/worker.js";
  *   per second (what the engines had to prefill: the prompt less what they reported cached);
  *   capacity = healthy workers x `prefillTokensPerSec`.
  * - running slots: demand = the requests in flight on healthy workers (this replica's and its
- *   peers'), capacity = the sum of their batch sizes (the engine's max running requests when it
- *   said, else `defaultSlots`).
+ *   peers'), capacity = the sum of their batch caps (admission's: seen full, the operator's, or
+ *   the engine's max running requests), else `defaultSlots`.
  * - cache pressure: the working set the index sees (the characters it holds plus those it evicted
  *   over the cool-down window: what was routed recently) over the fleet's KV capacity in
  *   characters (the engines' reported KV tokens x 4). Above 1 the fleet evicts prefixes it was
@@ -262,8 +263,9 @@ export class FleetCapacity {
   }
 }
 
+/** Admission's batch cap (learned, the operator's, SGLang's), so both count the same slots. */
 function slotsOf(worker: Worker, fallback: number): number {
-  return worker.signals.maxRunning ?? fallback;
+  return fullBatchOf(worker) ?? fallback;
 }
 
 function ratio(demand: number, capacity: number): number {
