@@ -212,11 +212,9 @@ const MEDIA_FIELDS: Readonly<Record<string, string>> = {
  * same image sent once inline and once by URL keys apart (a missed hit, never a false one).
  */
 export function mediaDigest(part: unknown): string | undefined {
-  if (part === null || typeof part !== "object") return undefined;
-  const { type } = part as Json;
   if (!isMediaPart(part)) return undefined;
-  const field = MEDIA_FIELDS[type as string] as string;
-  const value = (part as Json)[field];
+  const type = (part as Json).type as string;
+  const value = (part as Json)[MEDIA_FIELDS[type] as string];
   let source: string | undefined;
   if (typeof value === "string") source = value;
   else if (value !== null && typeof value === "object") {
@@ -225,7 +223,7 @@ export function mediaDigest(part: unknown): string | undefined {
   }
   if (source === undefined) return undefined;
   const hash = createHash("sha256");
-  hash.update(type as string);
+  hash.update(type);
   hash.update("\u0000");
   hash.update(dataUrlBytes(source) ?? source);
   return hash.digest("hex").slice(0, 24);
