@@ -1,8 +1,8 @@
 import { Gauge, type Registry } from "prom-client";
 import type { PrefixIndex } from "../index/prefix-index.js";
 import { DEFAULT_CHARS_PER_TOKEN } from "../workers/chars-per-token.js";
-import { fullBatchOf } from "../workers/saturation.js";
 import type { WorkerRegistry } from "../workers/registry.js";
+import { fullBatchOf } from "../workers/saturation.js";
 import type { Worker } from "../workers/worker.js";
 
 /**
