@@ -11,11 +11,13 @@
  * - Bounded: at most `maxBlocksPerWorker` engine blocks and as many speculative ones per worker,
  *   or fewer when the engine's KV cache holds fewer (`setBlockLimit`); past that the oldest go
  *   first (the engine has most likely evicted them too).
- * - Per model/LoRA: the adapter name seeds the chain, so adapters never share a key.
+ * - Per model/LoRA and cache salt: the adapter name and the salt seed the chain, so adapters and
+ *   tenants (--cache-isolation tenant) never share a key.
  */
 import type { BlockStored, KvEvent } from "./block-events.js";
 import { GPU_MEDIUM } from "./block-events.js";
 import { blockKey, blockKeys, rootKey, withExtraKey } from "./block-keys.js";
+import { splitSalted } from "./salted-key.js";
 
 export interface PreciseIndexOptions {
   maxBlocksPerWorker: number;
@@ -133,7 +135,9 @@ export class PreciseIndex {
     if (tokenIds.length !== blockHashes.length * blockSize) return "malformed";
     const lora = event.loraName ?? (event.loraId !== null ? String(event.loraId) : "");
     let parent: number | undefined =
-      event.parentHash === null ? rootKey(lora) : w.byEngine.get(event.parentHash);
+      event.parentHash === null
+        ? rootKey(lora, event.cacheSalt ?? undefined)
+        : w.byEngine.get(event.parentHash);
     if (parent === undefined) return "orphan";
     if (lora !== "") w.loras.add(lora);
     w.blockSize = blockSize;
@@ -179,9 +183,13 @@ export class PreciseIndex {
     return this.workers.get(workerId)?.blockSize;
   }
 
-  /** The adapter a request for `model` hits on this worker: the model if it is one of its LoRAs. */
+  /**
+   * The adapter a request for `model` (an index key, under a tenant's salt or not) hits on this
+   * worker: the model if it is one of its LoRAs.
+   */
   loraFor(workerId: string, model: string | undefined): string {
-    return model !== undefined && this.workers.get(workerId)?.loras.has(model) ? model : "";
+    const key = splitSalted(model).key;
+    return key !== undefined && this.workers.get(workerId)?.loras.has(key) ? key : "";
   }
 
   /** Leading blocks of `keys` the worker holds (confirmed, or speculative and not expired). */
@@ -239,7 +247,11 @@ export class PreciseIndex {
     return this.totalBlocks;
   }
 
-  /** Keys of a request's tokens for this worker's block size and adapter (undefined: unknown yet). */
+  /**
+   * Keys of a request's tokens for this worker's block size, adapter and the tenant's cache salt
+   * (undefined: unknown yet). A salted request's chain starts where the engine's does for that
+   * salt, so it matches only blocks stored under it, never another tenant's.
+   */
   keysFor(
     workerId: string,
     tokens: readonly number[],
@@ -247,7 +259,7 @@ export class PreciseIndex {
     blockSize = this.blockSizeOf(workerId),
   ): number[] | undefined {
     if (blockSize === undefined) return undefined;
-    return blockKeys(tokens, blockSize, this.loraFor(workerId, model));
+    return blockKeys(tokens, blockSize, this.loraFor(workerId, model), splitSalted(model).salt);
   }
 
   /** Drops expired speculative entries (oldest first) and keeps the map within its bound. */
