@@ -132,12 +132,14 @@ const sleep = (ms: number, signal?: AbortSignal) =>
 
 /** Runs `body` in `n` loops until `stop` aborts, errors ignored (the attacker does not care). */
 async function loops(n: number, stop: AbortSignal, body: (i: number) => Promise<unknown>) {
+  const debug = process.env.FAULTS_DEBUG === "1";
   await Promise.all(
     Array.from({ length: n }, async (_, i) => {
       while (!stop.aborted) {
         try {
           await body(i);
-        } catch {
+        } catch (err) {
+          if (debug) console.error(`loop ${i}: ${(err as Error).message}`);
           await sleep(20, stop);
         }
       }
@@ -788,6 +790,9 @@ function openFds(pid: number): number {
 async function startFleetFor(host: FleetHost, attack: Attack): Promise<Fleet[]> {
   const worker = (role?: SimWorkerOptions["role"]): SimWorkerOptions => ({
     timeScale: 0.05,
+    // The engines set no body limit of their own (FastAPI reads any size): big-bodies' 60 MB
+    // bodies reach them whole.
+    bodyLimitBytes: 128 * 1024 * 1024,
     ...(role === undefined ? {} : { role }),
   });
   if (attack.pd === true) {
