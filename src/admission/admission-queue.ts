@@ -203,6 +203,16 @@ export class AdmissionQueue implements AdmissionStep {
     return "tenant_share";
   }
 
+  /**
+   * Whether the request's tenant shares the slots with other active tenants while the reserve
+   * rule is on (its first attempt then looks for a free slot first: admission.ts roomFor).
+   */
+  sharingSlots(ticket: AdmissionTicket): boolean {
+    const tenant = this.tenantOf(ticket);
+    if (tenant === undefined) return false;
+    return this.shares.othersActive(tenant, this.now(), (t) => this.queue.queuedFor(t)) > 0;
+  }
+
   /** The tenant whose share is counted; undefined while the reserve rule is off (none read). */
   private tenantOf(ticket: AdmissionTicket): string | undefined {
     return this.shares.reserve > 0 ? ticket.identity().tenant : undefined;

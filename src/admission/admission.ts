@@ -209,11 +209,14 @@ export class Admission {
     saturationReason(worker, this.thresholds, Date.now()) === undefined;
 
   /**
-   * The candidates with a free batch slot when some has one, else those not saturated: a request
-   * let go starts at the engine's next step instead of waiting in its first-come queue for an end
-   * (with --saturation-queue-depth 1 a worker whose batch is full still counts as having room).
+   * While tenants share the slots (--tenant-reserve-slots, tenant-share.ts), the candidates with
+   * a free batch slot when some has one, else those not saturated: a request let go starts at the
+   * engine's next step, in the slot kept for it, instead of waiting in the engine's first-come
+   * queue for an end (with --saturation-queue-depth 1 a worker whose batch is full still counts
+   * as having room, and the policy could prefer it).
    */
   private withRoom(ticket: AdmissionTicket): (worker: SaturationView) => boolean {
+    if (!this.queue.sharingSlots(ticket)) return this.notSaturated;
     const now = Date.now();
     const hasFree = (w: SaturationView) => (freeSlots(w, now) ?? 0) > 0;
     const candidates = ticket.candidates();

@@ -56,7 +56,7 @@ export class TenantShares {
   }
 
   /** Other tenants with requests in flight, waiting (`waiting`), or one within ACTIVE_WINDOW_MS. */
-  private othersActive(tenant: string, now: number, waiting: (t: string) => number): number {
+  othersActive(tenant: string, now: number, waiting: (t: string) => number): number {
     let others = 0;
     for (const [name, use] of this.tenants) {
       if (name === tenant) continue;

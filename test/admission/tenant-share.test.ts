@@ -153,13 +153,14 @@ describe("AdmissionQueue with --tenant-reserve-slots", () => {
 });
 
 describe("Admission.roomFor: into a free slot when there is one", () => {
-  it("prefers a worker with a free slot over one whose full batch only counts as room at depth 1", () => {
+  it("prefers, while tenants share the slots, a worker with a free slot over one whose full batch only counts as room at depth 1", () => {
     const queue = new AdmissionQueue({
       maxConcurrent: 0,
       queueSize: 10,
       maxQueuedPerTenant: 10,
       queueWhenSaturated: true,
       thresholds: THRESHOLDS,
+      reserveSlots: 1,
     });
     const admission = new Admission(queue, THRESHOLDS, true);
     const [full, open] = [new SlotWorker("full", 2), new SlotWorker("open", 2)];
@@ -174,6 +175,13 @@ describe("Admission.roomFor: into a free slot when there is one", () => {
       timeoutMs: () => 1000,
       signal: new Cancel(),
     };
+    // Alone, the tenant routes as before: both have room at depth 1.
+    const alone = admission.roomFor(ticket, undefined);
+    expect([alone?.(full), alone?.(open)]).toEqual([true, true]);
+    // Another tenant asked just now: into the free slot.
+    const other = queue.enter({ ...ticket, identity: () => ({ tenant: "other", priority: 0 }) });
+    expect(typeof other).toBe("function");
+    (other as AdmissionRelease)();
     const room = admission.roomFor(ticket, undefined);
     expect([room?.(full), room?.(open)]).toEqual([false, true]);
     // No free slot anywhere: room is where the engine queue is under --saturation-queue-depth.
