@@ -18,6 +18,12 @@ export interface SimNumericOptions extends TimingModel {
   maxBatchTokens: number;
   /** KV cache capacity in tokens. */
   kvCapacityTokens: number;
+  /**
+   * A CPU tier behind the GPU cache, tokens (0 = none): every computed block is written through
+   * to it, as vLLM's offloading connector does, and a prompt's blocks past its GPU hit that the
+   * tier holds are loaded back (offloadTokensPerSec) instead of computed (sim/kv-cache.ts).
+   */
+  cpuTierTokens: number;
   /** Tokens per KV block. */
   blockSize: number;
   /** Longest prompt + output accepted (400 above). */
@@ -168,6 +174,13 @@ export const NUMERIC_OPTIONS: readonly NumericOptionSpec[] = [
   },
   { key: "kvCapacityTokens", description: "KV cache capacity, tokens", integer: true, min: 1 },
   { key: "blockSize", description: "tokens per KV block", integer: true, min: 1 },
+  { key: "cpuTierTokens", description: "CPU KV tier, tokens (0 = none)", integer: true, min: 0 },
+  {
+    key: "offloadTokensPerSec",
+    description: "CPU tier to GPU KV load, tokens/s",
+    integer: false,
+    min: 1,
+  },
   { key: "maxModelLen", description: "max prompt + output tokens", integer: true, min: 1 },
   { key: "defaultMaxTokens", description: "output tokens when unspecified", integer: true, min: 1 },
   { key: "embeddingDim", description: "dimension of fake embeddings", integer: true, min: 1 },
@@ -204,6 +217,7 @@ export const DEFAULT_NUMERIC_OPTIONS: Readonly<SimNumericOptions> = Object.freez
   maxRunning: 256,
   maxBatchTokens: 8192,
   kvCapacityTokens: 400_000,
+  cpuTierTokens: 0,
   blockSize: 16,
   maxModelLen: 131_072,
   defaultMaxTokens: 16,

@@ -195,7 +195,7 @@ export function createRouter(
       metrics,
       claims: replication?.claims,
       logger,
-      relays: nginx?.relays,
+      sender: nginx?.relays,
     },
   );
   const membership = new WorkerMembership({

@@ -178,7 +178,14 @@ function* decodeEvent(raw: unknown): Generator<void, KvEvent> {
         throw new KvDecodeError("BlockStored token_ids is not a list of token ids");
       }
       const blockSize = fields.block_size;
-      if (typeof blockSize !== "number" || !Number.isInteger(blockSize) || blockSize < 1) {
+      // Block size 0 without tokens: vLLM's offloading connector names an offloaded block by its
+      // hash alone (offloading/events.py `_placeholder_stored`); the index keys it by that hash.
+      const placeholder = blockSize === 0 && tokenIds.length === 0;
+      if (
+        typeof blockSize !== "number" ||
+        !Number.isInteger(blockSize) ||
+        (blockSize < 1 && !placeholder)
+      ) {
         throw new KvDecodeError("BlockStored block_size is not a positive integer");
       }
       const mediaKeys = mediaKeysOf(fields.extra_keys, blockHashes.length);

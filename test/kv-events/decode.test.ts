@@ -92,6 +92,30 @@ describe("decodeBatch on byte-exact samples", () => {
     ]);
   });
 
+  it("takes an offloaded block named by its hash alone (vLLM's placeholder: no tokens, block size 0)", () => {
+    const payload = encodeBatch(
+      {
+        ts: 1,
+        events: [
+          {
+            type: "BlockStored",
+            blockHashes: [7],
+            parentHash: null,
+            tokenIds: [],
+            blockSize: 0,
+            medium: "CPU",
+          },
+        ],
+      },
+      "map",
+    );
+    expect(decodeBatch(payload).events[0]).toMatchObject({
+      blockHashes: ["7"],
+      blockSize: 0,
+      medium: "CPU",
+    });
+  });
+
   it.each([
     ["not msgpack", "c1"],
     ["a bare number", "01"],
