@@ -5,6 +5,8 @@ import { saltedKey } from "../index/salted-key.js";
 import type { RoutingRequest } from "../proxy/routing-request.js";
 import type { ResponseHolders } from "../workers/response-holders.js";
 import {
+  adapterNamed,
+  holdingAdapter,
   indexKey,
   type ModelPlan,
   type ModelRoutingMode,
@@ -188,7 +190,10 @@ export class Intake {
     const workers = this.fleet.list();
     const requested = summary?.model;
     const adapter = summary?.adapter;
-    const byModel = planModel(workers, requested, this.options.modelRouting, received.endpoint);
+    const modelPlan = planModel(workers, requested, this.options.modelRouting, received.endpoint);
+    // SGLang's adapter (lora_path, <base>:<adapter>) narrows the workers to those holding it.
+    const named = adapterNamed(requested, adapter);
+    const byModel = named === requested ? modelPlan : holdingAdapter(modelPlan, workers, named);
     return {
       endpoint: received.endpoint,
       body: received.body,
