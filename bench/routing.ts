@@ -62,6 +62,7 @@ import {
 import { parseRowLabel, ROW_KNOBS } from "./lib/routing-variants.js";
 import {
   FULL_PRESET,
+  OPT_IN_WORKLOADS,
   QUICK_PRESET,
   type RoutingPreset,
   WORKLOADS,
@@ -189,7 +190,7 @@ function parseCli(argv: string[]): CliOptions {
     console.log(
       [
         "usage: npm run bench:routing -- [options]",
-        `  --workload <all|${WORKLOADS.join("|")}|pd>  (default all; pd: a prefill/decode fleet,`,
+        `  --workload <all|${WORKLOADS.join("|")}|pd>  (default all but ${OPT_IN_WORKLOADS.join(", ")}; pd: a prefill/decode fleet,`,
         "                                prefill policies side by side: bench/lib/pd-workload.ts)",
         "  --quick                       small preset, one repeat, each row warmed once, the rows the goals read:",
         `                                ${QUICK_ROWS.join(", ")} (--policies for others)`,
@@ -315,7 +316,7 @@ function parseCli(argv: string[]): CliOptions {
 
   const workloads: WorkloadName[] =
     values.workload === "all"
-      ? [...WORKLOADS]
+      ? WORKLOADS.filter((w) => !OPT_IN_WORKLOADS.includes(w))
       : values.workload.split(",").map((w) => {
           if (!(WORKLOADS as readonly string[]).includes(w)) {
             throw new Error(`--workload: unknown workload "${w}"; expected all or ${WORKLOADS}`);

@@ -31,6 +31,11 @@ export const WORKLOADS = [
   "offload",
 ] as const;
 export type WorkloadName = (typeof WORKLOADS)[number];
+/**
+ * Not in `--workload all`: offload compares two settings of the precise row
+ * (`--policies precise,precise:tier-blind`), not every policy.
+ */
+export const OPT_IN_WORKLOADS: readonly WorkloadName[] = ["offload"];
 
 export interface RoutingPreset {
   name: string;
