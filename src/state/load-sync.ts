@@ -58,6 +58,8 @@ export class LoadSync {
   private timer: NodeJS.Timeout | undefined;
   private busy = false;
   private lastRead = 0;
+  /** Peers whose load was read in the last exchange: one missing from the next is gone. */
+  private heard = new Set<string>();
   private readonly ttlMs: number;
 
   constructor(
@@ -127,6 +129,9 @@ export class LoadSync {
       }
       for (const worker of this.options.workers())
         worker.setPeerInFlight(totals.get(worker.id) ?? 0);
+      const heard = new Set(peers);
+      for (const peer of this.heard) if (!heard.has(peer)) this.peerGone(peer);
+      this.heard = heard;
       this.options.pending?.expire();
       return true;
     } catch {
@@ -168,6 +173,7 @@ export class LoadSync {
 
   private forgetPeers(): void {
     for (const worker of this.options.workers()) worker.setPeerInFlight(0);
+    this.heard.clear();
     const { pending, peerName } = this.options;
     if (pending !== undefined && peerName !== undefined) pending.goneAll(peerName(""));
   }
