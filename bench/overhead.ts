@@ -127,15 +127,18 @@ async function main(): Promise<void> {
   const routerNginx =
     nginx === undefined || !hasNjs()
       ? undefined
-      : await startBuiltRouter([
-          "--data-plane",
-          "nginx",
-          "--nginx-binary",
-          findNginx() ?? "nginx",
-          "--worker-urls",
-          workerUrl,
-          ...routerArgs,
-        ]);
+      : await startBuiltRouter(
+          [
+            "--data-plane",
+            "nginx",
+            "--nginx-binary",
+            findNginx() ?? "nginx",
+            "--worker-urls",
+            workerUrl,
+            ...routerArgs,
+          ],
+          cpuProfDir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${cpuProfDir}`],
+        );
   const routerNginxTarget =
     routerNginx === undefined
       ? undefined

@@ -239,14 +239,19 @@ export async function runStreamBench(o: StreamBenchOptions): Promise<StreamBench
     }
     // --data-plane nginx: nginx (with njs) relays, the router decides; both processes' CPU.
     if (o.rows.includes("router-nginx") && nginxFound && nginxHasNjs()) {
-      const router = await startBuiltRouter([
-        "--data-plane",
-        "nginx",
-        "--nginx-binary",
-        ensureNginx("bench:stream") ?? "nginx",
-        "--worker-urls",
-        ...engines,
-      ]);
+      const profile =
+        o.cpuProfDir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${o.cpuProfDir}`];
+      const router = await startBuiltRouter(
+        [
+          "--data-plane",
+          "nginx",
+          "--nginx-binary",
+          ensureNginx("bench:stream") ?? "nginx",
+          "--worker-urls",
+          ...engines,
+        ],
+        profile,
+      );
       targets.set("router-nginx", {
         urls: [router.url],
         pids: () => processTree(router.pid),

@@ -112,6 +112,7 @@ export function makeRanks(
     const kv = new PrefixKvCache({
       capacityTokens: options.kvCapacityTokens,
       blockSize: options.blockSize,
+      cpuTierTokens: options.cpuTierTokens,
       ...(publisher !== undefined ? { listener: publisher } : {}),
     });
     const engine = new Engine(

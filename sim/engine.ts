@@ -293,6 +293,9 @@ export class Engine {
       head.alloc = alloc;
       head.cachedTokens = alloc.cachedTokens;
       head.computed = alloc.cachedTokens;
+      // Blocks loaded from the CPU tier: this step waits for their transfer.
+      if (alloc.loadedTokens > 0)
+        shape.loadedTokens = (shape.loadedTokens ?? 0) + alloc.loadedTokens;
       this.runningBatch.push(head);
       if (!head.admitted) head.sink.onAdmit?.(alloc.cachedTokens);
       head.admitted = true;

@@ -19,6 +19,13 @@
  * `free` and `evictUntil` do here. SGLang's RadixCache (python/sglang/srt/mem_cache/radix_cache.py
  * evict) evicts unlocked leaves by last access time, in tokens rather than blocks (page size 1 by
  * default): the same LRU of unpinned suffixes at a finer grain.
+ *
+ * An optional CPU tier (cpuTierBlocks) behind the GPU pool, as vLLM's offloading connector keeps
+ * one (vllm/distributed/kv_transfer/kv_connector/v1/offloading/): every newly computed block is
+ * written through to it (BlockStored, medium "CPU"), it keeps its own LRU (BlockRemoved "CPU" when
+ * it drops one), and a GPU eviction leaves the CPU copy (BlockRemoved "GPU" only). At admission the
+ * blocks after the GPU hit that the CPU tier holds are loaded back into new GPU blocks instead of
+ * computed: they count as cached, and the engine charges their transfer (timing.ts).
  */
 import { fmix32 } from "../src/hash/fmix32.js";
 
@@ -30,8 +37,10 @@ interface Block {
 
 /** One request's hold on the pool, from admission until release. */
 export interface KvAllocation {
-  /** Prompt tokens found in the cache at admission. */
+  /** Prompt tokens found in the cache at admission (loaded from the CPU tier included). */
   readonly cachedTokens: number;
+  /** Of those, tokens loaded from the CPU tier (their transfer is charged). */
+  readonly loadedTokens: number;
   /** Hashed blocks this request holds, in sequence order. */
   readonly blocks: Block[];
   /** Reserved, not yet hashed blocks (to be filled by prefill and decode). */
@@ -44,15 +53,20 @@ export interface KvCacheOptions {
   capacityTokens: number;
   /** Tokens per block. */
   blockSize: number;
+  /** Blocks of the CPU tier behind the pool (0 or absent: none). */
+  cpuTierTokens?: number;
   /** Told of every block stored and removed, as an engine publishes KV events (sim/kv-publisher.ts). */
   listener?: KvCacheListener;
 }
 
+/** Where a block is, as vLLM's events name it (vllm/distributed/kv_events.py MEDIUM_*). */
+export type SimMedium = "GPU" | "CPU";
+
 /** What the cache tells a KV-event publisher (vLLM's BlockStored / BlockRemoved / AllBlocksCleared). */
 export interface KvCacheListener {
   /** New blocks, in order; `parent` is the hash before the first, null at the start of a sequence. */
-  stored(hashes: number[], parent: number | null, tokens: number[]): void;
-  removed(hashes: number[]): void;
+  stored(hashes: number[], parent: number | null, tokens: number[], medium?: SimMedium): void;
+  removed(hashes: number[], medium?: SimMedium): void;
   cleared(): void;
 }
 
@@ -93,6 +107,11 @@ export class PrefixKvCache {
   private reservedTotal = 0;
   private evictedTotal = 0;
   private readonly listener: KvCacheListener | undefined;
+  /** Blocks the CPU tier holds at most (0: no tier). */
+  readonly cpuTierBlocks: number;
+  /** The CPU tier's blocks, least recently used first. */
+  private readonly cpu = new Set<number>();
+  private loadedTotal = 0;
 
   constructor(options: KvCacheOptions) {
     const { capacityTokens, blockSize } = options;
@@ -107,6 +126,7 @@ export class PrefixKvCache {
     }
     this.blockSize = blockSize;
     this.totalBlocks = Math.floor(capacityTokens / blockSize);
+    this.cpuTierBlocks = Math.floor((options.cpuTierTokens ?? 0) / blockSize);
   }
 
   /** Chained hashes of the full blocks of `tokens` (at most `maxBlocks`). */
@@ -130,9 +150,11 @@ export class PrefixKvCache {
     );
     let parent = ROOT_HASH;
     let hits = 0;
+    let onGpu = true;
     while (hits < n) {
       parent = chainHash(parent, prompt, hits * this.blockSize, (hits + 1) * this.blockSize);
-      if (!this.byHash.has(parent)) break;
+      onGpu &&= this.byHash.has(parent);
+      if (!onGpu && !this.cpu.has(parent)) break;
       hits++;
     }
     return hits * this.blockSize;
@@ -149,18 +171,25 @@ export class PrefixKvCache {
    * changes nothing) when the pool cannot make room now.
    */
   allocate(prompt: readonly number[], totalTokens: number): KvAllocation | undefined {
-    const { hits, needed, shortfall } = this.admission(prompt, totalTokens);
+    const { hits, loaded, needed, shortfall } = this.admission(prompt, totalTokens);
     if (shortfall > 0) return undefined;
 
     for (const block of hits) this.ref(block);
     this.evictUntil(needed);
     this.reservedTotal += needed;
-    return {
-      cachedTokens: hits.length * this.blockSize,
+    const alloc: KvAllocation = {
+      cachedTokens: (hits.length + loaded) * this.blockSize,
+      loadedTokens: loaded * this.blockSize,
       blocks: hits,
       reserved: needed,
       released: false,
     };
+    if (loaded > 0) {
+      // Loaded from the CPU tier into reserved GPU blocks: stored on the GPU as if computed.
+      this.loadedTotal += loaded;
+      this.commit(alloc, prompt, alloc.cachedTokens);
+    }
+    return alloc;
   }
 
   /** Blocks the pool lacks to admit this request now (0: allocate would succeed); no side effects. */
@@ -190,10 +219,14 @@ export class PrefixKvCache {
       hits.push(block);
       if (block.refs === 0) hitsNowFree++;
     }
+    // The run after the GPU hit that the CPU tier holds: loaded, not computed.
+    let loaded = 0;
+    while (hits.length + loaded < hashes.length && this.cpu.has(hashes[hits.length + loaded]!))
+      loaded++;
     const needed = Math.max(0, this.blocksFor(Math.max(totalTokens, prompt.length)) - hits.length);
     // Room = everything not pinned or reserved, minus the free blocks this request will pin.
     const room = this.totalBlocks - this.pinned - this.reservedTotal - hitsNowFree;
-    return { hits, needed, shortfall: Math.max(0, needed - room) };
+    return { hits, loaded, needed, shortfall: Math.max(0, needed - room) };
   }
 
   /**
@@ -207,9 +240,11 @@ export class PrefixKvCache {
     // Runs of newly stored blocks, reported as one BlockStored event each.
     let run: { hashes: number[]; parent: number | null; start: number } | undefined;
     const flush = () => {
-      if (run === undefined || this.listener === undefined) return;
+      if (run === undefined) return;
       const end = run.start + run.hashes.length * this.blockSize;
-      this.listener.stored(run.hashes, run.parent, tokens.slice(run.start, end));
+      const runTokens = this.listener === undefined ? [] : tokens.slice(run.start, end);
+      this.listener?.stored(run.hashes, run.parent, runTokens);
+      this.writeThrough(run.hashes, run.parent, runTokens);
       run = undefined;
     };
     for (let i = alloc.blocks.length; i < full && alloc.reserved > 0; i++) {
@@ -253,6 +288,42 @@ export class PrefixKvCache {
 
   has(hash: number): boolean {
     return this.byHash.has(hash);
+  }
+
+  /** Whether the CPU tier holds the block. */
+  onCpu(hash: number): boolean {
+    return this.cpu.has(hash);
+  }
+
+  /** Blocks the CPU tier holds. */
+  get cpuBlocks(): number {
+    return this.cpu.size;
+  }
+
+  /** Blocks loaded from the CPU tier so far. */
+  get loadedBlocks(): number {
+    return this.loadedTotal;
+  }
+
+  /**
+   * New GPU blocks are copied to the CPU tier (vLLM's offloading connector stores each computed
+   * block); the tier's least recently used go when it is full. A block already there is touched.
+   */
+  private writeThrough(hashes: number[], parent: number | null, tokens: number[]): void {
+    if (this.cpuTierBlocks === 0) return;
+    for (const hash of hashes) {
+      this.cpu.delete(hash);
+      this.cpu.add(hash);
+    }
+    this.listener?.stored(hashes, parent, tokens, "CPU");
+    if (this.cpu.size <= this.cpuTierBlocks) return;
+    const removed: number[] = [];
+    for (const hash of this.cpu) {
+      if (this.cpu.size <= this.cpuTierBlocks) break;
+      this.cpu.delete(hash);
+      removed.push(hash);
+    }
+    this.listener?.removed(removed, "CPU");
   }
 
   /** Blocks in use: pinned + reserved + cached but unreferenced. Never above totalBlocks. */
@@ -303,6 +374,7 @@ export class PrefixKvCache {
   clearCache(announce = true): void {
     for (const hash of this.free.keys()) this.byHash.delete(hash);
     this.free.clear();
+    this.cpu.clear();
     if (announce) this.listener?.cleared();
   }
 

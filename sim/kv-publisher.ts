@@ -12,7 +12,7 @@
  */
 import { Publisher, Router } from "zeromq";
 import { encodeSequence } from "../src/kv-events/decode.js";
-import type { KvCacheListener } from "./kv-cache.js";
+import type { KvCacheListener, SimMedium } from "./kv-cache.js";
 import {
   encodeBatch,
   type KvEncoding,
@@ -90,20 +90,25 @@ export class SimKvPublisher implements KvCacheListener {
     }
   }
 
-  stored(hashes: number[], parent: number | null, tokens: number[], blockSize?: number): void {
+  stored(
+    hashes: number[],
+    parent: number | null,
+    tokens: number[],
+    medium: SimMedium = "GPU",
+  ): void {
     this.push({
       type: "BlockStored",
       blockHashes: hashes,
       parentHash: parent,
       tokenIds: tokens,
-      blockSize: blockSize ?? tokens.length / hashes.length,
+      blockSize: tokens.length / hashes.length,
       loraId: null,
-      medium: "GPU",
+      medium,
     });
   }
 
-  removed(hashes: number[]): void {
-    this.push({ type: "BlockRemoved", blockHashes: hashes, medium: "GPU" });
+  removed(hashes: number[], medium: SimMedium = "GPU"): void {
+    this.push({ type: "BlockRemoved", blockHashes: hashes, medium });
   }
 
   cleared(): void {

@@ -18,6 +18,12 @@ export interface SimNumericOptions extends TimingModel {
   maxBatchTokens: number;
   /** KV cache capacity in tokens. */
   kvCapacityTokens: number;
+  /**
+   * A CPU tier behind the GPU cache, tokens (0 = none): every computed block is written through
+   * to it, as vLLM's offloading connector does, and a prompt's blocks past its GPU hit that the
+   * tier holds are loaded back (offloadTokensPerSec) instead of computed (sim/kv-cache.ts).
+   */
+  cpuTierTokens: number;
   /** Tokens per KV block. */
   blockSize: number;
   /** Longest prompt + output accepted (400 above). */
@@ -67,6 +73,13 @@ export interface SimWorkerOptions extends Partial<SimNumericOptions> {
    */
   maxLoras?: number;
   loraLoadMs?: number;
+  /**
+   * vLLM's VLLM_ALLOW_RUNTIME_LORA_UPDATING: /v1/load_lora_adapter and /v1/unload_lora_adapter are
+   * served (sim/lora-admin.ts). SGLang serves its /load_lora_adapter routes always.
+   */
+  loraRuntimeUpdates?: boolean;
+  /** SGLang --max-loaded-loras: loads beyond it are refused. Undefined: no bound. */
+  maxLoadedLoras?: number;
   /** Initial fault knobs. */
   faults?: Partial<SimFaults>;
   /**
@@ -161,6 +174,13 @@ export const NUMERIC_OPTIONS: readonly NumericOptionSpec[] = [
   },
   { key: "kvCapacityTokens", description: "KV cache capacity, tokens", integer: true, min: 1 },
   { key: "blockSize", description: "tokens per KV block", integer: true, min: 1 },
+  { key: "cpuTierTokens", description: "CPU KV tier, tokens (0 = none)", integer: true, min: 0 },
+  {
+    key: "offloadTokensPerSec",
+    description: "CPU tier to GPU KV load, tokens/s",
+    integer: false,
+    min: 1,
+  },
   { key: "maxModelLen", description: "max prompt + output tokens", integer: true, min: 1 },
   { key: "defaultMaxTokens", description: "output tokens when unspecified", integer: true, min: 1 },
   { key: "embeddingDim", description: "dimension of fake embeddings", integer: true, min: 1 },
@@ -197,6 +217,7 @@ export const DEFAULT_NUMERIC_OPTIONS: Readonly<SimNumericOptions> = Object.freez
   maxRunning: 256,
   maxBatchTokens: 8192,
   kvCapacityTokens: 400_000,
+  cpuTierTokens: 0,
   blockSize: 16,
   maxModelLen: 131_072,
   defaultMaxTokens: 16,
@@ -221,6 +242,8 @@ export interface ResolvedSimOptions extends SimNumericOptions {
   loraAdapters: string[];
   maxLoras: number | undefined;
   loraLoadMs: number;
+  loraRuntimeUpdates: boolean;
+  maxLoadedLoras: number | undefined;
   apiKey: string | undefined;
   tokenizerPath: string | undefined;
   role: SimRole | undefined;
@@ -278,6 +301,8 @@ export function resolveOptions(options: SimWorkerOptions = {}): ResolvedSimOptio
     loraAdapters: names("loraAdapters", options.loraAdapters),
     maxLoras: positiveOrUndefined("maxLoras", options.maxLoras),
     loraLoadMs: options.loraLoadMs ?? 100,
+    loraRuntimeUpdates: options.loraRuntimeUpdates === true,
+    maxLoadedLoras: positiveOrUndefined("maxLoadedLoras", options.maxLoadedLoras),
     apiKey: options.apiKey === "" ? undefined : options.apiKey,
     tokenizerPath: options.tokenizerPath === "" ? undefined : options.tokenizerPath,
     role: options.role,

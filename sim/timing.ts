@@ -21,6 +21,11 @@ export interface TimingModel {
   decodePerSeqMs: number;
   /** Cost of reading the KV of 1000 context tokens, ms (memory bandwidth). */
   kvReadMsPer1kTokens: number;
+  /**
+   * KV tokens loaded per second from the CPU tier into the GPU cache (an offload hit): a transfer
+   * over PCIe, several times faster than computing them again.
+   */
+  offloadTokensPerSec: number;
 }
 
 export const DEFAULT_TIMING: Readonly<TimingModel> = Object.freeze({
@@ -28,6 +33,8 @@ export const DEFAULT_TIMING: Readonly<TimingModel> = Object.freeze({
   stepFloorMs: 6,
   decodePerSeqMs: 0.03,
   kvReadMsPer1kTokens: 0.04,
+  // A fifth of the prefill time of the same tokens: --kv-tier-weights' default credits a CPU hit 0.8.
+  offloadTokensPerSec: 150_000,
 });
 
 /** What one step processes. */
@@ -40,6 +47,8 @@ export interface StepShape {
   seqs: number;
   /** Tokens whose KV the step reads: each sequence's context length, summed. */
   contextTokens: number;
+  /** Cached tokens loaded from the CPU tier before the step runs (absent: none). */
+  loadedTokens?: number;
 }
 
 /** Model duration of one step, ms. An empty step costs nothing. */
@@ -48,7 +57,8 @@ export function stepDurationMs(m: TimingModel, s: StepShape): number {
   const computeMs = ((s.prefillTokens + s.decodeSeqs) * 1000) / m.prefillTokensPerSec;
   const memoryMs =
     m.stepFloorMs + m.decodePerSeqMs * s.seqs + (m.kvReadMsPer1kTokens * s.contextTokens) / 1000;
-  return Math.max(computeMs, memoryMs);
+  const loadMs = s.loadedTokens ? (s.loadedTokens * 1000) / m.offloadTokensPerSec : 0;
+  return Math.max(computeMs, memoryMs) + loadMs;
 }
 
 /**

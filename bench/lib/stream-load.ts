@@ -52,6 +52,8 @@ export interface StreamLoadResult {
   gapMs: MsQuantiles;
   /** The proxy's CPU time (user + system) during the window, µs. */
   cpuMicros?: number;
+  /** Of cpuMicros, the first process's (the router's own, beside the nginx it starts), µs. */
+  cpuFirstMicros?: number;
   /** The proxy's resident memory before the load and its peak during the window, bytes. */
   rssIdleBytes?: number;
   rssPeakBytes?: number;
@@ -114,6 +116,9 @@ export async function runStreamLoad(c: StreamLoadConfig): Promise<StreamLoadResu
   const windowEnd = windowStart + c.durationMs;
   let cpuStart: number | undefined;
   let cpuEnd: number | undefined;
+  let firstStart: number | undefined;
+  let firstEnd: number | undefined;
+  const first = c.pids.slice(0, 1);
   let serial = 0;
   let open = 0;
   let allDone: () => void = () => {};
@@ -214,11 +219,13 @@ export async function runStreamLoad(c: StreamLoadConfig): Promise<StreamLoadResu
   timers.push(
     setTimeout(() => {
       cpuStart = sum(c.pids, processCpuMicros);
+      firstStart = sum(first, processCpuMicros);
     }, windowStart - t0),
   );
   timers.push(
     setTimeout(() => {
       cpuEnd = sum(c.pids, processCpuMicros);
+      firstEnd = sum(first, processCpuMicros);
     }, windowEnd - t0),
   );
   const rssTimer = setInterval(() => {
@@ -249,6 +256,9 @@ export async function runStreamLoad(c: StreamLoadConfig): Promise<StreamLoadResu
     firstChunkMs: firstChunk.summary(),
     gapMs: gaps.summary(),
     ...(cpuStart !== undefined && cpuEnd !== undefined ? { cpuMicros: cpuEnd - cpuStart } : {}),
+    ...(firstStart !== undefined && firstEnd !== undefined && c.pids.length > 1
+      ? { cpuFirstMicros: firstEnd - firstStart }
+      : {}),
     ...(rssIdleBytes === undefined ? {} : { rssIdleBytes }),
     ...(rssPeakBytes === undefined ? {} : { rssPeakBytes }),
   };

@@ -48,6 +48,8 @@ export interface RowSummary {
   addedGapP50Ms: number;
   addedGapP99Ms: number;
   cpuMicrosPerChunk: number;
+  /** Of cpuMicrosPerChunk, the router's own process (router-nginx: the rest is nginx's). */
+  cpuFirstMicrosPerChunk: number;
   rssPeakMB: number;
   /** (peak − idle) / C, KB. */
   rssPerStreamKB: number;
@@ -119,6 +121,13 @@ export function summarize(
         addedGapP50Ms: added((r) => r.gapMs.p50),
         addedGapP99Ms: added((r) => r.gapMs.p99),
         cpuMicrosPerChunk: median(per(cpuPerChunk)),
+        cpuFirstMicrosPerChunk: median(
+          per((r) =>
+            r.cpuFirstMicros === undefined || r.chunks === 0
+              ? Number.NaN
+              : r.cpuFirstMicros / r.chunks,
+          ),
+        ),
         rssPeakMB: median(per((r) => (r.rssPeakBytes ?? Number.NaN) / 2 ** 20)),
         rssPerStreamKB:
           median(
@@ -183,4 +192,12 @@ export function printSummary(rows: readonly RowSummary[]): void {
       s.incomplete + s.misordered,
     ]),
   );
+  // Where a two-process row's CPU goes: the router's own process, and the nginx it starts.
+  for (const s of rows) {
+    if (s.row !== "router-nginx" || !Number.isFinite(s.cpuFirstMicrosPerChunk)) continue;
+    const nginx = s.cpuMicrosPerChunk - s.cpuFirstMicrosPerChunk;
+    console.log(
+      `C=${s.streams} router-nginx cpu µs/chunk: radixgate ${fmt(s.cpuFirstMicrosPerChunk, 1)}, its nginx ${fmt(nginx, 1)}`,
+    );
+  }
 }

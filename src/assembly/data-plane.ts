@@ -14,7 +14,7 @@ import type { PrefixIndex } from "../index/prefix-index.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
 import { Forwarder, type ForwardHooks, type ForwardSettings } from "../proxy/forward.js";
-import type { RemoteRelays } from "../proxy/remote-relay.js";
+import { type AttemptSender, NodeAttempts } from "../proxy/send-attempt.js";
 import type { Policy } from "../scheduling/policy.js";
 import { Scheduler } from "../scheduling/scheduler.js";
 import { SessionTable } from "../scheduling/session-table.js";
@@ -43,8 +43,8 @@ export interface DataPlaneDeps {
   readonly claims: PrefixClaims | undefined;
   /** The cache account's debug lines. */
   readonly logger: Logger;
-  /** --data-plane nginx: nginx relays each attempt (proxy/remote-relay.ts). */
-  readonly relays?: RemoteRelays | undefined;
+  /** --data-plane nginx: nginx relays each attempt (proxy/remote-relay.ts); else this process. */
+  readonly sender?: AttemptSender | undefined;
 }
 
 export interface DataPlane {
@@ -90,6 +90,7 @@ export function buildDataPlane(options: DataPlaneOptions, deps: DataPlaneDeps): 
     decider,
     options.forward,
     hooks,
+    deps.sender ?? new NodeAttempts(options.forward.maxCoolDownMs),
     accounting,
     pd === undefined
       ? undefined
@@ -104,7 +105,6 @@ export function buildDataPlane(options: DataPlaneOptions, deps: DataPlaneDeps): 
           ),
           protocol: pd.protocol === "sglang" ? SGLANG_PAIRS : VLLM_PAIRS,
         },
-    deps.relays,
   );
   return { decider, forwarder, cacheLedger };
 }

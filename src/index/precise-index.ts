@@ -11,24 +11,32 @@
  * - Bounded: at most `maxBlocksPerWorker` engine blocks and as many speculative ones per worker,
  *   or fewer when the engine's KV cache holds fewer (`setBlockLimit`); past that the oldest go
  *   first (the engine has most likely evicted them too).
- * - Per model/LoRA: the adapter name seeds the chain, so adapters never share a key.
+ * - Per model/LoRA and cache salt: the adapter name and the salt seed the chain, so adapters and
+ *   tenants (--cache-isolation tenant) never share a key.
+ * - Tiers (kv-tiers.ts): a block the engine offloaded (vLLM's `medium` "CPU"/"STORAGE") is kept
+ *   per tier, each tier a map of its own with its own bound; a block that moves is stored in one
+ *   tier and removed from the other, and is gone once removed from every tier. A match is the GPU
+ *   run, then the run the engine would load from a lower tier, each block credited at its tier's
+ *   weight. Tiers whose weight is 0 are not kept at all (tier-blind: the GPU cache alone).
  */
 import type { BlockStored, KvEvent } from "./block-events.js";
-import { GPU_MEDIUM } from "./block-events.js";
 import { blockKey, blockKeys, rootKey, withExtraKey } from "./block-keys.js";
+import { GPU_TIER, type KvTier, TIER_COUNT, type TierWeights, tierOf } from "./kv-tiers.js";
+import { splitSalted } from "./salted-key.js";
 
 export interface PreciseIndexOptions {
   maxBlocksPerWorker: number;
   speculativeTtlMs: number;
+  /** How much a block held on each tier saves of its prefill; absent: the GPU tier alone. */
+  tierWeights?: TierWeights;
   now?: () => number;
 }
 
 /** What applying one event did, for metrics. */
 export type ApplyResult = "applied" | "ignored" | "orphan" | "malformed";
 
-interface WorkerBlocks {
-  /** Tokens per block, learned from the first BlockStored. */
-  blockSize: number | undefined;
+/** The blocks one tier of a worker's engine holds. */
+interface TierBlocks {
   /** Engine hash → our key; Map order = arrival order (oldest first) for the bound. */
   readonly byEngine: Map<string, number>;
   /**
@@ -41,31 +49,53 @@ interface WorkerBlocks {
   oldest: Iterator<string>;
   /** Our key → how many engine blocks map to it. */
   readonly held: Map<number, number>;
+}
+
+interface WorkerBlocks extends TierBlocks {
+  /** Tokens per block, learned from the first BlockStored. */
+  blockSize: number | undefined;
+  /** The offload tiers (CPU, disk) by KvTier, made on their first block; the GPU tier is `this`. */
+  readonly lower: (TierBlocks | undefined)[];
   /** Our key → expiry (ms) of a speculative entry not yet confirmed. */
   readonly speculative: Map<number, number>;
   /** Adapter names seen in this worker's events. */
   readonly loras: Set<string>;
-  /** Most engine (and speculative) blocks kept: maxBlocksPerWorker, or the cache's size if less. */
+  /**
+   * Most GPU (and speculative) blocks kept: maxBlocksPerWorker, or the cache's size if less. Each
+   * lower tier keeps at most maxBlocksPerWorker.
+   */
   limit: number;
+}
+
+function newTier(): TierBlocks {
+  const byEngine = new Map<string, number>();
+  return { byEngine, oldest: byEngine.keys(), held: new Map() };
 }
 
 export class PreciseIndex {
   private readonly workers = new Map<string, WorkerBlocks>();
   private readonly now: () => number;
   private totalBlocks = 0;
+  /** Credit of a block by tier; a tier at 0 is not kept (see `keeps`). */
+  private readonly weights: readonly number[];
 
   constructor(private readonly options: PreciseIndexOptions) {
     this.now = options.now ?? Date.now;
+    const w = options.tierWeights;
+    this.weights = w === undefined ? [1, 0, 0] : [w.gpu, w.cpu, w.disk];
+  }
+
+  /** Whether blocks of this tier are kept: the GPU always, a lower tier when it earns credit. */
+  private keeps(tier: KvTier): boolean {
+    return tier === GPU_TIER || this.weights[tier]! > 0;
   }
 
   addWorker(workerId: string): void {
     if (this.workers.has(workerId)) return;
-    const byEngine = new Map<string, number>();
     this.workers.set(workerId, {
+      ...newTier(),
       blockSize: undefined,
-      byEngine,
-      oldest: byEngine.keys(),
-      held: new Map(),
+      lower: [],
       speculative: new Map(),
       loras: new Set(),
       limit: this.options.maxBlocksPerWorker,
@@ -89,7 +119,7 @@ export class PreciseIndex {
     this.sweep(w);
   }
 
-  /** The most engine blocks kept for the worker (see `setBlockLimit`). */
+  /** The most GPU blocks kept for the worker (see `setBlockLimit`). */
   blockLimitOf(workerId: string): number | undefined {
     return this.workers.get(workerId)?.limit;
   }
@@ -107,6 +137,8 @@ export class PreciseIndex {
     w.byEngine.clear();
     w.oldest = w.byEngine.keys();
     w.held.clear();
+    for (const tier of w.lower) if (tier !== undefined) this.totalBlocks -= tier.byEngine.size;
+    w.lower.length = 0;
     w.speculative.clear();
   }
 
@@ -118,8 +150,11 @@ export class PreciseIndex {
         this.clear(workerId);
         return "applied";
       case "BlockRemoved": {
-        if (!onGpu(event.medium)) return "ignored";
-        for (const hash of event.blockHashes) this.dropEngineBlock(w, hash);
+        const tier = tierOf(event.medium);
+        if (!this.keeps(tier)) return "ignored";
+        const blocks = this.tier(w, tier, false);
+        if (blocks === undefined) return "applied";
+        for (const hash of event.blockHashes) this.dropEngineBlock(blocks, hash);
         return "applied";
       }
       case "BlockStored":
@@ -127,13 +162,42 @@ export class PreciseIndex {
     }
   }
 
+  /** The worker's blocks on `tier`; a lower tier is made on its first block when `make`. */
+  private tier(w: WorkerBlocks, tier: KvTier, make: boolean): TierBlocks | undefined {
+    if (tier === GPU_TIER) return w;
+    let blocks = w.lower[tier];
+    if (blocks === undefined && make) {
+      blocks = newTier();
+      w.lower[tier] = blocks;
+    }
+    return blocks;
+  }
+
+  /** Our key for an engine hash, from whichever tier holds it. */
+  private keyOf(w: WorkerBlocks, hash: string): number | undefined {
+    const key = w.byEngine.get(hash);
+    if (key !== undefined) return key;
+    for (const tier of w.lower) {
+      const lower = tier?.byEngine.get(hash);
+      if (lower !== undefined) return lower;
+    }
+    return undefined;
+  }
+
   private store(w: WorkerBlocks, event: BlockStored): ApplyResult {
-    if (!onGpu(event.medium)) return "ignored";
+    const tier = tierOf(event.medium);
+    if (!this.keeps(tier)) return "ignored";
+    const blocks = this.tier(w, tier, true)!;
     const { blockHashes, tokenIds, blockSize } = event;
-    if (tokenIds.length !== blockHashes.length * blockSize) return "malformed";
+    // vLLM's offloading connector names an offloaded block by its hash alone (no tokens, block
+    // size 0) unless its events are self-describing: known only if another tier holds it.
+    if (tier !== GPU_TIER && tokenIds.length === 0) return this.storeKnown(w, blocks, blockHashes);
+    if (blockSize < 1 || tokenIds.length !== blockHashes.length * blockSize) return "malformed";
     const lora = event.loraName ?? (event.loraId !== null ? String(event.loraId) : "");
     let parent: number | undefined =
-      event.parentHash === null ? rootKey(lora) : w.byEngine.get(event.parentHash);
+      event.parentHash === null
+        ? rootKey(lora, event.cacheSalt ?? undefined)
+        : this.keyOf(w, event.parentHash);
     if (parent === undefined) return "orphan";
     if (lora !== "") w.loras.add(lora);
     w.blockSize = blockSize;
@@ -141,37 +205,57 @@ export class PreciseIndex {
       const plain = blockKey(parent, tokenIds, i * blockSize, (i + 1) * blockSize);
       const extra = event.mediaKeys?.[i];
       const key = extra == null ? plain : withExtraKey(plain, extra);
-      const hash = blockHashes[i]!;
-      if (!w.byEngine.has(hash)) {
-        w.byEngine.set(hash, key);
-        w.held.set(key, (w.held.get(key) ?? 0) + 1);
-        this.totalBlocks++;
-      }
-      w.speculative.delete(key);
+      this.hold(blocks, blockHashes[i]!, key);
+      if (tier === GPU_TIER) w.speculative.delete(key);
       parent = key;
     }
-    while (w.byEngine.size > w.limit) this.dropOldest(w);
+    this.bound(w, blocks);
     return "applied";
   }
 
-  private dropOldest(w: WorkerBlocks): void {
-    let next = w.oldest.next();
-    // Done only once the map was empty when last asked; a new iterator sees what came since.
-    if (next.done === true) {
-      w.oldest = w.byEngine.keys();
-      next = w.oldest.next();
+  /** Blocks named by hash alone, each keyed as another tier of the worker knows it. */
+  private storeKnown(w: WorkerBlocks, blocks: TierBlocks, hashes: readonly string[]): ApplyResult {
+    let known = 0;
+    for (const hash of hashes) {
+      const key = this.keyOf(w, hash);
+      if (key === undefined) continue;
+      this.hold(blocks, hash, key);
+      known++;
     }
-    if (next.done !== true) this.dropEngineBlock(w, next.value);
+    this.bound(w, blocks);
+    return known === 0 && hashes.length > 0 ? "orphan" : "applied";
   }
 
-  private dropEngineBlock(w: WorkerBlocks, hash: string): void {
-    const key = w.byEngine.get(hash);
+  private hold(blocks: TierBlocks, hash: string, key: number): void {
+    if (blocks.byEngine.has(hash)) return;
+    blocks.byEngine.set(hash, key);
+    blocks.held.set(key, (blocks.held.get(key) ?? 0) + 1);
+    this.totalBlocks++;
+  }
+
+  private bound(w: WorkerBlocks, blocks: TierBlocks): void {
+    const limit = blocks === w ? w.limit : this.options.maxBlocksPerWorker;
+    while (blocks.byEngine.size > limit) this.dropOldest(blocks);
+  }
+
+  private dropOldest(blocks: TierBlocks): void {
+    let next = blocks.oldest.next();
+    // Done only once the map was empty when last asked; a new iterator sees what came since.
+    if (next.done === true) {
+      blocks.oldest = blocks.byEngine.keys();
+      next = blocks.oldest.next();
+    }
+    if (next.done !== true) this.dropEngineBlock(blocks, next.value);
+  }
+
+  private dropEngineBlock(blocks: TierBlocks, hash: string): void {
+    const key = blocks.byEngine.get(hash);
     if (key === undefined) return;
-    w.byEngine.delete(hash);
+    blocks.byEngine.delete(hash);
     this.totalBlocks--;
-    const refs = (w.held.get(key) ?? 1) - 1;
-    if (refs <= 0) w.held.delete(key);
-    else w.held.set(key, refs);
+    const refs = (blocks.held.get(key) ?? 1) - 1;
+    if (refs <= 0) blocks.held.delete(key);
+    else blocks.held.set(key, refs);
   }
 
   /** Tokens per block for the worker, once its engine has said. */
@@ -179,12 +263,22 @@ export class PreciseIndex {
     return this.workers.get(workerId)?.blockSize;
   }
 
-  /** The adapter a request for `model` hits on this worker: the model if it is one of its LoRAs. */
+  /**
+   * The adapter a request for `model` (an index key, under a tenant's salt or not) hits on this
+   * worker: the model if it is one of its LoRAs.
+   */
   loraFor(workerId: string, model: string | undefined): string {
-    return model !== undefined && this.workers.get(workerId)?.loras.has(model) ? model : "";
+    const key = splitSalted(model).key;
+    return key !== undefined && this.workers.get(workerId)?.loras.has(key) ? key : "";
   }
 
-  /** Leading blocks of `keys` the worker holds (confirmed, or speculative and not expired). */
+  /**
+   * Leading blocks of `keys` the worker holds, each at its tier's weight: the GPU run (confirmed,
+   * or speculative and not expired), then the run the engine loads from its offload tiers (vLLM
+   * looks up the GPU prefix cache first and asks its connector for the blocks after it,
+   * vllm/v1/core/sched/scheduler.py `get_num_new_matched_tokens`), each block at its best tier.
+   * Without offloaded blocks, the count of the GPU run.
+   */
   matchBlocks(workerId: string, keys: readonly number[]): number {
     const w = this.workers.get(workerId);
     if (w === undefined) return 0;
@@ -196,7 +290,17 @@ export class PreciseIndex {
       const expiry = w.speculative.get(key);
       if (expiry === undefined || expiry <= now) break;
     }
-    return n;
+    let credit = n * this.weights[GPU_TIER]!;
+    if (w.lower.length === 0) return credit;
+    for (; n < keys.length; n++) {
+      let best = 0;
+      for (let tier = 1; tier < TIER_COUNT; tier++) {
+        if (w.lower[tier]?.held.has(keys[n]!) === true) best = Math.max(best, this.weights[tier]!);
+      }
+      if (best === 0) break;
+      credit += best;
+    }
+    return credit;
   }
 
   /** The worker is about to cache these blocks: hold them speculatively for the TTL. */
@@ -225,21 +329,31 @@ export class PreciseIndex {
     for (let i = Math.max(0, keep); i < keys.length; i++) w.speculative.delete(keys[i]!);
   }
 
-  /** Engine blocks held for the worker (speculative ones not counted). */
+  /** Engine blocks held on the worker's GPU (speculative ones not counted). */
   blockCount(workerId: string): number {
     return this.workers.get(workerId)?.byEngine.size ?? 0;
+  }
+
+  /** Engine blocks held on one tier of the worker's engine. */
+  tierBlockCount(workerId: string, tier: KvTier): number {
+    const w = this.workers.get(workerId);
+    return w === undefined ? 0 : (this.tier(w, tier, false)?.byEngine.size ?? 0);
   }
 
   speculativeCount(workerId: string): number {
     return this.workers.get(workerId)?.speculative.size ?? 0;
   }
 
-  /** Engine blocks held for all workers (the size metric). */
+  /** Engine blocks held for all workers, every tier (the size metric). */
   get size(): number {
     return this.totalBlocks;
   }
 
-  /** Keys of a request's tokens for this worker's block size and adapter (undefined: unknown yet). */
+  /**
+   * Keys of a request's tokens for this worker's block size, adapter and the tenant's cache salt
+   * (undefined: unknown yet). A salted request's chain starts where the engine's does for that
+   * salt, so it matches only blocks stored under it, never another tenant's.
+   */
   keysFor(
     workerId: string,
     tokens: readonly number[],
@@ -247,7 +361,7 @@ export class PreciseIndex {
     blockSize = this.blockSizeOf(workerId),
   ): number[] | undefined {
     if (blockSize === undefined) return undefined;
-    return blockKeys(tokens, blockSize, this.loraFor(workerId, model));
+    return blockKeys(tokens, blockSize, this.loraFor(workerId, model), splitSalted(model).salt);
   }
 
   /** Drops expired speculative entries (oldest first) and keeps the map within its bound. */
@@ -258,9 +372,4 @@ export class PreciseIndex {
       w.speculative.delete(key);
     }
   }
-}
-
-/** Only the GPU cache counts for prefix routing; a block offloaded elsewhere is reported apart. */
-function onGpu(medium: string | null): boolean {
-  return medium === null || medium === GPU_MEDIUM;
 }

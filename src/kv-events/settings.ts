@@ -1,6 +1,7 @@
 /** --kv-events and its event feed's settings (kv-events/setup.ts takes KvEventsConfig). */
 import { flagValue, integer, SEC, seconds, text } from "../config-kit/parsers.js";
 import { section } from "../config-kit/setting.js";
+import { DEFAULT_TIER_WEIGHTS, tierWeightsSetting } from "../index/kv-tiers.js";
 
 export interface KvEventsConfig {
   /** --kv-events: route on the engines' KV-cache events. */
@@ -16,6 +17,8 @@ export interface KvEventsConfig {
   kvIndexMaxBlocks: number;
   kvSpeculativeTtlMs: number;
   kvBlockSize: number;
+  /** --kv-tier-weights, checked and written out in full (index/kv-tiers.ts parses it). */
+  kvTierWeights: string;
   tokenizeTimeoutMs: number;
   tokenizerCacheTokens: number;
   /** "" = none: tokenize through the workers' /tokenize. */
@@ -108,6 +111,14 @@ export const KV_EVENTS_SETTINGS = section<KvEventsConfig>({
       "Tokens per KV block assumed until a worker's first BlockStored event gives its own (vLLM default 16).",
     default: 16,
     parse: integer(1),
+  },
+  kvTierWeights: {
+    flag: "--kv-tier-weights",
+    arg: "<gpu=w,cpu=w,disk=w>",
+    description:
+      "With --kv-events: how much of a prefill a block on each KV tier saves (the engines' `medium`: GPU, CPU offload, storage), each in [0, 1], gpu >= cpu >= disk. A tier at 0 is not indexed (cpu=0,disk=0: the GPU cache alone). See docs/kv-events.md.",
+    default: DEFAULT_TIER_WEIGHTS,
+    parse: tierWeightsSetting,
   },
   tokenizeTimeoutMs: {
     flag: "--tokenize-timeout-ms",

@@ -6,6 +6,7 @@
  */
 import type { Registry } from "prom-client";
 import { HybridIndex } from "../index/hybrid-index.js";
+import { parseTierWeights } from "../index/kv-tiers.js";
 import { PreciseIndex } from "../index/precise-index.js";
 import type { PrefixIndex } from "../index/prefix-index.js";
 import type { Logger } from "../logger.js";
@@ -44,6 +45,7 @@ export function setUpKvEvents(
   const precise = new PreciseIndex({
     maxBlocksPerWorker: config.kvIndexMaxBlocks,
     speculativeTtlMs: config.kvSpeculativeTtlMs,
+    tierWeights: parseTierWeights(config.kvTierWeights),
   });
   const manager = new KvEventsManager(
     {

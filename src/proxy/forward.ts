@@ -26,9 +26,8 @@ import {
   shortestCoolDown,
 } from "./no-worker-answers.js";
 import type { PairProtocol, PairResult, PairTry, PairView, Side } from "./pair.js";
-import type { RemoteRelays } from "./remote-relay.js";
 import { routeHeader } from "./route-header.js";
-import { type AttemptResult, sendAttempt } from "./send-attempt.js";
+import type { AttemptResult, AttemptSender } from "./send-attempt.js";
 import type { ForwardSettings } from "./settings.js";
 import type { AttemptFailure } from "./upstream-failure.js";
 import type { ReportedUsage } from "./usage-tap.js";
@@ -94,12 +93,12 @@ export class Forwarder {
     private readonly decider: Scheduler,
     private readonly settings: ForwardSettings,
     private readonly hooks: ForwardHooks,
+    /** Who carries each attempt: this process, or nginx told where (--data-plane, at assembly). */
+    private readonly sender: AttemptSender,
     /** Each request's cache account (available, chosen, reported cached tokens). */
     private readonly ledger?: CacheLedger,
     /** Prefill/decode disaggregation: each request goes to a pair (undefined: to one worker). */
     readonly pairs?: PairProfile,
-    /** --data-plane nginx: attempts are relayed by nginx, which this router only tells where. */
-    private readonly relays?: RemoteRelays,
   ) {
     this.relayLimits = {
       idleTimeoutMs: settings.idleTimeoutMs,
@@ -356,29 +355,15 @@ export class Forwarder {
       explain,
       trace: req.trace?.attempt(worker),
     });
-    if (this.relays !== undefined)
-      return this.relays.send(
-        attempt,
-        req,
-        headers,
-        rank,
-        attempt.enginePriority,
-        res,
-        this.inProgress,
-      );
-    // Not awaited here: sendAttempt() ends the attempt itself (and forgets its controller), so a
-    // request goes through one async frame.
-    return sendAttempt(
+    return this.sender.send(
       attempt,
       req,
       headers,
       rank,
-      attempt.enginePriority,
       res,
       canRetry,
       this.closed,
       this.inProgress,
-      this.settings.maxCoolDownMs,
     );
   }
 

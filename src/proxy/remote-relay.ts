@@ -21,7 +21,7 @@ import { bodyForRank, headersWithRank } from "./dp-rank.js";
 import { bodyWithPriority } from "./engine-priority.js";
 import type { ForwardRequest } from "./forward-contract.js";
 import { withWorkerAuth } from "./headers.js";
-import type { AttemptResult } from "./send-attempt.js";
+import type { AttemptResult, AttemptSender } from "./send-attempt.js";
 import type { AttemptFailure } from "./upstream-failure.js";
 import type { ReportedUsage } from "./usage-tap.js";
 import { writeError } from "./write-error.js";
@@ -66,7 +66,7 @@ export interface RemoteRelayOptions {
   waitHeader: string | undefined;
 }
 
-export class RemoteRelays {
+export class RemoteRelays implements AttemptSender {
   private readonly byCall = new WeakMap<ServerResponse, Exchange>();
   private readonly byId = new Map<string, Exchange>();
 
@@ -189,15 +189,19 @@ export class RemoteRelays {
 
   /**
    * The attempt's decision, sent as the answer to the relay's current call for this request; the
-   * promise settles with how the relay ended it. Same arguments as sendAttempt.
+   * promise settles with how the relay ended it. `first` is the request's first decision call
+   * (the pipeline's response). The relay itself bounds the first byte and never passes a
+   * retryable status back (its 502/504 come back as a retry call), so `canRetry` is not asked;
+   * a closed forwarder has already aborted the attempt's controller.
    */
   send(
     attempt: Attempt,
     req: ForwardRequest,
     headers: Record<string, string | string[]>,
     rank: number | undefined,
-    priority: number | undefined,
     first: ServerResponse,
+    _canRetry: () => boolean,
+    _closed: boolean,
     inProgress: Set<Cancel>,
   ): Promise<AttemptResult> {
     const { worker, controller } = attempt;
@@ -224,7 +228,7 @@ export class RemoteRelays {
     const body = bodyWithPriority(
       bodyForRank(original, req.path, worker.engine, rank),
       worker.engine,
-      priority,
+      attempt.enginePriority,
     );
     const name = this.options.upstreamName(worker);
     const origin = name === undefined ? new URL(worker.url).origin : `http://${name}`;

@@ -32,24 +32,75 @@ export type AttemptResult =
   | { kind: "failed"; failure: AttemptFailure };
 
 /**
+ * Who carries one attempt to its worker and the answer to the client: this process
+ * (NodeAttempts, the default data plane) or another that relays for it (--data-plane nginx:
+ * proxy/remote-relay.ts). Chosen once when the router is assembled; the forwarder's retry loop,
+ * lease and feedback are the same for both. Whatever happens, the attempt is ended and its
+ * controller leaves `inProgress` by the time the promise settles.
+ */
+export interface AttemptSender {
+  send(
+    attempt: Attempt,
+    req: ForwardRequest,
+    headers: Record<string, string | string[]>,
+    /** The data-parallel rank the request goes to, when the router chose one. */
+    rank: number | undefined,
+    res: ServerResponse,
+    /** Whether a retryable answer may be discarded for another worker (not on the last try). */
+    canRetry: () => boolean,
+    /** The forwarder's abortAll() ran: the attempt ends at once. */
+    closed: boolean,
+    /** The forwarder's upstream requests under way: this one leaves it when it ends. */
+    inProgress: Set<Cancel>,
+  ): Promise<AttemptResult>;
+}
+
+/** The Node.js data plane: this process calls the worker and relays its answer (relay.ts). */
+export class NodeAttempts implements AttemptSender {
+  constructor(
+    /** --max-cool-down-secs in ms (0 = ignore Retry-After). */
+    private readonly maxCoolDownMs: number,
+  ) {}
+
+  send(
+    attempt: Attempt,
+    req: ForwardRequest,
+    headers: Record<string, string | string[]>,
+    rank: number | undefined,
+    res: ServerResponse,
+    canRetry: () => boolean,
+    closed: boolean,
+    inProgress: Set<Cancel>,
+  ): Promise<AttemptResult> {
+    // Not awaited: sendAttempt() ends the attempt itself, so a request goes through one async frame.
+    return sendAttempt(
+      attempt,
+      req,
+      headers,
+      rank,
+      res,
+      canRetry,
+      closed,
+      inProgress,
+      this.maxCoolDownMs,
+    );
+  }
+}
+
+/**
  * Sends the attempt's request and relays the answer, or reports why it failed; ends the attempt
  * and forgets its controller whatever happens. A plain function with the forwarder's state as
- * arguments: no closure, no extra async frame (the Forwarder returns its promise as is).
+ * arguments: no closure, no extra async frame.
  */
-export async function sendAttempt(
+async function sendAttempt(
   attempt: Attempt,
   req: ForwardRequest,
   headers: Record<string, string | string[]>,
   rank: number | undefined,
-  /** The router's priority the body carries to the engine (prioritySent), undefined = none. */
-  priority: number | undefined,
   res: ServerResponse,
   canRetry: () => boolean,
-  /** The forwarder's abortAll() ran: the attempt ends at once. */
   closed: boolean,
-  /** The forwarder's upstream requests under way: this one leaves it when it ends. */
   inProgress: Set<Cancel>,
-  /** --max-cool-down-secs in ms (0 = ignore Retry-After). */
   maxCoolDownMs: number,
 ): Promise<AttemptResult> {
   const { worker, controller } = attempt;
@@ -70,7 +121,7 @@ export async function sendAttempt(
             bodyWithPriority(
               bodyForRank(req.routing.body, req.path, worker.engine, rank),
               worker.engine,
-              priority,
+              attempt.enginePriority,
             ) ?? null,
           // 0 = off: the attempt's timers and relay()'s bound the wait instead.
           headersTimeout: 0,

@@ -7,7 +7,9 @@ import { Cancel, ClientGoneError } from "../proxy/cancel.js";
 import type { ForwardOutcome, ForwardRequest } from "../proxy/forward.js";
 import { writeError } from "../proxy/write-error.js";
 import type { RequestTrace } from "../tracing/request-trace.js";
+import type { LoraLoader } from "../workers/lora-loader.js";
 import { type ResponseHolders, ResponseIdSniffer } from "../workers/response-holders.js";
+import { adapterNamed } from "../workers/served-models.js";
 import type { Worker } from "../workers/worker.js";
 import { admissionTicket } from "./admission-ticket.js";
 import { adminAllowed } from "./auth.js";
@@ -64,6 +66,8 @@ export async function handleInference(
     const bodyRead = trace?.phase("body_read");
     opened = await ctx.intake.open(incoming, endpoint);
     bodyRead?.end();
+    if (ctx.loraLoader !== undefined)
+      opened = await withAdapterLoaded(ctx, ctx.loraLoader, opened, client);
     outcome = await admitAndForward(ctx, incoming, res, opened, {
       requestId,
       startedAt,
@@ -136,6 +140,34 @@ async function admitAndForward(
   } finally {
     pass.release(outcome);
   }
+}
+
+/**
+ * --lora-load-on-demand: a request naming an adapter of --lora-paths that no available worker
+ * holds waits for its load (workers/lora-loader.ts), then is routed against the fleet as it is
+ * then, as after a wait for admission. The client leaving stops its wait, not the load.
+ */
+async function withAdapterLoaded(
+  ctx: RouterContext,
+  loader: LoraLoader,
+  opened: OpenedRequest,
+  client: Cancel,
+): Promise<OpenedRequest> {
+  const { routing } = opened;
+  const adapter = loader.missing(adapterNamed(routing.requested, routing.adapter));
+  if (adapter === undefined) return opened;
+  await unlessGone(loader.load(adapter), client);
+  return { ...opened, routing: ctx.intake.route(opened.received) };
+}
+
+/** `work`, or ClientGoneError as soon as the client leaves. */
+function unlessGone<T>(work: Promise<T>, client: Cancel): Promise<T> {
+  if (client.aborted) return Promise.reject(new ClientGoneError());
+  return new Promise<T>((resolve, reject) => {
+    const gone = () => reject(new ClientGoneError());
+    client.once("abort", gone);
+    work.then(resolve, reject).finally(() => client.off("abort", gone));
+  });
 }
 
 /** Records which worker produced the response whose answer goes by (routes on previous_response_id). */

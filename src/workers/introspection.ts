@@ -165,6 +165,7 @@ export class EngineIntrospector {
       worker.signals.saidMaxRunning = info.maxRunningRequests;
     }
     worker.signals.preemptionThreshold = info.preemptionThreshold;
+    worker.lora.maxLoaded = info.maxLoadedLoras;
     if (info.capacityTokens === undefined) {
       throw new Error("answer has no max_total_num_tokens");
     }
@@ -212,10 +213,14 @@ export class EngineIntrospector {
 
   private models(worker: Worker, body: string): void {
     const list = parseJson(body);
-    worker.servedModels = readModelsList(list);
-    worker.lora.adapters = readAdapterIds(list);
     // Which engine decides how a name it does not list is treated (workers/served-models.ts).
     worker.signals.engine ??= readModelsOwner(list);
+    const served = readModelsList(list);
+    worker.servedModels = worker.lora.listed(
+      served,
+      readAdapterIds(list),
+      worker.signals.engine === "vllm",
+    );
     worker.signals.recordSeen(Date.now());
   }
 

@@ -299,6 +299,7 @@ export class Worker {
       kv_usage: load?.kvUsage ?? null,
       signal_age_secs: age === undefined ? null : Math.round(age * 10) / 10,
       served_models: this.servedModels === undefined ? null : [...this.servedModels],
+      lora: this.lora.toJSON(),
     };
   }
 

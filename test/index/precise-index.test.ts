@@ -259,3 +259,177 @@ describe("PreciseIndex: multimodal blocks (vLLM extra_keys)", () => {
     expect(index.blockCount("v")).toBe(4);
   });
 });
+
+describe("PreciseIndex: offloaded KV tiers (vLLM medium)", () => {
+  const weights = { gpu: 1, cpu: 0.8, disk: 0.3 };
+  function tiered(maxBlocksPerWorker = 100) {
+    const index = new PreciseIndex({
+      maxBlocksPerWorker,
+      speculativeTtlMs: 1000,
+      tierWeights: weights,
+    });
+    index.addWorker("w");
+    return index;
+  }
+  const removed = (hashes: string[], medium: string | null): KvEvent => ({
+    type: "BlockRemoved",
+    blockHashes: hashes,
+    medium,
+  });
+
+  it("a block that moves from GPU to CPU moves in the index; removed from every tier it is gone", () => {
+    const index = tiered();
+    const t = tokens(12);
+    const keys = blockKeys(t, BS, "");
+    index.apply("w", stored(["a", "b", "c"], null, t));
+    expect(index.matchBlocks("w", keys)).toBe(3);
+    // Offloaded (stored on CPU), then evicted from the GPU: block c now loads from the CPU.
+    index.apply("w", stored(["c"], "b", t.slice(8, 12), { medium: "CPU" }));
+    index.apply("w", removed(["c"], "GPU"));
+    expect(index.matchBlocks("w", keys)).toBeCloseTo(2.8);
+    expect(index.tierBlockCount("w", 0)).toBe(2);
+    expect(index.tierBlockCount("w", 1)).toBe(1);
+    // The CPU copy goes too: nothing past b.
+    index.apply("w", removed(["c"], "CPU"));
+    expect(index.matchBlocks("w", keys)).toBe(2);
+    expect(index.size).toBe(2);
+  });
+
+  it("credits the run after the GPU prefix at each block's best lower tier, and stops at a gap", () => {
+    const index = tiered();
+    const t = tokens(20);
+    const keys = blockKeys(t, BS, "");
+    index.apply("w", stored(["a"], null, t.slice(0, 4)));
+    index.apply("w", stored(["b", "c"], "a", t.slice(4, 12), { medium: "CPU" }));
+    index.apply("w", stored(["c", "d"], "b", t.slice(8, 16), { medium: "STORAGE" }));
+    // a on GPU, b and c on CPU (c on storage too: its best), d on storage, e nowhere.
+    expect(index.matchBlocks("w", keys)).toBeCloseTo(1 + 0.8 + 0.8 + 0.3);
+    index.apply("w", removed(["b"], "CPU"));
+    expect(index.matchBlocks("w", keys)).toBe(1);
+  });
+
+  it("keys an offloaded block named by its hash alone (no tokens) from the tier that knows it", () => {
+    const index = tiered();
+    const t = tokens(8);
+    const keys = blockKeys(t, BS, "");
+    index.apply("w", stored(["a", "b"], null, t));
+    const placeholder = { tokenIds: [], blockSize: 0, medium: "CPU" } as const;
+    expect(index.apply("w", stored(["b"], null, [], placeholder))).toBe("applied");
+    expect(index.apply("w", stored(["zz"], null, [], placeholder))).toBe("orphan");
+    index.apply("w", removed(["b"], "GPU"));
+    expect(index.matchBlocks("w", keys)).toBeCloseTo(1.8);
+    // A GPU event without tokens stays malformed.
+    expect(index.apply("w", stored(["q"], null, [], { blockSize: 0 }))).toBe("malformed");
+  });
+
+  it("tier-blind weights (cpu=0, disk=0) keep the GPU cache alone, as before", () => {
+    const index = new PreciseIndex({
+      maxBlocksPerWorker: 100,
+      speculativeTtlMs: 1000,
+      tierWeights: { gpu: 1, cpu: 0, disk: 0 },
+    });
+    index.addWorker("w");
+    const t = tokens(8);
+    index.apply("w", stored(["a"], null, t.slice(0, 4)));
+    expect(index.apply("w", stored(["b"], "a", t.slice(4, 8), { medium: "CPU" }))).toBe("ignored");
+    expect(index.matchBlocks("w", index.keysFor("w", t, undefined)!)).toBe(1);
+    expect(index.size).toBe(1);
+  });
+
+  it("bounds each lower tier by maxBlocksPerWorker, apart from the GPU's limit", () => {
+    const index = tiered(4);
+    const t = tokens(40);
+    for (let i = 0; i < 10; i++) {
+      const parent = i === 0 ? null : `h${i - 1}`;
+      index.apply("w", stored([`h${i}`], parent, t.slice(i * 4, i * 4 + 4), { medium: "CPU" }));
+    }
+    expect(index.tierBlockCount("w", 1)).toBe(4);
+    index.setBlockLimit("w", 2);
+    index.apply("w", stored(["g0", "g1", "g2"], null, t.slice(0, 12)));
+    expect(index.blockCount("w")).toBe(2);
+    expect(index.tierBlockCount("w", 1)).toBe(4);
+    expect(index.size).toBe(6);
+  });
+
+  it("agrees with a per-tier reference model over random store/move/remove sequences", () => {
+    const MEDIA = ["GPU", "CPU", "STORAGE"] as const;
+    const W = [1, 0.8, 0.3];
+    fc.assert(
+      fc.property(
+        fc.array(
+          fc.oneof(
+            fc.record({
+              op: fc.constant("store" as const),
+              tier: fc.nat(2),
+              from: fc.nat(3),
+              len: fc.integer({ min: 1, max: 4 }),
+            }),
+            fc.record({
+              op: fc.constant("move" as const),
+              from: fc.nat(2),
+              to: fc.nat(2),
+              at: fc.nat(3),
+            }),
+            fc.record({ op: fc.constant("remove" as const), tier: fc.nat(2), at: fc.nat(3) }),
+            fc.constant({ op: "clear" as const }),
+          ),
+          { maxLength: 40 },
+        ),
+        (ops) => {
+          const index = tiered();
+          const t = tokens(16);
+          // The reference: which tiers hold each of the chain's 4 blocks.
+          const held = [new Set<number>(), new Set<number>(), new Set<number>()];
+          const store = (tier: number, from: number, len: number) => {
+            const to = Math.min(4, from + len);
+            if (from > 0 && !held.some((s) => s.has(from - 1))) return; // an orphan: not applied
+            const hashes = Array.from({ length: to - from }, (_, i) => `b${from + i}`);
+            index.apply(
+              "w",
+              stored(hashes, from === 0 ? null : `b${from - 1}`, t.slice(from * BS, to * BS), {
+                medium: MEDIA[tier]!,
+              }),
+            );
+            for (let i = from; i < to; i++) held[tier]!.add(i);
+          };
+          for (const o of ops) {
+            if (o.op === "store") store(o.tier, o.from, o.len);
+            else if (o.op === "move") {
+              if (!held[o.from]!.has(o.at)) continue;
+              // Stored on the new tier first, then removed from the old one, as the engines do.
+              index.apply(
+                "w",
+                stored([`b${o.at}`], null, [], {
+                  tokenIds: [],
+                  blockSize: 0,
+                  medium: MEDIA[o.to]!,
+                }),
+              );
+              if (o.to !== 0) held[o.to]!.add(o.at);
+              if (o.from !== o.to) {
+                index.apply("w", removed([`b${o.at}`], MEDIA[o.from]!));
+                held[o.from]!.delete(o.at);
+              }
+            } else if (o.op === "remove") {
+              index.apply("w", removed([`b${o.at}`], MEDIA[o.tier]!));
+              held[o.tier]!.delete(o.at);
+            } else {
+              index.apply("w", { type: "AllBlocksCleared" });
+              for (const s of held) s.clear();
+            }
+          }
+          let expected = 0;
+          let i = 0;
+          for (; i < 4 && held[0]!.has(i); i++) expected += W[0]!;
+          for (; i < 4; i++) {
+            const best = held[1]!.has(i) ? W[1]! : held[2]!.has(i) ? W[2]! : 0;
+            if (best === 0) break;
+            expected += best;
+          }
+          expect(index.matchBlocks("w", blockKeys(t, BS, ""))).toBeCloseTo(expected);
+          expect(index.size).toBe(held[0]!.size + held[1]!.size + held[2]!.size);
+        },
+      ),
+    );
+  });
+});

@@ -92,6 +92,30 @@ describe("decodeBatch on byte-exact samples", () => {
     ]);
   });
 
+  it("takes an offloaded block named by its hash alone (vLLM's placeholder: no tokens, block size 0)", () => {
+    const payload = encodeBatch(
+      {
+        ts: 1,
+        events: [
+          {
+            type: "BlockStored",
+            blockHashes: [7],
+            parentHash: null,
+            tokenIds: [],
+            blockSize: 0,
+            medium: "CPU",
+          },
+        ],
+      },
+      "map",
+    );
+    expect(decodeBatch(payload).events[0]).toMatchObject({
+      blockHashes: ["7"],
+      blockSize: 0,
+      medium: "CPU",
+    });
+  });
+
   it.each([
     ["not msgpack", "c1"],
     ["a bare number", "01"],
@@ -301,6 +325,13 @@ describe("decodeBatch: vLLM's extra_keys", () => {
     expect(event.mediaKeys).toEqual([null, '["img-hash",3]']);
     const plain = decodeBatch(stored([["sql"], null])).events[0] as { mediaKeys?: unknown };
     expect(plain.mediaKeys).toBeUndefined();
+  });
+
+  it("takes the cache salt from a sequence's first block, beside the adapter's name", () => {
+    const salted = decodeBatch(stored([["sql", "rg-salt"], ["sql"]])).events[0];
+    expect(salted).toMatchObject({ loraName: "sql", cacheSalt: "rg-salt" });
+    const unsalted = decodeBatch(stored([["sql"], ["sql"]])).events[0] as { cacheSalt?: unknown };
+    expect(unsalted.cacheSalt).toBeUndefined();
   });
 
   it("refuses extra_keys that are not one entry per block", () => {

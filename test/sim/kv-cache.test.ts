@@ -162,3 +162,70 @@ describe("PrefixKvCache: eviction and capacity", () => {
     expect(() => new PrefixKvCache({ capacityTokens: 64, blockSize: 0 })).toThrow(RangeError);
   });
 });
+
+describe("PrefixKvCache: a CPU tier behind the GPU pool (offloading)", () => {
+  function recording() {
+    const events: string[] = [];
+    const listener = {
+      stored: (hashes: number[], _parent: number | null, _tokens: number[], medium = "GPU") =>
+        events.push(`stored ${medium} ${hashes.length}`),
+      removed: (hashes: number[], medium = "GPU") =>
+        events.push(`removed ${medium} ${hashes.length}`),
+      cleared: () => events.push("cleared"),
+    };
+    return { events, listener };
+  }
+
+  it("writes computed blocks through to the CPU tier; a GPU eviction leaves the CPU copy, which loads back", () => {
+    const { events, listener } = recording();
+    // GPU: 4 blocks; CPU: 16.
+    const kv = new PrefixKvCache({
+      capacityTokens: 4 * BS,
+      blockSize: BS,
+      cpuTierTokens: 16 * BS,
+      listener,
+    });
+    const a = ids(3 * BS + 1, 1);
+    const b = ids(3 * BS + 1, 2);
+    expect(serve(kv, a)).toBe(0);
+    expect(events).toEqual(["stored GPU 3", "stored CPU 3"]);
+    expect(kv.cpuBlocks).toBe(3);
+    events.length = 0;
+    serve(kv, b); // evicts a's blocks from the GPU: they stay on the CPU
+    expect(events).toContain("removed GPU 3");
+    expect(events).not.toContain("removed CPU 3");
+    expect(kv.has(kv.blockHashes(a)[0]!)).toBe(false);
+    expect(kv.onCpu(kv.blockHashes(a)[0]!)).toBe(true);
+    // a's prefix is cached again, through the CPU tier: loaded, not computed.
+    expect(kv.cachedPrefixTokens(a)).toBe(3 * BS);
+    const alloc = kv.allocate(a, a.length)!;
+    expect(alloc.cachedTokens).toBe(3 * BS);
+    expect(alloc.loadedTokens).toBe(3 * BS);
+    expect(kv.has(kv.blockHashes(a)[2]!)).toBe(true);
+    expect(kv.loadedBlocks).toBe(3);
+  });
+
+  it("the CPU tier keeps its own LRU bound and announces what it drops", () => {
+    const { events, listener } = recording();
+    const kv = new PrefixKvCache({
+      capacityTokens: 8 * BS,
+      blockSize: BS,
+      cpuTierTokens: 4 * BS,
+      listener,
+    });
+    serve(kv, ids(3 * BS + 1, 1));
+    serve(kv, ids(3 * BS + 1, 2));
+    expect(kv.cpuBlocks).toBe(4);
+    expect(events).toContain("removed CPU 2");
+  });
+
+  it("without a CPU tier nothing changes: no CPU events, nothing loaded", () => {
+    const { events, listener } = recording();
+    const kv = new PrefixKvCache({ capacityTokens: 4 * BS, blockSize: BS, listener });
+    const a = ids(3 * BS + 1, 1);
+    serve(kv, a);
+    serve(kv, ids(3 * BS + 1, 2));
+    expect(events.some((e) => e.includes("CPU"))).toBe(false);
+    expect(serve(kv, a)).toBe(0);
+  });
+});
