@@ -764,7 +764,15 @@ async function startRouterCli(flags: string[]): Promise<RouterChild> {
     if ((body.workers ?? []).some((w) => w.healthy)) break;
     await sleep(200);
   }
-  return { child, url, port, exited: () => exit };
+  return { child, url, port, exited: () => (exit === "" ? "" : `${exit}: ${lastLine(out)}`) };
+}
+
+/** The last non-empty line of a process's output, shortened (why a router exited). */
+function lastLine(text: string): string {
+  const lines = text.split("\n").filter((l) => l.trim() !== "");
+  // A crash ends with Node's version line: the error's own line says more.
+  const error = lines.findLast((l) => /Error\b/.test(l));
+  return (error ?? lines.at(-1) ?? "").slice(0, 300);
 }
 
 function procStatus(pid: number, field: string): number {
