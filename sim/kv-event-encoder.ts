@@ -20,6 +20,8 @@ export interface WireStored {
   readonly loraId?: number | null;
   readonly medium?: string | null;
   readonly loraName?: string | null;
+  /** vLLM's extra_keys: one entry per block (the adapter's name, media items, the cache salt). */
+  readonly extraKeys?: readonly (readonly unknown[] | null)[] | null;
 }
 
 export interface WireRemoved {
@@ -66,7 +68,8 @@ function eventArray(e: WireEvent): unknown[] {
         e.blockSize,
         e.loraId ?? null,
         e.medium ?? null,
-        ...(e.loraName != null ? [e.loraName] : []),
+        ...(e.loraName != null || e.extraKeys != null ? [e.loraName ?? null] : []),
+        ...(e.extraKeys != null ? [e.extraKeys] : []),
       ];
     case "BlockRemoved":
       return [e.type, e.blockHashes, e.medium ?? null];
@@ -87,6 +90,7 @@ function eventMap(e: WireEvent): Record<string, unknown> {
         lora_id: e.loraId ?? null,
         medium: e.medium ?? null,
         lora_name: e.loraName ?? null,
+        ...(e.extraKeys != null && { extra_keys: e.extraKeys }),
       };
     case "BlockRemoved":
       return { type: e.type, block_hashes: e.blockHashes, medium: e.medium ?? null };

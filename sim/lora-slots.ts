@@ -5,7 +5,9 @@
  * A request for an adapter that is not loaded waits `loadMs` for its load; concurrent requests
  * for the same adapter share that one load. An adapter with requests in flight is not evicted
  * while another one is idle. vLLM's `vllm:lora_requests_info` gauge (vllm/v1/metrics/loggers.py)
- * shows the adapters running and waiting, and `max_lora`.
+ * shows the adapters running and waiting, and `max_lora`; SGLang's pool gauges
+ * (python/sglang/srt/metrics/collector.py: `sglang:lora_pool_slots_used`, `_slots_total` =
+ * max_loras_per_batch, `_utilization`) show only how many slots are taken, not which adapters.
  */
 export class LoraSlots {
   /** Loaded adapters, least recently used first (Map order). */
@@ -57,6 +59,18 @@ export class LoraSlots {
     return done;
   }
 
+  /** Resolves once no request holds `adapter` (SGLang's unload waits for them). */
+  async idle(adapter: string): Promise<void> {
+    while ((this.running.get(adapter) ?? 0) > 0 || (this.waiting.get(adapter) ?? 0) > 0) {
+      await new Promise((r) => setTimeout(r, 5));
+    }
+  }
+
+  /** The adapter leaves its slot (unloaded). */
+  drop(adapter: string): void {
+    this.loaded.delete(adapter);
+  }
+
   /** The least recently used idle adapter, else the least recently used one. */
   private evictOne(): void {
     let victim: string | undefined;
@@ -70,8 +84,20 @@ export class LoraSlots {
     if (victim !== undefined) this.loaded.delete(victim);
   }
 
-  /** The vllm:lora_requests_info series, its value the time it was read (as vLLM sets it). */
-  metricsText(): string {
+  /** The engine's LoRA series: vLLM's lora_requests_info, or SGLang's pool gauges. */
+  metricsText(flavor: "vllm" | "sglang" = "vllm"): string {
+    if (flavor === "sglang") {
+      const used = this.loaded.size;
+      return (
+        "# TYPE sglang:lora_pool_slots_used gauge\n" +
+        `sglang:lora_pool_slots_used ${used}.0\n` +
+        "# TYPE sglang:lora_pool_slots_total gauge\n" +
+        `sglang:lora_pool_slots_total ${this.maxLoras}.0\n` +
+        "# TYPE sglang:lora_pool_utilization gauge\n" +
+        `sglang:lora_pool_utilization ${used / this.maxLoras}\n`
+      );
+    }
+    // Its value the time it was read (as vLLM sets it).
     const names = (m: Map<string, number>) => [...m.keys()].join(",");
     return (
       "# HELP vllm:lora_requests_info Running stats on lora requests.\n" +

@@ -24,6 +24,8 @@ export interface ServedModels {
   /** Served names of the base model; the first is the default. */
   readonly names: readonly string[];
   readonly adapters: readonly string[];
+  /** Each adapter's path (its card's `root`); `/adapters/<name>` when not given. */
+  readonly paths?: ReadonlyMap<string, string>;
 }
 
 /** What a request runs on: the base model (adapter undefined) or one adapter. */
@@ -103,7 +105,9 @@ export function modelList(
     flavor === "vllm"
       ? [
           ...served.names.map((name) => card(name, base, null, maxModelLen)),
-          ...served.adapters.map((a) => card(a, `/adapters/${a}`, base, null)),
+          ...served.adapters.map((a) =>
+            card(a, served.paths?.get(a) ?? `/adapters/${a}`, base, null),
+          ),
         ]
       : [card(base, base, null, maxModelLen)];
   return { object: "list", data };

@@ -73,6 +73,13 @@ export interface SimWorkerOptions extends Partial<SimNumericOptions> {
    */
   maxLoras?: number;
   loraLoadMs?: number;
+  /**
+   * vLLM's VLLM_ALLOW_RUNTIME_LORA_UPDATING: /v1/load_lora_adapter and /v1/unload_lora_adapter are
+   * served (sim/lora-admin.ts). SGLang serves its /load_lora_adapter routes always.
+   */
+  loraRuntimeUpdates?: boolean;
+  /** SGLang --max-loaded-loras: loads beyond it are refused. Undefined: no bound. */
+  maxLoadedLoras?: number;
   /** Initial fault knobs. */
   faults?: Partial<SimFaults>;
   /**
@@ -235,6 +242,8 @@ export interface ResolvedSimOptions extends SimNumericOptions {
   loraAdapters: string[];
   maxLoras: number | undefined;
   loraLoadMs: number;
+  loraRuntimeUpdates: boolean;
+  maxLoadedLoras: number | undefined;
   apiKey: string | undefined;
   tokenizerPath: string | undefined;
   role: SimRole | undefined;
@@ -292,6 +301,8 @@ export function resolveOptions(options: SimWorkerOptions = {}): ResolvedSimOptio
     loraAdapters: names("loraAdapters", options.loraAdapters),
     maxLoras: positiveOrUndefined("maxLoras", options.maxLoras),
     loraLoadMs: options.loraLoadMs ?? 100,
+    loraRuntimeUpdates: options.loraRuntimeUpdates === true,
+    maxLoadedLoras: positiveOrUndefined("maxLoadedLoras", options.maxLoadedLoras),
     apiKey: options.apiKey === "" ? undefined : options.apiKey,
     tokenizerPath: options.tokenizerPath === "" ? undefined : options.tokenizerPath,
     role: options.role,

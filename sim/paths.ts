@@ -23,6 +23,10 @@ export const OTHER_PATHS = new Set([
   "/get_load",
   "/flush_cache",
   "/reset_prefix_cache",
+  "/v1/load_lora_adapter",
+  "/v1/unload_lora_adapter",
+  "/load_lora_adapter",
+  "/unload_lora_adapter",
   "/_sim/faults",
   "/_sim/stats",
 ]);

@@ -23,6 +23,10 @@ export function serverInfo(o: ResolvedSimOptions, kv: PrefixKvCache, dpSize: num
     disable_priority_preemption: o.disablePriorityPreemption,
     schedule_low_priority_values_first: false,
     priority_scheduling_preemption_threshold: o.prioritySchedulingPreemptionThreshold,
+    // The LoRA server args (server_args.py): --max-loaded-loras, --max-loras-per-batch.
+    enable_lora: o.loraAdapters.length > 0 || o.maxLoras !== undefined || null,
+    max_loaded_loras: o.maxLoadedLoras ?? null,
+    max_loras_per_batch: o.maxLoras ?? 8,
     // SGLang lists every server argument, its keys included (dataclasses.asdict(server_args)).
     api_key: o.apiKey ?? null,
     admin_api_key: null,

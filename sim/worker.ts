@@ -19,6 +19,7 @@ import { DEFAULT_FAULTS, mergeFaults, type SimFaults } from "./faults.js";
 import { applyModelChoice, parseInferenceJob } from "./inference-job.js";
 import type { PrefixKvCache } from "./kv-cache.js";
 import type { SimKvPublisher } from "./kv-publisher.js";
+import { LORA_ADMIN_PATHS, type LoraAdminPath, loraAdmin } from "./lora-admin.js";
 import { LoraSlots } from "./lora-slots.js";
 import { sendMetrics } from "./metrics-page.js";
 import { ModelNotFound, modelList } from "./models.js";
@@ -92,6 +93,8 @@ class HttpSimWorker implements SimWorker {
   private idCounter = 0;
   /** The responses this engine stored (/v1/responses, previous_response_id). */
   private readonly responseStore = new ResponseStore();
+  /** Adapters served now, name → path: the launch's, then those loaded or unloaded at run time. */
+  private readonly adapters: Map<string, string>;
   private assignedId = "";
   private assignedPort = 0;
   private closing: Promise<void> | undefined;
@@ -105,6 +108,7 @@ class HttpSimWorker implements SimWorker {
   ) {
     this.kvEvents = kvEventsRanks[0];
     this.flavor = options.flavor;
+    this.adapters = new Map(options.loraAdapters.map((a) => [a, `/adapters/${a}`]));
     this.encode =
       options.tokenizerPath === undefined
         ? (text) => tokenize(text)
@@ -268,6 +272,7 @@ class HttpSimWorker implements SimWorker {
       return this.poolingEndpoint(pooling, req, res);
     }
     if (path === "/_sim/faults" && req.method === "POST") return this.postFaults(req, res);
+    if (LORA_ADMIN_PATHS.has(path)) return this.loraAdmin(path as LoraAdminPath, req, res);
     if (path === "/flush_cache" || path === "/reset_prefix_cache")
       return this.flushCache(path, req, res);
     if (path === "/tokenize") {
@@ -327,7 +332,7 @@ class HttpSimWorker implements SimWorker {
           this.options.model,
           this.stats(),
           this.ranks,
-          this.flavor === "vllm" ? this.loraSlots?.metricsText() : undefined,
+          this.loraSlots?.metricsText(this.flavor),
         );
       case "/_sim/faults":
         return sendJson(res, 200, this.faults());
@@ -526,6 +531,33 @@ class HttpSimWorker implements SimWorker {
     return tokenizeBody(this.encode, json);
   }
 
+  /** The engines' runtime adapter routes (lora-admin.ts); 404 where the engine does not serve them. */
+  private async loraAdmin(path: LoraAdminPath, req: IncomingMessage, res: ServerResponse) {
+    if (req.method !== "POST") return methodNotAllowed(res);
+    const body = await readJsonBody(req, res, this.options.bodyLimitBytes, this.counters);
+    if (body === undefined) return;
+    const answer = await loraAdmin(
+      {
+        flavor: this.flavor,
+        runtimeUpdates: this.options.loraRuntimeUpdates,
+        maxLoadedLoras: this.options.maxLoadedLoras,
+        adapters: this.adapters,
+        slots: this.loraSlots,
+        loadMs: this.options.loraLoadMs * this.options.timeScale,
+      },
+      path,
+      body,
+    );
+    if (answer === undefined) return sendJson(res, 404, { detail: "Not Found" });
+    if (!answer.text) return sendJson(res, answer.status, answer.body);
+    const text = String(answer.body);
+    res.writeHead(answer.status, {
+      "content-type": "text/plain; charset=utf-8",
+      "content-length": Buffer.byteLength(text),
+    });
+    res.end(text);
+  }
+
   private async postFaults(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const body = await readJsonBody(req, res, this.options.bodyLimitBytes, this.counters);
     if (body === undefined) return;
@@ -540,7 +572,8 @@ class HttpSimWorker implements SimWorker {
   private get served() {
     return {
       names: [this.options.model, ...this.options.modelAliases],
-      adapters: this.options.loraAdapters,
+      adapters: [...this.adapters.keys()],
+      paths: this.adapters,
     };
   }
 }

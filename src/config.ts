@@ -50,6 +50,8 @@ import {
   type EnginePollConfig,
   HEALTH_SETTINGS,
   type HealthConfig,
+  LORA_SETTINGS,
+  type LoraConfig,
   WORKERS_SETTINGS,
   type WorkersConfig,
 } from "./workers/settings.js";
@@ -73,6 +75,7 @@ export interface Config {
   health: HealthConfig;
   breaker: BreakerConfig;
   workers: WorkersConfig;
+  lora: LoraConfig;
   routes: RoutesConfig;
   kvEvents: KvEventsConfig;
   state: StateConfig;
@@ -98,6 +101,7 @@ export const SECTIONS: Sections<Config> = {
   health: HEALTH_SETTINGS,
   breaker: BREAKER_SETTINGS,
   workers: WORKERS_SETTINGS,
+  lora: LORA_SETTINGS,
   routes: ROUTES_SETTINGS,
   kvEvents: KV_EVENTS_SETTINGS,
   state: STATE_SETTINGS,

@@ -103,6 +103,22 @@ export const ERROR_CATALOG = {
     type: "invalid_request_error",
     message: "Invalid worker URL.",
   },
+  // --lora-load-on-demand (workers/lora-loader.ts).
+  lora_load_failed: {
+    status: 502,
+    type: "server_error",
+    message: "The worker refused to load the LoRA adapter.",
+  },
+  lora_load_timeout: {
+    status: 504,
+    type: "server_error",
+    message: "Loading the LoRA adapter took longer than --lora-load-timeout-secs.",
+  },
+  lora_loads_busy: {
+    status: 503,
+    type: "server_error",
+    message: "Too many LoRA adapter loads are under way; retry shortly.",
+  },
   loop_detected: {
     status: 508,
     type: "server_error",

@@ -40,9 +40,11 @@ import { type EvictionTimer, startEvictionTimer } from "./tree/eviction-timer.js
 import { HealthChecker } from "./workers/health.js";
 import type { HostResolver } from "./workers/host-lookup.js";
 import { EngineIntrospector } from "./workers/introspection.js";
+import { LoraLoader } from "./workers/lora-loader.js";
 import { WorkerRegistry } from "./workers/registry.js";
 import { ResponseHolders } from "./workers/response-holders.js";
 import { noteEngineReading } from "./workers/saturation.js";
+import { loraPathMap } from "./workers/settings.js";
 
 export { ListenError } from "./listen.js";
 
@@ -265,6 +267,15 @@ export function createRouter(
     ...(sharedState !== undefined ? { sharedState } : {}),
     ...(siblingState !== undefined ? { siblingState } : {}),
     ...(stateFile !== undefined ? { stateFile } : {}),
+    ...(config.lora.loraLoadOnDemand
+      ? {
+          loraLoader: new LoraLoader(
+            registry,
+            { ...config.lora, paths: loraPathMap(config.lora) },
+            logger,
+          ),
+        }
+      : {}),
     capacity: fleet,
   };
   cacheLedger.onRecord = (account) =>

@@ -25,6 +25,11 @@ export interface ServerInfo {
    * (python/sglang/srt/managers/schedule_policy.py `preempt_to_schedule`).
    */
   readonly preemptionThreshold?: number;
+  /**
+   * `--max-loaded-loras` (server_args.py `max_loaded_loras`, null when unbounded): a runtime load
+   * beyond it is refused (tokenizer_manager.py load_lora_adapter).
+   */
+  readonly maxLoadedLoras?: number;
 }
 
 /** Throws a TypeError when the body is not a JSON object. */
@@ -44,7 +49,9 @@ export function readSglangServerInfo(body: unknown): ServerInfo {
   const threshold = preempts
     ? nonNegative(info.priority_scheduling_preemption_threshold)
     : undefined;
+  const maxLoadedLoras = positiveInteger(info.max_loaded_loras);
   return {
+    ...(maxLoadedLoras !== undefined ? { maxLoadedLoras } : {}),
     ...(threshold !== undefined ? { preemptionThreshold: threshold } : {}),
     ...(perRank !== undefined ? { capacityTokens: perRank * (ranks ?? 1) } : {}),
     ...(ranks !== undefined ? { dpSize: ranks } : {}),

@@ -36,6 +36,11 @@ export interface BlockStored {
    * prompt-embedding hashes) as one string, null for a block without any; null when not said.
    */
   readonly mediaKeys?: readonly (string | null)[] | null;
+  /**
+   * vLLM: the request's `cache_salt`, which the engine mixed into the first block of a sequence
+   * (from the first block's extra keys, when the event starts one); absent without one.
+   */
+  readonly cacheSalt?: string | null;
 }
 
 export interface BlockRemoved {

@@ -11,8 +11,19 @@ import { fmix32 } from "../hash/fmix32.js";
 
 const TWO_32 = 2 ** 32;
 
-/** The key that stands before the first block of a sequence for this adapter. */
-export function rootKey(lora: string): number {
+/**
+ * The key that stands before the first block of a sequence for this adapter and cache salt. vLLM
+ * mixes a request's `cache_salt` into its first block's hash only (vllm/v1/core/kv_cache_utils.py
+ * generate_block_hash_extra_keys: `cache_salt` when `start_token_idx == 0`; hash_block_tokens
+ * hashes the extra keys with the tokens), so every later block differs through its parent: here
+ * the salt seeds the root, which has the same effect on the chain.
+ */
+export function rootKey(lora: string, salt?: string): number {
+  const root = unsaltedRoot(lora);
+  return salt === undefined || salt === "" ? root : withExtraKey(root, `cache_salt\u0000${salt}`);
+}
+
+function unsaltedRoot(lora: string): number {
   let h1 = 0x243f6a88;
   let h2 = 0x85a308d3;
   for (let i = 0; i < lora.length; i++) {
@@ -42,11 +53,16 @@ function chain(hi: number, lo: number, tokens: readonly number[], start: number,
   return (h1 >>> 11) * TWO_32 + (h2 >>> 0);
 }
 
-/** Keys of the full blocks of `tokens` for one adapter and block size. */
-export function blockKeys(tokens: readonly number[], blockSize: number, lora: string): number[] {
+/** Keys of the full blocks of `tokens` for one adapter, cache salt and block size. */
+export function blockKeys(
+  tokens: readonly number[],
+  blockSize: number,
+  lora: string,
+  salt?: string,
+): number[] {
   const n = Math.floor(tokens.length / blockSize);
   const keys = new Array<number>(n);
-  let parent = rootKey(lora);
+  let parent = rootKey(lora, salt);
   for (let i = 0; i < n; i++) {
     parent = blockKey(parent, tokens, i * blockSize, (i + 1) * blockSize);
     keys[i] = parent;

@@ -349,6 +349,7 @@ export class HybridIndex extends ForwardingIndex {
     memo?: Map<string, number[]>,
   ) {
     const blockSize = this.precise.blockSizeOf(workerId) ?? this.options.defaultBlockSize;
+    // The salt is the same for every worker: a request has one.
     const memoKey = `${blockSize}\u0000${this.precise.loraFor(workerId, model)}`;
     let keys = memo?.get(memoKey);
     if (keys === undefined) {

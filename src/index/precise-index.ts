@@ -11,7 +11,8 @@
  * - Bounded: at most `maxBlocksPerWorker` engine blocks and as many speculative ones per worker,
  *   or fewer when the engine's KV cache holds fewer (`setBlockLimit`); past that the oldest go
  *   first (the engine has most likely evicted them too).
- * - Per model/LoRA: the adapter name seeds the chain, so adapters never share a key.
+ * - Per model/LoRA and cache salt: the adapter name and the salt seed the chain, so adapters and
+ *   tenants (--cache-isolation tenant) never share a key.
  * - Tiers (kv-tiers.ts): a block the engine offloaded (vLLM's `medium` "CPU"/"STORAGE") is kept
  *   per tier, each tier a map of its own with its own bound; a block that moves is stored in one
  *   tier and removed from the other, and is gone once removed from every tier. A match is the GPU
@@ -21,6 +22,7 @@
 import type { BlockStored, KvEvent } from "./block-events.js";
 import { blockKey, blockKeys, rootKey, withExtraKey } from "./block-keys.js";
 import { GPU_TIER, type KvTier, TIER_COUNT, type TierWeights, tierOf } from "./kv-tiers.js";
+import { splitSalted } from "./salted-key.js";
 
 export interface PreciseIndexOptions {
   maxBlocksPerWorker: number;
@@ -193,15 +195,22 @@ export class PreciseIndex {
     if (blockSize < 1 || tokenIds.length !== blockHashes.length * blockSize) return "malformed";
     const lora = event.loraName ?? (event.loraId !== null ? String(event.loraId) : "");
     let parent: number | undefined =
-      event.parentHash === null ? rootKey(lora) : this.keyOf(w, event.parentHash);
+      event.parentHash === null
+        ? rootKey(lora, event.cacheSalt ?? undefined)
+        : this.keyOf(w, event.parentHash);
     if (parent === undefined) return "orphan";
     if (lora !== "") w.loras.add(lora);
     w.blockSize = blockSize;
     for (let i = 0; i < blockHashes.length; i++) {
-      const plain = blockKey(parent, tokenIds, i * blockSize, (i + 1) * blockSize);
-      const extra = event.mediaKeys?.[i];
-      const key = extra == null ? plain : withExtraKey(plain, extra);
-      this.hold(blocks, blockHashes[i]!, key);
+      const hash = blockHashes[i]!;
+      // A block another tier holds keeps its key (one engine hash, one block): no hashing.
+      let key = w.lower.length === 0 ? undefined : this.keyOf(w, hash);
+      if (key === undefined) {
+        const plain = blockKey(parent, tokenIds, i * blockSize, (i + 1) * blockSize);
+        const extra = event.mediaKeys?.[i];
+        key = extra == null ? plain : withExtraKey(plain, extra);
+      }
+      this.hold(blocks, hash, key);
       if (tier === GPU_TIER) w.speculative.delete(key);
       parent = key;
     }
@@ -259,9 +268,13 @@ export class PreciseIndex {
     return this.workers.get(workerId)?.blockSize;
   }
 
-  /** The adapter a request for `model` hits on this worker: the model if it is one of its LoRAs. */
+  /**
+   * The adapter a request for `model` (an index key, under a tenant's salt or not) hits on this
+   * worker: the model if it is one of its LoRAs.
+   */
   loraFor(workerId: string, model: string | undefined): string {
-    return model !== undefined && this.workers.get(workerId)?.loras.has(model) ? model : "";
+    const key = splitSalted(model).key;
+    return key !== undefined && this.workers.get(workerId)?.loras.has(key) ? key : "";
   }
 
   /**
@@ -341,7 +354,11 @@ export class PreciseIndex {
     return this.totalBlocks;
   }
 
-  /** Keys of a request's tokens for this worker's block size and adapter (undefined: unknown yet). */
+  /**
+   * Keys of a request's tokens for this worker's block size, adapter and the tenant's cache salt
+   * (undefined: unknown yet). A salted request's chain starts where the engine's does for that
+   * salt, so it matches only blocks stored under it, never another tenant's.
+   */
   keysFor(
     workerId: string,
     tokens: readonly number[],
@@ -349,7 +366,7 @@ export class PreciseIndex {
     blockSize = this.blockSizeOf(workerId),
   ): number[] | undefined {
     if (blockSize === undefined) return undefined;
-    return blockKeys(tokens, blockSize, this.loraFor(workerId, model));
+    return blockKeys(tokens, blockSize, this.loraFor(workerId, model), splitSalted(model).salt);
   }
 
   /** Drops expired speculative entries (oldest first) and keeps the map within its bound. */

@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import type { IncomingHttpHeaders } from "node:http";
 import { tenantName } from "../admission/identity.js";
 import { bodyWithTrailingField } from "../proxy/json-field.js";
+import type { PairView } from "../proxy/routing-request.js";
 import type { Endpoint } from "./routing-text.js";
 
 /** --cache-isolation: whether tenants may share cached prompt prefixes. */
@@ -39,4 +40,20 @@ export function tenantSalt(headers: IncomingHttpHeaders, tenantHeader: string): 
 export function saltedBody(body: Buffer, endpoint: Endpoint, salt: string): Buffer | undefined {
   const field = SALT_FIELD[endpoint];
   return field === undefined ? undefined : bodyWithTrailingField(body, field, JSON.stringify(salt));
+}
+
+/**
+ * A prefill/decode pair's bodies with the salt too: vLLM's prefill body and the body rebuilt
+ * without the client's hand-off fields come from the parse, not from the salted bytes, and a
+ * prefill engine caches what it computes like any other (a salt the client sent there is
+ * overridden the same way).
+ */
+export function saltedPairView(view: PairView, endpoint: Endpoint, salt: string): PairView {
+  const salted = (body: Uint8Array | undefined) => {
+    if (body === undefined) return undefined;
+    const bytes = Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+    return saltedBody(bytes, endpoint, salt) ?? bytes;
+  };
+  if (view.prefill === undefined && view.base === undefined) return view;
+  return { ...view, prefill: salted(view.prefill), base: salted(view.base) };
 }

@@ -1,9 +1,12 @@
 import type { IncomingHttpHeaders, IncomingMessage } from "node:http";
 import { type IdentityOptions, TenantTable } from "../admission/identity.js";
 import { RouterError } from "../errors.js";
+import { saltedKey } from "../index/salted-key.js";
 import type { RoutingRequest } from "../proxy/routing-request.js";
 import type { ResponseHolders } from "../workers/response-holders.js";
 import {
+  adapterNamed,
+  holdingAdapter,
   indexKey,
   type ModelPlan,
   type ModelRoutingMode,
@@ -18,7 +21,7 @@ import {
   parseJsonObject,
   summarizeParsed,
 } from "./body-summary.js";
-import { type CacheIsolation, saltedBody, tenantSalt } from "./cache-salt.js";
+import { type CacheIsolation, saltedBody, saltedPairView, tenantSalt } from "./cache-salt.js";
 import { checkContentType } from "./content-type.js";
 import type { ParsePool } from "./parse-pool.js";
 import { type BodyReadLimits, readBody } from "./read-body.js";
@@ -154,10 +157,14 @@ export class Intake {
       const cacheSalt = tenantSalt(incoming.headers, this.identity.tenantHeader);
       const salted = saltedBody(body, endpoint, cacheSalt);
       if (salted !== undefined) {
+        const pair = summary.pair;
         return {
           endpoint,
           body: salted,
-          summary,
+          summary:
+            pair === undefined
+              ? summary
+              : { ...summary, pair: saltedPairView(pair, endpoint, cacheSalt) },
           session,
           headers: incoming.headers,
           cacheSalt,
@@ -183,7 +190,10 @@ export class Intake {
     const workers = this.fleet.list();
     const requested = summary?.model;
     const adapter = summary?.adapter;
-    const byModel = planModel(workers, requested, this.options.modelRouting, received.endpoint);
+    const modelPlan = planModel(workers, requested, this.options.modelRouting, received.endpoint);
+    // SGLang's adapter (lora_path, <base>:<adapter>) narrows the workers to those holding it.
+    const named = adapterNamed(requested, adapter);
+    const byModel = named === requested ? modelPlan : holdingAdapter(modelPlan, workers, named);
     return {
       endpoint: received.endpoint,
       body: received.body,
@@ -255,9 +265,3 @@ export class Intake {
 
 /** An intake built without a budget (tests): no bound. */
 const UNBOUNDED = new BodyBudget(0);
-
-/** An index key under a tenant's salt: a key of its own, never one another tenant's can match. */
-function saltedKey(key: string | undefined, salt: string | undefined): string | undefined {
-  if (salt === undefined) return key;
-  return key === undefined ? salt : `${salt}/${key}`;
-}

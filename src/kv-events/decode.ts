@@ -189,16 +189,20 @@ function* decodeEvent(raw: unknown): Generator<void, KvEvent> {
         throw new KvDecodeError("BlockStored block_size is not a positive integer");
       }
       const mediaKeys = mediaKeysOf(fields.extra_keys, blockHashes.length);
+      const parentHash = fields.parent_block_hash == null ? null : hashOf(fields.parent_block_hash);
+      const loraName = optionalString(fields.lora_name, "lora_name");
+      const cacheSalt = parentHash === null ? saltOf(fields.extra_keys, loraName) : undefined;
       return {
         type: "BlockStored",
         blockHashes,
-        parentHash: fields.parent_block_hash == null ? null : hashOf(fields.parent_block_hash),
+        parentHash,
         tokenIds: tokenIds as number[],
         blockSize,
         loraId: optionalInt(fields.lora_id, "lora_id"),
         medium: optionalString(fields.medium, "medium"),
-        loraName: optionalString(fields.lora_name, "lora_name"),
+        loraName,
         ...(mediaKeys !== null && { mediaKeys }),
+        ...(cacheSalt !== undefined && { cacheSalt }),
       };
     }
     case "BlockRemoved":
@@ -278,6 +282,21 @@ function mediaKeysOf(value: unknown, blocks: number): (string | null)[] | null {
     return media.map((item) => canonical(item, 0)).join("\u0001");
   });
   return any ? keys : null;
+}
+
+/**
+ * The cache salt among the first block's extra keys (mediaKeysOf has their checks): vLLM puts the
+ * adapter's name first, then the multimodal tuples, then `cache_salt`, the only other string
+ * (vllm/v1/core/kv_cache_utils.py generate_block_hash_extra_keys), and only in a sequence's first
+ * block. Undefined when there is none.
+ */
+function saltOf(value: unknown, loraName: string | null): string | undefined {
+  if (!Array.isArray(value)) return undefined;
+  const first = value[0];
+  if (!Array.isArray(first)) return undefined;
+  const strings = first.filter((item): item is string => typeof item === "string");
+  if (loraName !== null && strings[0] === loraName) strings.shift();
+  return strings.length === 0 ? undefined : strings.join("\u0000");
 }
 
 /** A decoded msgpack value as a string: the same value gives the same string. */

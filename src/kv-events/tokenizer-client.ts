@@ -19,6 +19,7 @@
  * prompt, a conversation's history) encode only what follows it.
  */
 
+import { splitSalted } from "../index/salted-key.js";
 import { isTokenId, type TokenizeInput } from "../index/tokenize-input.js";
 import { requestWorker, type WorkerTarget } from "../workers/worker-request.js";
 import { chatKey, chatPrefixProbes, leadingKey, systemPrefixOf } from "./chat-prefix.js";
@@ -256,10 +257,13 @@ export class TokenizerClient {
     model: string | undefined,
     fields: Record<string, unknown>,
   ): Promise<number[] | TooLong | undefined> {
+    // The cache stays keyed by the salted key (a tenant's cached tokens would answer faster for
+    // another tenant's prompt); the engine is asked for its own model's tokens.
+    const served = splitSalted(model).key;
     try {
       const res = await requestWorker(target, "/tokenize", {
         method: "POST",
-        json: model !== undefined ? { model, ...fields } : fields,
+        json: served !== undefined ? { model: served, ...fields } : fields,
         timeoutMs: this.options.requestTimeoutMs,
       });
       if (res.statusCode !== 200) {

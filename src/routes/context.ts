@@ -18,6 +18,7 @@ import type { StateFile } from "../state/state-file.js";
 import type { Tracing } from "../tracing/request-trace.js";
 import type { HealthChecker } from "../workers/health.js";
 import type { EngineIntrospector } from "../workers/introspection.js";
+import type { LoraLoader } from "../workers/lora-loader.js";
 import type { WorkerRegistry } from "../workers/registry.js";
 import type { ResponseHolders } from "../workers/response-holders.js";
 import type { RouteOptions } from "./settings.js";
@@ -73,6 +74,8 @@ export interface RouterContext {
   stateFile?: StateFile;
   /** OpenTelemetry tracing (--otlp-endpoint, OTEL_*); undefined = off, and no span is made. */
   tracing?: Tracing;
+  /** --lora-load-on-demand: loads a requested adapter no worker holds, before it is routed. */
+  loraLoader?: LoraLoader;
   /** radixgate-cluster: the replication's transport to the sibling processes. */
   siblingState?: ClusterTransport;
 }

@@ -5,16 +5,18 @@ import type { OpenedRequest } from "../intake/intake.js";
 import type { Endpoint } from "../intake/routing-text.js";
 import { Cancel, ClientGoneError } from "../proxy/cancel.js";
 import type { ForwardOutcome, ForwardRequest } from "../proxy/forward.js";
-import { lingerOnUnreadBody } from "../proxy/linger.js";
 import { writeError } from "../proxy/write-error.js";
 import type { RequestTrace } from "../tracing/request-trace.js";
+import type { LoraLoader } from "../workers/lora-loader.js";
 import { type ResponseHolders, ResponseIdSniffer } from "../workers/response-holders.js";
+import { adapterNamed } from "../workers/served-models.js";
 import type { Worker } from "../workers/worker.js";
 import { admissionTicket } from "./admission-ticket.js";
 import { adminAllowed } from "./auth.js";
 import { admitClient } from "./client-gate.js";
-import { onConnectionClose } from "./connection-requests.js";
+import { joinConnection } from "./connection-requests.js";
 import type { RouterContext } from "./context.js";
+import { lingerOnUnreadBody } from "./linger.js";
 
 /**
  * The one coordinator of a data-plane request (a POST with a body to an inference endpoint),
@@ -51,19 +53,26 @@ export async function handleInference(
   );
   const client = new Cancel();
   // The connection, not the response: a pipelined request behind this one has no socket yet.
-  const forget = onConnectionClose(incoming.socket, () => {
+  const connection = joinConnection(incoming.socket, () => {
     if (!res.writableFinished) client.abort();
   });
   ctx.state.active += 1;
   let opened: OpenedRequest | undefined;
   let outcome: ForwardOutcome;
   try {
+    // A pipelined request starts once the one before it on its connection has ended.
+    if (connection.ready !== undefined) {
+      await connection.ready;
+      if (client.aborted) throw new ClientGoneError();
+    }
     admitClient(ctx, incoming.headers.authorization);
     // Receive: the body is read (and refused early: 400, 413, 415...) before the request takes
     // a queue slot.
     const bodyRead = trace?.phase("body_read");
     opened = await ctx.intake.open(incoming, endpoint);
     bodyRead?.end();
+    if (ctx.loraLoader !== undefined)
+      opened = await withAdapterLoaded(ctx, ctx.loraLoader, opened, client);
     outcome = await admitAndForward(ctx, incoming, res, opened, {
       requestId,
       startedAt,
@@ -76,7 +85,7 @@ export async function handleInference(
     // Complete: the body's bytes leave the router-wide budget.
     opened?.lease.release();
     ctx.state.active -= 1;
-    forget();
+    connection.end();
   }
   observe(ctx, endpoint, incoming, requestId, startedAt, outcome);
   trace?.end(outcome);
@@ -136,6 +145,34 @@ async function admitAndForward(
   } finally {
     pass.release(outcome);
   }
+}
+
+/**
+ * --lora-load-on-demand: a request naming an adapter of --lora-paths that no available worker
+ * holds waits for its load (workers/lora-loader.ts), then is routed against the fleet as it is
+ * then, as after a wait for admission. The client leaving stops its wait, not the load.
+ */
+async function withAdapterLoaded(
+  ctx: RouterContext,
+  loader: LoraLoader,
+  opened: OpenedRequest,
+  client: Cancel,
+): Promise<OpenedRequest> {
+  const { routing } = opened;
+  const adapter = loader.missing(adapterNamed(routing.requested, routing.adapter));
+  if (adapter === undefined) return opened;
+  await unlessGone(loader.load(adapter), client);
+  return { ...opened, routing: ctx.intake.route(opened.received) };
+}
+
+/** `work`, or ClientGoneError as soon as the client leaves. */
+function unlessGone<T>(work: Promise<T>, client: Cancel): Promise<T> {
+  if (client.aborted) return Promise.reject(new ClientGoneError());
+  return new Promise<T>((resolve, reject) => {
+    const gone = () => reject(new ClientGoneError());
+    client.once("abort", gone);
+    work.then(resolve, reject).finally(() => client.off("abort", gone));
+  });
 }
 
 /** Records which worker produced the response whose answer goes by (routes on previous_response_id). */

@@ -15,6 +15,12 @@
  *   as loaded, as the engine's LRU keeps them. SGLang has no such gauge; its record is all there is.
  */
 
+/**
+ * A logical clock for "which was used longer ago" across workers: a count, not a time, so two
+ * uses in the same millisecond still come in order.
+ */
+let ticks = 0;
+
 /** Adapters remembered per worker: far more than any engine keeps loaded. */
 const MAX_RECORDED = 256;
 
@@ -29,13 +35,71 @@ export interface LoraReading {
 }
 
 export class LoraResidency {
-  /** Names /v1/models lists as adapters (entries with a `parent`); undefined = not known. */
+  /**
+   * Names /v1/models lists as adapters (entries with a `parent`), and those this router loaded
+   * there (--lora-load-on-demand); undefined = not known.
+   */
   adapters: ReadonlySet<string> | undefined;
+  /** Adapters this router loaded there through the engine's load route, and when (a tick). */
+  readonly onDemand = new Map<string, number>();
+  /** SGLang's --max-loaded-loras (/get_server_info), when it said: loads beyond it are refused. */
+  maxLoaded: number | undefined;
   private active: ReadonlySet<string> = new Set();
   private activeAt = Number.NEGATIVE_INFINITY;
   private maxLoras: number | undefined;
-  /** Adapters this router sent there, least recent first (Map order). */
-  private readonly recent = new Map<string, true>();
+  /** Adapters this router sent there, least recent first (Map order), and when (a tick). */
+  private readonly recent = new Map<string, number>();
+
+  /**
+   * The engine's /v1/models read: `served` every id, `adapters` those with a parent. Returns what
+   * the worker serves. An engine that lists adapters (vLLM, recent SGLang) is the truth about the
+   * ones this router loaded: one it no longer lists was unloaded by someone else. One that lists
+   * none (older SGLang lists its base model only) keeps the router's own record in the list.
+   */
+  listed(served: ReadonlySet<string> | undefined, adapters: ReadonlySet<string>, vllm: boolean) {
+    if (vllm || adapters.size > 0) {
+      for (const name of this.onDemand.keys()) if (!adapters.has(name)) this.onDemand.delete(name);
+    }
+    const mine = [...this.onDemand.keys()];
+    this.adapters = mine.length === 0 ? adapters : new Set([...adapters, ...mine]);
+    if (served === undefined || mine.length === 0) return served;
+    return new Set([...served, ...mine]);
+  }
+
+  /** The router loaded `adapter` there (or found it loaded); `served` gains it. */
+  loaded(adapter: string, served: ReadonlySet<string> | undefined): ReadonlySet<string> {
+    this.onDemand.set(adapter, ++ticks);
+    this.adapters = new Set([...(this.adapters ?? []), adapter]);
+    return new Set([...(served ?? []), adapter]);
+  }
+
+  /** The router unloaded `adapter` there; `served` loses it. */
+  unloaded(adapter: string, served: ReadonlySet<string> | undefined) {
+    this.onDemand.delete(adapter);
+    this.recent.delete(adapter);
+    if (this.adapters !== undefined) {
+      const rest = new Set(this.adapters);
+      rest.delete(adapter);
+      this.adapters = rest;
+    }
+    if (served === undefined) return served;
+    const rest = new Set(served);
+    rest.delete(adapter);
+    return rest;
+  }
+
+  /**
+   * Of the adapters this router loaded there, the one it last sent a request for (or loaded,
+   * when none went since) the longest ago, and when that was.
+   */
+  leastUsed(): { adapter: string; at: number } | undefined {
+    let least: { adapter: string; at: number } | undefined;
+    for (const [adapter, loadedAt] of this.onDemand) {
+      const at = Math.max(loadedAt, this.recent.get(adapter) ?? loadedAt);
+      if (least === undefined || at < least.at) least = { adapter, at };
+    }
+    return least;
+  }
 
   /** The engine's report (vLLM's lora_requests_info) at `now` (epoch ms). */
   report(reading: LoraReading, now: number): void {
@@ -48,7 +112,7 @@ export class LoraResidency {
   routed(adapter: string): void {
     if (this.adapters !== undefined && !this.adapters.has(adapter)) return;
     this.recent.delete(adapter);
-    this.recent.set(adapter, true);
+    this.recent.set(adapter, ++ticks);
     if (this.recent.size > MAX_RECORDED) this.recent.delete(this.recent.keys().next().value!);
   }
 
@@ -79,11 +143,12 @@ export class LoraResidency {
   }
 
   /** For GET /workers: what the router believes. */
-  toJSON(): { active: string[]; max_loras: number | null; recent: string[] } {
+  toJSON() {
     return {
       active: [...this.active],
       max_loras: this.maxLoras ?? null,
       recent: [...this.recent.keys()].reverse().slice(0, 16),
+      loaded_on_demand: [...this.onDemand.keys()],
     };
   }
 }

@@ -126,6 +126,43 @@ function planByModel(
 }
 
 /**
+ * The LoRA adapter a request names, as the engines take it: SGLang's `lora_path` (`adapter`, which
+ * SGLang prefers unless the model names its own), the adapter of `<base>:<adapter>`, else the
+ * model itself (vLLM serves an adapter under its own name); undefined when it names nothing.
+ */
+export function adapterNamed(
+  requested: string | undefined,
+  adapter: string | undefined,
+): string | undefined {
+  if (requested === undefined) return adapter;
+  const base = sglangAdapterBase(requested);
+  if (base !== undefined) return requested.slice(base.length + 1);
+  return adapter ?? requested;
+}
+
+/**
+ * The plan narrowed to the workers that list the adapter (and those whose list is not known) when
+ * some worker lists it: SGLang refuses an adapter it has not loaded (400), whatever `model` says,
+ * and its `lora_path` or `<base>:<adapter>` does not show in the model's plan.
+ */
+export function holdingAdapter(
+  plan: ModelPlan,
+  workers: readonly ServingWorker[],
+  adapter: string | undefined,
+): ModelPlan {
+  if (adapter === undefined) return plan;
+  const holds = (w: ServingWorker) => w.servedModels === undefined || w.servedModels.has(adapter);
+  if (!workers.some((w) => w.servedModels?.has(adapter) === true)) return plan;
+  return {
+    route: plan.route,
+    admits: (w) => holds(w) && plan.admits(w),
+    exclusion: (w) =>
+      plan.exclusion(w) ??
+      (holds(w) ? undefined : `does not hold the adapter '${adapter}', which another worker holds`),
+  };
+}
+
+/**
  * The plan narrowed to the one worker that holds what the request continues (a Responses API
  * `previous_response_id`, workers/response-holders.ts): no other worker can serve it.
  */

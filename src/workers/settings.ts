@@ -3,11 +3,22 @@
  * (WorkersConfig), the health checker (HealthOptions), the circuit breaker (BreakerConfig) and the
  * reads of the engines (IntrospectionOptions).
  */
-import { flagValue, integer, key, oneOf, SEC, seconds, urlPath } from "../config-kit/parsers.js";
+import { readFileSync } from "node:fs";
+import {
+  flagValue,
+  integer,
+  key,
+  oneOf,
+  type Parser,
+  SEC,
+  seconds,
+  urlPath,
+} from "../config-kit/parsers.js";
 import { section } from "../config-kit/setting.js";
 import { ConfigError } from "../errors.js";
 import type { HealthOptions } from "./health.js";
 import type { IntrospectionOptions } from "./introspection.js";
+import type { LoraLoaderOptions } from "./lora-loader.js";
 import { MODEL_ROUTING_MODES, type ModelRoutingMode } from "./served-models.js";
 import { normalizeWorkerUrl } from "./worker-url.js";
 
@@ -192,3 +203,122 @@ export const ENGINE_POLL_SETTINGS = section<EnginePollConfig>({
     parse: seconds(0, Number.POSITIVE_INFINITY, { minExclusive: true }),
   },
 });
+
+/** --lora-paths and the file of --lora-paths-file, as the loader takes them. */
+export interface LoraConfig extends Omit<LoraLoaderOptions, "paths"> {
+  loraLoadOnDemand: boolean;
+  /** `name=path` entries. */
+  loraPaths: string[];
+  /** The entries of the file, read when the configuration is. */
+  loraPathsFile: string[];
+}
+
+/** `name=path`, as SGLang's --lora-paths writes them; a bad entry is a ConfigError. */
+function loraEntry(entry: string, flag: string): string {
+  const eq = entry.indexOf("=");
+  if (eq <= 0 || eq === entry.length - 1 || /\s/.test(entry))
+    throw new ConfigError(flag, `"${entry}" is not name=path`);
+  return entry;
+}
+
+const loraPaths: Parser<string[]> = (raw, flag) =>
+  raw
+    .split(/[\s,]+/)
+    .filter((t) => t !== "")
+    .map((t) => loraEntry(t, flag));
+
+/** A file of `name=path` lines (blank lines and `#` comments skipped) or a JSON object. */
+const loraPathsFile: Parser<string[]> = (raw, flag) => {
+  let text: string;
+  try {
+    text = readFileSync(raw, "utf8");
+  } catch (err) {
+    throw new ConfigError(flag, `cannot read ${raw}: ${(err as Error).message}`);
+  }
+  if (text.trimStart().startsWith("{")) {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch (err) {
+      throw new ConfigError(flag, `${raw} is not JSON: ${(err as Error).message}`);
+    }
+    return Object.entries(parsed as Record<string, unknown>).map(([name, path]) =>
+      loraEntry(`${name}=${typeof path === "string" ? path : ""}`, flag),
+    );
+  }
+  return text
+    .split("\n")
+    .map((line) => line.trim())
+    .filter((line) => line !== "" && !line.startsWith("#"))
+    .map((line) => loraEntry(line, flag));
+};
+
+/** The operator's adapters, name → path; a name given twice keeps its last path. */
+export function loraPathMap(config: Pick<LoraConfig, "loraPaths" | "loraPathsFile">) {
+  const map = new Map<string, string>();
+  for (const entry of [...config.loraPathsFile, ...config.loraPaths]) {
+    const eq = entry.indexOf("=");
+    map.set(entry.slice(0, eq), entry.slice(eq + 1));
+  }
+  return map;
+}
+
+export const LORA_SETTINGS = section<LoraConfig>(
+  {
+    loraLoadOnDemand: {
+      flag: "--lora-load-on-demand",
+      arg: "[bool]",
+      description:
+        "When a request names a LoRA adapter of --lora-paths that no available worker holds, load it on the worker with the most room through the engine's own route (vLLM /v1/load_lora_adapter, which needs VLLM_ALLOW_RUNTIME_LORA_UPDATING; SGLang /load_lora_adapter), then route it. Off by default. See docs/scheduling.md, LoRA adapters.",
+      default: false,
+      parse: flagValue,
+    },
+    loraPaths: {
+      flag: "--lora-paths",
+      arg: "<name=path...>",
+      description:
+        "The adapters --lora-load-on-demand may load: name=path, space- or comma-separated; the path as the engine reads it (its disk, or a Hugging Face id).",
+      default: [],
+      parse: loraPaths,
+    },
+    loraPathsFile: {
+      flag: "--lora-paths-file",
+      arg: "<file>",
+      description:
+        "A file of more --lora-paths: name=path lines (# comments), or a JSON object of name to path. Read once at start.",
+      default: [],
+      parse: loraPathsFile,
+    },
+    timeoutMs: {
+      flag: "--lora-load-timeout-secs",
+      arg: "<secs>",
+      description:
+        "Limit for loading one adapter (its unload to make room included), and for a request's wait for it.",
+      default: 60 * SEC,
+      parse: seconds(0, Number.POSITIVE_INFINITY, { minExclusive: true }),
+    },
+    maxInFlight: {
+      flag: "--lora-max-loads-in-flight",
+      arg: "<n>",
+      description:
+        "Adapter loads under way at once across the fleet; a load beyond waits within --lora-load-timeout-secs.",
+      default: 2,
+      parse: integer(1, 1024),
+    },
+    maxPerWorker: {
+      flag: "--lora-max-adapters-per-worker",
+      arg: "<n>",
+      description:
+        "Adapters one worker holds at most; at the bound, the adapter this router loaded there and used least recently is unloaded first. 0 = the engine's bound (SGLang --max-loaded-loras from /get_server_info), else none.",
+      default: 0,
+      parse: integer(0, 1_000_000),
+    },
+  },
+  (c) => {
+    if (c.loraLoadOnDemand && c.loraPaths.length === 0 && c.loraPathsFile.length === 0)
+      throw new ConfigError(
+        "--lora-load-on-demand",
+        "needs the adapters it may load: --lora-paths name=path or --lora-paths-file",
+      );
+  },
+);

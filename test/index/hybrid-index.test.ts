@@ -1,5 +1,6 @@
 import { Pool } from "undici";
 import { describe, expect, it } from "vitest";
+import { encodeBatch } from "../../sim/kv-event-encoder.js";
 import { renderChat } from "../../sim/template.js";
 import { tokenize } from "../../sim/tokenizer.js";
 import { startSimWorker } from "../../sim/worker.js";
@@ -8,7 +9,9 @@ import { blockKeys } from "../../src/index/block-keys.js";
 import { charsFor, HybridIndex, type TokenSource } from "../../src/index/hybrid-index.js";
 import { PreciseIndex } from "../../src/index/precise-index.js";
 import { rankIndexId } from "../../src/index/rank-id.js";
+import { saltedKey, splitSalted } from "../../src/index/salted-key.js";
 import type { TokenizeInput } from "../../src/index/tokenize-input.js";
+import { decodeBatch } from "../../src/kv-events/decode.js";
 import { TokenizerClient } from "../../src/kv-events/tokenizer-client.js";
 
 const BS = 4;
@@ -283,5 +286,76 @@ describe("HybridIndex: a chat with media", () => {
     expect(out).toEqual([80, 160]);
     expect(index.sourceOf("a")).toBe("precise");
     expect(index.sourceOf("b")).toBe("approx");
+  });
+});
+
+// Regression: with --cache-isolation tenant and --kv-events, the precise index keyed a salted
+// request on the unsalted root, and dropped the salt of the engine's blocks: one tenant's match
+// read another's blocks (and the match= value, a hit's route, told it what the other had sent).
+describe("HybridIndex under tenants' cache salts", () => {
+  const alice = "rg-aaaaaaaaaaaaaaaaaaaaaaaa";
+  const bob = "rg-bbbbbbbbbbbbbbbbbbbbbbbb";
+
+  /** Worker a's engine stores TOKENS' 5 first blocks for a request salted with `salt`, as vLLM publishes it. */
+  function storeSalted(precise: PreciseIndex, salt: string | undefined) {
+    const extra = Array.from({ length: 5 }, (_, i) => (i === 0 && salt ? [salt] : null));
+    const batch = decodeBatch(
+      encodeBatch(
+        {
+          ts: 1,
+          events: [
+            {
+              type: "BlockStored",
+              blockHashes: [1, 2, 3, 4, 5],
+              parentHash: null,
+              tokenIds: TOKENS.slice(0, 5 * BS),
+              blockSize: BS,
+              medium: "GPU",
+              loraName: null,
+              extraKeys: extra,
+            },
+          ],
+        },
+        "map",
+      ),
+    );
+    for (const event of batch.events) precise.apply("a", event);
+  }
+
+  async function matchedFor(index: HybridIndex, salt: string | undefined) {
+    const model = saltedKey(undefined, salt);
+    await index.prepare({ ...request, model }, workers);
+    const out: number[] = [];
+    index.match(TEXT, model, workers, out);
+    return out[0];
+  }
+
+  it("a tenant's request matches its own blocks only: never another tenant's, nor unsalted ones", async () => {
+    const { index, precise } = setup();
+    storeSalted(precise, alice);
+    expect(await matchedFor(index, alice)).toBe(80);
+    expect(await matchedFor(index, bob)).toBe(0);
+    expect(await matchedFor(index, undefined)).toBe(0);
+    const other = setup();
+    storeSalted(other.precise, undefined);
+    expect(await matchedFor(other.index, undefined)).toBe(80);
+    expect(await matchedFor(other.index, alice)).toBe(0);
+  });
+
+  it("a salted adapter's key still finds the adapter", () => {
+    const { precise } = setup();
+    precise.apply("a", {
+      type: "BlockStored",
+      blockHashes: ["x"],
+      parentHash: null,
+      tokenIds: TOKENS.slice(0, BS),
+      blockSize: BS,
+      loraId: null,
+      medium: null,
+      loraName: "sql",
+    });
+    expect(precise.loraFor("a", saltedKey("sql", alice))).toBe("sql");
+    expect(splitSalted(saltedKey("sql", alice))).toEqual({ salt: alice, key: "sql" });
+    expect(splitSalted("rg-not-a-salt/sql")).toEqual({ salt: undefined, key: "rg-not-a-salt/sql" });
   });
 });

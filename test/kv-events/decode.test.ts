@@ -327,6 +327,13 @@ describe("decodeBatch: vLLM's extra_keys", () => {
     expect(plain.mediaKeys).toBeUndefined();
   });
 
+  it("takes the cache salt from a sequence's first block, beside the adapter's name", () => {
+    const salted = decodeBatch(stored([["sql", "rg-salt"], ["sql"]])).events[0];
+    expect(salted).toMatchObject({ loraName: "sql", cacheSalt: "rg-salt" });
+    const unsalted = decodeBatch(stored([["sql"], ["sql"]])).events[0] as { cacheSalt?: unknown };
+    expect(unsalted.cacheSalt).toBeUndefined();
+  });
+
   it("refuses extra_keys that are not one entry per block", () => {
     expect(() => decodeBatch(stored([null]))).toThrow(KvDecodeError);
     expect(() => decodeBatch(stored([7, null]))).toThrow(KvDecodeError);

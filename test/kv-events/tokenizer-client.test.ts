@@ -1,8 +1,11 @@
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { Pool } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { renderChat } from "../../sim/template.js";
 import { tokenize } from "../../sim/tokenizer.js";
 import { type SimWorker, startSimWorker } from "../../sim/worker.js";
+import { saltedKey } from "../../src/index/salted-key.js";
 import { TokenizerClient } from "../../src/kv-events/tokenizer-client.js";
 import { waitFor } from "../sim/http-helpers.js";
 
@@ -134,5 +137,43 @@ describe("TokenizerClient against the simulator's /tokenize", () => {
     const prefix = client.knownPrefix("m", { prompt: `${head}user: hello` })!;
     expect(prefix.tokens).toEqual(tokenize(head));
     expect(prefix.fraction).toBeCloseTo(head.length / (head.length + 11));
+  });
+});
+
+describe("TokenizerClient under tenants' cache salts", () => {
+  it("asks the engine for its own model's tokens, and keeps each tenant's cache apart", async () => {
+    const asked: unknown[] = [];
+    const server = createServer((req, res) => {
+      let body = "";
+      req.on("data", (c: Buffer) => {
+        body += c.toString();
+      });
+      req.on("end", () => {
+        asked.push((JSON.parse(body) as { model?: unknown }).model);
+        res.setHeader("content-type", "application/json");
+        res.end(JSON.stringify({ tokens: [1, 2, 3], count: 3, max_model_len: 100 }));
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const engine = new Pool(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+    try {
+      const client = new TokenizerClient(options);
+      const at = { pool: engine, basePath: "", authorization: undefined };
+      const alice = saltedKey("m", "rg-aaaaaaaaaaaaaaaaaaaaaaaa");
+      await client.tokenize(at, alice, { prompt: "hello" });
+      await client.tokenize(at, saltedKey(undefined, "rg-aaaaaaaaaaaaaaaaaaaaaaaa"), {
+        prompt: "hello",
+      });
+      expect(asked).toEqual(["m", undefined]);
+      // Another tenant's identical prompt is not answered from alice's entry (a faster answer
+      // would tell it what she sent).
+      expect(
+        client.cached(saltedKey("m", "rg-bbbbbbbbbbbbbbbbbbbbbbbb"), { prompt: "hello" }),
+      ).toBeUndefined();
+      expect(client.cached(alice, { prompt: "hello" })).toEqual([1, 2, 3]);
+    } finally {
+      await engine.close();
+      server.close();
+    }
   });
 });
