@@ -17,6 +17,11 @@
  *   flood/on        the same with --queue-when-saturated (the router's default depth unless --depth)
  *   flood/prio      flood/on with --engine-priority on engines scheduling by priority (the flood's
  *                   tenant reaches them one step lower than the light ones)
+ *   flood/no-reserve  flood/on with --tenant-reserve-slots 0: no slot kept free for the light
+ *                   tenants (what the reserve wins, side by side)
+ *   flood/tight     flood/on with tight queue bounds (--queue-size 64, --max-queued-per-tenant 32,
+ *                   --queue-timeout-secs 5): refusals happen; each must be a 429/503 with
+ *                   Retry-After, and only the flooding tenant's
  *   floor/on        the engine's floor: A's flood as in flood/on (through the router, admission
  *                   on), but B-D's requests go straight to the engines (round robin, bypassing the
  *                   router: never held) with the body's `priority` above anything the router sends,
@@ -50,6 +55,8 @@
  *   --engine sglang|vllm          the engines' rules (default sglang: prefill-first steps; vllm: v1's
  *                                 mixed steps, no preemption for a waiting request; docs/simulator.md)
  *   --worker-max-running          router --worker-max-running = --max-running (vLLM says no cap)
+ *   --reserve-slots N             router --tenant-reserve-slots of the admission runs (default: the
+ *                                 router's)
  *   --runs a,b,...                only these runs (targets that need a missing run print "-";
  *                                 floor/on sends SGLang's priority direction: leave it out with vllm)
  *   --workers, --max-running, --depth, --poll-secs, --overload   fleet and admission knobs
@@ -97,6 +104,8 @@ const RUNS = [
   "flood/off",
   "flood/on",
   "flood/prio",
+  "flood/no-reserve",
+  "flood/tight",
   "floor/on",
   "prio-silent",
   "prio-flood/on",
@@ -123,6 +132,8 @@ interface Options {
   engine: "sglang" | "vllm";
   /** Router --worker-max-running = the engines' batch (vLLM says none of its own). */
   workerMaxRunning: boolean;
+  /** Router --tenant-reserve-slots of the admission runs; undefined = the router's default. */
+  reserveSlots: number | undefined;
   pollSecs: number;
   /** Requests per second of each light tenant (B, C, D); the high-priority stream sends 3x. */
   lightRate: number;
@@ -135,11 +146,18 @@ interface Options {
   runs: RunName[];
 }
 
+/** What one run changes in the router's flags beyond the options (bounds, the reserve). */
+type RouterFlags = Record<string, unknown>;
+
+/** flood/tight's bounds: the flood fills them within a second, so refusals happen. */
+const TIGHT: RouterFlags = { queueSize: 64, maxQueuedPerTenant: 32, queueTimeoutSecs: 5 };
+
 function routerConfig(
   workerUrls: string[],
   o: Options,
   admission: boolean,
   enginePriority: boolean,
+  flags: RouterFlags = {},
 ): Config {
   return configWith({
     host: "127.0.0.1",
@@ -153,6 +171,7 @@ function routerConfig(
     queueWhenSaturated: admission,
     ...(o.depth === undefined ? {} : { saturationQueueDepth: o.depth }),
     ...(o.workerMaxRunning ? { workerMaxRunning: o.maxRunning } : {}),
+    ...(o.reserveSlots === undefined ? {} : { tenantReserveSlots: o.reserveSlots }),
     // Bounds wide enough that nothing is shed: the throughput comparison serves the same work.
     queueSize: 100_000,
     maxQueuedPerTenant: 100_000,
@@ -160,6 +179,7 @@ function routerConfig(
     enginePriority,
     // Each answer says how long its request waited here: the per-request split of its TTFT.
     queueWaitHeader: QUEUE_WAIT_HEADER,
+    ...flags,
   });
 }
 
@@ -178,6 +198,7 @@ async function withFleet<T>(
   priorityScheduling = o.enginePriority,
   /** The router passes priorities on (--engine-priority). */
   enginePriority = o.enginePriority,
+  flags: RouterFlags = {},
 ): Promise<T> {
   const fleet = await host.startFleet({
     count: o.workers,
@@ -195,7 +216,9 @@ async function withFleet<T>(
     },
   });
   const engines = fleet.workers.map((w) => w.url);
-  const router = await startRouterProcess(routerConfig(engines, o, admission, enginePriority));
+  const router = await startRouterProcess(
+    routerConfig(engines, o, admission, enginePriority, flags),
+  );
   try {
     return await body({ router: router.url, engines });
   } finally {
@@ -212,6 +235,7 @@ async function run(
   load: (at: Endpoints, startedAt: number) => Promise<Outcome[]>[],
   priorityScheduling = o.enginePriority,
   enginePriority = o.enginePriority,
+  flags: RouterFlags = {},
 ): Promise<Run> {
   return withFleet(
     host,
@@ -233,6 +257,7 @@ async function run(
     },
     priorityScheduling,
     enginePriority,
+    flags,
   );
 }
 
@@ -326,6 +351,7 @@ function parse(): Options {
       "max-batch-tokens": { type: "string", default: "2048" },
       engine: { type: "string", default: "sglang" },
       "worker-max-running": { type: "boolean", default: false },
+      "reserve-slots": { type: "string" },
       "flood-secs": { type: "string", default: "12" },
       "silent-secs": { type: "string", default: "8" },
       depth: { type: "string" },
@@ -347,6 +373,8 @@ function parse(): Options {
     depth: values.depth === undefined ? undefined : Number(values.depth),
     engine: engineRules(values.engine),
     workerMaxRunning: values["worker-max-running"] === true,
+    reserveSlots:
+      values["reserve-slots"] === undefined ? undefined : Number(values["reserve-slots"]),
     pollSecs: Number(values["poll-secs"]),
     lightRate: Number(values["light-rate"]),
     overload: Number(values.overload),
@@ -392,6 +420,12 @@ async function main(): Promise<void> {
       // The same flood with --engine-priority on engines that schedule by priority: the flooding
       // tenant's requests reach the engine one step lower than the light tenants'.
       "flood/prio": () => run(host, o, "flood/prio", true, flood, true, true),
+      "flood/no-reserve": () =>
+        run(host, o, "flood/no-reserve", true, flood, o.enginePriority, o.enginePriority, {
+          tenantReserveSlots: 0,
+        }),
+      "flood/tight": () =>
+        run(host, o, "flood/tight", true, flood, o.enginePriority, o.enginePriority, TIGHT),
       "floor/on": () =>
         run(
           host,

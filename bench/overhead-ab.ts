@@ -9,6 +9,12 @@
  *   npm run bench:overhead-ab -- --base 511f1a5
  *   npm run bench:overhead-ab -- --base main --modes stream --concurrency 1,16 --rounds 12
  *   npm run bench:overhead-ab -- --current-args="--log-level warn"   one build, two sets of flags
+ *   npm run bench:overhead-ab -- --base a51e7be --alloc --modes json --requests 12000 --rounds 4
+ *
+ * --alloc adds the bytes each build allocates on V8's heap per request, read from its --trace-gc
+ * lines (bench/lib/gc-trace.ts): unlike CPU time, that figure does not move with the machine's
+ * load, so it compares two builds on a busy machine too (exact to within one interval between
+ * collections per round: a few MB, under 1 KB a request at 12000 requests).
  *
  * Prints the median CPU µs per request and requests per second of each build per cell (the first
  * round of each is JIT warm-up and left out), the median of the per-round ratios current / base
@@ -23,6 +29,7 @@ import { buildRef } from "./lib/build-ref.js";
 import { type BuiltRouter, ensureBuilt, startBuiltRouter } from "./lib/built-router.js";
 import { commandLine, runIfEntryPoint } from "./lib/entry.js";
 import { childFleetHost } from "./lib/fleet.js";
+import { GcTrace } from "./lib/gc-trace.js";
 import { fmt } from "./lib/latency.js";
 import { listFlag } from "./lib/list-flag.js";
 import { measure, overheadPrompts } from "./lib/overhead-requests.js";
@@ -57,6 +64,8 @@ function ratioSpread(
 interface Round {
   cpuMicrosPerRequest: number;
   requestsPerSec: number;
+  /** With --alloc: bytes allocated on V8's heap per request. */
+  allocBytesPerRequest?: number;
 }
 
 async function round(
@@ -65,20 +74,28 @@ async function round(
   stream: boolean,
   concurrency: number,
   requests: number,
+  gc: GcTrace | undefined,
 ): Promise<Round> {
+  const warmup = Math.ceil(requests / 5);
+  // With a GC trace the warm-up runs apart, so the allocation window holds the measured requests only.
+  if (gc !== undefined) await measure(router, texts, stream, concurrency, warmup, 0);
+  const mark = gc?.mark();
   const result = await measure(
     router,
     texts,
     stream,
     concurrency,
     requests,
-    Math.ceil(requests / 5),
+    gc === undefined ? warmup : 0,
   );
   if (result.cpuMicrosPerRequest === undefined) throw new Error("no /proc CPU time");
   if (result.errors > 0) throw new Error(`${result.errors} requests failed`);
   return {
     cpuMicrosPerRequest: result.cpuMicrosPerRequest,
     requestsPerSec: result.requestsPerSec,
+    ...(gc !== undefined && mark !== undefined
+      ? { allocBytesPerRequest: gc.allocatedSince(mark).bytes / requests }
+      : {}),
   };
 }
 
@@ -93,6 +110,7 @@ async function main(): Promise<void> {
       requests: { type: "string", default: "3000" },
       "base-args": { type: "string", default: "" },
       "current-args": { type: "string", default: "" },
+      alloc: { type: "boolean", default: false },
     },
   });
   const flags = (value: string) => value.split(" ").filter((arg) => arg !== "");
@@ -137,13 +155,21 @@ async function main(): Promise<void> {
     worker: { timeScale: 0, kvCapacityTokens: 2_000_000 },
   });
   const workerUrl = fleet.workers[0]!.url;
+  const gc = values.alloc ? { base: new GcTrace(), current: new GcTrace() } : undefined;
+  const nodeArgs = values.alloc ? ["--trace-gc"] : [];
   const routers = {
     base: await startBuiltRouter(
       ["--worker-urls", workerUrl, ...flags(values["base-args"])],
-      [],
+      nodeArgs,
       base?.cli,
+      gc?.base.onLine,
     ),
-    current: await startBuiltRouter(["--worker-urls", workerUrl, ...flags(values["current-args"])]),
+    current: await startBuiltRouter(
+      ["--worker-urls", workerUrl, ...flags(values["current-args"])],
+      nodeArgs,
+      undefined,
+      gc?.current.onLine,
+    ),
   };
   const texts = overheadPrompts(promptChars);
   const cells: Array<{
@@ -161,7 +187,9 @@ async function main(): Promise<void> {
           const order =
             r % 2 === 0 ? (["base", "current"] as const) : (["current", "base"] as const);
           for (const name of order) {
-            cell[name].push(await round(routers[name], texts, stream, concurrency, requests));
+            cell[name].push(
+              await round(routers[name], texts, stream, concurrency, requests, gc?.[name]),
+            );
           }
           process.stdout.write(
             `\r${stream ? "stream" : "json"} c=${concurrency}: round ${r + 1}/${rounds}`,
@@ -179,7 +207,7 @@ async function main(): Promise<void> {
   }
   // The first round of each build warms the JIT: left out of the medians.
   const summary = cells.map((c) => {
-    const of = (rs: Round[], key: keyof Round) => median(rs.slice(1).map((r) => r[key]));
+    const of = (rs: Round[], key: keyof Round) => median(rs.slice(1).map((r) => r[key] ?? 0));
     return {
       mode: c.stream ? "stream" : "json",
       concurrency: c.concurrency,
@@ -188,6 +216,12 @@ async function main(): Promise<void> {
       baseRps: of(c.base, "requestsPerSec"),
       currentRps: of(c.current, "requestsPerSec"),
       ...ratioSpread(c.base.slice(1), c.current.slice(1)),
+      ...(values.alloc
+        ? {
+            baseAllocKb: of(c.base, "allocBytesPerRequest") / 1024,
+            currentAllocKb: of(c.current, "allocBytesPerRequest") / 1024,
+          }
+        : {}),
     };
   });
   console.log(
@@ -215,6 +249,19 @@ async function main(): Promise<void> {
       fmt(s.currentRps, 0),
     ]),
   );
+  if (values.alloc) {
+    console.log("\nV8 heap allocated per request (--trace-gc; load-independent):");
+    printTable(
+      ["mode", "conc", "base KB/req", "current KB/req", "change"],
+      summary.map((s) => [
+        s.mode,
+        s.concurrency,
+        fmt(s.baseAllocKb ?? 0, 1),
+        fmt(s.currentAllocKb ?? 0, 1),
+        `${fmt((100 * ((s.currentAllocKb ?? 0) - (s.baseAllocKb ?? 0))) / (s.baseAllocKb ?? 1), 0)}%`,
+      ]),
+    );
+  }
   mkdirSync(dirname(RESULTS), { recursive: true });
   writeFileSync(
     RESULTS,

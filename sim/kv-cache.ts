@@ -22,7 +22,7 @@
  *
  * An optional CPU tier (cpuTierBlocks) behind the GPU pool, as vLLM's offloading connector keeps
  * one (vllm/distributed/kv_transfer/kv_connector/v1/offloading/): every newly computed block is
- * written through to it (BlockStored, medium "CPU"), it keeps its own LRU (BlockRemoved "CPU" when
+ * written through to it (BlockStored, medium "CPU", the block named by its hash alone), it keeps its own LRU (BlockRemoved "CPU" when
  * it drops one), and a GPU eviction leaves the CPU copy (BlockRemoved "GPU" only). At admission the
  * blocks after the GPU hit that the CPU tier holds are loaded back into new GPU blocks instead of
  * computed: they count as cached, and the engine charges their transfer (timing.ts).
@@ -242,9 +242,9 @@ export class PrefixKvCache {
     const flush = () => {
       if (run === undefined) return;
       const end = run.start + run.hashes.length * this.blockSize;
-      const runTokens = this.listener === undefined ? [] : tokens.slice(run.start, end);
-      this.listener?.stored(run.hashes, run.parent, runTokens);
-      this.writeThrough(run.hashes, run.parent, runTokens);
+      if (this.listener !== undefined)
+        this.listener.stored(run.hashes, run.parent, tokens.slice(run.start, end));
+      this.writeThrough(run.hashes);
       run = undefined;
     };
     for (let i = alloc.blocks.length; i < full && alloc.reserved > 0; i++) {
@@ -309,13 +309,15 @@ export class PrefixKvCache {
    * New GPU blocks are copied to the CPU tier (vLLM's offloading connector stores each computed
    * block); the tier's least recently used go when it is full. A block already there is touched.
    */
-  private writeThrough(hashes: number[], parent: number | null, tokens: number[]): void {
+  private writeThrough(hashes: number[]): void {
     if (this.cpuTierBlocks === 0) return;
     for (const hash of hashes) {
       this.cpu.delete(hash);
       this.cpu.add(hash);
     }
-    this.listener?.stored(hashes, parent, tokens, "CPU");
+    // Named by hash alone, as vLLM's connector does unless its events are self-describing
+    // (offloading/events.py `_placeholder_stored`): the GPU store just before gave the tokens.
+    this.listener?.stored(hashes, null, [], "CPU");
     if (this.cpu.size <= this.cpuTierBlocks) return;
     const removed: number[] = [];
     for (const hash of this.cpu) {

@@ -101,6 +101,7 @@ export class SimKvPublisher implements KvCacheListener {
       blockHashes: hashes,
       parentHash: parent,
       tokenIds: tokens,
+      // A block named by its hash alone has no tokens and block size 0 (vLLM's placeholder).
       blockSize: tokens.length / hashes.length,
       loraId: null,
       medium,

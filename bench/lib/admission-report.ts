@@ -176,13 +176,17 @@ export function tokensPerSec(runs: readonly Run[], run: string): number {
   return r.outcomes.reduce((s, x) => s + x.tokens, 0) / r.spanSecs;
 }
 
-/** Refusals of a run: how many, and how many carried Retry-After (429/503). */
-function refusals(runs: readonly Run[]): [number, number] {
+/**
+ * Refusals (429/503) of the runs: how many, and how many carried Retry-After; only those of
+ * `groups` when given.
+ */
+function refusals(runs: readonly Run[], groups?: readonly string[]): [number, number] {
   let all = 0;
   let withRetryAfter = 0;
   for (const r of runs) {
     for (const x of r.outcomes) {
       if (x.status !== 429 && x.status !== 503) continue;
+      if (groups !== undefined && !groups.includes(x.group)) continue;
       all += 1;
       if (x.retryAfter) withRetryAfter += 1;
     }
@@ -204,12 +208,19 @@ export function targets(runs: readonly Run[], light: readonly string[], lost: nu
   const throughput = (run: string) =>
     fmt(tokensPerSec(runs, run) / tokensPerSec(runs, "flood/off"), 3);
   const [refused, withRetryAfter] = refusals(runs);
+  const [lightRefused] = refusals(runs, [...light, "high"]);
   return [
     ["B-D p50 TTFT, flood/off ÷ silent", ...ratio("flood/off", "silent", light, "p50"), "-"],
     ["B-D p99 TTFT, flood/off ÷ silent", ...ratio("flood/off", "silent", light, "p99"), "-"],
     ["B-D p50 TTFT, flood/on ÷ silent", ...ratio("flood/on", "silent", light, "p50"), "<= 3"],
     ["B-D p99 TTFT, flood/on ÷ silent", ...ratio("flood/on", "silent", light, "p99"), "<= 8"],
     ["B-D p99 TTFT, flood/prio ÷ silent", ...ratio("flood/prio", "silent", light, "p99"), "<= 4"],
+    [
+      "B-D p50 / p99 TTFT, flood/no-reserve ÷ silent",
+      `${ratio("flood/no-reserve", "silent", light, "p50")[0]} / ${ratio("flood/no-reserve", "silent", light, "p99")[0]}`,
+      ratio("flood/no-reserve", "silent", light, "p99")[1] as string,
+      "(reference)",
+    ],
     [
       "high p99 TTFT, prio-flood/on ÷ prio-silent",
       ...ratio("prio-flood/on", "prio-silent", ["high"], "p99"),
@@ -224,5 +235,6 @@ export function targets(runs: readonly Run[], light: readonly string[], lost: nu
     ["fleet tok/s, flood/prio ÷ flood/off", throughput("flood/prio"), "", ">= 0.97"],
     ["requests lost (neither served nor 429/503 + Retry-After)", String(lost), "", "0"],
     ["refusals (429/503), with Retry-After", `${refused}, ${withRetryAfter}`, "", "all"],
+    ["refusals of the light and high-priority requests", String(lightRefused), "", "0"],
   ];
 }

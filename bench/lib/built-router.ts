@@ -44,9 +44,11 @@ export async function startBuiltRouter(
   nodeArgs: readonly string[] = [],
   /** Another build's dist/cli.js (bench:overhead-ab's base); default this checkout's, built if stale. */
   cli?: string,
+  /** Each line the process prints on its standard output (e.g. V8's --trace-gc); default ignored. */
+  onStdoutLine?: (line: string) => void,
 ): Promise<BuiltRouter> {
   if (cli === undefined) ensureBuilt();
-  return startBuilt(cli ?? CLI, [], args, nodeArgs);
+  return startBuilt(cli ?? CLI, [], args, nodeArgs, {}, onStdoutLine);
 }
 
 /**
@@ -73,13 +75,29 @@ async function startBuilt(
   args: readonly string[],
   nodeArgs: readonly string[],
   wait: { stderrLine?: string } = {},
+  onStdoutLine?: (line: string) => void,
 ): Promise<BuiltRouter> {
   const port = await freePort();
   const child: ChildProcess = spawn(
     process.execPath,
     [...nodeArgs, script, ...leadingArgs, "--host", "127.0.0.1", "--port", String(port), ...args],
-    { cwd: ROOT, stdio: ["ignore", "ignore", wait.stderrLine === undefined ? "inherit" : "pipe"] },
+    {
+      cwd: ROOT,
+      stdio: [
+        "ignore",
+        onStdoutLine === undefined ? "ignore" : "pipe",
+        wait.stderrLine === undefined ? "inherit" : "pipe",
+      ],
+    },
   );
+  if (onStdoutLine !== undefined && child.stdout !== null) {
+    let partial = "";
+    child.stdout.on("data", (chunk: Buffer) => {
+      const lines = (partial + chunk.toString()).split("\n");
+      partial = lines.pop() ?? "";
+      for (const line of lines) onStdoutLine(line);
+    });
+  }
   let seen = wait.stderrLine === undefined;
   child.stderr?.on("data", (chunk: Buffer) => {
     process.stderr.write(chunk);

@@ -283,6 +283,7 @@ async function runRow(
     worker: {
       timeScale: p.timeScale,
       kvCapacityTokens: w.kvCapacityTokens,
+      ...(w.cpuTierTokens !== undefined ? { cpuTierTokens: w.cpuTierTokens } : {}),
       ...(usesKvEvents(row) ? { kvEvents: { encoding: "map" as const } } : {}),
     },
   });

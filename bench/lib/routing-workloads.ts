@@ -28,8 +28,14 @@ export const WORKLOADS = [
   "cache-pressure",
   "tenants",
   "multimodal",
+  "offload",
 ] as const;
 export type WorkloadName = (typeof WORKLOADS)[number];
+/**
+ * Not in `--workload all`: offload compares two settings of the precise row
+ * (`--policies precise,precise:tier-blind`), not every policy.
+ */
+export const OPT_IN_WORKLOADS: readonly WorkloadName[] = ["offload"];
 
 export interface RoutingPreset {
   name: string;
@@ -76,6 +82,12 @@ export interface RoutingPreset {
   tenants: TenantsShape;
   /** One shared system prompt; a share of the chats send one of a few images (multimodalChat). */
   multimodal: Omit<MultimodalOptions, "seed">;
+  /**
+   * Engines that offload KV to a CPU tier (--workload offload): shared-prefix's shape, prefill
+   * bound (short outputs), its own clients; the fleet's GPU caches hold OFFLOAD_GPU_SHARE of the
+   * working set, its CPU tiers OFFLOAD_CPU_SHARE.
+   */
+  offload: RoutingPreset["sharedPrefix"] & { concurrency: number };
 }
 
 /** One cell of the tenants family (bench/lib/routing-matrix.ts varies these). */
@@ -173,6 +185,14 @@ export const FULL_PRESET: RoutingPreset = {
     questionTokens: 64,
     outputTokens: 64,
   },
+  offload: {
+    groups: 96,
+    promptsPerGroup: 6,
+    systemPromptTokens: 4096,
+    questionTokens: 128,
+    outputTokens: 32,
+    concurrency: 16,
+  },
 };
 
 /** The same shapes, smaller and on a faster clock: every workload in well under a minute. */
@@ -234,6 +254,14 @@ export const QUICK_PRESET: RoutingPreset = {
     questionTokens: 64,
     outputTokens: 16,
   },
+  offload: {
+    groups: 48,
+    promptsPerGroup: 4,
+    systemPromptTokens: 2048,
+    questionTokens: 128,
+    outputTokens: 16,
+    concurrency: 8,
+  },
 };
 
 export interface PreparedWorkload {
@@ -252,6 +280,8 @@ export interface PreparedWorkload {
   description: string;
   /** KV cache of each simulated worker for this workload, tokens. */
   kvCapacityTokens: number;
+  /** A CPU tier behind each worker's KV cache (the offload workload), tokens. */
+  cpuTierTokens?: number;
   /** Clients of the closed loop when the workload sets its own (else the preset's concurrency). */
   concurrency?: number;
 }
@@ -345,6 +375,30 @@ function prepareSpecs(
           `KV per worker ${kvShareOfWorkingSet} of the working set`,
       };
     }
+    case "offload": {
+      // Engines that offload KV: the fleet's GPU caches hold a quarter of the working set, the CPU
+      // tiers behind them all of it, so it stays cached only if each worker keeps its own share
+      // (docs/kv-events.md). A worker's GPU still holds its share of the running requests and one
+      // more: an engine's batch fits its KV cache; offloading is about what it keeps beyond that.
+      const { concurrency, ...o } = p.offload;
+      const specs = generatedSharedPrefix({ ...o, kind: "completion", seed: p.seed });
+      const workingSetTokens = o.groups * o.systemPromptTokens;
+      const wholeBlocks = (tokens: number) => Math.ceil(tokens / 16) * 16;
+      const batch = (Math.ceil(concurrency / p.workers) + 1) * largestPromptTokens(specs);
+      const gpu = Math.max((workingSetTokens * OFFLOAD_GPU_SHARE) / p.workers, batch);
+      return {
+        name,
+        specs,
+        workingSetTokens,
+        kvCapacityTokens: wholeBlocks(gpu),
+        cpuTierTokens: wholeBlocks((workingSetTokens * OFFLOAD_CPU_SHARE) / p.workers),
+        group: (spec) => spec.group ?? 0,
+        concurrency,
+        description:
+          `${o.groups} system prompts × ${o.promptsPerGroup} questions, ${o.systemPromptTokens} + ${o.questionTokens} → ${o.outputTokens} tokens, shuffled, ` +
+          `${concurrency} clients, on offloading engines: the fleet's GPU KV ${OFFLOAD_GPU_SHARE} of the working set, its CPU tiers ${OFFLOAD_CPU_SHARE}`,
+      };
+    }
     case "multimodal": {
       const m = p.multimodal;
       return {
@@ -402,6 +456,10 @@ function prepareSpecs(
     }
   }
 }
+
+/** The offload workload's tiers, the fleet's, as shares of its working set. */
+export const OFFLOAD_GPU_SHARE = 0.25;
+export const OFFLOAD_CPU_SHARE = 1;
 
 /** The tenants family's bound on added conversations (a fleet share too small for any). */
 const MAX_TENANT_CONVERSATIONS = 4096;

@@ -4,6 +4,7 @@ import { fleetSaturated, type SaturationThresholds } from "../workers/saturation
 import { FairQueue, type QueueEntry } from "./fair-queue.js";
 import type { RequestIdentity } from "./identity.js";
 import type { AdmissionRelease, AdmissionStep, AdmissionTicket } from "./step.js";
+import { TenantShares } from "./tenant-share.js";
 
 /** Most waiting requests one release looks at for one with room (each check reads its workers). */
 const MAX_SCAN = 64;
@@ -18,6 +19,11 @@ export interface AdmissionQueueOptions {
   /** --queue-when-saturated: wait while every candidate is saturated. */
   queueWhenSaturated: boolean;
   thresholds: SaturationThresholds;
+  /**
+   * --tenant-reserve-slots: with --queue-when-saturated, batch slots kept free for tenants under
+   * their fair share while a tenant over it is held (tenant-share.ts; 0 or absent: off).
+   */
+  reserveSlots?: number;
   /** How often a waiting queue looks at the fleet again (engine readings and first bytes move it). */
   recheckMs?: number;
   now?: () => number;
@@ -33,7 +39,11 @@ export interface QueueObserver {
 }
 
 /** Why a request would wait now (/debug/route), null when it would go at once. */
-export type WaitCause = "queue_not_empty" | "concurrency_limit" | "fleet_saturated";
+export type WaitCause =
+  | "queue_not_empty"
+  | "concurrency_limit"
+  | "fleet_saturated"
+  | "tenant_share";
 
 class Waiter implements QueueEntry {
   seq = 0;
@@ -74,6 +84,8 @@ export class AdmissionQueue implements AdmissionStep {
   /** A running mean of the waits, for Retry-After. */
   private meanWaitMs = 1000;
   private readonly now: () => number;
+  /** Each tenant's requests in flight, and the reserve rule (--tenant-reserve-slots). */
+  private readonly shares: TenantShares;
 
   private observer: QueueObserver | undefined;
   /** With --engine-priority (admission.ts): whether a request outranks what saturates its fleet. */
@@ -85,6 +97,7 @@ export class AdmissionQueue implements AdmissionStep {
   ) {
     this.now = options.now ?? Date.now;
     this.observer = observer;
+    this.shares = new TenantShares(options.queueWhenSaturated ? (options.reserveSlots ?? 0) : 0);
   }
 
   /** Reports grants and refusals to `observer` (the metrics, which read the queue in turn). */
@@ -126,13 +139,16 @@ export class AdmissionQueue implements AdmissionStep {
   /** Forget a tenant's fairness counters (it left the tenant table). */
   forgetTenant(tenant: string): void {
     this.queue.forget(tenant);
+    this.shares.forget(tenant);
   }
 
   enter(ticket: AdmissionTicket): AdmissionRelease | Promise<AdmissionRelease> {
     if (!this.enabled) return noop;
+    const tenant = this.tenantOf(ticket);
+    if (tenant !== undefined) this.shares.seen(tenant, this.now());
     if (this.queue.size === 0 && this.hasRoom(ticket)) {
       this.active += 1;
-      return this.releaser();
+      return this.releaser(tenant);
     }
     return this.wait(ticket);
   }
@@ -143,8 +159,7 @@ export class AdmissionQueue implements AdmissionStep {
     if (this.queue.size > 0) return "queue_not_empty";
     const { maxConcurrent } = this.options;
     if (maxConcurrent > 0 && this.active >= maxConcurrent) return "concurrency_limit";
-    if (this.saturated(ticket)) return "fleet_saturated";
-    return null;
+    return this.holdCause(ticket) ?? null;
   }
 
   /** Refuses every waiting request (shutdown). */
@@ -166,10 +181,41 @@ export class AdmissionQueue implements AdmissionStep {
   }
 
   private saturated(ticket: AdmissionTicket): boolean {
-    if (!this.options.queueWhenSaturated) return false;
+    return this.holdCause(ticket) !== undefined;
+  }
+
+  /**
+   * Why --queue-when-saturated holds the request now: every candidate saturated (and it outranks
+   * nothing there), or its tenant over its share while only the reserved slots are free.
+   */
+  private holdCause(ticket: AdmissionTicket): "fleet_saturated" | "tenant_share" | undefined {
+    if (!this.options.queueWhenSaturated) return undefined;
     const now = this.now();
-    if (!fleetSaturated(ticket.candidates(), this.options.thresholds, now)) return false;
-    return this.outranks?.(ticket, now) !== true;
+    const candidates = ticket.candidates();
+    if (fleetSaturated(candidates, this.options.thresholds, now)) {
+      return this.outranks?.(ticket, now) === true ? undefined : "fleet_saturated";
+    }
+    const tenant = this.tenantOf(ticket);
+    const waiting = (t: string) => this.queue.queuedFor(t);
+    if (tenant === undefined || !this.shares.heldForOthers(tenant, candidates, now, waiting)) {
+      return undefined;
+    }
+    return "tenant_share";
+  }
+
+  /**
+   * Whether the request's tenant shares the slots with other active tenants while the reserve
+   * rule is on (its first attempt then looks for a free slot first: admission.ts roomFor).
+   */
+  sharingSlots(ticket: AdmissionTicket): boolean {
+    const tenant = this.tenantOf(ticket);
+    if (tenant === undefined) return false;
+    return this.shares.othersActive(tenant, this.now(), (t) => this.queue.queuedFor(t)) > 0;
+  }
+
+  /** The tenant whose share is counted; undefined while the reserve rule is off (none read). */
+  private tenantOf(ticket: AdmissionTicket): string | undefined {
+    return this.shares.reserve > 0 ? ticket.identity().tenant : undefined;
   }
 
   private wait(ticket: AdmissionTicket): Promise<AdmissionRelease> {
@@ -272,12 +318,14 @@ export class AdmissionQueue implements AdmissionStep {
     return new RouterError(code, message, retryAfterSecs(this.meanWaitMs, 60));
   }
 
-  private releaser(): AdmissionRelease {
+  private releaser(tenant: string | undefined): AdmissionRelease {
+    if (tenant !== undefined) this.shares.started(tenant);
     let released = false;
     return () => {
       if (released) return;
       released = true;
       this.active -= 1;
+      if (tenant !== undefined) this.shares.ended(tenant);
       if (this.queue.size > 0) this.schedulePump();
     };
   }
@@ -304,7 +352,7 @@ export class AdmissionQueue implements AdmissionStep {
     const waited = this.now() - next.enqueuedAt;
     this.meanWaitMs += (waited - this.meanWaitMs) / 8;
     this.observer?.granted(next.identity, waited);
-    next.grant(this.releaser());
+    next.grant(this.releaser(this.shares.reserve > 0 ? next.tenant : undefined));
     if (this.queue.size > 0) this.schedulePump();
   };
 

@@ -1,6 +1,7 @@
 import {
   describeSaturation,
   fleetSaturated,
+  freeSlots,
   pairSides,
   type SaturationThresholds,
   type SaturationView,
@@ -194,8 +195,10 @@ export class Admission {
     if (!this.queueWhenSaturated) return undefined;
     // Without outranking, no need to ask whether every candidate is saturated: the forwarder
     // falls back to all of them when none has room.
-    if (!this.outranking || enginePriority === undefined) return this.notSaturated;
-    if (!fleetSaturated(ticket.candidates(), this.thresholds, Date.now())) return this.notSaturated;
+    if (!this.outranking || enginePriority === undefined) return this.withRoom(ticket);
+    if (!fleetSaturated(ticket.candidates(), this.thresholds, Date.now())) {
+      return this.withRoom(ticket);
+    }
     // A pair's side that is not saturated keeps its workers with room.
     return (worker) =>
       this.notSaturated(worker) ||
@@ -204,6 +207,23 @@ export class Admission {
 
   private readonly notSaturated = (worker: SaturationView): boolean =>
     saturationReason(worker, this.thresholds, Date.now()) === undefined;
+
+  /**
+   * While tenants share the slots (--tenant-reserve-slots, tenant-share.ts), the candidates with
+   * a free batch slot when some has one, else those not saturated: a request let go starts at the
+   * engine's next step, in the slot kept for it, instead of waiting in the engine's first-come
+   * queue for an end (with --saturation-queue-depth 1 a worker whose batch is full still counts
+   * as having room, and the policy could prefer it).
+   */
+  private withRoom(ticket: AdmissionTicket): (worker: SaturationView) => boolean {
+    if (!this.queue.sharingSlots(ticket)) return this.notSaturated;
+    const now = Date.now();
+    const hasFree = (w: SaturationView) => (freeSlots(w, now) ?? 0) > 0;
+    const candidates = ticket.candidates();
+    // A prefill/decode pair needs room on both sides: left to saturation alone.
+    if (pairSides(candidates) !== undefined || !candidates.some(hasFree)) return this.notSaturated;
+    return (worker) => hasFree(worker) && this.notSaturated(worker);
+  }
 
   explain(ticket: AdmissionTicket, now = Date.now()): AdmissionExplanation {
     const { tenant, priority } = ticket.identity();

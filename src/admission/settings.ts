@@ -25,6 +25,8 @@ export interface AdmissionConfig {
   saturationQueueDepth: number;
   saturationKvUsage: number;
   saturationPendingPrefillChars: number;
+  /** --tenant-reserve-slots: slots kept free for tenants under their share (0 = off). */
+  tenantReserveSlots: number;
   maxQueuedPerTenant: number;
   queueTimeoutHeader: string;
   tenantHeader: string;
@@ -112,6 +114,14 @@ export const ADMISSION_SETTINGS = section<AdmissionConfig>({
       "A worker is saturated when this router's requests there without a first byte hold this many uncached prompt characters (the router's own estimate, always fresh; 0 = never on this signal).",
     default: 0,
     parse: integer(0, Number.MAX_SAFE_INTEGER),
+  },
+  tenantReserveSlots: {
+    flag: "--tenant-reserve-slots",
+    arg: "<n>",
+    description:
+      "With --queue-when-saturated, while other tenants are active: a tenant holding at least its fair share of the workers' batch slots (their caps ÷ the active tenants) waits while this many slots or fewer are free, so the others' next request finds a free slot at once instead of waiting for an end behind it (0 = off). See docs/admission.md#a-free-slot-for-the-other-tenants.",
+    default: 1,
+    parse: integer(0, 1_000_000),
   },
   maxQueuedPerTenant: {
     flag: "--max-queued-per-tenant",

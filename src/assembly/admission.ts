@@ -46,6 +46,7 @@ export function buildAdmission(
     maxQueuedPerTenant: config.maxQueuedPerTenant,
     queueWhenSaturated: config.queueWhenSaturated,
     thresholds,
+    reserveSlots: config.tenantReserveSlots,
   });
   const metrics = new AdmissionMetrics(
     deps.metrics.registry,

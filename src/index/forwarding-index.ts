@@ -30,8 +30,8 @@ export class ForwardingIndex implements PrefixIndex {
     this.inner.match(text, model, workers, out);
   }
 
-  insert(workerId: string, model: string | undefined, text: string): void {
-    this.inner.insert(workerId, model, text);
+  insert(workerId: string, model: string | undefined, text: string, uncached?: number): void {
+    this.inner.insert(workerId, model, text, uncached);
   }
 
   truncate(workerId: string, model: string | undefined, text: string, keep: number): number {

@@ -202,10 +202,15 @@ export class PreciseIndex {
     if (lora !== "") w.loras.add(lora);
     w.blockSize = blockSize;
     for (let i = 0; i < blockHashes.length; i++) {
-      const plain = blockKey(parent, tokenIds, i * blockSize, (i + 1) * blockSize);
-      const extra = event.mediaKeys?.[i];
-      const key = extra == null ? plain : withExtraKey(plain, extra);
-      this.hold(blocks, blockHashes[i]!, key);
+      const hash = blockHashes[i]!;
+      // A block another tier holds keeps its key (one engine hash, one block): no hashing.
+      let key = w.lower.length === 0 ? undefined : this.keyOf(w, hash);
+      if (key === undefined) {
+        const plain = blockKey(parent, tokenIds, i * blockSize, (i + 1) * blockSize);
+        const extra = event.mediaKeys?.[i];
+        key = extra == null ? plain : withExtraKey(plain, extra);
+      }
+      this.hold(blocks, hash, key);
       if (tier === GPU_TIER) w.speculative.delete(key);
       parent = key;
     }

@@ -32,8 +32,12 @@ export interface PrefixIndex {
     out: number[],
   ): void;
 
-  /** `text` was routed to the worker: it will cache it. Refreshes recency; may evict. */
-  insert(workerId: string, model: string | undefined, text: string): void;
+  /**
+   * `text` was routed to the worker: it will cache it. Refreshes recency; may evict. `uncached`:
+   * the characters of it the decision expected the worker to prefill (the replication shares it
+   * with the decision; indexes ignore it).
+   */
+  insert(workerId: string, model: string | undefined, text: string, uncached?: number): void;
 
   /**
    * The worker holds no more than the first `keep` characters of `text`: forget the rest of that

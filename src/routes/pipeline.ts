@@ -5,7 +5,6 @@ import type { OpenedRequest } from "../intake/intake.js";
 import type { Endpoint } from "../intake/routing-text.js";
 import { Cancel, ClientGoneError } from "../proxy/cancel.js";
 import type { ForwardOutcome, ForwardRequest } from "../proxy/forward.js";
-import { lingerOnUnreadBody } from "../proxy/linger.js";
 import { writeError } from "../proxy/write-error.js";
 import type { RequestTrace } from "../tracing/request-trace.js";
 import type { LoraLoader } from "../workers/lora-loader.js";
@@ -17,6 +16,7 @@ import { adminAllowed } from "./auth.js";
 import { admitClient } from "./client-gate.js";
 import { onConnectionClose } from "./connection-requests.js";
 import type { RouterContext } from "./context.js";
+import { lingerOnUnreadBody } from "./linger.js";
 
 /**
  * The one coordinator of a data-plane request (a POST with a body to an inference endpoint),

@@ -1,5 +1,5 @@
 import { createWriteStream } from "node:fs";
-import type { PolicyWorker } from "./policy.js";
+import { type PolicyWorker, queuedPrefillChars } from "./policy.js";
 
 /**
  * The decision trace (--decision-trace): one JSON line per routing decision and one per outcome,
@@ -9,7 +9,8 @@ import type { PolicyWorker } from "./policy.js";
  *   {"k":"d","n":seq,"t":ms,"h":"hash","len":chars,"m":model,"c":[[id,held,fill,inFlight,pending,cost],...],"w":id,"b":branch}
  *   {"k":"o","n":seq,"p":promptTokens,"c":cachedTokens}
  *
- * `h` is a hash of the routing text, never the text: the trace holds no prompt. `cost` is the
+ * `pending` is the uncached prefill queued there, this router's and its peers' (what prefix_cost
+ * weighs). `h` is a hash of the routing text, never the text: the trace holds no prompt. `cost` is the
  * policy's per-worker cost when it has one (prefix_cost), else null. Bounded: after `maxRecords`
  * lines, or while the sink reports more than its byte budget unwritten, lines are dropped and
  * counted (`dropped`), never queued.
@@ -51,7 +52,7 @@ export class DecisionTrace {
       x.held,
       round(x.fill),
       x.worker.inFlight,
-      x.worker.pendingPrefillChars ?? 0,
+      queuedPrefillChars(x.worker),
       x.cost === null || !Number.isFinite(x.cost) ? null : Math.round(x.cost),
     ]);
     const line = JSON.stringify({

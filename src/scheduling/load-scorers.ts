@@ -1,4 +1,5 @@
 import { invertMinMax, type SchedulingContext, type Scorer } from "./plugin.js";
+import { queuedPrefillRequests } from "./policy.js";
 
 /**
  * Queue depth, min-max normalised (GIE queue-scorer, pkg/epp/scheduling/plugins/scorer/queue.go:
@@ -16,7 +17,7 @@ export class QueueScorer implements Scorer {
     const { candidates, now } = ctx;
     for (let i = 0; i < candidates.length; i++) {
       const w = candidates[i]!;
-      out[i] = Math.max(0, w.foreignQueuedAt?.(now) ?? 0) + (w.pendingPrefillRequests ?? 0);
+      out[i] = Math.max(0, w.foreignQueuedAt?.(now) ?? 0) + queuedPrefillRequests(w);
     }
     invertMinMax(ctx, out);
   }

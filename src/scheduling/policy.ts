@@ -21,6 +21,13 @@ export interface PolicyWorker {
   /** How many in-flight requests pendingPrefillChars counts. */
   readonly pendingPrefillRequests?: number | undefined;
   /**
+   * The same, queued there by the other replicas (--state-url, radixgate-cluster): their load
+   * reports and their decisions since (state/peer-pending.ts). 0 if absent.
+   */
+  readonly peerPendingPrefillChars?: number | undefined;
+  /** How many requests peerPendingPrefillChars counts. */
+  readonly peerPendingPrefillRequests?: number | undefined;
+  /**
    * Requests in the engine's own queue that this router did not send (its report's queue minus the
    * router's requests pending there at the report), when the report is still fresh at `now` (epoch
    * ms; src/workers/worker.ts). A policy reads the clock once per decision and passes it to every
@@ -174,3 +181,13 @@ export const POLICY_NAMES = [
   "manual",
 ] as const;
 export type PolicyName = (typeof POLICY_NAMES)[number];
+
+/** Uncached prefill queued on the worker by every replica: this router's and its peers'. */
+export function queuedPrefillChars(worker: PolicyWorker): number {
+  return Math.max(0, worker.pendingPrefillChars ?? 0) + (worker.peerPendingPrefillChars ?? 0);
+}
+
+/** How many requests queuedPrefillChars adds up. */
+export function queuedPrefillRequests(worker: PolicyWorker): number {
+  return (worker.pendingPrefillRequests ?? 0) + (worker.peerPendingPrefillRequests ?? 0);
+}

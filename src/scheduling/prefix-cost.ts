@@ -2,7 +2,7 @@ import { adapterNamed } from "../workers/served-models.js";
 import { loadCap, ownLoad } from "./load-cap.js";
 import type { ResolvedPolicyOptions, TieBreak } from "./options.js";
 import { onAlive, type Pick as Picked, type Picker, type SchedulingContext } from "./plugin.js";
-import type { PolicyWorker } from "./policy.js";
+import { type PolicyWorker, queuedPrefillChars } from "./policy.js";
 import { KEY_ALIGN, KEY_CHARS, prefixKey, rendezvousScore } from "./prefix-hash.js";
 import { Rotation } from "./rotation.js";
 
@@ -27,6 +27,8 @@ export type PrefixCostOptions = Pick<
  *   cost = (text length − matched)                   this request's own uncached prefill there,
  *          × (1 + evictionWeight × fill)              and what it evicts from a full cache
  *        + queueWeight × pendingPrefillChars          uncached prefill already queued there
+ *                                                     (by this router, and by its peers as they
+ *                                                     last reported it and decided since)
  *        + queueWeight × foreign × text length        engine-queued requests the router did not
  *                                                     send (another replica's, direct clients'),
  *                                                     each guessed as long as this one, uncached
@@ -222,7 +224,7 @@ export function prefillWork(
   requestChars: number,
   eviction = 0,
 ): number {
-  const queued = Math.max(0, worker.pendingPrefillChars ?? 0);
+  const queued = queuedPrefillChars(worker);
   const foreign = Math.max(0, worker.foreignQueuedAt?.(now) ?? 0);
   return (
     (length - matched) * (1 + eviction) +

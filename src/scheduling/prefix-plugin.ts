@@ -14,7 +14,8 @@ export interface PrefixRequest extends PrepareRequest {
  * - prepare: the index's asynchronous step before the decision (tokenizing, for the precise index);
  * - match: how much of the text each candidate probably holds (what prefix-reading plugins score);
  * - afterDispatch: the text goes into the chosen worker's entry at decision time, so a burst of
- *   requests with one new prefix converges on the worker that got the first of them;
+ *   requests with one new prefix converges on the worker that got the first of them (with the
+ *   prefill it queues there, which replicas share with the decision);
  * - rejected: the chosen worker did not accept the request: the entry keeps only what it held;
  * - completed: the engine reported how much it held; what it evicted is forgotten;
  * - truncate: the primitive both take back with.
@@ -56,8 +57,8 @@ export class PrefixIndexPlugin {
    * The text routed to `workerId`: inserted into its entry. Returns the data-parallel rank of its
    * engine the index chose (its cache holds the most), when the index sees ranks.
    */
-  afterDispatch(workerId: string, request: PrefixRequest): number | undefined {
-    this.index.insert(workerId, request.model, request.text);
+  afterDispatch(workerId: string, request: PrefixRequest, uncached?: number): number | undefined {
+    this.index.insert(workerId, request.model, request.text, uncached);
     return this.index.rankOf?.(workerId);
   }
 

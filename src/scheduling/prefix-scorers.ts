@@ -1,4 +1,5 @@
 import { invertMinMax, matchedOf, type SchedulingContext, type Scorer } from "./plugin.js";
+import { queuedPrefillChars } from "./policy.js";
 import { placementFill, prefillWork } from "./prefix-cost.js";
 
 /**
@@ -113,12 +114,7 @@ export class DynamoCostScorer implements Scorer {
     const { candidates, length } = ctx;
     for (let i = 0; i < candidates.length; i++) {
       const w = candidates[i]!;
-      out[i] = this.logit(
-        w.pendingPrefillChars ?? 0,
-        w.activeChars ?? 0,
-        length,
-        matchedOf(ctx, i),
-      );
+      out[i] = this.logit(queuedPrefillChars(w), w.activeChars ?? 0, length, matchedOf(ctx, i));
     }
     invertMinMax(ctx, out);
   }

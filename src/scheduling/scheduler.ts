@@ -314,7 +314,11 @@ export class Scheduler {
       this.trace === undefined
         ? undefined
         : this.traced(candidates, request, decision, matched, fill);
-    const rank = this.prefix.afterDispatch(worker.id, request);
+    const rank = this.prefix.afterDispatch(
+      worker.id,
+      request,
+      Math.max(0, request.text.length - heldBefore),
+    );
     return {
       ...(traced === undefined ? {} : { traced }),
       worker,

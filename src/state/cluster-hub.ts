@@ -3,6 +3,7 @@ import {
   readSiblingMessage,
   type SiblingMemberChange,
   type SiblingMessage,
+  type SiblingPending,
 } from "./cluster-messages.js";
 import type { StateOp } from "./state-op.js";
 
@@ -41,7 +42,7 @@ interface Member {
  */
 export class SiblingHub {
   private readonly members = new Map<number, Member>();
-  private readonly loads = new Map<number, Record<string, number>>();
+  private readonly loads = new Map<number, SiblingLoad>();
   /** The replay ring: ops in arrival order, with their total text length. */
   private readonly recent: StateOp[] = [];
   private recentHead = 0;
@@ -76,8 +77,8 @@ export class SiblingHub {
         member.ready = true;
         break;
       case "ops": {
-        const counts = message.counts;
-        if (counts !== undefined) this.keepLoad(id, counts);
+        const { counts, pending } = message;
+        if (counts !== undefined) this.keepLoad(id, { counts, pending });
         if (message.ops.length === 0 && counts === undefined) return;
         for (const op of message.ops) this.keep(op);
         this.broadcast(id, {
@@ -86,12 +87,13 @@ export class SiblingHub {
           from: id,
           ops: message.ops,
           ...(counts !== undefined ? { counts } : {}),
+          ...(pending !== undefined ? { pending } : {}),
         });
         break;
       }
       case "load":
-        this.keepLoad(id, message.counts);
-        this.broadcast(id, { rg: "sib", t: "load", from: id, counts: message.counts });
+        this.keepLoad(id, { counts: message.counts, pending: message.pending });
+        this.broadcast(id, loadMessage(id, { counts: message.counts, pending: message.pending }));
         break;
       case "member":
         // Moved to the end: the replay gives the changes in the order they were last made.
@@ -123,8 +125,8 @@ export class SiblingHub {
   caughtUp(id: number, dropped: number): void {
     const member = this.members.get(id);
     if (member === undefined || !member.ready) return;
-    for (const [from, counts] of this.loads) {
-      if (from !== id) member.send({ rg: "sib", t: "load", from, counts });
+    for (const [from, load] of this.loads) {
+      if (from !== id) member.send(loadMessage(from, load));
     }
     member.send({ rg: "sib", t: "missed", n: dropped });
   }
@@ -154,9 +156,12 @@ export class SiblingHub {
     return value;
   }
 
-  private keepLoad(id: number, counts: Record<string, number>): void {
-    if (Object.keys(counts).length === 0) this.loads.delete(id);
-    else this.loads.set(id, counts);
+  private keepLoad(id: number, load: SiblingLoad): void {
+    const empty =
+      Object.keys(load.counts).length === 0 &&
+      (load.pending === undefined || Object.keys(load.pending).length === 0);
+    if (empty) this.loads.delete(id);
+    else this.loads.set(id, load);
   }
 
   private broadcast(from: number, message: SiblingMessage): void {
@@ -199,9 +204,20 @@ export class SiblingHub {
       const end = Math.min(i + MAX_OPS_PER_MESSAGE, this.recent.length);
       member.send({ rg: "sib", t: "ops", ops: this.recent.slice(i, end) });
     }
-    for (const [from, counts] of this.loads) member.send({ rg: "sib", t: "load", from, counts });
+    for (const [from, load] of this.loads) member.send(loadMessage(from, load));
     member.send({ rg: "sib", t: "ready" });
   }
+}
+
+/** A process's last counts and queued prefill, as the primary keeps them. */
+interface SiblingLoad {
+  readonly counts: Record<string, number>;
+  readonly pending: SiblingPending | undefined;
+}
+
+function loadMessage(from: number, load: SiblingLoad): SiblingMessage {
+  const { counts, pending } = load;
+  return { rg: "sib", t: "load", from, counts, ...(pending !== undefined ? { pending } : {}) };
 }
 
 function opChars(op: StateOp): number {

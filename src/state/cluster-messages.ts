@@ -23,6 +23,8 @@ export type SiblingMemberChange =
   | { readonly kind: "add"; readonly url: string; readonly fields: Record<string, MemberField> }
   | { readonly kind: "remove"; readonly url: string };
 export type MemberField = string | number | null;
+/** A process's queued prefill per worker id: [characters, requests] (state/peer-pending.ts). */
+export type SiblingPending = Record<string, readonly [number, number]>;
 export type SiblingMessage =
   | { readonly rg: "sib"; readonly t: "hello" }
   | {
@@ -32,12 +34,15 @@ export type SiblingMessage =
       readonly ops: StateOp[];
       /** The sender's in-flight counts, when they changed since its last message (one message). */
       readonly counts?: Record<string, number>;
+      /** Its queued prefill, sent with the counts (covers every decision it sent before). */
+      readonly pending?: SiblingPending;
     }
   | {
       readonly rg: "sib";
       readonly t: "load";
       readonly from?: number;
       readonly counts: Record<string, number>;
+      readonly pending?: SiblingPending;
     }
   | {
       readonly rg: "sib";
@@ -77,7 +82,10 @@ function readOp(v: unknown): StateOp | undefined {
   if (v.text.length > SIBLING_MAX_TEXT_CHARS) return undefined;
   if (v.model !== undefined && !shortString(v.model)) return undefined;
   const model = v.model === undefined ? {} : { model: v.model };
-  if (v.kind === "insert") return { kind: "insert", worker: v.worker, text: v.text, ...model };
+  if (v.kind === "insert") {
+    const uncached = count(v.uncached) && v.uncached > 0 ? { uncached: v.uncached } : {};
+    return { kind: "insert", worker: v.worker, text: v.text, ...model, ...uncached };
+  }
   if (v.kind === "truncate" && count(v.keep))
     return { kind: "truncate", worker: v.worker, text: v.text, keep: v.keep, ...model };
   return undefined;
@@ -93,6 +101,21 @@ function readCounts(raw: unknown): Record<string, number> | undefined {
     if (id.length <= MAX_FIELD_CHARS && count(c) && c > 0) counts[id] = c;
   }
   return counts;
+}
+
+/** Queued prefill as received: positive integer pairs by worker id; undefined when absent or bad. */
+function readPending(raw: unknown): SiblingPending | undefined {
+  if (!isObject(raw)) return undefined;
+  const pending: Record<string, readonly [number, number]> = {};
+  let n = 0;
+  for (const [id, pair] of Object.entries(raw)) {
+    if (++n > 65_536) break;
+    if (id.length > MAX_FIELD_CHARS || !Array.isArray(pair) || pair.length !== 2) continue;
+    const [chars, requests] = pair as unknown[];
+    if (count(chars) && count(requests) && chars > 0 && requests > 0)
+      pending[id] = [chars, requests];
+  }
+  return pending;
 }
 
 /** Fields of a worker at most (POST /workers has six). */
@@ -137,11 +160,22 @@ export function readSiblingMessage(raw: unknown): SiblingMessage | undefined {
         if (read !== undefined) ops.push(read);
       }
       const counts = raw.counts === undefined ? undefined : readCounts(raw.counts);
-      return { rg: "sib", t: "ops", ops, ...from, ...(counts !== undefined ? { counts } : {}) };
+      const pending = counts === undefined ? undefined : readPending(raw.pending);
+      return {
+        rg: "sib",
+        t: "ops",
+        ops,
+        ...from,
+        ...(counts !== undefined ? { counts } : {}),
+        ...(pending !== undefined ? { pending } : {}),
+      };
     }
     case "load": {
       const counts = readCounts(raw.counts);
-      return counts === undefined ? undefined : { rg: "sib", t: "load", counts, ...from };
+      const pending = readPending(raw.pending);
+      return counts === undefined
+        ? undefined
+        : { rg: "sib", t: "load", counts, ...from, ...(pending !== undefined ? { pending } : {}) };
     }
     case "claim":
       if (!count(raw.n) || !shortString(raw.key) || !shortString(raw.value)) return undefined;

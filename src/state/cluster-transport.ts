@@ -9,7 +9,9 @@ import {
   SIBLING_MAX_TEXT_CHARS,
   type SiblingMemberChange,
   type SiblingMessage,
+  type SiblingPending,
 } from "./cluster-messages.js";
+import type { PendingLoad } from "./peer-pending.js";
 import { type ClaimReply, ReplicaClaims } from "./prefix-claims.js";
 import type { MemberChange } from "./replicated-membership.js";
 import type { ReplicaSide, Transport } from "./replication.js";
@@ -30,6 +32,11 @@ export interface ClusterTransportOptions {
  * message costs tens of µs of CPU at each end (bench:cluster), so not every millisecond.
  */
 const LOAD_CHECK_MS = 20;
+/**
+ * How long a sibling's decision counts as queued prefill without a load message of it covering
+ * it (one comes within LOAD_CHECK_MS of any change; this covers a decision that took no lease).
+ */
+const PENDING_TTL_MS = 500;
 /** How long start() waits for the primary's replay. */
 const START_WAIT_MS = 3000;
 
@@ -49,8 +56,9 @@ export class ClusterTransport implements Transport {
   private readonly queue: BoundedQueue<StateOp>;
   private flushing: NodeJS.Immediate | undefined;
   private loadTimer: NodeJS.Timeout | undefined;
-  /** Own counts as last sent (worker id → count > 0). */
+  /** Own counts as last sent (worker id → count > 0), and own queued prefill (→ characters > 0). */
   private sent = new Map<string, number>();
+  private sentPending = new Map<string, number>();
   /** Each sibling's last counts, by its process id. */
   private readonly siblingCounts = new Map<number, Record<string, number>>();
   private readyResolve: (() => void) | undefined;
@@ -173,8 +181,10 @@ export class ClusterTransport implements Transport {
     if (this.flushing !== undefined) clearImmediate(this.flushing);
     this.flush();
     // Counts back to zero at the siblings: this process's requests are over.
-    if (this.sent.size > 0) this.channel.send({ rg: "sib", t: "load", counts: {} });
+    if (this.sent.size > 0 || this.sentPending.size > 0)
+      this.channel.send({ rg: "sib", t: "load", counts: {} });
     this.sent.clear();
+    this.sentPending.clear();
     for (const answer of this.claimsWaiting.values()) answer("error");
   }
 
@@ -196,23 +206,31 @@ export class ClusterTransport implements Transport {
         rg: "sib",
         t: "ops",
         ops,
-        ...(counts !== undefined ? { counts: counts.record } : {}),
+        ...(counts !== undefined ? { counts: counts.record, pending: counts.pending } : {}),
       });
       if (!sent) {
         this.noteUnsent();
         return;
       }
       this.stalled = false;
-      if (counts !== undefined) this.sent = counts.map;
+      if (counts !== undefined) this.markSent(counts);
     }
+  }
+
+  private markSent(counts: OwnLoad): void {
+    this.sent = counts.map;
+    this.sentPending = counts.pendingMap;
   }
 
   /** Sends this process's in-flight counts when they changed since last sent (the timer's work). */
   private sendLoad(): void {
+    this.side?.pending.expire();
     const counts = this.changedCounts();
     if (counts === undefined) return;
-    if (this.channel.send({ rg: "sib", t: "load", counts: counts.record })) {
-      this.sent = counts.map;
+    if (
+      this.channel.send({ rg: "sib", t: "load", counts: counts.record, pending: counts.pending })
+    ) {
+      this.markSent(counts);
       this.stalled = false;
     } else this.noteUnsent();
   }
@@ -228,30 +246,43 @@ export class ClusterTransport implements Transport {
     );
   }
 
-  /** This process's in-flight counts when they differ from what was last sent; else undefined. */
-  private changedCounts():
-    | { record: Record<string, number>; map: Map<string, number> }
-    | undefined {
+  /**
+   * This process's in-flight counts and queued prefill when they differ from what was last sent;
+   * else undefined.
+   */
+  private changedCounts(): OwnLoad | undefined {
     const side = this.side;
     if (side === undefined || this.stopped) return undefined;
     const workers = side.loadWorkers();
     let changed = false;
     let live = 0;
+    let livePending = 0;
     for (const worker of workers) {
       const n = worker.ownInFlight;
+      const chars = worker.ownPendingChars ?? 0;
       if (n > 0) live += 1;
+      if (chars > 0) livePending += 1;
       if ((this.sent.get(worker.id) ?? 0) !== n) changed = true;
+      if ((this.sentPending.get(worker.id) ?? 0) !== chars) changed = true;
     }
-    if (!changed && live === this.sent.size) return undefined;
+    if (!changed && live === this.sent.size && livePending === this.sentPending.size)
+      return undefined;
     const record: Record<string, number> = {};
     const map = new Map<string, number>();
+    const pending: Record<string, [number, number]> = {};
+    const pendingMap = new Map<string, number>();
     for (const worker of workers) {
       if (worker.ownInFlight > 0) {
         record[worker.id] = worker.ownInFlight;
         map.set(worker.id, worker.ownInFlight);
       }
+      const chars = worker.ownPendingChars ?? 0;
+      if (chars > 0) {
+        pending[worker.id] = [chars, worker.ownPendingRequests ?? 1];
+        pendingMap.set(worker.id, chars);
+      }
     }
-    return { record, map };
+    return { record, map, pending, pendingMap };
   }
 
   private receive(raw: unknown): void {
@@ -269,20 +300,27 @@ export class ClusterTransport implements Transport {
         else side.receive(change);
         break;
       }
-      case "ops":
-        for (const op of message.ops) side.receive(op);
-        if (message.counts !== undefined && message.from !== undefined) {
-          this.siblingCounts.set(message.from, message.counts);
+      case "ops": {
+        const from = message.from;
+        const origin =
+          from === undefined ? undefined : { peer: sibling(from), ttlMs: PENDING_TTL_MS };
+        for (const op of message.ops) side.receive(op, origin);
+        if (message.counts !== undefined && from !== undefined) {
+          this.siblingCounts.set(from, message.counts);
           this.applyCounts();
+          this.reported(from, message.pending);
         }
         break;
+      }
       case "load":
         if (message.from === undefined) break;
         this.siblingCounts.set(message.from, message.counts);
         this.applyCounts();
+        this.reported(message.from, message.pending);
         break;
       case "gone":
         if (this.siblingCounts.delete(message.from)) this.applyCounts();
+        side.pending.gone(sibling(message.from));
         break;
       case "missed":
         this.droppedMessages?.inc({ where: "relayed" }, message.n);
@@ -303,6 +341,17 @@ export class ClusterTransport implements Transport {
     }
   }
 
+  /**
+   * A sibling's queued prefill: the channel keeps order, so it covers every decision of that
+   * sibling received before it.
+   */
+  private reported(from: number, pending: SiblingPending | undefined): void {
+    const load = new Map<string, PendingLoad>();
+    for (const [id, [chars, requests]] of Object.entries(pending ?? {}))
+      load.set(id, { chars, requests });
+    this.side?.pending.reported(sibling(from), PENDING_TTL_MS, load);
+  }
+
   /** Every worker's sibling count: the sum of what each sibling last said. */
   private applyCounts(): void {
     const side = this.side;
@@ -313,6 +362,19 @@ export class ClusterTransport implements Transport {
       worker.setPeerInFlight(sum);
     }
   }
+}
+
+/** This process's load as sent: in-flight counts and queued prefill, as records and as maps. */
+interface OwnLoad {
+  readonly record: Record<string, number>;
+  readonly map: Map<string, number>;
+  readonly pending: Record<string, [number, number]>;
+  readonly pendingMap: Map<string, number>;
+}
+
+/** A sibling process's name among every transport's peers (peer-pending.ts). */
+function sibling(id: number): string {
+  return `sib:${id}`;
 }
 
 /** A change of the worker set as the channel carries it (an add's fields as POST /workers names them). */

@@ -1,12 +1,16 @@
+import type { PeerPending, PendingLoad } from "./peer-pending.js";
 import type { RedisLink } from "./redis-link.js";
 import type { StateKeys } from "./state-keys.js";
-import type { RejectReason } from "./state-op.js";
+import { lastSeqSent, type RejectReason } from "./state-op.js";
 import type { StateSecret } from "./state-secret.js";
 
 /** What load sharing needs of a worker: its id, the router's own count, and where peers' go. */
 export interface LoadWorker {
   readonly id: string;
   readonly ownInFlight: number;
+  /** The router's own queued prefill there (Worker.pendingPrefillChars) and its requests. */
+  readonly ownPendingChars?: number;
+  readonly ownPendingRequests?: number;
   /** The sum of the peers' counts for the worker (workers/worker.ts Worker.setPeerInFlight). */
   setPeerInFlight(count: number): void;
 }
@@ -22,6 +26,18 @@ export interface LoadSyncOptions {
   /** Signs this replica's counts; peers' counts without a valid signature are ignored. */
   secret: StateSecret;
   onRejected?: (reason: RejectReason) => void;
+  /** Where peers' queued prefill goes (their reports here, their decisions with their ops). */
+  pending?: PeerPending;
+  /** A replica's name among the peers that `pending` counts. */
+  peerName?: (replicaId: string) => string;
+}
+
+/** A load key lives this many intervals: a replica that stops publishing drops out after it. */
+const TTL_INTERVALS = 3;
+
+/** How long a replica's load value lives at --state-load-interval-ms `intervalMs`. */
+export function loadTtlMs(intervalMs: number): number {
+  return intervalMs * TTL_INTERVALS;
 }
 
 /** Longest load value read (a count per worker: far more workers than a fleet has). */
@@ -42,13 +58,15 @@ export class LoadSync {
   private timer: NodeJS.Timeout | undefined;
   private busy = false;
   private lastRead = 0;
+  /** Peers whose load was read in the last exchange: one missing from the next is gone. */
+  private heard = new Set<string>();
   private readonly ttlMs: number;
 
   constructor(
     private readonly link: RedisLink,
     private readonly options: LoadSyncOptions,
   ) {
-    this.ttlMs = options.intervalMs * 3;
+    this.ttlMs = loadTtlMs(options.intervalMs);
   }
 
   start(): void {
@@ -71,10 +89,16 @@ export class LoadSync {
 
   private async exchange(): Promise<boolean> {
     const { keys, replicaId } = this.options;
-    const own: Record<string, number> = {};
+    const own: Record<string, number | Record<string, PendingPair>> = {};
+    const pending: Record<string, PendingPair> = {};
     for (const worker of this.options.workers()) {
       if (worker.ownInFlight > 0) own[worker.id] = worker.ownInFlight;
+      const chars = worker.ownPendingChars ?? 0;
+      if (chars > 0) pending[worker.id] = [chars, worker.ownPendingRequests ?? 1];
     }
+    // Under keys no worker id has (ids are hex): the queued prefill, and the last op it covers.
+    own[PENDING_KEY] = pending;
+    own[COVERS_KEY] = lastSeqSent();
     const key = keys.load(replicaId);
     const json = JSON.stringify(own);
     const value = `${this.options.secret.sign(key, [json])} ${json}`;
@@ -96,13 +120,19 @@ export class LoadSync {
         const gone: string[] = [];
         loads.forEach((raw, i) => {
           const peer = peers[i] as string;
-          if (raw === null) gone.push(peer);
-          else this.addSigned(totals, keys.load(peer), raw);
+          if (raw === null) {
+            gone.push(peer);
+            this.peerGone(peer);
+          } else this.addSigned(totals, keys.load(peer), raw, peer);
         });
         if (gone.length > 0) void redis.srem(keys.replicas, ...gone).catch(() => {});
       }
       for (const worker of this.options.workers())
         worker.setPeerInFlight(totals.get(worker.id) ?? 0);
+      const heard = new Set(peers);
+      for (const peer of this.heard) if (!heard.has(peer)) this.peerGone(peer);
+      this.heard = heard;
+      this.options.pending?.expire();
       return true;
     } catch {
       return false;
@@ -110,10 +140,27 @@ export class LoadSync {
   }
 
   /** Adds a peer's counts if its value is signed for its key; else counts the refusal. */
-  private addSigned(totals: Map<string, number>, key: string, raw: string): void {
+  private addSigned(totals: Map<string, number>, key: string, raw: string, peer: string): void {
     const reason = this.refusal(key, raw);
-    if (reason === undefined) addCounts(totals, raw.slice(raw.indexOf(" ") + 1));
-    else this.options.onRejected?.(reason);
+    if (reason !== undefined) {
+      this.options.onRejected?.(reason);
+      return;
+    }
+    const parsed = addCounts(totals, raw.slice(raw.indexOf(" ") + 1));
+    const { pending, peerName } = this.options;
+    if (pending === undefined || peerName === undefined || parsed === undefined) return;
+    const covers = parsed[COVERS_KEY];
+    pending.reported(
+      peerName(peer),
+      this.ttlMs,
+      pendingOf(parsed[PENDING_KEY]),
+      typeof covers === "number" && Number.isSafeInteger(covers) ? covers : 0,
+    );
+  }
+
+  private peerGone(peer: string): void {
+    const { pending, peerName } = this.options;
+    if (pending !== undefined && peerName !== undefined) pending.gone(peerName(peer));
   }
 
   private refusal(key: string, raw: string): RejectReason | undefined {
@@ -126,6 +173,9 @@ export class LoadSync {
 
   private forgetPeers(): void {
     for (const worker of this.options.workers()) worker.setPeerInFlight(0);
+    this.heard.clear();
+    const { pending, peerName } = this.options;
+    if (pending !== undefined && peerName !== undefined) pending.goneAll(peerName(""));
   }
 
   /** Stops publishing and removes this replica's count at once (best effort). */
@@ -143,17 +193,43 @@ export class LoadSync {
   }
 }
 
-/** Adds a peer's published counts; ignores anything that is not {id: non-negative integer}. */
-function addCounts(totals: Map<string, number>, raw: string): void {
+/** Characters and requests of queued prefill, as a load value carries them. */
+type PendingPair = [number, number];
+/** A load value's queued prefill per worker, and the sequence number of the last op it covers. */
+const PENDING_KEY = "~p";
+const COVERS_KEY = "~q";
+
+/**
+ * Adds a peer's published counts (ignores anything that is not {id: non-negative integer}, and
+ * the keys starting with "~"); returns the parsed value, or undefined when it is not an object.
+ */
+function addCounts(totals: Map<string, number>, raw: string): Record<string, unknown> | undefined {
   let parsed: unknown;
   try {
     parsed = JSON.parse(raw);
   } catch {
-    return;
+    return undefined;
   }
-  if (parsed === null || typeof parsed !== "object") return;
-  for (const [id, n] of Object.entries(parsed as Record<string, unknown>)) {
+  if (parsed === null || typeof parsed !== "object") return undefined;
+  const value = parsed as Record<string, unknown>;
+  for (const [id, n] of Object.entries(value)) {
+    if (id.startsWith("~")) continue;
     if (typeof n === "number" && Number.isInteger(n) && n > 0)
       totals.set(id, (totals.get(id) ?? 0) + n);
   }
+  return value;
+}
+
+/** A load value's queued prefill per worker: positive integer pairs kept, anything else dropped. */
+function pendingOf(raw: unknown): Map<string, PendingLoad> {
+  const out = new Map<string, PendingLoad>();
+  if (raw === null || typeof raw !== "object") return out;
+  for (const [id, pair] of Object.entries(raw as Record<string, unknown>)) {
+    if (!Array.isArray(pair) || pair.length !== 2) continue;
+    const [chars, requests] = pair as unknown[];
+    if (!Number.isSafeInteger(chars) || !Number.isSafeInteger(requests)) continue;
+    if ((chars as number) > 0 && (requests as number) > 0)
+      out.set(id, { chars: chars as number, requests: requests as number });
+  }
+  return out;
 }

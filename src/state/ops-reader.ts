@@ -6,6 +6,7 @@ import {
   MAX_FIELD_CHARS,
   MAX_FIELDS,
   type OpCodec,
+  type OpStamp,
   opStamp,
   type RejectReason,
   type StateOp,
@@ -25,8 +26,8 @@ export interface OpsReaderOptions {
   maxTextChars: number;
   /** Refuses signed ops written again (out of order, or too old from a writer not yet heard). */
   order: OpOrder;
-  /** Applies a peer's op to this replica's own state (never publishes it again). */
-  apply: (op: StateOp) => void;
+  /** Applies a peer's op to this replica's own state (never publishes it again); `from`: its writer. */
+  apply: (op: StateOp, from: OpStamp & { readonly replica: string }) => void;
   onApplied?: (ops: number) => void;
   /** An entry was dropped: unsigned, badly signed, over the bounds or unreadable. */
   onRejected?: (reason: RejectReason) => void;
@@ -191,7 +192,7 @@ export class OpsReader {
       const indexOp = decoded.op.kind === "insert" || decoded.op.kind === "truncate";
       if (indexOp && (own || this.options.skipIndexOpsOf?.(decoded.replica) === true)) continue;
       try {
-        this.options.apply(decoded.op);
+        this.options.apply(decoded.op, { replica: decoded.replica, ...(stamp as OpStamp) });
         if (!own) applied += 1;
       } catch {
         // A peer's op this replica cannot apply (e.g. a worker URL it refuses): skip it.

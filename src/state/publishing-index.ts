@@ -20,14 +20,21 @@ export class PublishingIndex extends ForwardingIndex {
     super(inner);
   }
 
-  override insert(workerId: string, model: string | undefined, text: string): void {
-    this.inner.insert(workerId, model, text);
+  override insert(
+    workerId: string,
+    model: string | undefined,
+    text: string,
+    uncached?: number,
+  ): void {
+    this.inner.insert(workerId, model, text, uncached);
     if (text.length === 0) return;
     const shared = boundedText(text, this.maxTextChars);
+    // The prefill this decision queued goes with it: peers count it at once (peer-pending.ts).
+    const work = uncached !== undefined && uncached > 0 ? { uncached } : {};
     this.publish(
       model === undefined
-        ? { kind: "insert", worker: workerId, text: shared }
-        : { kind: "insert", worker: workerId, model, text: shared },
+        ? { kind: "insert", worker: workerId, text: shared, ...work }
+        : { kind: "insert", worker: workerId, model, text: shared, ...work },
     );
   }
 

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { PrefixClaims } from "../index/prefix-claims.js";
 import type { Logger } from "../logger.js";
-import { LoadSync } from "./load-sync.js";
+import { LoadSync, loadTtlMs } from "./load-sync.js";
 import { OpOrder } from "./op-order.js";
 import { OpsPublisher } from "./ops-publisher.js";
 import { OpsReader } from "./ops-reader.js";
@@ -53,6 +53,8 @@ export class RedisTransport implements Transport {
   /** The reconcile under way since the link last came up (start() waits for the first). */
   private reconciling: Promise<void> | undefined;
   private stopping = false;
+  /** How long a peer's decision counts as queued prefill without a load report covering it. */
+  private readonly pendingTtlMs: number;
 
   constructor(
     readonly options: SharedStateOptions,
@@ -69,6 +71,7 @@ export class RedisTransport implements Transport {
         : (id: string) => id !== this.replicaId && id.startsWith(`${group}.`);
     this.keys = keys;
     this.maxTextChars = options.maxTextChars;
+    this.pendingTtlMs = loadTtlMs(options.loadIntervalMs);
     this.secret = new StateSecret(options.secret);
     this.order = new OpOrder(options.maxOpAgeMs);
     this.link = new RedisLink({ url: options.url, claimTimeoutMs: options.claimTimeoutMs }, logger);
@@ -104,10 +107,15 @@ export class RedisTransport implements Transport {
       codec: { secret: this.secret, scope: keys.ops },
       maxTextChars: options.maxTextChars,
       order: this.order,
-      apply: (op) => {
+      apply: (op, from) => {
         // A removed worker's value goes too, should a refresh have written it back.
         if (op.kind === "remove") this.workersHash?.forget(op.url);
-        this.side?.receive(op);
+        this.side?.receive(op, {
+          peer: redisPeer(from.replica),
+          ttlMs: this.pendingTtlMs,
+          seq: from.seq,
+          at: from.at,
+        });
       },
       ...(this.sibling !== undefined ? { skipIndexOpsOf: this.sibling } : {}),
       onApplied: (ops) => this.metrics?.applied.inc(ops),
@@ -176,6 +184,8 @@ export class RedisTransport implements Transport {
       keys: this.keys,
       intervalMs: this.options.loadIntervalMs,
       workers: () => side.loadWorkers(),
+      pending: side.pending,
+      peerName: redisPeer,
       ...(this.sibling !== undefined ? { skipReplica: this.sibling } : {}),
       secret: this.secret,
       onRejected: (reason) => this.metrics?.rejected.inc({ reason }),
@@ -244,4 +254,9 @@ async function withDeadline(work: Promise<void>, deadline: number): Promise<void
     }),
   ]);
   clearTimeout(timer);
+}
+
+/** A Redis peer's name among every transport's peers (peer-pending.ts). */
+function redisPeer(replicaId: string): string {
+  return `redis:${replicaId}`;
 }

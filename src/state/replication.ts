@@ -6,6 +6,7 @@ import type { WorkerRegistry } from "../workers/registry.js";
 import type { Worker } from "../workers/worker.js";
 import type { LoadWorker } from "./load-sync.js";
 import { PeerInFlight, type PeerSource } from "./peer-in-flight.js";
+import { PeerPending } from "./peer-pending.js";
 import { PublishingIndex } from "./publishing-index.js";
 import { ReplicatedMembership } from "./replicated-membership.js";
 import type { StateOp } from "./state-op.js";
@@ -34,14 +35,28 @@ export interface Transport {
   stop(): Promise<void> | void;
 }
 
+/** Where a peer's decision comes from, for counting the prefill it queued (peer-pending.ts). */
+export interface OpOrigin {
+  /** The peer, named so that no two transports' peers share a name. */
+  readonly peer: string;
+  /** How long its decisions count without a report of it covering them. */
+  readonly ttlMs: number;
+  /** The op's sequence number among the peer's (Redis); absent on an ordered channel. */
+  readonly seq?: number;
+  /** When the peer sent it (epoch ms, its clock), when known: a replayed old op queues nothing. */
+  readonly at?: number;
+}
+
 /** What a transport gets of this replica. */
 export interface ReplicaSide {
   readonly registry: WorkerRegistry;
   readonly metricsRegistry: Registry | undefined;
   /** The worker set, when this transport carries it (one does); else undefined. */
   readonly membership: ReplicatedMembership | undefined;
-  /** A peer's op, applied here (never published again). */
-  receive(op: StateOp): void;
+  /** A peer's op, applied here (never published again); `origin`: who decided it. */
+  receive(op: StateOp, origin?: OpOrigin): void;
+  /** Peers' queued prefill: their load reports go here (their decisions come with receive). */
+  readonly pending: PeerPending;
   /** The workers as load sharing sees them; each peer count set goes to this transport's part. */
   loadWorkers(): readonly LoadWorker[];
   /** Resolves once the peers' changes received so far are applied (their workers' adds done). */
@@ -74,17 +89,20 @@ export interface ReplicationDeps {
  *   here wait for that worker, so none is dropped for a worker not there yet.
  * - Claims: those of the first transport that has them (Redis spans every host).
  * - Load: each transport sets its part of every worker's peer count; the worker gets the sum.
+ * - Queued prefill: each peer's load reports and its decisions since (state/peer-pending.ts),
+ *   whichever transport carries them; the worker gets the sum.
  *
  * Transports are started and stopped one by one (assembly/lifecycle.ts declares them).
  */
 export class Replication {
   readonly claims: PrefixClaims | undefined;
   private readonly peers = new PeerInFlight();
+  private readonly pending: PeerPending;
   private inner: PrefixIndex | undefined;
   private membership: ReplicatedMembership | undefined;
   /** Workers a peer added that are not in the registry yet: their decisions wait for them. */
   private readonly awaited = new Set<string>();
-  private held: StateOp[] = [];
+  private held: [StateOp, OpOrigin | undefined][] = [];
   private settledWaiters: (() => void)[] = [];
 
   constructor(
@@ -92,6 +110,7 @@ export class Replication {
     private readonly deps: ReplicationDeps,
   ) {
     this.claims = transports.find((t) => t.claims !== undefined)?.claims;
+    this.pending = new PeerPending((id) => deps.registry.get(id));
   }
 
   /** The index the router uses: `index`, publishing its decisions on every transport. */
@@ -118,6 +137,7 @@ export class Replication {
     registry.onChange((event, worker) => {
       if (event !== "added") return;
       for (const t of this.transports) t.workerAdded?.();
+      this.pending.refresh(worker.id);
       if (this.awaited.delete(worker.url)) this.applyHeld();
     });
     for (const t of this.transports) {
@@ -125,7 +145,8 @@ export class Replication {
         registry,
         metricsRegistry,
         membership: t === carrier ? membership : undefined,
-        receive: (op) => this.receive(op),
+        receive: (op, origin) => this.receive(op, origin),
+        pending: this.pending,
         loadWorkers: () => this.loadWorkers(t.source),
         settled: () => this.settled(),
         localIndex: () => this.inner,
@@ -134,20 +155,20 @@ export class Replication {
   }
 
   /** A peer's op: a decision applied to the own index, or a change of the worker set. */
-  private receive(op: StateOp): void {
+  private receive(op: StateOp, origin: OpOrigin | undefined): void {
     if (op.kind === "add" || op.kind === "remove") {
       this.memberChanged(op);
       return;
     }
     if (this.awaited.size > 0) {
-      this.held.push(op);
+      this.held.push([op, origin]);
       if (this.held.length > MAX_HELD_OPS) this.held.shift();
       return;
     }
-    this.applyDecision(op);
+    this.applyDecision(op, origin);
   }
 
-  private applyDecision(op: StateOp): void {
+  private applyDecision(op: StateOp, origin: OpOrigin | undefined): void {
     const inner = this.inner;
     if (inner === undefined || (op.kind !== "insert" && op.kind !== "truncate")) return;
     if (this.deps.registry.get(op.worker) === undefined) return;
@@ -156,7 +177,12 @@ export class Replication {
       else inner.truncate(op.worker, op.model, op.text, op.keep);
     } catch (err) {
       this.deps.logger.warn({ err }, "a peer's decision could not be applied; skipped");
+      return;
     }
+    if (op.kind !== "insert" || op.uncached === undefined || origin === undefined) return;
+    // A replayed decision from before this replica started queues nothing any longer.
+    if (origin.at !== undefined && Date.now() - origin.at > origin.ttlMs) return;
+    this.pending.decided(origin.peer, origin.ttlMs, op.worker, op.uncached, origin.seq);
   }
 
   private memberChanged(change: StateOp & { kind: "add" | "remove" }): void {
@@ -180,7 +206,7 @@ export class Replication {
     if (this.awaited.size > 0) return;
     const held = this.held;
     this.held = [];
-    for (const op of held) this.applyDecision(op);
+    for (const [op, origin] of held) this.applyDecision(op, origin);
     const waiters = this.settledWaiters;
     this.settledWaiters = [];
     for (const resolve of waiters) resolve();
@@ -196,6 +222,8 @@ export class Replication {
     return this.deps.registry.list().map((w) => ({
       id: w.id,
       ownInFlight: w.ownInFlight,
+      ownPendingChars: w.pendingPrefillChars,
+      ownPendingRequests: w.pendingPrefillRequests,
       setPeerInFlight: (n: number) => peers.set(source, w, n),
     }));
   }

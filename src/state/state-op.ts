@@ -12,6 +12,12 @@ export type StateOp =
       readonly worker: string;
       readonly model?: string;
       readonly text: string;
+      /**
+       * Characters of the text the deciding replica expected the worker to prefill (not held
+       * there): the work the decision queued, which peers count until its replica's next load
+       * report (state/peer-pending.ts). Absent or 0: none.
+       */
+      readonly uncached?: number;
     }
   | {
       readonly kind: "truncate";
@@ -71,6 +77,14 @@ export function nextStamp(): OpStamp {
   return { seq: lastSeq, at: Date.now() };
 }
 
+/**
+ * The sequence number of this process's last stamped op (0 before any): a load report that
+ * carries it covers every op sent before it (state/peer-pending.ts).
+ */
+export function lastSeqSent(): number {
+  return lastSeq;
+}
+
 /** Fields (names and values) an entry may have; ours have at most 16. */
 export const MAX_FIELDS = 32;
 /** Longest value of any field but the text (URLs, ids, model names, a sealed key). */
@@ -102,6 +116,7 @@ export function encodeOp(
       fields.push("w", op.worker, "x", op.text);
       if (op.model !== undefined) fields.push("m", op.model);
       if (op.kind === "truncate") fields.push("n", String(op.keep));
+      else if (op.uncached !== undefined && op.uncached > 0) fields.push("p", String(op.uncached));
       break;
     case "add":
       fields.push("u", op.url);
@@ -186,7 +201,13 @@ function parseFields(
   if (worker === undefined || text === undefined) return undefined;
   const model = get("m");
   const base = model === undefined ? { worker, text } : { worker, text, model };
-  if (kind === "insert") return { replica, op: { kind, ...base } };
+  if (kind === "insert") {
+    const raw = get("p");
+    if (raw === undefined) return { replica, op: { kind, ...base } };
+    const uncached = Number(raw);
+    if (!Number.isSafeInteger(uncached) || uncached < 0) return undefined;
+    return { replica, op: { kind, ...base, uncached } };
+  }
   const keep = Number(get("n"));
   if (!Number.isInteger(keep) || keep < 0) return undefined;
   return { replica, op: { kind, ...base, keep } };

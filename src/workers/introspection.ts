@@ -102,11 +102,12 @@ export class EngineIntrospector {
   private async readAll(worker: Worker): Promise<void> {
     // The engine's queue counts this router's waiting requests too: remember how many there were.
     const pendingAtSend = worker.pendingPrefillRequests;
+    const peerPendingAtSend = worker.peerPendingPrefillRequests;
     const inFlightAtSend = worker.ownInFlight;
     await Promise.all([
       this.read(worker, "/get_server_info", (body) => this.serverInfo(worker, body)),
       this.read(worker, "/metrics", (body) =>
-        this.metrics(worker, body, pendingAtSend, inFlightAtSend),
+        this.metrics(worker, body, pendingAtSend, inFlightAtSend, peerPendingAtSend),
       ),
       this.read(worker, "/v1/models", (body) => this.models(worker, body)),
     ]);
@@ -178,6 +179,7 @@ export class EngineIntrospector {
     body: string,
     pendingAtSend: number,
     inFlightAtSend: number,
+    peerPendingAtSend: number,
   ): void {
     const families = parseExposition(body);
     const reading: MetricsReading | undefined =
@@ -198,6 +200,7 @@ export class EngineIntrospector {
         routerPending: Math.max(pendingAtSend, worker.pendingPrefillRequests),
         routerPendingLeast: Math.min(pendingAtSend, worker.pendingPrefillRequests),
         routerInFlightLeast: Math.min(inFlightAtSend, worker.ownInFlight),
+        peerPending: Math.max(peerPendingAtSend, worker.peerPendingPrefillRequests),
       },
       now,
       reading.ranks,

@@ -12,6 +12,12 @@ export interface LoadSignals {
    */
   readonly routerPending?: number | undefined;
   /**
+   * The other replicas' requests there waiting for a first byte, as this router counted them when
+   * the engine answered (Worker.peerPendingPrefillRequests; the larger of the read's start and
+   * end). Counted in their queued prefill already, so not foreign work either.
+   */
+  readonly peerPending?: number | undefined;
+  /**
    * The smaller count of the read's start and end: admission's live queue estimate counts from it,
    * so a read that spans a burst of dispatches errs toward a longer queue (workers/saturation.ts).
    */
@@ -155,7 +161,7 @@ export class EngineSignals {
   foreignQueued(now: number): number | undefined {
     const load = this.load(now);
     if (load?.queued === undefined) return undefined;
-    return foreignQueued(load.queued, load.routerPending ?? 0);
+    return foreignQueued(load.queued, (load.routerPending ?? 0) + (load.peerPending ?? 0));
   }
 
   /** Seconds since the engine last answered anything usable; undefined when it never did. */

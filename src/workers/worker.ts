@@ -34,6 +34,8 @@ export class Worker {
   private readonly load = new WorkerLoad();
   private readonly circuit: CircuitBreaker;
   private peers = 0;
+  private peerPendingChars = 0;
+  private peerPendingRequests = 0;
   private drainingNow = false;
   private coolingUntil = 0;
   private corrections = 0;
@@ -73,6 +75,21 @@ export class Worker {
   /** How many requests pendingPrefillChars adds up (same bounds: dispatch to first byte or end). */
   get pendingPrefillRequests(): number {
     return this.load.pendingPrefillRequests;
+  }
+  /**
+   * The prefill the other replicas queued there (--state-url, radixgate-cluster): their last load
+   * reports plus their decisions since (state/peer-pending.ts). 0 without shared state.
+   */
+  get peerPendingPrefillChars(): number {
+    return this.peerPendingChars;
+  }
+  /** How many requests peerPendingPrefillChars adds up. */
+  get peerPendingPrefillRequests(): number {
+    return this.peerPendingRequests;
+  }
+  setPeerPendingPrefill(chars: number, requests: number): void {
+    this.peerPendingChars = chars;
+    this.peerPendingRequests = requests;
   }
   /**
    * Routing-text characters of this router's in-flight requests there (dispatch to end): the
@@ -354,6 +371,8 @@ export class Worker {
         ? { in_flight_by_engine_priority: this.load.enginePriorities.toJSON() }
         : {}),
       pending_prefill_chars: this.pendingPrefillChars,
+      // Other replicas' queued prefill there, when shared state says there is some.
+      ...(this.peerPendingChars > 0 ? { peer_pending_prefill_chars: this.peerPendingChars } : {}),
       // Admission's slot accounting (saturation.ts): the batch cap and the slots free in it.
       batch_cap: fullBatchOf(this) ?? null,
       free_slots: freeSlots(this, Date.now()) ?? null,

@@ -148,6 +148,39 @@ describe("slot accounting (--worker-max-running, SGLang's said cap, a vLLM cap l
     full[1]?.close();
   });
 
+  it("keeps a slot free for another tenant while a flooding tenant waits (--tenant-reserve-slots)", async () => {
+    const sims = await Promise.all(["r0", "r1"].map((id) => startSimWorker({ id, maxRunning: 2 })));
+    started.sims = sims;
+    const router = await startTestRouter({
+      workerUrls: sims.map((s) => s.url),
+      ...HOLD_AT_FULL_BATCH,
+    });
+    started.router = router;
+    await router.context.introspection.pollAll();
+    const workers = router.context.registry.list();
+    const free = () => workers.reduce((n, w) => n + (freeSlots(w, Date.now()) ?? 0), 0);
+    // Another tenant is active (it asked just now): the flood's share is 4 slots ÷ 2 tenants.
+    expect(await complete(router.url, "other")).toBe(200);
+    const flood = await Promise.all(["1", "2", "3"].map(() => openStream(router.url, "flood")));
+    expect(free()).toBe(1);
+    let fourthIn = false;
+    const fourth = openStream(router.url, "flood").then((s) => {
+      fourthIn = true;
+      return s;
+    });
+    await waitFor(() => router.context.admission.waiting === 1, 5000, "the flood's fourth held");
+    // The other tenant's stream takes the kept slot at once; no engine queues anything.
+    const light = await openStream(router.url, "light");
+    expect(light.status).toBe(200);
+    expect(sims.map((s) => s.stats().waiting)).toEqual([0, 0]);
+    expect(fourthIn).toBe(false);
+    light.close();
+    const s = await fourth;
+    expect(s.status).toBe(200);
+    expect(sims.map((x) => x.stats().waiting)).toEqual([0, 0]);
+    for (const x of [...flood, s]) x.close();
+  });
+
   it("learns a vLLM engine's cap from vllm:num_requests_running when a reading shows it full", async () => {
     const { sim, router, worker } = await holdingAtFullBatch({
       id: "vllm",

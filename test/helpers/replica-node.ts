@@ -23,7 +23,19 @@ export type ReplicaCommand =
   /** Takes `n` requests' load on the worker (held until "finish"). */
   | { readonly op: "dispatch"; readonly url: string; readonly n: number }
   | { readonly op: "finish" }
-  | { readonly op: "peerInFlight"; readonly url: string };
+  | { readonly op: "peerInFlight"; readonly url: string }
+  /**
+   * Routes `text` to the worker as a decision does: inserted with the `uncached` characters it
+   * queues there, then the request's load taken (held until "finish", which is its first byte).
+   */
+  | {
+      readonly op: "decide";
+      readonly url: string;
+      readonly text: string;
+      readonly uncached: number;
+    }
+  /** The other replicas' queued prefill on the worker, as "chars/requests" ("" : no such worker). */
+  | { readonly op: "peerPending"; readonly url: string };
 
 export type ReplicaAnswer = string | number | string[] | null;
 
@@ -110,6 +122,20 @@ export class ReplicaNode {
         return null;
       case "peerInFlight":
         return this.registry.get(command.url)?.peerInFlight ?? -1;
+      case "decide": {
+        const worker = this.registry.get(command.url);
+        if (worker === undefined) throw new Error(`no worker ${command.url} here`);
+        this.index.insert(worker.id, undefined, command.text, command.uncached);
+        this.leases.push(
+          worker.dispatch({ textChars: command.text.length, uncachedChars: command.uncached }),
+        );
+        return null;
+      }
+      case "peerPending": {
+        const worker = this.registry.get(command.url);
+        if (worker === undefined) return "";
+        return `${worker.peerPendingPrefillChars}/${worker.peerPendingPrefillRequests}`;
+      }
     }
   }
 }

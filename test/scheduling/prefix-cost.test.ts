@@ -61,6 +61,20 @@ describe("prefix_cost: prefill already queued on a worker", () => {
     expect(selectWith(policy, [holder, cold], { text })!.worker).toBe(cold);
   });
 
+  it("counts the prefill other replicas queued there as its own (a new tenant goes elsewhere)", () => {
+    const policy = prefixCost({ prefixCostQueueWeight: 1, prefixCostRequestChars: 0 });
+    const text = question(1);
+    // Both hold the shared system prompt; a peer just queued a new tenant's prefill on the first.
+    const [first, second] = [fakeWorker("first"), fakeWorker("second")];
+    first.tree.insert(SYSTEM);
+    second.tree.insert(SYSTEM);
+    Object.assign(first, { peerPendingPrefillChars: 3000, peerPendingPrefillRequests: 1 });
+    expect(selectWith(policy, [first, second], { text })!.worker).toBe(second);
+    Object.assign(first, { peerPendingPrefillChars: 0, peerPendingPrefillRequests: 0 });
+    Object.assign(second, { peerPendingPrefillChars: 3000, peerPendingPrefillRequests: 1 });
+    expect(selectWith(policy, [first, second], { text })!.worker).toBe(first);
+  });
+
   it("stays on the prefix holder while its queue is shorter than the recompute", () => {
     const policy = prefixCost({ prefixCostQueueWeight: 1, prefixCostRequestChars: 0 });
     const text = question(1);

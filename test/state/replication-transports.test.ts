@@ -32,8 +32,12 @@ interface Replica {
 
 /** Replicas that share with each other (a key prefix in Redis; a hub and its processes). */
 interface Network {
-  /** `claimTimeoutMs`: --state-claim-timeout-ms for this replica (2 s if left out). */
-  replica(options?: { claimTimeoutMs?: number }): Promise<Replica>;
+  /**
+   * `claimTimeoutMs`: --state-claim-timeout-ms for this replica (2 s if left out);
+   * `slowLoadSync`: over Redis, load reports only once a minute (the cluster's channel sends
+   * them as they change, whatever this says).
+   */
+  replica(options?: { claimTimeoutMs?: number; slowLoadSync?: boolean }): Promise<Replica>;
   /**
    * The place where claims meet stops answering (Redis paused; the primary holding its claims, as
    * a busy event loop would); the function returned waits until it answers again, late ones first.
@@ -73,7 +77,7 @@ function redisMedium(): Medium {
                 url: redis!.url,
                 secret: TEST_STATE_SECRET,
                 keyPrefix,
-                loadIntervalMs: 20,
+                loadIntervalMs: options?.slowLoadSync === true ? 60_000 : 20,
                 claimTimeoutMs: options?.claimTimeoutMs ?? 2000,
                 claimTtlMs: 10_000,
               },
@@ -297,6 +301,55 @@ describe.each([redisMedium(), clusterMedium()])("the replication over $name", (m
       // ...where the late question was answered when it came: first come, first served.
       expect(await b.run({ op: "claim", key: "stalled", value: "b" })).toBe("a");
       expect(await b.run({ op: "claim", key: "next", value: "b" })).toBe("b");
+    }, 120_000);
+
+    it("a decision's queued prefill weighs on the others at once, not at the next load report", async () => {
+      const net = medium.network();
+      const a = await net.replica({ slowLoadSync: true });
+      const b = await net.replica({ slowLoadSync: true });
+      await a.run({ op: "add", url: W1 });
+      await a.run({ op: "add", url: W2 });
+      await waitFor(() => hasWorkers(b, [W1, W2]), 10_000, "b has the workers");
+      expect(await b.run({ op: "peerPending", url: W1 })).toBe("0/0");
+      await a.run({ op: "decide", url: W1, text: TEXT, uncached: 4000 });
+      await a.run({ op: "decide", url: W1, text: `${TEXT} and more`, uncached: 100 });
+      await waitFor(
+        async () => (await b.run({ op: "peerPending", url: W1 })) === "4100/2",
+        10_000,
+        "b counts the prefill a's two decisions queued",
+      );
+      expect(await b.run({ op: "peerPending", url: W2 })).toBe("0/0");
+    }, 120_000);
+
+    it("a peer's queued prefill stops weighing at the request's first byte, or when the peer stops", async () => {
+      const net = medium.network();
+      const [a, b] = [await net.replica(), await net.replica()];
+      await a.run({ op: "add", url: W1 });
+      await waitFor(() => hasWorkers(b, [W1]), 10_000, "b has the worker");
+      await a.run({ op: "decide", url: W1, text: TEXT, uncached: 4000 });
+      await waitFor(
+        async () => (await b.run({ op: "peerPending", url: W1 })) === "4000/1",
+        10_000,
+        "b counts a's queued prefill",
+      );
+      await a.run({ op: "finish" });
+      await waitFor(
+        async () => (await b.run({ op: "peerPending", url: W1 })) === "0/0",
+        10_000,
+        "b counts none once a's request has its first byte",
+      );
+      await a.run({ op: "decide", url: W1, text: TEXT, uncached: 300 });
+      await waitFor(
+        async () => (await b.run({ op: "peerPending", url: W1 })) === "300/1",
+        10_000,
+        "b counts a's next request",
+      );
+      await a.stop();
+      await waitFor(
+        async () => (await b.run({ op: "peerPending", url: W1 })) === "0/0",
+        10_000,
+        "b forgets a's queued prefill once a stops",
+      );
     }, 120_000);
 
     it("a replica's requests in flight weigh on the others' view of the worker until they end or it stops", async () => {

@@ -13,6 +13,8 @@ const op: fc.Arbitrary<StateOp> = fc.oneof(
       worker: fc.string(),
       model: fc.string(),
       text: fc.string(),
+      // The prefill the decision queued travels with it (peers count it at once).
+      uncached: fc.integer({ min: 1, max: 2 ** 40 }),
     },
     { requiredKeys: ["kind", "worker", "text"] },
   ),

@@ -1,0 +1,192 @@
+/**
+ * The reserve rule (admission/tenant-share.ts, --tenant-reserve-slots): while other tenants are
+ * active, a tenant holding at least its fair share of the batch slots waits while only the
+ * reserved slots are free, so another tenant's request starts at once instead of after an end.
+ */
+import { describe, expect, it } from "vitest";
+import { Admission } from "../../src/admission/admission.js";
+import { AdmissionQueue } from "../../src/admission/admission-queue.js";
+import type { AdmissionRelease, AdmissionTicket } from "../../src/admission/step.js";
+import { ACTIVE_WINDOW_MS, TenantShares } from "../../src/admission/tenant-share.js";
+import { Cancel } from "../../src/proxy/cancel.js";
+import type { SaturationView } from "../../src/workers/saturation.js";
+
+/** A worker with a said batch cap and no engine reading: its free slots are cap - own in flight. */
+class SlotWorker implements SaturationView {
+  ownInFlight = 0;
+  pendingPrefillRequests = 0;
+  pendingPrefillChars = 0;
+  readonly signals: SaturationView["signals"];
+  constructor(
+    readonly id: string,
+    cap: number | undefined,
+  ) {
+    this.signals = { load: () => undefined, maxRunning: cap };
+  }
+}
+
+const THRESHOLDS = { queueDepth: 1, kvUsage: 1, pendingPrefillChars: 0 };
+
+describe("TenantShares.heldForOthers", () => {
+  const none = () => 0;
+
+  it("holds a tenant over its share only while others are active and the reserve is all that is free", () => {
+    const workers = [new SlotWorker("w0", 4), new SlotWorker("w1", 4)];
+    const shares = new TenantShares(1);
+    for (let i = 0; i < 7; i++) shares.started("A");
+    workers[0]!.ownInFlight = 4;
+    workers[1]!.ownInFlight = 3;
+    // Alone: A may fill every slot.
+    expect(shares.heldForOthers("A", workers, 0, none)).toBe(false);
+    shares.seen("B", 0);
+    expect(shares.heldForOthers("A", workers, 1, none)).toBe(true);
+    // B under its share (4 of 8) is never held by the rule.
+    expect(shares.heldForOthers("B", workers, 1, none)).toBe(false);
+    // Two free: A may take one, one stays.
+    workers[0]!.ownInFlight = 3;
+    expect(shares.heldForOthers("A", workers, 1, none)).toBe(false);
+    workers[0]!.ownInFlight = 4;
+    // B idle past the window, nothing of it waiting or in flight: not active.
+    expect(shares.heldForOthers("A", workers, ACTIVE_WINDOW_MS, none)).toBe(false);
+    expect(shares.heldForOthers("A", workers, ACTIVE_WINDOW_MS, (t) => (t === "B" ? 1 : 0))).toBe(
+      true,
+    );
+    shares.started("B");
+    expect(shares.heldForOthers("A", workers, ACTIVE_WINDOW_MS, none)).toBe(true);
+  });
+
+  it("counts the share over the active tenants, and guesses nothing when a cap is unknown", () => {
+    const workers = [new SlotWorker("w0", 4), new SlotWorker("w1", 4)];
+    const shares = new TenantShares(1);
+    for (const t of ["B", "C", "D"]) shares.seen(t, 0);
+    // Share 8 / 4 = 2: A at 1 goes even into the last free slot.
+    shares.started("A");
+    workers[0]!.ownInFlight = 4;
+    workers[1]!.ownInFlight = 3;
+    expect(shares.heldForOthers("A", workers, 1, none)).toBe(false);
+    shares.started("A");
+    expect(shares.heldForOthers("A", workers, 1, none)).toBe(true);
+    expect(
+      shares.heldForOthers("A", [...workers, new SlotWorker("vllm", undefined)], 1, none),
+    ).toBe(false);
+    expect(new TenantShares(0).heldForOthers("A", workers, 1, none)).toBe(false);
+  });
+});
+
+describe("AdmissionQueue with --tenant-reserve-slots", () => {
+  function ticket(
+    tenant: string,
+    workers: SaturationView[],
+    signal = new Cancel(),
+  ): AdmissionTicket {
+    return {
+      identity: () => ({ tenant, priority: 0 }),
+      candidates: () => workers,
+      cost: () => 100,
+      promptChars: () => 400,
+      maxTokens: () => undefined,
+      timeoutMs: () => 30_000,
+      signal,
+    };
+  }
+
+  it("keeps a free slot for a light tenant while a flood waits, and gives the flood the slot back once it is idle", async () => {
+    let now = 1_000;
+    const q = new AdmissionQueue({
+      maxConcurrent: 0,
+      queueSize: 100,
+      maxQueuedPerTenant: 100,
+      queueWhenSaturated: true,
+      thresholds: THRESHOLDS,
+      reserveSlots: 1,
+      recheckMs: 2,
+      now: () => now,
+    });
+    const workers = [new SlotWorker("w0", 4), new SlotWorker("w1", 4)];
+    /** Admitted requests as the forwarder would place them: into a free slot. */
+    const dispatch = (release: AdmissionRelease) => {
+      const w = workers.reduce((a, b) => (b.ownInFlight < a.ownInFlight ? b : a));
+      w.ownInFlight += 1;
+      return () => {
+        w.ownInFlight -= 1;
+        release();
+      };
+    };
+    const go = async (tenant: string, signal?: Cancel) => {
+      const entered = q.enter(ticket(tenant, workers, signal));
+      return dispatch(typeof entered === "function" ? entered : await entered);
+    };
+
+    // B has been seen: A fills 7 of the 8 slots at once, and its 8th waits.
+    (await go("B"))();
+    const flood = [];
+    for (let i = 0; i < 7; i++) flood.push(await go("A"));
+    expect(q.waiting).toBe(0);
+    let eighthIn = false;
+    const eighth = go("A").then((end) => {
+      eighthIn = true;
+      return end;
+    });
+    expect(q.waiting).toBe(1);
+    expect(q.wouldWait(ticket("A", workers))).toBe("queue_not_empty");
+
+    // B's next request takes the kept slot at once, ahead of the waiting flood.
+    const light = await go("B");
+    expect(q.waiting).toBe(1);
+    expect(workers.reduce((s, w) => s + w.ownInFlight, 0)).toBe(8);
+
+    // One end of the flood frees a slot, which is kept; a second lets A's waiting request go.
+    flood.pop()?.();
+    await new Promise((r) => setTimeout(r, 10));
+    expect(eighthIn).toBe(false);
+    light();
+    const end = await eighth;
+    expect(q.waiting).toBe(0);
+
+    // B idle past the window: A fills every slot.
+    now += ACTIVE_WINDOW_MS;
+    flood.push(end, await go("A"));
+    expect(workers.reduce((s, w) => s + w.ownInFlight, 0)).toBe(8);
+    for (const f of flood) f();
+    expect(q.running).toBe(0);
+  });
+});
+
+describe("Admission.roomFor: into a free slot when there is one", () => {
+  it("prefers, while tenants share the slots, a worker with a free slot over one whose full batch only counts as room at depth 1", () => {
+    const queue = new AdmissionQueue({
+      maxConcurrent: 0,
+      queueSize: 10,
+      maxQueuedPerTenant: 10,
+      queueWhenSaturated: true,
+      thresholds: THRESHOLDS,
+      reserveSlots: 1,
+    });
+    const admission = new Admission(queue, THRESHOLDS, true);
+    const [full, open] = [new SlotWorker("full", 2), new SlotWorker("open", 2)];
+    full.ownInFlight = 2;
+    open.ownInFlight = 1;
+    const ticket: AdmissionTicket = {
+      identity: () => ({ tenant: "B", priority: 0 }),
+      candidates: () => [full, open],
+      cost: () => 100,
+      promptChars: () => 400,
+      maxTokens: () => undefined,
+      timeoutMs: () => 1000,
+      signal: new Cancel(),
+    };
+    // Alone, the tenant routes as before: both have room at depth 1.
+    const alone = admission.roomFor(ticket, undefined);
+    expect([alone?.(full), alone?.(open)]).toEqual([true, true]);
+    // Another tenant asked just now: into the free slot.
+    const other = queue.enter({ ...ticket, identity: () => ({ tenant: "other", priority: 0 }) });
+    expect(typeof other).toBe("function");
+    (other as AdmissionRelease)();
+    const room = admission.roomFor(ticket, undefined);
+    expect([room?.(full), room?.(open)]).toEqual([false, true]);
+    // No free slot anywhere: room is where the engine queue is under --saturation-queue-depth.
+    open.ownInFlight = 2;
+    const none = admission.roomFor(ticket, undefined);
+    expect([none?.(full), none?.(open)]).toEqual([true, true]);
+  });
+});
