@@ -7,6 +7,7 @@
  *
  *   npm run bench:admission-floor
  *   npm run bench:admission-floor -- --seconds 600 --batch-tokens 8192,2048,512,256 --flood-spread 0.5
+ *   npm run bench:admission-floor -- --engine sglang     SGLang's prefill-first steps (default: vLLM's mixed)
  *
  * One engine with bench:admission's shapes: a running batch of 8, the flood's requests 1,000
  * prompt tokens and 96 output (bench:admission's 4,000 characters at the simulator's 4 per token),
@@ -69,6 +70,8 @@ function runOnce(
   seconds: number,
   seed: number,
   spread: number,
+  /** SGLang's step rule: a step with prefill runs it alone (sim/engine.ts prefillFirst). */
+  prefillFirst: boolean,
 ): RunResult {
   const clock = new ManualClock();
   const rng = mulberry32(seed);
@@ -78,6 +81,7 @@ function runOnce(
       maxRunning: MAX_RUNNING,
       maxBatchTokens: batchTokens,
       delayFactor: () => 1,
+      prefillFirst,
       // SGLang's direction (higher first), the flood at -1, light at 0, preempting for any gap.
       ...(mode === "preempt"
         ? { priorityOrder: "higher-first" as const, preemptionThreshold: 0 }
@@ -141,6 +145,114 @@ function runOnce(
   return { mode, batchTokens, ttfts, floodTokensPerSec: floodTokens / seconds };
 }
 
+/**
+ * The router's rule on a fleet (--tenant-reserve-slots, src/admission/tenant-share.ts) in model
+ * time: `engines` engines of MAX_RUNNING, the flood always backlogged in the router (an ideal
+ * admission queue), the light requests (LIGHT_RATE per engine, Poisson) let go at once into a
+ * free slot, else held until one frees (before the flood). With `reserve` 0 the flood refills
+ * every slot that frees; with 1 it refills a slot only while more than one is free, so one stays
+ * for the light requests. Dispatch takes no time (the router's round trip is not modelled).
+ */
+function runFleet(
+  engines: number,
+  reserve: number,
+  batchTokens: number,
+  seconds: number,
+  seed: number,
+  prefillFirst: boolean,
+): { ttfts: number[]; floodTokensPerSec: number } {
+  const clock = new ManualClock();
+  const rng = mulberry32(seed);
+  const fleet = Array.from({ length: engines }, () => ({
+    held: 0,
+    engine: new Engine(
+      {
+        timing: DEFAULT_TIMING,
+        maxRunning: MAX_RUNNING,
+        maxBatchTokens: batchTokens,
+        delayFactor: () => 1,
+        prefillFirst,
+      },
+      new PrefixKvCache({ capacityTokens: 400_000, blockSize: 16 }),
+      clock,
+    ),
+  }));
+  const endAt = seconds * 1000;
+  const slots = engines * MAX_RUNNING;
+  let floodTokens = 0;
+  const ttfts: number[] = [];
+  const waitingLight: number[] = [];
+  const freeTotal = () => slots - fleet.reduce((n, e) => n + e.held, 0);
+  const roomiest = () => fleet.reduce((a, b) => (b.held < a.held ? b : a));
+  const submit = (shape: typeof FLOOD, onToken: (i: number) => void, onEnd: () => void) => {
+    const at = roomiest();
+    at.held += 1;
+    at.engine.submit({
+      promptTokens: freshPrompt(rng, shape.promptTokens),
+      maxTokens: shape.maxTokens,
+      sink: {
+        onToken,
+        onFinish: () => {
+          at.held -= 1;
+          onEnd();
+        },
+      },
+    });
+  };
+  const startLight = (sent: number) =>
+    submit(
+      LIGHT,
+      (i) => {
+        if (i === 0) ttfts.push(clock.now() - sent);
+      },
+      refill,
+    );
+  // A freed slot goes to a held light request first, then to the flood beyond the reserve.
+  function refill(): void {
+    while (waitingLight.length > 0 && freeTotal() > 0) startLight(waitingLight.shift() as number);
+    while (clock.now() < endAt && freeTotal() > reserve) {
+      submit(
+        FLOOD,
+        () => {
+          if (clock.now() <= endAt) floodTokens++;
+        },
+        refill,
+      );
+    }
+  }
+  // The flood's first lanes staggered over one request's life, as runOnce's.
+  for (let i = 0; i < slots - reserve; i++)
+    clock.setTimer(
+      () => {
+        if (freeTotal() > reserve)
+          submit(
+            FLOOD,
+            () => {
+              if (clock.now() <= endAt) floodTokens++;
+            },
+            refill,
+          );
+      },
+      (i * 900) / slots,
+    );
+  let at = 1000;
+  const scheduleLight = () => {
+    at += exponential(rng, 1000 / (LIGHT_RATE * engines));
+    if (at >= endAt) return;
+    clock.setTimer(() => {
+      if (freeTotal() > 0) startLight(clock.now());
+      else waitingLight.push(clock.now());
+      scheduleLight();
+    }, at - clock.now());
+  };
+  scheduleLight();
+  while (clock.now() < endAt && clock.fireNext()) {
+    // fireNext moves the clock to the next timer and runs it.
+  }
+  for (const e of fleet) e.engine.stop();
+  return { ttfts, floodTokensPerSec: floodTokens / seconds };
+}
+
 function quantile(sorted: readonly number[], q: number): number {
   if (sorted.length === 0) return Number.NaN;
   const i = Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1);
@@ -155,12 +267,17 @@ export async function main(argv = process.argv.slice(2)): Promise<void> {
       "batch-tokens": { type: "string", default: "8192,2048,512,256" },
       seed: { type: "string", default: "24" },
       "flood-spread": { type: "string", default: "0" },
+      engine: { type: "string", default: "vllm" },
     },
   });
   const seconds = Number(values.seconds);
   const seed = Number(values.seed);
   const spread = Number(values["flood-spread"]);
   const budgets = String(values["batch-tokens"]).split(",").map(Number);
+  const engineRules = values.engine;
+  if (engineRules !== "sglang" && engineRules !== "vllm") {
+    throw new Error(`--engine must be sglang or vllm, got ${engineRules}`);
+  }
   if (
     !(seconds > 1) ||
     budgets.some((b) => !Number.isInteger(b) || b < 1) ||
@@ -171,11 +288,13 @@ export async function main(argv = process.argv.slice(2)): Promise<void> {
     );
   }
   console.log(
-    `engine floor under the flood: 1 engine, batch ${MAX_RUNNING}, ${seconds} model s, seed ${seed}, flood output spread ±${spread * 100}%; light ${LIGHT_RATE}/s`,
+    `engine floor under the flood: 1 engine (${engineRules} step rule), batch ${MAX_RUNNING}, ${seconds} model s, seed ${seed}, flood output spread ±${spread * 100}%; light ${LIGHT_RATE}/s`,
   );
   const rows: string[][] = [];
   for (const budget of budgets) {
-    const results = MODES.map((mode) => runOnce(mode, budget, seconds, seed, spread));
+    const results = MODES.map((mode) =>
+      runOnce(mode, budget, seconds, seed, spread, engineRules === "sglang"),
+    );
     const quietP99 = quantile(
       [...(results[0] as RunResult).ttfts].sort((a, b) => a - b),
       0.99,
@@ -210,6 +329,44 @@ export async function main(argv = process.argv.slice(2)): Promise<void> {
       "÷ fcfs",
     ],
     rows,
+  );
+  // The fleet's rule: 2 engines, 1 or 2 slots kept across both (--tenant-reserve-slots) against none.
+  const fleetRows: string[][] = [];
+  for (const budget of budgets) {
+    const [none, one, two] = [0, 1, 2].map((reserve) =>
+      runFleet(2, reserve, budget, seconds, seed, engineRules === "sglang"),
+    );
+    for (const [name, r] of [
+      ["reserve 0", none],
+      ["reserve 1", one],
+      ["reserve 2", two],
+    ] as const) {
+      const sorted = [...(r?.ttfts ?? [])].sort((a, b) => a - b);
+      fleetRows.push([
+        String(budget),
+        name,
+        String(sorted.length),
+        fmt(quantile(sorted, 0.5)),
+        fmt(quantile(sorted, 0.99)),
+        fmt(r?.floodTokensPerSec ?? Number.NaN, 0),
+        fmt((r?.floodTokensPerSec ?? Number.NaN) / (none?.floodTokensPerSec ?? Number.NaN), 3),
+      ]);
+    }
+  }
+  console.log(
+    "\nthe router's reserve on 2 engines (light let go into a free slot, else held for the next end):",
+  );
+  printTable(
+    [
+      "batch tokens",
+      "fleet",
+      "light n",
+      "TTFT p50 ms",
+      "TTFT p99 ms",
+      "flood tok/s",
+      "÷ reserve 0",
+    ],
+    fleetRows,
   );
 }
 

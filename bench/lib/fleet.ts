@@ -26,17 +26,21 @@ export interface FleetMember {
   url: string;
   /** The worker's KV-event endpoints, when started with `kvEvents`. */
   kvEvents?: { endpoint: string; replayEndpoint: string | undefined };
+  /** A prefill worker's bootstrap port (SGLang's disaggregation), when it has one. */
+  bootstrapPort?: number;
 }
 
 /** A started worker as the fleet reports it. */
 export function memberOf(s: SimWorker): FleetMember {
   const kv = s.kvEvents;
+  const bootstrap = s.bootstrapPort === undefined ? {} : { bootstrapPort: s.bootstrapPort };
   return kv === undefined
-    ? { id: s.id, url: s.url }
+    ? { id: s.id, url: s.url, ...bootstrap }
     : {
         id: s.id,
         url: s.url,
         kvEvents: { endpoint: kv.endpoint, replayEndpoint: kv.replayEndpoint },
+        ...bootstrap,
       };
 }
 

@@ -14,7 +14,7 @@ import type { Worker } from "../workers/worker.js";
 import { admissionTicket } from "./admission-ticket.js";
 import { adminAllowed } from "./auth.js";
 import { admitClient } from "./client-gate.js";
-import { onConnectionClose } from "./connection-requests.js";
+import { joinConnection } from "./connection-requests.js";
 import type { RouterContext } from "./context.js";
 import { lingerOnUnreadBody } from "./linger.js";
 
@@ -53,13 +53,18 @@ export async function handleInference(
   );
   const client = new Cancel();
   // The connection, not the response: a pipelined request behind this one has no socket yet.
-  const forget = onConnectionClose(incoming.socket, () => {
+  const connection = joinConnection(incoming.socket, () => {
     if (!res.writableFinished) client.abort();
   });
   ctx.state.active += 1;
   let opened: OpenedRequest | undefined;
   let outcome: ForwardOutcome;
   try {
+    // A pipelined request starts once the one before it on its connection has ended.
+    if (connection.ready !== undefined) {
+      await connection.ready;
+      if (client.aborted) throw new ClientGoneError();
+    }
     admitClient(ctx, incoming.headers.authorization);
     // Receive: the body is read (and refused early: 400, 413, 415...) before the request takes
     // a queue slot.
@@ -80,7 +85,7 @@ export async function handleInference(
     // Complete: the body's bytes leave the router-wide budget.
     opened?.lease.release();
     ctx.state.active -= 1;
-    forget();
+    connection.end();
   }
   observe(ctx, endpoint, incoming, requestId, startedAt, outcome);
   trace?.end(outcome);

@@ -56,4 +56,34 @@ describe("pipelined requests do not outlive their connection", () => {
     // The one in flight when the connection closed, perhaps one more admitted at that moment.
     expect(sim.stats().requests).toBeLessThanOrEqual(2);
   });
+
+  it("serves a connection's pipelined requests one at a time, in order, each answered", async () => {
+    // 10 requests of about 100 ms each at the worker: served at once, they would be there together.
+    started.sims = [await startSimWorker({ id: "paced", timeScale: 1, stepFloorMs: 20 })];
+    const sim = started.sims[0]!;
+    started.router = await startTestRouter({ workerUrls: [sim.url] });
+    const { hostname, port } = new URL(started.router.url);
+    const socket = connect({ host: hostname, port: Number(port) });
+    let answers = "";
+    socket.on("data", (chunk: Buffer) => {
+      answers += chunk.toString("latin1");
+    });
+    socket.write(pipelined(10));
+    let most = 0;
+    const sampler = setInterval(() => {
+      most = Math.max(most, sim.stats().inFlight);
+    }, 2);
+    try {
+      await waitFor(
+        () => (answers.match(/HTTP\/1\.1 200/g) ?? []).length === 10,
+        10_000,
+        () => `10 answers (${(answers.match(/HTTP\/1\.1 \d+/g) ?? []).join(", ")})`,
+      );
+    } finally {
+      clearInterval(sampler);
+      socket.destroy();
+    }
+    expect(most).toBe(1);
+    expect(sim.stats().requests).toBe(10);
+  });
 });

@@ -1,0 +1,89 @@
+/**
+ * bench:faults' measuring side in a process of its own: the legitimate clients (short chat
+ * completions back to back) and the `/health` probe. The attack traffic is generated in the
+ * bench's process; measured from there, its own CPU work (16 × 60 MB bodies, 1,000 pipelined
+ * requests at once) showed up as the router's latency.
+ */
+import { fork } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { stopChild } from "./child-process.js";
+import { TSX_EXEC_ARGV } from "./tsx-exec-argv.js";
+
+export interface ProbeConfig {
+  url: string;
+  clients: number;
+  healthEveryMs: number;
+  /** The model the legitimate requests name (undefined: none). */
+  model?: string;
+}
+
+/** What one phase measured. */
+export interface ProbeResult {
+  /** Answered 200. */
+  ok: number;
+  /** Refused before any work (429, 503): the router said no, and said why. */
+  refused: number;
+  /** Accepted and lost: any other answer, a cut connection or the client's own 30 s timeout. */
+  lost: number;
+  p50Ms: number;
+  p99Ms: number;
+  worstHealthMs: number;
+  healthFailures: number;
+}
+
+export type ProbeRequest =
+  | { type: "start"; config: ProbeConfig }
+  | { type: "stop" }
+  | { type: "exit" };
+export type ProbeReply =
+  | { type: "result"; result: ProbeResult }
+  | { type: "error"; message: string };
+
+export interface ProbeProcess {
+  /** Starts a phase: the clients and the probe run until `stop`. */
+  start(config: ProbeConfig): void;
+  /** Ends the phase (requests under way are waited for, at most their own timeout). */
+  stop(): Promise<ProbeResult>;
+  close(): Promise<void>;
+}
+
+const CHILD_SCRIPT = fileURLToPath(new URL("./fault-probe-child.ts", import.meta.url));
+
+export function startProbeProcess(): ProbeProcess {
+  const child = fork(CHILD_SCRIPT, [], {
+    execArgv: [...TSX_EXEC_ARGV],
+    stdio: ["ignore", "inherit", "inherit", "ipc"],
+  });
+  return {
+    start: (config) => child.send({ type: "start", config } satisfies ProbeRequest),
+    stop: () =>
+      new Promise((resolve, reject) => {
+        const timer = setTimeout(() => {
+          cleanup();
+          reject(new Error("the probe process gave no result within 60 s"));
+        }, 60_000);
+        const onExit = (code: number | null) => {
+          cleanup();
+          reject(new Error(`the probe process exited (code ${code})`));
+        };
+        const onMessage = (msg: ProbeReply) => {
+          cleanup();
+          if (msg.type === "result") resolve(msg.result);
+          else reject(new Error(msg.message));
+        };
+        const cleanup = () => {
+          clearTimeout(timer);
+          child.off("exit", onExit);
+          child.off("message", onMessage);
+        };
+        child.once("exit", onExit);
+        child.once("message", onMessage);
+        child.send({ type: "stop" } satisfies ProbeRequest);
+      }),
+    close: () =>
+      stopChild(child, () => {
+        if (child.connected) child.send({ type: "exit" } satisfies ProbeRequest);
+        else child.kill();
+      }),
+  };
+}
