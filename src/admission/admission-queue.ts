@@ -343,9 +343,17 @@ export class AdmissionQueue implements AdmissionStep {
     if (head === undefined || this.atConcurrencyLimit()) return;
     // Room is per request (its model's workers): a head whose workers are saturated does not hold
     // back a request whose workers have room (the head, first in find's order, was just asked).
-    const next = this.saturated(head.ticket)
-      ? this.queue.find((w) => w !== head && !this.saturated(w.ticket), MAX_SCAN)
-      : head;
+    const headCause = this.holdCause(head.ticket);
+    // A tenant held for its share is held for every request of this turn (its other requests
+    // would each count the same slots again).
+    const sharing = new Set<string>(headCause === "tenant_share" ? [head.tenant] : []);
+    const ready = (w: Waiter) => {
+      if (w === head || sharing.has(w.tenant)) return false;
+      const cause = this.holdCause(w.ticket);
+      if (cause === "tenant_share") sharing.add(w.tenant);
+      return cause === undefined;
+    };
+    const next = headCause === undefined ? head : this.queue.find(ready, MAX_SCAN);
     if (next === undefined) return;
     this.queue.take(next);
     this.active += 1;

@@ -51,8 +51,9 @@ export class TenantShares {
     return this.tenants.get(tenant)?.inFlight ?? 0;
   }
 
+  /** The tenant left the tenant table (idle a minute): its count goes with it (bounded memory). */
   forget(tenant: string): void {
-    if (this.inFlight(tenant) === 0) this.tenants.delete(tenant);
+    this.tenants.delete(tenant);
   }
 
   /** Other tenants with requests in flight, waiting (`waiting`), or one within ACTIVE_WINDOW_MS. */

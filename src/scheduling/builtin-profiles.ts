@@ -7,6 +7,7 @@
 
 import type { CacheAwareOptions } from "./cache-aware.js";
 import {
+  DEFAULT_LORA_LOAD_CHARS,
   DEFAULT_PREFIX_TOKEN_COUNT,
   DEFAULT_TIE_BREAK,
   POLICY_DEFAULTS,
@@ -63,6 +64,7 @@ const OWN_POLICIES = {
       queueWeight: o.prefixCostQueueWeight,
       requestChars: o.prefixCostRequestChars,
       evictionWeight: o.prefixCostEvictionWeight,
+      loraLoadChars: o.prefixCostLoraLoadChars,
       tieBreak: o.prefixCostTieBreak,
     }),
   round_robin: () => onePicker("round_robin", "round-robin-picker"),
@@ -90,6 +92,7 @@ function isOwnPolicy(name: string): name is OwnPolicyName {
 const DEFAULT_OPTIONS: OwnOptions = {
   ...POLICY_DEFAULTS,
   prefixCostTieBreak: DEFAULT_TIE_BREAK,
+  prefixCostLoraLoadChars: DEFAULT_LORA_LOAD_CHARS,
   prefixTokenCount: DEFAULT_PREFIX_TOKEN_COUNT,
 };
 

@@ -33,6 +33,11 @@ export interface PolicyOptions {
    * is full, per unit of fill (the characters it evicts, which their owners recompute). >= 0.
    */
   readonly prefixCostEvictionWeight?: number | undefined;
+  /**
+   * prefix_cost: characters of prefill a LoRA adapter's load is worth, on a worker whose engine
+   * holds the request's adapter unloaded (workers/lora-residency.ts). >= 0; 0 = residency ignored.
+   */
+  readonly prefixCostLoraLoadChars?: number | undefined;
   /** prefix_cost: how near-equal costs are settled (TIE_BREAKS). */
   readonly prefixCostTieBreak?: TieBreak | undefined;
   /** prefix_hash: the prompt's first tokens hashed onto the ring (--prefix-token-count). >= 1. */
@@ -49,6 +54,7 @@ export interface ResolvedPolicyOptions {
   readonly prefixCostQueueWeight: number;
   readonly prefixCostRequestChars: number;
   readonly prefixCostEvictionWeight: number;
+  readonly prefixCostLoraLoadChars: number;
   readonly prefixCostTieBreak: TieBreak;
   readonly prefixTokenCount: number;
   readonly random: RandomSource;
@@ -59,7 +65,10 @@ export interface ResolvedPolicyOptions {
  * weights of prefix_cost (see scheduling/prefix-cost.ts and docs/benchmarks.md for how they were set).
  */
 export const POLICY_DEFAULTS: Readonly<
-  Omit<ResolvedPolicyOptions, "random" | "prefixCostTieBreak" | "prefixTokenCount">
+  Omit<
+    ResolvedPolicyOptions,
+    "random" | "prefixCostTieBreak" | "prefixTokenCount" | "prefixCostLoraLoadChars"
+  >
 > = Object.freeze({
   cacheThreshold: 0.3,
   balanceAbsThreshold: 64,
@@ -69,6 +78,12 @@ export const POLICY_DEFAULTS: Readonly<
   prefixCostRequestChars: 256,
   prefixCostEvictionWeight: 2,
 });
+
+/**
+ * prefix_cost's LoRA load in characters of prefill unless configured: about a thousand tokens'
+ * prefill, the order of an adapter's swap into a GPU slot (a load from disk costs more).
+ */
+export const DEFAULT_LORA_LOAD_CHARS = 4096;
 
 /** prefix_hash's prompt tokens hashed: SGLang's default (sgl-model-gateway/src/policies/prefix_hash.rs). */
 export const DEFAULT_PREFIX_TOKEN_COUNT = 256;
@@ -143,6 +158,13 @@ export function resolvePolicyOptions(options: PolicyOptions = {}): ResolvedPolic
       "prefixCostEvictionWeight",
       options.prefixCostEvictionWeight,
       POLICY_DEFAULTS.prefixCostEvictionWeight,
+      (v) => v >= 0,
+      ">= 0",
+    ),
+    prefixCostLoraLoadChars: checkNumber(
+      "prefixCostLoraLoadChars",
+      options.prefixCostLoraLoadChars,
+      DEFAULT_LORA_LOAD_CHARS,
       (v) => v >= 0,
       ">= 0",
     ),

@@ -11,6 +11,7 @@ import {
 } from "./key-pickers.js";
 import { ActiveRequestScorer, KvCacheUtilizationScorer, QueueScorer } from "./load-scorers.js";
 import {
+  DEFAULT_LORA_LOAD_CHARS,
   DEFAULT_PREFIX_TOKEN_COUNT,
   DEFAULT_TIE_BREAK,
   POLICY_DEFAULTS,
@@ -107,6 +108,9 @@ export const PICKER_TYPES: Readonly<Record<string, Make<Picker>>> = {
         POLICY_DEFAULTS.prefixCostEvictionWeight,
         { min: 0 },
       ),
+      prefixCostLoraLoadChars: p.number("loraLoadChars", DEFAULT_LORA_LOAD_CHARS, {
+        min: 0,
+      }),
       prefixCostTieBreak: p.oneOf("tieBreak", DEFAULT_TIE_BREAK, TIE_BREAKS),
     }),
   "round-robin-picker": (name, _p, env) => new LoadPicker(name, "round_robin", env.random),

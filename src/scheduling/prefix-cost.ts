@@ -1,3 +1,4 @@
+import { adapterNamed } from "../workers/served-models.js";
 import { loadCap, ownLoad } from "./load-cap.js";
 import type { ResolvedPolicyOptions, TieBreak } from "./options.js";
 import { onAlive, type Pick as Picked, type Picker, type SchedulingContext } from "./plugin.js";
@@ -12,7 +13,10 @@ export type PrefixCostOptions = Pick<
   Partial<
     Pick<
       ResolvedPolicyOptions,
-      "prefixCostTieBreak" | "cacheLoadBound" | "prefixCostEvictionWeight"
+      | "prefixCostTieBreak"
+      | "cacheLoadBound"
+      | "prefixCostEvictionWeight"
+      | "prefixCostLoraLoadChars"
     >
   >;
 
@@ -29,6 +33,8 @@ export type PrefixCostOptions = Pick<
  *                                                     send (another replica's, direct clients'),
  *                                                     each guessed as long as this one, uncached
  *        + requestChars × inFlight                    each running request's share of every step
+ *        + loraLoadChars, where the engine holds      the adapter's load before the prefill
+ *          the request's adapter unloaded
  *
  * foreign = the engine's reported queue (sglang:num_queue_reqs, vllm:num_requests_waiting, when
  * fresh) minus this router's own requests that were waiting for a first byte there when the engine
@@ -79,6 +85,7 @@ export class PrefixCostPicker implements Picker {
   private readonly requestChars: number;
   private readonly tieBreak: TieBreak;
   private readonly evictionWeight: number;
+  private readonly loraLoadChars: number;
   /** --cache-load-bound, applied only when the queue weight is 0 (see above). */
   private readonly loadBound: number;
   /** Reused across decisions (select is synchronous and keeps nothing). */
@@ -93,6 +100,7 @@ export class PrefixCostPicker implements Picker {
     this.requestChars = options.prefixCostRequestChars;
     this.tieBreak = options.prefixCostTieBreak ?? "hash";
     this.evictionWeight = options.prefixCostEvictionWeight ?? 0;
+    this.loraLoadChars = options.prefixCostLoraLoadChars ?? 0;
     this.loadBound = this.queueWeight === 0 ? (options.cacheLoadBound ?? 0) : 0;
   }
 
@@ -112,6 +120,10 @@ export class PrefixCostPicker implements Picker {
     const now = ctx.now;
     const cap =
       this.loadBound === 0 ? Number.POSITIVE_INFINITY : loadCap(candidates, this.loadBound);
+    // The adapter the request names (SGLang's lora_path, else the model): a load where the engine
+    // holds it unloaded. Undefined residency (a base model, nothing known) costs nothing.
+    const adapter =
+      this.loraLoadChars > 0 ? adapterNamed(request.requested, request.adapter) : undefined;
     let best = start;
     let bestCost = Number.POSITIVE_INFINITY;
     let bestLoad = 0;
@@ -130,7 +142,10 @@ export class PrefixCostPicker implements Picker {
       const cost =
         ownLoad(worker) > cap
           ? Number.POSITIVE_INFINITY
-          : this.cost(worker, matched, length, now, fill?.[index] ?? 0);
+          : this.cost(worker, matched, length, now, fill?.[index] ?? 0) +
+            (adapter !== undefined && worker.loraResident?.(adapter, now) === false
+              ? this.loraLoadChars
+              : 0);
       costs[index] = cost;
       held[index] = matched;
       if (matched > 0) anyHeld = true;

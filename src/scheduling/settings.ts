@@ -8,6 +8,7 @@ import { section } from "../config-kit/setting.js";
 import { ConfigError } from "../errors.js";
 import { SchedulerConfigError } from "./config-path.js";
 import {
+  DEFAULT_LORA_LOAD_CHARS,
   DEFAULT_PREFIX_TOKEN_COUNT,
   DEFAULT_TIE_BREAK,
   POLICY_DEFAULTS,
@@ -133,6 +134,14 @@ export const POLICIES_SETTINGS = section<PoliciesConfig>(
       description:
         "prefix_cost: on a worker whose cache is full (the prefix index's view: what the router sent there against the engine's learned KV capacity), each uncached character also evicts one cached character that its owners will recompute; this weighs that, times the fill, on top of the character's own prefill. A prefix's holder then keeps it unless another worker's queue is shorter by (1 + weight × fill) times what it holds, so a moment's load difference no longer moves a tenant into a full cache. 0 = off.",
       default: POLICY_DEFAULTS.prefixCostEvictionWeight,
+      parse: number(0),
+    },
+    prefixCostLoraLoadChars: {
+      flag: "--prefix-cost-lora-load-chars",
+      arg: "<chars>",
+      description:
+        "prefix_cost: characters of prefill a LoRA adapter's load is worth: added to the cost of a worker whose engine holds the request's adapter listed but not loaded (vLLM's lora_requests_info and the adapters this router sent it, within the engine's slots; docs/scheduling.md, LoRA residency), so requests for an adapter go where it is loaded unless the queue there outweighs a load. 0 = residency ignored.",
+      default: DEFAULT_LORA_LOAD_CHARS,
       parse: number(0),
     },
     prefixCostTieBreak: {

@@ -122,6 +122,8 @@ describe("AdmissionQueue with --tenant-reserve-slots", () => {
     const flood = [];
     for (let i = 0; i < 7; i++) flood.push(await go("A"));
     expect(q.waiting).toBe(0);
+    expect(q.wouldWait(ticket("A", workers))).toBe("tenant_share");
+    expect(q.wouldWait(ticket("B", workers))).toBeNull();
     let eighthIn = false;
     const eighth = go("A").then((end) => {
       eighthIn = true;

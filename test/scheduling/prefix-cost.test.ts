@@ -415,3 +415,37 @@ describe("prefix_cost: what a placement evicts from a full cache", () => {
     expect(held.worker).toBe(busyEmpty);
   });
 });
+
+describe("prefix_cost: a LoRA adapter's load", () => {
+  const lora = (id: string, resident: boolean | undefined, inFlight = 0) =>
+    Object.assign(fakeWorker(id, inFlight), {
+      loraResident: (adapter: string) => (adapter === "sql-lora" ? resident : undefined),
+    });
+
+  it("counts --prefix-cost-lora-load-chars where the engine holds the adapter unloaded", () => {
+    const policy = prefixCost({ prefixCostRequestChars: 256, prefixCostLoraLoadChars: 4096 });
+    const unloaded = lora("unloaded", false);
+    const resident = lora("resident", true, 3);
+    // resident: 3 × 256 in flight < unloaded: a 4096-character load.
+    const pick = policy.select([unloaded, resident], { text: "q", requested: "sql-lora" })!;
+    expect(pick.worker).toBe(resident);
+    // A base-model request (residency unknown) and a cost of 0 ignore it: the least loaded wins.
+    const base = lora("base", undefined, 3);
+    expect(policy.select([unloaded, base], { text: "q", requested: "llama" })!.worker).toBe(
+      unloaded,
+    );
+    const blind = prefixCost({ prefixCostRequestChars: 256, prefixCostLoraLoadChars: 0 });
+    expect(blind.select([unloaded, resident], { text: "q", requested: "sql-lora" })!.worker).toBe(
+      unloaded,
+    );
+  });
+
+  it("gives way when the queue where it is loaded outweighs a load", () => {
+    const policy = prefixCost({ prefixCostRequestChars: 256, prefixCostLoraLoadChars: 512 });
+    const pick = policy.select([lora("unloaded", false), lora("resident", true, 3)], {
+      text: "q",
+      requested: "sql-lora",
+    })!;
+    expect(pick.worker.id).toBe("unloaded");
+  });
+});
