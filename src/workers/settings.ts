@@ -33,10 +33,12 @@ export function workerUrl(raw: string, flag: string): string {
 
 /** Worker URLs, space- or comma-separated, each normalized (--worker-urls, --decode). */
 export function workerUrls(raw: string, flag: string): string[] {
-  return raw
-    .split(/[\s,]+/)
-    .filter((t) => t !== "")
-    .map((t) => workerUrl(t, flag));
+  return listItems(raw).map((t) => workerUrl(t, flag));
+}
+
+/** A flag's items, space- or comma-separated (--worker-urls, --lora-paths). */
+function listItems(raw: string): string[] {
+  return raw.split(/[\s,]+/).filter((t) => t !== "");
 }
 
 export interface WorkersConfig {
@@ -221,11 +223,7 @@ function loraEntry(entry: string, flag: string): string {
   return entry;
 }
 
-const loraPaths: Parser<string[]> = (raw, flag) =>
-  raw
-    .split(/[\s,]+/)
-    .filter((t) => t !== "")
-    .map((t) => loraEntry(t, flag));
+const loraPaths: Parser<string[]> = (raw, flag) => listItems(raw).map((t) => loraEntry(t, flag));
 
 /** A file of `name=path` lines (blank lines and `#` comments skipped) or a JSON object. */
 const loraPathsFile: Parser<string[]> = (raw, flag) => {
