@@ -129,6 +129,8 @@ interface CliOptions {
   prefixCostQueueWeight: number | undefined;
   prefixCostRequestChars: number | undefined;
   precisePolicy: PolicyName | undefined;
+  /** Who relays the answers: the router itself (node, the default) or the nginx it starts. */
+  dataPlane: "node" | "nginx" | undefined;
   replicas: number | undefined;
   sharedState: boolean;
   diagnose: boolean;
@@ -176,6 +178,7 @@ function parseCli(argv: string[]): CliOptions {
       bypass: { type: "string" },
       "bypass-to": { type: "string" },
       "precise-policy": { type: "string" },
+      "data-plane": { type: "string" },
       replicas: { type: "string" },
       "shared-state": { type: "boolean", default: false },
       diagnose: { type: "boolean", default: false },
@@ -238,6 +241,8 @@ function parseCli(argv: string[]): CliOptions {
         "  --shared-state                with --replicas: the replicas share state through a local",
         "                                redis-server (--state-url), a key prefix per row",
         "  --precise-policy <name>       the precise row's policy (default: the router's default)",
+        "  --data-plane <node|nginx>     who relays the answers in every row (default node; nginx needs",
+        "                                nginx and its njs module): the hit rate of both, side by side",
         "  --decision-trace <dir>        each router's decision trace, one file per row, repeat and replica",
         "                                (<workload>-<row>-t<seed>-r<replica>.jsonl): npm run trace:explain",
         "  --diagnose                    tally where each router row's decisions lose cached tokens",
@@ -379,6 +384,12 @@ function parseCli(argv: string[]): CliOptions {
     }
     overridden = true;
   }
+  const dataPlane = values["data-plane"];
+  if (dataPlane !== undefined) {
+    if (dataPlane !== "node" && dataPlane !== "nginx")
+      throw new Error("--data-plane must be node or nginx");
+    overridden = true;
+  }
   const tag = [values.quick ? "quick" : "", overridden ? "custom" : ""].filter(Boolean).join("-");
   return {
     workloads,
@@ -395,6 +406,7 @@ function parseCli(argv: string[]): CliOptions {
     prefixCostQueueWeight: queueWeight,
     prefixCostRequestChars: requestChars,
     precisePolicy,
+    dataPlane,
     replicas,
     sharedState,
     diagnose: values.diagnose,
@@ -647,6 +659,7 @@ async function runWorkload(
       ...(cli.prefixCostRequestChars === undefined
         ? {}
         : { prefixCostRequestChars: cli.prefixCostRequestChars }),
+      ...(cli.dataPlane === undefined ? {} : { dataPlane: cli.dataPlane }),
     },
     ...(cli.replicas === undefined ? {} : { replicas: cli.replicas }),
     ...(sharedStateUrl === undefined ? {} : { sharedStateUrl }),

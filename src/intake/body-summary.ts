@@ -14,6 +14,14 @@ export interface BodySummary {
   /** SGLang's `lora_path` as one adapter key (routing-text.ts adapterOf); separate KV per adapter. */
   adapter?: string | undefined;
   stream: boolean;
+  /**
+   * Whether the answer can carry the engine's token counts: any answer but an OpenAI chat or
+   * completions stream without `stream_options.include_usage` (vLLM and SGLang send a stream's
+   * usage only then: vllm/entrypoints/openai/serving_chat.py and serving_completion.py,
+   * sglang/srt/entrypoints/openai/serving_chat.py; SGLang's /generate has meta_info in every
+   * chunk). The relays search no chunk of the others.
+   */
+  answerHasUsage?: boolean | undefined;
   /** What the engine would tokenize (for the precise KV-event index); only when asked for. */
   tokenizeInput?: TokenizeInput | undefined;
   /**
@@ -69,6 +77,10 @@ export function summarizeParsed(
     model: modelOf(parsed),
     adapter: adapterOf(parsed),
     stream: parsed.stream === true,
+    answerHasUsage:
+      parsed.stream !== true ||
+      (endpoint !== "chat" && endpoint !== "completions") ||
+      includesUsage(parsed.stream_options),
     tokenizeInput: withTokenizeInput ? tokenizeInputOf(endpoint, parsed, text) : undefined,
     usageDescribesText: text.length < maxRoutingTextChars && isSinglePrompt(endpoint, parsed),
     user: typeof parsed.user === "string" ? parsed.user : undefined,
@@ -117,4 +129,13 @@ export function parseJsonObject(body: Uint8Array): Record<string, unknown> {
     throw new RouterError("invalid_request", "Request body must be a JSON object.");
   }
   return parsed as Record<string, unknown>;
+}
+
+/** `stream_options.include_usage: true` (OpenAI streams). */
+function includesUsage(options: unknown): boolean {
+  return (
+    typeof options === "object" &&
+    options !== null &&
+    (options as { include_usage?: unknown }).include_usage === true
+  );
 }

@@ -208,6 +208,7 @@ export class Intake {
       headers: received.headers,
       tokenizeInput: summary?.tokenizeInput,
       stream: summary?.stream ?? false,
+      answerHasUsage: summary?.answerHasUsage,
       usageDescribesText: summary?.usageDescribesText ?? false,
       plan: this.heldBy(summary?.previousResponseId, byModel, workers),
     };

@@ -350,7 +350,8 @@ export class Forwarder {
       uncachedChars,
       rank,
       stream: routed.stream,
-      readUsage: this.readsUsage && req.method === "POST",
+      // Not searched where the engine sends no counts (a stream without include_usage).
+      readUsage: this.readsUsage && req.method === "POST" && routed.answerHasUsage !== false,
       onAnswerChunk: req.onAnswerChunk,
       explain,
       trace: req.trace?.attempt(worker),

@@ -252,7 +252,9 @@ export class RemoteRelays implements AttemptSender {
         tracestate: pick("tracestate"),
         "x-data-parallel-rank": pick("x-data-parallel-rank"),
       },
-      u_usage: this.options.readsUsage || attempt.readUsage,
+      // The body filter runs on every chunk: only where the engine's counts can be found.
+      u_usage:
+        (this.options.readsUsage || attempt.readUsage) && req.routing.answerHasUsage !== false,
       ...(attempt.explain !== undefined ? { x: attempt.explain[1] } : {}),
       ...(wait !== undefined ? { q: String(wait) } : {}),
       ...(body !== undefined && body !== original ? { b: body.toString("utf8") } : {}),

@@ -32,6 +32,8 @@ export interface RoutingRequest extends DecisionRequest {
   readonly session: string | undefined;
   /** `"stream": true`: the first-byte limit is the streaming one. */
   readonly stream: boolean;
+  /** The answer can carry the engine's token counts (intake/body-summary.ts); undefined: it can. */
+  readonly answerHasUsage?: boolean | undefined;
   /** One prompt, whole in `text`: the engine's usage describes it (intake/body-summary.ts). */
   readonly usageDescribesText: boolean;
   /** Which workers the requested model admits (workers/served-models.ts planModel). */

@@ -55,14 +55,18 @@ export interface AttemptSender {
   ): Promise<AttemptResult>;
 }
 
-/** The Node.js data plane: this process calls the worker and relays its answer (relay.ts). */
+/**
+ * The Node.js data plane: this process calls the worker and relays its answer (relay.ts), or
+ * reports why the attempt failed. One async frame per attempt: the forwarder returns its promise
+ * as is.
+ */
 export class NodeAttempts implements AttemptSender {
   constructor(
     /** --max-cool-down-secs in ms (0 = ignore Retry-After). */
     private readonly maxCoolDownMs: number,
   ) {}
 
-  send(
+  async send(
     attempt: Attempt,
     req: ForwardRequest,
     headers: Record<string, string | string[]>,
@@ -72,102 +76,72 @@ export class NodeAttempts implements AttemptSender {
     closed: boolean,
     inProgress: Set<Cancel>,
   ): Promise<AttemptResult> {
-    // Not awaited: sendAttempt() ends the attempt itself, so a request goes through one async frame.
-    return sendAttempt(
-      attempt,
-      req,
-      headers,
-      rank,
-      res,
-      canRetry,
-      closed,
-      inProgress,
-      this.maxCoolDownMs,
-    );
-  }
-}
-
-/**
- * Sends the attempt's request and relays the answer, or reports why it failed; ends the attempt
- * and forgets its controller whatever happens. A plain function with the forwarder's state as
- * arguments: no closure, no extra async frame.
- */
-async function sendAttempt(
-  attempt: Attempt,
-  req: ForwardRequest,
-  headers: Record<string, string | string[]>,
-  rank: number | undefined,
-  res: ServerResponse,
-  canRetry: () => boolean,
-  closed: boolean,
-  inProgress: Set<Cancel>,
-  maxCoolDownMs: number,
-): Promise<AttemptResult> {
-  const { worker, controller } = attempt;
-  try {
-    if (closed) controller.abort(new ShutdownAbort());
-    let upstream: UpstreamAnswer;
+    const { worker, controller } = attempt;
     try {
-      upstream = await callUpstream(
-        worker.pool,
-        {
-          method: req.method,
-          path: worker.basePath + req.path,
-          headers: withWorkerAuth(
-            headersWithRank(attempt.traced(headers), rank),
-            worker.authorization,
-          ),
-          body:
-            bodyWithPriority(
-              bodyForRank(req.routing.body, req.path, worker.engine, rank),
-              worker.engine,
-              attempt.enginePriority,
-            ) ?? null,
-          // 0 = off: the attempt's timers and relay()'s bound the wait instead.
-          headersTimeout: 0,
-          bodyTimeout: 0,
-        },
-        controller,
-      );
-    } catch (err) {
-      const reason = controller.reason;
-      if (reason instanceof ClientAbort) {
-        attempt.end(NEUTRAL);
-        return { kind: "done", outcome: { status: 499, worker, error: "client_abort" } };
-      }
-      if (reason instanceof ShutdownAbort) {
-        attempt.end(NEUTRAL);
-        const error = new RouterError(
-          "shutting_down",
-          "The router is shutting down and its --shutdown-grace-secs ran out; retry the request.",
+      if (closed) controller.abort(new ShutdownAbort());
+      let upstream: UpstreamAnswer;
+      try {
+        upstream = await callUpstream(
+          worker.pool,
+          {
+            method: req.method,
+            path: worker.basePath + req.path,
+            headers: withWorkerAuth(
+              headersWithRank(attempt.traced(headers), rank),
+              worker.authorization,
+            ),
+            body:
+              bodyWithPriority(
+                bodyForRank(req.routing.body, req.path, worker.engine, rank),
+                worker.engine,
+                attempt.enginePriority,
+              ) ?? null,
+            // 0 = off: the attempt's timers and relay()'s bound the wait instead.
+            headersTimeout: 0,
+            bodyTimeout: 0,
+          },
+          controller,
         );
-        writeError(res, error, req.requestId);
-        return { kind: "done", outcome: { status: error.status, worker, error: "shutdown" } };
+      } catch (err) {
+        const reason = controller.reason;
+        if (reason instanceof ClientAbort) {
+          attempt.end(NEUTRAL);
+          return { kind: "done", outcome: { status: 499, worker, error: "client_abort" } };
+        }
+        if (reason instanceof ShutdownAbort) {
+          attempt.end(NEUTRAL);
+          const error = new RouterError(
+            "shutting_down",
+            "The router is shutting down and its --shutdown-grace-secs ran out; retry the request.",
+          );
+          writeError(res, error, req.requestId);
+          return { kind: "done", outcome: { status: error.status, worker, error: "shutdown" } };
+        }
+        // Connection failures and timeouts (first byte included) count against the breaker like a
+        // 5xx: a worker that accepts requests and never answers is ejected after
+        // --cb-failure-threshold of them, although its /health may still say 200.
+        attempt.end(FAILED);
+        return { kind: "failed", failure: classifyNetworkError(err, reason, worker) };
       }
-      // Connection failures and timeouts (first byte included) count against the breaker like a
-      // 5xx: a worker that accepts requests and never answers is ejected after
-      // --cb-failure-threshold of them, although its /health may still say 200.
-      attempt.end(FAILED);
-      return { kind: "failed", failure: classifyNetworkError(err, reason, worker) };
-    }
 
-    const status = upstream.statusCode;
-    attempt.headersArrived(status);
-    coolDown(worker, maxCoolDownMs, status, upstream.headers["retry-after"]);
-    if (RETRYABLE_STATUS.has(status) && canRetry()) {
-      // Nothing reached the client yet: discard this answer and let the caller try another worker.
-      upstream.dump();
-      // 429 says "busy", not "broken": neutral for the breaker.
-      attempt.end(status === 429 ? NEUTRAL : FAILED);
-      return { kind: "failed", failure: statusFailure(status, worker) };
-    }
+      const status = upstream.statusCode;
+      attempt.headersArrived(status);
+      coolDown(worker, this.maxCoolDownMs, status, upstream.headers["retry-after"]);
+      if (RETRYABLE_STATUS.has(status) && canRetry()) {
+        // Nothing reached the client yet: discard this answer and let the caller try another worker.
+        upstream.dump();
+        // 429 says "busy", not "broken": neutral for the breaker.
+        attempt.end(status === 429 ? NEUTRAL : FAILED);
+        return { kind: "failed", failure: statusFailure(status, worker) };
+      }
 
-    const { outcome, usage } = await relay(upstream, attempt, res);
-    return { kind: "done", outcome, usage };
-  } finally {
-    // Every path above ended the attempt; this only makes sure (a second end is a no-op).
-    attempt.end(NEUTRAL);
-    inProgress.delete(controller);
+      const { outcome, usage } = await relay(upstream, attempt, res);
+      return { kind: "done", outcome, usage };
+    } finally {
+      // Every path above ended the attempt; this only makes sure (a second end is a no-op).
+      attempt.end(NEUTRAL);
+      inProgress.delete(controller);
+    }
   }
 }
 
