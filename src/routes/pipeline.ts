@@ -56,6 +56,9 @@ export async function handleInference(
   const connection = joinConnection(incoming.socket, () => {
     if (!res.writableFinished) client.abort();
   });
+  // The next request of the connection may start once this answer has left: a decision call
+  // (--data-plane nginx) is answered long before its request ends, and nginx reuses the connection.
+  res.once("finish", () => connection.end());
   ctx.state.active += 1;
   let opened: OpenedRequest | undefined;
   let outcome: ForwardOutcome;
