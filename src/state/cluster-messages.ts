@@ -1,3 +1,4 @@
+import { readPendingPairs } from "./peer-pending.js";
 import type { StateOp } from "./state-op.js";
 
 /**
@@ -107,14 +108,9 @@ function readCounts(raw: unknown): Record<string, number> | undefined {
 function readPending(raw: unknown): SiblingPending | undefined {
   if (!isObject(raw)) return undefined;
   const pending: Record<string, readonly [number, number]> = {};
-  let n = 0;
-  for (const [id, pair] of Object.entries(raw)) {
-    if (++n > 65_536) break;
-    if (id.length > MAX_FIELD_CHARS || !Array.isArray(pair) || pair.length !== 2) continue;
-    const [chars, requests] = pair as unknown[];
-    if (count(chars) && count(requests) && chars > 0 && requests > 0)
-      pending[id] = [chars, requests];
-  }
+  readPendingPairs(raw, (id, chars, requests) => {
+    pending[id] = [chars, requests];
+  });
   return pending;
 }
 

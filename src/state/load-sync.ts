@@ -1,4 +1,4 @@
-import type { PeerPending, PendingLoad } from "./peer-pending.js";
+import { type PeerPending, type PendingLoad, readPendingPairs } from "./peer-pending.js";
 import type { RedisLink } from "./redis-link.js";
 import type { StateKeys } from "./state-keys.js";
 import { lastSeqSent, type RejectReason } from "./state-op.js";
@@ -223,13 +223,6 @@ function addCounts(totals: Map<string, number>, raw: string): Record<string, unk
 /** A load value's queued prefill per worker: positive integer pairs kept, anything else dropped. */
 function pendingOf(raw: unknown): Map<string, PendingLoad> {
   const out = new Map<string, PendingLoad>();
-  if (raw === null || typeof raw !== "object") return out;
-  for (const [id, pair] of Object.entries(raw as Record<string, unknown>)) {
-    if (!Array.isArray(pair) || pair.length !== 2) continue;
-    const [chars, requests] = pair as unknown[];
-    if (!Number.isSafeInteger(chars) || !Number.isSafeInteger(requests)) continue;
-    if ((chars as number) > 0 && (requests as number) > 0)
-      out.set(id, { chars: chars as number, requests: requests as number });
-  }
+  readPendingPairs(raw, (id, chars, requests) => out.set(id, { chars, requests }));
   return out;
 }

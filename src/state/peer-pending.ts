@@ -9,6 +9,30 @@ export interface PendingLoad {
   readonly requests: number;
 }
 
+/** Worker ids read from one report at most, and the longest id kept (a peer's report is input). */
+const MAX_REPORTED_WORKERS = 65_536;
+const MAX_WORKER_ID_CHARS = 4096;
+
+/**
+ * A peer's queued prefill as its report carries it over either transport (`{worker id: [chars,
+ * requests]}`): each pair of positive integers handed to `keep`, anything else skipped, bounded.
+ */
+export function readPendingPairs(
+  raw: unknown,
+  keep: (worker: string, chars: number, requests: number) => void,
+): void {
+  if (raw === null || typeof raw !== "object") return;
+  let n = 0;
+  for (const [id, pair] of Object.entries(raw as Record<string, unknown>)) {
+    if (++n > MAX_REPORTED_WORKERS) break;
+    if (id.length > MAX_WORKER_ID_CHARS || !Array.isArray(pair) || pair.length !== 2) continue;
+    const [chars, requests] = pair as unknown[];
+    if (positive(chars) && positive(requests)) keep(id, chars, requests);
+  }
+}
+
+const positive = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) > 0;
+
 /** A peer's decision not yet covered by one of its load reports. */
 interface Entry {
   readonly worker: string;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { PeerPending, type PendingLoad } from "../../src/state/peer-pending.js";
+import { PeerPending, type PendingLoad, readPendingPairs } from "../../src/state/peer-pending.js";
 
 /** Workers that remember what the peers' queued prefill was last set to. */
 function fleet() {
@@ -60,5 +60,27 @@ describe("peers' queued prefill", () => {
     for (let i = 1; i <= 5000; i++) pending.decided("redis:a", 60_000, "w1", 1, i, 1000);
     expect(of("w1")[1]).toBeLessThanOrEqual(1024);
     expect(of("w1")[1]).toBeGreaterThan(0);
+  });
+});
+
+describe("readPendingPairs", () => {
+  it("keeps positive integer pairs by worker id and skips anything else, over either transport's report", () => {
+    const kept: [string, number, number][] = [];
+    readPendingPairs(
+      {
+        a: [10, 1],
+        b: [0, 1],
+        c: [5, -1],
+        d: [1.5, 1],
+        e: [1, 2, 3],
+        f: "x",
+        [`${"w".repeat(4097)}`]: [1, 1],
+      },
+      (id, chars, requests) => kept.push([id, chars, requests]),
+    );
+    expect(kept).toEqual([["a", 10, 1]]);
+    readPendingPairs(null, () => kept.push(["null", 0, 0]));
+    readPendingPairs("a", () => kept.push(["string", 0, 0]));
+    expect(kept).toHaveLength(1);
   });
 });
