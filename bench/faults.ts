@@ -36,7 +36,7 @@ import { Publisher } from "zeromq";
 import { freePort } from "../sim/free-port.js";
 import { encodeBatch, type WireEvent } from "../sim/kv-event-encoder.js";
 import { startLocalRedis } from "../sim/redis-server.js";
-import type { SimStats, SimWorkerOptions } from "../sim/worker.js";
+import type { SimWorkerOptions } from "../sim/worker.js";
 import { encodeSequence } from "../src/kv-events/decode.js";
 import { commandLine, machineSummary, runIfEntryPoint, writeResults } from "./lib/entry.js";
 import { type ProbeProcess, type ProbeResult, startProbeProcess } from "./lib/fault-probe.js";
