@@ -2,12 +2,7 @@ import type { ServerResponse } from "node:http";
 import { RouterError } from "../errors.js";
 import { noAvailableWorkerMessage } from "../workers/no-worker-message.js";
 import type { WorkerRegistry } from "../workers/registry.js";
-import {
-  admitted,
-  type ModelPlan,
-  type ModelRoutingMode,
-  unservedBy,
-} from "../workers/served-models.js";
+import type { ModelPlan, ModelRoutingMode } from "../workers/served-models.js";
 import type { Cancel } from "./cancel.js";
 import type { ForwardRequest } from "./forward-contract.js";
 import { hasPassedThrough } from "./headers.js";
@@ -50,8 +45,10 @@ export function refusal(
   const routed = req.routing;
   if (routed.plan.route === "endpoint_not_served") {
     // As the engines answer a path they do not serve: 404.
-    const why = registry.list().map((w) => unservedBy(w, routed.endpoint))[0];
-    const error = new RouterError("not_found", `No worker serves ${req.path}: ${why}.`);
+    const error = new RouterError(
+      "not_found",
+      `No worker serves ${req.path}: ${routed.plan.unserved}.`,
+    );
     return { error, kind: "not_found" };
   }
   if (routed.plan.route !== "not_found") return undefined;
@@ -68,7 +65,7 @@ export function noWorkerMessage(
   const available = registry.candidates();
   // Available workers exist, but the model admits none of them; the workers it admits (they list
   // it, or take any name) are down. Say so, not "none is up".
-  if (available.length > 0 && admitted(available, plan).length === 0) {
+  if (available.length > 0 && !available.some(plan.admits)) {
     const admits = registry.list().filter(plan.admits).length;
     return `No available worker serves the model '${model}': the ${available.length} available workers do not list it (GET /v1/models), and the ${admits} that ${plan.route === "listed" ? "list it or whose model list is not known yet" : "take any model name (SGLang, or no model list known)"} are unavailable (unhealthy, circuit open or cooling down after Retry-After).`;
   }

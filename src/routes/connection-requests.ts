@@ -31,10 +31,10 @@ export interface ConnectionTurn {
    */
   readonly ready: Promise<void> | undefined;
   /** The request has ended: the next one of the connection may start. Once. */
-  end(): void;
+  leave(): void;
 }
 
-const CLOSED: ConnectionTurn = { ready: undefined, end: () => {} };
+const CLOSED: ConnectionTurn = { ready: undefined, leave: () => {} };
 
 /**
  * Joins a request to its connection: `onClose` is called when the connection closes (at once if
@@ -66,7 +66,7 @@ export function joinConnection(socket: Socket, onClose: () => void): ConnectionT
   let ended = false;
   return {
     ready,
-    end() {
+    leave() {
       if (ended) return;
       ended = true;
       c.closers.delete(onClose);

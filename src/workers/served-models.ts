@@ -47,6 +47,11 @@ export type ModelRoute =
 
 export interface ModelPlan {
   readonly route: ModelRoute;
+  /**
+   * With route "endpoint_not_served": why the workers' engine does not serve the endpoint, the
+   * words of the router's 404, made with the plan so the forward stage needs nothing more.
+   */
+  readonly unserved?: string | undefined;
   /** The worker may take the request. */
   admits(worker: ServingWorker): boolean;
   /** Why the model leaves a worker out (for /debug/route); undefined when it admits it. */
@@ -84,12 +89,13 @@ export function planModel(
 ): ModelPlan {
   const byModel = planByModel(workers, model, mode);
   if (endpoint === undefined || UNSERVED[endpoint] === undefined) return byModel;
-  const route =
+  const unserved =
     workers.length > 0 && workers.every((w) => unservedBy(w, endpoint) !== undefined)
-      ? "endpoint_not_served"
-      : byModel.route;
+      ? UNSERVED[endpoint]?.why
+      : undefined;
   return {
-    route,
+    route: unserved === undefined ? byModel.route : "endpoint_not_served",
+    unserved,
     admits: (w) => unservedBy(w, endpoint) === undefined && byModel.admits(w),
     exclusion: (w) => unservedBy(w, endpoint) ?? byModel.exclusion(w),
   };
@@ -155,6 +161,7 @@ export function holdingAdapter(
   if (!workers.some((w) => w.servedModels?.has(adapter) === true)) return plan;
   return {
     route: plan.route,
+    unserved: plan.unserved,
     admits: (w) => holds(w) && plan.admits(w),
     exclusion: (w) =>
       plan.exclusion(w) ??
@@ -170,6 +177,7 @@ export function pinnedTo(plan: ModelPlan, workerId: string, why: string): ModelP
   const holds = (w: ServingWorker) => w.id === workerId;
   return {
     route: plan.route,
+    unserved: plan.unserved,
     admits: (w) => holds(w) && plan.admits(w),
     exclusion: (w) => (holds(w) ? plan.exclusion(w) : why),
   };
