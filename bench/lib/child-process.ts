@@ -58,3 +58,41 @@ export function stopChild(child: ChildProcess, ask: () => void, killAfterMs = 50
     ask();
   });
 }
+
+/** What a benchmark's helper process answers to a request: its result, or why it has none. */
+export type ChildReply<T> = { type: "result"; result: T } | { type: "error"; message: string };
+
+/**
+ * Sends `message` to a forked helper and resolves with the result of its next reply; rejects when
+ * it replies with an error, exits, or gives nothing within `limitMs` (`who` names it then).
+ */
+export function replyOf<T>(
+  child: ChildProcess,
+  message: unknown,
+  limitMs: number,
+  who: string,
+): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      cleanup();
+      reject(new Error(`${who} gave no result within ${limitMs} ms`));
+    }, limitMs);
+    const onExit = (code: number | null) => {
+      cleanup();
+      reject(new Error(`${who} exited (code ${code})`));
+    };
+    const onMessage = (msg: ChildReply<T>) => {
+      cleanup();
+      if (msg.type === "result") resolve(msg.result);
+      else reject(new Error(msg.message));
+    };
+    const cleanup = () => {
+      clearTimeout(timer);
+      child.off("exit", onExit);
+      child.off("message", onMessage);
+    };
+    child.once("exit", onExit);
+    child.once("message", onMessage);
+    child.send(message as object);
+  });
+}

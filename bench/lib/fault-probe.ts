@@ -6,7 +6,7 @@
  */
 import { fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import { stopChild } from "./child-process.js";
+import { type ChildReply, replyOf, stopChild } from "./child-process.js";
 import { TSX_EXEC_ARGV } from "./tsx-exec-argv.js";
 
 export interface ProbeConfig {
@@ -35,9 +35,7 @@ export type ProbeRequest =
   | { type: "start"; config: ProbeConfig }
   | { type: "stop" }
   | { type: "exit" };
-export type ProbeReply =
-  | { type: "result"; result: ProbeResult }
-  | { type: "error"; message: string };
+export type ProbeReply = ChildReply<ProbeResult>;
 
 export interface ProbeProcess {
   /** Starts a phase: the clients and the probe run until `stop`. */
@@ -57,29 +55,12 @@ export function startProbeProcess(): ProbeProcess {
   return {
     start: (config) => child.send({ type: "start", config } satisfies ProbeRequest),
     stop: () =>
-      new Promise((resolve, reject) => {
-        const timer = setTimeout(() => {
-          cleanup();
-          reject(new Error("the probe process gave no result within 60 s"));
-        }, 60_000);
-        const onExit = (code: number | null) => {
-          cleanup();
-          reject(new Error(`the probe process exited (code ${code})`));
-        };
-        const onMessage = (msg: ProbeReply) => {
-          cleanup();
-          if (msg.type === "result") resolve(msg.result);
-          else reject(new Error(msg.message));
-        };
-        const cleanup = () => {
-          clearTimeout(timer);
-          child.off("exit", onExit);
-          child.off("message", onMessage);
-        };
-        child.once("exit", onExit);
-        child.once("message", onMessage);
-        child.send({ type: "stop" } satisfies ProbeRequest);
-      }),
+      replyOf<ProbeResult>(
+        child,
+        { type: "stop" } satisfies ProbeRequest,
+        60_000,
+        "the probe process",
+      ),
     close: () =>
       stopChild(child, () => {
         if (child.connected) child.send({ type: "exit" } satisfies ProbeRequest);

@@ -4,14 +4,12 @@
  */
 import { fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import { stopChild } from "./child-process.js";
+import { type ChildReply, replyOf, stopChild } from "./child-process.js";
 import type { StreamLoadConfig, StreamLoadResult } from "./stream-load.js";
 import { TSX_EXEC_ARGV } from "./tsx-exec-argv.js";
 
 export type StreamLoadRequest = { type: "run"; config: StreamLoadConfig } | { type: "exit" };
-export type StreamLoadReply =
-  | { type: "result"; result: StreamLoadResult }
-  | { type: "error"; message: string };
+export type StreamLoadReply = ChildReply<StreamLoadResult>;
 
 export interface StreamLoadProcess {
   /** One load run; rejects when the child fails or takes far longer than the run should. */
@@ -28,31 +26,13 @@ export function startStreamLoadProcess(): StreamLoadProcess {
   });
   return {
     run: (config) =>
-      new Promise((resolve, reject) => {
+      replyOf<StreamLoadResult>(
+        child,
+        { type: "run", config } satisfies StreamLoadRequest,
         // The load's own drain timeout is 4 lifetimes + 30 s after the window: beyond that, stuck.
-        const limitMs = config.lifetimeMs * 6 + config.durationMs + 60_000;
-        const timer = setTimeout(() => {
-          cleanup();
-          reject(new Error(`the load process gave no result within ${limitMs} ms`));
-        }, limitMs);
-        const onExit = (code: number | null) => {
-          cleanup();
-          reject(new Error(`the load process exited (code ${code})`));
-        };
-        const onMessage = (msg: StreamLoadReply) => {
-          cleanup();
-          if (msg.type === "result") resolve(msg.result);
-          else reject(new Error(msg.message));
-        };
-        const cleanup = () => {
-          clearTimeout(timer);
-          child.off("exit", onExit);
-          child.off("message", onMessage);
-        };
-        child.once("exit", onExit);
-        child.once("message", onMessage);
-        child.send({ type: "run", config } satisfies StreamLoadRequest);
-      }),
+        config.lifetimeMs * 6 + config.durationMs + 60_000,
+        "the load process",
+      ),
     close: () =>
       stopChild(child, () => {
         if (child.connected) child.send({ type: "exit" } satisfies StreamLoadRequest);

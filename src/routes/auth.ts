@@ -1,15 +1,34 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 
-/** Constant-time check of `Authorization: Bearer <key>` (hashing first makes lengths equal). */
+/**
+ * The configured keys' digests (--api-key, --admin-api-key), each made once rather than on every
+ * request: a key here comes from the configuration, never from a client, so a few entries suffice.
+ */
+const keyDigests = new Map<string, Buffer>();
+
+function sha256(text: string): Buffer {
+  return createHash("sha256").update(text).digest();
+}
+
+function keyDigest(key: string): Buffer {
+  let digest = keyDigests.get(key);
+  if (digest === undefined) {
+    if (keyDigests.size >= 8) keyDigests.clear();
+    digest = sha256(key);
+    keyDigests.set(key, digest);
+  }
+  return digest;
+}
+
+/**
+ * Constant-time check of `Authorization: Bearer <key>` (hashing first makes lengths equal): one
+ * hash per check, of the key the client presents.
+ */
 export function bearerMatches(header: string | undefined, key: string): boolean {
   if (header === undefined) return false;
   const match = /^Bearer\s+(.+)$/i.exec(header.trim());
   if (!match) return false;
-  const given = createHash("sha256")
-    .update(match[1] as string)
-    .digest();
-  const expected = createHash("sha256").update(key).digest();
-  return timingSafeEqual(given, expected);
+  return timingSafeEqual(sha256(match[1] as string), keyDigest(key));
 }
 
 /**
