@@ -14,7 +14,11 @@ import type { Socket } from "node:net";
  * listener per connection, not one per request.
  */
 interface Connection {
-  readonly closers: Set<() => void>;
+  /**
+   * Whom its closing cancels: an array, not a Set, since it holds one entry most of the time,
+   * and a Set emptied and filled again for every request reallocates its table each time.
+   */
+  readonly closers: (() => void)[];
   /** A request of this connection is being served. */
   busy: boolean;
   /** The requests behind it, in their order: each starts when the one before it ends. */
@@ -30,8 +34,11 @@ export interface ConnectionTurn {
    * connection has closed; undefined when none is under way (no wait).
    */
   readonly ready: Promise<void> | undefined;
-  /** The request has ended: the next one of the connection may start. Once. */
-  leave(): void;
+  /**
+   * The request has ended: the next one of the connection may start. Once (later calls do
+   * nothing); it needs no `this`, so it can be handed on as a listener.
+   */
+  readonly leave: () => void;
 }
 
 const CLOSED: ConnectionTurn = { ready: undefined, leave: () => {} };
@@ -47,32 +54,37 @@ export function joinConnection(socket: Socket, onClose: () => void): ConnectionT
   }
   let connection = bySocket.get(socket);
   if (connection === undefined) {
-    const c: Connection = { closers: new Set(), busy: false, waiting: [] };
+    const c: Connection = { closers: [], busy: false, waiting: [] };
     connection = c;
     bySocket.set(socket, c);
     socket.once("close", () => {
       bySocket.delete(socket);
-      for (const close of c.closers) close();
-      c.closers.clear();
+      for (const close of c.closers.splice(0)) close();
       // Those waiting start at once, to find themselves cancelled.
       for (const start of c.waiting.splice(0)) start();
     });
   }
   const c = connection;
-  c.closers.add(onClose);
+  c.closers.push(onClose);
   let ready: Promise<void> | undefined;
   if (c.busy) ready = new Promise<void>((resolve) => c.waiting.push(resolve));
   else c.busy = true;
   let ended = false;
-  return {
-    ready,
-    leave() {
-      if (ended) return;
-      ended = true;
-      c.closers.delete(onClose);
-      const next = c.waiting.shift();
-      if (next === undefined) c.busy = false;
-      else next();
-    },
+  const leave = () => {
+    if (ended) return;
+    ended = true;
+    removeOne(c.closers, onClose);
+    const next = c.waiting.shift();
+    if (next === undefined) c.busy = false;
+    else next();
   };
+  return { ready, leave };
+}
+
+/** Takes `item` out of `list`, whose order does not matter: the last entry takes its place. */
+function removeOne<T>(list: T[], item: T): void {
+  const i = list.indexOf(item);
+  if (i < 0) return;
+  const last = list.pop() as T;
+  if (i < list.length) list[i] = last;
 }

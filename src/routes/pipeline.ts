@@ -58,7 +58,7 @@ export async function handleInference(
   });
   // The next request of the connection may start once this answer has left: a decision call
   // (--data-plane nginx) is answered long before its request ends, and nginx reuses the connection.
-  res.once("finish", () => connection.leave());
+  res.on("finish", connection.leave);
   ctx.state.active += 1;
   let opened: OpenedRequest | undefined;
   let outcome: ForwardOutcome;
