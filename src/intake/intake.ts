@@ -131,27 +131,45 @@ export class Intake {
         headers: incoming.headers,
       };
     }
-    const { options, parsePool } = this;
     checkContentType(incoming.headers["content-type"]);
     const body = await readBody(incoming, this.bodyLimits, lease);
-    let summary: BodySummary;
-    if (parsePool !== undefined && body.byteLength >= options.parseOffloadBytes) {
-      summary = await parsePool.summarize(
-        endpoint,
-        body,
-        options.maxRoutingTextChars,
-        options.withTokenizeInput,
-        options.pairs,
-      );
-    } else {
-      summary = summarizeParsed(
+    const offloaded = this.offloaded(endpoint, body);
+    return this.received(incoming, endpoint, body, offloaded && (await offloaded));
+  }
+
+  /**
+   * The parse of a body large enough for the parse pool (--parse-offload-bytes), off the event
+   * loop; undefined when the body is parsed in line (received() does it).
+   */
+  private offloaded(endpoint: Endpoint, body: Buffer): Promise<BodySummary> | undefined {
+    const { options, parsePool } = this;
+    if (parsePool === undefined || body.byteLength < options.parseOffloadBytes) return undefined;
+    return parsePool.summarize(
+      endpoint,
+      body,
+      options.maxRoutingTextChars,
+      options.withTokenizeInput,
+      options.pairs,
+    );
+  }
+
+  /** The received request of a body read whole: parsed here unless the parse pool did it. */
+  private received(
+    incoming: IncomingMessage,
+    endpoint: Endpoint,
+    body: Buffer,
+    offloaded: BodySummary | undefined,
+  ): ReceivedRequest {
+    const { options } = this;
+    const summary =
+      offloaded ??
+      summarizeParsed(
         endpoint,
         parseJsonObject(body),
         options.maxRoutingTextChars,
         options.withTokenizeInput,
         options.pairs,
       );
-    }
     const session = this.session(incoming.headers, summary.user);
     if (options.cacheIsolation === "tenant") {
       const cacheSalt = tenantSalt(incoming.headers, this.identity.tenantHeader);
@@ -240,7 +258,11 @@ export class Intake {
   async open(incoming: IncomingMessage, endpoint: Endpoint): Promise<OpenedRequest> {
     const lease = (this.budget ?? UNBOUNDED).lease(incoming.socket.remoteAddress);
     try {
-      const received = await this.receive(incoming, endpoint, lease);
+      // receive()'s steps in this one async frame, not a second one awaited (every request).
+      checkContentType(incoming.headers["content-type"]);
+      const body = await readBody(incoming, this.bodyLimits, lease);
+      const offloaded = this.offloaded(endpoint, body);
+      const received = this.received(incoming, endpoint, body, offloaded && (await offloaded));
       return { received, routing: this.route(received), lease };
     } catch (err) {
       lease.release();
