@@ -174,15 +174,20 @@ export class SchedulerProfile implements Policy {
     return ctx;
   }
 
-  /** Runs the filters in order; records who removed whom; returns the filters undone (fail-open). */
-  private filter(ctx: SchedulingContext, removedBy: (string | null)[] | null): string[] {
-    const failedOpen: string[] = [];
+  /**
+   * Runs the filters in order; records who removed whom; returns the filters undone (fail-open).
+   * Indexed loops and no array unless one failed open: this runs for every request.
+   */
+  private filter(ctx: SchedulingContext, removedBy: (string | null)[] | null): readonly string[] {
+    let failedOpen: string[] | undefined;
     const { candidates, alive } = ctx;
     const n = candidates.length;
     // The filter's verdicts first (into scratch, free until scoring), so that a fail-open filter
     // can be undone before it removed anyone.
     const admits = this.scratch;
-    for (const filter of this.parts.filters) {
+    const filters = this.parts.filters;
+    for (let f = 0; f < filters.length; f++) {
+      const filter = filters[f]!;
       let left = 0;
       for (let i = 0; i < n; i++) {
         const ok = alive[i] === 1 && filter.admits(candidates[i]!, ctx);
@@ -190,6 +195,7 @@ export class SchedulerProfile implements Policy {
         if (ok) left++;
       }
       if (left === 0 && filter.failOpen) {
+        if (failedOpen === undefined) failedOpen = [];
         failedOpen.push(filter.name);
         continue;
       }
@@ -200,7 +206,7 @@ export class SchedulerProfile implements Policy {
         }
       }
     }
-    return failedOpen;
+    return failedOpen ?? NONE_FAILED;
   }
 
   /** The weighted sum of every scorer's scores (into this.totals); per-scorer detail when asked. */
@@ -212,7 +218,9 @@ export class SchedulerProfile implements Policy {
     const totals = this.totals;
     const scratch = this.scratch;
     totals.fill(0, 0, n);
-    for (const { scorer, weight } of this.parts.scorers) {
+    const scorers = this.parts.scorers;
+    for (let k = 0; k < scorers.length; k++) {
+      const { scorer, weight } = scorers[k]!;
       scorer.score(ctx, scratch);
       for (let i = 0; i < n; i++) {
         // Clamped: a score outside [0, 1] (a bug, a NaN) must not outweigh the others.
@@ -243,4 +251,5 @@ function sessionPin<W extends PolicyWorker>(
 }
 
 const EMPTY: RouteRequest = { text: "" };
+const NONE_FAILED: readonly string[] = Object.freeze([]);
 const NO_CANDIDATES: readonly SchedulingWorker[] = Object.freeze([]);

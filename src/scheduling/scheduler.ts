@@ -46,11 +46,11 @@ export interface Decision<W extends PolicyWorker> extends RouteDecision<W> {
   readonly runnerUpHeld: number;
   /** Why the chosen worker held less than `available`; null when it held as much. */
   readonly lossReason: LossReason | null;
-  /** Its line in the decision trace (--decision-trace), for the outcome; absent when not traced. */
-  readonly traced?: number;
+  /** Its line in the decision trace (--decision-trace), for the outcome; undefined when not traced. */
+  readonly traced?: number | undefined;
   /**
    * The chosen worker was still prefilling other requests when it was chosen: a low cached count
-   * in its answer may be theirs, not an eviction (set by `schedule`).
+   * in its answer may be theirs, not an eviction.
    */
   readonly othersPrefilling?: boolean;
 }
@@ -173,13 +173,18 @@ export class Scheduler {
   ): Decision<Worker> | undefined | Promise<Decision<Worker> | undefined> {
     const fleet = this.fleet;
     if (fleet === undefined) throw new Error("this scheduler was built without a fleet");
-    const listed = () => fleet.candidates(ask.exclude, ask.side, request.plan);
-    const preparing = ask.first ? this.prepare(listed, request) : undefined;
-    if (preparing === undefined) return this.among(listed(), request, ask);
+    // Only a request with a tokenizer's input (--kv-events) can have an asynchronous step: the
+    // listing closure is made for those, not for every request.
+    const preparing =
+      ask.first && request.tokenizeInput !== undefined
+        ? this.prepare(() => fleet.candidates(ask.exclude, ask.side, request.plan), request)
+        : undefined;
+    if (preparing === undefined)
+      return this.among(fleet.candidates(ask.exclude, ask.side, request.plan), request, ask);
     const span = ask.span?.("tokenize");
     return preparing.then(() => {
       span?.end();
-      return this.among(listed(), request, ask);
+      return this.among(fleet.candidates(ask.exclude, ask.side, request.plan), request, ask);
     });
   }
 
@@ -189,8 +194,7 @@ export class Scheduler {
     ask: AttemptAsk,
   ): Decision<Worker> | undefined | Promise<Decision<Worker> | undefined> {
     const roomy = withRoom(candidates, ask.room);
-    const deciding = ask.first ? this.decideAgreed(roomy, request) : this.decide(roomy, request);
-    return deciding instanceof Promise ? deciding.then(withPrefilling) : withPrefilling(deciding);
+    return ask.first ? this.decideAgreed(roomy, request) : this.decide(roomy, request);
   }
 
   decide<W extends PolicyWorker>(
@@ -278,9 +282,12 @@ export class Scheduler {
     // The engine loads the adapter for this request, if it had not: the router's record of it.
     const adapter = request.adapter ?? request.requested;
     if (adapter !== undefined) (worker as SchedulingWorker).loraRouted?.(adapter);
+    // Whether the worker was still prefilling others when chosen, read before this request counts.
+    const othersPrefilling = (worker.pendingPrefillRequests ?? 0) > 0;
     // Literals of one shape, not spreads of the policy's object: this runs for every request.
     if (!this.usesIndex(request)) {
       return {
+        traced: undefined,
         worker,
         branch,
         matchRate,
@@ -291,6 +298,7 @@ export class Scheduler {
         runnerUp: undefined,
         runnerUpHeld: 0,
         lossReason: null,
+        othersPrefilling,
       };
     }
     const chosen = candidates.indexOf(worker);
@@ -320,7 +328,7 @@ export class Scheduler {
       Math.max(0, request.text.length - heldBefore),
     );
     return {
-      ...(traced === undefined ? {} : { traced }),
+      traced,
       worker,
       branch,
       matchRate,
@@ -332,6 +340,7 @@ export class Scheduler {
       runnerUp: runnerUp < 0 ? undefined : candidates[runnerUp],
       runnerUpHeld: runnerUp < 0 ? 0 : (matched[runnerUp] ?? 0),
       lossReason,
+      othersPrefilling,
     };
   }
 
@@ -494,12 +503,6 @@ export class Scheduler {
     if (decision.index === null) return 0;
     return this.prefix.completed(decision.worker.id, request, engineHeld);
   }
-}
-
-/** The decision, with whether its worker was still prefilling others when chosen. */
-function withPrefilling(decision: Decision<Worker> | undefined): Decision<Worker> | undefined {
-  if (decision === undefined) return undefined;
-  return { ...decision, othersPrefilling: decision.worker.pendingPrefillRequests > 0 };
 }
 
 /**
