@@ -3,7 +3,9 @@ import type { CacheLedger } from "../cache-account/cache-ledger.js";
 import type { RequestAccount } from "../cache-account/request-account.js";
 import { RouterError, retryAfterSecs } from "../errors.js";
 import type { AttemptEnd, Decision, Scheduler } from "../scheduling/scheduler.js";
+import type { DecisionSpan } from "../tracing/request-trace.js";
 import type { WorkerRegistry } from "../workers/registry.js";
+import type { ModelPlan } from "../workers/served-models.js";
 import type { Worker } from "../workers/worker.js";
 import { ShutdownAbort } from "./abort-reasons.js";
 import { Attempt, type RelayLimits } from "./attempt.js";
@@ -67,6 +69,35 @@ type Tried =
       accountUsage?: ReportedUsage | undefined;
     }
   | { kind: "failed"; failure: AttemptFailure; failed?: readonly Worker[] };
+
+const NO_WORKERS: readonly Worker[] = [];
+
+/**
+ * The outcome of an answered attempt, in one literal of one shape (every request ends here, so
+ * no spread copies): the answer's facts, the decision's, and the cache account when one was kept.
+ */
+function answered(
+  result: Extract<Tried, { kind: "done" }>,
+  decision: Decision<Worker>,
+  attempts: number,
+  account: RequestAccount | undefined,
+): ForwardOutcome {
+  const o = result.outcome;
+  return {
+    status: o.status,
+    worker: o.worker ?? decision.worker,
+    branch: o.branch ?? decision.branch,
+    matchRate: o.matchRate !== undefined ? o.matchRate : decision.matchRate,
+    index: o.index !== undefined ? o.index : decision.index,
+    attempts,
+    ttfbMs: o.ttfbMs,
+    error: o.error,
+    upstreamStatus: o.upstreamStatus,
+    account: account ?? o.account,
+    prefillWorker: o.prefillWorker,
+    usage: result.usage,
+  };
+}
 
 /**
  * Sends one request to a worker (or a prefill/decode pair) chosen by the policy and streams the
@@ -150,8 +181,6 @@ export class Forwarder {
       return { status: error.status, attempts: 0, error: "invalid_request" };
     }
     const json = view === undefined || bytes === undefined ? undefined : { view, bytes };
-    // A regular fleet's workers, or one side's of a pair: what is left to retry on.
-    const candidates = (side?: Side) => this.registry.candidates(tried, side, plan);
     const headers = upstreamRequestHeaders(
       req.headers,
       req.requestId,
@@ -161,13 +190,6 @@ export class Forwarder {
     let lastFailure: AttemptFailure | undefined;
     let attempts = 0;
     let account: RequestAccount | undefined;
-    /** Whether a worker (a pair: one of each side) is left once `failed` are left out too. */
-    const left = (failed: readonly Worker[]) => {
-      if (pairs === undefined) return candidates().some((w) => !failed.includes(w));
-      return (["prefill", "decode"] as const).every((side) =>
-        candidates(side).some((w) => !failed.includes(w)),
-      );
-    };
 
     while (attempts < this.settings.retryMaxAttempts) {
       if (req.clientSignal.aborted) return { status: 499, attempts, error: "client_abort" };
@@ -184,19 +206,13 @@ export class Forwarder {
       }
       if (pairs === undefined) tried.add(worker);
       attempts += 1;
-      const base = {
-        worker,
-        branch: decision.branch,
-        matchRate: decision.matchRate,
-        index: decision.index,
-        attempts,
-      };
       // On the last possible attempt a retryable answer is passed through as the worker sent it.
+      const tries = attempts;
       const canRetry = (failed: readonly Worker[]) =>
-        attempts < this.settings.retryMaxAttempts && left(failed);
+        tries < this.settings.retryMaxAttempts && this.left(tried, plan, failed);
       const route = routeHeader(
-        base.branch,
-        req.showMatch === true ? base.matchRate : null,
+        decision.branch,
+        req.showMatch === true ? decision.matchRate : null,
         decision.index,
         this.profile,
       );
@@ -211,25 +227,24 @@ export class Forwarder {
               canRetry,
             });
       if (result.kind === "done") {
-        const outcome = { ...base, ...result.outcome };
         // Only what a worker accepted stays in its index entry: an error answer, or a client gone
         // before the answer began, caches nothing there. Accepted, the engine's usage teaches the
         // scheduler (a pair's prefill side reports its own answer's usage only to the account).
         if (!accepted(result.outcome)) {
           this.completed(choice, routed, { accepted: false });
-          return { ...outcome, usage: result.usage };
+          return answered(result, decision, attempts, undefined);
         }
         const charsPerToken = this.completed(choice, routed, {
           accepted: true,
           usage: pairs === undefined ? result.usage : undefined,
           aboutText: routed.usageDescribesText,
         });
-        if (account === undefined) return { ...outcome, usage: result.usage };
+        if (account === undefined) return answered(result, decision, attempts, undefined);
         const reported = pairs === undefined ? result.usage : result.accountUsage;
         // A batch's usage is the sum over its prompts, not this text's: counted from the text then.
         const usage = routed.usageDescribesText ? reported : undefined;
         this.ledger?.settle(account, usage, charsPerToken, req.requestId);
-        return { ...outcome, account, usage: result.usage };
+        return answered(result, decision, attempts, account);
       }
       this.completed(choice, routed, { accepted: false });
       lastFailure = result.failure;
@@ -246,7 +261,7 @@ export class Forwarder {
         this.settings.retryMaxBackoffMs,
       );
       if (attempts >= this.settings.retryMaxAttempts || delay >= remaining) break;
-      if (!left([])) break;
+      if (!this.left(tried, plan, NO_WORKERS)) break;
       this.hooks.onRetry(routed.endpoint);
       await sleep(delay, req.clientSignal);
     }
@@ -268,6 +283,19 @@ export class Forwarder {
       coolDownMs > 0 ? { "retry-after": String(retryAfterSecs(coolDownMs)) } : {};
     writeError(res, error, req.requestId, extra);
     return { status: error.status, attempts, error: "no_workers" };
+  }
+
+  /**
+   * Whether a worker (a pair: one of each side) is left to retry on once `tried` and `failed`
+   * are left out. A method, not a closure made per request: it is asked only after a failure.
+   */
+  private left(tried: ReadonlySet<Worker>, plan: ModelPlan, failed: readonly Worker[]): boolean {
+    if (this.pairs === undefined)
+      return this.registry.candidates(tried, undefined, plan).some((w) => !failed.includes(w));
+    return (
+      this.registry.candidates(tried, "prefill", plan).some((w) => !failed.includes(w)) &&
+      this.registry.candidates(tried, "decode", plan).some((w) => !failed.includes(w))
+    );
   }
 
   /**
@@ -297,24 +325,39 @@ export class Forwarder {
       room,
       span: trace === undefined ? undefined : (name) => trace.phase(name),
     });
-    const chosen = (decision: Decision<Worker> | undefined): Choice | undefined => {
-      deciding?.end(this.policyName, decision);
-      if (pairs === undefined) return decision && { decision };
-      if (decision === undefined) return undefined;
-      const decode = pairs.decodeDecider.schedule(routed, {
-        exclude: tried,
-        side: "decode",
-        first: false,
-        room,
-      });
-      // Only the first attempt waits for anything, and the decode side never asks the replicas.
-      if (decode === undefined || decode instanceof Promise) {
-        this.decider.completed(decision, routed, { accepted: false });
-        return undefined;
-      }
-      return { decision, decode };
-    };
-    return choosing instanceof Promise ? choosing.then(chosen) : chosen(choosing);
+    if (choosing instanceof Promise)
+      return choosing.then((decision) => this.chosen(routed, tried, room, deciding, decision));
+    return this.chosen(routed, tried, room, deciding, choosing);
+  }
+
+  /**
+   * The attempt's choice once its worker is decided (a method, so the usual synchronous decision
+   * makes no closure): a pair's decode side is then chosen, and a pair that cannot be made takes
+   * its prefill side's insert back.
+   */
+  private chosen(
+    routed: ForwardRequest["routing"],
+    tried: ReadonlySet<Worker>,
+    room: ForwardRequest["roomOn"],
+    deciding: DecisionSpan | undefined,
+    decision: Decision<Worker> | undefined,
+  ): Choice | undefined {
+    deciding?.end(this.policyName, decision);
+    const pairs = this.pairs;
+    if (pairs === undefined) return decision && { decision };
+    if (decision === undefined) return undefined;
+    const decode = pairs.decodeDecider.schedule(routed, {
+      exclude: tried,
+      side: "decode",
+      first: false,
+      room,
+    });
+    // Only the first attempt waits for anything, and the decode side never asks the replicas.
+    if (decode === undefined || decode instanceof Promise) {
+      this.decider.completed(decision, routed, { accepted: false });
+      return undefined;
+    }
+    return { decision, decode };
   }
 
   /**
