@@ -18,10 +18,16 @@ const HOP_BY_HOP = new Set([
 
 /**
  * Header names a `Connection` header lists: hop-by-hop for this one connection (RFC 9110
- * §7.6.1), so a proxy must drop them, e.g. `Connection: x-debug` with an `X-Debug` header.
+ * §7.6.1), so a proxy must drop them, e.g. `Connection: x-debug` with an `X-Debug` header. One
+ * name (the usual `keep-alive` or `close`, on nearly every request and answer) comes as itself,
+ * without a Set.
  */
-function connectionNamed(value: string | string[] | undefined): Set<string> | undefined {
+function connectionNamed(value: string | string[] | undefined): Set<string> | string | undefined {
   if (value === undefined) return undefined;
+  if (typeof value === "string" && !value.includes(",")) {
+    const name = value.trim().toLowerCase();
+    return name === "" ? undefined : name;
+  }
   const names = new Set<string>();
   for (const part of Array.isArray(value) ? value : [value]) {
     for (const token of part.split(",")) {
@@ -30,6 +36,12 @@ function connectionNamed(value: string | string[] | undefined): Set<string> | un
     }
   }
   return names.size > 0 ? names : undefined;
+}
+
+/** Whether `name` is among those connectionNamed found. */
+function isNamed(named: Set<string> | string | undefined, name: string): boolean {
+  if (named === undefined) return false;
+  return typeof named === "string" ? named === name : named.has(name);
 }
 
 /** This router's entry in the Via header (RFC 9110 §7.6.3): `1.1 radixgate-<instance id>`. */
@@ -61,7 +73,7 @@ export function upstreamRequestHeaders(
   const named = connectionNamed(incoming.connection);
   for (const name in incoming) {
     const value = incoming[name];
-    if (value === undefined || HOP_BY_HOP.has(name) || named?.has(name)) continue;
+    if (value === undefined || HOP_BY_HOP.has(name) || isNamed(named, name)) continue;
     if (name === "authorization" && !forwardAuthorization) continue;
     out[name] = value;
   }
@@ -93,7 +105,7 @@ export function responseHeaders(
   for (const name in upstream) {
     const value = upstream[name];
     if (value === undefined || (HOP_BY_HOP.has(name) && name !== "content-length")) continue;
-    if (named?.has(name)) continue;
+    if (isNamed(named, name)) continue;
     out[name] = value;
   }
   out["x-radixgate-worker"] = workerId;
