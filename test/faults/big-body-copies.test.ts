@@ -64,9 +64,7 @@ describe("large bodies: no whole-body copy on the event loop", () => {
     // Three bodies of different lengths, with multi-byte characters cut across pieces: bytes out
     // of order or misaligned on the byte channel would not parse.
     const bodies = [300_000, 700_000, 1_100_000].map((size, i) =>
-      Buffer.from(
-        JSON.stringify({ prompt: `${i} é€😀 ${"x".repeat(size)} ${i}`, max_tokens: 1 }),
-      ),
+      Buffer.from(JSON.stringify({ prompt: `${i} é€😀 ${"x".repeat(size)} ${i}`, max_tokens: 1 })),
     );
     const sha = (b: Buffer) => createHash("sha256").update(b).digest("hex");
     // One parse process: the bodies queue for it and cross its one channel one after another.
