@@ -137,7 +137,7 @@ describe("a tenant over its share reaches the engine past the preemption thresho
       worker.lowest = Math.min(worker.lowest ?? Number.POSITIVE_INFINITY, pass.priority ?? 0);
       return pass;
     };
-    return { admission, worker, at, go };
+    return { queue, admission, worker, at, go };
   }
 
   it("goes 11 below (SGLang's default threshold 10) while another tenant asks at its priority; a tenant alone keeps it", async () => {
@@ -170,5 +170,21 @@ describe("a tenant over its share reaches the engine past the preemption thresho
     for (let i = 0; i < 4; i++) await guarded.go({ tenant: "A", priority: 10 });
     // A is over its share at 10 beside B, but -1 would lose the preemption over the -1 flood.
     expect(guarded.admission.enginePriority(guarded.at({ tenant: "A", priority: 10 }))).toBe(10);
+  });
+
+  it("keeps no slot free for the others where every engine preempts the yielding tenant's work for them", async () => {
+    for (const [threshold, cause] of [
+      [10, null],
+      // The engine said no threshold (vLLM, or SGLang without priority preemption): slot kept.
+      [undefined, "tenant_share"],
+    ] as const) {
+      const { queue, at, go } = setUp(threshold);
+      for (let i = 0; i < 4; i++) await go({ tenant: "A", priority: 0 });
+      await go({ tenant: "B", priority: 0 });
+      await go({ tenant: "A", priority: 0 });
+      await go({ tenant: "A", priority: 0 });
+      // 7 of 8 slots taken, A over its share: only the kept slot is free.
+      expect(queue.wouldWait(at({ tenant: "A", priority: 0 }))).toBe(cause);
+    }
   });
 });
