@@ -66,7 +66,8 @@ export type PrefixCostOptions = Pick<
  * holds a shared preamble, when a new tenant comes) then go to the same worker whenever the load
  * does not say otherwise, not to whichever had one request or a few hundred characters less in
  * flight at that instant, which placed new tenants differently from run to run (issue 27). A text
- * nobody holds any of keeps the rotation: there is no prefix to keep together.
+ * nobody holds any of, or near-ties none of which holds KEY_CHARS of it, keep the rotation: there
+ * is no prefix to keep together.
  *
  * With queueWeight 0 the queue no longer counts, and one in-flight request's few hundred
  * characters never outweigh a held prefix of thousands: every request of a prefix went to its
@@ -112,8 +113,8 @@ export class PrefixCostPicker implements Picker {
     const { candidates, request, length } = ctx;
     const n = candidates.length;
     if (n === 0) return -1;
-    // A rotated start, so equal costs on equal loads take turns.
-    const start = this.rotation.next(n);
+    // A rotated start, so equal costs on equal loads take turns (from a place of this replica's).
+    const start = this.rotation.next(n, request.replicaRank);
     const matchedOf = request.matched;
     const fill = placementFill(request.fill, matchedOf, n);
     // One clock read per decision (the profile's): every engine report is judged against it.
@@ -179,7 +180,11 @@ export class PrefixCostPicker implements Picker {
     for (let i = 0; i < candidates.length; i++) {
       if (costs[i]! <= limit && held[i]! > most) most = held[i]!;
     }
-    if (most < 0) return fallback;
+    // The near-ties hold nothing of the text (another worker holds a shared preamble but is
+    // busier): no prefix to keep together, and a key at the text's start would be the same for
+    // every tenant, so every new tenant, and every replica deciding at once, chose the same
+    // worker. The lowest cost, equal costs in this replica's rotation, spreads them.
+    if (most < KEY_CHARS) return fallback;
     const floor = most - Math.min(KEY_CHARS, Math.floor(most / 8));
     let best = fallback;
     let bestScore = -1;
