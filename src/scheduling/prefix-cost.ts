@@ -4,7 +4,10 @@ import type { ResolvedPolicyOptions, TieBreak } from "./options.js";
 import { onAlive, type Pick as Picked, type Picker, type SchedulingContext } from "./plugin.js";
 import { type PolicyWorker, queuedPrefillChars } from "./policy.js";
 import { KEY_ALIGN, KEY_CHARS, prefixKey, rendezvousScore } from "./prefix-hash.js";
-import { Rotation } from "./rotation.js";
+import { Rotation, spreadOffset } from "./rotation.js";
+
+/** Candidates a tie can hold, as packed with their score (settleTie); far more than a fleet. */
+const TIE_SLOTS = 1 << 16;
 
 export type PrefixCostOptions = Pick<
   ResolvedPolicyOptions,
@@ -66,8 +69,7 @@ export type PrefixCostOptions = Pick<
  * holds a shared preamble, when a new tenant comes) then go to the same worker whenever the load
  * does not say otherwise, not to whichever had one request or a few hundred characters less in
  * flight at that instant, which placed new tenants differently from run to run (issue 27). A text
- * nobody holds any of, or near-ties none of which holds KEY_CHARS of it, keep the rotation: there
- * is no prefix to keep together.
+ * nobody holds any of keeps the rotation: there is no prefix to keep together.
  *
  * With queueWeight 0 the queue no longer counts, and one in-flight request's few hundred
  * characters never outweigh a held prefix of thousands: every request of a prefix went to its
@@ -92,6 +94,7 @@ export class PrefixCostPicker implements Picker {
   /** Reused across decisions (select is synchronous and keeps nothing). */
   private readonly costs: number[] = [];
   private readonly held: number[] = [];
+  private readonly tied: number[] = [];
 
   constructor(
     readonly name: string,
@@ -157,7 +160,13 @@ export class PrefixCostPicker implements Picker {
       }
     }
     if (this.tieBreak === "hash" && anyHeld && n > 1) {
-      best = this.settleTie(candidates, request.text, bestCost + this.requestChars / 2, best);
+      best = this.settleTie(
+        candidates,
+        request.text,
+        bestCost + this.requestChars / 2,
+        best,
+        request.replicaRank ?? 0,
+      );
     }
     return { index: best, branch: "lowest_cost" };
   };
@@ -168,24 +177,32 @@ export class PrefixCostPicker implements Picker {
    * chance, which says nothing about where the tenant is), then the highest rendezvous score for
    * the KEY_CHARS characters from that floor (rounded down to KEY_ALIGN): the end of the prefix
    * they hold. `fallback` when none is within the limit.
+   *
+   * When they hold less than KEY_CHARS (another worker holds a shared preamble but is busier),
+   * the key is the text's first characters, the same for every tenant: one router then sends
+   * every such text to one worker, which soon holds the preamble too (spreading them over the
+   * rotation cost one router 18% of its TTFT in the replay, each new worker computing the
+   * preamble again). Replicas, though, all chose that one worker at once, before any saw the
+   * others' decisions: replica `rank` > 0 takes the candidate at its place (rotation.ts
+   * spreadOffset) in the scores' order instead, its own worker for such texts.
    */
   private settleTie(
     candidates: readonly PolicyWorker[],
     text: string,
     limit: number,
     fallback: number,
+    rank: number,
   ): number {
     const { costs, held } = this;
     let most = -1;
     for (let i = 0; i < candidates.length; i++) {
       if (costs[i]! <= limit && held[i]! > most) most = held[i]!;
     }
-    // The near-ties hold nothing of the text (another worker holds a shared preamble but is
-    // busier): no prefix to keep together, and a key at the text's start would be the same for
-    // every tenant, so every new tenant, and every replica deciding at once, chose the same
-    // worker. The lowest cost, equal costs in this replica's rotation, spreads them.
-    if (most < KEY_CHARS) return fallback;
+    if (most < 0) return fallback;
     const floor = most - Math.min(KEY_CHARS, Math.floor(most / 8));
+    const spread = rank > 0 && most < KEY_CHARS && candidates.length <= TIE_SLOTS;
+    const tied = this.tied;
+    tied.length = 0;
     let best = fallback;
     let bestScore = -1;
     let key: number | undefined;
@@ -194,12 +211,16 @@ export class PrefixCostPicker implements Picker {
       // Keyed from a rounded point, so a few characters more or less held do not change the key.
       key ??= prefixKey(text, floor - (floor % KEY_ALIGN));
       const score = rendezvousScore(key, candidates[i]!.id);
+      if (spread) tied.push(score * TIE_SLOTS + i);
       if (score > bestScore) {
         best = i;
         bestScore = score;
       }
     }
-    return best;
+    if (!spread || tied.length < 2) return best;
+    // Highest score first; the index rides in the low digits (scores are 32-bit, exact in a double).
+    tied.sort((x, y) => y - x);
+    return tied[spreadOffset(rank, tied.length)]! % TIE_SLOTS;
   }
 
   /** The estimated prefill work ahead of this request's first token on `worker` (formula above). */
