@@ -17,6 +17,8 @@
  *   npm run bench:faults                         every attack, 8 s quiet + 20 s attacked each
  *   npm run bench:faults -- --secs 5 --quiet-secs 3        a quick run
  *   npm run bench:faults -- --only pd-n,hostile-yaml
+ *   npm run bench:faults -- --only big-bodies --node-flags="--cpu-prof --cpu-prof-dir=/tmp/prof"
+ *                                   Node flags for the router (profiles, --trace-gc to its stderr)
  *
  * Targets: worst /health <= 100 ms, legitimate p99 <= 2x quiet, RSS within docs/reliability.md's
  * bounds, nothing accepted lost. Prints a table and writes bench/results/faults.json.
@@ -38,7 +40,13 @@ import { encodeBatch, type WireEvent } from "../sim/kv-event-encoder.js";
 import { startLocalRedis } from "../sim/redis-server.js";
 import type { SimWorkerOptions } from "../sim/worker.js";
 import { encodeSequence } from "../src/kv-events/decode.js";
-import { commandLine, machineSummary, runIfEntryPoint, writeResults } from "./lib/entry.js";
+import {
+  commandLine,
+  machineSummary,
+  refuseOldNode,
+  runIfEntryPoint,
+  writeResults,
+} from "./lib/entry.js";
 import { type ProbeProcess, type ProbeResult, startProbeProcess } from "./lib/fault-probe.js";
 import { childFleetHost, type Fleet, type FleetHost, type FleetMember } from "./lib/fleet.js";
 import { numberFlag } from "./lib/number-flag.js";
@@ -713,11 +721,12 @@ interface RouterChild {
   exited: () => string;
 }
 
-async function startRouterCli(flags: string[]): Promise<RouterChild> {
+async function startRouterCli(flags: string[], nodeFlags: string[]): Promise<RouterChild> {
   const port = await freePort();
   const child = spawn(
     process.execPath,
     [
+      ...nodeFlags,
       "--import",
       "tsx",
       "src/cli.ts",
@@ -729,7 +738,8 @@ async function startRouterCli(flags: string[]): Promise<RouterChild> {
       "warn",
       ...flags,
     ],
-    { cwd: ROOT, stdio: ["ignore", "ignore", "pipe"] },
+    // With Node flags of its own (--trace-gc prints to stdout), the router's stdout is the bench's.
+    { cwd: ROOT, stdio: ["ignore", nodeFlags.length > 0 ? "inherit" : "ignore", "pipe"] },
   );
   let exit = "";
   child.on("exit", (code, signal) => {
@@ -765,6 +775,24 @@ async function startRouterCli(flags: string[]): Promise<RouterChild> {
     await sleep(200);
   }
   return { child, url, port, exited: () => (exit === "" ? "" : `${exit}: ${lastLine(out)}`) };
+}
+
+/**
+ * Ends the router: at once, or (profiling) by SIGTERM, so that Node writes its --cpu-prof or
+ * --heap-prof file, with a SIGKILL if it has not ended within a minute.
+ */
+async function stopRouter(router: RouterChild, gracefully: boolean): Promise<void> {
+  const { child } = router;
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  if (!gracefully) {
+    child.kill("SIGKILL");
+    return exited;
+  }
+  child.kill("SIGTERM");
+  const killer = setTimeout(() => child.kill("SIGKILL"), 60_000);
+  await exited;
+  clearTimeout(killer);
 }
 
 /** The last non-empty line of a process's output, shortened (why a router exited). */
@@ -815,6 +843,8 @@ async function startFleetFor(host: FleetHost, attack: Attack): Promise<Fleet[]> 
 interface Phases {
   quietSecs: number;
   secs: number;
+  /** --node-flags: Node's own flags for the router (a CPU profile, --trace-gc). */
+  nodeFlags: string[];
 }
 
 async function runAttack(
@@ -859,7 +889,7 @@ async function runAttack(
       ? await attack.flags(partial)
       : ["--worker-urls", ...sims.map((s) => s.url)];
   }
-  const router = await startRouterCli(flags);
+  const router = await startRouterCli(flags, phases.nodeFlags);
   const env: Env = { ...partial, url: router.url, port: router.port };
   const pid = router.child.pid as number;
   const config = { url: env.url, clients: LEGIT_CLIENTS, healthEveryMs: HEALTH_EVERY_MS };
@@ -922,7 +952,7 @@ async function runAttack(
       missed,
     };
   } finally {
-    router.child.kill("SIGKILL");
+    await stopRouter(router, phases.nodeFlags.length > 0);
     await Promise.all([...fleets, ...extras].map((f) => f.close().catch(() => {})));
     rmSync(dir, { recursive: true, force: true });
   }
@@ -942,11 +972,13 @@ async function main(): Promise<void> {
       secs: { type: "string" },
       "quiet-secs": { type: "string" },
       only: { type: "string" },
+      "node-flags": { type: "string" },
     },
   });
   const phases: Phases = {
     secs: numberFlag("secs", values.secs, 1, false) ?? 20,
     quietSecs: numberFlag("quiet-secs", values["quiet-secs"], 1, false) ?? 8,
+    nodeFlags: values["node-flags"]?.split(" ").filter((s) => s !== "") ?? [],
   };
   const only = values.only?.split(",").filter((s) => s !== "");
   const unknown = only?.filter((n) => !ATTACKS.some((a) => a.name === n)) ?? [];
@@ -1034,4 +1066,7 @@ async function main(): Promise<void> {
 }
 
 // An attack's leftovers (a slow upload's socket, a ZMQ publisher) must not keep the run alive.
-runIfEntryPoint(import.meta.url, () => main().then(() => process.exit(0)));
+runIfEntryPoint(import.meta.url, () => {
+  refuseOldNode("bench:faults");
+  return main().then(() => process.exit(0));
+});

@@ -20,6 +20,7 @@
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import { dirname, join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { configWith } from "../src/config.js";
@@ -30,7 +31,7 @@ import { commandLine, runIfEntryPoint } from "./lib/entry.js";
 import { childFleetHost } from "./lib/fleet.js";
 import { listFlag } from "./lib/list-flag.js";
 import { ensureNginx, nginxHasNjs, startNginx } from "./lib/nginx.js";
-import { processTree } from "./lib/process-cpu.js";
+import { processCpuMicros, processTree } from "./lib/process-cpu.js";
 import { startRouterProcess } from "./lib/router-process.js";
 import type { StreamLoadResult } from "./lib/stream-load.js";
 import { startStreamLoadProcess } from "./lib/stream-load-process.js";
@@ -66,6 +67,9 @@ const USAGE = `usage: npm run bench:stream -- [flags]
                       (with --base HEAD: one build, two runtime settings)
   --processes N       radixgate-cluster processes (default 2)
   --cpu-prof DIR      the router writes a .cpuprofile there when it stops
+  --idle              also each proxy's CPU with nothing in flight, over D seconds after the
+                      warm-up: the background work (engine polls, health checks, timers) that
+                      the CPU per chunk carries at a low chunk rate
   --quick             smoke run: K=20, C=20, D=2, 1 round
   --help              this text`;
 
@@ -84,6 +88,8 @@ export interface StreamBenchOptions {
   /** Check every chunk's text and order. */
   verify?: boolean;
   cpuProfDir?: string;
+  /** Measure each row's CPU with nothing in flight (ms per second). */
+  idle?: boolean;
   /** The git ref of the base row. */
   base?: string;
   /** Node flags of the base row's process. */
@@ -103,6 +109,16 @@ export interface StreamBenchReport {
   nginx: boolean;
   runs: RowRun[];
   summary: RowSummary[];
+  /** --idle: each proxy's CPU with nothing in flight. */
+  idle: IdleCpu[];
+}
+
+export interface IdleCpu {
+  row: RowName;
+  /** All of the row's processes, ms of CPU per second. */
+  msPerSec: number;
+  /** Of it, the first process's (radixgate's own beside the nginx it starts). */
+  firstMsPerSec: number;
 }
 
 function usageError(message: string): never {
@@ -144,6 +160,7 @@ export function parseStreamFlags(argv: readonly string[]): StreamBenchOptions {
         base: { type: "string" },
         "base-node-args": { type: "string" },
         quick: { type: "boolean", default: false },
+        idle: { type: "boolean", default: false },
         help: { type: "boolean", default: false },
       },
     }));
@@ -176,6 +193,7 @@ export function parseStreamFlags(argv: readonly string[]): StreamBenchOptions {
     engines: integer("engines", str("engines"), 4),
     rows: ["direct", ...rows.filter((r) => r !== "direct")],
     processes: integer("processes", str("processes"), 2),
+    idle: values.idle === true,
     ...(str("cpu-prof") === undefined ? {} : { cpuProfDir: str("cpu-prof")! }),
     ...(str("base") === undefined ? {} : { base: str("base")! }),
     baseNodeArgs: (str("base-node-args") ?? "").split(" ").filter((a) => a !== ""),
@@ -199,6 +217,7 @@ export async function runStreamBench(o: StreamBenchOptions): Promise<StreamBench
   const load = startStreamLoadProcess();
   let nginxFound = false;
   const runs: RowRun[] = [];
+  const idle: IdleCpu[] = [];
   try {
     const fleet = await host.startFleet({
       count: o.engines,
@@ -303,6 +322,14 @@ export async function runStreamBench(o: StreamBenchOptions): Promise<StreamBench
     };
     // Warm-up: every code path of every proxy before the first measurement.
     for (const row of order) await runOnce(row, Math.min(maxStreams, 50), 1000, `warm ${row}`);
+    if (o.idle === true) {
+      for (const row of order) {
+        const pids = targets.get(row)!.pids();
+        if (pids.length === 0) continue;
+        const cpu = idleCpu(pids, o.durationSecs * 1000);
+        idle.push({ row, ...(await cpu) });
+      }
+    }
     for (const streams of o.streams) {
       for (let round = 0; round < o.rounds; round++) {
         // Rotated each round, so no row always runs right after the same other one.
@@ -338,7 +365,26 @@ export async function runStreamBench(o: StreamBenchOptions): Promise<StreamBench
     lifetimeMs,
     nginx: nginxFound,
     runs,
+    idle,
     summary: summarize(runs, { chunks: o.chunks, intervalMs: o.intervalMs, lifetimeMs }),
+  };
+}
+
+/** CPU of `pids` (all, and the first) over `ms` with nothing sent, after a second to settle. */
+async function idleCpu(
+  pids: readonly number[],
+  ms: number,
+): Promise<{ msPerSec: number; firstMsPerSec: number }> {
+  const read = (list: readonly number[]) =>
+    list.reduce((total, pid) => total + (processCpuMicros(pid) ?? 0), 0);
+  await sleep(1000);
+  const [all0, first0, t0] = [read(pids), read(pids.slice(0, 1)), performance.now()];
+  await sleep(ms);
+  // µs of CPU per ms of wall time is ms per second.
+  const elapsedMs = performance.now() - t0;
+  return {
+    msPerSec: (read(pids) - all0) / elapsedMs,
+    firstMsPerSec: (read(pids.slice(0, 1)) - first0) / elapsedMs,
   };
 }
 
@@ -359,6 +405,13 @@ async function main(): Promise<void> {
       "+ = added over direct in the same round; ×nginx = median of per-round ratios",
   );
   printSummary(report.summary);
+  for (const i of report.idle) {
+    const parts =
+      i.row === "router-nginx"
+        ? ` (radixgate ${i.firstMsPerSec.toFixed(1)}, its nginx ${(i.msPerSec - i.firstMsPerSec).toFixed(1)})`
+        : "";
+    console.log(`idle ${i.row}: ${i.msPerSec.toFixed(1)} ms CPU per second${parts}`);
+  }
   mkdirSync(dirname(RESULTS), { recursive: true });
   writeFileSync(
     RESULTS,

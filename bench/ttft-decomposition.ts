@@ -15,6 +15,7 @@
  * "steady" the mean TTFT of every later request.
  */
 import { parseArgs } from "node:util";
+import { DEFAULT_TIER_WEIGHTS, parseTierWeights } from "../src/index/kv-tiers.js";
 import {
   createPolicy,
   isPolicyName,
@@ -82,6 +83,8 @@ const USAGE = [
   "                                (the old rule), not the count at the reading",
   "  --queue-weight <x>, --request-chars <n>   prefix_cost's weights",
   "  --tie-break <hash|rotation>   prefix_cost's tie-break (default hash)",
+  "  --kv-events                   each policy over the engines' KV events (the precise index), with",
+  "                                --kv-tier-weights' default, then tier-blind (gpu=1,cpu=0,disk=0)",
 ].join("\n");
 
 function parseCli(): ReturnType<typeof parseArgs<{ options: typeof OPTIONS }>>["values"] {
@@ -126,6 +129,7 @@ const OPTIONS = {
   "queue-weight": { type: "string" },
   "request-chars": { type: "string" },
   "tie-break": { type: "string" },
+  "kv-events": { type: "boolean", default: false },
 } as const;
 
 async function main(): Promise<void> {
@@ -159,7 +163,7 @@ async function main(): Promise<void> {
   const enginePollMs = preset.timeScale > 0 ? (pollSecs * 1000) / preset.timeScale : 0;
   const base = {
     workers: preset.workers,
-    concurrency: preset.concurrency,
+    concurrency: w.concurrency ?? preset.concurrency,
     enginePollMs,
     enginePollPhaseMs: Number(values["poll-phase-ms"]),
     foreignAgainstNow: values["foreign-against-now"],
@@ -170,8 +174,23 @@ async function main(): Promise<void> {
   }
   const rows: [string, ReplayResult][] = [];
   for (const policy of policies) {
-    const chooser = { kind: "policy" as const, policy: createPolicy(policy, options) };
-    rows.push([policy, await replay(w, { ...base, chooser })]);
+    if (!values["kv-events"]) {
+      const chooser = { kind: "policy" as const, policy: createPolicy(policy, options) };
+      rows.push([policy, await replay(w, { ...base, chooser })]);
+      continue;
+    }
+    // Over the engines' events: their tiers credited (the default weights), then the GPU alone.
+    for (const [label, weights] of [
+      ["", DEFAULT_TIER_WEIGHTS],
+      [":tier-blind", "gpu=1,cpu=0,disk=0"],
+    ] as const) {
+      const chooser = {
+        kind: "precise" as const,
+        policy: createPolicy(policy, options),
+        tierWeights: parseTierWeights(weights),
+      };
+      rows.push([`${policy}/precise${label}`, await replay(w, { ...base, chooser })]);
+    }
   }
   const oracle = w.oracle;
   if (oracle !== undefined) {
@@ -197,7 +216,7 @@ async function main(): Promise<void> {
       "per worker",
     ],
     rows.map(([row, r]) => {
-      const { start, steady } = splitAtStart(r, preset.concurrency);
+      const { start, steady } = splitAtStart(r, base.concurrency);
       return [
         row,
         `${(r.hitRate * 100).toFixed(1)}%`,

@@ -18,6 +18,23 @@ export function runIfEntryPoint(moduleUrl: string, main: () => Promise<void>): v
   });
 }
 
+/** The oldest Node.js the project runs on (package.json `engines`, scripts/with-node.sh). */
+const MIN_NODE: readonly [number, number] = [22, 19];
+
+/**
+ * Exits with a clear message on a Node.js older than the project supports: a router started by a
+ * benchmark runs on the same node, and an older one fails in ways that look like the router's
+ * fault (Node 20's undici breaks the Kubernetes client).
+ */
+export function refuseOldNode(script: string): void {
+  const [major = 0, minor = 0] = process.versions.node.split(".").map(Number);
+  if (major > MIN_NODE[0] || (major === MIN_NODE[0] && minor >= MIN_NODE[1])) return;
+  console.error(
+    `${script}: node ${process.version} is older than ${MIN_NODE.join(".")}, the oldest radixgate supports; run it through scripts/with-node.sh, as \`npm run ${script}\` does (it fetches Node.js 24 once), or install Node.js 24 LTS.`,
+  );
+  process.exit(1);
+}
+
 /** The machine a run used, as recorded next to its figures. */
 export function machineSummary(): string {
   return `${os.cpus().length} cores, ${os.cpus()[0]?.model ?? "?"}, node ${process.version}`;

@@ -34,7 +34,7 @@ export const FLEET_SETTINGS = section<FleetConfig>({
     flag: "--worker-prefill-tokens-per-sec",
     arg: "<tokens>",
     description:
-      "Uncached prompt tokens a second one worker is assumed to prefill at full load (measure your engine and model: e.g. vLLM's benchmark_serving at the batch size you run).",
+      "Uncached prompt tokens a second one worker is assumed to prefill at full load (measure your engine and model: e.g. `vllm bench serve` or SGLang's bench_serving at the batch size you run; a figure below the engines' makes every cache miss read as saturation).",
     default: 10_000,
     parse: integer(1),
   },

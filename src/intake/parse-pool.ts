@@ -3,11 +3,12 @@ import { ModuleProcess, OUT_OF_MEMORY } from "../watched-file/module-process.js"
 import type { BodySummary, PairProtocolName } from "./body-summary.js";
 import type { Endpoint } from "./routing-text.js";
 
-/** One body to parse, as posted to a parse worker. */
+/** One body to parse, as posted to a parse worker; the body's bytes follow on its byte channel. */
 export interface ParseJob {
   id: number;
   endpoint: Endpoint;
-  body: Uint8Array;
+  /** The body's length: the parser reads that many bytes from its byte channel. */
+  bodyBytes: number;
   maxChars: number;
   withTokenizeInput: boolean;
   pairs?: PairProtocolName | undefined;
@@ -19,6 +20,7 @@ export type ParseResult =
 
 interface PendingJob {
   job: ParseJob;
+  body: Uint8Array;
   resolve: (summary: BodySummary) => void;
   reject: (err: Error) => void;
 }
@@ -67,12 +69,12 @@ export class ParsePool {
       const job: ParseJob = {
         id: this.nextId++,
         endpoint,
-        body,
+        bodyBytes: body.byteLength,
         maxChars,
         withTokenizeInput,
         pairs,
       };
-      this.queue.push({ job, resolve, reject });
+      this.queue.push({ job, body, resolve, reject });
       this.dispatch();
     });
   }
@@ -90,6 +92,9 @@ export class ParsePool {
       const pending = this.queue.shift() as PendingJob;
       slot.current = pending;
       slot.worker.postMessage(pending.job);
+      // Not in the message: a structured clone of a large body is copied twice and written in one
+      // go on the event loop. The byte channel sends the body's own memory as the parser reads.
+      slot.worker.postBytes(pending.body);
     }
   }
 
@@ -106,6 +111,7 @@ export class ParsePool {
   private spawn(): ModuleProcess {
     return new ModuleProcess(new URL("./parse-worker.js", import.meta.url), {
       memoryMb: this.options.memoryMb,
+      byteChannel: true,
     });
   }
 

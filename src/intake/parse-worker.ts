@@ -9,19 +9,15 @@ import type { ParseJob, ParseResult } from "./parse-pool.js";
 
 const port = parentChannel();
 
-port.onMessage((message) => {
+port.onMessage(async (message) => {
   const job = message as ParseJob;
+  // One job at a time (the pool waits for each answer), so its bytes are the next on the channel.
+  const body = await port.readBytes(job.bodyBytes);
   let result: ParseResult;
   try {
     result = {
       id: job.id,
-      summary: summarizeBody(
-        job.endpoint,
-        job.body,
-        job.maxChars,
-        job.withTokenizeInput,
-        job.pairs,
-      ),
+      summary: summarizeBody(job.endpoint, body, job.maxChars, job.withTokenizeInput, job.pairs),
     };
   } catch (err) {
     const routerError = err instanceof RouterError;

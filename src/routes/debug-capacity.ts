@@ -32,6 +32,13 @@ export function registerDebugCapacityRoute(app: Hono<Env>, ctx: RouterContext): 
           capacity_tokens_per_sec: reading.prefill.capacityPerSec,
           explain:
             "uncached prompt tokens settled per second over healthy workers x --worker-prefill-tokens-per-sec",
+          // Settled tokens are throughput: above 1 while the batches have room, the engines
+          // prefill faster than the flag says, so the flag (not the fleet) is short.
+          ...(reading.prefill.ratio > 1 && reading.slots.ratio < options.targetUtilization
+            ? {
+                hint: "above 1 while the batches have room: the engines prefill faster than --worker-prefill-tokens-per-sec says; set it to their measured throughput",
+              }
+            : {}),
         },
         running_slots: {
           ratio: reading.slots.ratio,

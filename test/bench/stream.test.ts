@@ -29,6 +29,7 @@ describe("bench:stream", () => {
       processes: 1,
       fromSource: true,
       verify: true,
+      idle: true,
     });
     expect(report.runs.map((r) => r.row).sort()).toEqual(["direct", "router"]);
     for (const { result } of report.runs) {
@@ -62,6 +63,9 @@ describe("bench:stream", () => {
     ]) {
       expect(report.summary[1]).toHaveProperty(key);
     }
+    // --idle: the router's CPU with nothing in flight, once per proxy row (direct has no process).
+    expect(report.idle.map((i) => i.row)).toEqual(["router"]);
+    expect(report.idle[0]!.msPerSec).toBeGreaterThanOrEqual(0);
     expect(report).toHaveProperty("loadAverage");
     expect(report).toHaveProperty("machine");
   }, 90_000);

@@ -26,7 +26,10 @@ describe("GET /debug/capacity and the radixgate_fleet_* metrics", () => {
     router.context.capacity.sample();
     const body = (await (await fetch(`${router.url}/debug/capacity`)).json()) as {
       healthy_workers: number;
-      saturation: { prefill_tokens: { ratio: number }; running_slots: { capacity: number } };
+      saturation: {
+        prefill_tokens: { ratio: number; hint?: string };
+        running_slots: { capacity: number };
+      };
       desired_workers: Record<string, { desired: number }>;
       rule: { target_utilization: number };
       scale_in: { drain_first: { id: string }; order: { id: string }[] };
@@ -34,6 +37,7 @@ describe("GET /debug/capacity and the radixgate_fleet_* metrics", () => {
     };
     expect(body.healthy_workers).toBe(2);
     expect(body.saturation.prefill_tokens.ratio).toBeGreaterThan(0);
+    expect(body.saturation.prefill_tokens.hint).toBeUndefined();
     expect(body.saturation.running_slots.capacity).toBe(2 * 256);
     expect(body.desired_workers["*"]?.desired).toBe(1);
     expect(body.rule.target_utilization).toBe(0.8);
@@ -44,5 +48,27 @@ describe("GET /debug/capacity and the radixgate_fleet_* metrics", () => {
     const metrics = await (await fetch(`${router.url}/metrics`)).text();
     expect(metrics).toMatch(/^radixgate_fleet_desired_workers\{model="\*"\} 1$/m);
     expect(metrics).toMatch(/^radixgate_fleet_saturation_ratio\{resource="running_slots"\} 0$/m);
+  });
+
+  it("says when the prefill ratio exceeds 1 only because the assumed throughput is too low", async () => {
+    // One token a second per worker: any settled prompt reads as many times the capacity, while
+    // the batches stay empty; the signal names the flag rather than a fleet short of compute.
+    const low = await startTestRouter({
+      policy: "cache_aware",
+      workerUrls: workers.map((w) => w.url),
+      fleetSignalIntervalSecs: 0,
+      workerPrefillTokensPerSec: 1,
+    });
+    try {
+      await (await postChat(low, "You are terse. ".repeat(50), "hello")).text();
+      const reading = low.context.capacity.sample();
+      expect(reading.prefill.ratio).toBeGreaterThan(1);
+      const body = (await (await fetch(`${low.url}/debug/capacity`)).json()) as {
+        saturation: { prefill_tokens: { hint?: string } };
+      };
+      expect(body.saturation.prefill_tokens.hint).toMatch(/--worker-prefill-tokens-per-sec/);
+    } finally {
+      await low.stop(100);
+    }
   });
 });

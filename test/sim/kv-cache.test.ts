@@ -219,6 +219,39 @@ describe("PrefixKvCache: a CPU tier behind the GPU pool (offloading)", () => {
     expect(events).toContain("removed CPU 2");
   });
 
+  it("a lookup touches the CPU copies last block first, so the tier drops a suffix before its prefix", () => {
+    const { listener } = recording();
+    const kv = new PrefixKvCache({
+      capacityTokens: 16 * BS,
+      blockSize: BS,
+      cpuTierTokens: 4 * BS,
+      listener,
+    });
+    const a = ids(3 * BS + 1, 1);
+    serve(kv, a); // CPU, oldest first: a0 a1 a2
+    expect(serve(kv, a)).toBe(3 * BS); // a GPU hit; the lookup touches a2, a1, a0
+    serve(kv, ids(2 * BS + 1, 2)); // two new blocks: the oldest one goes
+    const [a0, a1, a2] = kv.blockHashes(a);
+    expect([kv.onCpu(a0!), kv.onCpu(a1!), kv.onCpu(a2!)]).toEqual([true, true, false]);
+  });
+
+  it("stores on the CPU tier only blocks it does not hold yet: a load republishes nothing there", () => {
+    const { events, listener } = recording();
+    const kv = new PrefixKvCache({
+      capacityTokens: 4 * BS,
+      blockSize: BS,
+      cpuTierTokens: 16 * BS,
+      listener,
+    });
+    const a = ids(3 * BS + 1, 1);
+    serve(kv, a);
+    serve(kv, ids(3 * BS + 1, 2)); // a off the GPU, still on the CPU
+    events.length = 0;
+    expect(serve(kv, a)).toBe(3 * BS);
+    expect(events.filter((e) => e.startsWith("stored CPU"))).toEqual([]);
+    expect(events).toContain("stored GPU 3");
+  });
+
   it("without a CPU tier nothing changes: no CPU events, nothing loaded", () => {
     const { events, listener } = recording();
     const kv = new PrefixKvCache({ capacityTokens: 4 * BS, blockSize: BS, listener });
