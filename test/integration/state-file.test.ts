@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type SimWorker, startSimWorker } from "../../sim/worker.js";
 import { captureLogs } from "../helpers/log-capture.js";
-import { postChat, startTestRouter } from "../helpers/router.js";
+import { postChat, startTestRouter, waitFor } from "../helpers/router.js";
 
 // --state-file: a single router (no Redis) restarted keeps its prefix index.
 describe("--state-file", () => {
@@ -42,6 +42,43 @@ describe("--state-file", () => {
     const second = await router(path, logs.logger);
     try {
       expect(logs.entries.some((l) => l.msg === "state file: prefix index loaded")).toBe(true);
+      for (const [topic, worker] of chosen) {
+        const res = await postChat(second, system(topic), "a later question");
+        expect(res.headers.get("x-radixgate-worker")).toBe(worker);
+        expect(res.headers.get("x-radixgate-route")).toMatch(/^cache_hit/);
+        await res.text();
+      }
+    } finally {
+      await second.stop(100);
+    }
+  });
+
+  it("keeps the file's entries for workers discovered after the start, and applies them then", async () => {
+    const path = join(dir, "later.snapshot");
+    const first = await router(path);
+    const chosen = new Map<string, string>();
+    for (const topic of ["billing", "shipping", "returns", "legal", "hr", "sales"]) {
+      const res = await postChat(first, system(topic), "first question");
+      chosen.set(topic, res.headers.get("x-radixgate-worker")!);
+      await res.text();
+    }
+    await first.stop(100);
+    // Restarted before discovery lists every worker (pods answer readiness in any order).
+    const logs = captureLogs();
+    const second = await startTestRouter(
+      { policy: "cache_aware", workerUrls: [workers[0]!.url], stateFile: path },
+      logs.logger,
+    );
+    try {
+      const loaded = logs.entries.find((l) => l.msg === "state file: prefix index loaded");
+      expect(loaded?.held_for_later).toBeGreaterThan(0);
+      for (const w of workers.slice(1))
+        await second.context.membership.add({ url: w.url }, "discovery");
+      await waitFor(
+        async () => [...chosen.values()].every((id) => second.context.index.size(id) > 0),
+        5000,
+        "the held entries applied",
+      );
       for (const [topic, worker] of chosen) {
         const res = await postChat(second, system(topic), "a later question");
         expect(res.headers.get("x-radixgate-worker")).toBe(worker);
