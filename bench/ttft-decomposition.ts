@@ -81,7 +81,7 @@ const USAGE = [
   "  --poll-sweep <n>              replay n poll phases and print TTFT / oracle for each policy",
   "  --foreign-against-now         count the engine's foreign queue against the router's count now",
   "                                (the old rule), not the count at the reading",
-  "  --queue-weight <x>, --request-chars <n>   prefix_cost's weights",
+  "  --queue-weight <x>, --request-chars <n>, --eviction-weight <x>   prefix_cost's weights",
   "  --tie-break <hash|rotation>   prefix_cost's tie-break (default hash)",
   "  --kv-events                   each policy over the engines' KV events (the precise index), with",
   "                                --kv-tier-weights' default, then tier-blind (gpu=1,cpu=0,disk=0)",
@@ -97,6 +97,7 @@ function parseCli(): ReturnType<typeof parseArgs<{ options: typeof OPTIONS }>>["
       "poll-sweep",
       "queue-weight",
       "request-chars",
+      "eviction-weight",
     ] as const) {
       const value = values[name];
       if (value !== undefined && !(Number(value) >= 0)) {
@@ -128,6 +129,7 @@ const OPTIONS = {
   "foreign-against-now": { type: "boolean", default: false },
   "queue-weight": { type: "string" },
   "request-chars": { type: "string" },
+  "eviction-weight": { type: "string" },
   "tie-break": { type: "string" },
   "kv-events": { type: "boolean", default: false },
 } as const;
@@ -153,6 +155,9 @@ async function main(): Promise<void> {
     ...(values["request-chars"] === undefined
       ? {}
       : { prefixCostRequestChars: Number(values["request-chars"]) }),
+    ...(values["eviction-weight"] === undefined
+      ? {}
+      : { prefixCostEvictionWeight: Number(values["eviction-weight"]) }),
     ...(values["tie-break"] === undefined
       ? {}
       : { prefixCostTieBreak: values["tie-break"] as TieBreak }),
@@ -244,6 +249,17 @@ async function main(): Promise<void> {
       }),
     ]),
   );
+  if (values["kv-events"]) {
+    // The offload target, in model time: crediting the tiers against the GPU cache alone.
+    for (const policy of policies) {
+      const aware = rows.find(([row]) => row === `${policy}/precise`)![1];
+      const blind = rows.find(([row]) => row === `${policy}/precise:tier-blind`)![1];
+      const ratio = meanOf(aware.requests, "ttft") / meanOf(blind.requests, "ttft");
+      console.log(
+        `goal (${policy}): tier-aware mean TTFT ≤ 0.85× tier-blind, model time: ${fmt(ratio, 2)}× (hit rate ${(aware.hitRate * 100).toFixed(1)}% vs ${(blind.hitRate * 100).toFixed(1)}%) → ${ratio <= 0.85 ? "met" : "MISSED"}`,
+      );
+    }
+  }
   if (oracle !== undefined) {
     const reference = new Map(rows.at(-1)![1].requests.map((x) => [x.spec.id, x]));
     console.log("\nagainst the oracle, request by request: Σ difference / requests (model ms)");
