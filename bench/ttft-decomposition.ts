@@ -15,6 +15,7 @@
  * "steady" the mean TTFT of every later request.
  */
 import { parseArgs } from "node:util";
+import { DEFAULT_TIER_WEIGHTS, parseTierWeights } from "../src/index/kv-tiers.js";
 import {
   createPolicy,
   isPolicyName,
@@ -80,8 +81,10 @@ const USAGE = [
   "  --poll-sweep <n>              replay n poll phases and print TTFT / oracle for each policy",
   "  --foreign-against-now         count the engine's foreign queue against the router's count now",
   "                                (the old rule), not the count at the reading",
-  "  --queue-weight <x>, --request-chars <n>   prefix_cost's weights",
+  "  --queue-weight <x>, --request-chars <n>, --eviction-weight <x>   prefix_cost's weights",
   "  --tie-break <hash|rotation>   prefix_cost's tie-break (default hash)",
+  "  --kv-events                   each policy over the engines' KV events (the precise index), with",
+  "                                --kv-tier-weights' default, then tier-blind (gpu=1,cpu=0,disk=0)",
 ].join("\n");
 
 function parseCli(): ReturnType<typeof parseArgs<{ options: typeof OPTIONS }>>["values"] {
@@ -94,6 +97,7 @@ function parseCli(): ReturnType<typeof parseArgs<{ options: typeof OPTIONS }>>["
       "poll-sweep",
       "queue-weight",
       "request-chars",
+      "eviction-weight",
     ] as const) {
       const value = values[name];
       if (value !== undefined && !(Number(value) >= 0)) {
@@ -125,7 +129,9 @@ const OPTIONS = {
   "foreign-against-now": { type: "boolean", default: false },
   "queue-weight": { type: "string" },
   "request-chars": { type: "string" },
+  "eviction-weight": { type: "string" },
   "tie-break": { type: "string" },
+  "kv-events": { type: "boolean", default: false },
 } as const;
 
 async function main(): Promise<void> {
@@ -149,6 +155,9 @@ async function main(): Promise<void> {
     ...(values["request-chars"] === undefined
       ? {}
       : { prefixCostRequestChars: Number(values["request-chars"]) }),
+    ...(values["eviction-weight"] === undefined
+      ? {}
+      : { prefixCostEvictionWeight: Number(values["eviction-weight"]) }),
     ...(values["tie-break"] === undefined
       ? {}
       : { prefixCostTieBreak: values["tie-break"] as TieBreak }),
@@ -159,7 +168,7 @@ async function main(): Promise<void> {
   const enginePollMs = preset.timeScale > 0 ? (pollSecs * 1000) / preset.timeScale : 0;
   const base = {
     workers: preset.workers,
-    concurrency: preset.concurrency,
+    concurrency: w.concurrency ?? preset.concurrency,
     enginePollMs,
     enginePollPhaseMs: Number(values["poll-phase-ms"]),
     foreignAgainstNow: values["foreign-against-now"],
@@ -170,8 +179,23 @@ async function main(): Promise<void> {
   }
   const rows: [string, ReplayResult][] = [];
   for (const policy of policies) {
-    const chooser = { kind: "policy" as const, policy: createPolicy(policy, options) };
-    rows.push([policy, await replay(w, { ...base, chooser })]);
+    if (!values["kv-events"]) {
+      const chooser = { kind: "policy" as const, policy: createPolicy(policy, options) };
+      rows.push([policy, await replay(w, { ...base, chooser })]);
+      continue;
+    }
+    // Over the engines' events: their tiers credited (the default weights), then the GPU alone.
+    for (const [label, weights] of [
+      ["", DEFAULT_TIER_WEIGHTS],
+      [":tier-blind", "gpu=1,cpu=0,disk=0"],
+    ] as const) {
+      const chooser = {
+        kind: "precise" as const,
+        policy: createPolicy(policy, options),
+        tierWeights: parseTierWeights(weights),
+      };
+      rows.push([`${policy}/precise${label}`, await replay(w, { ...base, chooser })]);
+    }
   }
   const oracle = w.oracle;
   if (oracle !== undefined) {
@@ -197,7 +221,7 @@ async function main(): Promise<void> {
       "per worker",
     ],
     rows.map(([row, r]) => {
-      const { start, steady } = splitAtStart(r, preset.concurrency);
+      const { start, steady } = splitAtStart(r, base.concurrency);
       return [
         row,
         `${(r.hitRate * 100).toFixed(1)}%`,
@@ -225,6 +249,17 @@ async function main(): Promise<void> {
       }),
     ]),
   );
+  if (values["kv-events"]) {
+    // The offload target, in model time: crediting the tiers against the GPU cache alone.
+    for (const policy of policies) {
+      const aware = rows.find(([row]) => row === `${policy}/precise`)![1];
+      const blind = rows.find(([row]) => row === `${policy}/precise:tier-blind`)![1];
+      const ratio = meanOf(aware.requests, "ttft") / meanOf(blind.requests, "ttft");
+      console.log(
+        `goal (${policy}): tier-aware mean TTFT ≤ 0.85× tier-blind, model time: ${fmt(ratio, 2)}× (hit rate ${(aware.hitRate * 100).toFixed(1)}% vs ${(blind.hitRate * 100).toFixed(1)}%) → ${ratio <= 0.85 ? "met" : "MISSED"}`,
+      );
+    }
+  }
   if (oracle !== undefined) {
     const reference = new Map(rows.at(-1)![1].requests.map((x) => [x.spec.id, x]));
     console.log("\nagainst the oracle, request by request: Σ difference / requests (model ms)");

@@ -15,7 +15,7 @@ import type { Clock } from "./clock.js";
 import { Engine } from "./engine.js";
 import { PrefixKvCache } from "./kv-cache.js";
 import { SimKvPublisher, type SimKvPublisherOptions } from "./kv-publisher.js";
-import type { ResolvedSimOptions } from "./options.js";
+import type { ResolvedSimOptions, SimFlavor } from "./options.js";
 import { priorityOrderOf } from "./priority-order.js";
 
 export interface SimRank {
@@ -98,6 +98,11 @@ function offsetPort(endpoint: string, rank: number): string {
   return `${endpoint.slice(0, colon)}:${Number(endpoint.slice(colon + 1)) + rank}`;
 }
 
+/** How the flavor's engine loads KV back from its CPU tier (engine.ts loadRule). */
+export function loadRuleOf(flavor: SimFlavor): "async" | "layerwise" {
+  return flavor === "sglang" ? "layerwise" : "async";
+}
+
 /** The engine's ranks, each with its own KV cache (announcing to its publisher, if any) and scheduler. */
 export function makeRanks(
   dpSize: number,
@@ -123,6 +128,7 @@ export function makeRanks(
         delayFactor,
         firstTokenDelayMs: options.firstTokenDelayMs,
         prefillFirst: options.stepRule === "prefill-first",
+        loadRule: loadRuleOf(options.flavor),
         ...(options.priorityScheduling ? prioritySchedulingOf(options) : {}),
       },
       kv,

@@ -88,6 +88,19 @@ export interface EngineOptions {
    * waiting ones while len(running) < max_num_seqs).
    */
   prefillFirst?: boolean;
+  /**
+   * How KV loaded back from the CPU tier is scheduled (kv-cache.ts), as the engines do it:
+   * - "async" (the default), vLLM's offloading connector: its get_num_new_matched_tokens answers
+   *   that the hit loads asynchronously, the request waits (WAITING_FOR_REMOTE_KVS) while the
+   *   transfer runs on its own stream between scheduler steps, and joins a step once loaded
+   *   (vllm/distributed/kv_transfer/kv_connector/v1/offloading/scheduler.py,
+   *   vllm/v1/core/sched/scheduler.py). The batch keeps stepping; loads share one link, in turn.
+   * - "layerwise", SGLang's HiCache: the load back is started with the prefill batch and each
+   *   layer's forward waits only for that layer's transfer (python/sglang/srt/managers/
+   *   cache_controller.py LayerDoneCounter, LayerLoadingEvent), so the step lasts the longer of
+   *   its compute and the transfer (timing.ts stepDurationMs).
+   */
+  loadRule?: "async" | "layerwise";
 }
 
 class Sequence implements SequenceHandle {
@@ -103,6 +116,8 @@ class Sequence implements SequenceHandle {
   queuedAt: number;
   /** What its prefill computes: the prompt, after a preemption with the output so far. */
   prefillTokens: readonly number[];
+  /** With loadRule "async": when its KV loaded from the CPU tier is in place (virtual time). */
+  loadedAt = 0;
 
   constructor(
     readonly engine: Engine,
@@ -137,6 +152,10 @@ export class Engine {
   private readonly waitingQueue: Sequence[] = [];
   private readonly runningBatch: Sequence[] = [];
   private timer: unknown;
+  /** The pending timer only wakes the loop (a load to finish, an arrival), no step ends then. */
+  private timerWakes = false;
+  /** With loadRule "async": when the CPU→GPU link is free again (loads go one after another). */
+  private linkFreeAt = 0;
   private pumping = false;
   private stopped = false;
   private stepCount = 0;
@@ -182,6 +201,12 @@ export class Engine {
       urgency(this.options.priorityOrder, spec.priority ?? 0),
     );
     this.enqueue(seq);
+    if (this.timerWakes && !this.pumping) {
+      // Waiting for a load only: the newcomer may start a step before it ends.
+      this.clock.clearTimer(this.timer);
+      this.timer = undefined;
+      this.timerWakes = false;
+    }
     if (this.timer === undefined && !this.pumping) this.pump(seq.arrival);
     return seq;
   }
@@ -238,6 +263,22 @@ export class Engine {
             t = head.arrival;
             continue;
           }
+          // Nothing to step but loads under way: wake when the first is in place.
+          const loaded = this.nextLoadedAt(t);
+          if (loaded !== undefined) {
+            const now = this.clock.now();
+            if (loaded > now) {
+              this.timerWakes = true;
+              this.timer = this.clock.setTimer(() => {
+                this.timer = undefined;
+                this.timerWakes = false;
+                this.pump(loaded);
+              }, loaded - now);
+              return;
+            }
+            t = loaded;
+            continue;
+          }
           if (head !== undefined) {
             // Unreachable: with nothing running every block is evictable and submit() checked fit.
             throw new Error("simulated engine stalled with an admissible queue head");
@@ -273,7 +314,7 @@ export class Engine {
     if (!prefillFirst) budget -= this.addDecodes(entries, shape, budget);
     for (const seq of this.runningBatch) {
       if (budget === 0) break;
-      if (seq.computed >= seq.prefillTokens.length) continue;
+      if (seq.computed >= seq.prefillTokens.length || seq.loadedAt > t) continue;
       budget -= this.addPrefill(entries, shape, seq, budget);
     }
     const preempted: Sequence[] = [];
@@ -293,12 +334,22 @@ export class Engine {
       head.alloc = alloc;
       head.cachedTokens = alloc.cachedTokens;
       head.computed = alloc.cachedTokens;
-      // Blocks loaded from the CPU tier: this step waits for their transfer.
-      if (alloc.loadedTokens > 0)
-        shape.loadedTokens = (shape.loadedTokens ?? 0) + alloc.loadedTokens;
       this.runningBatch.push(head);
       if (!head.admitted) head.sink.onAdmit?.(alloc.cachedTokens);
       head.admitted = true;
+      if (alloc.loadedTokens > 0) {
+        if (this.options.loadRule === "layerwise") {
+          // This step's layers wait for their share of the transfer.
+          shape.loadedTokens = (shape.loadedTokens ?? 0) + alloc.loadedTokens;
+        } else {
+          // Off the step loop: the sequence joins a step once its blocks are in place.
+          const start = Math.max(t, this.linkFreeAt);
+          const ms = (alloc.loadedTokens * 1000) / this.options.timing.offloadTokensPerSec;
+          head.loadedAt = start + ms * this.options.delayFactor();
+          this.linkFreeAt = head.loadedAt;
+          continue;
+        }
+      }
       budget -= this.addPrefill(entries, shape, head, budget);
     }
     // Back in the queue after this step's admissions, as SGLang requeues its preempt_list.
@@ -307,6 +358,15 @@ export class Engine {
     if (prefillFirst && entries.length === 0) this.addDecodes(entries, shape, budget);
     shape.seqs = entries.length;
     return entries.length === 0 ? undefined : { entries, shape };
+  }
+
+  /** The earliest time after `t` a running sequence's load is in place; undefined: none loading. */
+  private nextLoadedAt(t: number): number | undefined {
+    let next: number | undefined;
+    for (const seq of this.runningBatch) {
+      if (seq.loadedAt > t && (next === undefined || seq.loadedAt < next)) next = seq.loadedAt;
+    }
+    return next;
   }
 
   /** One decode token for each running sequence past its prefill, within `budget`; returns the tokens used. */
@@ -364,6 +424,7 @@ export class Engine {
     this.leaveBatch(seq);
     seq.alloc = undefined;
     seq.computed = 0;
+    seq.loadedAt = 0;
     seq.prefillTokens = seq.promptTokens.concat(generatedTokenIds(seq.generated));
     seq.state = "waiting";
     seq.queuedAt = t;

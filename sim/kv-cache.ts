@@ -22,10 +22,11 @@
  *
  * An optional CPU tier (cpuTierBlocks) behind the GPU pool, as vLLM's offloading connector keeps
  * one (vllm/distributed/kv_transfer/kv_connector/v1/offloading/): every newly computed block is
- * written through to it (BlockStored, medium "CPU", the block named by its hash alone), it keeps its own LRU (BlockRemoved "CPU" when
- * it drops one), and a GPU eviction leaves the CPU copy (BlockRemoved "GPU" only). At admission the
+ * written through to it (BlockStored, medium "CPU", the block named by its hash alone), it keeps
+ * its own LRU (BlockRemoved "CPU" when it drops one; each admission touches the prompt's blocks,
+ * last first), and a GPU eviction leaves the CPU copy (BlockRemoved "GPU" only). At admission the
  * blocks after the GPU hit that the CPU tier holds are loaded back into new GPU blocks instead of
- * computed: they count as cached, and the engine charges their transfer (timing.ts).
+ * computed: they count as cached, and the engine schedules their transfer (engine.ts loadRule).
  */
 import { fmix32 } from "../src/hash/fmix32.js";
 
@@ -184,6 +185,7 @@ export class PrefixKvCache {
       reserved: needed,
       released: false,
     };
+    this.touchCpu(prompt);
     if (loaded > 0) {
       // Loaded from the CPU tier into reserved GPU blocks: stored on the GPU as if computed.
       this.loadedTotal += loaded;
@@ -306,18 +308,34 @@ export class PrefixKvCache {
   }
 
   /**
+   * A request's lookup touches the CPU tier's copies of its blocks, last block first, so that a
+   * prefix outlives its suffixes there (vLLM's offloading connector touches every block of a
+   * request on lookup: offloading/scheduler.py get_num_new_matched_tokens, and its LRU policy
+   * moves them to the end in reverse, vllm/v1/kv_offload/cpu/policies/lru.py touch).
+   */
+  private touchCpu(prompt: readonly number[]): void {
+    if (this.cpu.size === 0) return;
+    const hashes = this.blockHashes(prompt);
+    for (let i = hashes.length - 1; i >= 0; i--) {
+      const hash = hashes[i]!;
+      if (!this.cpu.delete(hash)) continue;
+      this.cpu.add(hash);
+    }
+  }
+
+  /**
    * New GPU blocks are copied to the CPU tier (vLLM's offloading connector stores each computed
-   * block); the tier's least recently used go when it is full. A block already there is touched.
+   * block it does not hold yet: lru_manager.py prepare_store); the tier's least recently used go
+   * when it is full.
    */
   private writeThrough(hashes: number[]): void {
     if (this.cpuTierBlocks === 0) return;
-    for (const hash of hashes) {
-      this.cpu.delete(hash);
-      this.cpu.add(hash);
-    }
+    const added = hashes.filter((hash) => !this.cpu.has(hash));
+    if (added.length === 0) return;
+    for (const hash of added) this.cpu.add(hash);
     // Named by hash alone, as vLLM's connector does unless its events are self-describing
     // (offloading/events.py `_placeholder_stored`): the GPU store just before gave the tokens.
-    this.listener?.stored(hashes, null, [], "CPU");
+    this.listener?.stored(added, null, [], "CPU");
     if (this.cpu.size <= this.cpuTierBlocks) return;
     const removed: number[] = [];
     for (const hash of this.cpu) {

@@ -7,6 +7,8 @@ import type { SimFaults } from "./faults.js";
 import { DEFAULT_TIMING, type TimingModel } from "./timing.js";
 
 export type SimFlavor = "sglang" | "vllm";
+/** The engine a simulated worker plays unless told. */
+export const DEFAULT_FLAVOR: SimFlavor = "sglang";
 
 /** Numeric constants: the timing model, the KV cache, and protocol limits. */
 export interface SimNumericOptions extends TimingModel {
@@ -277,7 +279,7 @@ export function resolveOptions(options: SimWorkerOptions = {}): ResolvedSimOptio
   if (!Number.isInteger(port) || port < 0 || port > 65_535) {
     throw new RangeError(`port must be an integer 0-65535, got ${port}`);
   }
-  const flavor = options.flavor ?? "sglang";
+  const flavor = options.flavor ?? DEFAULT_FLAVOR;
   if (flavor !== "sglang" && flavor !== "vllm") {
     throw new RangeError(`flavor must be "sglang" or "vllm", got ${String(flavor)}`);
   }

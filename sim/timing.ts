@@ -47,7 +47,10 @@ export interface StepShape {
   seqs: number;
   /** Tokens whose KV the step reads: each sequence's context length, summed. */
   contextTokens: number;
-  /** Cached tokens loaded from the CPU tier before the step runs (absent: none). */
+  /**
+   * Cached tokens loaded from the CPU tier during the step, layer by layer alongside its compute
+   * (SGLang's HiCache; absent: none). vLLM loads off the step loop instead (engine.ts loadRule).
+   */
   loadedTokens?: number;
 }
 
@@ -58,7 +61,8 @@ export function stepDurationMs(m: TimingModel, s: StepShape): number {
   const memoryMs =
     m.stepFloorMs + m.decodePerSeqMs * s.seqs + (m.kvReadMsPer1kTokens * s.contextTokens) / 1000;
   const loadMs = s.loadedTokens ? (s.loadedTokens * 1000) / m.offloadTokensPerSec : 0;
-  return Math.max(computeMs, memoryMs) + loadMs;
+  // The transfer overlaps the forward pass: a layer waits only for its own share.
+  return Math.max(computeMs, memoryMs, loadMs);
 }
 
 /**

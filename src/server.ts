@@ -196,6 +196,7 @@ export function createRouter(
       registry,
       metrics,
       claims: replication?.claims,
+      ...(replication === undefined ? {} : { replicaRank: () => replication.rank() }),
       logger,
       sender: nginx?.relays,
     },

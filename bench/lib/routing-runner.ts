@@ -284,6 +284,7 @@ async function runRow(
       timeScale: p.timeScale,
       kvCapacityTokens: w.kvCapacityTokens,
       ...(w.cpuTierTokens !== undefined ? { cpuTierTokens: w.cpuTierTokens } : {}),
+      ...(w.flavor !== undefined ? { flavor: w.flavor } : {}),
       ...(usesKvEvents(row) ? { kvEvents: { encoding: "map" as const } } : {}),
     },
   });

@@ -5,6 +5,7 @@
  * multi-turn is about twice one worker's KV cache, so it fits in the fleet (4 workers) only if
  * each worker keeps its own share of it.
  */
+import type { SimFlavor } from "../../sim/options.js";
 import { CHARS_PER_TOKEN } from "../../sim/tokenizer.js";
 import {
   type CachePressureOptions,
@@ -282,6 +283,8 @@ export interface PreparedWorkload {
   kvCapacityTokens: number;
   /** A CPU tier behind each worker's KV cache (the offload workload), tokens. */
   cpuTierTokens?: number;
+  /** The engine the simulated workers play, when the workload needs one (else the simulator's default). */
+  flavor?: SimFlavor;
   /** Clients of the closed loop when the workload sets its own (else the preset's concurrency). */
   concurrency?: number;
 }
@@ -384,7 +387,9 @@ function prepareSpecs(
       const specs = generatedSharedPrefix({ ...o, kind: "completion", seed: p.seed });
       const workingSetTokens = o.groups * o.systemPromptTokens;
       const wholeBlocks = (tokens: number) => Math.ceil(tokens / 16) * 16;
-      const batch = (Math.ceil(concurrency / p.workers) + 1) * largestPromptTokens(specs);
+      // Each running request reserves its prompt and every output token, in whole blocks.
+      const request = wholeBlocks(largestPromptTokens(specs) + o.outputTokens);
+      const batch = (Math.ceil(concurrency / p.workers) + 1) * request;
       const gpu = Math.max((workingSetTokens * OFFLOAD_GPU_SHARE) / p.workers, batch);
       return {
         name,
@@ -392,6 +397,8 @@ function prepareSpecs(
         workingSetTokens,
         kvCapacityTokens: wholeBlocks(gpu),
         cpuTierTokens: wholeBlocks((workingSetTokens * OFFLOAD_CPU_SHARE) / p.workers),
+        // vLLM's offloading connector is what publishes each block's tier (kv-tiers.ts).
+        flavor: "vllm",
         group: (spec) => spec.group ?? 0,
         concurrency,
         description:

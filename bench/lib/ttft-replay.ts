@@ -15,15 +15,19 @@
  * and compared with `alone`, its TTFT on an idle engine with the same cached tokens.
  */
 
+import { loadRuleOf } from "../../sim/dp-ranks.js";
 import { Engine } from "../../sim/engine.js";
-import { PrefixKvCache } from "../../sim/kv-cache.js";
+import { type KvCacheListener, PrefixKvCache } from "../../sim/kv-cache.js";
 import { ManualClock } from "../../sim/manual-clock.js";
-import { DEFAULT_NUMERIC_OPTIONS } from "../../sim/options.js";
+import { DEFAULT_FLAVOR, DEFAULT_NUMERIC_OPTIONS } from "../../sim/options.js";
 import { renderChat } from "../../sim/template.js";
 import { DEFAULT_TIMING, estimateLatency, type StepShape } from "../../sim/timing.js";
 import { tokenize } from "../../sim/tokenizer.js";
 import { openAiBody, type RequestSpec } from "../../sim/workloads.js";
 import { ApproximateIndex } from "../../src/index/approximate-index.js";
+import { HybridIndex } from "../../src/index/hybrid-index.js";
+import type { TierWeights } from "../../src/index/kv-tiers.js";
+import { PreciseIndex } from "../../src/index/precise-index.js";
 import { routingText } from "../../src/intake/routing-text.js";
 import type { DecisionTrace } from "../../src/scheduling/decision-trace.js";
 import type { Policy, PolicyWorker } from "../../src/scheduling/policy.js";
@@ -33,6 +37,33 @@ import { CharsPerToken } from "../../src/workers/chars-per-token.js";
 import { EngineSignals, foreignQueued, STALE_AFTER_INTERVALS } from "../../src/workers/signals.js";
 import { learnedTreeBudget } from "../../src/workers/tree-budget.js";
 import type { PreparedWorkload } from "./routing-workloads.js";
+
+/** The router's --kv-index-max-blocks and --kv-speculative-ttl-ms defaults. */
+const PRECISE_MAX_BLOCKS = 262_144;
+const PRECISE_SPECULATIVE_TTL_MS = 2000;
+
+/** An engine cache's announcements, applied to the precise index as the router applies its events. */
+function eventsTo(precise: PreciseIndex, workerId: string): KvCacheListener {
+  // Engine hashes as the router normalises them (block-events.ts EngineHash).
+  const id = (hash: number) => String(hash);
+  return {
+    stored: (hashes, parent, tokens, medium = "GPU") => {
+      precise.apply(workerId, {
+        type: "BlockStored",
+        blockHashes: hashes.map(id),
+        parentHash: parent === null ? null : id(parent),
+        tokenIds: tokens,
+        blockSize: tokens.length / hashes.length,
+        loraId: null,
+        medium,
+        loraName: null,
+      });
+    },
+    removed: (hashes, medium = "GPU") =>
+      precise.apply(workerId, { type: "BlockRemoved", blockHashes: hashes.map(id), medium }),
+    cleared: () => precise.apply(workerId, { type: "AllBlocksCleared" }),
+  };
+}
 
 /** The simulator's defaults. */
 const {
@@ -85,6 +116,12 @@ export interface ReplayResult {
 /** Who decides: a router policy (through the decider and the index), or a fixed assignment. */
 export type Chooser =
   | { kind: "policy"; policy: Policy }
+  /**
+   * The policy over the engines' KV events (--kv-events): each engine's cache announces what it
+   * stores and drops, on every tier, to a precise index weighing tiers by `tierWeights`, at once
+   * (no event latency), and the router tokenizes as the engines do.
+   */
+  | { kind: "precise"; policy: Policy; tierWeights: TierWeights }
   | { kind: "pinned"; workerOf: (spec: RequestSpec, workers: number) => number };
 
 interface ReplayWorker extends PolicyWorker {
@@ -128,15 +165,31 @@ export async function replay(
   const clock = new ManualClock();
   const timing = DEFAULT_TIMING;
   const workers: ReplayWorker[] = [];
+  const chooser = o.chooser;
+  const precise =
+    chooser.kind === "precise"
+      ? new PreciseIndex({
+          maxBlocksPerWorker: PRECISE_MAX_BLOCKS,
+          speculativeTtlMs: PRECISE_SPECULATIVE_TTL_MS,
+          tierWeights: chooser.tierWeights,
+          now: () => clock.now(),
+        })
+      : undefined;
   for (let i = 0; i < o.workers; i++) {
     const steps: Step[] = [];
-    const kv = new PrefixKvCache({ capacityTokens: w.kvCapacityTokens, blockSize: BLOCK_SIZE });
+    const kv = new PrefixKvCache({
+      capacityTokens: w.kvCapacityTokens,
+      blockSize: BLOCK_SIZE,
+      ...(w.cpuTierTokens !== undefined ? { cpuTierTokens: w.cpuTierTokens } : {}),
+      ...(precise !== undefined ? { listener: eventsTo(precise, `w${i}`) } : {}),
+    });
     const engine = new Engine(
       {
         timing,
         maxRunning: MAX_RUNNING,
         maxBatchTokens: MAX_BATCH_TOKENS,
         delayFactor: () => 1,
+        loadRule: loadRuleOf(w.flavor ?? DEFAULT_FLAVOR),
         onStep: (start: number, duration: number, shape: Readonly<StepShape>) =>
           steps.push({ start, end: start + duration, prefillTokens: shape.prefillTokens }),
       },
@@ -190,12 +243,27 @@ export async function replay(
     }
   }
   const capacity = Math.floor(w.kvCapacityTokens / BLOCK_SIZE) * BLOCK_SIZE;
-  const index = new ApproximateIndex();
+  const approximate = new ApproximateIndex();
+  // The request being decided: the replay's tokenizer is the engines' own.
+  let current: readonly number[] = [];
+  const index =
+    precise === undefined
+      ? approximate
+      : new HybridIndex(
+          approximate,
+          precise,
+          {
+            isLive: () => true,
+            cached: () => current,
+            tokenize: async () => current,
+          },
+          { tokenizeBudgetMs: 1000, defaultBlockSize: BLOCK_SIZE },
+        );
   for (const worker of workers) {
     index.addWorker(worker.id);
-    index.setBudget(worker.id, learnedTreeBudget(capacity, worker.cpt.value, 1));
+    approximate.setBudget(worker.id, learnedTreeBudget(capacity, worker.cpt.value, 1));
   }
-  const decider = o.chooser.kind === "policy" ? new Scheduler(o.chooser.policy, index) : undefined;
+  const decider = chooser.kind === "pinned" ? undefined : new Scheduler(chooser.policy, index);
   if (decider !== undefined) decider.trace = o.trace;
 
   const done = new Map<string, () => void>();
@@ -216,7 +284,7 @@ export async function replay(
       const text = routingText(spec.kind === "chat" ? "chat" : "completions", body);
       const prompt = spec.kind === "chat" ? renderChat(spec.messages ?? []) : (spec.prompt ?? "");
       const tokens = tokenize(prompt);
-      const chooser = o.chooser;
+      current = tokens;
       let worker: ReplayWorker;
       let held = 0;
       let decision: ReturnType<Scheduler["decide"]> | undefined;
@@ -225,6 +293,9 @@ export async function replay(
       } else {
         const forced = o.force?.get(spec.id);
         const candidates = forced === undefined ? workers : [workers[forced]!];
+        // Tokens are at hand: the precise index's prepare completes at once.
+        if (index instanceof HybridIndex)
+          void index.prepare({ text, tokenizeInput: { tokens } }, candidates);
         decision = decider!.decide(candidates, { text });
         worker = decision!.worker as ReplayWorker;
         held = decision!.heldBefore;
@@ -309,7 +380,7 @@ export async function replay(
             if (decider !== undefined && decision !== undefined) {
               decider.outcome(decision, tokens.length, cached);
               worker.cpt.observe(text.length, tokens.length);
-              index.setBudget(worker.id, learnedTreeBudget(capacity, worker.cpt.value, 1));
+              approximate.setBudget(worker.id, learnedTreeBudget(capacity, worker.cpt.value, 1));
               if (!othersPrefilling) {
                 const engineHeld = engineHeldChars(
                   held,

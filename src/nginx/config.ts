@@ -33,6 +33,14 @@ export interface NginxConfigOptions {
   readonly workerProcesses: number;
 }
 
+/**
+ * Requests per kept-alive upstream connection before nginx closes it (its default, 1000, is a
+ * reconnect every thousand decisions or relays).
+ */
+const KEEPALIVE_REQUESTS = 1_000_000;
+/** Idle connections to radixgate's decision endpoint nginx keeps. */
+const DECISION_KEEPALIVE = 1024;
+
 /** nginx's `Nms` time for a duration, at least 1 ms. */
 function ms(value: number): string {
   return `${Math.max(1, Math.round(Math.min(value, 2_000_000_000)))}ms`;
@@ -90,7 +98,7 @@ export function nginxConfig(o: NginxConfigOptions): string {
   const upstreams = o.upstreams
     .map(
       (u) =>
-        `  upstream ${u.name} {\n    server ${u.address} max_fails=0;\n    keepalive 256;\n    keepalive_timeout 60s;\n  }`,
+        `  upstream ${u.name} {\n    server ${u.address} max_fails=0;\n    keepalive 256;\n    keepalive_timeout 60s;\n    keepalive_requests ${KEEPALIVE_REQUESTS};\n  }`,
     )
     .join("\n");
   const inference = o.paths
@@ -138,9 +146,13 @@ http {
   recursive_error_pages on;
   log_format rg escape=json '{"id":"$rg_rid","w":"$rg_worker","s":"$status","us":"$upstream_status","ht":"$upstream_header_time","b":"$body_bytes_sent","pt":"$rg_pt","ct":"$rg_ct","gt":"$rg_gt"}';
   access_log syslog:server=127.0.0.1:${o.logPort},tag=radixgate,nohostname rg if=$rg_rid;
+  # Every inference request makes a decision call, and admission holds the calls of queued
+  # requests: as many idle connections are kept as calls may be under way at once, so that a
+  # burst does not end in closes and reconnects.
   upstream radixgate {
     server unix:${o.socket};
-    keepalive 64;
+    keepalive ${DECISION_KEEPALIVE};
+    keepalive_requests ${KEEPALIVE_REQUESTS};
   }
 ${upstreams}
   server {

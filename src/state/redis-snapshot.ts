@@ -60,7 +60,8 @@ export class RedisSnapshot {
         data,
         { secret, scope: keys.snapshot, maxAgeMs, maxBytes },
         index,
-        (id) => registry.get(id) !== undefined,
+        registry,
+        this.logger,
       );
       this.logger.info(
         {
@@ -70,6 +71,7 @@ export class RedisSnapshot {
           workers: applied.workers,
           paths: applied.paths,
           unknown_workers: applied.skipped,
+          held_for_later: applied.held,
           load_ms: Math.round(performance.now() - started),
           longest_slice_ms: applied.longestSliceMs,
         },

@@ -1,5 +1,7 @@
 import { createHash } from "node:crypto";
 import type { IndexPath, PrefixIndex } from "../index/prefix-index.js";
+import type { Logger } from "../logger.js";
+import { type HoldMembers, SnapshotHold } from "./snapshot-hold.js";
 import { nextStamp } from "./state-op.js";
 import type { StateSecret } from "./state-secret.js";
 
@@ -185,13 +187,17 @@ export async function readSnapshot(
 export interface SnapshotSink {
   known(workerId: string): boolean;
   insert(workerId: string, model: string | undefined, text: string): void;
+  /** A text of a worker not known here (absent: it is left out). */
+  hold?(workerId: string, model: string | undefined, text: string): void;
 }
 
 export interface Applied {
   readonly workers: number;
   readonly paths: number;
-  /** Workers of the snapshot unknown here (left out). */
+  /** Workers of the snapshot unknown here (held for when they register, or left out). */
   readonly skipped: number;
+  /** Texts held for workers unknown here. */
+  readonly held: number;
   /** Longest slice of work between two turns of the event loop (ms). */
   readonly longestSliceMs: number;
 }
@@ -208,6 +214,7 @@ export async function applySnapshot(
   let workers = 0;
   let paths = 0;
   let skipped = 0;
+  let held = 0;
   let longest = 0;
   let sliceStart = performance.now();
   const tick = async () => {
@@ -226,9 +233,13 @@ export async function applySnapshot(
     const id = worker;
     pending.sort((a, b) => b.rank - a.rank);
     for (const p of pending) {
-      if (!sink.known(id)) break;
-      sink.insert(id, p.model, p.text);
-      paths += 1;
+      if (sink.known(id)) {
+        sink.insert(id, p.model, p.text);
+        paths += 1;
+      } else if (sink.hold !== undefined) {
+        sink.hold(id, p.model, p.text);
+        held += 1;
+      } else break;
       await tick();
     }
     pending = [];
@@ -263,7 +274,8 @@ export async function applySnapshot(
       previous = text;
       if (text.length > maxTextChars)
         throw new SnapshotRefused(`line ${lineNo} holds a text over the limit`);
-      if (sink.known(worker)) pending.push({ rank: rank as number, model, text });
+      if (sink.known(worker) || sink.hold !== undefined)
+        pending.push({ rank: rank as number, model, text });
     } else {
       const group = value as { w?: unknown; m?: unknown };
       if (typeof group?.w !== "string" || (group.m !== undefined && typeof group.m !== "string"))
@@ -280,25 +292,26 @@ export async function applySnapshot(
     await tick();
   }
   await flush();
-  return { workers, paths, skipped, longestSliceMs: Math.round(longest * 10) / 10 };
+  return { workers, paths, skipped, held, longestSliceMs: Math.round(longest * 10) / 10 };
 }
 
 /**
- * A snapshot read, checked and inserted into `index` for the workers `known` here (the one load
- * path of the state file and of Redis). Throws SnapshotRefused saying why not.
+ * A snapshot read, checked and inserted into `index` for the workers registered in `members` (the
+ * one load path of the state file and of Redis); the texts of workers that register later are
+ * held until they do (state/snapshot-hold.ts), no longer than the snapshot's maximum age. Throws
+ * SnapshotRefused saying why not.
  */
 export async function loadSnapshot(
   data: Buffer,
   options: ReadOptions,
   index: Pick<PrefixIndex, "insert">,
-  known: (workerId: string) => boolean,
+  members: HoldMembers,
+  logger: Logger,
 ): Promise<{ header: SnapshotHeader; applied: Applied }> {
   const { header, body } = await readSnapshot(data, options);
-  const applied = await applySnapshot(
-    body,
-    { known, insert: (id, model, text) => index.insert(id, model, text) },
-    MAX_SNAPSHOT_TEXT_CHARS,
-  );
+  const hold = new SnapshotHold(members, index, options.maxBytes, logger);
+  const applied = await applySnapshot(body, hold.sink(), MAX_SNAPSHOT_TEXT_CHARS);
+  if (applied.held > 0) hold.expireAt(header.at + options.maxAgeMs, options.now);
   return { header, applied };
 }
 

@@ -67,7 +67,8 @@ export class StateFile {
         data,
         { secret: this.secret, scope: this.scope, maxAgeMs, maxBytes },
         this.index,
-        (id) => this.registry.get(id) !== undefined,
+        this.registry,
+        this.logger,
       );
       this.logger.info(
         {
@@ -77,6 +78,7 @@ export class StateFile {
           workers: applied.workers,
           paths: applied.paths,
           unknown_workers: applied.skipped,
+          held_for_later: applied.held,
           load_ms: Math.round(performance.now() - started),
           longest_slice_ms: applied.longestSliceMs,
         },

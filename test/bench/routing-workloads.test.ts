@@ -4,6 +4,7 @@ import {
   prepareWorkload,
   QUICK_PRESET,
 } from "../../bench/lib/routing-workloads.js";
+import { tokenize } from "../../sim/tokenizer.js";
 import { openAiBody, type RequestSpec } from "../../sim/workloads.js";
 
 describe("bench:routing cache-pressure preparation", () => {
@@ -49,5 +50,23 @@ describe("bench:routing multimodal preparation", () => {
     // The oracle pins each image to one worker.
     const sameImage = withImage.filter((s) => s.image === withImage[0]!.image);
     expect(new Set(sameImage.map((s) => w.oracle!(s, 4))).size).toBe(1);
+  });
+});
+
+describe("bench:routing offload preparation", () => {
+  it("offloading vLLM engines: a GPU cache of about a quarter of the working set that still runs each worker's share of the clients and one more, a CPU tier of all of it", () => {
+    const w = prepareWorkload("offload", QUICK_PRESET);
+    expect(w.flavor).toBe("vllm");
+    const workers = QUICK_PRESET.workers;
+    expect(w.cpuTierTokens! * workers).toBeGreaterThanOrEqual(w.workingSetTokens);
+    expect(w.kvCapacityTokens * workers).toBeLessThan(w.workingSetTokens * 0.3);
+    // What a running request reserves in the engine: its prompt and every output token, in blocks.
+    let largest = 0;
+    for (const spec of w.specs) {
+      const tokens = tokenize(spec.prompt!).length + spec.maxTokens;
+      largest = Math.max(largest, Math.ceil(tokens / 16) * 16);
+    }
+    const clients = Math.ceil(w.concurrency! / workers) + 1;
+    expect(w.kvCapacityTokens).toBeGreaterThanOrEqual(clients * largest);
   });
 });

@@ -4,6 +4,7 @@ import { type ReplayResult, replay } from "../../bench/lib/ttft-replay.js";
 import { renderChat } from "../../sim/template.js";
 import { tokenize } from "../../sim/tokenizer.js";
 import type { RequestSpec } from "../../sim/workloads.js";
+import { DEFAULT_TIER_WEIGHTS, parseTierWeights } from "../../src/index/kv-tiers.js";
 import { createPolicy, type PolicyOptions } from "../../src/scheduling/builtin-profiles.js";
 
 const workload = prepareWorkload("cache-pressure", QUICK_PRESET);
@@ -81,3 +82,25 @@ function promptLength(spec: RequestSpec): number {
   const prompt = spec.kind === "chat" ? renderChat(spec.messages ?? []) : (spec.prompt ?? "");
   return tokenize(prompt).length;
 }
+
+describe("bench:ttft replay over the engines' KV events (the precise index)", () => {
+  it("offload: crediting the CPU tier keeps each system prompt where it is held, for more hits and a lower TTFT than the GPU cache alone", async () => {
+    const offload = prepareWorkload("offload", QUICK_PRESET);
+    const o = { workers: QUICK_PRESET.workers, concurrency: offload.concurrency! };
+    const run = (weights: string) =>
+      replay(offload, {
+        ...o,
+        chooser: {
+          kind: "precise",
+          policy: createPolicy("prefix_cost"),
+          tierWeights: parseTierWeights(weights),
+        },
+      });
+    const aware = await run(DEFAULT_TIER_WEIGHTS);
+    const blind = await run("gpu=1,cpu=0,disk=0");
+    expect(aware.hitRate).toBeGreaterThan(blind.hitRate + 0.2);
+    const mean = (r: ReplayResult) =>
+      r.requests.reduce((s, x) => s + x.ttft, 0) / r.requests.length;
+    expect(mean(aware)).toBeLessThan(mean(blind));
+  });
+});

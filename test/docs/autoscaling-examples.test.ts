@@ -1,7 +1,10 @@
 import { readFileSync } from "node:fs";
-import { describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
+import { type SimWorker, startSimWorker } from "../../sim/worker.js";
+import type { RunningRouter } from "../../src/server.js";
 import { validateSchema } from "../helpers/openapi-schema.js";
+import { startTestRouter } from "../helpers/router.js";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 const page = readFileSync(`${ROOT}docs/kubernetes.md`, "utf8");
@@ -60,5 +63,50 @@ describe("docs/kubernetes.md autoscaling examples", () => {
     hpa.spec.metrics[0].external.target.averageValue = { bad: true };
     const root = { $ref: "#/components/schemas/io.k8s.api.autoscaling.v2.HorizontalPodAutoscaler" };
     expect(validateSchema(hpa, root, hpaApi).join("\n")).toMatch(/maxReplicas[\s\S]*averageValue/);
+  });
+
+  describe("against what a running router's /metrics exposes", () => {
+    let worker: SimWorker;
+    let router: RunningRouter;
+    let exposed: { name: string; labels: Record<string, string> }[] = [];
+    beforeAll(async () => {
+      worker = await startSimWorker({ id: "w", timeScale: 0 });
+      router = await startTestRouter({ workerUrls: [worker.url], fleetSignalIntervalSecs: 0 });
+      router.context.capacity.sample();
+      const text = await (await fetch(`${router.url}/metrics`)).text();
+      exposed = [...text.matchAll(/^(radixgate_fleet_\w+)(?:\{([^}]*)\})? \S+$/gm)].map((m) => ({
+        name: m[1]!,
+        labels: Object.fromEntries(
+          [...(m[2] ?? "").matchAll(/(\w+)="([^"]*)"/g)].map((l) => [l[1]!, l[2]!]),
+        ),
+      }));
+    });
+    afterAll(async () => {
+      await router?.stop(100);
+      await worker?.close();
+    });
+    const served = (name: string, labels: Record<string, string>) =>
+      exposed.some(
+        (s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v),
+      );
+
+    it("the KEDA query selects a series the router serves (name and label matchers)", () => {
+      const query = String(byKind("ScaledObject").spec.triggers[0].metadata.query);
+      const selector = /(radixgate_fleet_\w+)\{([^}]*)\}/.exec(query);
+      expect(selector).not.toBeNull();
+      const labels = Object.fromEntries(
+        [...selector![2]!.matchAll(/(\w+)="([^"]*)"/g)].map((l) => [l[1]!, l[2]!]),
+      );
+      expect(served(selector![1]!, labels)).toBe(true);
+      // The query aggregates over replicas into one value: max(...) around the selector.
+      expect(query).toMatch(/^max\(radixgate_fleet_\w+\{[^}]*\}\)$/);
+    });
+
+    it("the HPA's external metric and its label selector match a series the router serves", () => {
+      const metric = byKind("HorizontalPodAutoscaler").spec.metrics[0].external.metric;
+      expect(served(metric.name, metric.selector?.matchLabels ?? {})).toBe(true);
+      // A selector naming a label value the router never sets would match nothing.
+      expect(served(metric.name, { model: "no such model" })).toBe(false);
+    });
   });
 });

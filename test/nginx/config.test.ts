@@ -35,6 +35,11 @@ describe("nginxConfig", () => {
     expect(conf).toContain("add_header x-queue-wait-ms $rg_wait always;");
     expect(conf).toContain("upstream rg_w0 {");
     expect(conf).toContain("proxy_connect_timeout 1500ms;");
+    // Decision calls and relays reuse their connections (no close after nginx's default 1000).
+    expect(conf).toMatch(
+      /upstream radixgate \{[^}]*keepalive 1024;[^}]*keepalive_requests 1000000;/,
+    );
+    expect(conf).toMatch(/upstream rg_w0 \{[^}]*keepalive_requests 1000000;/);
   });
 
   it("refuses a header name nginx.conf could not hold", () => {

@@ -342,3 +342,98 @@ describe("step rules: SGLang's prefill first, vLLM's mixed steps", () => {
     ]);
   });
 });
+
+describe("loads from the CPU tier: vLLM's asynchronous load, SGLang's layer-wise overlap", () => {
+  const BS = 16;
+  /** A GPU pool of 400 blocks behind a CPU tier of 4000, with `loadRule`; steps recorded. */
+  function tiered(loadRule: EngineOptions["loadRule"]) {
+    const clock = new ManualClock();
+    const kv = new PrefixKvCache({
+      capacityTokens: 400 * BS,
+      blockSize: BS,
+      cpuTierTokens: 4000 * BS,
+    });
+    const steps: { start: number; duration: number; prefill: number; decodes: number }[] = [];
+    const engine = new Engine(
+      {
+        timing: DEFAULT_TIMING,
+        maxRunning: 256,
+        maxBatchTokens: 8192,
+        delayFactor: () => 1,
+        ...(loadRule === undefined ? {} : { loadRule }),
+        onStep: (start, duration, shape) =>
+          steps.push({ start, duration, prefill: shape.prefillTokens, decodes: shape.decodeSeqs }),
+      },
+      kv,
+      clock,
+    );
+    const run = (p: number[], maxTokens: number) => {
+      const times: number[] = [];
+      let cached = -1;
+      engine.submit({
+        promptTokens: p,
+        maxTokens,
+        sink: {
+          onAdmit: (c) => (cached = c),
+          onToken: () => times.push(clock.now()),
+          onFinish() {},
+        },
+      });
+      return { times, cached: () => cached };
+    };
+    // `a` (240 blocks) is computed, then pushed off the GPU (not off the CPU tier) by `b`.
+    const a = prompt(240 * BS + 1, 1);
+    run(a, 1);
+    clock.runAll();
+    run(prompt(300 * BS + 1, 2), 1);
+    clock.runAll();
+    expect(kv.cachedPrefixTokens(a)).toBe(240 * BS);
+    steps.length = 0;
+    const before = kv.loadedBlocks;
+    /** Tokens loaded from the CPU tier since the setup. */
+    const loaded = () => (kv.loadedBlocks - before) * BS;
+    return { clock, kv, steps, run, a, loaded };
+  }
+  const loadMs = (tokens: number) => (tokens * 1000) / DEFAULT_TIMING.offloadTokensPerSec;
+
+  it("async (vLLM, the default): the batch keeps decoding while a hit loads; the hit joins a step once loaded", () => {
+    const { clock, steps, run, a, loaded } = tiered(undefined);
+    const decoding = run(prompt(33, 3), 30);
+    clock.advance(prefillMs(DEFAULT_TIMING, 33) + 1); // prefilled; now decoding
+    const start = clock.now();
+    const hit = run(a, 1);
+    clock.runAll();
+    expect(hit.cached()).toBe(240 * BS);
+    // Most of `a` comes back from the CPU tier (its first blocks outlived the rest on the GPU).
+    expect(loaded()).toBeGreaterThan(100 * BS);
+    // Every step is a plain decode or a 1-token prefill: the transfer never lengthens one.
+    for (const s of steps) expect(s.duration).toBeLessThan(loadMs(loaded()) / 2);
+    const after = decoding.times.filter((t) => t > start && t < hit.times[0]!);
+    expect(after.length).toBeGreaterThan(1);
+    // First token: the next step boundary, the transfer, then a step of its own.
+    expect(hit.times[0]! - start).toBeGreaterThanOrEqual(loadMs(loaded()));
+    expect(hit.times[0]! - start).toBeLessThan(loadMs(loaded()) + 3 * DEFAULT_TIMING.stepFloorMs);
+  });
+
+  it("async: a hit on an idle engine waits for its transfer, then one short step; far below a prefill", () => {
+    const { clock, run, a, loaded } = tiered("async");
+    const start = clock.now();
+    const hit = run(a, 1);
+    clock.runAll();
+    const ttft = hit.times[0]! - start;
+    expect(ttft).toBeCloseTo(loadMs(loaded()) + prefillMs(DEFAULT_TIMING, 1, 240 * BS), 6);
+    expect(ttft).toBeLessThan(prefillMs(DEFAULT_TIMING, a.length) / 2);
+  });
+
+  it("layerwise (SGLang HiCache): the step that admits a hit lasts the longer of its compute and the transfer", () => {
+    const { clock, steps, run, a, loaded } = tiered("layerwise");
+    const start = clock.now();
+    const hit = run(a, 1);
+    clock.runAll();
+    expect(steps[0]!.duration).toBeCloseTo(
+      Math.max(loadMs(loaded()), prefillMs(DEFAULT_TIMING, 1, 240 * BS)),
+      6,
+    );
+    expect(hit.times[0]! - start).toBeCloseTo(steps[0]!.duration, 6);
+  });
+});

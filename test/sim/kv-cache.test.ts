@@ -176,15 +176,21 @@ describe("PrefixKvCache: a CPU tier behind the GPU pool (offloading)", () => {
     return { events, listener };
   }
 
-  it("writes computed blocks through to the CPU tier; a GPU eviction leaves the CPU copy, which loads back", () => {
+  /** A GPU pool of `gpuBlocks` behind a CPU tier of `cpuBlocks` (0: none), its events recorded. */
+  function tiered(gpuBlocks: number, cpuBlocks: number) {
     const { events, listener } = recording();
-    // GPU: 4 blocks; CPU: 16.
     const kv = new PrefixKvCache({
-      capacityTokens: 4 * BS,
+      capacityTokens: gpuBlocks * BS,
       blockSize: BS,
-      cpuTierTokens: 16 * BS,
+      cpuTierTokens: cpuBlocks * BS,
       listener,
     });
+    return { events, kv };
+  }
+
+  it("writes computed blocks through to the CPU tier; a GPU eviction leaves the CPU copy, which loads back", () => {
+    // GPU: 4 blocks; CPU: 16.
+    const { events, kv } = tiered(4, 16);
     const a = ids(3 * BS + 1, 1);
     const b = ids(3 * BS + 1, 2);
     expect(serve(kv, a)).toBe(0);
@@ -206,22 +212,36 @@ describe("PrefixKvCache: a CPU tier behind the GPU pool (offloading)", () => {
   });
 
   it("the CPU tier keeps its own LRU bound and announces what it drops", () => {
-    const { events, listener } = recording();
-    const kv = new PrefixKvCache({
-      capacityTokens: 8 * BS,
-      blockSize: BS,
-      cpuTierTokens: 4 * BS,
-      listener,
-    });
+    const { events, kv } = tiered(8, 4);
     serve(kv, ids(3 * BS + 1, 1));
     serve(kv, ids(3 * BS + 1, 2));
     expect(kv.cpuBlocks).toBe(4);
     expect(events).toContain("removed CPU 2");
   });
 
+  it("a lookup touches the CPU copies last block first, so the tier drops a suffix before its prefix", () => {
+    const { kv } = tiered(16, 4);
+    const a = ids(3 * BS + 1, 1);
+    serve(kv, a); // CPU, oldest first: a0 a1 a2
+    expect(serve(kv, a)).toBe(3 * BS); // a GPU hit; the lookup touches a2, a1, a0
+    serve(kv, ids(2 * BS + 1, 2)); // two new blocks: the oldest one goes
+    const [a0, a1, a2] = kv.blockHashes(a);
+    expect([kv.onCpu(a0!), kv.onCpu(a1!), kv.onCpu(a2!)]).toEqual([true, true, false]);
+  });
+
+  it("stores on the CPU tier only blocks it does not hold yet: a load republishes nothing there", () => {
+    const { events, kv } = tiered(4, 16);
+    const a = ids(3 * BS + 1, 1);
+    serve(kv, a);
+    serve(kv, ids(3 * BS + 1, 2)); // a off the GPU, still on the CPU
+    events.length = 0;
+    expect(serve(kv, a)).toBe(3 * BS);
+    expect(events.filter((e) => e.startsWith("stored CPU"))).toEqual([]);
+    expect(events).toContain("stored GPU 3");
+  });
+
   it("without a CPU tier nothing changes: no CPU events, nothing loaded", () => {
-    const { events, listener } = recording();
-    const kv = new PrefixKvCache({ capacityTokens: 4 * BS, blockSize: BS, listener });
+    const { events, kv } = tiered(4, 0);
     const a = ids(3 * BS + 1, 1);
     serve(kv, a);
     serve(kv, ids(3 * BS + 1, 2));

@@ -16,12 +16,14 @@ describe("timing model", () => {
     expect(prefillMs(m, 10)).toBeLessThan(m.stepFloorMs + 1);
   });
 
-  it("loading tokens from the CPU tier costs a transfer, well below computing them", () => {
+  it("loading tokens from the CPU tier costs a transfer, overlapped with the step, well below computing them", () => {
     const shape = { prefillTokens: 16, decodeSeqs: 0, seqs: 1, contextTokens: 6016 };
     const loaded = stepDurationMs(m, { ...shape, loadedTokens: 6000 });
     const computed = stepDurationMs(m, { ...shape, prefillTokens: 6016 });
     expect(loaded).toBeGreaterThan(stepDurationMs(m, shape));
     expect(loaded).toBeLessThan(computed / 3);
+    // Layer by layer beside the step's compute (SGLang's HiCache): the longer of the two.
+    expect(loaded).toBeCloseTo((6000 * 1000) / m.offloadTokensPerSec, 9);
   });
 
   it("an uncached long prompt takes far longer to prefill than the same prompt cached", () => {

@@ -34,10 +34,8 @@ describe.skipIf(redisSkipReason !== undefined)(
       return Number(/^radixgate_state_ops_applied_total (\d+)$/m.exec(text)?.[1] ?? 0);
     };
 
-    it("a replica started after the ops stream was trimmed knows every prefix from the snapshot, and applies only the ops after it", async () => {
-      const prefix = freshPrefix();
-      const a = await replica(prefix);
-      const topics = ["billing", "shipping", "returns", "legal", "hr", "sales", "support", "it"];
+    /** Routes `topics` through `a`, then waits for a snapshot holding them all: topic → worker. */
+    const routedIntoSnapshot = async (a: RunningRouter, prefix: string, topics: string[]) => {
       const chosen = new Map<string, string>();
       for (const topic of topics)
         chosen.set(topic, (await route(a, topic)).headers.get("x-radixgate-worker")!);
@@ -46,6 +44,22 @@ describe.skipIf(redisSkipReason !== undefined)(
         10_000,
         "a snapshot holding every prefix",
       );
+      return chosen;
+    };
+
+    it("a replica started after the ops stream was trimmed knows every prefix from the snapshot, and applies only the ops after it", async () => {
+      const prefix = freshPrefix();
+      const a = await replica(prefix);
+      const chosen = await routedIntoSnapshot(a, prefix, [
+        "billing",
+        "shipping",
+        "returns",
+        "legal",
+        "hr",
+        "sales",
+        "support",
+        "it",
+      ]);
       // Stop the refresh, so the snapshot's position stays where the test reads it.
       await a.context.sharedState!.snapshot.stop();
       const { stream } = (await header(prefix))!;
@@ -67,6 +81,45 @@ describe.skipIf(redisSkipReason !== undefined)(
       }
       expect((await route(b, "late topic", "again")).headers.get("x-radixgate-worker")).toBe(late);
       expect(await applied(b)).toBe(after);
+    });
+
+    it("keeps a snapshot's entries for a worker that registers after the load, and applies them when it does", async () => {
+      const prefix = freshPrefix();
+      const a = await replica(prefix);
+      const chosen = await routedIntoSnapshot(a, prefix, [
+        "billing",
+        "shipping",
+        "returns",
+        "legal",
+        "hr",
+        "sales",
+      ]);
+      await a.context.sharedState!.snapshot.stop();
+      // Only the snapshot carries the decisions (the stream holds none of them), and the shared
+      // worker set is not there yet: the new replica knows only the worker it was given.
+      await fleet.redis.client.del(`${prefix}:ops`, `${prefix}:workers`);
+      const [first, ...later] = fleet.workers;
+      const logs = captureLogs();
+      const b = await replica(prefix, { workerUrls: [first!.url] }, logs.logger);
+      const loaded = logs.entries.find(
+        (l) => l.msg === "shared state: index snapshot loaded; replaying the ops after it",
+      );
+      expect(loaded?.held_for_later).toBeGreaterThan(0);
+      // Discovery lists the others after the load (a pod that became ready later).
+      const firstId = b.context.registry.list()[0]!.id;
+      for (const w of later) await b.context.membership.add({ url: w.url }, "discovery");
+      await waitFor(
+        async () =>
+          logs.entries.filter((l) => String(l.msg).includes("registered after the load")).length >=
+          new Set([...chosen.values()].filter((id) => id !== firstId)).size,
+        10_000,
+        "the held entries applied",
+      );
+      for (const [topic, worker] of chosen) {
+        const res = await route(b, topic, "from the new replica");
+        expect(res.headers.get("x-radixgate-worker")).toBe(worker);
+        expect(res.headers.get("x-radixgate-route")).toMatch(/^cache_hit/);
+      }
     });
 
     it("refuses a snapshot signed with another secret, and one put back after its maximum age, and starts from the ops", async () => {
