@@ -24,7 +24,12 @@ import { realpathSync } from "node:fs";
 import os from "node:os";
 import { fileURLToPath } from "node:url";
 import { CLUSTER_STOP_MESSAGE } from "./parent-watch.js";
-import { CLUSTER_GROUP_ENV, connectToHub } from "./state/cluster-channel.js";
+import {
+  CLUSTER_GROUP_ENV,
+  CLUSTER_SEAT_ENV,
+  connectToHub,
+  freeSeat,
+} from "./state/cluster-channel.js";
 import { SiblingHub } from "./state/cluster-hub.js";
 
 const USAGE = "usage: radixgate-cluster [--processes <n>] [--no-share] [--] <radixgate flags>";
@@ -115,8 +120,15 @@ function main(): void {
   // The local channel: the primary relays decisions and counts, and answers new-prefix claims.
   const hub = share ? new SiblingHub() : undefined;
   const group = randomBytes(6).toString("hex");
+  // Each process's seat (worker id → seat): one started again takes the seat that freed.
+  const seats = new Map<number, number>();
   const fork = (): Worker => {
-    const worker = cluster.fork(share ? { [CLUSTER_GROUP_ENV]: group } : {});
+    const seat = freeSeat(seats.values());
+    const worker = cluster.fork({
+      ...(share ? { [CLUSTER_GROUP_ENV]: group } : {}),
+      [CLUSTER_SEAT_ENV]: String(seat),
+    });
+    seats.set(worker.id, seat);
     if (hub !== undefined)
       connectToHub(hub, worker, () =>
         process.stderr.write(
@@ -142,6 +154,7 @@ function main(): void {
 
   cluster.on("exit", (worker, code, signal) => {
     listening.delete(worker.id);
+    seats.delete(worker.id);
     const listened = everListened.delete(worker.id);
     if (stopping) {
       if (Object.keys(cluster.workers ?? {}).length === 0) process.exit();

@@ -194,6 +194,7 @@ export function createRouter(
       registry,
       metrics,
       claims: replication?.claims,
+      ...(replication === undefined ? {} : { replicaRank: () => replication.rank() }),
       logger,
       sender: nginx?.relays,
     },

@@ -41,6 +41,8 @@ export interface DataPlaneDeps {
   readonly metrics: Metrics;
   /** --state-url: agreement with the peers on new prefixes. */
   readonly claims: PrefixClaims | undefined;
+  /** This router's rank among its replicas (state/replication.ts Replication.rank). */
+  readonly replicaRank?: (() => number) | undefined;
   /** The cache account's debug lines. */
   readonly logger: Logger;
   /** --data-plane nginx: nginx relays each attempt (proxy/remote-relay.ts); else this process. */
@@ -78,6 +80,7 @@ export function buildDataPlane(options: DataPlaneOptions, deps: DataPlaneDeps): 
     feedback,
     registry,
   );
+  decider.replicaRank = deps.replicaRank;
   const cacheLedger = new CacheLedger(options.cacheAccount, deps.logger);
   registerAccountMetrics(m.registry, cacheLedger.totals);
   // --cache-account false: the forwarder gets no ledger (the counters and /debug/cache stay empty).

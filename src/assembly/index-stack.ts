@@ -148,6 +148,7 @@ export function buildIndexStack(options: IndexStackOptions, deps: IndexStackDeps
             claimTimeoutMs: options.sharedState?.claimTimeoutMs ?? SIBLING_CLAIM_TIMEOUT_MS,
             claimTtlMs: options.sharedState?.claimTtlMs ?? SIBLING_CLAIM_TTL_MS,
             queueSize: options.sharedState?.queueSize ?? SIBLING_QUEUE_SIZE,
+            ...(link.rank !== undefined ? { rank: link.rank } : {}),
           },
           logger,
         );

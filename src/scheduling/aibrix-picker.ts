@@ -63,7 +63,7 @@ export class AibrixPrefixPicker implements Picker {
     const blocks = Math.floor(ctx.length / b);
     if (blocks > 0) {
       // The best (match%, −running) pod under the bound, scanned from a rotated start.
-      const start = this.rotation.next(n);
+      const start = this.rotation.next(n, ctx.request.replicaRank);
       let best = -1;
       let bestBlocks = 0;
       let bestRunning = 0;
@@ -88,9 +88,10 @@ export class AibrixPrefixPicker implements Picker {
   /** The alive candidate with the fewest running requests; ties take turns. */
   private leastRunning(ctx: SchedulingContext): number {
     const { candidates, alive } = ctx;
-    if (!alive.subarray(0, candidates.length).includes(0)) return this.loads.scan(candidates);
+    if (!alive.subarray(0, candidates.length).includes(0))
+      return this.loads.scan(candidates, ctx.request.replicaRank);
     const n = candidates.length;
-    const start = this.rotation.next(n);
+    const start = this.rotation.next(n, ctx.request.replicaRank);
     let best = -1;
     for (let k = 0; k < n; k++) {
       let i = start + k;

@@ -57,7 +57,7 @@ export class CacheAwarePicker implements Picker {
 
   private readonly choose = (ctx: SchedulingContext): Picked | -1 => {
     const candidates = ctx.candidates;
-    const least = this.loads.scan(candidates);
+    const least = this.loads.scan(candidates, ctx.request.replicaRank);
     if (least < 0) return -1;
     const length = ctx.length;
     const matchedOf = ctx.request.matched;

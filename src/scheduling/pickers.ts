@@ -22,7 +22,7 @@ export class MaxScorePicker implements Picker {
 export function maxScore(ctx: SchedulingContext, totals: Float64Array, rotation: Rotation) {
   const n = ctx.candidates.length;
   if (n === 0) return -1;
-  const start = rotation.next(n);
+  const start = rotation.next(n, ctx.request.replicaRank);
   const alive = ctx.alive;
   let best = -1;
   let bestScore = Number.NEGATIVE_INFINITY;
@@ -169,16 +169,17 @@ export class LoadPicker implements Picker {
     return onAlive(ctx, this.choose);
   }
 
-  private readonly choose = ({ candidates }: SchedulingContext): Pick => {
+  private readonly choose = ({ candidates, request }: SchedulingContext): Pick => {
     const n = candidates.length;
     const branch = this.rule;
+    const rank = request.replicaRank;
     switch (branch) {
       case "round_robin":
-        return { index: this.rotation.next(n), branch };
+        return { index: this.rotation.next(n, rank), branch };
       case "random":
         return { index: randomIndex(this.random, n), branch };
       case "least_load":
-        return { index: this.loads.scan(candidates), branch };
+        return { index: this.loads.scan(candidates, rank), branch };
       case "power_of_two": {
         if (n === 1) return { index: 0, branch };
         const first = randomIndex(this.random, n);

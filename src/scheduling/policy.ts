@@ -99,6 +99,11 @@ export interface RouteRequest {
    * session-affinity-scorer weighs it, any other keeps the conversation there (profile.ts).
    */
   readonly sessionWorker?: string | undefined;
+  /**
+   * This router's rank among the replicas it shares state with (0 alone, or first): rotations of
+   * equal candidates start at a place of their own per replica (rotation.ts Rotation.next).
+   */
+  readonly replicaRank?: number | undefined;
 }
 
 export interface RouteDecision<W extends PolicyWorker> {

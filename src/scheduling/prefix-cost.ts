@@ -4,7 +4,10 @@ import type { ResolvedPolicyOptions, TieBreak } from "./options.js";
 import { onAlive, type Pick as Picked, type Picker, type SchedulingContext } from "./plugin.js";
 import { type PolicyWorker, queuedPrefillChars } from "./policy.js";
 import { KEY_ALIGN, KEY_CHARS, prefixKey, rendezvousScore } from "./prefix-hash.js";
-import { Rotation } from "./rotation.js";
+import { Rotation, spreadOffset } from "./rotation.js";
+
+/** Candidates a tie can hold, as packed with their score (settleTie); far more than a fleet. */
+const TIE_SLOTS = 1 << 16;
 
 export type PrefixCostOptions = Pick<
   ResolvedPolicyOptions,
@@ -91,6 +94,7 @@ export class PrefixCostPicker implements Picker {
   /** Reused across decisions (select is synchronous and keeps nothing). */
   private readonly costs: number[] = [];
   private readonly held: number[] = [];
+  private readonly tied: number[] = [];
 
   constructor(
     readonly name: string,
@@ -112,8 +116,8 @@ export class PrefixCostPicker implements Picker {
     const { candidates, request, length } = ctx;
     const n = candidates.length;
     if (n === 0) return -1;
-    // A rotated start, so equal costs on equal loads take turns.
-    const start = this.rotation.next(n);
+    // A rotated start, so equal costs on equal loads take turns (from a place of this replica's).
+    const start = this.rotation.next(n, request.replicaRank);
     const matchedOf = request.matched;
     const fill = placementFill(request.fill, matchedOf, n);
     // One clock read per decision (the profile's): every engine report is judged against it.
@@ -156,7 +160,13 @@ export class PrefixCostPicker implements Picker {
       }
     }
     if (this.tieBreak === "hash" && anyHeld && n > 1) {
-      best = this.settleTie(candidates, request.text, bestCost + this.requestChars / 2, best);
+      best = this.settleTie(
+        candidates,
+        request.text,
+        bestCost + this.requestChars / 2,
+        best,
+        request.replicaRank ?? 0,
+      );
     }
     return { index: best, branch: "lowest_cost" };
   };
@@ -167,12 +177,21 @@ export class PrefixCostPicker implements Picker {
    * chance, which says nothing about where the tenant is), then the highest rendezvous score for
    * the KEY_CHARS characters from that floor (rounded down to KEY_ALIGN): the end of the prefix
    * they hold. `fallback` when none is within the limit.
+   *
+   * When they hold less than KEY_CHARS (another worker holds a shared preamble but is busier),
+   * the key is the text's first characters, the same for every tenant: one router then sends
+   * every such text to one worker, which soon holds the preamble too (spreading them over the
+   * rotation cost one router 18% of its TTFT in the replay, each new worker computing the
+   * preamble again). Replicas, though, all chose that one worker at once, before any saw the
+   * others' decisions: replica `rank` > 0 takes the candidate at its place (rotation.ts
+   * spreadOffset) in the scores' order instead, its own worker for such texts.
    */
   private settleTie(
     candidates: readonly PolicyWorker[],
     text: string,
     limit: number,
     fallback: number,
+    rank: number,
   ): number {
     const { costs, held } = this;
     let most = -1;
@@ -181,6 +200,9 @@ export class PrefixCostPicker implements Picker {
     }
     if (most < 0) return fallback;
     const floor = most - Math.min(KEY_CHARS, Math.floor(most / 8));
+    const spread = rank > 0 && most < KEY_CHARS && candidates.length <= TIE_SLOTS;
+    const tied = this.tied;
+    tied.length = 0;
     let best = fallback;
     let bestScore = -1;
     let key: number | undefined;
@@ -189,12 +211,16 @@ export class PrefixCostPicker implements Picker {
       // Keyed from a rounded point, so a few characters more or less held do not change the key.
       key ??= prefixKey(text, floor - (floor % KEY_ALIGN));
       const score = rendezvousScore(key, candidates[i]!.id);
+      if (spread) tied.push(score * TIE_SLOTS + i);
       if (score > bestScore) {
         best = i;
         bestScore = score;
       }
     }
-    return best;
+    if (!spread || tied.length < 2) return best;
+    // Highest score first; the index rides in the low digits (scores are 32-bit, exact in a double).
+    tied.sort((x, y) => y - x);
+    return tied[spreadOffset(rank, tied.length)]! % TIE_SLOTS;
   }
 
   /** The estimated prefill work ahead of this request's first token on `worker` (formula above). */

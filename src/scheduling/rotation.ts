@@ -2,17 +2,42 @@
  * A per-policy turn counter. Each call hands out a start index one position further than the last,
  * so a scan that keeps the first of several equal candidates picks a different one each time:
  * ties rotate instead of always landing on the first worker.
+ *
+ * Replicas behind one balancer each keep their own turn, and all start at 0: their first
+ * decisions (every cost equal, nothing cached) went to the same worker, and so did every tie
+ * they took in the same few milliseconds, before either's decision reached the other. A replica's
+ * `rank` among its peers (RouteRequest.replicaRank, 0 alone) shifts its start by spreadOffset, so
+ * that replicas taking ties at once take different workers; one router is unchanged.
  */
 export class Rotation {
   // Kept below the last candidate count, so it never grows however long the router runs.
   private turn = 0;
 
   /** The index (in [0, n)) where the next scan of `n` > 0 candidates starts; advances the turn. */
-  next(n: number): number {
-    const start = this.turn < n ? this.turn : this.turn % n;
-    this.turn = start + 1;
-    return start;
+  next(n: number, rank = 0): number {
+    const turn = this.turn < n ? this.turn : this.turn % n;
+    this.turn = turn + 1;
+    if (rank === 0) return turn;
+    const start = turn + spreadOffset(rank, n);
+    return start >= n ? start - n : start;
   }
+}
+
+/**
+ * Where replica `rank`'s turns start among `n` candidates: rank's place in the van der Corput
+ * sequence (0, 1/2, 1/4, 3/4, 1/8, ...) times n, so that the first replicas are as far apart as
+ * n allows whatever their number, and a replica's offset does not move when others join.
+ */
+export function spreadOffset(rank: number, n: number): number {
+  let r = Math.max(0, Math.floor(rank));
+  let fraction = 0;
+  let unit = 0.5;
+  while (r > 0 && unit > 1e-9) {
+    if (r & 1) fraction += unit;
+    r = Math.floor(r / 2);
+    unit /= 2;
+  }
+  return Math.min(n - 1, Math.floor(fraction * n));
 }
 
 /** The only thing this helper reads of a worker: the router's own in-flight count for it. */
@@ -56,11 +81,14 @@ export class LeastLoaded {
     return this.lastTotal;
   }
 
-  /** One pass over `candidates`: the index of the least-loaded one, or -1 when there are none. */
-  scan(candidates: readonly Loaded[]): number {
+  /**
+   * One pass over `candidates`: the index of the least-loaded one, or -1 when there are none.
+   * `rank`: this router's among its replicas (Rotation.next).
+   */
+  scan(candidates: readonly Loaded[], rank = 0): number {
     const n = candidates.length;
     if (n === 0) return -1;
-    const start = this.rotation.next(n);
+    const start = this.rotation.next(n, rank);
     let best = start;
     let min = candidates[start]!.inFlight;
     let max = min;
@@ -86,8 +114,8 @@ export class LeastLoaded {
   }
 
   /** The least-loaded candidate, or undefined when there are none. */
-  pick<W extends Loaded>(candidates: readonly W[]): W | undefined {
-    const index = this.scan(candidates);
+  pick<W extends Loaded>(candidates: readonly W[], rank = 0): W | undefined {
+    const index = this.scan(candidates, rank);
     return index < 0 ? undefined : candidates[index];
   }
 }

@@ -120,6 +120,8 @@ export class Scheduler {
   readonly prefix: PrefixIndexPlugin;
   /** --decision-trace: every decision and its outcome, when set. */
   trace: DecisionTrace | undefined;
+  /** This router's rank among its replicas (RouteRequest.replicaRank), when it has peers. */
+  replicaRank: (() => number) | undefined;
 
   constructor(
     readonly policy: Policy,
@@ -456,6 +458,7 @@ export class Scheduler {
       session,
       headers,
       sessionWorker,
+      replicaRank: this.replicaRank?.(),
     };
   }
 

@@ -15,6 +15,21 @@ import type { SiblingMessage } from "./cluster-messages.js";
  */
 export const CLUSTER_GROUP_ENV = "RADIXGATE_CLUSTER_GROUP";
 
+/**
+ * The environment variable radixgate-cluster sets for each process: its seat, 0 to processes − 1
+ * (a process started again after one exited takes the seat that freed), where its rotations of
+ * equal candidates start (Transport.rank, scheduling/rotation.ts).
+ */
+export const CLUSTER_SEAT_ENV = "RADIXGATE_CLUSTER_SEAT";
+
+/** The lowest seat none of `taken` holds. */
+export function freeSeat(taken: Iterable<number>): number {
+  const held = new Set(taken);
+  let seat = 0;
+  while (held.has(seat)) seat++;
+  return seat;
+}
+
 /** A process's end of the local channel, as its ClusterTransport uses it (tests may give another). */
 export interface SiblingChannel {
   /**
@@ -31,6 +46,8 @@ export interface SiblingChannel {
 export interface SiblingLink {
   readonly transport: SiblingChannel;
   readonly group: string;
+  /** The process's seat among its siblings (CLUSTER_SEAT_ENV); undefined when not given. */
+  readonly rank?: number;
 }
 
 /**
@@ -68,7 +85,10 @@ export function clusterSiblingLink(env: NodeJS.ProcessEnv = process.env): Siblin
       return process.connected;
     },
   };
-  return { transport, group };
+  const seat = Number(env[CLUSTER_SEAT_ENV]);
+  return Number.isInteger(seat) && seat >= 0 && seat < 4096
+    ? { transport, group, rank: seat }
+    : { transport, group };
 }
 
 /**

@@ -24,6 +24,8 @@ export interface ClusterTransportOptions {
   claimTtlMs: number;
   /** Decisions waiting to leave while the channel is busy; past it the oldest are dropped. */
   queueSize: number;
+  /** This process's seat among its siblings (SiblingLink.rank); default 0. */
+  rank?: number;
 }
 
 /**
@@ -54,6 +56,7 @@ export class ClusterTransport implements Transport {
   readonly claims: ReplicaClaims;
   private side: ReplicaSide | undefined;
   private readonly queue: BoundedQueue<StateOp>;
+  private readonly ownRank: number;
   private flushing: NodeJS.Immediate | undefined;
   private loadTimer: NodeJS.Timeout | undefined;
   /** Own counts as last sent (worker id → count > 0), and own queued prefill (→ characters > 0). */
@@ -84,6 +87,7 @@ export class ClusterTransport implements Transport {
     private readonly logger: Logger,
   ) {
     this.queue = new BoundedQueue(options.queueSize);
+    this.ownRank = options.rank ?? 0;
     this.claims = new ReplicaClaims(
       {
         up: () => !this.stopped && this.channel.connected,
@@ -135,6 +139,11 @@ export class ClusterTransport implements Transport {
   }
 
   /** One of this process's ops: a decision (queued for the turn's end) or a membership change. */
+  /** This process's seat among its siblings, as the primary gave it (SiblingLink.rank). */
+  rank(): number {
+    return this.ownRank;
+  }
+
   publish(op: StateOp): void {
     if (op.kind === "add" || op.kind === "remove") this.sendMembership(siblingChange(op));
     else this.queueDecision(op);

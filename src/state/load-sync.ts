@@ -30,6 +30,8 @@ export interface LoadSyncOptions {
   pending?: PeerPending;
   /** A replica's name among the peers that `pending` counts. */
   peerName?: (replicaId: string) => string;
+  /** When this replica started (epoch ms; default: when the LoadSync was made): its rank's key. */
+  startedAt?: number;
 }
 
 /** A load key lives this many intervals: a replica that stops publishing drops out after it. */
@@ -53,6 +55,10 @@ const MAX_LOAD_VALUE_CHARS = 65_536;
  *
  * Each value is `<signature> <JSON>`, the signature over the JSON under the key's name, so counts
  * written by anyone without --state-secret (or moved to another replica's key) are ignored.
+ *
+ * Each value also carries when its replica started: a replica's rank is the number of live
+ * replicas (the cluster's siblings included) that started before it (ties: by id), so every
+ * replica sees the same order, and a replica's rank never grows while it runs.
  */
 export class LoadSync {
   private timer: NodeJS.Timeout | undefined;
@@ -61,18 +67,24 @@ export class LoadSync {
   /** Peers whose load was read in the last exchange: one missing from the next is gone. */
   private heard = new Set<string>();
   private readonly ttlMs: number;
+  private readonly startedAt: number;
+  /** This replica's rank as of the last exchange; undefined before the first. */
+  rank: number | undefined;
 
   constructor(
     private readonly link: RedisLink,
     private readonly options: LoadSyncOptions,
   ) {
     this.ttlMs = loadTtlMs(options.intervalMs);
+    this.startedAt = options.startedAt ?? Date.now();
   }
 
+  /** Publishes at once (peers learn this replica, and it its rank, before it serves), then every interval. */
   start(): void {
     if (this.timer !== undefined) return;
     this.timer = setInterval(() => void this.tick(), this.options.intervalMs);
     this.timer.unref();
+    void this.tick();
   }
 
   /** One publish-and-read round (the timer's work; tests call it directly). */
@@ -99,6 +111,7 @@ export class LoadSync {
     // Under keys no worker id has (ids are hex): the queued prefill, and the last op it covers.
     own[PENDING_KEY] = pending;
     own[COVERS_KEY] = lastSeqSent();
+    own[SINCE_KEY] = this.startedAt;
     const key = keys.load(replicaId);
     const json = JSON.stringify(own);
     const value = `${this.options.secret.sign(key, [json])} ${json}`;
@@ -113,20 +126,30 @@ export class LoadSync {
       const members = results?.[2]?.[1];
       if (!Array.isArray(members)) return false;
       const skip = this.options.skipReplica;
-      const peers = (members as string[]).filter((id) => id !== replicaId && skip?.(id) !== true);
+      // Every other replica is read for the rank; the skipped ones' counts are not added.
+      const others = (members as string[]).filter((id) => id !== replicaId);
+      const peers = others.filter((id) => skip?.(id) !== true);
       const totals = new Map<string, number>();
-      if (peers.length > 0) {
-        const loads = await redis.mget(peers.map((id) => keys.load(id)));
+      let rank = 0;
+      if (others.length > 0) {
+        const loads = await redis.mget(others.map((id) => keys.load(id)));
         const gone: string[] = [];
         loads.forEach((raw, i) => {
-          const peer = peers[i] as string;
+          const peer = others[i] as string;
+          const counted = skip?.(peer) !== true;
           if (raw === null) {
             gone.push(peer);
-            this.peerGone(peer);
-          } else this.addSigned(totals, keys.load(peer), raw, peer);
+            if (counted) this.peerGone(peer);
+            return;
+          }
+          const parsed = this.readSigned(keys.load(peer), raw);
+          if (parsed === undefined) return;
+          if (startedBefore(parsed[SINCE_KEY], peer, this.startedAt, replicaId)) rank++;
+          if (counted) this.add(totals, parsed, peer);
         });
         if (gone.length > 0) void redis.srem(keys.replicas, ...gone).catch(() => {});
       }
+      this.rank = rank;
       for (const worker of this.options.workers())
         worker.setPeerInFlight(totals.get(worker.id) ?? 0);
       const heard = new Set(peers);
@@ -139,16 +162,21 @@ export class LoadSync {
     }
   }
 
-  /** Adds a peer's counts if its value is signed for its key; else counts the refusal. */
-  private addSigned(totals: Map<string, number>, key: string, raw: string, peer: string): void {
+  /** A peer's value, parsed, if it is signed for its key; else counts the refusal. */
+  private readSigned(key: string, raw: string): Record<string, unknown> | undefined {
     const reason = this.refusal(key, raw);
     if (reason !== undefined) {
       this.options.onRejected?.(reason);
-      return;
+      return undefined;
     }
-    const parsed = addCounts(totals, raw.slice(raw.indexOf(" ") + 1));
+    return parseLoad(raw.slice(raw.indexOf(" ") + 1));
+  }
+
+  /** Adds a peer's counts, and passes on its queued prefill. */
+  private add(totals: Map<string, number>, parsed: Record<string, unknown>, peer: string): void {
+    addCounts(totals, parsed);
     const { pending, peerName } = this.options;
-    if (pending === undefined || peerName === undefined || parsed === undefined) return;
+    if (pending === undefined || peerName === undefined) return;
     const covers = parsed[COVERS_KEY];
     pending.reported(
       peerName(peer),
@@ -198,26 +226,40 @@ type PendingPair = [number, number];
 /** A load value's queued prefill per worker, and the sequence number of the last op it covers. */
 const PENDING_KEY = "~p";
 const COVERS_KEY = "~q";
+/** When the replica started (epoch ms): its rank among the replicas. */
+const SINCE_KEY = "~s";
 
-/**
- * Adds a peer's published counts (ignores anything that is not {id: non-negative integer}, and
- * the keys starting with "~"); returns the parsed value, or undefined when it is not an object.
- */
-function addCounts(totals: Map<string, number>, raw: string): Record<string, unknown> | undefined {
+/** A load value's JSON, or undefined when it is not an object. */
+function parseLoad(raw: string): Record<string, unknown> | undefined {
   let parsed: unknown;
   try {
     parsed = JSON.parse(raw);
   } catch {
     return undefined;
   }
-  if (parsed === null || typeof parsed !== "object") return undefined;
-  const value = parsed as Record<string, unknown>;
+  if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) return undefined;
+  return parsed as Record<string, unknown>;
+}
+
+/**
+ * Adds a peer's published counts (ignores anything that is not {id: non-negative integer}, and
+ * the keys starting with "~").
+ */
+function addCounts(totals: Map<string, number>, value: Record<string, unknown>): void {
   for (const [id, n] of Object.entries(value)) {
     if (id.startsWith("~")) continue;
     if (typeof n === "number" && Number.isInteger(n) && n > 0)
       totals.set(id, (totals.get(id) ?? 0) + n);
   }
-  return value;
+}
+
+/**
+ * Whether the peer `peer`, started at `since` (its value's; anything but a finite number reads
+ * as never: it ranks after every replica that says when it started), started before this replica.
+ */
+function startedBefore(since: unknown, peer: string, startedAt: number, self: string): boolean {
+  if (typeof since !== "number" || !Number.isFinite(since)) return false;
+  return since < startedAt || (since === startedAt && peer < self);
 }
 
 /** A load value's queued prefill per worker: positive integer pairs kept, anything else dropped. */

@@ -141,6 +141,11 @@ export class RedisTransport implements Transport {
     this.publisher.publish(op);
   }
 
+  /** The replicas (every host's, the cluster's siblings too) that started before this one. */
+  rank(): number | undefined {
+    return this.load?.rank;
+  }
+
   /** The ops stream went backwards: the reader starts over; membership is reconciled again. */
   private streamReset(): void {
     this.metrics?.resets.inc();

@@ -30,6 +30,11 @@ export interface Transport {
   attach(side: ReplicaSide): void;
   /** The registry gained a worker (counts already heard for it apply now). */
   workerAdded?(): void;
+  /**
+   * This replica's rank among the replicas it reaches (0 for the first, or alone): stable while
+   * they are, the same order on every replica. Undefined until known.
+   */
+  rank?(): number | undefined;
   /** Connects, and replays what its peers decided before this replica serves (bounded wait). */
   start(): Promise<void>;
   stop(): Promise<void> | void;
@@ -91,6 +96,8 @@ export interface ReplicationDeps {
  * - Load: each transport sets its part of every worker's peer count; the worker gets the sum.
  * - Queued prefill: each peer's load reports and its decisions since (state/peer-pending.ts),
  *   whichever transport carries them; the worker gets the sum.
+ * - Rank: this replica's place among its peers (the first transport's that knows it: Redis spans
+ *   every host), where its rotations of equal candidates start (scheduling/rotation.ts).
  *
  * Transports are started and stopped one by one (assembly/lifecycle.ts declares them).
  */
@@ -111,6 +118,15 @@ export class Replication {
   ) {
     this.claims = transports.find((t) => t.claims !== undefined)?.claims;
     this.pending = new PeerPending((id) => deps.registry.get(id));
+  }
+
+  /** This replica's rank among its peers (Transport.rank), 0 while none knows it. */
+  rank(): number {
+    for (const t of this.transports) {
+      const rank = t.rank?.();
+      if (rank !== undefined) return rank;
+    }
+    return 0;
   }
 
   /** The index the router uses: `index`, publishing its decisions on every transport. */

@@ -18,6 +18,7 @@ const node = new ReplicaNode(
       claimTimeoutMs: Number(process.env[CLAIM_TIMEOUT_ENV] ?? 2000),
       claimTtlMs: 10_000,
       queueSize: 10_000,
+      ...(link.rank !== undefined ? { rank: link.rank } : {}),
     },
     createLogger({ level: "silent" }),
   ),

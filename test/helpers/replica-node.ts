@@ -35,7 +35,9 @@ export type ReplicaCommand =
       readonly uncached: number;
     }
   /** The other replicas' queued prefill on the worker, as "chars/requests" ("" : no such worker). */
-  | { readonly op: "peerPending"; readonly url: string };
+  | { readonly op: "peerPending"; readonly url: string }
+  /** This replica's rank among its peers (Replication.rank). */
+  | { readonly op: "rank" };
 
 export type ReplicaAnswer = string | number | string[] | null;
 
@@ -131,6 +133,8 @@ export class ReplicaNode {
         );
         return null;
       }
+      case "rank":
+        return this.replication.rank();
       case "peerPending": {
         const worker = this.registry.get(command.url);
         if (worker === undefined) return "";

@@ -300,6 +300,31 @@ describe("prefix_cost: near-equal costs (--prefix-cost-tie-break, issue 27)", ()
     expect(selectWith(prefixCost(), preambleFleet(loads), { text })!.worker.id).not.toBe(home);
   });
 
+  it("replicas deciding the same tie at once take different workers (each rotation starts at its rank's place)", () => {
+    const pick = (rank: number, text: string, busy?: number) => {
+      const workers = fleet(4);
+      if (busy !== undefined) {
+        Object.assign(workers[busy]!, { pendingPrefillChars: 20_000 });
+        workers[busy]!.tree.insert(PREAMBLE);
+      }
+      return selectWith(prefixCost(), workers, { text, replicaRank: rank })!.worker.id;
+    };
+    // Nothing held anywhere: every replica's first decision.
+    expect([0, 1, 2, 3].map((rank) => pick(rank, tenant(1, 1)))).toEqual(["w0", "w2", "w1", "w3"]);
+    // One busy holder of the preamble; the others tie holding nothing (a key at the text's start,
+    // the same for every tenant): each replica its own worker, the same for every such text.
+    expect(new Set([0, 1].map((rank) => pick(rank, tenant(2, 1), 0))).size).toBe(2);
+    for (const rank of [0, 1]) {
+      const homes = new Set([2, 3, 4, 5].map((t) => pick(rank, tenant(t, 1), 0)));
+      expect(homes.size, `rank ${rank}`).toBe(1);
+      expect(homes.has("w0")).toBe(false);
+    }
+    // Alone (rank 0, or none given) as before.
+    expect(pick(0, tenant(1, 1))).toBe(
+      selectWith(prefixCost(), fleet(4), { text: tenant(1, 1) })!.worker.id,
+    );
+  });
+
   it("with --prefix-cost-tie-break rotation, the lowest cost wins at once, as before", () => {
     const policy = prefixCost({ prefixCostTieBreak: "rotation" });
     const picked = [0, 1, 2, 3].map((i) => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { LeastLoaded, Rotation } from "../../src/scheduling/rotation.js";
+import { LeastLoaded, Rotation, spreadOffset } from "../../src/scheduling/rotation.js";
 
 const loads = (...xs: number[]) => xs.map((inFlight) => ({ inFlight }));
 
@@ -15,6 +15,31 @@ describe("Rotation", () => {
     expect(rotation.next(2)).toBe(1); // turn 5, 5 % 2
     expect(rotation.next(2)).toBe(0);
     expect(rotation.next(9)).toBe(1);
+  });
+});
+
+describe("Rotation among replicas (rank)", () => {
+  it("starts each replica's turns as far from the others' as the candidates allow", () => {
+    expect([0, 1, 2, 3].map((rank) => spreadOffset(rank, 4))).toEqual([0, 2, 1, 3]);
+    expect([0, 1, 2, 3, 4, 5, 6, 7].map((rank) => spreadOffset(rank, 8))).toEqual([
+      0, 4, 2, 6, 1, 5, 3, 7,
+    ]);
+    // A replica's place does not move when more join, and stays in range for any count.
+    expect(spreadOffset(1, 2)).toBe(1);
+    for (const n of [1, 2, 3, 5, 7])
+      for (let rank = 0; rank < 40; rank++) {
+        const offset = spreadOffset(rank, n);
+        expect(offset >= 0 && offset < n).toBe(true);
+      }
+  });
+
+  it("shifts the start by the rank's offset, and leaves rank 0 as it was", () => {
+    const [alone, first, second] = [new Rotation(), new Rotation(), new Rotation()];
+    const turns = (r: Rotation, rank?: number) => Array.from({ length: 5 }, () => r.next(4, rank));
+    expect(turns(alone)).toEqual([0, 1, 2, 3, 0]);
+    expect(turns(first, 0)).toEqual([0, 1, 2, 3, 0]);
+    expect(turns(second, 1)).toEqual([2, 3, 0, 1, 2]);
+    expect(new LeastLoaded().scan(loads(0, 0, 0, 0), 1)).toBe(2);
   });
 });
 

@@ -176,15 +176,21 @@ describe("PrefixKvCache: a CPU tier behind the GPU pool (offloading)", () => {
     return { events, listener };
   }
 
-  it("writes computed blocks through to the CPU tier; a GPU eviction leaves the CPU copy, which loads back", () => {
+  /** A GPU pool of `gpuBlocks` behind a CPU tier of `cpuBlocks` (0: none), its events recorded. */
+  function tiered(gpuBlocks: number, cpuBlocks: number) {
     const { events, listener } = recording();
-    // GPU: 4 blocks; CPU: 16.
     const kv = new PrefixKvCache({
-      capacityTokens: 4 * BS,
+      capacityTokens: gpuBlocks * BS,
       blockSize: BS,
-      cpuTierTokens: 16 * BS,
+      cpuTierTokens: cpuBlocks * BS,
       listener,
     });
+    return { events, kv };
+  }
+
+  it("writes computed blocks through to the CPU tier; a GPU eviction leaves the CPU copy, which loads back", () => {
+    // GPU: 4 blocks; CPU: 16.
+    const { events, kv } = tiered(4, 16);
     const a = ids(3 * BS + 1, 1);
     const b = ids(3 * BS + 1, 2);
     expect(serve(kv, a)).toBe(0);
@@ -206,13 +212,7 @@ describe("PrefixKvCache: a CPU tier behind the GPU pool (offloading)", () => {
   });
 
   it("the CPU tier keeps its own LRU bound and announces what it drops", () => {
-    const { events, listener } = recording();
-    const kv = new PrefixKvCache({
-      capacityTokens: 8 * BS,
-      blockSize: BS,
-      cpuTierTokens: 4 * BS,
-      listener,
-    });
+    const { events, kv } = tiered(8, 4);
     serve(kv, ids(3 * BS + 1, 1));
     serve(kv, ids(3 * BS + 1, 2));
     expect(kv.cpuBlocks).toBe(4);
@@ -220,13 +220,7 @@ describe("PrefixKvCache: a CPU tier behind the GPU pool (offloading)", () => {
   });
 
   it("a lookup touches the CPU copies last block first, so the tier drops a suffix before its prefix", () => {
-    const { listener } = recording();
-    const kv = new PrefixKvCache({
-      capacityTokens: 16 * BS,
-      blockSize: BS,
-      cpuTierTokens: 4 * BS,
-      listener,
-    });
+    const { kv } = tiered(16, 4);
     const a = ids(3 * BS + 1, 1);
     serve(kv, a); // CPU, oldest first: a0 a1 a2
     expect(serve(kv, a)).toBe(3 * BS); // a GPU hit; the lookup touches a2, a1, a0
@@ -236,13 +230,7 @@ describe("PrefixKvCache: a CPU tier behind the GPU pool (offloading)", () => {
   });
 
   it("stores on the CPU tier only blocks it does not hold yet: a load republishes nothing there", () => {
-    const { events, listener } = recording();
-    const kv = new PrefixKvCache({
-      capacityTokens: 4 * BS,
-      blockSize: BS,
-      cpuTierTokens: 16 * BS,
-      listener,
-    });
+    const { events, kv } = tiered(4, 16);
     const a = ids(3 * BS + 1, 1);
     serve(kv, a);
     serve(kv, ids(3 * BS + 1, 2)); // a off the GPU, still on the CPU
@@ -253,8 +241,7 @@ describe("PrefixKvCache: a CPU tier behind the GPU pool (offloading)", () => {
   });
 
   it("without a CPU tier nothing changes: no CPU events, nothing loaded", () => {
-    const { events, listener } = recording();
-    const kv = new PrefixKvCache({ capacityTokens: 4 * BS, blockSize: BS, listener });
+    const { events, kv } = tiered(4, 0);
     const a = ids(3 * BS + 1, 1);
     serve(kv, a);
     serve(kv, ids(3 * BS + 1, 2));

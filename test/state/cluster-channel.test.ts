@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { SiblingOutbox } from "../../src/state/cluster-channel.js";
+import { freeSeat, SiblingOutbox } from "../../src/state/cluster-channel.js";
 import { SiblingHub } from "../../src/state/cluster-hub.js";
 import type { SiblingMessage } from "../../src/state/cluster-messages.js";
 
@@ -80,5 +80,21 @@ describe("SiblingOutbox (radixgate-cluster's channel, bounded)", () => {
       { rg: "sib", t: "load", from: 1, counts: { w1: 4 } },
       { rg: "sib", t: "missed", n: 7 },
     ]);
+  });
+});
+
+describe("freeSeat (radixgate-cluster's seat for a process it starts)", () => {
+  it("gives the lowest seat no live process holds: 0, 1, ... then the one that freed", () => {
+    expect(freeSeat([])).toBe(0);
+    expect(freeSeat([0, 1, 2])).toBe(3);
+    expect(freeSeat([0, 2, 3])).toBe(1);
+    expect(
+      freeSeat(
+        new Map([
+          [7, 1],
+          [9, 0],
+        ]).values(),
+      ),
+    ).toBe(2);
   });
 });

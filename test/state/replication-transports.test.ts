@@ -3,7 +3,11 @@ import { randomBytes } from "node:crypto";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { defaultConfig } from "../../src/config.js";
 import { createLogger } from "../../src/logger.js";
-import { CLUSTER_GROUP_ENV, connectToHub } from "../../src/state/cluster-channel.js";
+import {
+  CLUSTER_GROUP_ENV,
+  CLUSTER_SEAT_ENV,
+  connectToHub,
+} from "../../src/state/cluster-channel.js";
 import { SiblingHub } from "../../src/state/cluster-hub.js";
 import { RedisTransport } from "../../src/state/redis-transport.js";
 import {
@@ -186,10 +190,13 @@ function clusterMedium(): Medium {
     network() {
       const hub = new StallingHub();
       const group = randomBytes(6).toString("hex");
+      // As radixgate-cluster seats its processes (src/cluster.ts): 0, 1, ... in the order started.
+      let seats = 0;
       return {
         replica(options) {
           const worker = cluster.fork({
             [CLUSTER_GROUP_ENV]: group,
+            [CLUSTER_SEAT_ENV]: String(seats++),
             ...(options?.claimTimeoutMs !== undefined
               ? { [CLAIM_TIMEOUT_ENV]: String(options.claimTimeoutMs) }
               : {}),
@@ -350,6 +357,21 @@ describe.each([redisMedium(), clusterMedium()])("the replication over $name", (m
         10_000,
         "b forgets a's queued prefill once a stops",
       );
+    }, 120_000);
+
+    it("ranks the replicas in the order they started, alike on each", async () => {
+      const net = medium.network();
+      const a = await net.replica();
+      const b = await net.replica();
+      const ranks = async (rs: Replica[]) =>
+        (await Promise.all(rs.map((r) => r.run({ op: "rank" })))).join(",");
+      await waitFor(async () => (await ranks([a, b])) === "0,1", 10_000, "ranks 0, 1");
+      // Over Redis the rank is counted among the live replicas; the cluster's primary gives the
+      // seat that freed to the process it starts next instead (src/cluster.ts).
+      if (medium.name.startsWith("Redis")) {
+        await a.stop();
+        await waitFor(async () => (await ranks([b])) === "0", 10_000, "b moves up");
+      }
     }, 120_000);
 
     it("a replica's requests in flight weigh on the others' view of the worker until they end or it stops", async () => {
