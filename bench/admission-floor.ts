@@ -47,6 +47,9 @@ const LIGHT = { promptTokens: 100, maxTokens: 16 };
 /** Light requests per model second on one engine (bench:admission: 3 tenants × 2/s over 2 engines). */
 const LIGHT_RATE = 3;
 
+/** SGLang's --priority-scheduling-preemption-threshold by default. */
+const PREEMPTION_THRESHOLD = 10;
+
 type Mode = "quiet" | "fcfs" | "reserve-1" | "preempt";
 const MODES: readonly Mode[] = ["quiet", "fcfs", "reserve-1", "preempt"];
 
@@ -160,6 +163,13 @@ function runFleet(
   seconds: number,
   seed: number,
   prefillFirst: boolean,
+  /**
+   * The engines schedule by priority and preempt past SGLang's default threshold (10), the flood
+   * reaches them 11 below the light requests (--engine-priority's demotion of a tenant over its
+   * share), and a light request that finds no free slot goes at once instead of being held: the
+   * engine preempts the flood's latest request for it at its next step.
+   */
+  preempt = false,
 ): { ttfts: number[]; floodTokensPerSec: number } {
   const clock = new ManualClock();
   const rng = mulberry32(seed);
@@ -172,6 +182,9 @@ function runFleet(
         maxBatchTokens: batchTokens,
         delayFactor: () => 1,
         prefillFirst,
+        ...(preempt
+          ? { priorityOrder: "higher-first" as const, preemptionThreshold: PREEMPTION_THRESHOLD }
+          : {}),
       },
       new PrefixKvCache({ capacityTokens: 400_000, blockSize: 16 }),
       clock,
@@ -190,6 +203,7 @@ function runFleet(
     at.engine.submit({
       promptTokens: freshPrompt(rng, shape.promptTokens),
       maxTokens: shape.maxTokens,
+      priority: shape === FLOOD ? -(PREEMPTION_THRESHOLD + 1) : 0,
       sink: {
         onToken,
         onFinish: () => {
@@ -240,7 +254,7 @@ function runFleet(
     at += exponential(rng, 1000 / (LIGHT_RATE * engines));
     if (at >= endAt) return;
     clock.setTimer(() => {
-      if (freeTotal() > 0) startLight(clock.now());
+      if (freeTotal() > 0 || preempt) startLight(clock.now());
       else waitingLight.push(clock.now());
       scheduleLight();
     }, at - clock.now());
@@ -333,13 +347,29 @@ export async function main(argv = process.argv.slice(2)): Promise<void> {
   // The fleet's rule: 2 engines, 1 or 2 slots kept across both (--tenant-reserve-slots) against none.
   const fleetRows: string[][] = [];
   for (const budget of budgets) {
-    const [none, one, two] = [0, 1, 2].map((reserve) =>
-      runFleet(2, reserve, budget, seconds, seed, engineRules === "sglang"),
+    const [none, one, two, preempt0, preempt1] = [
+      [0, false],
+      [1, false],
+      [2, false],
+      [0, true],
+      [1, true],
+    ].map(([reserve, preempt]) =>
+      runFleet(
+        2,
+        Number(reserve),
+        budget,
+        seconds,
+        seed,
+        engineRules === "sglang",
+        preempt === true,
+      ),
     );
     for (const [name, r] of [
       ["reserve 0", none],
       ["reserve 1", one],
       ["reserve 2", two],
+      ["reserve 0, preempt", preempt0],
+      ["reserve 1, preempt", preempt1],
     ] as const) {
       const sorted = [...(r?.ttfts ?? [])].sort((a, b) => a - b);
       fleetRows.push([

@@ -57,6 +57,8 @@
  *   --worker-max-running          router --worker-max-running = --max-running (vLLM says no cap)
  *   --reserve-slots N             router --tenant-reserve-slots of the admission runs (default: the
  *                                 router's)
+ *   --repeats N                   make the chosen runs N times (one calibration) and print each
+ *                                 target's value per repeat, its median and its worst (default 1)
  *   --runs a,b,...                only these runs (targets that need a missing run print "-";
  *                                 floor/on sends SGLang's priority direction: leave it out with vllm)
  *   --workers, --max-running, --depth, --poll-secs, --overload   fleet and admission knobs
@@ -84,10 +86,12 @@ import {
   printRows,
   printSplits,
   type Run,
+  repeatedTargets,
   rows,
   type Split,
   split,
-  targets,
+  type TargetRow,
+  targetRows,
 } from "./lib/admission-report.js";
 import { commandLine, runIfEntryPoint, writeResults } from "./lib/entry.js";
 import { childFleetHost, type FleetHost } from "./lib/fleet.js";
@@ -144,6 +148,8 @@ interface Options {
   /** The sims' SGLang --priority-scheduling-preemption-threshold under priority scheduling. */
   preemptionThreshold: number;
   runs: RunName[];
+  /** Times the chosen runs are made (after one calibration): the targets' median and worst. */
+  repeats: number;
 }
 
 /** What one run changes in the router's flags beyond the options (bounds, the reserve). */
@@ -361,8 +367,15 @@ function parse(): Options {
       "engine-priority": { type: "boolean", default: false },
       "preemption-threshold": { type: "string", default: "10" },
       runs: { type: "string" },
+      repeats: { type: "string", default: "1" },
     },
   });
+  const repeats = Number(values.repeats);
+  if (!Number.isInteger(repeats) || repeats < 1 || repeats > 20) {
+    throw new Error(
+      `bench:admission: --repeats must be an integer from 1 to 20, got ${values.repeats}`,
+    );
+  }
   const batchTokens = values["max-batch-tokens"];
   return {
     workers: Number(values.workers),
@@ -381,6 +394,7 @@ function parse(): Options {
     enginePriority: values["engine-priority"] === true,
     preemptionThreshold: Number(values["preemption-threshold"]),
     runs: listFlag("bench:admission", values.runs, RUNS, (x) => x as RunName, "runs"),
+    repeats,
   };
 }
 
@@ -465,34 +479,47 @@ async function main(): Promise<void> {
           true,
         ),
     };
-    const runs: Run[] = [];
-    for (const name of RUNS) if (o.runs.includes(name)) runs.push(await plan[name]());
+    const repeats: { table: ReturnType<typeof rows>; splits: Split[]; targets: TargetRow[] }[] = [];
+    for (let repeat = 1; repeat <= o.repeats; repeat++) {
+      if (o.repeats > 1) console.log(`\n=== repeat ${repeat} of ${o.repeats}`);
+      const runs: Run[] = [];
+      for (const name of RUNS) if (o.runs.includes(name)) runs.push(await plan[name]());
 
-    const table = runs.flatMap((r) => rows(r, ["A", ...light, "high", "low"]));
-    printRows(table);
-    console.log("");
-    const splits = runs.flatMap((r) =>
-      [split(r, "B-D", light), split(r, "high", ["high"])].filter(
-        (x): x is Split => x !== undefined,
-      ),
-    );
-    printSplits(splits);
-    console.log("");
-    const goals = targets(
-      runs,
-      light,
-      table.reduce((s, x) => s + x.lost, 0),
-    );
-    printTable(["target", "measured", "samples (p99 / base p99)", "goal"], goals);
+      const table = runs.flatMap((r) => rows(r, ["A", ...light, "high", "low"]));
+      printRows(table);
+      console.log("");
+      const splits = runs.flatMap((r) =>
+        [split(r, "B-D", light), split(r, "high", ["high"])].filter(
+          (x): x is Split => x !== undefined,
+        ),
+      );
+      printSplits(splits);
+      console.log("");
+      const goals = targetRows(
+        runs,
+        light,
+        table.reduce((s, x) => s + x.lost, 0),
+      );
+      printTable(
+        ["target", "measured", "samples (p99 / base p99)", "goal"],
+        goals.map((g) => [g.target, g.shown, g.samples, g.goal]),
+      );
+      repeats.push({ table, splits, targets: goals });
+    }
+    if (o.repeats > 1) {
+      console.log(`\nover ${o.repeats} repeats (one calibration; each repeat on fresh fleets):`);
+      printTable(
+        ["target", "each repeat", "median", "worst", "goal"],
+        repeatedTargets(repeats.map((r) => r.targets)),
+      );
+    }
     writeResults(RESULTS, {
       command: commandLine("bench:admission"),
       date: new Date().toISOString(),
       machine: { cpus: os.cpus().length, loadavg: os.loadavg() },
       options: o,
       capacityReqPerSec: capacity,
-      table,
-      splits,
-      targets: goals,
+      repeats,
     });
     console.log(`\nresults: ${RESULTS}`);
   } finally {

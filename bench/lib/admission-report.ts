@@ -194,47 +194,143 @@ function refusals(runs: readonly Run[], groups?: readonly string[]): [number, nu
   return [all, withRetryAfter];
 }
 
+/** One target of one run of the bench: its value, the samples behind it, and its goal. */
+export interface TargetRow {
+  target: string;
+  /** The measured value (NaN when its runs were not made); `shown` as printed. */
+  value: number;
+  shown: string;
+  samples: string;
+  goal: string;
+  /** Which way is worse, for the worst over repeats; undefined for rows not compared. */
+  worse?: "higher" | "lower";
+}
+
 /**
  * The targets (bench:admission's issue: light tenants under a flood against their silent TTFT,
  * throughput against no admission, nothing lost, refusals with Retry-After), and the engine
  * floor's ratio beside them, each with its sample counts.
  */
-export function targets(runs: readonly Run[], light: readonly string[], lost: number): string[][] {
-  const ratio = (run: string, base: string, groups: readonly string[], at: "p50" | "p99") => {
+export function targetRows(
+  runs: readonly Run[],
+  light: readonly string[],
+  lost: number,
+): TargetRow[] {
+  const ratio = (
+    target: string,
+    run: string,
+    base: string,
+    groups: readonly string[],
+    at: "p50" | "p99",
+    goal: string,
+  ): TargetRow => {
     const a = ttftOf(runs, run, groups);
     const b = ttftOf(runs, base, groups);
-    return [fmt(a[at] / b[at], 2), `${a.n} / ${b.n}`];
+    const value = a[at] / b[at];
+    const worse = goal.startsWith("<=") ? "higher" : undefined;
+    return { target, value, shown: fmt(value, 2), samples: `${a.n} / ${b.n}`, goal, worse };
   };
-  const throughput = (run: string) =>
-    fmt(tokensPerSec(runs, run) / tokensPerSec(runs, "flood/off"), 3);
+  const throughput = (target: string, run: string, goal = ">= 0.97"): TargetRow => {
+    const value = tokensPerSec(runs, run) / tokensPerSec(runs, "flood/off");
+    return { target, value, shown: fmt(value, 3), samples: "", goal, worse: "lower" };
+  };
   const [refused, withRetryAfter] = refusals(runs);
   const [lightRefused] = refusals(runs, [...light, "high"]);
+  const noReserve50 = ratio("", "flood/no-reserve", "silent", light, "p50", "");
+  const noReserve99 = ratio("", "flood/no-reserve", "silent", light, "p99", "");
   return [
-    ["B-D p50 TTFT, flood/off ÷ silent", ...ratio("flood/off", "silent", light, "p50"), "-"],
-    ["B-D p99 TTFT, flood/off ÷ silent", ...ratio("flood/off", "silent", light, "p99"), "-"],
-    ["B-D p50 TTFT, flood/on ÷ silent", ...ratio("flood/on", "silent", light, "p50"), "<= 3"],
-    ["B-D p99 TTFT, flood/on ÷ silent", ...ratio("flood/on", "silent", light, "p99"), "<= 8"],
-    ["B-D p99 TTFT, flood/prio ÷ silent", ...ratio("flood/prio", "silent", light, "p99"), "<= 4"],
-    [
-      "B-D p50 / p99 TTFT, flood/no-reserve ÷ silent",
-      `${ratio("flood/no-reserve", "silent", light, "p50")[0]} / ${ratio("flood/no-reserve", "silent", light, "p99")[0]}`,
-      ratio("flood/no-reserve", "silent", light, "p99")[1] as string,
-      "(reference)",
-    ],
-    [
+    ratio("B-D p50 TTFT, flood/off ÷ silent", "flood/off", "silent", light, "p50", "-"),
+    ratio("B-D p99 TTFT, flood/off ÷ silent", "flood/off", "silent", light, "p99", "-"),
+    ratio("B-D p50 TTFT, flood/on ÷ silent", "flood/on", "silent", light, "p50", "<= 3"),
+    ratio("B-D p99 TTFT, flood/on ÷ silent", "flood/on", "silent", light, "p99", "<= 8"),
+    ratio("B-D p99 TTFT, flood/prio ÷ silent", "flood/prio", "silent", light, "p99", "<= 4"),
+    {
+      target: "B-D p50 / p99 TTFT, flood/no-reserve ÷ silent",
+      value: Number.NaN,
+      shown: `${noReserve50.shown} / ${noReserve99.shown}`,
+      samples: noReserve99.samples,
+      goal: "(reference)",
+    },
+    ratio(
       "high p99 TTFT, prio-flood/on ÷ prio-silent",
-      ...ratio("prio-flood/on", "prio-silent", ["high"], "p99"),
+      "prio-flood/on",
+      "prio-silent",
+      ["high"],
+      "p99",
       "<= 4",
-    ],
-    [
+    ),
+    ratio(
       "B-D p99 TTFT, floor/on ÷ silent (the engine's floor)",
-      ...ratio("floor/on", "silent", light, "p99"),
+      "floor/on",
+      "silent",
+      light,
+      "p99",
       "(reference)",
-    ],
-    ["fleet tok/s, flood/on ÷ flood/off", throughput("flood/on"), "", ">= 0.97"],
-    ["fleet tok/s, flood/prio ÷ flood/off", throughput("flood/prio"), "", ">= 0.97"],
-    ["requests lost (neither served nor 429/503 + Retry-After)", String(lost), "", "0"],
-    ["refusals (429/503), with Retry-After", `${refused}, ${withRetryAfter}`, "", "all"],
-    ["refusals of the light and high-priority requests", String(lightRefused), "", "0"],
+    ),
+    throughput("fleet tok/s, flood/on ÷ flood/off", "flood/on"),
+    throughput("fleet tok/s, flood/prio ÷ flood/off", "flood/prio"),
+    // What the kept slot costs, beside flood/on: the same flood without it.
+    throughput("fleet tok/s, flood/no-reserve ÷ flood/off", "flood/no-reserve", "(reference)"),
+    {
+      target: "requests lost (neither served nor 429/503 + Retry-After)",
+      value: lost,
+      shown: String(lost),
+      samples: "",
+      goal: "0",
+      worse: "higher",
+    },
+    {
+      target: "refusals (429/503), with Retry-After",
+      value: Number.NaN,
+      shown: `${refused}, ${withRetryAfter}`,
+      samples: "",
+      goal: "all",
+    },
+    {
+      target: "refusals of the light and high-priority requests",
+      value: lightRefused,
+      shown: String(lightRefused),
+      samples: "",
+      goal: "0",
+      worse: "higher",
+    },
   ];
+}
+
+/** The targets as printed rows (target, measured, samples, goal). */
+export function targets(runs: readonly Run[], light: readonly string[], lost: number): string[][] {
+  return targetRows(runs, light, lost).map((r) => [r.target, r.shown, r.samples, r.goal]);
+}
+
+/**
+ * The targets over repeats of the same runs: each repeat's value, their median and the worst
+ * (the highest where lower is the goal, the lowest where higher is). Rows without a value in
+ * any repeat (runs not made) are left out.
+ */
+export function repeatedTargets(repeats: readonly TargetRow[][]): string[][] {
+  const first = repeats[0] ?? [];
+  return first.flatMap((row, i) => {
+    if (row.worse === undefined) return [];
+    const values = repeats.map((rows) => rows[i]?.value ?? Number.NaN);
+    const finite = values.filter((v) => Number.isFinite(v));
+    if (finite.length === 0) return [];
+    const sorted = [...finite].sort((a, b) => a - b);
+    const mid = sorted.length / 2;
+    const median =
+      sorted.length % 2 === 1
+        ? (sorted[Math.floor(mid)] as number)
+        : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+    const worst = row.worse === "higher" ? (sorted.at(-1) as number) : (sorted[0] as number);
+    // As the single run prints it.
+    const decimals = row.shown.split(".")[1]?.length ?? 0;
+    return [
+      [
+        row.target,
+        values.map((v) => fmt(v, decimals)).join(" "),
+        fmt(median, decimals),
+        fmt(worst, decimals),
+        row.goal,
+      ],
+    ];
+  });
 }

@@ -40,24 +40,41 @@ export interface AdmissionPass {
 export const SGLANG_PREEMPTION_THRESHOLD = 10;
 
 /**
- * Whether one step lower would cost the request the preemption it gets at `priority`: on some
- * candidate, this router's lowest-priority request in flight is more than the engine's preemption
- * threshold below `priority` but not below `priority - 1` (SGLang preempts only for a gap above
- * the threshold: python/sglang/srt/managers/schedule_policy.py `preempt_to_schedule`). The
- * threshold is the engine's word (/get_server_info), else SGLang's default. A tenant's own
- * high-priority request is thus never demoted to exactly the threshold above its flood.
+ * Whether going to the engine at `demoted` (one step lower by default) would cost the request the
+ * preemption it gets at `priority`: on some candidate, this router's lowest-priority request in
+ * flight is more than the engine's preemption threshold below `priority` but not below `demoted`
+ * (SGLang preempts only for a gap above the threshold: python/sglang/srt/managers/
+ * schedule_policy.py `preempt_to_schedule`). The threshold is the engine's word
+ * (/get_server_info), else SGLang's default. A tenant's own high-priority request is thus never
+ * demoted to within the threshold of its flood.
  */
 export function demotionLosesPreemption(
   candidates: readonly SaturationView[],
   priority: number,
+  demoted = priority - 1,
 ): boolean {
   for (const worker of candidates) {
     const lowest = worker.lowestEnginePriority?.();
     if (lowest === undefined) continue;
-    const threshold = worker.signals.preemptionThreshold ?? SGLANG_PREEMPTION_THRESHOLD;
-    if (priority - lowest > threshold && priority - 1 - lowest <= threshold) return true;
+    const threshold = preemptionThresholdOf(worker);
+    if (priority - lowest > threshold && demoted - lowest <= threshold) return true;
   }
   return false;
+}
+
+function preemptionThresholdOf(worker: SaturationView): number {
+  return worker.signals.preemptionThreshold ?? SGLANG_PREEMPTION_THRESHOLD;
+}
+
+/**
+ * How far below its priority a tenant over its share reaches the engine: one more than the
+ * largest preemption threshold among the candidates, so that another tenant's request of the
+ * same priority is above it by more than the threshold and the engine preempts it for them.
+ */
+export function yieldDepth(candidates: readonly SaturationView[]): number {
+  let threshold = candidates.length === 0 ? SGLANG_PREEMPTION_THRESHOLD : 0;
+  for (const worker of candidates) threshold = Math.max(threshold, preemptionThresholdOf(worker));
+  return threshold + 1;
 }
 
 /** What /debug/route says about admission for one request. */
@@ -158,23 +175,43 @@ export class Admission {
   }
 
   private passing(ticket: AdmissionTicket, release: AdmissionRelease, waited: boolean) {
-    const priority = this.enginePriorityOn ? this.enginePriority(ticket) : undefined;
+    const priority = this.enginePriorityOn ? this.enginePriority(ticket, true) : undefined;
     return { release, priority, roomOn: this.roomFor(ticket, priority), waited };
   }
 
   /**
    * The priority the engine's scheduler gets (--engine-priority, proxy/engine-priority.ts): the
-   * request's, one step lower while its tenant holds more than half of the router's waiting
-   * requests of that priority (it floods that band), so the engine serves the other tenants'
-   * requests of the same priority before the flood's. Counted per band: a tenant flooding at a
-   * low priority keeps its high-priority requests where they are (demoting them too left a gap of
-   * exactly SGLang's preemption threshold, 10, to its own earlier low requests: no preemption).
+   * request's, lower while its tenant takes more than its share of that priority's work:
+   * - With the tenants' shares of the batch slots known (--queue-when-saturated, every
+   *   candidate's cap known): while its tenant holds at least its fair share of the slots and
+   *   another tenant asked at the same priority in the last 2 s (tenant-share.ts
+   *   yieldsAtEngine), `yieldDepth` lower: past the engine's preemption threshold, so SGLang
+   *   preempts its running work for the other tenant's request at the next step instead of
+   *   letting that request wait for an end. It stays that low while its tenant has such work in
+   *   flight, so its own next request never outranks it. A tenant alone at its priority keeps it.
+   * - Otherwise, while its tenant holds more than half of the router's waiting requests of that
+   *   priority (it floods that band), one step lower: the engine serves the others first.
+   * Counted per band: a tenant flooding at a low priority keeps its high-priority requests where
+   * they are, and never where the lower value would lose a preemption they have over this
+   * router's work in flight (demotionLosesPreemption). `going`: the request leaves now (what it
+   * gets is remembered).
    */
-  enginePriority(ticket: AdmissionTicket): number {
+  enginePriority(ticket: AdmissionTicket, going = false): number {
     const { tenant, priority } = ticket.identity();
+    const candidates = ticket.candidates();
+    const yields = this.queue.yieldsAtEngine(ticket);
+    if (yields === false) return priority;
+    if (yields === true) {
+      const demoted = priority - yieldDepth(candidates);
+      // Already that low with work in flight: the gap to its own work is not a preemption to keep.
+      const keeps = this.queue.yieldingAt(ticket);
+      if (!keeps && demotionLosesPreemption(candidates, priority, demoted)) return priority;
+      if (going) this.queue.yielded(ticket);
+      return demoted;
+    }
     const waiting = this.queue.waitingAt(priority, tenant);
     if (!(waiting.all > 0 && waiting.tenant * 2 > waiting.all)) return priority;
-    return demotionLosesPreemption(ticket.candidates(), priority) ? priority : priority - 1;
+    return demotionLosesPreemption(candidates, priority) ? priority : priority - 1;
   }
 
   /**

@@ -119,7 +119,7 @@ export const ADMISSION_SETTINGS = section<AdmissionConfig>({
     flag: "--tenant-reserve-slots",
     arg: "<n>",
     description:
-      "With --queue-when-saturated, while other tenants are active: a tenant holding at least its fair share of the workers' batch slots (their caps ÷ the active tenants) waits while this many slots or fewer are free, so the others' next request finds a free slot at once instead of waiting for an end behind it (0 = off). See docs/admission.md#a-free-slot-for-the-other-tenants.",
+      "With --queue-when-saturated, while other tenants are active: a tenant holding at least its fair share of the workers' batch slots (their caps ÷ the active tenants) waits while this many slots or fewer are free, so the others' next request finds a free slot at once instead of waiting for an end behind it (0 = off). None is kept where --engine-priority makes every engine preempt that tenant's work for the others. See docs/admission.md#a-free-slot-for-the-other-tenants.",
     default: 1,
     parse: integer(0, 1_000_000),
   },
@@ -175,7 +175,7 @@ export const ADMISSION_SETTINGS = section<AdmissionConfig>({
     flag: "--engine-priority",
     arg: "[bool]",
     description:
-      "Pass each request's priority (--priority-header) to the engine's own scheduler as the body's `priority` field, in the engine's convention (vLLM: lower first, start it with --scheduling-policy priority; SGLang: higher first, start it with --enable-priority-scheduling and without --schedule-low-priority-values-first). A body that names `priority` itself is left alone. With --queue-when-saturated, a request that outranks the lower-priority work saturating a worker goes there at once. See docs/admission.md#engine-priority.",
+      "Pass each request's priority (--priority-header) to the engine's own scheduler as the body's `priority` field, in the engine's convention (vLLM: lower first, start it with --scheduling-policy priority; SGLang: higher first, start it with --enable-priority-scheduling and without --schedule-low-priority-values-first). A body that names `priority` itself is left alone. With --queue-when-saturated, a request that outranks the lower-priority work saturating a worker goes there at once, and a tenant over its share of the batch slots reaches the engine the engine's preemption threshold + 1 lower while another tenant asks at its priority (so SGLang preempts its work for them). See docs/admission.md#engine-priority.",
     default: false,
     parse: flagValue,
   },

@@ -1,9 +1,10 @@
 /**
  * This router's requests in flight on one worker, counted by the priority the engine's scheduler
- * got for each (--engine-priority; the router's higher-first scale, after a flooding tenant's
- * one-step demotion: admission/admission.ts enginePriority). Admission reads it to let a request
- * go that outranks the work filling an engine (admission/outranking.ts). Bounded: one entry per
- * priority with a request in flight (priorities lie in [-101, 100]); an entry leaves at 0.
+ * got for each (--engine-priority; the router's higher-first scale, after an over-share tenant
+ * went lower: admission/admission.ts enginePriority). Admission reads it to let a request go
+ * that outranks the work filling an engine (admission/outranking.ts). Bounded: one entry per
+ * priority with a request in flight (each of [-100, 100], or that less the yield's depth); an
+ * entry leaves at 0.
  */
 export class PriorityTally {
   private readonly counts = new Map<number, number>();

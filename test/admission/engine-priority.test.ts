@@ -99,3 +99,92 @@ describe("the demotion rule at SGLang's preemption threshold", () => {
     await Promise.allSettled([waiting]);
   });
 });
+
+describe("a tenant over its share reaches the engine past the preemption threshold", () => {
+  /** A worker with a said batch cap, this router's requests there, and their lowest priority. */
+  function slotWorker(cap: number, threshold?: number) {
+    const w = {
+      id: `w${cap}`,
+      ownInFlight: 0,
+      lowest: undefined as number | undefined,
+      pendingPrefillRequests: 0,
+      pendingPrefillChars: 0,
+      lowestEnginePriority: () => w.lowest,
+      signals: { load: () => undefined, maxRunning: cap, preemptionThreshold: threshold },
+    };
+    return w;
+  }
+
+  function setUp(threshold?: number) {
+    const queue = new AdmissionQueue({
+      maxConcurrent: 0,
+      queueSize: 100,
+      maxQueuedPerTenant: 100,
+      queueWhenSaturated: true,
+      thresholds: { queueDepth: 1, kvUsage: 1, pendingPrefillChars: 0 },
+      reserveSlots: 1,
+    });
+    const worker = slotWorker(8, threshold);
+    const admission = new Admission(queue, THRESHOLDS, true, [], [], true);
+    const at = (identity: RequestIdentity): AdmissionTicket => ({
+      ...ticket(identity),
+      candidates: () => [worker],
+    });
+    /** Admits a request and places it, as the forwarder would, at the priority it was given. */
+    const go = async (identity: RequestIdentity) => {
+      const pass = await admission.pass(at(identity));
+      worker.ownInFlight += 1;
+      worker.lowest = Math.min(worker.lowest ?? Number.POSITIVE_INFINITY, pass.priority ?? 0);
+      return pass;
+    };
+    return { queue, admission, worker, at, go };
+  }
+
+  it("goes 11 below (SGLang's default threshold 10) while another tenant asks at its priority; a tenant alone keeps it", async () => {
+    const { admission, at, go } = setUp();
+    const flood = { tenant: "A", priority: 0 };
+    // Alone at 0 (however much it holds), and a single request of its own at 10: never lowered.
+    for (let i = 0; i < 4; i++) expect((await go(flood)).priority).toBe(0);
+    expect(admission.enginePriority(at({ tenant: "A", priority: 10 }))).toBe(10);
+    // Another tenant asks at 0: A holds 4 of 8 slots, its share (8 / 2): its next goes 11 lower,
+    // so B's 0 is above it by more than the threshold and the engine preempts it for B.
+    expect((await go({ tenant: "B", priority: 0 })).priority).toBe(0);
+    expect((await go(flood)).priority).toBe(-11);
+    expect(admission.enginePriority(at({ tenant: "B", priority: 0 }))).toBe(0);
+    // Its own next request stays that low: it never outranks (and preempts) its own work.
+    expect(admission.enginePriority(at(flood))).toBe(-11);
+  });
+
+  it("counts the engine's own threshold, and never lowers a request out of a preemption it has", async () => {
+    const { admission, at, go } = setUp(0);
+    await go({ tenant: "B", priority: 0 });
+    for (let i = 0; i < 4; i++) await go({ tenant: "A", priority: 0 });
+    // Threshold 0: one step past it is enough.
+    expect(admission.enginePriority(at({ tenant: "A", priority: 0 }))).toBe(-1);
+
+    const guarded = setUp();
+    // The lowest work in flight is a flood at -1 (another tenant's; A's 10 is 11 above it).
+    guarded.worker.lowest = -1;
+    await guarded.go({ tenant: "B", priority: 10 });
+    guarded.worker.lowest = -1;
+    for (let i = 0; i < 4; i++) await guarded.go({ tenant: "A", priority: 10 });
+    // A is over its share at 10 beside B, but -1 would lose the preemption over the -1 flood.
+    expect(guarded.admission.enginePriority(guarded.at({ tenant: "A", priority: 10 }))).toBe(10);
+  });
+
+  it("keeps no slot free for the others where every engine preempts the yielding tenant's work for them", async () => {
+    for (const [threshold, cause] of [
+      [10, null],
+      // The engine said no threshold (vLLM, or SGLang without priority preemption): slot kept.
+      [undefined, "tenant_share"],
+    ] as const) {
+      const { queue, at, go } = setUp(threshold);
+      for (let i = 0; i < 4; i++) await go({ tenant: "A", priority: 0 });
+      await go({ tenant: "B", priority: 0 });
+      await go({ tenant: "A", priority: 0 });
+      await go({ tenant: "A", priority: 0 });
+      // 7 of 8 slots taken, A over its share: only the kept slot is free.
+      expect(queue.wouldWait(at({ tenant: "A", priority: 0 }))).toBe(cause);
+    }
+  });
+});

@@ -3,6 +3,7 @@
  * active, a tenant holding at least its fair share of the batch slots waits while only the
  * reserved slots are free, so another tenant's request starts at once instead of after an end.
  */
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { Admission } from "../../src/admission/admission.js";
 import { AdmissionQueue } from "../../src/admission/admission-queue.js";
@@ -28,8 +29,6 @@ class SlotWorker implements SaturationView {
 const THRESHOLDS = { queueDepth: 1, kvUsage: 1, pendingPrefillChars: 0 };
 
 describe("TenantShares.heldForOthers", () => {
-  const none = () => 0;
-
   it("holds a tenant over its share only while others are active and the reserve is all that is free", () => {
     const workers = [new SlotWorker("w0", 4), new SlotWorker("w1", 4)];
     const shares = new TenantShares(1);
@@ -37,22 +36,21 @@ describe("TenantShares.heldForOthers", () => {
     workers[0]!.ownInFlight = 4;
     workers[1]!.ownInFlight = 3;
     // Alone: A may fill every slot.
-    expect(shares.heldForOthers("A", workers, 0, none)).toBe(false);
+    expect(shares.heldForOthers("A", workers, 0)).toBe(false);
     shares.seen("B", 0);
-    expect(shares.heldForOthers("A", workers, 1, none)).toBe(true);
+    expect(shares.heldForOthers("A", workers, 1)).toBe(true);
     // B under its share (4 of 8) is never held by the rule.
-    expect(shares.heldForOthers("B", workers, 1, none)).toBe(false);
+    expect(shares.heldForOthers("B", workers, 1)).toBe(false);
     // Two free: A may take one, one stays.
     workers[0]!.ownInFlight = 3;
-    expect(shares.heldForOthers("A", workers, 1, none)).toBe(false);
+    expect(shares.heldForOthers("A", workers, 1)).toBe(false);
     workers[0]!.ownInFlight = 4;
     // B idle past the window, nothing of it waiting or in flight: not active.
-    expect(shares.heldForOthers("A", workers, ACTIVE_WINDOW_MS, none)).toBe(false);
-    expect(shares.heldForOthers("A", workers, ACTIVE_WINDOW_MS, (t) => (t === "B" ? 1 : 0))).toBe(
-      true,
-    );
+    expect(shares.heldForOthers("A", workers, ACTIVE_WINDOW_MS)).toBe(false);
+    shares.queued("B", 1);
+    expect(shares.heldForOthers("A", workers, ACTIVE_WINDOW_MS)).toBe(true);
     shares.started("B");
-    expect(shares.heldForOthers("A", workers, ACTIVE_WINDOW_MS, none)).toBe(true);
+    expect(shares.heldForOthers("A", workers, ACTIVE_WINDOW_MS)).toBe(true);
   });
 
   it("counts the share over the active tenants, and guesses nothing when a cap is unknown", () => {
@@ -63,13 +61,13 @@ describe("TenantShares.heldForOthers", () => {
     shares.started("A");
     workers[0]!.ownInFlight = 4;
     workers[1]!.ownInFlight = 3;
-    expect(shares.heldForOthers("A", workers, 1, none)).toBe(false);
+    expect(shares.heldForOthers("A", workers, 1)).toBe(false);
     shares.started("A");
-    expect(shares.heldForOthers("A", workers, 1, none)).toBe(true);
-    expect(
-      shares.heldForOthers("A", [...workers, new SlotWorker("vllm", undefined)], 1, none),
-    ).toBe(false);
-    expect(new TenantShares(0).heldForOthers("A", workers, 1, none)).toBe(false);
+    expect(shares.heldForOthers("A", workers, 1)).toBe(true);
+    expect(shares.heldForOthers("A", [...workers, new SlotWorker("vllm", undefined)], 1)).toBe(
+      false,
+    );
+    expect(new TenantShares(0).heldForOthers("A", workers, 1)).toBe(false);
   });
 });
 
@@ -190,5 +188,99 @@ describe("Admission.roomFor: into a free slot when there is one", () => {
     open.ownInFlight = 2;
     const none = admission.roomFor(ticket, undefined);
     expect([none?.(full), none?.(open)]).toEqual([true, true]);
+  });
+});
+
+describe("TenantShares counts the active tenants as they change", () => {
+  /** The rule as first written: every tenant's state looked at on each question. */
+  interface Naive {
+    inFlight: number;
+    waiting: number;
+    lastSeen: number;
+  }
+  const naiveOthers = (model: Map<string, Naive>, tenant: string, now: number) =>
+    [...model].filter(
+      ([name, u]) =>
+        name !== tenant && (u.inFlight > 0 || u.waiting > 0 || now - u.lastSeen < ACTIVE_WINDOW_MS),
+    ).length;
+
+  it("agrees with a recount over every tenant after any sequence of asks, starts, ends, waits and forgets", () => {
+    const tenants = ["A", "B", "C", "D"];
+    const op = fc.record({
+      kind: fc.constantFrom("seen", "started", "ended", "queued", "unqueued", "forget"),
+      tenant: fc.constantFrom(...tenants),
+      advance: fc.integer({ min: 0, max: 1500 }),
+    });
+    fc.assert(
+      fc.property(fc.array(op, { maxLength: 60 }), (ops) => {
+        const shares = new TenantShares(1);
+        const model = new Map<string, Naive>();
+        const use = (t: string) => {
+          let u = model.get(t);
+          if (u === undefined) {
+            u = { inFlight: 0, waiting: 0, lastSeen: Number.NEGATIVE_INFINITY };
+            model.set(t, u);
+          }
+          return u;
+        };
+        let now = 0;
+        for (const { kind, tenant, advance } of ops) {
+          now += advance;
+          const u = use(tenant);
+          if (kind === "seen") {
+            shares.seen(tenant, now, 0);
+            u.lastSeen = now;
+          } else if (kind === "started") {
+            shares.started(tenant);
+            u.inFlight += 1;
+          } else if (kind === "ended") {
+            shares.ended(tenant);
+            u.inFlight = Math.max(0, u.inFlight - 1);
+          } else if (kind === "queued") {
+            shares.queued(tenant, 1);
+            u.waiting += 1;
+          } else if (kind === "unqueued") {
+            if (u.waiting === 0) continue;
+            shares.queued(tenant, -1);
+            u.waiting -= 1;
+          } else {
+            shares.forget(tenant);
+            model.delete(tenant);
+          }
+          for (const t of tenants) {
+            expect(shares.othersActive(t, now)).toBe(naiveOthers(model, t, now));
+          }
+        }
+      }),
+      { numRuns: 200 },
+    );
+  });
+});
+
+describe("TenantShares.yieldsAtEngine (--engine-priority)", () => {
+  it("yields while over its share with another tenant at the same priority, and stays low while its yielded work runs", () => {
+    const workers = [new SlotWorker("w0", 4), new SlotWorker("w1", 4)];
+    const shares = new TenantShares(1);
+    shares.seen("A", 0, 0);
+    for (let i = 0; i < 5; i++) shares.started("A");
+    // Alone at priority 0: keeps it, however much it holds.
+    expect(shares.yieldsAtEngine("A", 0, workers, 1)).toBe(false);
+    // B asks at 10: not A's band.
+    shares.seen("B", 1, 10);
+    expect(shares.yieldsAtEngine("A", 0, workers, 1)).toBe(false);
+    // B asks at 0: A holds 5 of 8 slots, over its share of 4.
+    shares.seen("B", 2, 0);
+    expect(shares.yieldsAtEngine("A", 0, workers, 3)).toBe(true);
+    expect(shares.yieldsAtEngine("B", 0, workers, 3)).toBe(false);
+    // Unknown cap: nothing guessed.
+    expect(shares.yieldsAtEngine("A", 0, [new SlotWorker("vllm", undefined)], 3)).toBeUndefined();
+    // A yielded; B gone quiet past the window: A stays low while that work runs...
+    shares.yielding("A", 0);
+    expect(shares.yieldsAtEngine("A", 0, workers, 3 + ACTIVE_WINDOW_MS)).toBe(true);
+    expect(shares.yieldsAtEngine("A", 10, workers, 3 + ACTIVE_WINDOW_MS)).toBe(false);
+    // ...and returns to its priority once none of it is in flight.
+    for (let i = 0; i < 5; i++) shares.ended("A");
+    expect(shares.yieldingAt("A", 0)).toBe(false);
+    expect(shares.yieldsAtEngine("A", 0, workers, 3 + ACTIVE_WINDOW_MS)).toBe(false);
   });
 });

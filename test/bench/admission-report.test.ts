@@ -1,6 +1,12 @@
 import { describe, expect, it } from "vitest";
 import type { Outcome } from "../../bench/lib/admission-load.js";
-import { p99Of, type Run, split } from "../../bench/lib/admission-report.js";
+import {
+  p99Of,
+  type Run,
+  repeatedTargets,
+  split,
+  targetRows,
+} from "../../bench/lib/admission-report.js";
 
 const served = (group: string, ttftMs: number, routerWaitMs: number | undefined): Outcome => ({
   group,
@@ -43,5 +49,44 @@ describe("bench:admission's TTFT split", () => {
     expect(split(run, "B-D", ["B", "C"])).toMatchObject({ n: 1, unread: 1 });
     expect(split(run, "high", ["high"])).toBeUndefined();
     expect(p99Of([run], "flood/on", ["B"]).n).toBe(0);
+  });
+});
+
+describe("bench:admission --repeats", () => {
+  /** A run whose light groups all have the same TTFT, and a fleet of `tokens` a second. */
+  const run = (name: string, ttftMs: number, tokens = 16): Run => ({
+    name,
+    spanSecs: 1,
+    outcomes: ["B", "C", "D"].map((g) => ({ ...served(g, ttftMs, 0), tokens })),
+  });
+  const repeat = (floodTtft: number, floodTokens: number) =>
+    targetRows(
+      [run("silent", 10), run("flood/off", 1000), run("flood/on", floodTtft, floodTokens)],
+      ["B", "C", "D"],
+      0,
+    );
+
+  it("gives each target's median and its worst: the highest of a ratio capped above, the lowest of a throughput", () => {
+    const summary = repeatedTargets([repeat(50, 16), repeat(90, 15), repeat(70, 17)]);
+    const row = (target: string) => summary.find((r) => r[0] === target);
+    expect(row("B-D p99 TTFT, flood/on ÷ silent")).toEqual([
+      "B-D p99 TTFT, flood/on ÷ silent",
+      "5.00 9.00 7.00",
+      "7.00",
+      "9.00",
+      "<= 8",
+    ]);
+    expect(row("fleet tok/s, flood/on ÷ flood/off")?.slice(2)).toEqual([
+      "1.000",
+      "0.938",
+      ">= 0.97",
+    ]);
+    expect(row("requests lost (neither served nor 429/503 + Retry-After)")?.slice(2)).toEqual([
+      "0",
+      "0",
+      "0",
+    ]);
+    // Runs not made (flood/prio here) have no row.
+    expect(row("B-D p99 TTFT, flood/prio ÷ silent")).toBeUndefined();
   });
 });

@@ -220,6 +220,48 @@ describe("--engine-priority: a request that outranks the running work goes at on
     }
   }, 30_000);
 
+  it("at SGLang's default threshold (10), a light tenant's request preempts the flood of a tenant over its share", async () => {
+    const stop = new AbortController();
+    try {
+      // SGLang's default threshold: a gap of one (the old demotion) preempted nothing.
+      const sim = await startSimWorker({ id: "busy", maxRunning: 2, priorityScheduling: true });
+      started.sims = [sim];
+      started.router = await startTestRouter({
+        workerUrls: [sim.url],
+        enginePriority: true,
+        ...HOLD_AT_FULL_BATCH,
+        // No slot kept: the flood fills the batch, and only preemption lets the light one in.
+        tenantReserveSlots: 0,
+      });
+      const router = started.router;
+      const worker = router.context.registry.get(sim.url)!;
+      await waitFor(
+        () => worker.signals.engine === "sglang" && worker.signals.maxRunning === 2,
+        5000,
+        "engine kind and batch cap read",
+      );
+      // The light tenant asked just now at priority 0.
+      const first = await within(complete(router, SAME, "light first", 2, stop.signal), 10_000);
+      expect(first.status).toBe(200);
+      await first.text();
+      // The flood's tenant holds its share (1 of 2 slots) at once: its streams go 11 lower.
+      const flood = ["a", "b"].map((name) => longStream(router, name, stop.signal));
+      await waitFor(() => sim.stats().running === 2, 5000, "the batch full of the flood");
+      expect(worker.toJSON()).toMatchObject({
+        in_flight_by_engine_priority: [{ priority: -11, requests: 2 }],
+      });
+      // Before, it waited at the head of the engine's queue for a flood stream's end.
+      const light = await within(complete(router, SAME, "light again", 4, stop.signal), 10_000);
+      expect(light.status).toBe(200);
+      await light.text();
+      expect(flood.map((f) => f.state.ended)).toEqual([false, false]);
+      stop.abort();
+      await Promise.all(flood.map((f) => f.done));
+    } finally {
+      stop.abort();
+    }
+  }, 30_000);
+
   it("without --engine-priority the higher-priority request waits for an end, as before", async () => {
     const stop = new AbortController();
     try {
