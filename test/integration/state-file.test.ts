@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type SimWorker, startSimWorker } from "../../sim/worker.js";
+import type { RunningRouter } from "../../src/server.js";
 import { captureLogs } from "../helpers/log-capture.js";
 import { postChat, startTestRouter, waitFor } from "../helpers/router.js";
 
@@ -28,8 +29,8 @@ describe("--state-file", () => {
       logger,
     );
 
-  it("a restarted router routes each prefix to the worker it held before the restart", async () => {
-    const path = join(dir, "index.snapshot");
+  /** A router on `path` routes a few topics, then stops (saving the file): topic → worker. */
+  const routedThenStopped = async (path: string) => {
     const first = await router(path);
     const chosen = new Map<string, string>();
     for (const topic of ["billing", "shipping", "returns", "legal", "hr", "sales"]) {
@@ -38,16 +39,25 @@ describe("--state-file", () => {
       await res.text();
     }
     await first.stop(100);
+    return chosen;
+  };
+  const expectCacheHits = async (r: RunningRouter, chosen: Map<string, string>) => {
+    for (const [topic, worker] of chosen) {
+      const res = await postChat(r, system(topic), "a later question");
+      expect(res.headers.get("x-radixgate-worker")).toBe(worker);
+      expect(res.headers.get("x-radixgate-route")).toMatch(/^cache_hit/);
+      await res.text();
+    }
+  };
+
+  it("a restarted router routes each prefix to the worker it held before the restart", async () => {
+    const path = join(dir, "index.snapshot");
+    const chosen = await routedThenStopped(path);
     const logs = captureLogs();
     const second = await router(path, logs.logger);
     try {
       expect(logs.entries.some((l) => l.msg === "state file: prefix index loaded")).toBe(true);
-      for (const [topic, worker] of chosen) {
-        const res = await postChat(second, system(topic), "a later question");
-        expect(res.headers.get("x-radixgate-worker")).toBe(worker);
-        expect(res.headers.get("x-radixgate-route")).toMatch(/^cache_hit/);
-        await res.text();
-      }
+      await expectCacheHits(second, chosen);
     } finally {
       await second.stop(100);
     }
@@ -55,14 +65,7 @@ describe("--state-file", () => {
 
   it("keeps the file's entries for workers discovered after the start, and applies them then", async () => {
     const path = join(dir, "later.snapshot");
-    const first = await router(path);
-    const chosen = new Map<string, string>();
-    for (const topic of ["billing", "shipping", "returns", "legal", "hr", "sales"]) {
-      const res = await postChat(first, system(topic), "first question");
-      chosen.set(topic, res.headers.get("x-radixgate-worker")!);
-      await res.text();
-    }
-    await first.stop(100);
+    const chosen = await routedThenStopped(path);
     // Restarted before discovery lists every worker (pods answer readiness in any order).
     const logs = captureLogs();
     const second = await startTestRouter(
@@ -79,12 +82,7 @@ describe("--state-file", () => {
         5000,
         "the held entries applied",
       );
-      for (const [topic, worker] of chosen) {
-        const res = await postChat(second, system(topic), "a later question");
-        expect(res.headers.get("x-radixgate-worker")).toBe(worker);
-        expect(res.headers.get("x-radixgate-route")).toMatch(/^cache_hit/);
-        await res.text();
-      }
+      await expectCacheHits(second, chosen);
     } finally {
       await second.stop(100);
     }

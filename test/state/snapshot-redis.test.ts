@@ -34,10 +34,8 @@ describe.skipIf(redisSkipReason !== undefined)(
       return Number(/^radixgate_state_ops_applied_total (\d+)$/m.exec(text)?.[1] ?? 0);
     };
 
-    it("a replica started after the ops stream was trimmed knows every prefix from the snapshot, and applies only the ops after it", async () => {
-      const prefix = freshPrefix();
-      const a = await replica(prefix);
-      const topics = ["billing", "shipping", "returns", "legal", "hr", "sales", "support", "it"];
+    /** Routes `topics` through `a`, then waits for a snapshot holding them all: topic → worker. */
+    const routedIntoSnapshot = async (a: RunningRouter, prefix: string, topics: string[]) => {
       const chosen = new Map<string, string>();
       for (const topic of topics)
         chosen.set(topic, (await route(a, topic)).headers.get("x-radixgate-worker")!);
@@ -46,6 +44,22 @@ describe.skipIf(redisSkipReason !== undefined)(
         10_000,
         "a snapshot holding every prefix",
       );
+      return chosen;
+    };
+
+    it("a replica started after the ops stream was trimmed knows every prefix from the snapshot, and applies only the ops after it", async () => {
+      const prefix = freshPrefix();
+      const a = await replica(prefix);
+      const chosen = await routedIntoSnapshot(a, prefix, [
+        "billing",
+        "shipping",
+        "returns",
+        "legal",
+        "hr",
+        "sales",
+        "support",
+        "it",
+      ]);
       // Stop the refresh, so the snapshot's position stays where the test reads it.
       await a.context.sharedState!.snapshot.stop();
       const { stream } = (await header(prefix))!;
@@ -72,15 +86,14 @@ describe.skipIf(redisSkipReason !== undefined)(
     it("keeps a snapshot's entries for a worker that registers after the load, and applies them when it does", async () => {
       const prefix = freshPrefix();
       const a = await replica(prefix);
-      const topics = ["billing", "shipping", "returns", "legal", "hr", "sales"];
-      const chosen = new Map<string, string>();
-      for (const topic of topics)
-        chosen.set(topic, (await route(a, topic)).headers.get("x-radixgate-worker")!);
-      await waitFor(
-        async () => ((await header(prefix))?.paths ?? 0) >= topics.length,
-        10_000,
-        "a snapshot holding every prefix",
-      );
+      const chosen = await routedIntoSnapshot(a, prefix, [
+        "billing",
+        "shipping",
+        "returns",
+        "legal",
+        "hr",
+        "sales",
+      ]);
       await a.context.sharedState!.snapshot.stop();
       // Only the snapshot carries the decisions (the stream holds none of them), and the shared
       // worker set is not there yet: the new replica knows only the worker it was given.
