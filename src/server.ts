@@ -146,6 +146,8 @@ export function createRouter(
   const { intake, proxy, routes } = config;
   // A worker dead past --dead-worker-grace-secs: its entries go here and, through the publishing
   // layers, on the peers (so the snapshot leaves it out); its cache account rows go too.
+  // A worker's engine is read once its health checks let it take traffic (introspection.ts).
+  health.onReady = (worker) => introspection.readNow(worker);
   health.onDead = (worker) => {
     forgetHeld(index, worker.id);
     cacheLedger.window.forgetWorker(worker.id);

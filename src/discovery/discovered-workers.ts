@@ -5,8 +5,14 @@ import { normalizeWorkerUrl } from "../workers/worker-url.js";
 import type { WorkerMembership } from "./membership.js";
 import type { WorkerSpec } from "./worker-spec.js";
 
-/** Workers registered per event-loop turn when a source's answer changes a lot at once. */
-const APPLY_SLICE = 200;
+/**
+ * A large change joins at most APPLY_SLICE workers every APPLY_PAUSE_MS (1,000 a second): 9,999
+ * entries joined in back-to-back slices kept the event loop busy for seconds with their
+ * registrations and first health checks, and legitimate requests waited behind them. A change of
+ * up to one slice applies at once.
+ */
+const APPLY_SLICE = 100;
+const APPLY_PAUSE_MS = 100;
 
 interface Owned {
   worker: Worker;
@@ -80,9 +86,12 @@ export class DiscoveredWorkers {
       const entry = this.owned.get(url);
       if (entry === undefined) joining.push(this.join(url, spec));
       else if (entry.drainTimer !== undefined) this.keep(url, entry);
-      // A large change in slices: requests are served between them. The joins' health checks
-      // and engine reads wait for their slots (workers/probe-slots.ts).
-      if (++seen % APPLY_SLICE === 0) await new Promise((resolve) => setImmediate(resolve));
+      // A large change in slices, paced: requests are served between them. The joins' health
+      // checks and engine reads wait for their slots (workers/probe-slots.ts).
+      if (++seen % APPLY_SLICE === 0 && seen < wanted.size) {
+        await new Promise((resolve) => setTimeout(resolve, APPLY_PAUSE_MS));
+        if (this.closed) break;
+      }
     }
     await Promise.all(joining);
   }

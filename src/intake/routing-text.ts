@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { createHash, type Hash } from "node:crypto";
 import { RouterError } from "../errors.js";
 import { MAX_NESTING_DEPTH, nestsDeeperThan } from "../proxy/json-depth.js";
 
@@ -207,8 +207,8 @@ const MEDIA_FIELDS: Readonly<Record<string, string>> = {
  * item); SGLang writes a value derived from the item's hash into the placeholder token ids
  * (python/sglang/srt/managers/schedule_batch.py MultimodalDataItem.set_pad_value:
  * `pad_value = hash % (1 << 30)`; the model's pad_input_ids, mm_utils.py). The router cannot
- * compute those hashes (they hash decoded pixels), so it digests what it has: the bytes of a
- * `data:` URL, the URL string otherwise. The same image sent the same way keys the same; the
+ * compute those hashes (they hash decoded pixels), so it digests what it has: a `data:` URL's
+ * payload, the URL string otherwise. The same image sent the same way keys the same; the
  * same image sent once inline and once by URL keys apart (a missed hit, never a false one).
  */
 export function mediaDigest(part: unknown): string | undefined {
@@ -225,27 +225,33 @@ export function mediaDigest(part: unknown): string | undefined {
   const hash = createHash("sha256");
   hash.update(type);
   hash.update("\u0000");
-  hash.update(dataUrlBytes(source) ?? source);
+  if (!hashDataUrlPayload(hash, source)) hash.update(source);
   return hash.digest("hex").slice(0, 24);
 }
 
-/** The bytes of a `data:` URL's payload (base64-decoded when it says so); undefined otherwise. */
-function dataUrlBytes(url: string): Buffer | undefined {
-  if (!url.startsWith("data:")) return undefined;
-  const comma = url.indexOf(",");
-  if (comma < 0) return undefined;
-  const payload = url.slice(comma + 1);
-  return url.slice(0, comma).endsWith(";base64")
-    ? Buffer.from(payload, "base64")
-    : Buffer.from(decodeURIComponentSafe(payload));
-}
+/** Characters of a `data:` URL's payload hashed at a time (a slice of it, never a copy of all). */
+const PAYLOAD_WINDOW = 64 * 1024;
 
-function decodeURIComponentSafe(s: string): string {
-  try {
-    return decodeURIComponent(s);
-  } catch {
-    return s;
+/**
+ * Hashes a `data:` URL's payload as text, in windows; false when `url` is not one. A base64
+ * payload is hashed without its line breaks, spaces and trailing padding, so the spellings of
+ * the same bytes the engines' decoders accept key the same. It is not decoded: decoding allocated
+ * a copy of every image of every request (tens of MB for a large one) only to hash it.
+ */
+function hashDataUrlPayload(hash: Hash, url: string): boolean {
+  if (!url.startsWith("data:")) return false;
+  const comma = url.indexOf(",");
+  if (comma < 0) return false;
+  const base64 = url.slice(0, comma).endsWith(";base64");
+  let end = url.length;
+  if (base64) {
+    while (end > comma + 1 && (url[end - 1] === "=" || /\s/.test(url[end - 1] as string))) end--;
   }
+  for (let at = comma + 1; at < end; at += PAYLOAD_WINDOW) {
+    const piece = url.slice(at, Math.min(end, at + PAYLOAD_WINDOW));
+    hash.update(base64 && /\s/.test(piece) ? piece.replace(/\s+/g, "") : piece);
+  }
+  return true;
 }
 
 /** Whether a chat message's content holds a media part. */

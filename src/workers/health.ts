@@ -1,5 +1,5 @@
 import type { Logger } from "../logger.js";
-import { ProbeSlots } from "./probe-slots.js";
+import { ProbeSlots, SPREAD_SHARE, spreadOver } from "./probe-slots.js";
 import type { WorkerRegistry } from "./registry.js";
 import type { Worker } from "./worker.js";
 import { requestWorker } from "./worker-request.js";
@@ -25,6 +25,8 @@ export interface HealthOptions {
  */
 export class HealthChecker {
   private timer: NodeJS.Timeout | undefined;
+  /** stop() was called: a pass under way starts no more checks. */
+  private stopped = false;
   private readonly running = new Set<Worker>();
   /** Checks in flight at once, first checks included (probe-slots.ts). */
   readonly slots = new ProbeSlots();
@@ -33,6 +35,8 @@ export class HealthChecker {
   private readonly purged = new Set<Worker>();
   /** A worker unhealthy for longer than deadGraceMs: what the router holds for it is dropped. */
   onDead: ((worker: Worker) => void) | undefined;
+  /** A worker passed its first check, or turned healthy again (its engine is read then). */
+  onReady: ((worker: Worker) => void) | undefined;
 
   constructor(
     private readonly registry: WorkerRegistry,
@@ -43,17 +47,26 @@ export class HealthChecker {
 
   start(): void {
     if (this.options.intervalMs <= 0 || this.timer) return;
+    this.stopped = false;
     this.timer = setInterval(() => this.checkAll(), this.options.intervalMs);
     this.timer.unref();
   }
 
   stop(): void {
+    this.stopped = true;
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
   }
 
-  checkAll(): Promise<void> {
-    return Promise.all(this.registry.list().map((w) => this.check(w))).then(() => this.purgeDead());
+  /** One check of every worker, spread over most of the interval (probe-slots.ts spreadOver). */
+  async checkAll(): Promise<void> {
+    await spreadOver(
+      this.registry.list(),
+      this.options.intervalMs * SPREAD_SHARE,
+      (w) => this.check(w),
+      () => this.stopped,
+    );
+    this.purgeDead();
   }
 
   /** Workers unhealthy for longer than the grace: purged once (until they are healthy again). */
@@ -112,6 +125,7 @@ export class HealthChecker {
       worker.healthFailures = 0;
       worker.healthSuccesses = 1;
       this.logger.info(where, "worker answered its first health check: taking traffic");
+      this.onReady?.(worker);
     } else {
       worker.healthFailures = 1;
       worker.healthSuccesses = 0;
@@ -145,6 +159,8 @@ export class HealthChecker {
     try {
       const res = await requestWorker(worker, this.options.endpoint ?? "/health", {
         timeoutMs: this.options.timeoutMs,
+        // A worker out of traffic keeps no idle connection between its checks.
+        closeAfter: !worker.healthy,
       });
       await res.body.dump();
       return res.statusCode >= 200 && res.statusCode < 300 ? undefined : `status ${res.statusCode}`;
@@ -164,6 +180,7 @@ export class HealthChecker {
         this.unhealthySince.delete(worker);
         this.purged.delete(worker);
         this.logger.info({ worker: worker.id, url: worker.url }, "worker healthy again");
+        this.onReady?.(worker);
       }
     } else {
       worker.healthSuccesses = 0;

@@ -5,7 +5,7 @@ import { readSglangMetrics } from "../engines/sglang-metrics.js";
 import { readSglangServerInfo } from "../engines/sglang-server-info.js";
 import { readVllmMetrics } from "../engines/vllm-metrics.js";
 import type { Logger } from "../logger.js";
-import { ProbeSlots } from "./probe-slots.js";
+import { ProbeSlots, SPREAD_SHARE, spreadOver } from "./probe-slots.js";
 import type { WorkerRegistry } from "./registry.js";
 import { STALE_AFTER_INTERVALS } from "./signals.js";
 import type { Worker } from "./worker.js";
@@ -32,7 +32,8 @@ class EndpointAbsent extends Error {}
 class WorkerUnauthorized extends Error {}
 
 /**
- * Reads every worker's engine on a schedule and right after it is added: SGLang /get_server_info
+ * Reads every healthy worker's engine on a schedule, and a worker as soon as it may take traffic
+ * (added, or let in by its health checks): SGLang /get_server_info
  * (KV capacity), /metrics of either engine (queue, KV usage, vLLM's capacity), /v1/models (models
  * and adapters served). A worker exposing none of it works as before. Failures are logged once per
  * change of state (not every interval), and whatever was not read keeps ageing until ignored.
@@ -56,8 +57,18 @@ export class EngineIntrospector {
     private readonly onRead: (worker: Worker) => void = () => {},
   ) {
     registry.onChange((event, worker) => {
-      if (event === "added" && this.enabled && !this.stopped) void this.poll(worker);
+      if (event !== "added") return;
+      // Once the caller is done adding it: a worker then under its first health check is read
+      // when that passes (readNow, from the health checker), not while it may still be failing.
+      setImmediate(() => {
+        if (worker.healthy) this.readNow(worker);
+      });
     });
+  }
+
+  /** Reads `worker` at once (it was added, or its health checks let it back in). */
+  readNow(worker: Worker): void {
+    if (this.enabled && !this.stopped) void this.poll(worker);
   }
 
   private get enabled(): boolean {
@@ -77,8 +88,20 @@ export class EngineIntrospector {
     this.timer = undefined;
   }
 
+  /**
+   * One read of every worker that may take traffic, spread over most of the interval: an unhealthy
+   * worker's signals steer nothing (it gets no request), and reading 10,000 failing workers' three
+   * endpoints every interval was most of a busy router's work. Read again once healthy, at the next
+   * pass; a worker with health checks off is read whatever its state.
+   */
   pollAll(): Promise<void> {
-    return Promise.all(this.registry.list().map((w) => this.poll(w))).then(() => {});
+    const readable = this.registry.list().filter((w) => w.healthy || !w.declared.healthChecks);
+    return spreadOver(
+      readable,
+      this.options.intervalMs * SPREAD_SHARE,
+      (w) => this.poll(w),
+      () => this.stopped,
+    );
   }
 
   /**
@@ -100,27 +123,26 @@ export class EngineIntrospector {
   }
 
   private async readAll(worker: Worker): Promise<void> {
+    // One after another, on one kept-alive connection: three at once opened three per worker.
+    await this.read(worker, "/get_server_info", (body) => this.serverInfo(worker, body));
     // The engine's queue counts this router's waiting requests too: remember how many there were.
     const pendingAtSend = worker.pendingPrefillRequests;
     const peerPendingAtSend = worker.peerPendingPrefillRequests;
     const inFlightAtSend = worker.ownInFlight;
-    await Promise.all([
-      this.read(worker, "/get_server_info", (body) => this.serverInfo(worker, body)),
-      this.read(worker, "/metrics", (body) =>
-        this.metrics(worker, body, pendingAtSend, inFlightAtSend, peerPendingAtSend),
-      ),
-      this.read(worker, "/v1/models", (body) => this.models(worker, body)),
-    ]);
+    await this.read(worker, "/metrics", (body) =>
+      this.metrics(worker, body, pendingAtSend, inFlightAtSend, peerPendingAtSend),
+    );
+    await this.read(worker, "/v1/models", (body) => this.models(worker, body));
   }
 
   /** One endpoint's read, in one of the slots (one connection each). */
   private read(worker: Worker, endpoint: Endpoint, use: (body: string) => void): Promise<void> {
     return this.slots.run(() =>
-      worker.removed ? Promise.resolve() : this.readNow(worker, endpoint, use),
+      worker.removed ? Promise.resolve() : this.readEndpoint(worker, endpoint, use),
     );
   }
 
-  private async readNow(
+  private async readEndpoint(
     worker: Worker,
     endpoint: Endpoint,
     use: (body: string) => void,

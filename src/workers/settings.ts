@@ -193,7 +193,7 @@ export const ENGINE_POLL_SETTINGS = section<EnginePollConfig>({
     flag: "--engine-poll-interval-secs",
     arg: "<secs>",
     description:
-      "Seconds between reads of every worker's engine signals (SGLang /get_server_info, /metrics, /v1/models), also read right after a worker is added (0 = off). Signals older than 3 intervals are ignored.",
+      "Seconds between reads of every worker's engine signals (SGLang /get_server_info, /metrics, /v1/models), also read once a new worker passes its first health check (0 = off). Unhealthy workers are not read. Signals older than 3 intervals are ignored.",
     default: 5 * SEC,
     parse: seconds(0),
   },

@@ -24,7 +24,8 @@ describe("--worker-file: a large file of slow workers", () => {
     dir = await mkdtemp(join(tmpdir(), "radixgate-large-file-"));
     file = join(dir, "workers.yaml");
     // Workers that answer each request after a second, then close the connection: requests
-    // received and not yet answered = health checks and engine reads in flight.
+    // received and not yet answered = health checks and engine reads in flight. They pass their
+    // health checks (an unhealthy worker's engine is not read) and fail every engine read.
     const ports: number[] = [];
     for (let i = 0; i < WORKERS; i++) {
       const server = createServer((s) => track(s));
@@ -56,15 +57,16 @@ describe("--worker-file: a large file of slow workers", () => {
     open.add(socket);
     socket.on("error", () => {});
     socket.on("close", () => open.delete(socket));
-    socket.once("data", () => {
+    socket.once("data", (data) => {
       accepted++;
       pending++;
       peak = Math.max(peak, pending);
+      const status = data.toString("latin1").startsWith("GET /health ")
+        ? "200 OK"
+        : "503 Service Unavailable";
       setTimeout(() => {
         pending--;
-        socket.end(
-          "HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Length: 0\r\n\r\n",
-        );
+        socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
       }, 1000);
     });
   }

@@ -1,5 +1,5 @@
 import fc from "fast-check";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { RouterError } from "../../src/errors.js";
 import {
   adapterOf,
@@ -359,5 +359,32 @@ describe("routingText: media parts", () => {
       12,
     );
     expect(bounded).toHaveLength(12);
+  });
+});
+
+describe("mediaDigest: a data: URL's payload is hashed as text, never decoded", () => {
+  const part = (url: string) => ({ type: "image_url", image_url: { url } });
+
+  it("line-wrapped, spaced or padded spellings of one base64 payload key the same; other bytes do not", () => {
+    const bytes = Buffer.from("x".repeat(200_000).concat("the end"));
+    const b64 = bytes.toString("base64");
+    const plain = mediaDigest(part(`data:image/png;base64,${b64}`));
+    const wrapped = b64.replace(/.{76}/g, "$&\r\n");
+    expect(mediaDigest(part(`data:image/png;base64,${wrapped}`))).toBe(plain);
+    expect(mediaDigest(part(`data:image/png;base64,${b64.replace(/=+$/, "")}  \n`))).toBe(plain);
+    const other = Buffer.from("x".repeat(200_000).concat("the End")).toString("base64");
+    expect(mediaDigest(part(`data:image/png;base64,${other}`))).not.toBe(plain);
+  });
+
+  it("a large image costs no decoded copy of itself", () => {
+    const url = `data:image/png;base64,${Buffer.alloc(6 * 1024 * 1024, 7).toString("base64")}`;
+    const from = vi.spyOn(Buffer, "from");
+    try {
+      expect(mediaDigest(part(url))).toMatch(/^[0-9a-f]{24}$/);
+      const decodes = from.mock.calls.filter((args) => (args as unknown[])[1] === "base64");
+      expect(decodes).toEqual([]);
+    } finally {
+      from.mockRestore();
+    }
   });
 });
