@@ -34,6 +34,7 @@ import type { Policy, PolicyWorker } from "../../src/scheduling/policy.js";
 import { Scheduler } from "../../src/scheduling/scheduler.js";
 import { engineHeldChars } from "../../src/scheduling/usage-feedback.js";
 import { CharsPerToken } from "../../src/workers/chars-per-token.js";
+import { RunningReserve } from "../../src/workers/running-reserve.js";
 import { EngineSignals, foreignQueued, STALE_AFTER_INTERVALS } from "../../src/workers/signals.js";
 import { learnedTreeBudget } from "../../src/workers/tree-budget.js";
 import type { PreparedWorkload } from "./routing-workloads.js";
@@ -134,6 +135,8 @@ interface ReplayWorker extends PolicyWorker {
   readonly engine: Engine;
   readonly steps: Step[];
   readonly cpt: CharsPerToken;
+  readonly running: RunningReserve;
+  readonly runningReserveChars: number;
 }
 
 export async function replay(
@@ -205,6 +208,10 @@ export async function replay(
       engine,
       steps,
       cpt: new CharsPerToken(),
+      running: new RunningReserve(),
+      get runningReserveChars(): number {
+        return this.running.chars(this.cpt.value);
+      },
       signals: new EngineSignals(),
     });
   }
@@ -343,6 +350,8 @@ export async function replay(
           },
           onFinish: () => {
             worker.inFlight--;
+            // The router learns the output from the engine's usage (Worker.running).
+            worker.running.observe(spec.maxTokens);
             const uncached = tokens.length - cached;
             const own = (uncached * 1000) / timing.prefillTokensPerSec;
             let stepsPrefill = 0;

@@ -1,3 +1,4 @@
+import { checkPositiveInteger, keptOf } from "../tree/char-budget.js";
 import { RadixTree } from "../tree/radix-tree.js";
 import type { EvictionUnit, IndexPath, PrefixIndex } from "./prefix-index.js";
 
@@ -26,8 +27,11 @@ const APPROXIMATE_INDEX = "approx";
 export class ApproximateIndex implements PrefixIndex {
   readonly name = APPROXIMATE_INDEX;
   private readonly trees = new Map<string, RadixTree>();
-  /** Workers whose budget was set (an engine's capacity): only their fill means anything. */
-  private readonly budgeted = new Set<string>();
+  /**
+   * Workers whose budget was set (an engine's capacity; only their fill means anything): that
+   * budget and the reserve of their running requests (the tree keeps the difference).
+   */
+  private readonly budgeted = new Map<string, { budget: number; reserve: number }>();
 
   constructor(private readonly options: ApproximateIndexOptions = {}) {}
 
@@ -77,11 +81,24 @@ export class ApproximateIndex implements PrefixIndex {
   }
 
   setBudget(workerId: string, chars: number): number {
-    // A set budget is what the engine can hold: kept on every insert, with no high-water slack.
+    // A set budget is what the engine can hold: kept on every insert, with no high-water slack,
+    // less the room its running requests take (reserve), and evicted as the engine's block LRU
+    // evicts: the end of the oldest conversation first (RadixTree.evict).
     const tree = this.trees.get(workerId);
     if (tree === undefined) return 0;
-    this.budgeted.add(workerId);
-    return tree.setMaxChars(chars, 1);
+    checkPositiveInteger("ApproximateIndex", "budget", chars);
+    const reserve = this.budgeted.get(workerId)?.reserve ?? 0;
+    this.budgeted.set(workerId, { budget: chars, reserve });
+    tree.evictTailFirst = true;
+    return tree.setMaxChars(keptOf(chars, reserve), 1);
+  }
+
+  reserve(workerId: string, chars: number): number {
+    const tree = this.trees.get(workerId);
+    const set = this.budgeted.get(workerId);
+    if (tree === undefined || set === undefined) return 0;
+    set.reserve = Math.max(0, chars);
+    return tree.setMaxChars(keptOf(set.budget, set.reserve), 1);
   }
 
   size(workerId: string): number {

@@ -42,6 +42,10 @@ export class ForwardingIndex implements PrefixIndex {
     return this.inner.setBudget(workerId, chars);
   }
 
+  reserve(workerId: string, chars: number): number {
+    return this.inner.reserve?.(workerId, chars) ?? 0;
+  }
+
   size(workerId: string): number {
     return this.inner.size(workerId);
   }

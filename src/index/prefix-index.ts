@@ -54,6 +54,15 @@ export interface PrefixIndex {
    */
   setBudget(workerId: string, chars: number): number;
 
+  /**
+   * Characters of the engine's KV that its running requests hold beyond the texts routed there
+   * (what they generate, their last partial block): while set, the entry keeps its budget less
+   * this, evicting at once, as the engine evicts cached prefixes to make room for them. Only on a
+   * budget set through setBudget (the engine's capacity); 0 lifts it. Returns the characters
+   * evicted.
+   */
+  reserve?(workerId: string, chars: number): number;
+
   /** Characters held for the worker (0 for an unknown worker). */
   size(workerId: string): number;
 

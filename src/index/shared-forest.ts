@@ -21,8 +21,12 @@ export class WorkerClaims implements ClaimOwner, EvictionUnit {
   budget: number;
   highWater: number;
   chars = 0;
-  /** The budget was set from the engine's capacity (PrefixIndex.setBudget): fill means something. */
-  learned = false;
+  /**
+   * The budget set from the engine's capacity (PrefixIndex.setBudget), undefined until then: fill
+   * means something once set. `budget` is it less `reserve` (PrefixIndex.reserve).
+   */
+  learned: number | undefined = undefined;
+  reserve = 0;
   readonly leaves: LeafQueue<Claim>;
 
   constructor(

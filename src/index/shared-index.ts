@@ -4,6 +4,7 @@ import {
   DEFAULT_HIGH_WATER_RATIO,
   DEFAULT_MAX_CHARS,
   highWaterMark,
+  keptOf,
 } from "../tree/char-budget.js";
 import { addChild, childOf, childrenOf, isLeaf } from "../tree/child-container.js";
 import { edgeMatch, isHigh, isLow, ownCopy } from "../tree/edge-match.js";
@@ -213,8 +214,21 @@ export class SharedIndex implements PrefixIndex, WorkerEviction {
     checkBudget(chars);
     const worker = this.workers.get(workerId);
     if (worker === undefined) return 0;
+    worker.learned = chars;
+    return this.keepBeside(worker);
+  }
+
+  reserve(workerId: string, chars: number): number {
+    const worker = this.workers.get(workerId);
+    if (worker === undefined || worker.learned === undefined) return 0;
+    worker.reserve = Math.max(0, chars);
+    return this.keepBeside(worker);
+  }
+
+  /** A learned budget, less the worker's reserve, made its budget: evicts down to it at once. */
+  private keepBeside(worker: WorkerClaims): number {
+    const chars = keptOf(worker.learned!, worker.reserve);
     worker.budget = chars;
-    worker.learned = true;
     // A set budget is what the engine can hold (PrefixIndex.setBudget): no high-water slack.
     worker.highWater = chars;
     let evicted = 0;
@@ -232,7 +246,7 @@ export class SharedIndex implements PrefixIndex, WorkerEviction {
 
   fill(workerId: string): number | undefined {
     const worker = this.workers.get(workerId);
-    return worker?.learned === true ? Math.min(1, worker.chars / worker.budget) : undefined;
+    return worker?.learned !== undefined ? Math.min(1, worker.chars / worker.budget) : undefined;
   }
 
   /**
@@ -305,11 +319,28 @@ export class SharedIndex implements PrefixIndex, WorkerEviction {
       }
       const leaf = worker.leaves.popOldest();
       if (leaf === undefined) break;
+      // A budget from the engine's capacity is evicted as its block LRU does: only the excess,
+      // off the end of the oldest leaf (RadixTree.evict).
+      if (worker.learned !== undefined) this.splitOffTail(leaf, worker.chars - target);
       evicted += this.forest.dropClaim(leaf);
       claims++;
     }
     if (evicted > 0 && this.onEvict !== undefined) this.onEvict(evicted);
     return evicted;
+  }
+
+  /**
+   * Splits the node of `leaf` (a claim just popped as its worker's oldest) so that its last
+   * `excess` characters (one more where the cut would split a surrogate pair) are a node of their
+   * own, which `leaf` stays on: dropping it then takes only those, and leaves the upper part as
+   * the worker's oldest leaf, with the same recency. Nothing when the node has no more than that.
+   */
+  private splitOffTail(leaf: Claim, excess: number): void {
+    const node = leaf.node;
+    const label = node.label;
+    let keep = label.length - excess;
+    if (keep > 0 && isLow(label.charCodeAt(keep)) && isHigh(label.charCodeAt(keep - 1))) keep--;
+    if (keep > 0) this.forest.split(node.parent!, node, keep);
   }
 
   /**

@@ -18,6 +18,12 @@ export interface PolicyWorker {
    * byte (prefill still queued or running), kept by the forwarder. Read by prefix_cost; 0 if absent.
    */
   readonly pendingPrefillChars?: number | undefined;
+  /**
+   * Characters of the engine's KV each running request holds beyond its routing text (its output,
+   * its last partial block; workers/running-reserve.ts): the prefix index keeps that much room per
+   * request in flight. 0 if absent.
+   */
+  readonly runningReserveChars?: number | undefined;
   /** How many in-flight requests pendingPrefillChars counts. */
   readonly pendingPrefillRequests?: number | undefined;
   /**

@@ -18,6 +18,7 @@ export interface PrefixRequest extends PrepareRequest {
  *   prefill it queues there, which replicas share with the decision);
  * - rejected: the chosen worker did not accept the request: the entry keeps only what it held;
  * - completed: the engine reported how much it held; what it evicted is forgotten;
+ * - reserve: the room the worker's running requests take beyond their texts, kept free;
  * - truncate: the primitive both take back with.
  * The profile never sees the index, and the index never sees load.
  */
@@ -45,6 +46,10 @@ export class PrefixIndexPlugin {
     fill?: number[],
   ): void {
     out.length = candidates.length;
+    // Each entry as its engine's cache is now: room kept for the requests running there.
+    if (this.index.reserve !== undefined) {
+      for (const c of candidates) this.reserve(c.id, c.inFlight, c.runningReserveChars ?? 0);
+    }
     this.index.match(request.text, request.model, candidates, out);
     if (fill === undefined) return;
     fill.length = candidates.length;
@@ -60,6 +65,15 @@ export class PrefixIndexPlugin {
   afterDispatch(workerId: string, request: PrefixRequest, uncached?: number): number | undefined {
     this.index.insert(workerId, request.model, request.text, uncached);
     return this.index.rankOf?.(workerId);
+  }
+
+  /**
+   * The worker runs `running` requests (this one included) that each hold `perRequest` characters
+   * of its engine's KV beyond their texts: its entry keeps that much room (PrefixIndex.reserve).
+   */
+  reserve(workerId: string, running: number, perRequest: number): void {
+    if (this.index.reserve === undefined || !(perRequest >= 0)) return;
+    this.index.reserve(workerId, Math.max(0, running) * perRequest);
   }
 
   /** The worker did not accept the request: its entry keeps the `heldBefore` it held. */

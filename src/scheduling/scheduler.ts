@@ -324,6 +324,8 @@ export class Scheduler {
       this.trace === undefined
         ? undefined
         : this.traced(candidates, request, decision, matched, fill);
+    // Room for the requests running there (this one too) before its text goes in.
+    this.prefix.reserve(worker.id, worker.inFlight + 1, worker.runningReserveChars ?? 0);
     const rank = this.prefix.afterDispatch(
       worker.id,
       request,

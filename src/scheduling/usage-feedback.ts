@@ -5,6 +5,8 @@ export interface PromptUsage {
   readonly promptTokens: number;
   /** Undefined when the engine does not report cached tokens (vLLM without the flag). */
   readonly cachedTokens: number | undefined;
+  /** Tokens generated; undefined when not reported (an OpenAI stream without include_usage). */
+  readonly completionTokens?: number | undefined;
 }
 
 /** What the feedback reads of a decision: the index that answered and what the worker held. */
@@ -62,6 +64,7 @@ export class UsageFeedback {
     if (!aboutText) return;
     decider.outcome(decision, promptTokens, cachedTokens ?? 0);
     worker.learnCharsPerToken(request.text.length, promptTokens);
+    worker.running.observe(usage.completionTokens);
     if (cachedTokens === undefined || decision.index === null || othersPrefilling) return;
     const engineHeld = engineHeldChars(
       decision.heldBefore,

@@ -29,3 +29,12 @@ export function checkHighWaterRatio(owner: string, value: unknown): number {
 export function highWaterMark(budget: number, ratio: number): number {
   return Math.floor(budget * ratio);
 }
+
+/**
+ * What a budget keeps beside its running requests' reserve (PrefixIndex.reserve): at least half of
+ * it, since the in-flight count the reserve is made of includes requests still waiting in the
+ * engine's queue, which hold no KV yet.
+ */
+export function keptOf(budget: number, reserve: number): number {
+  return Math.max(Math.ceil(budget / 2), budget - Math.max(0, Math.floor(reserve)));
+}

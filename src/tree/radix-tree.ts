@@ -38,6 +38,8 @@ export interface RadixTreeOptions {
   highWaterRatio?: number;
   /** Called with the number of characters evicted, after every eviction that removed something (timer or reactive). */
   onEvict?: (evictedChars: number) => void;
+  /** Eviction trims the oldest leaf from its end, only as far as needed, instead of dropping it whole (see `evict`). Default false. */
+  evictTailFirst?: boolean;
 }
 
 export class RadixTree {
@@ -45,6 +47,7 @@ export class RadixTree {
   private ratio: number;
   private highWater: number;
   private readonly onEvict: ((evictedChars: number) => void) | undefined;
+  private tailFirst: boolean;
   private readonly root = new TreeNode("", -1, null, 0);
   private readonly leaves = new LeafQueue<TreeNode>(new TreeNode("", -1, null, 0));
   private clock = 0;
@@ -73,6 +76,16 @@ export class RadixTree {
     this.ratio = ratio;
     this.highWater = highWaterMark(maxChars, ratio);
     this.onEvict = onEvict;
+    this.tailFirst = options?.evictTailFirst === true;
+  }
+
+  /** Whether eviction trims the oldest leaf from its end (see `evict`). */
+  get evictTailFirst(): boolean {
+    return this.tailFirst;
+  }
+
+  set evictTailFirst(on: boolean) {
+    this.tailFirst = on;
   }
 
   /** Inserts evict only once charCount passes maxChars x this (1 = never above maxChars). */
@@ -275,6 +288,11 @@ export class RadixTree {
     while (this.chars > targetChars) {
       const leaf = this.leaves.popOldest();
       if (leaf === undefined) break;
+      const trimmed = this.tailFirst ? this.trimTail(leaf, this.chars - targetChars) : 0;
+      if (trimmed > 0) {
+        evicted += trimmed;
+        break;
+      }
       const parent = leaf.parent!;
       removeChild(parent, leaf);
       leaf.parent = null;
@@ -286,6 +304,24 @@ export class RadixTree {
     }
     if (evicted > 0 && this.onEvict !== undefined) this.onEvict(evicted);
     return evicted;
+  }
+
+  /**
+   * Cuts `excess` characters (one more where the cut would split a surrogate pair) off the end of
+   * `leaf`, just popped as the oldest, and queues it again with its own recency (still the
+   * oldest). Returns the characters cut; 0, with nothing changed, when that would leave the leaf
+   * empty: the caller drops it whole.
+   */
+  private trimTail(leaf: TreeNode, excess: number): number {
+    const label = leaf.label;
+    let keep = label.length - excess;
+    if (keep > 0 && isLow(label.charCodeAt(keep)) && isHigh(label.charCodeAt(keep - 1))) keep--;
+    if (keep <= 0) return 0;
+    leaf.label = ownCopy(label.slice(0, keep));
+    const cut = label.length - keep;
+    this.chars -= cut;
+    this.leaves.promote(leaf);
+    return cut;
   }
 
   /** Drops everything (not reported to onEvict: nothing was evicted for lack of room). */

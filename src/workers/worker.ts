@@ -6,6 +6,7 @@ import { DEFAULT_DECLARED, type DeclaredFields } from "./declared-fields.js";
 import { guardedLookup } from "./guarded-lookup.js";
 import { type DispatchLoad, WorkerLease } from "./lease.js";
 import { LoraResidency } from "./lora-residency.js";
+import { RunningReserve } from "./running-reserve.js";
 import { freeSlots, fullBatchOf } from "./saturation.js";
 import { EngineSignals } from "./signals.js";
 import { WorkerLoad } from "./worker-load.js";
@@ -200,6 +201,13 @@ export class Worker {
   /** The engine reported how many prompt tokens `chars` characters of routing text made. */
   learnCharsPerToken(chars: number, tokens: number): void {
     this.charsPerTokenEstimate.observe(chars, tokens);
+  }
+  /** What each running request holds of its engine's KV beyond its text (running-reserve.ts). */
+  readonly running = new RunningReserve();
+
+  /** Characters of KV each running request holds beyond its text (PolicyWorker). */
+  get runningReserveChars(): number {
+    return this.running.chars(this.charsPerToken);
   }
   /**
    * Models and LoRA adapters the worker serves (from its /v1/models); undefined = not known, so

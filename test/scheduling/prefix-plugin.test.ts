@@ -23,6 +23,31 @@ describe("the prefix index as one plugin with request-stage hooks", () => {
     expect(out).toEqual([0, SYSTEM.length]);
   });
 
+  it("match keeps room in each candidate's entry for the requests running there", () => {
+    const { index, plugin } = setup();
+    index.setBudget("a", 2000);
+    index.setBudget("b", 2000);
+    for (let i = 0; i < 30; i++) {
+      plugin.afterDispatch("a", { text: `${SYSTEM}${i} ${"x".repeat(60)}` });
+      plugin.afterDispatch("b", { text: `${SYSTEM}${i} ${"x".repeat(60)}` });
+    }
+    const full = index.size("a");
+    expect(full).toBeGreaterThan(1900);
+    // Three requests run on a, each holding 100 characters of KV beyond its text; none on b.
+    const running = [
+      { id: "a", inFlight: 3, runningReserveChars: 100 },
+      { id: "b", inFlight: 0, runningReserveChars: 100 },
+    ];
+    plugin.match({ text: SYSTEM }, running, []);
+    expect(index.size("a")).toBeLessThanOrEqual(1700);
+    expect(index.size("b")).toBe(full);
+    // They finished: the next decision gives the room back.
+    running[0] = { id: "a", inFlight: 0, runningReserveChars: 100 };
+    plugin.match({ text: SYSTEM }, running, []);
+    plugin.afterDispatch("a", { text: `${SYSTEM}new ${"y".repeat(300)}` });
+    expect(index.size("a")).toBeGreaterThan(1900);
+  });
+
   it("rejected takes back what the dispatch claimed, down to what was held before", () => {
     const { workers, plugin } = setup();
     plugin.afterDispatch("a", { text: SYSTEM });

@@ -4,6 +4,7 @@ import { createPolicy } from "../../src/scheduling/builtin-profiles.js";
 import { Scheduler } from "../../src/scheduling/scheduler.js";
 import { engineHeldChars, UsageFeedback } from "../../src/scheduling/usage-feedback.js";
 import { CharsPerToken } from "../../src/workers/chars-per-token.js";
+import { RunningReserve } from "../../src/workers/running-reserve.js";
 import type { Worker } from "../../src/workers/worker.js";
 
 describe("engineHeldChars", () => {
@@ -44,6 +45,7 @@ describe("UsageFeedback.apply", () => {
       inFlight: 0,
       feedbackCorrections: 0,
       charsPerTokenEstimate: new CharsPerToken(),
+      running: new RunningReserve(),
       learnCharsPerToken(chars: number, tokens: number) {
         this.charsPerTokenEstimate.observe(chars, tokens);
       },
@@ -65,7 +67,7 @@ describe("UsageFeedback.apply", () => {
     const apply = (othersPrefilling: boolean) =>
       feedback.apply(
         worker as unknown as Worker,
-        { promptTokens: Math.ceil(request.text.length / 4), cachedTokens: 0 },
+        { promptTokens: Math.ceil(request.text.length / 4), cachedTokens: 0, completionTokens: 50 },
         decision,
         request,
         decider,
@@ -80,6 +82,13 @@ describe("UsageFeedback.apply", () => {
     expect(worker.feedbackCorrections).toBe(1);
     expect(corrections[0]).toBe("an older conversation".length);
     expect(index.treeOf("w")!.match(`${SYSTEM}an older conversation`)).toBe(SYSTEM.length);
+  });
+
+  it("learns what the worker's requests generate (the room running requests take)", () => {
+    const { worker, apply } = setup();
+    expect(worker.running.outputTokens).toBe(0);
+    apply(false);
+    expect(worker.running.outputTokens).toBe(50);
   });
 
   it("does not when other requests were still prefilling there (a burst, not an eviction)", () => {

@@ -90,11 +90,19 @@ describe("RadixTree against the reference model (with eviction)", () => {
         scenario((p) => ops(p, true)),
         fc.integer({ min: 20, max: 400 }),
         fc.constantFrom(1, 1.1, 1.5, 3),
-        (sequence, maxChars, highWaterRatio) => {
+        fc.boolean(),
+        (sequence, maxChars, highWaterRatio, evictTailFirst) => {
           let evictions = 0;
+          // Tail first, an eviction takes exactly what is over the target: the oldest leaf's end
+          // (one character more where the cut would split a surrogate pair).
+          const onlyTheExcess = (target: number): void => {
+            if (!evictTailFirst) return;
+            expect(tree.charCount).toBeGreaterThanOrEqual(target - 1);
+          };
           const tree = new RadixTree({
             maxChars,
             highWaterRatio,
+            evictTailFirst,
             onEvict: (n) => {
               expect(n).toBeGreaterThan(0);
               evictions++;
@@ -124,6 +132,7 @@ describe("RadixTree against the reference model (with eviction)", () => {
               if (evictions > before) {
                 expect(evictions).toBe(before + 1);
                 expect(tree.charCount).toBeLessThanOrEqual(maxChars);
+                onlyTheExcess(maxChars);
                 evictTo(maxChars);
               }
               expect(tree.charCount).toBeLessThanOrEqual(Math.floor(maxChars * highWaterRatio));
@@ -133,6 +142,7 @@ describe("RadixTree against the reference model (with eviction)", () => {
               expect(evicted).toBe(before - tree.charCount);
               expect(tree.charCount).toBeLessThanOrEqual(op.target);
               if (before <= op.target) expect(evicted).toBe(0);
+              else onlyTheExcess(op.target);
               evictTo(op.target);
             } else {
               const q = queryOf(op, ever);

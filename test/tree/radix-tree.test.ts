@@ -273,6 +273,46 @@ describe("RadixTree LRU eviction", () => {
   });
 });
 
+describe("RadixTree tail-first eviction (evictTailFirst)", () => {
+  // A tool preamble, then two tenants' prompts: the older tenant's prompt is the oldest leaf.
+  const preamble = "tools: ".repeat(10);
+  const tenantA = `${preamble}A system prompt ${"a".repeat(60)}`;
+  const tenantB = `${preamble}B system prompt ${"b".repeat(60)}`;
+
+  it("takes only the excess off the oldest leaf's end, which stays the oldest", () => {
+    const tree = new RadixTree({ maxChars: 10_000, evictTailFirst: true });
+    tree.insert(tenantA);
+    tree.insert(tenantB);
+    const evicted = tree.evict(tree.charCount - 20);
+    expect(evicted).toBe(20);
+    // A block-LRU engine still holds tenant A's prompt but its last 20 characters.
+    expect(tree.match(tenantA)).toBe(tenantA.length - 20);
+    expect(tree.match(tenantB)).toBe(tenantB.length);
+    // The next eviction goes on at A's end, before B is touched.
+    tree.evict(tree.charCount - 30);
+    expect(tree.match(tenantA)).toBe(tenantA.length - 50);
+    expect(tree.match(tenantB)).toBe(tenantB.length);
+  });
+
+  it("without it, the whole oldest leaf goes: the tenant's prompt is forgotten", () => {
+    const tree = new RadixTree({ maxChars: 10_000 });
+    tree.insert(tenantA);
+    tree.insert(tenantB);
+    tree.evict(tree.charCount - 20);
+    expect(tree.match(tenantA)).toBe(preamble.length);
+  });
+
+  it("keeps a surrogate pair whole, cutting one character more", () => {
+    const tree = new RadixTree({ maxChars: 10_000, evictTailFirst: true });
+    tree.insert("x😀y");
+    tree.insert("z");
+    // One over: "y" goes. Two over: cutting 2 would split the pair, so all three code units go.
+    expect(tree.evict(tree.charCount - 1)).toBe(1);
+    expect(tree.evict(tree.charCount - 1)).toBe(2);
+    expect(tree.match("x😀y")).toBe(1);
+  });
+});
+
 describe("RadixTree reactive eviction", () => {
   it("evicts down to maxChars at once when an insert passes the high-water mark", () => {
     const reports: number[] = [];
