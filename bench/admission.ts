@@ -150,6 +150,8 @@ interface Options {
   runs: RunName[];
   /** Times the chosen runs are made (after one calibration): the targets' median and worst. */
   repeats: number;
+  /** Where to write every request's outcome (send time, engine, TTFT, router wait); none when undefined. */
+  trace: string | undefined;
 }
 
 /** What one run changes in the router's flags beyond the options (bounds, the reserve). */
@@ -368,6 +370,7 @@ function parse(): Options {
       "preemption-threshold": { type: "string", default: "10" },
       runs: { type: "string" },
       repeats: { type: "string", default: "1" },
+      trace: { type: "string" },
     },
   });
   const repeats = Number(values.repeats);
@@ -395,6 +398,7 @@ function parse(): Options {
     preemptionThreshold: Number(values["preemption-threshold"]),
     runs: listFlag("bench:admission", values.runs, RUNS, (x) => x as RunName, "runs"),
     repeats,
+    trace: values.trace,
   };
 }
 
@@ -479,11 +483,13 @@ async function main(): Promise<void> {
           true,
         ),
     };
+    const traced: { repeat: number; run: string; outcomes: Outcome[] }[] = [];
     const repeats: { table: ReturnType<typeof rows>; splits: Split[]; targets: TargetRow[] }[] = [];
     for (let repeat = 1; repeat <= o.repeats; repeat++) {
       if (o.repeats > 1) console.log(`\n=== repeat ${repeat} of ${o.repeats}`);
       const runs: Run[] = [];
       for (const name of RUNS) if (o.runs.includes(name)) runs.push(await plan[name]());
+      for (const r of runs) traced.push({ repeat, run: r.name, outcomes: r.outcomes });
 
       const table = runs.flatMap((r) => rows(r, ["A", ...light, "high", "low"]));
       printRows(table);
@@ -522,6 +528,10 @@ async function main(): Promise<void> {
       repeats,
     });
     console.log(`\nresults: ${RESULTS}`);
+    if (o.trace !== undefined) {
+      writeResults(o.trace, { command: commandLine("bench:admission"), runs: traced });
+      console.log(`every request: ${o.trace}`);
+    }
   } finally {
     await host.close();
   }
