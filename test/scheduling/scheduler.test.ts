@@ -217,7 +217,8 @@ describe("Scheduler.decideAgreed (replicas agreeing on a new prefix)", () => {
 
   it("keeps its own choice when the claimed worker is not one of its candidates", async () => {
     const gone: PrefixClaims = {
-      claim: () => Promise.resolve(newPrefixClaimValue("a-worker-this-replica-lacks", text("q?"))),
+      claim: () =>
+        Promise.resolve(newPrefixClaimValue("a-worker-this-replica-lacks", 0, text("q?"))),
     };
     const { workers, decider } = agreed(gone);
     const decision = await decider.decideAgreed(workers, { text: text("q?") });
@@ -226,7 +227,7 @@ describe("Scheduler.decideAgreed (replicas agreeing on a new prefix)", () => {
 
   it("lets the policy's load bound overrule a claim on a worker that is far busier than the rest", async () => {
     const claims: PrefixClaims = {
-      claim: () => Promise.resolve(newPrefixClaimValue("a", text("q?"))),
+      claim: () => Promise.resolve(newPrefixClaimValue("a", 0, text("q?"))),
     };
     const { workers, decider } = agreed(claims, [40, 0, 0]);
     const decision = await decider.decideAgreed(workers, { text: text("q?") });
