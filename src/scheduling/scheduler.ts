@@ -252,10 +252,12 @@ export class Scheduler {
       );
     }
     const chosen = candidates.indexOf(decision.worker);
-    const answer = claims.claim(
-      key,
-      newPrefixClaimValue(decision.worker.id, text.length - (this.matched[chosen] ?? 0), text),
+    const proposed = newPrefixClaimValue(
+      decision.worker.id,
+      text.length - (this.matched[chosen] ?? 0),
+      text,
     );
+    const answer = claims.claim(key, proposed);
     if (answer === undefined) {
       return this.record(candidates, request, decision, this.matched, this.fill);
     }
@@ -269,7 +271,9 @@ export class Scheduler {
       answer.then((value) => {
         const claim = value === undefined ? undefined : readNewPrefixClaim(value, text);
         const i = claim === undefined ? -1 : candidates.findIndex((c) => c.id === claim.worker);
-        if (claim === undefined || i < 0 || candidates[i] === decision.worker) {
+        // Won (or no answer, or a worker this replica lacks): this replica's choice stands. A
+        // claim of another's on the very worker chosen here still adds its prefill there.
+        if (claim === undefined || i < 0 || value === proposed) {
           return this.record(candidates, request, decision, matched, fill);
         }
         return this.follow(candidates, request, decision, claim, i, end, queuedBefore);
