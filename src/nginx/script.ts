@@ -9,8 +9,8 @@
  * - body: radixgate rewrote the body (a data-parallel rank, an engine priority): it is fetched
  *   from radixgate, set as the relay's body, and the request goes on to the relay named.
  * - usage: a body filter that reads the engine's token counts (the last value wins, as
- *   proxy/usage-tap.ts does) into variables the access log carries back to radixgate. It is
- *   attached only where the engine sends counts and the router reads them.
+ *   proxy/usage-tap.ts does) from the answer's last 16 KB, at its end, into variables the
+ *   access log carries back to radixgate. It is attached only where the engine sends counts.
  */
 export const NJS_SCRIPT = String.raw`
 function body(r) {
@@ -27,23 +27,51 @@ function body(r) {
   });
 }
 
+// Per request (each request runs in its own copy of the VM): the answer's last buffers, read
+// once at its end. Searching every chunk as it passed cost more than relaying it: njs searches
+// a Buffer with a memcmp per byte, and its regular expressions go through PCRE.
+var TAIL_BYTES = 16384;
+var tail = [];
+var tailBytes = 0;
+
 var KEYS = [
-  [/"prompt_tokens"\s*:\s*(\d+)/g, 'rg_pt'],
-  [/"cached_tokens"\s*:\s*(\d+)/g, 'rg_ct'],
-  [/"completion_tokens"\s*:\s*(\d+)/g, 'rg_gt'],
+  ['"prompt_tokens"', 'rg_pt'],
+  ['"cached_tokens"', 'rg_ct'],
+  ['"completion_tokens"', 'rg_gt'],
 ];
 
-// data is a Buffer (js_body_filter ... buffer_type=buffer): most chunks are only searched, natively.
+// The value of the last occurrence of key followed by a number ("key": null is passed over).
+function lastCount(text, key) {
+  var at = text.lastIndexOf(key);
+  while (at !== -1) {
+    var i = at + key.length;
+    while (text[i] === ' ' || text[i] === '\n' || text[i] === '\r' || text[i] === '\t') i++;
+    if (text[i] === ':') {
+      i++;
+      while (text[i] === ' ' || text[i] === '\n' || text[i] === '\r' || text[i] === '\t') i++;
+      var j = i;
+      while (j < text.length && j - i < 12 && text[j] >= '0' && text[j] <= '9') j++;
+      if (j > i) return text.slice(i, j);
+    }
+    at = at === 0 ? -1 : text.lastIndexOf(key, at - 1);
+  }
+  return undefined;
+}
+
+// The engine's counts are at the answer's end (the final usage chunk of a stream, the usage or
+// meta_info of a JSON answer), and the last value wins, as in proxy/usage-tap.ts.
 function usage(r, data, flags) {
-  if (data.length > 0 && data.indexOf('_tokens"') !== -1) {
-    var text = data.toString();
-    for (var i = 0; i < KEYS.length; i++) {
-      var re = KEYS[i][0];
-      var last = undefined;
-      var m;
-      re.lastIndex = 0;
-      while ((m = re.exec(text)) !== null) last = m[1];
-      if (last !== undefined) r.variables[KEYS[i][1]] = last;
+  if (data.length > 0) {
+    tail.push(data);
+    tailBytes += data.length;
+    while (tailBytes - tail[0].length >= TAIL_BYTES) tailBytes -= tail.shift().length;
+  }
+  if (flags.last && tailBytes > 0) {
+    var text = '';
+    for (var t = 0; t < tail.length; t++) text += tail[t].toString();
+    for (var k = 0; k < KEYS.length; k++) {
+      var v = lastCount(text, KEYS[k][0]);
+      if (v !== undefined) r.variables[KEYS[k][1]] = v;
     }
   }
   r.sendBuffer(data, flags);
