@@ -31,7 +31,8 @@ const USAGE = `usage: npm run bench:nginx-instructions -- [flags]
   --requests N     requests per mode, counted (default 200)
   --warmup W       requests per mode before the counters are zeroed (default 20)
   --concurrency C  requests at a time (default 8)
-  --chunks K       token chunks per streamed answer (default 50)
+  --chunks K       token chunks per streamed answer (default 20)
+  --interval-ms I  ms between chunks (default 20: one read per chunk, whatever the load)
   --modes a,b      among json, stream, stream-usage (default all three)
   --rows a,b       among nginx, router-nginx, base (default nginx, router-nginx; base with --base)
   --base <ref>     another git ref's --data-plane nginx, built in a temporary directory
@@ -46,6 +47,7 @@ interface Options {
   warmup: number;
   concurrency: number;
   chunks: number;
+  intervalMs: number;
   modes: Mode[];
   rows: Row[];
   base: string | undefined;
@@ -246,7 +248,7 @@ export async function runNginxInstructions(o: Options): Promise<Result[]> {
       count: 2,
       worker: {
         timeScale: 1,
-        stepFloorMs: 2,
+        stepFloorMs: o.intervalMs,
         decodePerSeqMs: 0,
         kvReadMsPer1kTokens: 0,
         prefillTokensPerSec: 1e9,
@@ -301,7 +303,7 @@ export async function runNginxInstructions(o: Options): Promise<Result[]> {
 
 function printTable(results: Result[], o: Options): void {
   console.log(
-    `\nnginx instructions per request (callgrind), ${o.requests} requests per mode, ${o.concurrency} at a time, K=${o.chunks}`,
+    `\nnginx instructions per request (callgrind), ${o.requests} requests per mode, ${o.concurrency} at a time, K=${o.chunks} every ${o.intervalMs} ms`,
   );
   console.log("| row | mode | per request | njs | over plain nginx |");
   console.log("| --- | --- | --: | --: | --: |");
@@ -325,6 +327,7 @@ function optionsFrom(argv: string[]): Options {
       warmup: { type: "string" },
       concurrency: { type: "string" },
       chunks: { type: "string" },
+      "interval-ms": { type: "string" },
       modes: { type: "string" },
       rows: { type: "string" },
       base: { type: "string" },
@@ -365,7 +368,8 @@ function optionsFrom(argv: string[]): Options {
     requests: int("requests", values.requests, 200),
     warmup: int("warmup", values.warmup, 20),
     concurrency: int("concurrency", values.concurrency, 8),
-    chunks: int("chunks", values.chunks, 50),
+    chunks: int("chunks", values.chunks, 20),
+    intervalMs: int("interval-ms", values["interval-ms"], 20),
     modes: list<Mode>("modes", values.modes, MODES, [...MODES]),
     rows,
     base,

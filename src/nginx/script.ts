@@ -40,20 +40,29 @@ var KEYS = [
   ['"completion_tokens"', 'rg_gt'],
 ];
 
+function isSpace(c) {
+  return c === 32 || c === 10 || c === 13 || c === 9;
+}
+
 // The value of the last occurrence of key followed by a number ("key": null is passed over).
-function lastCount(text, key) {
-  var at = text.lastIndexOf(key);
+// Bytes, not a string: njs reads a UTF-8 string by decoding it from its start.
+function lastCount(buf, key) {
+  var at = buf.lastIndexOf(key);
   while (at !== -1) {
     var i = at + key.length;
-    while (text[i] === ' ' || text[i] === '\n' || text[i] === '\r' || text[i] === '\t') i++;
-    if (text[i] === ':') {
+    while (isSpace(buf[i])) i++;
+    if (buf[i] === 58) {
       i++;
-      while (text[i] === ' ' || text[i] === '\n' || text[i] === '\r' || text[i] === '\t') i++;
+      while (isSpace(buf[i])) i++;
+      var n = 0;
       var j = i;
-      while (j < text.length && j - i < 12 && text[j] >= '0' && text[j] <= '9') j++;
-      if (j > i) return text.slice(i, j);
+      while (j < buf.length && j - i < 12 && buf[j] >= 48 && buf[j] <= 57) {
+        n = n * 10 + (buf[j] - 48);
+        j++;
+      }
+      if (j > i) return String(n);
     }
-    at = at === 0 ? -1 : text.lastIndexOf(key, at - 1);
+    at = at === 0 ? -1 : buf.lastIndexOf(key, at - 1);
   }
   return undefined;
 }
@@ -67,10 +76,9 @@ function usage(r, data, flags) {
     while (tailBytes - tail[0].length >= TAIL_BYTES) tailBytes -= tail.shift().length;
   }
   if (flags.last && tailBytes > 0) {
-    var text = '';
-    for (var t = 0; t < tail.length; t++) text += tail[t].toString();
+    var all = tail.length === 1 ? tail[0] : Buffer.concat(tail);
     for (var k = 0; k < KEYS.length; k++) {
-      var v = lastCount(text, KEYS[k][0]);
+      var v = lastCount(all, KEYS[k][0]);
       if (v !== undefined) r.variables[KEYS[k][1]] = v;
     }
   }
