@@ -12,7 +12,7 @@
  *   proxy/usage-tap.ts does) from the answer's last 16 KB, at its end, into variables the
  *   access log carries back to radixgate. It is attached only where the engine sends counts.
  */
-export const NJS_SCRIPT = String.raw`
+export const NJS_SCRIPT = `
 function body(r) {
   r.subrequest('/_rg/body', { method: 'GET' }).then(function (reply) {
     if (reply.status !== 200) {
