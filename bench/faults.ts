@@ -11,8 +11,9 @@
  *
  * Recorded per attack: legitimate p50/p99 quiet and attacked (and their ratio), the worst
  * /health answer time, the router's peak RSS (VmHWM) quiet and attacked and its open file
- * descriptors, legitimate requests refused (429/503) and accepted-and-lost (any other failure
- * after the router took them), and what the attack achieved.
+ * descriptors, its CPU (% of a core) quiet and attacked, the bench's own CPU while it attacks (the
+ * attackers share the machine's cores), legitimate requests refused (429/503) and
+ * accepted-and-lost (any other failure after the router took them), and what the attack achieved.
  *
  *   npm run bench:faults                         every attack, 8 s quiet + 20 s attacked each
  *   npm run bench:faults -- --secs 5 --quiet-secs 3        a quick run
@@ -115,6 +116,10 @@ interface Row {
   peakRssMb: number;
   rssBoundMb: number | undefined;
   peakFds: number;
+  /** The router's CPU (user + system) in % of one core, quiet and attacked. */
+  routerCpuPct: { quiet: number; attacked: number };
+  /** The bench process's own CPU while it attacked (it generates the attack traffic). */
+  attackerCpuPct: number;
   routerExited: string;
   note: string;
   /** The targets this row misses (empty: every one met). */
@@ -535,14 +540,30 @@ const ATTACKS: Attack[] = [
     what: "8 clients posting deeply nested JSON just under 256 KiB",
     async run(env, stop) {
       const depth = 120_000;
-      const body = `{"messages":[{"role":"user","content":"x"}],"max_tokens":1,"extra":${"[".repeat(depth)}${"]".repeat(depth)}}`;
-      await countLoops(
-        env,
-        8,
-        stop,
-        async () => (await post(`${env.url}/v1/chat/completions`, body)).status < 300,
-        (n) => `${n} bodies accepted`,
+      const body = Buffer.from(
+        `{"messages":[{"role":"user","content":"x"}],"max_tokens":1,"extra":${"[".repeat(depth)}${"]".repeat(depth)}}`,
       );
+      const started = performance.now();
+      const answers = new Map<string, number>();
+      // A flood: no pause after an error either, as a connection the router closed early is
+      // just a refusal to the attacker, who reconnects at once.
+      await Promise.all(
+        Array.from({ length: 8 }, async () => {
+          while (!stop.aborted) {
+            const got = await post(`${env.url}/v1/chat/completions`, body).then(
+              (res) => String(res.status),
+              (err: Error) => (err.cause as { code?: string } | undefined)?.code ?? "error",
+            );
+            answers.set(got, (answers.get(got) ?? 0) + 1);
+          }
+        }),
+      );
+      const secs = (performance.now() - started) / 1000;
+      const total = [...answers.values()].reduce((a, b) => a + b, 0);
+      env.scratch.note = `${Math.round(total / secs)} bodies/s: ${[...answers]
+        .sort()
+        .map(([k, n]) => `${n}× ${k}`)
+        .join(", ")}`;
     },
   },
   {
@@ -814,6 +835,24 @@ function procStatus(pid: number, field: string): number {
   }
 }
 
+/** A process's CPU time so far (user + system), in ms, from /proc/<pid>/stat. */
+function cpuMsOf(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    // Fields after the command name (which may hold spaces): utime and stime are the 12th and 13th.
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
+  } catch {
+    return 0;
+  }
+}
+
+/** USER_HZ: 100 on every Linux this runs on. */
+const CLOCK_TICKS = 100;
+
+/** CPU ms spent over `ms` of wall time, as % of one core. */
+const cpuPct = (cpuMs: number, ms: number) => (ms > 0 ? Math.round((cpuMs * 100) / ms) : 0);
+
 function openFds(pid: number): number {
   try {
     return readdirSync(`/proc/${pid}/fd`).length;
@@ -902,7 +941,9 @@ async function runAttack(
       ),
     );
     probe.start(config);
+    const quietCpu0 = cpuMsOf(pid);
     await sleep(phases.quietSecs * 1000);
+    const quietCpuPct = cpuPct(cpuMsOf(pid) - quietCpu0, phases.quietSecs * 1000);
     const quiet = await probe.stop();
     const quietRssMb = Math.round(procStatus(pid, "VmHWM") / 1024);
 
@@ -914,11 +955,16 @@ async function runAttack(
       peakFds = Math.max(peakFds, openFds(pid));
     }, 250);
     probe.start(config);
+    const attackCpu0 = cpuMsOf(pid);
+    const benchCpu0 = process.cpuUsage();
     const attacking = attack.run(env, stop.signal).catch((err: unknown) => {
       env.scratch.note = `attack failed: ${(err as Error).message}`;
     });
     await sleep(phases.secs * 1000);
     const peakRssMb = Math.round(procStatus(pid, "VmHWM") / 1024);
+    const attackedCpuPct = cpuPct(cpuMsOf(pid) - attackCpu0, phases.secs * 1000);
+    const benchCpu = process.cpuUsage(benchCpu0);
+    const attackerCpuPct = cpuPct((benchCpu.user + benchCpu.system) / 1000, phases.secs * 1000);
     stop.abort();
     clearInterval(sampler);
     const [attacked] = await Promise.all([probe.stop(), Promise.race([attacking, sleep(30_000)])]);
@@ -947,6 +993,8 @@ async function runAttack(
       peakRssMb,
       rssBoundMb,
       peakFds,
+      routerCpuPct: { quiet: quietCpuPct, attacked: attackedCpuPct },
+      attackerCpuPct,
       routerExited,
       note,
       missed,
@@ -1028,6 +1076,8 @@ async function main(): Promise<void> {
       "worst /health ms quiet/attacked",
       "RSS MB quiet/peak (bound)",
       "peak fds",
+      "router CPU % quiet/attacked",
+      "attacker CPU %",
       "router",
       "targets missed",
       "what the attack got",
@@ -1043,6 +1093,8 @@ async function main(): Promise<void> {
       `${r.quiet.worstHealthMs}/${r.attacked.worstHealthMs}${r.attacked.healthFailures > 0 ? ` (${r.attacked.healthFailures} failed)` : ""}`,
       `${r.quietRssMb}/${r.peakRssMb}${r.rssBoundMb === undefined ? "" : ` (${r.rssBoundMb})`}`,
       r.peakFds,
+      `${r.routerCpuPct.quiet}/${r.routerCpuPct.attacked}`,
+      r.attackerCpuPct,
       r.routerExited === "" ? "up" : r.routerExited,
       r.missed.length === 0 ? "-" : r.missed.join(","),
       r.note,
