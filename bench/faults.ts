@@ -17,6 +17,9 @@
  *   npm run bench:faults                         every attack, 8 s quiet + 20 s attacked each
  *   npm run bench:faults -- --secs 5 --quiet-secs 3        a quick run
  *   npm run bench:faults -- --only pd-n,hostile-yaml
+ *   npm run bench:faults -- --only big-bodies --no-references
+ *                       big-bodies alone against the router (else also against plain nginx and a
+ *                       bare Node.js server draining the bodies, beside the same workers)
  *   npm run bench:faults -- --only big-bodies --node-flags="--cpu-prof --cpu-prof-dir=/tmp/prof"
  *                                   Node flags for the router (profiles, --trace-gc to its stderr)
  *
@@ -40,6 +43,7 @@ import { encodeBatch, type WireEvent } from "../sim/kv-event-encoder.js";
 import { startLocalRedis } from "../sim/redis-server.js";
 import type { SimWorkerOptions } from "../sim/worker.js";
 import { encodeSequence } from "../src/kv-events/decode.js";
+import { startBareNodeProxy } from "./lib/bare-node-proxy.js";
 import {
   commandLine,
   machineSummary,
@@ -49,7 +53,9 @@ import {
 } from "./lib/entry.js";
 import { type ProbeProcess, type ProbeResult, startProbeProcess } from "./lib/fault-probe.js";
 import { childFleetHost, type Fleet, type FleetHost, type FleetMember } from "./lib/fleet.js";
+import { ensureNginx, startNginx } from "./lib/nginx.js";
 import { numberFlag } from "./lib/number-flag.js";
+import { processCpuMicros, processTree } from "./lib/process-cpu.js";
 import { printTable } from "./lib/stats.js";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -103,10 +109,35 @@ interface Attack {
    * MB over its quiet peak; undefined: no bound of its own (the quiet base applies).
    */
   rssAllowanceMb?: number;
+  /**
+   * Also run the attack, with the same legitimate traffic, against plain nginx in front of the
+   * same workers and against a bare Node.js server that only drains big bodies: what the machine
+   * itself allows, beside what the router achieves.
+   */
+  references?: boolean;
+}
+
+/**
+ * What an attack is run against: the router, or a reference in front of the same workers (nginx
+ * as bench:stream starts it, request buffering on; or a bare Node.js server draining big bodies).
+ */
+type TargetKind = "router" | "nginx" | "node-drain";
+
+/** CPU seconds spent during the attacked phase, per process. */
+interface CpuSecs {
+  /** The router (with its parse processes), nginx's worker, or the bare Node.js server. */
+  target: number;
+  /** The bench's own process: the attack traffic. */
+  attacker: number;
+  /** The simulated workers' process. */
+  workers: number;
+  /** The legitimate clients and the /health probe. */
+  probe: number;
 }
 
 interface Row {
   attack: string;
+  target: TargetKind;
   what: string;
   quiet: ProbeResult;
   attacked: ProbeResult;
@@ -115,6 +146,7 @@ interface Row {
   peakRssMb: number;
   rssBoundMb: number | undefined;
   peakFds: number;
+  cpuSecs: CpuSecs;
   routerExited: string;
   note: string;
   /** The targets this row misses (empty: every one met). */
@@ -577,6 +609,7 @@ const ATTACKS: Attack[] = [
     name: "big-bodies",
     what: "16 concurrent 60 MB bodies, from 16 addresses",
     rssAllowanceMb: BODY_BUDGET_MB,
+    references: true,
     async run(env, stop) {
       // A chat request an engine takes (vLLM and SGLang ignore an unknown field): the router reads
       // it whole, parses it and forwards all 60 MB; the engine answers at once.
@@ -721,6 +754,66 @@ interface RouterChild {
   exited: () => string;
 }
 
+/** What an attack runs against, whichever it is. */
+interface Target {
+  url: string;
+  port: number;
+  /** The process whose RSS and fds are read. */
+  pid: number;
+  /** The processes whose CPU is the target's (the router and its parse processes). */
+  cpuPids(): number[];
+  exited(): string;
+  stop(gracefully: boolean): Promise<void>;
+}
+
+async function startTarget(
+  kind: TargetKind,
+  flags: string[],
+  sims: readonly FleetMember[],
+  nodeFlags: string[],
+): Promise<Target> {
+  if (kind === "router") {
+    const router = await startRouterCli(flags, nodeFlags);
+    const pid = router.child.pid as number;
+    return {
+      url: router.url,
+      port: router.port,
+      pid,
+      cpuPids: () => processTree(pid),
+      exited: router.exited,
+      stop: (gracefully) => stopRouter(router, gracefully),
+    };
+  }
+  const urls = sims.map((s) => s.url);
+  if (kind === "nginx") {
+    const nginx = ensureNginx("bench:faults") === undefined ? undefined : await startNginx(urls);
+    if (nginx === undefined) throw new Error("nginx is not installed");
+    const pid = nginx.workerPid() ?? 0;
+    return {
+      url: nginx.url,
+      port: Number(new URL(nginx.url).port),
+      pid,
+      cpuPids: () => [pid],
+      exited: () => "",
+      stop: () => nginx.stop(),
+    };
+  }
+  // Bodies over 1 MiB are read and dropped there: nothing kept, parsed or sent on.
+  const bare = await startBareNodeProxy(urls, 1024 * 1024);
+  return {
+    url: bare.url,
+    port: Number(new URL(bare.url).port),
+    pid: bare.pid,
+    cpuPids: () => [bare.pid],
+    exited: () => "",
+    stop: () => bare.stop(),
+  };
+}
+
+/** CPU µs of several processes together (those gone count 0). */
+const cpuOf = (pids: readonly number[]) =>
+  pids.reduce((sum, pid) => sum + (processCpuMicros(pid) ?? 0), 0);
+
 async function startRouterCli(flags: string[], nodeFlags: string[]): Promise<RouterChild> {
   const port = await freePort();
   const child = spawn(
@@ -849,6 +942,7 @@ interface Phases {
 
 async function runAttack(
   attack: Attack,
+  target: TargetKind,
   phases: Phases,
   host: FleetHost,
   probe: ProbeProcess,
@@ -889,9 +983,9 @@ async function runAttack(
       ? await attack.flags(partial)
       : ["--worker-urls", ...sims.map((s) => s.url)];
   }
-  const router = await startRouterCli(flags, phases.nodeFlags);
+  const router = await startTarget(target, flags, sims, phases.nodeFlags);
   const env: Env = { ...partial, url: router.url, port: router.port };
-  const pid = router.child.pid as number;
+  const pid = router.pid;
   const config = { url: env.url, clients: LEGIT_CLIENTS, healthEveryMs: HEALTH_EVERY_MS };
   try {
     await attack.prepare?.(env);
@@ -913,18 +1007,33 @@ async function runAttack(
     const sampler = setInterval(() => {
       peakFds = Math.max(peakFds, openFds(pid));
     }, 250);
+    const cpuAt = () => ({
+      target: cpuOf(router.cpuPids()),
+      workers: cpuOf([host.pid ?? 0]),
+      probe: cpuOf([probe.pid ?? 0]),
+      attacker: process.cpuUsage(),
+    });
+    const cpuBefore = cpuAt();
     probe.start(config);
     const attacking = attack.run(env, stop.signal).catch((err: unknown) => {
       env.scratch.note = `attack failed: ${(err as Error).message}`;
     });
     await sleep(phases.secs * 1000);
     const peakRssMb = Math.round(procStatus(pid, "VmHWM") / 1024);
+    const cpuAfter = cpuAt();
+    const attackerCpu = process.cpuUsage(cpuBefore.attacker);
+    const cpuSecs: CpuSecs = {
+      target: round((cpuAfter.target - cpuBefore.target) / 1e6),
+      attacker: round((attackerCpu.user + attackerCpu.system) / 1e6),
+      workers: round((cpuAfter.workers - cpuBefore.workers) / 1e6),
+      probe: round((cpuAfter.probe - cpuBefore.probe) / 1e6),
+    };
     stop.abort();
     clearInterval(sampler);
     const [attacked] = await Promise.all([probe.stop(), Promise.race([attacking, sleep(30_000)])]);
     const p99VsQuiet = quiet.p99Ms > 0 ? round(attacked.p99Ms / quiet.p99Ms, 2) : Number.NaN;
     const rssBoundMb =
-      attack.rssAllowanceMb === undefined
+      attack.rssAllowanceMb === undefined || target !== "router"
         ? undefined
         : quietRssMb + attack.rssAllowanceMb + RSS_SLACK_MB;
     const missed: string[] = [];
@@ -939,6 +1048,7 @@ async function runAttack(
       : String(env.scratch.note ?? "");
     return {
       attack: attack.name,
+      target,
       what: attack.what,
       quiet,
       attacked,
@@ -947,12 +1057,13 @@ async function runAttack(
       peakRssMb,
       rssBoundMb,
       peakFds,
+      cpuSecs,
       routerExited,
       note,
       missed,
     };
   } finally {
-    await stopRouter(router, phases.nodeFlags.length > 0);
+    await router.stop(phases.nodeFlags.length > 0);
     await Promise.all([...fleets, ...extras].map((f) => f.close().catch(() => {})));
     rmSync(dir, { recursive: true, force: true });
   }
@@ -973,6 +1084,7 @@ async function main(): Promise<void> {
       "quiet-secs": { type: "string" },
       only: { type: "string" },
       "node-flags": { type: "string" },
+      "no-references": { type: "boolean" },
     },
   });
   const phases: Phases = {
@@ -1005,11 +1117,18 @@ async function main(): Promise<void> {
       process.stderr.write(
         `${attack.name} (${phases.quietSecs} s quiet, ${phases.secs} s attacked)... `,
       );
-      const row = await runAttack(attack, phases, host, probe, redis?.url);
-      rows.push(row);
-      process.stderr.write(
-        `worst /health ${row.attacked.worstHealthMs} ms, p99 ${row.attacked.p99Ms} ms (quiet ${row.quiet.p99Ms}), load ${loadAverage()}\n`,
-      );
+      const targets: TargetKind[] =
+        attack.references === true && values["no-references"] !== true
+          ? ["router", "nginx", "node-drain"]
+          : ["router"];
+      for (const target of targets) {
+        if (target !== "router") process.stderr.write(`  against ${target}... `);
+        const row = await runAttack(attack, target, phases, host, probe, redis?.url);
+        rows.push(row);
+        process.stderr.write(
+          `worst /health ${row.attacked.worstHealthMs} ms, p99 ${row.attacked.p99Ms} ms (quiet ${row.quiet.p99Ms}), load ${loadAverage()}\n`,
+        );
+      }
     }
   } finally {
     await probe.close();
@@ -1019,6 +1138,7 @@ async function main(): Promise<void> {
   printTable(
     [
       "attack",
+      "against",
       "legit ok",
       "refused",
       "lost",
@@ -1028,12 +1148,14 @@ async function main(): Promise<void> {
       "worst /health ms quiet/attacked",
       "RSS MB quiet/peak (bound)",
       "peak fds",
+      "CPU s attacked: target/attacker/workers/probe",
       "router",
       "targets missed",
       "what the attack got",
     ],
     rows.map((r) => [
       r.attack,
+      r.target,
       r.attacked.ok,
       r.attacked.refused,
       r.attacked.lost,
@@ -1043,6 +1165,7 @@ async function main(): Promise<void> {
       `${r.quiet.worstHealthMs}/${r.attacked.worstHealthMs}${r.attacked.healthFailures > 0 ? ` (${r.attacked.healthFailures} failed)` : ""}`,
       `${r.quietRssMb}/${r.peakRssMb}${r.rssBoundMb === undefined ? "" : ` (${r.rssBoundMb})`}`,
       r.peakFds,
+      `${r.cpuSecs.target}/${r.cpuSecs.attacker}/${r.cpuSecs.workers}/${r.cpuSecs.probe}`,
       r.routerExited === "" ? "up" : r.routerExited,
       r.missed.length === 0 ? "-" : r.missed.join(","),
       r.note,
