@@ -4,6 +4,10 @@
  * holder), or where two runs of the same workload parted: each routing text is matched to its
  * counterpart by hash and occurrence, and the decisions that chose differently are listed in the
  * order the first run took them, each with both runs' candidates.
+ *
+ * Worker ids are hashes of their URLs, and a benchmark's fleets listen on new ports every run: two
+ * traces name their workers by URL when they list the same URLs, else by the order in which each
+ * trace first lists them (the router's worker list, the same in both runs), as w1, w2, ...
  */
 
 /** One candidate: [worker, held chars, fill, in flight, queued prefill chars, cost | null]. */
@@ -18,6 +22,8 @@ export interface TracedDecision {
   c: TracedRow[];
   w: string;
   b: string;
+  /** URLs of the workers this line lists for the first time (src/scheduling/decision-trace.ts). */
+  u?: Record<string, string | null>;
   /** From the outcome line, when there was one. */
   prompt?: number;
   cached?: number;
@@ -59,6 +65,95 @@ export function parseTrace(text: string): Trace {
     }
   }
   return { decisions, bad };
+}
+
+/** Every worker id in the order the trace first lists it, and the URLs its lines named. */
+export function workersOf(trace: Trace): { order: string[]; urls: Map<string, string> } {
+  const order: string[] = [];
+  const seen = new Set<string>();
+  const urls = new Map<string, string>();
+  for (const d of trace.decisions) {
+    for (const [id, url] of Object.entries(d.u ?? {})) if (url !== null) urls.set(id, url);
+    for (const r of d.c) {
+      if (seen.has(r[0])) continue;
+      seen.add(r[0]);
+      order.push(r[0]);
+    }
+  }
+  return { order, urls };
+}
+
+/** `trace` with every worker id replaced by `names`' (ids it lacks stay). */
+function renamed(trace: Trace, names: ReadonlyMap<string, string>): Trace {
+  const name = (id: string) => names.get(id) ?? id;
+  return {
+    bad: trace.bad,
+    decisions: trace.decisions.map((d) => ({
+      ...d,
+      w: name(d.w),
+      c: d.c.map((r) => [name(r[0]), ...r.slice(1)] as TracedRow),
+    })),
+  };
+}
+
+/**
+ * Two traces with one name per worker: its URL where both traces list the same URLs, else its
+ * place in each trace's order of first appearance (w1, w2, ...). Workers are alike, so B's are
+ * then renamed by the pairing under which the most texts went to the same worker (greedy over the
+ * counts of texts A sent to x and B to y): runs that split the tenants alike but started them on
+ * other workers do not differ.
+ */
+export function alignWorkers(a: Trace, b: Trace): [Trace, Trace] {
+  const wa = workersOf(a);
+  const wb = workersOf(b);
+  const urlsA = new Set(wa.urls.values());
+  const byUrl =
+    wa.urls.size > 0 &&
+    wa.urls.size === wa.order.length &&
+    wb.urls.size === wb.order.length &&
+    [...wb.urls.values()].every((u) => urlsA.has(u));
+  const names = (w: { order: string[]; urls: Map<string, string> }) =>
+    new Map(w.order.map((id, i) => [id, byUrl ? w.urls.get(id)! : `w${i + 1}`]));
+  const na = renamed(a, names(wa));
+  const nb = renamed(b, names(wb));
+  const counts = new Map<string, number>();
+  for (const [da, db] of pairs(na, nb)) {
+    const k = `${da.w}\n${db.w}`;
+    counts.set(k, (counts.get(k) ?? 0) + 1);
+  }
+  const pairing = new Map<string, string>();
+  const taken = new Set<string>();
+  for (const [k] of [...counts].sort((x, y) => y[1] - x[1] || (x[0] < y[0] ? -1 : 1))) {
+    const [x, y] = k.split("\n") as [string, string];
+    if (pairing.has(y) || taken.has(x)) continue;
+    pairing.set(y, x);
+    taken.add(x);
+  }
+  // B's workers no text paired keep their name unless A's worker of that name was taken.
+  const free = [...names(wa).values()].filter((x) => !taken.has(x));
+  for (const y of names(wb).values()) if (!pairing.has(y)) pairing.set(y, free.shift() ?? y);
+  return [na, renamed(nb, pairing)];
+}
+
+/** The decisions of `a` and `b` on the same text, matched by its hash and occurrence. */
+function pairs(a: Trace, b: Trace): [TracedDecision, TracedDecision][] {
+  const keyed = (t: Trace) => {
+    const seen = new Map<string, number>();
+    const out = new Map<string, TracedDecision>();
+    for (const d of t.decisions) {
+      const i = seen.get(d.h) ?? 0;
+      seen.set(d.h, i + 1);
+      out.set(`${d.h}#${i}`, d);
+    }
+    return out;
+  };
+  const inB = keyed(b);
+  const out: [TracedDecision, TracedDecision][] = [];
+  for (const [key, da] of keyed(a)) {
+    const db = inB.get(key);
+    if (db !== undefined) out.push([da, db]);
+  }
+  return out;
 }
 
 /**
@@ -115,29 +210,29 @@ export interface Divergence {
   b: TracedDecision;
 }
 
-/** The decisions of `a` and `b` on the same text (hash and occurrence) that chose differently. */
+/**
+ * The decisions of `a` and `b` on the same text (hash and occurrence) that chose differently, the
+ * workers named as alignWorkers does.
+ */
 export function divergences(a: Trace, b: Trace): { matched: number; differ: Divergence[] } {
-  const keyed = (t: Trace) => {
-    const seen = new Map<string, number>();
-    const out = new Map<string, TracedDecision>();
-    for (const d of t.decisions) {
-      const i = seen.get(d.h) ?? 0;
-      seen.set(d.h, i + 1);
-      out.set(`${d.h}#${i}`, d);
-    }
-    return out;
-  };
-  const inB = keyed(b);
-  let matched = 0;
+  [a, b] = alignWorkers(a, b);
+  const matched = pairs(a, b);
   const differ: Divergence[] = [];
-  for (const [key, da] of keyed(a)) {
-    const db = inB.get(key);
-    if (db === undefined) continue;
-    matched++;
-    if (da.w !== db.w) differ.push({ key, a: da, b: db });
+  for (const [da, db] of matched) {
+    if (da.w !== db.w) differ.push({ key: keyOf(a, da), a: da, b: db });
   }
   differ.sort((x, y) => x.a.n - y.a.n);
-  return { matched, differ };
+  return { matched: matched.length, differ };
+}
+
+/** `d`'s text hash and occurrence in `t` (h#i), as divergences names it. */
+function keyOf(t: Trace, d: TracedDecision): string {
+  let i = 0;
+  for (const x of t.decisions) {
+    if (x === d) break;
+    if (x.h === d.h) i++;
+  }
+  return `${d.h}#${i}`;
 }
 
 function rows(d: TracedDecision): string[] {
@@ -166,6 +261,7 @@ export function explainTraces(a: Trace, b?: Trace, limit = 10): string[] {
     return out;
   }
   out.push(line("B", b));
+  [a, b] = alignWorkers(a, b);
   const { matched, differ } = divergences(a, b);
   out.push(
     `${matched} texts in both, ${differ.length} routed differently${differ.length > 0 ? `; the first ${Math.min(limit, differ.length)} in A's order:` : ""}`,

@@ -38,13 +38,35 @@ export interface CompletionRecord {
   readonly usage: ReportedUsage | undefined;
 }
 
-/** The decision call's answer: marked by this header, so a relay never takes an error for one. */
-export const DECISION_HEADER = "x-radixgate-decision";
+/** The header that marks nginx's calls to the decision endpoint (routes/decision.ts). */
+export const CALL_HEADER = "x-radixgate-call";
+
+/**
+ * The decision's wire: its values travel as headers beside X-Accel-Redirect, each copied by
+ * nginx into its variable where the relay begins (nginx/config.ts).
+ */
+export const RELAY_VALUES = {
+  rg_up: "x-rg-up",
+  rg_rid: "x-rg-id",
+  rg_worker: "x-rg-worker",
+  rg_route: "x-rg-route",
+  rg_auth: "x-rg-auth",
+  rg_via: "x-rg-via",
+  rg_tp: "x-rg-tp",
+  rg_ts: "x-rg-ts",
+  rg_rank: "x-rg-rank",
+  rg_explain: "x-rg-explain",
+  rg_wait: "x-rg-wait",
+  /** Where a relay whose body is fetched first (@body) goes on to. */
+  rg_next: "x-rg-next",
+} as const;
 
 interface Pending {
   readonly attempt: Attempt;
   readonly sentAt: number;
   readonly startedAt: number;
+  /** The body radixgate rewrote for this attempt, fetched by the relay (undefined: the client's). */
+  readonly body: Buffer | undefined;
   settle(result: AttemptResult): void;
 }
 
@@ -133,6 +155,11 @@ export class RemoteRelays implements AttemptSender {
     pending.attempt.end(FAILED);
     pending.settle({ kind: "failed", failure });
     return true;
+  }
+
+  /** The rewritten body of the request's attempt under way, for the relay to send. */
+  body(requestId: string): Buffer | undefined {
+    return this.byId.get(requestId)?.pending?.body;
   }
 
   /** The relay's record of a request's end: its attempt ends as a relayed answer does. */
@@ -232,34 +259,33 @@ export class RemoteRelays implements AttemptSender {
     );
     const name = this.options.upstreamName(worker);
     const origin = name === undefined ? new URL(worker.url).origin : `http://${name}`;
-    const pick = (key: string) => {
-      const v = upstream[key];
-      return Array.isArray(v) ? v.join(", ") : v;
+    // The body filter runs on every chunk: only where the engine's counts can be found.
+    const usage =
+      (this.options.readsUsage || attempt.readUsage) && req.routing.answerHasUsage !== false;
+    const rewritten = body !== undefined && body !== original ? body : undefined;
+    const relay = usage ? "@relay_u" : "@relay";
+    // An empty answer: nginx keeps the connection for the next call.
+    const decision: Record<string, string | number> = {
+      "content-length": 0,
+      "x-accel-redirect": rewritten === undefined ? relay : "@body",
+      [RELAY_VALUES.rg_up]: origin + worker.basePath + req.path,
+      [RELAY_VALUES.rg_rid]: req.requestId,
+      [RELAY_VALUES.rg_worker]: worker.id,
     };
-    const wait =
-      this.options.waitHeader === undefined
-        ? undefined
-        : exchange.reply.getHeader(this.options.waitHeader);
-    const decision = {
-      u: origin + worker.basePath + req.path,
-      id: req.requestId,
-      w: worker.id,
-      route: attempt.route,
-      h: {
-        authorization: pick("authorization"),
-        via: pick("via"),
-        traceparent: pick("traceparent"),
-        tracestate: pick("tracestate"),
-        "x-data-parallel-rank": pick("x-data-parallel-rank"),
-      },
-      // The body filter runs on every chunk: only where the engine's counts can be found.
-      u_usage:
-        (this.options.readsUsage || attempt.readUsage) && req.routing.answerHasUsage !== false,
-      ...(attempt.explain !== undefined ? { x: attempt.explain[1] } : {}),
-      ...(wait !== undefined ? { q: String(wait) } : {}),
-      ...(body !== undefined && body !== original ? { b: body.toString("utf8") } : {}),
+    const put = (header: string, value: string | string[] | number | undefined) => {
+      if (value === undefined || value === "") return;
+      decision[header] = Array.isArray(value) ? value.join(", ") : value;
     };
-    const text = JSON.stringify(decision);
+    put(RELAY_VALUES.rg_route, attempt.route);
+    put(RELAY_VALUES.rg_auth, upstream.authorization);
+    put(RELAY_VALUES.rg_via, upstream.via);
+    put(RELAY_VALUES.rg_tp, upstream.traceparent);
+    put(RELAY_VALUES.rg_ts, upstream.tracestate);
+    put(RELAY_VALUES.rg_rank, upstream["x-data-parallel-rank"]);
+    put(RELAY_VALUES.rg_explain, attempt.explain?.[1]);
+    if (this.options.waitHeader !== undefined)
+      put(RELAY_VALUES.rg_wait, exchange.reply.getHeader(this.options.waitHeader));
+    if (rewritten !== undefined) put(RELAY_VALUES.rg_next, `${relay}_b`);
     // The relay bounds the first byte itself (its read timeout); here only the overall deadline
     // and a shutdown end the wait.
     attempt.headersArrived();
@@ -268,6 +294,7 @@ export class RemoteRelays implements AttemptSender {
         attempt,
         sentAt: Date.now(),
         startedAt: req.startedAt,
+        body: rewritten,
         settle: (result) => {
           controller.off("abort", onAbort);
           resolve(done(result));
@@ -289,12 +316,8 @@ export class RemoteRelays implements AttemptSender {
       };
       controller.once("abort", onAbort);
       exchange.pending = pending;
-      exchange.reply.writeHead(200, {
-        "content-type": "application/json",
-        "content-length": Buffer.byteLength(text),
-        [DECISION_HEADER]: "1",
-      });
-      exchange.reply.end(text);
+      exchange.reply.writeHead(200, decision);
+      exchange.reply.end();
     });
   }
 }

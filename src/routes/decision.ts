@@ -1,13 +1,27 @@
 /**
- * The decision endpoint (--data-plane nginx): nginx hands it each inference request's body and
- * gets back where to relay it. It runs the same pipeline as the Node.js data plane
- * (routes/pipeline.ts: receive, admit, schedule, complete); only the forward stage's attempts are
- * relayed by nginx (proxy/remote-relay.ts). A refusal (401, 404, 413, 429, 503...) is answered
- * as on the Node.js data plane, and nginx gives it to the client as it is. While admission holds
- * the request, the call simply waits.
+ * The decision endpoint (--data-plane nginx): nginx passes it each inference request, body and
+ * all, and its answer says where nginx relays it. It runs the same pipeline as the Node.js data
+ * plane (routes/pipeline.ts: receive, admit, schedule, complete); only the forward stage's
+ * attempts are relayed by nginx (proxy/remote-relay.ts). While admission holds the request, the
+ * call simply waits; a client that goes away closes it, which cancels the request.
  *
- *   POST /_radixgate/decide?p=<path and query>            a request's first decision
- *   POST /_radixgate/decide?r=<request id>&s=<status>      its attempt failed before any byte
+ * nginx marks its calls with x-radixgate-call (and clears the header on everything else it
+ * passes here):
+ *
+ *   decide  POST <the client's path and query>, the client's headers and body: the first decision
+ *   retry   x-radixgate-request: <id>, x-radixgate-failed: <$upstream_status>: the relay failed
+ *           before any byte reached the client; radixgate fails that attempt and decides again
+ *   body    x-radixgate-request: <id>: the body radixgate rewrote for the attempt under way
+ *
+ * A decision is an empty 200 answer whose X-Accel-Redirect names the relay location, with the
+ * relay's values in x-rg-* headers (nginx/config.ts copies them into variables there). Anything
+ * else is a refusal (400, 401, 404, 413, 429, 503... with the OpenAI error body), which nginx
+ * gives the client as it is. In nginx's source (src/http/ngx_http_upstream.c,
+ * ngx_http_upstream_process_headers), X-Accel-Redirect to a named location keeps the method and
+ * the request body (only a URI target switches to GET), and only a few of the decision's headers
+ * reach the client (those marked `redirect`: Content-Type, Set-Cookie, Cache-Control...), so the
+ * decision sends none of them. An empty answer (Content-Length: 0) keeps the connection alive
+ * (ngx_http_proxy_process_header sets u->keepalive for it).
  *
  * This listener is reachable only through a unix socket in radixgate's private directory; nginx
  * names the client's address in x-radixgate-client-addr (and strips the header from clients), so
@@ -17,15 +31,20 @@ import type { IncomingMessage, RequestListener, ServerResponse } from "node:http
 import type { HttpBindings } from "@hono/node-server";
 import type { Hono } from "hono";
 import { RouterError } from "../errors.js";
-import type { RemoteRelays } from "../proxy/remote-relay.js";
+import { CALL_HEADER, type RemoteRelays } from "../proxy/remote-relay.js";
 import { writeError } from "../proxy/write-error.js";
 import type { RouterContext } from "./context.js";
 import { INFERENCE_ROUTES } from "./inference.js";
 import { handleInference } from "./pipeline.js";
 import { routerListener } from "./router-listener.js";
 
-export const DECISION_PATH = "/_radixgate/decide";
 export const CLIENT_ADDRESS_HEADER = "x-radixgate-client-addr";
+
+/** The last status of nginx's $upstream_status ("200 : 502" after a redirect: 502). */
+function lastStatus(value: string | string[] | undefined): number {
+  const text = typeof value === "string" ? value : "";
+  return Number(text.split(/[ ,:]+/).pop());
+}
 
 export function decisionListener(
   ctx: RouterContext,
@@ -35,46 +54,52 @@ export function decisionListener(
   const inner = routerListener(ctx, app);
   const endpoints = new Map(INFERENCE_ROUTES.map(({ path, endpoint }) => [path, endpoint]));
   return (incoming: IncomingMessage, res: ServerResponse) => {
-    const client = incoming.headers[CLIENT_ADDRESS_HEADER];
+    const headers = incoming.headers;
+    const client = headers[CLIENT_ADDRESS_HEADER];
     // One request at a time per nginx connection: the address holds for this request's handling.
     Object.defineProperty(incoming.socket, "remoteAddress", {
       value: typeof client === "string" ? client : undefined,
       configurable: true,
     });
-    delete incoming.headers[CLIENT_ADDRESS_HEADER];
-    const url = incoming.url ?? "/";
-    if (incoming.method !== "POST" || !url.startsWith(`${DECISION_PATH}?`)) {
+    delete headers[CLIENT_ADDRESS_HEADER];
+    const call = headers[CALL_HEADER];
+    if (call === undefined) {
       inner(incoming, res);
       return;
     }
-    const query = new URLSearchParams(url.slice(DECISION_PATH.length + 1));
-    const retryOf = query.get("r");
-    if (retryOf !== null) {
-      const status = Number(
-        query
-          .get("s")
-          ?.split(/[ ,:]+/)
-          .pop(),
-      );
-      if (!relays.retry(retryOf, res, status)) {
+    delete headers[CALL_HEADER];
+    const id = headers["x-radixgate-request"];
+    if (call === "retry") {
+      const requestId = typeof id === "string" ? id : "";
+      if (!relays.retry(requestId, res, lastStatus(headers["x-radixgate-failed"]))) {
         const error = new RouterError(
           "upstream_error",
           "The worker could not be reached and the request is no longer known to the router.",
         );
-        writeError(res, error, retryOf);
+        writeError(res, error, requestId);
       }
       incoming.resume();
       return;
     }
-    const path = query.get("p") ?? "";
-    const endpoint = endpoints.get(path.split("?")[0] ?? "");
-    if (endpoint === undefined || !path.startsWith("/")) {
-      writeError(res, new RouterError("not_found", `No inference route ${path}.`), "");
+    if (call === "body") {
+      const body = typeof id === "string" ? relays.body(id) : undefined;
+      if (body === undefined) {
+        writeError(res, new RouterError("not_found", "No rewritten body for this request."), "");
+      } else {
+        res.writeHead(200, { "content-length": body.length });
+        res.end(body);
+      }
       incoming.resume();
       return;
     }
-    // The pipeline reads the client's path, as on the Node.js data plane.
-    incoming.url = path;
+    const url = incoming.url ?? "/";
+    const query = url.indexOf("?");
+    const endpoint = endpoints.get(query === -1 ? url : url.slice(0, query));
+    if (call !== "decide" || incoming.method !== "POST" || endpoint === undefined) {
+      writeError(res, new RouterError("not_found", `No inference route ${url}.`), "");
+      incoming.resume();
+      return;
+    }
     relays.open(res);
     handleInference(ctx, incoming, res, endpoint)
       .catch((err: unknown) => ctx.logger.error({ err }, "unhandled error in the data plane"))

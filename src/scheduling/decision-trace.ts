@@ -9,6 +9,10 @@ import { type PolicyWorker, queuedPrefillChars } from "./policy.js";
  *   {"k":"d","n":seq,"t":ms,"h":"hash","len":chars,"m":model,"c":[[id,held,fill,inFlight,pending,cost],...],"w":id,"b":branch}
  *   {"k":"o","n":seq,"p":promptTokens,"c":cachedTokens}
  *
+ * A decision line that lists a worker for the first time also carries `"u":{id:url,...}`: ids are
+ * hashes of URLs, so two runs on other ports are matched by their workers' order of appearance,
+ * and runs on the same URLs by URL (bench/lib/decision-trace-explain.ts).
+ *
  * `pending` is the uncached prefill queued there, this router's and its peers' (what prefix_cost
  * weighs). `h` is a hash of the routing text, never the text: the trace holds no prompt. `cost` is the
  * policy's per-worker cost when it has one (prefix_cost), else null. Bounded: after `maxRecords`
@@ -25,11 +29,15 @@ export interface TracedCandidate {
   readonly held: number;
   readonly fill: number;
   readonly cost: number | null;
+  /** The worker's URL, for the trace's "w" line (policies never see it; the scheduler has it). */
+  readonly url?: string | undefined;
 }
 
 export class DecisionTrace {
   private records = 0;
   private seq = 0;
+  /** Workers whose URL a decision line carried ("u"). */
+  private readonly named = new Set<string>();
   dropped = 0;
 
   constructor(
@@ -46,6 +54,12 @@ export class DecisionTrace {
     chosen: string,
     branch: string,
   ): number {
+    let urls: Record<string, string | null> | undefined;
+    for (const { worker, url } of candidates) {
+      if (this.named.has(worker.id)) continue;
+      urls ??= {};
+      urls[worker.id] = url ?? null;
+    }
     const n = ++this.seq;
     const c = candidates.map((x) => [
       x.worker.id,
@@ -65,8 +79,11 @@ export class DecisionTrace {
       c,
       w: chosen,
       b: branch,
+      ...(urls === undefined ? {} : { u: urls }),
     });
-    return this.put(line) ? n : -1;
+    if (!this.put(line)) return -1;
+    if (urls !== undefined) for (const id of Object.keys(urls)) this.named.add(id);
+    return n;
   }
 
   /** What the engine reported for decision `n`: its prompt and cached tokens. */

@@ -363,8 +363,10 @@ export class Scheduler {
     const fills = placementFill(fill, matched, candidates.length);
     const rows = candidates.map((worker, i) => {
       const held = Math.min(length, Math.max(0, matched[i] ?? 0));
+      const url = (worker as { url?: unknown }).url;
       return {
         worker,
+        url: typeof url === "string" ? url : undefined,
         held,
         fill: fill[i] ?? 0,
         cost:

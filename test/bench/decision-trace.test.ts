@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import {
+  alignWorkers,
   divergences,
   explainTraces,
   parseTrace,
@@ -106,5 +107,71 @@ describe("decision trace", () => {
         cached: 1,
       }),
     ]);
+  });
+
+  it("names a worker's URL on its first decision line only", () => {
+    const lines: string[] = [];
+    const trace = new DecisionTrace({ write: (l) => lines.push(l) > 0 }, 10, () => 0);
+    const w = (id: string) => ({
+      worker: { id, inFlight: 0 },
+      url: `http://h/${id}`,
+      held: 0,
+      fill: 0,
+      cost: null,
+    });
+    trace.decided("a", undefined, [w("x")], "x", "b");
+    trace.decided("b", undefined, [w("x"), w("y")], "y", "b");
+    trace.decided("c", undefined, [w("x"), w("y")], "y", "b");
+    expect(lines.map((l) => JSON.parse(l).u)).toEqual([
+      { x: "http://h/x" },
+      { y: "http://h/y" },
+      undefined,
+    ]);
+  });
+
+  it("matches two runs' workers by URL, else by order and the most texts sent alike", () => {
+    // Run B on other ports (other ids), its tenants placed as A's but each on the next worker.
+    const d = (n: number, h: string, w: string, ids: string[], urls?: string[]) => ({
+      n,
+      t: n,
+      h,
+      len: 10,
+      m: null,
+      c: ids.map((id) => [id, 0, 0, 0, 0, null] as [string, number, number, number, number, null]),
+      w,
+      b: "lowest_cost",
+      ...(urls === undefined ? {} : { u: Object.fromEntries(ids.map((id, i) => [id, urls[i]!])) }),
+    });
+    const ids = ["a1", "a2", "a3"];
+    const other = ["b1", "b2", "b3"];
+    const a = {
+      bad: 0,
+      decisions: [
+        d(1, "t1", "a1", ids, ["u1", "u2", "u3"]),
+        d(2, "t2", "a2", ids),
+        d(3, "t1", "a1", ids),
+        d(4, "t3", "a3", ids),
+      ],
+    };
+    const b = {
+      bad: 0,
+      decisions: [
+        d(1, "t1", "b2", other, ["v1", "v2", "v3"]),
+        d(2, "t2", "b3", other),
+        d(3, "t1", "b2", other),
+        d(4, "t3", "b3", other),
+      ],
+    };
+    // The same split of texts over workers, under other names: only t3 (alone with t2 on b3) differs.
+    const { matched, differ } = divergences(a, b);
+    expect(matched).toBe(4);
+    expect(differ.map((x) => x.key)).toEqual(["t3#0"]);
+    const [na, nb] = alignWorkers(a, b);
+    expect(na.decisions.map((x) => x.w)).toEqual(["w1", "w2", "w1", "w3"]);
+    expect(nb.decisions.map((x) => x.w)).toEqual(["w1", "w2", "w1", "w2"]);
+    // On the same URLs (fixed ports), workers are their URLs.
+    const c = { bad: 0, decisions: [d(1, "t1", "b1", other, ["u1", "u2", "u3"])] };
+    const [, nc] = alignWorkers(a, c);
+    expect(nc.decisions[0]!.c.map((r) => r[0])).toEqual(["u1", "u2", "u3"]);
   });
 });

@@ -325,3 +325,144 @@ describe.skipIf(!HAVE_NGINX)("--data-plane nginx supervision", () => {
     }
   });
 });
+
+/** A worker that keeps each inference body it receives, byte for byte, and answers a completion. */
+async function recordingWorker(): Promise<{ url: string; bodies: Buffer[]; close(): void }> {
+  const bodies: Buffer[] = [];
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      if (req.method === "POST") bodies.push(Buffer.concat(chunks));
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(
+        req.method === "POST"
+          ? JSON.stringify({ object: "chat.completion", choices: [], usage: { prompt_tokens: 3 } })
+          : "{}",
+      );
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    bodies,
+    close: () => {
+      server.closeAllConnections();
+      server.close();
+    },
+  };
+}
+
+describe.skipIf(!HAVE_NGINX)("--data-plane nginx bodies and refusals", () => {
+  it("relays the client's body intact, after a retry too", async () => {
+    const bad = await droppingWorker();
+    const good = await recordingWorker();
+    const router = await startTestRouter({
+      workerUrls: [bad.url, good.url],
+      dataPlane: "nginx",
+      policy: "round_robin",
+    });
+    try {
+      // Larger than one socket read, with multibyte characters and JSON escapes.
+      const body = Buffer.from(
+        JSON.stringify(chat(`é€😀 "quoted" \\ ${"0123456789".repeat(20_000)}`)),
+        "utf8",
+      );
+      for (let i = 0; i < 2; i++) {
+        const res = await postJson(`${router.url}/v1/chat/completions`, body.toString("utf8"));
+        expect(res.status).toBe(200);
+        await res.text();
+      }
+      // One of the two went to the dropping worker first and was retried on the good one.
+      expect(bad.posts()).toBeGreaterThan(0);
+      expect(good.bodies).toHaveLength(2);
+      for (const got of good.bodies) expect(got.equals(body)).toBe(true);
+      await settled(router);
+    } finally {
+      await router.stop(100);
+      bad.close();
+      good.close();
+    }
+  });
+
+  it("sends the body radixgate rewrote (the engine's priority)", async () => {
+    const sim = await startSimWorker({ id: "p", flavor: "sglang", timeScale: 0, model: "m" });
+    const router = await startTestRouter({
+      workerUrls: [sim.url],
+      dataPlane: "nginx",
+      enginePriority: true,
+      enginePollIntervalSecs: 60,
+    });
+    try {
+      const worker = router.context.registry.get(sim.url);
+      await waitFor(() => worker?.signals.engine === "sglang", 5000, "engine kind read");
+      const res = await postJson(`${router.url}/v1/chat/completions`, chat("first"), {
+        "x-priority": "40",
+      });
+      expect(res.status).toBe(200);
+      expect(((await res.json()) as Answer).object).toBe("chat.completion");
+      expect(sim.stats().lastPriority).toBe(40);
+      const streamed = await postJson(
+        `${router.url}/generate`,
+        { text: "hello", sampling_params: { max_new_tokens: 2 }, stream: true },
+        { "x-priority": "-3" },
+      );
+      expect(streamed.status).toBe(200);
+      await streamed.text();
+      expect(sim.stats().lastPriority).toBe(-3);
+      await settled(router);
+    } finally {
+      await router.stop(100);
+      await sim.close();
+    }
+  });
+
+  it("passes a refusal through with its status, body and Retry-After, and a client leaving the queue cancels its request", async () => {
+    const sim = await startSimWorker({ id: "q", timeScale: 0 });
+    const router = await startTestRouter({
+      workerUrls: [sim.url],
+      dataPlane: "nginx",
+      maxConcurrentRequests: 1,
+      queueSize: 1,
+    });
+    const first = new AbortController();
+    try {
+      sim.setFaults({ hang: true });
+      const holding = fetch(`${router.url}/v1/chat/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(chat("first")),
+        signal: first.signal,
+      }).catch(() => undefined);
+      await waitFor(() => sim.stats().hanging === 1);
+      const second = new AbortController();
+      const queued = fetch(`${router.url}/v1/chat/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(chat("second")),
+        signal: second.signal,
+      }).catch(() => undefined);
+      await waitFor(() => router.context.admission.queue.waiting === 1);
+      // The queue is full: the third is refused as on the Node.js data plane.
+      const refused = await postJson(`${router.url}/v1/chat/completions`, chat("third"));
+      expect(refused.status).toBe(429);
+      expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0);
+      expect(refused.headers.get("content-type")).toMatch(/application\/json/);
+      expect(((await refused.json()) as Answer).error.code).toBeTruthy();
+      // The queued client goes away: nginx closes its decision call, and it leaves the queue.
+      second.abort();
+      await queued;
+      await waitFor(() => router.context.admission.queue.waiting === 0, 5000, "queue to empty");
+      sim.setFaults({ hang: false });
+      first.abort();
+      await holding;
+      await settled(router);
+      expect(sim.stats().requests).toBe(1);
+    } finally {
+      first.abort();
+      await router.stop(100);
+      await sim.close();
+    }
+  });
+});

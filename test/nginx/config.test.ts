@@ -26,10 +26,13 @@ const options = (dir: string) => ({
 });
 
 describe("nginxConfig", () => {
-  it("routes each inference path to the njs handler and retries nginx's own 502/504", () => {
+  it("routes each inference path to the decision endpoint and retries nginx's own 502/504", () => {
     const conf = nginxConfig(options("/tmp/x"));
     expect(conf).toContain("location = /generate {");
-    expect(conf).toContain("js_content rg.route;");
+    // The inference request itself is the decision call: no script on that path.
+    expect(conf).toMatch(
+      /location = \/generate \{[^}]*\}\s*proxy_pass http:\/\/radixgate;[^}]*X-Radixgate-Call decide;/i,
+    );
     expect(conf).toContain("error_page 502 504 = @retry;");
     expect(conf).toContain("proxy_buffering off;");
     expect(conf).toContain("add_header x-queue-wait-ms $rg_wait always;");
