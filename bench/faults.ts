@@ -11,8 +11,9 @@
  *
  * Recorded per attack: legitimate p50/p99 quiet and attacked (and their ratio), the worst
  * /health answer time, the router's peak RSS (VmHWM) quiet and attacked and its open file
- * descriptors, legitimate requests refused (429/503) and accepted-and-lost (any other failure
- * after the router took them), and what the attack achieved.
+ * descriptors, its CPU (% of a core) quiet and attacked, the bench's own CPU while it attacks (the
+ * attackers share the machine's cores), legitimate requests refused (429/503) and
+ * accepted-and-lost (any other failure after the router took them), and what the attack achieved.
  *
  *   npm run bench:faults                         every attack, 8 s quiet + 20 s attacked each
  *   npm run bench:faults -- --secs 5 --quiet-secs 3        a quick run
@@ -123,18 +124,6 @@ interface Attack {
  */
 type TargetKind = "router" | "nginx" | "node-drain";
 
-/** CPU seconds spent during the attacked phase, per process. */
-interface CpuSecs {
-  /** The router (with its parse processes), nginx's worker, or the bare Node.js server. */
-  target: number;
-  /** The bench's own process: the attack traffic. */
-  attacker: number;
-  /** The simulated workers' process. */
-  workers: number;
-  /** The legitimate clients and the /health probe. */
-  probe: number;
-}
-
 interface Row {
   attack: string;
   target: TargetKind;
@@ -146,7 +135,13 @@ interface Row {
   peakRssMb: number;
   rssBoundMb: number | undefined;
   peakFds: number;
-  cpuSecs: CpuSecs;
+  /** The target's CPU (user + system; the router with its parse processes) in % of one core. */
+  routerCpuPct: { quiet: number; attacked: number };
+  /** The bench process's own CPU while it attacked (it generates the attack traffic). */
+  attackerCpuPct: number;
+  /** The simulated workers' and the measuring side's CPU while attacked, in % of one core. */
+  workersCpuPct: number;
+  probeCpuPct: number;
   routerExited: string;
   note: string;
   /** The targets this row misses (empty: every one met). */
@@ -567,14 +562,30 @@ const ATTACKS: Attack[] = [
     what: "8 clients posting deeply nested JSON just under 256 KiB",
     async run(env, stop) {
       const depth = 120_000;
-      const body = `{"messages":[{"role":"user","content":"x"}],"max_tokens":1,"extra":${"[".repeat(depth)}${"]".repeat(depth)}}`;
-      await countLoops(
-        env,
-        8,
-        stop,
-        async () => (await post(`${env.url}/v1/chat/completions`, body)).status < 300,
-        (n) => `${n} bodies accepted`,
+      const body = Buffer.from(
+        `{"messages":[{"role":"user","content":"x"}],"max_tokens":1,"extra":${"[".repeat(depth)}${"]".repeat(depth)}}`,
       );
+      const started = performance.now();
+      const answers = new Map<string, number>();
+      // A flood: no pause after an error either, as a connection the router closed early is
+      // just a refusal to the attacker, who reconnects at once.
+      await Promise.all(
+        Array.from({ length: 8 }, async () => {
+          while (!stop.aborted) {
+            const got = await post(`${env.url}/v1/chat/completions`, body).then(
+              (res) => String(res.status),
+              (err: Error) => (err.cause as { code?: string } | undefined)?.code ?? "error",
+            );
+            answers.set(got, (answers.get(got) ?? 0) + 1);
+          }
+        }),
+      );
+      const secs = (performance.now() - started) / 1000;
+      const total = [...answers.values()].reduce((a, b) => a + b, 0);
+      env.scratch.note = `${Math.round(total / secs)} bodies/s: ${[...answers]
+        .sort()
+        .map(([k, n]) => `${n}× ${k}`)
+        .join(", ")}`;
     },
   },
   {
@@ -810,10 +821,6 @@ async function startTarget(
   };
 }
 
-/** CPU µs of several processes together (those gone count 0). */
-const cpuOf = (pids: readonly number[]) =>
-  pids.reduce((sum, pid) => sum + (processCpuMicros(pid) ?? 0), 0);
-
 async function startRouterCli(flags: string[], nodeFlags: string[]): Promise<RouterChild> {
   const port = await freePort();
   const child = spawn(
@@ -907,6 +914,13 @@ function procStatus(pid: number, field: string): number {
   }
 }
 
+/** CPU time so far (user + system) of several processes together, in ms (those gone count 0). */
+const cpuMsOf = (pids: readonly number[]) =>
+  pids.reduce((sum, pid) => sum + (processCpuMicros(pid) ?? 0), 0) / 1000;
+
+/** CPU ms spent over `ms` of wall time, as % of one core. */
+const cpuPct = (cpuMs: number, ms: number) => (ms > 0 ? Math.round((cpuMs * 100) / ms) : 0);
+
 function openFds(pid: number): number {
   try {
     return readdirSync(`/proc/${pid}/fd`).length;
@@ -996,7 +1010,9 @@ async function runAttack(
       ),
     );
     probe.start(config);
+    const quietCpu0 = cpuMsOf(router.cpuPids());
     await sleep(phases.quietSecs * 1000);
+    const quietCpuPct = cpuPct(cpuMsOf(router.cpuPids()) - quietCpu0, phases.quietSecs * 1000);
     const quiet = await probe.stop();
     const quietRssMb = Math.round(procStatus(pid, "VmHWM") / 1024);
 
@@ -1007,27 +1023,22 @@ async function runAttack(
     const sampler = setInterval(() => {
       peakFds = Math.max(peakFds, openFds(pid));
     }, 250);
-    const cpuAt = () => ({
-      target: cpuOf(router.cpuPids()),
-      workers: cpuOf([host.pid ?? 0]),
-      probe: cpuOf([probe.pid ?? 0]),
-      attacker: process.cpuUsage(),
-    });
-    const cpuBefore = cpuAt();
     probe.start(config);
+    const attackCpu0 = cpuMsOf(router.cpuPids());
+    const otherPids = [host.pid ?? 0, probe.pid ?? 0];
+    const othersCpu0 = otherPids.map((p) => cpuMsOf([p]));
+    const benchCpu0 = process.cpuUsage();
     const attacking = attack.run(env, stop.signal).catch((err: unknown) => {
       env.scratch.note = `attack failed: ${(err as Error).message}`;
     });
     await sleep(phases.secs * 1000);
     const peakRssMb = Math.round(procStatus(pid, "VmHWM") / 1024);
-    const cpuAfter = cpuAt();
-    const attackerCpu = process.cpuUsage(cpuBefore.attacker);
-    const cpuSecs: CpuSecs = {
-      target: round((cpuAfter.target - cpuBefore.target) / 1e6),
-      attacker: round((attackerCpu.user + attackerCpu.system) / 1e6),
-      workers: round((cpuAfter.workers - cpuBefore.workers) / 1e6),
-      probe: round((cpuAfter.probe - cpuBefore.probe) / 1e6),
-    };
+    const attackedCpuPct = cpuPct(cpuMsOf(router.cpuPids()) - attackCpu0, phases.secs * 1000);
+    const benchCpu = process.cpuUsage(benchCpu0);
+    const attackerCpuPct = cpuPct((benchCpu.user + benchCpu.system) / 1000, phases.secs * 1000);
+    const [workersCpuPct, probeCpuPct] = otherPids.map((p, i) =>
+      cpuPct(cpuMsOf([p]) - (othersCpu0[i] as number), phases.secs * 1000),
+    ) as [number, number];
     stop.abort();
     clearInterval(sampler);
     const [attacked] = await Promise.all([probe.stop(), Promise.race([attacking, sleep(30_000)])]);
@@ -1057,7 +1068,10 @@ async function runAttack(
       peakRssMb,
       rssBoundMb,
       peakFds,
-      cpuSecs,
+      routerCpuPct: { quiet: quietCpuPct, attacked: attackedCpuPct },
+      attackerCpuPct,
+      workersCpuPct,
+      probeCpuPct,
       routerExited,
       note,
       missed,
@@ -1148,7 +1162,9 @@ async function main(): Promise<void> {
       "worst /health ms quiet/attacked",
       "RSS MB quiet/peak (bound)",
       "peak fds",
-      "CPU s attacked: target/attacker/workers/probe",
+      "target CPU % quiet/attacked",
+      "attacker CPU %",
+      "workers/probe CPU %",
       "router",
       "targets missed",
       "what the attack got",
@@ -1165,7 +1181,9 @@ async function main(): Promise<void> {
       `${r.quiet.worstHealthMs}/${r.attacked.worstHealthMs}${r.attacked.healthFailures > 0 ? ` (${r.attacked.healthFailures} failed)` : ""}`,
       `${r.quietRssMb}/${r.peakRssMb}${r.rssBoundMb === undefined ? "" : ` (${r.rssBoundMb})`}`,
       r.peakFds,
-      `${r.cpuSecs.target}/${r.cpuSecs.attacker}/${r.cpuSecs.workers}/${r.cpuSecs.probe}`,
+      `${r.routerCpuPct.quiet}/${r.routerCpuPct.attacked}`,
+      r.attackerCpuPct,
+      `${r.workersCpuPct}/${r.probeCpuPct}`,
       r.routerExited === "" ? "up" : r.routerExited,
       r.missed.length === 0 ? "-" : r.missed.join(","),
       r.note,

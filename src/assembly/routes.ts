@@ -10,6 +10,7 @@ import { pdEnabled } from "../disaggregation/settings.js";
 import { RouterError } from "../errors.js";
 import type { Logger } from "../logger.js";
 import { registerAdminRoutes } from "../routes/admin.js";
+import { bearerKey } from "../routes/auth.js";
 import type { RouterContext } from "../routes/context.js";
 import { registerDebugCacheRoute } from "../routes/debug-cache.js";
 import { registerDebugCapacityRoute } from "../routes/debug-capacity.js";
@@ -26,6 +27,9 @@ export type Env = { Bindings: HttpBindings };
 export function routeOptions(config: Config): RouteOptions {
   return {
     ...config.routes,
+    // Hashed once here: a request's check hashes only the key it presents.
+    apiKey: bearerKey(config.routes.apiKey),
+    adminApiKey: bearerKey(config.routes.adminApiKey),
     modelRouting: config.workers.modelRouting,
     modelsTimeoutMs: config.health.timeoutMs,
     queueTimeoutMs: config.admission.queueTimeoutMs,

@@ -97,8 +97,12 @@ export class ApproximateIndex implements PrefixIndex {
     const tree = this.trees.get(workerId);
     const set = this.budgeted.get(workerId);
     if (tree === undefined || set === undefined) return 0;
-    set.reserve = Math.max(0, chars);
-    return tree.setMaxChars(keptOf(set.budget, set.reserve), 1);
+    const reserve = Math.max(0, chars);
+    // Asked on every decision for every candidate: mostly unchanged, and then the tree is
+    // already within that budget (every insert keeps it there).
+    if (reserve === set.reserve) return 0;
+    set.reserve = reserve;
+    return tree.setMaxChars(keptOf(set.budget, reserve), 1);
   }
 
   size(workerId: string): number {

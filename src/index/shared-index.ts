@@ -221,7 +221,11 @@ export class SharedIndex implements PrefixIndex, WorkerEviction {
   reserve(workerId: string, chars: number): number {
     const worker = this.workers.get(workerId);
     if (worker === undefined || worker.learned === undefined) return 0;
-    worker.reserve = Math.max(0, chars);
+    const reserve = Math.max(0, chars);
+    // Asked on every decision for every candidate: mostly unchanged, and then the worker is
+    // already within that budget (every insert keeps it there).
+    if (reserve === worker.reserve) return 0;
+    worker.reserve = reserve;
     return this.keepBeside(worker);
   }
 

@@ -1,7 +1,6 @@
 import { pairView } from "../disaggregation/pd-body.js";
 import { RouterError } from "../errors.js";
 import type { TokenizeInput } from "../index/tokenize-input.js";
-import { MAX_BODY_NESTING, textNestsDeeperThan } from "../proxy/json-depth.js";
 import type { PairView } from "../proxy/pair.js";
 import { adapterOf, type Endpoint, modelOf, routingText } from "./routing-text.js";
 import { isSinglePrompt } from "./single-prompt.js";
@@ -105,14 +104,11 @@ function maxTokensOf(parsed: Record<string, unknown>): number | undefined {
   return typeof asked === "number" && asked >= 0 && Number.isFinite(asked) ? asked : undefined;
 }
 
-/** The body as a JSON object; a RouterError (invalid_json, invalid_request) when it is not one. */
+/**
+ * The body as a JSON object; a RouterError (invalid_json, invalid_request) when it is not one. Its
+ * nesting was bounded as it was read (read-body.ts, BodyReadLimits.maxNesting), not again here.
+ */
 export function parseJsonObject(body: Uint8Array): Record<string, unknown> {
-  if (textNestsDeeperThan(body)) {
-    throw new RouterError(
-      "invalid_request",
-      `Request body is nested deeper than ${MAX_BODY_NESTING} levels; no engine accepts that.`,
-    );
-  }
   let parsed: unknown;
   try {
     // Buffer.from over the same memory: no copy (works for shared memory too, unlike TextDecoder).

@@ -2,6 +2,7 @@ import type { IncomingHttpHeaders, IncomingMessage } from "node:http";
 import { type IdentityOptions, TenantTable } from "../admission/identity.js";
 import { RouterError } from "../errors.js";
 import { saltedKey } from "../index/salted-key.js";
+import { MAX_BODY_NESTING } from "../proxy/json-depth.js";
 import type { RoutingRequest } from "../proxy/routing-request.js";
 import type { ResponseHolders } from "../workers/response-holders.js";
 import {
@@ -121,7 +122,8 @@ export class Intake {
     /** The router-wide budget of buffered bodies (--max-body-buffer-bytes) open() leases from. */
     private readonly budget?: BodyBudget,
   ) {
-    this.bodyLimits = options.body;
+    // Every body taken here is JSON: its nesting is bounded as it arrives, before any parse.
+    this.bodyLimits = { maxNesting: MAX_BODY_NESTING, ...options.body };
     const large = options.largeBodies;
     this.largeBodyGate =
       large !== undefined && large.reads > 0 ? new LargeBodyGate(large) : undefined;

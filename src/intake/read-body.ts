@@ -1,6 +1,7 @@
 import type { IncomingMessage } from "node:http";
 import { RouterError } from "../errors.js";
 import { ClientGoneError } from "../proxy/cancel.js";
+import { NestingScan } from "../proxy/json-depth.js";
 import type { BodyLease } from "./body-budget.js";
 import type { GateTurn, GateWait, LargeBodyGate } from "./large-body-gate.js";
 
@@ -18,7 +19,18 @@ export interface BodyReadLimits {
    * received extends the allowed time, so a client dripping a byte every few seconds is cut off.
    */
   minBytesPerSec: number;
+  /**
+   * The nesting a JSON body may have (proxy/json-depth.ts MAX_BODY_NESTING), scanned as its
+   * chunks arrive; undefined: not checked here.
+   */
+  maxNesting?: number;
 }
+
+/**
+ * A body refused from what its first bytes prove: nothing that follows can make it acceptable, so
+ * the rest is not read, and the answer closes the connection (routes/pipeline.ts).
+ */
+export class BodyRefused extends RouterError {}
 
 /**
  * Reads a request body into one Buffer, refusing more than `maxBytes` bytes: at once from
@@ -49,6 +61,8 @@ export function readBody(
       : limits.minBytesPerSec;
   return new Promise((resolve, reject) => {
     const sink = new BodySink(declaredBytes);
+    const nesting =
+      limits.maxNesting === undefined ? undefined : new NestingScan(limits.maxNesting);
     let size = 0;
     let startedAt = Date.now();
     let lastChunkAt = startedAt;
@@ -141,6 +155,8 @@ export function readBody(
     const onData = (chunk: Buffer) => {
       size += chunk.length;
       if (size > limits.maxBytes) return fail(tooLarge(limits.maxBytes));
+      // Scanned before it is kept: a chunk that proves the body too deep is never copied.
+      if (nesting?.push(chunk) === true) return fail(tooDeep(limits.maxNesting as number));
       try {
         lease?.cover(size);
       } catch (err) {
@@ -239,6 +255,13 @@ function bodyTimeout(
         : `arriving slower than ${limits.minBytesPerSec} bytes/s (--body-min-rate-bytes)`,
   }[kind];
   return new RouterError("body_timeout", `Request body timed out after ${size} bytes: ${why}.`);
+}
+
+function tooDeep(limit: number): BodyRefused {
+  return new BodyRefused(
+    "invalid_request",
+    `Request body is nested deeper than ${limit} levels; no engine accepts that.`,
+  );
 }
 
 function tooLarge(limit: number): RouterError {

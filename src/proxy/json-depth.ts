@@ -22,10 +22,13 @@ export function nestsDeeperThan(value: unknown, limit: number = MAX_NESTING_DEPT
 }
 
 /**
- * Nesting a request body may have at all, checked on its bytes before JSON.parse: V8 parses a
- * body nested 100k deep in about 100 ms, on the event loop for a body under
- * --parse-offload-bytes, and the engines' Python parsers refuse such a body anyway (CPython's
- * recursion limit is 1,000; orjson limits recursion since 3.9.15, CVE-2024-27454).
+ * Nesting a request body may have at all, checked on its bytes as they arrive (intake/read-body.ts),
+ * before anything parses them: V8 parses a body nested 100k deep in about 100 ms, on the event
+ * loop for a body under --parse-offload-bytes, and the engines refuse such a body anyway. Both
+ * serve their OpenAI routes through FastAPI, which reads the whole body and then json.loads it
+ * (fastapi/routing.py, get_request_handler): CPython's decoder raises RecursionError past its
+ * recursion limit (1,000), answered 400 "There was an error parsing the body"; orjson limits
+ * recursion too since 3.9.15 (CVE-2024-27454).
  */
 export const MAX_BODY_NESTING = 1000;
 
@@ -37,21 +40,43 @@ const CLOSE_BRACKET = 0x5d;
 const CLOSE_BRACE = 0x7d;
 
 /**
- * Whether the JSON text in `bytes` opens more than `limit` arrays/objects at once: one pass over
- * the bytes, brackets inside strings skipped. Malformed text is left to JSON.parse.
+ * The nesting of JSON text read piece by piece, as a body arrives: each piece is scanned once, in
+ * one pass, brackets inside strings skipped, the state (depth, inside a string, an escape cut at
+ * the piece's end) carried to the next. Malformed text is left to JSON.parse.
  */
-export function textNestsDeeperThan(bytes: Uint8Array, limit: number = MAX_BODY_NESTING): boolean {
-  let depth = 0;
-  let inString = false;
-  for (let i = 0; i < bytes.length; i++) {
-    const b = bytes[i]!;
-    if (inString) {
-      if (b === BACKSLASH) i++;
-      else if (b === QUOTE) inString = false;
-    } else if (b === QUOTE) inString = true;
-    else if (b === OPEN_BRACKET || b === OPEN_BRACE) {
-      if (++depth > limit) return true;
-    } else if (b === CLOSE_BRACKET || b === CLOSE_BRACE) depth--;
+export class NestingScan {
+  private depth = 0;
+  private inString = false;
+  /** A backslash in a string ended the last piece: the next byte is escaped. */
+  private escaped = false;
+
+  constructor(private readonly limit: number = MAX_BODY_NESTING) {}
+
+  /** Scans the next piece; true once the text has opened more than `limit` arrays/objects at once. */
+  push(bytes: Uint8Array): boolean {
+    if (bytes.length === 0) return false;
+    const { limit } = this;
+    let { depth, inString } = this;
+    let i = this.escaped ? 1 : 0;
+    this.escaped = false;
+    for (; i < bytes.length; i++) {
+      const b = bytes[i]!;
+      if (inString) {
+        if (b === BACKSLASH) {
+          if (++i === bytes.length) this.escaped = true;
+        } else if (b === QUOTE) inString = false;
+      } else if (b === QUOTE) inString = true;
+      else if (b === OPEN_BRACKET || b === OPEN_BRACE) {
+        if (++depth > limit) return true;
+      } else if (b === CLOSE_BRACKET || b === CLOSE_BRACE) depth--;
+    }
+    this.depth = depth;
+    this.inString = inString;
+    return false;
   }
-  return false;
+}
+
+/** Whether the JSON text in `bytes` opens more than `limit` arrays/objects at once. */
+export function textNestsDeeperThan(bytes: Uint8Array, limit: number = MAX_BODY_NESTING): boolean {
+  return new NestingScan(limit).push(bytes);
 }

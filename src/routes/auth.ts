@@ -1,34 +1,36 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 
-/**
- * The configured keys' digests (--api-key, --admin-api-key), each made once rather than on every
- * request: a key here comes from the configuration, never from a client, so a few entries suffice.
- */
-const keyDigests = new Map<string, Buffer>();
-
 function sha256(text: string): Buffer {
   return createHash("sha256").update(text).digest();
 }
 
-function keyDigest(key: string): Buffer {
-  let digest = keyDigests.get(key);
-  if (digest === undefined) {
-    if (keyDigests.size >= 8) keyDigests.clear();
-    digest = sha256(key);
-    keyDigests.set(key, digest);
+/**
+ * A configured bearer key (--api-key, --admin-api-key), held as its digest only: hashed once,
+ * where the routes' settings are assembled, never on a request, and never kept in clear where
+ * the routes (or a dump of their settings) could show it.
+ */
+export class BearerKey {
+  readonly #digest: Buffer;
+
+  constructor(key: string) {
+    this.#digest = sha256(key);
   }
-  return digest;
+
+  /**
+   * Constant-time check of `Authorization: Bearer <key>` (hashing first makes lengths equal): one
+   * hash per check, of the key the client presents.
+   */
+  matches(header: string | undefined): boolean {
+    if (header === undefined) return false;
+    const match = /^Bearer\s+(.+)$/i.exec(header.trim());
+    if (!match) return false;
+    return timingSafeEqual(sha256(match[1] as string), this.#digest);
+  }
 }
 
-/**
- * Constant-time check of `Authorization: Bearer <key>` (hashing first makes lengths equal): one
- * hash per check, of the key the client presents.
- */
-export function bearerMatches(header: string | undefined, key: string): boolean {
-  if (header === undefined) return false;
-  const match = /^Bearer\s+(.+)$/i.exec(header.trim());
-  if (!match) return false;
-  return timingSafeEqual(sha256(match[1] as string), keyDigest(key));
+/** The key's digest when a key is set; undefined (the route stays open) when not. */
+export function bearerKey(key: string | undefined): BearerKey | undefined {
+  return key === undefined ? undefined : new BearerKey(key);
 }
 
 /**
@@ -36,13 +38,11 @@ export function bearerMatches(header: string | undefined, key: string): boolean 
  * (--admin-api-key), else it is on loopback.
  */
 export function adminAllowed(
-  adminApiKey: string | undefined,
+  adminApiKey: BearerKey | undefined,
   authorization: string | undefined,
   remoteAddress: string | undefined,
 ): boolean {
-  return adminApiKey !== undefined
-    ? bearerMatches(authorization, adminApiKey)
-    : isLoopback(remoteAddress);
+  return adminApiKey !== undefined ? adminApiKey.matches(authorization) : isLoopback(remoteAddress);
 }
 
 /** 127.0.0.0/8, ::1 and their IPv4-mapped forms. */

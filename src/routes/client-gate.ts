@@ -1,5 +1,4 @@
 import { RouterError } from "../errors.js";
-import { bearerMatches } from "./auth.js";
 import type { RouterContext } from "./context.js";
 
 /**
@@ -13,7 +12,7 @@ export function admitClient(
 ): void {
   if (ctx.state.shuttingDown) throw new RouterError("shutting_down");
   const key = ctx.config.apiKey;
-  if (key !== undefined && !bearerMatches(authorization, key)) {
+  if (key !== undefined && !key.matches(authorization)) {
     throw new RouterError(
       "unauthorized",
       "Missing or invalid API key: send Authorization: Bearer <key>.",

@@ -2,6 +2,7 @@
 import { headerNames, integer, key, type Parser, SEC, seconds } from "../config-kit/parsers.js";
 import { section } from "../config-kit/setting.js";
 import { ConfigError } from "../errors.js";
+import type { BearerKey } from "./auth.js";
 
 export interface RoutesConfig {
   /** Bearer key of the data plane; undefined = open. */
@@ -17,7 +18,11 @@ export interface RoutesConfig {
 }
 
 /** The routes' options: their settings, and what they report of other features. */
-export interface RouteOptions extends RoutesConfig {
+export interface RouteOptions extends Omit<RoutesConfig, "apiKey" | "adminApiKey"> {
+  /** --api-key, as its digest; undefined = the data plane is open. */
+  readonly apiKey: BearerKey | undefined;
+  /** --admin-api-key, as its digest; undefined = loopback clients only. */
+  readonly adminApiKey: BearerKey | undefined;
   /** --model-routing, shown by /debug/route. */
   readonly modelRouting: string;
   /** Limit for one worker's /v1/models answer (the health check's timeout). */

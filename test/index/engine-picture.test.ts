@@ -1,7 +1,8 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { ApproximateIndex } from "../../src/index/approximate-index.js";
 import type { PrefixIndex } from "../../src/index/prefix-index.js";
 import { SharedIndex } from "../../src/index/shared-index.js";
+import { RadixTree } from "../../src/tree/radix-tree.js";
 
 /**
  * Both character trees, once a budget is the engine's capacity (setBudget), keep the picture of a
@@ -90,6 +91,32 @@ describe.each(TREES)("%s: the picture of a block-LRU engine", (_name, make, chec
     for (let i = 0; i < 10; i++) index.insert("w", undefined, `later ${i} ${"q".repeat(40)}`);
     expect(index.size("w")).toBeGreaterThan(850);
     expect(index.size("w")).toBeLessThanOrEqual(900);
+    check(index);
+  });
+
+  it("does no work for a reserve that did not change (asked per candidate per decision)", () => {
+    const index = make();
+    index.addWorker("w");
+    index.setBudget("w", 1000);
+    for (let i = 0; i < 40; i++)
+      index.insert("w", undefined, `conversation ${i} ${"y".repeat(40)}`);
+    index.reserve!("w", 300);
+    const size = index.size("w");
+    // What applies a budget: the tree's for the per-worker trees, the worker's for the shared one.
+    const applied =
+      index instanceof SharedIndex
+        ? vi.spyOn(index as unknown as { keepBeside(w: unknown): number }, "keepBeside")
+        : vi.spyOn(RadixTree.prototype, "setMaxChars");
+    try {
+      for (let i = 0; i < 5; i++) expect(index.reserve!("w", 300)).toBe(0);
+      expect(applied).not.toHaveBeenCalled();
+      expect(index.size("w")).toBe(size);
+      // A change still applies at once.
+      expect(index.reserve!("w", 400)).toBeGreaterThan(0);
+      expect(applied).toHaveBeenCalledTimes(1);
+    } finally {
+      applied.mockRestore();
+    }
     check(index);
   });
 

@@ -11,6 +11,7 @@ import { Hono } from "hono";
 import { afterEach, describe, expect, it } from "vitest";
 import { RouterError } from "../../src/errors.js";
 import { adminGuard } from "../../src/routes/admin.js";
+import { bearerKey } from "../../src/routes/auth.js";
 import type { RouterContext } from "../../src/routes/context.js";
 import type { RunningRouter } from "../../src/server.js";
 import { startTestRouter } from "../helpers/router.js";
@@ -22,7 +23,7 @@ async function getFromBridge(
   adminApiKey: string | undefined,
   headers: Record<string, string> = {},
 ) {
-  const ctx = { config: { adminApiKey } } as unknown as RouterContext;
+  const ctx = { config: { adminApiKey: bearerKey(adminApiKey) } } as unknown as RouterContext;
   // biome-ignore lint/suspicious/noExplicitAny: the node binding's env, reduced to what the guard reads
   const app = new Hono<any>();
   app.use(adminGuard(ctx));
