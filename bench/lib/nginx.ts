@@ -71,6 +71,8 @@ export function ensureNginx(bench: string): string | undefined {
  */
 export async function startNginx(
   upstream: string | readonly string[],
+  /** A command nginx runs under (its binary and flags follow), e.g. callgrind: one process then. */
+  wrap: readonly string[] = [],
 ): Promise<NginxProxy | undefined> {
   const binary = findNginx();
   if (binary === undefined) return undefined;
@@ -116,7 +118,10 @@ ${servers}
 }
 `,
   );
-  const child: ChildProcess = spawn(binary, ["-p", dir, "-c", conf], {
+  // Wrapped (a callgrind count): one process, which serves, as radixgate's nginx runs.
+  const single = wrap.length === 0 ? [] : ["-g", "master_process off;"];
+  const [command = binary, ...args] = [...wrap, binary, "-p", dir, "-c", conf, ...single];
+  const child: ChildProcess = spawn(command, args, {
     stdio: ["ignore", "ignore", "inherit"],
   });
   await untilAccepting(child, port, () => {
