@@ -140,6 +140,8 @@ interface CliOptions {
   matrix: boolean;
   cpuNoise: boolean;
   replay: boolean;
+  /** --cells: the matrix's cells to run (all when undefined). */
+  cells: string[] | undefined;
   /** --jitter: with --replay, the share by which engine steps run faster or slower (0 = none). */
   jitter: number;
   /** "" for the default preset without overrides; else a file-name suffix. */
@@ -158,6 +160,7 @@ function parseCli(argv: string[]): CliOptions {
       workers: { type: "string" },
       "time-scale": { type: "string" },
       jitter: { type: "string" },
+      cells: { type: "string" },
       "kv-capacity-tokens": { type: "string" },
       seed: { type: "string" },
       tenants: { type: "string" },
@@ -218,6 +221,7 @@ function parseCli(argv: string[]): CliOptions {
         "  --matrix                      the tenants family over a grid of cells (bench/lib/routing-matrix.ts;",
         "                                --quick: 3 cells), the default policy and the oracle unless",
         "                                --policies; a summary line per cell, bench/results/routing-matrix*.json",
+        "  --cells <a,b>                 with --matrix: only these cells (e.g. base,zipf-0.6), to split a long run",
         "  --cpu-noise                   a neighbour process burns a core in random bursts during the run",
         "  --replay                      with --matrix: each cell in model time (bench/lib/ttft-replay.ts),",
         "                                repeat i on workload seed + i and its own engine-poll phase;",
@@ -396,6 +400,8 @@ function parseCli(argv: string[]): CliOptions {
       throw new Error("--data-plane must be node or nginx");
     overridden = true;
   }
+  // A subset of the matrix's cells is not the matrix: its results go to a file of their own.
+  if (values.cells !== undefined) overridden = true;
   const tag = [values.quick ? "quick" : "", overridden ? "custom" : ""].filter(Boolean).join("-");
   return {
     workloads,
@@ -422,6 +428,7 @@ function parseCli(argv: string[]): CliOptions {
     cpuNoise: values["cpu-noise"],
     replay: values.replay,
     jitter: num("jitter", values.jitter, 0, false) ?? 0,
+    cells: values.cells?.split(",").filter(Boolean),
     tag,
     chart: !values["no-chart"] && tag === "" && !values.matrix && !values["cpu-noise"],
   };
@@ -709,7 +716,14 @@ async function runMatrix(
   machine: string,
   sharedStateUrl: string | undefined,
 ): Promise<void> {
-  const cells = cli.preset.name === "quick" ? QUICK_MATRIX_CELLS : MATRIX_CELLS;
+  const all = cli.preset.name === "quick" ? QUICK_MATRIX_CELLS : MATRIX_CELLS;
+  const cells = cli.cells === undefined ? all : all.filter((c) => cli.cells!.includes(c.name));
+  const unknown = (cli.cells ?? []).filter((name) => !all.some((c) => c.name === name));
+  if (unknown.length > 0 || cells.length === 0) {
+    throw new Error(
+      `--cells: unknown cell ${unknown.join(", ") || "(none given)"}; the cells are ${all.map((c) => c.name).join(", ")}`,
+    );
+  }
   if (cli.replay) return replayMatrix(cli, cells, machine);
   const host = cli.isolate ? await childFleetHost() : inlineFleetHost();
   const summaries: CellSummary[] = [];
