@@ -18,6 +18,8 @@
  *   npm run bench:faults                         every attack, 8 s quiet + 20 s attacked each
  *   npm run bench:faults -- --secs 5 --quiet-secs 3        a quick run
  *   npm run bench:faults -- --only pd-n,hostile-yaml
+ *   npm run bench:faults -- --only big-bodies,big-bodies-ungated
+ *                       the large-body gate's effect: the same attack with and without it
  *   npm run bench:faults -- --only big-bodies --no-references
  *                       big-bodies alone against the router (else also against plain nginx and a
  *                       bare Node.js server draining the bodies, beside the same workers)
@@ -336,6 +338,27 @@ async function pipelinedClose(env: Env, stop: AbortSignal): Promise<void> {
   env.scratch.note = `${bursts} bursts: ${bursts === 0 ? 0 : Math.round(reached / bursts)} of 1,000 a burst reached the workers, ${late} in all more than 100 ms after the close`;
 }
 
+/** 16 clients on 16 addresses, each posting 60 MB bodies back to back. */
+async function bigBodies(env: Env, stop: AbortSignal): Promise<void> {
+  // A chat request an engine takes (vLLM and SGLang ignore an unknown field): the router reads
+  // it whole, parses it and forwards all 60 MB; the engine answers at once.
+  const head = `{"messages":[{"role":"user","content":"a big body"}],"max_tokens":4,"padding":"`;
+  const size = 60 * 1024 * 1024;
+  const body = Buffer.alloc(size, "x");
+  body.write(head, 0);
+  body.write('"}', size - 2);
+  const answers = new Map<number, number>();
+  await loops(16, stop, async (i) => {
+    const status = await postFrom(`127.0.0.${10 + i}`, env.port, "/v1/chat/completions", body);
+    answers.set(status, (answers.get(status) ?? 0) + 1);
+    // Noted as they come: a body still under way when the bench moves on is not waited for.
+    env.scratch.note = [...answers]
+      .sort(([a], [b]) => a - b)
+      .map(([code, n]) => `${n}× ${code}`)
+      .join(", ");
+  });
+}
+
 const ATTACKS: Attack[] = [
   {
     name: "pd-n",
@@ -621,25 +644,14 @@ const ATTACKS: Attack[] = [
     what: "16 concurrent 60 MB bodies, from 16 addresses",
     rssAllowanceMb: BODY_BUDGET_MB,
     references: true,
-    async run(env, stop) {
-      // A chat request an engine takes (vLLM and SGLang ignore an unknown field): the router reads
-      // it whole, parses it and forwards all 60 MB; the engine answers at once.
-      const head = `{"messages":[{"role":"user","content":"a big body"}],"max_tokens":4,"padding":"`;
-      const size = 60 * 1024 * 1024;
-      const body = Buffer.alloc(size, "x");
-      body.write(head, 0);
-      body.write('"}', size - 2);
-      const answers = new Map<number, number>();
-      await loops(16, stop, async (i) => {
-        const status = await postFrom(`127.0.0.${10 + i}`, env.port, "/v1/chat/completions", body);
-        answers.set(status, (answers.get(status) ?? 0) + 1);
-        // Noted as they come: a body still under way when the bench moves on is not waited for.
-        env.scratch.note = [...answers]
-          .sort(([a], [b]) => a - b)
-          .map(([code, n]) => `${n}× ${code}`)
-          .join(", ");
-      });
-    },
+    run: bigBodies,
+  },
+  {
+    name: "big-bodies-ungated",
+    what: "the same with --max-large-body-reads 0 (every body read at once, as before the gate)",
+    rssAllowanceMb: BODY_BUDGET_MB,
+    flags: (env) => ["--worker-urls", ...env.sims.map((s) => s.url), "--max-large-body-reads", "0"],
+    run: bigBodies,
   },
   {
     name: "idle-pool",
