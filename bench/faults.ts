@@ -282,8 +282,8 @@ function bigKvBatch(): Uint8Array {
   return encodeBatch({ ts: 1, events }, "array");
 }
 
-/** One POST with a Buffer body from `localAddress`, its answer read whole: its status. */
-function postFrom(localAddress: string, port: number, path: string, body: Buffer): Promise<number> {
+/** One POST with a Buffer body from `localAddress`: its status, and its error code when refused. */
+function postFrom(localAddress: string, port: number, path: string, body: Buffer): Promise<string> {
   return new Promise((resolve, reject) => {
     const req = httpRequest(
       {
@@ -297,8 +297,21 @@ function postFrom(localAddress: string, port: number, path: string, body: Buffer
         timeout: 120_000,
       },
       (res) => {
-        res.resume();
-        res.on("end", () => resolve(res.statusCode ?? 0));
+        const status = res.statusCode ?? 0;
+        if (status < 400) {
+          res.resume();
+          res.on("end", () => resolve(String(status)));
+        } else {
+          let text = "";
+          res.setEncoding("utf8");
+          res.on("data", (d: string) => {
+            text = (text + d).slice(0, 4096);
+          });
+          res.on("end", () => {
+            const code = /"code"\s*:\s*"(\w+)"/.exec(text)?.[1];
+            resolve(code === undefined ? String(status) : `${status} ${code}`);
+          });
+        }
         res.on("error", reject);
       },
     );
@@ -347,13 +360,13 @@ async function bigBodies(env: Env, stop: AbortSignal): Promise<void> {
   const body = Buffer.alloc(size, "x");
   body.write(head, 0);
   body.write('"}', size - 2);
-  const answers = new Map<number, number>();
+  const answers = new Map<string, number>();
   await loops(16, stop, async (i) => {
     const status = await postFrom(`127.0.0.${10 + i}`, env.port, "/v1/chat/completions", body);
     answers.set(status, (answers.get(status) ?? 0) + 1);
     // Noted as they come: a body still under way when the bench moves on is not waited for.
     env.scratch.note = [...answers]
-      .sort(([a], [b]) => a - b)
+      .sort(([a], [b]) => a.localeCompare(b))
       .map(([code, n]) => `${n}× ${code}`)
       .join(", ");
   });
