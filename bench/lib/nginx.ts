@@ -5,7 +5,7 @@
  * router's one event loop; keep-alive to the upstream; no buffering, so streams pass through.
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePort } from "../../sim/free-port.js";
@@ -77,6 +77,9 @@ export async function startNginx(
   const binary = findNginx();
   if (binary === undefined) return undefined;
   const dir = mkdtempSync(join(tmpdir(), "radixgate-nginx-"));
+  // Started as root, nginx's worker runs as `nobody`: it must reach the temp paths inside, where
+  // a body over client_body_buffer_size is written (else such a body gets 500).
+  chmodSync(dir, 0o755);
   const port = await freePort();
   const servers = (typeof upstream === "string" ? [upstream] : upstream)
     .map((url) => new URL(url))
