@@ -50,7 +50,9 @@ import {
 } from "./lib/entry.js";
 import { type ProbeProcess, type ProbeResult, startProbeProcess } from "./lib/fault-probe.js";
 import { childFleetHost, type Fleet, type FleetHost, type FleetMember } from "./lib/fleet.js";
+import { startNginx } from "./lib/nginx.js";
 import { numberFlag } from "./lib/number-flag.js";
+import { processCpuMicros } from "./lib/process-cpu.js";
 import { printTable } from "./lib/stats.js";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -99,6 +101,11 @@ interface Attack {
   note?(env: Env): Promise<string>;
   needsRedis?: boolean;
   pd?: boolean;
+  /**
+   * The machine's reference: the same attack against nginx in front of the same workers, with
+   * these directives in its server block (a rule that refuses the attack), instead of the router.
+   */
+  nginx?: string;
   /**
    * What docs/reliability.md ("What bounds memory") lets this attack add to the router's RSS, in
    * MB over its quiet peak; undefined: no bound of its own (the quiet base applies).
@@ -312,6 +319,37 @@ async function pipelinedClose(env: Env, stop: AbortSignal): Promise<void> {
     late += after - atClose;
   }
   env.scratch.note = `${bursts} bursts: ${bursts === 0 ? 0 : Math.round(reached / bursts)} of 1,000 a burst reached the workers, ${late} in all more than 100 ms after the close`;
+}
+
+/**
+ * 8 clients posting 240 KB nested 120,000 deep, back to back: no pause after an error either, as a
+ * connection closed early is just a refusal to an attacker, who reconnects at once. Notes the
+ * bodies per second and what they got.
+ */
+async function deepJsonFlood(env: Env, stop: AbortSignal): Promise<void> {
+  const depth = 120_000;
+  const body = Buffer.from(
+    `{"messages":[{"role":"user","content":"x"}],"max_tokens":1,"extra":${"[".repeat(depth)}${"]".repeat(depth)}}`,
+  );
+  const started = performance.now();
+  const answers = new Map<string, number>();
+  await Promise.all(
+    Array.from({ length: 8 }, async () => {
+      while (!stop.aborted) {
+        const got = await post(`${env.url}/v1/chat/completions`, body).then(
+          (res) => String(res.status),
+          (err: Error) => (err.cause as { code?: string } | undefined)?.code ?? "error",
+        );
+        answers.set(got, (answers.get(got) ?? 0) + 1);
+      }
+    }),
+  );
+  const secs = (performance.now() - started) / 1000;
+  const total = [...answers.values()].reduce((a, b) => a + b, 0);
+  env.scratch.note = `${Math.round(total / secs)} bodies/s: ${[...answers]
+    .sort()
+    .map(([k, n]) => `${n}× ${k}`)
+    .join(", ")}`;
 }
 
 const ATTACKS: Attack[] = [
@@ -538,33 +576,13 @@ const ATTACKS: Attack[] = [
   {
     name: "deep-json",
     what: "8 clients posting deeply nested JSON just under 256 KiB",
-    async run(env, stop) {
-      const depth = 120_000;
-      const body = Buffer.from(
-        `{"messages":[{"role":"user","content":"x"}],"max_tokens":1,"extra":${"[".repeat(depth)}${"]".repeat(depth)}}`,
-      );
-      const started = performance.now();
-      const answers = new Map<string, number>();
-      // A flood: no pause after an error either, as a connection the router closed early is
-      // just a refusal to the attacker, who reconnects at once.
-      await Promise.all(
-        Array.from({ length: 8 }, async () => {
-          while (!stop.aborted) {
-            const got = await post(`${env.url}/v1/chat/completions`, body).then(
-              (res) => String(res.status),
-              (err: Error) => (err.cause as { code?: string } | undefined)?.code ?? "error",
-            );
-            answers.set(got, (answers.get(got) ?? 0) + 1);
-          }
-        }),
-      );
-      const secs = (performance.now() - started) / 1000;
-      const total = [...answers.values()].reduce((a, b) => a + b, 0);
-      env.scratch.note = `${Math.round(total / secs)} bodies/s: ${[...answers]
-        .sort()
-        .map(([k, n]) => `${n}× ${k}`)
-        .join(", ")}`;
-    },
+    run: (env, stop) => deepJsonFlood(env, stop),
+  },
+  {
+    name: "deep-json-nginx",
+    what: "the deep-json flood against nginx refusing bodies over 200 KB (the machine's reference)",
+    nginx: "client_max_body_size 200k;",
+    run: (env, stop) => deepJsonFlood(env, stop),
   },
   {
     name: "big-kv-batch",
@@ -742,6 +760,33 @@ interface RouterChild {
   exited: () => string;
 }
 
+/** What an attack is aimed at: the router, or nginx as the machine's reference. */
+interface Target {
+  url: string;
+  port: number;
+  /** The process that serves (nginx's worker), for its CPU, RSS and descriptors. */
+  pid(): number;
+  exited(): string;
+  stop(): Promise<void>;
+}
+
+/** nginx in front of `sims` with `directives` in its server block; its one worker serves. */
+async function nginxTarget(sims: readonly FleetMember[], directives: string): Promise<Target> {
+  const nginx = await startNginx(
+    sims.map((s) => s.url),
+    directives,
+  );
+  if (nginx === undefined) throw new Error("nginx is not installed (apt-get install nginx-light)");
+  const url = new URL(nginx.url);
+  return {
+    url: nginx.url,
+    port: Number(url.port),
+    pid: () => nginx.workerPid() ?? 0,
+    exited: () => "",
+    stop: () => nginx.stop(),
+  };
+}
+
 async function startRouterCli(flags: string[], nodeFlags: string[]): Promise<RouterChild> {
   const port = await freePort();
   const child = spawn(
@@ -798,6 +843,16 @@ async function startRouterCli(flags: string[], nodeFlags: string[]): Promise<Rou
   return { child, url, port, exited: () => (exit === "" ? "" : `${exit}: ${lastLine(out)}`) };
 }
 
+function routerTarget(router: RouterChild, phases: Phases): Target {
+  return {
+    url: router.url,
+    port: router.port,
+    pid: () => router.child.pid as number,
+    exited: router.exited,
+    stop: () => stopRouter(router, phases.nodeFlags.length > 0),
+  };
+}
+
 /**
  * Ends the router: at once, or (profiling) by SIGTERM, so that Node writes its --cpu-prof or
  * --heap-prof file, with a SIGKILL if it has not ended within a minute.
@@ -835,20 +890,8 @@ function procStatus(pid: number, field: string): number {
   }
 }
 
-/** A process's CPU time so far (user + system), in ms, from /proc/<pid>/stat. */
-function cpuMsOf(pid: number): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    // Fields after the command name (which may hold spaces): utime and stime are the 12th and 13th.
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
-  } catch {
-    return 0;
-  }
-}
-
-/** USER_HZ: 100 on every Linux this runs on. */
-const CLOCK_TICKS = 100;
+/** A process's CPU time so far (user + system), in ms. */
+const cpuMsOf = (pid: number) => (processCpuMicros(pid) ?? 0) / 1000;
 
 /** CPU ms spent over `ms` of wall time, as % of one core. */
 const cpuPct = (cpuMs: number, ms: number) => (ms > 0 ? Math.round((cpuMs * 100) / ms) : 0);
@@ -928,9 +971,12 @@ async function runAttack(
       ? await attack.flags(partial)
       : ["--worker-urls", ...sims.map((s) => s.url)];
   }
-  const router = await startRouterCli(flags, phases.nodeFlags);
-  const env: Env = { ...partial, url: router.url, port: router.port };
-  const pid = router.child.pid as number;
+  const target: Target =
+    attack.nginx === undefined
+      ? routerTarget(await startRouterCli(flags, phases.nodeFlags), phases)
+      : await nginxTarget(sims, attack.nginx);
+  const env: Env = { ...partial, url: target.url, port: target.port };
+  const pid = target.pid();
   const config = { url: env.url, clients: LEGIT_CLIENTS, healthEveryMs: HEALTH_EVERY_MS };
   try {
     await attack.prepare?.(env);
@@ -978,7 +1024,7 @@ async function runAttack(
     if (!(p99VsQuiet <= 2)) missed.push("p99");
     if (attacked.lost > 0) missed.push("lost");
     if (rssBoundMb !== undefined && peakRssMb > rssBoundMb) missed.push("rss");
-    const routerExited = router.exited();
+    const routerExited = target.exited();
     if (routerExited !== "") missed.push("exited");
     const note = attack.note
       ? await attack.note(env).catch((e: unknown) => `note failed: ${(e as Error).message}`)
@@ -1000,7 +1046,7 @@ async function runAttack(
       missed,
     };
   } finally {
-    await stopRouter(router, phases.nodeFlags.length > 0);
+    await target.stop();
     await Promise.all([...fleets, ...extras].map((f) => f.close().catch(() => {})));
     rmSync(dir, { recursive: true, force: true });
   }

@@ -66,11 +66,12 @@ export function ensureNginx(bench: string): string | undefined {
 }
 
 /**
- * Starts nginx proxying to `upstream` (http://host:port, or several, taken in turn); undefined
- * when nginx is not installed.
+ * Starts nginx proxying to `upstream` (http://host:port, or several, taken in turn), with
+ * `directives` added to its server block; undefined when nginx is not installed.
  */
 export async function startNginx(
   upstream: string | readonly string[],
+  directives = "",
 ): Promise<NginxProxy | undefined> {
   const binary = findNginx();
   if (binary === undefined) return undefined;
@@ -103,6 +104,7 @@ ${servers}
   }
   server {
     listen 127.0.0.1:${port};
+    ${directives}
     location / {
       proxy_pass http://worker;
       proxy_http_version 1.1;
