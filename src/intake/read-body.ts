@@ -153,17 +153,21 @@ class BodySink {
   private filled: Buffer | undefined;
   private size = 0;
 
-  constructor(declared: number) {
-    if (Number.isSafeInteger(declared) && declared > FILL_FROM_BYTES) {
+  /**
+   * The buffer is made with the first chunk kept, not before: a body refused at its first chunk
+   * (nested too deep) costs no allocation, and no garbage collection of it.
+   */
+  constructor(private declared: number) {}
+
+  add(chunk: Buffer): void {
+    if (this.declared > FILL_FROM_BYTES && Number.isSafeInteger(this.declared)) {
       try {
-        this.filled = Buffer.allocUnsafeSlow(declared);
+        this.filled = Buffer.allocUnsafeSlow(this.declared);
       } catch {
         // No address space for it (never expected on 64 bits): chunks, joined at the end.
       }
+      this.declared = 0;
     }
-  }
-
-  add(chunk: Buffer): void {
     const { filled } = this;
     // Node's parser delivers no more than the Content-Length; a chunk past it is not the body's.
     if (filled !== undefined) this.size += chunk.copy(filled, this.size);
