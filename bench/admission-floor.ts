@@ -170,6 +170,12 @@ function runFleet(
    * engine preempts the flood's latest request for it at its next step.
    */
   preempt = false,
+  /**
+   * A light request that finds no free slot goes into the engine queue of the worker holding
+   * the fewest (--saturation-queue-depth 1: one queued request each still counts as room)
+   * instead of being held for the fleet's next free slot.
+   */
+  queueAtEngine = false,
 ): { ttfts: number[]; floodTokensPerSec: number } {
   const clock = new ManualClock();
   const rng = mulberry32(seed);
@@ -254,7 +260,8 @@ function runFleet(
     at += exponential(rng, 1000 / (LIGHT_RATE * engines));
     if (at >= endAt) return;
     clock.setTimer(() => {
-      if (freeTotal() > 0 || preempt) startLight(clock.now());
+      const engineRoom = queueAtEngine && roomiest().held < MAX_RUNNING + 1;
+      if (freeTotal() > 0 || preempt || engineRoom) startLight(clock.now());
       else waitingLight.push(clock.now());
       scheduleLight();
     }, at - clock.now());
@@ -347,13 +354,14 @@ export async function main(argv = process.argv.slice(2)): Promise<void> {
   // The fleet's rule: 2 engines, 1 or 2 slots kept across both (--tenant-reserve-slots) against none.
   const fleetRows: string[][] = [];
   for (const budget of budgets) {
-    const [none, one, two, preempt0, preempt1] = [
+    const [none, one, two, preempt0, preempt1, oneQueued] = [
       [0, false],
       [1, false],
       [2, false],
       [0, true],
       [1, true],
-    ].map(([reserve, preempt]) =>
+      [1, false, true],
+    ].map(([reserve, preempt, queued]) =>
       runFleet(
         2,
         Number(reserve),
@@ -362,11 +370,13 @@ export async function main(argv = process.argv.slice(2)): Promise<void> {
         seed,
         engineRules === "sglang",
         preempt === true,
+        queued === true,
       ),
     );
     for (const [name, r] of [
       ["reserve 0", none],
       ["reserve 1", one],
+      ["reserve 1, else an engine's queue", oneQueued],
       ["reserve 2", two],
       ["reserve 0, preempt", preempt0],
       ["reserve 1, preempt", preempt1],

@@ -7,7 +7,7 @@
  * engine's queue and steps, the relay).
  *
  *   npm run bench:admission                    calibration, then every run (about 3 minutes)
- *   npm run bench:admission -- --flood-secs 34 --silent-secs 34      204 samples per pooled group
+ *   npm run bench:admission -- --flood-secs 34 --light-secs 68 --silent-secs 68   408 samples per pooled group
  *   npm run bench:admission -- --engine-priority --max-batch-tokens 512 --runs silent,flood/on,floor/on
  *
  * Runs, each on a fresh fleet (cold caches):
@@ -35,8 +35,17 @@
  *                   and --engine-priority on engines scheduling by priority
  *
  * Options (defaults in parse()):
- *   --flood-secs, --silent-secs   how long the flood (and the light streams beside it), and the
- *                                 silent runs, send; samples per group = rate x secs
+ *   --flood-secs, --silent-secs   how long the flood, and the silent runs, send; samples per
+ *                                 group = rate x secs (default 24 s silent: 144 light samples, so
+ *                                 the baseline p99 is not the single slowest request)
+ *   --light-secs                  how long the light streams beside a flood send (default twice
+ *                                 --flood-secs: at 3x capacity the flood's backlog lasts about three
+ *                                 times as long, and the light requests sent while it still has
+ *                                 requests waiting are under it all the same, in the router's queue
+ *                                 or the engines'). A light request sent after the flood's last
+ *                                 request got its first token (nothing of the flood waiting any
+ *                                 more) is left out of its group's figures (group "B~after"...),
+ *                                 and the run says how many.
  *   --light-rate R                requests/s of each light tenant B, C, D (pooled B-D: 3R/s) and 3R/s
  *                                 of high priority; the p99s below are over the pooled groups
  *   --max-batch-tokens N          the engines' tokens per step (chunked prefill; sim option
@@ -129,6 +138,8 @@ interface Options {
   /** The engines' tokens per step (sim maxBatchTokens); undefined = the sim's default. */
   maxBatchTokens: number | undefined;
   floodSecs: number;
+  /** How long the light (and high-priority) streams beside a flood send. */
+  lightSecs: number;
   silentSecs: number;
   /** --saturation-queue-depth of the admission runs; undefined = the router's default. */
   depth: number | undefined;
@@ -150,6 +161,8 @@ interface Options {
   runs: RunName[];
   /** Times the chosen runs are made (after one calibration): the targets' median and worst. */
   repeats: number;
+  /** Where to write every request's outcome (send time, engine, TTFT, router wait); none when undefined. */
+  trace: string | undefined;
 }
 
 /** What one run changes in the router's flags beyond the options (bounds, the reserve). */
@@ -252,11 +265,12 @@ async function run(
       await new Promise((r) => setTimeout(r, o.pollSecs * 2000));
       const startedAt = performance.now();
       const sampler = sampleEngineQueues(at.engines);
-      const outcomes = (await Promise.all(load(at, startedAt))).flat();
+      const outcomes = afterFlood((await Promise.all(load(at, startedAt))).flat());
       const queues = sampler.stop();
       const spanSecs = Math.max(...outcomes.map((x) => x.endedAt)) / 1000;
+      const after = outcomes.filter((x) => x.group.endsWith(AFTER)).length;
       process.stdout.write(
-        `${name}: ${outcomes.length} requests in ${fmt(spanSecs)} s; engine queues ${queues}\n`,
+        `${name}: ${outcomes.length} requests in ${fmt(spanSecs)} s; engine queues ${queues}${after > 0 ? `; ${after} light requests sent after the flood's backlog, left out` : ""}\n`,
       );
       if (admission) process.stdout.write(await queueWaitReport(at.router));
       return { name, outcomes, spanSecs };
@@ -264,6 +278,26 @@ async function run(
     priorityScheduling,
     enginePriority,
     flags,
+  );
+}
+
+/** Suffix of the group of a light request sent once nothing of the flood waited any more. */
+const AFTER = "~after";
+
+/**
+ * The light and high-priority requests sent after the flood's backlog cleared (its last request's
+ * first token: until then some of it waited, in the router's queue or an engine's) go to a group
+ * of their own, out of the figures under the flood; runs without a flood are left as they are.
+ */
+function afterFlood(outcomes: Outcome[]): Outcome[] {
+  const isFlood = (x: Outcome) => x.group === "A" || x.group === "low";
+  let backlogEnd = Number.NEGATIVE_INFINITY;
+  for (const x of outcomes) {
+    if (isFlood(x)) backlogEnd = Math.max(backlogEnd, x.sentAt + (x.ttftMs ?? 0));
+  }
+  if (backlogEnd === Number.NEGATIVE_INFINITY) return outcomes;
+  return outcomes.map((x) =>
+    isFlood(x) || x.sentAt <= backlogEnd ? x : { ...x, group: `${x.group}${AFTER}` },
   );
 }
 
@@ -359,7 +393,8 @@ function parse(): Options {
       "worker-max-running": { type: "boolean", default: false },
       "reserve-slots": { type: "string" },
       "flood-secs": { type: "string", default: "12" },
-      "silent-secs": { type: "string", default: "8" },
+      "light-secs": { type: "string" },
+      "silent-secs": { type: "string", default: "24" },
       depth: { type: "string" },
       "poll-secs": { type: "string", default: "0.5" },
       "light-rate": { type: "string", default: "2" },
@@ -368,6 +403,7 @@ function parse(): Options {
       "preemption-threshold": { type: "string", default: "10" },
       runs: { type: "string" },
       repeats: { type: "string", default: "1" },
+      trace: { type: "string" },
     },
   });
   const repeats = Number(values.repeats);
@@ -382,6 +418,10 @@ function parse(): Options {
     maxRunning: Number(values["max-running"]),
     maxBatchTokens: batchTokens === undefined ? undefined : Number(batchTokens),
     floodSecs: Number(values["flood-secs"]),
+    lightSecs:
+      values["light-secs"] === undefined
+        ? 2 * Number(values["flood-secs"])
+        : Number(values["light-secs"]),
     silentSecs: Number(values["silent-secs"]),
     depth: values.depth === undefined ? undefined : Number(values.depth),
     engine: engineRules(values.engine),
@@ -395,6 +435,7 @@ function parse(): Options {
     preemptionThreshold: Number(values["preemption-threshold"]),
     runs: listFlag("bench:admission", values.runs, RUNS, (x) => x as RunName, "runs"),
     repeats,
+    trace: values.trace,
   };
 }
 
@@ -421,7 +462,7 @@ async function main(): Promise<void> {
       stream(via(at), HEAVY({ "x-tenant-id": "tenant-A" }), floodRate, o.floodSecs, t0);
     const flood = (at: Endpoints, t0: number) => [
       aFlood(at, t0),
-      ...lightLoad(via(at), t0, o.floodSecs, {}),
+      ...lightLoad(via(at), t0, o.lightSecs, {}),
     ];
     const high = (at: Endpoints, t0: number, secs: number) => [
       stream(via(at), LIGHT("high", { "x-priority": "10" }), o.lightRate * 3, secs, t0, 50),
@@ -451,7 +492,7 @@ async function main(): Promise<void> {
             ...lightLoad(
               at.engines.map((url) => ({ url, direct: true })),
               t0,
-              o.floodSecs,
+              o.lightSecs,
               { priority: FLOOR_PRIORITY },
             ),
           ],
@@ -473,17 +514,19 @@ async function main(): Promise<void> {
               o.floodSecs,
               t0,
             ),
-            ...high(at, t0, o.floodSecs),
+            ...high(at, t0, o.lightSecs),
           ],
           true,
           true,
         ),
     };
+    const traced: { repeat: number; run: string; outcomes: Outcome[] }[] = [];
     const repeats: { table: ReturnType<typeof rows>; splits: Split[]; targets: TargetRow[] }[] = [];
     for (let repeat = 1; repeat <= o.repeats; repeat++) {
       if (o.repeats > 1) console.log(`\n=== repeat ${repeat} of ${o.repeats}`);
       const runs: Run[] = [];
       for (const name of RUNS) if (o.runs.includes(name)) runs.push(await plan[name]());
+      for (const r of runs) traced.push({ repeat, run: r.name, outcomes: r.outcomes });
 
       const table = runs.flatMap((r) => rows(r, ["A", ...light, "high", "low"]));
       printRows(table);
@@ -522,6 +565,10 @@ async function main(): Promise<void> {
       repeats,
     });
     console.log(`\nresults: ${RESULTS}`);
+    if (o.trace !== undefined) {
+      writeResults(o.trace, { command: commandLine("bench:admission"), runs: traced });
+      console.log(`every request: ${o.trace}`);
+    }
   } finally {
     await host.close();
   }

@@ -18,6 +18,9 @@
  *   npm run bench:faults                         every attack, 8 s quiet + 20 s attacked each
  *   npm run bench:faults -- --secs 5 --quiet-secs 3        a quick run
  *   npm run bench:faults -- --only pd-n,hostile-yaml
+ *   npm run bench:faults -- --only big-bodies --no-references
+ *                       big-bodies alone against the router (else also against plain nginx and a
+ *                       bare Node.js server draining the bodies, beside the same workers)
  *   npm run bench:faults -- --only big-bodies --node-flags="--cpu-prof --cpu-prof-dir=/tmp/prof"
  *                                   Node flags for the router (profiles, --trace-gc to its stderr)
  *
@@ -41,6 +44,7 @@ import { encodeBatch, type WireEvent } from "../sim/kv-event-encoder.js";
 import { startLocalRedis } from "../sim/redis-server.js";
 import type { SimWorkerOptions } from "../sim/worker.js";
 import { encodeSequence } from "../src/kv-events/decode.js";
+import { startBareNodeProxy } from "./lib/bare-node-proxy.js";
 import {
   commandLine,
   machineSummary,
@@ -50,9 +54,9 @@ import {
 } from "./lib/entry.js";
 import { type ProbeProcess, type ProbeResult, startProbeProcess } from "./lib/fault-probe.js";
 import { childFleetHost, type Fleet, type FleetHost, type FleetMember } from "./lib/fleet.js";
-import { startNginx } from "./lib/nginx.js";
+import { ensureNginx, startNginx } from "./lib/nginx.js";
 import { numberFlag } from "./lib/number-flag.js";
-import { processCpuMicros } from "./lib/process-cpu.js";
+import { processCpuMicros, processTree } from "./lib/process-cpu.js";
 import { printTable } from "./lib/stats.js";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -102,19 +106,29 @@ interface Attack {
   needsRedis?: boolean;
   pd?: boolean;
   /**
-   * The machine's reference: the same attack against nginx in front of the same workers, with
-   * these directives in its server block (a rule that refuses the attack), instead of the router.
-   */
-  nginx?: string;
-  /**
    * What docs/reliability.md ("What bounds memory") lets this attack add to the router's RSS, in
    * MB over its quiet peak; undefined: no bound of its own (the quiet base applies).
    */
   rssAllowanceMb?: number;
+  /**
+   * Also run the attack, with the same legitimate traffic, against plain nginx in front of the
+   * same workers and against a bare Node.js server that only drains big bodies: what the machine
+   * itself allows, beside what the router achieves.
+   */
+  references?: true | readonly TargetKind[];
+  /** Directives in nginx's server block when it is the target (a rule that refuses the attack). */
+  nginxDirectives?: string;
 }
+
+/**
+ * What an attack is run against: the router, or a reference in front of the same workers (nginx
+ * as bench:stream starts it, request buffering on; or a bare Node.js server draining big bodies).
+ */
+type TargetKind = "router" | "nginx" | "node-drain";
 
 interface Row {
   attack: string;
+  target: TargetKind;
   what: string;
   quiet: ProbeResult;
   attacked: ProbeResult;
@@ -123,10 +137,13 @@ interface Row {
   peakRssMb: number;
   rssBoundMb: number | undefined;
   peakFds: number;
-  /** The router's CPU (user + system) in % of one core, quiet and attacked. */
+  /** The target's CPU (user + system; the router with its parse processes) in % of one core. */
   routerCpuPct: { quiet: number; attacked: number };
   /** The bench process's own CPU while it attacked (it generates the attack traffic). */
   attackerCpuPct: number;
+  /** The simulated workers' and the measuring side's CPU while attacked, in % of one core. */
+  workersCpuPct: number;
+  probeCpuPct: number;
   routerExited: string;
   note: string;
   /** The targets this row misses (empty: every one met). */
@@ -576,12 +593,9 @@ const ATTACKS: Attack[] = [
   {
     name: "deep-json",
     what: "8 clients posting deeply nested JSON just under 256 KiB",
-    run: (env, stop) => deepJsonFlood(env, stop),
-  },
-  {
-    name: "deep-json-nginx",
-    what: "the deep-json flood against nginx refusing bodies over 200 KB (the machine's reference)",
-    nginx: "client_max_body_size 200k;",
+    // The machine's reference: nginx refusing bodies over 200 KB (413, then its lingering close).
+    references: ["nginx"],
+    nginxDirectives: "client_max_body_size 200k;",
     run: (env, stop) => deepJsonFlood(env, stop),
   },
   {
@@ -616,6 +630,7 @@ const ATTACKS: Attack[] = [
     name: "big-bodies",
     what: "16 concurrent 60 MB bodies, from 16 addresses",
     rssAllowanceMb: BODY_BUDGET_MB,
+    references: true,
     async run(env, stop) {
       // A chat request an engine takes (vLLM and SGLang ignore an unknown field): the router reads
       // it whole, parses it and forwards all 60 MB; the engine answers at once.
@@ -760,30 +775,63 @@ interface RouterChild {
   exited: () => string;
 }
 
-/** What an attack is aimed at: the router, or nginx as the machine's reference. */
+/** What an attack runs against, whichever it is. */
 interface Target {
   url: string;
   port: number;
-  /** The process that serves (nginx's worker), for its CPU, RSS and descriptors. */
-  pid(): number;
+  /** The process whose RSS and fds are read. */
+  pid: number;
+  /** The processes whose CPU is the target's (the router and its parse processes). */
+  cpuPids(): number[];
   exited(): string;
-  stop(): Promise<void>;
+  stop(gracefully: boolean): Promise<void>;
 }
 
-/** nginx in front of `sims` with `directives` in its server block; its one worker serves. */
-async function nginxTarget(sims: readonly FleetMember[], directives: string): Promise<Target> {
-  const nginx = await startNginx(
-    sims.map((s) => s.url),
-    directives,
-  );
-  if (nginx === undefined) throw new Error("nginx is not installed (apt-get install nginx-light)");
-  const url = new URL(nginx.url);
+async function startTarget(
+  kind: TargetKind,
+  flags: string[],
+  sims: readonly FleetMember[],
+  nodeFlags: string[],
+  nginxDirectives = "",
+): Promise<Target> {
+  if (kind === "router") {
+    const router = await startRouterCli(flags, nodeFlags);
+    const pid = router.child.pid as number;
+    return {
+      url: router.url,
+      port: router.port,
+      pid,
+      cpuPids: () => processTree(pid),
+      exited: router.exited,
+      stop: (gracefully) => stopRouter(router, gracefully),
+    };
+  }
+  const urls = sims.map((s) => s.url);
+  if (kind === "nginx") {
+    const nginx =
+      ensureNginx("bench:faults") === undefined
+        ? undefined
+        : await startNginx(urls, [], nginxDirectives);
+    if (nginx === undefined) throw new Error("nginx is not installed");
+    const pid = nginx.workerPid() ?? 0;
+    return {
+      url: nginx.url,
+      port: Number(new URL(nginx.url).port),
+      pid,
+      cpuPids: () => [pid],
+      exited: () => "",
+      stop: () => nginx.stop(),
+    };
+  }
+  // Bodies over 1 MiB are read and dropped there: nothing kept, parsed or sent on.
+  const bare = await startBareNodeProxy(urls, 1024 * 1024);
   return {
-    url: nginx.url,
-    port: Number(url.port),
-    pid: () => nginx.workerPid() ?? 0,
+    url: bare.url,
+    port: Number(new URL(bare.url).port),
+    pid: bare.pid,
+    cpuPids: () => [bare.pid],
     exited: () => "",
-    stop: () => nginx.stop(),
+    stop: () => bare.stop(),
   };
 }
 
@@ -843,16 +891,6 @@ async function startRouterCli(flags: string[], nodeFlags: string[]): Promise<Rou
   return { child, url, port, exited: () => (exit === "" ? "" : `${exit}: ${lastLine(out)}`) };
 }
 
-function routerTarget(router: RouterChild, phases: Phases): Target {
-  return {
-    url: router.url,
-    port: router.port,
-    pid: () => router.child.pid as number,
-    exited: router.exited,
-    stop: () => stopRouter(router, phases.nodeFlags.length > 0),
-  };
-}
-
 /**
  * Ends the router: at once, or (profiling) by SIGTERM, so that Node writes its --cpu-prof or
  * --heap-prof file, with a SIGKILL if it has not ended within a minute.
@@ -890,8 +928,9 @@ function procStatus(pid: number, field: string): number {
   }
 }
 
-/** A process's CPU time so far (user + system), in ms. */
-const cpuMsOf = (pid: number) => (processCpuMicros(pid) ?? 0) / 1000;
+/** CPU time so far (user + system) of several processes together, in ms (those gone count 0). */
+const cpuMsOf = (pids: readonly number[]) =>
+  pids.reduce((sum, pid) => sum + (processCpuMicros(pid) ?? 0), 0) / 1000;
 
 /** CPU ms spent over `ms` of wall time, as % of one core. */
 const cpuPct = (cpuMs: number, ms: number) => (ms > 0 ? Math.round((cpuMs * 100) / ms) : 0);
@@ -931,6 +970,7 @@ interface Phases {
 
 async function runAttack(
   attack: Attack,
+  target: TargetKind,
   phases: Phases,
   host: FleetHost,
   probe: ProbeProcess,
@@ -971,12 +1011,9 @@ async function runAttack(
       ? await attack.flags(partial)
       : ["--worker-urls", ...sims.map((s) => s.url)];
   }
-  const target: Target =
-    attack.nginx === undefined
-      ? routerTarget(await startRouterCli(flags, phases.nodeFlags), phases)
-      : await nginxTarget(sims, attack.nginx);
-  const env: Env = { ...partial, url: target.url, port: target.port };
-  const pid = target.pid();
+  const router = await startTarget(target, flags, sims, phases.nodeFlags, attack.nginxDirectives);
+  const env: Env = { ...partial, url: router.url, port: router.port };
+  const pid = router.pid;
   const config = { url: env.url, clients: LEGIT_CLIENTS, healthEveryMs: HEALTH_EVERY_MS };
   try {
     await attack.prepare?.(env);
@@ -987,9 +1024,9 @@ async function runAttack(
       ),
     );
     probe.start(config);
-    const quietCpu0 = cpuMsOf(pid);
+    const quietCpu0 = cpuMsOf(router.cpuPids());
     await sleep(phases.quietSecs * 1000);
-    const quietCpuPct = cpuPct(cpuMsOf(pid) - quietCpu0, phases.quietSecs * 1000);
+    const quietCpuPct = cpuPct(cpuMsOf(router.cpuPids()) - quietCpu0, phases.quietSecs * 1000);
     const quiet = await probe.stop();
     const quietRssMb = Math.round(procStatus(pid, "VmHWM") / 1024);
 
@@ -1001,22 +1038,27 @@ async function runAttack(
       peakFds = Math.max(peakFds, openFds(pid));
     }, 250);
     probe.start(config);
-    const attackCpu0 = cpuMsOf(pid);
+    const attackCpu0 = cpuMsOf(router.cpuPids());
+    const otherPids = [host.pid ?? 0, probe.pid ?? 0];
+    const othersCpu0 = otherPids.map((p) => cpuMsOf([p]));
     const benchCpu0 = process.cpuUsage();
     const attacking = attack.run(env, stop.signal).catch((err: unknown) => {
       env.scratch.note = `attack failed: ${(err as Error).message}`;
     });
     await sleep(phases.secs * 1000);
     const peakRssMb = Math.round(procStatus(pid, "VmHWM") / 1024);
-    const attackedCpuPct = cpuPct(cpuMsOf(pid) - attackCpu0, phases.secs * 1000);
+    const attackedCpuPct = cpuPct(cpuMsOf(router.cpuPids()) - attackCpu0, phases.secs * 1000);
     const benchCpu = process.cpuUsage(benchCpu0);
     const attackerCpuPct = cpuPct((benchCpu.user + benchCpu.system) / 1000, phases.secs * 1000);
+    const [workersCpuPct, probeCpuPct] = otherPids.map((p, i) =>
+      cpuPct(cpuMsOf([p]) - (othersCpu0[i] as number), phases.secs * 1000),
+    ) as [number, number];
     stop.abort();
     clearInterval(sampler);
     const [attacked] = await Promise.all([probe.stop(), Promise.race([attacking, sleep(30_000)])]);
     const p99VsQuiet = quiet.p99Ms > 0 ? round(attacked.p99Ms / quiet.p99Ms, 2) : Number.NaN;
     const rssBoundMb =
-      attack.rssAllowanceMb === undefined
+      attack.rssAllowanceMb === undefined || target !== "router"
         ? undefined
         : quietRssMb + attack.rssAllowanceMb + RSS_SLACK_MB;
     const missed: string[] = [];
@@ -1024,13 +1066,14 @@ async function runAttack(
     if (!(p99VsQuiet <= 2)) missed.push("p99");
     if (attacked.lost > 0) missed.push("lost");
     if (rssBoundMb !== undefined && peakRssMb > rssBoundMb) missed.push("rss");
-    const routerExited = target.exited();
+    const routerExited = router.exited();
     if (routerExited !== "") missed.push("exited");
     const note = attack.note
       ? await attack.note(env).catch((e: unknown) => `note failed: ${(e as Error).message}`)
       : String(env.scratch.note ?? "");
     return {
       attack: attack.name,
+      target,
       what: attack.what,
       quiet,
       attacked,
@@ -1041,12 +1084,14 @@ async function runAttack(
       peakFds,
       routerCpuPct: { quiet: quietCpuPct, attacked: attackedCpuPct },
       attackerCpuPct,
+      workersCpuPct,
+      probeCpuPct,
       routerExited,
       note,
       missed,
     };
   } finally {
-    await target.stop();
+    await router.stop(phases.nodeFlags.length > 0);
     await Promise.all([...fleets, ...extras].map((f) => f.close().catch(() => {})));
     rmSync(dir, { recursive: true, force: true });
   }
@@ -1067,6 +1112,7 @@ async function main(): Promise<void> {
       "quiet-secs": { type: "string" },
       only: { type: "string" },
       "node-flags": { type: "string" },
+      "no-references": { type: "boolean" },
     },
   });
   const phases: Phases = {
@@ -1099,11 +1145,23 @@ async function main(): Promise<void> {
       process.stderr.write(
         `${attack.name} (${phases.quietSecs} s quiet, ${phases.secs} s attacked)... `,
       );
-      const row = await runAttack(attack, phases, host, probe, redis?.url);
-      rows.push(row);
-      process.stderr.write(
-        `worst /health ${row.attacked.worstHealthMs} ms, p99 ${row.attacked.p99Ms} ms (quiet ${row.quiet.p99Ms}), load ${loadAverage()}\n`,
-      );
+      const targets: TargetKind[] =
+        attack.references === undefined || values["no-references"] === true
+          ? ["router"]
+          : [
+              "router",
+              ...(attack.references === true
+                ? (["nginx", "node-drain"] as const)
+                : attack.references),
+            ];
+      for (const target of targets) {
+        if (target !== "router") process.stderr.write(`  against ${target}... `);
+        const row = await runAttack(attack, target, phases, host, probe, redis?.url);
+        rows.push(row);
+        process.stderr.write(
+          `worst /health ${row.attacked.worstHealthMs} ms, p99 ${row.attacked.p99Ms} ms (quiet ${row.quiet.p99Ms}), load ${loadAverage()}\n`,
+        );
+      }
     }
   } finally {
     await probe.close();
@@ -1113,6 +1171,7 @@ async function main(): Promise<void> {
   printTable(
     [
       "attack",
+      "against",
       "legit ok",
       "refused",
       "lost",
@@ -1122,14 +1181,16 @@ async function main(): Promise<void> {
       "worst /health ms quiet/attacked",
       "RSS MB quiet/peak (bound)",
       "peak fds",
-      "router CPU % quiet/attacked",
+      "target CPU % quiet/attacked",
       "attacker CPU %",
+      "workers/probe CPU %",
       "router",
       "targets missed",
       "what the attack got",
     ],
     rows.map((r) => [
       r.attack,
+      r.target,
       r.attacked.ok,
       r.attacked.refused,
       r.attacked.lost,
@@ -1141,6 +1202,7 @@ async function main(): Promise<void> {
       r.peakFds,
       `${r.routerCpuPct.quiet}/${r.routerCpuPct.attacked}`,
       r.attackerCpuPct,
+      `${r.workersCpuPct}/${r.probeCpuPct}`,
       r.routerExited === "" ? "up" : r.routerExited,
       r.missed.length === 0 ? "-" : r.missed.join(","),
       r.note,

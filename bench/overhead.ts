@@ -291,7 +291,13 @@ async function main(): Promise<void> {
           ]),
       ...(routerNginx === undefined
         ? []
-        : ["r-nginx added p50", "r-nginx req/s", "r-nginx cpu µs/req", "r-nginx/nginx"]),
+        : [
+            "r-nginx added p50",
+            "r-nginx req/s",
+            "r-nginx cpu µs/req",
+            "of it radixgate",
+            "r-nginx/nginx",
+          ]),
       "errors",
     ],
     cells.map((c) => [
@@ -327,6 +333,7 @@ async function main(): Promise<void> {
             fmt(c.routerNginxAddedP50Ms!, 2),
             fmt(c.routerNginx.requestsPerSec, 0),
             fmt(c.routerNginx.cpuMicrosPerRequest ?? Number.NaN, 0),
+            fmt(c.routerNginx.firstCpuMicrosPerRequest ?? Number.NaN, 0),
             fmt(c.routerNginxVsNginx!, 2),
           ]),
       c.direct.errors +

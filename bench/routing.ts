@@ -140,6 +140,8 @@ interface CliOptions {
   matrix: boolean;
   cpuNoise: boolean;
   replay: boolean;
+  /** --jitter: with --replay, the share by which engine steps run faster or slower (0 = none). */
+  jitter: number;
   /** "" for the default preset without overrides; else a file-name suffix. */
   tag: string;
   chart: boolean;
@@ -155,6 +157,7 @@ function parseCli(argv: string[]): CliOptions {
       rate: { type: "string" },
       workers: { type: "string" },
       "time-scale": { type: "string" },
+      jitter: { type: "string" },
       "kv-capacity-tokens": { type: "string" },
       seed: { type: "string" },
       tenants: { type: "string" },
@@ -219,6 +222,9 @@ function parseCli(argv: string[]): CliOptions {
         "  --replay                      with --matrix: each cell in model time (bench/lib/ttft-replay.ts),",
         "                                repeat i on workload seed + i and its own engine-poll phase;",
         "                                reproducible, no CPU noise; TTFT in model ms",
+        "  --jitter <share>              with --replay: every repeat on the one workload seed, each engine",
+        "                                step 1 ± share of its model time (seeded by --timing-seed + i):",
+        "                                identical runs' timing noise, reproducibly (e.g. 0.2)",
         "  --bypass <share>              share of requests sent straight to a worker, bypassing the router",
         "                                (e.g. 0.25; the precise row sees them through the KV events)",
         `  --bypass-to <${BYPASS_TARGETS.join("|")}>  where the bypassing client sends them (default sticky):`,
@@ -415,6 +421,7 @@ function parseCli(argv: string[]): CliOptions {
     matrix: values.matrix,
     cpuNoise: values["cpu-noise"],
     replay: values.replay,
+    jitter: num("jitter", values.jitter, 0, false) ?? 0,
     tag,
     chart: !values["no-chart"] && tag === "" && !values.matrix && !values["cpu-noise"],
   };
@@ -762,6 +769,7 @@ async function replayMatrix(
       cli.rows,
       cli.repeats,
       cli.timingSeed,
+      cli.jitter,
     );
     for (const s of got) {
       console.log(
@@ -771,7 +779,7 @@ async function replayMatrix(
     summaries.push(...got);
   }
   console.log(
-    `\n## matrix, model-time replay: ${cells.length} cells of the tenants family, ${cli.repeats} workload seeds from ${cli.preset.seed}; TTFT in model ms`,
+    `\n## matrix, model-time replay: ${cells.length} cells of the tenants family, ${cli.jitter > 0 ? `workload seed ${cli.preset.seed}, ${cli.repeats} timing seeds from ${cli.timingSeed} (engine steps ±${cli.jitter * 100}%)` : `${cli.repeats} workload seeds from ${cli.preset.seed}`}; TTFT in model ms`,
   );
   printMatrix(summaries);
   const goals = [...new Set(summaries.map((s) => s.row))].flatMap((row) =>

@@ -83,6 +83,7 @@ const USAGE = [
   "                                (the old rule), not the count at the reading",
   "  --queue-weight <x>, --request-chars <n>, --eviction-weight <x>   prefix_cost's weights",
   "  --tie-break <hash|rotation>   prefix_cost's tie-break (default hash)",
+  "  --cache-load-bound <x>        cache_aware's load cap (the router's --cache-load-bound)",
   "  --kv-events                   each policy over the engines' KV events (the precise index), with",
   "                                --kv-tier-weights' default, then tier-blind (gpu=1,cpu=0,disk=0)",
 ].join("\n");
@@ -98,6 +99,7 @@ function parseCli(): ReturnType<typeof parseArgs<{ options: typeof OPTIONS }>>["
       "queue-weight",
       "request-chars",
       "eviction-weight",
+      "cache-load-bound",
     ] as const) {
       const value = values[name];
       if (value !== undefined && !(Number(value) >= 0)) {
@@ -131,6 +133,7 @@ const OPTIONS = {
   "request-chars": { type: "string" },
   "eviction-weight": { type: "string" },
   "tie-break": { type: "string" },
+  "cache-load-bound": { type: "string" },
   "kv-events": { type: "boolean", default: false },
 } as const;
 
@@ -161,6 +164,9 @@ async function main(): Promise<void> {
     ...(values["tie-break"] === undefined
       ? {}
       : { prefixCostTieBreak: values["tie-break"] as TieBreak }),
+    ...(values["cache-load-bound"] === undefined
+      ? {}
+      : { cacheLoadBound: Number(values["cache-load-bound"]) }),
   };
   const w = prepareWorkload(name, preset);
   // The router polls its engines every --engine-poll-interval-secs of real time (default 5).

@@ -81,6 +81,11 @@ export const ERROR_CATALOG = {
     type: "server_error",
     message: "The router is buffering its limit of request bodies; retry shortly.",
   },
+  large_body_busy: {
+    status: 503,
+    type: "server_error",
+    message: "The router is reading its limit of large request bodies; retry shortly.",
+  },
   shutting_down: { status: 503, type: "server_error", message: "Router is shutting down." },
   upstream_timeout: {
     status: 504,

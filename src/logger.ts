@@ -98,13 +98,31 @@ export function accessLogger(logger: Logger): Logger {
 let stdoutClosed = false;
 let stdoutWatched = false;
 
+/** Lines held before a write at once (a burst's lines are still written within its tick). */
+const BATCH_CHARS = 64 * 1024;
+
 /**
  * Standard output for the JSON log lines, safe when the reader is gone (`radixgate | head -1`):
  * an EPIPE ends logging instead of failing the process, and nothing is retried, so a SIGTERM
  * still ends it at once. (pino.destination's SonicBoom retries a failed write every 100 ms
  * while flushing at exit, forever when the pipe is closed: the hang of issue 13 item 3.)
  * process.stdout writes pipes synchronously on Linux and handles EAGAIN itself.
+ *
+ * The lines of one event-loop turn go out in one write: a write is a system call, and the access
+ * line of every request was one of the few a request costs (docs/benchmarks.md). They are written
+ * before the loop waits again (setImmediate) and at exit, so nothing waits in memory.
  */
+let held = "";
+let flushScheduled = false;
+
+function flushStdout(): void {
+  flushScheduled = false;
+  if (held === "") return;
+  const text = held;
+  held = "";
+  if (!stdoutClosed && process.stdout.writable) process.stdout.write(text);
+}
+
 function stdoutDestination(): DestinationStream {
   if (!stdoutWatched) {
     stdoutWatched = true;
@@ -112,10 +130,16 @@ function stdoutDestination(): DestinationStream {
       if (err.code === "EPIPE") stdoutClosed = true;
       else process.stderr.write(`radixgate: stdout: ${err.message}\n`);
     });
+    process.once("exit", flushStdout);
   }
   return {
     write(line: string) {
-      if (!stdoutClosed && process.stdout.writable) process.stdout.write(line);
+      held += line;
+      if (held.length >= BATCH_CHARS) flushStdout();
+      else if (!flushScheduled) {
+        flushScheduled = true;
+        setImmediate(flushStdout).unref();
+      }
     },
   };
 }

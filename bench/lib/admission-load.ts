@@ -42,7 +42,11 @@ export interface Outcome {
   routerWaitMs: number | undefined;
   tokens: number;
   retryAfter: boolean;
+  /** When it was sent and when it ended, ms since the run started. */
+  sentAt: number;
   endedAt: number;
+  /** The engine that answered (the simulator's x-sim-worker-id, relayed); undefined if none. */
+  worker: string | undefined;
 }
 
 let serial = 0;
@@ -66,10 +70,13 @@ export async function send(
     shape.promptChars,
     `${shape.group.toLowerCase()}x `,
   );
-  const ended = (o: Omit<Outcome, "group" | "endedAt">): Outcome => ({
+  let worker: string | undefined;
+  const ended = (o: Omit<Outcome, "group" | "sentAt" | "endedAt" | "worker">): Outcome => ({
     group: shape.group,
     ...o,
+    sentAt: sent - startedAt,
     endedAt: performance.now() - startedAt,
+    worker,
   });
   try {
     const res = await fetch(`${target.url}/v1/completions`, {
@@ -83,6 +90,7 @@ export async function send(
         ...(shape.priority === undefined ? {} : { priority: shape.priority }),
       }),
     });
+    worker = res.headers.get("x-sim-worker-id") ?? undefined;
     const header = res.headers.get(QUEUE_WAIT_HEADER);
     const routerWaitMs = target.direct ? 0 : header === null ? undefined : Number(header);
     if (res.status !== 200) {

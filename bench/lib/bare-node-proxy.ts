@@ -13,10 +13,19 @@ export interface BareNodeProxy {
 const SCRIPT = fileURLToPath(new URL("./bare-node-proxy.mjs", import.meta.url));
 
 /** Several upstreams are taken in turn (round robin), as bench:stream's engines. */
-export async function startBareNodeProxy(upstream: string | string[]): Promise<BareNodeProxy> {
+export async function startBareNodeProxy(
+  upstream: string | string[],
+  /** Bodies larger than this are read and dropped, answered 200 at once (default: none). */
+  drainAboveBytes?: number,
+): Promise<BareNodeProxy> {
   const port = await freePort();
+  const env =
+    drainAboveBytes === undefined
+      ? process.env
+      : { ...process.env, DRAIN_ABOVE_BYTES: String(drainAboveBytes) };
   const child = spawn(process.execPath, [SCRIPT, String(port), ...[upstream].flat()], {
     stdio: ["ignore", "ignore", "inherit"],
+    env,
   });
   await untilAccepting(child, port, () => new Error("the bare Node.js proxy did not start"));
   return {

@@ -38,6 +38,7 @@ export type ProbeRequest =
 export type ProbeReply = ChildReply<ProbeResult>;
 
 export interface ProbeProcess {
+  readonly pid: number | undefined;
   /** Starts a phase: the clients and the probe run until `stop`. */
   start(config: ProbeConfig): void;
   /** Ends the phase (requests under way are waited for, at most their own timeout). */
@@ -53,6 +54,7 @@ export function startProbeProcess(): ProbeProcess {
     stdio: ["ignore", "inherit", "inherit", "ipc"],
   });
   return {
+    pid: child.pid,
     start: (config) => child.send({ type: "start", config } satisfies ProbeRequest),
     stop: () =>
       replyOf<ProbeResult>(

@@ -55,6 +55,8 @@ export interface Fleet {
 
 export interface FleetHost {
   startFleet(o: FleetOptions): Promise<Fleet>;
+  /** The process the workers run in, when it is a child (its CPU time, for the benches). */
+  readonly pid?: number;
   /** Closes every fleet still open and, for a child host, ends the child process. */
   close(): Promise<void>;
 }
@@ -157,6 +159,7 @@ export async function childFleetHost(): Promise<FleetHost> {
   });
   const open = new Set<Fleet>();
   return {
+    ...(child.pid === undefined ? {} : { pid: child.pid }),
     async startFleet(o) {
       const reply = await call({ type: "start", seq: ++seq, workers: fleetWorkerOptions(o) });
       if (reply.type !== "started") throw new Error(`unexpected reply ${reply.type}`);

@@ -5,7 +5,7 @@
  * router's one event loop; keep-alive to the upstream; no buffering, so streams pass through.
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePort } from "../../sim/free-port.js";
@@ -66,16 +66,22 @@ export function ensureNginx(bench: string): string | undefined {
 }
 
 /**
- * Starts nginx proxying to `upstream` (http://host:port, or several, taken in turn), with
- * `directives` added to its server block; undefined when nginx is not installed.
+ * Starts nginx proxying to `upstream` (http://host:port, or several, taken in turn); undefined
+ * when nginx is not installed.
  */
 export async function startNginx(
   upstream: string | readonly string[],
+  /** A command nginx runs under (its binary and flags follow), e.g. callgrind: one process then. */
+  wrap: readonly string[] = [],
+  /** Directives added to the server block (a rule that refuses an attack). */
   directives = "",
 ): Promise<NginxProxy | undefined> {
   const binary = findNginx();
   if (binary === undefined) return undefined;
   const dir = mkdtempSync(join(tmpdir(), "radixgate-nginx-"));
+  // Started as root, nginx's worker runs as `nobody`: it must reach the temp paths inside, where
+  // a body over client_body_buffer_size is written (else such a body gets 500).
+  chmodSync(dir, 0o755);
   const port = await freePort();
   const servers = (typeof upstream === "string" ? [upstream] : upstream)
     .map((url) => new URL(url))
@@ -115,7 +121,10 @@ ${servers}
 }
 `,
   );
-  const child: ChildProcess = spawn(binary, ["-p", dir, "-c", conf], {
+  // Wrapped (a callgrind count): one process, which serves, as radixgate's nginx runs.
+  const single = wrap.length === 0 ? [] : ["-g", "master_process off;"];
+  const [command = binary, ...args] = [...wrap, binary, "-p", dir, "-c", conf, ...single];
+  const child: ChildProcess = spawn(command, args, {
     stdio: ["ignore", "ignore", "inherit"],
   });
   await untilAccepting(child, port, () => {

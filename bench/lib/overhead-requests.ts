@@ -52,6 +52,8 @@ export interface TargetResult {
   requestsPerSec: number;
   /** The proxy process's CPU time per measured request (/proc; not for the direct target). */
   cpuMicrosPerRequest?: number;
+  /** Of it, the first process's (radixgate's own beside the nginx it starts). */
+  firstCpuMicrosPerRequest?: number;
 }
 
 /**
@@ -72,16 +74,19 @@ export async function measure(
   label?: string,
 ): Promise<TargetResult> {
   const origin = typeof target === "string" ? target : target.url;
-  const cpuMicros = () => {
+  /** [all processes, the first one], µs. */
+  const cpuMicros = (): [number, number] | undefined => {
     if (typeof target === "string") return undefined;
     const pids = typeof target.pid === "number" ? [target.pid] : target.pid();
     let sum = 0;
+    let first: number | undefined;
     for (const pid of pids) {
       const micros = processCpuMicros(pid);
       if (micros === undefined) return undefined;
+      first ??= micros;
       sum += micros;
     }
-    return sum;
+    return first === undefined ? undefined : [sum, first];
   };
   const dispatcher = loadAgent(concurrency);
   try {
@@ -104,7 +109,10 @@ export async function measure(
       ttftMs: summarizeMs(stream ? ok.map((o) => o.ttftMs) : []),
       requestsPerSec: (ok.length * 1000) / run.wallMs,
       ...(cpuBefore !== undefined && cpuAfter !== undefined
-        ? { cpuMicrosPerRequest: (cpuAfter - cpuBefore) / requests }
+        ? {
+            cpuMicrosPerRequest: (cpuAfter[0] - cpuBefore[0]) / requests,
+            firstCpuMicrosPerRequest: (cpuAfter[1] - cpuBefore[1]) / requests,
+          }
         : {}),
     };
   } finally {

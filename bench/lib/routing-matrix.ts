@@ -211,13 +211,15 @@ export async function replayCell(
   rows: readonly string[],
   repeats: number,
   firstSeed: number,
+  /** > 0: every repeat on the same workload seed, its engine steps jittered by this share. */
+  jitter = 0,
 ): Promise<CellSummary[]> {
   const perRow = new Map<
     string,
     { hits: number[]; ttfts: number[]; lost: number; prompt: number; errors: number }
   >();
   for (let i = 0; i < repeats; i++) {
-    const p = { ...preset, seed: preset.seed + i };
+    const p = { ...preset, seed: jitter > 0 ? preset.seed : preset.seed + i };
     const w = prepareWorkload("tenants", p);
     const enginePollMs = p.timeScale > 0 ? 5000 / p.timeScale : 0;
     const base = {
@@ -225,6 +227,7 @@ export async function replayCell(
       concurrency: w.concurrency ?? p.concurrency,
       enginePollMs,
       enginePollPhaseMs: pollPhaseMs(firstSeed + i, enginePollMs),
+      ...(jitter > 0 ? { jitter: { seed: firstSeed + i, share: jitter } } : {}),
     };
     for (const label of rows) {
       const { base: name, knobs } = parseRowLabel(label);

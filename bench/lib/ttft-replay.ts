@@ -20,6 +20,7 @@ import { Engine } from "../../sim/engine.js";
 import { type KvCacheListener, PrefixKvCache } from "../../sim/kv-cache.js";
 import { ManualClock } from "../../sim/manual-clock.js";
 import { DEFAULT_FLAVOR, DEFAULT_NUMERIC_OPTIONS } from "../../sim/options.js";
+import { mulberry32 } from "../../sim/prng.js";
 import { renderChat } from "../../sim/template.js";
 import { DEFAULT_TIMING, estimateLatency, type StepShape } from "../../sim/timing.js";
 import { tokenize } from "../../sim/tokenizer.js";
@@ -163,6 +164,12 @@ export async function replay(
     foreignAgainstNow?: boolean;
     /** Records every decision and its outcome (--decision-trace's format). */
     trace?: DecisionTrace;
+    /**
+     * Timing noise: every engine step (and first-token delay) lasts 1 ± `share` times its model
+     * time, drawn from `seed` per worker. The same workload under other seeds is what identical
+     * real-time runs are: the same requests, steps a little faster or slower.
+     */
+    jitter?: { seed: number; share: number };
   },
 ): Promise<ReplayResult> {
   const clock = new ManualClock();
@@ -180,6 +187,8 @@ export async function replay(
       : undefined;
   for (let i = 0; i < o.workers; i++) {
     const steps: Step[] = [];
+    const jitter = o.jitter;
+    const rng = jitter === undefined ? undefined : mulberry32((jitter.seed * 977 + i) >>> 0);
     const kv = new PrefixKvCache({
       capacityTokens: w.kvCapacityTokens,
       blockSize: BLOCK_SIZE,
@@ -191,7 +200,7 @@ export async function replay(
         timing,
         maxRunning: MAX_RUNNING,
         maxBatchTokens: MAX_BATCH_TOKENS,
-        delayFactor: () => 1,
+        delayFactor: rng === undefined ? () => 1 : () => 1 + jitter!.share * (2 * rng() - 1),
         loadRule: loadRuleOf(w.flavor ?? DEFAULT_FLAVOR),
         onStep: (start: number, duration: number, shape: Readonly<StepShape>) =>
           steps.push({ start, end: start + duration, prefillTokens: shape.prefillTokens }),

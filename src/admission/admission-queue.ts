@@ -195,7 +195,8 @@ export class AdmissionQueue implements AdmissionStep {
 
   /**
    * Why --queue-when-saturated holds the request now: every candidate saturated (and it outranks
-   * nothing there), or its tenant over its share while only the reserved slots are free.
+   * nothing there), or no free batch slot on any while tenants share them; or its tenant over
+   * its share while only the reserved slots are free.
    */
   private holdCause(ticket: AdmissionTicket): "fleet_saturated" | "tenant_share" | undefined {
     if (!this.options.queueWhenSaturated) return undefined;
@@ -205,11 +206,27 @@ export class AdmissionQueue implements AdmissionStep {
       return this.outranks?.(ticket, now) === true ? undefined : "fleet_saturated";
     }
     const tenant = this.tenantOf(ticket);
-    if (tenant === undefined || !this.shares.heldForOthers(tenant, candidates, now)) {
-      return undefined;
+    if (tenant === undefined) return undefined;
+    if (this.shares.heldForOthers(tenant, candidates, now)) {
+      return this.preemptedForOthers(tenant, ticket, candidates, now) ? undefined : "tenant_share";
     }
-    if (this.preemptedForOthers(tenant, ticket, candidates, now)) return undefined;
-    return "tenant_share";
+    // While tenants share the slots, a request goes only into a free one (the release rule).
+    // Where the engines preempt for it, it goes at once: the engine makes the slot.
+    if (this.shares.noFreeSlot(tenant, candidates, now) && !this.enginesPreempt(candidates)) {
+      return "fleet_saturated";
+    }
+    return undefined;
+  }
+
+  /**
+   * Whether every candidate preempts by priority for a tenant that yields at the engine
+   * (--engine-priority, and SGLang said its preemption threshold: priority scheduling on,
+   * preemption not disabled).
+   */
+  private enginesPreempt(candidates: readonly SaturationView[]): boolean {
+    return (
+      this.engineYields && candidates.every((w) => w.signals.preemptionThreshold !== undefined)
+    );
   }
 
   /**
@@ -227,8 +244,7 @@ export class AdmissionQueue implements AdmissionStep {
     candidates: readonly SaturationView[],
     now: number,
   ): boolean {
-    if (!this.engineYields) return false;
-    if (!candidates.every((w) => w.signals.preemptionThreshold !== undefined)) return false;
+    if (!this.enginesPreempt(candidates)) return false;
     return this.shares.yieldsAtEngine(tenant, ticket.identity().priority, candidates, now) === true;
   }
 

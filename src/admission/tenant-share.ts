@@ -129,6 +129,20 @@ export class TenantShares {
   }
 
   /**
+   * Whether the request must wait for a slot to free because the candidates have none and other
+   * tenants share them (the release rule): a worker whose batch is full counts as having room at
+   * --saturation-queue-depth 1, but what the router lets go there waits in the engine's
+   * first-come queue for an end on that one worker, while a request held here takes the first
+   * slot that frees on any of them. Never when a cap is unknown, nor for a tenant alone.
+   */
+  noFreeSlot(tenant: string, candidates: readonly SaturationView[], now: number): boolean {
+    if (this.reserve === 0 || candidates.length === 0) return false;
+    if (this.othersActive(tenant, now) === 0) return false;
+    const slots = slotsOf(candidates, now);
+    return slots !== undefined && slots.free === 0;
+  }
+
+  /**
    * Whether the tenant's request of `priority` should reach the engine below the other tenants'
    * requests of that priority (--engine-priority): another tenant was active at that priority in
    * the last ACTIVE_WINDOW_MS and this one holds at least its fair share of the candidates'

@@ -24,6 +24,7 @@ import {
 } from "./body-summary.js";
 import { type CacheIsolation, saltedBody, saltedPairView, tenantSalt } from "./cache-salt.js";
 import { checkContentType } from "./content-type.js";
+import { LargeBodyGate, type LargeBodyLimits } from "./large-body-gate.js";
 import type { ParsePool } from "./parse-pool.js";
 import { type BodyReadLimits, readBody } from "./read-body.js";
 import type { Endpoint } from "./routing-text.js";
@@ -32,6 +33,11 @@ import { type SessionSource, sessionKey } from "./session-key.js";
 export interface IntakeOptions {
   /** --max-payload-size, the body read timeouts and --body-min-rate-bytes. */
   body: BodyReadLimits;
+  /**
+   * --large-body-bytes, --max-large-body-reads, --large-body-wait-secs: large bodies are read a
+   * few at a time (undefined, or 0 reads: no gate).
+   */
+  largeBodies?: LargeBodyLimits;
   /** --parse-offload-bytes: bodies this large are parsed by the parse pool, when there is one. */
   parseOffloadBytes: number;
   /** --max-routing-text-chars */
@@ -102,6 +108,8 @@ export interface OpenedRequest {
 export class Intake {
   /** The body's read limits, the same for every request: made once, not per request. */
   private readonly bodyLimits: BodyReadLimits;
+  /** Large bodies read a few at a time; undefined = no such bound. */
+  readonly largeBodyGate: LargeBodyGate | undefined;
 
   constructor(
     private readonly options: IntakeOptions,
@@ -116,6 +124,9 @@ export class Intake {
   ) {
     // Every body taken here is JSON: its nesting is bounded as it arrives, before any parse.
     this.bodyLimits = { maxNesting: MAX_BODY_NESTING, ...options.body };
+    const large = options.largeBodies;
+    this.largeBodyGate =
+      large !== undefined && large.reads > 0 ? new LargeBodyGate(large) : undefined;
   }
 
   /** Reads and summarizes the body of an inference POST (nothing for the GET info routes). */
@@ -134,7 +145,7 @@ export class Intake {
       };
     }
     checkContentType(incoming.headers["content-type"]);
-    const body = await readBody(incoming, this.bodyLimits, lease);
+    const body = await readBody(incoming, this.bodyLimits, lease, this.largeBodyGate);
     const offloaded = this.offloaded(endpoint, body);
     return this.received(incoming, endpoint, body, offloaded && (await offloaded));
   }
@@ -262,7 +273,7 @@ export class Intake {
     try {
       // receive()'s steps in this one async frame, not a second one awaited (every request).
       checkContentType(incoming.headers["content-type"]);
-      const body = await readBody(incoming, this.bodyLimits, lease);
+      const body = await readBody(incoming, this.bodyLimits, lease, this.largeBodyGate);
       const offloaded = this.offloaded(endpoint, body);
       const received = this.received(incoming, endpoint, body, offloaded && (await offloaded));
       return { received, routing: this.route(received), lease };

@@ -3,6 +3,7 @@ import { RouterError } from "../errors.js";
 import { ClientGoneError } from "../proxy/cancel.js";
 import { NestingScan } from "../proxy/json-depth.js";
 import type { BodyLease } from "./body-budget.js";
+import type { GateTurn, GateWait, LargeBodyGate } from "./large-body-gate.js";
 
 /** Bounds on reading one request body (see docs/reliability.md, "Reading request bodies"). */
 export interface BodyReadLimits {
@@ -30,11 +31,14 @@ export interface BodyReadLimits {
  * Content-Length, or as soon as a chunked body crosses the limit. Nothing is sent to a worker
  * before the whole body is here, so a 413 never costs a worker anything. The bytes are covered by
  * `lease` (the router-wide body budget) as they arrive; a body that arrives too slowly gets 408.
+ * A large body (declared, or once it has grown large) is read only in its turn at `gate`: until
+ * then its socket is paused, and its read clocks stand still.
  */
 export function readBody(
   incoming: IncomingMessage,
   limits: BodyReadLimits,
   lease?: BodyLease,
+  gate?: LargeBodyGate,
 ): Promise<Buffer> {
   const declared = incoming.headers["content-length"];
   if (declared !== undefined && Number(declared) > limits.maxBytes) {
@@ -54,9 +58,13 @@ export function readBody(
     const nesting =
       limits.maxNesting === undefined ? undefined : new NestingScan(limits.maxNesting);
     let size = 0;
-    const startedAt = Date.now();
+    let startedAt = Date.now();
     let lastChunkAt = startedAt;
     let timer: NodeJS.Timeout | undefined;
+    /** The body's turn at the gate, once it is large; left when the read ends, however. */
+    let turn: GateTurn | undefined;
+    /** Waiting for that turn: the socket is paused, the read's clocks stopped. */
+    let waiting: { wait: GateWait; since: number; poke: NodeJS.Timeout } | undefined;
 
     const rateDeadline = () => startedAt + limits.idleTimeoutMs + (size * 1000) / minRate;
     /** The deadline that has passed at `now`, if any (idle, then total, then rate). */
@@ -87,6 +95,12 @@ export function readBody(
     };
     const cleanup = () => {
       if (timer !== undefined) clearTimeout(timer);
+      if (waiting !== undefined) {
+        clearInterval(waiting.poke);
+        waiting.wait.cancel();
+        waiting = undefined;
+      }
+      turn?.leave();
       incoming.off("data", onData);
       incoming.off("end", onEnd);
       incoming.off("error", onError);
@@ -97,6 +111,40 @@ export function readBody(
       // Stop reading; the answer goes out and the rest of the body is drained or cut (linger.ts).
       incoming.pause();
       reject(err);
+    };
+    /**
+     * Whether reading goes on: yes for a small body or one holding its turn; else the socket is
+     * paused until the turn comes (or the wait times out: 503 large_body_busy).
+     */
+    const mayRead = (bytes: number): boolean => {
+      if (gate === undefined || turn !== undefined || !gate.isLarge(bytes)) return true;
+      turn = gate.tryEnter();
+      if (turn !== undefined) return true;
+      incoming.pause();
+      if (timer !== undefined) clearTimeout(timer);
+      const wait = gate.wait();
+      // Paused, the socket is not polled: a client that hangs up is not seen. Now and then it is
+      // read again, one chunk at most (the paused stream buffers it), to notice an end.
+      const poke = setInterval(() => incoming.socket?.resume(), POKE_EVERY_MS);
+      waiting = { wait, since: Date.now(), poke };
+      wait.turn.then(
+        (granted) => {
+          if (waiting?.wait !== wait) return granted.leave();
+          clearInterval(poke);
+          // The time spent waiting does not count against the body's own read clocks.
+          const waited = Date.now() - waiting.since;
+          waiting = undefined;
+          turn = granted;
+          startedAt += waited;
+          lastChunkAt += waited;
+          arm();
+          incoming.resume();
+        },
+        (err: Error) => {
+          if (waiting?.wait === wait) fail(err);
+        },
+      );
+      return false;
     };
     const onData = (chunk: Buffer) => {
       size += chunk.length;
@@ -113,6 +161,7 @@ export function readBody(
       }
       sink.add(chunk);
       lastChunkAt = Date.now();
+      if (turn === undefined && waiting === undefined) mayRead(size);
     };
     const onEnd = () => {
       cleanup();
@@ -130,9 +179,12 @@ export function readBody(
     incoming.on("end", onEnd);
     incoming.on("error", onError);
     incoming.on("aborted", onAborted);
-    arm();
+    if (mayRead(Number.isFinite(declaredBytes) ? declaredBytes : 0)) arm();
   });
 }
+
+/** How often a paused large body's socket is read again to notice a client that hung up. */
+const POKE_EVERY_MS = 1000;
 
 /**
  * A body declared larger than this is written into one buffer of its declared size as it arrives

@@ -19,6 +19,10 @@ export interface IntakeConfig {
   bodyReadTimeoutMs: number;
   bodyIdleTimeoutMs: number;
   bodyMinRateBytes: number;
+  largeBodyBytes: number;
+  /** Large bodies read at once (0 = no bound). */
+  maxLargeBodyReads: number;
+  largeBodyWaitMs: number;
   parseOffloadBytes: number;
   /** Child processes parsing large bodies (0 = none). */
   parseWorkers: number;
@@ -79,6 +83,30 @@ export const INTAKE_SETTINGS = section<IntakeConfig>(
         "Slowest average rate accepted for a request body once --body-idle-timeout-secs have passed (each byte extends the allowed time, like Apache's mod_reqtimeout MinRate); a body with a Content-Length must also keep the pace that ends it within --body-read-timeout-secs; slower gets 408 body_timeout (0 = off).",
       default: 500,
       parse: number(0),
+    },
+    largeBodyBytes: {
+      flag: "--large-body-bytes",
+      arg: "<bytes>",
+      description:
+        "A request body declared larger than this, or grown larger as it arrives, is large: at most --max-large-body-reads large bodies are read at once.",
+      default: 1024 * 1024,
+      parse: integer(0),
+    },
+    maxLargeBodyReads: {
+      flag: "--max-large-body-reads",
+      arg: "<n>",
+      description:
+        "Large request bodies (--large-body-bytes) read at once; the others wait their turn with their connection paused (TCP backpressure: the client cannot send, neither side spends CPU), at most --large-body-wait-secs, then 503 large_body_busy with Retry-After. Smaller bodies never wait (0 = no bound).",
+      default: 4,
+      parse: integer(0),
+    },
+    largeBodyWaitMs: {
+      flag: "--large-body-wait-secs",
+      arg: "<secs>",
+      description:
+        "Limit for a large request body's wait for its turn to be read (--max-large-body-reads); beyond it 503 large_body_busy with Retry-After.",
+      default: 30 * SEC,
+      parse: seconds(0, Number.POSITIVE_INFINITY, { minExclusive: true }),
     },
     parseOffloadBytes: {
       flag: "--parse-offload-bytes",
@@ -170,6 +198,11 @@ export function intakeOptions(
       totalTimeoutMs: config.bodyReadTimeoutMs,
       idleTimeoutMs: config.bodyIdleTimeoutMs,
       minBytesPerSec: config.bodyMinRateBytes,
+    },
+    largeBodies: {
+      bytes: config.largeBodyBytes,
+      reads: config.maxLargeBodyReads,
+      waitMs: config.largeBodyWaitMs,
     },
     parseOffloadBytes: config.parseOffloadBytes,
     maxRoutingTextChars: config.maxRoutingTextChars,

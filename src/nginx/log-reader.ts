@@ -8,16 +8,17 @@
 import { createSocket, type Socket } from "node:dgram";
 import type { CompletionRecord } from "../proxy/remote-relay.js";
 
-/** The log_format's fields (config.ts): every value a string, "" or "-" when unset. */
+/** The log_format's fields read here (config.ts): every value a string, "" or "-" when unset. */
 interface LogLine {
-  readonly id?: string;
-  readonly s?: string;
-  readonly us?: string;
-  readonly ht?: string;
-  readonly pt?: string;
-  readonly ct?: string;
-  readonly gt?: string;
+  readonly id?: string | undefined;
+  readonly s?: string | undefined;
+  readonly us?: string | undefined;
+  readonly ht?: string | undefined;
+  readonly pt?: string | undefined;
+  readonly ct?: string | undefined;
+  readonly gt?: string | undefined;
 }
+type MutableLogLine = { -readonly [K in keyof LogLine]: string | undefined };
 
 /**
  * One datagram's record; undefined when it is not one (another sender, a line without a request).
@@ -27,12 +28,8 @@ interface LogLine {
 export function parseRecord(datagram: string): CompletionRecord | undefined {
   const start = datagram.indexOf("{");
   if (start === -1) return undefined;
-  let line: LogLine;
-  try {
-    line = JSON.parse(datagram.slice(start)) as LogLine;
-  } catch {
-    return undefined;
-  }
+  const line = flatFields(datagram, start) ?? parsedFields(datagram, start);
+  if (line === undefined) return undefined;
   if (typeof line.id !== "string" || line.id === "") return undefined;
   const status = count(line.s);
   if (status === undefined) return undefined;
@@ -52,17 +49,81 @@ export function parseRecord(datagram: string): CompletionRecord | undefined {
   };
 }
 
+/**
+ * The line as nginx writes it: one flat object of string values, none with an escape (ids,
+ * numbers, "-"). Read by scanning for the quotes, one record a datagram at every completion;
+ * undefined when the line is anything else (an escape, another shape), for JSON.parse to judge.
+ */
+function flatFields(text: string, start: number): LogLine | undefined {
+  if (text.includes("\\", start)) return undefined;
+  const line: MutableLogLine = {
+    id: undefined,
+    s: undefined,
+    us: undefined,
+    ht: undefined,
+    pt: undefined,
+    ct: undefined,
+    gt: undefined,
+  };
+  let i = start + 1;
+  for (;;) {
+    if (text.charCodeAt(i) !== QUOTE) return undefined;
+    const keyEnd = text.indexOf('"', i + 1);
+    if (keyEnd === -1 || text.charCodeAt(keyEnd + 1) !== COLON) return undefined;
+    if (text.charCodeAt(keyEnd + 2) !== QUOTE) return undefined;
+    const valueEnd = text.indexOf('"', keyEnd + 3);
+    if (valueEnd === -1) return undefined;
+    const key = text.slice(i + 1, keyEnd);
+    if (
+      key === "id" ||
+      key === "s" ||
+      key === "us" ||
+      key === "ht" ||
+      key === "pt" ||
+      key === "ct" ||
+      key === "gt"
+    )
+      line[key] = text.slice(keyEnd + 3, valueEnd);
+    const next = text.charCodeAt(valueEnd + 1);
+    if (next === CLOSE) return text.slice(valueEnd + 2).trim() === "" ? line : undefined;
+    if (next !== COMMA) return undefined;
+    i = valueEnd + 2;
+  }
+}
+
+const QUOTE = 0x22;
+const COLON = 0x3a;
+const COMMA = 0x2c;
+const CLOSE = 0x7d;
+
+function parsedFields(text: string, start: number): LogLine | undefined {
+  try {
+    const value: unknown = JSON.parse(text.slice(start));
+    return typeof value === "object" && value !== null ? (value as LogLine) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 function count(value: string | undefined): number | undefined {
-  if (value === undefined || !/^\d{1,12}$/.test(value)) return undefined;
+  if (value === undefined || value.length === 0 || value.length > 12) return undefined;
+  for (let i = 0; i < value.length; i++) {
+    const c = value.charCodeAt(i);
+    if (c < 0x30 || c > 0x39) return undefined;
+  }
   return Number(value);
 }
 
+/** The last of nginx's list of values ("0.004, 0.002" or "502 : 200"), when it is a number. */
 function lastNumber(value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
-  const last = value.split(/[,:]/).pop()?.trim() ?? "";
-  if (!/^\d+(\.\d+)?$/.test(last)) return undefined;
+  const cut = Math.max(value.lastIndexOf(","), value.lastIndexOf(":"));
+  const last = (cut === -1 ? value : value.slice(cut + 1)).trim();
+  if (!NUMBER.test(last)) return undefined;
   return Number(last);
 }
+
+const NUMBER = /^\d+(\.\d+)?$/;
 
 export interface CompletionLog {
   readonly port: number;

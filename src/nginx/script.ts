@@ -9,10 +9,10 @@
  * - body: radixgate rewrote the body (a data-parallel rank, an engine priority): it is fetched
  *   from radixgate, set as the relay's body, and the request goes on to the relay named.
  * - usage: a body filter that reads the engine's token counts (the last value wins, as
- *   proxy/usage-tap.ts does) into variables the access log carries back to radixgate. It is
- *   attached only where the engine sends counts and the router reads them.
+ *   proxy/usage-tap.ts does) from the answer's last 16 KB, at its end, into variables the
+ *   access log carries back to radixgate. It is attached only where the engine sends counts.
  */
-export const NJS_SCRIPT = String.raw`
+export const NJS_SCRIPT = `
 function body(r) {
   r.subrequest('/_rg/body', { method: 'GET' }).then(function (reply) {
     if (reply.status !== 200) {
@@ -27,23 +27,59 @@ function body(r) {
   });
 }
 
+// Per request (each request runs in its own copy of the VM): the answer's last buffers, read
+// once at its end. Searching every chunk as it passed cost more than relaying it: njs searches
+// a Buffer with a memcmp per byte, and its regular expressions go through PCRE.
+var TAIL_BYTES = 16384;
+var tail = [];
+var tailBytes = 0;
+
 var KEYS = [
-  [/"prompt_tokens"\s*:\s*(\d+)/g, 'rg_pt'],
-  [/"cached_tokens"\s*:\s*(\d+)/g, 'rg_ct'],
-  [/"completion_tokens"\s*:\s*(\d+)/g, 'rg_gt'],
+  ['"prompt_tokens"', 'rg_pt'],
+  ['"cached_tokens"', 'rg_ct'],
+  ['"completion_tokens"', 'rg_gt'],
 ];
 
-// data is a Buffer (js_body_filter ... buffer_type=buffer): most chunks are only searched, natively.
+function isSpace(c) {
+  return c === 32 || c === 10 || c === 13 || c === 9;
+}
+
+// The value of the last occurrence of key followed by a number ("key": null is passed over).
+// Bytes, not a string: njs reads a UTF-8 string by decoding it from its start.
+function lastCount(buf, key) {
+  var at = buf.lastIndexOf(key);
+  while (at !== -1) {
+    var i = at + key.length;
+    while (isSpace(buf[i])) i++;
+    if (buf[i] === 58) {
+      i++;
+      while (isSpace(buf[i])) i++;
+      var n = 0;
+      var j = i;
+      while (j < buf.length && j - i < 12 && buf[j] >= 48 && buf[j] <= 57) {
+        n = n * 10 + (buf[j] - 48);
+        j++;
+      }
+      if (j > i) return String(n);
+    }
+    at = at === 0 ? -1 : buf.lastIndexOf(key, at - 1);
+  }
+  return undefined;
+}
+
+// The engine's counts are at the answer's end (the final usage chunk of a stream, the usage or
+// meta_info of a JSON answer), and the last value wins, as in proxy/usage-tap.ts.
 function usage(r, data, flags) {
-  if (data.length > 0 && data.indexOf('_tokens"') !== -1) {
-    var text = data.toString();
-    for (var i = 0; i < KEYS.length; i++) {
-      var re = KEYS[i][0];
-      var last = undefined;
-      var m;
-      re.lastIndex = 0;
-      while ((m = re.exec(text)) !== null) last = m[1];
-      if (last !== undefined) r.variables[KEYS[i][1]] = last;
+  if (data.length > 0) {
+    tail.push(data);
+    tailBytes += data.length;
+    while (tailBytes - tail[0].length >= TAIL_BYTES) tailBytes -= tail.shift().length;
+  }
+  if (flags.last && tailBytes > 0) {
+    var all = tail.length === 1 ? tail[0] : Buffer.concat(tail);
+    for (var k = 0; k < KEYS.length; k++) {
+      var v = lastCount(all, KEYS[k][0]);
+      if (v !== undefined) r.variables[KEYS[k][1]] = v;
     }
   }
   r.sendBuffer(data, flags);

@@ -28,6 +28,7 @@
  * loopback-only admin access and per-client budgets see the real client.
  */
 import type { IncomingMessage, RequestListener, ServerResponse } from "node:http";
+import type { Socket } from "node:net";
 import type { HttpBindings } from "@hono/node-server";
 import type { Hono } from "hono";
 import { RouterError } from "../errors.js";
@@ -46,6 +47,29 @@ function lastStatus(value: string | string[] | undefined): number {
   return Number(text.split(/[ ,:]+/).pop());
 }
 
+const CLIENT_ADDRESS = Symbol("radixgate.clientAddress");
+type NamedSocket = Socket & { [CLIENT_ADDRESS]?: { address: string | undefined } };
+
+/**
+ * The client's address nginx named for the request a connection carries now: the socket's
+ * `remoteAddress` from here on. The property is defined once per connection and reads a slot:
+ * redefining it for every request changed the socket object's shape each time.
+ */
+export function nameClientAddress(socket: Socket, address: string | undefined): void {
+  const named = socket as NamedSocket;
+  let slot = named[CLIENT_ADDRESS];
+  if (slot === undefined) {
+    const created = { address };
+    slot = created;
+    named[CLIENT_ADDRESS] = created;
+    Object.defineProperty(socket, "remoteAddress", {
+      get: () => created.address,
+      configurable: true,
+    });
+  }
+  slot.address = address;
+}
+
 export function decisionListener(
   ctx: RouterContext,
   app: Hono<{ Bindings: HttpBindings }>,
@@ -57,10 +81,7 @@ export function decisionListener(
     const headers = incoming.headers;
     const client = headers[CLIENT_ADDRESS_HEADER];
     // One request at a time per nginx connection: the address holds for this request's handling.
-    Object.defineProperty(incoming.socket, "remoteAddress", {
-      value: typeof client === "string" ? client : undefined,
-      configurable: true,
-    });
+    nameClientAddress(incoming.socket, typeof client === "string" ? client : undefined);
     delete headers[CLIENT_ADDRESS_HEADER];
     const call = headers[CALL_HEADER];
     if (call === undefined) {

@@ -73,31 +73,51 @@ function prefixDigests(text: string, lengths: readonly number[]): string[] {
 }
 
 /**
- * What a claim stores: the worker and a ladder of digests of the text's prefixes, so that a
- * replica that follows the claim can tell how much of its own text the claimer's shares (a
- * tenant's requests share the tools and the tenant prompt, not the question), and let its policy
- * weigh that length rather than a guess: `<worker>|<len>:<digest>,...`.
+ * What a claim stores: the worker, the prefill the claimer's decision queued there (the text's
+ * characters it did not hold), and a ladder of digests of the text's prefixes, so that a replica
+ * that follows the claim can tell how much of its own text the claimer's shares (a tenant's
+ * requests share the tools and the tenant prompt, not the question) and what the claimer's
+ * request adds to that worker's queue: its policy then weighs both as one router would weigh a
+ * decision it had just taken, rather than a guess. `<worker>|<queued>|<len>:<digest>,...`.
  */
-export function newPrefixClaimValue(workerId: string, text: string): string {
+export function newPrefixClaimValue(workerId: string, queued: number, text: string): string {
   const lengths = ladderLengths(Math.min(text.length, LADDER_MAX_CHARS) + 1);
   const digests = prefixDigests(text, lengths);
-  return `${workerId}|${lengths.map((at, i) => `${at}:${digests[i]}`).join(",")}`;
+  const q = Number.isSafeInteger(queued) && queued > 0 ? queued : 0;
+  return `${workerId}|${q}|${lengths.map((at, i) => `${at}:${digests[i]}`).join(",")}`;
+}
+
+/** A claim as the follower reads it (readNewPrefixClaim). */
+export interface ReadClaim {
+  /** The claimer's worker. */
+  readonly worker: string;
+  /** Characters this request's text shares with the claimer's (a lower bound). */
+  readonly shared: number;
+  /** The prefill the claimer's decision queued on that worker (0 when its value did not say). */
+  readonly queued: number;
 }
 
 /**
  * A claim's value read against this request's text: the claimer's worker and the longest ladder
  * length at which both texts agree (a lower bound of what they share, at least `end` when the
- * claim was found under the same key). Undefined for a value this version cannot read.
+ * claim was found under the same key), and what the claimer queued there. Undefined for a value
+ * this version cannot read. A value without the queued field (`<worker>|<ladder>`, an older
+ * replica's) reads as having queued nothing.
  */
-export function readNewPrefixClaim(
-  value: string,
-  text: string,
-): { worker: string; shared: number } | undefined {
+export function readNewPrefixClaim(value: string, text: string): ReadClaim | undefined {
   const bar = value.indexOf("|");
   if (bar <= 0) return undefined;
   const worker = value.slice(0, bar);
+  let ladder = value.slice(bar + 1);
+  let queued = 0;
+  const second = ladder.indexOf("|");
+  if (second >= 0) {
+    queued = Number(ladder.slice(0, second));
+    if (!Number.isSafeInteger(queued) || queued < 0) return undefined;
+    ladder = ladder.slice(second + 1);
+  }
   const rungs: { at: number; digest: string }[] = [];
-  for (const rung of value.slice(bar + 1).split(",")) {
+  for (const rung of ladder.split(",")) {
     if (rung === "") continue;
     const colon = rung.indexOf(":");
     const at = Number(rung.slice(0, colon));
@@ -114,5 +134,5 @@ export function readNewPrefixClaim(
     if (own[i] !== rungs[i]!.digest) break;
     shared = rungs[i]!.at;
   }
-  return { worker, shared };
+  return { worker, shared, queued };
 }

@@ -104,6 +104,12 @@ export interface RouteRequest {
    * equal candidates start at a place of their own per replica (rotation.ts Rotation.next).
    */
   readonly replicaRank?: number | undefined;
+  /**
+   * Prefill another replica's decision queued on candidates[index], known from its claim on a new
+   * prefix (scheduler.ts decideAgreed) before its op or load report reached this one: counted as
+   * one more request queued there with `chars` uncached characters.
+   */
+  readonly claimed?: { readonly index: number; readonly chars: number } | undefined;
 }
 
 export interface RouteDecision<W extends PolicyWorker> {

@@ -2,7 +2,7 @@ import { adapterNamed } from "../workers/served-models.js";
 import { loadCap, ownLoad } from "./load-cap.js";
 import type { ResolvedPolicyOptions, TieBreak } from "./options.js";
 import { onAlive, type Pick as Picked, type Picker, type SchedulingContext } from "./plugin.js";
-import { type PolicyWorker, queuedPrefillChars } from "./policy.js";
+import { type PolicyWorker, queuedPrefillChars, type RouteRequest } from "./policy.js";
 import { KEY_ALIGN, KEY_CHARS, prefixKey, rendezvousScore } from "./prefix-hash.js";
 import { Rotation, spreadOffset } from "./rotation.js";
 
@@ -38,6 +38,8 @@ export type PrefixCostOptions = Pick<
  *        + requestChars × inFlight                    each running request's share of every step
  *        + loraLoadChars, where the engine holds      the adapter's load before the prefill
  *          the request's adapter unloaded
+ *        + queueWeight × claimed + requestChars,      a peer's decision on a new prefix, known
+ *          on the worker a peer's claim names         from its claim before its op (claimedWork)
  *
  * foreign = the engine's reported queue (sglang:num_queue_reqs, vllm:num_requests_waiting, when
  * fresh) minus this router's own requests that were waiting for a first byte there when the engine
@@ -149,7 +151,8 @@ export class PrefixCostPicker implements Picker {
           : this.cost(worker, matched, length, now, fill?.[index] ?? 0) +
             (adapter !== undefined && worker.loraResident?.(adapter, now) === false
               ? this.loraLoadChars
-              : 0);
+              : 0) +
+            claimedWork(request, index, this.queueWeight, this.requestChars);
       costs[index] = cost;
       held[index] = matched;
       if (matched > 0) anyHeld = true;
@@ -257,6 +260,23 @@ export function prefillWork(
     queueWeight * (queued + foreign * length) +
     requestChars * worker.inFlight
   );
+}
+
+/**
+ * What another replica's decision, known from its claim (RouteRequest.claimed), adds to candidate
+ * `index`'s prefill work: its uncached characters queued and one more request in flight, as the
+ * worker's own figures will count it once the decision reaches this replica.
+ */
+export function claimedWork(
+  request: RouteRequest,
+  index: number,
+  queueWeight: number,
+  requestChars: number,
+): number {
+  const claimed = request.claimed;
+  return claimed === undefined || claimed.index !== index
+    ? 0
+    : queueWeight * claimed.chars + requestChars;
 }
 
 /**

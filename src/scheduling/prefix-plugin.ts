@@ -22,6 +22,35 @@ export interface PrefixRequest extends PrepareRequest {
  * - truncate: the primitive both take back with.
  * The profile never sees the index, and the index never sees load.
  */
+/**
+ * Fills the unknown entries (NaN) of `fill`: a worker whose engine's capacity is not learned yet
+ * is taken to hold as much as its peers whose capacity is (the mean of their budgets, each its
+ * held characters over its fill), else 0. The capacity is read when a worker is added, and the
+ * first decisions of a cold fleet went out before some of those reads came back: one worker's
+ * fill already counted (0.5 after one request) against another's 0, so where the first tenants
+ * landed hung on which engine had answered a few milliseconds sooner, and the hit rate of
+ * identical runs parted from there.
+ */
+export function peerFill(
+  candidates: readonly PolicyWorker[],
+  fill: number[],
+  size: (workerId: string) => number,
+): void {
+  let budgets = 0;
+  let known = 0;
+  for (let i = 0; i < candidates.length; i++) {
+    const f = fill[i]!;
+    // A fill of 0 or 1 (clamped) does not say the budget.
+    if (!(f > 0 && f < 1)) continue;
+    budgets += size(candidates[i]!.id) / f;
+    known++;
+  }
+  for (let i = 0; i < candidates.length; i++) {
+    if (!Number.isNaN(fill[i]!)) continue;
+    fill[i] = known === 0 ? 0 : Math.min(1, (size(candidates[i]!.id) * known) / budgets);
+  }
+}
+
 export class PrefixIndexPlugin {
   constructor(readonly index: PrefixIndex) {}
 
@@ -37,7 +66,8 @@ export class PrefixIndexPlugin {
 
   /**
    * out[i] = leading characters of the text candidates[i] probably holds; fill[i] = how full its
-   * entry is (PrefixIndex.fill; 0 when the index does not know).
+   * entry is (PrefixIndex.fill; 0 when the index does not know), see peerFill for a worker whose
+   * capacity is not learned yet.
    */
   match(
     request: PrefixRequest,
@@ -53,9 +83,13 @@ export class PrefixIndexPlugin {
     this.index.match(request.text, request.model, candidates, out);
     if (fill === undefined) return;
     fill.length = candidates.length;
+    let unknown = 0;
     for (let i = 0; i < candidates.length; i++) {
-      fill[i] = this.index.fill?.(candidates[i]!.id) ?? 0;
+      const f = this.index.fill?.(candidates[i]!.id);
+      if (f === undefined) unknown++;
+      fill[i] = f ?? Number.NaN;
     }
+    if (unknown > 0) peerFill(candidates, fill, (id) => this.index.size(id));
   }
 
   /**

@@ -1,6 +1,6 @@
 import { invertMinMax, matchedOf, type SchedulingContext, type Scorer } from "./plugin.js";
 import { queuedPrefillChars } from "./policy.js";
-import { placementFill, prefillWork } from "./prefix-cost.js";
+import { claimedWork, placementFill, prefillWork } from "./prefix-cost.js";
 
 /**
  * Share of the prompt the worker probably holds, from whatever PrefixIndex the router runs
@@ -58,15 +58,16 @@ export class PrefillWorkScorer implements Scorer {
     const { queueWeight, requestChars, evictionWeight = 0 } = this.options;
     const fill = placementFill(ctx.request.fill, ctx.request.matched, candidates.length);
     for (let i = 0; i < candidates.length; i++) {
-      out[i] = prefillWork(
-        candidates[i]!,
-        matchedOf(ctx, i),
-        length,
-        now,
-        queueWeight,
-        requestChars,
-        evictionWeight * (fill?.[i] ?? 0),
-      );
+      out[i] =
+        prefillWork(
+          candidates[i]!,
+          matchedOf(ctx, i),
+          length,
+          now,
+          queueWeight,
+          requestChars,
+          evictionWeight * (fill?.[i] ?? 0),
+        ) + claimedWork(ctx.request, i, queueWeight, requestChars);
     }
     invertMinMax(ctx, out);
   }

@@ -24,21 +24,47 @@ export class Rotation {
 }
 
 /**
- * Where replica `rank`'s turns start among `n` candidates: rank's place in the van der Corput
- * sequence (0, 1/2, 1/4, 3/4, 1/8, ...) times n, so that the first replicas are as far apart as
- * n allows whatever their number, and a replica's offset does not move when others join.
+ * Where replica `rank`'s turns start among `n` candidates: the rank-th distinct place of the van
+ * der Corput sequence (0, 1/2, 1/4, 3/4, 1/8, ...) scaled to n and rounded down, so that the first
+ * replicas are as far apart as n allows, a replica's offset does not move when others join, and
+ * any n ranks take n different places. Scaling alone is distinct only for a power-of-two n (with 3
+ * candidates, rank 2's 1/4 fell on rank 0's place 0), so places already taken are skipped.
+ * Ranks past n wrap.
  */
 export function spreadOffset(rank: number, n: number): number {
-  let r = Math.max(0, Math.floor(rank));
+  if (n <= 1) return 0;
+  const r = Math.max(0, Math.floor(rank)) % n;
+  if (r === 0) return 0;
+  const key = n * OFFSET_KEY_STRIDE + r;
+  const known = offsets.get(key);
+  if (known !== undefined) return known;
+  const taken = new Set<number>();
+  let place = 0;
+  // Every place of [0, n) is reached by the first 2^ceil(log2 n) terms (steps of n / 2^k <= 1).
+  for (let k = 0; taken.size <= r; k++) {
+    place = Math.floor(vanDerCorput(k) * n);
+    taken.add(place);
+  }
+  if (offsets.size >= MAX_OFFSETS) offsets.clear();
+  offsets.set(key, place);
+  return place;
+}
+
+/** The k-th term of the base-2 van der Corput sequence: k's bits mirrored after the point. */
+function vanDerCorput(k: number): number {
   let fraction = 0;
   let unit = 0.5;
-  while (r > 0 && unit > 1e-9) {
-    if (r & 1) fraction += unit;
-    r = Math.floor(r / 2);
+  for (let bits = k; bits > 0; bits = Math.floor(bits / 2)) {
+    if (bits & 1) fraction += unit;
     unit /= 2;
   }
-  return Math.min(n - 1, Math.floor(fraction * n));
+  return fraction;
 }
+
+/** Computed offsets by (n, rank): a decision asks for the same few again and again. */
+const offsets = new Map<number, number>();
+const OFFSET_KEY_STRIDE = 1 << 20;
+const MAX_OFFSETS = 4096;
 
 /** The only thing this helper reads of a worker: the router's own in-flight count for it. */
 export interface Loaded {

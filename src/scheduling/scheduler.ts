@@ -9,16 +9,18 @@ import {
   newPrefixClaimEnd,
   newPrefixClaimKey,
   newPrefixClaimValue,
+  type ReadClaim,
   readNewPrefixClaim,
 } from "./new-prefix-claim.js";
 import type { SchedulingWorker } from "./plugin.js";
-import type {
-  Policy,
-  PolicyWorker,
-  ProfileExplanation,
-  RequestHeaders,
-  RouteDecision,
-  RouteRequest,
+import {
+  type Policy,
+  type PolicyWorker,
+  type ProfileExplanation,
+  queuedPrefillChars,
+  type RequestHeaders,
+  type RouteDecision,
+  type RouteRequest,
 } from "./policy.js";
 import { placementFill } from "./prefix-cost.js";
 import { PrefixIndexPlugin } from "./prefix-plugin.js";
@@ -120,6 +122,8 @@ export class Scheduler {
   readonly prefix: PrefixIndexPlugin;
   /** --decision-trace: every decision and its outcome, when set. */
   trace: DecisionTrace | undefined;
+  /** This replica's requests claiming each new prefix now: the last one's decision (decideAgreed). */
+  private readonly claiming = new Map<string, Promise<void>>();
   /** This router's rank among its replicas (RouteRequest.replicaRank), when it has peers. */
   replicaRank: (() => number) | undefined;
 
@@ -211,11 +215,20 @@ export class Scheduler {
   /**
    * `decide`, agreed with the other replicas when the text starts a prefix no worker is known to
    * hold (see scheduling/new-prefix-claim.ts): the decision is claimed, and when another replica
-   * claimed the same prefix first, its worker is taken as if its decision had already arrived
-   * (the policy chooses again with that worker holding what the two texts share, read from the
-   * claim, so the policy's weighing of load still applies).
-   * Synchronous, with no Redis round trip, whenever no claim is needed or none can be made; the
-   * wait is bounded by the claims' own timeout, after which this replica's choice stands.
+   * claimed the same prefix first, its worker is taken as if its decision had already arrived:
+   * the policy chooses again, on the index as it is now, with that worker holding what the two
+   * texts share and the prefill the claimer queued there (both read from the claim), so the
+   * policy's weighing of load applies as one router's would. Without the queued prefill, the
+   * first new tenants of a cold fleet (whose claims all name the shared tool preamble) all
+   * followed one replica's first choice onto one worker, where one router spreads them by load.
+   *
+   * A request of this replica that claims a prefix this replica is already claiming waits for
+   * that claim, then decides afresh after the earlier decision took its worker (its insert and
+   * its load), as one router decides requests one after another: deciding them all at once,
+   * before any was recorded, sent a burst of new prefixes to one worker.
+   *
+   * Synchronous, with no round trip, whenever no claim is needed or none can be made; the wait is
+   * bounded by the claims' own timeout, after which this replica's choice stands.
    */
   decideAgreed<W extends PolicyWorker>(
     candidates: readonly W[],
@@ -229,45 +242,98 @@ export class Scheduler {
     }
     const { text, model } = request;
     const end = newPrefixClaimEnd(text.length, this.matched, candidates.length);
-    const answer =
-      end < 0
-        ? undefined
-        : claims.claim(
-            newPrefixClaimKey(model, text, end),
-            newPrefixClaimValue(decision.worker.id, text),
-          );
+    if (end < 0) return this.record(candidates, request, decision, this.matched, this.fill);
+    const key = newPrefixClaimKey(model, text, end);
+    const ahead = this.claiming.get(key);
+    if (ahead !== undefined) {
+      return this.queueBehind(
+        key,
+        ahead.then(afterDispatch).then(() => this.decide(candidates, request)),
+      );
+    }
+    const chosen = candidates.indexOf(decision.worker);
+    const proposed = newPrefixClaimValue(
+      decision.worker.id,
+      text.length - (this.matched[chosen] ?? 0),
+      text,
+    );
+    const answer = claims.claim(key, proposed);
     if (answer === undefined) {
       return this.record(candidates, request, decision, this.matched, this.fill);
     }
     // this.matched and this.fill are scratch for the next decision: keep this one's across the wait.
     const matched = this.matched.slice(0, candidates.length);
     const fill = this.fill.slice(0, candidates.length);
-    return answer.then((value) => {
-      const claim = value === undefined ? undefined : readNewPrefixClaim(value, text);
-      const i = claim === undefined ? -1 : candidates.findIndex((c) => c.id === claim.worker);
-      if (claim === undefined || i < 0 || candidates[i] === decision.worker) {
-        return this.record(candidates, request, decision, matched, fill);
-      }
-      // As if the claimer's decision had arrived: its worker holds what the two texts share.
-      const assumed = matched.slice();
-      assumed[i] = Math.max(matched[i] ?? 0, claim.shared, end);
-      const again =
-        this.policy.select(candidates, {
-          ...this.routeRequest(request, true, undefined),
-          matched: assumed,
-          fill,
-        }) ?? decision;
-      const j = candidates.indexOf(again.worker);
-      const agreed: RouteDecision<W> =
-        j === i
-          ? {
-              worker: again.worker,
-              branch: "peer_claim",
-              matchRate: (matched[i] ?? 0) / text.length,
-            }
-          : { ...again, matchRate: (matched[j] ?? 0) / text.length };
-      return this.record(candidates, request, agreed, matched, fill);
+    // Each candidate's queue now, to tell after the wait what reached it meanwhile.
+    const queuedBefore = candidates.map(queuedPrefillChars);
+    return this.queueBehind(
+      key,
+      answer.then((value) => {
+        const claim = value === undefined ? undefined : readNewPrefixClaim(value, text);
+        const i = claim === undefined ? -1 : candidates.findIndex((c) => c.id === claim.worker);
+        // Won (or no answer, or a worker this replica lacks): this replica's choice stands. A
+        // claim of another's on the very worker chosen here still adds its prefill there.
+        if (claim === undefined || i < 0 || value === proposed) {
+          return this.record(candidates, request, decision, matched, fill);
+        }
+        return this.follow(candidates, request, decision, claim, i, end, queuedBefore);
+      }),
+    );
+  }
+
+  /**
+   * The policy's choice again once another replica's claim named candidates[i]: on the index as
+   * it is now (the claimer's op may have arrived meanwhile, and this replica's own decisions were
+   * recorded), with that worker holding what the texts share and the claimer's prefill queued on
+   * it, less what its queue grew by during the wait (the claimer's decision, when it arrived).
+   */
+  private follow<W extends PolicyWorker>(
+    candidates: readonly W[],
+    request: DecisionRequest,
+    decision: RouteDecision<W>,
+    claim: ReadClaim,
+    i: number,
+    end: number,
+    queuedBefore: readonly number[],
+  ): Decision<W> {
+    const text = request.text;
+    this.prefix.match(request, candidates, this.matched, this.fill);
+    const matched = this.matched.slice(0, candidates.length);
+    const fill = this.fill.slice(0, candidates.length);
+    const assumed = matched.slice();
+    assumed[i] = Math.max(matched[i] ?? 0, claim.shared, end);
+    const arrived = queuedPrefillChars(candidates[i]!) - (queuedBefore[i] ?? 0);
+    const chars = Math.max(0, claim.queued - Math.max(0, arrived));
+    const fresh = this.routeRequest(request, true, undefined);
+    const again =
+      this.policy.select(candidates, {
+        ...fresh,
+        matched: assumed,
+        fill,
+        ...(chars > 0 ? { claimed: { index: i, chars } } : {}),
+      }) ?? decision;
+    const j = candidates.indexOf(again.worker);
+    const agreed: RouteDecision<W> =
+      j === i
+        ? { worker: again.worker, branch: "peer_claim", matchRate: (matched[i] ?? 0) / text.length }
+        : { ...again, matchRate: (matched[j] ?? 0) / text.length };
+    return this.record(candidates, request, agreed, matched, fill);
+  }
+
+  /**
+   * Marks `decided` as the last decision of this replica on the new prefix `key`: a later request
+   * claiming the same prefix waits for it. The mark goes when nothing waits behind it.
+   */
+  private queueBehind<T>(key: string, decided: Promise<T>): Promise<T> {
+    const done = decided.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.claiming.set(key, done);
+    void done.then(() => {
+      if (this.claiming.get(key) === done) this.claiming.delete(key);
     });
+    return decided;
   }
 
   /** Binds the session, and inserts the text for the chosen worker when the policy uses the index. */
@@ -510,6 +576,14 @@ export class Scheduler {
     if (decision.index === null) return 0;
     return this.prefix.completed(decision.worker.id, request, engineHeld);
   }
+}
+
+/**
+ * Resolves once the decision just made has taken its worker: the forward stage dispatches it
+ * (counts its load on the worker) in the same turn of the event loop, so the next turn sees it.
+ */
+function afterDispatch(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
 }
 
 /**

@@ -24,7 +24,21 @@ export interface WorkerOptions {
    * `max_running` wins): admission's batch cap before any reading (workers/saturation.ts).
    */
   maxRunning?: number;
+  /** How long an idle connection to the worker is kept (default IDLE_KEEP_ALIVE_MS). */
+  idleKeepAliveMs?: number;
 }
+
+/**
+ * How long the router keeps an idle connection to a worker that does not say how long it keeps
+ * one (no Keep-Alive header; undici follows the header when there is one, less 2 s). Engines close
+ * an idle connection after 5 s without saying so (uvicorn's timeout_keep_alive=5 in SGLang's
+ * python/sglang/srt/entrypoints/http_server.py; vLLM's VLLM_HTTP_TIMEOUT_KEEP_ALIVE, default 5),
+ * so the router closes first: a request sent on a connection the engine is closing fails before
+ * any answer, and an engine poll every 5 s met that close now and then (kept 30 s, as before,
+ * against a server closing idle connections after 500 ms, 4 of 80 polls 500 ms apart failed).
+ * Polls further apart than the engine's timeout open a connection each whatever the router keeps.
+ */
+export const IDLE_KEEP_ALIVE_MS = 4_000;
 
 /**
  * One inference server behind the router: where it is, how loaded and healthy it is. What it
@@ -261,7 +275,7 @@ export class Worker {
         timeout: options.connectTimeoutMs,
         ...(options.refuseLinkLocal ? { lookup: guardedLookup() } : {}),
       },
-      keepAliveTimeout: 30_000,
+      keepAliveTimeout: options.idleKeepAliveMs ?? IDLE_KEEP_ALIVE_MS,
       // Without a cap, a burst of 10k streams left 8k idle sockets open to one worker.
       ...(options.maxConnections ? { connections: options.maxConnections } : {}),
       // Timeouts are set per request (see proxy/forward.ts); these only bound idle sockets.

@@ -181,6 +181,40 @@ describe("slot accounting (--worker-max-running, SGLang's said cap, a vLLM cap l
     for (const x of [...flood, s]) x.close();
   });
 
+  it("holds a light request that finds the kept slot taken for the next slot to free on any engine, not in one engine's queue", async () => {
+    const sims = await Promise.all(["q0", "q1"].map((id) => startSimWorker({ id, maxRunning: 2 })));
+    started.sims = sims;
+    // The default depth: a full batch still counts as room for one queued request.
+    const router = await startTestRouter({
+      workerUrls: sims.map((s) => s.url),
+      ...HOLD_AT_FULL_BATCH,
+    });
+    started.router = router;
+    await router.context.introspection.pollAll();
+    const workers = router.context.registry.list();
+    const free = () => workers.reduce((n, w) => n + (freeSlots(w, Date.now()) ?? 0), 0);
+    expect(await complete(router.url, "other")).toBe(200);
+    const flood = await Promise.all(["1", "2", "3"].map(() => openStream(router.url, "flood")));
+    const first = await openStream(router.url, "light-1");
+    expect(free()).toBe(0);
+    // Another light tenant: no slot is free, so it waits here rather than behind the flood in
+    // one engine's first-come queue.
+    let secondIn = false;
+    const second = openStream(router.url, "light-2").then((s) => {
+      secondIn = true;
+      return s;
+    });
+    await waitFor(() => router.context.admission.waiting === 1, 5000, "the second light held");
+    expect(sims.map((x) => x.stats().waiting)).toEqual([0, 0]);
+    expect(secondIn).toBe(false);
+    // The first end anywhere is its slot.
+    flood[0]?.close();
+    const s = await second;
+    expect(s.status).toBe(200);
+    expect(sims.map((x) => x.stats().waiting)).toEqual([0, 0]);
+    for (const x of [...flood.slice(1), first, s]) x.close();
+  });
+
   it("learns a vLLM engine's cap from vllm:num_requests_running when a reading shows it full", async () => {
     const { sim, router, worker } = await holdingAtFullBatch({
       id: "vllm",

@@ -71,6 +71,24 @@ describe("TenantShares.heldForOthers", () => {
   });
 });
 
+describe("TenantShares.noFreeSlot (the release rule while tenants share the slots)", () => {
+  it("holds any tenant's request while no slot is free and others are active; never alone, nor with a cap unknown", () => {
+    const workers = [new SlotWorker("w0", 2), new SlotWorker("w1", 2)];
+    const shares = new TenantShares(1);
+    workers[0]!.ownInFlight = 2;
+    workers[1]!.ownInFlight = 2;
+    // Alone: the depth decides (a full batch may still take a queued request at depth 1).
+    expect(shares.noFreeSlot("B", workers, 0)).toBe(false);
+    shares.seen("A", 0);
+    expect(shares.noFreeSlot("B", workers, 1)).toBe(true);
+    workers[1]!.ownInFlight = 1;
+    expect(shares.noFreeSlot("B", workers, 1)).toBe(false);
+    workers[1]!.ownInFlight = 2;
+    expect(shares.noFreeSlot("B", [...workers, new SlotWorker("vllm", undefined)], 1)).toBe(false);
+    expect(new TenantShares(0).noFreeSlot("B", workers, 1)).toBe(false);
+  });
+});
+
 describe("AdmissionQueue with --tenant-reserve-slots", () => {
   function ticket(
     tenant: string,

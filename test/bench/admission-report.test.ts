@@ -15,7 +15,9 @@ const served = (group: string, ttftMs: number, routerWaitMs: number | undefined)
   routerWaitMs,
   tokens: 16,
   retryAfter: false,
+  sentAt: 0,
   endedAt: 0,
+  worker: undefined,
 });
 
 describe("bench:admission's TTFT split", () => {

@@ -38,6 +38,23 @@ describe("bench:ttft replay (model time, deterministic)", () => {
     }
   });
 
+  it("jitter: a timing seed replays the same figures, another seed places the same requests otherwise", async () => {
+    const run = (seed: number) =>
+      replay(workload, { ...base, chooser: prefixCost(), jitter: { seed, share: 0.2 } });
+    const a = await run(1);
+    expect((await run(1)).requests.map((x) => x.ttft)).toEqual(a.requests.map((x) => x.ttft));
+    // Steps a little faster or slower move some decisions, as in identical real-time runs.
+    expect(placement(await run(2))).not.toEqual(placement(a));
+    // Share 0 is the unjittered replay.
+    const still = await replay(workload, {
+      ...base,
+      chooser: prefixCost(),
+      jitter: { seed: 2, share: 0 },
+    });
+    const plain = await replay(workload, { ...base, chooser: prefixCost() });
+    expect(still.requests.map((x) => x.ttft)).toEqual(plain.requests.map((x) => x.ttft));
+  });
+
   it("pins every request where the oracle says", async () => {
     const r = await replay(workload, {
       ...base,

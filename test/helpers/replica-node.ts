@@ -1,6 +1,8 @@
 import { ApproximateIndex } from "../../src/index/approximate-index.js";
 import { followWorkers } from "../../src/index/follow-workers.js";
 import { createLogger } from "../../src/logger.js";
+import { createPolicy } from "../../src/scheduling/builtin-profiles.js";
+import { Scheduler } from "../../src/scheduling/scheduler.js";
 import { Replication, type Transport } from "../../src/state/replication.js";
 import { NEUTRAL, type WorkerLease } from "../../src/workers/lease.js";
 import { WorkerRegistry } from "../../src/workers/registry.js";
@@ -37,7 +39,12 @@ export type ReplicaCommand =
   /** The other replicas' queued prefill on the worker, as "chars/requests" ("" : no such worker). */
   | { readonly op: "peerPending"; readonly url: string }
   /** This replica's rank among its peers (Replication.rank). */
-  | { readonly op: "rank" };
+  | { readonly op: "rank" }
+  /**
+   * Decides `text` as the request path does (prefix_cost, agreed with the replicas on a new
+   * prefix) and takes its load: "<worker url> <branch>".
+   */
+  | { readonly op: "route"; readonly text: string };
 
 export type ReplicaAnswer = string | number | string[] | null;
 
@@ -55,6 +62,9 @@ export class ReplicaNode {
   private readonly index: ReturnType<Replication["wrapIndex"]>;
   private readonly leases: WorkerLease[] = [];
 
+  /** The request path's scheduler over this replica's index and claims ("route"). */
+  private readonly scheduler: Scheduler;
+
   constructor(readonly transport: Transport) {
     const base = new ApproximateIndex({});
     this.replication = new Replication([transport], {
@@ -64,6 +74,13 @@ export class ReplicaNode {
     this.index = this.replication.wrapIndex(base);
     followWorkers(this.index, this.registry);
     this.replication.attach();
+    this.scheduler = new Scheduler(
+      createPolicy("prefix_cost"),
+      this.index,
+      undefined,
+      this.replication.claims,
+    );
+    this.scheduler.replicaRank = () => this.replication.rank();
   }
 
   async start(): Promise<void> {
@@ -135,6 +152,18 @@ export class ReplicaNode {
       }
       case "rank":
         return this.replication.rank();
+      case "route": {
+        const candidates = [...this.registry.list()].sort((x, y) => x.url.localeCompare(y.url));
+        const decision = await this.scheduler.decideAgreed(candidates, { text: command.text });
+        if (decision === undefined) return null;
+        this.leases.push(
+          decision.worker.dispatch({
+            textChars: command.text.length,
+            uncachedChars: command.text.length - decision.heldBefore,
+          }),
+        );
+        return `${decision.worker.url} ${decision.branch}`;
+      }
       case "peerPending": {
         const worker = this.registry.get(command.url);
         if (worker === undefined) return "";

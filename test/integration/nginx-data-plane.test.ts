@@ -466,3 +466,91 @@ describe.skipIf(!HAVE_NGINX)("--data-plane nginx bodies and refusals", () => {
     }
   });
 });
+
+/**
+ * A worker whose answers carry their token counts where engines put them: at the end of a large
+ * JSON answer, after a `null` of the same key; and in a stream's final usage event, written in
+ * pieces so that nginx reads it in more than one buffer.
+ */
+async function countingWorker(): Promise<{ url: string; close(): void }> {
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      if (req.method !== "POST") {
+        res.writeHead(200, { "content-type": "application/json" });
+        res.end("{}");
+        return;
+      }
+      const stream = (JSON.parse(Buffer.concat(chunks).toString()) as { stream?: boolean }).stream;
+      if (!stream) {
+        res.writeHead(200, { "content-type": "application/json" });
+        res.end(
+          JSON.stringify({
+            object: "chat.completion",
+            note: { prompt_tokens: null },
+            choices: [{ message: { content: "x".repeat(40_000) } }],
+            usage: {
+              prompt_tokens: 7,
+              completion_tokens: 3,
+              prompt_tokens_details: { cached_tokens: 5 },
+            },
+          }),
+        );
+        return;
+      }
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      const event = (data: unknown) => `data: ${JSON.stringify(data)}\n\n`;
+      const pieces = [
+        event({ choices: [{ delta: { content: "a" } }], usage: null }),
+        event({ choices: [{ delta: { content: "b" } }], usage: null }),
+        'data: {"choices":[],"usage":{"prompt_t',
+        'okens" : 11, "completion_tokens":2,"prompt_tokens_details":{"cached_tokens":4}}}\n\n',
+        "data: [DONE]\n\n",
+      ];
+      const next = () => {
+        const piece = pieces.shift();
+        if (piece === undefined) res.end();
+        else res.write(piece, () => setTimeout(next, 5));
+      };
+      next();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: () => {
+      server.closeAllConnections();
+      server.close();
+    },
+  };
+}
+
+describe.skipIf(!HAVE_NGINX)("--data-plane nginx token counts", () => {
+  it("reads the engine's counts at the end of a large answer and of a stream read in pieces", async () => {
+    const worker = await countingWorker();
+    const router = await startTestRouter({ workerUrls: [worker.url], dataPlane: "nginx" });
+    try {
+      const plain = await postJson(`${router.url}/v1/chat/completions`, chat("counted"));
+      expect((await plain.text()).length).toBeGreaterThan(40_000);
+      const streamed = await postJson(
+        `${router.url}/v1/chat/completions`,
+        chat("counted", { stream: true, stream_options: { include_usage: true } }),
+      );
+      expect(await streamed.text()).toContain("[DONE]");
+      await settled(router);
+      const metrics = await (await fetch(`${router.url}/metrics`)).text();
+      const total = (name: string) =>
+        [...metrics.matchAll(new RegExp(`^${name}\\{[^}]*\\} (\\d+)`, "gm"))].reduce(
+          (sum, m) => sum + Number(m[1]),
+          0,
+        );
+      expect(total("radixgate_engine_prompt_tokens_total")).toBe(18);
+      expect(total("radixgate_engine_cached_tokens_total")).toBe(9);
+    } finally {
+      await router.stop(100);
+      worker.close();
+    }
+  });
+});

@@ -1,3 +1,4 @@
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { parseRecord } from "../../src/nginx/log-reader.js";
 
@@ -32,5 +33,65 @@ describe("parseRecord", () => {
     expect(parseRecord("<190>x radixgate: {not json")).toBeUndefined();
     expect(parseRecord(line({ id: "" }))).toBeUndefined();
     expect(parseRecord(line({ s: "-" }))).toBeUndefined();
+  });
+});
+
+describe("parseRecord, every field, whatever the values", () => {
+  const count = fc.option(fc.nat({ max: 10_000_000 }).map(String), { nil: "" });
+  const seconds = fc.option(
+    fc.integer({ min: 0, max: 600_000 }).map((ms) => (ms / 1000).toFixed(3)),
+    { nil: "-" },
+  );
+
+  it("reads the same record as the JSON it is, escapes, extra fields and field order included", () => {
+    fc.assert(
+      fc.property(
+        fc.record({
+          id: fc.string({ minLength: 1, maxLength: 40 }),
+          w: fc.string({ maxLength: 20 }),
+          s: fc.integer({ min: 100, max: 599 }).map(String),
+          us: fc.option(fc.integer({ min: 100, max: 599 }).map(String), { nil: "-" }),
+          ht: seconds,
+          b: fc.nat().map(String),
+          pt: count,
+          ct: count,
+          gt: count,
+        }),
+        fc.boolean(),
+        (fields, reorder) => {
+          const entries = Object.entries(fields);
+          if (reorder) entries.reverse();
+          const text = `<190>Nov 29 05:00:00 radixgate: ${JSON.stringify(Object.fromEntries(entries))}`;
+          const record = parseRecord(text);
+          expect(record).toEqual({
+            requestId: fields.id,
+            status: Number(fields.s),
+            upstreamStatus: fields.us === "-" ? undefined : Number(fields.us),
+            headerMs: fields.ht === "-" ? undefined : Number(fields.ht) * 1000,
+            usage:
+              fields.pt === ""
+                ? undefined
+                : {
+                    promptTokens: Number(fields.pt),
+                    cachedTokens: fields.ct === "" ? undefined : Number(fields.ct),
+                    completionTokens: fields.gt === "" ? undefined : Number(fields.gt),
+                  },
+          });
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it("reads nothing from a cut or malformed line, and never throws", () => {
+    const whole = line({ pt: "120", ct: "96", gt: "7" });
+    for (let end = whole.indexOf("{"); end < whole.length; end++)
+      expect(parseRecord(whole.slice(0, end))).toBeUndefined();
+    fc.assert(
+      fc.property(fc.string({ maxLength: 200 }), (text) => {
+        parseRecord(`<190>x radixgate: {${text}`);
+      }),
+      { numRuns: 300 },
+    );
   });
 });

@@ -52,23 +52,31 @@ describe("newPrefixClaimKey", () => {
 describe("newPrefixClaimValue / readNewPrefixClaim", () => {
   const tools = "t".repeat(1000);
   it("tells a follower the claimer's worker and how much of its own text the claimer's shares (a ladder rung below)", () => {
-    const value = newPrefixClaimValue("w7", `${tools}${"a".repeat(3000)}`);
+    const value = newPrefixClaimValue("w7", 2500, `${tools}${"a".repeat(3000)}`);
     expect(readNewPrefixClaim(value, `${tools}${"b".repeat(3000)}`)).toEqual({
       worker: "w7",
       shared: 768,
+      queued: 2500,
     });
     const same = `${tools}${"a".repeat(3000)}`;
     expect(readNewPrefixClaim(value, same)?.shared).toBe(3072);
   });
 
   it("shares nothing past a text shorter than the claimer's", () => {
-    const value = newPrefixClaimValue("w7", `${tools}${"a".repeat(3000)}`);
+    const value = newPrefixClaimValue("w7", 0, `${tools}${"a".repeat(3000)}`);
     expect(readNewPrefixClaim(value, tools.slice(0, 300))?.shared).toBe(256);
+  });
+
+  it("reads an older replica's value (no queued prefill) as having queued nothing", () => {
+    const text = `${tools}${"a".repeat(3000)}`;
+    const older = newPrefixClaimValue("w7", 900, text).replace("|900|", "|");
+    expect(readNewPrefixClaim(older, text)).toEqual({ worker: "w7", shared: 3072, queued: 0 });
   });
 
   it("a value it cannot read is no claim", () => {
     expect(readNewPrefixClaim("w7", "text")).toBeUndefined();
     expect(readNewPrefixClaim("w7|x:abc", "text")).toBeUndefined();
     expect(readNewPrefixClaim("|128:abc", "text")).toBeUndefined();
+    expect(readNewPrefixClaim("w7|-3|128:abc", "text")).toBeUndefined();
   });
 });

@@ -48,6 +48,27 @@ describe("the prefix index as one plugin with request-stage hooks", () => {
     expect(index.size("a")).toBeGreaterThan(1900);
   });
 
+  it("a worker whose capacity is not learned yet is as full as its peers' budgets say, not empty", () => {
+    const index = new ApproximateIndex();
+    const workers = ["a", "b", "c"].map((id) => ({ id, inFlight: 0 }));
+    for (const w of workers) index.addWorker(w.id);
+    const plugin = new PrefixIndexPlugin(index);
+    const text = `${SYSTEM}${"z".repeat(455)}`; // 500 characters
+    plugin.afterDispatch("a", { text });
+    plugin.afterDispatch("b", { text });
+    const fill: number[] = [];
+    // Nobody's capacity is known: no fill at all, alike for every candidate.
+    plugin.match({ text }, workers, [], fill);
+    expect(fill).toEqual([0, 0, 0]);
+    // a's engine answered first (1000 characters): b, holding as much, counts as full as a.
+    index.setBudget("a", 1000);
+    plugin.match({ text }, workers, [], fill);
+    expect(fill).toEqual([0.5, 0.5, 0]);
+    index.setBudget("b", 4000);
+    plugin.match({ text }, workers, [], fill);
+    expect(fill).toEqual([0.5, 0.125, 0]);
+  });
+
   it("rejected takes back what the dispatch claimed, down to what was held before", () => {
     const { workers, plugin } = setup();
     plugin.afterDispatch("a", { text: SYSTEM });

@@ -24,6 +24,14 @@ describe("Rotation among replicas (rank)", () => {
     expect([0, 1, 2, 3, 4, 5, 6, 7].map((rank) => spreadOffset(rank, 8))).toEqual([
       0, 4, 2, 6, 1, 5, 3, 7,
     ]);
+    // Any count of candidates: the first n ranks take n different places, spread out.
+    expect([0, 1, 2].map((rank) => spreadOffset(rank, 3))).toEqual([0, 1, 2]);
+    expect([0, 1, 2, 3, 4].map((rank) => spreadOffset(rank, 5))).toEqual([0, 2, 1, 3, 4]);
+    expect([0, 1, 2, 3, 4, 5].map((rank) => spreadOffset(rank, 6))).toEqual([0, 3, 1, 4, 2, 5]);
+    for (let n = 1; n <= 40; n++) {
+      const places = Array.from({ length: n }, (_, rank) => spreadOffset(rank, n));
+      expect(new Set(places).size).toBe(n);
+    }
     // A replica's place does not move when more join, and stays in range for any count.
     expect(spreadOffset(1, 2)).toBe(1);
     for (const n of [1, 2, 3, 5, 7])

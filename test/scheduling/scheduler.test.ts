@@ -217,7 +217,8 @@ describe("Scheduler.decideAgreed (replicas agreeing on a new prefix)", () => {
 
   it("keeps its own choice when the claimed worker is not one of its candidates", async () => {
     const gone: PrefixClaims = {
-      claim: () => Promise.resolve(newPrefixClaimValue("a-worker-this-replica-lacks", text("q?"))),
+      claim: () =>
+        Promise.resolve(newPrefixClaimValue("a-worker-this-replica-lacks", 0, text("q?"))),
     };
     const { workers, decider } = agreed(gone);
     const decision = await decider.decideAgreed(workers, { text: text("q?") });
@@ -226,7 +227,7 @@ describe("Scheduler.decideAgreed (replicas agreeing on a new prefix)", () => {
 
   it("lets the policy's load bound overrule a claim on a worker that is far busier than the rest", async () => {
     const claims: PrefixClaims = {
-      claim: () => Promise.resolve(newPrefixClaimValue("a", text("q?"))),
+      claim: () => Promise.resolve(newPrefixClaimValue("a", 0, text("q?"))),
     };
     const { workers, decider } = agreed(claims, [40, 0, 0]);
     const decision = await decider.decideAgreed(workers, { text: text("q?") });
@@ -258,6 +259,74 @@ describe("Scheduler.decideAgreed (replicas agreeing on a new prefix)", () => {
       ["b", 0],
       ["c", 0],
     ]);
+  });
+
+  it("a follower weighs the prefill the claimer queued on its worker: a new tenant that shares only the tool preamble goes elsewhere, as one router sends it", async () => {
+    const tools = "Tools every tenant shares: search, calendar, mail, tickets. ".repeat(34);
+    const tenantOf = (name: string) =>
+      `${tools}You serve tenant ${name}. ${`Policies of ${name}, to the letter. `.repeat(60)}`;
+    const replica = (claims: PrefixClaims) => {
+      const index = new ApproximateIndex();
+      const workers = ["a", "b", "c"].map((id) => ({ id, inFlight: 0, pendingPrefillChars: 0 }));
+      for (const w of workers) index.addWorker(w.id);
+      return {
+        workers,
+        decider: new Scheduler(createPolicy("prefix_cost"), index, undefined, claims),
+      };
+    };
+    const claims = new MemoryClaims();
+    const first = replica(claims);
+    const second = replica(claims);
+    const a = await first.decider.decideAgreed(first.workers, { text: tenantOf("acme") });
+    // One router: the first tenant's prefill queued where it went, then the second tenant.
+    const alone = replica(new MemoryClaims());
+    alone.decider.decide(alone.workers, { text: tenantOf("acme") });
+    alone.workers[0]!.inFlight = 1;
+    alone.workers[0]!.pendingPrefillChars = tenantOf("acme").length;
+    const one = alone.decider.decide(alone.workers, { text: tenantOf("globex") })!;
+    expect(one.worker.id).not.toBe("a");
+    // The second replica has not heard of the first's decision: only the claim tells it.
+    const b = await second.decider.decideAgreed(second.workers, { text: tenantOf("globex") });
+    expect(claims.held.size).toBe(1);
+    expect(b!.worker.id).not.toBe(a!.worker.id);
+    expect(b!.branch).not.toBe("peer_claim");
+    // A claim that queued nothing (an older replica's) is followed for the preamble it holds.
+    const older = replica({
+      claim: () =>
+        Promise.resolve(newPrefixClaimValue("a", 0, tenantOf("acme")).replace("|0|", "|")),
+    });
+    older.decider.decide(older.workers, { text: "warm-up" });
+    const c = await older.decider.decideAgreed(older.workers, { text: tenantOf("globex") });
+    expect(c!.worker.id).toBe("a");
+    expect(c!.branch).toBe("peer_claim");
+  });
+
+  it("a replica's requests on a prefix it is claiming decide one after another, each on the last one's insert and load", async () => {
+    let answer: (value: string | undefined) => void = () => {};
+    const claims = { calls: 0 } as { calls: number } & PrefixClaims;
+    claims.claim = () => {
+      claims.calls += 1;
+      return new Promise((resolve) => (answer = resolve));
+    };
+    const { index, workers, decider } = agreed(claims);
+    const x = decider.decideAgreed(workers, { text: text("one?") });
+    const y = decider.decideAgreed(workers, { text: text("two?") });
+    expect(x).toBeInstanceOf(Promise);
+    expect(y).toBeInstanceOf(Promise);
+    expect(claims.calls).toBe(1);
+    const first = await (async () => {
+      answer(undefined);
+      const d = (await x)!;
+      // The forward stage takes the worker's load in the turn its decision arrives.
+      (d.worker as { inFlight: number }).inFlight += 1;
+      return d;
+    })();
+    const second = (await y)!;
+    // Decided after the first was recorded: it holds the shared prompt there, and says so.
+    expect(second.worker.id).toBe(first.worker.id);
+    expect(second.branch).toBe("cache_hit");
+    expect(second.heldBefore).toBeGreaterThan(text("").length - 10);
+    expect(index.size(first.worker.id)).toBeGreaterThan(text("one?").length);
   });
 
   it("keeps its own choice when the claim gets no answer in time", async () => {

@@ -4,6 +4,11 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { defaultConfig } from "../../src/config.js";
 import { createLogger } from "../../src/logger.js";
 import {
+  CLAIM_BLOCK_CHARS,
+  newPrefixClaimKey,
+  newPrefixClaimValue,
+} from "../../src/scheduling/new-prefix-claim.js";
+import {
   CLUSTER_GROUP_ENV,
   CLUSTER_SEAT_ENV,
   connectToHub,
@@ -357,6 +362,27 @@ describe.each([redisMedium(), clusterMedium()])("the replication over $name", (m
         10_000,
         "b forgets a's queued prefill once a stops",
       );
+    }, 120_000);
+
+    it("a replica following another's claim on a new prefix weighs the prefill the claimer queued there", async () => {
+      const net = medium.network();
+      const [a, b] = [await net.replica(), await net.replica()];
+      const w1 = await a.run({ op: "add", url: W1 });
+      await a.run({ op: "add", url: W2 });
+      await waitFor(() => hasWorkers(b, [W1, W2]), 10_000, "b has the workers");
+      const tools = "Tools every tenant shares: search, calendar, mail, tickets. ".repeat(34);
+      const tenantOf = (name: string) =>
+        `${tools}You serve tenant ${name}. ${`Policies of ${name}, to the letter. `.repeat(60)}`;
+      // a decided its first new tenant onto W1 and claimed it; its op has not reached b yet.
+      const acme = tenantOf("acme");
+      const key = newPrefixClaimKey(undefined, acme, 2 * CLAIM_BLOCK_CHARS);
+      const value = newPrefixClaimValue(String(w1), acme.length, acme);
+      expect(await a.run({ op: "claim", key, value })).toBe(value);
+      // b's first new tenant shares only the tools: it goes where one router would send it, not
+      // after a's onto the worker already computing a's whole prompt.
+      const routed = String(await b.run({ op: "route", text: tenantOf("globex") }));
+      expect(routed).toBe(`${W2} lowest_cost`);
+      expect(await b.run({ op: "claim", key, value: "later" })).toBe(value);
     }, 120_000);
 
     it("ranks the replicas in the order they started, alike on each", async () => {
