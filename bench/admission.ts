@@ -38,9 +38,10 @@
  *   --flood-secs, --silent-secs   how long the flood, and the silent runs, send; samples per
  *                                 group = rate x secs (default 24 s silent: 144 light samples, so
  *                                 the baseline p99 is not the single slowest request)
- *   --light-secs                  how long the light streams beside a flood send (default twice
- *                                 --flood-secs: at 3x capacity the flood's backlog lasts about three
- *                                 times as long, and the light requests sent while it still has
+ *   --light-secs                  how long the light streams beside a flood send (default 1.5x
+ *                                 --flood-secs: 108 light samples, so the p99 is not the single
+ *                                 slowest request; at 3x capacity the flood's backlog lasts about
+ *                                 three times as long, and the light requests sent while it still has
  *                                 requests waiting are under it all the same, in the router's queue
  *                                 or the engines'). A light request sent after the flood's last
  *                                 request got its first token (nothing of the flood waiting any
@@ -420,7 +421,7 @@ function parse(): Options {
     floodSecs: Number(values["flood-secs"]),
     lightSecs:
       values["light-secs"] === undefined
-        ? 2 * Number(values["flood-secs"])
+        ? 1.5 * Number(values["flood-secs"])
         : Number(values["light-secs"]),
     silentSecs: Number(values["silent-secs"]),
     depth: values.depth === undefined ? undefined : Number(values.depth),

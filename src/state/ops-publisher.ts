@@ -34,8 +34,6 @@ const UNSTICK_EVERY_MS = 1000;
 const BATCH = 256;
 /** Membership ops that may wait (workers are few; this only bounds a pathological admin loop). */
 const CONTROL_QUEUE_SIZE = 1024;
-/** Wait after the first op of a batch, so that a burst goes out in one round trip. */
-const LINGER_MS = 2;
 
 /**
  * Publishes index and membership operations to the ops stream. The request path only pushes onto
@@ -50,7 +48,13 @@ export class OpsPublisher {
    * push out the rare add or remove of a worker.
    */
   private readonly control = new BoundedQueue<StateOp>(CONTROL_QUEUE_SIZE);
-  private timer: NodeJS.Timeout | undefined;
+  /**
+   * The batch's send, at the end of the turn of the event loop that queued its first op (as the
+   * cluster's channel sends): a burst decided in one turn still goes out in one round trip. A
+   * 2 ms linger, longer when timers ran late under load, widened the window in which a peer
+   * deciding on the same worker has not heard of this decision nor of what it evicts.
+   */
+  private timer: NodeJS.Immediate | undefined;
   private sending: Promise<void> | undefined;
   private stopped = false;
   private lastUnstick = 0;
@@ -80,13 +84,13 @@ export class OpsPublisher {
   private schedule(): void {
     if (this.timer !== undefined || this.sending !== undefined || this.stopped) return;
     if (this.pending === 0 || !this.link.up) return;
-    this.timer = setTimeout(() => {
+    this.timer = setImmediate(() => {
       this.timer = undefined;
       this.sending = this.sendBatch().finally(() => {
         this.sending = undefined;
         this.schedule();
       });
-    }, LINGER_MS);
+    });
     this.timer.unref();
   }
 
@@ -142,7 +146,7 @@ export class OpsPublisher {
   /** Sends whatever is queued now (membership resync, tests); resolves when done or Redis is down. */
   async flush(): Promise<void> {
     if (this.sending !== undefined) await this.sending;
-    clearTimeout(this.timer);
+    clearImmediate(this.timer);
     this.timer = undefined;
     while (this.pending > 0 && this.link.up && !this.stopped) {
       const before = this.pending;
@@ -156,7 +160,7 @@ export class OpsPublisher {
 
   stop(): void {
     this.stopped = true;
-    clearTimeout(this.timer);
+    clearImmediate(this.timer);
     this.timer = undefined;
   }
 }

@@ -148,7 +148,12 @@ describe("slot accounting (--worker-max-running, SGLang's said cap, a vLLM cap l
     full[1]?.close();
   });
 
-  it("keeps a slot free for another tenant while a flooding tenant waits (--tenant-reserve-slots)", async () => {
+  /**
+   * Two engines of a batch of 2 behind a router at the default depth (1) with one slot kept, and
+   * a flood of 3 streams while another tenant is active (it asked just now): the flood's share is
+   * 4 slots ÷ 2 tenants, so one slot stays free.
+   */
+  async function floodBesideAnother() {
     const sims = await Promise.all(["r0", "r1"].map((id) => startSimWorker({ id, maxRunning: 2 })));
     started.sims = sims;
     const router = await startTestRouter({
@@ -159,9 +164,13 @@ describe("slot accounting (--worker-max-running, SGLang's said cap, a vLLM cap l
     await router.context.introspection.pollAll();
     const workers = router.context.registry.list();
     const free = () => workers.reduce((n, w) => n + (freeSlots(w, Date.now()) ?? 0), 0);
-    // Another tenant is active (it asked just now): the flood's share is 4 slots ÷ 2 tenants.
     expect(await complete(router.url, "other")).toBe(200);
     const flood = await Promise.all(["1", "2", "3"].map(() => openStream(router.url, "flood")));
+    return { sims, router, free, flood };
+  }
+
+  it("keeps a slot free for another tenant while a flooding tenant waits (--tenant-reserve-slots)", async () => {
+    const { sims, router, free, flood } = await floodBesideAnother();
     expect(free()).toBe(1);
     let fourthIn = false;
     const fourth = openStream(router.url, "flood").then((s) => {
@@ -182,19 +191,7 @@ describe("slot accounting (--worker-max-running, SGLang's said cap, a vLLM cap l
   });
 
   it("holds a light request that finds the kept slot taken for the next slot to free on any engine, not in one engine's queue", async () => {
-    const sims = await Promise.all(["q0", "q1"].map((id) => startSimWorker({ id, maxRunning: 2 })));
-    started.sims = sims;
-    // The default depth: a full batch still counts as room for one queued request.
-    const router = await startTestRouter({
-      workerUrls: sims.map((s) => s.url),
-      ...HOLD_AT_FULL_BATCH,
-    });
-    started.router = router;
-    await router.context.introspection.pollAll();
-    const workers = router.context.registry.list();
-    const free = () => workers.reduce((n, w) => n + (freeSlots(w, Date.now()) ?? 0), 0);
-    expect(await complete(router.url, "other")).toBe(200);
-    const flood = await Promise.all(["1", "2", "3"].map(() => openStream(router.url, "flood")));
+    const { sims, router, free, flood } = await floodBesideAnother();
     const first = await openStream(router.url, "light-1");
     expect(free()).toBe(0);
     // Another light tenant: no slot is free, so it waits here rather than behind the flood in
