@@ -115,7 +115,9 @@ interface Attack {
    * same workers and against a bare Node.js server that only drains big bodies: what the machine
    * itself allows, beside what the router achieves.
    */
-  references?: boolean;
+  references?: true | readonly TargetKind[];
+  /** Directives in nginx's server block when it is the target (a rule that refuses the attack). */
+  nginxDirectives?: string;
 }
 
 /**
@@ -334,6 +336,37 @@ async function pipelinedClose(env: Env, stop: AbortSignal): Promise<void> {
     late += after - atClose;
   }
   env.scratch.note = `${bursts} bursts: ${bursts === 0 ? 0 : Math.round(reached / bursts)} of 1,000 a burst reached the workers, ${late} in all more than 100 ms after the close`;
+}
+
+/**
+ * 8 clients posting 240 KB nested 120,000 deep, back to back: no pause after an error either, as a
+ * connection closed early is just a refusal to an attacker, who reconnects at once. Notes the
+ * bodies per second and what they got.
+ */
+async function deepJsonFlood(env: Env, stop: AbortSignal): Promise<void> {
+  const depth = 120_000;
+  const body = Buffer.from(
+    `{"messages":[{"role":"user","content":"x"}],"max_tokens":1,"extra":${"[".repeat(depth)}${"]".repeat(depth)}}`,
+  );
+  const started = performance.now();
+  const answers = new Map<string, number>();
+  await Promise.all(
+    Array.from({ length: 8 }, async () => {
+      while (!stop.aborted) {
+        const got = await post(`${env.url}/v1/chat/completions`, body).then(
+          (res) => String(res.status),
+          (err: Error) => (err.cause as { code?: string } | undefined)?.code ?? "error",
+        );
+        answers.set(got, (answers.get(got) ?? 0) + 1);
+      }
+    }),
+  );
+  const secs = (performance.now() - started) / 1000;
+  const total = [...answers.values()].reduce((a, b) => a + b, 0);
+  env.scratch.note = `${Math.round(total / secs)} bodies/s: ${[...answers]
+    .sort()
+    .map(([k, n]) => `${n}× ${k}`)
+    .join(", ")}`;
 }
 
 const ATTACKS: Attack[] = [
@@ -560,33 +593,10 @@ const ATTACKS: Attack[] = [
   {
     name: "deep-json",
     what: "8 clients posting deeply nested JSON just under 256 KiB",
-    async run(env, stop) {
-      const depth = 120_000;
-      const body = Buffer.from(
-        `{"messages":[{"role":"user","content":"x"}],"max_tokens":1,"extra":${"[".repeat(depth)}${"]".repeat(depth)}}`,
-      );
-      const started = performance.now();
-      const answers = new Map<string, number>();
-      // A flood: no pause after an error either, as a connection the router closed early is
-      // just a refusal to the attacker, who reconnects at once.
-      await Promise.all(
-        Array.from({ length: 8 }, async () => {
-          while (!stop.aborted) {
-            const got = await post(`${env.url}/v1/chat/completions`, body).then(
-              (res) => String(res.status),
-              (err: Error) => (err.cause as { code?: string } | undefined)?.code ?? "error",
-            );
-            answers.set(got, (answers.get(got) ?? 0) + 1);
-          }
-        }),
-      );
-      const secs = (performance.now() - started) / 1000;
-      const total = [...answers.values()].reduce((a, b) => a + b, 0);
-      env.scratch.note = `${Math.round(total / secs)} bodies/s: ${[...answers]
-        .sort()
-        .map(([k, n]) => `${n}× ${k}`)
-        .join(", ")}`;
-    },
+    // The machine's reference: nginx refusing bodies over 200 KB (413, then its lingering close).
+    references: ["nginx"],
+    nginxDirectives: "client_max_body_size 200k;",
+    run: (env, stop) => deepJsonFlood(env, stop),
   },
   {
     name: "big-kv-batch",
@@ -782,6 +792,7 @@ async function startTarget(
   flags: string[],
   sims: readonly FleetMember[],
   nodeFlags: string[],
+  nginxDirectives = "",
 ): Promise<Target> {
   if (kind === "router") {
     const router = await startRouterCli(flags, nodeFlags);
@@ -797,7 +808,10 @@ async function startTarget(
   }
   const urls = sims.map((s) => s.url);
   if (kind === "nginx") {
-    const nginx = ensureNginx("bench:faults") === undefined ? undefined : await startNginx(urls);
+    const nginx =
+      ensureNginx("bench:faults") === undefined
+        ? undefined
+        : await startNginx(urls, [], nginxDirectives);
     if (nginx === undefined) throw new Error("nginx is not installed");
     const pid = nginx.workerPid() ?? 0;
     return {
@@ -997,7 +1011,7 @@ async function runAttack(
       ? await attack.flags(partial)
       : ["--worker-urls", ...sims.map((s) => s.url)];
   }
-  const router = await startTarget(target, flags, sims, phases.nodeFlags);
+  const router = await startTarget(target, flags, sims, phases.nodeFlags, attack.nginxDirectives);
   const env: Env = { ...partial, url: router.url, port: router.port };
   const pid = router.pid;
   const config = { url: env.url, clients: LEGIT_CLIENTS, healthEveryMs: HEALTH_EVERY_MS };
@@ -1132,9 +1146,14 @@ async function main(): Promise<void> {
         `${attack.name} (${phases.quietSecs} s quiet, ${phases.secs} s attacked)... `,
       );
       const targets: TargetKind[] =
-        attack.references === true && values["no-references"] !== true
-          ? ["router", "nginx", "node-drain"]
-          : ["router"];
+        attack.references === undefined || values["no-references"] === true
+          ? ["router"]
+          : [
+              "router",
+              ...(attack.references === true
+                ? (["nginx", "node-drain"] as const)
+                : attack.references),
+            ];
       for (const target of targets) {
         if (target !== "router") process.stderr.write(`  against ${target}... `);
         const row = await runAttack(attack, target, phases, host, probe, redis?.url);
