@@ -18,6 +18,8 @@
  *   npm run bench:faults                         every attack, 8 s quiet + 20 s attacked each
  *   npm run bench:faults -- --secs 5 --quiet-secs 3        a quick run
  *   npm run bench:faults -- --only pd-n,hostile-yaml
+ *   npm run bench:faults -- --only big-bodies,big-bodies-ungated
+ *                       the large-body gate's effect: the same attack with and without it
  *   npm run bench:faults -- --only big-bodies --no-references
  *                       big-bodies alone against the router (else also against plain nginx and a
  *                       bare Node.js server draining the bodies, beside the same workers)
@@ -115,7 +117,9 @@ interface Attack {
    * same workers and against a bare Node.js server that only drains big bodies: what the machine
    * itself allows, beside what the router achieves.
    */
-  references?: boolean;
+  references?: true | readonly TargetKind[];
+  /** Directives in nginx's server block when it is the target (a rule that refuses the attack). */
+  nginxDirectives?: string;
 }
 
 /**
@@ -280,8 +284,8 @@ function bigKvBatch(): Uint8Array {
   return encodeBatch({ ts: 1, events }, "array");
 }
 
-/** One POST with a Buffer body from `localAddress`, its answer read whole: its status. */
-function postFrom(localAddress: string, port: number, path: string, body: Buffer): Promise<number> {
+/** One POST with a Buffer body from `localAddress`: its status, and its error code when refused. */
+function postFrom(localAddress: string, port: number, path: string, body: Buffer): Promise<string> {
   return new Promise((resolve, reject) => {
     const req = httpRequest(
       {
@@ -295,8 +299,21 @@ function postFrom(localAddress: string, port: number, path: string, body: Buffer
         timeout: 120_000,
       },
       (res) => {
-        res.resume();
-        res.on("end", () => resolve(res.statusCode ?? 0));
+        const status = res.statusCode ?? 0;
+        if (status < 400) {
+          res.resume();
+          res.on("end", () => resolve(String(status)));
+        } else {
+          let text = "";
+          res.setEncoding("utf8");
+          res.on("data", (d: string) => {
+            text = (text + d).slice(0, 4096);
+          });
+          res.on("end", () => {
+            const code = /"code"\s*:\s*"(\w+)"/.exec(text)?.[1];
+            resolve(code === undefined ? String(status) : `${status} ${code}`);
+          });
+        }
         res.on("error", reject);
       },
     );
@@ -334,6 +351,58 @@ async function pipelinedClose(env: Env, stop: AbortSignal): Promise<void> {
     late += after - atClose;
   }
   env.scratch.note = `${bursts} bursts: ${bursts === 0 ? 0 : Math.round(reached / bursts)} of 1,000 a burst reached the workers, ${late} in all more than 100 ms after the close`;
+}
+
+/** 16 clients on 16 addresses, each posting 60 MB bodies back to back. */
+async function bigBodies(env: Env, stop: AbortSignal): Promise<void> {
+  // A chat request an engine takes (vLLM and SGLang ignore an unknown field): the router reads
+  // it whole, parses it and forwards all 60 MB; the engine answers at once.
+  const head = `{"messages":[{"role":"user","content":"a big body"}],"max_tokens":4,"padding":"`;
+  const size = 60 * 1024 * 1024;
+  const body = Buffer.alloc(size, "x");
+  body.write(head, 0);
+  body.write('"}', size - 2);
+  const answers = new Map<string, number>();
+  await loops(16, stop, async (i) => {
+    const status = await postFrom(`127.0.0.${10 + i}`, env.port, "/v1/chat/completions", body);
+    answers.set(status, (answers.get(status) ?? 0) + 1);
+    // Noted as they come: a body still under way when the bench moves on is not waited for.
+    env.scratch.note = [...answers]
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([code, n]) => `${n}× ${code}`)
+      .join(", ");
+  });
+}
+
+/**
+ * 8 clients posting 240 KB nested 120,000 deep, back to back: no pause after an error either, as a
+ * connection closed early is just a refusal to an attacker, who reconnects at once. Notes the
+ * bodies per second and what they got.
+ */
+async function deepJsonFlood(env: Env, stop: AbortSignal): Promise<void> {
+  const depth = 120_000;
+  const body = Buffer.from(
+    `{"messages":[{"role":"user","content":"x"}],"max_tokens":1,"extra":${"[".repeat(depth)}${"]".repeat(depth)}}`,
+  );
+  const started = performance.now();
+  const answers = new Map<string, number>();
+  await Promise.all(
+    Array.from({ length: 8 }, async () => {
+      while (!stop.aborted) {
+        const got = await post(`${env.url}/v1/chat/completions`, body).then(
+          (res) => String(res.status),
+          (err: Error) => (err.cause as { code?: string } | undefined)?.code ?? "error",
+        );
+        answers.set(got, (answers.get(got) ?? 0) + 1);
+      }
+    }),
+  );
+  const secs = (performance.now() - started) / 1000;
+  const total = [...answers.values()].reduce((a, b) => a + b, 0);
+  env.scratch.note = `${Math.round(total / secs)} bodies/s: ${[...answers]
+    .sort()
+    .map(([k, n]) => `${n}× ${k}`)
+    .join(", ")}`;
 }
 
 const ATTACKS: Attack[] = [
@@ -560,33 +629,10 @@ const ATTACKS: Attack[] = [
   {
     name: "deep-json",
     what: "8 clients posting deeply nested JSON just under 256 KiB",
-    async run(env, stop) {
-      const depth = 120_000;
-      const body = Buffer.from(
-        `{"messages":[{"role":"user","content":"x"}],"max_tokens":1,"extra":${"[".repeat(depth)}${"]".repeat(depth)}}`,
-      );
-      const started = performance.now();
-      const answers = new Map<string, number>();
-      // A flood: no pause after an error either, as a connection the router closed early is
-      // just a refusal to the attacker, who reconnects at once.
-      await Promise.all(
-        Array.from({ length: 8 }, async () => {
-          while (!stop.aborted) {
-            const got = await post(`${env.url}/v1/chat/completions`, body).then(
-              (res) => String(res.status),
-              (err: Error) => (err.cause as { code?: string } | undefined)?.code ?? "error",
-            );
-            answers.set(got, (answers.get(got) ?? 0) + 1);
-          }
-        }),
-      );
-      const secs = (performance.now() - started) / 1000;
-      const total = [...answers.values()].reduce((a, b) => a + b, 0);
-      env.scratch.note = `${Math.round(total / secs)} bodies/s: ${[...answers]
-        .sort()
-        .map(([k, n]) => `${n}× ${k}`)
-        .join(", ")}`;
-    },
+    // The machine's reference: nginx refusing bodies over 200 KB (413, then its lingering close).
+    references: ["nginx"],
+    nginxDirectives: "client_max_body_size 200k;",
+    run: (env, stop) => deepJsonFlood(env, stop),
   },
   {
     name: "big-kv-batch",
@@ -621,25 +667,14 @@ const ATTACKS: Attack[] = [
     what: "16 concurrent 60 MB bodies, from 16 addresses",
     rssAllowanceMb: BODY_BUDGET_MB,
     references: true,
-    async run(env, stop) {
-      // A chat request an engine takes (vLLM and SGLang ignore an unknown field): the router reads
-      // it whole, parses it and forwards all 60 MB; the engine answers at once.
-      const head = `{"messages":[{"role":"user","content":"a big body"}],"max_tokens":4,"padding":"`;
-      const size = 60 * 1024 * 1024;
-      const body = Buffer.alloc(size, "x");
-      body.write(head, 0);
-      body.write('"}', size - 2);
-      const answers = new Map<number, number>();
-      await loops(16, stop, async (i) => {
-        const status = await postFrom(`127.0.0.${10 + i}`, env.port, "/v1/chat/completions", body);
-        answers.set(status, (answers.get(status) ?? 0) + 1);
-        // Noted as they come: a body still under way when the bench moves on is not waited for.
-        env.scratch.note = [...answers]
-          .sort(([a], [b]) => a - b)
-          .map(([code, n]) => `${n}× ${code}`)
-          .join(", ");
-      });
-    },
+    run: bigBodies,
+  },
+  {
+    name: "big-bodies-ungated",
+    what: "the same with --max-large-body-reads 0 (every body read at once, as before the gate)",
+    rssAllowanceMb: BODY_BUDGET_MB,
+    flags: (env) => ["--worker-urls", ...env.sims.map((s) => s.url), "--max-large-body-reads", "0"],
+    run: bigBodies,
   },
   {
     name: "idle-pool",
@@ -782,6 +817,7 @@ async function startTarget(
   flags: string[],
   sims: readonly FleetMember[],
   nodeFlags: string[],
+  nginxDirectives = "",
 ): Promise<Target> {
   if (kind === "router") {
     const router = await startRouterCli(flags, nodeFlags);
@@ -797,7 +833,10 @@ async function startTarget(
   }
   const urls = sims.map((s) => s.url);
   if (kind === "nginx") {
-    const nginx = ensureNginx("bench:faults") === undefined ? undefined : await startNginx(urls);
+    const nginx =
+      ensureNginx("bench:faults") === undefined
+        ? undefined
+        : await startNginx(urls, [], nginxDirectives);
     if (nginx === undefined) throw new Error("nginx is not installed");
     const pid = nginx.workerPid() ?? 0;
     return {
@@ -997,7 +1036,7 @@ async function runAttack(
       ? await attack.flags(partial)
       : ["--worker-urls", ...sims.map((s) => s.url)];
   }
-  const router = await startTarget(target, flags, sims, phases.nodeFlags);
+  const router = await startTarget(target, flags, sims, phases.nodeFlags, attack.nginxDirectives);
   const env: Env = { ...partial, url: router.url, port: router.port };
   const pid = router.pid;
   const config = { url: env.url, clients: LEGIT_CLIENTS, healthEveryMs: HEALTH_EVERY_MS };
@@ -1132,9 +1171,14 @@ async function main(): Promise<void> {
         `${attack.name} (${phases.quietSecs} s quiet, ${phases.secs} s attacked)... `,
       );
       const targets: TargetKind[] =
-        attack.references === true && values["no-references"] !== true
-          ? ["router", "nginx", "node-drain"]
-          : ["router"];
+        attack.references === undefined || values["no-references"] === true
+          ? ["router"]
+          : [
+              "router",
+              ...(attack.references === true
+                ? (["nginx", "node-drain"] as const)
+                : attack.references),
+            ];
       for (const target of targets) {
         if (target !== "router") process.stderr.write(`  against ${target}... `);
         const row = await runAttack(attack, target, phases, host, probe, redis?.url);

@@ -24,7 +24,7 @@ import { parseArgs } from "node:util";
 import { buildRef } from "./lib/build-ref.js";
 import { startBuiltRouter } from "./lib/built-router.js";
 import { commandLine, runIfEntryPoint } from "./lib/entry.js";
-import { childFleetHost } from "./lib/fleet.js";
+import { childFleetHost, pacedEngine } from "./lib/fleet.js";
 import { findNginx, nginxHasNjs, startNginx } from "./lib/nginx.js";
 
 const USAGE = `usage: npm run bench:nginx-instructions -- [flags]
@@ -246,17 +246,7 @@ export async function runNginxInstructions(o: Options): Promise<Result[]> {
   try {
     const fleet = await host.startFleet({
       count: 2,
-      worker: {
-        timeScale: 1,
-        stepFloorMs: o.intervalMs,
-        decodePerSeqMs: 0,
-        kvReadMsPer1kTokens: 0,
-        prefillTokensPerSec: 1e9,
-        firstTokenDelayMs: 0,
-        maxBatchTokens: 1_000_000,
-        kvCapacityTokens: 4_000_000,
-        model: "m",
-      },
+      worker: pacedEngine(o.intervalMs, 0, "m"),
     });
     const engines = fleet.workers.map((w) => w.url);
     for (const row of o.rows) {

@@ -28,7 +28,7 @@ import { startBareNodeProxy } from "./lib/bare-node-proxy.js";
 import { buildRef } from "./lib/build-ref.js";
 import { startBuiltCluster, startBuiltRouter } from "./lib/built-router.js";
 import { commandLine, runIfEntryPoint } from "./lib/entry.js";
-import { childFleetHost } from "./lib/fleet.js";
+import { childFleetHost, pacedEngine } from "./lib/fleet.js";
 import { listFlag } from "./lib/list-flag.js";
 import { ensureNginx, nginxHasNjs, startNginx } from "./lib/nginx.js";
 import { processCpuMicros, processTree } from "./lib/process-cpu.js";
@@ -221,18 +221,7 @@ export async function runStreamBench(o: StreamBenchOptions): Promise<StreamBench
   try {
     const fleet = await host.startFleet({
       count: o.engines,
-      worker: {
-        timeScale: 1,
-        stepFloorMs: o.intervalMs,
-        decodePerSeqMs: 0,
-        kvReadMsPer1kTokens: 0,
-        prefillTokensPerSec: 1e9,
-        firstTokenDelayMs: o.firstTokenMs,
-        maxRunning: maxStreams,
-        maxBatchTokens: 1_000_000,
-        kvCapacityTokens: 4_000_000,
-        model: MODEL,
-      },
+      worker: pacedEngine(o.intervalMs, o.firstTokenMs, MODEL, maxStreams),
     });
     const engines = fleet.workers.map((w) => w.url);
     targets.set("direct", { urls: engines, pids: () => [], stop: async () => {} });

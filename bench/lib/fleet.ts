@@ -84,6 +84,30 @@ export function fleetWorkerOptions(o: FleetOptions): SimWorkerOptions[] {
   }));
 }
 
+/**
+ * A simulated engine that streams one chunk every `intervalMs` after `firstTokenMs`, whatever the
+ * batch (no prefill or decode time of its own): the relay benchmarks' engine.
+ */
+export function pacedEngine(
+  intervalMs: number,
+  firstTokenMs: number,
+  model: string,
+  maxRunning?: number,
+): Omit<SimWorkerOptions, "id" | "port"> {
+  return {
+    timeScale: 1,
+    stepFloorMs: intervalMs,
+    decodePerSeqMs: 0,
+    kvReadMsPer1kTokens: 0,
+    prefillTokensPerSec: 1e9,
+    firstTokenDelayMs: firstTokenMs,
+    ...(maxRunning === undefined ? {} : { maxRunning }),
+    maxBatchTokens: 1_000_000,
+    kvCapacityTokens: 4_000_000,
+    model,
+  };
+}
+
 /** Start simulated workers in this process. */
 export async function startSimWorkers(options: readonly SimWorkerOptions[]): Promise<SimWorker[]> {
   const sims: SimWorker[] = [];

@@ -73,6 +73,8 @@ export async function startNginx(
   upstream: string | readonly string[],
   /** A command nginx runs under (its binary and flags follow), e.g. callgrind: one process then. */
   wrap: readonly string[] = [],
+  /** Directives added to the server block (a rule that refuses an attack). */
+  directives = "",
 ): Promise<NginxProxy | undefined> {
   const binary = findNginx();
   if (binary === undefined) return undefined;
@@ -108,6 +110,7 @@ ${servers}
   }
   server {
     listen 127.0.0.1:${port};
+    ${directives}
     location / {
       proxy_pass http://worker;
       proxy_http_version 1.1;

@@ -2,7 +2,6 @@ import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { RouterError } from "../errors.js";
 import type { OpenedRequest } from "../intake/intake.js";
-import { BodyRefused } from "../intake/read-body.js";
 import type { Endpoint } from "../intake/routing-text.js";
 import { Cancel, ClientGoneError } from "../proxy/cancel.js";
 import type { ForwardOutcome, ForwardRequest } from "../proxy/forward.js";
@@ -230,9 +229,7 @@ function failed(
 ): ForwardOutcome {
   if (err instanceof ClientGoneError) return { status: 499, attempts: 0, error: "client_abort" };
   if (err instanceof RouterError) {
-    // A body its first bytes already refuse (nested too deep): the rest is never read, and the
-    // connection closes once the answer is out (the client reconnects for its next request).
-    const close = err instanceof BodyRefused || CLOSE_AFTER.has(err.code);
+    const close = CLOSE_AFTER.has(err.code);
     const extra: Record<string, string> = close ? { connection: "close" } : {};
     // Bodies in the budget are freed as their requests end: a second is a fair first wait.
     if (err.code === "body_buffer_full") extra["retry-after"] = "1";

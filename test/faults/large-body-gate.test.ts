@@ -29,6 +29,14 @@ function upload(router: RunningRouter): RawRequest {
 
 const gateOf = (router: RunningRouter) => router.context.intake.largeBodyGate as LargeBodyGate;
 
+/** Two large uploads under way, holding both turns. */
+async function holdBothTurns(router: RunningRouter): Promise<RawRequest[]> {
+  const held = [upload(router), upload(router)];
+  for (const u of held) await u.write(FULL.slice(0, 1000));
+  await waitFor(() => gateOf(router).active === 2, 3000, "two read");
+  return held;
+}
+
 // Sixteen 60 MB bodies read side by side had every socket's bytes handled in each turn of the
 // event loop: legitimate p99 went 127x its quiet value. Large bodies are now read a few at a time,
 // the others paused at the socket.
@@ -88,9 +96,7 @@ describe("large bodies are read a few at a time", () => {
 
   it("a chunked body waits once it grows large", async () => {
     const gate = gateOf(router);
-    const held = [upload(router), upload(router)];
-    for (const u of held) await u.write(FULL.slice(0, 1000));
-    await waitFor(() => gate.active === 2, 3000, "two read");
+    const held = await holdBothTurns(router);
     const chunked = openRequest(
       router.url,
       "/v1/completions",
@@ -114,9 +120,7 @@ describe("large bodies are read a few at a time", () => {
 
   it("a body that waits too long gets 503 large_body_busy with Retry-After, and leaves the line", async () => {
     const gate = gateOf(impatient);
-    const held = [upload(impatient), upload(impatient)];
-    for (const u of held) await u.write(FULL.slice(0, 1000));
-    await waitFor(() => gate.active === 2, 3000, "two read");
+    const held = await holdBothTurns(impatient);
     const late = upload(impatient);
     await late.write(FULL.slice(0, 1000));
     const answer = await late.answer;
@@ -133,9 +137,7 @@ describe("large bodies are read a few at a time", () => {
 
   it("a client that hangs up while it waits leaves the line; its turn goes to no one", async () => {
     const gate = gateOf(router);
-    const held = [upload(router), upload(router)];
-    for (const u of held) await u.write(FULL.slice(0, 1000));
-    await waitFor(() => gate.active === 2, 3000, "two read");
+    const held = await holdBothTurns(router);
     const gone = upload(router);
     await gone.write(FULL.slice(0, 1000));
     await waitFor(() => gate.waiting === 1, 3000, "waits");

@@ -37,6 +37,29 @@ async function settled(router: RunningRouter): Promise<void> {
   );
 }
 
+/** A chat request the test can abort; settles (never rejects) when it ends or is aborted. */
+function abortableChat(router: RunningRouter, content: string, signal: AbortSignal, extra = {}) {
+  return fetch(`${router.url}/v1/chat/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(chat(content, extra)),
+    signal,
+  }).catch(() => undefined);
+}
+
+/** Listens on a free loopback port: the server's URL, and a close that drops its connections. */
+async function listenLocal(server: Server): Promise<{ url: string; close(): void }> {
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: () => {
+      server.closeAllConnections();
+      server.close();
+    },
+  };
+}
+
 /** A "worker" whose health check passes but which drops every inference connection unanswered. */
 async function droppingWorker(): Promise<{ url: string; posts: () => number; close(): void }> {
   let posts = 0;
@@ -49,16 +72,7 @@ async function droppingWorker(): Promise<{ url: string; posts: () => number; clo
     res.writeHead(200, { "content-type": "application/json" });
     res.end("{}");
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    posts: () => posts,
-    close: () => {
-      server.closeAllConnections();
-      server.close();
-    },
-  };
+  return { ...(await listenLocal(server)), posts: () => posts };
 }
 
 describe.skipIf(!HAVE_NGINX)("--data-plane nginx", () => {
@@ -198,12 +212,7 @@ describe.skipIf(!HAVE_NGINX)("--data-plane nginx", () => {
     try {
       const aborted = a.stats().aborted;
       const client = new AbortController();
-      const request = fetch(`${router.url}/v1/chat/completions`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify(chat("hang up", { stream: true })),
-        signal: client.signal,
-      }).catch(() => undefined);
+      const request = abortableChat(router, "hang up", client.signal, { stream: true });
       await waitFor(() => a.stats().hanging === 1);
       client.abort();
       await request;
@@ -239,12 +248,7 @@ describe.skipIf(!HAVE_NGINX)("--data-plane nginx admission", () => {
     try {
       sim.setFaults({ hang: true });
       const first = new AbortController();
-      const holding = fetch(`${router.url}/v1/chat/completions`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify(chat("first")),
-        signal: first.signal,
-      }).catch(() => undefined);
+      const holding = abortableChat(router, "first", first.signal);
       await waitFor(() => sim.stats().hanging === 1);
       const second = postJson(`${router.url}/v1/chat/completions`, chat("second"));
       await waitFor(() => router.context.admission.queue.waiting === 1);
@@ -274,12 +278,7 @@ describe.skipIf(!HAVE_NGINX)("--data-plane nginx lost records", () => {
     const client = new AbortController();
     try {
       sim.setFaults({ hang: true });
-      const request = fetch(`${router.url}/v1/chat/completions`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify(chat("never answered")),
-        signal: client.signal,
-      }).catch(() => undefined);
+      const request = abortableChat(router, "never answered", client.signal);
       await waitFor(() => router.nginx?.relays.pending === 1);
       // nginx still holds the request (the worker hangs), so no record comes: the timer ends it.
       await settled(router);
@@ -342,16 +341,7 @@ async function recordingWorker(): Promise<{ url: string; bodies: Buffer[]; close
       );
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    bodies,
-    close: () => {
-      server.closeAllConnections();
-      server.close();
-    },
-  };
+  return { ...(await listenLocal(server)), bodies };
 }
 
 describe.skipIf(!HAVE_NGINX)("--data-plane nginx bodies and refusals", () => {
@@ -429,20 +419,10 @@ describe.skipIf(!HAVE_NGINX)("--data-plane nginx bodies and refusals", () => {
     const first = new AbortController();
     try {
       sim.setFaults({ hang: true });
-      const holding = fetch(`${router.url}/v1/chat/completions`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify(chat("first")),
-        signal: first.signal,
-      }).catch(() => undefined);
+      const holding = abortableChat(router, "first", first.signal);
       await waitFor(() => sim.stats().hanging === 1);
       const second = new AbortController();
-      const queued = fetch(`${router.url}/v1/chat/completions`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify(chat("second")),
-        signal: second.signal,
-      }).catch(() => undefined);
+      const queued = abortableChat(router, "second", second.signal);
       await waitFor(() => router.context.admission.queue.waiting === 1);
       // The queue is full: the third is refused as on the Node.js data plane.
       const refused = await postJson(`${router.url}/v1/chat/completions`, chat("third"));
@@ -516,15 +496,7 @@ async function countingWorker(): Promise<{ url: string; close(): void }> {
       next();
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    close: () => {
-      server.closeAllConnections();
-      server.close();
-    },
-  };
+  return listenLocal(server);
 }
 
 describe.skipIf(!HAVE_NGINX)("--data-plane nginx token counts", () => {
