@@ -8,7 +8,16 @@ export interface LargeBodyLimits {
   reads: number;
   /** --large-body-wait-secs: how long a large body may wait for its turn. */
   waitMs: number;
+  /** Large bodies that may wait at once; one more is refused at once (default MAX_WAITING). */
+  maxWaiting?: number;
 }
+
+/**
+ * Large bodies waiting at once. A waiting body holds what its socket had read before the pause
+ * (at most about 128 KiB, read-body.ts): the line's bound keeps that outside the body budget at
+ * a few tens of MB however many connections declare large bodies.
+ */
+export const MAX_WAITING = 256;
 
 /** A turn to read a large body; `leave()` gives it back (once; later calls do nothing). */
 export interface GateTurn {
@@ -66,6 +75,9 @@ export class LargeBodyGate {
    * large_body_busy and a Retry-After.
    */
   wait(): GateWait {
+    if (this.waiters.size >= (this.limits.maxWaiting ?? MAX_WAITING)) {
+      return { turn: Promise.reject(this.busy(true)), cancel: () => {} };
+    }
     let waiter: Waiter | undefined;
     const turn = new Promise<GateTurn>((resolve, reject) => {
       const timer = setTimeout(() => {
@@ -109,12 +121,15 @@ export class LargeBodyGate {
     waiter.grant(this.turn());
   }
 
-  private busy(): RouterError {
+  private busy(lineFull = false): RouterError {
     // A turn frees as soon as a large body has arrived: a few seconds is a fair wait.
     const secs = retryAfterSecs(this.limits.waitMs, 5);
+    const why = lineFull
+      ? `and ${this.waiters.size} more already wait for a turn`
+      : `and this one waited ${this.limits.waitMs / 1000} s for its turn (--large-body-wait-secs)`;
     return new RouterError(
       "large_body_busy",
-      `The router is reading its limit of ${this.limits.reads} large request bodies at once (--max-large-body-reads), and this one waited ${this.limits.waitMs / 1000} s for its turn (--large-body-wait-secs); retry after ${secs} s.`,
+      `The router is reading its limit of ${this.limits.reads} large request bodies at once (--max-large-body-reads), ${why}; retry after ${secs} s.`,
       secs,
     );
   }

@@ -125,7 +125,7 @@ export function readBody(
       const wait = gate.wait();
       // Paused, the socket is not polled: a client that hangs up is not seen. Now and then it is
       // read again, one chunk at most (the paused stream buffers it), to notice an end.
-      const poke = setInterval(() => incoming.socket?.resume(), POKE_EVERY_MS);
+      const poke = setInterval(() => pokeWhileLight(incoming), POKE_EVERY_MS);
       waiting = { wait, since: Date.now(), poke };
       wait.turn.then(
         (granted) => {
@@ -185,6 +185,19 @@ export function readBody(
 
 /** How often a paused large body's socket is read again to notice a client that hung up. */
 const POKE_EVERY_MS = 1000;
+
+/** Bytes a paused body may hold unread before its socket is no longer read to watch for an end. */
+export const POKE_HOLD_BYTES = 64 * 1024;
+
+/**
+ * Reads a paused body's socket once more, unless it already holds POKE_HOLD_BYTES: each read can
+ * take one more chunk (up to 64 KiB) that no budget covers, so a client that keeps sending is not
+ * watched for a hang-up any more (its wait still ends at --large-body-wait-secs) and holds at most
+ * about 128 KiB, not a chunk for every second of its wait.
+ */
+export function pokeWhileLight(incoming: Pick<IncomingMessage, "readableLength" | "socket">): void {
+  if (incoming.readableLength < POKE_HOLD_BYTES) incoming.socket?.resume();
+}
 
 /**
  * A body declared larger than this is written into one buffer of its declared size as it arrives
