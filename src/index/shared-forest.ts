@@ -5,7 +5,7 @@
  * (WorkerClaims) change here, together with the tree, so they always agree (SharedIndex.check).
  */
 import { childrenOf, isLeaf, removeChild, replaceChild } from "../tree/child-container.js";
-import { ownCopy } from "../tree/edge-match.js";
+import { keyAt, ownCopy } from "../tree/edge-match.js";
 import { LeafQueue } from "../tree/leaf-queue.js";
 import type { EvictionUnit } from "./prefix-index.js";
 import { Claim, type ClaimOwner, claimOf, SharedNode } from "./shared-node.js";
@@ -115,7 +115,7 @@ export class SharedForest {
     const upper = new SharedNode(ownCopy(label.slice(0, k)), child.key, parent);
     const tail = ownCopy(label.slice(k));
     child.label = tail;
-    child.key = tail.codePointAt(0)!;
+    child.key = keyAt(tail, 0);
     child.parent = upper;
     upper.kids = [child];
     replaceChild(parent, child, upper);

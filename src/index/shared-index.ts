@@ -7,7 +7,7 @@ import {
   keptOf,
 } from "../tree/char-budget.js";
 import { addChild, childOf, childrenOf, isLeaf } from "../tree/child-container.js";
-import { edgeMatch, isHigh, isLow, ownCopy } from "../tree/edge-match.js";
+import { edgeMatch, isHigh, isLow, keyAt, ownCopy } from "../tree/edge-match.js";
 import { type AgedLeaf, newestLeafPaths } from "../tree/leaf-paths.js";
 import type { EvictionUnit, IndexPath, PrefixIndex } from "./prefix-index.js";
 import { charsOf, SharedForest, WorkerClaims, type WorkerEviction } from "./shared-forest.js";
@@ -119,7 +119,7 @@ export class SharedIndex implements PrefixIndex, WorkerEviction {
     let node = root;
     let pos = 0;
     while (pos < n) {
-      const child = childOf(node, text.codePointAt(pos)!);
+      const child = childOf(node, keyAt(text, pos));
       if (child === undefined) break;
       const label = child.label;
       const k = edgeMatch(text, pos, label);
@@ -153,7 +153,7 @@ export class SharedIndex implements PrefixIndex, WorkerEviction {
     let up: Claim | null = null;
     let pos = 0;
     while (pos < n) {
-      const key = text.codePointAt(pos)!;
+      const key = keyAt(text, pos);
       let child = childOf(node, key);
       if (child === undefined) {
         child = new SharedNode(ownCopy(text.slice(pos)), key, node);
@@ -190,7 +190,7 @@ export class SharedIndex implements PrefixIndex, WorkerEviction {
     let node = root;
     let pos = 0;
     while (pos < n) {
-      let child = childOf(node, text.codePointAt(pos)!);
+      let child = childOf(node, keyAt(text, pos));
       if (child === undefined) return 0;
       const claim = claimOf(child, worker);
       if (claim === undefined) return 0;

@@ -26,7 +26,7 @@ import {
   removeChild,
   replaceChild,
 } from "./child-container.js";
-import { edgeMatch, isHigh, isLow, ownCopy } from "./edge-match.js";
+import { edgeMatch, isHigh, isLow, keyAt, ownCopy } from "./edge-match.js";
 import { type AgedLeaf, newestLeafPaths } from "./leaf-paths.js";
 import { LeafQueue } from "./leaf-queue.js";
 import { TreeNode } from "./node.js";
@@ -142,7 +142,7 @@ export class RadixTree {
         }
         break;
       }
-      const key = text.codePointAt(pos)!;
+      const key = keyAt(text, pos);
       const child = childOf(node, key);
       if (child === undefined) {
         if (node !== root && isLeaf(node)) this.leaves.detach(node); // about to get a child
@@ -166,7 +166,7 @@ export class RadixTree {
       const mid = new TreeNode(ownCopy(label.slice(0, k)), key, node, now);
       const tail = ownCopy(label.slice(k));
       child.label = tail;
-      child.key = tail.codePointAt(0)!;
+      child.key = keyAt(tail, 0);
       child.parent = mid;
       mid.kids = [child];
       replaceChild(node, child, mid);
@@ -186,7 +186,7 @@ export class RadixTree {
     let node = this.root;
     let pos = 0;
     while (pos < n) {
-      const child = childOf(node, text.codePointAt(pos)!);
+      const child = childOf(node, keyAt(text, pos));
       if (child === undefined) break;
       const label = child.label;
       const k = edgeMatch(text, pos, label);
@@ -217,7 +217,7 @@ export class RadixTree {
     let node = root;
     let pos = 0;
     while (pos < n) {
-      const child = childOf(node, text.codePointAt(pos)!);
+      const child = childOf(node, keyAt(text, pos));
       if (child === undefined) return 0;
       const label = child.label;
       const k = edgeMatch(text, pos, label);

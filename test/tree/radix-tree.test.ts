@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { DEFAULT_MAX_CHARS } from "../../src/tree/char-budget.js";
+import { keyAt } from "../../src/tree/edge-match.js";
 import { RadixTree } from "../../src/tree/radix-tree.js";
 import { isHigh, isLow } from "./reference-model.js";
 
@@ -389,5 +390,32 @@ describe("RadixTree.setMaxChars", () => {
     expect(tree.match("a".repeat(100))).toBe(0);
     expect(tree.match("b".repeat(100))).toBe(100);
     expect(() => tree.setMaxChars(0)).toThrow(RangeError);
+  });
+});
+
+describe("a text cut just after a high surrogate", () => {
+  // A slice of a longer string whose next unit (outside the slice) is the matching low surrogate:
+  // V8's optimized codePointAt (Node 24) read that unit and keyed the lone surrogate as the pair.
+  const head = "lorem ipsum dolor sit amet, ".repeat(3);
+  const parent = `${head}\uD83D\uD83D\uDE00 tail`;
+  const cut = parent.slice(0, head.length + 2); // head + two lone high surrogates
+
+  it("matches its lone surrogate's child however often (and however optimized) match runs", () => {
+    const tree = new RadixTree();
+    tree.insert(`${head}\uD83D\uD83D`);
+    tree.insert(`${head}\uD83D`);
+    let wrong = 0;
+    for (let i = 0; i < 50_000; i++) if (tree.match(cut) !== cut.length) wrong++;
+    expect(wrong).toBe(0);
+  });
+
+  it("keyAt reads a pair only within the text", () => {
+    for (let i = 0; i < 50_000; i++) {
+      if (keyAt(cut, cut.length - 1) !== 0xd83d)
+        throw new Error(`keyAt read past the end (run ${i})`);
+    }
+    expect(keyAt(parent, head.length + 1)).toBe(0x1f600);
+    expect(keyAt("a\uDE00", 1)).toBe(0xde00);
+    expect(keyAt("\uD83D", 0)).toBe(0xd83d);
   });
 });
