@@ -1,11 +1,85 @@
 import { defineConfig } from "vitest/config";
 
+/**
+ * Most test files share their worker processes and the modules loaded in them (isolate: false):
+ * a fresh process per file, loading the router's modules again each time, cost about three
+ * quarters of the suite's CPU time. A file that changes what is global to its process, or
+ * measures the process itself, gets a process of its own (ISOLATED), as does every file listed
+ * in ALONE.
+ */
+const ISOLATED = [
+  // Global tracer provider, module mocks (vi.mock).
+  "test/tracing/**/*.test.ts",
+  "test/routes/auth.test.ts",
+  // Fake timers: one left on by a failing test would stop every later file's timers.
+  "test/tree/eviction-timer.test.ts",
+  "test/state/snapshot-hold.test.ts",
+  "test/workers/spread-over.test.ts",
+  "test/proxy/attempt.test.ts",
+  "test/proxy/stall-watch.test.ts",
+  "test/proxy/idle-sweep.test.ts",
+  // process.env written.
+  "test/compat-flags.test.ts",
+  "test/config.test.ts",
+  "test/cli-env.test.ts",
+  // The process's own heap and RSS measured.
+  "test/workers/bounded-memory.test.ts",
+  // This process made a node:cluster primary (cluster.setupPrimary).
+  "test/state/replication-transports.test.ts",
+];
+
+/**
+ * Files that run after all the others, one at a time, with the machine to themselves:
+ * - kv-events-flood drives a router, a flood publisher and its probes as three processes and holds
+ *   the router's /health p99 to a margin; another file beside it takes the cores it measures on.
+ * - packaging builds into this checkout's dist/ (npm run build, npm pack's prepack) and starts
+ *   what it built: two of them side by side would write dist/ while the other reads it.
+ */
+const ALONE = ["test/faults/kv-events-flood.test.ts", "test/packaging/**/*.test.ts"];
+
+/**
+ * Most files wait on sockets, timers and child processes far more than they compute, so two of
+ * them share a 2-core machine well (vitest's own default is one fewer worker than cores: one
+ * there, every file in turn). RADIXGATE_TEST_WORKERS overrides it.
+ */
+const WORKERS = Number(process.env.RADIXGATE_TEST_WORKERS ?? 2);
+
 export default defineConfig({
   test: {
-    include: ["test/**/*.test.ts"],
     environment: "node",
     testTimeout: 20_000,
     hookTimeout: 20_000,
     pool: "forks",
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: "shared",
+          include: ["test/**/*.test.ts"],
+          exclude: [...ISOLATED, ...ALONE],
+          isolate: false,
+          maxWorkers: WORKERS,
+          sequence: { groupOrder: 0 },
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: "isolated",
+          include: ISOLATED,
+          maxWorkers: WORKERS,
+          sequence: { groupOrder: 0 },
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: "alone",
+          include: ALONE,
+          maxWorkers: 1,
+          sequence: { groupOrder: 1 },
+        },
+      },
+    ],
   },
 });

@@ -216,7 +216,7 @@ describe("KV events: one message or a flood does not freeze the router (issue 20
     const ms = (v: number) => `${v.toFixed(1)} ms`;
     console.log(
       `quiet router: /health p50 ${ms(baseline.p50)}, p99 ${ms(baseline.p99)} (${baseline.count} probes). ` +
-        `${(Number(huge.bytes) / 1e6).toFixed(0)} MB batch + ${flood.sent} events in ${FLOOD_SECS} s: /health p50 ${ms(storm.p50)}, p99 ${ms(storm.p99)}, ` +
+        `${(Number(huge.bytes) / 1e6).toFixed(0)} MB batch + ${flood.sent} events in ${Number(flood.seconds).toFixed(1)} s: /health p50 ${ms(storm.p50)}, p99 ${ms(storm.p99)}, ` +
         `max ${ms(storm.max)} (${storm.count} probes); router event-loop delay p99 ${ms(lagP99! * 1000)}, ` +
         `max ${ms(lagMax! * 1000)}; RSS ${rssBefore.toFixed(0)} → peak ${storm.rssPeak.toFixed(0)} MB; ` +
         `refused: too_large ${refusedTooLarge}, overload ${shed} batches; applied ${applied} events; ` +
