@@ -19,6 +19,10 @@
  *                   tenant reaches them one step lower than the light ones)
  *   flood/no-reserve  flood/on with --tenant-reserve-slots 0: no slot kept free for the light
  *                   tenants (what the reserve wins, side by side)
+ *   flood/no-hold   flood/on with --hold-for-free-slot false: a request that finds no free slot
+ *                   goes where the depth allows (into one engine's first-come queue) instead of
+ *                   waiting in the router for the first slot to free (what the hold wins and costs,
+ *                   side by side)
  *   flood/tight     flood/on with tight queue bounds (--queue-size 64, --max-queued-per-tenant 32,
  *                   --queue-timeout-secs 5): refusals happen; each must be a 429/503 with
  *                   Retry-After, and only the flooding tenant's
@@ -119,6 +123,7 @@ const RUNS = [
   "flood/on",
   "flood/prio",
   "flood/no-reserve",
+  "flood/no-hold",
   "flood/tight",
   "floor/on",
   "prio-silent",
@@ -479,6 +484,10 @@ async function main(): Promise<void> {
       "flood/no-reserve": () =>
         run(host, o, "flood/no-reserve", true, flood, o.enginePriority, o.enginePriority, {
           tenantReserveSlots: 0,
+        }),
+      "flood/no-hold": () =>
+        run(host, o, "flood/no-hold", true, flood, o.enginePriority, o.enginePriority, {
+          holdForFreeSlot: false,
         }),
       "flood/tight": () =>
         run(host, o, "flood/tight", true, flood, o.enginePriority, o.enginePriority, TIGHT),

@@ -16,7 +16,10 @@
  * When nginx is installed (`apt-get install nginx-light`), the same requests also go through nginx
  * as a plain reverse proxy to the same worker (bench/lib/nginx.ts), in the same run, for a
  * baseline: "nginx added" and "router/nginx" columns. A bare Node.js proxy (bench/lib/bare-node-proxy.ts:
- * node:http + undici, nothing else) runs too: the floor any Node.js proxy starts from.
+ * node:http + undici, nothing else) runs too: the floor any Node.js proxy starts from. With
+ * nginx's njs module, the router runs with --data-plane nginx too (router-nginx), beside its floor
+ * (bench/lib/nginx-floor.ts: the same nginx configuration in front of a Node.js process that
+ * answers every decision with a fixed redirect): "floor" columns.
  *
  * Prints a table and writes bench/results/overhead.json.
  */
@@ -32,6 +35,7 @@ import { childFleetHost } from "./lib/fleet.js";
 import { fmt } from "./lib/latency.js";
 import { listFlag } from "./lib/list-flag.js";
 import { findNginx, nginxHasNjs as hasNjs, type NginxProxy, startNginx } from "./lib/nginx.js";
+import { startNginxFloor } from "./lib/nginx-floor.js";
 import {
   measure,
   OUTPUT_TOKENS,
@@ -72,6 +76,11 @@ export interface CellResult {
   routerNginxAddedP50Ms?: number;
   /** router-nginx requests/s over plain nginx's. */
   routerNginxVsNginx?: number;
+  /** nginx with radixgate's configuration before a Node.js decider that does nothing. */
+  floor?: TargetResult;
+  floorAddedP50Ms?: number;
+  /** Floor requests/s over plain nginx's. */
+  floorVsNginx?: number;
 }
 
 async function main(): Promise<void> {
@@ -143,6 +152,11 @@ async function main(): Promise<void> {
     routerNginx === undefined
       ? undefined
       : { url: routerNginx.url, pid: () => processTree(routerNginx.pid) };
+  const floor =
+    routerNginx === undefined
+      ? undefined
+      : await startNginxFloor(findNginx() ?? "nginx", [workerUrl]);
+  const floorTarget = floor === undefined ? undefined : { url: floor.url, pid: () => floor.pids() };
   const bareNode = await startBareNodeProxy(workerUrl);
   const origins = [
     workerUrl,
@@ -150,6 +164,7 @@ async function main(): Promise<void> {
     bareNode.url,
     ...(nginx === undefined ? [] : [nginx.url]),
     ...(routerNginx === undefined ? [] : [routerNginx.url]),
+    ...(floor === undefined ? [] : [floor.url]),
   ];
   const cells: CellResult[] = [];
   const texts = new Map(promptSizes.map((chars) => [chars, overheadPrompts(chars)]));
@@ -219,6 +234,18 @@ async function main(): Promise<void> {
                   warmup,
                   `${label} router-nginx`,
                 );
+          const viaFloor =
+            floorTarget === undefined
+              ? undefined
+              : await measure(
+                  floorTarget,
+                  texts,
+                  stream,
+                  concurrency,
+                  requests,
+                  warmup,
+                  `${label} nginx floor`,
+                );
           cells.push({
             promptChars: chars,
             stream,
@@ -245,6 +272,13 @@ async function main(): Promise<void> {
                   routerNginxAddedP50Ms: viaRouterNginx.latencyMs.p50 - direct.latencyMs.p50,
                   routerNginxVsNginx: viaRouterNginx.requestsPerSec / viaNginx.requestsPerSec,
                 }),
+            ...(viaFloor === undefined || viaNginx === undefined
+              ? {}
+              : {
+                  floor: viaFloor,
+                  floorAddedP50Ms: viaFloor.latencyMs.p50 - direct.latencyMs.p50,
+                  floorVsNginx: viaFloor.requestsPerSec / viaNginx.requestsPerSec,
+                }),
           });
         }
       }
@@ -254,6 +288,7 @@ async function main(): Promise<void> {
     await bareNode.stop();
     await nginx?.stop();
     await routerNginx?.stop();
+    await floor?.stop();
     await host.close();
   }
 
@@ -298,6 +333,9 @@ async function main(): Promise<void> {
             "of it radixgate",
             "r-nginx/nginx",
           ]),
+      ...(floor === undefined
+        ? []
+        : ["floor added p50", "floor req/s", "floor cpu µs/req", "of it node", "floor/nginx"]),
       "errors",
     ],
     cells.map((c) => [
@@ -336,11 +374,21 @@ async function main(): Promise<void> {
             fmt(c.routerNginx.firstCpuMicrosPerRequest ?? Number.NaN, 0),
             fmt(c.routerNginxVsNginx!, 2),
           ]),
+      ...(c.floor === undefined
+        ? []
+        : [
+            fmt(c.floorAddedP50Ms!, 2),
+            fmt(c.floor.requestsPerSec, 0),
+            fmt(c.floor.cpuMicrosPerRequest ?? Number.NaN, 0),
+            fmt(c.floor.firstCpuMicrosPerRequest ?? Number.NaN, 0),
+            fmt(c.floorVsNginx!, 2),
+          ]),
       c.direct.errors +
         c.router.errors +
         c.bareNode!.errors +
         (c.nginx?.errors ?? 0) +
-        (c.routerNginx?.errors ?? 0),
+        (c.routerNginx?.errors ?? 0) +
+        (c.floor?.errors ?? 0),
     ]),
   );
   mkdirSync(dirname(RESULTS), { recursive: true });

@@ -31,6 +31,7 @@ import { commandLine, runIfEntryPoint } from "./lib/entry.js";
 import { childFleetHost, pacedEngine } from "./lib/fleet.js";
 import { listFlag } from "./lib/list-flag.js";
 import { ensureNginx, nginxHasNjs, startNginx } from "./lib/nginx.js";
+import { startNginxFloor } from "./lib/nginx-floor.js";
 import { processCpuMicros, processTree } from "./lib/process-cpu.js";
 import { startRouterProcess } from "./lib/router-process.js";
 import type { StreamLoadResult } from "./lib/stream-load.js";
@@ -56,12 +57,14 @@ const USAGE = `usage: npm run bench:stream -- [flags]
   --duration D        measured seconds per run (default 10)
   --rounds N          rounds of interleaved rows (default 3)
   --engines N         simulated engines (default 4)
-  --rows a,b,...      among direct, nginx, bare, base, router, router-nginx, cluster (default
-                      direct, nginx, router, router-nginx, cluster; direct always runs). bare: a
-                      bare Node.js proxy (node:http + undici, pipe(): the runtime's floor);
-                      router-nginx: --data-plane nginx (needs nginx's njs module: apt-get install
-                      libnginx-mod-http-js), CPU of nginx and the router together; base: the
-                      router built from --base
+  --rows a,b,...      among direct, nginx, bare, base, router, router-nginx, nginx-floor,
+                      cluster (default direct, nginx, router, router-nginx, nginx-floor, cluster;
+                      direct always runs). bare: a bare Node.js proxy (node:http + undici,
+                      pipe(): the runtime's floor); router-nginx: --data-plane nginx (needs
+                      nginx's njs module: apt-get install libnginx-mod-http-js), CPU of nginx and
+                      the router together; nginx-floor: the same nginx configuration in front of
+                      a Node.js process that answers every decision with a fixed redirect (the
+                      least a decision call to Node.js costs); base: the router built from --base
   --base REF          a git ref to build as the base row (before/after in the same rounds)
   --base-node-args A  node flags for the base row's process, e.g. "--max-semi-space-size=2"
                       (with --base HEAD: one build, two runtime settings)
@@ -175,8 +178,8 @@ export function parseStreamFlags(argv: readonly string[]): StreamBenchOptions {
   const str = (k: string) => values[k] as string | undefined;
   const defaultRows: RowName[] =
     str("base") === undefined
-      ? ["direct", "nginx", "router", "router-nginx", "cluster"]
-      : ["direct", "nginx", "base", "router", "router-nginx", "cluster"];
+      ? ["direct", "nginx", "router", "router-nginx", "nginx-floor", "cluster"]
+      : ["direct", "nginx", "base", "router", "router-nginx", "nginx-floor", "cluster"];
   const rows =
     str("rows") === undefined
       ? defaultRows
@@ -265,6 +268,11 @@ export async function runStreamBench(o: StreamBenchOptions): Promise<StreamBench
         pids: () => processTree(router.pid),
         stop: router.stop,
       });
+    }
+    const floorNginx = o.rows.includes("nginx-floor") ? ensureNginx("bench:stream") : undefined;
+    if (floorNginx !== undefined && nginxHasNjs()) {
+      const floor = await startNginxFloor(floorNginx, engines);
+      targets.set("nginx-floor", { urls: [floor.url], pids: floor.pids, stop: floor.stop });
     }
     if (o.rows.includes("bare")) {
       const bare = await startBareNodeProxy(engines);

@@ -251,6 +251,13 @@ export function targetRows(
       samples: noReserve99.samples,
       goal: "(reference)",
     },
+    // The release rule's hold, off beside on (flood/on): compared over repeats, no goal of its own.
+    compared(
+      ratio("B-D p50 TTFT, flood/no-hold ÷ silent", "flood/no-hold", "silent", light, "p50", ""),
+    ),
+    compared(
+      ratio("B-D p99 TTFT, flood/no-hold ÷ silent", "flood/no-hold", "silent", light, "p99", ""),
+    ),
     ratio(
       "high p99 TTFT, prio-flood/on ÷ prio-silent",
       "prio-flood/on",
@@ -271,6 +278,7 @@ export function targetRows(
     throughput("fleet tok/s, flood/prio ÷ flood/off", "flood/prio"),
     // What the kept slot costs, beside flood/on: the same flood without it.
     throughput("fleet tok/s, flood/no-reserve ÷ flood/off", "flood/no-reserve", "(reference)"),
+    throughput("fleet tok/s, flood/no-hold ÷ flood/off", "flood/no-hold", "(beside flood/on)"),
     {
       target: "requests lost (neither served nor 429/503 + Retry-After)",
       value: lost,
@@ -295,6 +303,11 @@ export function targetRows(
       worse: "higher",
     },
   ];
+}
+
+/** A row shown beside a target's over repeats (worst = highest), without a goal of its own. */
+function compared(row: TargetRow): TargetRow {
+  return { ...row, goal: "(beside flood/on)", worse: "higher" };
 }
 
 /** The targets as printed rows (target, measured, samples, goal). */

@@ -9,7 +9,9 @@ import type { StreamLoadResult } from "./stream-load.js";
 /**
  * bare: a bare Node.js proxy (the runtime's floor); base: the router built from --base REF;
  * router-nginx: the router with --data-plane nginx (nginx relays, the router decides; the CPU of
- * both processes counted).
+ * both processes counted); nginx-floor: the same nginx configuration in front of a Node.js process
+ * that answers every decision with a fixed redirect (bench/lib/nginx-floor.ts), the least any
+ * per-request decision call to Node.js costs.
  */
 export const ROWS = [
   "direct",
@@ -18,6 +20,7 @@ export const ROWS = [
   "base",
   "router",
   "router-nginx",
+  "nginx-floor",
   "cluster",
 ] as const;
 export type RowName = (typeof ROWS)[number];
@@ -192,12 +195,14 @@ export function printSummary(rows: readonly RowSummary[]): void {
       s.incomplete + s.misordered,
     ]),
   );
-  // Where a two-process row's CPU goes: the router's own process, and the nginx it starts.
+  // Where a two-process row's CPU goes: the Node.js decider's own process, and its nginx.
   for (const s of rows) {
-    if (s.row !== "router-nginx" || !Number.isFinite(s.cpuFirstMicrosPerChunk)) continue;
+    if (s.row !== "router-nginx" && s.row !== "nginx-floor") continue;
+    if (!Number.isFinite(s.cpuFirstMicrosPerChunk)) continue;
     const nginx = s.cpuMicrosPerChunk - s.cpuFirstMicrosPerChunk;
+    const decider = s.row === "router-nginx" ? "radixgate" : "floor decider";
     console.log(
-      `C=${s.streams} router-nginx cpu µs/chunk: radixgate ${fmt(s.cpuFirstMicrosPerChunk, 1)}, its nginx ${fmt(nginx, 1)}`,
+      `C=${s.streams} ${s.row} cpu µs/chunk: ${decider} ${fmt(s.cpuFirstMicrosPerChunk, 1)}, its nginx ${fmt(nginx, 1)}`,
     );
   }
 }

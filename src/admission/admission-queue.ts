@@ -28,6 +28,11 @@ export interface AdmissionQueueOptions {
    * their fair share while a tenant over it is held (tenant-share.ts; 0 or absent: off).
    */
   reserveSlots?: number;
+  /**
+   * --hold-for-free-slot: while tenants share the slots (reserveSlots above 0), a request goes
+   * only into a free one whatever the depth says (default true).
+   */
+  holdForFreeSlot?: boolean;
   /** How often a waiting queue looks at the fleet again (engine readings and first bytes move it). */
   recheckMs?: number;
   now?: () => number;
@@ -212,7 +217,11 @@ export class AdmissionQueue implements AdmissionStep {
     }
     // While tenants share the slots, a request goes only into a free one (the release rule).
     // Where the engines preempt for it, it goes at once: the engine makes the slot.
-    if (this.shares.noFreeSlot(tenant, candidates, now) && !this.enginesPreempt(candidates)) {
+    if (
+      this.options.holdForFreeSlot !== false &&
+      this.shares.noFreeSlot(tenant, candidates, now) &&
+      !this.enginesPreempt(candidates)
+    ) {
       return "fleet_saturated";
     }
     return undefined;

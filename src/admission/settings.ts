@@ -27,6 +27,8 @@ export interface AdmissionConfig {
   saturationPendingPrefillChars: number;
   /** --tenant-reserve-slots: slots kept free for tenants under their share (0 = off). */
   tenantReserveSlots: number;
+  /** --hold-for-free-slot: while tenants share the slots, release only into a free one. */
+  holdForFreeSlot: boolean;
   maxQueuedPerTenant: number;
   queueTimeoutHeader: string;
   tenantHeader: string;
@@ -122,6 +124,14 @@ export const ADMISSION_SETTINGS = section<AdmissionConfig>({
       "With --queue-when-saturated, while other tenants are active: a tenant holding at least its fair share of the workers' batch slots (their caps ÷ the active tenants) waits while this many slots or fewer are free, so the others' next request finds a free slot at once instead of waiting for an end behind it (0 = off). None is kept where --engine-priority makes every engine preempt that tenant's work for the others. See docs/admission.md#a-free-slot-for-the-other-tenants.",
     default: 1,
     parse: integer(0, 1_000_000),
+  },
+  holdForFreeSlot: {
+    flag: "--hold-for-free-slot",
+    arg: "[bool]",
+    description:
+      "With --queue-when-saturated and --tenant-reserve-slots above 0, while other tenants are active: a request goes only into a free batch slot, whatever --saturation-queue-depth says; one that finds none waits in the router for the first slot to free on any worker instead of in one engine's first-come queue (false: the depth decides). See docs/admission.md#a-free-slot-for-the-other-tenants.",
+    default: true,
+    parse: flagValue,
   },
   maxQueuedPerTenant: {
     flag: "--max-queued-per-tenant",

@@ -47,6 +47,7 @@ export function buildAdmission(
     queueWhenSaturated: config.queueWhenSaturated,
     thresholds,
     reserveSlots: config.tenantReserveSlots,
+    holdForFreeSlot: config.holdForFreeSlot,
   });
   const metrics = new AdmissionMetrics(
     deps.metrics.registry,

@@ -6,13 +6,14 @@ import type { WorkerMembership } from "./membership.js";
 import type { WorkerSpec } from "./worker-spec.js";
 
 /**
- * A large change joins at most APPLY_SLICE workers every APPLY_PAUSE_MS (1,000 a second): 9,999
- * entries joined in back-to-back slices kept the event loop busy for seconds with their
- * registrations and first health checks, and legitimate requests waited behind them. A change of
- * up to one slice applies at once.
+ * A large change joins at most APPLY_SLICE workers every APPLY_PAUSE_MS (500 a second, the pace
+ * of first health checks, workers/probe-slots.ts): 9,999 entries joined in back-to-back slices
+ * kept the event loop busy for seconds with their registrations and first health checks, and
+ * legitimate requests waited behind them; slices of 100 still held it some 50 ms each. A change
+ * of up to one slice applies at once.
  */
-const APPLY_SLICE = 100;
-const APPLY_PAUSE_MS = 100;
+const APPLY_SLICE = 25;
+const APPLY_PAUSE_MS = 50;
 
 interface Owned {
   worker: Worker;

@@ -83,9 +83,15 @@ export class PrefixIndexPlugin {
     this.index.match(request.text, request.model, candidates, out);
     if (fill === undefined) return;
     fill.length = candidates.length;
+    const fillOf = this.index.fill;
+    // An index that never knows fills (the precise one, from KV events): every entry 0.
+    if (fillOf === undefined) {
+      fill.fill(0);
+      return;
+    }
     let unknown = 0;
     for (let i = 0; i < candidates.length; i++) {
-      const f = this.index.fill?.(candidates[i]!.id);
+      const f = fillOf.call(this.index, candidates[i]!.id);
       if (f === undefined) unknown++;
       fill[i] = f ?? Number.NaN;
     }

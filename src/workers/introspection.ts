@@ -128,7 +128,7 @@ export class EngineIntrospector {
     // The engine's queue counts this router's waiting requests too: remember how many there were.
     const pendingAtSend = worker.pendingPrefillRequests;
     const peerPendingAtSend = worker.peerPendingPrefillRequests;
-    const inFlightAtSend = worker.ownInFlight;
+    const inFlightAtSend = worker.markInFlightPeak();
     await this.read(worker, "/metrics", (body) =>
       this.metrics(worker, body, pendingAtSend, inFlightAtSend, peerPendingAtSend),
     );
@@ -222,6 +222,7 @@ export class EngineIntrospector {
         routerPending: Math.max(pendingAtSend, worker.pendingPrefillRequests),
         routerPendingLeast: Math.min(pendingAtSend, worker.pendingPrefillRequests),
         routerInFlightLeast: Math.min(inFlightAtSend, worker.ownInFlight),
+        routerInFlightMost: Math.max(inFlightAtSend, worker.inFlightPeak),
         peerPending: Math.max(peerPendingAtSend, worker.peerPendingPrefillRequests),
       },
       now,

@@ -181,10 +181,14 @@ export function freeSlots(worker: SaturationView, now: number): number | undefin
 /** Free slots of a batch of `batch` after a fresh reading: see freeSlots. */
 function slotsFree(worker: SaturationView, load: LoadSignals, batch: number): number {
   const engineHeld = (load.queued ?? 0) + (load.running ?? batch);
-  if (worker.ownInFlight !== undefined && load.routerInFlightLeast !== undefined) {
+  const ownAtRead = load.routerInFlightMost ?? load.routerInFlightLeast;
+  if (worker.ownInFlight !== undefined && ownAtRead !== undefined) {
     // The others' work as the reading saw it, never below 0: a request of this router still on
-    // its way to the engine when it answered is not work the others freed.
-    const others = Math.max(0, engineHeld - load.routerInFlightLeast);
+    // its way to the engine when it answered is not work the others freed. Counted from the most
+    // of this router's requests during the read: from the least, one that ended (or was
+    // dispatched) while the engine answered stood as the others' work until the next reading, a
+    // slot the release rule kept empty with a light request held for it.
+    const others = Math.max(0, engineHeld - ownAtRead);
     return batch - worker.ownInFlight - others;
   }
   return batch - engineHeld - changeSinceReading(worker, load);

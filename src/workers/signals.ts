@@ -27,6 +27,12 @@ export interface LoadSignals {
    * of its start and end: admission counts what ended since from it (workers/saturation.ts).
    */
   readonly routerInFlightLeast?: number | undefined;
+  /**
+   * The most of this router's requests there at any moment of the read (its start, its end and
+   * every dispatch between): the engine's snapshot falls within the read, so of what it holds at
+   * most this many are this router's. Free slots count the others' work from it.
+   */
+  readonly routerInFlightMost?: number | undefined;
 }
 
 /**

@@ -7,6 +7,8 @@ import { PriorityTally } from "./priority-tally.js";
 export class WorkerLoad {
   /** Requests dispatched and not finished (exact). */
   inFlight = 0;
+  /** The most `inFlight` has been since the last markInFlightPeak (an engine read's span). */
+  inFlightPeak = 0;
   /** Routing-text characters of those requests (dispatch to end). */
   activeChars = 0;
   /** Uncached prompt characters of the requests with no first byte back yet. */

@@ -69,6 +69,18 @@ export class Worker {
     return this.load.inFlight;
   }
   /**
+   * Starts counting the most ownInFlight reaches from now (an engine read's start); returns the
+   * count now. inFlightPeak then says the most since.
+   */
+  markInFlightPeak(): number {
+    this.load.inFlightPeak = this.load.inFlight;
+    return this.load.inFlight;
+  }
+  /** The most ownInFlight has been since markInFlightPeak. */
+  get inFlightPeak(): number {
+    return this.load.inFlightPeak;
+  }
+  /**
    * The other replicas' in-flight counts for this worker, as they last published them
    * (--state-url; state/load-sync.ts). 0 without shared state.
    */

@@ -153,12 +153,13 @@ describe("slot accounting (--worker-max-running, SGLang's said cap, a vLLM cap l
    * a flood of 3 streams while another tenant is active (it asked just now): the flood's share is
    * 4 slots ÷ 2 tenants, so one slot stays free.
    */
-  async function floodBesideAnother() {
+  async function floodBesideAnother(extra: ConfigOverrides = {}) {
     const sims = await Promise.all(["r0", "r1"].map((id) => startSimWorker({ id, maxRunning: 2 })));
     started.sims = sims;
     const router = await startTestRouter({
       workerUrls: sims.map((s) => s.url),
       ...HOLD_AT_FULL_BATCH,
+      ...extra,
     });
     started.router = router;
     await router.context.introspection.pollAll();
@@ -210,6 +211,31 @@ describe("slot accounting (--worker-max-running, SGLang's said cap, a vLLM cap l
     expect(s.status).toBe(200);
     expect(sims.map((x) => x.stats().waiting)).toEqual([0, 0]);
     for (const x of [...flood.slice(1), first, s]) x.close();
+  });
+
+  it("with --hold-for-free-slot false, lets that light request go into one engine's first-come queue (the depth decides)", async () => {
+    const { sims, router, free, flood } = await floodBesideAnother({ holdForFreeSlot: false });
+    const first = await openStream(router.url, "light-1");
+    expect(free()).toBe(0);
+    // At depth 1 a full batch still has room for one queued request: it waits at an engine.
+    let secondIn = false;
+    const second = openStream(router.url, "light-2").then((s) => {
+      secondIn = true;
+      return s;
+    });
+    await waitFor(
+      () => sims.reduce((n, x) => n + x.stats().waiting, 0) === 1,
+      5000,
+      "the second light queued at an engine",
+    );
+    expect(router.context.admission.waiting).toBe(0);
+    expect(secondIn).toBe(false);
+    flood[0]?.close();
+    flood[1]?.close();
+    flood[2]?.close();
+    const s = await second;
+    expect(s.status).toBe(200);
+    for (const x of [first, s]) x.close();
   });
 
   it("learns a vLLM engine's cap from vllm:num_requests_running when a reading shows it full", async () => {

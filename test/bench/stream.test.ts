@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { streamIsExact } from "../../bench/lib/stream-load.js";
 import { runStreamBench } from "../../bench/stream.js";
 import { generatedTokenText } from "../../sim/output-text.js";
+import { nginxWithNjs } from "../helpers/nginx.js";
 
 const event = (content: string) =>
   `data: ${JSON.stringify({ choices: [{ index: 0, delta: { content } }] })}\n\n`;
@@ -69,4 +70,33 @@ describe("bench:stream", () => {
     expect(report).toHaveProperty("loadAverage");
     expect(report).toHaveProperty("machine");
   }, 90_000);
+
+  it.skipIf(!nginxWithNjs())(
+    "the nginx floor row (radixgate's nginx configuration, a decider that does nothing) relays every stream whole",
+    async () => {
+      const report = await runStreamBench({
+        chunks: 6,
+        intervalMs: 5,
+        firstTokenMs: 5,
+        streams: [4],
+        durationSecs: 0.5,
+        rounds: 1,
+        engines: 2,
+        rows: ["direct", "nginx-floor"],
+        processes: 1,
+        verify: true,
+      });
+      const floor = report.runs.find((r) => r.row === "nginx-floor")!.result;
+      expect(floor.started).toBeGreaterThan(0);
+      expect(floor).toMatchObject({
+        completed: floor.started,
+        errors: 0,
+        incomplete: 0,
+        misordered: 0,
+      });
+      // Two processes counted: the Node.js decider's CPU is a part of the row's.
+      expect(floor.cpuFirstMicros).toBeLessThanOrEqual(floor.cpuMicros!);
+    },
+    90_000,
+  );
 });

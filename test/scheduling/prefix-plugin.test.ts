@@ -69,6 +69,17 @@ describe("the prefix index as one plugin with request-stage hooks", () => {
     expect(fill).toEqual([0.5, 0.125, 0]);
   });
 
+  it("an index that never knows fills (no `fill`) gives every candidate 0, over earlier values", () => {
+    const { index, workers } = setup();
+    const fillLess = Object.assign(Object.create(Object.getPrototypeOf(index)), index, {
+      fill: undefined,
+    });
+    const plugin = new PrefixIndexPlugin(fillLess);
+    const fill = [0.7, 0.3, 0.9];
+    plugin.match({ text: SYSTEM }, workers, [], fill);
+    expect(fill).toEqual([0, 0]);
+  });
+
   it("rejected takes back what the dispatch claimed, down to what was held before", () => {
     const { workers, plugin } = setup();
     plugin.afterDispatch("a", { text: SYSTEM });
