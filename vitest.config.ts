@@ -3,25 +3,14 @@ import { defineConfig } from "vitest/config";
 /**
  * Most test files share their worker processes and the modules loaded in them (isolate: false):
  * a fresh process per file, loading the router's modules again each time, cost about three
- * quarters of the suite's CPU time. A file that changes what is global to its process, or
- * measures the process itself, gets a process of its own (ISOLATED), as does every file listed
- * in ALONE.
+ * quarters of the suite's CPU time. test/helpers/file-boundary.ts puts back timers and
+ * process.env after each file; a file that changes other process-wide state, or measures the
+ * process itself, gets a process of its own (ISOLATED), as does every file in ALONE.
  */
 const ISOLATED = [
-  // Global tracer provider, module mocks (vi.mock).
+  // The global tracer provider; module mocks (vi.mock).
   "test/tracing/**/*.test.ts",
   "test/routes/auth.test.ts",
-  // Fake timers: one left on by a failing test would stop every later file's timers.
-  "test/tree/eviction-timer.test.ts",
-  "test/state/snapshot-hold.test.ts",
-  "test/workers/spread-over.test.ts",
-  "test/proxy/attempt.test.ts",
-  "test/proxy/stall-watch.test.ts",
-  "test/proxy/idle-sweep.test.ts",
-  // process.env written.
-  "test/compat-flags.test.ts",
-  "test/config.test.ts",
-  "test/cli-env.test.ts",
   // The process's own heap and RSS measured.
   "test/workers/bounded-memory.test.ts",
   // This process made a node:cluster primary (cluster.setupPrimary).
@@ -50,6 +39,7 @@ export default defineConfig({
     testTimeout: 20_000,
     hookTimeout: 20_000,
     pool: "forks",
+    setupFiles: ["test/helpers/file-boundary.ts"],
     projects: [
       {
         extends: true,
