@@ -1,4 +1,20 @@
-import { defineConfig } from "vitest/config";
+import { fileURLToPath } from "node:url";
+import { defineConfig, type Plugin } from "vitest/config";
+
+const FAST_CHECK = fileURLToPath(new URL("test/helpers/fast-check.ts", import.meta.url));
+
+/** Test files get fast-check through test/helpers/fast-check.ts, which fixes its seed. */
+function fastCheckSeed(): Plugin {
+  return {
+    name: "radixgate-fast-check-seed",
+    enforce: "pre",
+    resolveId(id, importer) {
+      if (id === "fast-check" && importer !== undefined && importer !== FAST_CHECK)
+        return FAST_CHECK;
+      return null;
+    },
+  };
+}
 
 /**
  * Most test files share their worker processes and the modules loaded in them (isolate: false):
@@ -34,6 +50,7 @@ const ALONE = ["test/faults/kv-events-flood.test.ts", "test/packaging/**/*.test.
 const WORKERS = Number(process.env.RADIXGATE_TEST_WORKERS ?? 1);
 
 export default defineConfig({
+  plugins: [fastCheckSeed()],
   test: {
     environment: "node",
     testTimeout: 20_000,

@@ -679,6 +679,8 @@ const ATTACKS: Attack[] = [
   {
     name: "idle-pool",
     what: "many short streams: idle upstream connections",
+    // 64 clients back to back against 4: what any proxy in front of the same workers keeps.
+    references: ["nginx"],
     async run(env, stop) {
       await loops(64, stop, () =>
         post(`${env.url}/v1/chat/completions`, chat("stream me", { stream: true, max_tokens: 2 })),

@@ -26,6 +26,7 @@ import { startBuiltRouter } from "./lib/built-router.js";
 import { commandLine, runIfEntryPoint } from "./lib/entry.js";
 import { childFleetHost, pacedEngine } from "./lib/fleet.js";
 import { findNginx, nginxHasNjs, startNginx } from "./lib/nginx.js";
+import { startNginxFloor } from "./lib/nginx-floor.js";
 
 const USAGE = `usage: npm run bench:nginx-instructions -- [flags]
   --requests N     requests per mode, counted (default 200)
@@ -34,13 +35,16 @@ const USAGE = `usage: npm run bench:nginx-instructions -- [flags]
   --chunks K       token chunks per streamed answer (default 20)
   --interval-ms I  ms between chunks (default 20: one read per chunk, whatever the load)
   --modes a,b      among json, stream, stream-usage (default all three)
-  --rows a,b       among nginx, router-nginx, base (default nginx, router-nginx; base with --base)
+  --rows a,b       among nginx, router-nginx, nginx-floor, base (default nginx, router-nginx,
+                   nginx-floor; base with --base). nginx-floor: radixgate's nginx configuration
+                   before a Node.js decider that answers every decision with a fixed redirect
+                   (bench/lib/nginx-floor.ts): what nginx itself executes for that shape
   --base <ref>     another git ref's --data-plane nginx, built in a temporary directory
   --keep <dir>     copy the callgrind dumps there (for callgrind_annotate)`;
 
 type Mode = "json" | "stream" | "stream-usage";
 const MODES: readonly Mode[] = ["json", "stream", "stream-usage"];
-type Row = "nginx" | "router-nginx" | "base";
+type Row = "nginx" | "router-nginx" | "nginx-floor" | "base";
 
 interface Options {
   requests: number;
@@ -260,6 +264,10 @@ export async function runNginxInstructions(o: Options): Promise<Result[]> {
         if (plain === undefined) throw new Error("nginx did not start");
         url = plain.url;
         stop = plain.stop;
+      } else if (row === "nginx-floor") {
+        const floor = await startNginxFloor(nginx, engines, underCallgrind(dir));
+        url = floor.url;
+        stop = floor.stop;
       } else {
         let cli: string | undefined;
         if (row === "base") {
@@ -350,8 +358,8 @@ function optionsFrom(argv: string[]): Options {
   const rows = list<Row>(
     "rows",
     values.rows,
-    ["nginx", "router-nginx", "base"],
-    ["nginx", "router-nginx", ...(base === undefined ? [] : (["base"] as const))],
+    ["nginx", "router-nginx", "nginx-floor", "base"],
+    ["nginx", "router-nginx", "nginx-floor", ...(base === undefined ? [] : (["base"] as const))],
   );
   if (rows.includes("base") && base === undefined) throw new Error("--rows base needs --base");
   return {

@@ -133,6 +133,8 @@ interface CliOptions {
   dataPlane: "node" | "nginx" | undefined;
   replicas: number | undefined;
   sharedState: boolean;
+  /** --replica-delay-ms: with --replay --replicas N --shared-state, an op's and a claim leg's latency (real ms). */
+  replicaDelayMs: number;
   diagnose: boolean;
   decisionTraceDir: string | undefined;
   isolate: boolean;
@@ -187,6 +189,7 @@ function parseCli(argv: string[]): CliOptions {
       "data-plane": { type: "string" },
       replicas: { type: "string" },
       "shared-state": { type: "boolean", default: false },
+      "replica-delay-ms": { type: "string" },
       diagnose: { type: "boolean", default: false },
       "decision-trace": { type: "string" },
       "no-oracle": { type: "boolean", default: false },
@@ -249,7 +252,10 @@ function parseCli(argv: string[]): CliOptions {
         "                                split between them by id (the precise row: each subscribed to",
         "                                every worker's KV events); default 1",
         "  --shared-state                with --replicas: the replicas share state through a local",
-        "                                redis-server (--state-url), a key prefix per row",
+        "                                redis-server (--state-url), a key prefix per row; with --replay,",
+        "                                modeled in model time (bench/lib/ttft-replay.ts ReplicaModel)",
+        "  --replica-delay-ms <ms>       with --replay --replicas n --shared-state: how long an op, a load",
+        "                                report and each leg of a claim take to reach a peer (real ms; default 2; 0: at once)",
         "  --precise-policy <name>       the precise row's policy (default: the router's default)",
         "  --data-plane <node|nginx>     who relays the answers in every row (default node; nginx needs",
         "                                nginx and its njs module): the hit rate of both, side by side",
@@ -421,6 +427,7 @@ function parseCli(argv: string[]): CliOptions {
     dataPlane,
     replicas,
     sharedState,
+    replicaDelayMs: num("replica-delay-ms", values["replica-delay-ms"], 0, false) ?? 2,
     diagnose: values.diagnose,
     decisionTraceDir: values["decision-trace"],
     isolate: !values["no-isolate"] && !values.diagnose,
@@ -784,6 +791,9 @@ async function replayMatrix(
       cli.repeats,
       cli.timingSeed,
       cli.jitter,
+      cli.sharedState && cli.replicas !== undefined
+        ? { count: cli.replicas, delayMs: cli.replicaDelayMs }
+        : undefined,
     );
     for (const s of got) {
       console.log(
@@ -800,7 +810,10 @@ async function replayMatrix(
     matrixGoalLines(summaries, row),
   );
   for (const line of goals) console.log(line);
-  const path = join(RESULTS_DIR, `routing-matrix-replay${cli.tag ? `-${cli.tag}` : ""}.json`);
+  const tag = [cli.tag, cli.replicas && cli.sharedState ? `r${cli.replicas}` : ""]
+    .filter(Boolean)
+    .join("-");
+  const path = join(RESULTS_DIR, `routing-matrix-replay${tag ? `-${tag}` : ""}.json`);
   writeResult(path, machine, { summaries }, goals);
   console.log(`results: ${path}`);
   if (path === REPLAY_RESULT) writeMatrixChart();

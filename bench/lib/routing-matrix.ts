@@ -205,6 +205,10 @@ export function matrixGoalLines(summaries: readonly CellSummary[], row: string):
  * TTFT is in model ms. Index loss is estimated per request: what the index said the chosen worker
  * held beyond what its engine had, less a block of rounding.
  */
+/** The router's --state-load-interval-ms and --state-claim-ttl-ms defaults (real ms). */
+const STATE_LOAD_INTERVAL_MS = 250;
+const STATE_CLAIM_TTL_MS = 2000;
+
 export async function replayCell(
   cell: string,
   preset: RoutingPreset,
@@ -213,6 +217,11 @@ export async function replayCell(
   firstSeed: number,
   /** > 0: every repeat on the same workload seed, its engine steps jittered by this share. */
   jitter = 0,
+  /**
+   * Router rows as this many replicas sharing state, their ops and claims `delayMs` real ms on
+   * the way (ttft-replay.ts ReplicaModel); the oracle stays one.
+   */
+  replicas?: { count: number; delayMs: number },
 ): Promise<CellSummary[]> {
   const perRow = new Map<
     string,
@@ -237,7 +246,22 @@ export async function replayCell(
       } else {
         if (!isPolicyName(name)) throw new Error(`--replay: unknown policy ${name}`);
         const policy = createPolicy(name, replayPolicyOptions(knobs));
-        result = await replay(w, { ...base, chooser: { kind: "policy", policy } });
+        // Model ms are real ms ÷ timeScale: the router's real-time settings, scaled.
+        const scale = p.timeScale > 0 ? p.timeScale : 1;
+        const model =
+          replicas === undefined || replicas.count < 2
+            ? {}
+            : {
+                replicas: {
+                  count: replicas.count,
+                  delayMs: replicas.delayMs / scale,
+                  loadIntervalMs: STATE_LOAD_INTERVAL_MS / scale,
+                  claimTtlMs: STATE_CLAIM_TTL_MS / scale,
+                  seed: firstSeed + i,
+                  policyOf: () => createPolicy(name, replayPolicyOptions(knobs)),
+                },
+              };
+        result = await replay(w, { ...base, ...model, chooser: { kind: "policy", policy } });
       }
       const r = perRow.get(label) ?? { hits: [], ttfts: [], lost: 0, prompt: 0, errors: 0 };
       r.errors += result.rejected.length;

@@ -29,11 +29,16 @@ import { ApproximateIndex } from "../../src/index/approximate-index.js";
 import { HybridIndex } from "../../src/index/hybrid-index.js";
 import type { TierWeights } from "../../src/index/kv-tiers.js";
 import { PreciseIndex } from "../../src/index/precise-index.js";
+import type { PrefixClaims } from "../../src/index/prefix-claims.js";
+import type { PrefixIndex } from "../../src/index/prefix-index.js";
 import { routingText } from "../../src/intake/routing-text.js";
 import type { DecisionTrace } from "../../src/scheduling/decision-trace.js";
 import type { Policy, PolicyWorker } from "../../src/scheduling/policy.js";
 import { Scheduler } from "../../src/scheduling/scheduler.js";
 import { engineHeldChars } from "../../src/scheduling/usage-feedback.js";
+import { PeerPending, type PendingLoad } from "../../src/state/peer-pending.js";
+import { PublishingIndex } from "../../src/state/publishing-index.js";
+import type { StateOp } from "../../src/state/state-op.js";
 import { CharsPerToken } from "../../src/workers/chars-per-token.js";
 import { RunningReserve } from "../../src/workers/running-reserve.js";
 import { EngineSignals, foreignQueued, STALE_AFTER_INTERVALS } from "../../src/workers/signals.js";
@@ -66,6 +71,9 @@ function eventsTo(precise: PreciseIndex, workerId: string): KvCacheListener {
     cleared: () => precise.apply(workerId, { type: "AllBlocksCleared" }),
   };
 }
+
+/** --state-max-text-chars' default: the routed text a decision shares with the peers. */
+const MAX_SHARED_TEXT_CHARS = 16_384;
 
 /** The simulator's defaults. */
 const {
@@ -126,8 +134,42 @@ export type Chooser =
   | { kind: "precise"; policy: Policy; tierWeights: TierWeights }
   | { kind: "pinned"; workerOf: (spec: RequestSpec, workers: number) => number };
 
+/**
+ * Router replicas behind a balancer that spreads requests at random, sharing state as over
+ * --state-url (src/state/): each has its own index, scheduler and per-worker counts; its decisions
+ * (index inserts and truncates with the prefill they queued, state/publishing-index.ts) reach the
+ * peers `delayMs` later and count there as queued prefill (state/peer-pending.ts) until the
+ * decider's next load report covers them; every `loadIntervalMs` each replica reports its
+ * in-flight and pending prefill per worker (state/load-sync.ts), read by the peers `delayMs`
+ * later; a new prefix is claimed first come first served where the claim arrives `delayMs` after it
+ * leaves, its answer `delayMs` after that (state/prefix-claims.ts). Replica r has rank r.
+ */
+export interface ReplicaModel {
+  count: number;
+  /**
+   * One-way latency of an op, a load report and each leg of a claim's round trip (model ms); 0:
+   * at once, so every decision sees every earlier one, even of the same instant.
+   */
+  delayMs: number;
+  /** --state-load-interval-ms (model ms). */
+  loadIntervalMs: number;
+  /** --state-claim-ttl-ms; 0 turns claims off (--state-claim-timeout-ms 0). */
+  claimTtlMs: number;
+  /** Which replica each request reaches. */
+  seed: number;
+  /** A fresh policy for replica `rank` >= 1 (replica 0 takes the chooser's). */
+  policyOf: (rank: number) => Policy;
+}
+
 interface ReplayWorker extends PolicyWorker {
-  inFlight: number;
+  /** This router's requests there (in flight). */
+  ownInFlight: number;
+  /** Its peers' in flight there, as their last load reports said. */
+  peerInFlight: number;
+  readonly inFlight: number;
+  peerPendingPrefillChars: number;
+  peerPendingPrefillRequests: number;
+  setPeerPendingPrefill(chars: number, requests: number): void;
   /** What the engine poll last read (its queue, the router's pending count then), in model ms. */
   readonly signals: EngineSignals;
   pendingPrefillChars: number;
@@ -138,6 +180,20 @@ interface ReplayWorker extends PolicyWorker {
   readonly cpt: CharsPerToken;
   readonly running: RunningReserve;
   readonly runningReserveChars: number;
+}
+
+/** One router (or replica): its own view of each worker, its index and its scheduler. */
+interface ReplayRouter {
+  readonly name: string;
+  readonly workers: ReplayWorker[];
+  readonly approximate: ApproximateIndex;
+  index: PrefixIndex;
+  decider: Scheduler | undefined;
+  readonly peers: PeerPending;
+  /** Sequence number of its last op (state-op.ts nextStamp). */
+  seq: number;
+  /** In flight per worker as each peer last reported it. */
+  readonly peerCounts: Map<string, readonly number[]>;
 }
 
 export async function replay(
@@ -170,11 +226,12 @@ export async function replay(
      * real-time runs are: the same requests, steps a little faster or slower.
      */
     jitter?: { seed: number; share: number };
+    /** Several replicas sharing state instead of one router (ReplicaModel). */
+    replicas?: ReplicaModel;
   },
 ): Promise<ReplayResult> {
   const clock = new ManualClock();
   const timing = DEFAULT_TIMING;
-  const workers: ReplayWorker[] = [];
   const chooser = o.chooser;
   const precise =
     chooser.kind === "precise"
@@ -185,6 +242,10 @@ export async function replay(
           now: () => clock.now(),
         })
       : undefined;
+  if (o.replicas !== undefined && chooser.kind === "precise")
+    throw new Error("the replay models replicas over the approximate index only");
+  const claimStore = new Map<string, { value: string; until: number }>();
+  const engines: { engine: Engine; steps: Step[] }[] = [];
   for (let i = 0; i < o.workers; i++) {
     const steps: Step[] = [];
     const jitter = o.jitter;
@@ -208,12 +269,25 @@ export async function replay(
       kv,
       clock,
     );
-    workers.push({
+    engines.push({ engine, steps });
+  }
+  const viewsOf = (): ReplayWorker[] =>
+    engines.map(({ engine, steps }, i) => ({
       id: `w${i}`,
       index: i,
-      inFlight: 0,
+      ownInFlight: 0,
+      peerInFlight: 0,
+      get inFlight(): number {
+        return this.ownInFlight + this.peerInFlight;
+      },
       pendingPrefillChars: 0,
       pendingPrefillRequests: 0,
+      peerPendingPrefillChars: 0,
+      peerPendingPrefillRequests: 0,
+      setPeerPendingPrefill(chars: number, requests: number): void {
+        this.peerPendingPrefillChars = chars;
+        this.peerPendingPrefillRequests = requests;
+      },
       engine,
       steps,
       cpt: new CharsPerToken(),
@@ -222,19 +296,69 @@ export async function replay(
         return this.running.chars(this.cpt.value);
       },
       signals: new EngineSignals(),
+    }));
+  const capacity = Math.floor(w.kvCapacityTokens / BLOCK_SIZE) * BLOCK_SIZE;
+  // The request being decided: the replay's tokenizer is the engines' own.
+  let current: readonly number[] = [];
+  const routers: ReplayRouter[] = [];
+  const replicaCount = o.replicas?.count ?? 1;
+  for (let r = 0; r < replicaCount; r++) {
+    const workers = viewsOf();
+    const approximate = new ApproximateIndex();
+    const index =
+      precise === undefined
+        ? approximate
+        : new HybridIndex(
+            approximate,
+            precise,
+            {
+              isLive: () => true,
+              cached: () => current,
+              tokenize: async () => current,
+            },
+            { tokenizeBudgetMs: 1000, defaultBlockSize: BLOCK_SIZE },
+          );
+    for (const worker of workers) {
+      index.addWorker(worker.id);
+      approximate.setBudget(worker.id, learnedTreeBudget(capacity, worker.cpt.value, 1));
+    }
+    const byId = new Map(workers.map((x) => [x.id, x]));
+    routers.push({
+      name: `r${r}`,
+      workers,
+      approximate,
+      index,
+      decider: undefined,
+      peers: new PeerPending((id) => byId.get(id)),
+      seq: 0,
+      peerCounts: new Map(),
     });
+  }
+  const model = o.replicas;
+  if (model !== undefined && chooser.kind !== "pinned") shareState(routers, model);
+  for (const router of routers) {
+    if (chooser.kind === "pinned") break;
+    const rank = routers.indexOf(router);
+    const policy = rank === 0 ? chooser.policy : model!.policyOf(rank);
+    const claims = model !== undefined && model.claimTtlMs > 0 ? claimsOf(model) : undefined;
+    router.decider = new Scheduler(policy, router.index, undefined, claims);
+    router.decider.trace = o.trace;
+    if (model !== undefined) router.decider.replicaRank = () => rank;
   }
   const pollMs = o.enginePollMs;
   if (pollMs !== undefined && pollMs > 0) {
     const sample = () => {
-      for (const worker of workers) {
-        const load = {
-          queued: worker.engine.waiting,
-          running: undefined,
-          kvUsage: undefined,
-          routerPending: worker.pendingPrefillRequests,
-        };
-        worker.signals.recordLoad(load, clock.now());
+      for (const router of routers) {
+        for (const worker of router.workers) {
+          const load = {
+            queued: worker.engine.waiting,
+            running: undefined,
+            kvUsage: undefined,
+            routerPending: worker.pendingPrefillRequests,
+            peerPending: worker.peerPendingPrefillRequests,
+          };
+          worker.signals.recordLoad(load, clock.now());
+        }
       }
     };
     sample();
@@ -243,44 +367,104 @@ export async function replay(
       clock.setTimer(tick, pollMs);
     };
     clock.setTimer(tick, pollMs - (o.enginePollPhaseMs ?? 0));
-    for (const worker of workers) {
-      const signals = worker.signals;
-      signals.staleAfterMs = STALE_AFTER_INTERVALS * pollMs;
-      // The policy passes wall-clock time; the replay judges the reading in model time.
-      worker.foreignQueuedAt = () => {
-        const now = clock.now();
-        if (!o.foreignAgainstNow) return signals.foreignQueued(now);
-        // For comparison: against the router's pending requests now instead of at the read.
-        const queued = signals.load(now)?.queued;
-        return queued === undefined
-          ? undefined
-          : foreignQueued(queued, worker.pendingPrefillRequests);
-      };
+    for (const router of routers) {
+      for (const worker of router.workers) {
+        const signals = worker.signals;
+        signals.staleAfterMs = STALE_AFTER_INTERVALS * pollMs;
+        // The policy passes wall-clock time; the replay judges the reading in model time.
+        worker.foreignQueuedAt = () => {
+          const now = clock.now();
+          if (!o.foreignAgainstNow) return signals.foreignQueued(now);
+          // For comparison: against the router's pending requests now instead of at the read.
+          const queued = signals.load(now)?.queued;
+          return queued === undefined
+            ? undefined
+            : foreignQueued(queued, worker.pendingPrefillRequests);
+        };
+      }
     }
   }
-  const capacity = Math.floor(w.kvCapacityTokens / BLOCK_SIZE) * BLOCK_SIZE;
-  const approximate = new ApproximateIndex();
-  // The request being decided: the replay's tokenizer is the engines' own.
-  let current: readonly number[] = [];
-  const index =
-    precise === undefined
-      ? approximate
-      : new HybridIndex(
-          approximate,
-          precise,
-          {
-            isLive: () => true,
-            cached: () => current,
-            tokenize: async () => current,
-          },
-          { tokenizeBudgetMs: 1000, defaultBlockSize: BLOCK_SIZE },
-        );
-  for (const worker of workers) {
-    index.addWorker(worker.id);
-    approximate.setBudget(worker.id, learnedTreeBudget(capacity, worker.cpt.value, 1));
+
+  /**
+   * The replicas' shared state in model time: ops to the peers' inner indexes and queued prefill,
+   * load reports every interval (ReplicaModel).
+   */
+  function shareState(all: ReplayRouter[], m: ReplicaModel): void {
+    const ttlMs = 3 * m.loadIntervalMs;
+    for (const from of all) {
+      const publish = (op: StateOp) => {
+        if (op.kind !== "insert" && op.kind !== "truncate") return;
+        const seq = ++from.seq;
+        for (const to of all) {
+          if (to === from) continue;
+          const deliver = () => {
+            if (op.kind === "truncate") {
+              to.approximate.truncate(op.worker, op.model, op.text, op.keep);
+              return;
+            }
+            to.approximate.insert(op.worker, op.model, op.text);
+            if (op.uncached !== undefined)
+              to.peers.decided(from.name, ttlMs, op.worker, op.uncached, seq, clock.now());
+          };
+          after(m.delayMs, deliver);
+        }
+      };
+      from.index = new PublishingIndex(from.approximate, publish, MAX_SHARED_TEXT_CHARS);
+      const report = () => {
+        const covers = from.seq;
+        const counts = from.workers.map((x) => x.ownInFlight);
+        const pending = new Map<string, PendingLoad>();
+        for (const x of from.workers) {
+          if (x.pendingPrefillRequests > 0)
+            pending.set(x.id, { chars: x.pendingPrefillChars, requests: x.pendingPrefillRequests });
+        }
+        for (const to of all) {
+          if (to === from) continue;
+          after(m.delayMs, () => {
+            to.peerCounts.set(from.name, counts);
+            for (const x of to.workers) {
+              let sum = 0;
+              for (const c of to.peerCounts.values()) sum += c[x.index] ?? 0;
+              x.peerInFlight = sum;
+            }
+            to.peers.reported(from.name, ttlMs, pending, covers, clock.now());
+          });
+        }
+        clock.setTimer(report, m.loadIntervalMs);
+      };
+      // Each replica's timer has its own phase.
+      clock.setTimer(report, (m.loadIntervalMs * (all.indexOf(from) + 1)) / (all.length + 1));
+    }
   }
-  const decider = chooser.kind === "pinned" ? undefined : new Scheduler(chooser.policy, index);
-  if (decider !== undefined) decider.trace = o.trace;
+
+  /** Claims where every replica's meet: the first to arrive holds the key for the TTL. */
+  function claimsOf(m: ReplicaModel): PrefixClaims {
+    return {
+      claim: (key, value) =>
+        new Promise<string | undefined>((resolve) => {
+          after(m.delayMs, () => {
+            const now = clock.now();
+            let held = claimStore.get(key);
+            if (held === undefined || held.until <= now) {
+              held = { value, until: now + m.claimTtlMs };
+              claimStore.set(key, held);
+            }
+            const holder = held.value;
+            after(m.delayMs, () => resolve(holder));
+          });
+        }),
+    };
+  }
+
+  /**
+   * `run` after `ms` model ms; at 0 at once, before any other decision: what sharing could give
+   * at best (decisions a batch's completions release in the same instant see each other's).
+   */
+  function after(ms: number, run: () => void): void {
+    if (ms > 0) clock.setTimer(run, ms);
+    else run();
+  }
+  const spread = mulberry32(((model?.seed ?? 0) * 7919 + 17) >>> 0);
 
   const done = new Map<string, () => void>();
   const finished = new Map<string, Promise<void>>();
@@ -294,52 +478,61 @@ export async function replay(
   const results: ReplayedRequest[] = [];
   const rejected: ReplayedRejection[] = [];
 
-  const send = (spec: RequestSpec): Promise<void> =>
-    new Promise<void>((resolve) => {
-      const body = openAiBody(spec) as Record<string, unknown>;
-      const text = routingText(spec.kind === "chat" ? "chat" : "completions", body);
-      const prompt = spec.kind === "chat" ? renderChat(spec.messages ?? []) : (spec.prompt ?? "");
-      const tokens = tokenize(prompt);
-      current = tokens;
-      let worker: ReplayWorker;
-      let held = 0;
-      let decision: ReturnType<Scheduler["decide"]> | undefined;
-      if (chooser.kind === "pinned") {
-        worker = workers[chooser.workerOf(spec, o.workers)]!;
-      } else {
-        const forced = o.force?.get(spec.id);
-        const candidates = forced === undefined ? workers : [workers[forced]!];
-        // Tokens are at hand: the precise index's prepare completes at once.
-        if (index instanceof HybridIndex)
-          void index.prepare({ text, tokenizeInput: { tokens } }, candidates);
-        decision = decider!.decide(candidates, { text });
-        worker = decision!.worker as ReplayWorker;
-        held = decision!.heldBefore;
-      }
-      // A sequence larger than the whole KV pool is refused up front, as the engines do: SGLang
-      // aborts a request at or above max_req_input_len (at most max_total_num_tokens − 1) with
-      // 400 (python/sglang/srt/managers/utils.py validate_input_length, scheduler.py), and vLLM
-      // refuses at start-up a KV pool smaller than one max_model_len sequence, so that a prompt
-      // beyond max_model_len gets 400 (vllm/v1/engine/processor.py). The simulator's HTTP worker
-      // answers 400 (sim/worker.ts); the run goes on, the client counts an error, and the router
-      // takes its insert back (Scheduler.rejected), as the forwarder does on an error status.
-      if (!worker.engine.fits(tokens.length, spec.maxTokens)) {
-        if (decision !== undefined) decider!.rejected(decision, { text });
-        rejected.push({
-          spec,
-          worker: worker.index,
-          promptTokens: tokens.length,
-          error: `prompt (${tokens.length} tokens) + max tokens (${spec.maxTokens}) exceed the KV cache capacity (${capacity} tokens)`,
-        });
-        resolve();
-        return;
-      }
-      const othersPrefilling = worker.pendingPrefillRequests > 0;
+  const send = async (spec: RequestSpec): Promise<void> => {
+    const body = openAiBody(spec) as Record<string, unknown>;
+    const text = routingText(spec.kind === "chat" ? "chat" : "completions", body);
+    const prompt = spec.kind === "chat" ? renderChat(spec.messages ?? []) : (spec.prompt ?? "");
+    const tokens = tokenize(prompt);
+    current = tokens;
+    // The balancer in front of the replicas spreads at random.
+    const router =
+      routers.length === 1 ? routers[0]! : routers[Math.floor(spread() * routers.length)]!;
+    const { workers, index } = router;
+    const decider = router.decider;
+    const arrival = clock.now();
+    let worker: ReplayWorker;
+    let held = 0;
+    let decision: ReturnType<Scheduler["decide"]> | undefined;
+    if (chooser.kind === "pinned") {
+      worker = workers[chooser.workerOf(spec, o.workers)]!;
+    } else {
+      const forced = o.force?.get(spec.id);
+      const candidates = forced === undefined ? workers : [workers[forced]!];
+      // Tokens are at hand: the precise index's prepare completes at once.
+      if (index instanceof HybridIndex)
+        void index.prepare({ text, tokenizeInput: { tokens } }, candidates);
+      // Replicas agree on a new prefix (a claim, in model time); one router decides at once.
+      decision =
+        model === undefined
+          ? decider!.decide(candidates, { text })
+          : await decider!.decideAgreed(candidates, { text });
+      worker = decision!.worker as ReplayWorker;
+      held = decision!.heldBefore;
+    }
+    // A sequence larger than the whole KV pool is refused up front, as the engines do: SGLang
+    // aborts a request at or above max_req_input_len (at most max_total_num_tokens − 1) with
+    // 400 (python/sglang/srt/managers/utils.py validate_input_length, scheduler.py), and vLLM
+    // refuses at start-up a KV pool smaller than one max_model_len sequence, so that a prompt
+    // beyond max_model_len gets 400 (vllm/v1/engine/processor.py). The simulator's HTTP worker
+    // answers 400 (sim/worker.ts); the run goes on, the client counts an error, and the router
+    // takes its insert back (Scheduler.rejected), as the forwarder does on an error status.
+    if (!worker.engine.fits(tokens.length, spec.maxTokens)) {
+      if (decision !== undefined) decider!.rejected(decision, { text });
+      rejected.push({
+        spec,
+        worker: worker.index,
+        promptTokens: tokens.length,
+        error: `prompt (${tokens.length} tokens) + max tokens (${spec.maxTokens}) exceed the KV cache capacity (${capacity} tokens)`,
+      });
+      return;
+    }
+    await new Promise<void>((resolve) => {
+      // Read at the decision, as the router reads it (Scheduler.record; pinned: this router's own).
+      const othersPrefilling = decision?.othersPrefilling ?? worker.pendingPrefillRequests > 0;
       const uncachedChars = Math.max(0, text.length - held);
-      worker.inFlight++;
+      worker.ownInFlight++;
       worker.pendingPrefillChars += uncachedChars;
       worker.pendingPrefillRequests++;
-      const arrival = clock.now();
       let admitted = arrival;
       let cached = 0;
       let firstToken = Number.NaN;
@@ -358,7 +551,7 @@ export async function replay(
             worker.pendingPrefillRequests--;
           },
           onFinish: () => {
-            worker.inFlight--;
+            worker.ownInFlight--;
             // The router learns the output from the engine's usage (Worker.running).
             worker.running.observe(spec.maxTokens);
             const uncached = tokens.length - cached;
@@ -398,7 +591,10 @@ export async function replay(
             if (decider !== undefined && decision !== undefined) {
               decider.outcome(decision, tokens.length, cached);
               worker.cpt.observe(text.length, tokens.length);
-              approximate.setBudget(worker.id, learnedTreeBudget(capacity, worker.cpt.value, 1));
+              router.approximate.setBudget(
+                worker.id,
+                learnedTreeBudget(capacity, worker.cpt.value, 1),
+              );
               if (!othersPrefilling) {
                 const engineHeld = engineHeldChars(
                   held,
@@ -415,6 +611,7 @@ export async function replay(
         },
       });
     });
+  };
 
   let next = 0;
   const lane = async () => {
@@ -441,8 +638,10 @@ export async function replay(
     },
   );
   for (;;) {
-    // Let every promise continuation run before time moves on.
-    await new Promise((resolve) => setImmediate(resolve));
+    // Let every promise continuation run before time moves on (a replica's request queued behind
+    // its own claim decides in the turn after the earlier one: scheduler.ts afterDispatch).
+    for (let turn = 0; turn < (model === undefined ? 1 : 3); turn++)
+      await new Promise((resolve) => setImmediate(resolve));
     if (settled) break;
     if (!clock.fireNext()) {
       await new Promise((resolve) => setImmediate(resolve));
@@ -451,7 +650,7 @@ export async function replay(
     }
   }
   if (failure !== undefined) throw failure;
-  const perWorker = workers.map((x) => results.filter((r) => r.worker === x.index).length);
+  const perWorker = engines.map((_, i) => results.filter((r) => r.worker === i).length);
   const prompt = results.reduce((s, r) => s + r.promptTokens, 0);
   const cachedTotal = results.reduce((s, r) => s + r.cachedTokens, 0);
   return {

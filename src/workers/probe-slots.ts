@@ -108,8 +108,8 @@ export class ProbeSlots {
       this.timer = undefined;
       this.grant();
     }, dueMs);
-    // Waiting probes alone do not keep the process up (their checker has stopped, or is stopping).
-    this.timer.unref();
+    // Referenced: probes waiting for their turn may be all a caller awaits (a first probe before
+    // anything else holds the event loop open); it only runs while probes wait.
   }
 }
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { streamIsExact } from "../../bench/lib/stream-load.js";
+import { type StreamLoadResult, streamIsExact } from "../../bench/lib/stream-load.js";
+import { summarize } from "../../bench/lib/stream-report.js";
 import { runStreamBench } from "../../bench/stream.js";
 import { generatedTokenText } from "../../sim/output-text.js";
 import { nginxWithNjs } from "../helpers/nginx.js";
@@ -9,7 +10,45 @@ const event = (content: string) =>
 const exact = (tokens: number[]) =>
   `${event("")}${tokens.map((i) => event(generatedTokenText(i))).join("")}data: [DONE]\n\n`;
 
+/** A run whose first chunk came at `firstP50` ms (the other figures do not matter here). */
+function runWithFirstChunk(firstP50: number): StreamLoadResult {
+  const q = { count: 1, p50: firstP50, p99: firstP50, max: firstP50 };
+  return {
+    windowMs: 1000,
+    chunks: 10,
+    chunksPerSec: 10,
+    started: 1,
+    completed: 1,
+    errors: 0,
+    incomplete: 0,
+    misordered: 0,
+    headersMs: q,
+    firstChunkMs: q,
+    gapMs: q,
+  } as StreamLoadResult;
+}
+
 describe("bench:stream", () => {
+  it("judges the added first chunk against 1.5 × nginx's added + 1 ms, round by round", () => {
+    const runs = [0, 1, 2].flatMap((round) => [
+      { row: "direct" as const, round, streams: 500, result: runWithFirstChunk(50) },
+      // nginx adds 1, 2, 0.2 ms: the ratio to it swings (3.5, 1.75, 17.5), the target's limit does not.
+      {
+        row: "nginx" as const,
+        round,
+        streams: 500,
+        result: runWithFirstChunk([51, 52, 50.2][round]!),
+      },
+      { row: "router-nginx" as const, round, streams: 500, result: runWithFirstChunk(53.5) },
+    ]);
+    const routerNginx = summarize(runs, { chunks: 10, intervalMs: 20, lifetimeMs: 250 }).find(
+      (s) => s.row === "router-nginx",
+    )!;
+    // Added 3.5 ms each round; limits 2.5, 4, 1.3 ms: over by 1, -0.5, 2.2; the median 1 ms.
+    expect(routerNginx.firstChunkOverTargetMs).toBeCloseTo(1, 6);
+    expect(routerNginx.addedFirstChunkVsNginx).toBeCloseTo(3.5, 6);
+  });
+
   it("checks a stream chunk by chunk: the role chunk, every token in order, then [DONE]", () => {
     expect(streamIsExact(exact([0, 1, 2, 3]), 4)).toBe(true);
     expect(streamIsExact(exact([0, 2, 1, 3]), 4)).toBe(false);

@@ -120,4 +120,38 @@ describe("bench:ttft replay over the engines' KV events (the precise index)", ()
       r.requests.reduce((s, x) => s + x.ttft, 0) / r.requests.length;
     expect(mean(aware)).toBeLessThan(mean(blind));
   });
+  it("replicas: deterministic per balancer seed; sharing each decision at once routes about as one router does, sharing it late loses hits", async () => {
+    const replicas = (delayMs: number, seed = 1) => ({
+      count: 2,
+      delayMs,
+      loadIntervalMs: 1250,
+      claimTtlMs: 10_000,
+      seed,
+      policyOf: () => createPolicy("prefix_cost", {}),
+    });
+    const one = await replay(workload, { ...base, chooser: prefixCost() });
+    const atOnce = await replay(workload, {
+      ...base,
+      chooser: prefixCost(),
+      replicas: replicas(0),
+    });
+    expect(atOnce.requests).toHaveLength(workload.specs.length);
+    const again = await replay(workload, { ...base, chooser: prefixCost(), replicas: replicas(0) });
+    expect(again.requests.map((x) => x.ttft)).toEqual(atOnce.requests.map((x) => x.ttft));
+    // Another balancer seed sends other requests to each replica.
+    const other = await replay(workload, {
+      ...base,
+      chooser: prefixCost(),
+      replicas: replicas(0, 2),
+    });
+    expect(placement(other)).not.toEqual(placement(atOnce));
+    expect(atOnce.hitRate).toBeGreaterThan(one.hitRate - 0.03);
+    // Ops that never arrive in time: each replica knows only what it routed itself.
+    const late = await replay(workload, {
+      ...base,
+      chooser: prefixCost(),
+      replicas: replicas(100_000),
+    });
+    expect(atOnce.hitRate).toBeGreaterThan(late.hitRate + 0.015);
+  });
 });
