@@ -316,5 +316,6 @@ function replayPolicyOptions(knobs: readonly RowKnob[]): PolicyOptions {
     ...(knobs.includes("no-queue") ? { prefixCostQueueWeight: 0 } : {}),
     ...(knobs.includes("no-eviction") ? { prefixCostEvictionWeight: 0 } : {}),
     ...(knobs.includes("rotation") ? { prefixCostTieBreak: "rotation" as const } : {}),
+    ...(knobs.includes("no-churn") ? { prefixCostChurnHalfLife: 0 } : {}),
   };
 }

@@ -60,8 +60,8 @@ export interface RowSummary {
   cpuVsNginx: number;
   addedFirstChunkVsNginx: number;
   /**
-   * The added first chunk against the data-plane target, 1.5 × nginx's added + 1 ms: the median
-   * over rounds of (this row's added − that limit), ms; <= 0 meets it. Steadier than the ratio,
+   * The added first chunk against the data-plane target, 1.5 × nginx's added (0 when below) + 1 ms:
+   * the median over rounds of (this row's added − that limit), ms; <= 0 meets it. Steadier than the ratio,
    * whose denominator (nginx's added p50, a millisecond or two) moves it a lot.
    */
   firstChunkOverTargetMs: number;
@@ -149,7 +149,10 @@ export function summarize(
             ? Number.NaN
             : median(
                 per((r, d, n) =>
-                  n === undefined ? Number.NaN : addedFirst(r, d) - (1.5 * addedFirst(n, d) + 1),
+                  // nginx's added below zero is the round's noise: nothing added, a 1 ms limit.
+                  n === undefined
+                    ? Number.NaN
+                    : addedFirst(r, d) - (1.5 * Math.max(0, addedFirst(n, d)) + 1),
                 ),
               ),
         chunksPerSecVsNginx: vsNginx((r) => r.chunksPerSec),

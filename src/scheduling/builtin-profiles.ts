@@ -7,6 +7,7 @@
 
 import type { CacheAwareOptions } from "./cache-aware.js";
 import {
+  DEFAULT_CHURN_HALF_LIFE,
   DEFAULT_LORA_LOAD_CHARS,
   DEFAULT_PREFIX_TOKEN_COUNT,
   DEFAULT_TIE_BREAK,
@@ -66,6 +67,7 @@ const OWN_POLICIES = {
       evictionWeight: o.prefixCostEvictionWeight,
       loraLoadChars: o.prefixCostLoraLoadChars,
       tieBreak: o.prefixCostTieBreak,
+      churnHalfLife: o.prefixCostChurnHalfLife,
     }),
   round_robin: () => onePicker("round_robin", "round-robin-picker"),
   random: () => onePicker("random", "random-picker"),
@@ -93,6 +95,7 @@ const DEFAULT_OPTIONS: OwnOptions = {
   ...POLICY_DEFAULTS,
   prefixCostTieBreak: DEFAULT_TIE_BREAK,
   prefixCostLoraLoadChars: DEFAULT_LORA_LOAD_CHARS,
+  prefixCostChurnHalfLife: DEFAULT_CHURN_HALF_LIFE,
   prefixTokenCount: DEFAULT_PREFIX_TOKEN_COUNT,
 };
 

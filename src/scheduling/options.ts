@@ -40,6 +40,11 @@ export interface PolicyOptions {
   readonly prefixCostLoraLoadChars?: number | undefined;
   /** prefix_cost: how near-equal costs are settled (TIE_BREAKS). */
   readonly prefixCostTieBreak?: TieBreak | undefined;
+  /**
+   * prefix_cost: a new prefix goes to the worker whose cache churned least, the uncached characters
+   * sent there halving every this many decisions (prefix-cost.ts, Churn). >= 0; 0 = off.
+   */
+  readonly prefixCostChurnHalfLife?: number | undefined;
   /** prefix_hash: the prompt's first tokens hashed onto the ring (--prefix-token-count). >= 1. */
   readonly prefixTokenCount?: number | undefined;
   /** random, power_of_two: the random source (for deterministic tests). */
@@ -56,6 +61,7 @@ export interface ResolvedPolicyOptions {
   readonly prefixCostEvictionWeight: number;
   readonly prefixCostLoraLoadChars: number;
   readonly prefixCostTieBreak: TieBreak;
+  readonly prefixCostChurnHalfLife: number;
   readonly prefixTokenCount: number;
   readonly random: RandomSource;
 }
@@ -67,7 +73,11 @@ export interface ResolvedPolicyOptions {
 export const POLICY_DEFAULTS: Readonly<
   Omit<
     ResolvedPolicyOptions,
-    "random" | "prefixCostTieBreak" | "prefixTokenCount" | "prefixCostLoraLoadChars"
+    | "random"
+    | "prefixCostTieBreak"
+    | "prefixTokenCount"
+    | "prefixCostLoraLoadChars"
+    | "prefixCostChurnHalfLife"
   >
 > = Object.freeze({
   cacheThreshold: 0.3,
@@ -84,6 +94,13 @@ export const POLICY_DEFAULTS: Readonly<
  * prefill, the order of an adapter's swap into a GPU slot (a load from disk costs more).
  */
 export const DEFAULT_LORA_LOAD_CHARS = 4096;
+
+/**
+ * prefix_cost's churn half-life unless configured, in decisions: long enough that a tenant's
+ * uncached work still counts many requests later (a run of a few hundred requests), short enough
+ * that a worker's history fades within a few thousand.
+ */
+export const DEFAULT_CHURN_HALF_LIFE = 1024;
 
 /** prefix_hash's prompt tokens hashed: SGLang's default (sgl-model-gateway/src/policies/prefix_hash.rs). */
 export const DEFAULT_PREFIX_TOKEN_COUNT = 256;
@@ -169,6 +186,13 @@ export function resolvePolicyOptions(options: PolicyOptions = {}): ResolvedPolic
       ">= 0",
     ),
     prefixCostTieBreak: checkTieBreak(options.prefixCostTieBreak),
+    prefixCostChurnHalfLife: checkNumber(
+      "prefixCostChurnHalfLife",
+      options.prefixCostChurnHalfLife,
+      DEFAULT_CHURN_HALF_LIFE,
+      (v) => v >= 0,
+      ">= 0",
+    ),
     prefixTokenCount: checkNumber(
       "prefixTokenCount",
       options.prefixTokenCount,

@@ -11,6 +11,7 @@ import {
 } from "./key-pickers.js";
 import { ActiveRequestScorer, KvCacheUtilizationScorer, QueueScorer } from "./load-scorers.js";
 import {
+  DEFAULT_CHURN_HALF_LIFE,
   DEFAULT_LORA_LOAD_CHARS,
   DEFAULT_PREFIX_TOKEN_COUNT,
   DEFAULT_TIE_BREAK,
@@ -112,6 +113,7 @@ export const PICKER_TYPES: Readonly<Record<string, Make<Picker>>> = {
         min: 0,
       }),
       prefixCostTieBreak: p.oneOf("tieBreak", DEFAULT_TIE_BREAK, TIE_BREAKS),
+      prefixCostChurnHalfLife: p.number("churnHalfLife", DEFAULT_CHURN_HALF_LIFE, { min: 0 }),
     }),
   "round-robin-picker": (name, _p, env) => new LoadPicker(name, "round_robin", env.random),
   "random-picker": (name, _p, env) => new LoadPicker(name, "random", env.random),

@@ -20,6 +20,7 @@ export type PrefixCostOptions = Pick<
       | "cacheLoadBound"
       | "prefixCostEvictionWeight"
       | "prefixCostLoraLoadChars"
+      | "prefixCostChurnHalfLife"
     >
   >;
 
@@ -79,6 +80,19 @@ export type PrefixCostOptions = Pick<
  * the load cap of --cache-load-bound (load-cap.ts) applies: a worker above it is not a candidate.
  * The configuration refuses queue weight 0 with no cap (scheduling/settings.ts).
  *
+ * A new prefix (every candidate holds about as much of the text, at least KEY_CHARS: a new
+ * tenant's prompt after a preamble they all hold) is the exception, with a churn half-life > 0:
+ * among the candidates whose cost is within its own uncached prefill of the lowest, it goes to
+ * the one whose cache churned least (Churn: the uncached characters this router sent there,
+ * decaying). Among workers that hold the same preamble, the costs differ only by the load of that
+ * instant, one request more in flight or a prefill not yet done; placing on that sent each new
+ * tenant's home by the timing of the moment, and identical runs ended with different tenant ->
+ * worker maps, some putting popular tenants together in one cache whose blocks then evicted each
+ * other (hit rates several points apart; docs/benchmarks.md). The churn follows what the
+ * caches already host (each tenant's uncached work, times how often it comes), so the map follows
+ * the sequence of requests rather than their timing, and a new tenant lands where it evicts
+ * least. A real load difference (more than that prefill) still decides.
+ *
  * --policy prefix_cost is the profile of this picker alone (builtin-profiles.ts); the same cost,
  * min-max normalised, is the prefill-work-scorer (prefix-scorers.ts).
  */
@@ -93,6 +107,8 @@ export class PrefixCostPicker implements Picker {
   private readonly loraLoadChars: number;
   /** --cache-load-bound, applied only when the queue weight is 0 (see above). */
   private readonly loadBound: number;
+  /** Uncached characters sent to each worker, decaying; undefined when off. */
+  private readonly churn: Churn | undefined;
   /** Reused across decisions (select is synchronous and keeps nothing). */
   private readonly costs: number[] = [];
   private readonly held: number[] = [];
@@ -108,6 +124,8 @@ export class PrefixCostPicker implements Picker {
     this.evictionWeight = options.prefixCostEvictionWeight ?? 0;
     this.loraLoadChars = options.prefixCostLoraLoadChars ?? 0;
     this.loadBound = this.queueWeight === 0 ? (options.cacheLoadBound ?? 0) : 0;
+    const halfLife = options.prefixCostChurnHalfLife ?? 0;
+    this.churn = halfLife > 0 ? new Churn(halfLife) : undefined;
   }
 
   pick(ctx: SchedulingContext): Picked | -1 {
@@ -162,7 +180,17 @@ export class PrefixCostPicker implements Picker {
         bestLoad = worker.inFlight;
       }
     }
-    if (this.tieBreak === "hash" && anyHeld && n > 1) {
+    const fresh = this.churn !== undefined && anyHeld && n > 1 ? newPrefixHeld(costs, held, n) : -1;
+    if (fresh >= 0) {
+      best = this.leastChurn(
+        candidates,
+        request.text,
+        fresh,
+        bestCost + Math.max(this.requestChars, length - fresh),
+        best,
+        request.replicaRank ?? 0,
+      );
+    } else if (this.tieBreak === "hash" && anyHeld && n > 1) {
       best = this.settleTie(
         candidates,
         request.text,
@@ -171,8 +199,42 @@ export class PrefixCostPicker implements Picker {
         request.replicaRank ?? 0,
       );
     }
+    this.churn?.add(candidates[best]!, length - held[best]!);
     return { index: best, branch: "lowest_cost" };
   };
+
+  /**
+   * Among the candidates whose cost is at most `limit`, the one whose cache churned least; equal
+   * churn (a cold router) by a rendezvous hash of the end of the `held` characters they all hold,
+   * keyed apart per replica rank so that replicas starting together do not all send their first
+   * new tenants to one worker. `fallback` when none is within the limit.
+   */
+  private leastChurn(
+    candidates: readonly PolicyWorker[],
+    text: string,
+    held: number,
+    limit: number,
+    fallback: number,
+    rank: number,
+  ): number {
+    const churn = this.churn!;
+    const key = prefixKey(text, held - (held % KEY_ALIGN)) ^ Math.imul(rank, 0x9e3779b1);
+    let best = fallback;
+    let least = Number.POSITIVE_INFINITY;
+    let bestScore = -1;
+    for (let i = 0; i < candidates.length; i++) {
+      if (this.costs[i]! > limit) continue;
+      const c = churn.of(candidates[i]!);
+      if (c > least) continue;
+      const score = rendezvousScore(key >>> 0, candidates[i]!.id);
+      if (c < least || score > bestScore) {
+        best = i;
+        least = c;
+        bestScore = score;
+      }
+    }
+    return best;
+  }
 
   /**
    * Among the candidates whose cost is at most `limit`: those holding about the most of the text
@@ -295,4 +357,56 @@ export function placementFill(
   if (fill === undefined || matched === undefined) return undefined;
   for (let i = 0; i < n; i++) if ((matched[i] ?? 0) >= KEY_CHARS) return fill;
   return undefined;
+}
+
+/**
+ * The characters every candidate with a finite cost holds of the text (the most any holds) when
+ * they hold about the same, within KEY_CHARS, and at least KEY_CHARS: the text is new past a
+ * prefix they share. -1 otherwise (some worker holds more of it, or nobody holds a prefix).
+ */
+function newPrefixHeld(costs: readonly number[], held: readonly number[], n: number): number {
+  let least = Number.POSITIVE_INFINITY;
+  let most = 0;
+  for (let i = 0; i < n; i++) {
+    if (costs[i] === Number.POSITIVE_INFINITY) continue;
+    if (held[i]! < least) least = held[i]!;
+    if (held[i]! > most) most = held[i]!;
+  }
+  return most >= KEY_CHARS && most - least < KEY_CHARS ? most : -1;
+}
+
+/**
+ * How much each worker's cache churns, as this router caused it: the uncached characters of the
+ * requests it sent there (what their prefill wrote into the cache, evicting as much once full),
+ * halving every `halfLife` decisions. Counted in decisions, not time, so that it follows the
+ * sequence of requests and not their timing. Kept per worker object (a worker that leaves the
+ * fleet takes its entry with it).
+ */
+export class Churn {
+  private readonly entries = new WeakMap<PolicyWorker, { chars: number; at: number }>();
+  private decisions = 0;
+  private readonly decay: number;
+
+  constructor(halfLife: number) {
+    this.decay = Math.log(2) / halfLife;
+  }
+
+  /** The worker's churn as of now. */
+  of(worker: PolicyWorker): number {
+    const e = this.entries.get(worker);
+    return e === undefined ? 0 : e.chars * Math.exp(-this.decay * (this.decisions - e.at));
+  }
+
+  /** One decision sent `chars` uncached characters to `worker`. */
+  add(worker: PolicyWorker, chars: number): void {
+    const before = this.of(worker);
+    this.decisions++;
+    const e = this.entries.get(worker);
+    const value = before * Math.exp(-this.decay) + Math.max(0, chars);
+    if (e === undefined) this.entries.set(worker, { chars: value, at: this.decisions });
+    else {
+      e.chars = value;
+      e.at = this.decisions;
+    }
+  }
 }

@@ -8,6 +8,7 @@ import { section } from "../config-kit/setting.js";
 import { ConfigError } from "../errors.js";
 import { SchedulerConfigError } from "./config-path.js";
 import {
+  DEFAULT_CHURN_HALF_LIFE,
   DEFAULT_LORA_LOAD_CHARS,
   DEFAULT_PREFIX_TOKEN_COUNT,
   DEFAULT_TIE_BREAK,
@@ -151,6 +152,14 @@ export const POLICIES_SETTINGS = section<PoliciesConfig>(
         "prefix_cost: how near-equal costs are settled when some worker holds part of the text. hash = among the candidates within half of --prefix-cost-request-chars of the lowest cost, the one holding the most of the text, then a hash of the end of that prefix, so near-ties among its holders go to the same worker whatever the load of the moment; rotation = exact ties only, the less loaded, then in turn.",
       default: DEFAULT_TIE_BREAK,
       parse: oneOf(TIE_BREAKS),
+    },
+    prefixCostChurnHalfLife: {
+      flag: "--prefix-cost-churn-half-life",
+      arg: "<decisions>",
+      description:
+        "prefix_cost: a new prefix (every worker holds about as much of the text, such as a shared preamble and no more) goes, among the workers whose prefill work is within its own uncached prefill of the lowest, to the one whose cache churned least: the uncached characters this router sent there, halving every this many decisions. Where a new tenant lands then follows what each cache already hosts, not which worker had one request fewer in flight at that instant, which is what made identical runs' hit rates differ by several points. 0 = off (the lowest cost; near-ties by --prefix-cost-tie-break).",
+      default: DEFAULT_CHURN_HALF_LIFE,
+      parse: number(0),
     },
     prefixTokenCount: {
       flag: "--prefix-token-count",

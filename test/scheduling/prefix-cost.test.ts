@@ -1,8 +1,15 @@
 import { describe, expect, it, vi } from "vitest";
 import { createPolicy, PrefixCostPolicy } from "../../src/scheduling/builtin-profiles.js";
-import { POLICY_DEFAULTS } from "../../src/scheduling/options.js";
-import type { PrefixCostOptions } from "../../src/scheduling/prefix-cost.js";
-import { coldText, type FakeWorker, fakeWorker, fleet, selectWith } from "./fake-worker.js";
+import { DEFAULT_CHURN_HALF_LIFE, POLICY_DEFAULTS } from "../../src/scheduling/options.js";
+import { Churn, type PrefixCostOptions } from "../../src/scheduling/prefix-cost.js";
+import {
+  coldText,
+  type FakeWorker,
+  fakeWorker,
+  fleet,
+  seededRandom,
+  selectWith,
+} from "./fake-worker.js";
 
 function prefixCost(overrides: Partial<PrefixCostOptions> = {}): PrefixCostPolicy {
   return new PrefixCostPolicy({ ...POLICY_DEFAULTS, ...overrides });
@@ -294,10 +301,12 @@ describe("prefix_cost: near-equal costs (--prefix-cost-tie-break, issue 27)", ()
 
   it("still leaves a worker whose cost is more than half an in-flight request above the lowest", () => {
     const text = tenant(5, 1);
-    const home = selectWith(prefixCost(), preambleFleet([0, 0, 0, 0]), { text })!.worker.id;
+    // The tie-break alone: a new tenant's placement by churn (below) is off.
+    const tieOnly = () => prefixCost({ prefixCostChurnHalfLife: 0 });
+    const home = selectWith(tieOnly(), preambleFleet([0, 0, 0, 0]), { text })!.worker.id;
     const loads = [0, 0, 0, 0];
     loads[Number(home.slice(1))] = 400; // 200 at weight 0.5 > 128
-    expect(selectWith(prefixCost(), preambleFleet(loads), { text })!.worker.id).not.toBe(home);
+    expect(selectWith(tieOnly(), preambleFleet(loads), { text })!.worker.id).not.toBe(home);
   });
 
   it("replicas deciding the same tie at once take different workers (each rotation starts at its rank's place)", () => {
@@ -326,7 +335,7 @@ describe("prefix_cost: near-equal costs (--prefix-cost-tie-break, issue 27)", ()
   });
 
   it("with --prefix-cost-tie-break rotation, the lowest cost wins at once, as before", () => {
-    const policy = prefixCost({ prefixCostTieBreak: "rotation" });
+    const policy = prefixCost({ prefixCostTieBreak: "rotation", prefixCostChurnHalfLife: 0 });
     const picked = [0, 1, 2, 3].map((i) => {
       const loads = [50, 50, 50, 50];
       loads[i] = 0;
@@ -472,5 +481,88 @@ describe("prefix_cost: a LoRA adapter's load", () => {
       requested: "sql-lora",
     })!;
     expect(pick.worker.id).toBe("unloaded");
+  });
+});
+
+describe("prefix_cost: a new prefix goes where the caches churn least (--prefix-cost-churn-half-life)", () => {
+  const PREAMBLE = "Tools: search(query), fetch(url), calendar(date). Answer briefly. ".repeat(30);
+  const tenant = (t: number) =>
+    `${PREAMBLE}Tenant ${t} ${"policy text of this tenant ".repeat(40)}${t}\nUser: hello`;
+  const churned = (halfLife = DEFAULT_CHURN_HALF_LIFE) =>
+    prefixCost({ prefixCostChurnHalfLife: halfLife });
+
+  /** Four workers holding the preamble, with these characters of prefill queued on each. */
+  function preambleFleet(queuedChars: readonly number[]): FakeWorker[] {
+    return queuedChars.map((chars, i) => {
+      const w = queued(`w${i}`, chars);
+      w.tree.insert(PREAMBLE);
+      return w;
+    });
+  }
+
+  /**
+   * Routes tenants 0..count-1 one after another (each a new prefix), with the queues of every
+   * decision drawn from `seed`: up to a few hundred characters each, the load of one instant.
+   * Returns each tenant's worker.
+   */
+  function placeTenants(policy: PrefixCostPolicy, count: number, seed: number): string[] {
+    const random = seededRandom(seed);
+    const workers = preambleFleet([0, 0, 0, 0]);
+    const homes: string[] = [];
+    for (let t = 0; t < count; t++) {
+      for (const w of workers)
+        Object.assign(w, { pendingPrefillChars: Math.floor(random() * 600) });
+      homes.push(selectWith(policy, workers, { text: tenant(t) })!.worker.id);
+    }
+    return homes;
+  }
+
+  it("places new tenants alike whatever the load of each instant, and spreads them", () => {
+    const maps = [1, 2, 3, 4, 5].map((seed) => placeTenants(churned(), 12, seed));
+    expect(new Set(maps.map((m) => m.join())).size).toBe(1);
+    expect(new Set(maps[0]!).size).toBe(4);
+    // At the lowest cost instead, each instant's queues decide where a tenant lives.
+    const lowest = [1, 2, 3, 4, 5].map((seed) => placeTenants(churned(0), 12, seed).join());
+    expect(new Set(lowest).size).toBeGreaterThan(1);
+  });
+
+  it("sends a new tenant to the worker its peers sent the least uncached work to", () => {
+    const policy = churned();
+    const workers = preambleFleet([0, 0, 0, 0]);
+    // Tenants on w0, w1 and w3 (forced: one candidate), then a new tenant among all four.
+    for (const i of [0, 1, 3]) selectWith(policy, [workers[i]!], { text: tenant(10 + i) });
+    // w2 has a little more queued at this instant (under one request's worth): still w2.
+    Object.assign(workers[2]!, { pendingPrefillChars: 400 });
+    expect(selectWith(policy, workers, { text: tenant(1) })!.worker.id).toBe("w2");
+  });
+
+  it("still leaves the least-churned worker when its queue outweighs the tenant's own prefill", () => {
+    const policy = churned();
+    const workers = preambleFleet([0, 0, 0, 0]);
+    for (const i of [0, 1, 3]) selectWith(policy, [workers[i]!], { text: tenant(10 + i) });
+    const own = tenant(1).length - PREAMBLE.length;
+    Object.assign(workers[2]!, { pendingPrefillChars: 2 * (own + 256) + 2 });
+    expect(selectWith(policy, workers, { text: tenant(1) })!.worker.id).not.toBe("w2");
+  });
+
+  it("leaves a tenant's later requests to the cost: its holder keeps it", () => {
+    const policy = churned();
+    const workers = preambleFleet([0, 0, 0, 0]);
+    const home = selectWith(policy, workers, { text: tenant(1) })!.worker;
+    // Its holder has now churned most; the next turn of the same tenant still goes there.
+    expect(selectWith(policy, workers, { text: `${tenant(1)} and more` })!.worker).toBe(home);
+  });
+
+  it("forgets a worker's churn by half every half-life decisions", () => {
+    const churn = new Churn(4);
+    const [a, b] = fleet(2) as [FakeWorker, FakeWorker];
+    churn.add(a, 1000);
+    expect(churn.of(a)).toBe(1000);
+    for (let i = 0; i < 4; i++) churn.add(b, 0);
+    expect(churn.of(a)).toBeCloseTo(500, 9);
+    expect(churn.of(b)).toBe(0);
+    expect(() => createPolicy("prefix_cost", { prefixCostChurnHalfLife: -1 })).toThrow(
+      /prefixCostChurnHalfLife/,
+    );
   });
 });
