@@ -270,7 +270,7 @@ async function run(
       // Two polls of the engines before the load: the router starts with fresh readings.
       await new Promise((r) => setTimeout(r, o.pollSecs * 2000));
       const startedAt = performance.now();
-      const sampler = sampleEngineQueues(at.engines);
+      const sampler = sampleEngineQueues(at.engines, o.maxRunning, [2000, o.lightSecs * 1000]);
       const outcomes = afterFlood((await Promise.all(load(at, startedAt))).flat());
       const queues = sampler.stop();
       const spanSecs = Math.max(...outcomes.map((x) => x.endedAt)) / 1000;
@@ -309,20 +309,41 @@ function afterFlood(outcomes: Outcome[]): Outcome[] {
 
 /**
  * The engines' own waiting queues while a run sends (the simulator's /_sim/stats every 100 ms):
- * with admission holding the flood at the batch's edge they stay near empty.
+ * with admission holding the flood at the batch's edge they stay near empty. Beside them, the
+ * fleet's free batch slots (caps − running − waiting, summed over the engines) while the light
+ * tenants send (from 2 s in, the flood backlogged by then): the slots kept for them
+ * (--tenant-reserve-slots) less those they use, and anything beyond that is a slot the router
+ * left idle while it held work it could have sent (a count that errs toward holding).
  */
-function sampleEngineQueues(engines: readonly string[]): { stop(): string } {
+function sampleEngineQueues(
+  engines: readonly string[],
+  cap: number,
+  lightWindowMs: [number, number],
+): { stop(): string } {
   const samples: number[] = [];
+  const free: number[] = [];
+  const startedAt = performance.now();
   let running = true;
   const loop = async () => {
     while (running) {
+      const at = performance.now() - startedAt;
+      let fleetFree = 0;
+      let read = 0;
       for (const url of engines) {
         try {
-          const stats = (await (await fetch(`${url}/_sim/stats`)).json()) as { waiting: number };
+          const stats = (await (await fetch(`${url}/_sim/stats`)).json()) as {
+            waiting: number;
+            running: number;
+          };
           samples.push(stats.waiting);
+          fleetFree += cap - stats.running - stats.waiting;
+          read += 1;
         } catch {
           // A sample lost under load: the others stand.
         }
+      }
+      if (read === engines.length && at >= lightWindowMs[0] && at <= lightWindowMs[1]) {
+        free.push(fleetFree);
       }
       await new Promise((r) => setTimeout(r, 100));
     }
@@ -333,8 +354,12 @@ function sampleEngineQueues(engines: readonly string[]): { stop(): string } {
       running = false;
       if (samples.length === 0) return "-";
       const sorted = [...samples].sort((a, b) => a - b);
-      const mean = samples.reduce((a, b) => a + b, 0) / samples.length;
-      return `mean ${fmt(mean, 1)}, max ${sorted[sorted.length - 1]} (per engine, ${samples.length} samples)`;
+      const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+      const slots =
+        free.length === 0
+          ? ""
+          : `; fleet free slots while the light tenants send mean ${fmt(mean(free), 2)} (${free.length} samples)`;
+      return `mean ${fmt(mean(samples), 1)}, max ${sorted[sorted.length - 1]} (per engine, ${samples.length} samples)${slots}`;
     },
   };
 }

@@ -99,17 +99,32 @@ function learnBatch(signals: BatchSource, load: LoadSignals): number | undefined
     fullBatch.set(signals, memory);
   }
   memory.reading = load;
-  if (full && running < memory.size) {
+  if (full && running < memory.size && !ownArrivals(load)) {
     memory.smaller += 1;
     memory.smallerMost = Math.max(memory.smallerMost, running);
     if (memory.smaller >= BATCH_CONFIRMATIONS) memory.size = memory.smallerMost;
     else return memory.size;
-  } else if (full) {
+  } else if (full && running > memory.size) {
     memory.size = running;
   }
   memory.smaller = 0;
   memory.smallerMost = 0;
   return memory.size;
+}
+
+/**
+ * Whether the reading's queue beside a batch below the one known could be only this router's own
+ * requests, sent and without a first byte yet: the engine takes them in over its next steps (a
+ * step admits prompts up to its prefill token budget: SGLang's --chunked-prefill-size, vLLM's
+ * --max-num-batched-tokens, so a 2048-token step takes two 1,000-token prompts), not into a smaller
+ * batch. Such a reading never counts toward shrinking the batch: learned from a flood's ramp (8
+ * sent at once, seen as running 3-5 with the rest queued) the batch shrank from the 8 SGLang said
+ * to 5, the release rule then never sent the engine more, so no reading could show it full again
+ * (bench:admission: one engine of two left with 3 slots idle for the whole run). An engine whose
+ * batch KV memory bounds is seen by its KV usage (--saturation-kv-usage) instead.
+ */
+function ownArrivals(load: LoadSignals): boolean {
+  return load.routerPending !== undefined && (load.queued ?? 0) <= load.routerPending;
 }
 
 /**

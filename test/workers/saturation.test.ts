@@ -6,6 +6,8 @@ import {
   engineSaturation,
   estimatedQueue,
   fleetSaturated,
+  freeSlots,
+  fullBatchOf,
   type SaturationView,
   saturationReason,
 } from "../../src/workers/saturation.js";
@@ -229,6 +231,40 @@ describe("the engine's said running cap", () => {
     );
     own = 4;
     expect(estimatedQueue(worker, 1600)).toBe(0);
+  });
+
+  it("is never shrunk by a queue of this router's own fresh requests, however often it is read (a flood's ramp)", () => {
+    const signals = new EngineSignals();
+    signals.staleAfterMs = 3000;
+    signals.maxRunning = 8;
+    const worker: SaturationView = {
+      id: "w",
+      signals,
+      pendingPrefillRequests: 8,
+      pendingPrefillChars: 0,
+      ownInFlight: 8,
+    };
+    // 8 sent at once; a step's prefill budget takes two 1,000-token prompts, so each reading shows
+    // some running and the rest queued, all of them this router's requests without a first byte.
+    for (const [i, running] of [2, 4, 5, 5, 6].entries()) {
+      const at = 1000 + 500 * i;
+      signals.recordLoad(
+        { queued: 8 - running, running, kvUsage: 0.3, routerPending: 8, routerInFlightLeast: 8 },
+        at,
+      );
+      expect(fullBatchOf(worker)).toBe(8);
+      expect(freeSlots(worker, at + 1)).toBe(0);
+    }
+    // A queue beyond this router's requests there (another's work) beside the smaller batch,
+    // read three times in a row, does shrink it.
+    for (let i = 0; i < 3; i++) {
+      signals.recordLoad(
+        { queued: 3, running: 6, kvUsage: 0.3, routerPending: 2, routerInFlightLeast: 8 },
+        4000 + 500 * i,
+      );
+      freeSlots(worker, 4001 + 500 * i);
+    }
+    expect(fullBatchOf(worker)).toBe(6);
   });
 });
 
