@@ -83,6 +83,17 @@ export interface CellResult {
   floorVsNginx?: number;
 }
 
+/** A row of nginx before a Node.js decider: added p50, req/s, CPU (both, the decider's), ×nginx. */
+function nginxPlaneColumns(r: TargetResult, addedP50Ms: number, vsNginx: number): string[] {
+  return [
+    fmt(addedP50Ms, 2),
+    fmt(r.requestsPerSec, 0),
+    fmt(r.cpuMicrosPerRequest ?? Number.NaN, 0),
+    fmt(r.firstCpuMicrosPerRequest ?? Number.NaN, 0),
+    fmt(vsNginx, 2),
+  ];
+}
+
 async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
@@ -367,22 +378,10 @@ async function main(): Promise<void> {
           ]),
       ...(c.routerNginx === undefined
         ? []
-        : [
-            fmt(c.routerNginxAddedP50Ms!, 2),
-            fmt(c.routerNginx.requestsPerSec, 0),
-            fmt(c.routerNginx.cpuMicrosPerRequest ?? Number.NaN, 0),
-            fmt(c.routerNginx.firstCpuMicrosPerRequest ?? Number.NaN, 0),
-            fmt(c.routerNginxVsNginx!, 2),
-          ]),
+        : nginxPlaneColumns(c.routerNginx, c.routerNginxAddedP50Ms!, c.routerNginxVsNginx!)),
       ...(c.floor === undefined
         ? []
-        : [
-            fmt(c.floorAddedP50Ms!, 2),
-            fmt(c.floor.requestsPerSec, 0),
-            fmt(c.floor.cpuMicrosPerRequest ?? Number.NaN, 0),
-            fmt(c.floor.firstCpuMicrosPerRequest ?? Number.NaN, 0),
-            fmt(c.floorVsNginx!, 2),
-          ]),
+        : nginxPlaneColumns(c.floor, c.floorAddedP50Ms!, c.floorVsNginx!)),
       c.direct.errors +
         c.router.errors +
         c.bareNode!.errors +

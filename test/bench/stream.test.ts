@@ -28,6 +28,30 @@ function runWithFirstChunk(firstP50: number): StreamLoadResult {
   } as StreamLoadResult;
 }
 
+/** A smoke run's pacing: a few short streams, every chunk checked. */
+const SMOKE = {
+  chunks: 6,
+  intervalMs: 5,
+  firstTokenMs: 5,
+  streams: [4],
+  durationSecs: 0.5,
+  rounds: 1,
+  engines: 2,
+  processes: 1,
+  verify: true,
+};
+
+/** Every stream started ended whole: no error, nothing missing or out of order. */
+function expectWhole(result: StreamLoadResult): void {
+  expect(result.started).toBeGreaterThan(0);
+  expect(result).toMatchObject({
+    completed: result.started,
+    errors: 0,
+    incomplete: 0,
+    misordered: 0,
+  });
+}
+
 describe("bench:stream", () => {
   it("judges the added first chunk against 1.5 × nginx's added + 1 ms, round by round", () => {
     const runs = [0, 1, 2].flatMap((round) => [
@@ -58,28 +82,14 @@ describe("bench:stream", () => {
 
   it("smoke run, direct and router: every chunk of every stream arrives in order, the report has its fields", async () => {
     const report = await runStreamBench({
-      chunks: 6,
-      intervalMs: 5,
-      firstTokenMs: 5,
-      streams: [4],
-      durationSecs: 0.5,
-      rounds: 1,
-      engines: 2,
+      ...SMOKE,
       rows: ["direct", "router"],
-      processes: 1,
       fromSource: true,
-      verify: true,
       idle: true,
     });
     expect(report.runs.map((r) => r.row).sort()).toEqual(["direct", "router"]);
     for (const { result } of report.runs) {
-      expect(result.started).toBeGreaterThan(0);
-      expect(result).toMatchObject({
-        completed: result.started,
-        errors: 0,
-        incomplete: 0,
-        misordered: 0,
-      });
+      expectWhole(result);
       expect(result.chunks).toBeGreaterThan(0);
       expect(result.firstChunkMs.count).toBe(result.started);
       expect(result.gapMs.count).toBe(result.started * 5);
@@ -113,26 +123,9 @@ describe("bench:stream", () => {
   it.skipIf(!nginxWithNjs())(
     "the nginx floor row (radixgate's nginx configuration, a decider that does nothing) relays every stream whole",
     async () => {
-      const report = await runStreamBench({
-        chunks: 6,
-        intervalMs: 5,
-        firstTokenMs: 5,
-        streams: [4],
-        durationSecs: 0.5,
-        rounds: 1,
-        engines: 2,
-        rows: ["direct", "nginx-floor"],
-        processes: 1,
-        verify: true,
-      });
+      const report = await runStreamBench({ ...SMOKE, rows: ["direct", "nginx-floor"] });
       const floor = report.runs.find((r) => r.row === "nginx-floor")!.result;
-      expect(floor.started).toBeGreaterThan(0);
-      expect(floor).toMatchObject({
-        completed: floor.started,
-        errors: 0,
-        incomplete: 0,
-        misordered: 0,
-      });
+      expectWhole(floor);
       // Two processes counted: the Node.js decider's CPU is a part of the row's.
       expect(floor.cpuFirstMicros).toBeLessThanOrEqual(floor.cpuMicros!);
     },
