@@ -191,20 +191,26 @@ describe("slot accounting (--worker-max-running, SGLang's said cap, a vLLM cap l
     for (const x of [...flood, s]) x.close();
   });
 
-  it("holds a light request that finds the kept slot taken for the next slot to free on any engine, not in one engine's queue", async () => {
-    const { sims, router, free, flood } = await floodBesideAnother();
+  /** The flood beside another tenant, one light stream in the kept slot, and a second one sent. */
+  async function keptSlotTaken(extra: ConfigOverrides = {}) {
+    const { sims, router, free, flood } = await floodBesideAnother(extra);
     const first = await openStream(router.url, "light-1");
     expect(free()).toBe(0);
-    // Another light tenant: no slot is free, so it waits here rather than behind the flood in
-    // one engine's first-come queue.
     let secondIn = false;
     const second = openStream(router.url, "light-2").then((s) => {
       secondIn = true;
       return s;
     });
+    return { sims, router, flood, first, second, secondIn: () => secondIn };
+  }
+
+  it("holds a light request that finds the kept slot taken for the next slot to free on any engine, not in one engine's queue", async () => {
+    // Another light tenant: no slot is free, so it waits here rather than behind the flood in
+    // one engine's first-come queue.
+    const { sims, router, flood, first, second, secondIn } = await keptSlotTaken();
     await waitFor(() => router.context.admission.waiting === 1, 5000, "the second light held");
     expect(sims.map((x) => x.stats().waiting)).toEqual([0, 0]);
-    expect(secondIn).toBe(false);
+    expect(secondIn()).toBe(false);
     // The first end anywhere is its slot.
     flood[0]?.close();
     const s = await second;
@@ -214,14 +220,9 @@ describe("slot accounting (--worker-max-running, SGLang's said cap, a vLLM cap l
   });
 
   it("with --hold-for-free-slot false, lets that light request go into one engine's first-come queue (the depth decides)", async () => {
-    const { sims, router, free, flood } = await floodBesideAnother({ holdForFreeSlot: false });
-    const first = await openStream(router.url, "light-1");
-    expect(free()).toBe(0);
     // At depth 1 a full batch still has room for one queued request: it waits at an engine.
-    let secondIn = false;
-    const second = openStream(router.url, "light-2").then((s) => {
-      secondIn = true;
-      return s;
+    const { sims, router, flood, first, second, secondIn } = await keptSlotTaken({
+      holdForFreeSlot: false,
     });
     await waitFor(
       () => sims.reduce((n, x) => n + x.stats().waiting, 0) === 1,
@@ -229,7 +230,7 @@ describe("slot accounting (--worker-max-running, SGLang's said cap, a vLLM cap l
       "the second light queued at an engine",
     );
     expect(router.context.admission.waiting).toBe(0);
-    expect(secondIn).toBe(false);
+    expect(secondIn()).toBe(false);
     flood[0]?.close();
     flood[1]?.close();
     flood[2]?.close();

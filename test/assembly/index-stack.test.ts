@@ -41,6 +41,9 @@ describe("buildIndexStack", () => {
       // The sim's own ports, with the worker's host taken from its URL as the template says.
       kvEventsEndpointTemplate: publisher.endpoint.replace("127.0.0.1", "{host}"),
       kvEventsReplayTemplate: publisher.replayEndpoint!.replace("127.0.0.1", "{host}"),
+      // prepare() below waits for the engine's /tokenize answer (50 ms by default, which a
+      // loaded machine misses, and the match then falls back to the approximate trees).
+      tokenizeTimeoutMs: 10_000,
     });
     const registry = new WorkerRegistry({
       breaker: { failureThreshold: 5, openMs: 1000, successThreshold: 1 },

@@ -76,12 +76,14 @@ describe("admission: a request's end frees its slot at once", () => {
       await router.context.introspection.pollAll();
 
       // A long answer, not streamed, waits in the engine's queue (its first byte comes back only
-      // with its end, seconds later); the next request is held by the router.
+      // with its end, half a minute later: the simulator catches up on steps a stalled event loop
+      // missed, so a shorter one could end within a stall of a loaded machine); the next request
+      // is held by the router.
       let queuedDone = false;
       const queued = fetch(`${router.url}/v1/completions`, {
         method: "POST",
         headers: { "content-type": "application/json" },
-        body: JSON.stringify({ model: "m", prompt: "queued one", max_tokens: 1000 }),
+        body: JSON.stringify({ model: "m", prompt: "queued one", max_tokens: 5000 }),
         signal: stop.signal,
       })
         .then((r) => r.text())

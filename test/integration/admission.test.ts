@@ -72,16 +72,25 @@ describe("admission: queueing while the fleet is saturated", () => {
     await waitFor(() => admission.waiting >= 4, 5000, "requests held by the router");
     expect(sim.stats().waiting).toBeLessThanOrEqual(4);
     const labels = { worker: workerId(sim.url), reason: "engine_queue" };
-    // Saturation flickers off for a moment at each completion, until the queue lets one more go.
+    // Saturation flickers off for a moment at each completion, until the queue lets one more go
+    // (longer on a loaded machine): the three are read again until one round has them all.
+    let seen = { saturated: 0, wouldQueue: false, queued: 0 };
     await waitFor(
-      async () => (await metric(router.url, "radixgate_worker_saturated", labels)) === 1,
+      async () => {
+        seen = {
+          saturated: await metric(router.url, "radixgate_worker_saturated", labels),
+          wouldQueue: (await explain(router.url)).would_queue,
+          queued: await metric(router.url, "radixgate_queue_length", { priority: "0" }),
+        };
+        return seen.saturated === 1 && seen.wouldQueue && seen.queued > 0;
+      },
       5000,
-      "the worker reported saturated",
+      () =>
+        `the worker reported saturated, /debug/route and the queue saying so: ${JSON.stringify(seen)}`,
     );
-    expect((await explain(router.url)).would_queue).toBe(true);
-    expect(await metric(router.url, "radixgate_queue_length", { priority: "0" })).toBeGreaterThan(
-      0,
-    );
+    expect(seen.saturated).toBe(1);
+    expect(seen.wouldQueue).toBe(true);
+    expect(seen.queued).toBeGreaterThan(0);
 
     const answers = await Promise.all(flood);
     expect(answers.map((r) => r.status)).toEqual(Array(12).fill(200));

@@ -1,7 +1,7 @@
-import { createServer, type Server, type Socket } from "node:net";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import type { RunningRouter } from "../../src/server.js";
 import { MAX_PROBE_STARTS_PER_SEC, ProbeSlots } from "../../src/workers/probe-slots.js";
+import { type FailingWorkers, startFailingWorkers } from "../helpers/failing-workers.js";
 import { startTestRouter } from "../helpers/router.js";
 
 describe("ProbeSlots: probes in flight and probes started a second are both bounded", () => {
@@ -52,29 +52,14 @@ describe("ProbeSlots: probes in flight and probes started a second are both boun
 describe("health checks of workers that fail at once", () => {
   // One spread batch (probe-slots.ts spreadOver): a pass starts them all at once.
   const WORKERS = 64;
-  const servers: Server[] = [];
-  const open = new Set<Socket>();
+  let workers: FailingWorkers;
   let router: RunningRouter;
-  let checks = 0;
+  const checks = () => workers.paths.filter((p) => p === "/health").length;
 
   beforeAll(async () => {
-    const urls: string[] = [];
-    for (let i = 0; i < WORKERS; i++) {
-      const server = createServer((socket) => {
-        open.add(socket);
-        socket.on("error", () => {});
-        socket.on("close", () => open.delete(socket));
-        socket.on("data", (data) => {
-          if (data.toString("latin1").startsWith("GET /health ")) checks++;
-          socket.write("HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n");
-        });
-      });
-      await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-      servers.push(server);
-      urls.push(`http://127.0.0.1:${(server.address() as { port: number }).port}`);
-    }
+    workers = await startFailingWorkers(WORKERS, "404 Not Found");
     router = await startTestRouter({
-      workerUrls: urls,
+      workerUrls: workers.urls,
       healthCheckIntervalSecs: 60,
       healthCheckTimeoutSecs: 5,
       enginePollIntervalSecs: 60,
@@ -82,22 +67,21 @@ describe("health checks of workers that fail at once", () => {
   }, 30_000);
   afterAll(async () => {
     await router?.stop(100);
-    for (const s of open) s.destroy();
-    await Promise.all(servers.map((s) => new Promise((resolve) => s.close(resolve))));
+    await workers?.close();
   });
 
   it("start at most MAX_PROBE_STARTS_PER_SEC a second", async () => {
     const { health } = router.context;
     // Start-up's first checks have ended; the bucket refills over a quiet spell.
     await new Promise((resolve) => setTimeout(resolve, 100));
-    const before = checks;
+    const before = checks();
     const t0 = performance.now();
     const pass = health.checkAll();
     let worst = 0;
-    while (checks - before < WORKERS) {
+    while (checks() - before < WORKERS) {
       await new Promise((resolve) => setImmediate(resolve));
       const elapsedSec = (performance.now() - t0) / 1000;
-      worst = Math.max(worst, checks - before - MAX_PROBE_STARTS_PER_SEC * elapsedSec);
+      worst = Math.max(worst, checks() - before - MAX_PROBE_STARTS_PER_SEC * elapsedSec);
     }
     await pass;
     // At most the burst (16) over the rate, at any time.

@@ -1,6 +1,6 @@
-import { createServer, type Server, type Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RunningRouter } from "../../src/server.js";
+import { type FailingWorkers, startFailingWorkers } from "../helpers/failing-workers.js";
 import { startTestRouter, waitFor } from "../helpers/router.js";
 
 const WORKERS = 12;
@@ -12,35 +12,14 @@ const WORKERS = 12;
  * traffic is only health-checked, on a connection closed after each check.
  */
 describe("workers that fail their health checks", () => {
-  const servers: Server[] = [];
-  const open = new Set<Socket>();
-  /** Request lines received, by path. */
-  const paths: string[] = [];
+  let workers: FailingWorkers;
   let router: RunningRouter;
 
   beforeAll(async () => {
-    const urls: string[] = [];
-    for (let i = 0; i < WORKERS; i++) {
-      // Answers every request 503 on a kept-alive connection (the router decides whether to keep it).
-      const server = createServer((socket) => {
-        open.add(socket);
-        socket.on("error", () => {});
-        socket.on("close", () => open.delete(socket));
-        socket.on("data", (data) => {
-          for (const line of data.toString("latin1").split("\r\n")) {
-            const m = /^(GET|POST) (\S+) HTTP/.exec(line);
-            if (m === null) continue;
-            paths.push(m[2] as string);
-            socket.write("HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n");
-          }
-        });
-      });
-      await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-      servers.push(server);
-      urls.push(`http://127.0.0.1:${(server.address() as { port: number }).port}`);
-    }
+    // Each answers every request 503 on a kept-alive connection (the router decides whether to keep it).
+    workers = await startFailingWorkers(WORKERS, "503 Service Unavailable");
     router = await startTestRouter({
-      workerUrls: urls,
+      workerUrls: workers.urls,
       healthCheckIntervalSecs: 60,
       healthCheckTimeoutSecs: 5,
       healthFailureThreshold: 1,
@@ -49,8 +28,7 @@ describe("workers that fail their health checks", () => {
   }, 30_000);
   afterAll(async () => {
     await router?.stop(100);
-    for (const s of open) s.destroy();
-    await Promise.all(servers.map((s) => new Promise((resolve) => s.close(resolve))));
+    await workers?.close();
   });
 
   it("are not read for engine signals, and keep no connection open between checks", async () => {
@@ -59,12 +37,12 @@ describe("workers that fail their health checks", () => {
     await introspection.pollAll();
     expect(registry.list().every((w) => !w.healthy)).toBe(true);
     // Their first check, then one more each: nothing but /health.
-    expect(paths.filter((p) => p === "/health")).toHaveLength(2 * WORKERS);
-    expect(paths.filter((p) => p !== "/health")).toEqual([]);
+    expect(workers.paths.filter((p) => p === "/health")).toHaveLength(2 * WORKERS);
+    expect(workers.paths.filter((p) => p !== "/health")).toEqual([]);
     await waitFor(
-      () => open.size === 0,
+      () => workers.open.size === 0,
       5000,
-      () => `${open.size} connections still open`,
+      () => `${workers.open.size} connections still open`,
     );
   }, 30_000);
 });
