@@ -1,7 +1,7 @@
 // Explores the property tests beyond the suite's fixed seed: every test file that uses fast-check
 // (directly or through a shared conformance/arbitraries file) runs with a fresh seed and at least
 // --runs runs per property. A counterexample prints its seed; `--seed S` replays the whole run.
-//   npm run test:props -- [--runs N] [--seed S] [--timeout MS] [vitest filters...]
+//   npm run test:props -- [--runs N] [--seed S] [--timeout MS] [-t test-name] [file filters...]
 import { spawnSync } from "node:child_process";
 import { randomInt } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
@@ -14,6 +14,7 @@ const { values, positionals } = parseArgs({
     runs: { type: "string", default: "1000" },
     seed: { type: "string" },
     timeout: { type: "string", default: "600000" },
+    "test-name": { type: "string", short: "t" },
   },
   allowPositionals: true,
 });
@@ -65,7 +66,14 @@ console.log(`test:props: seed ${seed}, at least ${runs} runs per property, ${cho
 const vitest = join(root, "node_modules", "vitest", "vitest.mjs");
 const r = spawnSync(
   process.execPath,
-  [vitest, "run", `--testTimeout=${timeout}`, `--hookTimeout=${timeout}`, ...chosen],
+  [
+    vitest,
+    "run",
+    `--testTimeout=${timeout}`,
+    `--hookTimeout=${timeout}`,
+    ...(values["test-name"] === undefined ? [] : ["-t", values["test-name"]]),
+    ...chosen,
+  ],
   {
     cwd: root,
     stdio: "inherit",
