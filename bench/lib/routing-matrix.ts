@@ -13,6 +13,7 @@ import {
   isPolicyName,
   type PolicyOptions,
 } from "../../src/scheduling/builtin-profiles.js";
+import { SUGGESTED_CHURN_HALF_LIFE } from "../../src/scheduling/options.js";
 import { fmt } from "./latency.js";
 import { pollPhaseMs, rangeOf } from "./routing-repeats.js";
 import { ORACLE_ROW, type RowResult, type WorkloadReport } from "./routing-runner.js";
@@ -316,6 +317,6 @@ function replayPolicyOptions(knobs: readonly RowKnob[]): PolicyOptions {
     ...(knobs.includes("no-queue") ? { prefixCostQueueWeight: 0 } : {}),
     ...(knobs.includes("no-eviction") ? { prefixCostEvictionWeight: 0 } : {}),
     ...(knobs.includes("rotation") ? { prefixCostTieBreak: "rotation" as const } : {}),
-    ...(knobs.includes("no-churn") ? { prefixCostChurnHalfLife: 0 } : {}),
+    ...(knobs.includes("churn") ? { prefixCostChurnHalfLife: SUGGESTED_CHURN_HALF_LIFE } : {}),
   };
 }

@@ -7,6 +7,7 @@
 
 import { CHARS_PER_TOKEN } from "../../sim/tokenizer.js";
 import type { ConfigOverrides } from "../../src/config.js";
+import { SUGGESTED_CHURN_HALF_LIFE } from "../../src/scheduling/options.js";
 import type { RunningRouter } from "../../src/server.js";
 
 /**
@@ -21,8 +22,8 @@ import type { RunningRouter } from "../../src/server.js";
  * - `no-queue`: prefix_cost without its pending-prefill term (--prefix-cost-queue-weight 0).
  * - `no-eviction`: prefix_cost without its eviction term (--prefix-cost-eviction-weight 0).
  * - `rotation`, `hash`: prefix_cost's tie-break (--prefix-cost-tie-break).
- * - `no-churn`: prefix_cost places new prefixes at the lowest cost, not by churn
- *   (--prefix-cost-churn-half-life 0).
+ * - `churn`: prefix_cost places new prefixes by churn, not at the lowest cost
+ *   (--prefix-cost-churn-half-life 1024).
  * - `tier-blind`: the precise index credits the GPU cache alone (--kv-tier-weights cpu=0,disk=0):
  *   blocks the engines offloaded to a CPU or storage tier count for nothing.
  */
@@ -36,7 +37,7 @@ export const ROW_KNOBS = [
   "no-eviction",
   "rotation",
   "hash",
-  "no-churn",
+  "churn",
   "tier-blind",
 ] as const;
 export type RowKnob = (typeof ROW_KNOBS)[number];
@@ -70,7 +71,7 @@ export function knobOverrides(
     if (knob === "no-queue") o.prefixCostQueueWeight = 0;
     if (knob === "no-eviction") o.prefixCostEvictionWeight = 0;
     if (knob === "rotation" || knob === "hash") o.prefixCostTieBreak = knob;
-    if (knob === "no-churn") o.prefixCostChurnHalfLife = 0;
+    if (knob === "churn") o.prefixCostChurnHalfLife = SUGGESTED_CHURN_HALF_LIFE;
     if (knob === "tier-blind") o.kvTierWeights = "gpu=1,cpu=0,disk=0";
   }
   return o;

@@ -96,11 +96,17 @@ export const POLICY_DEFAULTS: Readonly<
 export const DEFAULT_LORA_LOAD_CHARS = 4096;
 
 /**
- * prefix_cost's churn half-life unless configured, in decisions: long enough that a tenant's
- * uncached work still counts many requests later (a run of a few hundred requests), short enough
- * that a worker's history fades within a few thousand.
+ * prefix_cost's churn half-life unless configured: 0, off. In the jittered replay it narrowed the
+ * run-to-run spread on average but not in every cell, at 0.5-0.7 points of mean hit rate, and real
+ * time under load did not show it (docs/benchmarks.md), so the default stays the lowest cost.
  */
-export const DEFAULT_CHURN_HALF_LIFE = 1024;
+export const DEFAULT_CHURN_HALF_LIFE = 0;
+
+/**
+ * The half-life, in decisions, measured when it is turned on: long enough that a tenant's uncached
+ * work still counts hundreds of requests later, short enough that a worker's history fades.
+ */
+export const SUGGESTED_CHURN_HALF_LIFE = 1024;
 
 /** prefix_hash's prompt tokens hashed: SGLang's default (sgl-model-gateway/src/policies/prefix_hash.rs). */
 export const DEFAULT_PREFIX_TOKEN_COUNT = 256;

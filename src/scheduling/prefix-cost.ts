@@ -81,7 +81,8 @@ export type PrefixCostOptions = Pick<
  * The configuration refuses queue weight 0 with no cap (scheduling/settings.ts).
  *
  * A new prefix (every candidate holds about as much of the text, at least KEY_CHARS: a new
- * tenant's prompt after a preamble they all hold) is the exception, with a churn half-life > 0:
+ * tenant's prompt after a preamble they all hold) is the exception with a churn half-life > 0
+ * (off by default: it narrowed the spread on average in the replay, not in every cell):
  * among the candidates whose cost is within its own uncached prefill of the lowest, it goes to
  * the one whose cache churned least (Churn: the uncached characters this router sent there,
  * decaying). Among workers that hold the same preamble, the costs differ only by the load of that

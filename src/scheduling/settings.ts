@@ -157,7 +157,7 @@ export const POLICIES_SETTINGS = section<PoliciesConfig>(
       flag: "--prefix-cost-churn-half-life",
       arg: "<decisions>",
       description:
-        "prefix_cost: a new prefix (every worker holds about as much of the text, such as a shared preamble and no more) goes, among the workers whose prefill work is within its own uncached prefill of the lowest, to the one whose cache churned least: the uncached characters this router sent there, halving every this many decisions. Where a new tenant lands then follows what each cache already hosts, not which worker had one request fewer in flight at that instant, which is what made identical runs' hit rates differ by several points. 0 = off (the lowest cost; near-ties by --prefix-cost-tie-break).",
+        "prefix_cost: a new prefix (every worker holds about as much of the text, such as a shared preamble and no more) goes, among the workers whose prefill work is within its own uncached prefill of the lowest, to the one whose cache churned least: the uncached characters this router sent there, halving every this many decisions. Where a new tenant lands then follows what each cache already hosts, not which worker had one request fewer in flight at that instant, which is what made identical runs' hit rates differ by several points. 0 = off, the default (the lowest cost; near-ties by --prefix-cost-tie-break); 1024 is the value measured (docs/benchmarks.md: narrower spreads on average in the model-time replay, not in every cell, 0.5-0.7 points of mean hit rate less).",
       default: DEFAULT_CHURN_HALF_LIFE,
       parse: number(0),
     },

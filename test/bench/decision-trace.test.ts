@@ -28,9 +28,7 @@ async function traced(options: PolicyOptions): Promise<{ text: string; hitRate: 
 
 describe("decision trace", () => {
   it("records every decision with its candidates and outcome; the summary's hit rate is the run's", async () => {
-    // At the lowest cost (a new prefix placed by churn may take a worker up to its own prefill
-    // dearer: prefix-cost.ts).
-    const { text, hitRate } = await traced({ prefixCostChurnHalfLife: 0 });
+    const { text, hitRate } = await traced({});
     const trace = parseTrace(text);
     expect(trace.bad).toBe(0);
     expect(trace.decisions).toHaveLength(workload.specs.length);
