@@ -23,6 +23,10 @@ describe("GET /debug/capacity and the radixgate_fleet_* metrics", () => {
     const res = await postChat(router, "You are terse. ".repeat(50), "hello");
     const used = res.headers.get("x-radixgate-worker");
     await res.text();
+    // The prefill demand is the settled tokens over the time since the last sample (here the
+    // router's start): with modules already loaded, start and request can take under 10 ms, and
+    // one ~190-token prompt in 10 ms reads as more than two workers' 10000 tokens/s.
+    await new Promise((resolve) => setTimeout(resolve, 100));
     router.context.capacity.sample();
     const body = (await (await fetch(`${router.url}/debug/capacity`)).json()) as {
       healthy_workers: number;
