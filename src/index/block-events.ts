@@ -10,6 +10,8 @@
  *   without `medium`; BlockRemoved carries only the hashes).
  */
 
+import type { EngineHashes } from "./hash-list.js";
+
 /**
  * An engine's block hash, normalised to a string: vLLM's ExternalBlockHash is `bytes | int`
  * (SGLang's is int), and a 64-bit int does not fit a JS number. Ints become their decimal form,
@@ -19,8 +21,8 @@ export type EngineHash = string;
 
 export interface BlockStored {
   readonly type: "BlockStored";
-  /** One hash per stored block, in sequence order. */
-  readonly blockHashes: readonly EngineHash[];
+  /** One hash per stored block, in sequence order (packed by the decoder: hash-list.ts). */
+  readonly blockHashes: EngineHashes;
   /** The hash of the block before the first one; null when the first block starts a sequence. */
   readonly parentHash: EngineHash | null;
   /** The tokens of every stored block, concatenated (blockHashes.length × blockSize). */
@@ -45,7 +47,7 @@ export interface BlockStored {
 
 export interface BlockRemoved {
   readonly type: "BlockRemoved";
-  readonly blockHashes: readonly EngineHash[];
+  readonly blockHashes: EngineHashes;
   readonly medium: string | null;
 }
 
