@@ -5,11 +5,14 @@
  * string, or a boxed number), and a KV-event batch of 330k blocks made them by the hundred
  * thousand: V8's scavenges copied them while they were young and its full collections marked them
  * after, and one Map growth or rehash of 262k entries held the event loop for up to a second on
- * a loaded machine. Here an entry costs 29 bytes of slots plus 8 of table and no heap object
+ * a loaded machine. Here an entry costs 37 bytes of slots plus 8 of table and no heap object
  * (texts excepted: only keys that are not ints keep theirs).
  *
- * Layout as block-lru.ts: slots in typed arrays (slot 0 is "none"), linked oldest to newest; an
- * open-addressing table of slots (linear probing, at most half full, backward-shift deletion).
+ * Layout as block-lru.ts, in 16 shards, so that a growth copies and rehashes a sixteenth of the
+ * entries (one table of 262k entries took 70-200 ms to grow on a loaded machine): slots in typed
+ * arrays (slot 0 is "none"), linked oldest to newest, each stamped with the map's insertion count
+ * so the oldest of all shards is found; an open-addressing table of slots (linear probing, at most
+ * half full, backward-shift deletion).
  * The home of a key is a seeded mix of its words, so keys chosen by a publisher cannot pile onto
  * one run of the table.
  */
@@ -19,11 +22,14 @@ import { HASH_TEXT } from "./hash-list.js";
 const INITIAL_SLOTS = 16;
 const NONE = 0;
 
-export class Hash64Map {
+/** One shard: its own slots, list and table. */
+class Shard {
   private kinds = new Uint8Array(INITIAL_SLOTS);
   private his = new Uint32Array(INITIAL_SLOTS);
   private los = new Uint32Array(INITIAL_SLOTS);
   private values = new Float64Array(INITIAL_SLOTS);
+  /** When each entry came, across every shard of the map: the oldest of the map is the least. */
+  private seqs = new Float64Array(INITIAL_SLOTS);
   /** Towards the newest end; for a free slot, the next free slot. */
   private newer = new Int32Array(INITIAL_SLOTS);
   private older = new Int32Array(INITIAL_SLOTS);
@@ -37,7 +43,7 @@ export class Hash64Map {
   private oldestSlot = NONE;
   private count = 0;
 
-  constructor(private readonly seed = (Math.random() * 2 ** 32) >>> 0) {}
+  constructor(private readonly seed: number) {}
 
   get size(): number {
     return this.count;
@@ -52,12 +58,24 @@ export class Hash64Map {
     return this.find(kind, hi, lo, text) !== NONE;
   }
 
-  /** Sets the key's value; a new key becomes the newest, an existing one keeps its place. */
-  set(kind: number, hi: number, lo: number, text: string | undefined, value: number): void {
+  /** Seq of the oldest entry; Infinity when empty. */
+  get oldestSeq(): number {
+    return this.oldestSlot === NONE ? Number.POSITIVE_INFINITY : this.seqs[this.oldestSlot]!;
+  }
+
+  /** Sets the key's value; true when the key is new (it becomes the newest, at `seq`). */
+  set(
+    kind: number,
+    hi: number,
+    lo: number,
+    text: string | undefined,
+    value: number,
+    seq: number,
+  ): boolean {
     const found = this.find(kind, hi, lo, text);
     if (found !== NONE) {
       this.values[found] = value;
-      return;
+      return false;
     }
     if ((this.count + 1) * 2 > this.table.length) this.rehash(this.table.length * 2);
     let slot = this.freeHead;
@@ -71,6 +89,7 @@ export class Hash64Map {
     this.his[slot] = hi;
     this.los[slot] = lo;
     this.values[slot] = value;
+    this.seqs[slot] = seq;
     if (kind === HASH_TEXT) {
       this.texts ??= [];
       this.texts[slot] = text;
@@ -82,6 +101,7 @@ export class Hash64Map {
     this.newest = slot;
     this.place(slot);
     this.count++;
+    return true;
   }
 
   /** Removes the key; its value, or undefined when it was not there. */
@@ -117,12 +137,17 @@ export class Hash64Map {
     this.count = 0;
   }
 
-  /** Calls fn for every entry, oldest first (tests). */
-  forEach(
-    fn: (kind: number, hi: number, lo: number, text: string | undefined, value: number) => void,
-  ) {
+  /** Calls fn for every entry, oldest first, with its seq. */
+  forEach(fn: (entry: Entry) => void) {
     for (let s = this.oldestSlot; s !== NONE; s = this.newer[s]!) {
-      fn(this.kinds[s]!, this.his[s]!, this.los[s]!, this.texts?.[s], this.values[s]!);
+      fn([
+        this.kinds[s]!,
+        this.his[s]!,
+        this.los[s]!,
+        this.texts?.[s],
+        this.values[s]!,
+        this.seqs[s]!,
+      ]);
     }
   }
 
@@ -132,7 +157,7 @@ export class Hash64Map {
   }
 
   private home(kind: number, hi: number, lo: number): number {
-    return fmix32(fmix32(hi ^ this.seed) ^ lo ^ kind) & this.mask;
+    return mix(this.seed, kind, hi, lo) & this.mask;
   }
 
   private find(kind: number, hi: number, lo: number, text: string | undefined): number {
@@ -216,7 +241,113 @@ export class Hash64Map {
     this.his = grow(this.his, (l) => new Uint32Array(l));
     this.los = grow(this.los, (l) => new Uint32Array(l));
     this.values = grow(this.values, (l) => new Float64Array(l));
+    this.seqs = grow(this.seqs, (l) => new Float64Array(l));
     this.newer = grow(this.newer, (l) => new Int32Array(l));
     this.older = grow(this.older, (l) => new Int32Array(l));
+  }
+}
+
+type Entry = [
+  kind: number,
+  hi: number,
+  lo: number,
+  text: string | undefined,
+  value: number,
+  seq: number,
+];
+
+function mix(seed: number, kind: number, hi: number, lo: number): number {
+  return fmix32(fmix32(hi ^ seed) ^ lo ^ kind);
+}
+
+/** Shards of a map: a growth rehashes and copies one shard, a sixteenth of the entries. */
+const SHARD_BITS = 4;
+
+export class Hash64Map {
+  private readonly shards: Shard[];
+  private seq = 0;
+  private count = 0;
+
+  constructor(private readonly seed = (Math.random() * 2 ** 32) >>> 0) {
+    // Each shard's own seed: the bits that chose the shard must not also choose the place in it.
+    this.shards = Array.from(
+      { length: 1 << SHARD_BITS },
+      (_, i) => new Shard(fmix32(seed + i + 1)),
+    );
+  }
+
+  get size(): number {
+    return this.count;
+  }
+
+  private shard(kind: number, hi: number, lo: number): Shard {
+    return this.shards[mix(this.seed, kind, hi, lo) >>> (32 - SHARD_BITS)]!;
+  }
+
+  get(kind: number, hi: number, lo: number, text?: string): number | undefined {
+    return this.shard(kind, hi, lo).get(kind, hi, lo, text);
+  }
+
+  has(kind: number, hi: number, lo: number, text?: string): boolean {
+    return this.shard(kind, hi, lo).has(kind, hi, lo, text);
+  }
+
+  /** Sets the key's value; a new key becomes the newest, an existing one keeps its place. */
+  set(kind: number, hi: number, lo: number, text: string | undefined, value: number): void {
+    if (this.shard(kind, hi, lo).set(kind, hi, lo, text, value, this.seq)) {
+      this.seq++;
+      this.count++;
+    }
+  }
+
+  /** Removes the key; its value, or undefined when it was not there. */
+  delete(kind: number, hi: number, lo: number, text?: string): number | undefined {
+    const value = this.shard(kind, hi, lo).delete(kind, hi, lo, text);
+    if (value !== undefined) this.count--;
+    return value;
+  }
+
+  /** Removes the oldest entry; its value, or undefined when the map is empty. */
+  shift(): number | undefined {
+    let oldest: Shard | undefined;
+    for (const shard of this.shards) {
+      if (shard.size > 0 && (oldest === undefined || shard.oldestSeq < oldest.oldestSeq)) {
+        oldest = shard;
+      }
+    }
+    if (oldest === undefined) return undefined;
+    this.count--;
+    return oldest.shift();
+  }
+
+  /** Forgets every entry; the arrays keep their size (see Shard.clear). */
+  clear(): void {
+    for (const shard of this.shards) shard.clear();
+    this.count = 0;
+  }
+
+  /** Calls fn for every entry, oldest first (tests). */
+  forEach(
+    fn: (kind: number, hi: number, lo: number, text: string | undefined, value: number) => void,
+  ) {
+    const entries: Entry[] = [];
+    for (const shard of this.shards) {
+      shard.forEach((e) => {
+        entries.push(e);
+      });
+    }
+    entries.sort((a, b) => a[5] - b[5]);
+    for (const [kind, hi, lo, text, value] of entries) fn(kind, hi, lo, text, value);
+  }
+
+  /** Places in the slots and in the tables, all shards together (tests: memory stays bounded). */
+  get allocated(): { slots: number; table: number } {
+    let slots = 0;
+    let table = 0;
+    for (const shard of this.shards) {
+      slots += shard.allocated.slots;
+      table += shard.allocated.table;
+    }
+    return { slots, table };
   }
 }
