@@ -5,7 +5,7 @@
  * string, or a boxed number), and a KV-event batch of 330k blocks made them by the hundred
  * thousand: V8's scavenges copied them while they were young and its full collections marked them
  * after, and one Map growth or rehash of 262k entries held the event loop for up to a second on
- * a loaded machine. Here an entry costs 37 bytes of slots plus 8 of table and no heap object
+ * a loaded machine. Here an entry costs 33 bytes of slots plus 8 of table and no heap object
  * (texts excepted: only keys that are not ints keep theirs).
  *
  * Layout as block-lru.ts, in 16 shards, so that a growth copies and rehashes a sixteenth of the
