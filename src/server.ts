@@ -467,7 +467,14 @@ export async function startRouter(
       start: () => stateFile.load(),
       stop: () => stateFile.save(),
     });
-  await services.start({ name: "health", start: () => health.start(), stop: () => health.stop() });
+  await services.start({
+    name: "health",
+    start: () => health.start(),
+    stop: () => {
+      health.stop();
+      context.membership.flushLogs();
+    },
+  });
   await services.start({
     name: "fleet-capacity",
     start: () => context.capacity.start(),
