@@ -30,16 +30,16 @@ export interface MembershipDeps {
  */
 export class WorkerMembership {
   /** A file or discovery change adds or removes thousands at once: a summary line for most. */
-  private readonly added: LogDigest;
-  private readonly removed: LogDigest;
+  private readonly addedLines: LogDigest;
+  private readonly removedLines: LogDigest;
 
   constructor(private readonly deps: MembershipDeps) {
-    this.added = new LogDigest(deps.logger, {
+    this.addedLines = new LogDigest(deps.logger, {
       level: "info",
       message: "worker added",
       summary: (n) => `${n} more workers added`,
     });
-    this.removed = new LogDigest(deps.logger, {
+    this.removedLines = new LogDigest(deps.logger, {
       level: "info",
       message: "worker removed",
       summary: (n) => `${n} more workers removed`,
@@ -48,8 +48,8 @@ export class WorkerMembership {
 
   /** Writes the summaries held back (at shutdown). */
   flushLogs(): void {
-    this.added.flush();
-    this.removed.flush();
+    this.addedLines.flush();
+    this.removedLines.flush();
   }
 
   /** Adds a worker; `source` (admin, file, dns) goes in the log line. */
@@ -80,7 +80,7 @@ export class WorkerMembership {
       ...(spec.apiKey !== undefined ? { apiKey: spec.apiKey } : {}),
       role,
     });
-    this.added.note({ worker: worker.id, url: worker.url, source, worker_type: role.type });
+    this.addedLines.note({ worker: worker.id, url: worker.url, source, worker_type: role.type });
     if (spec.declared !== undefined) worker.declare(spec.declared);
     // Probed before it takes traffic; the admin API's answer reports the result ("healthy").
     await health.probeFirst(worker);
@@ -92,7 +92,12 @@ export class WorkerMembership {
   remove(idOrUrl: string, source: string): Worker | undefined {
     const worker = this.deps.registry.remove(idOrUrl);
     if (worker === undefined) return undefined;
-    this.removed.note({ worker: worker.id, url: worker.url, in_flight: worker.inFlight, source });
+    this.removedLines.note({
+      worker: worker.id,
+      url: worker.url,
+      in_flight: worker.inFlight,
+      source,
+    });
     return worker;
   }
 }
