@@ -338,11 +338,12 @@ export function adapterOf(body: Json): string | undefined {
   const path = body.lora_path;
   if (typeof path === "string") return path === "" ? undefined : boundedAdapter(path);
   if (!Array.isArray(path) || path.length === 0) return undefined;
+  // Every name of the list is bounded, as the body's scan bounds them (intake.ts, BOUNDED_FIELDS).
+  for (const p of path) if (typeof p === "string") boundedAdapter(p);
   const first: unknown = path[0];
   if (path.every((p) => p === first))
-    return typeof first === "string" && first !== "" ? boundedAdapter(first) : undefined;
+    return typeof first === "string" && first !== "" ? first : undefined;
   if (!path.every((p) => p === null || typeof p === "string")) return undefined;
-  for (const p of path) if (p !== null) boundedAdapter(p);
   // A digest, not the list itself: the key roots a tree of the index, and a batch's list could
   // be thousands of names long.
   return `lora_path[${createHash("sha256").update(JSON.stringify(path)).digest("base64url")}]`;
@@ -351,13 +352,24 @@ export function adapterOf(body: Json): string | undefined {
 /**
  * Adapter names longer than a path can be (Linux PATH_MAX; SGLang once took a path here, and
  * gives names no limit of its own) are refused: each distinct name roots a tree of the index.
+ * The body's bytes are scanned for them as they arrive (read-body.ts, BodyReadLimits.boundedFields),
+ * so a long name is refused before the rest of its body is kept or parsed; the parse checks again.
  */
 export const MAX_ADAPTER_CHARS = 4096;
 
 function boundedAdapter(name: string): string {
   if (name.length <= MAX_ADAPTER_CHARS) return name;
-  throw new RouterError(
+  throw adapterTooLong(name.length, true);
+}
+
+/** The field SGLang names its adapter in. */
+export const ADAPTER_FIELD = "lora_path";
+
+/** 400 for an adapter name of `chars` characters: all of it (`whole`), or as far as it was read. */
+export function adapterTooLong(chars: number, whole: boolean): RouterError {
+  const length = whole ? `of ${chars} characters` : `longer than ${MAX_ADAPTER_CHARS} characters`;
+  return new RouterError(
     "invalid_request",
-    `"lora_path" names an adapter of ${name.length} characters; at most ${MAX_ADAPTER_CHARS} are accepted.`,
+    `"${ADAPTER_FIELD}" names an adapter ${length}; at most ${MAX_ADAPTER_CHARS} are accepted.`,
   );
 }
