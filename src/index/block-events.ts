@@ -10,14 +10,9 @@
  *   without `medium`; BlockRemoved carries only the hashes).
  */
 
-import type { EngineHashes } from "./hash-list.js";
+import type { EngineHash, EngineHashes } from "./hash-list.js";
 
-/**
- * An engine's block hash, normalised to a string: vLLM's ExternalBlockHash is `bytes | int`
- * (SGLang's is int), and a 64-bit int does not fit a JS number. Ints become their decimal form,
- * bytes "x" + lowercase hex, so the two can never collide.
- */
-export type EngineHash = string;
+export type { EngineHash };
 
 export interface BlockStored {
   readonly type: "BlockStored";

@@ -14,7 +14,13 @@
  * they are equal in the other.
  */
 import { fmix32 } from "../hash/fmix32.js";
-import type { EngineHash } from "./block-events.js";
+
+/**
+ * An engine's block hash in its string form: vLLM's ExternalBlockHash is `bytes | int` (SGLang's
+ * is int), and a 64-bit int does not fit a JS number. Ints are their decimal form, bytes "x" +
+ * lowercase hex, so the two can never collide. Events carry them packed (HashList) as decoded.
+ */
+export type EngineHash = string;
 
 /** A non-negative int: hi/lo are its 64 bits. */
 export const HASH_UINT = 0;
