@@ -240,7 +240,7 @@ export async function replayCell(
     const w = prepareWorkload("tenants", p);
     const base = replayTiming(p, w, firstSeed + i, jitter);
     for (const label of rows) {
-      const { base: name } = parseRowLabel(label);
+      const { base: name, knobs } = parseRowLabel(label);
       let result: ReplayResult;
       if (name === ORACLE_ROW) {
         result = await replay(w, { ...base, chooser: { kind: "pinned", workerOf: w.oracle! } });
