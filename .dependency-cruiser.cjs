@@ -81,7 +81,7 @@ const LAYERS = [
   // kept (--worker-file in discovery/, --tenant-quota in quotas/).
   { "config-kit": ["config-kit/"], "watched-file": ["watched-file/"] },
   {
-    logger: ["logger.ts"],
+    logger: ["logger.ts", "log-digest.ts"],
     errors: ["errors.ts"],
     hash: ["hash/"],
     types: ["types/"],

@@ -66,6 +66,10 @@
  *                                 prio-flood/on run's gap (10 against -1 or below) does; 0 is the
  *                                 most favourable engine. The floor run's gap (~1000) preempts
  *                                 below 900.
+ *   --decode-log-interval N       when the engines' /metrics gauges change (sim decodeLogInterval):
+ *                                 SGLang sets them at each prefill batch and every N decode steps
+ *                                 (default 40, SGLang's), vLLM after every step; 0 = live, every
+ *                                 read sees the engine as it is (what the simulator did before)
  *   --engine sglang|vllm          the engines' rules (default sglang: prefill-first steps; vllm: v1's
  *                                 mixed steps, no preemption for a waiting request; docs/simulator.md)
  *   --worker-max-running          router --worker-max-running = --max-running (vLLM says no cap)
@@ -164,6 +168,8 @@ interface Options {
   enginePriority: boolean;
   /** The sims' SGLang --priority-scheduling-preemption-threshold under priority scheduling. */
   preemptionThreshold: number;
+  /** When the sims' /metrics gauges change (sim decodeLogInterval; 0 = live); undefined = the sim's. */
+  decodeLogInterval: number | undefined;
   runs: RunName[];
   /** Times the chosen runs are made (after one calibration): the targets' median and worst. */
   repeats: number;
@@ -237,6 +243,7 @@ async function withFleet<T>(
       timeScale: 1,
       priorityScheduling,
       prioritySchedulingPreemptionThreshold: o.preemptionThreshold,
+      ...(o.decodeLogInterval === undefined ? {} : { decodeLogInterval: o.decodeLogInterval }),
       ...(o.maxBatchTokens === undefined ? {} : { maxBatchTokens: o.maxBatchTokens }),
     },
   });
@@ -432,6 +439,7 @@ function parse(): Options {
       overload: { type: "string", default: "3" },
       "engine-priority": { type: "boolean", default: false },
       "preemption-threshold": { type: "string", default: "10" },
+      "decode-log-interval": { type: "string" },
       runs: { type: "string" },
       repeats: { type: "string", default: "1" },
       trace: { type: "string" },
@@ -464,6 +472,10 @@ function parse(): Options {
     overload: Number(values.overload),
     enginePriority: values["engine-priority"] === true,
     preemptionThreshold: Number(values["preemption-threshold"]),
+    decodeLogInterval:
+      values["decode-log-interval"] === undefined
+        ? undefined
+        : Number(values["decode-log-interval"]),
     runs: listFlag("bench:admission", values.runs, RUNS, (x) => x as RunName, "runs"),
     repeats,
     trace: values.trace,

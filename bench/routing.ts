@@ -59,6 +59,7 @@ import {
   WARM_SKIP,
   type WorkloadReport,
 } from "./lib/routing-runner.js";
+import { decomposeSwings, printSwings, type SwingDecomposition } from "./lib/routing-swings.js";
 import { parseRowLabel, ROW_KNOBS } from "./lib/routing-variants.js";
 import {
   FULL_PRESET,
@@ -146,6 +147,8 @@ interface CliOptions {
   cells: string[] | undefined;
   /** --jitter: with --replay, the share by which engine steps run faster or slower (0 = none). */
   jitter: number;
+  /** --swings: with --replay --jitter, decompose each router row's spread (routing-swings.ts). */
+  swings: boolean;
   /** "" for the default preset without overrides; else a file-name suffix. */
   tag: string;
   chart: boolean;
@@ -175,6 +178,7 @@ function parseCli(argv: string[]): CliOptions {
       matrix: { type: "boolean", default: false },
       "cpu-noise": { type: "boolean", default: false },
       replay: { type: "boolean", default: false },
+      swings: { type: "boolean", default: false },
       "cache-load-bound": { type: "string" },
       "prefix-index": { type: "string" },
       "max-tree-size": { type: "string" },
@@ -232,6 +236,9 @@ function parseCli(argv: string[]): CliOptions {
         "  --jitter <share>              with --replay: every repeat on the one workload seed, each engine",
         "                                step 1 ± share of its model time (seeded by --timing-seed + i):",
         "                                identical runs' timing noise, reproducibly (e.g. 0.2)",
+        "  --swings                      with --replay --jitter: where each router row's spread comes from",
+        "                                (bench/lib/routing-swings.ts): every run's decisions replayed under",
+        "                                every timing seed, and its first placements frozen",
         "  --bypass <share>              share of requests sent straight to a worker, bypassing the router",
         "                                (e.g. 0.25; the precise row sees them through the KV events)",
         `  --bypass-to <${BYPASS_TARGETS.join("|")}>  where the bypassing client sends them (default sticky):`,
@@ -406,6 +413,9 @@ function parseCli(argv: string[]): CliOptions {
       throw new Error("--data-plane must be node or nginx");
     overridden = true;
   }
+  if (values.swings && !(values.matrix && values.replay && values.jitter !== undefined)) {
+    throw new Error("--swings needs --matrix --replay --jitter <share>");
+  }
   // A subset of the matrix's cells is not the matrix: its results go to a file of their own.
   if (values.cells !== undefined) overridden = true;
   const tag = [values.quick ? "quick" : "", overridden ? "custom" : ""].filter(Boolean).join("-");
@@ -435,6 +445,7 @@ function parseCli(argv: string[]): CliOptions {
     cpuNoise: values["cpu-noise"],
     replay: values.replay,
     jitter: num("jitter", values.jitter, 0, false) ?? 0,
+    swings: values.swings,
     cells: values.cells?.split(",").filter(Boolean),
     tag,
     chart: !values["no-chart"] && tag === "" && !values.matrix && !values["cpu-noise"],
@@ -810,6 +821,27 @@ async function replayMatrix(
     matrixGoalLines(summaries, row),
   );
   for (const line of goals) console.log(line);
+  if (cli.swings) {
+    const swings: SwingDecomposition[] = [];
+    for (const cell of cells) {
+      for (const row of cli.rows.filter((r) => r !== ORACLE_ROW)) {
+        swings.push(
+          await decomposeSwings(
+            cell.name,
+            cellPreset(cli.preset, cell),
+            row,
+            cli.repeats,
+            cli.timingSeed,
+            cli.jitter,
+          ),
+        );
+      }
+    }
+    console.log(
+      "\n## swings: spread (points) of each run's decisions under every timing seed, and of its first placements frozen",
+    );
+    printSwings(swings);
+  }
   const tag = [cli.tag, cli.replicas && cli.sharedState ? `r${cli.replicas}` : ""]
     .filter(Boolean)
     .join("-");

@@ -13,6 +13,7 @@
 import type { IncomingHttpHeaders } from "node:http";
 import type { Clock } from "./clock.js";
 import { Engine } from "./engine.js";
+import type { GaugeRule } from "./engine-gauges.js";
 import { PrefixKvCache } from "./kv-cache.js";
 import { SimKvPublisher, type SimKvPublisherOptions } from "./kv-publisher.js";
 import type { ResolvedSimOptions, SimFlavor } from "./options.js";
@@ -129,6 +130,7 @@ export function makeRanks(
         firstTokenDelayMs: options.firstTokenDelayMs,
         prefillFirst: options.stepRule === "prefill-first",
         loadRule: loadRuleOf(options.flavor),
+        gaugeRule: gaugeRuleOf(options),
         ...(options.priorityScheduling ? prioritySchedulingOf(options) : {}),
       },
       kv,
@@ -136,6 +138,12 @@ export function makeRanks(
     );
     return { kv, engine, requests: 0 };
   });
+}
+
+/** When the flavor's engine sets its /metrics gauges (sim/engine-gauges.ts). */
+function gaugeRuleOf(options: ResolvedSimOptions): GaugeRule {
+  if (options.decodeLogInterval === 0) return "live";
+  return options.flavor === "vllm" ? "step" : { decodeLogInterval: options.decodeLogInterval };
 }
 
 /**

@@ -13,6 +13,7 @@
  * delay factor of 0 runs every request to completion synchronously.
  */
 import type { Clock } from "./clock.js";
+import { EngineGauges, type GaugeRule, type GaugeValues } from "./engine-gauges.js";
 import type { KvAllocation, PrefixKvCache } from "./kv-cache.js";
 import { generatedTokenIds } from "./output-text.js";
 import { type PriorityOrder, urgency } from "./priority-order.js";
@@ -101,6 +102,8 @@ export interface EngineOptions {
    *   its compute and the transfer (timing.ts stepDurationMs).
    */
   loadRule?: "async" | "layerwise";
+  /** When its /metrics gauges change (sim/engine-gauges.ts); default "live". */
+  gaugeRule?: GaugeRule;
 }
 
 class Sequence implements SequenceHandle {
@@ -159,12 +162,18 @@ export class Engine {
   private pumping = false;
   private stopped = false;
   private stepCount = 0;
+  private readonly gauges: EngineGauges;
 
   constructor(
     private readonly options: EngineOptions,
     private readonly kv: PrefixKvCache,
     private readonly clock: Clock,
   ) {
+    this.gauges = new EngineGauges(options.gaugeRule ?? "live", () => ({
+      running: this.runningBatch.length,
+      waiting: this.waitingQueue.length,
+      kvUsage: this.kv.activeUsage,
+    }));
     if (!Number.isInteger(options.maxRunning) || options.maxRunning < 1) {
       throw new RangeError(`maxRunning must be a positive integer, got ${options.maxRunning}`);
     }
@@ -219,6 +228,12 @@ export class Engine {
     return this.waitingQueue.length;
   }
 
+  /** What the engine's /metrics gauges say now: its last update, by its gauge rule. */
+  reported(): GaugeValues {
+    const idle = this.runningBatch.length === 0 && this.waitingQueue.length === 0;
+    return this.gauges.read(this.clock.now(), idle, this.options.delayFactor());
+  }
+
   /** Steps executed so far. */
   get steps(): number {
     return this.stepCount;
@@ -252,7 +267,7 @@ export class Engine {
   private pump(start: number, ended?: StepPlan): void {
     this.pumping = true;
     try {
-      if (ended !== undefined) this.apply(ended);
+      if (ended !== undefined) this.apply(ended, start);
       let t = start;
       while (!this.stopped) {
         const plan = this.plan(t);
@@ -297,7 +312,7 @@ export class Engine {
           }, end - now);
           return;
         }
-        this.apply(plan);
+        this.apply(plan, end);
         t = end;
       }
     } finally {
@@ -311,6 +326,9 @@ export class Engine {
     const shape: StepShape = { prefillTokens: 0, decodeSeqs: 0, seqs: 0, contextTokens: 0 };
     let budget = this.options.maxBatchTokens;
     const prefillFirst = this.options.prefillFirst === true;
+    let decodingBefore = 0;
+    for (const seq of this.runningBatch)
+      if (seq.computed >= seq.prefillTokens.length) decodingBefore++;
     if (!prefillFirst) budget -= this.addDecodes(entries, shape, budget);
     for (const seq of this.runningBatch) {
       if (budget === 0) break;
@@ -318,6 +336,7 @@ export class Engine {
       budget -= this.addPrefill(entries, shape, seq, budget);
     }
     const preempted: Sequence[] = [];
+    let admitted = 0;
     while (budget > 0) {
       const head = this.waitingQueue[0];
       if (head === undefined || head.arrival > t) break;
@@ -330,6 +349,7 @@ export class Engine {
       const alloc = this.kv.allocate(head.prefillTokens, head.promptTokens.length + head.maxTokens);
       if (alloc === undefined) break; // FIFO: the head waits for KV room, and so do those behind it.
       this.waitingQueue.shift();
+      admitted++;
       head.state = "running";
       head.alloc = alloc;
       head.cachedTokens = alloc.cachedTokens;
@@ -357,7 +377,11 @@ export class Engine {
     // SGLang: no prefill to run, so the running batch decodes.
     if (prefillFirst && entries.length === 0) this.addDecodes(entries, shape, budget);
     shape.seqs = entries.length;
-    return entries.length === 0 ? undefined : { entries, shape };
+    if (entries.length === 0) return undefined;
+    // SGLang logs a prefill batch: a step that prefills or admits anyone (a cached prompt too).
+    const prefills = entries.some((e) => e.prefill > 0) || admitted > 0;
+    this.gauges.stepPlanned(t, prefills, decodingBefore);
+    return { entries, shape };
   }
 
   /** The earliest time after `t` a running sequence's load is in place; undefined: none loading. */
@@ -445,7 +469,7 @@ export class Engine {
   }
 
   /** The step has ended: advance every sequence in it. */
-  private apply(plan: StepPlan): void {
+  private apply(plan: StepPlan, end: number): void {
     this.stepCount++;
     for (const { seq, prefill } of plan.entries) {
       if (seq.state !== "running") continue; // aborted during the step
@@ -462,6 +486,7 @@ export class Engine {
       seq.sink.onToken(seq.generated - 1);
       if (seq.state === "running" && seq.generated >= seq.maxTokens) this.finish(seq);
     }
+    this.gauges.stepEnded(end);
   }
 
   private finish(seq: Sequence): void {

@@ -51,6 +51,13 @@ export interface SimNumericOptions extends TimingModel {
    * (sim/priority-preemption.ts). The vLLM flavor has no such preemption and ignores it.
    */
   prioritySchedulingPreemptionThreshold: number;
+  /**
+   * When /metrics' running, waiting and KV usage change (sim/engine-gauges.ts). SGLang's
+   * --decode-log-interval (default 40): its gauges are set at each prefill batch and every this
+   * many decode steps, and every 30 s while idle; the vLLM flavor sets them after every step.
+   * 0: live, either flavor (every read sees the engine as it is).
+   */
+  decodeLogInterval: number;
 }
 
 export interface SimWorkerOptions extends Partial<SimNumericOptions> {
@@ -211,6 +218,12 @@ export const NUMERIC_OPTIONS: readonly NumericOptionSpec[] = [
     integer: true,
     min: 0,
   },
+  {
+    key: "decodeLogInterval",
+    description: "SGLang: /metrics gauges set every N decode steps and each prefill (0 = live)",
+    integer: true,
+    min: 0,
+  },
 ];
 
 export const DEFAULT_NUMERIC_OPTIONS: Readonly<SimNumericOptions> = Object.freeze({
@@ -230,6 +243,8 @@ export const DEFAULT_NUMERIC_OPTIONS: Readonly<SimNumericOptions> = Object.freez
   handoffTimeoutMs: 30_000,
   // SGLang's default (python/sglang/srt/server_args.py).
   prioritySchedulingPreemptionThreshold: 10,
+  // SGLang's default (python/sglang/srt/server_args.py decode_log_interval).
+  decodeLogInterval: 40,
 });
 
 const DEFAULT_MODEL = "meta-llama/Llama-3.1-8B-Instruct";

@@ -296,6 +296,9 @@ export function createRouter(
   };
 }
 
+/** Workers the "listening" line names. */
+const LISTED_AT_START = 20;
+
 /**
  * Starts the router: listens, registers --worker-urls, starts health checks and eviction. Every
  * service is declared once, in start order, with its stop (assembly/lifecycle.ts): a step that
@@ -467,7 +470,14 @@ export async function startRouter(
       start: () => stateFile.load(),
       stop: () => stateFile.save(),
     });
-  await services.start({ name: "health", start: () => health.start(), stop: () => health.stop() });
+  await services.start({
+    name: "health",
+    start: () => health.start(),
+    stop: () => {
+      health.stop();
+      context.membership.flushLogs();
+    },
+  });
   await services.start({
     name: "fleet-capacity",
     start: () => context.capacity.start(),
@@ -508,7 +518,12 @@ export async function startRouter(
       host,
       port,
       policy: context.decider.policy.name,
-      workers: registry.list().map((w) => w.url),
+      // The first few: a worker file of 10k entries made this one line 250 KB.
+      workers: registry
+        .list()
+        .slice(0, LISTED_AT_START)
+        .map((w) => w.url),
+      workers_total: registry.size,
       metrics_port: metricsPort,
     },
     "radixgate listening",

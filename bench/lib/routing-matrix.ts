@@ -14,11 +14,17 @@ import {
   type PolicyOptions,
 } from "../../src/scheduling/builtin-profiles.js";
 import { SUGGESTED_CHURN_HALF_LIFE } from "../../src/scheduling/options.js";
+import type { Policy } from "../../src/scheduling/policy.js";
 import { fmt } from "./latency.js";
 import { pollPhaseMs, rangeOf } from "./routing-repeats.js";
 import { ORACLE_ROW, type RowResult, type WorkloadReport } from "./routing-runner.js";
 import { parseRowLabel, type RowKnob } from "./routing-variants.js";
-import { prepareWorkload, type RoutingPreset, type TenantsShape } from "./routing-workloads.js";
+import {
+  type PreparedWorkload,
+  prepareWorkload,
+  type RoutingPreset,
+  type TenantsShape,
+} from "./routing-workloads.js";
 import { printTable } from "./stats.js";
 import { type ReplayResult, replay } from "./ttft-replay.js";
 
@@ -231,22 +237,14 @@ export async function replayCell(
   for (let i = 0; i < repeats; i++) {
     const p = { ...preset, seed: jitter > 0 ? preset.seed : preset.seed + i };
     const w = prepareWorkload("tenants", p);
-    const enginePollMs = p.timeScale > 0 ? 5000 / p.timeScale : 0;
-    const base = {
-      workers: p.workers,
-      concurrency: w.concurrency ?? p.concurrency,
-      enginePollMs,
-      enginePollPhaseMs: pollPhaseMs(firstSeed + i, enginePollMs),
-      ...(jitter > 0 ? { jitter: { seed: firstSeed + i, share: jitter } } : {}),
-    };
+    const base = replayTiming(p, w, firstSeed + i, jitter);
     for (const label of rows) {
-      const { base: name, knobs } = parseRowLabel(label);
+      const { base: name } = parseRowLabel(label);
       let result: ReplayResult;
       if (name === ORACLE_ROW) {
         result = await replay(w, { ...base, chooser: { kind: "pinned", workerOf: w.oracle! } });
       } else {
-        if (!isPolicyName(name)) throw new Error(`--replay: unknown policy ${name}`);
-        const policy = createPolicy(name, replayPolicyOptions(knobs));
+        const policy = replayPolicy(label);
         // Model ms are real ms ÷ timeScale: the router's real-time settings, scaled.
         const scale = p.timeScale > 0 ? p.timeScale : 1;
         const model =
@@ -259,7 +257,7 @@ export async function replayCell(
                   loadIntervalMs: STATE_LOAD_INTERVAL_MS / scale,
                   claimTtlMs: STATE_CLAIM_TTL_MS / scale,
                   seed: firstSeed + i,
-                  policyOf: () => createPolicy(name, replayPolicyOptions(knobs)),
+                  policyOf: () => replayPolicy(label),
                 },
               };
         result = await replay(w, { ...base, ...model, chooser: { kind: "policy", policy } });
@@ -306,6 +304,33 @@ export async function replayCell(
         loadAverage,
       };
     });
+}
+
+/**
+ * A replay's fleet and timing for timing seed `seed`: the engine polls' phase, and with `jitter`
+ * > 0 each engine step 1 ± jitter of its model time.
+ */
+export function replayTiming(
+  p: RoutingPreset,
+  w: PreparedWorkload,
+  seed: number,
+  jitter: number,
+): Omit<Parameters<typeof replay>[1], "chooser"> {
+  const enginePollMs = p.timeScale > 0 ? 5000 / p.timeScale : 0;
+  return {
+    workers: p.workers,
+    concurrency: w.concurrency ?? p.concurrency,
+    enginePollMs,
+    enginePollPhaseMs: pollPhaseMs(seed, enginePollMs),
+    ...(jitter > 0 ? { jitter: { seed, share: jitter } } : {}),
+  };
+}
+
+/** A fresh policy for a router row's label (`prefix_cost`, `prefix_cost:churn`...). */
+export function replayPolicy(label: string): Policy {
+  const { base: name, knobs } = parseRowLabel(label);
+  if (!isPolicyName(name)) throw new Error(`--replay: unknown policy ${name}`);
+  return createPolicy(name, replayPolicyOptions(knobs));
 }
 
 /** Tokens of one simulator block: an engine caches whole blocks only. */

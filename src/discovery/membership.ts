@@ -1,5 +1,6 @@
 import { RouterError } from "../errors.js";
 import type { KvEventsManager } from "../kv-events/manager.js";
+import { LogDigest } from "../log-digest.js";
 import type { Logger } from "../logger.js";
 import type { HealthChecker } from "../workers/health.js";
 import type { WorkerRegistry } from "../workers/registry.js";
@@ -28,11 +29,32 @@ export interface MembershipDeps {
  * duplicates), then a health check before the worker takes traffic.
  */
 export class WorkerMembership {
-  constructor(private readonly deps: MembershipDeps) {}
+  /** A file or discovery change adds or removes thousands at once: a summary line for most. */
+  private readonly addedLines: LogDigest;
+  private readonly removedLines: LogDigest;
+
+  constructor(private readonly deps: MembershipDeps) {
+    this.addedLines = new LogDigest(deps.logger, {
+      level: "info",
+      message: "worker added",
+      summary: (n) => `${n} more workers added`,
+    });
+    this.removedLines = new LogDigest(deps.logger, {
+      level: "info",
+      message: "worker removed",
+      summary: (n) => `${n} more workers removed`,
+    });
+  }
+
+  /** Writes the summaries held back (at shutdown). */
+  flushLogs(): void {
+    this.addedLines.flush();
+    this.removedLines.flush();
+  }
 
   /** Adds a worker; `source` (admin, file, dns) goes in the log line. */
   async add(spec: WorkerSpec, source: string): Promise<Worker> {
-    const { registry, health, logger, kvEvents } = this.deps;
+    const { registry, health, kvEvents } = this.deps;
     const role = spec.role ?? REGULAR_ROLE;
     const types = this.deps.workerTypes ?? ["regular"];
     if (!types.includes(role.type)) {
@@ -58,10 +80,7 @@ export class WorkerMembership {
       ...(spec.apiKey !== undefined ? { apiKey: spec.apiKey } : {}),
       role,
     });
-    logger.info(
-      { worker: worker.id, url: worker.url, source, worker_type: role.type },
-      "worker added",
-    );
+    this.addedLines.note({ worker: worker.id, url: worker.url, source, worker_type: role.type });
     if (spec.declared !== undefined) worker.declare(spec.declared);
     // Probed before it takes traffic; the admin API's answer reports the result ("healthy").
     await health.probeFirst(worker);
@@ -73,10 +92,12 @@ export class WorkerMembership {
   remove(idOrUrl: string, source: string): Worker | undefined {
     const worker = this.deps.registry.remove(idOrUrl);
     if (worker === undefined) return undefined;
-    this.deps.logger.info(
-      { worker: worker.id, url: worker.url, in_flight: worker.inFlight, source },
-      "worker removed",
-    );
+    this.removedLines.note({
+      worker: worker.id,
+      url: worker.url,
+      in_flight: worker.inFlight,
+      source,
+    });
     return worker;
   }
 }

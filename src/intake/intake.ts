@@ -26,8 +26,8 @@ import { type CacheIsolation, saltedBody, saltedPairView, tenantSalt } from "./c
 import { checkContentType } from "./content-type.js";
 import { LargeBodyGate, type LargeBodyLimits } from "./large-body-gate.js";
 import type { ParsePool } from "./parse-pool.js";
-import { type BodyReadLimits, readBody } from "./read-body.js";
-import type { Endpoint } from "./routing-text.js";
+import { type BodyReadLimits, type BoundedFields, readBody } from "./read-body.js";
+import { type BoundedName, type Endpoint, MAX_NAME_CHARS, nameTooLong } from "./routing-text.js";
 import { type SessionSource, sessionKey } from "./session-key.js";
 
 export interface IntakeOptions {
@@ -71,6 +71,15 @@ export interface IntakeOptions {
 const DEFAULT_IDENTITY: IdentityOptions = {
   tenantHeader: "x-tenant-id",
   priorityHeader: "x-priority",
+};
+
+/**
+ * Fields whose strings are bounded as the body arrives: a name of megabytes (SGLang's lora_path,
+ * a model) is refused at its first chunks, not kept, handed to a parser and parsed whole.
+ */
+const BOUNDED_FIELDS: BoundedFields = {
+  chars: new Map(Object.entries(MAX_NAME_CHARS)),
+  refuse: (field, chars) => nameTooLong(field as BoundedName, chars, false),
 };
 
 /** A request whose body has been read and summarized, before it waits for admission. */
@@ -123,7 +132,11 @@ export class Intake {
     private readonly budget?: BodyBudget,
   ) {
     // Every body taken here is JSON: its nesting is bounded as it arrives, before any parse.
-    this.bodyLimits = { maxNesting: MAX_BODY_NESTING, ...options.body };
+    this.bodyLimits = {
+      maxNesting: MAX_BODY_NESTING,
+      boundedFields: BOUNDED_FIELDS,
+      ...options.body,
+    };
     const large = options.largeBodies;
     this.largeBodyGate =
       large !== undefined && large.reads > 0 ? new LargeBodyGate(large) : undefined;

@@ -24,6 +24,16 @@ export interface BodyReadLimits {
    * chunks arrive; undefined: not checked here.
    */
   maxNesting?: number;
+  /**
+   * Top-level fields whose strings are bounded as the chunks arrive (field -> most characters,
+   * proxy/json-depth.ts NestingScan), and the error for one that is longer; undefined: none.
+   */
+  boundedFields?: BoundedFields;
+}
+
+export interface BoundedFields {
+  readonly chars: ReadonlyMap<string, number>;
+  refuse(field: string, chars: number): RouterError;
 }
 
 /**
@@ -55,8 +65,11 @@ export function readBody(
       : limits.minBytesPerSec;
   return new Promise((resolve, reject) => {
     const sink = new BodySink(declaredBytes);
-    const nesting =
-      limits.maxNesting === undefined ? undefined : new NestingScan(limits.maxNesting);
+    const fields = limits.boundedFields;
+    const scan =
+      limits.maxNesting === undefined && fields === undefined
+        ? undefined
+        : new NestingScan(limits.maxNesting ?? Number.POSITIVE_INFINITY, fields?.chars);
     let size = 0;
     let startedAt = Date.now();
     let lastChunkAt = startedAt;
@@ -149,11 +162,19 @@ export function readBody(
     const onData = (chunk: Buffer) => {
       size += chunk.length;
       if (size > limits.maxBytes) return fail(tooLarge(limits.maxBytes));
-      // Scanned before it is kept: the chunk that proves the body too deep is refused at once,
-      // never copied, and what follows is drained like any early answer's (routes/linger.ts).
-      // Closing instead cost more: a new connection for every refused body cost the router about
-      // twice the CPU of draining the rest of a 240 KB one, and the client more too.
-      if (nesting?.push(chunk) === true) return fail(tooDeep(limits.maxNesting as number));
+      // Scanned before it is kept: the chunk that proves the body too deep, or a bounded field too
+      // long, is refused at once, never copied, and what follows is drained like any early
+      // answer's (routes/linger.ts). Closing instead cost more: a new connection for every refused
+      // body cost the router about twice the CPU of draining the rest of a 240 KB one, and the
+      // client more too.
+      if (scan?.push(chunk) === true) {
+        const { overlong } = scan;
+        return fail(
+          overlong !== undefined && fields !== undefined
+            ? fields.refuse(overlong.field, overlong.chars)
+            : tooDeep(limits.maxNesting as number),
+        );
+      }
       try {
         lease?.cover(size);
       } catch (err) {

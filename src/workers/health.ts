@@ -1,3 +1,4 @@
+import { LogDigest } from "../log-digest.js";
 import type { Logger } from "../logger.js";
 import { ProbeSlots, SPREAD_SHARE, spreadOver } from "./probe-slots.js";
 import type { WorkerRegistry } from "./registry.js";
@@ -38,12 +39,49 @@ export class HealthChecker {
   /** A worker passed its first check, or turned healthy again (its engine is read then). */
   onReady: ((worker: Worker) => void) | undefined;
 
+  /**
+   * Per-worker lines that a large worker file or discovery change writes by the thousand: the
+   * first of a burst as it comes, the rest counted into a summary every few seconds.
+   */
+  private readonly logs: Record<
+    "firstPassed" | "firstFailed" | "unhealthy" | "healthyAgain" | "dead",
+    LogDigest
+  >;
+
   constructor(
     private readonly registry: WorkerRegistry,
     private readonly options: HealthOptions,
-    private readonly logger: Logger,
+    logger: Logger,
     private readonly now: () => number = Date.now,
-  ) {}
+  ) {
+    const digest = (level: "warn" | "info", message: string, summary: (n: number) => string) =>
+      new LogDigest(logger, { level, message, summary });
+    this.logs = {
+      firstPassed: digest(
+        "info",
+        "worker answered its first health check: taking traffic",
+        (n) => `${n} more workers answered their first health check: taking traffic`,
+      ),
+      firstFailed: digest(
+        "warn",
+        "worker failed its first health check: no traffic until it passes health checks",
+        (n) =>
+          `${n} more workers failed their first health check: no traffic to them until they pass health checks`,
+      ),
+      unhealthy: digest("warn", "worker unhealthy", (n) => `${n} more workers unhealthy`),
+      healthyAgain: digest(
+        "info",
+        "worker healthy again",
+        (n) => `${n} more workers healthy again`,
+      ),
+      dead: digest(
+        "warn",
+        "worker dead past the grace period: its index entries and cache account dropped",
+        (n) =>
+          `${n} more workers dead past the grace period: their index entries and cache account dropped`,
+      ),
+    };
+  }
 
   start(): void {
     if (this.options.intervalMs <= 0 || this.timer) return;
@@ -56,6 +94,7 @@ export class HealthChecker {
     this.stopped = true;
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
+    for (const digest of Object.values(this.logs)) digest.flush();
   }
 
   /** One check of every worker, spread over most of the interval (probe-slots.ts spreadOver). */
@@ -81,10 +120,7 @@ export class HealthChecker {
       }
       if (grace <= 0 || now - since < grace || this.purged.has(worker)) continue;
       this.purged.add(worker);
-      this.logger.warn(
-        { worker: worker.id, url: worker.url, unhealthy_ms: now - since },
-        "worker dead past the grace period: its index entries and cache account dropped",
-      );
+      this.logs.dead.note({ worker: worker.id, url: worker.url, unhealthy_ms: now - since });
       this.onDead?.(worker);
     }
   }
@@ -124,15 +160,16 @@ export class HealthChecker {
       worker.healthy = true;
       worker.healthFailures = 0;
       worker.healthSuccesses = 1;
-      this.logger.info(where, "worker answered its first health check: taking traffic");
+      this.logs.firstPassed.note(where);
       this.onReady?.(worker);
     } else {
       worker.healthFailures = 1;
       worker.healthSuccesses = 0;
-      this.logger.warn(
-        { ...where, reason: failure, success_threshold: this.options.successThreshold },
-        "worker failed its first health check: no traffic until it passes health checks",
-      );
+      this.logs.firstFailed.note({
+        ...where,
+        reason: failure,
+        success_threshold: this.options.successThreshold,
+      });
     }
     return worker.healthy;
   }
@@ -179,7 +216,7 @@ export class HealthChecker {
         worker.healthy = true;
         this.unhealthySince.delete(worker);
         this.purged.delete(worker);
-        this.logger.info({ worker: worker.id, url: worker.url }, "worker healthy again");
+        this.logs.healthyAgain.note({ worker: worker.id, url: worker.url });
         this.onReady?.(worker);
       }
     } else {
@@ -188,10 +225,11 @@ export class HealthChecker {
       if (worker.healthy && worker.healthFailures >= this.options.failureThreshold) {
         worker.healthy = false;
         this.unhealthySince.set(worker, this.now());
-        this.logger.warn(
-          { worker: worker.id, url: worker.url, failures: worker.healthFailures },
-          "worker unhealthy",
-        );
+        this.logs.unhealthy.note({
+          worker: worker.id,
+          url: worker.url,
+          failures: worker.healthFailures,
+        });
       }
     }
   }

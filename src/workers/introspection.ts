@@ -222,7 +222,11 @@ export class EngineIntrospector {
         routerPending: Math.max(pendingAtSend, worker.pendingPrefillRequests),
         routerPendingLeast: Math.min(pendingAtSend, worker.pendingPrefillRequests),
         routerInFlightLeast: Math.min(inFlightAtSend, worker.ownInFlight),
-        routerInFlightMost: Math.max(inFlightAtSend, worker.inFlightPeak),
+        routerInFlightMost: Math.max(
+          inFlightAtSend,
+          worker.inFlightPeak,
+          worker.inFlightMostSinceGauges([reading.running, reading.queued, reading.kvUsage]),
+        ),
         peerPending: Math.max(peerPendingAtSend, worker.peerPendingPrefillRequests),
       },
       now,

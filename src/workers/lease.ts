@@ -53,8 +53,7 @@ export class WorkerLease {
     private readonly breaker: CircuitBreaker,
     private readonly taken: DispatchLoad,
   ) {
-    load.inFlight += 1;
-    if (load.inFlight > load.inFlightPeak) load.inFlightPeak = load.inFlight;
+    load.addInFlight();
     load.activeChars += taken.textChars;
     if (taken.rank !== undefined) load.addRankInFlight(taken.rank, 1);
     load.pendingPrefillChars += taken.uncachedChars;

@@ -9,6 +9,21 @@ export class WorkerLoad {
   inFlight = 0;
   /** The most `inFlight` has been since the last markInFlightPeak (an engine read's span). */
   inFlightPeak = 0;
+  /** The most `inFlight` has been since the markInFlightPeak before the last (the last read's). */
+  inFlightPeakPrev = 0;
+  /**
+   * The most `inFlight` has been since the read before the first one that showed the engine's
+   * current gauges (Worker.inFlightMostSinceGauges).
+   */
+  inFlightPeakGauges = 0;
+
+  /** One more request in flight: every peak sees it. */
+  addInFlight(): void {
+    this.inFlight += 1;
+    if (this.inFlight > this.inFlightPeak) this.inFlightPeak = this.inFlight;
+    if (this.inFlight > this.inFlightPeakPrev) this.inFlightPeakPrev = this.inFlight;
+    if (this.inFlight > this.inFlightPeakGauges) this.inFlightPeakGauges = this.inFlight;
+  }
   /** Routing-text characters of those requests (dispatch to end). */
   activeChars = 0;
   /** Uncached prompt characters of the requests with no first byte back yet. */

@@ -54,6 +54,8 @@ export class Worker {
   private drainingNow = false;
   private coolingUntil = 0;
   private corrections = 0;
+  /** The engine gauges the last reading showed (inFlightMostSinceGauges). */
+  private lastGauges: readonly (number | undefined)[] | undefined;
   private indexedCharsSource: () => number = () => 0;
 
   /**
@@ -73,8 +75,28 @@ export class Worker {
    * count now. inFlightPeak then says the most since.
    */
   markInFlightPeak(): number {
+    this.load.inFlightPeakPrev = this.load.inFlightPeak;
     this.load.inFlightPeak = this.load.inFlight;
     return this.load.inFlight;
+  }
+  /**
+   * The most of this router's requests there since the engine may have set the gauges a reading
+   * (just read, `gauges`) shows. An engine sets them from its scheduler loop, not at the read:
+   * vLLM after each step, SGLang at each prefill batch and only every --decode-log-interval (40)
+   * decode steps while its batch just decodes, and every 30 s while idle
+   * (sim/engine-gauges.ts has the sources). So gauges that changed since the previous reading
+   * were set after that read started; gauges unchanged may be older still, back to the read
+   * before the first that showed them. A request of this router that ended within that window may
+   * still be in the gauges: counted from the most, it is never taken for another's work (a free
+   * slot the release rule would keep empty until the engine's next update, up to 30 s when it
+   * is idle).
+   */
+  inFlightMostSinceGauges(gauges: readonly (number | undefined)[]): number {
+    const same =
+      this.lastGauges !== undefined && gauges.every((g, i) => g === this.lastGauges?.[i]);
+    if (!same) this.load.inFlightPeakGauges = this.load.inFlightPeakPrev;
+    this.lastGauges = gauges;
+    return Math.max(this.load.inFlightPeakGauges, this.load.inFlight);
   }
   /** The most ownInFlight has been since markInFlightPeak. */
   get inFlightPeak(): number {

@@ -84,8 +84,10 @@ describe("slot accounting (--worker-max-running, SGLang's said cap, a vLLM cap l
   }
 
   it("returns exactly to the engine's free slots after completions, errors, disconnects and bypass traffic", async () => {
+    // Live gauges: each reading here is the engine's state at the read (the test after this one
+    // has SGLang's own update rule).
     const { sim, router, worker } = await holdingAtFullBatch(
-      { id: "slots", maxRunning: 4 },
+      { id: "slots", maxRunning: 4, decodeLogInterval: 0 },
       { workerMaxRunning: 4, retryMaxAttempts: 1 },
     );
     const free = () => freeSlots(worker, Date.now());
@@ -107,6 +109,10 @@ describe("slot accounting (--worker-max-running, SGLang's said cap, a vLLM cap l
     expect(await complete(router.url, "ends")).toBe(200);
     expect(free()).toBe(2);
 
+    // A reading after those: the others' work is counted beyond the most of this router's
+    // requests since the reading before (the engine may have set its gauges any time after it
+    // began), so this router's own change of count since then would hide that many of them.
+    await router.context.introspection.pollAll();
     // Traffic straight to the engine is seen at the next reading, and its end too.
     const bypass = await Promise.all(["x", "y"].map((n) => openStream(sim.url, n)));
     expect(free()).toBe(2);
@@ -124,6 +130,38 @@ describe("slot accounting (--worker-max-running, SGLang's said cap, a vLLM cap l
     await router.context.introspection.pollAll();
     expect(free()).toBe(4);
     expect(worker.toJSON()).toMatchObject({ batch_cap: 4, free_slots: 4 });
+  });
+
+  it("takes no ended request of its own for another's work while SGLang's gauges lag (set at a prefill batch, every 40 decode steps, every 30 s idle)", async () => {
+    const { sim, router, worker } = await holdingAtFullBatch(
+      { id: "lagging", maxRunning: 2 },
+      { workerMaxRunning: 2 },
+    );
+    const free = () => freeSlots(worker, Date.now());
+    const own = await Promise.all(["a", "b"].map((n) => openStream(router.url, n)));
+    // The batch decodes: the gauges show both running from the 40th decode step on.
+    await waitFor(
+      async () => {
+        await router.context.introspection.pollAll();
+        return worker.signals.load(Date.now())?.running === 2;
+      },
+      5000,
+      "a decode update",
+    );
+    expect(free()).toBe(0);
+    for (const s of own) s.close();
+    await waitFor(() => sim.stats().running === 0, 5000, "the engine idle");
+    // Idle: SGLang sets its gauges again only 30 s later, so the reading still shows both.
+    await router.context.introspection.pollAll();
+    expect(worker.signals.load(Date.now())?.running).toBe(2);
+    // Both ended after the reading before began: counted from the most of this router's since
+    // then, the gauges hold nothing of anyone else's. From the read's own span, two phantom
+    // requests of others held every slot until the engine's next update.
+    expect(free()).toBe(2);
+    const next = await openStream(router.url, "c");
+    expect(next.status).toBe(200);
+    expect(router.context.admission.waiting).toBe(0);
+    next.close();
   });
 
   it("the release rule: a held request goes only into a free slot, so the engine never queues it", async () => {
@@ -240,10 +278,12 @@ describe("slot accounting (--worker-max-running, SGLang's said cap, a vLLM cap l
   });
 
   it("learns a vLLM engine's cap from vllm:num_requests_running when a reading shows it full", async () => {
+    // Live gauges: read as soon as the engine queues (vLLM sets them at its step's end).
     const { sim, router, worker } = await holdingAtFullBatch({
       id: "vllm",
       flavor: "vllm",
       maxRunning: 2,
+      decodeLogInterval: 0,
     });
     // vLLM says no cap: unknown, so not held (the first burst reaches the engine).
     expect(fullBatchOf(worker)).toBeUndefined();

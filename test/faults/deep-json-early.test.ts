@@ -5,18 +5,9 @@
  */
 import { describe, expect, it } from "vitest";
 import { simBehindRouter } from "../helpers/sim-behind-router.js";
-import { openRequest, sleep } from "./raw-client.js";
+import { openRequest, sleep, within } from "./raw-client.js";
 
 const DEEP_HEAD = `{"messages":[{"role":"user","content":"x"}],"max_tokens":1,"extra":${"[".repeat(2000)}`;
-
-/** `work`, or a rejection after `ms` (the router must not wait for the rest of the body). */
-function within<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no ${what} within ${ms} ms`)), ms);
-  });
-  return Promise.race([work, late]).finally(() => clearTimeout(timer));
-}
 
 describe("a body nested too deep is refused from its first bytes", () => {
   const fixture = simBehindRouter();

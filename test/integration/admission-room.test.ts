@@ -55,7 +55,17 @@ describe("admission: a request goes where there is room", () => {
         5000,
         "the hot engine full and queueing",
       );
-      await router.context.introspection.pollAll();
+      // SGLang sets its gauges at a prefill batch and every 40 decode steps: the queue shows at
+      // the first update after it formed.
+      const hotWorker = router.context.registry.list().find((w) => w.url === hot.url);
+      await waitFor(
+        async () => {
+          await router.context.introspection.pollAll();
+          return hotWorker?.signals.load(Date.now())?.queued === 1;
+        },
+        5000,
+        "a reading of the hot engine's queue",
+      );
       const explained = await fetch(`${router.url}/debug/route/v1/completions`, {
         method: "POST",
         headers: { "content-type": "application/json" },

@@ -77,3 +77,77 @@ describe("NestingScan: the same, read piece by piece as a body arrives", () => {
     expect(scan.push(head)).toBe(true);
   });
 });
+
+describe("NestingScan: the strings of bounded top-level fields, as the body arrives", () => {
+  const pieces = (all: Buffer, cuts: number[]) => {
+    const at = [...new Set(cuts.map((c) => c % (all.length + 1)))].sort((a, b) => a - b);
+    return [0, ...at].map((from, i) => all.subarray(from, at[i] ?? all.length));
+  };
+  /** Whether the parsed field holds a string longer than `max`: itself or an item of its list. */
+  const tooLong = (value: unknown, max: number) =>
+    (Array.isArray(value) ? value : [value]).some((v) => typeof v === "string" && v.length > max);
+
+  it("refuses exactly when the parsed field holds a string over the bound, however the bytes are cut", () => {
+    // Characters of every UTF-8 length, escapes (quote, backslash, control, lone surrogate).
+    const text = fc.string({
+      unit: fc.constantFrom("a", "é", "€", "😀", '"', "\\", "\n", "\ud800", "[", "{"),
+      maxLength: 12,
+    });
+    const field = fc.oneof(
+      text,
+      fc.array(fc.oneof(text, fc.constant(null), fc.nat()), { maxLength: 3 }),
+    );
+    const other = fc.dictionary(text, fc.oneof(text, fc.array(text, { maxLength: 2 })), {
+      maxKeys: 3,
+    });
+    fc.assert(
+      fc.property(
+        other,
+        field,
+        fc.boolean(),
+        fc.integer({ min: 0, max: 10 }),
+        fc.array(fc.nat(), { maxLength: 8 }),
+        (rest, value, escapedKey, max, cuts) => {
+          let json = JSON.stringify({ ...rest, lora_path: value, tail: rest });
+          // The same key spelled with an escape, as JSON.parse reads it alike.
+          if (escapedKey) json = json.replace('"lora_path"', '"lora\\u005fpath"');
+          const all = bytes(json);
+          const scan = new NestingScan(1000, new Map([["lora_path", max]]));
+          const refused = pieces(all, cuts).some((piece) => scan.push(piece));
+          const parsed = (JSON.parse(json) as { lora_path: unknown }).lora_path;
+          expect(refused).toBe(tooLong(parsed, max));
+          if (refused) expect(scan.overlong).toMatchObject({ field: "lora_path" });
+        },
+      ),
+      { numRuns: 1000 },
+    );
+  });
+
+  it("the same name deeper in the body, or in a list of lists, is not the field", () => {
+    const long = "x".repeat(50);
+    const scan = () => new NestingScan(1000, new Map([["lora_path", 10]]));
+    expect(scan().push(bytes(JSON.stringify({ a: { lora_path: long } })))).toBe(false);
+    expect(scan().push(bytes(JSON.stringify({ lora_path: [[long]] })))).toBe(false);
+    expect(scan().push(bytes(JSON.stringify([{ lora_path: long }])))).toBe(false);
+    expect(scan().push(bytes(JSON.stringify({ [long]: long, lora_path: "ok" })))).toBe(false);
+  });
+
+  it("a 5 MB name is refused at the bytes past its bound, not at the body's end", () => {
+    const scan = new NestingScan(1000, new Map([["lora_path", 4096]]));
+    const head = bytes(`{"text":"hello","lora_path":"${"a".repeat(5000)}`);
+    expect(scan.push(head)).toBe(true);
+    expect(scan.overlong).toEqual({ field: "lora_path", chars: 4097 });
+  });
+
+  it("long strings are skipped whole, escapes and quotes found wherever they fall", () => {
+    const content = `${"a".repeat(70_000)}\\"[[[${"b".repeat(40)}\\\\${"c".repeat(100)}`;
+    const all = bytes(JSON.stringify({ messages: [{ content }], x: "[".repeat(3) }));
+    for (const cut of [1, 16, 17, 70_013, 70_014, 70_015, all.length - 5]) {
+      const scan = new NestingScan(3);
+      const deep = scan.push(all.subarray(0, cut)) || scan.push(all.subarray(cut));
+      expect(deep, `cut at ${cut}`).toBe(false);
+      const shallow = new NestingScan(2);
+      expect(shallow.push(all.subarray(0, cut)) || shallow.push(all.subarray(cut))).toBe(true);
+    }
+  });
+});

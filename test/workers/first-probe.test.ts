@@ -10,6 +10,8 @@ interface LogLine {
   msg: string;
   url?: string;
   level: number;
+  count?: number;
+  first?: { url: string; reason: string }[];
 }
 
 /** A router with health checks on (a long interval: only the first probe matters here). */
@@ -90,5 +92,26 @@ describe("first health probe: a worker takes traffic only once it has answered",
     const live = await postJson(`${router.url}/workers`, { url: sim.url });
     expect(await live.json()).toMatchObject({ url: sim.url, healthy: true });
     expect((await fetch(`${router.url}/readiness`)).status).toBe(200);
+  });
+
+  it("200 workers failing their first check at once: a few warn lines that count and name them, not 200", async () => {
+    // A worker file or discovery list of 10k unreachable entries wrote a warn line each (3.3 MB).
+    const dead = await Promise.all(Array.from({ length: 200 }, () => deadUrl()));
+    const started = await startProbingRouter({ workerUrls: dead });
+    router = started.router;
+    await router.stop(100);
+    router = undefined;
+    const failed = started.logs.filter((l) => l.level === 40 && /first health check/.test(l.msg));
+    expect(failed.length).toBeLessThanOrEqual(3);
+    // The first as it came; the rest in summaries that name the first few of each, with why.
+    expect(dead).toContain(failed[0]?.url);
+    const summaries = failed.filter((l) => l.count !== undefined);
+    expect(1 + summaries.reduce((sum, l) => sum + (l.count as number), 0)).toBe(200);
+    expect(summaries[0]?.msg).toMatch(/^\d+ more workers failed their first health check/);
+    for (const named of summaries[0]?.first ?? []) {
+      expect(dead).toContain(named.url);
+      expect(named.reason).toBe("ECONNREFUSED");
+    }
+    expect(summaries[0]?.first).toHaveLength(5);
   });
 });
