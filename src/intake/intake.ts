@@ -27,7 +27,7 @@ import { checkContentType } from "./content-type.js";
 import { LargeBodyGate, type LargeBodyLimits } from "./large-body-gate.js";
 import type { ParsePool } from "./parse-pool.js";
 import { type BodyReadLimits, type BoundedFields, readBody } from "./read-body.js";
-import { ADAPTER_FIELD, adapterTooLong, type Endpoint, MAX_ADAPTER_CHARS } from "./routing-text.js";
+import { type BoundedName, type Endpoint, MAX_NAME_CHARS, nameTooLong } from "./routing-text.js";
 import { type SessionSource, sessionKey } from "./session-key.js";
 
 export interface IntakeOptions {
@@ -74,12 +74,12 @@ const DEFAULT_IDENTITY: IdentityOptions = {
 };
 
 /**
- * Fields whose strings are bounded as the body arrives: an adapter name (SGLang's lora_path) of
- * megabytes is refused at its first chunks, not kept, handed to a parser and parsed whole.
+ * Fields whose strings are bounded as the body arrives: a name of megabytes (SGLang's lora_path,
+ * a model) is refused at its first chunks, not kept, handed to a parser and parsed whole.
  */
 const BOUNDED_FIELDS: BoundedFields = {
-  chars: new Map([[ADAPTER_FIELD, MAX_ADAPTER_CHARS]]),
-  refuse: (_field, chars) => adapterTooLong(chars, false),
+  chars: new Map(Object.entries(MAX_NAME_CHARS)),
+  refuse: (field, chars) => nameTooLong(field as BoundedName, chars, false),
 };
 
 /** A request whose body has been read and summarized, before it waits for admission. */

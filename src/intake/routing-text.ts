@@ -324,7 +324,10 @@ function tooDeep(field: string): RouterError {
 }
 
 export function modelOf(body: Json): string | undefined {
-  return typeof body.model === "string" ? body.model : undefined;
+  const model = body.model;
+  if (typeof model !== "string") return undefined;
+  if (model.length > MAX_NAME_CHARS.model) throw nameTooLong("model", model.length, true);
+  return model;
 }
 
 /**
@@ -338,7 +341,7 @@ export function adapterOf(body: Json): string | undefined {
   const path = body.lora_path;
   if (typeof path === "string") return path === "" ? undefined : boundedAdapter(path);
   if (!Array.isArray(path) || path.length === 0) return undefined;
-  // Every name of the list is bounded, as the body's scan bounds them (intake.ts, BOUNDED_FIELDS).
+  // Every name of the list is bounded, as the body's scan bounds them (MAX_NAME_CHARS).
   for (const p of path) if (typeof p === "string") boundedAdapter(p);
   const first: unknown = path[0];
   if (path.every((p) => p === first))
@@ -359,17 +362,29 @@ export const MAX_ADAPTER_CHARS = 4096;
 
 function boundedAdapter(name: string): string {
   if (name.length <= MAX_ADAPTER_CHARS) return name;
-  throw adapterTooLong(name.length, true);
+  throw nameTooLong("lora_path", name.length, true);
 }
 
-/** The field SGLang names its adapter in. */
-export const ADAPTER_FIELD = "lora_path";
+/**
+ * The names a client picks that key the index (each distinct one roots a tree), bounded in
+ * characters: SGLang's `lora_path`, and `model`, which is a served name (vLLM serves a model under
+ * its path by default: at most PATH_MAX) or SGLang's `<base>:<adapter>`, so at most two of those.
+ * The body's bytes are scanned for them as they arrive (intake.ts, BOUNDED_FIELDS).
+ */
+export const MAX_NAME_CHARS = {
+  lora_path: MAX_ADAPTER_CHARS,
+  model: 2 * MAX_ADAPTER_CHARS + 1,
+} as const;
 
-/** 400 for an adapter name of `chars` characters: all of it (`whole`), or as far as it was read. */
-export function adapterTooLong(chars: number, whole: boolean): RouterError {
-  const length = whole ? `of ${chars} characters` : `longer than ${MAX_ADAPTER_CHARS} characters`;
+export type BoundedName = keyof typeof MAX_NAME_CHARS;
+
+/** 400 for a name of `chars` characters: all of it (`whole`), or as far as it was read. */
+export function nameTooLong(field: BoundedName, chars: number, whole: boolean): RouterError {
+  const max = MAX_NAME_CHARS[field];
+  const length = whole ? `of ${chars} characters` : `longer than ${max} characters`;
+  const what = field === "lora_path" ? "an adapter" : "a model";
   return new RouterError(
     "invalid_request",
-    `"${ADAPTER_FIELD}" names an adapter ${length}; at most ${MAX_ADAPTER_CHARS} are accepted.`,
+    `"${field}" names ${what} ${length}; at most ${max} are accepted.`,
   );
 }

@@ -8,7 +8,7 @@ import { describe, expect, it } from "vitest";
 import { simBehindRouter } from "../helpers/sim-behind-router.js";
 import { openRequest, within } from "./raw-client.js";
 
-describe("a lora_path longer than a path is refused from its first bytes", () => {
+describe("a lora_path or model longer than a path is refused from its first bytes", () => {
   const fixture = simBehindRouter();
 
   it("answers 400 naming lora_path before the body ends: the other 5 MB are never waited for", async () => {
@@ -38,6 +38,18 @@ describe("a lora_path longer than a path is refused from its first bytes", () =>
     const answer = await within(req.answer, 5000, "answer");
     expect(answer.status).toBe(400);
     expect(JSON.parse(answer.body).error.message).toContain('"lora_path"');
+    req.socket.destroy();
+  });
+
+  it("a model name past a path and an adapter (SGLang's <base>:<adapter>) is refused the same way", async () => {
+    const req = openRequest(fixture.router.url, "/v1/chat/completions", {
+      "content-type": "application/json",
+      "content-length": 5 * 1024 * 1024,
+    });
+    expect(await req.write(`{"model":"llama:${"a".repeat(9000)}`)).toBe(true);
+    const answer = await within(req.answer, 5000, "answer");
+    expect(answer.status).toBe(400);
+    expect(JSON.parse(answer.body).error.message).toContain('"model"');
     req.socket.destroy();
   });
 });

@@ -276,6 +276,26 @@ describe("adapterOf: SGLang's lora_path as one adapter key", () => {
   });
 });
 
+describe("names that key the index are bounded when the body is parsed too", () => {
+  const refused = (f: () => unknown, field: string) => {
+    expect(f).toThrow(RouterError);
+    expect(f).toThrow(`"${field}"`);
+  };
+
+  it("lora_path: a name, or any string of its list, past 4,096 characters", () => {
+    const long = "a".repeat(4097);
+    expect(adapterOf({ lora_path: "a".repeat(4096) })).toHaveLength(4096);
+    for (const lora_path of [long, [long], ["sql", long], [long, 3]]) {
+      refused(() => adapterOf({ lora_path }), "lora_path");
+    }
+  });
+
+  it("model: past a path, a colon and an adapter (8,193 characters)", () => {
+    expect(modelOf({ model: "m".repeat(8193) })).toHaveLength(8193);
+    refused(() => modelOf({ model: "m".repeat(8194) }), "model");
+  });
+});
+
 describe("routingText: media parts", () => {
   const png = (bytes: string) => `data:image/png;base64,${Buffer.from(bytes).toString("base64")}`;
   const chat = (url: string, text = "What is in this picture?") =>
