@@ -10,17 +10,14 @@
  *   without `medium`; BlockRemoved carries only the hashes).
  */
 
-/**
- * An engine's block hash, normalised to a string: vLLM's ExternalBlockHash is `bytes | int`
- * (SGLang's is int), and a 64-bit int does not fit a JS number. Ints become their decimal form,
- * bytes "x" + lowercase hex, so the two can never collide.
- */
-export type EngineHash = string;
+import type { EngineHash, EngineHashes } from "./hash-list.js";
+
+export type { EngineHash };
 
 export interface BlockStored {
   readonly type: "BlockStored";
-  /** One hash per stored block, in sequence order. */
-  readonly blockHashes: readonly EngineHash[];
+  /** One hash per stored block, in sequence order (packed by the decoder: hash-list.ts). */
+  readonly blockHashes: EngineHashes;
   /** The hash of the block before the first one; null when the first block starts a sequence. */
   readonly parentHash: EngineHash | null;
   /** The tokens of every stored block, concatenated (blockHashes.length × blockSize). */
@@ -45,7 +42,7 @@ export interface BlockStored {
 
 export interface BlockRemoved {
   readonly type: "BlockRemoved";
-  readonly blockHashes: readonly EngineHash[];
+  readonly blockHashes: EngineHashes;
   readonly medium: string | null;
 }
 

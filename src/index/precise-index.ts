@@ -19,8 +19,10 @@
  *   run, then the run the engine would load from a lower tier, each block credited at its tier's
  *   weight. Tiers whose weight is 0 are not kept at all (tier-blind: the GPU cache alone).
  */
-import type { BlockStored, KvEvent } from "./block-events.js";
+import type { BlockStored, EngineHash, KvEvent } from "./block-events.js";
 import { blockKey, blockKeys, rootKey, withExtraKey } from "./block-keys.js";
+import { HASH_UINT, type HashList, HashListBuilder, packed } from "./hash-list.js";
+import { Hash64Map } from "./hash64-map.js";
 import { GPU_TIER, type KvTier, TIER_COUNT, type TierWeights, tierOf } from "./kv-tiers.js";
 import { splitSalted } from "./salted-key.js";
 
@@ -35,20 +37,18 @@ export interface PreciseIndexOptions {
 /** What applying one event did, for metrics. */
 export type ApplyResult = "applied" | "ignored" | "orphan" | "malformed";
 
-/** The blocks one tier of a worker's engine holds. */
+/**
+ * The blocks one tier of a worker's engine holds, in typed-array tables (hash64-map.ts): no heap
+ * object per block, so a batch of hundreds of thousands of blocks leaves the GC nothing to copy.
+ */
 interface TierBlocks {
-  /** Engine hash → our key; Map order = arrival order (oldest first) for the bound. */
-  readonly byEngine: Map<string, number>;
   /**
-   * Where the bound drops the next block: one iterator over `byEngine` kept for the worker's
-   * life. A fresh `keys().next()` walks past every deleted slot before the first live entry,
-   * so trimming k blocks that way costs O(k²): 400k → 262,144 blocks took 5.9 s (issue 20).
-   * A kept iterator resumes where it stopped, and Map iterators see deletions and later
-   * insertions, so it always yields the oldest block still held: O(1) per dropped block.
+   * Engine hash (hash-list.ts) → our key, in arrival order: the bound drops the oldest first, in
+   * O(1) each (400k → 262,144 blocks took 5.9 s when each drop walked past the deleted ones).
    */
-  oldest: Iterator<string>;
-  /** Our key → how many engine blocks map to it. */
-  readonly held: Map<number, number>;
+  readonly byEngine: Hash64Map;
+  /** Our key (as its two words) → how many engine blocks map to it. */
+  readonly held: Hash64Map;
 }
 
 interface WorkerBlocks extends TierBlocks {
@@ -68,8 +68,22 @@ interface WorkerBlocks extends TierBlocks {
 }
 
 function newTier(): TierBlocks {
-  const byEngine = new Map<string, number>();
-  return { byEngine, oldest: byEngine.keys(), held: new Map() };
+  return { byEngine: new Hash64Map(), held: new Hash64Map() };
+}
+
+const TWO_32 = 2 ** 32;
+
+/** Whether a tier holds our key (a 53-bit integer, as its two words). */
+function holdsKey(blocks: TierBlocks, key: number): boolean {
+  return blocks.held.has(HASH_UINT, Math.floor(key / TWO_32), key >>> 0);
+}
+
+/** An event's parent hash, packed into the same arrays each time (the index is synchronous). */
+const parentSlot = new HashListBuilder(1);
+parentSlot.reserve(1);
+function packedParent(hash: EngineHash): HashList {
+  parentSlot.setString(0, hash);
+  return parentSlot.list(0, 1);
 }
 
 export class PreciseIndex {
@@ -135,7 +149,6 @@ export class PreciseIndex {
     if (w === undefined) return;
     this.totalBlocks -= w.byEngine.size;
     w.byEngine.clear();
-    w.oldest = w.byEngine.keys();
     w.held.clear();
     for (const tier of w.lower) if (tier !== undefined) this.totalBlocks -= tier.byEngine.size;
     w.lower.length = 0;
@@ -154,7 +167,8 @@ export class PreciseIndex {
         if (!this.keeps(tier)) return "ignored";
         const blocks = this.tier(w, tier, false);
         if (blocks === undefined) return "applied";
-        for (const hash of event.blockHashes) this.dropEngineBlock(blocks, hash);
+        const hashes = packed(event.blockHashes);
+        for (let i = 0; i < hashes.length; i++) this.dropEngineBlock(blocks, hashes, i);
         return "applied";
       }
       case "BlockStored":
@@ -173,12 +187,17 @@ export class PreciseIndex {
     return blocks;
   }
 
-  /** Our key for an engine hash, from whichever tier holds it. */
-  private keyOf(w: WorkerBlocks, hash: string): number | undefined {
-    const key = w.byEngine.get(hash);
+  /** Our key for engine hash i of the list, from whichever tier holds it. */
+  private keyOf(w: WorkerBlocks, hashes: HashList, i: number): number | undefined {
+    const at = hashes.start + i;
+    const kind = hashes.kinds[at]!;
+    const hi = hashes.his[at]!;
+    const lo = hashes.los[at]!;
+    const text = hashes.texts?.[at];
+    const key = w.byEngine.get(kind, hi, lo, text);
     if (key !== undefined) return key;
     for (const tier of w.lower) {
-      const lower = tier?.byEngine.get(hash);
+      const lower = tier?.byEngine.get(kind, hi, lo, text);
       if (lower !== undefined) return lower;
     }
     return undefined;
@@ -188,7 +207,8 @@ export class PreciseIndex {
     const tier = tierOf(event.medium);
     if (!this.keeps(tier)) return "ignored";
     const blocks = this.tier(w, tier, true)!;
-    const { blockHashes, tokenIds, blockSize } = event;
+    const { tokenIds, blockSize } = event;
+    const blockHashes = packed(event.blockHashes);
     // vLLM's offloading connector names an offloaded block by its hash alone (no tokens, block
     // size 0) unless its events are self-describing: known only if another tier holds it.
     if (tier !== GPU_TIER && tokenIds.length === 0) return this.storeKnown(w, blocks, blockHashes);
@@ -197,20 +217,19 @@ export class PreciseIndex {
     let parent: number | undefined =
       event.parentHash === null
         ? rootKey(lora, event.cacheSalt ?? undefined)
-        : this.keyOf(w, event.parentHash);
+        : this.keyOf(w, packedParent(event.parentHash), 0);
     if (parent === undefined) return "orphan";
     if (lora !== "") w.loras.add(lora);
     w.blockSize = blockSize;
     for (let i = 0; i < blockHashes.length; i++) {
-      const hash = blockHashes[i]!;
       // A block another tier holds keeps its key (one engine hash, one block): no hashing.
-      let key = w.lower.length === 0 ? undefined : this.keyOf(w, hash);
+      let key = w.lower.length === 0 ? undefined : this.keyOf(w, blockHashes, i);
       if (key === undefined) {
         const plain = blockKey(parent, tokenIds, i * blockSize, (i + 1) * blockSize);
         const extra = event.mediaKeys?.[i];
         key = extra == null ? plain : withExtraKey(plain, extra);
       }
-      this.hold(blocks, hash, key);
+      this.hold(blocks, blockHashes, i, key);
       if (tier === GPU_TIER) w.speculative.delete(key);
       parent = key;
     }
@@ -219,22 +238,35 @@ export class PreciseIndex {
   }
 
   /** Blocks named by hash alone, each keyed as another tier of the worker knows it. */
-  private storeKnown(w: WorkerBlocks, blocks: TierBlocks, hashes: readonly string[]): ApplyResult {
+  private storeKnown(w: WorkerBlocks, blocks: TierBlocks, hashes: HashList): ApplyResult {
     let known = 0;
-    for (const hash of hashes) {
-      const key = this.keyOf(w, hash);
+    for (let i = 0; i < hashes.length; i++) {
+      const key = this.keyOf(w, hashes, i);
       if (key === undefined) continue;
-      this.hold(blocks, hash, key);
+      this.hold(blocks, hashes, i, key);
       known++;
     }
     this.bound(w, blocks);
     return known === 0 && hashes.length > 0 ? "orphan" : "applied";
   }
 
-  private hold(blocks: TierBlocks, hash: string, key: number): void {
-    if (blocks.byEngine.has(hash)) return;
-    blocks.byEngine.set(hash, key);
-    blocks.held.set(key, (blocks.held.get(key) ?? 0) + 1);
+  private hold(blocks: TierBlocks, hashes: HashList, i: number, key: number): void {
+    const at = hashes.start + i;
+    const kind = hashes.kinds[at]!;
+    const hi = hashes.his[at]!;
+    const lo = hashes.los[at]!;
+    const text = hashes.texts?.[at];
+    if (blocks.byEngine.has(kind, hi, lo, text)) return;
+    blocks.byEngine.set(kind, hi, lo, text, key);
+    const khi = Math.floor(key / TWO_32);
+    const klo = key >>> 0;
+    blocks.held.set(
+      HASH_UINT,
+      khi,
+      klo,
+      undefined,
+      (blocks.held.get(HASH_UINT, khi, klo) ?? 0) + 1,
+    );
     this.totalBlocks++;
   }
 
@@ -244,23 +276,29 @@ export class PreciseIndex {
   }
 
   private dropOldest(blocks: TierBlocks): void {
-    let next = blocks.oldest.next();
-    // Done only once the map was empty when last asked; a new iterator sees what came since.
-    if (next.done === true) {
-      blocks.oldest = blocks.byEngine.keys();
-      next = blocks.oldest.next();
-    }
-    if (next.done !== true) this.dropEngineBlock(blocks, next.value);
+    const key = blocks.byEngine.shift();
+    if (key !== undefined) this.release(blocks, key);
   }
 
-  private dropEngineBlock(blocks: TierBlocks, hash: string): void {
-    const key = blocks.byEngine.get(hash);
-    if (key === undefined) return;
-    blocks.byEngine.delete(hash);
+  private dropEngineBlock(blocks: TierBlocks, hashes: HashList, i: number): void {
+    const at = hashes.start + i;
+    const key = blocks.byEngine.delete(
+      hashes.kinds[at]!,
+      hashes.his[at]!,
+      hashes.los[at]!,
+      hashes.texts?.[at],
+    );
+    if (key !== undefined) this.release(blocks, key);
+  }
+
+  /** One engine block mapping to our key is gone. */
+  private release(blocks: TierBlocks, key: number): void {
     this.totalBlocks--;
-    const refs = (blocks.held.get(key) ?? 1) - 1;
-    if (refs <= 0) blocks.held.delete(key);
-    else blocks.held.set(key, refs);
+    const khi = Math.floor(key / TWO_32);
+    const klo = key >>> 0;
+    const refs = (blocks.held.get(HASH_UINT, khi, klo) ?? 1) - 1;
+    if (refs <= 0) blocks.held.delete(HASH_UINT, khi, klo);
+    else blocks.held.set(HASH_UINT, khi, klo, undefined, refs);
   }
 
   /** Tokens per block for the worker, once its engine has said. */
@@ -291,7 +329,7 @@ export class PreciseIndex {
     let n = 0;
     for (; n < keys.length; n++) {
       const key = keys[n]!;
-      if (w.held.has(key)) continue;
+      if (holdsKey(w, key)) continue;
       const expiry = w.speculative.get(key);
       if (expiry === undefined || expiry <= now) break;
     }
@@ -300,7 +338,9 @@ export class PreciseIndex {
     for (; n < keys.length; n++) {
       let best = 0;
       for (let tier = 1; tier < TIER_COUNT; tier++) {
-        if (w.lower[tier]?.held.has(keys[n]!) === true) best = Math.max(best, this.weights[tier]!);
+        const lower = w.lower[tier];
+        if (lower !== undefined && holdsKey(lower, keys[n]!))
+          best = Math.max(best, this.weights[tier]!);
       }
       if (best === 0) break;
       credit += best;
@@ -316,7 +356,7 @@ export class PreciseIndex {
     const ttl = this.options.speculativeTtlMs;
     const expiry = now + ttl;
     for (const key of keys) {
-      if (w.held.has(key)) continue;
+      if (holdsKey(w, key)) continue;
       // A fresh entry is left alone: re-setting every key of every hot prefix churns the Map.
       const current = w.speculative.get(key);
       if (current !== undefined && current - now > ttl / 2) continue;

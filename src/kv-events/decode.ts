@@ -12,33 +12,20 @@
  * Everything is validated: a malformed message throws KvDecodeError (the caller counts it and
  * skips it), never anything else.
  */
-import { Decoder } from "@msgpack/msgpack";
 import type { EngineHash, KvEvent } from "../index/block-events.js";
+import { type HashList, HashListBuilder } from "../index/hash-list.js";
 import { isTokenId } from "../index/tokenize-input.js";
+import { KvDecodeError } from "./decode-error.js";
 import type { EventBatch } from "./events.js";
+import { type Int64, MsgpackReader } from "./msgpack-reader.js";
 
-export class KvDecodeError extends Error {
-  override readonly name = "KvDecodeError";
-}
-
-/** Bounds for one payload: a real batch holds a few thousand blocks at most. */
-const DECODER_OPTIONS = {
-  useBigInt64: true,
-  maxStrLength: 1 << 16,
-  maxBinLength: 1 << 10,
-  maxArrayLength: 1 << 22,
-  maxMapLength: 64,
-  maxExtLength: 0,
-};
-const decoder = new Decoder(DECODER_OPTIONS);
+export { KvDecodeError };
 
 /**
- * A batch above this size is decoded over several turns of the event loop (decodeBatchInSlices):
- * one slice of its bytes a turn, then its events and hashes a slice at a time.
+ * A batch above this size is decoded over several turns of the event loop (decodeBatchInSlices),
+ * ITEMS_PER_TURN values (msgpack-reader.ts) a turn.
  */
 export const DECODE_SLICE_BYTES = 64 * 1024;
-/** Hashes (or events) checked and converted between two turns. */
-const ITEMS_PER_TURN = 8192;
 
 /** Sequence number that ends a replay (vLLM END_SEQ: -1 as 8 signed big-endian bytes). */
 export const END_OF_REPLAY = -1n;
@@ -71,73 +58,91 @@ export function decodeEnvelope<P extends Uint8Array>(
   return { sequence, payload: frames[2]! };
 }
 
-/** A msgpack event batch, positional or keyed. */
+/** A msgpack event batch, positional or keyed; its block hashes packed (hash-list.ts). */
 export function decodeBatch(payload: Uint8Array): EventBatch {
-  let raw: unknown;
-  try {
-    raw = decoder.decode(payload);
-  } catch (error) {
-    throw notMsgpack(error);
+  const steps = batchOf(payload);
+  for (;;) {
+    const step = guarded(steps);
+    if (step.done === true) return step.value;
   }
-  const steps = batchOf(raw);
-  for (let step = steps.next(); ; step = steps.next()) if (step.done === true) return step.value;
 }
-
-const notMsgpack = (error: unknown) =>
-  new KvDecodeError(`not msgpack: ${(error as Error).message}`);
 
 /**
  * decodeBatch over several turns of the event loop when the payload is larger than
- * DECODE_SLICE_BYTES: the decoder resumes where the last slice of bytes ended, and the events and
- * hashes are checked ITEMS_PER_TURN at a time. A 3.9 MB batch of 330k blocks held requests and
+ * DECODE_SLICE_BYTES: ITEMS_PER_TURN values a turn, read from the bytes as they come (no
+ * generic decode of the whole batch first). A 3.9 MB batch of 330k blocks held requests and
  * /health for 340-500 ms when decoded at once.
  */
 export async function decodeBatchInSlices(payload: Uint8Array): Promise<EventBatch> {
   if (payload.length <= DECODE_SLICE_BYTES) return decodeBatch(payload);
-  // A decoder of its own: another stream may be decoding at the same time.
-  const raw = await new Decoder(DECODER_OPTIONS).decodeAsync(slices(payload)).catch((error) => {
-    throw notMsgpack(error);
-  });
-  const steps = batchOf(raw);
-  for (let step = steps.next(); ; step = steps.next()) {
+  const steps = batchOf(payload);
+  for (;;) {
+    const step = guarded(steps);
     if (step.done === true) return step.value;
     await nextTurn();
   }
 }
 
-const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
-
-async function* slices(payload: Uint8Array): AsyncGenerator<Uint8Array> {
-  for (let at = 0; at < payload.length; at += DECODE_SLICE_BYTES) {
-    if (at > 0) await nextTurn();
-    yield payload.subarray(at, at + DECODE_SLICE_BYTES);
+/** One step of the decode; anything thrown that is not a KvDecodeError becomes one. */
+function guarded(steps: Generator<void, EventBatch>): IteratorResult<void, EventBatch> {
+  try {
+    return steps.next();
+  } catch (error) {
+    if (error instanceof KvDecodeError) throw error;
+    throw new KvDecodeError(`not msgpack: ${(error as Error).message}`);
   }
 }
 
-/** The batch in a decoded payload, checked; it yields where a turn of the event loop may pass. */
-function* batchOf(raw: unknown): Generator<void, EventBatch> {
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/** The batch in a payload, checked; it yields where a turn of the event loop may pass. */
+function* batchOf(payload: Uint8Array): Generator<void, EventBatch> {
+  const r = new MsgpackReader(payload);
+  // Every event's hashes go into the same arrays: each event's list is a view of them.
+  const hashes = new HashListBuilder(0);
   let ts: unknown;
-  let events: unknown;
+  let events: KvEvent[] | undefined;
   let rank: unknown;
-  if (Array.isArray(raw)) {
-    [ts, events, rank] = raw;
-  } else if (isMap(raw)) {
-    ({ ts, events, data_parallel_rank: rank } = raw);
+  const length = r.arrayLength();
+  if (length !== undefined) {
+    for (let i = 0; i < length; i++) {
+      if (i === 1) {
+        events = yield* eventsOf(r, hashes);
+        continue;
+      }
+      const value = yield* r.value(1);
+      if (i === 0) ts = value;
+      else if (i === 2) rank = value;
+    }
   } else {
-    throw new KvDecodeError("batch is neither an array nor a map");
+    const entries = r.mapLength();
+    if (entries === undefined) throw new KvDecodeError("batch is neither an array nor a map");
+    for (let i = 0; i < entries; i++) {
+      const key = r.key();
+      if (key === "events") {
+        events = yield* eventsOf(r, hashes);
+        continue;
+      }
+      const value = yield* r.value(1);
+      if (key === "ts") ts = value;
+      else if (key === "data_parallel_rank") rank = value;
+    }
   }
+  if (!r.done) throw new KvDecodeError("bytes after the batch");
   if (typeof ts !== "number") throw new KvDecodeError("batch ts is not a number");
-  if (!Array.isArray(events)) throw new KvDecodeError("batch events is not an array");
-  const decoded = new Array<KvEvent>(events.length);
-  for (let i = 0; i < events.length; i++) {
-    decoded[i] = yield* decodeEvent(events[i]);
-    if (i % ITEMS_PER_TURN === ITEMS_PER_TURN - 1) yield;
+  if (events === undefined) throw new KvDecodeError("batch events is not an array");
+  return { ts, events, dataParallelRank: optionalInt(rank, "data_parallel_rank") };
+}
+
+function* eventsOf(r: MsgpackReader, hashes: HashListBuilder): Generator<void, KvEvent[]> {
+  const length = r.arrayLength();
+  if (length === undefined) throw new KvDecodeError("batch events is not an array");
+  const events = new Array<KvEvent>(length);
+  for (let i = 0; i < length; i++) {
+    if (r.tick()) yield;
+    events[i] = yield* decodeEvent(r, hashes);
   }
-  return {
-    ts,
-    events: decoded,
-    dataParallelRank: optionalInt(rank, "data_parallel_rank"),
-  };
+  return events;
 }
 
 /** Field order of the positional encoding, after the tag (vLLM's struct field order). */
@@ -152,32 +157,81 @@ const STORED_FIELDS = [
   "extra_keys",
 ] as const;
 const REMOVED_FIELDS = ["block_hashes", "medium"] as const;
+/** Fields kept as decoded values (the hashes are read on their own); any other is skipped. */
+const VALUE_FIELDS = new Set([
+  "token_ids",
+  "block_size",
+  "lora_id",
+  "medium",
+  "lora_name",
+  "extra_keys",
+]);
 
-function* decodeEvent(raw: unknown): Generator<void, KvEvent> {
-  let fields: Record<string, unknown>;
-  let tag: unknown;
-  if (Array.isArray(raw)) {
-    tag = raw[0];
-    const names =
-      tag === "BlockStored" ? STORED_FIELDS : tag === "BlockRemoved" ? REMOVED_FIELDS : [];
-    fields = {};
-    names.forEach((name, i) => {
-      fields[name] = raw[i + 1];
-    });
-  } else if (isMap(raw)) {
-    tag = raw.type;
-    fields = raw;
+/** An event's fields as read; hashes packed. */
+interface EventFields {
+  tag: unknown;
+  blockHashes: HashList | undefined;
+  parentHash: EngineHash | null;
+  values: Map<string, unknown>;
+}
+
+function* decodeEvent(r: MsgpackReader, hashes: HashListBuilder): Generator<void, KvEvent> {
+  const fields: EventFields = {
+    tag: undefined,
+    blockHashes: undefined,
+    parentHash: null,
+    values: new Map(),
+  };
+  const length = r.arrayLength();
+  if (length !== undefined) {
+    if (length > 0) fields.tag = yield* r.value(2);
+    const names: readonly string[] =
+      fields.tag === "BlockStored"
+        ? STORED_FIELDS
+        : fields.tag === "BlockRemoved"
+          ? REMOVED_FIELDS
+          : [];
+    for (let i = 1; i < length; i++) yield* readField(r, names[i - 1], fields, hashes);
   } else {
-    throw new KvDecodeError("event is neither an array nor a map");
+    const entries = r.mapLength();
+    if (entries === undefined) throw new KvDecodeError("event is neither an array nor a map");
+    for (let i = 0; i < entries; i++) {
+      const key = r.key();
+      if (key === "type") fields.tag = yield* r.value(2);
+      else yield* readField(r, key, fields, hashes);
+    }
   }
+  return eventOf(fields);
+}
+
+function* readField(
+  r: MsgpackReader,
+  name: string | undefined,
+  fields: EventFields,
+  hashes: HashListBuilder,
+): Generator<void> {
+  if (name === "block_hashes") {
+    fields.blockHashes = yield* hashList(r, hashes);
+  } else if (name === "parent_block_hash") {
+    fields.parentHash = hashString(r);
+  } else if (name !== undefined && VALUE_FIELDS.has(name)) {
+    fields.values.set(name, yield* r.value(2));
+  } else {
+    yield* r.value(2);
+  }
+}
+
+function eventOf(fields: EventFields): KvEvent {
+  const { tag, values } = fields;
   switch (tag) {
     case "BlockStored": {
-      const blockHashes = yield* hashList(fields.block_hashes);
-      const tokenIds = fields.token_ids;
+      const blockHashes = fields.blockHashes;
+      if (blockHashes === undefined) throw new KvDecodeError("block_hashes is not a list");
+      const tokenIds = values.get("token_ids");
       if (!Array.isArray(tokenIds) || !tokenIds.every(isTokenId)) {
         throw new KvDecodeError("BlockStored token_ids is not a list of token ids");
       }
-      const blockSize = fields.block_size;
+      const blockSize = values.get("block_size");
       // Block size 0 without tokens: vLLM's offloading connector names an offloaded block by its
       // hash alone (offloading/events.py `_placeholder_stored`); the index keys it by that hash.
       const placeholder = blockSize === 0 && tokenIds.length === 0;
@@ -188,28 +242,30 @@ function* decodeEvent(raw: unknown): Generator<void, KvEvent> {
       ) {
         throw new KvDecodeError("BlockStored block_size is not a positive integer");
       }
-      const mediaKeys = mediaKeysOf(fields.extra_keys, blockHashes.length);
-      const parentHash = fields.parent_block_hash == null ? null : hashOf(fields.parent_block_hash);
-      const loraName = optionalString(fields.lora_name, "lora_name");
-      const cacheSalt = parentHash === null ? saltOf(fields.extra_keys, loraName) : undefined;
+      const extraKeys = values.get("extra_keys");
+      const mediaKeys = mediaKeysOf(extraKeys, blockHashes.length);
+      const parentHash = fields.parentHash;
+      const loraName = optionalString(values.get("lora_name"), "lora_name");
+      const cacheSalt = parentHash === null ? saltOf(extraKeys, loraName) : undefined;
       return {
         type: "BlockStored",
         blockHashes,
         parentHash,
         tokenIds: tokenIds as number[],
         blockSize,
-        loraId: optionalInt(fields.lora_id, "lora_id"),
-        medium: optionalString(fields.medium, "medium"),
+        loraId: optionalInt(values.get("lora_id"), "lora_id"),
+        medium: optionalString(values.get("medium"), "medium"),
         loraName,
         ...(mediaKeys !== null && { mediaKeys }),
         ...(cacheSalt !== undefined && { cacheSalt }),
       };
     }
     case "BlockRemoved":
+      if (fields.blockHashes === undefined) throw new KvDecodeError("block_hashes is not a list");
       return {
         type: "BlockRemoved",
-        blockHashes: yield* hashList(fields.block_hashes),
-        medium: optionalString(fields.medium, "medium"),
+        blockHashes: fields.blockHashes,
+        medium: optionalString(values.get("medium"), "medium"),
       };
     case "AllBlocksCleared":
       return { type: "AllBlocksCleared" };
@@ -218,30 +274,36 @@ function* decodeEvent(raw: unknown): Generator<void, KvEvent> {
   }
 }
 
-function isMap(value: unknown): value is Record<string, unknown> {
-  return (
-    value !== null &&
-    typeof value === "object" &&
-    !Array.isArray(value) &&
-    !ArrayBuffer.isView(value)
-  );
-}
+/** Scratch for one int read at a time (decoding is synchronous between its yields). */
+const int64: Int64 = { negative: false, hi: 0, lo: 0 };
 
-function* hashList(value: unknown): Generator<void, EngineHash[]> {
-  if (!Array.isArray(value)) throw new KvDecodeError("block_hashes is not a list");
-  const hashes = new Array<EngineHash>(value.length);
-  for (let i = 0; i < value.length; i++) {
-    hashes[i] = hashOf(value[i]);
-    if (i % ITEMS_PER_TURN === ITEMS_PER_TURN - 1) yield;
+/** A list of block hashes, straight into the batch's arrays. */
+function* hashList(r: MsgpackReader, out: HashListBuilder): Generator<void, HashList> {
+  const length = r.arrayLength();
+  if (length === undefined) throw new KvDecodeError("block_hashes is not a list");
+  const start = out.reserve(length);
+  for (let i = 0; i < length; i++) {
+    if (r.tick()) yield;
+    if (r.int(int64)) out.setInt(start + i, int64.negative, int64.hi, int64.lo);
+    else out.setString(start + i, nonIntHash(r.scalar()));
   }
-  return hashes;
+  return out.list(start, length);
 }
 
-/** int (number or 64-bit bigint) → decimal; bytes → "x" + hex. */
-function hashOf(value: unknown): EngineHash {
-  if (typeof value === "bigint") return value.toString();
-  if (typeof value === "number" && Number.isInteger(value)) return value.toString();
+/** One hash in its string form (a parent: one per event), or null for nil. */
+function hashString(r: MsgpackReader): EngineHash | null {
+  if (r.int(int64)) {
+    const bits = (BigInt(int64.hi) << 32n) | BigInt(int64.lo);
+    return (int64.negative ? bits - 2n ** 64n : bits).toString();
+  }
+  const value = r.scalar();
+  return value === null ? null : nonIntHash(value);
+}
+
+/** A hash that is not a msgpack int: bytes → "x" + hex; an integral float → its decimal. */
+function nonIntHash(value: unknown): EngineHash {
   if (value instanceof Uint8Array) return `x${Buffer.from(value).toString("hex")}`;
+  if (typeof value === "number" && Number.isInteger(value)) return value.toString();
   throw new KvDecodeError("block hash is neither an int nor bytes");
 }
 

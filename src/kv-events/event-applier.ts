@@ -10,6 +10,7 @@
  *   without limit. The bound is in blocks, the unit of both the work and the memory.
  */
 import type { BlockRemoved, BlockStored, KvEvent } from "../index/block-events.js";
+import { HashList } from "../index/hash-list.js";
 import type { TurnBudget } from "./turn-budget.js";
 
 export interface EventApplierOptions {
@@ -165,12 +166,14 @@ function divisibleBlocks(event: KvEvent): number {
 
 /** Blocks [from, to) of the event; a BlockStored piece's parent is the block before it. */
 function pieceOf(event: BlockStored | BlockRemoved, from: number, to: number): KvEvent {
-  const blockHashes = event.blockHashes.slice(from, to);
+  const all = event.blockHashes;
+  const blockHashes = all.slice(from, to);
   if (event.type === "BlockRemoved") return { ...event, blockHashes };
   return {
     ...event,
     blockHashes,
-    parentHash: from === 0 ? event.parentHash : event.blockHashes[from - 1]!,
+    parentHash:
+      from === 0 ? event.parentHash : all instanceof HashList ? all.at(from - 1) : all[from - 1]!,
     tokenIds: event.tokenIds.slice(from * event.blockSize, to * event.blockSize),
     ...(event.mediaKeys != null && { mediaKeys: event.mediaKeys.slice(from, to) }),
   };

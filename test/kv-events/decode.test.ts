@@ -1,4 +1,4 @@
-import { encode } from "@msgpack/msgpack";
+import { decode, encode } from "@msgpack/msgpack";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import {
@@ -7,6 +7,7 @@ import {
   type WireBatch,
   type WireEvent,
 } from "../../sim/kv-event-encoder.js";
+import { type EngineHashes, packed } from "../../src/index/hash-list.js";
 import {
   DECODE_SLICE_BYTES,
   decodeBatch,
@@ -17,6 +18,17 @@ import {
   encodeSequence,
   KvDecodeError,
 } from "../../src/kv-events/decode.js";
+import type { EventBatch } from "../../src/kv-events/events.js";
+import { MsgpackReader } from "../../src/kv-events/msgpack-reader.js";
+
+/** Hashes in their string form: the decoder packs them (hash-list.ts); literals are strings. */
+const strings = (hashes: EngineHashes) => packed(hashes).toStrings();
+const plain = (batch: EventBatch): EventBatch => ({
+  ...batch,
+  events: batch.events.map((e) =>
+    e.type === "AllBlocksCleared" ? e : { ...e, blockHashes: strings(e.blockHashes) },
+  ),
+});
 
 const hex = (s: string) => Uint8Array.from(Buffer.from(s.replace(/\s+/g, ""), "hex"));
 const str = (s: string) =>
@@ -30,7 +42,7 @@ describe("decodeBatch on byte-exact samples", () => {
         96 ab426c6f636b53746f726564 920102 c0 980102030405060708 04 c0
         92 ac426c6f636b52656d6f766564 9107
         91 b0416c6c426c6f636b73436c6561726564`);
-    expect(decodeBatch(bytes)).toEqual({
+    expect(plain(decodeBatch(bytes))).toEqual({
       ts: 1.5,
       dataParallelRank: null,
       events: [
@@ -64,7 +76,7 @@ describe("decodeBatch on byte-exact samples", () => {
       ${str("data_parallel_rank")} 00`);
     // The literal bytes, so a helper mistake cannot hide a decoder mistake.
     expect(Buffer.from(bytes).toString("hex").slice(0, 30)).toBe("83a27473cb4000000000000000a665");
-    expect(decodeBatch(bytes)).toEqual({
+    expect(plain(decodeBatch(bytes))).toEqual({
       ts: 2,
       dataParallelRank: 0,
       events: [
@@ -87,7 +99,7 @@ describe("decodeBatch on byte-exact samples", () => {
     const bytes = hex(
       `92 cb3fe0000000000000 91 93 ${str("BlockRemoved")} 91 d3ffffffffffffffff ${str("GPU")}`,
     );
-    expect(decodeBatch(bytes).events).toEqual([
+    expect(plain(decodeBatch(bytes)).events).toEqual([
       { type: "BlockRemoved", blockHashes: ["-1"], medium: "GPU" },
     ]);
   });
@@ -109,7 +121,7 @@ describe("decodeBatch on byte-exact samples", () => {
       },
       "map",
     );
-    expect(decodeBatch(payload).events[0]).toMatchObject({
+    expect(plain(decodeBatch(payload)).events[0]).toMatchObject({
       blockHashes: ["7"],
       blockSize: 0,
       medium: "CPU",
@@ -194,7 +206,7 @@ describe("decoder properties", () => {
           decoded.events.forEach((e, i) => {
             const w = events[i]!;
             if (e.type === "AllBlocksCleared" || w.type === "AllBlocksCleared") return;
-            expect(e.blockHashes).toEqual(w.blockHashes.map(normal));
+            expect(strings(e.blockHashes)).toEqual(w.blockHashes.map(normal));
             if (e.type === "BlockStored" && w.type === "BlockStored") {
               expect(e.parentHash).toBe(w.parentHash === null ? null : normal(w.parentHash));
               expect(e.tokenIds).toEqual(w.tokenIds);
@@ -267,7 +279,7 @@ describe("decodeBatchInSlices", () => {
   it("gives what decodeBatch gives, for a batch larger than one slice", async () => {
     const bytes = bigBatch(40_000);
     expect(bytes.length).toBeGreaterThan(4 * DECODE_SLICE_BYTES);
-    expect(await decodeBatchInSlices(bytes)).toEqual(decodeBatch(bytes));
+    expect(plain(await decodeBatchInSlices(bytes))).toEqual(plain(decodeBatch(bytes)));
   });
 
   it("lets the event loop turn while a batch near the 4 MiB limit decodes", async () => {
@@ -337,5 +349,42 @@ describe("decodeBatch: vLLM's extra_keys", () => {
   it("refuses extra_keys that are not one entry per block", () => {
     expect(() => decodeBatch(stored([null]))).toThrow(KvDecodeError);
     expect(() => decodeBatch(stored([7, null]))).toThrow(KvDecodeError);
+  });
+});
+
+describe("the msgpack reader against @msgpack/msgpack", () => {
+  // Values of the kinds a KV-event batch holds, nested a few deep.
+  const leaf = fc.oneof(
+    fc.constant(null),
+    fc.boolean(),
+    fc.integer({ min: -(2 ** 31), max: 2 ** 32 - 1 }),
+    fc.bigInt({ min: -(2n ** 63n), max: 2n ** 64n - 1n }),
+    fc.double({ noNaN: true }),
+    fc.string({ maxLength: 40 }),
+    fc.uint8Array({ maxLength: 40 }),
+  );
+  const value = fc.letrec((tie) => ({
+    value: fc.oneof({ depthSize: "small" }, leaf, tie("array"), tie("map")),
+    array: fc.array(tie("value"), { maxLength: 5 }),
+    map: fc.dictionary(
+      fc.string({ maxLength: 8 }).filter((k) => k !== "__proto__"),
+      tie("value"),
+      { maxKeys: 5 },
+    ),
+  })).value;
+
+  it("reads every value as the generic decoder does", () => {
+    fc.assert(
+      fc.property(value, (v) => {
+        const bytes = encode(v, { useBigInt64: true });
+        const reader = new MsgpackReader(bytes);
+        const steps = reader.value();
+        let step = steps.next();
+        while (step.done !== true) step = steps.next();
+        expect(step.value).toEqual(decode(bytes, { useBigInt64: true }));
+        expect(reader.done).toBe(true);
+      }),
+      { numRuns: 500 },
+    );
   });
 });
