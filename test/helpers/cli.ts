@@ -44,7 +44,7 @@ export const SERVE_LOCALLY = [
  * The URL of the CLI's "radixgate listening" log line, read from `child`'s stdout; rejects when
  * it does not come within `ms`.
  */
-export function listeningUrl(child: ChildProcess, ms = 10_000): Promise<string> {
+export function listeningUrl(child: ChildProcess, ms = 15_000): Promise<string> {
   return new Promise((resolve, reject) => {
     let buffered = "";
     const onData = (d: Buffer) => {
