@@ -196,7 +196,9 @@ export function createRouter(
       registry,
       metrics,
       claims: replication?.claims,
-      ...(replication === undefined ? {} : { replicaRank: () => replication.rank() }),
+      ...(replication === undefined
+        ? {}
+        : { replicaRank: () => replication.rank(), rankHoldMs: config.state.rankHoldMs }),
       logger,
       sender: nginx?.relays,
     },

@@ -212,9 +212,10 @@ export function matrixGoalLines(summaries: readonly CellSummary[], row: string):
  * TTFT is in model ms. Index loss is estimated per request: what the index said the chosen worker
  * held beyond what its engine had, less a block of rounding.
  */
-/** The router's --state-load-interval-ms and --state-claim-ttl-ms defaults (real ms). */
+/** The router's --state-load-interval-ms, --state-claim-ttl-ms and --state-rank-hold-ms defaults (real ms). */
 const STATE_LOAD_INTERVAL_MS = 250;
 const STATE_CLAIM_TTL_MS = 2000;
+const STATE_RANK_HOLD_MS = 2;
 
 export async function replayCell(
   cell: string,
@@ -239,7 +240,7 @@ export async function replayCell(
     const w = prepareWorkload("tenants", p);
     const base = replayTiming(p, w, firstSeed + i, jitter);
     for (const label of rows) {
-      const { base: name } = parseRowLabel(label);
+      const { base: name, knobs } = parseRowLabel(label);
       let result: ReplayResult;
       if (name === ORACLE_ROW) {
         result = await replay(w, { ...base, chooser: { kind: "pinned", workerOf: w.oracle! } });
@@ -256,6 +257,7 @@ export async function replayCell(
                   delayMs: replicas.delayMs / scale,
                   loadIntervalMs: STATE_LOAD_INTERVAL_MS / scale,
                   claimTtlMs: STATE_CLAIM_TTL_MS / scale,
+                  rankHoldMs: knobs.includes("no-hold") ? 0 : STATE_RANK_HOLD_MS / scale,
                   seed: firstSeed + i,
                   policyOf: () => replayPolicy(label),
                 },

@@ -26,6 +26,7 @@ import type { RunningRouter } from "../../src/server.js";
  *   (--prefix-cost-churn-half-life 1024).
  * - `tier-blind`: the precise index credits the GPU cache alone (--kv-tier-weights cpu=0,disk=0):
  *   blocks the engines offloaded to a CPU or storage tier count for nothing.
+ * - `no-hold`: replicas never hold a decision by rank (--state-rank-hold-ms 0); with --replicas.
  */
 export const ROW_KNOBS = [
   "poll-frozen",
@@ -39,6 +40,7 @@ export const ROW_KNOBS = [
   "hash",
   "churn",
   "tier-blind",
+  "no-hold",
 ] as const;
 export type RowKnob = (typeof ROW_KNOBS)[number];
 
@@ -73,6 +75,7 @@ export function knobOverrides(
     if (knob === "rotation" || knob === "hash") o.prefixCostTieBreak = knob;
     if (knob === "churn") o.prefixCostChurnHalfLife = SUGGESTED_CHURN_HALF_LIFE;
     if (knob === "tier-blind") o.kvTierWeights = "gpu=1,cpu=0,disk=0";
+    if (knob === "no-hold") o.stateRankHoldMs = 0;
   }
   return o;
 }

@@ -142,7 +142,8 @@ export type Chooser =
  * decider's next load report covers them; every `loadIntervalMs` each replica reports its
  * in-flight and pending prefill per worker (state/load-sync.ts), read by the peers `delayMs`
  * later; a new prefix is claimed first come first served where the claim arrives `delayMs` after it
- * leaves, its answer `delayMs` after that (state/prefix-claims.ts). Replica r has rank r.
+ * leaves, its answer `delayMs` after that (state/prefix-claims.ts). Replica r has rank r, and
+ * holds a decision that places or moves a prefix r × `rankHoldMs` (scheduler.ts holdFor).
  */
 export interface ReplicaModel {
   count: number;
@@ -155,6 +156,8 @@ export interface ReplicaModel {
   loadIntervalMs: number;
   /** --state-claim-ttl-ms; 0 turns claims off (--state-claim-timeout-ms 0). */
   claimTtlMs: number;
+  /** --state-rank-hold-ms (model ms; 0 = off). */
+  rankHoldMs: number;
   /** Which replica each request reaches. */
   seed: number;
   /** A fresh policy for replica `rank` >= 1 (replica 0 takes the chooser's). */
@@ -343,7 +346,11 @@ export async function replay(
     const claims = model !== undefined && model.claimTtlMs > 0 ? claimsOf(model) : undefined;
     router.decider = new Scheduler(policy, router.index, undefined, claims);
     router.decider.trace = o.trace;
-    if (model !== undefined) router.decider.replicaRank = () => rank;
+    if (model !== undefined) {
+      router.decider.replicaRank = () => rank;
+      router.decider.rankHoldMs = model.rankHoldMs;
+      router.decider.wait = (ms) => new Promise<void>((resolve) => clock.setTimer(resolve, ms));
+    }
   }
   const pollMs = o.enginePollMs;
   if (pollMs !== undefined && pollMs > 0) {

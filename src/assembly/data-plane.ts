@@ -43,6 +43,8 @@ export interface DataPlaneDeps {
   readonly claims: PrefixClaims | undefined;
   /** This router's rank among its replicas (state/replication.ts Replication.rank). */
   readonly replicaRank?: (() => number) | undefined;
+  /** --state-rank-hold-ms, with replicas (Scheduler.rankHoldMs). */
+  readonly rankHoldMs?: number | undefined;
   /** The cache account's debug lines. */
   readonly logger: Logger;
   /** --data-plane nginx: nginx relays each attempt (proxy/remote-relay.ts); else this process. */
@@ -81,6 +83,7 @@ export function buildDataPlane(options: DataPlaneOptions, deps: DataPlaneDeps): 
     registry,
   );
   decider.replicaRank = deps.replicaRank;
+  decider.rankHoldMs = deps.rankHoldMs ?? 0;
   const cacheLedger = new CacheLedger(options.cacheAccount, deps.logger);
   registerAccountMetrics(m.registry, cacheLedger.totals);
   // --cache-account false: the forwarder gets no ledger (the counters and /debug/cache stay empty).

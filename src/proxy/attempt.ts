@@ -25,8 +25,11 @@ export interface AttemptPlan {
   startedAt: number;
   /** Epoch ms by which the whole request ends (--request-timeout-secs). */
   deadline: number;
-  /** How long the worker may take to send its response headers, and whether it streams. */
-  firstByteMs: number;
+  /**
+   * How long the worker may take to send its response headers (undefined: the sender bounds it
+   * itself), and whether it streams.
+   */
+  firstByteMs: number | undefined;
   stream: boolean;
   /** Aborted when the client goes away. */
   clientSignal: Cancel;
@@ -67,7 +70,7 @@ export class Attempt {
   private readonly trace: AttemptTrace | undefined;
   private readonly clientSignal: Cancel;
   private readonly overall: NodeJS.Timeout;
-  private readonly firstByteTimer: NodeJS.Timeout;
+  private readonly firstByteTimer: NodeJS.Timeout | undefined;
   private readonly onClientGone = () => this.controller.abort(new ClientAbort());
 
   constructor(plan: AttemptPlan) {
@@ -90,10 +93,14 @@ export class Attempt {
     );
     // Native timers, not undici's headersTimeout/bodyTimeout: those run on a coarse clock that
     // fires up to a second late, so a 0.3 s first-byte timeout would really be ~1 s.
-    this.firstByteTimer = setTimeout(
-      () => this.controller.abort(new FirstByteTimeout(plan.firstByteMs, plan.stream)),
-      timerMs(plan.firstByteMs),
-    );
+    const firstByteMs = plan.firstByteMs;
+    this.firstByteTimer =
+      firstByteMs === undefined
+        ? undefined
+        : setTimeout(
+            () => this.controller.abort(new FirstByteTimeout(firstByteMs, plan.stream)),
+            timerMs(firstByteMs),
+          );
     this.lease = plan.worker.dispatch(plan.load);
   }
 

@@ -393,6 +393,7 @@ export class Forwarder {
       uncachedChars,
       rank,
       stream: routed.stream,
+      firstByteBounded: this.sender.boundsFirstByte === true,
       // Not searched where the engine sends no counts (a stream without include_usage).
       readUsage: this.readsUsage && req.method === "POST" && routed.answerHasUsage !== false,
       onAnswerChunk: req.onAnswerChunk,
@@ -450,6 +451,8 @@ export class Forwarder {
           uncachedChars: side === "prefill" ? Math.max(0, text.length - p.heldBefore) : 0,
           rank: undefined,
           stream: routed.stream && (side === "decode" || pairs.protocol.prefillStreams),
+          // A pair's sides are called from here, whatever the data plane.
+          firstByteBounded: false,
           // The decode side's answer is the one the client gets, and it reports the whole
           // request's tokens (the prompt and all generated): what a tenant quota charges.
           readUsage: side === "decode" && req.method === "POST",
@@ -496,6 +499,8 @@ export class Forwarder {
       rank: number | undefined;
       /** Whether this worker's answer streams (its first-byte limit is the streaming one). */
       stream: boolean;
+      /** The sender bounds the first byte itself (AttemptSender.boundsFirstByte): no timer here. */
+      firstByteBounded: boolean;
       readUsage: boolean;
       /** Shown each chunk of a successful answer (ForwardRequest.onAnswerChunk). */
       onAnswerChunk?: ForwardRequest["onAnswerChunk"];
@@ -518,9 +523,11 @@ export class Forwarder {
       requestId: req.requestId,
       startedAt: req.startedAt,
       deadline,
-      firstByteMs: how.stream
-        ? this.settings.streamFirstByteTimeoutMs
-        : this.settings.firstByteTimeoutMs,
+      firstByteMs: how.firstByteBounded
+        ? undefined
+        : how.stream
+          ? this.settings.streamFirstByteTimeoutMs
+          : this.settings.firstByteTimeoutMs,
       stream: routed.stream,
       clientSignal: req.clientSignal,
       route,

@@ -80,8 +80,11 @@ interface Exchange {
 }
 
 export interface RemoteRelayOptions {
-  /** A worker's origin → the relay's name for it (a named upstream with kept-alive connections). */
-  upstreamName(worker: Worker): string | undefined;
+  /**
+   * Where the relay sends a worker's requests: `http://<name>` of a named upstream with kept-alive
+   * connections, or the worker's own origin (one added since the relay started).
+   */
+  upstreamOrigin(worker: Worker): string;
   /** Whether the relay should read the engine's token counts from the answer. */
   readsUsage: boolean;
   /** --queue-wait-header: its value, set by the pipeline on the call, goes to the relay. */
@@ -89,6 +92,8 @@ export interface RemoteRelayOptions {
 }
 
 export class RemoteRelays implements AttemptSender {
+  /** nginx's proxy_read_timeout bounds the worker's response header (nginx/config.ts). */
+  readonly boundsFirstByte = true;
   private readonly byCall = new WeakMap<ServerResponse, Exchange>();
   private readonly byId = new Map<string, Exchange>();
 
@@ -257,8 +262,7 @@ export class RemoteRelays implements AttemptSender {
       worker.engine,
       attempt.enginePriority,
     );
-    const name = this.options.upstreamName(worker);
-    const origin = name === undefined ? new URL(worker.url).origin : `http://${name}`;
+    const origin = this.options.upstreamOrigin(worker);
     // The body filter runs on every chunk: only where the engine's counts can be found.
     const usage =
       (this.options.readsUsage || attempt.readUsage) && req.routing.answerHasUsage !== false;

@@ -39,6 +39,11 @@ export type AttemptResult =
  * controller leaves `inProgress` by the time the promise settles.
  */
 export interface AttemptSender {
+  /**
+   * The sender bounds the worker's first byte itself (nginx's read timeout): the attempt sets no
+   * first-byte timer of its own, one timer fewer for every request.
+   */
+  readonly boundsFirstByte?: boolean;
   send(
     attempt: Attempt,
     req: ForwardRequest,

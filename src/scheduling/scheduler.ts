@@ -6,6 +6,7 @@ import type { WorkerType } from "../workers/worker-role.js";
 import type { DecisionTrace } from "./decision-trace.js";
 import { type LossReason, lossReasonOf } from "./loss-reason.js";
 import {
+  CLAIM_BLOCK_CHARS,
   newPrefixClaimEnd,
   newPrefixClaimKey,
   newPrefixClaimValue,
@@ -26,6 +27,9 @@ import { placementFill } from "./prefix-cost.js";
 import { PrefixIndexPlugin } from "./prefix-plugin.js";
 import type { SessionTable } from "./session-table.js";
 import type { PromptUsage, UsageFeedback } from "./usage-feedback.js";
+
+/** Ranks past which a replica holds no longer (bounds the wait: ranks 8 and up hold as long as 8). */
+const MAX_HOLD_RANKS = 8;
 
 /** A policy's decision, plus what the prefix index needs to take it back. */
 export interface Decision<W extends PolicyWorker> extends RouteDecision<W> {
@@ -126,6 +130,16 @@ export class Scheduler {
   private readonly claiming = new Map<string, Promise<void>>();
   /** This router's rank among its replicas (RouteRequest.replicaRank), when it has peers. */
   replicaRank: (() => number) | undefined;
+  /**
+   * --state-rank-hold-ms: how long, per rank, a replica of rank > 0 holds a decision that places
+   * or moves a prefix before taking it (decideAgreed); 0 = never.
+   */
+  rankHoldMs = 0;
+  /** Resolves after `ms` (the replay's model clock replaces it). */
+  wait: (ms: number) => Promise<void> = (ms) =>
+    new Promise((resolve) => {
+      setTimeout(resolve, ms);
+    });
 
   constructor(
     readonly policy: Policy,
@@ -236,6 +250,54 @@ export class Scheduler {
   ): Decision<W> | undefined | Promise<Decision<W> | undefined> {
     const decision = this.choose(candidates, request);
     if (decision === undefined) return undefined;
+    const hold = this.holdFor(candidates, request, decision);
+    if (hold > 0) {
+      return this.wait(hold).then(() => {
+        const again = this.choose(candidates, request);
+        return again === undefined ? undefined : this.agree(candidates, request, again);
+      });
+    }
+    return this.agree(candidates, request, decision);
+  }
+
+  /**
+   * How long this replica holds `decision` (just chosen, this.matched its match) before taking it:
+   * rank × --state-rank-hold-ms when it places or moves a prefix (a text nobody holds, a new
+   * prefix past a shared one, or a worker other than the one holding the most of it), else 0.
+   *
+   * Replicas behind a balancer get a burst's requests at the same instant (one engine step ends
+   * several conversations' turns), and each decides before any peer's decision of that instant
+   * reaches it (an op takes a few ms): 4 replicas moved tenants off their holders and placed new
+   * ones on one worker several times as often as one router, which sees each decision of the
+   * burst before the next. Holding by rank orders them: rank 0 decides at once, rank 1 one hold
+   * later on a view that has its peers' decisions of that instant, and so on. A request that
+   * stays where its prefix is (most of them) is never held.
+   */
+  private holdFor<W extends PolicyWorker>(
+    candidates: readonly W[],
+    request: DecisionRequest,
+    decision: RouteDecision<W>,
+  ): number {
+    const rank = this.replicaRank?.() ?? 0;
+    if (rank <= 0 || this.rankHoldMs <= 0 || candidates.length < 2) return 0;
+    if (!this.usesIndex(request) || decision.branch === "session") return 0;
+    const n = candidates.length;
+    const held = this.matched[candidates.indexOf(decision.worker)] ?? 0;
+    let most = 0;
+    for (let i = 0; i < n; i++) most = Math.max(most, this.matched[i] ?? 0);
+    const places =
+      held < CLAIM_BLOCK_CHARS ||
+      held < most - CLAIM_BLOCK_CHARS ||
+      newPrefixClaimEnd(request.text.length, this.matched, n) >= 0;
+    return places ? Math.min(rank, MAX_HOLD_RANKS) * this.rankHoldMs : 0;
+  }
+
+  /** The claim step of decideAgreed, for the decision taken (after its hold, if any). */
+  private agree<W extends PolicyWorker>(
+    candidates: readonly W[],
+    request: DecisionRequest,
+    decision: RouteDecision<W>,
+  ): Decision<W> | undefined | Promise<Decision<W> | undefined> {
     const claims = this.claims;
     if (claims === undefined || !this.usesIndex(request) || decision.branch === "session") {
       return this.record(candidates, request, decision, this.matched, this.fill);

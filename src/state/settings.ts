@@ -21,6 +21,8 @@ export interface StateConfig {
   claimTimeoutMs: number;
   /** --state-claim-ttl-ms */
   claimTtlMs: number;
+  /** --state-rank-hold-ms: 0 = replicas never hold a decision (scheduling/scheduler.ts holdFor). */
+  rankHoldMs: number;
   /** --state-max-op-age-ms: how old a membership op or workers-hash value may be. */
   maxOpAgeMs: number;
   /** --state-file: the index snapshot saved on shutdown and loaded on start; undefined = none. */
@@ -166,6 +168,14 @@ export const STATE_SETTINGS = section<StateConfig>(
         "With --state-url: how long a new-prefix claim lives in Redis; long enough for its decision to reach every replica through the ops stream.",
       default: 2000,
       parse: integer(10, 600_000),
+    },
+    rankHoldMs: {
+      flag: "--state-rank-hold-ms",
+      arg: "<ms>",
+      description:
+        "With --state-url or radixgate-cluster: how long, per rank, a replica holds a decision that places a new prefix or moves one off the worker holding it, before taking it (rank 0 never holds, rank r holds r times this, at most 8 times), so that decisions the replicas take at the same instant are taken in turn, each on the earlier ones' decisions (about the time an op takes to reach the peers). Requests that stay where their prefix is are never held. 0 = never.",
+      default: 2,
+      parse: integer(0, 1000),
     },
     maxOpAgeMs: {
       flag: "--state-max-op-age-ms",

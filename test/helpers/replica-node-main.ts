@@ -7,7 +7,12 @@
 import { createLogger } from "../../src/logger.js";
 import { clusterSiblingLink } from "../../src/state/cluster-channel.js";
 import { ClusterTransport } from "../../src/state/cluster-transport.js";
-import { CLAIM_TIMEOUT_ENV, type ReplicaCommand, ReplicaNode } from "./replica-node.js";
+import {
+  CLAIM_TIMEOUT_ENV,
+  RANK_HOLD_ENV,
+  type ReplicaCommand,
+  ReplicaNode,
+} from "./replica-node.js";
 
 const link = clusterSiblingLink();
 if (link === undefined) throw new Error("not a process of a sharing cluster");
@@ -22,6 +27,7 @@ const node = new ReplicaNode(
     },
     createLogger({ level: "silent" }),
   ),
+  Number(process.env[RANK_HOLD_ENV] ?? 0),
 );
 const reply = (message: object) => process.send?.(message);
 process.on("message", (raw: { rpc?: number; command?: ReplicaCommand; stop?: boolean }) => {

@@ -9,6 +9,8 @@ import { WorkerRegistry } from "../../src/workers/registry.js";
 
 /** A forked replica's --state-claim-timeout-ms, set by the test that forks it (2 s if unset). */
 export const CLAIM_TIMEOUT_ENV = "RG_TEST_CLAIM_TIMEOUT_MS";
+/** A forked replica's --state-rank-hold-ms (0 if unset). */
+export const RANK_HOLD_ENV = "RG_TEST_RANK_HOLD_MS";
 
 /** What a test asks of one replica (the same over every transport; sent over IPC as JSON). */
 export type ReplicaCommand =
@@ -65,7 +67,11 @@ export class ReplicaNode {
   /** The request path's scheduler over this replica's index and claims ("route"). */
   private readonly scheduler: Scheduler;
 
-  constructor(readonly transport: Transport) {
+  /** `rankHoldMs`: the scheduler's --state-rank-hold-ms ("route"). */
+  constructor(
+    readonly transport: Transport,
+    rankHoldMs = 0,
+  ) {
     const base = new ApproximateIndex({});
     this.replication = new Replication([transport], {
       registry: this.registry,
@@ -81,6 +87,7 @@ export class ReplicaNode {
       this.replication.claims,
     );
     this.scheduler.replicaRank = () => this.replication.rank();
+    this.scheduler.rankHoldMs = rankHoldMs;
   }
 
   async start(): Promise<void> {

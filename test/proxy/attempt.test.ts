@@ -86,4 +86,17 @@ describe("Attempt", () => {
     vi.advanceTimersByTime(1000);
     expect(done.controller.aborted).toBe(false);
   });
+
+  it("sets no first-byte timer when the sender bounds the first byte; the request timer stays", () => {
+    vi.useFakeTimers();
+    const before = vi.getTimerCount();
+    const relayed = new Attempt(plan({ firstByteMs: undefined, deadline: Date.now() + 500 }));
+    expect(vi.getTimerCount()).toBe(before + 1);
+    vi.advanceTimersByTime(499);
+    expect(relayed.controller.aborted).toBe(false);
+    vi.advanceTimersByTime(1);
+    expect(relayed.controller.reason).toBeInstanceOf(RequestTimeout);
+    relayed.end(NEUTRAL);
+    expect(vi.getTimerCount()).toBe(before);
+  });
 });

@@ -394,3 +394,76 @@ describe("Scheduler: the router's record of LoRA adapters", () => {
     expect(routed).toEqual(["sql-lora", "chat-lora"]);
   });
 });
+
+describe("Scheduler: a replica holds a decision that places a prefix by its rank (--state-rank-hold-ms)", () => {
+  const tenant = (name: string) =>
+    `${"Tools every tenant shares: search, mail. ".repeat(8)}Tenant ${name}. ${`Rules of ${name}. `.repeat(40)}`;
+  const replica = (rank: number, holdMs: number) => {
+    const index = new ApproximateIndex();
+    const workers = ["a", "b", "c"].map((id) => ({ id, inFlight: 0, pendingPrefillChars: 0 }));
+    for (const w of workers) index.addWorker(w.id);
+    const decider = new Scheduler(createPolicy("prefix_cost"), index);
+    decider.replicaRank = () => rank;
+    decider.rankHoldMs = holdMs;
+    const waits: number[] = [];
+    let release: () => void = () => {};
+    decider.wait = (ms) => {
+      waits.push(ms);
+      return new Promise((resolve) => (release = resolve));
+    };
+    return { index, workers, decider, waits, release: () => release() };
+  };
+
+  it("rank r holds a new prefix r × the hold, then decides on the view as it is then: a peer's decision of that instant, arrived meanwhile, is weighed as one router weighs its previous one", async () => {
+    const r = replica(1, 2);
+    const pending = r.decider.decideAgreed(r.workers, { text: tenant("acme") });
+    expect(pending).toBeInstanceOf(Promise);
+    expect(r.waits).toEqual([2]);
+    // Without the hold this replica would take the worker its rotation names at once.
+    const alone = replica(1, 0);
+    const first = alone.decider.decideAgreed(alone.workers, { text: tenant("acme") });
+    expect(first).not.toBeInstanceOf(Promise);
+    const unheld = (first as { worker: { id: string } }).worker.id;
+    // Meanwhile rank 0's decision of the same instant (another tenant) reached it: its insert
+    // and the prefill it queued there.
+    r.index.insert(unheld, undefined, tenant("globex"));
+    const there = r.workers.find((w) => w.id === unheld)!;
+    there.inFlight = 1;
+    there.pendingPrefillChars = tenant("globex").length;
+    r.release();
+    const decision = (await pending)!;
+    expect(decision.worker.id).not.toBe(unheld);
+    expect(r.index.treeOf(decision.worker.id)!.match(tenant("acme"))).toBe(tenant("acme").length);
+  });
+
+  it("never holds on rank 0, with the hold off, or for a request that stays on the worker holding its prefix", () => {
+    for (const [rank, hold] of [
+      [0, 2],
+      [3, 0],
+    ] as const) {
+      const r = replica(rank, hold);
+      expect(r.decider.decideAgreed(r.workers, { text: tenant("acme") })).not.toBeInstanceOf(
+        Promise,
+      );
+      expect(r.waits).toEqual([]);
+    }
+    const r = replica(2, 2);
+    r.index.insert("b", undefined, `${tenant("acme")} first question?`);
+    const stays = r.decider.decideAgreed(r.workers, { text: `${tenant("acme")} second?` });
+    expect(stays).not.toBeInstanceOf(Promise);
+    expect((stays as { worker: { id: string } }).worker.id).toBe("b");
+    expect(r.waits).toEqual([]);
+  });
+
+  it("holds a move off the holder, and at most 8 ranks' worth", () => {
+    const r = replica(20, 2);
+    r.index.insert("b", undefined, tenant("acme"));
+    const busy = r.workers.find((w) => w.id === "b")!;
+    busy.inFlight = 50;
+    busy.pendingPrefillChars = 200_000;
+    expect(r.decider.decideAgreed(r.workers, { text: `${tenant("acme")} q?` })).toBeInstanceOf(
+      Promise,
+    );
+    expect(r.waits).toEqual([16]);
+  });
+});

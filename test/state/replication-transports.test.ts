@@ -23,6 +23,7 @@ import {
 } from "../helpers/redis.js";
 import {
   CLAIM_TIMEOUT_ENV,
+  RANK_HOLD_ENV,
   type ReplicaAnswer,
   type ReplicaCommand,
   ReplicaNode,
@@ -46,7 +47,11 @@ interface Network {
    * `slowLoadSync`: over Redis, load reports only once a minute (the cluster's channel sends
    * them as they change, whatever this says).
    */
-  replica(options?: { claimTimeoutMs?: number; slowLoadSync?: boolean }): Promise<Replica>;
+  replica(options?: {
+    claimTimeoutMs?: number;
+    slowLoadSync?: boolean;
+    rankHoldMs?: number;
+  }): Promise<Replica>;
   /**
    * The place where claims meet stops answering (Redis paused; the primary holding its claims, as
    * a busy event loop would); the function returned waits until it answers again, late ones first.
@@ -92,6 +97,7 @@ function redisMedium(): Medium {
               },
               createLogger({ level: "silent" }),
             ),
+            options?.rankHoldMs ?? 0,
           );
           await node.start();
           let stopped: Promise<void> | undefined;
@@ -204,6 +210,9 @@ function clusterMedium(): Medium {
             [CLUSTER_SEAT_ENV]: String(seats++),
             ...(options?.claimTimeoutMs !== undefined
               ? { [CLAIM_TIMEOUT_ENV]: String(options.claimTimeoutMs) }
+              : {}),
+            ...(options?.rankHoldMs !== undefined
+              ? { [RANK_HOLD_ENV]: String(options.rankHoldMs) }
               : {}),
           });
           connectToHub(hub, worker);
@@ -383,6 +392,39 @@ describe.each([redisMedium(), clusterMedium()])("the replication over $name", (m
       const routed = String(await b.run({ op: "route", text: tenantOf("globex") }));
       expect(routed).toBe(`${W2} lowest_cost`);
       expect(await b.run({ op: "claim", key, value: "later" })).toBe(value);
+    }, 120_000);
+
+    it("a replica of rank 1 holds a new tenant's placement until its rank-0 peer's decision of the same instant has arrived, and places it as one router would", async () => {
+      const net = medium.network();
+      const a = await net.replica();
+      const b = await net.replica({ rankHoldMs: 500 });
+      await a.run({ op: "add", url: W1 });
+      await a.run({ op: "add", url: W2 });
+      await waitFor(() => hasWorkers(b, [W1, W2]), 10_000, "b has the workers");
+      await waitFor(
+        async () => `${await a.run({ op: "rank" })},${await b.run({ op: "rank" })}` === "0,1",
+        10_000,
+        "ranks 0, 1",
+      );
+      // Every worker holds the tools every tenant shares: a new tenant's cost is the same on each,
+      // and the near-tie goes to one worker on every replica (the preamble's rendezvous winner).
+      const tools = "Tools every tenant shares: search, calendar, mail, tickets. ".repeat(34);
+      const tenantOf = (name: string) =>
+        `${tools}You serve tenant ${name}. ${`Policies of ${name}, to the letter. `.repeat(60)}`;
+      for (const url of [W1, W2]) await a.run({ op: "insert", url, text: tools });
+      for (const url of [W1, W2])
+        await waitFor(
+          async () => (await b.run({ op: "match", url, text: tools })) === tools.length,
+          10_000,
+          "b knows the tools on both",
+        );
+      // Two new tenants at the same instant: b's first (rank 1: it holds), then a's (rank 0: at
+      // once). Without the hold b decides before a's decision exists, on the same worker.
+      const bRouted = b.run({ op: "route", text: tenantOf("globex") });
+      const aRouted = String(await a.run({ op: "route", text: tenantOf("acme") }));
+      const [aWorker] = aRouted.split(" ");
+      const [bWorker] = String(await bRouted).split(" ");
+      expect([aWorker, bWorker].sort()).toEqual([W1, W2]);
     }, 120_000);
 
     it("ranks the replicas in the order they started, alike on each", async () => {

@@ -113,5 +113,11 @@ describe("first health probe: a worker takes traffic only once it has answered",
       expect(named.reason).toBe("ECONNREFUSED");
     }
     expect(summaries[0]?.first).toHaveLength(5);
+    // The listening line names the first few too, and the count (it was 250 KB for 10k entries).
+    const listening = started.logs.find((l) => l.msg === "radixgate listening") as
+      | (LogLine & { workers: string[]; workers_total: number })
+      | undefined;
+    expect(listening?.workers).toHaveLength(20);
+    expect(listening?.workers_total).toBe(200);
   });
 });
