@@ -82,13 +82,17 @@ export function decisionListener(
     const client = headers[CLIENT_ADDRESS_HEADER];
     // One request at a time per nginx connection: the address holds for this request's handling.
     nameClientAddress(incoming.socket, typeof client === "string" ? client : undefined);
-    delete headers[CLIENT_ADDRESS_HEADER];
     const call = headers[CALL_HEADER];
     if (call === undefined) {
+      delete headers[CLIENT_ADDRESS_HEADER];
       inner(incoming, res);
       return;
     }
-    delete headers[CALL_HEADER];
+    // Cleared, not deleted: a delete turns the headers object into a dictionary, and the pipeline
+    // reads it a dozen times a decision and copies it for the worker (2-3x slower, measured). The
+    // copy leaves out a header without a value.
+    headers[CLIENT_ADDRESS_HEADER] = undefined;
+    headers[CALL_HEADER] = undefined;
     const id = headers["x-radixgate-request"];
     if (call === "retry") {
       const requestId = typeof id === "string" ? id : "";
