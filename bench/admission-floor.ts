@@ -176,11 +176,19 @@ function runFleet(
    * instead of being held for the fleet's next free slot.
    */
   queueAtEngine = false,
+  /**
+   * The flood is let go to an engine only while none of its requests there waits for its first
+   * token (in the engine's queue or its prefill): one flood prompt in prefill per engine at a
+   * time, so a light request never finds a run of the flood's prefill steps ahead of it.
+   */
+  pace = false,
 ): { ttfts: number[]; floodTokensPerSec: number } {
   const clock = new ManualClock();
   const rng = mulberry32(seed);
   const fleet = Array.from({ length: engines }, () => ({
     held: 0,
+    /** Flood requests there without a first token yet. */
+    prefilling: 0,
     engine: new Engine(
       {
         timing: DEFAULT_TIMING,
@@ -203,8 +211,18 @@ function runFleet(
   const waitingLight: number[] = [];
   const freeTotal = () => slots - fleet.reduce((n, e) => n + e.held, 0);
   const roomiest = () => fleet.reduce((a, b) => (b.held < a.held ? b : a));
-  const submit = (shape: typeof FLOOD, onToken: (i: number) => void, onEnd: () => void) => {
-    const at = roomiest();
+  /** Where the flood may go now: the roomiest engine, paced or not; undefined when paced out. */
+  const floodTarget = () => {
+    if (!pace) return roomiest();
+    const open = fleet.filter((e) => e.prefilling === 0);
+    return open.length === 0 ? undefined : open.reduce((a, b) => (b.held < a.held ? b : a));
+  };
+  const submit = (
+    shape: typeof FLOOD,
+    onToken: (i: number) => void,
+    onEnd: () => void,
+    at = roomiest(),
+  ) => {
     at.held += 1;
     at.engine.submit({
       promptTokens: freshPrompt(rng, shape.promptTokens),
@@ -227,31 +245,36 @@ function runFleet(
       },
       refill,
     );
+  const submitFlood = () => {
+    const at = floodTarget();
+    if (at === undefined) return false;
+    at.prefilling += 1;
+    submit(
+      FLOOD,
+      (i) => {
+        if (clock.now() <= endAt) floodTokens++;
+        if (i === 0) {
+          at.prefilling -= 1;
+          if (pace) refill();
+        }
+      },
+      refill,
+      at,
+    );
+    return true;
+  };
   // A freed slot goes to a held light request first, then to the flood beyond the reserve.
   function refill(): void {
     while (waitingLight.length > 0 && freeTotal() > 0) startLight(waitingLight.shift() as number);
     while (clock.now() < endAt && freeTotal() > reserve) {
-      submit(
-        FLOOD,
-        () => {
-          if (clock.now() <= endAt) floodTokens++;
-        },
-        refill,
-      );
+      if (!submitFlood()) return;
     }
   }
   // The flood's first lanes staggered over one request's life, as runOnce's.
   for (let i = 0; i < slots - reserve; i++)
     clock.setTimer(
       () => {
-        if (freeTotal() > reserve)
-          submit(
-            FLOOD,
-            () => {
-              if (clock.now() <= endAt) floodTokens++;
-            },
-            refill,
-          );
+        if (freeTotal() > reserve) submitFlood();
       },
       (i * 900) / slots,
     );
@@ -354,14 +377,15 @@ export async function main(argv = process.argv.slice(2)): Promise<void> {
   // The fleet's rule: 2 engines, 1 or 2 slots kept across both (--tenant-reserve-slots) against none.
   const fleetRows: string[][] = [];
   for (const budget of budgets) {
-    const [none, one, two, preempt0, preempt1, oneQueued] = [
+    const [none, one, two, preempt0, preempt1, oneQueued, preemptPaced] = [
       [0, false],
       [1, false],
       [2, false],
       [0, true],
       [1, true],
       [1, false, true],
-    ].map(([reserve, preempt, queued]) =>
+      [0, true, false, true],
+    ].map(([reserve, preempt, queued, paced]) =>
       runFleet(
         2,
         Number(reserve),
@@ -371,6 +395,7 @@ export async function main(argv = process.argv.slice(2)): Promise<void> {
         engineRules === "sglang",
         preempt === true,
         queued === true,
+        paced === true,
       ),
     );
     for (const [name, r] of [
@@ -380,6 +405,7 @@ export async function main(argv = process.argv.slice(2)): Promise<void> {
       ["reserve 2", two],
       ["reserve 0, preempt", preempt0],
       ["reserve 1, preempt", preempt1],
+      ["reserve 0, preempt, flood paced", preemptPaced],
     ] as const) {
       const sorted = [...(r?.ttfts ?? [])].sort((a, b) => a - b);
       fleetRows.push([

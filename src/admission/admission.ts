@@ -8,7 +8,7 @@ import {
   saturationReason,
   type WorkerSaturation,
 } from "../workers/saturation.js";
-import type { AdmissionQueue, WaitCause } from "./admission-queue.js";
+import { type AdmissionQueue, prefillIdle, type WaitCause } from "./admission-queue.js";
 import { outrankedOn, outranksLowerWork } from "./outranking.js";
 import {
   AdmissionPipeline,
@@ -253,6 +253,14 @@ export class Admission {
    * as having room, and the policy could prefer it).
    */
   private withRoom(ticket: AdmissionTicket): (worker: SaturationView) => boolean {
+    const room = this.withFreeSlot(ticket);
+    // A tenant paced at the engines goes where none of this router's prompts is in prefill.
+    if (!this.queue.pacedAtEngine(ticket)) return room;
+    const paced = (worker: SaturationView) => prefillIdle(worker) && room(worker);
+    return ticket.candidates().some(paced) ? paced : room;
+  }
+
+  private withFreeSlot(ticket: AdmissionTicket): (worker: SaturationView) => boolean {
     if (!this.queue.sharingSlots(ticket)) return this.notSaturated;
     const now = Date.now();
     const hasFree = (w: SaturationView) => (freeSlots(w, now) ?? 0) > 0;

@@ -187,4 +187,19 @@ describe("a tenant over its share reaches the engine past the preemption thresho
       expect(queue.wouldWait(at({ tenant: "A", priority: 0 }))).toBe(cause);
     }
   });
+
+  it("paces the yielding tenant: it goes only where none of this router's prompts waits for a first byte", async () => {
+    const { queue, admission, worker, at, go } = setUp(10);
+    for (let i = 0; i < 4; i++) await go({ tenant: "A", priority: 0 });
+    await go({ tenant: "B", priority: 0 });
+    // A holds its share beside B: it yields at an engine that preempts it for B.
+    expect(admission.enginePriority(at({ tenant: "A", priority: 0 }))).toBe(-11);
+    expect(queue.wouldWait(at({ tenant: "A", priority: 0 }))).toBeNull();
+    // One prompt in prefill there: A's next waits for its first byte; B's goes at once.
+    worker.pendingPrefillRequests = 1;
+    expect(queue.wouldWait(at({ tenant: "A", priority: 0 }))).toBe("tenant_share");
+    expect(queue.wouldWait(at({ tenant: "B", priority: 0 }))).toBeNull();
+    worker.pendingPrefillRequests = 0;
+    expect(queue.wouldWait(at({ tenant: "A", priority: 0 }))).toBeNull();
+  });
 });

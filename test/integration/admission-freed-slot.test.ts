@@ -47,7 +47,9 @@ describe("admission: a request's end frees its slot at once", () => {
   const started = startedPerTest();
 
   it("releases a held request when a running one ends, before the engine's queued one starts", async () => {
-    const sim = await startSimWorker({ id: "busy", maxRunning: 2 });
+    // Live gauges: the test reads the engine by hand at chosen moments (SGLang sets them at a
+    // prefill batch and every 40 decode steps: sim/engine-gauges.ts).
+    const sim = await startSimWorker({ id: "busy", maxRunning: 2, decodeLogInterval: 0 });
     started.sims = [sim];
     started.router = await startTestRouter({
       workerUrls: [sim.url],
