@@ -15,6 +15,7 @@ import {
 } from "../../src/scheduling/builtin-profiles.js";
 import { SUGGESTED_CHURN_HALF_LIFE } from "../../src/scheduling/options.js";
 import type { Policy } from "../../src/scheduling/policy.js";
+import { SUGGESTED_RANK_HOLD_MS } from "../../src/state/settings.js";
 import { fmt } from "./latency.js";
 import { pollPhaseMs, rangeOf } from "./routing-repeats.js";
 import { ORACLE_ROW, type RowResult, type WorkloadReport } from "./routing-runner.js";
@@ -212,10 +213,9 @@ export function matrixGoalLines(summaries: readonly CellSummary[], row: string):
  * TTFT is in model ms. Index loss is estimated per request: what the index said the chosen worker
  * held beyond what its engine had, less a block of rounding.
  */
-/** The router's --state-load-interval-ms, --state-claim-ttl-ms and --state-rank-hold-ms defaults (real ms). */
+/** The router's --state-load-interval-ms and --state-claim-ttl-ms defaults (real ms). */
 const STATE_LOAD_INTERVAL_MS = 250;
 const STATE_CLAIM_TTL_MS = 2000;
-const STATE_RANK_HOLD_MS = 2;
 
 export async function replayCell(
   cell: string,
@@ -257,7 +257,7 @@ export async function replayCell(
                   delayMs: replicas.delayMs / scale,
                   loadIntervalMs: STATE_LOAD_INTERVAL_MS / scale,
                   claimTtlMs: STATE_CLAIM_TTL_MS / scale,
-                  rankHoldMs: knobs.includes("no-hold") ? 0 : STATE_RANK_HOLD_MS / scale,
+                  rankHoldMs: knobs.includes("rank-hold") ? SUGGESTED_RANK_HOLD_MS / scale : 0,
                   seed: firstSeed + i,
                   policyOf: () => replayPolicy(label),
                 },

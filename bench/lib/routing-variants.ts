@@ -9,6 +9,7 @@ import { CHARS_PER_TOKEN } from "../../sim/tokenizer.js";
 import type { ConfigOverrides } from "../../src/config.js";
 import { SUGGESTED_CHURN_HALF_LIFE } from "../../src/scheduling/options.js";
 import type { RunningRouter } from "../../src/server.js";
+import { SUGGESTED_RANK_HOLD_MS } from "../../src/state/settings.js";
 
 /**
  * - `poll-frozen`: the engines are read once, when the router starts, and never again: queue and
@@ -26,7 +27,8 @@ import type { RunningRouter } from "../../src/server.js";
  *   (--prefix-cost-churn-half-life 1024).
  * - `tier-blind`: the precise index credits the GPU cache alone (--kv-tier-weights cpu=0,disk=0):
  *   blocks the engines offloaded to a CPU or storage tier count for nothing.
- * - `no-hold`: replicas never hold a decision by rank (--state-rank-hold-ms 0); with --replicas.
+ * - `rank-hold`: replicas hold a decision that places a prefix by their rank (--state-rank-hold-ms
+ *   2); with --replicas.
  */
 export const ROW_KNOBS = [
   "poll-frozen",
@@ -40,7 +42,7 @@ export const ROW_KNOBS = [
   "hash",
   "churn",
   "tier-blind",
-  "no-hold",
+  "rank-hold",
 ] as const;
 export type RowKnob = (typeof ROW_KNOBS)[number];
 
@@ -75,7 +77,7 @@ export function knobOverrides(
     if (knob === "rotation" || knob === "hash") o.prefixCostTieBreak = knob;
     if (knob === "churn") o.prefixCostChurnHalfLife = SUGGESTED_CHURN_HALF_LIFE;
     if (knob === "tier-blind") o.kvTierWeights = "gpu=1,cpu=0,disk=0";
-    if (knob === "no-hold") o.stateRankHoldMs = 0;
+    if (knob === "rank-hold") o.stateRankHoldMs = SUGGESTED_RANK_HOLD_MS;
   }
   return o;
 }

@@ -7,6 +7,12 @@ import { section } from "../config-kit/setting.js";
 import { ConfigError } from "../errors.js";
 import { MIN_STATE_SECRET_CHARS } from "./state-secret.js";
 
+/**
+ * The --state-rank-hold-ms measured (about an op's way to the peers): off by default, since in real
+ * time under load the hold's timers ran late and cost TTFT (docs/benchmarks.md, the hold by rank).
+ */
+export const SUGGESTED_RANK_HOLD_MS = 2;
+
 export interface StateConfig {
   /** --state-url; undefined = this replica routes on its own state. */
   url: string | undefined;
@@ -173,8 +179,8 @@ export const STATE_SETTINGS = section<StateConfig>(
       flag: "--state-rank-hold-ms",
       arg: "<ms>",
       description:
-        "With --state-url or radixgate-cluster: how long, per rank, a replica holds a decision that places a new prefix or moves one off the worker holding it, before taking it (rank 0 never holds, rank r holds r times this, at most 8 times), so that decisions the replicas take at the same instant are taken in turn, each on the earlier ones' decisions (about the time an op takes to reach the peers). Requests that stay where their prefix is are never held. 0 = never.",
-      default: 2,
+        "With --state-url or radixgate-cluster: how long, per rank, a replica holds a decision that places a new prefix or moves one off the worker holding it, before taking it (rank 0 never holds, rank r holds r times this, at most 8 times), so that decisions the replicas take at the same instant are taken in turn, each on the earlier ones' decisions (about the time an op takes to reach the peers). Requests that stay where their prefix is are never held. 0 = never (the default; 2 was measured).",
+      default: 0,
       parse: integer(0, 1000),
     },
     maxOpAgeMs: {

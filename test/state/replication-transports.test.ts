@@ -231,6 +231,10 @@ function clusterMedium(): Medium {
 const W1 = "http://127.0.0.1:9101";
 const W2 = "http://127.0.0.1:9102";
 const TEXT = `You are the assistant of tenant acme. ${"Follow the tenant's policies. ".repeat(8)}`;
+/** Tools every tenant's prompt starts with, then the tenant's own prompt. */
+const TOOLS = "Tools every tenant shares: search, calendar, mail, tickets. ".repeat(34);
+const tenantOf = (name: string) =>
+  `${TOOLS}You serve tenant ${name}. ${`Policies of ${name}, to the letter. `.repeat(60)}`;
 
 describe.each([redisMedium(), clusterMedium()])("the replication over $name", (medium) => {
   describe.skipIf(medium.skip !== undefined)(`(skipped: ${medium.skip ?? "no"})`, () => {
@@ -379,9 +383,6 @@ describe.each([redisMedium(), clusterMedium()])("the replication over $name", (m
       const w1 = await a.run({ op: "add", url: W1 });
       await a.run({ op: "add", url: W2 });
       await waitFor(() => hasWorkers(b, [W1, W2]), 10_000, "b has the workers");
-      const tools = "Tools every tenant shares: search, calendar, mail, tickets. ".repeat(34);
-      const tenantOf = (name: string) =>
-        `${tools}You serve tenant ${name}. ${`Policies of ${name}, to the letter. `.repeat(60)}`;
       // a decided its first new tenant onto W1 and claimed it; its op has not reached b yet.
       const acme = tenantOf("acme");
       const key = newPrefixClaimKey(undefined, acme, 2 * CLAIM_BLOCK_CHARS);
@@ -408,13 +409,10 @@ describe.each([redisMedium(), clusterMedium()])("the replication over $name", (m
       );
       // Every worker holds the tools every tenant shares: a new tenant's cost is the same on each,
       // and the near-tie goes to one worker on every replica (the preamble's rendezvous winner).
-      const tools = "Tools every tenant shares: search, calendar, mail, tickets. ".repeat(34);
-      const tenantOf = (name: string) =>
-        `${tools}You serve tenant ${name}. ${`Policies of ${name}, to the letter. `.repeat(60)}`;
-      for (const url of [W1, W2]) await a.run({ op: "insert", url, text: tools });
+      for (const url of [W1, W2]) await a.run({ op: "insert", url, text: TOOLS });
       for (const url of [W1, W2])
         await waitFor(
-          async () => (await b.run({ op: "match", url, text: tools })) === tools.length,
+          async () => (await b.run({ op: "match", url, text: TOOLS })) === TOOLS.length,
           10_000,
           "b knows the tools on both",
         );
