@@ -49,13 +49,14 @@ class Shard {
     return this.count;
   }
 
-  get(kind: number, hi: number, lo: number, text?: string): number | undefined {
-    const slot = this.find(kind, hi, lo, text);
+  /** `h` is mix(seed, kind, hi, lo), computed once by the map for the shard and the place. */
+  get(h: number, kind: number, hi: number, lo: number, text?: string): number | undefined {
+    const slot = this.find(h, kind, hi, lo, text);
     return slot === NONE ? undefined : this.values[slot];
   }
 
-  has(kind: number, hi: number, lo: number, text?: string): boolean {
-    return this.find(kind, hi, lo, text) !== NONE;
+  has(h: number, kind: number, hi: number, lo: number, text?: string): boolean {
+    return this.find(h, kind, hi, lo, text) !== NONE;
   }
 
   /** Seq of the oldest entry; Infinity when empty. */
@@ -65,6 +66,7 @@ class Shard {
 
   /** Sets the key's value; true when the key is new (it becomes the newest, at `seq`). */
   set(
+    h: number,
     kind: number,
     hi: number,
     lo: number,
@@ -72,7 +74,7 @@ class Shard {
     value: number,
     seq: number,
   ): boolean {
-    const found = this.find(kind, hi, lo, text);
+    const found = this.find(h, kind, hi, lo, text);
     if (found !== NONE) {
       this.values[found] = value;
       return false;
@@ -105,8 +107,8 @@ class Shard {
   }
 
   /** Removes the key; its value, or undefined when it was not there. */
-  delete(kind: number, hi: number, lo: number, text?: string): number | undefined {
-    const slot = this.find(kind, hi, lo, text);
+  delete(h: number, kind: number, hi: number, lo: number, text?: string): number | undefined {
+    const slot = this.find(h, kind, hi, lo, text);
     if (slot === NONE) return undefined;
     const value = this.values[slot];
     this.remove(slot);
@@ -160,10 +162,10 @@ class Shard {
     return mix(this.seed, kind, hi, lo) & this.mask;
   }
 
-  private find(kind: number, hi: number, lo: number, text: string | undefined): number {
+  private find(h: number, kind: number, hi: number, lo: number, text: string | undefined): number {
     const table = this.table;
     const mask = this.mask;
-    for (let i = this.home(kind, hi, lo); ; i = (i + 1) & mask) {
+    for (let i = h & mask; ; i = (i + 1) & mask) {
       const slot = table[i]!;
       if (slot === NONE) return NONE;
       if (
@@ -256,8 +258,9 @@ type Entry = [
   seq: number,
 ];
 
+/** A seeded mix of a key's words: one multiply and one finalizer (every lookup pays it). */
 function mix(seed: number, kind: number, hi: number, lo: number): number {
-  return fmix32(fmix32(hi ^ seed) ^ lo ^ kind);
+  return fmix32(Math.imul(hi ^ seed, 0x9e3779b1) ^ lo ^ (kind << 29));
 }
 
 /** Shards of a map: a growth rehashes and copies one shard, a sixteenth of the entries. */
@@ -270,31 +273,32 @@ export class Hash64Map {
 
   constructor(private readonly seed = (Math.random() * 2 ** 32) >>> 0) {
     // Each shard's own seed: the bits that chose the shard must not also choose the place in it.
-    this.shards = Array.from(
-      { length: 1 << SHARD_BITS },
-      (_, i) => new Shard(fmix32(seed + i + 1)),
-    );
+    this.shards = Array.from({ length: 1 << SHARD_BITS }, () => new Shard(seed));
   }
 
   get size(): number {
     return this.count;
   }
 
-  private shard(kind: number, hi: number, lo: number): Shard {
-    return this.shards[mix(this.seed, kind, hi, lo) >>> (32 - SHARD_BITS)]!;
+  /** The top bits of a key's mix choose its shard; its low bits, its place in the shard's table. */
+  private shard(h: number): Shard {
+    return this.shards[h >>> (32 - SHARD_BITS)]!;
   }
 
   get(kind: number, hi: number, lo: number, text?: string): number | undefined {
-    return this.shard(kind, hi, lo).get(kind, hi, lo, text);
+    const h = mix(this.seed, kind, hi, lo);
+    return this.shard(h).get(h, kind, hi, lo, text);
   }
 
   has(kind: number, hi: number, lo: number, text?: string): boolean {
-    return this.shard(kind, hi, lo).has(kind, hi, lo, text);
+    const h = mix(this.seed, kind, hi, lo);
+    return this.shard(h).has(h, kind, hi, lo, text);
   }
 
   /** Sets the key's value; a new key becomes the newest, an existing one keeps its place. */
   set(kind: number, hi: number, lo: number, text: string | undefined, value: number): void {
-    if (this.shard(kind, hi, lo).set(kind, hi, lo, text, value, this.seq)) {
+    const h = mix(this.seed, kind, hi, lo);
+    if (this.shard(h).set(h, kind, hi, lo, text, value, this.seq)) {
       this.seq++;
       this.count++;
     }
@@ -302,7 +306,8 @@ export class Hash64Map {
 
   /** Removes the key; its value, or undefined when it was not there. */
   delete(kind: number, hi: number, lo: number, text?: string): number | undefined {
-    const value = this.shard(kind, hi, lo).delete(kind, hi, lo, text);
+    const h = mix(this.seed, kind, hi, lo);
+    const value = this.shard(h).delete(h, kind, hi, lo, text);
     if (value !== undefined) this.count--;
     return value;
   }

@@ -158,14 +158,9 @@ const STORED_FIELDS = [
 ] as const;
 const REMOVED_FIELDS = ["block_hashes", "medium"] as const;
 /** Fields kept as decoded values (the hashes are read on their own); any other is skipped. */
-const VALUE_FIELDS = new Set([
-  "token_ids",
-  "block_size",
-  "lora_id",
-  "medium",
-  "lora_name",
-  "extra_keys",
-]);
+const VALUE_FIELDS = new Set<string>(
+  STORED_FIELDS.filter((f) => f !== "block_hashes" && f !== "parent_block_hash"),
+);
 
 /** An event's fields as read; hashes packed. */
 interface EventFields {

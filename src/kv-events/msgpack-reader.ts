@@ -207,11 +207,16 @@ export class MsgpackReader {
   /** One scalar: nil, bool, number, bigint, string or bytes. */
   scalar(): unknown {
     const b = this.peek();
-    if (b <= 0x7f || b >= 0xe0) {
-      this.pos++;
-      return b <= 0x7f ? b : b - 0x100;
-    }
     if (b >= 0xa0 && b <= 0xbf) return this.str(1, b & 0x1f);
+    if (this.int(scalarInt)) {
+      const { negative, hi, lo } = scalarInt;
+      // The 64-bit formats read as BigInt (what the engines' msgspec writes round-trips).
+      if (b === 0xcf || b === 0xd3) {
+        const bits = (BigInt(hi) << 32n) | BigInt(lo);
+        return negative ? bits - 2n ** 64n : bits;
+      }
+      return negative ? lo | 0 : lo;
+    }
     const at = this.pos + 1;
     switch (b) {
       case 0xc0:
@@ -235,30 +240,6 @@ export class MsgpackReader {
       case 0xcb:
         this.skip(9);
         return this.view.getFloat64(at);
-      case 0xcc:
-        this.skip(2);
-        return this.view.getUint8(at);
-      case 0xcd:
-        this.skip(3);
-        return this.view.getUint16(at);
-      case 0xce:
-        this.skip(5);
-        return this.view.getUint32(at);
-      case 0xcf:
-        this.skip(9);
-        return this.view.getBigUint64(at);
-      case 0xd0:
-        this.skip(2);
-        return this.view.getInt8(at);
-      case 0xd1:
-        this.skip(3);
-        return this.view.getInt16(at);
-      case 0xd2:
-        this.skip(5);
-        return this.view.getInt32(at);
-      case 0xd3:
-        this.skip(9);
-        return this.view.getBigInt64(at);
       case 0xd9:
         return this.str(2, this.need(at, 1) && this.view.getUint8(at));
       case 0xda:
@@ -316,6 +297,9 @@ export interface Int64 {
   hi: number;
   lo: number;
 }
+
+/** Scratch for scalar(): reading is synchronous. */
+const scalarInt: Int64 = { negative: false, hi: 0, lo: 0 };
 
 function setInt(out: Int64, negative: boolean, hi: number, lo: number): true {
   out.negative = negative;
