@@ -176,7 +176,15 @@ export interface ReplicaModel {
 export interface ReplicaAttribution {
   decisions: number;
   agree: number;
-  /** `${kind}/${cause}`: kind new (no worker holds a block more of the text than every other) or held. */
+  /**
+   * `${kind}/${cause}`. kind: `new` (in the fleet's tree no worker holds a block more of the text
+   * than every other) or `held`, with `:less` when the replica's tree lacks a block the fleet's
+   * holds (a peer's op not here yet), `:more` when it keeps one the fleet's no longer holds,
+   * `:both`. cause: `wait` (decided after a claim's round trip, the fleet router asked again at
+   * that instant), `claim` (its own view chose as the fleet router, a claim's answer moved it),
+   * `tree` / `load` (the fleet's tree / load alone would have chosen as the fleet router),
+   * `either`, `tree+load` (only both together).
+   */
   differ: Map<string, { count: number; lostChars: number }>;
 }
 
@@ -607,6 +615,7 @@ export async function replay(
         }
         const waited = ops.length > (mine < 0 ? 0 : 1) || clock.now() !== first.at;
         for (let k = 0; k < ops.length; k++) if (k !== mine) applyFleet(ops[k]!);
+        // The replica's own tree now holds this decision: only the fleet router is asked again.
         const f = waited ? this.before(candidates, text) : first;
         if (mine >= 0) applyFleet(ops[mine]!);
         a.decisions += 1;
@@ -615,8 +624,9 @@ export async function replay(
           return;
         }
         // Its own view agreed, yet it chose otherwise: a claim's answer (or a hold) moved it.
-        const cause =
-          f.own === f.fleet
+        const cause = waited
+          ? "wait"
+          : f.own === f.fleet
             ? "claim"
             : f.tree === f.fleet && f.load === f.fleet
               ? "either"
@@ -625,6 +635,7 @@ export async function replay(
                 : f.load === f.fleet
                   ? "load"
                   : "tree+load";
+        if (waited) f.kind = f.kind.split(":")[0]!;
         const key = `${f.kind}/${cause}`;
         const e = a.differ.get(key) ?? { count: 0, lostChars: 0 };
         e.count += 1;

@@ -84,7 +84,9 @@ describe("bench:ttft replay (model time, deterministic)", () => {
     expect(differ).toBeGreaterThan(0);
     expect(attribution.agree).toBeGreaterThan(differ);
     for (const key of attribution.differ.keys())
-      expect(key).toMatch(/^(new|held)(:less|:more|:both)?\/(claim|either|tree|load|tree\+load)$/);
+      expect(key).toMatch(
+        /^(new|held)(:less|:more|:both)?\/(wait|claim|either|tree|load|tree\+load)$/,
+      );
   });
 
   it("pins every request where the oracle says", async () => {
