@@ -215,7 +215,8 @@ export class HealthChecker {
       const e = err as { code?: string; name?: string; message?: string };
       return e.code ?? e.name ?? e.message ?? "error";
     } finally {
-      if (through.oneShot) through.dispatcher.destroy().catch(() => {});
+      // close(), not destroy(): destroy() makes an Error (a stack trace) every time.
+      if (through.oneShot) through.dispatcher.close().catch(() => {});
     }
   }
 
