@@ -27,7 +27,7 @@ import {
   type TenantsShape,
 } from "./routing-workloads.js";
 import { printTable } from "./stats.js";
-import { type ReplayResult, replay } from "./ttft-replay.js";
+import { type ReplayResult, type ReplicaAttribution, replay } from "./ttft-replay.js";
 
 export interface MatrixCell {
   name: string;
@@ -237,6 +237,7 @@ export async function replayCell(
     string,
     { hits: number[]; ttfts: number[]; lost: number; prompt: number; errors: number }
   >();
+  const attributions = new Map<string, ReplicaAttribution>();
   for (let i = 0; i < repeats; i++) {
     const p = { ...preset, seed: jitter > 0 ? preset.seed : preset.seed + i };
     const w = prepareWorkload("tenants", p);
@@ -264,7 +265,18 @@ export async function replayCell(
                   policyOf: () => replayPolicy(label),
                 },
               };
-        result = await replay(w, { ...base, ...model, chooser: { kind: "policy", policy } });
+        const attribution = attributions.get(label) ?? {
+          decisions: 0,
+          agree: 0,
+          differ: new Map(),
+        };
+        attributions.set(label, attribution);
+        result = await replay(w, {
+          ...base,
+          ...model,
+          chooser: { kind: "policy", policy },
+          ...("replicas" in model ? { attribution } : {}),
+        });
       }
       const r = perRow.get(label) ?? { hits: [], ttfts: [], lost: 0, prompt: 0, errors: 0 };
       r.errors += result.rejected.length;
@@ -277,6 +289,9 @@ export async function replayCell(
       }
       perRow.set(label, r);
     }
+  }
+  for (const [label, a] of attributions) {
+    if (a.decisions > 0) console.log(attributionLine(cell, label, a));
   }
   const oracle = perRow.get(ORACLE_ROW);
   const mean = (xs: readonly number[]) => xs.reduce((s, x) => s + x, 0) / xs.length;
@@ -309,6 +324,18 @@ export async function replayCell(
         loadAverage,
       };
     });
+}
+
+/**
+ * One line of where replicas' decisions part from one router's on the same state (ttft-replay.ts
+ * ReplicaAttribution): each kind/cause with its count and the held characters it gave up.
+ */
+export function attributionLine(cell: string, row: string, a: ReplicaAttribution): string {
+  const parts = [...a.differ]
+    .sort((x, y) => y[1].lostChars - x[1].lostChars)
+    .map(([key, e]) => `${key} ${e.count} (${Math.round(e.lostChars / 1000)}k chars)`);
+  const differ = a.decisions - a.agree;
+  return `${cell} ${row}: ${differ} of ${a.decisions} decisions differ from one router's on the same state: ${parts.join(", ")}`;
 }
 
 /**

@@ -33,6 +33,7 @@ import type { PrefixClaims } from "../../src/index/prefix-claims.js";
 import type { PrefixIndex } from "../../src/index/prefix-index.js";
 import { routingText } from "../../src/intake/routing-text.js";
 import type { DecisionTrace } from "../../src/scheduling/decision-trace.js";
+import { CLAIM_BLOCK_CHARS } from "../../src/scheduling/new-prefix-claim.js";
 import type { Policy, PolicyWorker } from "../../src/scheduling/policy.js";
 import { Scheduler } from "../../src/scheduling/scheduler.js";
 import { engineHeldChars } from "../../src/scheduling/usage-feedback.js";
@@ -164,6 +165,41 @@ export interface ReplicaModel {
   policyOf: (rank: number) => Policy;
 }
 
+/**
+ * Where replicas' decisions part from one router's, decision by decision: each replica decision
+ * is set against what a router holding the fleet's tree (every replica's op applied at once) and
+ * the fleet's load (every replica's in-flight and queued prefill, now) would choose in the same
+ * instant, and, where they differ, against that router with only the tree or only the load of the
+ * fleet, to name the view whose lag made the difference. `lostChars`: what the fleet's tree holds
+ * on the fleet router's choice beyond the replica's (the prefill the difference costs at once).
+ */
+export interface ReplicaAttribution {
+  decisions: number;
+  agree: number;
+  /**
+   * `${kind}/${cause}`. kind: `new` (in the fleet's tree no worker holds a block more of the text
+   * than every other) or `held`, with `:less` when the replica's tree lacks a block the fleet's
+   * holds (a peer's op not here yet), `:more` when it keeps one the fleet's no longer holds,
+   * `:both`. cause: `wait` (decided after a claim's round trip, the fleet router asked again at
+   * that instant), `claim` (its own view chose as the fleet router, a claim's answer moved it),
+   * `tree` / `load` (the fleet's tree / load alone would have chosen as the fleet router),
+   * `either`, `tree+load` (only both together).
+   */
+  differ: Map<string, { count: number; lostChars: number }>;
+}
+
+/** The workers (by index) the attribution's routers chose for one decision, and what each held. */
+interface Counterfactual {
+  /** Model time of the question. */
+  at: number;
+  fleet: number;
+  tree: number;
+  load: number;
+  own: number;
+  kind: string;
+  held: Map<number, number>;
+}
+
 interface ReplayWorker extends PolicyWorker {
   /** This router's requests there (in flight). */
   ownInFlight: number;
@@ -231,6 +267,8 @@ export async function replay(
     jitter?: { seed: number; share: number };
     /** Several replicas sharing state instead of one router (ReplicaModel). */
     replicas?: ReplicaModel;
+    /** Filled with where the replicas' decisions differ from one router's (replicas only). */
+    attribution?: ReplicaAttribution;
   },
 ): Promise<ReplayResult> {
   const clock = new ManualClock();
@@ -338,6 +376,20 @@ export async function replay(
     });
   }
   const model = o.replicas;
+  const attribution = model !== undefined && chooser.kind === "policy" ? o.attribution : undefined;
+  // The fleet's tree for the attribution: every replica's op applied at once, as one router's.
+  const fleetTree = attribution === undefined ? undefined : new ApproximateIndex();
+  for (const worker of fleetTree === undefined ? [] : routers[0]!.workers) {
+    fleetTree!.addWorker(worker.id);
+    fleetTree!.setBudget(worker.id, learnedTreeBudget(capacity, worker.cpt.value, 1));
+  }
+  // Ops reach the fleet tree when the attribution next looks: a decision's own insert only after
+  // the attribution has asked the fleet router, even when a claim's wait came in between.
+  const fleetOps: StateOp[] = [];
+  const applyFleet = (op: StateOp) => {
+    if (op.kind === "truncate") fleetTree!.truncate(op.worker, op.model, op.text, op.keep);
+    else if (op.kind === "insert") fleetTree!.insert(op.worker, op.model, op.text);
+  };
   if (model !== undefined && chooser.kind !== "pinned") shareState(routers, model);
   for (const router of routers) {
     if (chooser.kind === "pinned") break;
@@ -401,6 +453,7 @@ export async function replay(
     for (const from of all) {
       const publish = (op: StateOp) => {
         if (op.kind !== "insert" && op.kind !== "truncate") return;
+        if (fleetTree !== undefined) fleetOps.push(op);
         const seq = ++from.seq;
         for (const to of all) {
           if (to === from) continue;
@@ -471,6 +524,126 @@ export async function replay(
     if (ms > 0) clock.setTimer(run, ms);
     else run();
   }
+  const shadows = attribution === undefined ? [] : routers.map((r, rank) => attributor(r, rank));
+
+  /**
+   * The attribution's three counterfactual routers for one replica, each with a policy of its own
+   * (a rotation's turns stay the replica's): the fleet's tree and load, the fleet's tree only, the
+   * fleet's load only. `before` asks them ahead of the replica's decision, `after` counts it.
+   */
+  function attributor(router: ReplayRouter, rank: number) {
+    const a = attribution!;
+    const sum = (i: number, f: (x: ReplayWorker) => number) =>
+      routers.reduce((s, r) => s + f(r.workers[i]!), 0);
+    const fleetLoad: PolicyWorker[] = router.workers.map((x) => ({
+      id: x.id,
+      get inFlight() {
+        return sum(x.index, (y) => y.ownInFlight);
+      },
+      get pendingPrefillChars() {
+        return sum(x.index, (y) => y.pendingPrefillChars);
+      },
+      get pendingPrefillRequests() {
+        return sum(x.index, (y) => y.pendingPrefillRequests);
+      },
+      get runningReserveChars() {
+        return x.runningReserveChars;
+      },
+      ...(x.foreignQueuedAt !== undefined ? { foreignQueuedAt: x.foreignQueuedAt } : {}),
+    }));
+    const made = (index: PrefixIndex) => {
+      const s = new Scheduler(model!.policyOf(rank), index) as unknown as {
+        choose(
+          c: readonly PolicyWorker[],
+          r: { text: string },
+        ): { worker: PolicyWorker } | undefined;
+        matched: number[];
+        replicaRank: () => number;
+      };
+      s.replicaRank = () => rank;
+      return s;
+    };
+    // Matching reserves room for the running requests in the tree it reads: the shadows must not
+    // change what the replica's own tree holds, nor the fleet tree's by a replica's own counts.
+    const readOnly = (index: ApproximateIndex): PrefixIndex =>
+      Object.assign(Object.create(index) as ApproximateIndex, { reserve: undefined });
+    const both = made(fleetTree!);
+    const treeOnly = made(readOnly(fleetTree!));
+    const loadOnly = made(readOnly(router.approximate));
+    const own = made(readOnly(router.approximate));
+    const pick = (s: ReturnType<typeof made>, c: readonly PolicyWorker[], text: string) =>
+      c.indexOf(s.choose(c, { text })?.worker ?? c[0]!);
+    return {
+      before(candidates: readonly ReplayWorker[], text: string): Counterfactual {
+        for (const op of fleetOps.splice(0)) applyFleet(op);
+        const views = candidates.map((x) => fleetLoad[x.index]!);
+        const fleet = pick(both, views, text);
+        const held = both.matched.slice(0, candidates.length);
+        const most = Math.max(...held);
+        let kind = held.every((h) => h >= most - CLAIM_BLOCK_CHARS) ? "new" : "held";
+        own.choose(candidates, { text });
+        const mine = own.matched.slice(0, candidates.length);
+        // Where the replica's tree and the fleet's part: a peer's insert not here yet (less), or
+        // what this tree still holds and the fleet's lost (more).
+        const less = held.some((h, i) => h > (mine[i] ?? 0) + CLAIM_BLOCK_CHARS);
+        const more = held.some((h, i) => h + CLAIM_BLOCK_CHARS < (mine[i] ?? 0));
+        kind += less && more ? ":both" : less ? ":less" : more ? ":more" : "";
+        return {
+          at: clock.now(),
+          fleet: candidates[fleet]!.index,
+          tree: candidates[pick(treeOnly, candidates, text)]!.index,
+          load: candidates[pick(loadOnly, views, text)]!.index,
+          own: candidates[pick(own, candidates, text)]!.index,
+          kind,
+          held: new Map(candidates.map((x, i) => [x.index, held[i] ?? 0])),
+        };
+      },
+      after(
+        first: Counterfactual,
+        candidates: readonly ReplayWorker[],
+        text: string,
+        chosen: number,
+      ) {
+        // Everything published meanwhile but this decision's own insert, then the fleet router
+        // asked again when a claim's wait let the fleet move on.
+        const ops = fleetOps.splice(0);
+        const id = `w${chosen}`;
+        let mine = -1;
+        for (let k = ops.length - 1; k >= 0 && mine < 0; k--) {
+          const op = ops[k]!;
+          if (op.kind === "insert" && op.worker === id && op.text === text) mine = k;
+        }
+        const waited = ops.length > (mine < 0 ? 0 : 1) || clock.now() !== first.at;
+        for (let k = 0; k < ops.length; k++) if (k !== mine) applyFleet(ops[k]!);
+        // The replica's own tree now holds this decision: only the fleet router is asked again.
+        const f = waited ? this.before(candidates, text) : first;
+        if (mine >= 0) applyFleet(ops[mine]!);
+        a.decisions += 1;
+        if (chosen === f.fleet) {
+          a.agree += 1;
+          return;
+        }
+        // Its own view agreed, yet it chose otherwise: a claim's answer (or a hold) moved it.
+        const cause = waited
+          ? "wait"
+          : f.own === f.fleet
+            ? "claim"
+            : f.tree === f.fleet && f.load === f.fleet
+              ? "either"
+              : f.tree === f.fleet
+                ? "tree"
+                : f.load === f.fleet
+                  ? "load"
+                  : "tree+load";
+        if (waited) f.kind = f.kind.split(":")[0]!;
+        const key = `${f.kind}/${cause}`;
+        const e = a.differ.get(key) ?? { count: 0, lostChars: 0 };
+        e.count += 1;
+        e.lostChars += (f.held.get(f.fleet) ?? 0) - (f.held.get(chosen) ?? 0);
+        a.differ.set(key, e);
+      },
+    };
+  }
   const spread = mulberry32(((model?.seed ?? 0) * 7919 + 17) >>> 0);
 
   const done = new Map<string, () => void>();
@@ -508,6 +681,8 @@ export async function replay(
       // Tokens are at hand: the precise index's prepare completes at once.
       if (index instanceof HybridIndex)
         void index.prepare({ text, tokenizeInput: { tokens } }, candidates);
+      const shadow = attribution === undefined ? undefined : shadows[routers.indexOf(router)]!;
+      const fleet = shadow?.before(candidates, text);
       // Replicas agree on a new prefix (a claim, in model time); one router decides at once.
       decision =
         model === undefined
@@ -515,6 +690,7 @@ export async function replay(
           : await decider!.decideAgreed(candidates, { text });
       worker = decision!.worker as ReplayWorker;
       held = decision!.heldBefore;
+      if (fleet !== undefined) shadow!.after(fleet, candidates, text, worker.index);
     }
     // A sequence larger than the whole KV pool is refused up front, as the engines do: SGLang
     // aborts a request at or above max_req_input_len (at most max_total_num_tokens − 1) with
@@ -602,6 +778,7 @@ export async function replay(
                 worker.id,
                 learnedTreeBudget(capacity, worker.cpt.value, 1),
               );
+              fleetTree?.setBudget(worker.id, learnedTreeBudget(capacity, worker.cpt.value, 1));
               if (!othersPrefilling) {
                 const engineHeld = engineHeldChars(
                   held,

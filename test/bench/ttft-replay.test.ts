@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { prepareWorkload, QUICK_PRESET } from "../../bench/lib/routing-workloads.js";
-import { type ReplayResult, replay } from "../../bench/lib/ttft-replay.js";
+import { type ReplayResult, type ReplicaAttribution, replay } from "../../bench/lib/ttft-replay.js";
 import { renderChat } from "../../sim/template.js";
 import { tokenize } from "../../sim/tokenizer.js";
 import type { RequestSpec } from "../../sim/workloads.js";
@@ -53,6 +53,40 @@ describe("bench:ttft replay (model time, deterministic)", () => {
     });
     const plain = await replay(workload, { ...base, chooser: prefixCost() });
     expect(still.requests.map((x) => x.ttft)).toEqual(plain.requests.map((x) => x.ttft));
+  });
+
+  it("replicas: the attribution against one router changes no decision and accounts for each", async () => {
+    const replicas = {
+      count: 2,
+      delayMs: 10,
+      loadIntervalMs: 1250,
+      claimTtlMs: 10_000,
+      rankHoldMs: 0,
+      seed: 1,
+      policyOf: () => createPolicy("prefix_cost", {}),
+    };
+    const run = (attribution?: ReplicaAttribution) =>
+      replay(workload, {
+        ...base,
+        chooser: prefixCost(),
+        replicas,
+        ...(attribution !== undefined ? { attribution } : {}),
+      });
+    const attribution: ReplicaAttribution = { decisions: 0, agree: 0, differ: new Map() };
+    const watched = await run(attribution);
+    const plain = await run();
+    expect(placement(watched)).toEqual(placement(plain));
+    expect(watched.hitRate).toBe(plain.hitRate);
+    expect(attribution.decisions).toBe(watched.requests.length + watched.rejected.length);
+    const differ = [...attribution.differ.values()].reduce((s, e) => s + e.count, 0);
+    expect(attribution.agree + differ).toBe(attribution.decisions);
+    // Two replicas with ops on the way part from one router somewhere, and not everywhere.
+    expect(differ).toBeGreaterThan(0);
+    expect(attribution.agree).toBeGreaterThan(differ);
+    for (const key of attribution.differ.keys())
+      expect(key).toMatch(
+        /^(new|held)(:less|:more|:both)?\/(wait|claim|either|tree|load|tree\+load)$/,
+      );
   });
 
   it("pins every request where the oracle says", async () => {

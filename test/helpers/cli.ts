@@ -12,6 +12,10 @@ export function runCli(
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
+  // A test that fails before its own kill must not leave a router listening after the run.
+  const reap = () => child.kill("SIGKILL");
+  process.once("exit", reap);
+  child.once("exit", () => process.off("exit", reap));
   let stdout = "";
   let stderr = "";
   child.stdout!.on("data", (d) => (stdout += d));
@@ -42,7 +46,7 @@ export const SERVE_LOCALLY = [
 
 /**
  * The URL of the CLI's "radixgate listening" log line, read from `child`'s stdout; rejects when
- * it does not come within `ms`.
+ * it does not come within `ms`, and then kills `child`, which no test can use any more.
  */
 export function listeningUrl(child: ChildProcess, ms = 15_000): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -57,6 +61,7 @@ export function listeningUrl(child: ChildProcess, ms = 15_000): Promise<string> 
     };
     const timer = setTimeout(() => {
       child.stdout!.off("data", onData);
+      child.kill("SIGKILL");
       reject(new Error(`the CLI did not log its URL within ${ms} ms`));
     }, ms);
     child.stdout!.on("data", onData);
