@@ -215,7 +215,7 @@ export class HealthChecker {
       const e = err as { code?: string; name?: string; message?: string };
       return e.code ?? e.name ?? e.message ?? "error";
     } finally {
-      // close(), not destroy(): destroy() makes an Error (a stack trace) every time.
+      // The check's request has ended and its connection was closed after the answer.
       if (through.oneShot) through.dispatcher.close().catch(() => {});
     }
   }
