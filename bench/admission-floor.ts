@@ -182,6 +182,12 @@ function runFleet(
    * time, so a light request never finds a run of the flood's prefill steps ahead of it.
    */
   pace = false,
+  /**
+   * The flood may also wait in each engine's queue, up to this many requests there
+   * (--saturation-queue-depth N while no slot is kept: a tenant alone, or one band over another,
+   * the router holds a worker's work at its batch plus N); 0 = only into free slots.
+   */
+  floodDepth = 0,
 ): { ttfts: number[]; floodTokensPerSec: number } {
   const clock = new ManualClock();
   const rng = mulberry32(seed);
@@ -213,10 +219,16 @@ function runFleet(
   const roomiest = () => fleet.reduce((a, b) => (b.held < a.held ? b : a));
   /** Where the flood may go now: the roomiest engine, paced or not; undefined when paced out. */
   const floodTarget = () => {
-    if (!pace) return roomiest();
-    const open = fleet.filter((e) => e.prefilling === 0);
+    if (!pace && floodDepth === 0) return roomiest();
+    const open = fleet.filter(
+      (e) =>
+        (!pace || e.prefilling === 0) && (floodDepth === 0 || e.held < MAX_RUNNING + floodDepth),
+    );
     return open.length === 0 ? undefined : open.reduce((a, b) => (b.held < a.held ? b : a));
   };
+  /** Whether the flood may go on now: beyond the reserve, or (floodDepth) within the engines' queues. */
+  const floodRoom = () =>
+    floodDepth === 0 ? freeTotal() > reserve : fleet.some((e) => e.held < MAX_RUNNING + floodDepth);
   const submit = (
     shape: typeof FLOOD,
     onToken: (i: number) => void,
@@ -266,17 +278,18 @@ function runFleet(
   // A freed slot goes to a held light request first, then to the flood beyond the reserve.
   function refill(): void {
     while (waitingLight.length > 0 && freeTotal() > 0) startLight(waitingLight.shift() as number);
-    while (clock.now() < endAt && freeTotal() > reserve) {
+    while (clock.now() < endAt && floodRoom()) {
       if (!submitFlood()) return;
     }
   }
   // The flood's first lanes staggered over one request's life, as runOnce's.
-  for (let i = 0; i < slots - reserve; i++)
+  const lanes = slots - reserve + engines * floodDepth;
+  for (let i = 0; i < lanes; i++)
     clock.setTimer(
       () => {
-        if (freeTotal() > reserve) submitFlood();
+        if (floodRoom()) submitFlood();
       },
-      (i * 900) / slots,
+      (i * 900) / (slots + engines * floodDepth),
     );
   let at = 1000;
   const scheduleLight = () => {
@@ -377,7 +390,7 @@ export async function main(argv = process.argv.slice(2)): Promise<void> {
   // The fleet's rule: 2 engines, 1 or 2 slots kept across both (--tenant-reserve-slots) against none.
   const fleetRows: string[][] = [];
   for (const budget of budgets) {
-    const [none, one, two, preempt0, preempt1, oneQueued, preemptPaced] = [
+    const [none, one, two, preempt0, preempt1, oneQueued, preemptPaced, preemptDepth1] = [
       [0, false],
       [1, false],
       [2, false],
@@ -385,7 +398,8 @@ export async function main(argv = process.argv.slice(2)): Promise<void> {
       [1, true],
       [1, false, true],
       [0, true, false, true],
-    ].map(([reserve, preempt, queued, paced]) =>
+      [0, true, false, false, 1],
+    ].map(([reserve, preempt, queued, paced, depth]) =>
       runFleet(
         2,
         Number(reserve),
@@ -396,6 +410,7 @@ export async function main(argv = process.argv.slice(2)): Promise<void> {
         preempt === true,
         queued === true,
         paced === true,
+        Number(depth ?? 0),
       ),
     );
     for (const [name, r] of [
@@ -406,6 +421,7 @@ export async function main(argv = process.argv.slice(2)): Promise<void> {
       ["reserve 0, preempt", preempt0],
       ["reserve 1, preempt", preempt1],
       ["reserve 0, preempt, flood paced", preemptPaced],
+      ["reserve 0, preempt, flood at depth 1", preemptDepth1],
     ] as const) {
       const sorted = [...(r?.ttfts ?? [])].sort((a, b) => a - b);
       fleetRows.push([

@@ -42,7 +42,7 @@
  *   --flood-secs, --silent-secs   how long the flood, and the silent runs, send; samples per
  *                                 group = rate x secs (default 24 s silent: 144 light samples, so
  *                                 the baseline p99 is not the single slowest request)
- *   --light-secs                  how long the light streams beside a flood send (default 1.5x
+ *   --light-secs                  how long the light B-D streams beside a flood send (default 1.5x
  *                                 --flood-secs: 108 light samples, so the p99 is not the single
  *                                 slowest request; at 3x capacity the flood's backlog lasts about
  *                                 three times as long, and the light requests sent while it still has
@@ -52,7 +52,13 @@
  *                                 more) is left out of its group's figures (group "B~after"...),
  *                                 and the run says how many.
  *   --light-rate R                requests/s of each light tenant B, C, D (pooled B-D: 3R/s) and 3R/s
- *                                 of high priority; the p99s below are over the pooled groups
+ *                                 of high priority; the p99s below are over the pooled groups. The
+ *                                 high-priority stream sends --silent-secs in prio-silent and in
+ *                                 prio-flood/on alike (144 samples each by default): the ratio's
+ *                                 two p99s stand on as many samples
+ *   --repeats N (N > 1)           also gives each target over every repeat's samples pooled
+ *                                 (3 repeats: 432 high-priority samples a side, its p99 the 5th
+ *                                 slowest instead of one repeat's 2nd slowest)
  *   --max-batch-tokens N          the engines' tokens per step (chunked prefill; sim option
  *                                 maxBatchTokens; default 2048 here, the check's: SGLang --chunked-prefill-size,
  *                                 vLLM --max-num-batched-tokens). A's 1,000-token prompt is one
@@ -101,6 +107,7 @@ import {
   type Target,
 } from "./lib/admission-load.js";
 import {
+  pooledRuns,
   printRows,
   printSplits,
   type Run,
@@ -561,7 +568,8 @@ async function main(): Promise<void> {
               o.floodSecs,
               t0,
             ),
-            ...high(at, t0, o.lightSecs),
+            // As long as prio-silent's: the two p99s of the ratio stand on as many samples.
+            ...high(at, t0, o.silentSecs),
           ],
           true,
           true,
@@ -598,9 +606,14 @@ async function main(): Promise<void> {
     }
     if (o.repeats > 1) {
       console.log(`\nover ${o.repeats} repeats (one calibration; each repeat on fresh fleets):`);
+      const lost = repeats.reduce((n, r) => n + r.table.reduce((m, x) => m + x.lost, 0), 0);
+      const pooled = targetRows(pooledRuns(traced), light, lost);
       printTable(
-        ["target", "each repeat", "median", "worst", "goal"],
-        repeatedTargets(repeats.map((r) => r.targets)),
+        ["target", "each repeat", "median", "worst", "pooled", "pooled samples", "goal"],
+        repeatedTargets(
+          repeats.map((r) => r.targets),
+          pooled,
+        ),
       );
     }
     writeResults(RESULTS, {

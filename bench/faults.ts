@@ -1,7 +1,8 @@
 /**
  * Fault bench: every attack on the router's trust boundaries, each for a while beside steady
- * legitimate traffic, against simulated workers. Per attack, a fresh router (the real CLI, its
- * own process, default flags plus what the attack needs), measured first quiet, then under the
+ * legitimate traffic, against simulated workers. Per attack, a fresh router (the built CLI,
+ * `node dist/cli.js` as production runs it, its own process, default flags plus what the attack
+ * needs), measured first quiet, then under the
  * attack, the same way: 4 legitimate clients sending short chat completions back to back, and a
  * /health probe every 10 ms. Three processes besides the router, so that no side's CPU shows up
  * as another's latency: the bench (it generates the attack traffic), the simulated workers
@@ -47,6 +48,7 @@ import { startLocalRedis } from "../sim/redis-server.js";
 import type { SimWorkerOptions } from "../sim/worker.js";
 import { encodeSequence } from "../src/kv-events/decode.js";
 import { startBareNodeProxy } from "./lib/bare-node-proxy.js";
+import { ensureBuilt } from "./lib/built-router.js";
 import {
   commandLine,
   machineSummary,
@@ -59,6 +61,7 @@ import { childFleetHost, type Fleet, type FleetHost, type FleetMember } from "./
 import { ensureNginx, startNginx } from "./lib/nginx.js";
 import { numberFlag } from "./lib/number-flag.js";
 import { processCpuMicros, processTree } from "./lib/process-cpu.js";
+import { rawFlood } from "./lib/raw-attacker.js";
 import { printTable } from "./lib/stats.js";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -374,35 +377,44 @@ async function bigBodies(env: Env, stop: AbortSignal): Promise<void> {
   });
 }
 
+/** "200× 400, 3× closed": what a flood's answers were, most common first. */
+function tally(answers: ReadonlyMap<string, number>): string {
+  return [...answers]
+    .sort(([, a], [, b]) => b - a)
+    .map(([k, n]) => `${n}× ${k}`)
+    .join(", ");
+}
+
 /**
- * 8 clients posting 240 KB nested 120,000 deep, back to back: no pause after an error either, as a
- * connection closed early is just a refusal to an attacker, who reconnects at once. Notes the
- * bodies per second and what they got.
+ * `loops` connections from the attacker's address sending `request` back to back (the cheap
+ * client of lib/raw-attacker.ts); notes the answers per second and what they were.
  */
-async function deepJsonFlood(env: Env, stop: AbortSignal): Promise<void> {
-  const depth = 120_000;
-  const body = Buffer.from(
-    `{"messages":[{"role":"user","content":"x"}],"max_tokens":1,"extra":${"[".repeat(depth)}${"]".repeat(depth)}}`,
-  );
+async function flood(env: Env, stop: AbortSignal, loops: number, request: Buffer): Promise<void> {
   const started = performance.now();
   const answers = new Map<string, number>();
-  await Promise.all(
-    Array.from({ length: 8 }, async () => {
-      while (!stop.aborted) {
-        const got = await post(`${env.url}/v1/chat/completions`, body).then(
-          (res) => String(res.status),
-          (err: Error) => (err.cause as { code?: string } | undefined)?.code ?? "error",
-        );
-        answers.set(got, (answers.get(got) ?? 0) + 1);
-      }
-    }),
+  await rawFlood(
+    {
+      port: env.port,
+      localAddress: ATTACKER_ADDRESS,
+      loops,
+      request,
+      onAnswer: (status) => answers.set(status, (answers.get(status) ?? 0) + 1),
+    },
+    stop,
   );
   const secs = (performance.now() - started) / 1000;
   const total = [...answers.values()].reduce((a, b) => a + b, 0);
-  env.scratch.note = `${Math.round(total / secs)} bodies/s: ${[...answers]
-    .sort()
-    .map(([k, n]) => `${n}× ${k}`)
-    .join(", ")}`;
+  env.scratch.note = `${Math.round(total / secs)} answers/s: ${tally(answers)}`;
+}
+
+/**
+ * 8 clients posting 240 KB nested 120,000 deep, back to back: no pause after an error either, as a
+ * connection closed early is just a refusal to an attacker, who reconnects at once.
+ */
+function deepJsonFlood(env: Env, stop: AbortSignal): Promise<void> {
+  const depth = 120_000;
+  const body = `{"messages":[{"role":"user","content":"x"}],"max_tokens":1,"extra":${"[".repeat(depth)}${"]".repeat(depth)}}`;
+  return flood(env, stop, 8, Buffer.from(rawPost("/v1/chat/completions", body)));
 }
 
 const ATTACKS: Attack[] = [
@@ -681,11 +693,18 @@ const ATTACKS: Attack[] = [
     what: "many short streams: idle upstream connections",
     // 64 clients back to back against 4: what any proxy in front of the same workers keeps.
     references: ["nginx"],
-    async run(env, stop) {
-      await loops(64, stop, () =>
-        post(`${env.url}/v1/chat/completions`, chat("stream me", { stream: true, max_tokens: 2 })),
-      );
-    },
+    run: (env, stop) =>
+      flood(
+        env,
+        stop,
+        64,
+        Buffer.from(
+          rawPost(
+            "/v1/chat/completions",
+            JSON.stringify(chat("stream me", { stream: true, max_tokens: 2 })),
+          ),
+        ),
+      ),
   },
   {
     name: "k8s-watch-line",
@@ -862,15 +881,19 @@ async function startTarget(
   };
 }
 
+/**
+ * The router as production runs it: `node dist/cli.js`, built first when stale. Under tsx's loader
+ * every Error's stack went through source maps, which a flood of refusals (each one an Error) and
+ * thousands of failing probes paid for in CPU that no deployment spends.
+ */
 async function startRouterCli(flags: string[], nodeFlags: string[]): Promise<RouterChild> {
+  ensureBuilt();
   const port = await freePort();
   const child = spawn(
     process.execPath,
     [
       ...nodeFlags,
-      "--import",
-      "tsx",
-      "src/cli.ts",
+      join(ROOT, "dist", "cli.js"),
       "--host",
       "127.0.0.1",
       "--port",

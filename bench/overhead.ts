@@ -12,6 +12,9 @@
  *   npm run bench:overhead -- --cpu-prof bench/results/prof   the router writes a .cpuprofile there
  *   npm run bench:overhead -- --prompts 1024 --modes json --concurrency 16   one cell
  *   npm run bench:overhead -- --router-args="--log-level warn"   the router with other flags
+ *   npm run bench:overhead -- --prompts 1024 --modes json --concurrency 1 --requests 500 --rounds 12
+ *       each cell's targets in 12 interleaved rounds: per target the median round, and each added
+ *       p50 against the direct run of its own round (steadier than one long run on a busy machine)
  *
  * When nginx is installed (`apt-get install nginx-light`), the same requests also go through nginx
  * as a plain reverse proxy to the same worker (bench/lib/nginx.ts), in the same run, for a
@@ -43,7 +46,7 @@ import {
   type TargetResult,
 } from "./lib/overhead-requests.js";
 import { processTree } from "./lib/process-cpu.js";
-import { printTable } from "./lib/stats.js";
+import { median, printTable } from "./lib/stats.js";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 const RESULTS = join(ROOT, "bench", "results", "overhead.json");
@@ -83,6 +86,75 @@ export interface CellResult {
   floorVsNginx?: number;
 }
 
+/** How measure() reaches a target: a URL, or a proxy with the pid(s) whose CPU time is read. */
+type Target = Parameters<typeof measure>[0];
+
+/** A cell's targets measured over rounds: each target's figures, and its added p50. */
+export interface MeasuredRounds {
+  /** The median round's figures per field (errors and requests summed); undefined: not run. */
+  result(name: string): TargetResult | undefined;
+  /** The median over rounds of the target's p50 minus direct's p50 in the same round, ms. */
+  addedP50(name: string): number;
+}
+
+/**
+ * Every target of a cell, `rounds` times in turn, the order reversed every other round: a load
+ * that drifts, or a neighbour that wakes, falls on every target alike, and each added p50 is taken
+ * against the direct run of its own round. With one round, each target once, in the order given.
+ */
+export async function measureRounds(
+  targets: readonly (readonly [string, Target | undefined])[],
+  rounds: number,
+  run: (target: Target, name: string) => Promise<TargetResult>,
+): Promise<MeasuredRounds> {
+  const present = targets.filter((t): t is readonly [string, Target] => t[1] !== undefined);
+  const runs = new Map<string, TargetResult[]>(present.map(([name]) => [name, []]));
+  for (let round = 0; round < rounds; round++) {
+    const order = round % 2 === 0 ? present : [...present].reverse();
+    for (const [name, target] of order) {
+      const label = rounds === 1 ? name : `${name} (round ${round + 1}/${rounds})`;
+      runs.get(name)!.push(await run(target, label));
+    }
+  }
+  return {
+    result: (name) => {
+      const results = runs.get(name);
+      return results === undefined ? undefined : medianResult(results);
+    },
+    addedP50: (name) => {
+      const direct = runs.get("direct") ?? [];
+      const results = runs.get(name) ?? [];
+      return median(results.map((r, i) => r.latencyMs.p50 - (direct[i]?.latencyMs.p50 ?? NaN)));
+    },
+  };
+}
+
+/** Per field, the median over rounds; the counts are summed. One round: itself. */
+export function medianResult(results: readonly TargetResult[]): TargetResult {
+  if (results.length === 1) return results[0]!;
+  const of = (pick: (r: TargetResult) => number | undefined) =>
+    median(results.map((r) => pick(r) ?? Number.NaN));
+  const latency = (pick: (r: TargetResult) => TargetResult["latencyMs"]) => ({
+    count: results.reduce((n, r) => n + pick(r).count, 0),
+    mean: of((r) => pick(r).mean),
+    p50: of((r) => pick(r).p50),
+    p90: of((r) => pick(r).p90),
+    p99: of((r) => pick(r).p99),
+    max: Math.max(...results.map((r) => pick(r).max)),
+  });
+  const cpu = of((r) => r.cpuMicrosPerRequest);
+  const firstCpu = of((r) => r.firstCpuMicrosPerRequest);
+  return {
+    requests: results.reduce((n, r) => n + r.requests, 0),
+    errors: results.reduce((n, r) => n + r.errors, 0),
+    latencyMs: latency((r) => r.latencyMs),
+    ttftMs: latency((r) => r.ttftMs),
+    requestsPerSec: of((r) => r.requestsPerSec),
+    ...(Number.isNaN(cpu) ? {} : { cpuMicrosPerRequest: cpu }),
+    ...(Number.isNaN(firstCpu) ? {} : { firstCpuMicrosPerRequest: firstCpu }),
+  };
+}
+
 /** A row of nginx before a Node.js decider: added p50, req/s, CPU (both, the decider's), ×nginx. */
 function nginxPlaneColumns(r: TargetResult, addedP50Ms: number, vsNginx: number): string[] {
   return [
@@ -104,6 +176,7 @@ async function main(): Promise<void> {
       modes: { type: "string" },
       concurrency: { type: "string" },
       "router-args": { type: "string" },
+      rounds: { type: "string", default: "1" },
     },
   });
   const routerArgs = (values["router-args"] ?? "").split(" ").filter((arg) => arg !== "");
@@ -122,6 +195,11 @@ async function main(): Promise<void> {
   const requests = Number(values.requests ?? (values.quick ? 200 : 3000));
   if (!Number.isInteger(requests) || requests < 10) {
     console.error("bench:overhead: --requests must be an integer >= 10");
+    process.exit(2);
+  }
+  const rounds = Number(values.rounds);
+  if (!Number.isInteger(rounds) || rounds < 1) {
+    console.error("bench:overhead: --rounds must be an integer >= 1");
     process.exit(2);
   }
   const warmup = Math.max(100, Math.floor(requests / 5));
@@ -194,85 +272,42 @@ async function main(): Promise<void> {
       for (const stream of streams) {
         for (const concurrency of concurrencies) {
           const label = `${chars} chars ${stream ? "stream" : "json"} c=${concurrency}`;
-          const direct = await measure(
-            workerUrl,
-            texts,
-            stream,
-            concurrency,
-            requests,
-            warmup,
-            `${label} direct`,
+          const targets: [string, Target | undefined][] = [
+            ["direct", workerUrl],
+            ["router", router],
+            ["bare node", bareNode],
+            [
+              "nginx",
+              nginx === undefined ? undefined : { url: nginx.url, pid: nginx.workerPid() ?? -1 },
+            ],
+            ["router-nginx", routerNginxTarget],
+            ["nginx floor", floorTarget],
+          ];
+          const measured = await measureRounds(targets, rounds, (target, name) =>
+            measure(target, texts, stream, concurrency, requests, warmup, `${label} ${name}`),
           );
-          const routed = await measure(
-            router,
-            texts,
-            stream,
-            concurrency,
-            requests,
-            warmup,
-            `${label} router`,
-          );
-          const viaBareNode = await measure(
-            bareNode,
-            texts,
-            stream,
-            concurrency,
-            requests,
-            warmup,
-            `${label} bare node`,
-          );
-          const viaNginx =
-            nginx === undefined
-              ? undefined
-              : await measure(
-                  { url: nginx.url, pid: nginx.workerPid() ?? -1 },
-                  texts,
-                  stream,
-                  concurrency,
-                  requests,
-                  warmup,
-                  `${label} nginx`,
-                );
-          const viaRouterNginx =
-            routerNginxTarget === undefined
-              ? undefined
-              : await measure(
-                  routerNginxTarget,
-                  texts,
-                  stream,
-                  concurrency,
-                  requests,
-                  warmup,
-                  `${label} router-nginx`,
-                );
-          const viaFloor =
-            floorTarget === undefined
-              ? undefined
-              : await measure(
-                  floorTarget,
-                  texts,
-                  stream,
-                  concurrency,
-                  requests,
-                  warmup,
-                  `${label} nginx floor`,
-                );
+          const direct = measured.result("direct")!;
+          const routed = measured.result("router")!;
+          const viaBareNode = measured.result("bare node")!;
+          const viaNginx = measured.result("nginx");
+          const viaRouterNginx = measured.result("router-nginx");
+          const viaFloor = measured.result("nginx floor");
           cells.push({
             promptChars: chars,
             stream,
             concurrency,
             direct,
             router: routed,
-            addedP50Ms: routed.latencyMs.p50 - direct.latencyMs.p50,
+            addedP50Ms: measured.addedP50("router"),
             addedP99Ms: routed.latencyMs.p99 - direct.latencyMs.p99,
             throughputRatio: routed.requestsPerSec / direct.requestsPerSec,
             bareNode: viaBareNode,
-            bareNodeAddedP50Ms: viaBareNode.latencyMs.p50 - direct.latencyMs.p50,
+            bareNodeAddedP50Ms: measured.addedP50("bare node"),
             ...(viaNginx === undefined
               ? {}
               : {
                   nginx: viaNginx,
-                  nginxAddedP50Ms: viaNginx.latencyMs.p50 - direct.latencyMs.p50,
+                  nginxAddedP50Ms: measured.addedP50("nginx"),
                   routerVsNginx: routed.requestsPerSec / viaNginx.requestsPerSec,
                   bareNodeVsNginx: viaBareNode.requestsPerSec / viaNginx.requestsPerSec,
                 }),
@@ -280,14 +315,14 @@ async function main(): Promise<void> {
               ? {}
               : {
                   routerNginx: viaRouterNginx,
-                  routerNginxAddedP50Ms: viaRouterNginx.latencyMs.p50 - direct.latencyMs.p50,
+                  routerNginxAddedP50Ms: measured.addedP50("router-nginx"),
                   routerNginxVsNginx: viaRouterNginx.requestsPerSec / viaNginx.requestsPerSec,
                 }),
             ...(viaFloor === undefined || viaNginx === undefined
               ? {}
               : {
                   floor: viaFloor,
-                  floorAddedP50Ms: viaFloor.latencyMs.p50 - direct.latencyMs.p50,
+                  floorAddedP50Ms: measured.addedP50("nginx floor"),
                   floorVsNginx: viaFloor.requestsPerSec / viaNginx.requestsPerSec,
                 }),
           });
@@ -304,7 +339,7 @@ async function main(): Promise<void> {
   }
 
   console.log(
-    `\n${requests} measured requests per cell (after ${warmup} warm-up), ${OUTPUT_TOKENS} output tokens, ` +
+    `\n${requests} measured requests per cell and target${rounds > 1 ? ` in each of ${rounds} interleaved rounds (medians over rounds; added p50 against each round's direct run)` : ""} (after ${warmup} warm-up), ${OUTPUT_TOKENS} output tokens, ` +
       "latency = request sent → response complete, at the client",
   );
   printTable(
@@ -401,6 +436,7 @@ async function main(): Promise<void> {
         machine,
         command: commandLine("bench:overhead"),
         requestsPerCell: requests,
+        rounds,
         warmupPerCell: warmup,
         outputTokens: OUTPUT_TOKENS,
         cells,

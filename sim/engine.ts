@@ -425,7 +425,13 @@ export class Engine {
       head.prefillTokens,
       head.promptTokens.length + head.maxTokens,
     );
-    return preemptionVictims(head, this.runningBatch, threshold, lacking, (seq) =>
+    // Only sequences past their prefill: SGLang's running batch holds those alone. A chunked
+    // prefill under way is kept apart (scheduler.py moves `chunked_req` out of the batch before
+    // merging it into `running_batch`) and goes on first in the next prefill batch
+    // (PrefillAdder.add_chunked_req), so it is never a victim; nor is a request admitted in this
+    // step (it joins `running_batch` only after the step).
+    const decoding = this.runningBatch.filter((seq) => seq.computed >= seq.prefillTokens.length);
+    return preemptionVictims(head, decoding, threshold, lacking, (seq) =>
       seq.alloc === undefined ? 0 : this.kv.releasableBlocks(seq.alloc),
     );
   }

@@ -194,6 +194,24 @@ function refusals(runs: readonly Run[], groups?: readonly string[]): [number, nu
   return [all, withRetryAfter];
 }
 
+/**
+ * Each run's requests over every repeat as one run: a p99 of a few hundred samples instead of one
+ * repeat's 108-144 (where it is the second slowest request, and one stall moves it).
+ */
+export function pooledRuns(traced: readonly { run: string; outcomes: Outcome[] }[]): Run[] {
+  const byName = new Map<string, Run>();
+  for (const t of traced) {
+    const spanSecs = Math.max(0, ...t.outcomes.map((x) => x.endedAt)) / 1000;
+    const run = byName.get(t.run);
+    if (run === undefined) byName.set(t.run, { name: t.run, outcomes: [...t.outcomes], spanSecs });
+    else {
+      run.outcomes.push(...t.outcomes);
+      run.spanSecs += spanSecs;
+    }
+  }
+  return [...byName.values()];
+}
+
 /** One target of one run of the bench: its value, the samples behind it, and its goal. */
 export interface TargetRow {
   target: string;
@@ -320,7 +338,11 @@ export function targets(runs: readonly Run[], light: readonly string[], lost: nu
  * (the highest where lower is the goal, the lowest where higher is). Rows without a value in
  * any repeat (runs not made) are left out.
  */
-export function repeatedTargets(repeats: readonly TargetRow[][]): string[][] {
+export function repeatedTargets(
+  repeats: readonly TargetRow[][],
+  /** The same targets over every repeat's samples pooled (targetRows of the pooled runs). */
+  pooled?: readonly TargetRow[],
+): string[][] {
   const first = repeats[0] ?? [];
   return first.flatMap((row, i) => {
     if (row.worse === undefined) return [];
@@ -336,12 +358,14 @@ export function repeatedTargets(repeats: readonly TargetRow[][]): string[][] {
     const worst = row.worse === "higher" ? (sorted.at(-1) as number) : (sorted[0] as number);
     // As the single run prints it.
     const decimals = row.shown.split(".")[1]?.length ?? 0;
+    const all = pooled?.[i];
     return [
       [
         row.target,
         values.map((v) => fmt(v, decimals)).join(" "),
         fmt(median, decimals),
         fmt(worst, decimals),
+        ...(pooled === undefined ? [] : [all?.shown ?? "-", all?.samples ?? ""]),
         row.goal,
       ],
     ];

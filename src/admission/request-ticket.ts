@@ -57,6 +57,7 @@ export function requestTicket(
   let identity: RequestIdentity | undefined;
   return {
     signal,
+    roomKey: `${facts.model ?? ""}\u0000${facts.endpoint ?? ""}`,
     identity: () => {
       identity ??= identify(facts.headers, sources.identity, sources.tenants);
       return identity;

@@ -21,6 +21,12 @@ export interface AdmissionTicket {
   timeoutMs(): number;
   /** Aborted when the client goes away. */
   readonly signal: Cancel;
+  /**
+   * Tickets with the same key have the same candidates (the model and route they ask for), so
+   * the queue judges one of a tenant's waiting requests of one priority per turn for all of them;
+   * absent: each is judged alone.
+   */
+  readonly roomKey?: string;
 }
 
 /**

@@ -193,17 +193,30 @@ export class HealthChecker {
 
   private async probeNow(worker: Worker): Promise<string | undefined> {
     if (worker.removed) return "removed";
+    // A worker out of traffic keeps no idle connection between its checks, and one that has
+    // never taken traffic no pool either (worker.ts probeClient).
+    const outOfTraffic = !worker.healthy;
+    const through = outOfTraffic
+      ? worker.probeClient()
+      : { dispatcher: worker.pool, oneShot: false };
     try {
-      const res = await requestWorker(worker, this.options.endpoint ?? "/health", {
-        timeoutMs: this.options.timeoutMs,
-        // A worker out of traffic keeps no idle connection between its checks.
-        closeAfter: !worker.healthy,
-      });
+      const res = await requestWorker(
+        {
+          pool: through.dispatcher,
+          basePath: worker.basePath,
+          authorization: worker.authorization,
+        },
+        this.options.endpoint ?? "/health",
+        { timeoutMs: this.options.timeoutMs, closeAfter: outOfTraffic },
+      );
       await res.body.dump();
       return res.statusCode >= 200 && res.statusCode < 300 ? undefined : `status ${res.statusCode}`;
     } catch (err) {
       const e = err as { code?: string; name?: string; message?: string };
       return e.code ?? e.name ?? e.message ?? "error";
+    } finally {
+      // The check's request has ended and its connection was closed after the answer.
+      if (through.oneShot) through.dispatcher.close().catch(() => {});
     }
   }
 

@@ -42,7 +42,12 @@ export class WorkerRegistry {
   private readonly identitiesOf = new Map<Worker, string[]>();
   private readonly listeners: RegistryListener[] = [];
   /** Cached array of workers; rebuilt only when the set changes, not per request. */
-  private snapshot: readonly Worker[] = [];
+  /**
+   * The workers as a list, made on the first read after a change: a 10,000-entry worker file
+   * joining in slices copied the whole list at each of its adds (O(n²)), where requests between
+   * two slices need it once.
+   */
+  private listed: readonly Worker[] | undefined = [];
   /** Workers added with an API key of their own (not --worker-api-key). */
   private readonly ownKeys = new WeakSet<Worker>();
 
@@ -96,7 +101,7 @@ export class WorkerRegistry {
     this.byId.set(id, worker);
     for (const identity of identities) this.byIdentity.set(identity, worker);
     this.identitiesOf.set(worker, identities);
-    this.snapshot = [...this.byId.values()];
+    this.listed = undefined;
     for (const listener of this.listeners) listener("added", worker);
     return worker;
   }
@@ -142,10 +147,10 @@ export class WorkerRegistry {
     this.byId.delete(worker.id);
     for (const identity of this.identitiesOf.get(worker) ?? []) this.byIdentity.delete(identity);
     this.identitiesOf.delete(worker);
-    this.snapshot = [...this.byId.values()];
+    this.listed = undefined;
     worker.removed = true;
     // Pool.close() waits for in-flight requests before closing sockets.
-    worker.pool.close().catch(() => {});
+    worker.closePool().catch(() => {});
     for (const listener of this.listeners) listener("removed", worker);
     return worker;
   }
@@ -173,11 +178,12 @@ export class WorkerRegistry {
   }
 
   list(): readonly Worker[] {
-    return this.snapshot;
+    this.listed ??= [...this.byId.values()];
+    return this.listed;
   }
 
   get size(): number {
-    return this.snapshot.length;
+    return this.byId.size;
   }
 
   /**
@@ -187,7 +193,7 @@ export class WorkerRegistry {
    */
   candidates(exclude?: ReadonlySet<Worker>, type?: WorkerType, plan?: ModelPlan): Worker[] {
     const out: Worker[] = [];
-    for (const worker of this.snapshot) {
+    for (const worker of this.list()) {
       if (type !== undefined && worker.role.type !== type) continue;
       if (worker.available && !exclude?.has(worker)) out.push(worker);
     }
@@ -200,7 +206,7 @@ export class WorkerRegistry {
 
   /** Closes every pool (shutdown). */
   async close(): Promise<void> {
-    await Promise.allSettled(this.snapshot.map((w) => w.pool.close()));
+    await Promise.allSettled(this.list().map((w) => w.closePool()));
   }
 }
 

@@ -1,4 +1,4 @@
-import { Pool } from "undici";
+import { Client, Pool } from "undici";
 import type { EngineKind } from "../engines/engine-reading.js";
 import { type BreakerOptions, type BreakerView, CircuitBreaker } from "./breaker.js";
 import { CharsPerToken } from "./chars-per-token.js";
@@ -279,8 +279,24 @@ export class Worker {
   get engine(): EngineKind | undefined {
     return this.signals.engine;
   }
-  /** Keep-alive connection pool to this worker. */
-  readonly pool: Pool;
+  /**
+   * Keep-alive connection pool to this worker, made at its first use. An undici Pool holds about
+   * 18 KB of heap before any connection (its request queue is a 2,048-slot array): 10,000
+   * unreachable workers from a worker file held 185 MB of them, and the old-generation collections
+   * over that heap held the event loop for 150-280 ms at a time. A worker that never answers its
+   * health checks never gets one (they go through `probeClient`).
+   */
+  get pool(): Pool {
+    this.ownPool ??= new Pool(this.origin, {
+      ...this.clientOptions,
+      ...(this.maxConnections === undefined ? {} : { connections: this.maxConnections }),
+    });
+    return this.ownPool;
+  }
+  private ownPool: Pool | undefined;
+  private readonly origin: string;
+  private readonly clientOptions: Client.Options;
+  private readonly maxConnections: number | undefined;
   /** Path prefix of the worker's base URL (e.g. "/sglang" for http://host/sglang), "" for none. */
   readonly basePath: string;
 
@@ -304,16 +320,32 @@ export class Worker {
     this.signals.declaredMaxRunning = this.fleetMaxRunning;
     const parsed = new URL(url);
     this.basePath = parsed.pathname.replace(/\/$/, "");
-    this.pool = new Pool(parsed.origin, {
+    this.origin = parsed.origin;
+    this.clientOptions = {
       connect: {
         timeout: options.connectTimeoutMs,
         ...(options.refuseLinkLocal ? { lookup: guardedLookup() } : {}),
       },
       keepAliveTimeout: options.idleKeepAliveMs ?? IDLE_KEEP_ALIVE_MS,
-      // Without a cap, a burst of 10k streams left 8k idle sockets open to one worker.
-      ...(options.maxConnections ? { connections: options.maxConnections } : {}),
       // Timeouts are set per request (see proxy/forward.ts); these only bound idle sockets.
-    });
+    };
+    // Without a cap, a burst of 10k streams left 8k idle sockets open to one worker.
+    this.maxConnections = options.maxConnections || undefined;
+  }
+
+  /**
+   * What a control-plane request to a worker out of traffic goes through: its pool if it has one,
+   * else a Client of its own (about 2 KB) that the caller closes after the request, so that a
+   * worker that never passes a check never holds a pool.
+   */
+  probeClient(): { dispatcher: Pool | Client; oneShot: boolean } {
+    if (this.ownPool !== undefined) return { dispatcher: this.ownPool, oneShot: false };
+    return { dispatcher: new Client(this.origin, this.clientOptions), oneShot: true };
+  }
+
+  /** Closes the pool, if one was made; in-flight requests complete first. */
+  async closePool(): Promise<void> {
+    await this.ownPool?.close();
   }
 
   /** Requests in flight on the worker fleet-wide: this router's own plus its peers' (what policies weigh). */

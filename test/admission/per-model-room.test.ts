@@ -50,3 +50,40 @@ describe("AdmissionQueue: room per model (--queue-when-saturated)", () => {
     await Promise.allSettled([blocked]);
   });
 });
+
+describe("AdmissionQueue: one answer per tenant, priority and model a turn", () => {
+  it("judges a backlog of interchangeable requests once per turn, not once each", async () => {
+    const q = new AdmissionQueue({
+      maxConcurrent: 0,
+      queueSize: 100,
+      maxQueuedPerTenant: 100,
+      queueWhenSaturated: true,
+      thresholds: THRESHOLDS,
+      recheckMs: 60_000,
+    });
+    const busy = new FakeWorker("model-x");
+    busy.report(10);
+    let asked = 0;
+    const cancel = new Cancel();
+    const flood = (): AdmissionTicket => ({
+      ...ticket([busy], 30_000, cancel),
+      roomKey: "model-x",
+      candidates: () => {
+        asked += 1;
+        return [busy];
+      },
+    });
+    const waiting = Array.from({ length: 40 }, () => q.enter(flood()));
+    await new Promise((r) => setImmediate(r));
+    expect(q.waiting).toBe(40);
+    asked = 0;
+    // One more arrives: the turn it starts looks at every waiting request (up to 64) for room.
+    waiting.push(q.enter(flood()));
+    await new Promise((r) => setImmediate(r));
+    expect(q.waiting).toBe(41);
+    // Every one is the same tenant's, priority and model: its saturated workers asked once.
+    expect(asked).toBe(1);
+    cancel.abort();
+    await Promise.allSettled(waiting);
+  });
+});

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { Outcome } from "../../bench/lib/admission-load.js";
 import {
   p99Of,
+  pooledRuns,
   type Run,
   repeatedTargets,
   split,
@@ -90,5 +91,43 @@ describe("bench:admission --repeats", () => {
     ]);
     // Runs not made (flood/prio here) have no row.
     expect(row("B-D p99 TTFT, flood/prio ÷ silent")).toBeUndefined();
+  });
+
+  it("pools every repeat's samples of a run into one p99, with the samples behind it", () => {
+    /** A run whose 100 light requests take 10 ms, but `slow` of them `slowMs`. */
+    const runOf = (name: string, slow: number, slowMs: number): Run => ({
+      name,
+      spanSecs: 1,
+      outcomes: Array.from({ length: 100 }, (_, i) => served("B", i < slow ? slowMs : 10, 0)),
+    });
+    // One repeat's silent run had 2 stalls of 100 ms (its p99: 100), the others none.
+    const traced = [
+      [runOf("silent", 2, 100), runOf("flood/on", 100, 40)],
+      [runOf("silent", 0, 100), runOf("flood/on", 100, 40)],
+      [runOf("silent", 0, 100), runOf("flood/on", 100, 40)],
+    ];
+    const perRepeat = traced.map((runs) => targetRows(runs, ["B"], 0));
+    const pooled = targetRows(
+      pooledRuns(
+        traced.flatMap((runs, i) =>
+          runs.map((r) => ({ repeat: i + 1, run: r.name, outcomes: r.outcomes })),
+        ),
+      ),
+      ["B"],
+      0,
+    );
+    const row = repeatedTargets(perRepeat, pooled).find(
+      (r) => r[0] === "B-D p99 TTFT, flood/on ÷ silent",
+    );
+    // Per repeat 0.40, 4.00, 4.00; over 300 samples a side the 2 stalls are below the p99.
+    expect(row).toEqual([
+      "B-D p99 TTFT, flood/on ÷ silent",
+      "0.40 4.00 4.00",
+      "4.00",
+      "4.00",
+      "4.00",
+      "300 / 300",
+      "<= 8",
+    ]);
   });
 });

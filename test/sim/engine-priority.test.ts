@@ -30,9 +30,12 @@ function setup(
   const firstTokens: string[] = [];
   const finished: string[] = [];
   const admits: string[] = [];
-  const submit = (name: string, priority: number, maxTokens = 4) =>
+  const submit = (name: string, priority: number, maxTokens = 4, promptLength = 32) =>
     engine.submit({
-      promptTokens: Array.from({ length: 32 }, (_, i) => (name.charCodeAt(0) * 100 + i) % 50_000),
+      promptTokens: Array.from(
+        { length: promptLength },
+        (_, i) => (name.charCodeAt(0) * 100 + i) % 50_000,
+      ),
       maxTokens,
       priority,
       sink: {
@@ -155,6 +158,22 @@ describe("the simulated engine's priority scheduling", () => {
     const g = f.submit("g", 0, 48);
     f.clock.fireNext();
     expect([g.state, x.state, y.state]).toEqual(["waiting", "running", "running"]);
+  });
+
+  it("SGLang: a chunked prefill under way is never preempted; a decoding request is", () => {
+    // SGLang keeps its chunked request out of running_batch between chunks (scheduler.py), so
+    // preempt_to_schedule never sees it; before, the simulator took it first (the latest queued).
+    const e = setup({ ...SGLANG, prefillFirst: true, maxBatchTokens: 64 }, { maxRunning: 2 });
+    const a = e.submit("a", -20, 200);
+    e.clock.fireNext(); // a's prefill; a decodes next
+    const c = e.submit("c", -20, 200, 100);
+    e.clock.fireNext(); // a decoded; c's first chunk (64 of 100) is planned
+    const h = e.submit("h", 0);
+    // c's first chunk ran: its last 36 tokens go first in the next step, then h, for a's slot.
+    e.clock.fireNext();
+    expect(h.state).toBe("running");
+    expect(a.state).toBe("waiting");
+    expect(c.state).toBe("running");
   });
 
   it("SGLang: equal priorities keep arrival order and never preempt", () => {
