@@ -9,6 +9,7 @@ import {
   pollPhaseMs,
   type RowRun,
   rangeOf,
+  sampleSd,
 } from "../../bench/lib/routing-repeats.js";
 import {
   bucketQuantileMs,
@@ -98,6 +99,12 @@ describe("bench:routing repeats", () => {
     expect(row.branches).toEqual({ lowest_cost: 6 });
     expect(row.repeats).toHaveLength(3);
     expect(rangeOf([])).toMatchObject({ spread: 0 });
+  });
+
+  it("gives the repeats' sample standard deviation, skipping what is not finite", () => {
+    expect(sampleSd([0.8, 0.82, 0.84])).toBeCloseTo(0.02, 12);
+    expect(sampleSd([0.8, Number.NaN, 0.84])).toBeCloseTo(Math.SQRT2 * 0.02, 12);
+    expect(sampleSd([0.8])).toBeNaN();
   });
 
   it("puts each timing seed's first engine poll somewhere else in the interval, the same way every time", () => {
