@@ -51,6 +51,7 @@ import {
   ALL_ROWS,
   BYPASS_TARGETS,
   type BypassTarget,
+  bucketQuantileMs,
   ORACLE_ROW,
   PRECISE_ROW,
   type RowLabel,
@@ -552,6 +553,17 @@ function printReport(report: WorkloadReport): void {
     }
     if (r.diagnosis !== undefined)
       for (const line of diagnosisLines(r.row, r.diagnosis)) console.log(line);
+    if (r.sharing !== undefined) {
+      const s = r.sharing;
+      const lag = (seconds: number, n: number, buckets: Record<string, number>) => {
+        if (n === 0) return "none";
+        const q = (x: number) => fmt(bucketQuantileMs(buckets, x) ?? Number.NaN, 1);
+        return `mean ${fmt((seconds * 1000) / n, 2)} ms, p50 ≤ ${q(0.5)}, p90 ≤ ${q(0.9)} ms (${n})`;
+      };
+      console.log(
+        `  ${r.row}: replicas' shared state (what the replay's --replica-delay-ms models): claim round trip ${lag(s.claimSeconds, s.claims, s.claimBuckets)}; a peer's decision applied after ${lag(s.opDelaySeconds, s.ops, s.opBuckets)}`,
+      );
+    }
   }
   for (const line of goalLines(report)) console.log(line);
 }

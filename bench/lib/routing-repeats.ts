@@ -6,7 +6,7 @@
 import { mulberry32 } from "../../sim/prng.js";
 import { summarizeMs } from "./latency.js";
 import { combineAccounts } from "./routing-account.js";
-import type { RowResult } from "./routing-runner.js";
+import type { RowResult, SharingLags } from "./routing-runner.js";
 
 /** A figure over the repeats: spread = max − min. */
 export interface Range {
@@ -145,5 +145,24 @@ export function combineRepeats(runs: readonly RowRun[]): RowResult {
   }
   const account = combineAccounts(results.map((r) => r.account));
   if (account !== undefined) combined.account = account;
+  const sharing = results.flatMap((r) => (r.sharing === undefined ? [] : [r.sharing]));
+  if (sharing.length > 0) {
+    const sum = (pick: (x: SharingLags) => number) => sharing.reduce((s, x) => s + pick(x), 0);
+    combined.sharing = {
+      claimSeconds: sum((x) => x.claimSeconds),
+      claims: sum((x) => x.claims),
+      opDelaySeconds: sum((x) => x.opDelaySeconds),
+      ops: sum((x) => x.ops),
+      claimBuckets: addCounts(sharing.map((x) => x.claimBuckets)),
+      opBuckets: addCounts(sharing.map((x) => x.opBuckets)),
+    };
+  }
   return combined;
+}
+
+/** Counts by key, added up. */
+function addCounts(all: readonly Readonly<Record<string, number>>[]): Record<string, number> {
+  const sum: Record<string, number> = {};
+  for (const counts of all) for (const [k, n] of Object.entries(counts)) sum[k] = (sum[k] ?? 0) + n;
+  return sum;
 }

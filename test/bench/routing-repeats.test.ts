@@ -12,6 +12,7 @@ import {
   sampleSd,
 } from "../../bench/lib/routing-repeats.js";
 import {
+  bucketQuantileMs,
   type RowLabel,
   type RowResult,
   runRoutingWorkload,
@@ -235,4 +236,15 @@ describe("bench:routing repeats", () => {
       true,
     );
   }, 60_000);
+});
+
+describe("the replicas' measured lags", () => {
+  it("reads a quantile's bucket bound from cumulative counts, in ms", () => {
+    const buckets = { "0.001": 2, "0.005": 6, "0.05": 9, "+Inf": 10 };
+    expect(bucketQuantileMs(buckets, 0.2)).toBe(1);
+    expect(bucketQuantileMs(buckets, 0.5)).toBe(5);
+    expect(bucketQuantileMs(buckets, 0.9)).toBe(50);
+    expect(bucketQuantileMs(buckets, 1)).toBe(Number.POSITIVE_INFINITY);
+    expect(bucketQuantileMs({ "0.001": 0, "+Inf": 0 }, 0.5)).toBeUndefined();
+  });
 });
