@@ -2,11 +2,13 @@
  * Fault bench: every attack on the router's trust boundaries, each for a while beside steady
  * legitimate traffic, against simulated workers. Per attack, a fresh router (the built CLI,
  * `node dist/cli.js` as production runs it, its own process, default flags plus what the attack
- * needs), measured first quiet, then under the
- * attack, the same way: 4 legitimate clients sending short chat completions back to back, and a
- * /health probe every 10 ms. Three processes besides the router, so that no side's CPU shows up
- * as another's latency: the bench (it generates the attack traffic), the simulated workers
- * (bench/lib/fleet.ts, a child) and the measuring side (bench/lib/fault-probe.ts, a child).
+ * needs), measured first quiet, then under the attack, the same way: 4 legitimate clients sending
+ * short chat completions back to back, and a /health probe every 10 ms. Three processes besides
+ * the router, so that no side's CPU shows up as another's latency: the bench (it generates the
+ * attack traffic; floods come from a raw-socket client with precomputed requests,
+ * lib/raw-attacker.ts, as an attacker on another host would spend none of these cores), the
+ * simulated workers (bench/lib/fleet.ts, a child) and the measuring side
+ * (bench/lib/fault-probe.ts, a child).
  * Attack traffic comes from other loopback addresses (127.0.0.2 and up) than the legitimate
  * clients (127.0.0.1), as it would from another client, so per-address bounds apply to it alone.
  *

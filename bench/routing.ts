@@ -51,6 +51,7 @@ import {
   ALL_ROWS,
   BYPASS_TARGETS,
   type BypassTarget,
+  bucketQuantileMs,
   ORACLE_ROW,
   PRECISE_ROW,
   type RowLabel,
@@ -232,7 +233,8 @@ function parseCli(argv: string[]): CliOptions {
         "  --cpu-noise                   a neighbour process burns a core in random bursts during the run",
         "  --replay                      with --matrix: each cell in model time (bench/lib/ttft-replay.ts),",
         "                                repeat i on workload seed + i and its own engine-poll phase;",
-        "                                reproducible, no CPU noise; TTFT in model ms",
+        "                                reproducible, no CPU noise; TTFT in model ms; each row's line gives",
+        "                                its spread and the repeats' standard deviation (sd), in points",
         "  --jitter <share>              with --replay: every repeat on the one workload seed, each engine",
         "                                step 1 ± share of its model time (seeded by --timing-seed + i):",
         "                                identical runs' timing noise, reproducibly (e.g. 0.2)",
@@ -551,6 +553,17 @@ function printReport(report: WorkloadReport): void {
     }
     if (r.diagnosis !== undefined)
       for (const line of diagnosisLines(r.row, r.diagnosis)) console.log(line);
+    if (r.sharing !== undefined) {
+      const s = r.sharing;
+      const lag = (seconds: number, n: number, buckets: Record<string, number>) => {
+        if (n === 0) return "none";
+        const q = (x: number) => fmt(bucketQuantileMs(buckets, x) ?? Number.NaN, 1);
+        return `mean ${fmt((seconds * 1000) / n, 2)} ms, p50 ≤ ${q(0.5)}, p90 ≤ ${q(0.9)} ms (${n})`;
+      };
+      console.log(
+        `  ${r.row}: replicas' shared state (what the replay's --replica-delay-ms models): claim round trip ${lag(s.claimSeconds, s.claims, s.claimBuckets)}; a peer's decision applied after ${lag(s.opDelaySeconds, s.ops, s.opBuckets)}`,
+      );
+    }
   }
   for (const line of goalLines(report)) console.log(line);
 }
@@ -808,7 +821,7 @@ async function replayMatrix(
     );
     for (const s of got) {
       console.log(
-        `${cell.name} ${s.row}: hit ${(s.hitMean * 100).toFixed(1)}% (worst ${(s.hitMin * 100).toFixed(1)}, spread ${(s.hitSpread * 100).toFixed(1)}) vs oracle ${(s.oracleHitMean * 100).toFixed(1)}%, TTFT ${s.ttftMeanMs.toFixed(1)} vs ${s.oracleTtftMeanMs.toFixed(1)} model ms`,
+        `${cell.name} ${s.row}: hit ${(s.hitMean * 100).toFixed(1)}% (worst ${(s.hitMin * 100).toFixed(1)}, spread ${(s.hitSpread * 100).toFixed(1)}, sd ${((s.hitSd ?? Number.NaN) * 100).toFixed(2)}) vs oracle ${(s.oracleHitMean * 100).toFixed(1)}%, TTFT ${s.ttftMeanMs.toFixed(1)} vs ${s.oracleTtftMeanMs.toFixed(1)} model ms`,
       );
     }
     summaries.push(...got);

@@ -17,7 +17,7 @@ import { SUGGESTED_CHURN_HALF_LIFE } from "../../src/scheduling/options.js";
 import type { Policy } from "../../src/scheduling/policy.js";
 import { SUGGESTED_RANK_HOLD_MS } from "../../src/state/settings.js";
 import { fmt } from "./latency.js";
-import { pollPhaseMs, rangeOf } from "./routing-repeats.js";
+import { pollPhaseMs, rangeOf, sampleSd } from "./routing-repeats.js";
 import { ORACLE_ROW, type RowResult, type WorkloadReport } from "./routing-runner.js";
 import { parseRowLabel, type RowKnob } from "./routing-variants.js";
 import {
@@ -79,6 +79,8 @@ export interface CellSummary {
   hitMin: number;
   /** max − min over the repeats, as a share (0.015 = 1.5 points). */
   hitSpread: number;
+  /** The repeats' sample standard deviation, as a share; with --replay only (NaN otherwise). */
+  hitSd?: number;
   oracleHitMean: number;
   /** The oracle's own spread over the repeats (with --replay, each repeat is its own workload). */
   oracleSpread: number;
@@ -310,6 +312,7 @@ export async function replayCell(
         hitMean: hits.mean,
         hitMin: hits.min,
         hitSpread: hits.spread,
+        hitSd: sampleSd(r.hits),
         oracleHitMean: oracleHit,
         oracleSpread: oracle === undefined ? Number.NaN : rangeOf(oracle.hits).spread,
         worstRatio,

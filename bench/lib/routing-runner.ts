@@ -94,6 +94,8 @@ export interface RowResult {
   mediaFalseHits?: MediaFalseHits;
   /** The routers' cache account (routing-account.ts); absent for a row without an index. */
   account?: AccountTotals;
+  /** Replicas sharing state: how long claims and peers' decisions took (routersSharing). */
+  sharing?: SharingLags;
   /** Each repeat as it ran (RunOptions.repeats; absent in results written before issue 27). */
   repeats?: RepeatFigures[];
   /** Mean, minimum, maximum and spread over the repeats of the hit rate and the mean TTFT. */
@@ -405,6 +407,8 @@ async function runRow(
     };
     const account = routersAccount(routers);
     if (account !== undefined && account.requests > 0) result.account = account;
+    const sharing = await routersSharing(routers);
+    if (sharing !== undefined) result.sharing = sharing;
     const ok = (x: RequestOutcome) => x.ok;
     return {
       result,
@@ -650,4 +654,75 @@ function imageMessages(specs: readonly RequestSpec[]) {
     });
   }
   return (text: string) => byText.get(text);
+}
+
+/** Sums and counts of the replicas' claim round trips and peers' op delays (seconds). */
+export interface SharingLags {
+  claimSeconds: number;
+  claims: number;
+  opDelaySeconds: number;
+  ops: number;
+  /** Cumulative counts by bucket bound (seconds, as the histograms' `le`), summed over replicas. */
+  claimBuckets: Record<string, number>;
+  opBuckets: Record<string, number>;
+}
+
+/**
+ * The bucket bound (ms) at or under which a share `q` of the observations fall, from cumulative
+ * bucket counts; undefined with none.
+ */
+export function bucketQuantileMs(
+  buckets: Readonly<Record<string, number>>,
+  q: number,
+): number | undefined {
+  const bounds = Object.entries(buckets)
+    .map(([le, n]) => [le === "+Inf" ? Number.POSITIVE_INFINITY : Number(le), n] as const)
+    .sort((x, y) => x[0] - y[0]);
+  const total = bounds.at(-1)?.[1] ?? 0;
+  if (total === 0) return undefined;
+  const found = bounds.find(([, n]) => n >= q * total);
+  return found === undefined ? undefined : found[0] * 1000;
+}
+
+/**
+ * What the row's replicas measured of their shared state (radixgate_state_claim_seconds,
+ * radixgate_state_op_delay_seconds): the real latencies the replay's --replica-delay-ms models.
+ * Undefined without shared state.
+ */
+async function routersSharing(routers: readonly RunningRouter[]): Promise<SharingLags | undefined> {
+  const lags: SharingLags = {
+    claimSeconds: 0,
+    claims: 0,
+    opDelaySeconds: 0,
+    ops: 0,
+    claimBuckets: {},
+    opBuckets: {},
+  };
+  let found = false;
+  for (const router of routers) {
+    const registry = router.context.metrics.registry;
+    for (const [name, sum, count, buckets] of [
+      ["radixgate_state_claim_seconds", "claimSeconds", "claims", "claimBuckets"],
+      ["radixgate_state_op_delay_seconds", "opDelaySeconds", "ops", "opBuckets"],
+    ] as const) {
+      const metric = registry.getSingleMetric(name);
+      if (metric === undefined) continue;
+      found = true;
+      // A histogram's values carry their series' name (prom-client's MetricValueWithName).
+      const values = (await metric.get()).values as {
+        metricName?: string;
+        value: number;
+        labels: { le?: string | number };
+      }[];
+      for (const v of values) {
+        if (v.metricName === `${name}_sum`) lags[sum] += v.value;
+        if (v.metricName === `${name}_count`) lags[count] += v.value;
+        if (v.metricName === `${name}_bucket` && v.labels.le !== undefined) {
+          const le = String(v.labels.le);
+          lags[buckets][le] = (lags[buckets][le] ?? 0) + v.value;
+        }
+      }
+    }
+  }
+  return found ? lags : undefined;
 }

@@ -52,11 +52,10 @@ export type WaitCause =
   | "queue_not_empty"
   | "concurrency_limit"
   | "fleet_saturated"
-  | "tenant_share"
-  | "paced";
+  | "tenant_share";
 
 /** Why --queue-when-saturated holds a request (holdCause); undefined: it may go. */
-type HoldCause = "fleet_saturated" | "tenant_share" | "paced" | undefined;
+type HoldCause = "fleet_saturated" | "tenant_share" | undefined;
 
 class Waiter implements QueueEntry {
   seq = 0;
@@ -164,17 +163,27 @@ export class AdmissionQueue implements AdmissionStep {
     if (!this.enabled) return noop;
     const tenant = this.tenantOf(ticket);
     if (tenant !== undefined) this.shares.seen(tenant, this.now(), ticket.identity().priority);
-    if (this.queue.size === 0 && this.hasRoom(ticket)) {
+    if (this.aheadOfAll(ticket) && this.hasRoom(ticket)) {
       this.active += 1;
       return this.releaser(tenant);
     }
     return this.wait(ticket);
   }
 
+  /**
+   * Whether the request would be first in the queue's order: nothing waits, or only lower
+   * priorities. Going at once it overtakes nobody, and saves the turn the queue would take to
+   * let it go (under a flood's backlog, a turn of a busy event loop).
+   */
+  private aheadOfAll(ticket: AdmissionTicket): boolean {
+    const top = this.queue.topPriority();
+    return top === undefined || ticket.identity().priority > top;
+  }
+
   /** Why this request would wait if it came now; null when it would go at once. */
   wouldWait(ticket: AdmissionTicket): WaitCause | null {
     if (!this.enabled) return null;
-    if (this.queue.size > 0) return "queue_not_empty";
+    if (!this.aheadOfAll(ticket)) return "queue_not_empty";
     const { maxConcurrent } = this.options;
     if (maxConcurrent > 0 && this.active >= maxConcurrent) return "concurrency_limit";
     return this.holdCause(ticket) ?? null;
@@ -218,10 +227,7 @@ export class AdmissionQueue implements AdmissionStep {
     if (tenant === undefined) return undefined;
     const preempted = this.preemptedForOthers(tenant, ticket, candidates, now);
     // Paced: one of its prompts in prefill at a time on a worker (see pacedAtEngine).
-    if (!candidates.some(prefillIdle)) {
-      if (preempted) return "tenant_share";
-      if (this.outrankedAtEngine(ticket, candidates, now)) return "paced";
-    }
+    if (preempted && !candidates.some(prefillIdle)) return "tenant_share";
     if (this.shares.heldForOthers(tenant, candidates, now)) {
       return preempted ? undefined : "tenant_share";
     }
@@ -282,36 +288,7 @@ export class AdmissionQueue implements AdmissionStep {
   pacedAtEngine(ticket: AdmissionTicket): boolean {
     const tenant = this.tenantOf(ticket);
     if (tenant === undefined) return false;
-    const candidates = ticket.candidates();
-    const now = this.now();
-    return (
-      this.preemptedForOthers(tenant, ticket, candidates, now) ||
-      this.outrankedAtEngine(ticket, candidates, now)
-    );
-  }
-
-  /**
-   * Whether the engines preempt the request's work for a higher priority that is active: a
-   * request asked within the last 2 s at a priority above it by more than every candidate's
-   * preemption threshold, and every candidate preempts by priority (enginesPreempt). Such work is
-   * paced as a yielding tenant's is (pacedAtEngine), for the same reason: the higher request
-   * jumps the engine's queue and takes a slot from it, but its step still carries every prompt
-   * of the router's that the engine admits beside it (SGLang fills a prefill batch from its queue
-   * up to --chunked-prefill-size, python/sglang/srt/managers/scheduler.py
-   * get_new_batch_prefill), and it waits for the step under way. With one of the lower work's
-   * prompts in prefill per worker, that is at most one prompt's prefill in each.
-   */
-  private outrankedAtEngine(
-    ticket: AdmissionTicket,
-    candidates: readonly SaturationView[],
-    now: number,
-  ): boolean {
-    if (candidates.length === 0 || !this.enginesPreempt(candidates)) return false;
-    let threshold = 0;
-    for (const w of candidates) {
-      threshold = Math.max(threshold, w.signals.preemptionThreshold ?? 0);
-    }
-    return this.shares.askedAbove(ticket.identity().priority + threshold, now);
+    return this.preemptedForOthers(tenant, ticket, ticket.candidates(), this.now());
   }
 
   /**

@@ -124,6 +124,14 @@ export class FairQueue<E extends QueueEntry> {
     this.perTenant.set(entry.tenant, this.queuedFor(entry.tenant) + 1);
   }
 
+  /** The highest priority with a request waiting; undefined when none waits. */
+  topPriority(): number | undefined {
+    for (const priority of this.order) {
+      if ((this.bands.get(priority) as Band<E>).size > 0) return priority;
+    }
+    return undefined;
+  }
+
   /** The entry that goes next: the highest band, its tenant with the least service. */
   peek(): E | undefined {
     for (const priority of this.order) {

@@ -174,17 +174,6 @@ export class TenantShares {
     if (use !== undefined && use.inFlight > 0) use.yieldingBand = priority;
   }
 
-  /**
-   * Whether some request asked at a priority above `priority` within ACTIVE_WINDOW_MS (any
-   * tenant). At most one entry per priority is looked at ([-100, 100]).
-   */
-  askedAbove(priority: number, now: number): boolean {
-    for (const [band, seen] of this.bands) {
-      if (band > priority && now - seen.lastAt < ACTIVE_WINDOW_MS) return true;
-    }
-    return false;
-  }
-
   private seenInBand(tenant: string, priority: number, now: number): void {
     const band = this.bands.get(priority);
     if (band === undefined) {

@@ -29,7 +29,7 @@ export interface ReplicaClaimsOptions {
   /** --state-claim-timeout-ms: how long a request waits for the answer before its own choice stands. */
   timeoutMs: number;
   /** Told how each claim ended. */
-  onOutcome?: (outcome: ClaimOutcome) => void;
+  onOutcome?: (outcome: ClaimOutcome, seconds?: number) => void;
 }
 
 /** Claims waiting at once; past it a request routes on its own choice (bounded memory). */
@@ -72,18 +72,19 @@ export class ReplicaClaims implements PrefixClaims {
     const timedOut = new Promise<"timeout">((resolve) => {
       timer = setTimeout(() => resolve("timeout"), this.options.timeoutMs);
     });
+    const started = performance.now();
     const ask = this.trip.ask(key, value, this.options.ttlMs, abandon.signal);
     const answer = Promise.race([ask, timedOut]).then(
       (reply) => {
         if (reply === "timeout") {
           abandon.abort();
           this.pausedUntil = Date.now() + PAUSE_AFTER_TIMEOUT_MS;
-          return this.ended("timeout", undefined);
+          return this.ended("timeout", undefined, started);
         }
-        if (reply === "error") return this.ended("error", undefined);
-        return this.ended(reply.won ? "won" : "followed", reply.holder);
+        if (reply === "error") return this.ended("error", undefined, started);
+        return this.ended(reply.won ? "won" : "followed", reply.holder, started);
       },
-      () => this.ended("error", undefined),
+      () => this.ended("error", undefined, started),
     );
     const settled = answer.finally(() => {
       clearTimeout(timer);
@@ -93,8 +94,13 @@ export class ReplicaClaims implements PrefixClaims {
     return settled;
   }
 
-  private ended(outcome: ClaimOutcome, holder: string | undefined): string | undefined {
-    this.options.onOutcome?.(outcome);
+  /** Tells the outcome and how long the asker waited for it (since `started`, performance.now()). */
+  private ended(
+    outcome: ClaimOutcome,
+    holder: string | undefined,
+    started: number,
+  ): string | undefined {
+    this.options.onOutcome?.(outcome, (performance.now() - started) / 1000);
     return holder;
   }
 }

@@ -82,7 +82,10 @@ export class RedisTransport implements Transport {
             keys,
             ttlMs: options.claimTtlMs,
             timeoutMs: options.claimTimeoutMs,
-            onOutcome: (outcome) => this.metrics?.claims.inc({ outcome }),
+            onOutcome: (outcome, seconds) => {
+              this.metrics?.claims.inc({ outcome });
+              if (seconds !== undefined) this.metrics?.claimSeconds.observe(seconds);
+            },
           });
     this.publisher = new OpsPublisher(this.link, {
       replicaId: this.replicaId,
@@ -108,6 +111,9 @@ export class RedisTransport implements Transport {
       maxTextChars: options.maxTextChars,
       order: this.order,
       apply: (op, from) => {
+        // Only peers' decisions reach here (this replica's own are skipped by the reader).
+        if (op.kind === "insert" || op.kind === "truncate")
+          this.metrics?.opDelaySeconds.observe(Math.max(0, Date.now() - from.at) / 1000);
         // A removed worker's value goes too, should a refresh have written it back.
         if (op.kind === "remove") this.workersHash?.forget(op.url);
         this.side?.receive(op, {

@@ -1,4 +1,7 @@
-import { Counter, Gauge, type Registry } from "prom-client";
+import { Counter, Gauge, Histogram, type Registry } from "prom-client";
+
+/** Seconds: a claim or an op on one host takes a fraction of a ms, under load tens of ms. */
+const LAG_BUCKETS = [0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1];
 
 /** Metrics of the shared state (--state-url), registered only when it is on. */
 export class StateMetrics {
@@ -9,6 +12,8 @@ export class StateMetrics {
   readonly rejected: Counter<"reason">;
   readonly resets: Counter<never>;
   readonly claims: Counter<"outcome">;
+  readonly claimSeconds: Histogram<never>;
+  readonly opDelaySeconds: Histogram<never>;
 
   constructor(registry: Registry, read: { connected: () => boolean; pending: () => number }) {
     const registers = [registry];
@@ -63,6 +68,18 @@ export class StateMetrics {
       name: "radixgate_state_claims_total",
       help: "New-prefix claims by outcome: won (this replica's choice), followed (another claim was first), timeout, error, skipped (too many waiting).",
       labelNames: ["outcome"],
+      registers,
+    });
+    this.claimSeconds = new Histogram({
+      name: "radixgate_state_claim_seconds",
+      help: "Round trip of a new-prefix claim that was asked (won, followed, error, or its timeout): how long the decision waited for the replicas' meeting place.",
+      buckets: LAG_BUCKETS,
+      registers,
+    });
+    this.opDelaySeconds = new Histogram({
+      name: "radixgate_state_op_delay_seconds",
+      help: "From a peer's sending of a routing decision (its op's signed time) to this replica applying it: how long the peers' decisions stay unseen here. Across hosts it includes the hosts' clock offset.",
+      buckets: LAG_BUCKETS,
       registers,
     });
   }

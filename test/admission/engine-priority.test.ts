@@ -188,27 +188,6 @@ describe("a tenant over its share reaches the engine past the preemption thresho
     }
   });
 
-  it("paces work that a higher priority active now preempts at the engines, and only that", async () => {
-    for (const threshold of [10, undefined]) {
-      const { queue, worker, at, go } = setUp(threshold);
-      const flood = { tenant: "A", priority: -1 };
-      for (let i = 0; i < 4; i++) await go(flood);
-      worker.pendingPrefillRequests = 1;
-      // No higher priority yet: nothing to pace for.
-      expect(queue.wouldWait(at(flood))).toBeNull();
-      // A priority-10 request asks (the same tenant): 11 above -1, past SGLang's threshold.
-      await go({ tenant: "A", priority: 10 });
-      const paced = threshold === undefined ? null : "paced";
-      // One of this router's prompts waits for a first byte there: -1 waits for it, 10 goes,
-      // and so does 0 (10 above it is not past the threshold: the engine does not preempt it).
-      expect(queue.wouldWait(at(flood))).toBe(paced);
-      expect(queue.wouldWait(at({ tenant: "A", priority: 10 }))).toBeNull();
-      expect(queue.wouldWait(at({ tenant: "A", priority: 0 }))).toBeNull();
-      worker.pendingPrefillRequests = 0;
-      expect(queue.wouldWait(at(flood))).toBeNull();
-    }
-  });
-
   it("paces the yielding tenant: it goes only where none of this router's prompts waits for a first byte", async () => {
     const { queue, admission, worker, at, go } = setUp(10);
     for (let i = 0; i < 4; i++) await go({ tenant: "A", priority: 0 });

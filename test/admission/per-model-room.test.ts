@@ -87,3 +87,36 @@ describe("AdmissionQueue: one answer per tenant, priority and model a turn", () 
     await Promise.allSettled(waiting);
   });
 });
+
+describe("AdmissionQueue: a request above everything waiting", () => {
+  it("goes at once when it has room (it overtakes nobody); one of a waiting priority waits its turn", async () => {
+    const q = new AdmissionQueue({
+      maxConcurrent: 0,
+      queueSize: 100,
+      maxQueuedPerTenant: 100,
+      queueWhenSaturated: true,
+      thresholds: THRESHOLDS,
+      recheckMs: 60_000,
+    });
+    const busy = new FakeWorker("model-x");
+    const idle = new FakeWorker("model-y");
+    busy.report(10);
+    idle.report(0);
+    const cancel = new Cancel();
+    const low = q.enter(ticket([busy], 30_000, cancel));
+    expect(q.waiting).toBe(1);
+    const at = (priority: number): AdmissionTicket => ({
+      ...ticket([idle], 30_000, cancel),
+      identity: () => ({ tenant: "default", priority }),
+    });
+    // Above the waiting band, with room: released in this call, not a turn of the queue later.
+    const high = q.enter(at(10));
+    expect(typeof high).toBe("function");
+    // The waiting band's own priority waits for the queue's turn (then goes: its workers have room).
+    const same = q.enter(at(0));
+    expect(typeof same).not.toBe("function");
+    expect(typeof (await same)).toBe("function");
+    cancel.abort();
+    await Promise.allSettled([low]);
+  });
+});

@@ -9,8 +9,10 @@ import {
   pollPhaseMs,
   type RowRun,
   rangeOf,
+  sampleSd,
 } from "../../bench/lib/routing-repeats.js";
 import {
+  bucketQuantileMs,
   type RowLabel,
   type RowResult,
   runRoutingWorkload,
@@ -97,6 +99,12 @@ describe("bench:routing repeats", () => {
     expect(row.branches).toEqual({ lowest_cost: 6 });
     expect(row.repeats).toHaveLength(3);
     expect(rangeOf([])).toMatchObject({ spread: 0 });
+  });
+
+  it("gives the repeats' sample standard deviation, skipping what is not finite", () => {
+    expect(sampleSd([0.8, 0.82, 0.84])).toBeCloseTo(0.02, 12);
+    expect(sampleSd([0.8, Number.NaN, 0.84])).toBeCloseTo(Math.SQRT2 * 0.02, 12);
+    expect(sampleSd([0.8])).toBeNaN();
   });
 
   it("puts each timing seed's first engine poll somewhere else in the interval, the same way every time", () => {
@@ -228,4 +236,15 @@ describe("bench:routing repeats", () => {
       true,
     );
   }, 60_000);
+});
+
+describe("the replicas' measured lags", () => {
+  it("reads a quantile's bucket bound from cumulative counts, in ms", () => {
+    const buckets = { "0.001": 2, "0.005": 6, "0.05": 9, "+Inf": 10 };
+    expect(bucketQuantileMs(buckets, 0.2)).toBe(1);
+    expect(bucketQuantileMs(buckets, 0.5)).toBe(5);
+    expect(bucketQuantileMs(buckets, 0.9)).toBe(50);
+    expect(bucketQuantileMs(buckets, 1)).toBe(Number.POSITIVE_INFINITY);
+    expect(bucketQuantileMs({ "0.001": 0, "+Inf": 0 }, 0.5)).toBeUndefined();
+  });
 });

@@ -87,6 +87,20 @@ describe.skipIf(redisSkipReason !== undefined)(
         "radixgate_state_claims_total",
       );
       expect(metrics).toMatch(/outcome="followed"} 1/);
+      // Each replica timed its claim's round trip; A timed B's warm-up decision reaching it.
+      const count = async (r: RunningRouter, name: string) => {
+        const text = await r.context.metrics.registry.getSingleMetricAsString(name);
+        return Number(/_count (\d+)/.exec(text)?.[1] ?? 0);
+      };
+      expect(await count(a, "radixgate_state_claim_seconds")).toBe(1);
+      expect(await count(b, "radixgate_state_claim_seconds")).toBe(1);
+      await waitFor(
+        async () => (await count(a, "radixgate_state_op_delay_seconds")) >= 1,
+        10_000,
+        "B's decision applied by A",
+      );
+      // B's reader is stopped: it applies nothing of A's.
+      expect(await count(b, "radixgate_state_op_delay_seconds")).toBe(0);
     });
 
     it("both replicas sent the same new prefix at the same moment agree on one worker", async () => {
