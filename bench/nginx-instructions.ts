@@ -43,6 +43,7 @@ const USAGE = `usage: npm run bench:nginx-instructions -- [flags]
   --keep <dir>     copy the callgrind dumps there (for callgrind_annotate)
   --router-args="F" more radixgate flags for router-nginx and base, split at spaces
                    (e.g. "--health-check-interval-secs 0 --engine-poll-interval-secs 0")
+  --node-args="F"  node flags for radixgate's process (router-nginx, base), split at spaces
   --decider        count the Node.js decider instead of nginx: radixgate's process (router-nginx,
                    base) or the floor's decider (nginx-floor), under callgrind; nginx runs plain
                    (the nginx row counts nothing then and is left out)`;
@@ -66,6 +67,8 @@ interface Options {
   decider: boolean;
   /** More radixgate flags (router-nginx, base). */
   routerArgs: string[];
+  /** Node flags for radixgate's process (router-nginx, base). */
+  nodeArgs: string[];
 }
 
 /** One dump's instructions: the total, and each ELF object's own (self) share. */
@@ -297,7 +300,7 @@ export async function runNginxInstructions(o: Options): Promise<Result[]> {
             "--worker-urls",
             ...engines,
           ],
-          [],
+          o.nodeArgs,
           cli,
           undefined,
           deciderWrap,
@@ -358,6 +361,7 @@ function optionsFrom(argv: string[]): Options {
       keep: { type: "string" },
       decider: { type: "boolean" },
       "router-args": { type: "string" },
+      "node-args": { type: "string" },
       help: { type: "boolean" },
     },
   });
@@ -402,6 +406,7 @@ function optionsFrom(argv: string[]): Options {
     keep: values.keep,
     decider: values.decider === true,
     routerArgs: (values["router-args"] ?? "").split(" ").filter((a) => a !== ""),
+    nodeArgs: (values["node-args"] ?? "").split(" ").filter((a) => a !== ""),
   };
 }
 
