@@ -40,7 +40,12 @@ const USAGE = `usage: npm run bench:nginx-instructions -- [flags]
                    before a Node.js decider that answers every decision with a fixed redirect
                    (bench/lib/nginx-floor.ts): what nginx itself executes for that shape
   --base <ref>     another git ref's --data-plane nginx, built in a temporary directory
-  --keep <dir>     copy the callgrind dumps there (for callgrind_annotate)`;
+  --keep <dir>     copy the callgrind dumps there (for callgrind_annotate)
+  --router-args="F" more radixgate flags for router-nginx and base, split at spaces
+                   (e.g. "--health-check-interval-secs 0 --engine-poll-interval-secs 0")
+  --decider        count the Node.js decider instead of nginx: radixgate's process (router-nginx,
+                   base) or the floor's decider (nginx-floor), under callgrind; nginx runs plain
+                   (the nginx row counts nothing then and is left out)`;
 
 type Mode = "json" | "stream" | "stream-usage";
 const MODES: readonly Mode[] = ["json", "stream", "stream-usage"];
@@ -57,6 +62,10 @@ interface Options {
   base: string | undefined;
   /** A directory the dumps are copied to (for callgrind_annotate). */
   keep: string | undefined;
+  /** Count the decider's process, not nginx's. */
+  decider: boolean;
+  /** More radixgate flags (router-nginx, base). */
+  routerArgs: string[];
 }
 
 /** One dump's instructions: the total, and each ELF object's own (self) share. */
@@ -254,8 +263,11 @@ export async function runNginxInstructions(o: Options): Promise<Result[]> {
     });
     const engines = fleet.workers.map((w) => w.url);
     for (const row of o.rows) {
+      if (o.decider && row === "nginx") continue;
       const dir = mkdtempSync(join(tmpdir(), `radixgate-callgrind-${row}-`));
-      const wrapper = valgrindWrapper(dir, nginx);
+      const wrapper = o.decider ? nginx : valgrindWrapper(dir, nginx);
+      const nginxWrap = o.decider ? [] : underCallgrind(dir);
+      const deciderWrap = o.decider ? underCallgrind(dir) : [];
       let stop: () => Promise<void>;
       let url: string;
       let cleanup = () => {};
@@ -265,7 +277,7 @@ export async function runNginxInstructions(o: Options): Promise<Result[]> {
         url = plain.url;
         stop = plain.stop;
       } else if (row === "nginx-floor") {
-        const floor = await startNginxFloor(nginx, engines, underCallgrind(dir));
+        const floor = await startNginxFloor(nginx, engines, nginxWrap, deciderWrap);
         url = floor.url;
         stop = floor.stop;
       } else {
@@ -276,9 +288,19 @@ export async function runNginxInstructions(o: Options): Promise<Result[]> {
           cleanup = () => rmSync(built.dir, { recursive: true, force: true });
         }
         const router = await startBuiltRouter(
-          ["--data-plane", "nginx", "--nginx-binary", wrapper, "--worker-urls", ...engines],
+          [
+            "--data-plane",
+            "nginx",
+            "--nginx-binary",
+            wrapper,
+            ...o.routerArgs,
+            "--worker-urls",
+            ...engines,
+          ],
           [],
           cli,
+          undefined,
+          deciderWrap,
         );
         url = router.url;
         stop = router.stop;
@@ -301,14 +323,18 @@ export async function runNginxInstructions(o: Options): Promise<Result[]> {
 
 function printTable(results: Result[], o: Options): void {
   console.log(
-    `\nnginx instructions per request (callgrind), ${o.requests} requests per mode, ${o.concurrency} at a time, K=${o.chunks} every ${o.intervalMs} ms`,
+    `\n${o.decider ? "the decider's" : "nginx"} instructions per request (callgrind), ${o.requests} requests per mode, ${o.concurrency} at a time, K=${o.chunks} every ${o.intervalMs} ms`,
   );
-  console.log("| row | mode | per request | njs | over plain nginx |");
+  console.log(
+    `| row | mode | per request | njs | over ${o.decider ? "the floor" : "plain nginx"} |`,
+  );
   console.log("| --- | --- | --: | --: | --: |");
   for (const r of results) {
-    const plain = results.find((p) => p.row === "nginx" && p.mode === r.mode);
+    const plain = results.find(
+      (p) => p.row === (o.decider ? "nginx-floor" : "nginx") && p.mode === r.mode,
+    );
     const over =
-      plain === undefined || r.row === "nginx"
+      plain === undefined || r === plain
         ? ""
         : `+${Math.round((r.perRequest - plain.perRequest) / 1000)}k`;
     console.log(
@@ -330,6 +356,8 @@ function optionsFrom(argv: string[]): Options {
       rows: { type: "string" },
       base: { type: "string" },
       keep: { type: "string" },
+      decider: { type: "boolean" },
+      "router-args": { type: "string" },
       help: { type: "boolean" },
     },
   });
@@ -372,6 +400,8 @@ function optionsFrom(argv: string[]): Options {
     rows,
     base,
     keep: values.keep,
+    decider: values.decider === true,
+    routerArgs: (values["router-args"] ?? "").split(" ").filter((a) => a !== ""),
   };
 }
 

@@ -46,9 +46,11 @@ export async function startBuiltRouter(
   cli?: string,
   /** Each line the process prints on its standard output (e.g. V8's --trace-gc); default ignored. */
   onStdoutLine?: (line: string) => void,
+  /** A command the process runs under (its node and flags follow), e.g. callgrind. */
+  wrap: readonly string[] = [],
 ): Promise<BuiltRouter> {
   if (cli === undefined) ensureBuilt();
-  return startBuilt(cli ?? CLI, [], args, nodeArgs, {}, onStdoutLine);
+  return startBuilt(cli ?? CLI, [], args, nodeArgs, {}, onStdoutLine, wrap);
 }
 
 /**
@@ -76,11 +78,23 @@ async function startBuilt(
   nodeArgs: readonly string[],
   wait: { stderrLine?: string } = {},
   onStdoutLine?: (line: string) => void,
+  wrap: readonly string[] = [],
 ): Promise<BuiltRouter> {
   const port = await freePort();
+  const [command = process.execPath, ...leading] = [...wrap, process.execPath];
   const child: ChildProcess = spawn(
-    process.execPath,
-    [...nodeArgs, script, ...leadingArgs, "--host", "127.0.0.1", "--port", String(port), ...args],
+    command,
+    [
+      ...leading,
+      ...nodeArgs,
+      script,
+      ...leadingArgs,
+      "--host",
+      "127.0.0.1",
+      "--port",
+      String(port),
+      ...args,
+    ],
     {
       cwd: ROOT,
       stdio: [
@@ -112,8 +126,9 @@ async function startBuilt(
         () => false,
       ),
     () => new Error(`the router did not become ready within 60 s (exit code ${child.exitCode})`),
-    // A machine loaded by other work (load 20 on 2 cores) can take 20 s to start one.
-    60_000,
+    // A machine loaded by other work (load 20 on 2 cores) can take 20 s to start one; under
+    // callgrind, several times that.
+    wrap.length === 0 ? 60_000 : 300_000,
   );
   return {
     url,

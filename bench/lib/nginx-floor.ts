@@ -30,10 +30,10 @@ export interface NginxFloor {
 }
 
 /** The decider's first line: the UDP port of its completion socket. */
-function firstLine(child: ChildProcess): Promise<string> {
+function firstLine(child: ChildProcess, waitMs: number): Promise<string> {
   return new Promise((resolve, reject) => {
     const lines = createInterface({ input: child.stdout! });
-    const timer = setTimeout(() => reject(new Error("the floor decider did not start")), START_MS);
+    const timer = setTimeout(() => reject(new Error("the floor decider did not start")), waitMs);
     lines.once("line", (line) => {
       clearTimeout(timer);
       lines.close();
@@ -49,14 +49,21 @@ export async function startNginxFloor(
   engines: readonly string[],
   /** A command nginx runs under (its binary and flags follow), e.g. callgrind. */
   wrap: readonly string[] = [],
+  /** A command the Node.js decider runs under (its node and flags follow). */
+  deciderWrap: readonly string[] = [],
 ): Promise<NginxFloor> {
   const dir = mkdtempSync(join(tmpdir(), "radixgate-floor-"));
   chmodSync(dir, 0o700);
   const socket = join(dir, "radixgate.sock");
   const upstreams = engines.map((url, i) => ({ name: `rg_w${i}`, address: new URL(url).host }));
-  const decider = spawn(process.execPath, [SCRIPT, socket, ...upstreams.map((u) => u.name)], {
-    stdio: ["ignore", "pipe", "inherit"],
-  });
+  const [deciderCommand = process.execPath, ...deciderLeading] = [...deciderWrap, process.execPath];
+  const decider = spawn(
+    deciderCommand,
+    [...deciderLeading, SCRIPT, socket, ...upstreams.map((u) => u.name)],
+    {
+      stdio: ["ignore", "pipe", "inherit"],
+    },
+  );
   let nginx: ChildProcess | undefined;
   const stop = async () => {
     if (nginx !== undefined) {
@@ -67,7 +74,9 @@ export async function startNginxFloor(
     rmSync(dir, { recursive: true, force: true });
   };
   try {
-    const logPort = Number(await firstLine(decider));
+    const logPort = Number(
+      await firstLine(decider, deciderWrap.length === 0 ? START_MS : 10 * START_MS),
+    );
     const port = await freePort();
     const config = defaultConfig();
     writeFileSync(join(dir, "radixgate.js"), NJS_SCRIPT, { mode: 0o600 });
