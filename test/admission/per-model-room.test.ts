@@ -23,20 +23,31 @@ function ticket(
   };
 }
 
+/** A queue that holds requests while their workers are saturated, looking again every `recheckMs`. */
+function saturationQueue(recheckMs: number): AdmissionQueue {
+  return new AdmissionQueue({
+    maxConcurrent: 0,
+    queueSize: 100,
+    maxQueuedPerTenant: 100,
+    queueWhenSaturated: true,
+    thresholds: THRESHOLDS,
+    recheckMs,
+  });
+}
+
+/** A saturated worker of model-x and an idle one of model-y. */
+function busyAndIdle(): { busy: FakeWorker; idle: FakeWorker } {
+  const busy = new FakeWorker("model-x");
+  const idle = new FakeWorker("model-y");
+  busy.report(10);
+  idle.report(0);
+  return { busy, idle };
+}
+
 describe("AdmissionQueue: room per model (--queue-when-saturated)", () => {
   it("a request whose workers have room goes while the head's workers are saturated", async () => {
-    const q = new AdmissionQueue({
-      maxConcurrent: 0,
-      queueSize: 100,
-      maxQueuedPerTenant: 100,
-      queueWhenSaturated: true,
-      thresholds: THRESHOLDS,
-      recheckMs: 5,
-    });
-    const busy = new FakeWorker("model-x");
-    const idle = new FakeWorker("model-y");
-    busy.report(10);
-    idle.report(0);
+    const q = saturationQueue(5);
+    const { busy, idle } = busyAndIdle();
     const cancel = new Cancel();
     const blocked = q.enter(ticket([busy], 30_000, cancel));
     expect(q.waiting).toBe(1);
@@ -53,14 +64,7 @@ describe("AdmissionQueue: room per model (--queue-when-saturated)", () => {
 
 describe("AdmissionQueue: one answer per tenant, priority and model a turn", () => {
   it("judges a backlog of interchangeable requests once per turn, not once each", async () => {
-    const q = new AdmissionQueue({
-      maxConcurrent: 0,
-      queueSize: 100,
-      maxQueuedPerTenant: 100,
-      queueWhenSaturated: true,
-      thresholds: THRESHOLDS,
-      recheckMs: 60_000,
-    });
+    const q = saturationQueue(60_000);
     const busy = new FakeWorker("model-x");
     busy.report(10);
     let asked = 0;
@@ -90,18 +94,8 @@ describe("AdmissionQueue: one answer per tenant, priority and model a turn", () 
 
 describe("AdmissionQueue: a request above everything waiting", () => {
   it("goes at once when it has room (it overtakes nobody); one of a waiting priority waits its turn", async () => {
-    const q = new AdmissionQueue({
-      maxConcurrent: 0,
-      queueSize: 100,
-      maxQueuedPerTenant: 100,
-      queueWhenSaturated: true,
-      thresholds: THRESHOLDS,
-      recheckMs: 60_000,
-    });
-    const busy = new FakeWorker("model-x");
-    const idle = new FakeWorker("model-y");
-    busy.report(10);
-    idle.report(0);
+    const q = saturationQueue(60_000);
+    const { busy, idle } = busyAndIdle();
     const cancel = new Cancel();
     const low = q.enter(ticket([busy], 30_000, cancel));
     expect(q.waiting).toBe(1);
