@@ -79,7 +79,7 @@ describe("bench raw attacker", () => {
   });
 
   it("opens a new connection when the server closes one after its answer", async () => {
-    const port = await serve((req, res) => {
+    const port = await serve((_req, res) => {
       // Answered before the body is read, then closed: nginx's 413.
       res.writeHead(413, { connection: "close", "content-length": 0 });
       res.end();
