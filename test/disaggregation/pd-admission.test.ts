@@ -10,6 +10,7 @@ import type { RunningRouter } from "../../src/server.js";
 import { startedPerTest } from "../faults/support.js";
 import { HOLD_AT_FULL_BATCH } from "../helpers/admission-settings.js";
 import { startTestRouter, waitFor } from "../helpers/router.js";
+import { queueGauge } from "../helpers/sim-gauges.js";
 
 const MODEL = "meta-llama/Llama-3.1-8B-Instruct";
 
@@ -68,6 +69,12 @@ describe("--queue-when-saturated: a pair's request is held as a regular one is",
           () => engine.stats().running === 1 && engine.stats().waiting === 1,
           10_000,
           "the engine full and queueing",
+        );
+        const flavor = mode === "vllm" ? "vllm" : "sglang";
+        await waitFor(
+          async () => (await queueGauge(engine.url, flavor)) === 1,
+          10_000,
+          "the engine's queue gauge",
         );
         await router.context.introspection.pollAll();
         const held = complete(router, "a short one", 2, stop.signal);

@@ -5,7 +5,8 @@
  * place in that queue. Real HTTP; TTFT is measured on the worker's own clock per request.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { type SimFlavor, type SimWorker, startSimWorker } from "../../sim/worker.js";
+import { type SimWorker, startSimWorker } from "../../sim/worker.js";
+import { queueGauge } from "../helpers/sim-gauges.js";
 
 const MODEL = "meta-llama/Llama-3.1-8B-Instruct";
 let worker: SimWorker | undefined;
@@ -30,13 +31,6 @@ async function ttft(url: string, name: string): Promise<number> {
   return at;
 }
 
-async function queueMetric(url: string, flavor: SimFlavor): Promise<number> {
-  const name = flavor === "vllm" ? "vllm:num_requests_waiting" : "sglang:num_queue_reqs";
-  const text = await (await fetch(`${url}/metrics`)).text();
-  const line = text.split("\n").find((l) => l.startsWith(`${name}{`));
-  return Number(line?.slice(line.lastIndexOf(" ") + 1));
-}
-
 describe.each(["sglang", "vllm"] as const)("simulator saturation (%s)", (flavor) => {
   it("beyond its running batch, requests wait in a queue the metrics report, and TTFT grows with it", async () => {
     // A running batch of 2; each request decodes 40 tokens at >= 6 ms a step (~250 ms).
@@ -55,16 +49,16 @@ describe.each(["sglang", "vllm"] as const)("simulator saturation (%s)", (flavor)
     expect(w.stats().running).toBeLessThanOrEqual(2);
     // The engines set their gauges at a step (vLLM every step; SGLang at each prefill batch), not
     // at each arrival: the queue shows once a step has run since the last request came.
-    let queued = await queueMetric(url, flavor);
+    let queued = await queueGauge(url, flavor);
     for (const until = performance.now() + 2000; queued < 3 && performance.now() < until; ) {
       await new Promise((resolve) => setTimeout(resolve, 5));
-      queued = await queueMetric(url, flavor);
+      queued = await queueGauge(url, flavor);
     }
     expect(queued).toBeGreaterThanOrEqual(3);
     const ttfts = await Promise.all(timings);
     const sorted = [...ttfts].sort((a, b) => a - b);
     // The last pair waited for three earlier pairs to finish (~250 ms each): far longer than the first.
     expect(sorted[7]).toBeGreaterThan((sorted[0] as number) + 500);
-    expect(await queueMetric(url, flavor)).toBe(0);
+    expect(await queueGauge(url, flavor)).toBe(0);
   });
 });
