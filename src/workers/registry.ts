@@ -41,7 +41,6 @@ export class WorkerRegistry {
   private readonly byIdentity = new Map<string, Worker>();
   private readonly identitiesOf = new Map<Worker, string[]>();
   private readonly listeners: RegistryListener[] = [];
-  /** Cached array of workers; rebuilt only when the set changes, not per request. */
   /**
    * The workers as a list, made on the first read after a change: a 10,000-entry worker file
    * joining in slices copied the whole list at each of its adds (O(n²)), where requests between
