@@ -121,9 +121,15 @@ export function readBody(
     };
     const fail = (err: Error) => {
       cleanup();
+      sink.release();
       // Stop reading; the answer goes out and the rest of the body is drained or cut (linger.ts).
       incoming.pause();
       reject(err);
+    };
+    /** Fails on `chunk`, which is not kept: its memory goes back at once (releaseChunk). */
+    const refuse = (chunk: Buffer, err: Error) => {
+      if (incoming.listenerCount("data") === 1) releaseChunk(chunk);
+      fail(err);
     };
     /**
      * Whether reading goes on: yes for a small body or one holding its turn; else the socket is
@@ -161,7 +167,7 @@ export function readBody(
     };
     const onData = (chunk: Buffer) => {
       size += chunk.length;
-      if (size > limits.maxBytes) return fail(tooLarge(limits.maxBytes));
+      if (size > limits.maxBytes) return refuse(chunk, tooLarge(limits.maxBytes));
       // Scanned before it is kept: the chunk that proves the body too deep, or a bounded field too
       // long, is refused at once, never copied, and what follows is drained like any early
       // answer's (routes/linger.ts). Closing instead cost more: a new connection for every refused
@@ -169,7 +175,8 @@ export function readBody(
       // client more too.
       if (scan?.push(chunk) === true) {
         const { overlong } = scan;
-        return fail(
+        return refuse(
+          chunk,
           overlong !== undefined && fields !== undefined
             ? fields.refuse(overlong.field, overlong.chars)
             : tooDeep(limits.maxNesting as number),
@@ -178,7 +185,7 @@ export function readBody(
       try {
         lease?.cover(size);
       } catch (err) {
-        return fail(err as Error);
+        return refuse(chunk, err as Error);
       }
       sink.add(chunk);
       lastChunkAt = Date.now();
@@ -263,13 +270,38 @@ class BodySink {
     }
   }
 
+  /** Once body() has handed the bytes out, they are the request's: never released here. */
+  private handedOut = false;
+
+  /** The body was refused: the memory of what was kept goes back now, not at a collection. */
+  release(): void {
+    if (this.handedOut) return;
+    if (this.filled !== undefined) releaseChunk(this.filled);
+    for (const chunk of this.chunks) releaseChunk(chunk);
+    this.chunks.length = 0;
+    this.filled = undefined;
+  }
+
   body(): Buffer {
+    this.handedOut = true;
     if (this.filled !== undefined) {
       return this.size === this.filled.length ? this.filled : this.filled.subarray(0, this.size);
     }
     const { chunks } = this;
     return chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, this.size);
   }
+}
+
+/**
+ * Frees a body piece's memory now, when the piece is the whole of its ArrayBuffer, as each piece
+ * Node's HTTP parser hands over is (a copy of its own), and nothing else holds it. Dropped, it
+ * would count as V8's external memory until a collection, and every 64 MB of that starts a full
+ * one: a flood of refused bodies, each a 64 KB first piece, made several a second. Detaching it
+ * (ArrayBuffer transfer to nothing) frees it and its count at once.
+ */
+export function releaseChunk(chunk: Uint8Array): void {
+  const memory = chunk.buffer as ArrayBuffer & { transfer?(length: number): ArrayBuffer };
+  if (chunk.byteOffset === 0 && chunk.byteLength === memory.byteLength) memory.transfer?.(0);
 }
 
 type BodyTimeoutKind = "idle" | "total" | "rate";
