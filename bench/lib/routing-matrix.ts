@@ -27,7 +27,12 @@ import {
   type TenantsShape,
 } from "./routing-workloads.js";
 import { printTable } from "./stats.js";
-import { type ReplayResult, type ReplicaAttribution, replay } from "./ttft-replay.js";
+import {
+  type ReplayResult,
+  type ReplicaAttribution,
+  type ReplicaDecider,
+  replay,
+} from "./ttft-replay.js";
 
 export interface MatrixCell {
   name: string;
@@ -263,6 +268,7 @@ export async function replayCell(
                   rankHoldMs: knobs.includes("rank-hold") ? SUGGESTED_RANK_HOLD_MS / scale : 0,
                   seed: firstSeed + i,
                   policyOf: () => replayPolicy(label),
+                  ...deciderKnob(knobs),
                 },
               };
         const attribution = attributions.get(label) ?? {
@@ -324,6 +330,15 @@ export async function replayCell(
         loadAverage,
       };
     });
+}
+
+/** The replay's ReplicaDecider a row's knobs name, as an option to spread. */
+function deciderKnob(knobs: readonly RowKnob[]): { decider?: ReplicaDecider } {
+  if (knobs.includes("leader")) return { decider: "leader" };
+  if (knobs.includes("leader-new")) return { decider: "leader-new" };
+  if (knobs.includes("tenant-owner")) return { decider: "tenant" };
+  if (knobs.includes("text-owner")) return { decider: "text" };
+  return {};
 }
 
 /**

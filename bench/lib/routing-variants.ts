@@ -29,6 +29,8 @@ import { SUGGESTED_RANK_HOLD_MS } from "../../src/state/settings.js";
  *   blocks the engines offloaded to a CPU or storage tier count for nothing.
  * - `rank-hold`: replicas hold a decision that places a prefix by their rank (--state-rank-hold-ms
  *   2); with --replicas.
+ * - `leader`, `leader-new`, `tenant-owner`, `text-owner`: with --replay --replicas, another replica
+ *   decides (bench/lib/ttft-replay.ts ReplicaDecider): a model only, no router setting.
  */
 export const ROW_KNOBS = [
   "poll-frozen",
@@ -43,8 +45,15 @@ export const ROW_KNOBS = [
   "churn",
   "tier-blind",
   "rank-hold",
+  "leader",
+  "leader-new",
+  "tenant-owner",
+  "text-owner",
 ] as const;
 export type RowKnob = (typeof ROW_KNOBS)[number];
+
+/** Knobs of the replay's replica model that no router setting has. */
+const MODEL_ONLY_KNOBS: readonly RowKnob[] = ["leader", "leader-new", "tenant-owner", "text-owner"];
 
 /** A row label split into its base row and its knobs (none for a plain row). */
 export function parseRowLabel(label: string): { base: string; knobs: RowKnob[] } {
@@ -69,6 +78,8 @@ export function knobOverrides(
 ): ConfigOverrides {
   const o: ConfigOverrides = {};
   for (const knob of knobs) {
+    if (MODEL_ONLY_KNOBS.includes(knob))
+      throw new Error(`row knob "${knob}" is a model of the replay only: add --replay`);
     if (knob === "budget-fixed") o.maxTreeSize = kvCapacityTokens * CHARS_PER_TOKEN;
     if (knob === "tree-unbounded") o.maxTreeSize = 2 ** 26;
     if (knob === "no-inflight") o.prefixCostRequestChars = 0;

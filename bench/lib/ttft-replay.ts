@@ -33,8 +33,9 @@ import type { PrefixClaims } from "../../src/index/prefix-claims.js";
 import type { PrefixIndex } from "../../src/index/prefix-index.js";
 import { routingText } from "../../src/intake/routing-text.js";
 import type { DecisionTrace } from "../../src/scheduling/decision-trace.js";
-import { CLAIM_BLOCK_CHARS } from "../../src/scheduling/new-prefix-claim.js";
+import { CLAIM_BLOCK_CHARS, newPrefixClaimEnd } from "../../src/scheduling/new-prefix-claim.js";
 import type { Policy, PolicyWorker } from "../../src/scheduling/policy.js";
+import { KEY_ALIGN, prefixKey, rendezvousScore } from "../../src/scheduling/prefix-hash.js";
 import { Scheduler } from "../../src/scheduling/scheduler.js";
 import { engineHeldChars } from "../../src/scheduling/usage-feedback.js";
 import { PeerPending, type PendingLoad } from "../../src/state/peer-pending.js";
@@ -163,7 +164,25 @@ export interface ReplicaModel {
   seed: number;
   /** A fresh policy for replica `rank` >= 1 (replica 0 takes the chooser's). */
   policyOf: (rank: number) => Policy;
+  /**
+   * Who decides a request (ReplicaDecider); undefined: the replica it reached, claiming new
+   * prefixes.
+   */
+  decider?: ReplicaDecider;
 }
+
+/**
+ * A model of deciding elsewhere than at the replica a request reached, with no claim: the asking
+ * replica sends the request's text to the decider and dispatches to the worker it answers; ask and
+ * answer each go through the meeting place (two legs of `delayMs` each way, as a request and its
+ * reply over Redis lists would). The decider counts the request as its own until its end, and
+ * learns of the first byte and the end one leg late. `leader`: every decision at rank 0;
+ * `leader-new`: at rank 0 only those that would claim a new prefix (no worker singled out by the
+ * index, state/prefix-claims.ts), the others where they arrived; `tenant`: at the rendezvous
+ * winner among the replicas of the request's tenant (a tenant header); `text`: of the text past
+ * what every worker holds (the fleet-wide preamble).
+ */
+export type ReplicaDecider = "leader" | "leader-new" | "tenant" | "text";
 
 /**
  * Where replicas' decisions part from one router's, decision by decision: each replica decision
@@ -646,6 +665,39 @@ export async function replay(
   }
   const spread = mulberry32(((model?.seed ?? 0) * 7919 + 17) >>> 0);
 
+  /** The replica that decides a request `reached` received (ReplicaDecider). */
+  function deciderOf(
+    how: ReplicaDecider,
+    reached: ReplayRouter,
+    spec: RequestSpec,
+    text: string,
+  ): ReplayRouter {
+    if (how === "leader") return routers[0]!;
+    if (how === "tenant")
+      return spec.group === undefined ? reached : ownerOf(String(spec.group), 0);
+    const held: number[] = [];
+    reached.index.match(text, undefined, reached.workers, held);
+    if (how === "leader-new")
+      return newPrefixClaimEnd(text.length, held, held.length) >= 0 ? routers[0]! : reached;
+    const all = Math.min(...held);
+    return ownerOf(text, all - (all % KEY_ALIGN));
+  }
+
+  /** The rendezvous winner among the replicas of the key of `text` from `from`. */
+  function ownerOf(text: string, from: number): ReplayRouter {
+    const key = prefixKey(text, from);
+    let best = routers[0]!;
+    let top = -1;
+    for (const r of routers) {
+      const score = rendezvousScore(key, r.name);
+      if (score > top) {
+        top = score;
+        best = r;
+      }
+    }
+    return best;
+  }
+
   const done = new Map<string, () => void>();
   const finished = new Map<string, Promise<void>>();
   for (const spec of w.specs) {
@@ -665,11 +717,17 @@ export async function replay(
     const tokens = tokenize(prompt);
     current = tokens;
     // The balancer in front of the replicas spreads at random.
-    const router =
+    let router =
       routers.length === 1 ? routers[0]! : routers[Math.floor(spread() * routers.length)]!;
+    const arrival = clock.now();
+    const elsewhere =
+      model?.decider === undefined ? router : deciderOf(model.decider, router, spec, text);
+    // The ask and its answer each take two legs, the decider's counts end one leg late.
+    const hop = elsewhere === router ? 0 : 2 * model!.delayMs;
+    if (hop > 0) await new Promise<void>((resolve) => clock.setTimer(resolve, hop));
+    router = elsewhere;
     const { workers, index } = router;
     const decider = router.decider;
-    const arrival = clock.now();
     let worker: ReplayWorker;
     let held = 0;
     let decision: ReturnType<Scheduler["decide"]> | undefined;
@@ -685,7 +743,7 @@ export async function replay(
       const fleet = shadow?.before(candidates, text);
       // Replicas agree on a new prefix (a claim, in model time); one router decides at once.
       decision =
-        model === undefined
+        model === undefined || model.decider !== undefined
           ? decider!.decide(candidates, { text })
           : await decider!.decideAgreed(candidates, { text });
       worker = decision!.worker as ReplayWorker;
@@ -719,81 +777,85 @@ export async function replay(
       let admitted = arrival;
       let cached = 0;
       let firstToken = Number.NaN;
-      worker.engine.submit({
-        promptTokens: tokens,
-        maxTokens: spec.maxTokens,
-        sink: {
-          onAdmit: (c) => {
-            admitted = clock.now();
-            cached = c;
-          },
-          onToken: (i) => {
-            if (i !== 0) return;
-            firstToken = clock.now();
-            worker.pendingPrefillChars -= uncachedChars;
-            worker.pendingPrefillRequests--;
-          },
-          onFinish: () => {
-            worker.ownInFlight--;
-            // The router learns the output from the engine's usage (Worker.running).
-            worker.running.observe(spec.maxTokens);
-            const uncached = tokens.length - cached;
-            const own = (uncached * 1000) / timing.prefillTokensPerSec;
-            let stepsPrefill = 0;
-            for (const step of worker.steps) {
-              if (step.start >= admitted - 1e-9 && step.end <= firstToken + 1e-9)
-                stepsPrefill += step.prefillTokens;
-            }
-            const others =
-              (Math.max(0, stepsPrefill - uncached) * 1000) / timing.prefillTokensPerSec;
-            const ttft = firstToken - arrival;
-            const wait = admitted - arrival;
-            results.push({
-              spec,
-              worker: worker.index,
-              promptTokens: tokens.length,
-              cachedTokens: cached,
-              arrival,
-              admitted,
-              firstToken,
-              ttft,
-              wait,
-              own,
-              others,
-              rest: Math.max(0, ttft - wait - own - others),
-              alone: estimateLatency(timing, {
+      after(hop, () =>
+        worker.engine.submit({
+          promptTokens: tokens,
+          maxTokens: spec.maxTokens,
+          sink: {
+            onAdmit: (c) => {
+              admitted = clock.now();
+              cached = c;
+            },
+            onToken: (i) => {
+              if (i !== 0) return;
+              firstToken = clock.now();
+              after(hop / 2, () => {
+                worker.pendingPrefillChars -= uncachedChars;
+                worker.pendingPrefillRequests--;
+              });
+            },
+            onFinish: () => {
+              after(hop / 2, () => worker.ownInFlight--);
+              // The router learns the output from the engine's usage (Worker.running).
+              worker.running.observe(spec.maxTokens);
+              const uncached = tokens.length - cached;
+              const own = (uncached * 1000) / timing.prefillTokensPerSec;
+              let stepsPrefill = 0;
+              for (const step of worker.steps) {
+                if (step.start >= admitted - 1e-9 && step.end <= firstToken + 1e-9)
+                  stepsPrefill += step.prefillTokens;
+              }
+              const others =
+                (Math.max(0, stepsPrefill - uncached) * 1000) / timing.prefillTokensPerSec;
+              const ttft = firstToken - arrival;
+              const wait = admitted - arrival;
+              results.push({
+                spec,
+                worker: worker.index,
                 promptTokens: tokens.length,
                 cachedTokens: cached,
-                outputTokens: 1,
-                maxBatchTokens: MAX_BATCH_TOKENS,
-              }).ttftMs,
-              matchedChars: held,
-            });
-            // The router's usage feedback (scheduling/usage-feedback.ts): learn characters per token,
-            // trim the index when the engine held clearly less than it claimed.
-            if (decider !== undefined && decision !== undefined) {
-              decider.outcome(decision, tokens.length, cached);
-              worker.cpt.observe(text.length, tokens.length);
-              router.approximate.setBudget(
-                worker.id,
-                learnedTreeBudget(capacity, worker.cpt.value, 1),
-              );
-              fleetTree?.setBudget(worker.id, learnedTreeBudget(capacity, worker.cpt.value, 1));
-              if (!othersPrefilling) {
-                const engineHeld = engineHeldChars(
-                  held,
-                  cached,
-                  tokens.length,
-                  text.length,
-                  worker.cpt.value,
+                arrival,
+                admitted,
+                firstToken,
+                ttft,
+                wait,
+                own,
+                others,
+                rest: Math.max(0, ttft - wait - own - others),
+                alone: estimateLatency(timing, {
+                  promptTokens: tokens.length,
+                  cachedTokens: cached,
+                  outputTokens: 1,
+                  maxBatchTokens: MAX_BATCH_TOKENS,
+                }).ttftMs,
+                matchedChars: held,
+              });
+              // The router's usage feedback (scheduling/usage-feedback.ts): learn characters per token,
+              // trim the index when the engine held clearly less than it claimed.
+              if (decider !== undefined && decision !== undefined) {
+                decider.outcome(decision, tokens.length, cached);
+                worker.cpt.observe(text.length, tokens.length);
+                router.approximate.setBudget(
+                  worker.id,
+                  learnedTreeBudget(capacity, worker.cpt.value, 1),
                 );
-                if (engineHeld !== undefined) decider.reported(decision, { text }, engineHeld);
+                fleetTree?.setBudget(worker.id, learnedTreeBudget(capacity, worker.cpt.value, 1));
+                if (!othersPrefilling) {
+                  const engineHeld = engineHeldChars(
+                    held,
+                    cached,
+                    tokens.length,
+                    text.length,
+                    worker.cpt.value,
+                  );
+                  if (engineHeld !== undefined) decider.reported(decision, { text }, engineHeld);
+                }
               }
-            }
-            resolve();
+              resolve();
+            },
           },
-        },
-      });
+        }),
+      );
     });
   };
 

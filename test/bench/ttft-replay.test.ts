@@ -89,6 +89,33 @@ describe("bench:ttft replay (model time, deterministic)", () => {
       );
   });
 
+  it("replicas asking one leader for every decision decide as one router, and the ask costs time", async () => {
+    const replicas = (delayMs: number) => ({
+      count: 3,
+      delayMs,
+      loadIntervalMs: 1250,
+      claimTtlMs: 10_000,
+      rankHoldMs: 0,
+      seed: 1,
+      policyOf: () => createPolicy("prefix_cost", {}),
+      decider: "leader" as const,
+    });
+    const one = await replay(workload, { ...base, chooser: prefixCost() });
+    // At once, the leader's view is one router's: the same placement, the same TTFTs.
+    const atOnce = await replay(workload, {
+      ...base,
+      chooser: prefixCost(),
+      replicas: replicas(0),
+    });
+    expect(placement(atOnce)).toEqual(placement(one));
+    expect(atOnce.requests.map((x) => x.ttft)).toEqual(one.requests.map((x) => x.ttft));
+    // Four legs for the requests of the other two replicas: about two thirds of them wait 40 ms.
+    const late = await replay(workload, { ...base, chooser: prefixCost(), replicas: replicas(10) });
+    const asked = late.requests.filter((x) => x.wait >= 40).length / late.requests.length;
+    expect(asked).toBeGreaterThan(0.5);
+    expect(asked).toBeLessThan(0.85);
+  });
+
   it("pins every request where the oracle says", async () => {
     const r = await replay(workload, {
       ...base,
