@@ -187,7 +187,8 @@ export function readBody(
       } catch (err) {
         return refuse(chunk, err as Error);
       }
-      sink.add(chunk);
+      // Copied into the body's buffer, the piece is spent: its memory goes back now (releaseChunk).
+      if (sink.add(chunk) && incoming.listenerCount("data") === 1) releaseChunk(chunk);
       lastChunkAt = Date.now();
       if (turn === undefined && waiting === undefined) mayRead(size);
     };
@@ -252,7 +253,8 @@ class BodySink {
    */
   constructor(private declared: number) {}
 
-  add(chunk: Buffer): void {
+  /** Takes the next piece; true when it was copied (and is not kept). */
+  add(chunk: Buffer): boolean {
     if (this.declared > FILL_FROM_BYTES && Number.isSafeInteger(this.declared)) {
       try {
         this.filled = Buffer.allocUnsafeSlow(this.declared);
@@ -263,11 +265,13 @@ class BodySink {
     }
     const { filled } = this;
     // Node's parser delivers no more than the Content-Length; a chunk past it is not the body's.
-    if (filled !== undefined) this.size += chunk.copy(filled, this.size);
-    else {
-      this.chunks.push(chunk);
-      this.size += chunk.length;
+    if (filled !== undefined) {
+      this.size += chunk.copy(filled, this.size);
+      return true;
     }
+    this.chunks.push(chunk);
+    this.size += chunk.length;
+    return false;
   }
 
   /** Once body() has handed the bytes out, they are the request's: never released here. */
@@ -296,8 +300,9 @@ class BodySink {
  * Frees a body piece's memory now, when the piece is the whole of its ArrayBuffer, as each piece
  * Node's HTTP parser hands over is (a copy of its own), and nothing else holds it. Dropped, it
  * would count as V8's external memory until a collection, and every 64 MB of that starts a full
- * one: a flood of refused bodies, each a 64 KB first piece, made several a second. Detaching it
- * (ArrayBuffer transfer to nothing) frees it and its count at once.
+ * one: a flood of refused bodies, each a 64 KB first piece, made several a second, and a 60 MB
+ * body copied into its buffer piece by piece one more. Detaching it (ArrayBuffer transfer to
+ * nothing) frees it and its count at once.
  */
 export function releaseChunk(chunk: Uint8Array): void {
   const memory = chunk.buffer as ArrayBuffer & { transfer?(length: number): ArrayBuffer };

@@ -1,7 +1,8 @@
 /**
  * A refused body's memory goes back at once: the piece that proved it too deep (or too large),
  * and what was kept before it, are detached, so that a flood of refused bodies does not pile up
- * V8 external memory until full collections. A body read whole is never touched.
+ * V8 external memory until full collections; so is each piece of a large body once copied into
+ * the body's buffer. A body handed out is never touched.
  */
 import type { IncomingMessage } from "node:http";
 import { PassThrough } from "node:stream";
@@ -62,6 +63,20 @@ describe("releasing a refused body's memory", () => {
     const body = await reading;
     expect(body.toString()).toBe(`{"prompt":"hello"}`);
     expect(whole.byteLength).toBe(18);
+  });
+
+  it("frees each piece of a large body once it is copied into the body's buffer", async () => {
+    const text = JSON.stringify({ prompt: "p".repeat(200_000) });
+    const stream = incoming({ "content-length": String(Buffer.byteLength(text)) });
+    const reading = readBody(stream, LIMITS);
+    const pieces = [text.slice(0, 70_000), text.slice(70_000, 140_000), text.slice(140_000)].map(
+      ownPiece,
+    );
+    for (const piece of pieces) stream.write(piece);
+    stream.end();
+    const body = await reading;
+    expect(body.toString()).toBe(text);
+    expect(pieces.map((piece) => piece.byteLength)).toEqual([0, 0, 0]);
   });
 
   it("leaves a refused piece alone while another listener reads the stream too", async () => {
