@@ -12,9 +12,10 @@
  * Attack traffic comes from other loopback addresses (127.0.0.2 and up) than the legitimate
  * clients (127.0.0.1), as it would from another client, so per-address bounds apply to it alone.
  *
- * Recorded per attack: legitimate p50/p99 quiet and attacked (and their ratio), the worst
- * /health answer time, the router's peak RSS (VmHWM) quiet and attacked and its open file
- * descriptors, its CPU (% of a core) quiet and attacked, the bench's own CPU while it attacks (the
+ * Recorded per attack: legitimate p50/p99 quiet and attacked (and their ratio), the p99 of one
+ * more client sending the same requests straight to a worker (what the workers themselves take,
+ * apart from what the target adds), the worst /health answer time, the router's peak RSS (VmHWM)
+ * quiet and attacked and its open file descriptors, its CPU (% of a core) quiet and attacked, the bench's own CPU while it attacks (the
  * attackers share the machine's cores), legitimate requests refused (429/503) and
  * accepted-and-lost (any other failure after the router took them), and what the attack achieved.
  *
@@ -1066,7 +1067,13 @@ async function runAttack(
   const router = await startTarget(target, flags, sims, phases.nodeFlags, attack.nginxDirectives);
   const env: Env = { ...partial, url: router.url, port: router.port };
   const pid = router.pid;
-  const config = { url: env.url, clients: LEGIT_CLIENTS, healthEveryMs: HEALTH_EVERY_MS };
+  const config = {
+    url: env.url,
+    clients: LEGIT_CLIENTS,
+    healthEveryMs: HEALTH_EVERY_MS,
+    // The workers' own latency beside the target's (a PD pair takes no plain request).
+    ...(attack.pd === true || sims[0] === undefined ? {} : { workerUrl: sims[0].url }),
+  };
   try {
     await attack.prepare?.(env);
     // Warm-up (first requests compile and connect): not measured.
@@ -1230,6 +1237,7 @@ async function main(): Promise<void> {
       "p50 ms quiet/attacked",
       "p99 ms quiet/attacked",
       "p99/quiet",
+      "worker p99 ms quiet/attacked",
       "worst /health ms quiet/attacked",
       "RSS MB quiet/peak (bound)",
       "peak fds",
@@ -1249,6 +1257,7 @@ async function main(): Promise<void> {
       `${r.quiet.p50Ms}/${r.attacked.p50Ms}`,
       `${r.quiet.p99Ms}/${r.attacked.p99Ms}`,
       r.p99VsQuiet,
+      `${r.quiet.workerP99Ms}/${r.attacked.workerP99Ms}`,
       `${r.quiet.worstHealthMs}/${r.attacked.worstHealthMs}${r.attacked.healthFailures > 0 ? ` (${r.attacked.healthFailures} failed)` : ""}`,
       `${r.quietRssMb}/${r.peakRssMb}${r.rssBoundMb === undefined ? "" : ` (${r.rssBoundMb})`}`,
       r.peakFds,

@@ -16,6 +16,7 @@ interface Phase {
   done: Promise<unknown>;
   result: ProbeResult;
   latencies: number[];
+  workerLatencies: number[];
 }
 
 let phase: Phase | undefined;
@@ -29,14 +30,17 @@ function start(config: ProbeConfig): Phase {
     p99Ms: 0,
     worstHealthMs: 0,
     healthFailures: 0,
+    workerP99Ms: 0,
   };
   const latencies: number[] = [];
-  const p: Phase = { stopped: false, done: Promise.resolve(), result, latencies };
-  const client = async (i: number) => {
+  const workerLatencies: number[] = [];
+  const p: Phase = { stopped: false, done: Promise.resolve(), result, latencies, workerLatencies };
+  const client = async (i: number, url = config.url) => {
+    const direct = url !== config.url;
     while (!p.stopped) {
       const started = performance.now();
       try {
-        const res = await fetch(`${config.url}/v1/chat/completions`, {
+        const res = await fetch(`${url}/v1/chat/completions`, {
           method: "POST",
           headers: { "content-type": "application/json" },
           body: JSON.stringify({
@@ -52,7 +56,11 @@ function start(config: ProbeConfig): Phase {
           signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
         });
         await res.arrayBuffer();
-        if (res.status === 200) {
+        if (direct) {
+          // Not the target's traffic: only its latency counts, as the workers' own.
+          if (res.status === 200) workerLatencies.push(performance.now() - started);
+          else await sleep(50);
+        } else if (res.status === 200) {
           result.ok++;
           latencies.push(performance.now() - started);
         } else if (res.status === 429 || res.status === 503) {
@@ -60,7 +68,7 @@ function start(config: ProbeConfig): Phase {
           await sleep(50);
         } else result.lost++;
       } catch {
-        result.lost++;
+        if (!direct) result.lost++;
         await sleep(50);
       }
     }
@@ -81,7 +89,9 @@ function start(config: ProbeConfig): Phase {
       await sleep(config.healthEveryMs);
     }
   };
-  p.done = Promise.all([...Array.from({ length: config.clients }, (_, i) => client(i)), health()]);
+  const clients = Array.from({ length: config.clients }, (_, i) => client(i));
+  if (config.workerUrl !== undefined) clients.push(client(config.clients, config.workerUrl));
+  p.done = Promise.all([...clients, health()]);
   return p;
 }
 
@@ -89,12 +99,14 @@ async function stop(p: Phase): Promise<ProbeResult> {
   p.stopped = true;
   await p.done;
   p.latencies.sort((a, b) => a - b);
+  p.workerLatencies.sort((a, b) => a - b);
   const round = (v: number) => Math.round(v * 10) / 10;
   return {
     ...p.result,
     p50Ms: round(quantile(p.latencies, 0.5)),
     p99Ms: round(quantile(p.latencies, 0.99)),
     worstHealthMs: round(p.result.worstHealthMs),
+    workerP99Ms: p.workerLatencies.length === 0 ? 0 : round(quantile(p.workerLatencies, 0.99)),
   };
 }
 

@@ -15,6 +15,11 @@ export interface ProbeConfig {
   healthEveryMs: number;
   /** The model the legitimate requests name (undefined: none). */
   model?: string;
+  /**
+   * A worker behind the target: one more client sends it the same requests straight, so that a
+   * phase tells the workers' own latency from what the target adds (undefined: none).
+   */
+  workerUrl?: string;
 }
 
 /** What one phase measured. */
@@ -29,6 +34,8 @@ export interface ProbeResult {
   p99Ms: number;
   worstHealthMs: number;
   healthFailures: number;
+  /** The client straight to the worker (ProbeConfig.workerUrl): its p99, 0 without one. */
+  workerP99Ms: number;
 }
 
 export type ProbeRequest =
