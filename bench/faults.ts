@@ -64,7 +64,7 @@ import { childFleetHost, type Fleet, type FleetHost, type FleetMember } from "./
 import { ensureNginx, startNginx } from "./lib/nginx.js";
 import { numberFlag } from "./lib/number-flag.js";
 import { processCpuMicros, processTree } from "./lib/process-cpu.js";
-import { rawFlood } from "./lib/raw-attacker.js";
+import { deepJsonRequest, rawFlood, rawPost } from "./lib/raw-attacker.js";
 import { printTable } from "./lib/stats.js";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -251,11 +251,6 @@ function sharedStateFlags(env: Omit<Env, "url" | "port">): string[] {
   ];
 }
 
-/** Raw HTTP/1.1 request text with a body. */
-function rawPost(path: string, body: string, extraHeaders = ""): string {
-  return `POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${extraHeaders}\r\n${body}`;
-}
-
 function openSocket(port: number, localAddress = ATTACKER_ADDRESS): Promise<Socket> {
   return new Promise((resolve, reject) => {
     const s = connect({ port, host: "127.0.0.1", localAddress }, () => resolve(s));
@@ -415,9 +410,7 @@ async function flood(env: Env, stop: AbortSignal, loops: number, request: Buffer
  * connection closed early is just a refusal to an attacker, who reconnects at once.
  */
 function deepJsonFlood(env: Env, stop: AbortSignal): Promise<void> {
-  const depth = 120_000;
-  const body = `{"messages":[{"role":"user","content":"x"}],"max_tokens":1,"extra":${"[".repeat(depth)}${"]".repeat(depth)}}`;
-  return flood(env, stop, 8, Buffer.from(rawPost("/v1/chat/completions", body)));
+  return flood(env, stop, 8, deepJsonRequest());
 }
 
 const ATTACKS: Attack[] = [

@@ -31,22 +31,13 @@ import {
 import { childFleetHost } from "./lib/fleet.js";
 import { numberFlag } from "./lib/number-flag.js";
 import { processCpuMicros } from "./lib/process-cpu.js";
-import { rawFlood } from "./lib/raw-attacker.js";
+import { deepJsonRequest, rawFlood } from "./lib/raw-attacker.js";
 import { median, printTable } from "./lib/stats.js";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 const RESULTS = join(ROOT, "bench", "results", "refusal-cost.json");
 const ATTACKER_ADDRESS = "127.0.0.2";
 const LOOPS = 8;
-
-/** bench:faults' deep-json request, byte for byte. */
-function deepJsonRequest(): Buffer {
-  const depth = 120_000;
-  const body = `{"messages":[{"role":"user","content":"x"}],"max_tokens":1,"extra":${"[".repeat(depth)}${"]".repeat(depth)}}`;
-  return Buffer.from(
-    `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
-  );
-}
 
 /** Counts a router's mark-compacts from its --trace-gc lines. */
 class FullCollections {

@@ -23,6 +23,18 @@ export interface RawFlood {
 
 const CHUNKED_END = Buffer.from("\r\n0\r\n\r\n");
 
+/** Raw HTTP/1.1 request text with a body. */
+export function rawPost(path: string, body: string, extraHeaders = ""): string {
+  return `POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${extraHeaders}\r\n${body}`;
+}
+
+/** The deep-json attack's request: a 240 KB chat body nested 120,000 deep from its 60th byte. */
+export function deepJsonRequest(): Buffer {
+  const depth = 120_000;
+  const body = `{"messages":[{"role":"user","content":"x"}],"max_tokens":1,"extra":${"[".repeat(depth)}${"]".repeat(depth)}}`;
+  return Buffer.from(rawPost("/v1/chat/completions", body));
+}
+
 /** Runs the flood until `stop` aborts. */
 export async function rawFlood(flood: RawFlood, stop: AbortSignal): Promise<void> {
   await Promise.all(Array.from({ length: flood.loops }, () => loop(flood, stop)));
