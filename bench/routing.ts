@@ -39,6 +39,7 @@ import { diagnosisLines } from "./lib/routing-diagnosis.js";
 import {
   type CellSummary,
   cellPreset,
+  deviationLines,
   MATRIX_CELLS,
   type MatrixCell,
   matrixGoalLines,
@@ -150,6 +151,8 @@ interface CliOptions {
   jitter: number;
   /** --swings: with --replay --jitter, decompose each router row's spread (routing-swings.ts). */
   swings: boolean;
+  /** --seeds: with --replay --jitter, the workload seeds to run the matrix on (else --seed alone). */
+  seeds: number[] | undefined;
   /** "" for the default preset without overrides; else a file-name suffix. */
   tag: string;
   chart: boolean;
@@ -166,6 +169,7 @@ function parseCli(argv: string[]): CliOptions {
       workers: { type: "string" },
       "time-scale": { type: "string" },
       jitter: { type: "string" },
+      seeds: { type: "string" },
       cells: { type: "string" },
       "kv-capacity-tokens": { type: "string" },
       seed: { type: "string" },
@@ -241,6 +245,10 @@ function parseCli(argv: string[]): CliOptions {
         "  --swings                      with --replay --jitter: where each router row's spread comes from",
         "                                (bench/lib/routing-swings.ts): every run's decisions replayed under",
         "                                every timing seed, and its first placements frozen",
+        "  --seeds <a,b>                 with --replay --jitter: the matrix on each workload seed in turn (cells",
+        "                                named cell@seed), then each router row's deviation over every cell and",
+        "                                seed: mean and largest sd, cells over 0.43 (the spread goal's), mean hit,",
+        "                                lowest worst ÷ oracle, highest TTFT ÷ oracle: one line to compare rules",
         "  --bypass <share>              share of requests sent straight to a worker, bypassing the router",
         "                                (e.g. 0.25; the precise row sees them through the KV events)",
         `  --bypass-to <${BYPASS_TARGETS.join("|")}>  where the bypassing client sends them (default sticky):`,
@@ -418,6 +426,14 @@ function parseCli(argv: string[]): CliOptions {
   if (values.swings && !(values.matrix && values.replay && values.jitter !== undefined)) {
     throw new Error("--swings needs --matrix --replay --jitter <share>");
   }
+  let seeds: number[] | undefined;
+  if (values.seeds !== undefined) {
+    if (!(values.matrix && values.replay && values.jitter !== undefined)) {
+      throw new Error("--seeds needs --matrix --replay --jitter <share>");
+    }
+    if (values.swings) throw new Error("--swings takes one workload seed (--seed), not --seeds");
+    seeds = values.seeds.split(",").map((s) => num("seeds", s.trim(), 0, true) ?? Number.NaN);
+  }
   // A subset of the matrix's cells is not the matrix: its results go to a file of their own.
   if (values.cells !== undefined) overridden = true;
   const tag = [values.quick ? "quick" : "", overridden ? "custom" : ""].filter(Boolean).join("-");
@@ -448,6 +464,7 @@ function parseCli(argv: string[]): CliOptions {
     replay: values.replay,
     jitter: num("jitter", values.jitter, 0, false) ?? 0,
     swings: values.swings,
+    seeds,
     cells: values.cells?.split(",").filter(Boolean),
     tag,
     chart: !values["no-chart"] && tag === "" && !values.matrix && !values["cpu-noise"],
@@ -807,33 +824,40 @@ async function replayMatrix(
   machine: string,
 ): Promise<void> {
   const summaries: CellSummary[] = [];
-  for (const cell of cells) {
-    const got = await replayCell(
-      cell.name,
-      cellPreset(cli.preset, cell),
-      cli.rows,
-      cli.repeats,
-      cli.timingSeed,
-      cli.jitter,
-      cli.sharedState && cli.replicas !== undefined
-        ? { count: cli.replicas, delayMs: cli.replicaDelayMs }
-        : undefined,
-    );
-    for (const s of got) {
-      console.log(
-        `${cell.name} ${s.row}: hit ${(s.hitMean * 100).toFixed(1)}% (worst ${(s.hitMin * 100).toFixed(1)}, spread ${(s.hitSpread * 100).toFixed(1)}, sd ${((s.hitSd ?? Number.NaN) * 100).toFixed(2)}) vs oracle ${(s.oracleHitMean * 100).toFixed(1)}%, TTFT ${s.ttftMeanMs.toFixed(1)} vs ${s.oracleTtftMeanMs.toFixed(1)} model ms`,
+  const seeds = cli.seeds ?? [cli.preset.seed];
+  for (const seed of seeds)
+    for (const cell of cells) {
+      const name = cli.seeds === undefined ? cell.name : `${cell.name}@${seed}`;
+      const got = await replayCell(
+        name,
+        cellPreset({ ...cli.preset, seed }, cell),
+        cli.rows,
+        cli.repeats,
+        cli.timingSeed,
+        cli.jitter,
+        cli.sharedState && cli.replicas !== undefined
+          ? { count: cli.replicas, delayMs: cli.replicaDelayMs }
+          : undefined,
       );
+      for (const s of got) {
+        console.log(
+          `${name} ${s.row}: hit ${(s.hitMean * 100).toFixed(1)}% (worst ${(s.hitMin * 100).toFixed(1)}, spread ${(s.hitSpread * 100).toFixed(1)}, sd ${((s.hitSd ?? Number.NaN) * 100).toFixed(2)}) vs oracle ${(s.oracleHitMean * 100).toFixed(1)}%, TTFT ${s.ttftMeanMs.toFixed(1)} vs ${s.oracleTtftMeanMs.toFixed(1)} model ms`,
+        );
+      }
+      summaries.push(...got);
     }
-    summaries.push(...got);
-  }
   console.log(
-    `\n## matrix, model-time replay: ${cells.length} cells of the tenants family, ${cli.jitter > 0 ? `workload seed ${cli.preset.seed}, ${cli.repeats} timing seeds from ${cli.timingSeed} (engine steps ±${cli.jitter * 100}%)` : `${cli.repeats} workload seeds from ${cli.preset.seed}`}; TTFT in model ms`,
+    `\n## matrix, model-time replay: ${cells.length} cells of the tenants family, ${cli.jitter > 0 ? `workload seed${seeds.length > 1 ? "s" : ""} ${seeds.join(", ")}, ${cli.repeats} timing seeds from ${cli.timingSeed} (engine steps ±${cli.jitter * 100}%)` : `${cli.repeats} workload seeds from ${cli.preset.seed}`}; TTFT in model ms`,
   );
   printMatrix(summaries);
   const goals = [...new Set(summaries.map((s) => s.row))].flatMap((row) =>
     matrixGoalLines(summaries, row),
   );
   for (const line of goals) console.log(line);
+  if (cli.seeds !== undefined) {
+    console.log(`\n## deviation over ${cells.length} cells × ${seeds.length} workload seeds`);
+    for (const line of deviationLines(summaries)) console.log(line);
+  }
   if (cli.swings) {
     const swings: SwingDecomposition[] = [];
     for (const cell of cells) {

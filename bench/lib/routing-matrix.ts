@@ -17,7 +17,7 @@ import { SUGGESTED_CHURN_HALF_LIFE } from "../../src/scheduling/options.js";
 import type { Policy } from "../../src/scheduling/policy.js";
 import { SUGGESTED_RANK_HOLD_MS } from "../../src/state/settings.js";
 import { fmt } from "./latency.js";
-import { pollPhaseMs, rangeOf, sampleSd } from "./routing-repeats.js";
+import { pollPhaseMs, rangeOf, SD_FOR_SPREAD_GOAL, sampleSd } from "./routing-repeats.js";
 import { ORACLE_ROW, type RowResult, type WorkloadReport } from "./routing-runner.js";
 import { parseRowLabel, type RowKnob } from "./routing-variants.js";
 import {
@@ -211,6 +211,29 @@ export function matrixGoalLines(summaries: readonly CellSummary[], row: string):
       failing((s) => !(s.indexLoss > 0.02)),
     ),
   ];
+}
+
+/**
+ * With --seeds: each router row's deviation over every cell and workload seed, in one line, the
+ * figures a rule is compared by (docs/benchmarks.md, "The spread as a deviation"): the mean and
+ * largest per-cell sd, how many cells are over SD_FOR_SPREAD_GOAL, the mean hit rate, the lowest
+ * worst ÷ oracle and the highest mean TTFT ÷ oracle.
+ */
+export function deviationLines(summaries: readonly CellSummary[]): string[] {
+  const rows = [...new Set(summaries.map((s) => s.row))];
+  return rows.map((row) => {
+    const of = summaries.filter((s) => s.row === row);
+    const sds = of.map((s) => (s.hitSd ?? Number.NaN) * 100);
+    const mean = (xs: readonly number[]) => xs.reduce((a, x) => a + x, 0) / xs.length;
+    const over = sds.filter((sd) => !(sd <= SD_FOR_SPREAD_GOAL * 100)).length;
+    return [
+      `${row}: sd mean ${mean(sds).toFixed(2)}, largest ${Math.max(...sds).toFixed(2)}`,
+      `over ${(SD_FOR_SPREAD_GOAL * 100).toFixed(2)} in ${over} of ${of.length}`,
+      `hit mean ${mean(of.map((s) => s.hitMean * 100)).toFixed(2)}%`,
+      `worst ÷ oracle ≥ ${Math.min(...of.map((s) => s.worstRatio)).toFixed(3)}`,
+      `TTFT ÷ oracle ≤ ${Math.max(...of.map((s) => s.ttftMeanMs / s.oracleTtftMeanMs)).toFixed(2)}`,
+    ].join(", ");
+  });
 }
 
 /**

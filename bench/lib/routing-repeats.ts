@@ -36,6 +36,12 @@ export function sampleSd(values: readonly number[]): number {
   return Math.sqrt(finite.reduce((s, v) => s + (v - mean) ** 2, 0) / (finite.length - 1));
 }
 
+/**
+ * The largest per-run deviation (a share: 0.0043 = 0.43 points) at which a spread over 5 repeats
+ * stays within the 1.5-point goal in 9 runs of 10 (sampleSd above).
+ */
+export const SD_FOR_SPREAD_GOAL = 0.0043;
+
 /** One repeat of one row, as it ran. */
 export interface RepeatFigures {
   /** What set this repeat's timing (the router's engine-poll phase). */

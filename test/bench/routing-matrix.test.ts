@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest";
 import {
+  type CellSummary,
   cellPreset,
+  deviationLines,
   MATRIX_CELLS,
   matrixGoalLines,
   QUICK_MATRIX_CELLS,
@@ -109,6 +111,43 @@ describe("bench:routing --matrix summaries and goals", () => {
       expect.stringMatching(/TTFT .* met$/),
       expect.stringMatching(/index loss .* MISSED in base$/),
     ]);
+  });
+});
+
+describe("bench:routing --matrix --replay --seeds", () => {
+  const summary = (
+    cell: string,
+    row: string,
+    sd: number,
+    hit: number,
+    worst: number,
+    ttft: number,
+  ) =>
+    ({
+      cell,
+      row,
+      hitSd: sd,
+      hitMean: hit,
+      worstRatio: worst,
+      ttftMeanMs: ttft,
+      oracleTtftMeanMs: 10,
+    }) as CellSummary;
+
+  it("folds each row's cells and seeds into one line: mean and largest sd, cells over the goal's sd, the extremes", () => {
+    const lines = deviationLines([
+      summary("base@42", "prefix_cost", 0.002, 0.8, 0.99, 5),
+      summary("base@7", "prefix_cost", 0.01, 0.9, 0.96, 12),
+      summary("base@42", "prefix_cost:churn", 0.001, 0.85, 1.01, 4),
+    ]);
+    expect(lines).toEqual([
+      "prefix_cost: sd mean 0.60, largest 1.00, over 0.43 in 1 of 2, hit mean 85.00%, worst ÷ oracle ≥ 0.960, TTFT ÷ oracle ≤ 1.20",
+      "prefix_cost:churn: sd mean 0.10, largest 0.10, over 0.43 in 0 of 1, hit mean 85.00%, worst ÷ oracle ≥ 1.010, TTFT ÷ oracle ≤ 0.40",
+    ]);
+  });
+
+  it("counts a cell whose sd is unknown as over the goal", () => {
+    const [line] = deviationLines([summary("base@42", "prefix_cost", Number.NaN, 0.8, 1, 5)]);
+    expect(line).toContain("over 0.43 in 1 of 1");
   });
 });
 
