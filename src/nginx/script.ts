@@ -9,7 +9,7 @@
  * - body: radixgate rewrote the body (a data-parallel rank, an engine priority): it is fetched
  *   from radixgate, set as the relay's body, and the request goes on to the relay named.
  * - usage: a body filter that reads the engine's token counts (the last value wins, as
- *   proxy/usage-tap.ts does) from the answer's last 16 KB, at its end, into variables the
+ *   proxy/usage-tap.ts does) from the answer's last four reads, at its end, into variables the
  *   access log carries back to radixgate. It is attached only where the engine sends counts.
  */
 export const NJS_SCRIPT = `
@@ -27,12 +27,17 @@ function body(r) {
   });
 }
 
-// Per request (each request runs in its own copy of the VM): the answer's last buffers, read
-// once at its end. Searching every chunk as it passed cost more than relaying it: njs searches
-// a Buffer with a memcmp per byte, and its regular expressions go through PCRE.
-var TAIL_BYTES = 16384;
-var tail = [];
-var tailBytes = 0;
+// Per request (each request runs in its own copy of the VM): the answer's last four reads, read
+// once at its end (searching every chunk cost more than relaying it: njs searches a Buffer with a
+// memcmp per byte). Four variables, not an array trimmed to a byte count: this runs on every
+// chunk, and njs pays a property lookup for each push, shift and length. A read is at most a
+// memory page (proxy_buffer_size); the engines write their counts last, in one chunk of a few
+// hundred bytes (SGLang: python/sglang/srt/entrypoints/openai/usage_processor.py; vLLM:
+// vllm/entrypoints/openai/serving_chat.py, its final usage chunk) that at most [DONE] follows.
+var tail0 = null;
+var tail1 = null;
+var tail2 = null;
+var tail3 = null;
 
 var KEYS = [
   ['"prompt_tokens"', 'rg_pt'],
@@ -40,27 +45,26 @@ var KEYS = [
   ['"completion_tokens"', 'rg_gt'],
 ];
 
-function isSpace(c) {
-  return c === 32 || c === 10 || c === 13 || c === 9;
-}
-
 // The value of the last occurrence of key followed by a number ("key": null is passed over).
-// Bytes, not a string: njs reads a UTF-8 string by decoding it from its start.
+// Bytes, not a string: njs reads a UTF-8 string by decoding it from its start. Each byte is read
+// once and the spaces are tested inline: every indexed read and call is an njs operation.
 function lastCount(buf, key) {
+  var end = buf.length;
   var at = buf.lastIndexOf(key);
   while (at !== -1) {
     var i = at + key.length;
-    while (isSpace(buf[i])) i++;
-    if (buf[i] === 58) {
-      i++;
-      while (isSpace(buf[i])) i++;
+    var c = buf[i];
+    while (c === 32 || c === 10 || c === 13 || c === 9) c = buf[++i];
+    if (c === 58) {
+      c = buf[++i];
+      while (c === 32 || c === 10 || c === 13 || c === 9) c = buf[++i];
+      var start = i;
       var n = 0;
-      var j = i;
-      while (j < buf.length && j - i < 12 && buf[j] >= 48 && buf[j] <= 57) {
-        n = n * 10 + (buf[j] - 48);
-        j++;
+      while (i < end && i - start < 12 && c >= 48 && c <= 57) {
+        n = n * 10 + (c - 48);
+        c = buf[++i];
       }
-      if (j > i) return String(n);
+      if (i > start) return String(n);
     }
     at = at === 0 ? -1 : buf.lastIndexOf(key, at - 1);
   }
@@ -71,18 +75,26 @@ function lastCount(buf, key) {
 // meta_info of a JSON answer), and the last value wins, as in proxy/usage-tap.ts.
 function usage(r, data, flags) {
   if (data.length > 0) {
-    tail.push(data);
-    tailBytes += data.length;
-    while (tailBytes - tail[0].length >= TAIL_BYTES) tailBytes -= tail.shift().length;
+    tail0 = tail1;
+    tail1 = tail2;
+    tail2 = tail3;
+    tail3 = data;
   }
-  if (flags.last && tailBytes > 0) {
-    var all = tail.length === 1 ? tail[0] : Buffer.concat(tail);
-    for (var k = 0; k < KEYS.length; k++) {
-      var v = lastCount(all, KEYS[k][0]);
-      if (v !== undefined) r.variables[KEYS[k][1]] = v;
-    }
-  }
+  if (flags.last && tail3 !== null) counts(r);
   r.sendBuffer(data, flags);
+}
+
+function counts(r) {
+  var parts = [];
+  if (tail0 !== null) parts.push(tail0);
+  if (tail1 !== null) parts.push(tail1);
+  if (tail2 !== null) parts.push(tail2);
+  parts.push(tail3);
+  var all = parts.length === 1 ? parts[0] : Buffer.concat(parts);
+  for (var k = 0; k < KEYS.length; k++) {
+    var v = lastCount(all, KEYS[k][0]);
+    if (v !== undefined) r.variables[KEYS[k][1]] = v;
+  }
 }
 
 export default { body: body, usage: usage };
