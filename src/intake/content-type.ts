@@ -6,7 +6,8 @@ import { RouterError } from "../errors.js";
  * else (curl's -d default, application/x-www-form-urlencoded, among others) gets 415 with the fix.
  */
 export function checkContentType(contentType: string | undefined): void {
-  if (contentType === undefined) return;
+  // What nearly every client sends, accepted without splitting and lowering it (every request).
+  if (contentType === undefined || contentType === "application/json") return;
   const type = contentType.split(";")[0]?.trim().toLowerCase() ?? "";
   if (type === "application/json" || type.endsWith("+json")) return;
   throw new RouterError(

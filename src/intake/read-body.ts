@@ -106,7 +106,18 @@ export function readBody(
       if (kind === undefined) return arm();
       fail(bodyTimeout(kind, limits, size, minRate));
     };
+    /** Until the read ends, however. */
+    let reading = true;
+    /**
+     * The clocks' timer, set once this read's bytes have been handled: a body that came with its
+     * headers (nearly every one) has ended by then and needs none. A timer set and cleared for
+     * every request cost its allocation and Node's timer list made and dropped each time.
+     */
+    const armWhileReading = () => {
+      if (reading && timer === undefined && waiting === undefined) arm();
+    };
     const cleanup = () => {
+      reading = false;
       if (timer !== undefined) clearTimeout(timer);
       if (waiting !== undefined) {
         clearInterval(waiting.poke);
@@ -208,7 +219,9 @@ export function readBody(
     incoming.on("end", onEnd);
     incoming.on("error", onError);
     incoming.on("aborted", onAborted);
-    if (mayRead(Number.isFinite(declaredBytes) ? declaredBytes : 0)) arm();
+    // Microtasks run after the read that brought the headers has been parsed whole, body included.
+    if (mayRead(Number.isFinite(declaredBytes) ? declaredBytes : 0))
+      queueMicrotask(armWhileReading);
   });
 }
 

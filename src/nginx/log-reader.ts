@@ -18,7 +18,6 @@ interface LogLine {
   readonly ct?: string | undefined;
   readonly gt?: string | undefined;
 }
-type MutableLogLine = { -readonly [K in keyof LogLine]: string | undefined };
 
 /**
  * One datagram's record; undefined when it is not one (another sender, a line without a request).
@@ -53,18 +52,19 @@ export function parseRecord(datagram: string): CompletionRecord | undefined {
  * The line as nginx writes it: one flat object of string values, none with an escape (ids,
  * numbers, "-"). Read by scanning for the quotes, one record a datagram at every completion;
  * undefined when the line is anything else (an escape, another shape), for JSON.parse to judge.
+ * Keys are told apart by their characters, not cut out: only the values read are copied.
  */
 function flatFields(text: string, start: number): LogLine | undefined {
   if (text.includes("\\", start)) return undefined;
-  const line: MutableLogLine = {
-    id: undefined,
-    s: undefined,
-    us: undefined,
-    ht: undefined,
-    pt: undefined,
-    ct: undefined,
-    gt: undefined,
-  };
+  // Each field in a variable of its own, the record made once at the end: a store keyed by the
+  // field's name went through V8's generic store for every field of every record.
+  let id: string | undefined;
+  let s: string | undefined;
+  let us: string | undefined;
+  let ht: string | undefined;
+  let pt: string | undefined;
+  let ct: string | undefined;
+  let gt: string | undefined;
   let i = start + 1;
   for (;;) {
     if (text.charCodeAt(i) !== QUOTE) return undefined;
@@ -73,22 +73,62 @@ function flatFields(text: string, start: number): LogLine | undefined {
     if (text.charCodeAt(keyEnd + 2) !== QUOTE) return undefined;
     const valueEnd = text.indexOf('"', keyEnd + 3);
     if (valueEnd === -1) return undefined;
-    const key = text.slice(i + 1, keyEnd);
-    if (
-      key === "id" ||
-      key === "s" ||
-      key === "us" ||
-      key === "ht" ||
-      key === "pt" ||
-      key === "ct" ||
-      key === "gt"
-    )
-      line[key] = text.slice(keyEnd + 3, valueEnd);
+    switch (fieldAt(text, i + 1, keyEnd)) {
+      case "id":
+        id = text.slice(keyEnd + 3, valueEnd);
+        break;
+      case "s":
+        s = text.slice(keyEnd + 3, valueEnd);
+        break;
+      case "us":
+        us = text.slice(keyEnd + 3, valueEnd);
+        break;
+      case "ht":
+        ht = text.slice(keyEnd + 3, valueEnd);
+        break;
+      case "pt":
+        pt = text.slice(keyEnd + 3, valueEnd);
+        break;
+      case "ct":
+        ct = text.slice(keyEnd + 3, valueEnd);
+        break;
+      case "gt":
+        gt = text.slice(keyEnd + 3, valueEnd);
+        break;
+    }
     const next = text.charCodeAt(valueEnd + 1);
-    if (next === CLOSE) return text.slice(valueEnd + 2).trim() === "" ? line : undefined;
+    if (next === CLOSE)
+      return onlySpaceAfter(text, valueEnd + 2) ? { id, s, us, ht, pt, ct, gt } : undefined;
     if (next !== COMMA) return undefined;
     i = valueEnd + 2;
   }
+}
+
+/** The field of LogLine named by text[from, to), if it is one. */
+function fieldAt(text: string, from: number, to: number): keyof LogLine | undefined {
+  const a = text.charCodeAt(from);
+  if (to - from === 1) return a === 0x73 ? "s" : undefined;
+  if (to - from !== 2) return undefined;
+  const b = text.charCodeAt(from + 1);
+  if (b === 0x74) {
+    if (a === 0x68) return "ht";
+    if (a === 0x70) return "pt";
+    if (a === 0x63) return "ct";
+    if (a === 0x67) return "gt";
+    return undefined;
+  }
+  if (a === 0x69 && b === 0x64) return "id";
+  if (a === 0x75 && b === 0x73) return "us";
+  return undefined;
+}
+
+/** Whether text holds only white space from `from` on (what trim() removes). */
+function onlySpaceAfter(text: string, from: number): boolean {
+  for (let i = from; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c !== 0x20 && c !== 0x0a && c !== 0x0d && c !== 0x09) return text.slice(i).trim() === "";
+  }
+  return true;
 }
 
 const QUOTE = 0x22;
@@ -117,13 +157,23 @@ function count(value: string | undefined): number | undefined {
 /** The last of nginx's list of values ("0.004, 0.002" or "502 : 200"), when it is a number. */
 function lastNumber(value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
+  // One value, digits and at most one point inside (nearly every record): no cut, no trim.
+  if (isDecimal(value)) return Number(value);
   const cut = Math.max(value.lastIndexOf(","), value.lastIndexOf(":"));
   const last = (cut === -1 ? value : value.slice(cut + 1)).trim();
-  if (!NUMBER.test(last)) return undefined;
-  return Number(last);
+  return isDecimal(last) ? Number(last) : undefined;
 }
 
-const NUMBER = /^\d+(\.\d+)?$/;
+/** Whether `value` is digits, or digits, a point and digits (/^\d+(\.\d+)?$/). */
+function isDecimal(value: string): boolean {
+  let point = -1;
+  for (let i = 0; i < value.length; i++) {
+    const c = value.charCodeAt(i);
+    if (c === 0x2e && point === -1 && i > 0) point = i;
+    else if (c < 0x30 || c > 0x39) return false;
+  }
+  return value.length > 0 && point !== value.length - 1;
+}
 
 export interface CompletionLog {
   readonly port: number;

@@ -26,6 +26,16 @@ import type { AttemptFailure } from "./upstream-failure.js";
 import type { ReportedUsage } from "./usage-tap.js";
 import { writeError } from "./write-error.js";
 
+/** A decision's value, when it has one, added to its list of header names and values. */
+function put(
+  decision: (string | number)[],
+  header: string,
+  value: string | string[] | number | undefined,
+): void {
+  if (value === undefined || value === "") return;
+  decision.push(header, Array.isArray(value) ? value.join(", ") : value);
+}
+
 /** How the relay ended one request (one access-log line). */
 export interface CompletionRecord {
   readonly requestId: string;
@@ -268,28 +278,30 @@ export class RemoteRelays implements AttemptSender {
       (this.options.readsUsage || attempt.readUsage) && req.routing.answerHasUsage !== false;
     const rewritten = body !== undefined && body !== original ? body : undefined;
     const relay = usage ? "@relay_u" : "@relay";
-    // An empty answer: nginx keeps the connection for the next call.
-    const decision: Record<string, string | number> = {
-      "content-length": 0,
-      "x-accel-redirect": rewritten === undefined ? relay : "@body",
-      [RELAY_VALUES.rg_up]: origin + worker.basePath + req.path,
-      [RELAY_VALUES.rg_rid]: req.requestId,
-      [RELAY_VALUES.rg_worker]: worker.id,
-    };
-    const put = (header: string, value: string | string[] | number | undefined) => {
-      if (value === undefined || value === "") return;
-      decision[header] = Array.isArray(value) ? value.join(", ") : value;
-    };
-    put(RELAY_VALUES.rg_route, attempt.route);
-    put(RELAY_VALUES.rg_auth, upstream.authorization);
-    put(RELAY_VALUES.rg_via, upstream.via);
-    put(RELAY_VALUES.rg_tp, upstream.traceparent);
-    put(RELAY_VALUES.rg_ts, upstream.tracestate);
-    put(RELAY_VALUES.rg_rank, upstream["x-data-parallel-rank"]);
-    put(RELAY_VALUES.rg_explain, attempt.explain?.[1]);
+    // An empty answer: nginx keeps the connection for the next call. A flat list of names and
+    // values: Node writes it as it is, where an object's keys were set and then walked again.
+    const decision: (string | number)[] = [
+      "content-length",
+      0,
+      "x-accel-redirect",
+      rewritten === undefined ? relay : "@body",
+      RELAY_VALUES.rg_up,
+      origin + worker.basePath + req.path,
+      RELAY_VALUES.rg_rid,
+      req.requestId,
+      RELAY_VALUES.rg_worker,
+      worker.id,
+    ];
+    put(decision, RELAY_VALUES.rg_route, attempt.route);
+    put(decision, RELAY_VALUES.rg_auth, upstream.authorization);
+    put(decision, RELAY_VALUES.rg_via, upstream.via);
+    put(decision, RELAY_VALUES.rg_tp, upstream.traceparent);
+    put(decision, RELAY_VALUES.rg_ts, upstream.tracestate);
+    put(decision, RELAY_VALUES.rg_rank, upstream["x-data-parallel-rank"]);
+    put(decision, RELAY_VALUES.rg_explain, attempt.explain?.[1]);
     if (this.options.waitHeader !== undefined)
-      put(RELAY_VALUES.rg_wait, exchange.reply.getHeader(this.options.waitHeader));
-    if (rewritten !== undefined) put(RELAY_VALUES.rg_next, `${relay}_b`);
+      put(decision, RELAY_VALUES.rg_wait, exchange.reply.getHeader(this.options.waitHeader));
+    if (rewritten !== undefined) put(decision, RELAY_VALUES.rg_next, `${relay}_b`);
     // The relay bounds the first byte itself (its read timeout); here only the overall deadline
     // and a shutdown end the wait.
     attempt.headersArrived();

@@ -78,6 +78,8 @@ export function decisionListener(
   const inner = routerListener(ctx, app);
   const endpoints = new Map(INFERENCE_ROUTES.map(({ path, endpoint }) => [path, endpoint]));
   return (incoming: IncomingMessage, res: ServerResponse) => {
+    // nginx answers its clients with its own Date header, never this one.
+    res.sendDate = false;
     const headers = incoming.headers;
     const client = headers[CLIENT_ADDRESS_HEADER];
     // One request at a time per nginx connection: the address holds for this request's handling.
@@ -126,8 +128,11 @@ export function decisionListener(
       return;
     }
     relays.open(res);
-    handleInference(ctx, incoming, res, endpoint)
-      .catch((err: unknown) => ctx.logger.error({ err }, "unhandled error in the data plane"))
-      .finally(() => relays.close(res));
+    // One reaction to the request's end, not a catch and a finally (two more promises a call).
+    const close = () => relays.close(res);
+    handleInference(ctx, incoming, res, endpoint).then(close, (err: unknown) => {
+      ctx.logger.error({ err }, "unhandled error in the data plane");
+      close();
+    });
   };
 }

@@ -118,7 +118,12 @@ async function admitAndForward(
     if (clientSignal.aborted) throw new ClientGoneError();
     outcome = await ctx.forwarder.forward(
       {
-        ...request,
+        // Named, not spread: a spread followed by eight properties built this object in about
+        // three times the time of naming every one (Node 24, 95-111 ns against 34-42).
+        requestId: request.requestId,
+        startedAt: request.startedAt,
+        clientSignal,
+        trace,
         // After a wait, against the fleet as it is now: a worker that joined or listed its
         // models meanwhile counts. Without one, nothing can have changed since it was received.
         routing: waited ? ctx.intake.route(opened.received) : opened.routing,
