@@ -196,6 +196,7 @@ export function createRouter(
       registry,
       metrics,
       claims: replication?.claims,
+      leader: replication?.leader,
       ...(replication === undefined
         ? {}
         : { replicaRank: () => replication.rank(), rankHoldMs: config.state.rankHoldMs }),

@@ -19,6 +19,7 @@ const KNOWN_BRANCHES = {
   lowest_cost: true,
   session: true,
   peer_claim: true,
+  leader_grant: true,
   max_score: true,
   max_score_tie: true,
   weighted_random: true,
