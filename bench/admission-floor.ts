@@ -30,6 +30,10 @@
  *
  * For each: light TTFT p50/p99 (model ms), p99 ÷ quiet p99, and the flood's output tokens per
  * second ÷ the fcfs row's (what keeping a slot free or preempting costs the flood).
+ *
+ * Then the same on 2 engines with the router's rules (runFleet): slots kept, preemption, the flood
+ * paced or let into the engines' queues, and where a preempting light request goes (the
+ * roomiest engine, the least prefill sent there, or the least still under way: Placement).
  */
 import { parseArgs } from "node:util";
 import { Engine } from "../sim/engine.js";
@@ -49,6 +53,19 @@ const LIGHT_RATE = 3;
 
 /** SGLang's --priority-scheduling-preemption-threshold by default. */
 const PREEMPTION_THRESHOLD = 10;
+
+/** The simulated engine's prefill speed, tokens a model ms. */
+const PREFILL_TOKENS_PER_MS = DEFAULT_TIMING.prefillTokensPerSec / 1000;
+
+/**
+ * Where the fleet's light request goes: the engine holding the fewest requests (`roomiest`), the
+ * least prefill the router sent there and has no first token for (`sent`: prefix_cost's queue
+ * term), or the least of that still under way (`under-way`: less what the engine computed since
+ * the oldest was sent, at its prefill speed). A light request preempting the flood is served
+ * before everything that waits, so only the prefill under way is ahead of it; the router could
+ * estimate that from its own dispatches and first bytes.
+ */
+type Placement = "roomiest" | "sent" | "under-way";
 
 type Mode = "quiet" | "fcfs" | "reserve-1" | "preempt";
 const MODES: readonly Mode[] = ["quiet", "fcfs", "reserve-1", "preempt"];
@@ -177,9 +194,11 @@ function runFleet(
    */
   queueAtEngine = false,
   /**
-   * The flood is let go to an engine only while none of its requests there waits for its first
-   * token (in the engine's queue or its prefill): one flood prompt in prefill per engine at a
-   * time, so a light request never finds a run of the flood's prefill steps ahead of it.
+   * The flood is let go to an engine only while no request there waits for its first token (in
+   * the engine's queue or its prefill; the router's rule for a yielding tenant, admission-queue.ts
+   * prefillIdle) and it has a free slot (beyond its batch only by floodDepth): one flood prompt in
+   * prefill per engine at a time, begun when it was sent, so a light request never finds a run of
+   * the flood's prefill steps ahead of it, nor one joining its own step.
    */
   pace = false,
   /**
@@ -188,13 +207,15 @@ function runFleet(
    * the router holds a worker's work at its batch plus N); 0 = only into free slots.
    */
   floodDepth = 0,
+  /** Where a light request goes (Placement). */
+  placement: Placement = "roomiest",
 ): { ttfts: number[]; floodTokensPerSec: number } {
   const clock = new ManualClock();
   const rng = mulberry32(seed);
   const fleet = Array.from({ length: engines }, () => ({
     held: 0,
-    /** Flood requests there without a first token yet. */
-    prefilling: 0,
+    /** Every request there without a first token yet: its prompt tokens and when it was sent. */
+    pending: [] as { tokens: number; sentAt: number }[],
     engine: new Engine(
       {
         timing: DEFAULT_TIMING,
@@ -217,12 +238,28 @@ function runFleet(
   const waitingLight: number[] = [];
   const freeTotal = () => slots - fleet.reduce((n, e) => n + e.held, 0);
   const roomiest = () => fleet.reduce((a, b) => (b.held < a.held ? b : a));
+  type Member = (typeof fleet)[number];
+  const sent = (e: Member) => e.pending.reduce((sum, p) => sum + p.tokens, 0);
+  // What was sent there, less what the engine computed since the oldest was sent.
+  const underWay = (e: Member) =>
+    e.pending.length === 0
+      ? 0
+      : Math.max(0, sent(e) - PREFILL_TOKENS_PER_MS * (clock.now() - (e.pending[0]?.sentAt ?? 0)));
+  /** A light request's engine by `placement`: the least work by the key, then the roomiest. */
+  const lightTarget = (): Member => {
+    if (placement === "roomiest") return roomiest();
+    const key = placement === "sent" ? sent : underWay;
+    return fleet.reduce((a, b) =>
+      key(b) < key(a) || (key(b) === key(a) && b.held < a.held) ? b : a,
+    );
+  };
   /** Where the flood may go now: the roomiest engine, paced or not; undefined when paced out. */
   const floodTarget = () => {
     if (!pace && floodDepth === 0) return roomiest();
     const open = fleet.filter(
       (e) =>
-        (!pace || e.prefilling === 0) && (floodDepth === 0 || e.held < MAX_RUNNING + floodDepth),
+        (!pace || (e.pending.length === 0 && e.held < MAX_RUNNING + floodDepth)) &&
+        (floodDepth === 0 || e.held < MAX_RUNNING + floodDepth),
     );
     return open.length === 0 ? undefined : open.reduce((a, b) => (b.held < a.held ? b : a));
   };
@@ -236,12 +273,18 @@ function runFleet(
     at = roomiest(),
   ) => {
     at.held += 1;
+    const mark = { tokens: shape.promptTokens, sentAt: clock.now() };
+    at.pending.push(mark);
+    const firstToken = (i: number) => {
+      if (i === 0) at.pending.splice(at.pending.indexOf(mark), 1);
+      onToken(i);
+    };
     at.engine.submit({
       promptTokens: freshPrompt(rng, shape.promptTokens),
       maxTokens: shape.maxTokens,
       priority: shape === FLOOD ? -(PREEMPTION_THRESHOLD + 1) : 0,
       sink: {
-        onToken,
+        onToken: firstToken,
         onFinish: () => {
           at.held -= 1;
           onEnd();
@@ -249,26 +292,23 @@ function runFleet(
       },
     });
   };
-  const startLight = (sent: number) =>
+  const startLight = (sentAt: number) =>
     submit(
       LIGHT,
       (i) => {
-        if (i === 0) ttfts.push(clock.now() - sent);
+        if (i === 0) ttfts.push(clock.now() - sentAt);
       },
       refill,
+      lightTarget(),
     );
   const submitFlood = () => {
     const at = floodTarget();
     if (at === undefined) return false;
-    at.prefilling += 1;
     submit(
       FLOOD,
       (i) => {
         if (clock.now() <= endAt) floodTokens++;
-        if (i === 0) {
-          at.prefilling -= 1;
-          if (pace) refill();
-        }
+        if (i === 0 && pace) refill();
       },
       refill,
       at,
@@ -390,16 +430,37 @@ export async function main(argv = process.argv.slice(2)): Promise<void> {
   // The fleet's rule: 2 engines, 1 or 2 slots kept across both (--tenant-reserve-slots) against none.
   const fleetRows: string[][] = [];
   for (const budget of budgets) {
-    const [none, one, two, preempt0, preempt1, oneQueued, preemptPaced, preemptDepth1] = [
-      [0, false],
-      [1, false],
-      [2, false],
-      [0, true],
-      [1, true],
-      [1, false, true],
-      [0, true, false, true],
-      [0, true, false, false, 1],
-    ].map(([reserve, preempt, queued, paced, depth]) =>
+    const [
+      none,
+      one,
+      two,
+      preempt0,
+      preempt1,
+      oneQueued,
+      preemptPaced,
+      preemptDepth1,
+      depth1Sent,
+      depth1UnderWay,
+      pacedDepth1UnderWay,
+      pacedSent,
+      pacedUnderWay,
+    ] = (
+      [
+        [0, false],
+        [1, false],
+        [2, false],
+        [0, true],
+        [1, true],
+        [1, false, true],
+        [0, true, false, true],
+        [0, true, false, false, 1],
+        [0, true, false, false, 1, "sent"],
+        [0, true, false, false, 1, "under-way"],
+        [0, true, false, true, 1, "under-way"],
+        [0, true, false, true, 0, "sent"],
+        [0, true, false, true, 0, "under-way"],
+      ] as const
+    ).map(([reserve, preempt, queued, paced, depth, placement]) =>
       runFleet(
         2,
         Number(reserve),
@@ -411,6 +472,7 @@ export async function main(argv = process.argv.slice(2)): Promise<void> {
         queued === true,
         paced === true,
         Number(depth ?? 0),
+        placement ?? "roomiest",
       ),
     );
     for (const [name, r] of [
@@ -422,6 +484,14 @@ export async function main(argv = process.argv.slice(2)): Promise<void> {
       ["reserve 1, preempt", preempt1],
       ["reserve 0, preempt, flood paced", preemptPaced],
       ["reserve 0, preempt, flood at depth 1", preemptDepth1],
+      ["reserve 0, preempt, flood at depth 1, light by prefill sent", depth1Sent],
+      ["reserve 0, preempt, flood at depth 1, light by prefill under way", depth1UnderWay],
+      [
+        "reserve 0, preempt, flood paced at depth 1, light by prefill under way",
+        pacedDepth1UnderWay,
+      ],
+      ["reserve 0, preempt, flood paced, light by prefill sent", pacedSent],
+      ["reserve 0, preempt, flood paced, light by prefill under way", pacedUnderWay],
     ] as const) {
       const sorted = [...(r?.ttfts ?? [])].sort((a, b) => a - b);
       fleetRows.push([
