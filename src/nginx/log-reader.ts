@@ -56,15 +56,17 @@ export function parseRecord(datagram: string): CompletionRecord | undefined {
  */
 function flatFields(text: string, start: number): LogLine | undefined {
   if (text.includes("\\", start)) return undefined;
-  // Each field in a variable of its own, the record made once at the end: a store keyed by the
+  // The values by field number (fieldAt), the record made once at the end: a store keyed by the
   // field's name went through V8's generic store for every field of every record.
-  let id: string | undefined;
-  let s: string | undefined;
-  let us: string | undefined;
-  let ht: string | undefined;
-  let pt: string | undefined;
-  let ct: string | undefined;
-  let gt: string | undefined;
+  const values: (string | undefined)[] = [
+    undefined,
+    undefined,
+    undefined,
+    undefined,
+    undefined,
+    undefined,
+    undefined,
+  ];
   let i = start + 1;
   for (;;) {
     if (text.charCodeAt(i) !== QUOTE) return undefined;
@@ -73,53 +75,51 @@ function flatFields(text: string, start: number): LogLine | undefined {
     if (text.charCodeAt(keyEnd + 2) !== QUOTE) return undefined;
     const valueEnd = text.indexOf('"', keyEnd + 3);
     if (valueEnd === -1) return undefined;
-    switch (fieldAt(text, i + 1, keyEnd)) {
-      case "id":
-        id = text.slice(keyEnd + 3, valueEnd);
-        break;
-      case "s":
-        s = text.slice(keyEnd + 3, valueEnd);
-        break;
-      case "us":
-        us = text.slice(keyEnd + 3, valueEnd);
-        break;
-      case "ht":
-        ht = text.slice(keyEnd + 3, valueEnd);
-        break;
-      case "pt":
-        pt = text.slice(keyEnd + 3, valueEnd);
-        break;
-      case "ct":
-        ct = text.slice(keyEnd + 3, valueEnd);
-        break;
-      case "gt":
-        gt = text.slice(keyEnd + 3, valueEnd);
-        break;
-    }
+    const field = fieldAt(text, i + 1, keyEnd);
+    if (field !== -1) values[field] = text.slice(keyEnd + 3, valueEnd);
     const next = text.charCodeAt(valueEnd + 1);
-    if (next === CLOSE)
-      return onlySpaceAfter(text, valueEnd + 2) ? { id, s, us, ht, pt, ct, gt } : undefined;
+    if (next === CLOSE) {
+      if (!onlySpaceAfter(text, valueEnd + 2)) return undefined;
+      return {
+        id: values[ID],
+        s: values[S],
+        us: values[US],
+        ht: values[HT],
+        pt: values[PT],
+        ct: values[CT],
+        gt: values[GT],
+      };
+    }
     if (next !== COMMA) return undefined;
     i = valueEnd + 2;
   }
 }
 
-/** The field of LogLine named by text[from, to), if it is one. */
-function fieldAt(text: string, from: number, to: number): keyof LogLine | undefined {
+/** The fields read, numbered in LogLine's order. */
+const ID = 0;
+const S = 1;
+const US = 2;
+const HT = 3;
+const PT = 4;
+const CT = 5;
+const GT = 6;
+
+/** The number of the field named by text[from, to), or -1 when it is none of them. */
+function fieldAt(text: string, from: number, to: number): number {
   const a = text.charCodeAt(from);
-  if (to - from === 1) return a === 0x73 ? "s" : undefined;
-  if (to - from !== 2) return undefined;
+  if (to - from === 1) return a === 0x73 ? S : -1;
+  if (to - from !== 2) return -1;
   const b = text.charCodeAt(from + 1);
   if (b === 0x74) {
-    if (a === 0x68) return "ht";
-    if (a === 0x70) return "pt";
-    if (a === 0x63) return "ct";
-    if (a === 0x67) return "gt";
-    return undefined;
+    if (a === 0x68) return HT;
+    if (a === 0x70) return PT;
+    if (a === 0x63) return CT;
+    if (a === 0x67) return GT;
+    return -1;
   }
-  if (a === 0x69 && b === 0x64) return "id";
-  if (a === 0x75 && b === 0x73) return "us";
-  return undefined;
+  if (a === 0x69 && b === 0x64) return ID;
+  if (a === 0x75 && b === 0x73) return US;
+  return -1;
 }
 
 /** Whether text holds only white space from `from` on (what trim() removes). */
