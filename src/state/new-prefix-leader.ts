@@ -45,6 +45,11 @@ const MAX_MESSAGE_AGE_MS = 10_000;
 const MAX_MESSAGE_CHARS = 262_144;
 /** Longest ladder an ask carries (two rungs per doubling of a text up to 1M characters). */
 const MAX_LADDER_CHARS = 2048;
+/**
+ * Longest text an ask may describe: the leader pads the window to this length (the cost reads it),
+ * so it is bounded like a request body (--max-payload-size's default; a character is a byte or more).
+ */
+const MAX_ASK_TEXT_CHARS = 64 * 1024 * 1024;
 /** Candidates an ask names at most. */
 const MAX_ASK_WORKERS = 4096;
 /** New prefixes the leader remembers at once; past it the oldest go. */
@@ -199,7 +204,14 @@ export class RedisNewPrefixLeader implements NewPrefixLeader {
       return;
     }
     if (msg.r === this.options.replicaId) return;
-    const grant = decide(ask);
+    let grant: LeaderGrant | undefined;
+    try {
+      grant = decide(ask);
+    } catch {
+      // A peer's ask never takes the leader down: the asker's timeout lets its own choice stand.
+      this.options.onRejected?.("unreadable");
+      return;
+    }
     if (grant === undefined) return;
     this.remember(ask.key, grant.worker, ask.ladder);
     const { pending, peerName, pendingTtlMs } = this.options;
@@ -255,6 +267,7 @@ const seq = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number
 function readAsk(m: Record<string, unknown>): LeaderAsk | undefined {
   const { k, e, l, i, h, a, w, d } = m;
   if (typeof k !== "string" || k.length > 256 || !seq(e) || !seq(l) || !seq(a)) return undefined;
+  if (l > MAX_ASK_TEXT_CHARS) return undefined;
   if (typeof d !== "string" || d.length > MAX_LADDER_CHARS) return undefined;
   if (typeof w !== "string" || !Array.isArray(i) || !Array.isArray(h)) return undefined;
   if (i.length !== h.length || i.length > MAX_ASK_WORKERS || e > l || a + w.length > l)

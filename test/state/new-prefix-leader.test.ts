@@ -114,6 +114,15 @@ describe.skipIf(redisSkipReason !== undefined)(
       expect(rejected).toMatch(/reason="unsigned"} 1/);
       expect(rejected).toMatch(/reason="bad_signature"} 1/);
       expect(await metric(a, "radixgate_state_leader_asks_total")).not.toMatch(/outcome="granted"/);
+      // A signed ask describing a text longer than any body is refused, not padded to its length.
+      const huge = JSON.stringify({ ...ask, t: Date.now(), l: 2 ** 40 });
+      await redis.publish(channel, `${secret.sign(channel, [huge])} ${huge}`);
+      await waitFor(
+        async () =>
+          /reason="unreadable"} 1/.test(await metric(a, "radixgate_state_ops_rejected_total")),
+        10_000,
+        "the oversize ask refused",
+      );
       // A well-signed one is granted (the same ask, signed with the fleet's secret).
       const fresh = JSON.stringify({ ...ask, t: Date.now() });
       await redis.publish(channel, `${secret.sign(channel, [fresh])} ${fresh}`);
