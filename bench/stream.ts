@@ -70,6 +70,9 @@ const USAGE = `usage: npm run bench:stream -- [flags]
                       (with --base HEAD: one build, two runtime settings)
   --processes N       radixgate-cluster processes (default 2)
   --cpu-prof DIR      the router writes a .cpuprofile there when it stops
+  --usage             streams ask for the token counts (stream_options.include_usage): the
+                      engine sends one more event, and --data-plane nginx reads it with its njs
+                      body filter, which then runs on every chunk (off: no script runs there)
   --idle              also each proxy's CPU with nothing in flight, over D seconds after the
                       warm-up: the background work (engine polls, health checks, timers) that
                       the CPU per chunk carries at a low chunk rate
@@ -90,6 +93,8 @@ export interface StreamBenchOptions {
   fromSource?: boolean;
   /** Check every chunk's text and order. */
   verify?: boolean;
+  /** Streams ask for the token counts (stream_options.include_usage). */
+  usage?: boolean;
   cpuProfDir?: string;
   /** Measure each row's CPU with nothing in flight (ms per second). */
   idle?: boolean;
@@ -164,6 +169,7 @@ export function parseStreamFlags(argv: readonly string[]): StreamBenchOptions {
         "base-node-args": { type: "string" },
         quick: { type: "boolean", default: false },
         idle: { type: "boolean", default: false },
+        usage: { type: "boolean", default: false },
         help: { type: "boolean", default: false },
       },
     }));
@@ -197,6 +203,7 @@ export function parseStreamFlags(argv: readonly string[]): StreamBenchOptions {
     rows: ["direct", ...rows.filter((r) => r !== "direct")],
     processes: integer("processes", str("processes"), 2),
     idle: values.idle === true,
+    usage: values.usage === true,
     ...(str("cpu-prof") === undefined ? {} : { cpuProfDir: str("cpu-prof")! }),
     ...(str("base") === undefined ? {} : { base: str("base")! }),
     baseNodeArgs: (str("base-node-args") ?? "").split(" ").filter((a) => a !== ""),
@@ -314,6 +321,7 @@ export async function runStreamBench(o: StreamBenchOptions): Promise<StreamBench
         label,
         model: MODEL,
         verify: o.verify === true,
+        usage: o.usage === true,
         pids: t.pids(),
       });
     };

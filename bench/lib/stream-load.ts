@@ -29,6 +29,11 @@ export interface StreamLoadConfig {
   model: string;
   /** Check every chunk's text and order (slower; the smoke test). */
   verify: boolean;
+  /**
+   * Ask for the token counts (stream_options.include_usage): the engine sends them in one more
+   * event before [DONE], and --data-plane nginx reads them with its body filter.
+   */
+  usage?: boolean;
   /** The proxy's processes, for CPU and RSS from /proc (none for direct). */
   pids: number[];
 }
@@ -82,10 +87,17 @@ function eventEnds(chunk: Buffer, previousEndedWithNewline: boolean): number {
   return n;
 }
 
-/** The role chunk, K token chunks in order, then [DONE]: what the simulated engine writes. */
-export function streamIsExact(body: string, chunks: number): boolean {
+/**
+ * The role chunk, K token chunks in order, then [DONE]: what the simulated engine writes; with
+ * `usage`, the counts' event (no choices) before [DONE].
+ */
+export function streamIsExact(body: string, chunks: number, usage = false): boolean {
   const events = body.split("\n\n").filter((e) => e !== "");
-  if (events.length !== chunks + 2 || events[chunks + 1] !== "data: [DONE]") return false;
+  const extra = usage ? 1 : 0;
+  if (events.length !== chunks + 2 + extra || events[chunks + 1 + extra] !== "data: [DONE]")
+    return false;
+  if (usage && !/^data: \{.*"choices":\[\],"usage":\{"prompt_tokens":\d+/.test(events[chunks + 1]!))
+    return false;
   for (let i = 0; i <= chunks; i++) {
     const event = events[i]!;
     if (!event.startsWith("data: ")) return false;
@@ -142,6 +154,7 @@ export async function runStreamLoad(c: StreamLoadConfig): Promise<StreamLoadResu
       messages: [{ role: "user", content: `${c.label} stream ${n}: tell me a story, please.` }],
       max_tokens: c.chunks,
       stream: true,
+      ...(c.usage === true ? { stream_options: { include_usage: true } } : {}),
     });
     let events = 0;
     let lastTokenAt = 0;
@@ -157,7 +170,7 @@ export async function runStreamLoad(c: StreamLoadConfig): Promise<StreamLoadResu
         if (error) result.errors++;
         else if (!ok) result.incomplete++;
         else result.completed++;
-        if (ok && c.verify && !streamIsExact(text, c.chunks)) result.misordered++;
+        if (ok && c.verify && !streamIsExact(text, c.chunks, c.usage === true)) result.misordered++;
       }
       startStream(slot);
     };
@@ -183,7 +196,7 @@ export async function runStreamLoad(c: StreamLoadConfig): Promise<StreamLoadResu
           if (c.verify) text += chunk.toString("utf8");
           for (let e = 0; e < ends; e++) {
             events++;
-            // Event 1 is the role chunk, 2 … K + 1 the tokens, K + 2 [DONE].
+            // Event 1 is the role chunk, 2 … K + 1 the tokens, then the counts (--usage), [DONE].
             if (events < 2 || events > c.chunks + 1) continue;
             if (now >= windowStart && now < windowEnd) result.chunks++;
             if (measured) {
@@ -199,7 +212,7 @@ export async function runStreamLoad(c: StreamLoadConfig): Promise<StreamLoadResu
         });
         res.on("error", () => {});
         // "close" comes after "end", and also when the connection dies mid-stream.
-        res.on("close", () => finish(ended && events === c.chunks + 2, false));
+        res.on("close", () => finish(ended && events === c.chunks + (c.usage ? 3 : 2), false));
       },
     );
     live.add(req);

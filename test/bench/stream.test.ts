@@ -9,6 +9,12 @@ const event = (content: string) =>
   `data: ${JSON.stringify({ choices: [{ index: 0, delta: { content } }] })}\n\n`;
 const exact = (tokens: number[]) =>
   `${event("")}${tokens.map((i) => event(generatedTokenText(i))).join("")}data: [DONE]\n\n`;
+/** The same with the counts' event before [DONE] (stream_options.include_usage). */
+const withUsage = (tokens: number[]) =>
+  exact(tokens).replace(
+    "data: [DONE]",
+    `data: ${JSON.stringify({ choices: [], usage: { prompt_tokens: 9, completion_tokens: tokens.length } })}\n\ndata: [DONE]`,
+  );
 
 /** A run whose first chunk came at `firstP50` ms (the other figures do not matter here). */
 function runWithFirstChunk(firstP50: number): StreamLoadResult {
@@ -78,6 +84,10 @@ describe("bench:stream", () => {
     expect(streamIsExact(exact([0, 2, 1, 3]), 4)).toBe(false);
     expect(streamIsExact(exact([0, 1, 2]), 4)).toBe(false);
     expect(streamIsExact(exact([0, 1, 2, 3]).replace("data: [DONE]\n\n", ""), 4)).toBe(false);
+    // --usage: the counts' event comes before [DONE], and only then.
+    expect(streamIsExact(withUsage([0, 1, 2, 3]), 4, true)).toBe(true);
+    expect(streamIsExact(withUsage([0, 1, 2, 3]), 4)).toBe(false);
+    expect(streamIsExact(exact([0, 1, 2, 3]), 4, true)).toBe(false);
   });
 
   it("smoke run, direct and router: every chunk of every stream arrives in order, the report has its fields", async () => {
@@ -128,6 +138,19 @@ describe("bench:stream", () => {
       expectWhole(floor);
       // Two processes counted: the Node.js decider's CPU is a part of the row's.
       expect(floor.cpuFirstMicros).toBeLessThanOrEqual(floor.cpuMicros!);
+    },
+    90_000,
+  );
+
+  it.skipIf(!nginxWithNjs())(
+    "--usage: streams that ask for the counts pass the floor's usage reader whole, counts event included",
+    async () => {
+      const report = await runStreamBench({
+        ...SMOKE,
+        rows: ["direct", "nginx-floor"],
+        usage: true,
+      });
+      for (const { result } of report.runs) expectWhole(result);
     },
     90_000,
   );
