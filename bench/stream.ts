@@ -73,6 +73,9 @@ const USAGE = `usage: npm run bench:stream -- [flags]
   --usage             streams ask for the token counts (stream_options.include_usage): the
                       engine sends one more event, and --data-plane nginx reads it with its njs
                       body filter, which then runs on every chunk (off: no script runs there)
+  --warmup W          seconds of load (50 streams) on every row before the first measurement
+                      (default 1); a Node.js proxy keeps compiling its hot code for tens of
+                      seconds after it starts, on helper threads whose CPU the row counts
   --idle              also each proxy's CPU with nothing in flight, over D seconds after the
                       warm-up: the background work (engine polls, health checks, timers) that
                       the CPU per chunk carries at a low chunk rate
@@ -85,6 +88,8 @@ export interface StreamBenchOptions {
   firstTokenMs: number;
   streams: number[];
   durationSecs: number;
+  /** Seconds of load on every row before the first measurement (default 1). */
+  warmupSecs?: number;
   rounds: number;
   engines: number;
   rows: RowName[];
@@ -160,6 +165,7 @@ export function parseStreamFlags(argv: readonly string[]): StreamBenchOptions {
         "first-token-ms": { type: "string" },
         streams: { type: "string" },
         duration: { type: "string" },
+        warmup: { type: "string" },
         rounds: { type: "string" },
         engines: { type: "string" },
         rows: { type: "string" },
@@ -198,6 +204,7 @@ export function parseStreamFlags(argv: readonly string[]): StreamBenchOptions {
     firstTokenMs: positive("first-token-ms", str("first-token-ms"), 50, 0),
     streams: listFlag("bench:stream", str("streams"), quick ? [20] : [100, 500], Number, "streams"),
     durationSecs: positive("duration", str("duration"), quick ? 2 : 10),
+    warmupSecs: positive("warmup", str("warmup"), 1, 0),
     rounds: integer("rounds", str("rounds"), quick ? 1 : 3),
     engines: integer("engines", str("engines"), 4),
     rows: ["direct", ...rows.filter((r) => r !== "direct")],
@@ -326,7 +333,10 @@ export async function runStreamBench(o: StreamBenchOptions): Promise<StreamBench
       });
     };
     // Warm-up: every code path of every proxy before the first measurement.
-    for (const row of order) await runOnce(row, Math.min(maxStreams, 50), 1000, `warm ${row}`);
+    const warmupMs = (o.warmupSecs ?? 1) * 1000;
+    for (const row of order) {
+      if (warmupMs > 0) await runOnce(row, Math.min(maxStreams, 50), warmupMs, `warm ${row}`);
+    }
     if (o.idle === true) {
       for (const row of order) {
         const pids = targets.get(row)!.pids();
