@@ -196,7 +196,6 @@ export function createRouter(
       registry,
       metrics,
       claims: replication?.claims,
-      leader: replication?.leader,
       ...(replication === undefined
         ? {}
         : { replicaRank: () => replication.rank(), rankHoldMs: config.state.rankHoldMs }),

@@ -29,10 +29,8 @@ import { SUGGESTED_RANK_HOLD_MS } from "../../src/state/settings.js";
  *   blocks the engines offloaded to a CPU or storage tier count for nothing.
  * - `rank-hold`: replicas hold a decision that places a prefix by their rank (--state-rank-hold-ms
  *   2); with --replicas.
- * - `leader-new`: the replicas' leader decides new prefixes (--state-new-prefix leader); with
- *   --replay, the model of it (bench/lib/ttft-replay.ts ReplicaDecider).
- * - `leader`, `tenant-owner`, `text-owner`: with --replay --replicas, another replica decides
- *   (ReplicaDecider): a model only, no router setting.
+ * - `leader`, `leader-new`, `tenant-owner`, `text-owner`: with --replay --replicas, another replica
+ *   decides (bench/lib/ttft-replay.ts ReplicaDecider): a model only, no router setting.
  */
 export const ROW_KNOBS = [
   "poll-frozen",
@@ -55,7 +53,7 @@ export const ROW_KNOBS = [
 export type RowKnob = (typeof ROW_KNOBS)[number];
 
 /** Knobs of the replay's replica model that no router setting has. */
-const MODEL_ONLY_KNOBS: readonly RowKnob[] = ["leader", "tenant-owner", "text-owner"];
+const MODEL_ONLY_KNOBS: readonly RowKnob[] = ["leader", "leader-new", "tenant-owner", "text-owner"];
 
 /** A row label split into its base row and its knobs (none for a plain row). */
 export function parseRowLabel(label: string): { base: string; knobs: RowKnob[] } {
@@ -91,7 +89,6 @@ export function knobOverrides(
     if (knob === "churn") o.prefixCostChurnHalfLife = SUGGESTED_CHURN_HALF_LIFE;
     if (knob === "tier-blind") o.kvTierWeights = "gpu=1,cpu=0,disk=0";
     if (knob === "rank-hold") o.stateRankHoldMs = SUGGESTED_RANK_HOLD_MS;
-    if (knob === "leader-new") o.stateNewPrefix = "leader";
   }
   return o;
 }

@@ -9,7 +9,7 @@ import { CacheLedger } from "../cache-account/cache-ledger.js";
 import type { CacheAccountOptions } from "../cache-account/settings.js";
 import { SGLANG_PAIRS } from "../disaggregation/sglang-pair.js";
 import { VLLM_PAIRS } from "../disaggregation/vllm-pair.js";
-import type { NewPrefixLeader, PrefixClaims } from "../index/prefix-claims.js";
+import type { PrefixClaims } from "../index/prefix-claims.js";
 import type { PrefixIndex } from "../index/prefix-index.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
@@ -41,8 +41,6 @@ export interface DataPlaneDeps {
   readonly metrics: Metrics;
   /** --state-url: agreement with the peers on new prefixes. */
   readonly claims: PrefixClaims | undefined;
-  /** --state-new-prefix leader: the replicas' one decider of new prefixes. */
-  readonly leader?: NewPrefixLeader | undefined;
   /** This router's rank among its replicas (state/replication.ts Replication.rank). */
   readonly replicaRank?: (() => number) | undefined;
   /** --state-rank-hold-ms, with replicas (Scheduler.rankHoldMs). */
@@ -86,7 +84,6 @@ export function buildDataPlane(options: DataPlaneOptions, deps: DataPlaneDeps): 
   );
   decider.replicaRank = deps.replicaRank;
   decider.rankHoldMs = deps.rankHoldMs ?? 0;
-  if (deps.leader !== undefined) decider.leadNewPrefixes(deps.leader);
   const cacheLedger = new CacheLedger(options.cacheAccount, deps.logger);
   registerAccountMetrics(m.registry, cacheLedger.totals);
   // --cache-account false: the forwarder gets no ledger (the counters and /debug/cache stay empty).

@@ -21,7 +21,6 @@ export type LossReason = (typeof LOSS_REASONS)[number];
  */
 const UNKNOWN_BRANCHES: ReadonlySet<RouteBranch> = new Set<RouteBranch>([
   "peer_claim",
-  "leader_grant",
   "round_robin",
   "random",
   "ring_home",

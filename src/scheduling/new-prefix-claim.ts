@@ -81,32 +81,10 @@ function prefixDigests(text: string, lengths: readonly number[]): string[] {
  * decision it had just taken, rather than a guess. `<worker>|<queued>|<len>:<digest>,...`.
  */
 export function newPrefixClaimValue(workerId: string, queued: number, text: string): string {
-  const q = Number.isSafeInteger(queued) && queued > 0 ? queued : 0;
-  return `${workerId}|${q}|${prefixLadder(text)}`;
-}
-
-/** The ladder of digests of the text's prefixes, as a claim's value carries it (`<len>:<digest>,...`). */
-export function prefixLadder(text: string): string {
   const lengths = ladderLengths(Math.min(text.length, LADDER_MAX_CHARS) + 1);
   const digests = prefixDigests(text, lengths);
-  return lengths.map((at, i) => `${at}:${digests[i]}`).join(",");
-}
-
-/**
- * The longest length at which two ladders (prefixLadder) agree: a lower bound of what their
- * texts share, 0 when they part before the first rung or either is not a ladder.
- */
-export function ladderShared(a: string, b: string): number {
-  const x = a.split(",");
-  const y = b.split(",");
-  let shared = 0;
-  for (let i = 0; i < x.length && i < y.length; i++) {
-    if (x[i] !== y[i] || x[i] === "") break;
-    const at = Number(x[i]!.slice(0, x[i]!.indexOf(":")));
-    if (!Number.isSafeInteger(at) || at <= shared) break;
-    shared = at;
-  }
-  return shared;
+  const q = Number.isSafeInteger(queued) && queued > 0 ? queued : 0;
+  return `${workerId}|${q}|${lengths.map((at, i) => `${at}:${digests[i]}`).join(",")}`;
 }
 
 /** A claim as the follower reads it (readNewPrefixClaim). */

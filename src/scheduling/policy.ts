@@ -55,7 +55,6 @@ export type RouteBranch =
   | "lowest_cost" // prefix_cost: lowest estimated prefill work ahead of the first token
   | "session" // --session-affinity: the worker this conversation was last sent to
   | "peer_claim" // --state-url: another replica claimed this new prefix first; its worker taken
-  | "leader_grant" // --state-new-prefix leader: the replicas' leader chose another worker
   // Scheduling profiles (src/scheduling/): the picker's outcome.
   | "max_score" // the one highest weighted score
   | "max_score_tie" // several shared the highest score; ties take turns

@@ -1,9 +1,4 @@
-import type {
-  LeaderAsk,
-  LeaderGrant,
-  NewPrefixLeader,
-  PrefixClaims,
-} from "../index/prefix-claims.js";
+import type { PrefixClaims } from "../index/prefix-claims.js";
 import type { PrefixIndex, PrepareRequest } from "../index/prefix-index.js";
 import type { ModelPlan } from "../workers/served-models.js";
 import type { Worker } from "../workers/worker.js";
@@ -12,11 +7,9 @@ import type { DecisionTrace } from "./decision-trace.js";
 import { type LossReason, lossReasonOf } from "./loss-reason.js";
 import {
   CLAIM_BLOCK_CHARS,
-  ladderShared,
   newPrefixClaimEnd,
   newPrefixClaimKey,
   newPrefixClaimValue,
-  prefixLadder,
   type ReadClaim,
   readNewPrefixClaim,
 } from "./new-prefix-claim.js";
@@ -31,7 +24,6 @@ import {
   type RouteRequest,
 } from "./policy.js";
 import { placementFill } from "./prefix-cost.js";
-import { KEY_ALIGN, KEY_CHARS } from "./prefix-hash.js";
 import { PrefixIndexPlugin } from "./prefix-plugin.js";
 import type { SessionTable } from "./session-table.js";
 import type { PromptUsage, UsageFeedback } from "./usage-feedback.js";
@@ -136,8 +128,6 @@ export class Scheduler {
   trace: DecisionTrace | undefined;
   /** This replica's requests claiming each new prefix now: the last one's decision (decideAgreed). */
   private readonly claiming = new Map<string, Promise<void>>();
-  /** --state-new-prefix leader: the replicas' one decider of new prefixes (leadNewPrefixes). */
-  private leader: NewPrefixLeader | undefined;
   /** This router's rank among its replicas (RouteRequest.replicaRank), when it has peers. */
   replicaRank: (() => number) | undefined;
   /**
@@ -323,12 +313,6 @@ export class Scheduler {
         ahead.then(afterDispatch).then(() => this.decide(candidates, request)),
       );
     }
-    const role = this.leader?.role();
-    if (role === "leader") return this.lead(candidates, request, decision, key, end);
-    if (role === "follower") {
-      const asked = this.askLeader(candidates, request, decision, key, end);
-      if (asked !== undefined) return asked;
-    }
     const chosen = candidates.indexOf(decision.worker);
     const proposed = newPrefixClaimValue(
       decision.worker.id,
@@ -396,135 +380,6 @@ export class Scheduler {
         ? { worker: again.worker, branch: "peer_claim", matchRate: (matched[i] ?? 0) / text.length }
         : { ...again, matchRate: (matched[j] ?? 0) / text.length };
     return this.record(candidates, request, agreed, matched, fill);
-  }
-
-  /**
-   * Makes this scheduler the replicas' decider of new prefixes when its replica leads
-   * (--state-new-prefix leader): it answers the others' asks (`grant`) and decides its own at once.
-   */
-  leadNewPrefixes(leader: NewPrefixLeader): void {
-    this.leader = leader;
-    leader.serve((ask) => this.grant(ask));
-  }
-
-  /**
-   * The leader's own request on a new prefix: decided at once, on its view plus where it sent the
-   * prefix lately (a peer's request it granted is not in its index until that peer's op arrives):
-   * that worker is taken to hold the prefix, and the policy weighs it against the load there.
-   */
-  private lead<W extends PolicyWorker>(
-    candidates: readonly W[],
-    request: DecisionRequest,
-    decision: RouteDecision<W>,
-    key: string,
-    end: number,
-  ): Decision<W> {
-    const leader = this.leader!;
-    const ladder = prefixLadder(request.text);
-    const given = leader.granted(key);
-    const i = given === undefined ? -1 : candidates.findIndex((c) => c.id === given.worker);
-    let chosen = decision;
-    if (i >= 0 && candidates[i] !== decision.worker) {
-      const matched = this.matched.slice(0, candidates.length);
-      const assumed = matched.slice();
-      assumed[i] = Math.max(matched[i] ?? 0, end, ladderShared(given!.ladder, ladder));
-      const again =
-        this.policy.select(candidates, {
-          ...this.routeRequest(request, true, undefined),
-          matched: assumed,
-        }) ?? decision;
-      const j = candidates.indexOf(again.worker);
-      chosen = { ...again, matchRate: (matched[j] ?? 0) / request.text.length };
-    }
-    leader.remember(key, chosen.worker.id, ladder);
-    return this.record(candidates, request, chosen, this.matched, this.fill);
-  }
-
-  /**
-   * A follower's request on a new prefix: asks the leader, sending what its index holds of the
-   * text per candidate (not the text), and takes the worker the leader answers; when none comes in
-   * time, or it names a worker this replica lacks, its own choice stands. Undefined when no ask
-   * could be made (the caller claims instead).
-   */
-  private askLeader<W extends PolicyWorker>(
-    candidates: readonly W[],
-    request: DecisionRequest,
-    decision: RouteDecision<W>,
-    key: string,
-    end: number,
-  ): Promise<Decision<W>> | undefined {
-    const { text } = request;
-    const n = candidates.length;
-    const matched = this.matched.slice(0, n);
-    const fill = this.fill.slice(0, n);
-    let least = text.length;
-    for (const m of matched) least = Math.min(least, m);
-    // The policy's hashed tie-breaks read the text from about what the candidates hold.
-    const windowAt = Math.max(0, least - (least % KEY_ALIGN));
-    const answer = this.leader!.ask({
-      key,
-      end,
-      length: text.length,
-      model: request.model,
-      ids: candidates.map((c) => c.id),
-      held: matched,
-      windowAt,
-      window: text.slice(windowAt, Math.min(text.length, end + KEY_CHARS)),
-      ladder: prefixLadder(text),
-    });
-    if (answer === undefined) return undefined;
-    return this.queueBehind(
-      key,
-      answer.then((id) => {
-        const i = id === undefined ? -1 : candidates.findIndex((c) => c.id === id);
-        if (i < 0 || candidates[i] === decision.worker)
-          return this.record(candidates, request, decision, matched, fill);
-        const granted: RouteDecision<W> = {
-          worker: candidates[i]!,
-          branch: "leader_grant",
-          matchRate: (matched[i] ?? 0) / text.length,
-        };
-        return this.record(candidates, request, granted, matched, fill);
-      }),
-    );
-  }
-
-  /**
-   * The leader's decision on a follower's ask: the policy over this replica's candidates that the
-   * asker named, with the asker's matched lengths (and the prefix on the worker this replica sent
-   * it to lately), this replica's load and fills; the text is the ask's window at its place (its
-   * length is what the cost reads). Undefined when fewer than two candidates are known here.
-   */
-  private grant(ask: LeaderAsk): LeaderGrant | undefined {
-    const fleet = this.fleet;
-    if (fleet === undefined) return undefined;
-    const held = new Map<string, number>();
-    for (let k = 0; k < ask.ids.length; k++) held.set(ask.ids[k]!, ask.held[k] ?? 0);
-    const candidates = fleet.candidates().filter((w) => held.has(w.id));
-    if (candidates.length < 2) return undefined;
-    const pad = "\0";
-    const text =
-      pad.repeat(ask.windowAt) +
-      ask.window +
-      pad.repeat(ask.length - ask.windowAt - ask.window.length);
-    const request: DecisionRequest = { text, model: ask.model };
-    // The fills as this replica's index knows them (an empty text matches nothing).
-    this.prefix.match({ text: "", model: ask.model }, candidates, this.matched, this.fill);
-    const given = this.leader?.granted(ask.key);
-    const shared =
-      given === undefined ? 0 : Math.max(ask.end, ladderShared(given.ladder, ask.ladder));
-    for (let i = 0; i < candidates.length; i++) {
-      const id = candidates[i]!.id;
-      const m = Math.min(ask.length, held.get(id) ?? 0);
-      this.matched[i] = id === given?.worker ? Math.min(ask.length, Math.max(m, shared)) : m;
-    }
-    const decision = this.policy.select(candidates, this.routeRequest(request, true, undefined));
-    if (decision === undefined) return undefined;
-    const chosen = candidates.indexOf(decision.worker);
-    return {
-      worker: decision.worker.id,
-      chars: Math.max(0, ask.length - (this.matched[chosen] ?? 0)),
-    };
   }
 
   /**

@@ -114,7 +114,7 @@ export class LoadSync {
     own[SINCE_KEY] = this.startedAt;
     const key = keys.load(replicaId);
     const json = JSON.stringify(own);
-    const value = this.options.secret.signValue(key, json);
+    const value = `${this.options.secret.sign(key, [json])} ${json}`;
     const redis = this.link.commands;
     try {
       const results = await redis
@@ -164,7 +164,7 @@ export class LoadSync {
 
   /** A peer's value, parsed, if it is signed for its key; else counts the refusal. */
   private readSigned(key: string, raw: string): Record<string, unknown> | undefined {
-    const reason = this.options.secret.refusal(key, raw, MAX_LOAD_VALUE_CHARS);
+    const reason = this.refusal(key, raw);
     if (reason !== undefined) {
       this.options.onRejected?.(reason);
       return undefined;
@@ -189,6 +189,14 @@ export class LoadSync {
   private peerGone(peer: string): void {
     const { pending, peerName } = this.options;
     if (pending !== undefined && peerName !== undefined) pending.gone(peerName(peer));
+  }
+
+  private refusal(key: string, raw: string): RejectReason | undefined {
+    if (raw.length > MAX_LOAD_VALUE_CHARS) return "oversize";
+    const space = raw.indexOf(" ");
+    if (space < 0) return "unsigned";
+    const signed = this.options.secret.verify(key, [raw.slice(space + 1)], raw.slice(0, space));
+    return signed ? undefined : "bad_signature";
   }
 
   private forgetPeers(): void {

@@ -1,8 +1,7 @@
 import { randomBytes } from "node:crypto";
-import type { NewPrefixLeader, PrefixClaims } from "../index/prefix-claims.js";
+import type { PrefixClaims } from "../index/prefix-claims.js";
 import type { Logger } from "../logger.js";
 import { LoadSync, loadTtlMs } from "./load-sync.js";
-import { RedisNewPrefixLeader } from "./new-prefix-leader.js";
 import { OpOrder } from "./op-order.js";
 import { OpsPublisher } from "./ops-publisher.js";
 import { OpsReader } from "./ops-reader.js";
@@ -40,9 +39,6 @@ export class RedisTransport implements Transport {
   readonly reader: OpsReader;
   /** Agreement on new prefixes; undefined when --state-claim-timeout-ms is 0. */
   readonly claims: PrefixClaims | undefined;
-  /** --state-new-prefix leader; undefined otherwise, or when claims are off. */
-  readonly leader: NewPrefixLeader | undefined;
-  private readonly leaderLink: RedisNewPrefixLeader | undefined;
   private side: ReplicaSide | undefined;
   private metrics: StateMetrics | undefined;
   private workersHash: WorkersHash | undefined;
@@ -91,23 +87,6 @@ export class RedisTransport implements Transport {
               if (seconds !== undefined) this.metrics?.claimSeconds.observe(seconds);
             },
           });
-    this.leaderLink =
-      options.claimTimeoutMs === 0 || options.newPrefix !== "leader"
-        ? undefined
-        : new RedisNewPrefixLeader(this.link, {
-            replicaId: this.replicaId,
-            keys,
-            secret: this.secret,
-            timeoutMs: options.claimTimeoutMs,
-            rememberMs: options.claimTtlMs,
-            rank: () => this.load?.rank,
-            pending: () => this.side?.pending,
-            peerName: redisPeer,
-            pendingTtlMs: this.pendingTtlMs,
-            onOutcome: (outcome) => this.metrics?.leaderAsks.inc({ outcome }),
-            onRejected: (reason) => this.metrics?.rejected.inc({ reason }),
-          });
-    this.leader = this.leaderLink;
     this.publisher = new OpsPublisher(this.link, {
       replicaId: this.replicaId,
       keys,
@@ -248,7 +227,6 @@ export class RedisTransport implements Transport {
           })
         : Promise.resolve(this.startReading());
     this.load?.start();
-    if (this.leaderLink !== undefined) await withDeadline(this.leaderLink.start(), deadline);
     this.workersHash?.startRefresh();
     if (index !== undefined && registry !== undefined) this.snapshot.startRefresh(index, registry);
     if (connected) {
@@ -270,7 +248,6 @@ export class RedisTransport implements Transport {
     this.workersHash?.stopRefresh();
     await this.snapshot.stop();
     await this.load?.stop();
-    await this.leaderLink?.stop();
     this.publisher.stop();
     const reading = this.reader.stop();
     await this.link.close();

@@ -1,5 +1,5 @@
 import type { Registry } from "prom-client";
-import type { NewPrefixLeader, PrefixClaims } from "../index/prefix-claims.js";
+import type { PrefixClaims } from "../index/prefix-claims.js";
 import type { PrefixIndex } from "../index/prefix-index.js";
 import type { Logger } from "../logger.js";
 import type { WorkerRegistry } from "../workers/registry.js";
@@ -24,8 +24,6 @@ export interface Transport {
   readonly maxTextChars: number;
   /** New-prefix claims over it (state/prefix-claims.ts); undefined when off. */
   readonly claims: PrefixClaims | undefined;
-  /** --state-new-prefix leader over it (state/new-prefix-leader.ts); undefined when off. */
-  readonly leader?: NewPrefixLeader | undefined;
   /** One of this replica's ops, queued to leave; never blocks, never throws. */
   publish(op: StateOp): void;
   /** Connects it to this replica, once, before start(). */
@@ -94,8 +92,7 @@ export interface ReplicationDeps {
  * - Worker set: one path (state/replicated-membership.ts), carried by the first transport
  *   (Redis when it is on). A peer's decisions that arrive while a worker it added is being added
  *   here wait for that worker, so none is dropped for a worker not there yet.
- * - Claims: those of the first transport that has them (Redis spans every host); so is the
- *   leader of new prefixes (--state-new-prefix leader: Redis only).
+ * - Claims: those of the first transport that has them (Redis spans every host).
  * - Load: each transport sets its part of every worker's peer count; the worker gets the sum.
  * - Queued prefill: each peer's load reports and its decisions since (state/peer-pending.ts),
  *   whichever transport carries them; the worker gets the sum.
@@ -106,7 +103,6 @@ export interface ReplicationDeps {
  */
 export class Replication {
   readonly claims: PrefixClaims | undefined;
-  readonly leader: NewPrefixLeader | undefined;
   private readonly peers = new PeerInFlight();
   private readonly pending: PeerPending;
   private inner: PrefixIndex | undefined;
@@ -121,7 +117,6 @@ export class Replication {
     private readonly deps: ReplicationDeps,
   ) {
     this.claims = transports.find((t) => t.claims !== undefined)?.claims;
-    this.leader = transports.find((t) => t.leader !== undefined)?.leader;
     this.pending = new PeerPending((id) => deps.registry.get(id));
   }
 

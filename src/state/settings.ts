@@ -2,7 +2,7 @@
  * --state-url and the shared state's settings; `sharedStateOptions` makes the Redis transport's options
  * when it is on.
  */
-import { integer, oneOf, type Parser } from "../config-kit/parsers.js";
+import { integer, type Parser } from "../config-kit/parsers.js";
 import { section } from "../config-kit/setting.js";
 import { ConfigError } from "../errors.js";
 import { MIN_STATE_SECRET_CHARS } from "./state-secret.js";
@@ -27,8 +27,6 @@ export interface StateConfig {
   claimTimeoutMs: number;
   /** --state-claim-ttl-ms */
   claimTtlMs: number;
-  /** --state-new-prefix: how replicas agree on a new prefix (claims, or the leader decides). */
-  newPrefix: "claim" | "leader";
   /** --state-rank-hold-ms: 0 = replicas never hold a decision (scheduling/scheduler.ts holdFor). */
   rankHoldMs: number;
   /** --state-max-op-age-ms: how old a membership op or workers-hash value may be. */
@@ -176,14 +174,6 @@ export const STATE_SETTINGS = section<StateConfig>(
         "With --state-url: how long a new-prefix claim lives in Redis; long enough for its decision to reach every replica through the ops stream.",
       default: 2000,
       parse: integer(10, 600_000),
-    },
-    newPrefix: {
-      flag: "--state-new-prefix",
-      arg: "<claim|leader>",
-      description:
-        "With --state-url: how the replicas agree on a prefix no worker holds yet. claim: each replica proposes its own choice as a claim in Redis and the first claim stands. leader: the replica of rank 0 (the longest running) decides every new prefix, its own at once and the others' when they ask it (one signed message each way through Redis, waiting at most --state-claim-timeout-ms, after which the asker's own choice stands); while no rank is known a replica claims. Off with --state-claim-timeout-ms 0.",
-      default: "claim",
-      parse: oneOf(["claim", "leader"] as const),
     },
     rankHoldMs: {
       flag: "--state-rank-hold-ms",

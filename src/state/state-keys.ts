@@ -14,10 +14,6 @@ export interface StateKeys {
   readonly snapshotLock: string;
   /** String per new prefix (a digest): the worker id of its first claim, with a short TTL. */
   claim(digest: string): string;
-  /** Pub/sub channel: the asks of new prefixes to the replicas' leader (--state-new-prefix leader). */
-  readonly leaderAsks: string;
-  /** Pub/sub channel per replica: the leader's answers to its asks. */
-  leaderAnswers(replicaId: string): string;
 }
 
 export function stateKeys(prefix: string): StateKeys {
@@ -29,7 +25,5 @@ export function stateKeys(prefix: string): StateKeys {
     snapshotLock: `${prefix}:snapshot:lock`,
     load: (replicaId) => `${prefix}:load:${replicaId}`,
     claim: (digest) => `${prefix}:claim:${digest}`,
-    leaderAsks: `${prefix}:leader:ask`,
-    leaderAnswers: (replicaId) => `${prefix}:leader:answer:${replicaId}`,
   };
 }

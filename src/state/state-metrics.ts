@@ -12,7 +12,6 @@ export class StateMetrics {
   readonly rejected: Counter<"reason">;
   readonly resets: Counter<never>;
   readonly claims: Counter<"outcome">;
-  readonly leaderAsks: Counter<"outcome">;
   readonly claimSeconds: Histogram<never>;
   readonly opDelaySeconds: Histogram<never>;
 
@@ -56,7 +55,7 @@ export class StateMetrics {
     });
     this.rejected = new Counter({
       name: "radixgate_state_ops_rejected_total",
-      help: "Entries read from Redis (ops stream, workers hash, asks and answers of --state-new-prefix leader) and refused: unsigned, bad_signature (not signed with this --state-secret), oversize (e.g. a text over --state-max-text-chars), unreadable, replayed (a signed op written again: not after its writer's last one) or stale (a worker change, or workers-hash value, older than --state-max-op-age-ms).",
+      help: "Entries read from Redis (ops stream, workers hash) and refused: unsigned, bad_signature (not signed with this --state-secret), oversize (e.g. a text over --state-max-text-chars), unreadable, replayed (a signed op written again: not after its writer's last one) or stale (a worker change, or workers-hash value, older than --state-max-op-age-ms).",
       labelNames: ["reason"],
       registers,
     });
@@ -68,12 +67,6 @@ export class StateMetrics {
     this.claims = new Counter({
       name: "radixgate_state_claims_total",
       help: "New-prefix claims by outcome: won (this replica's choice), followed (another claim was first), timeout, error, skipped (too many waiting).",
-      labelNames: ["outcome"],
-      registers,
-    });
-    this.leaderAsks = new Counter({
-      name: "radixgate_state_leader_asks_total",
-      help: "--state-new-prefix leader: new prefixes asked of the leader by outcome (answered, timeout: this replica's own choice stood, skipped: too many waiting or paused after a timeout), and at the leader those granted.",
       labelNames: ["outcome"],
       registers,
     });

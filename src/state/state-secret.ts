@@ -49,28 +49,6 @@ export class StateSecret {
     return given.length === expected.length && timingSafeEqual(given, expected);
   }
 
-  /** `body` as a signed value (`<signature> <body>`) under `scope`. */
-  signValue(scope: string, body: string): string {
-    return `${this.sign(scope, [body])} ${body}`;
-  }
-
-  /**
-   * Why a signed value (signValue) read under `scope` is refused: longer than `maxChars`, not
-   * signed, or not signed with this secret under this scope; undefined when it is sound.
-   */
-  refusal(
-    scope: string,
-    raw: string,
-    maxChars: number,
-  ): "oversize" | "unsigned" | "bad_signature" | undefined {
-    if (raw.length > maxChars) return "oversize";
-    const space = raw.indexOf(" ");
-    if (space < 0) return "unsigned";
-    return this.verify(scope, [raw.slice(space + 1)], raw.slice(0, space))
-      ? undefined
-      : "bad_signature";
-  }
-
   /** Encrypts `plain`, bound to `context` (e.g. the worker URL: it opens for that worker only). */
   seal(plain: string, context: string): string {
     const iv = randomBytes(IV_BYTES);

@@ -74,16 +74,3 @@ export function matchRate(res: Response): number {
   if (!m) throw new Error(`no match rate in "${route}"`);
   return Number(m[1]);
 }
-
-/** A chat's answer, checked (200) and read: the worker and route the router named in its headers. */
-export async function routedChat(
-  res: Promise<Response>,
-): Promise<{ worker: string; route: string }> {
-  const r = await res;
-  if (r.status !== 200) throw new Error(`expected 200, got ${r.status}: ${await r.text()}`);
-  await r.text();
-  return {
-    worker: r.headers.get("x-radixgate-worker") ?? "",
-    route: r.headers.get("x-radixgate-route") ?? "",
-  };
-}

@@ -19,7 +19,6 @@ const KNOWN_BRANCHES = {
   lowest_cost: true,
   session: true,
   peer_claim: true,
-  leader_grant: true,
   max_score: true,
   max_score_tie: true,
   weighted_random: true,

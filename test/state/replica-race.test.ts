@@ -4,7 +4,7 @@ import type { ConfigOverrides } from "../../src/config.js";
 import type { RunningRouter } from "../../src/server.js";
 import { redisSkipReason } from "../helpers/redis.js";
 import { replicaFleet } from "../helpers/replica-fleet.js";
-import { postChat, routedChat, waitFor } from "../helpers/router.js";
+import { postChat, waitFor } from "../helpers/router.js";
 
 // Issue 20 item 10: two replicas routing one new prefix before either sees the other's decision.
 describe.skipIf(redisSkipReason !== undefined)(
@@ -21,6 +21,15 @@ describe.skipIf(redisSkipReason !== undefined)(
       `You are the assistant of tenant ${name}. ${"Follow the tenant's policies to the letter. ".repeat(40)}`;
     const chat = (router: RunningRouter, system: string, question: string) =>
       postChat(router, system, question);
+    const routed = async (res: Promise<Response>) => {
+      const r = await res;
+      expect(r.status).toBe(200);
+      await r.text();
+      return {
+        worker: r.headers.get("x-radixgate-worker")!,
+        route: r.headers.get("x-radixgate-route")!,
+      };
+    };
 
     /**
      * Waits until A has read B's load after B's warm-up ended, so both choose on equal loads.
@@ -62,7 +71,7 @@ describe.skipIf(redisSkipReason !== undefined)(
       const a = await replica(prefix, overrides);
       const b = await replica(prefix, overrides);
       await b.context.sharedState!.reader.stop();
-      await routedChat(chat(b, "warm-up", "hello"));
+      await routed(chat(b, "warm-up", "hello"));
       await equalLoads(prefix, a, b);
       return { a, b };
     };
@@ -70,8 +79,8 @@ describe.skipIf(redisSkipReason !== undefined)(
     it("the second replica follows the first's claim on a new prefix it has not heard of", async () => {
       const { a, b } = await racingPair();
       const system = tenant("acme");
-      const first = await routedChat(chat(a, system, "How do I reset my password?"));
-      const second = await routedChat(chat(b, system, "Where is my invoice?"));
+      const first = await routed(chat(a, system, "How do I reset my password?"));
+      const second = await routed(chat(b, system, "Where is my invoice?"));
       expect(second.worker).toBe(first.worker);
       expect(second.route).toMatch(/^peer_claim/);
       const metrics = await b.context.metrics.registry.getSingleMetricAsString(
@@ -98,8 +107,8 @@ describe.skipIf(redisSkipReason !== undefined)(
       const { a, b } = await racingPair();
       const system = tenant("globex");
       const [x, y] = await Promise.all([
-        routedChat(chat(a, system, "First question?")),
-        routedChat(chat(b, system, "Second question?")),
+        routed(chat(a, system, "First question?")),
+        routed(chat(b, system, "Second question?")),
       ]);
       expect(y.worker).toBe(x.worker);
     });
@@ -107,8 +116,8 @@ describe.skipIf(redisSkipReason !== undefined)(
     it("with --state-claim-timeout-ms 0 there are no claims, and the two replicas split the prefix", async () => {
       const { a, b } = await racingPair({ stateClaimTimeoutMs: 0 });
       const system = tenant("initech");
-      const first = await routedChat(chat(a, system, "One?"));
-      const second = await routedChat(chat(b, system, "Two?"));
+      const first = await routed(chat(a, system, "One?"));
+      const second = await routed(chat(b, system, "Two?"));
       expect(second.worker).not.toBe(first.worker);
       expect(
         await fleet.redis.client.keys(`${a.context.sharedState?.options.keyPrefix}:claim:*`),
@@ -118,11 +127,11 @@ describe.skipIf(redisSkipReason !== undefined)(
     it("a request whose prefix a worker already holds asks Redis nothing", async () => {
       const { a } = await racingPair();
       const system = tenant("umbrella");
-      await routedChat(chat(a, system, "One?"));
+      await routed(chat(a, system, "One?"));
       const before = await a.context.metrics.registry.getSingleMetricAsString(
         "radixgate_state_claims_total",
       );
-      const again = await routedChat(chat(a, system, "Two?"));
+      const again = await routed(chat(a, system, "Two?"));
       expect(again.route).toMatch(/^cache_hit/);
       expect(
         await a.context.metrics.registry.getSingleMetricAsString("radixgate_state_claims_total"),
