@@ -2,11 +2,13 @@ import { RouterError, retryAfterSecs } from "../errors.js";
 import { ClientGoneError } from "../proxy/cancel.js";
 import {
   fleetSaturated,
+  freeSlots,
   type SaturationThresholds,
   type SaturationView,
 } from "../workers/saturation.js";
 import { FairQueue, type QueueEntry } from "./fair-queue.js";
 import type { RequestIdentity } from "./identity.js";
+import { yieldDepth } from "./preemption.js";
 import type { AdmissionRelease, AdmissionStep, AdmissionTicket } from "./step.js";
 import { TenantShares } from "./tenant-share.js";
 
@@ -52,10 +54,11 @@ export type WaitCause =
   | "queue_not_empty"
   | "concurrency_limit"
   | "fleet_saturated"
-  | "tenant_share";
+  | "tenant_share"
+  | "priority_paced";
 
 /** Why --queue-when-saturated holds a request (holdCause); undefined: it may go. */
-type HoldCause = "fleet_saturated" | "tenant_share" | undefined;
+type HoldCause = "fleet_saturated" | "tenant_share" | "priority_paced" | undefined;
 
 class Waiter implements QueueEntry {
   seq = 0;
@@ -228,6 +231,13 @@ export class AdmissionQueue implements AdmissionStep {
     const preempted = this.preemptedForOthers(tenant, ticket, candidates, now);
     // Paced: one of its prompts in prefill at a time on a worker (see pacedAtEngine).
     if (preempted && !candidates.some(prefillIdle)) return "tenant_share";
+    if (
+      !preempted &&
+      this.belowActiveBand(ticket, candidates, now) &&
+      !candidates.some((w) => bandRoom(w, now))
+    ) {
+      return "priority_paced";
+    }
     if (this.shares.heldForOthers(tenant, candidates, now)) {
       return preempted ? undefined : "tenant_share";
     }
@@ -285,10 +295,32 @@ export class AdmissionQueue implements AdmissionStep {
    * the engine against 12 ms alone (bench:admission's flood/prio, traced per request). One at a
    * time, the next goes at the previous one's first byte, and the freed slots fill one step apart.
    */
-  pacedAtEngine(ticket: AdmissionTicket): boolean {
+  pacedAtEngine(ticket: AdmissionTicket): "tenant" | "band" | undefined {
     const tenant = this.tenantOf(ticket);
-    if (tenant === undefined) return false;
-    return this.preemptedForOthers(tenant, ticket, ticket.candidates(), this.now());
+    if (tenant === undefined) return undefined;
+    const candidates = ticket.candidates();
+    const now = this.now();
+    if (this.preemptedForOthers(tenant, ticket, candidates, now)) return "tenant";
+    return this.belowActiveBand(ticket, candidates, now) ? "band" : undefined;
+  }
+
+  /**
+   * Whether the engines preempt the request's work for a priority band active now, whatever the
+   * tenants (a tenant's own flood at -1 under its requests at 10). It is then paced, and only
+   * into a free batch slot (bandRoom): a request of that band finds at most one prompt of this
+   * router's in prefill ahead of it, begun when it was sent (none waits in the engine's queue to
+   * start at a moment the router cannot see, or to join its step), so the prefill still under way
+   * is known and the band's request goes where it ends first (scheduling/prefix-cost.ts). In
+   * model time (bench:admission-floor's fleet rows) the two together, not either alone, lower
+   * the band's p99 TTFT.
+   */
+  private belowActiveBand(
+    ticket: AdmissionTicket,
+    candidates: readonly SaturationView[],
+    now: number,
+  ): boolean {
+    if (!this.enginesPreempt(candidates)) return false;
+    return this.shares.bandAbove(ticket.identity().priority, yieldDepth(candidates) - 1, now);
   }
 
   /**
@@ -515,4 +547,12 @@ function noop(): void {}
 /** No request of this router there waits for its first byte (admission paces a yielding tenant). */
 export function prefillIdle(worker: SaturationView): boolean {
   return worker.pendingPrefillRequests === 0;
+}
+
+/**
+ * Where a request paced for a band above it may go: prefill idle, and a free batch slot when the
+ * cap is known, so that it starts at the engine's next step (belowActiveBand).
+ */
+export function bandRoom(worker: SaturationView, now: number): boolean {
+  return prefillIdle(worker) && (freeSlots(worker, now) ?? 1) > 0;
 }

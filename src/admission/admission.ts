@@ -8,8 +8,9 @@ import {
   saturationReason,
   type WorkerSaturation,
 } from "../workers/saturation.js";
-import { type AdmissionQueue, prefillIdle, type WaitCause } from "./admission-queue.js";
+import { type AdmissionQueue, bandRoom, prefillIdle, type WaitCause } from "./admission-queue.js";
 import { outrankedOn, outranksLowerWork } from "./outranking.js";
+import { preemptionThresholdOf, yieldDepth } from "./preemption.js";
 import {
   AdmissionPipeline,
   type AdmissionRelease,
@@ -36,9 +37,6 @@ export interface AdmissionPass {
   readonly waited: boolean;
 }
 
-/** SGLang's --priority-scheduling-preemption-threshold by default (python/sglang/srt/server_args.py). */
-export const SGLANG_PREEMPTION_THRESHOLD = 10;
-
 /**
  * Whether going to the engine at `demoted` (one step lower by default) would cost the request the
  * preemption it gets at `priority`: on some candidate, this router's lowest-priority request in
@@ -60,21 +58,6 @@ export function demotionLosesPreemption(
     if (priority - lowest > threshold && demoted - lowest <= threshold) return true;
   }
   return false;
-}
-
-function preemptionThresholdOf(worker: SaturationView): number {
-  return worker.signals.preemptionThreshold ?? SGLANG_PREEMPTION_THRESHOLD;
-}
-
-/**
- * How far below its priority a tenant over its share reaches the engine: one more than the
- * largest preemption threshold among the candidates, so that another tenant's request of the
- * same priority is above it by more than the threshold and the engine preempts it for them.
- */
-export function yieldDepth(candidates: readonly SaturationView[]): number {
-  let threshold = candidates.length === 0 ? SGLANG_PREEMPTION_THRESHOLD : 0;
-  for (const worker of candidates) threshold = Math.max(threshold, preemptionThresholdOf(worker));
-  return threshold + 1;
 }
 
 /** What /debug/route says about admission for one request. */
@@ -254,9 +237,15 @@ export class Admission {
    */
   private withRoom(ticket: AdmissionTicket): (worker: SaturationView) => boolean {
     const room = this.withFreeSlot(ticket);
-    // A tenant paced at the engines goes where none of this router's prompts is in prefill.
-    if (!this.queue.pacedAtEngine(ticket)) return room;
-    const paced = (worker: SaturationView) => prefillIdle(worker) && room(worker);
+    // A request paced at the engines goes where none of this router's prompts is in prefill
+    // (paced for a band above it: into a free slot there too).
+    const pace = this.queue.pacedAtEngine(ticket);
+    if (pace === undefined) return room;
+    const now = Date.now();
+    const paced =
+      pace === "band"
+        ? (worker: SaturationView) => bandRoom(worker, now) && room(worker)
+        : (worker: SaturationView) => prefillIdle(worker) && room(worker);
     return ticket.candidates().some(paced) ? paced : room;
   }
 

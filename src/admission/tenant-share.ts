@@ -188,6 +188,18 @@ export class TenantShares {
     band.lastAt = now;
   }
 
+  /**
+   * Whether any tenant asked within ACTIVE_WINDOW_MS at a priority more than `gap` above
+   * `priority` (engines preempting past a threshold of `gap` put `priority`'s work behind it).
+   * Bands are at most the priorities' range, and in practice a few.
+   */
+  bandAbove(priority: number, gap: number, now: number): boolean {
+    for (const [band, seen] of this.bands) {
+      if (band - priority > gap && now - seen.lastAt < ACTIVE_WINDOW_MS) return true;
+    }
+    return false;
+  }
+
   /** Whether a tenant other than this one asked at `priority` within ACTIVE_WINDOW_MS. */
   private othersInBand(tenant: string, priority: number, now: number): boolean {
     const band = this.bands.get(priority);

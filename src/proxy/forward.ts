@@ -324,6 +324,7 @@ export class Forwarder {
       first: attempts === 0,
       room,
       span: trace === undefined ? undefined : (name) => trace.phase(name),
+      priority: req.priority,
     });
     if (choosing instanceof Promise)
       return choosing.then((decision) => this.chosen(routed, tried, room, deciding, decision));

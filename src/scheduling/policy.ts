@@ -34,6 +34,12 @@ export interface PolicyWorker {
   /** How many requests peerPendingPrefillChars counts. */
   readonly peerPendingPrefillRequests?: number | undefined;
   /**
+   * Of pendingPrefillChars, what a request the engine serves at `priority` finds ahead of it when
+   * it comes before all of them: the prefill under way (workers/worker-load.ts prefillAheadOf);
+   * undefined when some of them is not below it. Absent: pendingPrefillChars.
+   */
+  prefillAheadOf?(priority: number, now: number): number | undefined;
+  /**
    * Requests in the engine's own queue that this router did not send (its report's queue minus the
    * router's requests pending there at the report), when the report is still fresh at `now` (epoch
    * ms; src/workers/worker.ts). A policy reads the clock once per decision and passes it to every
@@ -110,6 +116,11 @@ export interface RouteRequest {
    * one more request queued there with `chars` uncached characters.
    */
   readonly claimed?: { readonly index: number; readonly chars: number } | undefined;
+  /**
+   * The priority the engines' schedulers get with it (--engine-priority; the router's higher-first
+   * scale); undefined when they get none.
+   */
+  readonly priority?: number | undefined;
 }
 
 export interface RouteDecision<W extends PolicyWorker> {
@@ -202,6 +213,21 @@ export type PolicyName = (typeof POLICY_NAMES)[number];
 /** Uncached prefill queued on the worker by every replica: this router's and its peers'. */
 export function queuedPrefillChars(worker: PolicyWorker): number {
   return Math.max(0, worker.pendingPrefillChars ?? 0) + (worker.peerPendingPrefillChars ?? 0);
+}
+
+/**
+ * Uncached prefill ahead of a request of `priority` on the worker: queuedPrefillChars, less the
+ * part of this router's own that its engine serves after it (PolicyWorker.prefillAheadOf).
+ */
+export function prefillAhead(
+  worker: PolicyWorker,
+  priority: number | undefined,
+  now: number,
+): number {
+  const own = priority === undefined ? undefined : worker.prefillAheadOf?.(priority, now);
+  return own === undefined
+    ? queuedPrefillChars(worker)
+    : own + (worker.peerPendingPrefillChars ?? 0);
 }
 
 /** How many requests queuedPrefillChars adds up. */

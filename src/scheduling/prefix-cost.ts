@@ -2,7 +2,7 @@ import { adapterNamed } from "../workers/served-models.js";
 import { loadCap, ownLoad } from "./load-cap.js";
 import type { ResolvedPolicyOptions, TieBreak } from "./options.js";
 import { onAlive, type Pick as Picked, type Picker, type SchedulingContext } from "./plugin.js";
-import { type PolicyWorker, queuedPrefillChars, type RouteRequest } from "./policy.js";
+import { type PolicyWorker, prefillAhead, type RouteRequest } from "./policy.js";
 import { KEY_ALIGN, KEY_CHARS, prefixKey, rendezvousScore } from "./prefix-hash.js";
 import { Rotation, spreadOffset } from "./rotation.js";
 
@@ -32,7 +32,10 @@ export type PrefixCostOptions = Pick<
  *          × (1 + evictionWeight × fill)              and what it evicts from a full cache
  *        + queueWeight × pendingPrefillChars          uncached prefill already queued there
  *                                                     (by this router, and by its peers as they
- *                                                     last reported it and decided since)
+ *                                                     last reported it and decided since); for
+ *                                                     a request the engine serves before all of
+ *                                                     this router's there, only the part still
+ *                                                     under way (prefillAhead)
  *        + queueWeight × foreign × text length        engine-queued requests the router did not
  *                                                     send (another replica's, direct clients'),
  *                                                     each guessed as long as this one, uncached
@@ -167,7 +170,7 @@ export class PrefixCostPicker implements Picker {
       const cost =
         ownLoad(worker) > cap
           ? Number.POSITIVE_INFINITY
-          : this.cost(worker, matched, length, now, fill?.[index] ?? 0) +
+          : this.cost(worker, matched, length, now, fill?.[index] ?? 0, request.priority) +
             (adapter !== undefined && worker.loraResident?.(adapter, now) === false
               ? this.loraLoadChars
               : 0) +
@@ -290,7 +293,14 @@ export class PrefixCostPicker implements Picker {
   }
 
   /** The estimated prefill work ahead of this request's first token on `worker` (formula above). */
-  cost(worker: PolicyWorker, matched: number, length: number, now: number, fill = 0): number {
+  cost(
+    worker: PolicyWorker,
+    matched: number,
+    length: number,
+    now: number,
+    fill = 0,
+    priority?: number,
+  ): number {
     return prefillWork(
       worker,
       matched,
@@ -299,6 +309,7 @@ export class PrefixCostPicker implements Picker {
       this.queueWeight,
       this.requestChars,
       this.evictionWeight * fill,
+      priority,
     );
   }
 }
@@ -315,8 +326,10 @@ export function prefillWork(
   queueWeight: number,
   requestChars: number,
   eviction = 0,
+  /** The engines' priority for the request (RouteRequest.priority). */
+  priority?: number,
 ): number {
-  const queued = queuedPrefillChars(worker);
+  const queued = prefillAhead(worker, priority, now);
   const foreign = Math.max(0, worker.foreignQueuedAt?.(now) ?? 0);
   return (
     (length - matched) * (1 + eviction) +

@@ -67,6 +67,7 @@ export class PrefillWorkScorer implements Scorer {
           queueWeight,
           requestChars,
           evictionWeight * (fill?.[i] ?? 0),
+          ctx.request.priority,
         ) + claimedWork(ctx.request, i, queueWeight, requestChars);
     }
     invertMinMax(ctx, out);

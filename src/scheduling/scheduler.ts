@@ -81,6 +81,8 @@ export interface AttemptAsk {
   readonly room?: ((worker: Worker) => boolean) | undefined;
   /** A span around the index's asynchronous step, when the request is traced. */
   readonly span?: ((name: "tokenize") => { end(): void }) | undefined;
+  /** The priority the engines get with it (--engine-priority); undefined = none. */
+  readonly priority?: number | undefined;
 }
 
 /** A request as `schedule` takes it: the decision's facts and which workers its model admits. */
@@ -110,6 +112,8 @@ export interface DecisionRequest extends PrepareRequest {
   /** The model the client named, and SGLang's lora_path adapter (scheduling profiles read them). */
   readonly requested?: string | undefined;
   readonly adapter?: string | undefined;
+  /** The priority the engines get with it (RouteRequest.priority). */
+  readonly priority?: number | undefined;
 }
 
 /**
@@ -214,7 +218,9 @@ export class Scheduler {
     ask: AttemptAsk,
   ): Decision<Worker> | undefined | Promise<Decision<Worker> | undefined> {
     const roomy = withRoom(candidates, ask.room);
-    return ask.first ? this.decideAgreed(roomy, request) : this.decide(roomy, request);
+    // A copy only for a request with a priority (--engine-priority), which the intake cannot know.
+    const asked = ask.priority === undefined ? request : { ...request, priority: ask.priority };
+    return ask.first ? this.decideAgreed(roomy, asked) : this.decide(roomy, asked);
   }
 
   decide<W extends PolicyWorker>(
@@ -586,8 +592,9 @@ export class Scheduler {
     usesIndex: boolean,
     sessionWorker: string | undefined,
   ): RouteRequest {
-    const { text, model, requested, adapter, session, headers } = request;
+    const { text, model, requested, adapter, session, headers, priority } = request;
     return {
+      priority,
       text,
       model,
       matched: usesIndex ? this.matched : undefined,

@@ -1,5 +1,5 @@
 import type { CircuitBreaker } from "./breaker.js";
-import type { WorkerLoad } from "./worker-load.js";
+import type { PrefillStart, WorkerLoad } from "./worker-load.js";
 
 /** What one dispatched request adds to its worker's load until its lease is finished. */
 export interface DispatchLoad {
@@ -43,9 +43,11 @@ export const NEUTRAL: LeaseOutcome = { kind: "neutral" };
  * (sgl-project/sglang sgl-model-gateway/src/core/worker.rs, formerly sgl-router); JavaScript has no drop, so the owner calls finish() on every
  * path, and calling it again is harmless.
  */
-export class WorkerLease {
+export class WorkerLease implements PrefillStart {
   private prefilling = true;
   private finished = false;
+  /** When it was dispatched (epoch ms). */
+  readonly sentAt = Date.now();
 
   /** Only Worker.dispatch makes one: the load is taken when the lease exists. */
   constructor(
@@ -58,7 +60,11 @@ export class WorkerLease {
     if (taken.rank !== undefined) load.addRankInFlight(taken.rank, 1);
     load.pendingPrefillChars += taken.uncachedChars;
     load.pendingPrefillRequests += 1;
-    if (taken.enginePriority !== undefined) load.enginePriorities.add(taken.enginePriority, 1);
+    load.prefilling.add(this);
+    if (taken.enginePriority !== undefined) {
+      load.enginePriorities.add(taken.enginePriority, 1);
+      load.pendingPriorities.add(taken.enginePriority, 1);
+    }
     breaker.onDispatch();
   }
 
@@ -68,16 +74,25 @@ export class WorkerLease {
    */
   firstByte(): void {
     if (!this.prefilling) return;
+    this.load.learnPrefill(this.taken.uncachedChars, this.sentAt, Date.now());
+    this.prefillOver();
+  }
+
+  private prefillOver(): void {
+    if (!this.prefilling) return;
     this.prefilling = false;
     this.load.pendingPrefillChars -= this.taken.uncachedChars;
     this.load.pendingPrefillRequests -= 1;
+    this.load.prefilling.delete(this);
+    if (this.taken.enginePriority !== undefined)
+      this.load.pendingPriorities.add(this.taken.enginePriority, -1);
   }
 
   /** Gives the load back and records the outcome. Only the first call counts. */
   finish(outcome: LeaseOutcome): void {
     if (this.finished) return;
     this.finished = true;
-    this.firstByte();
+    this.prefillOver();
     this.load.inFlight -= 1;
     this.load.activeChars -= this.taken.textChars;
     if (this.taken.rank !== undefined) this.load.addRankInFlight(this.taken.rank, -1);

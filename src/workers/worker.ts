@@ -171,6 +171,10 @@ export class Worker {
   ownInFlightBelow(priority: number): number {
     return this.load.enginePriorities.below(priority);
   }
+  /** This router's prefill there ahead of a request of `priority` (WorkerLoad.prefillAheadOf). */
+  prefillAheadOf(priority: number, now: number): number | undefined {
+    return this.load.prefillAheadOf(priority, now);
+  }
   /** The lowest engine priority of this router's requests in flight there (--engine-priority). */
   lowestEnginePriority(): number | undefined {
     return this.load.enginePriorities.lowest();
@@ -459,6 +463,10 @@ export class Worker {
         ? { in_flight_by_engine_priority: this.load.enginePriorities.toJSON() }
         : {}),
       pending_prefill_chars: this.pendingPrefillChars,
+      // The engine's prefill speed as the router learned it (WorkerLoad.learnPrefill), once it has.
+      ...(this.load.prefillCharsPerMs > 0
+        ? { prefill_chars_per_ms: Math.round(this.load.prefillCharsPerMs * 10) / 10 }
+        : {}),
       // Other replicas' queued prefill there, when shared state says there is some.
       ...(this.peerPendingChars > 0 ? { peer_pending_prefill_chars: this.peerPendingChars } : {}),
       // Admission's slot accounting (saturation.ts): the batch cap and the slots free in it.

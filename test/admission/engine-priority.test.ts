@@ -202,4 +202,31 @@ describe("a tenant over its share reaches the engine past the preemption thresho
     worker.pendingPrefillRequests = 0;
     expect(queue.wouldWait(at({ tenant: "A", priority: 0 }))).toBeNull();
   });
+
+  it("paces a band the engines preempt for a band active above it, the same tenant's too, into free slots", async () => {
+    const { queue, worker, at, go } = setUp(10);
+    const low = { tenant: "A", priority: -1 };
+    await go(low);
+    worker.pendingPrefillRequests = 1;
+    // No band above -1 by more than the threshold yet: the flood goes where the depth allows.
+    expect(queue.wouldWait(at(low))).toBeNull();
+    await go({ tenant: "A", priority: 9 });
+    // 9 is within the threshold of -1: the engine would not preempt the flood for it.
+    expect(queue.wouldWait(at(low))).toBeNull();
+    await go({ tenant: "A", priority: 10 });
+    expect(queue.wouldWait(at(low))).toBe("priority_paced");
+    expect(queue.wouldWait(at({ tenant: "A", priority: 10 }))).toBeNull();
+    worker.pendingPrefillRequests = 0;
+    expect(queue.wouldWait(at(low))).toBeNull();
+    // Nothing in prefill but no free slot: it would wait in the engine's queue, to start unseen.
+    const inFlight = worker.ownInFlight;
+    worker.ownInFlight = 8;
+    expect(queue.wouldWait(at(low))).toBe("priority_paced");
+    worker.ownInFlight = inFlight;
+    // An engine that said no threshold does not preempt: nothing to pace for.
+    const unsaid = setUp();
+    await unsaid.go({ tenant: "A", priority: 10 });
+    unsaid.worker.pendingPrefillRequests = 1;
+    expect(unsaid.queue.wouldWait(unsaid.at(low))).toBeNull();
+  });
 });

@@ -176,10 +176,10 @@ describe("--engine-priority: a request that outranks the running work goes at on
       ];
       started.sims = sims;
       const [x, y] = sims as [SimWorker, SimWorker];
-      // Round robin: left alone, the next request would go to x.
+      // Each stream placed by its header; the middle one, without it, goes where it has room.
       started.router = await startTestRouter({
         workerUrls: [x.url, y.url],
-        policy: "round_robin",
+        policy: "consistent_hashing",
         enginePriority: true,
         ...HOLD_AT_FULL_BATCH,
       });
@@ -190,12 +190,18 @@ describe("--engine-priority: a request that outranks the running work goes at on
         5000,
         "engine kinds read",
       );
-      // Alternating, one at a time: x gets three streams of priority 10, y three of priority 0.
+      // One at a time: y gets three streams of priority 0, then x three of priority 10 (in that
+      // order: with priority 10 asking, the engines preempting past 0, a priority-0 request is
+      // paced and would not be let into y's queue).
       for (let i = 0; i < 6; i++) {
-        const sim = i % 2 === 0 ? x : y;
+        const sim = i < 3 ? y : x;
         const sent = sim.stats().requests;
-        const priority = i % 2 === 0 ? "10" : "0";
-        void longStream(router, `${i}`, stop.signal, { "x-priority": priority });
+        const priority = i < 3 ? "0" : "10";
+        const target = workers[sims.indexOf(sim)]!.id;
+        void longStream(router, `${i}`, stop.signal, {
+          "x-priority": priority,
+          "x-smg-target-worker": target,
+        });
         await waitFor(() => sim.stats().requests === sent + 1, 5000, `stream ${i} at ${sim.url}`);
       }
       await waitFor(

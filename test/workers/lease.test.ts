@@ -1,5 +1,5 @@
 import fc from "fast-check";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { CircuitBreaker } from "../../src/workers/breaker.js";
 import {
   type DispatchLoad,
@@ -120,6 +120,40 @@ describe("WorkerLease", () => {
     expect(w.ownInFlight).toBe(1);
     b.finish(NEUTRAL);
     expect(idle(w)).toEqual(IDLE);
+  });
+
+  it("the prefill ahead of a higher priority: what is below it, less what the learned speed computed since the oldest", () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    try {
+      vi.setSystemTime(0);
+      const w = worker();
+      const first = w.dispatch({ textChars: 4000, uncachedChars: 4000, enginePriority: -1 });
+      // No speed learned yet: all of it is ahead.
+      expect(w.prefillAheadOf(10, 20)).toBe(4000);
+      // Not below -1: the engine serves it after them, so nothing is known to be skipped.
+      expect(w.prefillAheadOf(-1, 20)).toBeUndefined();
+      vi.setSystemTime(40);
+      first.firstByte();
+      expect(w.prefillAheadOf(10, 40)).toBe(0);
+      vi.setSystemTime(100);
+      const second = w.dispatch({ textChars: 4000, uncachedChars: 4000, enginePriority: -1 });
+      // 4,000 characters in 40 ms: 100 a ms, 20 ms since the oldest was sent.
+      expect(w.prefillAheadOf(10, 120)).toBe(2000);
+      expect(w.prefillAheadOf(10, 200)).toBe(0);
+      const high = w.dispatch({ textChars: 400, uncachedChars: 400, enginePriority: 10 });
+      expect(w.prefillAheadOf(10, 120)).toBeUndefined();
+      // A short prompt's first byte teaches no speed (400 characters in 1 ms would be 400 a ms).
+      vi.setSystemTime(101);
+      high.firstByte();
+      expect(w.prefillAheadOf(10, 120)).toBe(2000);
+      high.finish(FAILED);
+      second.finish(NEUTRAL);
+      first.finish(NEUTRAL);
+      expect(w.prefillAheadOf(10, 300)).toBe(0);
+      expect(idle(w)).toEqual(IDLE);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it("records each outcome in the breaker once: 2xx success, 5xx and failed failures, 4xx and neutral neutral", () => {
