@@ -482,6 +482,14 @@ export class AdmissionQueue implements AdmissionStep {
     };
   }
 
+  /**
+   * A worker's prompts in prefill are all done: a request paced at the engines may go there now,
+   * not at the next release or recheck (up to recheckMs later).
+   */
+  prefillIdled(): void {
+    if (this.queue.size > 0) this.schedulePump();
+  }
+
   private schedulePump(): void {
     if (this.pumpScheduled) return;
     this.pumpScheduled = true;

@@ -63,6 +63,12 @@ export function buildAdmission(
     deps.metrics.queueRejections,
   );
   queue.observeWith(metrics);
+  // A paced request goes at a worker's last first byte, as soon as it can.
+  const paced = () => queue.prefillIdled();
+  for (const worker of deps.registry.list()) worker.onPrefillIdle = paced;
+  deps.registry.onChange((event, worker) => {
+    if (event === "added") worker.onPrefillIdle = paced;
+  });
   tenants.onForget((tenant) => {
     queue.forgetTenant(tenant);
     metrics.forgetTenant(tenant);

@@ -86,6 +86,7 @@ export class WorkerLease implements PrefillStart {
     this.load.prefilling.delete(this);
     if (this.taken.enginePriority !== undefined)
       this.load.pendingPriorities.add(this.taken.enginePriority, -1);
+    if (this.load.pendingPrefillRequests === 0) this.load.onPrefillIdle?.();
   }
 
   /** Gives the load back and records the outcome. Only the first call counts. */

@@ -88,6 +88,8 @@ export class WorkerLoad {
     const since = oldest === undefined ? 0 : Math.max(0, now - oldest.sentAt);
     return Math.max(0, this.pendingPrefillChars - this.prefillCharsPerMs * since);
   }
+  /** Called when the last of this router's prompts in prefill there is done (admission's pacing). */
+  onPrefillIdle: (() => void) | undefined;
   /** Requests that completed with a response from the worker. */
   served = 0;
 

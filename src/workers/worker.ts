@@ -171,6 +171,10 @@ export class Worker {
   ownInFlightBelow(priority: number): number {
     return this.load.enginePriorities.below(priority);
   }
+  /** Called when none of this router's prompts there waits for a first byte any more. */
+  set onPrefillIdle(listener: (() => void) | undefined) {
+    this.load.onPrefillIdle = listener;
+  }
   /** This router's prefill there ahead of a request of `priority` (WorkerLoad.prefillAheadOf). */
   prefillAheadOf(priority: number, now: number): number | undefined {
     return this.load.prefillAheadOf(priority, now);
