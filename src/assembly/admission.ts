@@ -63,12 +63,15 @@ export function buildAdmission(
     deps.metrics.queueRejections,
   );
   queue.observeWith(metrics);
-  // A paced request goes at a worker's last first byte, as soon as it can.
-  const paced = () => queue.prefillIdled();
-  for (const worker of deps.registry.list()) worker.onPrefillIdle = paced;
-  deps.registry.onChange((event, worker) => {
-    if (event === "added") worker.onPrefillIdle = paced;
-  });
+  // A paced request goes at a worker's last first byte, as soon as it can. Only requests sent
+  // with --engine-priority are paced at the engines; without it the queue keeps its own rhythm.
+  if (config.enginePriority) {
+    const paced = () => queue.prefillIdled();
+    for (const worker of deps.registry.list()) worker.onPrefillIdle = paced;
+    deps.registry.onChange((event, worker) => {
+      if (event === "added") worker.onPrefillIdle = paced;
+    });
+  }
   tenants.onForget((tenant) => {
     queue.forgetTenant(tenant);
     metrics.forgetTenant(tenant);
