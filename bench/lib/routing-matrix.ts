@@ -28,6 +28,7 @@ import {
 } from "./routing-workloads.js";
 import { printTable } from "./stats.js";
 import {
+  type BuiltLeaderSwitches,
   type ReplayResult,
   type ReplicaAttribution,
   type ReplicaDecider,
@@ -355,8 +356,28 @@ export async function replayCell(
     });
 }
 
+/** leader-built's switches, by the row knob that sets each. */
+const BUILT_LEADER_SWITCHES: readonly (readonly [RowKnob, keyof BuiltLeaderSwitches])[] = [
+  ["own-tree", "ownTree"],
+  ["leader-records", "leaderRecords"],
+  ["ask-each", "askEach"],
+  ["leader-counts", "leaderCounts"],
+];
+
 /** The replay's ReplicaDecider a row's knobs name, as an option to spread. */
-function deciderKnob(knobs: readonly RowKnob[]): { decider?: ReplicaDecider } {
+function deciderKnob(knobs: readonly RowKnob[]): {
+  decider?: ReplicaDecider;
+  built?: BuiltLeaderSwitches;
+} {
+  const switches = BUILT_LEADER_SWITCHES.filter(([knob]) => knobs.includes(knob));
+  if (knobs.includes("leader-built")) {
+    return {
+      decider: "leader-built",
+      built: Object.fromEntries(switches.map(([, k]) => [k, true])),
+    };
+  }
+  if (switches.length > 0)
+    throw new Error(`row knob "${switches[0]![0]}" switches a way of leader-built: add it`);
   if (knobs.includes("leader")) return { decider: "leader" };
   if (knobs.includes("leader-new")) return { decider: "leader-new" };
   if (knobs.includes("tenant-owner")) return { decider: "tenant" };

@@ -31,6 +31,9 @@ import { SUGGESTED_RANK_HOLD_MS } from "../../src/state/settings.js";
  *   2); with --replicas.
  * - `leader`, `leader-new`, `tenant-owner`, `text-owner`: with --replay --replicas, another replica
  *   decides (bench/lib/ttft-replay.ts ReplicaDecider): a model only, no router setting.
+ * - `leader-built`: the one decider of new prefixes as it was built in the router, in the replay;
+ *   `own-tree`, `leader-records`, `ask-each`, `leader-counts` each switch one of its ways to
+ *   leader-new's (ttft-replay.ts BuiltLeaderSwitches).
  */
 export const ROW_KNOBS = [
   "poll-frozen",
@@ -47,13 +50,28 @@ export const ROW_KNOBS = [
   "rank-hold",
   "leader",
   "leader-new",
+  "leader-built",
+  "own-tree",
+  "leader-records",
+  "ask-each",
+  "leader-counts",
   "tenant-owner",
   "text-owner",
 ] as const;
 export type RowKnob = (typeof ROW_KNOBS)[number];
 
 /** Knobs of the replay's replica model that no router setting has. */
-const MODEL_ONLY_KNOBS: readonly RowKnob[] = ["leader", "leader-new", "tenant-owner", "text-owner"];
+const MODEL_ONLY_KNOBS: readonly RowKnob[] = [
+  "leader",
+  "leader-new",
+  "leader-built",
+  "own-tree",
+  "leader-records",
+  "ask-each",
+  "leader-counts",
+  "tenant-owner",
+  "text-owner",
+];
 
 /** A row label split into its base row and its knobs (none for a plain row). */
 export function parseRowLabel(label: string): { base: string; knobs: RowKnob[] } {

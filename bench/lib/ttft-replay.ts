@@ -33,10 +33,21 @@ import type { PrefixClaims } from "../../src/index/prefix-claims.js";
 import type { PrefixIndex } from "../../src/index/prefix-index.js";
 import { routingText } from "../../src/intake/routing-text.js";
 import type { DecisionTrace } from "../../src/scheduling/decision-trace.js";
-import { CLAIM_BLOCK_CHARS, newPrefixClaimEnd } from "../../src/scheduling/new-prefix-claim.js";
-import type { Policy, PolicyWorker } from "../../src/scheduling/policy.js";
+import {
+  CLAIM_BLOCK_CHARS,
+  newPrefixClaimEnd,
+  newPrefixClaimKey,
+  newPrefixClaimValue,
+  readNewPrefixClaim,
+} from "../../src/scheduling/new-prefix-claim.js";
+import type {
+  Policy,
+  PolicyWorker,
+  RouteDecision,
+  RouteRequest,
+} from "../../src/scheduling/policy.js";
 import { KEY_ALIGN, prefixKey, rendezvousScore } from "../../src/scheduling/prefix-hash.js";
-import { Scheduler } from "../../src/scheduling/scheduler.js";
+import { type Decision, type DecisionRequest, Scheduler } from "../../src/scheduling/scheduler.js";
 import { engineHeldChars } from "../../src/scheduling/usage-feedback.js";
 import { PeerPending, type PendingLoad } from "../../src/state/peer-pending.js";
 import { PublishingIndex } from "../../src/state/publishing-index.js";
@@ -169,6 +180,8 @@ export interface ReplicaModel {
    * prefixes.
    */
   decider?: ReplicaDecider;
+  /** With `leader-built`: which of leader-new's ways it takes instead of the built one's. */
+  built?: BuiltLeaderSwitches;
 }
 
 /**
@@ -182,7 +195,76 @@ export interface ReplicaModel {
  * winner among the replicas of the request's tenant (a tenant header); `text`: of the text past
  * what every worker holds (the fleet-wide preamble).
  */
-export type ReplicaDecider = "leader" | "leader-new" | "tenant" | "text";
+export type ReplicaDecider = "leader" | "leader-new" | "leader-built" | "tenant" | "text";
+
+/**
+ * `leader-built`: the one decider of new prefixes as it was built in the router (commit 664c203b,
+ * taken out again in 92005da5), to set beside `leader-new`. Where a replica of rank > 0 would
+ * claim, it asks rank 0 (two legs each way) with its candidates' matched lengths; the leader
+ * chooses with those lengths (the worker it last gave the same prefix, within the claim TTL,
+ * taken to hold what the two texts share) and its own load and fills, remembers the grant, and
+ * counts it as the asker's queued prefill (one queued request) until a report of the asker past
+ * the asker's last op at the ask reaches it; the asker dispatches, counts, reports and publishes
+ * the request as its own. A later request of the same prefix at the asker waits for the earlier
+ * answer, then decides on its own view. The leader decides its own new prefixes at once, the
+ * worker it remembers for the prefix taken to hold it. Each switch takes one of leader-new's
+ * ways instead.
+ */
+export interface BuiltLeaderSwitches {
+  /**
+   * The leader chooses on its own tree (the text matched in its index) and inserts the grant
+   * there at once, without publishing it (the asker's op still does); nothing remembered.
+   */
+  ownTree?: boolean;
+  /**
+   * The leader takes the grant as one of its own decisions: on its tree, the insert published to
+   * every replica with the prefill it queues, the request counted in its own in flight and queued
+   * prefill (so its reports carry it) until a report the asker sends after the dispatch reaches
+   * it. The asker inserts the text without publishing it again.
+   */
+  leaderRecords?: boolean;
+  /** A later request of a prefix the replica is asking about asks too, rather than waiting. */
+  askEach?: boolean;
+  /**
+   * The asker does not count the granted request at all; the leader counts it as its own until
+   * its end (queued prefill until the first byte), hearing of each one leg late.
+   */
+  leaderCounts?: boolean;
+}
+
+/**
+ * The scheduler's steps that `leader-built` takes one at a time, as the built code did inside
+ * the scheduler (private there: no production path needs them apart).
+ */
+interface SchedulerSteps {
+  choose<W extends PolicyWorker>(
+    candidates: readonly W[],
+    request: DecisionRequest,
+  ): RouteDecision<W> | undefined;
+  record<W extends PolicyWorker>(
+    candidates: readonly W[],
+    request: DecisionRequest,
+    decision: RouteDecision<W>,
+    matched: readonly number[],
+    fill: readonly number[],
+  ): Decision<W>;
+  routeRequest(request: DecisionRequest, usesIndex: boolean, session: undefined): RouteRequest;
+  readonly matched: number[];
+  readonly fill: number[];
+  readonly policy: Policy;
+  readonly prefix: Pick<Scheduler["prefix"], "match">;
+}
+
+/** A grant the leader counts on its view of a worker until a report of the asker covers it. */
+interface Grant {
+  readonly asker: string;
+  readonly worker: ReplayWorker;
+  readonly chars: number;
+  /** Counted as the leader's own request (leaderRecords), else as a peer's queued prefill. */
+  readonly own: boolean;
+  /** The asker's sequence number its report must reach. */
+  seq: number;
+}
 
 /**
  * Where replicas' decisions part from one router's, decision by decision: each replica decision
@@ -225,8 +307,14 @@ interface ReplayWorker extends PolicyWorker {
   /** Its peers' in flight there, as their last load reports said. */
   peerInFlight: number;
   readonly inFlight: number;
-  peerPendingPrefillChars: number;
-  peerPendingPrefillRequests: number;
+  readonly peerPendingPrefillChars: number;
+  readonly peerPendingPrefillRequests: number;
+  /** Its peers' queued prefill here, as their ops and reports say (state/peer-pending.ts). */
+  peerChars: number;
+  peerRequests: number;
+  /** The leader's grants here not yet covered (`leader-built`). */
+  grantChars: number;
+  grantRequests: number;
   setPeerPendingPrefill(chars: number, requests: number): void;
   /** What the engine poll last read (its queue, the router's pending count then), in model ms. */
   readonly signals: EngineSignals;
@@ -252,6 +340,8 @@ interface ReplayRouter {
   seq: number;
   /** In flight per worker as each peer last reported it. */
   readonly peerCounts: Map<string, readonly number[]>;
+  /** Its index publishes nothing while set (a decision another replica's op already carries). */
+  muted: boolean;
 }
 
 export async function replay(
@@ -342,11 +432,19 @@ export async function replay(
       },
       pendingPrefillChars: 0,
       pendingPrefillRequests: 0,
-      peerPendingPrefillChars: 0,
-      peerPendingPrefillRequests: 0,
+      peerChars: 0,
+      peerRequests: 0,
+      grantChars: 0,
+      grantRequests: 0,
+      get peerPendingPrefillChars(): number {
+        return this.peerChars + this.grantChars;
+      },
+      get peerPendingPrefillRequests(): number {
+        return this.peerRequests + this.grantRequests;
+      },
       setPeerPendingPrefill(chars: number, requests: number): void {
-        this.peerPendingPrefillChars = chars;
-        this.peerPendingPrefillRequests = requests;
+        this.peerChars = chars;
+        this.peerRequests = requests;
       },
       engine,
       steps,
@@ -392,6 +490,7 @@ export async function replay(
       peers: new PeerPending((id) => byId.get(id)),
       seq: 0,
       peerCounts: new Map(),
+      muted: false,
     });
   }
   const model = o.replicas;
@@ -472,6 +571,7 @@ export async function replay(
     for (const from of all) {
       const publish = (op: StateOp) => {
         if (op.kind !== "insert" && op.kind !== "truncate") return;
+        if (from.muted) return;
         if (fleetTree !== undefined) fleetOps.push(op);
         const seq = ++from.seq;
         for (const to of all) {
@@ -507,6 +607,7 @@ export async function replay(
               x.peerInFlight = sum;
             }
             to.peers.reported(from.name, ttlMs, pending, covers, clock.now());
+            if (to === all[0]) coverGrants(from.name, covers);
           });
         }
         clock.setTimer(report, m.loadIntervalMs);
@@ -698,6 +799,223 @@ export async function replay(
     return best;
   }
 
+  // leader-built: the grants the leader counts, where it sent each new prefix lately, each
+  // replica's asks in progress by prefix, and the decisions whose request the leader counts as
+  // its own (leaderCounts).
+  const grants: Grant[] = [];
+  const remembered = new Map<string, { value: string; until: number }>();
+  const asking = new Map<ReplayRouter, Map<string, Promise<unknown>>>();
+  const countedAtLeader = new WeakSet<object>();
+
+  function countGrant(g: Grant, sign: 1 | -1): void {
+    const w = g.worker;
+    if (g.own) {
+      w.ownInFlight += sign;
+      w.pendingPrefillChars += sign * g.chars;
+      w.pendingPrefillRequests += sign;
+    } else {
+      w.grantChars += sign * g.chars;
+      w.grantRequests += sign;
+    }
+  }
+
+  /** A report of `asker` covering its ops up to `covers` reached the leader. */
+  function coverGrants(asker: string, covers: number): void {
+    for (let k = grants.length - 1; k >= 0; k--) {
+      const g = grants[k]!;
+      if (g.asker !== asker || g.seq > covers) continue;
+      countGrant(g, -1);
+      grants.splice(k, 1);
+    }
+  }
+
+  /** The worker the leader last gave the prefix `key`, and what `text` shares with that text. */
+  function recalled(key: string, text: string): { worker: string; shared: number } | undefined {
+    const r = remembered.get(key);
+    if (r === undefined || r.until <= clock.now()) return undefined;
+    const read = readNewPrefixClaim(r.value, text);
+    return read === undefined ? undefined : { worker: read.worker, shared: read.shared };
+  }
+
+  function remember(key: string, worker: string, text: string, m: ReplicaModel): void {
+    remembered.set(key, {
+      value: newPrefixClaimValue(worker, 0, text),
+      until: clock.now() + m.claimTtlMs,
+    });
+  }
+
+  /** The policy's choice at `s` with each candidate taken to hold `held[i]`. */
+  function selectHolding<W extends PolicyWorker>(
+    s: SchedulerSteps,
+    candidates: readonly W[],
+    text: string,
+    held: readonly number[],
+  ): RouteDecision<W> | undefined {
+    return s.policy.select(candidates, {
+      ...s.routeRequest({ text }, true, undefined),
+      matched: held,
+    });
+  }
+
+  /** A decision at `router` as the built leader took it, or with leader-new's ways (switches). */
+  function builtDecide(
+    router: ReplayRouter,
+    candidates: readonly ReplayWorker[],
+    text: string,
+    m: ReplicaModel,
+  ): Decision<ReplayWorker> | undefined | Promise<Decision<ReplayWorker> | undefined> {
+    const sw = m.built ?? {};
+    const s = router.decider as unknown as SchedulerSteps;
+    const request = { text };
+    const first = s.choose(candidates, request);
+    if (first === undefined) return undefined;
+    const n = candidates.length;
+    const end = newPrefixClaimEnd(text.length, s.matched, n);
+    if (end < 0) return s.record(candidates, request, first, s.matched, s.fill);
+    const key = newPrefixClaimKey(undefined, text, end);
+    if (router === routers[0]) {
+      // The leader's own: at once, on its view plus where it sent the prefix lately.
+      const given = sw.ownTree || sw.leaderRecords ? undefined : recalled(key, text);
+      const i = given === undefined ? -1 : candidates.findIndex((c) => c.id === given.worker);
+      let chosen = first;
+      if (i >= 0 && candidates[i] !== first.worker) {
+        const assumed = s.matched.slice(0, n);
+        assumed[i] = Math.max(assumed[i] ?? 0, end, given!.shared);
+        const again = selectHolding(s, candidates, text, assumed) ?? first;
+        chosen = {
+          ...again,
+          matchRate: (s.matched[candidates.indexOf(again.worker)] ?? 0) / text.length,
+        };
+      }
+      if (!sw.ownTree && !sw.leaderRecords) remember(key, chosen.worker.id, text, m);
+      return s.record(candidates, request, chosen, s.matched, s.fill);
+    }
+    const mine = asking.get(router) ?? new Map<string, Promise<unknown>>();
+    asking.set(router, mine);
+    const ahead = sw.askEach ? undefined : mine.get(key);
+    const decided =
+      ahead === undefined
+        ? ask(
+            router,
+            candidates,
+            text,
+            first,
+            s.matched.slice(0, n),
+            s.fill.slice(0, n),
+            key,
+            end,
+            m,
+          )
+        : ahead
+            .then(() => new Promise((resolve) => setImmediate(resolve)))
+            .then(() => router.decider!.decide(candidates, request));
+    const settled = decided.then(() => undefined);
+    mine.set(key, settled);
+    void settled.then(() => {
+      if (mine.get(key) === settled) mine.delete(key);
+    });
+    return decided;
+  }
+
+  /**
+   * A follower's ask of the leader (builtDecide): `first` its own choice, `matched` and `fill` its
+   * view of the candidates at the ask.
+   */
+  async function ask(
+    router: ReplayRouter,
+    candidates: readonly ReplayWorker[],
+    text: string,
+    first: RouteDecision<ReplayWorker>,
+    matched: readonly number[],
+    fill: readonly number[],
+    key: string,
+    end: number,
+    m: ReplicaModel,
+  ): Promise<Decision<ReplayWorker> | undefined> {
+    const sw = m.built ?? {};
+    const leader = routers[0]!;
+    const legs = (k: number) =>
+      new Promise<void>((resolve) => clock.setTimer(resolve, k * m.delayMs));
+    const askedAt = router.seq + 1;
+    await legs(2);
+    const views = candidates.map((c) => leader.workers[c.index]!);
+    const granted = grantAt(leader, views, text, matched, key, end, m);
+    let g: Grant | undefined;
+    if (granted !== undefined) {
+      g = {
+        asker: router.name,
+        worker: granted.worker,
+        chars: Math.max(0, text.length - granted.held),
+        own: sw.leaderRecords === true,
+        seq: askedAt,
+      };
+      grants.push(g);
+      countGrant(g, 1);
+    }
+    await legs(2);
+    const j = g === undefined ? -1 : candidates.findIndex((c) => c.index === g.worker.index);
+    const decision: RouteDecision<ReplayWorker> =
+      j < 0 || candidates[j] === first.worker
+        ? first
+        : {
+            worker: candidates[j]!,
+            branch: "peer_claim",
+            matchRate: (matched[j] ?? 0) / text.length,
+          };
+    const s = router.decider as unknown as SchedulerSteps;
+    // The leader's op already carries the insert to every replica (leaderRecords).
+    router.muted = g !== undefined && sw.leaderRecords === true;
+    const recorded = s.record(candidates, { text }, decision, matched, fill);
+    router.muted = false;
+    if (g === undefined) return recorded;
+    // A mark that the asker's next report, sent after this dispatch, covers.
+    if (sw.leaderRecords) g.seq = ++router.seq;
+    if (sw.leaderCounts) {
+      countGrant(g, -1);
+      grants.splice(grants.indexOf(g), 1);
+      countedAtLeader.add(recorded);
+    }
+    return recorded;
+  }
+
+  /** The leader's grant on an ask: the worker and what it held of the text there. */
+  function grantAt(
+    leader: ReplayRouter,
+    views: readonly ReplayWorker[],
+    text: string,
+    matched: readonly number[],
+    key: string,
+    end: number,
+    m: ReplicaModel,
+  ): { worker: ReplayWorker; held: number } | undefined {
+    const sw = m.built ?? {};
+    if (sw.leaderRecords) {
+      const d = leader.decider!.decide(views, { text });
+      return d === undefined ? undefined : { worker: d.worker, held: d.heldBefore };
+    }
+    const l = leader.decider as unknown as SchedulerSteps;
+    if (sw.ownTree) {
+      const d = l.choose(views, { text });
+      if (d === undefined) return undefined;
+      const held = l.matched[views.indexOf(d.worker)] ?? 0;
+      leader.approximate.insert(d.worker.id, undefined, text);
+      return { worker: d.worker, held };
+    }
+    // The asker's matched lengths, the remembered worker holding what the texts share; the
+    // leader's fills (an empty text matches nothing).
+    l.prefix.match({ text: "" }, views, l.matched, l.fill);
+    const given = recalled(key, text);
+    const held = views.map((v, i) =>
+      v.id === given?.worker
+        ? Math.min(text.length, Math.max(matched[i] ?? 0, end, given.shared))
+        : (matched[i] ?? 0),
+    );
+    const d = selectHolding(l, views, text, held);
+    if (d === undefined) return undefined;
+    remember(key, d.worker.id, text, m);
+    return { worker: d.worker, held: held[views.indexOf(d.worker)] ?? 0 };
+  }
+
   const done = new Map<string, () => void>();
   const finished = new Map<string, Promise<void>>();
   for (const spec of w.specs) {
@@ -720,8 +1038,9 @@ export async function replay(
     let router =
       routers.length === 1 ? routers[0]! : routers[Math.floor(spread() * routers.length)]!;
     const arrival = clock.now();
+    const built = model?.decider === "leader-built";
     const elsewhere =
-      model?.decider === undefined ? router : deciderOf(model.decider, router, spec, text);
+      model?.decider === undefined || built ? router : deciderOf(model.decider, router, spec, text);
     // The ask and its answer each take two legs, the decider's counts end one leg late.
     const hop = elsewhere === router ? 0 : 2 * model!.delayMs;
     if (hop > 0) await new Promise<void>((resolve) => clock.setTimer(resolve, hop));
@@ -730,6 +1049,8 @@ export async function replay(
     const decider = router.decider;
     let worker: ReplayWorker;
     let held = 0;
+    // How late the counts of this request end where they are kept (a decider hears one leg late).
+    let lag = hop / 2;
     let decision: ReturnType<Scheduler["decide"]> | undefined;
     if (chooser.kind === "pinned") {
       worker = workers[chooser.workerOf(spec, o.workers)]!;
@@ -742,13 +1063,18 @@ export async function replay(
       const shadow = attribution === undefined ? undefined : shadows[routers.indexOf(router)]!;
       const fleet = shadow?.before(candidates, text);
       // Replicas agree on a new prefix (a claim, in model time); one router decides at once.
-      decision =
-        model === undefined || model.decider !== undefined
+      decision = built
+        ? await builtDecide(router, candidates, text, model!)
+        : model === undefined || model.decider !== undefined
           ? decider!.decide(candidates, { text })
           : await decider!.decideAgreed(candidates, { text });
       worker = decision!.worker as ReplayWorker;
       held = decision!.heldBefore;
       if (fleet !== undefined) shadow!.after(fleet, candidates, text, worker.index);
+      if (decision !== undefined && countedAtLeader.has(decision)) {
+        worker = routers[0]!.workers[worker.index]!;
+        lag = model!.delayMs;
+      }
     }
     // A sequence larger than the whole KV pool is refused up front, as the engines do: SGLang
     // aborts a request at or above max_req_input_len (at most max_total_num_tokens − 1) with
@@ -789,13 +1115,13 @@ export async function replay(
             onToken: (i) => {
               if (i !== 0) return;
               firstToken = clock.now();
-              after(hop / 2, () => {
+              after(lag, () => {
                 worker.pendingPrefillChars -= uncachedChars;
                 worker.pendingPrefillRequests--;
               });
             },
             onFinish: () => {
-              after(hop / 2, () => worker.ownInFlight--);
+              after(lag, () => worker.ownInFlight--);
               // The router learns the output from the engine's usage (Worker.running).
               worker.running.observe(spec.maxTokens);
               const uncached = tokens.length - cached;

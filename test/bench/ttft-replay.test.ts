@@ -1,6 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { prepareWorkload, QUICK_PRESET } from "../../bench/lib/routing-workloads.js";
-import { type ReplayResult, type ReplicaAttribution, replay } from "../../bench/lib/ttft-replay.js";
+import {
+  type BuiltLeaderSwitches,
+  type ReplayResult,
+  type ReplicaAttribution,
+  replay,
+} from "../../bench/lib/ttft-replay.js";
 import { renderChat } from "../../sim/template.js";
 import { tokenize } from "../../sim/tokenizer.js";
 import type { RequestSpec } from "../../sim/workloads.js";
@@ -114,6 +119,32 @@ describe("bench:ttft replay (model time, deterministic)", () => {
     const asked = late.requests.filter((x) => x.wait >= 40).length / late.requests.length;
     expect(asked).toBeGreaterThan(0.5);
     expect(asked).toBeLessThan(0.85);
+  });
+
+  it("leader-built: only a follower's new prefixes wait for the ask, and each switch moves decisions", async () => {
+    const replicas = (built: BuiltLeaderSwitches) => ({
+      count: 3,
+      delayMs: 10,
+      loadIntervalMs: 1250,
+      claimTtlMs: 10_000,
+      rankHoldMs: 0,
+      seed: 1,
+      policyOf: () => createPolicy("prefix_cost", {}),
+      decider: "leader-built" as const,
+      built,
+    });
+    const run = (built: BuiltLeaderSwitches) =>
+      replay(workload, { ...base, chooser: prefixCost(), replicas: replicas(built) });
+    const built = await run({});
+    expect(built.requests).toHaveLength(workload.specs.length);
+    expect(placement(await run({}))).toEqual(placement(built));
+    // Four legs of 10 ms, for some requests and far fewer than every follower's (two thirds).
+    const asked = built.requests.filter((x) => x.wait >= 40).length / built.requests.length;
+    expect(asked).toBeGreaterThan(0);
+    expect(asked).toBeLessThan(0.4);
+    const all = { leaderRecords: true, askEach: true, leaderCounts: true };
+    for (const switches of [{ ownTree: true }, all])
+      expect(placement(await run(switches))).not.toEqual(placement(built));
   });
 
   it("pins every request where the oracle says", async () => {
