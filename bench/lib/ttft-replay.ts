@@ -220,7 +220,7 @@ export interface BuiltLeaderSwitches {
    * The leader takes the grant as one of its own decisions: on its tree, the insert published to
    * every replica with the prefill it queues, the request counted in its own in flight and queued
    * prefill (so its reports carry it) until a report the asker sends after the dispatch reaches
-   * it. The asker inserts the text without publishing it again.
+   * it. The asker's index learns of it from the leader's op alone.
    */
   leaderRecords?: boolean;
   /** A later request of a prefix the replica is asking about asks too, rather than waiting. */
@@ -340,8 +340,6 @@ interface ReplayRouter {
   seq: number;
   /** In flight per worker as each peer last reported it. */
   readonly peerCounts: Map<string, readonly number[]>;
-  /** Its index publishes nothing while set (a decision another replica's op already carries). */
-  muted: boolean;
 }
 
 export async function replay(
@@ -490,7 +488,6 @@ export async function replay(
       peers: new PeerPending((id) => byId.get(id)),
       seq: 0,
       peerCounts: new Map(),
-      muted: false,
     });
   }
   const model = o.replicas;
@@ -571,7 +568,6 @@ export async function replay(
     for (const from of all) {
       const publish = (op: StateOp) => {
         if (op.kind !== "insert" && op.kind !== "truncate") return;
-        if (from.muted) return;
         if (fleetTree !== undefined) fleetOps.push(op);
         const seq = ++from.seq;
         for (const to of all) {
@@ -805,7 +801,7 @@ export async function replay(
   const grants: Grant[] = [];
   const remembered = new Map<string, { value: string; until: number }>();
   const asking = new Map<ReplayRouter, Map<string, Promise<unknown>>>();
-  const countedAtLeader = new WeakSet<object>();
+  const countedAtLeader = new WeakMap<object, number>();
 
   function countGrant(g: Grant, sign: 1 | -1): void {
     const w = g.worker;
@@ -963,17 +959,28 @@ export async function replay(
             matchRate: (matched[j] ?? 0) / text.length,
           };
     const s = router.decider as unknown as SchedulerSteps;
-    // The leader's op already carries the insert to every replica (leaderRecords).
-    router.muted = g !== undefined && sw.leaderRecords === true;
-    const recorded = s.record(candidates, { text }, decision, matched, fill);
-    router.muted = false;
+    // The leader's op carries the insert to every replica, this one too (leaderRecords): the
+    // asker takes the grant without touching its index.
+    const recorded =
+      g !== undefined && sw.leaderRecords
+        ? {
+            ...decision,
+            index: "approximate",
+            heldBefore: matched[j] ?? 0,
+            available: Math.max(...matched),
+            runnerUp: undefined,
+            runnerUpHeld: 0,
+            lossReason: null,
+            othersPrefilling: granted!.othersPrefilling,
+          }
+        : s.record(candidates, { text }, decision, matched, fill);
     if (g === undefined) return recorded;
     // A mark that the asker's next report, sent after this dispatch, covers.
     if (sw.leaderRecords) g.seq = ++router.seq;
     if (sw.leaderCounts) {
       countGrant(g, -1);
       grants.splice(grants.indexOf(g), 1);
-      countedAtLeader.add(recorded);
+      countedAtLeader.set(recorded, granted!.held);
     }
     return recorded;
   }
@@ -987,11 +994,13 @@ export async function replay(
     key: string,
     end: number,
     m: ReplicaModel,
-  ): { worker: ReplayWorker; held: number } | undefined {
+  ): { worker: ReplayWorker; held: number; othersPrefilling: boolean } | undefined {
     const sw = m.built ?? {};
     if (sw.leaderRecords) {
       const d = leader.decider!.decide(views, { text });
-      return d === undefined ? undefined : { worker: d.worker, held: d.heldBefore };
+      return d === undefined
+        ? undefined
+        : { worker: d.worker, held: d.heldBefore, othersPrefilling: d.othersPrefilling === true };
     }
     const l = leader.decider as unknown as SchedulerSteps;
     if (sw.ownTree) {
@@ -999,7 +1008,7 @@ export async function replay(
       if (d === undefined) return undefined;
       const held = l.matched[views.indexOf(d.worker)] ?? 0;
       leader.approximate.insert(d.worker.id, undefined, text);
-      return { worker: d.worker, held };
+      return { worker: d.worker, held, othersPrefilling: false };
     }
     // The asker's matched lengths, the remembered worker holding what the texts share; the
     // leader's fills (an empty text matches nothing).
@@ -1013,7 +1022,7 @@ export async function replay(
     const d = selectHolding(l, views, text, held);
     if (d === undefined) return undefined;
     remember(key, d.worker.id, text, m);
-    return { worker: d.worker, held: held[views.indexOf(d.worker)] ?? 0 };
+    return { worker: d.worker, held: held[views.indexOf(d.worker)] ?? 0, othersPrefilling: false };
   }
 
   const done = new Map<string, () => void>();
@@ -1046,7 +1055,7 @@ export async function replay(
     if (hop > 0) await new Promise<void>((resolve) => clock.setTimer(resolve, hop));
     router = elsewhere;
     const { workers, index } = router;
-    const decider = router.decider;
+    let decider = router.decider;
     let worker: ReplayWorker;
     let held = 0;
     // How late the counts of this request end where they are kept (a decider hears one leg late).
@@ -1071,8 +1080,14 @@ export async function replay(
       worker = decision!.worker as ReplayWorker;
       held = decision!.heldBefore;
       if (fleet !== undefined) shadow!.after(fleet, candidates, text, worker.index);
-      if (decision !== undefined && countedAtLeader.has(decision)) {
-        worker = routers[0]!.workers[worker.index]!;
+      // leaderCounts: the leader counts it, with what its own tree held there, and learns from
+      // its outcome.
+      const leaderHeld = decision === undefined ? undefined : countedAtLeader.get(decision);
+      if (leaderHeld !== undefined) {
+        router = routers[0]!;
+        decider = router.decider;
+        worker = router.workers[worker.index]!;
+        held = leaderHeld;
         lag = model!.delayMs;
       }
     }
