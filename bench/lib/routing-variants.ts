@@ -35,6 +35,19 @@ import { SUGGESTED_RANK_HOLD_MS } from "../../src/state/settings.js";
  *   `own-tree`, `leader-records`, `ask-each`, `leader-counts` each switch one of its ways to
  *   leader-new's (ttft-replay.ts BuiltLeaderSwitches).
  */
+/** Knobs of the replay's replica model that no router setting has. */
+const MODEL_ONLY = [
+  "leader",
+  "leader-new",
+  "leader-built",
+  "own-tree",
+  "leader-records",
+  "ask-each",
+  "leader-counts",
+  "tenant-owner",
+  "text-owner",
+] as const;
+
 export const ROW_KNOBS = [
   "poll-frozen",
   "budget-fixed",
@@ -48,30 +61,11 @@ export const ROW_KNOBS = [
   "churn",
   "tier-blind",
   "rank-hold",
-  "leader",
-  "leader-new",
-  "leader-built",
-  "own-tree",
-  "leader-records",
-  "ask-each",
-  "leader-counts",
-  "tenant-owner",
-  "text-owner",
+  ...MODEL_ONLY,
 ] as const;
 export type RowKnob = (typeof ROW_KNOBS)[number];
 
-/** Knobs of the replay's replica model that no router setting has. */
-const MODEL_ONLY_KNOBS: readonly RowKnob[] = [
-  "leader",
-  "leader-new",
-  "leader-built",
-  "own-tree",
-  "leader-records",
-  "ask-each",
-  "leader-counts",
-  "tenant-owner",
-  "text-owner",
-];
+const MODEL_ONLY_KNOBS: readonly RowKnob[] = MODEL_ONLY;
 
 /** A row label split into its base row and its knobs (none for a plain row). */
 export function parseRowLabel(label: string): { base: string; knobs: RowKnob[] } {

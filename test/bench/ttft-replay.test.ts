@@ -4,6 +4,7 @@ import {
   type BuiltLeaderSwitches,
   type ReplayResult,
   type ReplicaAttribution,
+  type ReplicaModel,
   replay,
 } from "../../bench/lib/ttft-replay.js";
 import { renderChat } from "../../sim/template.js";
@@ -17,6 +18,17 @@ const base = { workers: QUICK_PRESET.workers, concurrency: QUICK_PRESET.concurre
 const prefixCost = (options: PolicyOptions = {}) => ({
   kind: "policy" as const,
   policy: createPolicy("prefix_cost", options),
+});
+/** Replicas sharing state as the tests run them (model ms), with the fields a test sets. */
+const replicaModel = (fields: Partial<ReplicaModel> = {}): ReplicaModel => ({
+  count: 2,
+  delayMs: 10,
+  loadIntervalMs: 1250,
+  claimTtlMs: 10_000,
+  rankHoldMs: 0,
+  seed: 1,
+  policyOf: () => createPolicy("prefix_cost", {}),
+  ...fields,
 });
 const placement = (r: ReplayResult) =>
   Object.fromEntries(r.requests.map((x) => [x.spec.id, x.worker]));
@@ -61,15 +73,7 @@ describe("bench:ttft replay (model time, deterministic)", () => {
   });
 
   it("replicas: the attribution against one router changes no decision and accounts for each", async () => {
-    const replicas = {
-      count: 2,
-      delayMs: 10,
-      loadIntervalMs: 1250,
-      claimTtlMs: 10_000,
-      rankHoldMs: 0,
-      seed: 1,
-      policyOf: () => createPolicy("prefix_cost", {}),
-    };
+    const replicas = replicaModel();
     const run = (attribution?: ReplicaAttribution) =>
       replay(workload, {
         ...base,
@@ -95,16 +99,7 @@ describe("bench:ttft replay (model time, deterministic)", () => {
   });
 
   it("replicas asking one leader for every decision decide as one router, and the ask costs time", async () => {
-    const replicas = (delayMs: number) => ({
-      count: 3,
-      delayMs,
-      loadIntervalMs: 1250,
-      claimTtlMs: 10_000,
-      rankHoldMs: 0,
-      seed: 1,
-      policyOf: () => createPolicy("prefix_cost", {}),
-      decider: "leader" as const,
-    });
+    const replicas = (delayMs: number) => replicaModel({ count: 3, delayMs, decider: "leader" });
     const one = await replay(workload, { ...base, chooser: prefixCost() });
     // At once, the leader's view is one router's: the same placement, the same TTFTs.
     const atOnce = await replay(workload, {
@@ -122,17 +117,8 @@ describe("bench:ttft replay (model time, deterministic)", () => {
   });
 
   it("leader-built: only a follower's new prefixes wait for the ask, and each switch moves decisions", async () => {
-    const replicas = (built: BuiltLeaderSwitches) => ({
-      count: 3,
-      delayMs: 10,
-      loadIntervalMs: 1250,
-      claimTtlMs: 10_000,
-      rankHoldMs: 0,
-      seed: 1,
-      policyOf: () => createPolicy("prefix_cost", {}),
-      decider: "leader-built" as const,
-      built,
-    });
+    const replicas = (built: BuiltLeaderSwitches) =>
+      replicaModel({ count: 3, decider: "leader-built", built });
     const run = (built: BuiltLeaderSwitches) =>
       replay(workload, { ...base, chooser: prefixCost(), replicas: replicas(built) });
     const built = await run({});
