@@ -815,14 +815,16 @@ export async function replay(
     }
   }
 
+  function dropGrant(g: Grant): void {
+    const k = grants.indexOf(g);
+    if (k < 0) return;
+    countGrant(g, -1);
+    grants.splice(k, 1);
+  }
+
   /** A report of `asker` covering its ops up to `covers` reached the leader. */
   function coverGrants(asker: string, covers: number): void {
-    for (let k = grants.length - 1; k >= 0; k--) {
-      const g = grants[k]!;
-      if (g.asker !== asker || g.seq > covers) continue;
-      countGrant(g, -1);
-      grants.splice(k, 1);
-    }
+    for (const g of grants.filter((x) => x.asker === asker && x.seq <= covers)) dropGrant(g);
   }
 
   /** The worker the leader last gave the prefix `key`, and what `text` shares with that text. */
@@ -943,7 +945,9 @@ export async function replay(
         worker: granted.worker,
         chars: Math.max(0, text.length - granted.held),
         own: sw.leaderRecords === true,
-        seq: askedAt,
+        // The leader's own decision stands for a request not dispatched yet: no report covers it
+        // before the asker's dispatch marks it (below).
+        seq: sw.leaderRecords ? Number.POSITIVE_INFINITY : askedAt,
       };
       grants.push(g);
       countGrant(g, 1);
@@ -978,8 +982,7 @@ export async function replay(
     // A mark that the asker's next report, sent after this dispatch, covers.
     if (sw.leaderRecords) g.seq = ++router.seq;
     if (sw.leaderCounts) {
-      countGrant(g, -1);
-      grants.splice(grants.indexOf(g), 1);
+      dropGrant(g);
       countedAtLeader.set(recorded, granted!.held);
     }
     return recorded;
