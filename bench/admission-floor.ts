@@ -8,6 +8,8 @@
  *   npm run bench:admission-floor
  *   npm run bench:admission-floor -- --seconds 600 --batch-tokens 8192,2048,512,256 --flood-spread 0.5
  *   npm run bench:admission-floor -- --engine sglang     SGLang's prefill-first steps (default: vLLM's mixed)
+ *   npm run bench:admission-floor -- --engine sglang --batch-tokens 2048 --seconds 300 --flood-start burst --arrivals bench
+ *       the fleet's flood begun all at once and the light requests sent as bench:admission sends them
  *
  * One engine with bench:admission's shapes: a running batch of 8, the flood's requests 1,000
  * prompt tokens and 96 output (bench:admission's 4,000 characters at the simulator's 4 per token),
@@ -31,9 +33,11 @@
  * For each: light TTFT p50/p99 (model ms), p99 ÷ quiet p99, and the flood's output tokens per
  * second ÷ the fcfs row's (what keeping a slot free or preempting costs the flood).
  *
- * Then the same on 2 engines with the router's rules (runFleet): slots kept, preemption, the flood
- * paced or let into the engines' queues, and where a preempting light request goes (the
- * roomiest engine, the least prefill sent there, or the least still under way: Placement).
+ * Then the same on 2 engines with the router's rules (runFleet): slots kept (Keep: none, one, two,
+ * or a second one only at times), preemption, the flood paced or let into the engines' queues,
+ * and where a preempting light request goes (the roomiest engine, the least prefill sent there,
+ * or the least still under way: Placement); with how many light requests the router held and
+ * their wait's p99. Every row sees the same light arrivals (drawn apart from the prompts).
  */
 import { parseArgs } from "node:util";
 import { Engine } from "../sim/engine.js";
@@ -95,6 +99,8 @@ function runOnce(
 ): RunResult {
   const clock = new ManualClock();
   const rng = mulberry32(seed);
+  // Arrivals drawn apart from the prompts, so every row sees the same light requests.
+  const arrivalRng = mulberry32(seed + 1);
   const engine = new Engine(
     {
       timing: DEFAULT_TIMING,
@@ -150,7 +156,7 @@ function runOnce(
   // Light arrivals, Poisson, from the second model second on (the flood's start settles first).
   let at = 1000;
   const scheduleLight = () => {
-    at += exponential(rng, 1000 / LIGHT_RATE);
+    at += exponential(arrivalRng, 1000 / LIGHT_RATE);
     if (at >= endAt) return;
     clock.setTimer(() => {
       submitLight();
@@ -166,33 +172,46 @@ function runOnce(
 }
 
 /**
- * The router's rule on a fleet (--tenant-reserve-slots, src/admission/tenant-share.ts) in model
- * time: `engines` engines of MAX_RUNNING, the flood always backlogged in the router (an ideal
- * admission queue), the light requests (LIGHT_RATE per engine, Poisson) let go at once into a
- * free slot, else held until one frees (before the flood). With `reserve` 0 the flood refills
- * every slot that frees; with 1 it refills a slot only while more than one is free, so one stays
- * for the light requests. Dispatch takes no time (the router's round trip is not modelled).
+ * What the router keeps free for the light requests beyond their own requests in flight
+ * (--tenant-reserve-slots' rule), in model time:
+ *
+ *   number          that many free slots, always (0: none; 1: the router's reserve before)
+ *   "light-plus-1"  one free beyond the light requests' in flight, 2 kept at most (the light
+ *                   requests' own slots count as kept): 1 free for none or one in flight, 0 for two
+ *   "idle-2"        2 free while no light request is in flight, 1 while one is: the slot a light
+ *                   request takes is refilled only after it ends, not at the next flood end
+ *   "after-start"   2 free for a light inter-arrival time (a running mean of the gaps) after a light
+ *                   request started, 1 after that
  */
-function runFleet(
-  engines: number,
-  reserve: number,
-  batchTokens: number,
-  seconds: number,
-  seed: number,
-  prefillFirst: boolean,
+type Keep = number | "light-plus-1" | "idle-2" | "after-start";
+
+/** How a light request arrives: at random (Poisson), or bench:admission's three evenly spaced tenants. */
+type Arrivals = "poisson" | "bench";
+
+/**
+ * How the fleet's flood begins: its lanes staggered over one request's life (its ends spread
+ * out, the most favourable spacing), or all at once, as bench:admission's backlog at 3× capacity
+ * fills every slot in its first milliseconds (requests that start in one step end in one step,
+ * so the ends come in bursts from then on, unless something spreads them).
+ */
+type FloodStart = "staggered" | "burst";
+
+interface FleetRule {
+  /** Free slots kept for the light requests. */
+  keep: Keep;
   /**
    * The engines schedule by priority and preempt past SGLang's default threshold (10), the flood
    * reaches them 11 below the light requests (--engine-priority's demotion of a tenant over its
    * share), and a light request that finds no free slot goes at once instead of being held: the
    * engine preempts the flood's latest request for it at its next step.
    */
-  preempt = false,
+  preempt?: boolean;
   /**
    * A light request that finds no free slot goes into the engine queue of the worker holding
    * the fewest (--saturation-queue-depth 1: one queued request each still counts as room)
    * instead of being held for the fleet's next free slot.
    */
-  queueAtEngine = false,
+  queueAtEngine?: boolean;
   /**
    * The flood is let go to an engine only while no request there waits for its first token (in
    * the engine's queue or its prefill; the router's rule for a yielding tenant, admission-queue.ts
@@ -200,18 +219,42 @@ function runFleet(
    * prefill per engine at a time, begun when it was sent, so a light request never finds a run of
    * the flood's prefill steps ahead of it, nor one joining its own step.
    */
-  pace = false,
+  pace?: boolean;
   /**
    * The flood may also wait in each engine's queue, up to this many requests there
    * (--saturation-queue-depth N while no slot is kept: a tenant alone, or one band over another,
    * the router holds a worker's work at its batch plus N); 0 = only into free slots.
    */
-  floodDepth = 0,
+  floodDepth?: number;
   /** Where a light request goes (Placement). */
-  placement: Placement = "roomiest",
-): { ttfts: number[]; floodTokensPerSec: number } {
+  placement?: Placement;
+}
+
+/**
+ * The router's rule on a fleet (--tenant-reserve-slots, src/admission/tenant-share.ts) in model
+ * time: `engines` engines of MAX_RUNNING, the flood always backlogged in the router (an ideal
+ * admission queue), the light requests (LIGHT_RATE per engine) let go at once into a free slot,
+ * else held until one frees (before the flood). The flood refills a slot only while more than
+ * the rule's kept slots are free (rule.keep). Dispatch takes no time (the router's round trip is
+ * not modelled).
+ */
+function runFleet(
+  engines: number,
+  batchTokens: number,
+  seconds: number,
+  seed: number,
+  prefillFirst: boolean,
+  rule: FleetRule,
+  arrivals: Arrivals = "poisson",
+  floodStart: FloodStart = "staggered",
+): { ttfts: number[]; waits: number[]; floodTokensPerSec: number } {
+  const { keep, preempt = false, queueAtEngine = false, pace = false } = rule;
+  const floodDepth = rule.floodDepth ?? 0;
+  const placement = rule.placement ?? "roomiest";
   const clock = new ManualClock();
   const rng = mulberry32(seed);
+  // Arrivals drawn apart from the prompts, so every row sees the same light requests.
+  const arrivalRng = mulberry32(seed + 1);
   const fleet = Array.from({ length: engines }, () => ({
     held: 0,
     /** Every request there without a first token yet: its prompt tokens and when it was sent. */
@@ -235,7 +278,20 @@ function runFleet(
   const slots = engines * MAX_RUNNING;
   let floodTokens = 0;
   const ttfts: number[] = [];
+  /** How long each light request the router held waited for a slot. */
+  const waits: number[] = [];
   const waitingLight: number[] = [];
+  let lightInFlight = 0;
+  let lastLightStart = Number.NEGATIVE_INFINITY;
+  let lastLightArrival = Number.NaN;
+  /** A running mean of the light requests' inter-arrival gaps (model ms). */
+  let lightGap = 1000 / (LIGHT_RATE * engines);
+  const keptFree = (): number => {
+    if (typeof keep === "number") return keep;
+    if (keep === "light-plus-1") return Math.max(0, Math.min(2, lightInFlight + 1) - lightInFlight);
+    if (keep === "idle-2") return lightInFlight === 0 ? 2 : 1;
+    return clock.now() - lastLightStart < lightGap ? 2 : 1;
+  };
   const freeTotal = () => slots - fleet.reduce((n, e) => n + e.held, 0);
   const roomiest = () => fleet.reduce((a, b) => (b.held < a.held ? b : a));
   type Member = (typeof fleet)[number];
@@ -263,9 +319,11 @@ function runFleet(
     );
     return open.length === 0 ? undefined : open.reduce((a, b) => (b.held < a.held ? b : a));
   };
-  /** Whether the flood may go on now: beyond the reserve, or (floodDepth) within the engines' queues. */
+  /** Whether the flood may go on now: beyond the kept slots, or (floodDepth) within the engines' queues. */
   const floodRoom = () =>
-    floodDepth === 0 ? freeTotal() > reserve : fleet.some((e) => e.held < MAX_RUNNING + floodDepth);
+    floodDepth === 0
+      ? freeTotal() > keptFree()
+      : fleet.some((e) => e.held < MAX_RUNNING + floodDepth);
   const submit = (
     shape: typeof FLOOD,
     onToken: (i: number) => void,
@@ -292,15 +350,24 @@ function runFleet(
       },
     });
   };
-  const startLight = (sentAt: number) =>
+  const startLight = (sentAt: number) => {
+    if (clock.now() > sentAt) waits.push(clock.now() - sentAt);
+    lightInFlight += 1;
+    lastLightStart = clock.now();
+    // A kept slot held only for a while is handed back to the flood when the while ends.
+    if (keep === "after-start") clock.setTimer(refill, lightGap);
     submit(
       LIGHT,
       (i) => {
         if (i === 0) ttfts.push(clock.now() - sentAt);
       },
-      refill,
+      () => {
+        lightInFlight -= 1;
+        refill();
+      },
       lightTarget(),
     );
+  };
   const submitFlood = () => {
     const at = floodTarget();
     if (at === undefined) return false;
@@ -315,39 +382,52 @@ function runFleet(
     );
     return true;
   };
-  // A freed slot goes to a held light request first, then to the flood beyond the reserve.
+  // A freed slot goes to a held light request first, then to the flood beyond the kept slots.
   function refill(): void {
     while (waitingLight.length > 0 && freeTotal() > 0) startLight(waitingLight.shift() as number);
     while (clock.now() < endAt && floodRoom()) {
       if (!submitFlood()) return;
     }
   }
-  // The flood's first lanes staggered over one request's life, as runOnce's.
-  const lanes = slots - reserve + engines * floodDepth;
+  // The flood's first lanes staggered over one request's life, as runOnce's, or all at once.
+  const lanes = slots - (typeof keep === "number" ? keep : 1) + engines * floodDepth;
+  const spacing = floodStart === "staggered" ? 900 / (slots + engines * floodDepth) : 0;
   for (let i = 0; i < lanes; i++)
-    clock.setTimer(
-      () => {
-        if (floodRoom()) submitFlood();
-      },
-      (i * 900) / (slots + engines * floodDepth),
-    );
-  let at = 1000;
-  const scheduleLight = () => {
-    at += exponential(rng, 1000 / (LIGHT_RATE * engines));
-    if (at >= endAt) return;
     clock.setTimer(() => {
-      const engineRoom = queueAtEngine && roomiest().held < MAX_RUNNING + 1;
-      if (freeTotal() > 0 || preempt || engineRoom) startLight(clock.now());
-      else waitingLight.push(clock.now());
-      scheduleLight();
-    }, at - clock.now());
+      if (floodRoom()) submitFlood();
+    }, i * spacing);
+  const arrive = () => {
+    const now = clock.now();
+    if (!Number.isNaN(lastLightArrival)) lightGap += (now - lastLightArrival - lightGap) / 8;
+    lastLightArrival = now;
+    const engineRoom = queueAtEngine && roomiest().held < MAX_RUNNING + 1;
+    if (freeTotal() > 0 || preempt || engineRoom) startLight(now);
+    else waitingLight.push(now);
   };
-  scheduleLight();
+  if (arrivals === "poisson") {
+    let at = 1000;
+    const scheduleLight = () => {
+      at += exponential(arrivalRng, 1000 / (LIGHT_RATE * engines));
+      if (at >= endAt) return;
+      clock.setTimer(() => {
+        arrive();
+        scheduleLight();
+      }, at - clock.now());
+    };
+    scheduleLight();
+  } else {
+    // bench:admission's light load: LIGHT_RATE × engines ÷ 3 a second from each of three
+    // tenants, evenly spaced, the tenants 97 ms apart (bench/admission.ts lightLoad).
+    const gap = (1000 * 3) / (LIGHT_RATE * engines);
+    for (let tenant = 0; tenant < 3; tenant++) {
+      for (let at = 1000 + tenant * 97; at < endAt; at += gap) clock.setTimer(arrive, at);
+    }
+  }
   while (clock.now() < endAt && clock.fireNext()) {
     // fireNext moves the clock to the next timer and runs it.
   }
   for (const e of fleet) e.engine.stop();
-  return { ttfts, floodTokensPerSec: floodTokens / seconds };
+  return { ttfts, waits, floodTokensPerSec: floodTokens / seconds };
 }
 
 function quantile(sorted: readonly number[], q: number): number {
@@ -365,6 +445,8 @@ export async function main(argv = process.argv.slice(2)): Promise<void> {
       seed: { type: "string", default: "24" },
       "flood-spread": { type: "string", default: "0" },
       engine: { type: "string", default: "vllm" },
+      arrivals: { type: "string", default: "poisson" },
+      "flood-start": { type: "string", default: "staggered" },
     },
   });
   const seconds = Number(values.seconds);
@@ -372,6 +454,14 @@ export async function main(argv = process.argv.slice(2)): Promise<void> {
   const spread = Number(values["flood-spread"]);
   const budgets = String(values["batch-tokens"]).split(",").map(Number);
   const engineRules = values.engine;
+  const arrivals = values.arrivals;
+  if (arrivals !== "poisson" && arrivals !== "bench") {
+    throw new Error(`--arrivals must be poisson or bench, got ${arrivals}`);
+  }
+  const floodStart = values["flood-start"];
+  if (floodStart !== "staggered" && floodStart !== "burst") {
+    throw new Error(`--flood-start must be staggered or burst, got ${floodStart}`);
+  }
   if (engineRules !== "sglang" && engineRules !== "vllm") {
     throw new Error(`--engine must be sglang or vllm, got ${engineRules}`);
   }
@@ -427,72 +517,54 @@ export async function main(argv = process.argv.slice(2)): Promise<void> {
     ],
     rows,
   );
-  // The fleet's rule: 2 engines, 1 or 2 slots kept across both (--tenant-reserve-slots) against none.
+  // The fleet's rule: 2 engines, slots kept across both (--tenant-reserve-slots) against none.
+  const fleetRules: readonly (readonly [string, FleetRule])[] = [
+    ["reserve 0", { keep: 0 }],
+    ["reserve 1", { keep: 1 }],
+    ["reserve 1, else an engine's queue", { keep: 1, queueAtEngine: true }],
+    ["reserve 2", { keep: 2 }],
+    ["one beyond the light in flight, 2 kept at most", { keep: "light-plus-1" }],
+    ["2 while no light in flight, else 1", { keep: "idle-2" }],
+    ["2 for a light gap after a light start, else 1", { keep: "after-start" }],
+    ["reserve 1, flood paced", { keep: 1, pace: true }],
+    ["2 while no light in flight, else 1, flood paced", { keep: "idle-2", pace: true }],
+    [
+      "2 for a light gap after a light start, else 1, flood paced",
+      { keep: "after-start", pace: true },
+    ],
+    ["reserve 0, preempt", { keep: 0, preempt: true }],
+    ["reserve 1, preempt", { keep: 1, preempt: true }],
+    ["reserve 0, preempt, flood paced", { keep: 0, preempt: true, pace: true }],
+    ["reserve 0, preempt, flood at depth 1", { keep: 0, preempt: true, floodDepth: 1 }],
+    [
+      "reserve 0, preempt, flood at depth 1, light by prefill sent",
+      { keep: 0, preempt: true, floodDepth: 1, placement: "sent" },
+    ],
+    [
+      "reserve 0, preempt, flood at depth 1, light by prefill under way",
+      { keep: 0, preempt: true, floodDepth: 1, placement: "under-way" },
+    ],
+    [
+      "reserve 0, preempt, flood paced at depth 1, light by prefill under way",
+      { keep: 0, preempt: true, pace: true, floodDepth: 1, placement: "under-way" },
+    ],
+    [
+      "reserve 0, preempt, flood paced, light by prefill sent",
+      { keep: 0, preempt: true, pace: true, placement: "sent" },
+    ],
+    [
+      "reserve 0, preempt, flood paced, light by prefill under way",
+      { keep: 0, preempt: true, pace: true, placement: "under-way" },
+    ],
+  ];
   const fleetRows: string[][] = [];
   for (const budget of budgets) {
-    const [
-      none,
-      one,
-      two,
-      preempt0,
-      preempt1,
-      oneQueued,
-      preemptPaced,
-      preemptDepth1,
-      depth1Sent,
-      depth1UnderWay,
-      pacedDepth1UnderWay,
-      pacedSent,
-      pacedUnderWay,
-    ] = (
-      [
-        [0, false],
-        [1, false],
-        [2, false],
-        [0, true],
-        [1, true],
-        [1, false, true],
-        [0, true, false, true],
-        [0, true, false, false, 1],
-        [0, true, false, false, 1, "sent"],
-        [0, true, false, false, 1, "under-way"],
-        [0, true, false, true, 1, "under-way"],
-        [0, true, false, true, 0, "sent"],
-        [0, true, false, true, 0, "under-way"],
-      ] as const
-    ).map(([reserve, preempt, queued, paced, depth, placement]) =>
-      runFleet(
-        2,
-        Number(reserve),
-        budget,
-        seconds,
-        seed,
-        engineRules === "sglang",
-        preempt === true,
-        queued === true,
-        paced === true,
-        Number(depth ?? 0),
-        placement ?? "roomiest",
-      ),
+    const results = fleetRules.map(([, rule]) =>
+      runFleet(2, budget, seconds, seed, engineRules === "sglang", rule, arrivals, floodStart),
     );
-    for (const [name, r] of [
-      ["reserve 0", none],
-      ["reserve 1", one],
-      ["reserve 1, else an engine's queue", oneQueued],
-      ["reserve 2", two],
-      ["reserve 0, preempt", preempt0],
-      ["reserve 1, preempt", preempt1],
-      ["reserve 0, preempt, flood paced", preemptPaced],
-      ["reserve 0, preempt, flood at depth 1", preemptDepth1],
-      ["reserve 0, preempt, flood at depth 1, light by prefill sent", depth1Sent],
-      ["reserve 0, preempt, flood at depth 1, light by prefill under way", depth1UnderWay],
-      [
-        "reserve 0, preempt, flood paced at depth 1, light by prefill under way",
-        pacedDepth1UnderWay,
-      ],
-      ["reserve 0, preempt, flood paced, light by prefill sent", pacedSent],
-      ["reserve 0, preempt, flood paced, light by prefill under way", pacedUnderWay],
-    ] as const) {
+    const none = results[0];
+    for (const [i, [name]] of fleetRules.entries()) {
+      const r = results[i];
       const sorted = [...(r?.ttfts ?? [])].sort((a, b) => a - b);
       fleetRows.push([
         String(budget),
@@ -500,13 +572,20 @@ export async function main(argv = process.argv.slice(2)): Promise<void> {
         String(sorted.length),
         fmt(quantile(sorted, 0.5)),
         fmt(quantile(sorted, 0.99)),
+        String(r?.waits.length ?? 0),
+        fmt(
+          quantile(
+            [...(r?.waits ?? [])].sort((a, b) => a - b),
+            0.99,
+          ),
+        ),
         fmt(r?.floodTokensPerSec ?? Number.NaN, 0),
         fmt((r?.floodTokensPerSec ?? Number.NaN) / (none?.floodTokensPerSec ?? Number.NaN), 3),
       ]);
     }
   }
   console.log(
-    "\nthe router's reserve on 2 engines (light let go into a free slot, else held for the next end):",
+    `\nthe router's reserve on 2 engines (light let go into a free slot, else held for the next end; ${arrivals} arrivals, flood ${floodStart}):`,
   );
   printTable(
     [
@@ -515,6 +594,8 @@ export async function main(argv = process.argv.slice(2)): Promise<void> {
       "light n",
       "TTFT p50 ms",
       "TTFT p99 ms",
+      "held",
+      "held p99 ms",
       "flood tok/s",
       "÷ reserve 0",
     ],

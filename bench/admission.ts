@@ -23,6 +23,9 @@
  *                   goes where the depth allows (into one engine's first-come queue) instead of
  *                   waiting in the router for the first slot to free (what the hold wins and costs,
  *                   side by side)
+ *   flood/no-pace   flood/on with --tenant-reserve-pace false: the tenant over its share goes into
+ *                   any free slot beyond the reserve, however many of its prompts are in prefill
+ *                   there (what the pace wins and costs, side by side)
  *   flood/tight     flood/on with tight queue bounds (--queue-size 64, --max-queued-per-tenant 32,
  *                   --queue-timeout-secs 5): refusals happen; each must be a 429/503 with
  *                   Retry-After, and only the flooding tenant's
@@ -135,6 +138,7 @@ const RUNS = [
   "flood/prio",
   "flood/no-reserve",
   "flood/no-hold",
+  "flood/no-pace",
   "flood/tight",
   "floor/on",
   "prio-silent",
@@ -532,6 +536,10 @@ async function main(): Promise<void> {
       "flood/no-hold": () =>
         run(host, o, "flood/no-hold", true, flood, o.enginePriority, o.enginePriority, {
           holdForFreeSlot: false,
+        }),
+      "flood/no-pace": () =>
+        run(host, o, "flood/no-pace", true, flood, o.enginePriority, o.enginePriority, {
+          tenantReservePace: false,
         }),
       "flood/tight": () =>
         run(host, o, "flood/tight", true, flood, o.enginePriority, o.enginePriority, TIGHT),

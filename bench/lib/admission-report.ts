@@ -224,6 +224,9 @@ export interface TargetRow {
   worse?: "higher" | "lower";
 }
 
+/** Runs of flood/on with one of its rules off, shown beside it (bench/admission.ts). */
+const BESIDE = ["flood/no-hold", "flood/no-pace"] as const;
+
 /**
  * The targets (bench:admission's issue: light tenants under a flood against their silent TTFT,
  * throughput against no admission, nothing lost, refusals with Retry-After), and the engine
@@ -269,12 +272,12 @@ export function targetRows(
       samples: noReserve99.samples,
       goal: "(reference)",
     },
-    // The release rule's hold, off beside on (flood/on): compared over repeats, no goal of its own.
-    compared(
-      ratio("B-D p50 TTFT, flood/no-hold ÷ silent", "flood/no-hold", "silent", light, "p50", ""),
-    ),
-    compared(
-      ratio("B-D p99 TTFT, flood/no-hold ÷ silent", "flood/no-hold", "silent", light, "p99", ""),
+    // The release rule's hold and the reserve's pace, each off beside on (flood/on): compared
+    // over repeats, no goal of their own.
+    ...BESIDE.flatMap((run) =>
+      (["p50", "p99"] as const).map((q) =>
+        compared(ratio(`B-D ${q} TTFT, ${run} ÷ silent`, run, "silent", light, q, "")),
+      ),
     ),
     ratio(
       "high p99 TTFT, prio-flood/on ÷ prio-silent",
@@ -296,7 +299,7 @@ export function targetRows(
     throughput("fleet tok/s, flood/prio ÷ flood/off", "flood/prio"),
     // What the kept slot costs, beside flood/on: the same flood without it.
     throughput("fleet tok/s, flood/no-reserve ÷ flood/off", "flood/no-reserve", "(reference)"),
-    throughput("fleet tok/s, flood/no-hold ÷ flood/off", "flood/no-hold", "(beside flood/on)"),
+    ...BESIDE.map((run) => throughput(`fleet tok/s, ${run} ÷ flood/off`, run, "(beside flood/on)")),
     {
       target: "requests lost (neither served nor 429/503 + Retry-After)",
       value: lost,

@@ -238,12 +238,12 @@ export class Admission {
   private withRoom(ticket: AdmissionTicket): (worker: SaturationView) => boolean {
     const room = this.withFreeSlot(ticket);
     // A request paced at the engines goes where none of this router's prompts is in prefill
-    // (paced for a band above it: into a free slot there too).
+    // (paced for a band above it, or by the reserve: into a free slot there too).
     const pace = this.queue.pacedAtEngine(ticket);
     if (pace === undefined) return room;
     const now = Date.now();
     const paced =
-      pace === "band"
+      pace === "free-slot"
         ? (worker: SaturationView) => bandRoom(worker, now) && room(worker)
         : (worker: SaturationView) => prefillIdle(worker) && room(worker);
     return ticket.candidates().some(paced) ? paced : room;

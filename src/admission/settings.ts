@@ -29,6 +29,8 @@ export interface AdmissionConfig {
   tenantReserveSlots: number;
   /** --hold-for-free-slot: while tenants share the slots, release only into a free one. */
   holdForFreeSlot: boolean;
+  /** --tenant-reserve-pace: a tenant the reserve holds back goes one prompt in prefill at a time. */
+  tenantReservePace: boolean;
   maxQueuedPerTenant: number;
   queueTimeoutHeader: string;
   tenantHeader: string;
@@ -130,6 +132,14 @@ export const ADMISSION_SETTINGS = section<AdmissionConfig>({
     arg: "[bool]",
     description:
       "With --queue-when-saturated and --tenant-reserve-slots above 0, while other tenants are active: a request goes only into a free batch slot, whatever --saturation-queue-depth says; one that finds none waits in the router for the first slot to free on any worker instead of in one engine's first-come queue (false: the depth decides). See docs/admission.md#a-free-slot-for-the-other-tenants.",
+    default: true,
+    parse: flagValue,
+  },
+  tenantReservePace: {
+    flag: "--tenant-reserve-pace",
+    arg: "[bool]",
+    description:
+      "With --queue-when-saturated and --tenant-reserve-slots above 0, while other tenants are active: a tenant holding at least its fair share of the batch slots goes only into a free slot of a worker where none of this router's prompts waits for its first byte, so the others' next request finds at most one of its prompts in prefill ahead of it instead of the several refilled into a burst of ends (false: into any free slot). None is paced this way where --engine-priority makes every engine preempt its work (that tenant is paced there anyway). See docs/admission.md#a-free-slot-for-the-other-tenants.",
     default: true,
     parse: flagValue,
   },

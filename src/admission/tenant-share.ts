@@ -119,13 +119,31 @@ export class TenantShares {
    * than `reserve` are free. Never when a candidate's cap is unknown (nothing is guessed).
    */
   heldForOthers(tenant: string, candidates: readonly SaturationView[], now: number): boolean {
-    if (this.reserve === 0 || candidates.length === 0) return false;
+    const slots = this.overShareSlots(tenant, candidates, now);
+    return slots !== undefined && slots.free <= this.reserve;
+  }
+
+  /**
+   * Whether the reserve rule applies to the tenant now: other tenants are active and it holds at
+   * least its fair share of the candidates' slots (heldForOthers holds it while no more than
+   * `reserve` are free; admission-queue.ts also paces it). Never when a cap is unknown.
+   */
+  overShare(tenant: string, candidates: readonly SaturationView[], now: number): boolean {
+    return this.overShareSlots(tenant, candidates, now) !== undefined;
+  }
+
+  /** The candidates' slots when the tenant is over its share with others active, else undefined. */
+  private overShareSlots(
+    tenant: string,
+    candidates: readonly SaturationView[],
+    now: number,
+  ): Slots | undefined {
+    if (this.reserve === 0 || candidates.length === 0) return undefined;
     const others = this.othersActive(tenant, now);
-    if (others === 0) return false;
+    if (others === 0) return undefined;
     const slots = slotsOf(candidates, now);
-    if (slots === undefined) return false;
-    if (this.inFlight(tenant) < slots.total / (others + 1)) return false;
-    return slots.free <= this.reserve;
+    if (slots === undefined || this.inFlight(tenant) < slots.total / (others + 1)) return undefined;
+    return slots;
   }
 
   /**

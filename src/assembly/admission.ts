@@ -48,6 +48,7 @@ export function buildAdmission(
     thresholds,
     reserveSlots: config.tenantReserveSlots,
     holdForFreeSlot: config.holdForFreeSlot,
+    reservePace: config.tenantReservePace,
   });
   const metrics = new AdmissionMetrics(
     deps.metrics.registry,
@@ -63,9 +64,12 @@ export function buildAdmission(
     deps.metrics.queueRejections,
   );
   queue.observeWith(metrics);
-  // A paced request goes at a worker's last first byte, as soon as it can. Only requests sent
-  // with --engine-priority are paced at the engines; without it the queue keeps its own rhythm.
-  if (config.enginePriority) {
+  // A paced request goes at a worker's last first byte, as soon as it can. Requests are paced
+  // at the engines only with --engine-priority or the reserve's pace; else the queue keeps its
+  // own rhythm.
+  const reservePaced =
+    config.queueWhenSaturated && config.tenantReserveSlots > 0 && config.tenantReservePace;
+  if (config.enginePriority || reservePaced) {
     const paced = () => queue.prefillIdled();
     for (const worker of deps.registry.list()) worker.onPrefillIdle = paced;
     deps.registry.onChange((event, worker) => {

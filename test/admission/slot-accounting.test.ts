@@ -19,14 +19,19 @@ import { startTestRouter, waitFor } from "../helpers/router.js";
 const MODEL = "meta-llama/Llama-3.1-8B-Instruct";
 
 /** A long stream (thousands of tokens: it runs until aborted); resolves once its first byte is in. */
-async function openStream(url: string, name: string, path = "/v1/completions") {
+async function openStream(
+  url: string,
+  name: string,
+  path = "/v1/completions",
+  prompt = `slot ${name}`,
+) {
   const abort = new AbortController();
   const res = await fetch(`${url}${path}`, {
     method: "POST",
     headers: { "content-type": "application/json", "x-tenant-id": name },
     body: JSON.stringify({
       model: MODEL,
-      prompt: `slot ${name}`,
+      prompt,
       max_tokens: 20_000,
       stream: true,
     }),
@@ -275,6 +280,62 @@ describe("slot accounting (--worker-max-running, SGLang's said cap, a vLLM cap l
     const s = await second;
     expect(s.status).toBe(200);
     for (const x of [first, s]) x.close();
+  });
+
+  /**
+   * One engine of a batch of 8 whose prefill is slow (time scale 5), another tenant active, and
+   * four long prompts of a flooding tenant in prefill there (one 8,000-token step: 267 model ms,
+   * 1.3 s real); then the flood's fifth, over its share of 8 ÷ 2 with four slots free.
+   */
+  async function floodInPrefill(extra: ConfigOverrides = {}) {
+    const sim = await startSimWorker({ id: "slow", maxRunning: 8, timeScale: 5 });
+    started.sims = [sim];
+    const router = await startTestRouter({
+      workerUrls: [sim.url],
+      ...HOLD_AT_FULL_BATCH,
+      ...extra,
+    });
+    started.router = router;
+    await router.context.introspection.pollAll();
+    expect(await complete(router.url, "other")).toBe(200);
+    const before = sim.stats().requests;
+    let firstBytes = 0;
+    // Distinct from their first character, so none finds another's prefix cached.
+    const long = (i: number) => `${i} ${"x".repeat(8000)}`;
+    const flood = [0, 1, 2, 3].map((i) =>
+      openStream(router.url, "flood", undefined, long(i)).then((s) => {
+        firstBytes += 1;
+        return s;
+      }),
+    );
+    await waitFor(
+      () => sim.stats().requests === before + 4,
+      5000,
+      "the flood's four at the engine",
+    );
+    const fifth = openStream(router.url, "flood", undefined, long(4));
+    return { sim, router, before, flood, fifth, firstBytes: () => firstBytes };
+  }
+
+  it("paces a tenant over its share: its next prompt goes only once the engine's prompts in prefill have their first byte", async () => {
+    const { sim, router, before, flood, fifth, firstBytes } = await floodInPrefill();
+    await waitFor(() => router.context.admission.waiting === 1, 5000, "the fifth held");
+    expect(firstBytes()).toBe(0);
+    expect(sim.stats().requests).toBe(before + 4);
+    const streams = await Promise.all(flood);
+    const s = await fifth;
+    expect(s.status).toBe(200);
+    for (const x of [...streams, s]) x.close();
+  });
+
+  it("with --tenant-reserve-pace false, lets it go into a free slot at once, behind the four in prefill", async () => {
+    const { sim, router, before, flood, fifth, firstBytes } = await floodInPrefill({
+      tenantReservePace: false,
+    });
+    await waitFor(() => sim.stats().requests === before + 5, 5000, "the fifth at the engine");
+    expect(firstBytes()).toBe(0);
+    expect(router.context.admission.waiting).toBe(0);
+    for (const x of [...(await Promise.all(flood)), await fifth]) x.close();
   });
 
   it("learns a vLLM engine's cap from vllm:num_requests_running when a reading shows it full", async () => {

@@ -6,7 +6,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { Admission } from "../../src/admission/admission.js";
-import { AdmissionQueue } from "../../src/admission/admission-queue.js";
+import { AdmissionQueue, type AdmissionQueueOptions } from "../../src/admission/admission-queue.js";
 import type { AdmissionRelease, AdmissionTicket } from "../../src/admission/step.js";
 import { ACTIVE_WINDOW_MS, TenantShares } from "../../src/admission/tenant-share.js";
 import { Cancel } from "../../src/proxy/cancel.js";
@@ -27,6 +27,32 @@ class SlotWorker implements SaturationView {
 }
 
 const THRESHOLDS = { queueDepth: 1, kvUsage: 1, pendingPrefillChars: 0 };
+
+/** A request of `tenant` at priority 0 whose candidates are `workers`. */
+function ticket(tenant: string, workers: SaturationView[], signal = new Cancel()): AdmissionTicket {
+  return {
+    identity: () => ({ tenant, priority: 0 }),
+    candidates: () => workers,
+    cost: () => 100,
+    promptChars: () => 400,
+    maxTokens: () => undefined,
+    timeoutMs: () => 30_000,
+    signal,
+  };
+}
+
+/** The queue with --queue-when-saturated and one slot kept. */
+function reserveQueue(options: Partial<AdmissionQueueOptions> = {}): AdmissionQueue {
+  return new AdmissionQueue({
+    maxConcurrent: 0,
+    queueSize: 100,
+    maxQueuedPerTenant: 100,
+    queueWhenSaturated: true,
+    thresholds: THRESHOLDS,
+    reserveSlots: 1,
+    ...options,
+  });
+}
 
 describe("TenantShares.heldForOthers", () => {
   it("holds a tenant over its share only while others are active and the reserve is all that is free", () => {
@@ -90,34 +116,9 @@ describe("TenantShares.noFreeSlot (the release rule while tenants share the slot
 });
 
 describe("AdmissionQueue with --tenant-reserve-slots", () => {
-  function ticket(
-    tenant: string,
-    workers: SaturationView[],
-    signal = new Cancel(),
-  ): AdmissionTicket {
-    return {
-      identity: () => ({ tenant, priority: 0 }),
-      candidates: () => workers,
-      cost: () => 100,
-      promptChars: () => 400,
-      maxTokens: () => undefined,
-      timeoutMs: () => 30_000,
-      signal,
-    };
-  }
-
   it("keeps a free slot for a light tenant while a flood waits, and gives the flood the slot back once it is idle", async () => {
     let now = 1_000;
-    const q = new AdmissionQueue({
-      maxConcurrent: 0,
-      queueSize: 100,
-      maxQueuedPerTenant: 100,
-      queueWhenSaturated: true,
-      thresholds: THRESHOLDS,
-      reserveSlots: 1,
-      recheckMs: 2,
-      now: () => now,
-    });
+    const q = reserveQueue({ recheckMs: 2, now: () => now });
     const workers = [new SlotWorker("w0", 4), new SlotWorker("w1", 4)];
     /** Admitted requests as the forwarder would place them: into a free slot. */
     const dispatch = (release: AdmissionRelease) => {
@@ -170,41 +171,91 @@ describe("AdmissionQueue with --tenant-reserve-slots", () => {
   });
 });
 
+describe("the reserve's pace (--tenant-reserve-pace)", () => {
+  function setup(reservePace?: boolean) {
+    let now = 1_000;
+    const queue = reserveQueue({
+      ...(reservePace === undefined ? {} : { reservePace }),
+      now: () => now,
+    });
+    const workers = [new SlotWorker("w0", 4), new SlotWorker("w1", 4)];
+    const at = (tenant: string) => ticket(tenant, workers);
+    // A holds 4 of the 8 slots: its share once B is active.
+    for (let i = 0; i < 4; i++) expect(typeof queue.enter(at("A"))).toBe("function");
+    workers[0]!.ownInFlight = 2;
+    workers[1]!.ownInFlight = 2;
+    const light = queue.enter(at("B")) as AdmissionRelease;
+    workers[1]!.ownInFlight = 3;
+    const admission = new Admission(queue, THRESHOLDS, true);
+    /** B's request ends and B stays quiet past the window. */
+    const bGone = () => {
+      light();
+      workers[1]!.ownInFlight = 2;
+      now += ACTIVE_WINDOW_MS;
+    };
+    return { queue, workers, at, admission, bGone };
+  }
+
+  it("lets a tenant over its share go only into a free slot of a worker with none of this router's prompts in prefill", () => {
+    const { queue, workers, at } = setup();
+    // Three slots free, both workers' prefill idle: A goes.
+    expect(queue.wouldWait(at("A"))).toBeNull();
+    // w0 has a prompt in prefill; w1, idle, still has a free slot.
+    workers[0]!.pendingPrefillRequests = 1;
+    expect(queue.wouldWait(at("A"))).toBeNull();
+    // w1 idle but full: the free slots beyond the reserve are all on w0, whose prefill is busy.
+    workers[1]!.ownInFlight = 4;
+    expect(queue.wouldWait(at("A"))).toBe("tenant_share");
+    // B, under its share, is never paced.
+    expect(queue.wouldWait(at("B"))).toBeNull();
+    // w0's prompt got its first byte: A goes there.
+    workers[0]!.pendingPrefillRequests = 0;
+    expect(queue.wouldWait(at("A"))).toBeNull();
+  });
+
+  it("places the paced tenant on the worker whose prefill is idle", () => {
+    const { workers, at, admission } = setup();
+    workers[0]!.pendingPrefillRequests = 1;
+    const room = admission.roomFor(at("A"), undefined);
+    expect([room?.(workers[0]!), room?.(workers[1]!)]).toEqual([false, true]);
+    // B goes to either free slot.
+    const light = admission.roomFor(at("B"), undefined);
+    expect([light?.(workers[0]!), light?.(workers[1]!)]).toEqual([true, true]);
+  });
+
+  it("paces nobody with --tenant-reserve-pace false, nor a tenant alone", () => {
+    const off = setup(false);
+    off.workers[0]!.pendingPrefillRequests = 1;
+    off.workers[1]!.ownInFlight = 4;
+    expect(off.queue.wouldWait(off.at("A"))).toBeNull();
+    const alone = setup();
+    alone.bGone();
+    alone.workers[0]!.pendingPrefillRequests = 1;
+    alone.workers[1]!.ownInFlight = 4;
+    expect(alone.queue.wouldWait(alone.at("A"))).toBeNull();
+  });
+});
+
 describe("Admission.roomFor: into a free slot when there is one", () => {
   it("prefers, while tenants share the slots, a worker with a free slot over one whose full batch only counts as room at depth 1", () => {
-    const queue = new AdmissionQueue({
-      maxConcurrent: 0,
-      queueSize: 10,
-      maxQueuedPerTenant: 10,
-      queueWhenSaturated: true,
-      thresholds: THRESHOLDS,
-      reserveSlots: 1,
-    });
+    const queue = reserveQueue();
     const admission = new Admission(queue, THRESHOLDS, true);
     const [full, open] = [new SlotWorker("full", 2), new SlotWorker("open", 2)];
     full.ownInFlight = 2;
     open.ownInFlight = 1;
-    const ticket: AdmissionTicket = {
-      identity: () => ({ tenant: "B", priority: 0 }),
-      candidates: () => [full, open],
-      cost: () => 100,
-      promptChars: () => 400,
-      maxTokens: () => undefined,
-      timeoutMs: () => 1000,
-      signal: new Cancel(),
-    };
+    const request = ticket("B", [full, open]);
     // Alone, the tenant routes as before: both have room at depth 1.
-    const alone = admission.roomFor(ticket, undefined);
+    const alone = admission.roomFor(request, undefined);
     expect([alone?.(full), alone?.(open)]).toEqual([true, true]);
     // Another tenant asked just now: into the free slot.
-    const other = queue.enter({ ...ticket, identity: () => ({ tenant: "other", priority: 0 }) });
+    const other = queue.enter(ticket("other", [full, open]));
     expect(typeof other).toBe("function");
     (other as AdmissionRelease)();
-    const room = admission.roomFor(ticket, undefined);
+    const room = admission.roomFor(request, undefined);
     expect([room?.(full), room?.(open)]).toEqual([false, true]);
     // No free slot anywhere: room is where the engine queue is under --saturation-queue-depth.
     open.ownInFlight = 2;
-    const none = admission.roomFor(ticket, undefined);
+    const none = admission.roomFor(request, undefined);
     expect([none?.(full), none?.(open)]).toEqual([true, true]);
   });
 });
