@@ -585,9 +585,14 @@ export class AdmissionQueue implements AdmissionStep {
 
 function noop(): void {}
 
-/** No request of this router there waits for its first byte (admission paces a yielding tenant). */
+/**
+ * No request of this router there waits for its first byte (admission paces a yielding tenant).
+ * Only those whose first byte the router sees as it comes count: a non-streaming answer, or one
+ * relayed by nginx, shows it at its end, and counting those would hold a paced tenant until
+ * its answers end, at its share of the slots with the rest idle.
+ */
 export function prefillIdle(worker: SaturationView): boolean {
-  return worker.pendingPrefillRequests === 0;
+  return (worker.visiblePrefillRequests ?? worker.pendingPrefillRequests) === 0;
 }
 
 /**

@@ -139,7 +139,7 @@ export const ADMISSION_SETTINGS = section<AdmissionConfig>({
     flag: "--tenant-reserve-pace",
     arg: "[bool]",
     description:
-      "With --queue-when-saturated and --tenant-reserve-slots above 0, while other tenants are active: a tenant holding at least its fair share of the batch slots goes only into a free slot of a worker where none of this router's prompts waits for its first byte, so the others' next request finds at most one of its prompts in prefill ahead of it instead of the several refilled into a burst of ends (false: into any free slot). None is paced this way where --engine-priority makes every engine preempt its work (that tenant is paced there anyway). See docs/admission.md#a-free-slot-for-the-other-tenants.",
+      "With --queue-when-saturated and --tenant-reserve-slots above 0, while other tenants are active: a tenant holding at least its fair share of the batch slots goes only into a free slot of a worker where none of the streams this router relays waits for its first byte (a non-streaming answer, or one relayed by nginx, shows it only at its end and is not counted), so the others' next request finds at most one of its prompts in prefill ahead of it instead of the several refilled into a burst of ends (false: into any free slot). None is paced this way where --engine-priority makes every engine preempt its work (that tenant is paced there anyway). See docs/admission.md#a-free-slot-for-the-other-tenants.",
     default: true,
     parse: flagValue,
   },

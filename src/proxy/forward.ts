@@ -520,6 +520,7 @@ export class Forwarder {
         uncachedChars: how.uncachedChars,
         rank: how.rank,
         enginePriority: priority,
+        firstByteVisible: how.stream && !how.firstByteBounded,
       },
       requestId: req.requestId,
       startedAt: req.startedAt,

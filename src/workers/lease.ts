@@ -14,6 +14,12 @@ export interface DispatchLoad {
    * router's higher-first scale; undefined when the body carries none from the router.
    */
   readonly enginePriority?: number | undefined;
+  /**
+   * Whether the router sees the first byte when the engine sends it (a stream it relays itself;
+   * absent: yes). A non-streaming answer, or one another process relays (--data-plane nginx),
+   * shows it only at the end, so its prefill is not known to be under way or over.
+   */
+  readonly firstByteVisible?: boolean;
 }
 
 /**
@@ -60,6 +66,7 @@ export class WorkerLease implements PrefillStart {
     if (taken.rank !== undefined) load.addRankInFlight(taken.rank, 1);
     load.pendingPrefillChars += taken.uncachedChars;
     load.pendingPrefillRequests += 1;
+    if (taken.firstByteVisible !== false) load.visiblePrefillRequests += 1;
     load.prefilling.add(this);
     if (taken.enginePriority !== undefined) {
       load.enginePriorities.add(taken.enginePriority, 1);
@@ -86,7 +93,9 @@ export class WorkerLease implements PrefillStart {
     this.load.prefilling.delete(this);
     if (this.taken.enginePriority !== undefined)
       this.load.pendingPriorities.add(this.taken.enginePriority, -1);
-    if (this.load.pendingPrefillRequests === 0) this.load.onPrefillIdle?.();
+    if (this.taken.firstByteVisible === false) return;
+    this.load.visiblePrefillRequests -= 1;
+    if (this.load.visiblePrefillRequests === 0) this.load.onPrefillIdle?.();
   }
 
   /** Gives the load back and records the outcome. Only the first call counts. */

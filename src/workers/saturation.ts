@@ -21,6 +21,11 @@ export interface SaturationView {
   /** This router's requests there without a first byte yet, and their uncached characters. */
   readonly pendingPrefillRequests: number;
   readonly pendingPrefillChars: number;
+  /**
+   * Those requests whose first byte the router sees as the engine sends it (streams it relays
+   * itself: a Worker's; absent in some fakes, where all of them count).
+   */
+  readonly visiblePrefillRequests?: number;
   /** This router's requests there, dispatched and not ended (a Worker's; absent in some fakes). */
   readonly ownInFlight?: number;
   /**

@@ -40,6 +40,8 @@ export class WorkerLoad {
   pendingPrefillChars = 0;
   /** How many requests pendingPrefillChars adds up. */
   pendingPrefillRequests = 0;
+  /** Those of them whose first byte the router sees when the engine sends it (lease.ts). */
+  visiblePrefillRequests = 0;
   /** In-flight requests per data-parallel rank (index = rank), for those sent to a chosen rank. */
   readonly rankInFlight: number[] = [];
   /** In-flight requests by the priority their engine got (--engine-priority), for those sent one. */
@@ -88,7 +90,10 @@ export class WorkerLoad {
     const since = oldest === undefined ? 0 : Math.max(0, now - oldest.sentAt);
     return Math.max(0, this.pendingPrefillChars - this.prefillCharsPerMs * since);
   }
-  /** Called when the last of this router's prompts in prefill there is done (admission's pacing). */
+  /**
+   * Called when the last of this router's prompts in prefill there whose first byte it sees is
+   * done (admission's pacing).
+   */
   onPrefillIdle: (() => void) | undefined;
   /** Requests that completed with a response from the worker. */
   served = 0;

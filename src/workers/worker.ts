@@ -125,6 +125,10 @@ export class Worker {
   get pendingPrefillRequests(): number {
     return this.load.pendingPrefillRequests;
   }
+  /** Those of them whose first byte the router sees as the engine sends it (lease.ts). */
+  get visiblePrefillRequests(): number {
+    return this.load.visiblePrefillRequests;
+  }
   /**
    * The prefill the other replicas queued there (--state-url, radixgate-cluster): their last load
    * reports plus their decisions since (state/peer-pending.ts). 0 without shared state.

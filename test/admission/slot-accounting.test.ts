@@ -338,6 +338,37 @@ describe("slot accounting (--worker-max-running, SGLang's said cap, a vLLM cap l
     for (const x of [...(await Promise.all(flood)), await fifth]) x.close();
   });
 
+  it("does not pace by requests whose first byte comes only with their end (non-streaming answers)", async () => {
+    const sim = await startSimWorker({ id: "slow", maxRunning: 8, timeScale: 5 });
+    started.sims = [sim];
+    const router = await startTestRouter({ workerUrls: [sim.url], ...HOLD_AT_FULL_BATCH });
+    started.router = router;
+    await router.context.introspection.pollAll();
+    // Another tenant in flight all along (active past the 2 s window).
+    const other = await openStream(router.url, "other");
+    const before = sim.stats().requests;
+    const stop = new AbortController();
+    const answer = (i: number) =>
+      fetch(`${router.url}/v1/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-tenant-id": "flood" },
+        body: JSON.stringify({ model: MODEL, prompt: `${i} ${"x".repeat(8000)}`, max_tokens: 500 }),
+        signal: stop.signal,
+      }).catch(() => undefined);
+    try {
+      const four = [0, 1, 2, 3].map(answer);
+      await waitFor(() => sim.stats().requests === before + 4, 5000, "the four at the engine");
+      // Their prefill is invisible until their answers end: the fifth goes into a free slot.
+      const fifth = answer(4);
+      await waitFor(() => sim.stats().requests === before + 5, 5000, "the fifth at the engine");
+      void four;
+      void fifth;
+    } finally {
+      stop.abort();
+      other.close();
+    }
+  });
+
   it("learns a vLLM engine's cap from vllm:num_requests_running when a reading shows it full", async () => {
     // Live gauges: read as soon as the engine queues (vLLM sets them at its step's end).
     const { sim, router, worker } = await holdingAtFullBatch({

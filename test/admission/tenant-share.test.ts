@@ -16,6 +16,7 @@ import type { SaturationView } from "../../src/workers/saturation.js";
 class SlotWorker implements SaturationView {
   ownInFlight = 0;
   pendingPrefillRequests = 0;
+  visiblePrefillRequests: number | undefined;
   pendingPrefillChars = 0;
   readonly signals: SaturationView["signals"];
   constructor(
@@ -208,7 +209,14 @@ describe("the reserve's pace (--tenant-reserve-pace)", () => {
     expect(queue.wouldWait(at("A"))).toBe("tenant_share");
     // B, under its share, is never paced.
     expect(queue.wouldWait(at("B"))).toBeNull();
-    // w0's prompt got its first byte: A goes there.
+    // w0's request is a non-streaming one: its first byte comes only with its end, so it does
+    // not count (it would hold A until then).
+    workers[0]!.visiblePrefillRequests = 0;
+    expect(queue.wouldWait(at("A"))).toBeNull();
+    // A stream's prompt there: paced again until its first byte.
+    workers[0]!.visiblePrefillRequests = 1;
+    expect(queue.wouldWait(at("A"))).toBe("tenant_share");
+    workers[0]!.visiblePrefillRequests = 0;
     workers[0]!.pendingPrefillRequests = 0;
     expect(queue.wouldWait(at("A"))).toBeNull();
   });

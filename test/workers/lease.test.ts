@@ -97,6 +97,23 @@ describe("WorkerLease", () => {
     }
   }
 
+  it("counts in the visible prefill only a request whose first byte comes as the engine sends it, and says when the last of those is done", () => {
+    const w = worker();
+    let idled = 0;
+    w.onPrefillIdle = () => {
+      idled += 1;
+    };
+    const unseen = w.dispatch({ textChars: 10, uncachedChars: 10, firstByteVisible: false });
+    const seen = w.dispatch({ textChars: 10, uncachedChars: 10 });
+    expect([w.pendingPrefillRequests, w.visiblePrefillRequests]).toEqual([2, 1]);
+    seen.firstByte();
+    expect([w.pendingPrefillRequests, w.visiblePrefillRequests, idled]).toEqual([1, 0, 1]);
+    unseen.finish({ kind: "answered", status: 200 });
+    expect([w.pendingPrefillRequests, w.visiblePrefillRequests, idled]).toEqual([0, 0, 1]);
+    seen.finish({ kind: "answered", status: 200 });
+    expect(w.visiblePrefillRequests).toBe(0);
+  });
+
   it("finishing twice (or a first byte after the end) changes nothing: no double decrement of another lease's load", () => {
     const w = worker();
     const a = w.dispatch({ textChars: 10, uncachedChars: 10, rank: 0 });
