@@ -1,24 +1,17 @@
 import { describe, expect, it } from "vitest";
-import { AdmissionQueue, type AdmissionQueueOptions } from "../../src/admission/admission-queue.js";
+import type { AdmissionQueue, AdmissionQueueOptions } from "../../src/admission/admission-queue.js";
 import type { RequestIdentity } from "../../src/admission/identity.js";
 import type { AdmissionRelease, AdmissionTicket } from "../../src/admission/step.js";
 import { RouterError } from "../../src/errors.js";
 import { Cancel } from "../../src/proxy/cancel.js";
 import type { SaturationView } from "../../src/workers/saturation.js";
+import { testQueue } from "../helpers/admission-queue.js";
 import { FakeWorker } from "../helpers/saturation-worker.js";
 
 const THRESHOLDS = { queueDepth: 5, kvUsage: 0.9, pendingPrefillChars: 0 };
 
 function queueOf(options: Partial<AdmissionQueueOptions> = {}): AdmissionQueue {
-  return new AdmissionQueue({
-    maxConcurrent: 0,
-    queueSize: 100,
-    maxQueuedPerTenant: 100,
-    queueWhenSaturated: false,
-    thresholds: THRESHOLDS,
-    recheckMs: 5,
-    ...options,
-  });
+  return testQueue({ thresholds: THRESHOLDS, recheckMs: 5, ...options });
 }
 
 function ticket(

@@ -1,8 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { AdmissionQueue } from "../../src/admission/admission-queue.js";
+import type { AdmissionQueue } from "../../src/admission/admission-queue.js";
 import type { AdmissionRelease, AdmissionTicket } from "../../src/admission/step.js";
 import { Cancel } from "../../src/proxy/cancel.js";
 import type { SaturationView } from "../../src/workers/saturation.js";
+import { testQueue } from "../helpers/admission-queue.js";
 import { FakeWorker } from "../helpers/saturation-worker.js";
 
 const THRESHOLDS = { queueDepth: 5, kvUsage: 0.9, pendingPrefillChars: 0 };
@@ -25,14 +26,7 @@ function ticket(
 
 /** A queue that holds requests while their workers are saturated, looking again every `recheckMs`. */
 function saturationQueue(recheckMs: number): AdmissionQueue {
-  return new AdmissionQueue({
-    maxConcurrent: 0,
-    queueSize: 100,
-    maxQueuedPerTenant: 100,
-    queueWhenSaturated: true,
-    thresholds: THRESHOLDS,
-    recheckMs,
-  });
+  return testQueue({ thresholds: THRESHOLDS, queueWhenSaturated: true, recheckMs });
 }
 
 /** A saturated worker of model-x and an idle one of model-y. */

@@ -6,11 +6,12 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { Admission } from "../../src/admission/admission.js";
-import { AdmissionQueue, type AdmissionQueueOptions } from "../../src/admission/admission-queue.js";
+import type { AdmissionQueue, AdmissionQueueOptions } from "../../src/admission/admission-queue.js";
 import type { AdmissionRelease, AdmissionTicket } from "../../src/admission/step.js";
 import { ACTIVE_WINDOW_MS, TenantShares } from "../../src/admission/tenant-share.js";
 import { Cancel } from "../../src/proxy/cancel.js";
 import type { SaturationView } from "../../src/workers/saturation.js";
+import { testQueue } from "../helpers/admission-queue.js";
 
 /** A worker with a said batch cap and no engine reading: its free slots are cap - own in flight. */
 class SlotWorker implements SaturationView {
@@ -44,12 +45,9 @@ function ticket(tenant: string, workers: SaturationView[], signal = new Cancel()
 
 /** The queue with --queue-when-saturated and one slot kept. */
 function reserveQueue(options: Partial<AdmissionQueueOptions> = {}): AdmissionQueue {
-  return new AdmissionQueue({
-    maxConcurrent: 0,
-    queueSize: 100,
-    maxQueuedPerTenant: 100,
-    queueWhenSaturated: true,
+  return testQueue({
     thresholds: THRESHOLDS,
+    queueWhenSaturated: true,
     reserveSlots: 1,
     ...options,
   });
