@@ -237,20 +237,8 @@ export class AdmissionQueue implements AdmissionStep {
     const preempted = this.preemptedForOthers(tenant, ticket, candidates, now);
     // Paced: one of its prompts in prefill at a time on a worker (see pacedAtEngine).
     if (preempted && !candidates.some(prefillIdle)) return "tenant_share";
-    if (
-      !preempted &&
-      this.pacedForReserve(tenant, candidates, now) &&
-      !candidates.some((w) => bandRoom(w, now))
-    ) {
-      return "tenant_share";
-    }
-    if (
-      !preempted &&
-      this.belowActiveBand(ticket, candidates, now) &&
-      !candidates.some((w) => bandRoom(w, now))
-    ) {
-      return "priority_paced";
-    }
+    const paced = preempted ? undefined : this.pacedIntoFreeSlot(tenant, ticket, candidates, now);
+    if (paced !== undefined && !candidates.some((w) => bandRoom(w, now))) return paced;
     if (this.shares.heldForOthers(tenant, candidates, now)) {
       return preempted ? undefined : "tenant_share";
     }
@@ -316,8 +304,24 @@ export class AdmissionQueue implements AdmissionStep {
     const candidates = ticket.candidates();
     const now = this.now();
     if (this.preemptedForOthers(tenant, ticket, candidates, now)) return "prefill-idle";
-    if (this.belowActiveBand(ticket, candidates, now)) return "free-slot";
-    return this.pacedForReserve(tenant, candidates, now) ? "free-slot" : undefined;
+    return this.pacedIntoFreeSlot(tenant, ticket, candidates, now) === undefined
+      ? undefined
+      : "free-slot";
+  }
+
+  /**
+   * Why a request the engines do not preempt for others is paced into a free slot (bandRoom):
+   * its tenant is over its share (pacedForReserve), or a band it yields to is active
+   * (belowActiveBand); undefined when neither.
+   */
+  private pacedIntoFreeSlot(
+    tenant: string,
+    ticket: AdmissionTicket,
+    candidates: readonly SaturationView[],
+    now: number,
+  ): "tenant_share" | "priority_paced" | undefined {
+    if (this.pacedForReserve(tenant, candidates, now)) return "tenant_share";
+    return this.belowActiveBand(ticket, candidates, now) ? "priority_paced" : undefined;
   }
 
   /**

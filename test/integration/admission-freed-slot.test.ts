@@ -10,37 +10,15 @@ import { startSimWorker } from "../../sim/worker.js";
 import { startedPerTest } from "../faults/support.js";
 import { HOLD_AT_FULL_BATCH } from "../helpers/admission-settings.js";
 import { startTestRouter, waitFor } from "../helpers/router.js";
+import { streamCompletion } from "../helpers/streamed-completion.js";
 
-async function streamed(
+function streamed(
   routerUrl: string,
   prompt: string,
   maxTokens: number,
-  signal?: AbortSignal,
+  signal: AbortSignal,
 ): Promise<{ firstByte: Promise<void>; done: Promise<void> }> {
-  const res = await fetch(`${routerUrl}/v1/completions`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ model: "m", prompt, max_tokens: maxTokens, stream: true }),
-    ...(signal !== undefined ? { signal } : {}),
-  });
-  expect(res.status).toBe(200);
-  const reader = (res.body as ReadableStream<Uint8Array>).getReader();
-  let seen: () => void = () => {};
-  const firstByte = new Promise<void>((resolve) => {
-    seen = resolve;
-  });
-  const done = (async () => {
-    try {
-      for (;;) {
-        const { done: end } = await reader.read();
-        seen();
-        if (end) return;
-      }
-    } catch {
-      seen();
-    }
-  })();
-  return { firstByte, done };
+  return streamCompletion(routerUrl, prompt, maxTokens, { signal });
 }
 
 describe("admission: a request's end frees its slot at once", () => {

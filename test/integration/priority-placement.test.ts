@@ -8,32 +8,15 @@ import { describe, expect, it } from "vitest";
 import { startSimWorker } from "../../sim/worker.js";
 import { startedPerTest } from "../faults/support.js";
 import { startTestRouter, waitFor } from "../helpers/router.js";
+import { streamCompletion } from "../helpers/streamed-completion.js";
 
-/** A streamed completion: resolves at its headers with the worker that serves it. */
-async function send(
+/** A streamed completion at `priority`: resolves at its headers with the worker that serves it. */
+function send(
   routerUrl: string,
   prompt: string,
   priority: number,
 ): Promise<{ worker: string; firstByte: Promise<void>; done: Promise<void> }> {
-  const res = await fetch(`${routerUrl}/v1/completions`, {
-    method: "POST",
-    headers: { "content-type": "application/json", "x-priority": String(priority) },
-    body: JSON.stringify({ model: "m", prompt, max_tokens: 2, stream: true }),
-  });
-  expect(res.status).toBe(200);
-  const reader = (res.body as ReadableStream<Uint8Array>).getReader();
-  let seen: () => void = () => {};
-  const firstByte = new Promise<void>((resolve) => {
-    seen = resolve;
-  });
-  const done = (async () => {
-    for (;;) {
-      const { done: end } = await reader.read();
-      seen();
-      if (end) return;
-    }
-  })();
-  return { worker: res.headers.get("x-radixgate-worker") ?? "", firstByte, done };
+  return streamCompletion(routerUrl, prompt, 2, { headers: { "x-priority": String(priority) } });
 }
 
 /** A prompt of `chars` characters that shares nothing with the others. */
