@@ -578,7 +578,7 @@ function printReport(report: WorkloadReport): void {
         return `mean ${fmt((seconds * 1000) / n, 2)} ms, p50 ≤ ${q(0.5)}, p90 ≤ ${q(0.9)} ms (${n})`;
       };
       console.log(
-        `  ${r.row}: replicas' shared state (what the replay's --replica-delay-ms models): claim round trip ${lag(s.claimSeconds, s.claims, s.claimBuckets)}; a peer's decision applied after ${lag(s.opDelaySeconds, s.ops, s.opBuckets)}`,
+        `  ${r.row}: replicas' shared state (what the replay's --replica-delay-ms models): claim round trip ${lag(s.claimSeconds, s.claims, s.claimBuckets)}; a peer's decision applied after ${lag(s.opDelaySeconds, s.ops, s.opBuckets)}${s.relayed + s.relayFallbacks > 0 ? `; relayed to the leader ${s.relayed}, fell back to a claim ${s.relayFallbacks}` : ""}`,
       );
     }
   }

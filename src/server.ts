@@ -26,6 +26,8 @@ import { bodyShareOfClient, intakeOptions } from "./intake/settings.js";
 import { listen } from "./listen.js";
 import { accessLogger, createLogger, type Logger } from "./logger.js";
 import { Metrics } from "./metrics.js";
+import { viaToken } from "./proxy/headers.js";
+import { LeaderRelay } from "./proxy/leader-relay.js";
 import { forwardSettings } from "./proxy/settings.js";
 import { namedPolicy, routerPolicy } from "./router-policy.js";
 import type { RouterContext } from "./routes/context.js";
@@ -170,12 +172,13 @@ export function createRouter(
           logger,
         )
       : undefined;
+  const forward = forwardSettings(proxy, {
+    apiKey: routes.apiKey,
+    modelRouting: workers.modelRouting,
+  });
   const { decider, forwarder, cacheLedger } = buildDataPlane(
     {
-      forward: forwardSettings(proxy, {
-        apiKey: routes.apiKey,
-        modelRouting: workers.modelRouting,
-      }),
+      forward,
       maxSessions: intake.sessionAffinity === "off" ? undefined : intake.maxSessions,
       cacheAccount: cacheAccountOptions(config.cacheAccount),
       ...(pd
@@ -203,6 +206,25 @@ export function createRouter(
       sender: nginx?.relays,
     },
   );
+  // --state-advertise-url: new prefixes relayed to the leader, who decides them alone. Not in a
+  // radixgate-cluster, whose processes share one port (a relay could land on any of them).
+  const leaderRelay =
+    replication === undefined ||
+    sharedState === undefined ||
+    options.siblings !== undefined ||
+    config.state.claimTimeoutMs === 0
+      ? undefined
+      : new LeaderRelay({
+          leaderUrl: () => replication.relayTarget(),
+          wouldClaim: (routing) => decider.wouldClaim(routing, pd ? "prefill" : undefined),
+          timeoutMs: config.state.relayTimeoutMs,
+          idleTimeoutMs: proxy.idleTimeoutMs,
+          requestTimeoutMs: proxy.requestTimeoutMs,
+          connectTimeoutMs: workers.connectTimeoutMs,
+          via: viaToken(forward.instanceId),
+          onOutcome: (outcome) => sharedState.countRelay(outcome),
+        });
+  if (leaderRelay !== undefined) decider.decidesAlone = () => replication?.decidesAlone() === true;
   const membership = new WorkerMembership({
     registry,
     health,
@@ -270,6 +292,7 @@ export function createRouter(
     ...(kvEvents !== undefined ? { kvEvents } : {}),
     ...(replication !== undefined ? { replication } : {}),
     ...(sharedState !== undefined ? { sharedState } : {}),
+    ...(leaderRelay !== undefined ? { leaderRelay } : {}),
     ...(siblingState !== undefined ? { siblingState } : {}),
     ...(stateFile !== undefined ? { stateFile } : {}),
     ...(config.lora.loraLoadOnDemand
@@ -379,7 +402,10 @@ export async function startRouter(
     await services.start({
       name: "shared-state",
       start: () => sharedState.start(),
-      stop: () => sharedState.stop(),
+      stop: async () => {
+        await sharedState.stop();
+        await context.leaderRelay?.close();
+      },
     });
   // --tenant-quota: its file watched, its Redis connection (bounded wait; never fails).
   await services.start({

@@ -107,6 +107,25 @@ describe("config", () => {
     }
   });
 
+  // Peers send whole client requests to this URL: it must be a plain http(s) origin.
+  it("--state-advertise-url takes an http(s) origin without credentials, and refuses anything else", () => {
+    expect(
+      configFromArgv(["--state-advertise-url", "http://10.0.0.7:8080/"]).stateAdvertiseUrl,
+    ).toBe("http://10.0.0.7:8080");
+    expect(() => configFromArgv(["--state-advertise-url", "redis://10.0.0.7:6379"])).toThrow(
+      /--state-advertise-url must start with http:\/\/ or https:\/\//,
+    );
+    expect(() => configFromArgv(["--state-advertise-url", "http://u:p@10.0.0.7:8080"])).toThrow(
+      /--state-advertise-url must not carry credentials/,
+    );
+    expect(() => configFromArgv(["--state-advertise-url", "http://10.0.0.7:8080/v1"])).toThrow(
+      /--state-advertise-url must be an origin only/,
+    );
+    expect(() => configFromArgv(["--state-advertise-url", "not a url"])).toThrow(
+      /--state-advertise-url must be a URL/,
+    );
+  });
+
   // Issue 20: without a secret, anyone who can write to Redis could add workers to every replica.
   it("--state-url needs a --state-secret of at least 16 characters, and errors never show it", () => {
     expect(() => configFromArgv(["--state-url", "redis://127.0.0.1:6379/0"])).toThrow(

@@ -273,6 +273,10 @@ export async function replayCell(
     const base = replayTiming(p, w, firstSeed + i, jitter);
     for (const label of rows) {
       const { base: name, knobs } = parseRowLabel(label);
+      if (knobs.includes("relay"))
+        throw new Error(
+          `row knob "relay" runs real replicas: drop --replay (its model is leader-new)`,
+        );
       let result: ReplayResult;
       if (name === ORACLE_ROW) {
         result = await replay(w, { ...base, chooser: { kind: "pinned", workerOf: w.oracle! } });

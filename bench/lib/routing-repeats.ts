@@ -161,6 +161,8 @@ export function combineRepeats(runs: readonly RowRun[]): RowResult {
       ops: sum((x) => x.ops),
       claimBuckets: addCounts(sharing.map((x) => x.claimBuckets)),
       opBuckets: addCounts(sharing.map((x) => x.opBuckets)),
+      relayed: sum((x) => x.relayed),
+      relayFallbacks: sum((x) => x.relayFallbacks),
     };
   }
   return combined;

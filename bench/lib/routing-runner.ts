@@ -335,6 +335,7 @@ async function runRow(
   }
   const pollTimers: NodeJS.Timeout[] = [];
   const phaseMs = scheduleEnginePolls([...routers, ...pinned], knobs, timingSeed, pollTimers);
+  if (knobs.includes("relay")) await relaysKnown(routers);
   let diagnosis: RoutingDiagnosis | undefined;
   if (o.diagnose === true && routers.length > 0) {
     const sims = fleet.sims;
@@ -554,6 +555,25 @@ async function startPreciseRouter(
   return router;
 }
 
+/**
+ * Row knob `relay`: waits (at most 5 s) until every replica but the leader relays to it, so the
+ * row's first requests are not decided with claims while the advertised URLs spread.
+ */
+async function relaysKnown(routers: readonly RunningRouter[]): Promise<void> {
+  if (routers.length < 2) return;
+  const deadline = Date.now() + 5000;
+  const known = () =>
+    routers.every((r) => {
+      const replication = r.context.replication;
+      return replication?.decidesAlone() === true || replication?.relayTarget() !== undefined;
+    });
+  while (!known()) {
+    if (Date.now() > deadline)
+      throw new Error("row knob relay: the replicas never saw the leader's URL");
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
 /** The real router's defaults, listening on a free loopback port, silent. */
 export function routerConfig(
   policy: PolicyName,
@@ -665,6 +685,9 @@ export interface SharingLags {
   /** Cumulative counts by bucket bound (seconds, as the histograms' `le`), summed over replicas. */
   claimBuckets: Record<string, number>;
   opBuckets: Record<string, number>;
+  /** Requests relayed to the leader (row knob relay), and those that fell back to a claim. */
+  relayed: number;
+  relayFallbacks: number;
 }
 
 /**
@@ -697,10 +720,17 @@ async function routersSharing(routers: readonly RunningRouter[]): Promise<Sharin
     ops: 0,
     claimBuckets: {},
     opBuckets: {},
+    relayed: 0,
+    relayFallbacks: 0,
   };
   let found = false;
   for (const router of routers) {
     const registry = router.context.metrics.registry;
+    const relays = registry.getSingleMetric("radixgate_state_relays_total");
+    for (const v of relays === undefined ? [] : (await relays.get()).values) {
+      if (v.labels.outcome === "relayed") lags.relayed += v.value;
+      if (v.labels.outcome === "fallback") lags.relayFallbacks += v.value;
+    }
     for (const [name, sum, count, buckets] of [
       ["radixgate_state_claim_seconds", "claimSeconds", "claims", "claimBuckets"],
       ["radixgate_state_op_delay_seconds", "opDelaySeconds", "ops", "opBuckets"],

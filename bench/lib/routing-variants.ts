@@ -29,6 +29,11 @@ import { SUGGESTED_RANK_HOLD_MS } from "../../src/state/settings.js";
  *   blocks the engines offloaded to a CPU or storage tier count for nothing.
  * - `rank-hold`: replicas hold a decision that places a prefix by their rank (--state-rank-hold-ms
  *   2); with --replicas.
+ * - `relay`: each replica advertises the URL it listens on (--state-advertise-url), so the replicas
+ *   relay new prefixes whole to the leader (proxy/leader-relay.ts); with --replicas N
+ *   --shared-state, real time only (the replay models it as `leader-new`).
+ * - `fast-load`: replicas publish and read their in-flight counts every 10 ms
+ *   (--state-load-interval-ms 10, against 250), so peers' counts are at most a few ms old.
  * - `leader`, `leader-new`, `tenant-owner`, `text-owner`: with --replay --replicas, another replica
  *   decides (bench/lib/ttft-replay.ts ReplicaDecider): a model only, no router setting.
  * - `leader-built`: the one decider of new prefixes as it was built in the router, in the replay;
@@ -61,6 +66,8 @@ export const ROW_KNOBS = [
   "churn",
   "tier-blind",
   "rank-hold",
+  "relay",
+  "fast-load",
   ...MODEL_ONLY,
 ] as const;
 export type RowKnob = (typeof ROW_KNOBS)[number];
@@ -101,6 +108,7 @@ export function knobOverrides(
     if (knob === "churn") o.prefixCostChurnHalfLife = SUGGESTED_CHURN_HALF_LIFE;
     if (knob === "tier-blind") o.kvTierWeights = "gpu=1,cpu=0,disk=0";
     if (knob === "rank-hold") o.stateRankHoldMs = SUGGESTED_RANK_HOLD_MS;
+    if (knob === "fast-load") o.stateLoadIntervalMs = 10;
   }
   return o;
 }
@@ -112,4 +120,6 @@ export function knobOverrides(
 export function applyKnobs(router: RunningRouter, knobs: readonly RowKnob[]): void {
   if (knobs.includes("poll-frozen")) router.context.introspection.stop();
   if (knobs.includes("no-feedback")) router.context.decider.reported = () => 0;
+  // Replicas listen on port 0: the URL is known only now.
+  if (knobs.includes("relay")) router.context.sharedState?.advertise(router.url);
 }

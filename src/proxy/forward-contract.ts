@@ -15,7 +15,8 @@ import type { ReportedUsage } from "./usage-tap.js";
 export interface ForwardOutcome {
   status: number;
   worker?: Worker;
-  branch?: RouteBranch;
+  /** The decision's branch; "relayed": sent whole to the leader replica, which decided it. */
+  branch?: RouteBranch | "relayed";
   matchRate?: number | null;
   /** The prefix index behind matchRate, when the policy used one. */
   index?: string | null;

@@ -100,6 +100,17 @@ export function responseHeaders(
   route: string,
   requestId: string,
 ): OutgoingHttpHeaders {
+  const out = passedResponseHeaders(upstream);
+  out["x-radixgate-worker"] = workerId;
+  out["x-radixgate-route"] = route;
+  out["x-request-id"] = requestId;
+  return out;
+}
+
+/** An answer's headers as a proxy passes them on: hop-by-hop ones left out, its length kept. */
+export function passedResponseHeaders(
+  upstream: Record<string, string | string[] | undefined>,
+): OutgoingHttpHeaders {
   const out: OutgoingHttpHeaders = {};
   const named = connectionNamed(upstream.connection);
   for (const name in upstream) {
@@ -108,8 +119,5 @@ export function responseHeaders(
     if (isNamed(named, name)) continue;
     out[name] = value;
   }
-  out["x-radixgate-worker"] = workerId;
-  out["x-radixgate-route"] = route;
-  out["x-request-id"] = requestId;
   return out;
 }

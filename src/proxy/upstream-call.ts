@@ -38,9 +38,11 @@ export function callUpstream(
   dispatcher: Dispatcher,
   options: Dispatcher.DispatchOptions,
   cancel: Cancel,
+  /** Called at an interim (1xx) answer: the peer has the request and works on it. */
+  onInterim?: () => void,
 ): Promise<UpstreamAnswer> {
   return new Promise((resolve, reject) => {
-    const call = new UpstreamCall(cancel, resolve, reject);
+    const call = new UpstreamCall(cancel, resolve, reject, onInterim);
     if (cancel.aborted) {
       reject(cancel.reason);
       return;
@@ -64,6 +66,7 @@ class UpstreamCall implements Dispatcher.DispatchHandler, UpstreamAnswer {
     private readonly cancel: Cancel,
     private readonly resolve: (answer: UpstreamAnswer) => void,
     private readonly reject: (err: unknown) => void,
+    private readonly onInterim: (() => void) | undefined,
   ) {}
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
@@ -77,8 +80,11 @@ class UpstreamCall implements Dispatcher.DispatchHandler, UpstreamAnswer {
     statusCode: number,
     headers: IncomingHttpHeaders,
   ): void {
-    // 1xx (100 Continue and the like) are not the answer.
-    if (statusCode < 200) return;
+    // 1xx (102 Processing and the like) are not the answer.
+    if (statusCode < 200) {
+      this.onInterim?.();
+      return;
+    }
     this.statusCode = statusCode;
     this.headers = headers;
     this.pending = false;

@@ -10,6 +10,7 @@ import type { KvEventsManager } from "../kv-events/manager.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
 import type { Forwarder } from "../proxy/forward.js";
+import type { LeaderRelay } from "../proxy/leader-relay.js";
 import type { Scheduler } from "../scheduling/scheduler.js";
 import type { ClusterTransport } from "../state/cluster-transport.js";
 import type { RedisTransport } from "../state/redis-transport.js";
@@ -76,6 +77,8 @@ export interface RouterContext {
   tracing?: Tracing;
   /** --lora-load-on-demand: loads a requested adapter no worker holds, before it is routed. */
   loraLoader?: LoraLoader;
+  /** --state-advertise-url: new prefixes relayed whole to the leader replica. */
+  leaderRelay?: LeaderRelay;
   /** radixgate-cluster: the replication's transport to the sibling processes. */
   siblingState?: ClusterTransport;
 }

@@ -5,6 +5,7 @@ import type { OpenedRequest } from "../intake/intake.js";
 import type { Endpoint } from "../intake/routing-text.js";
 import { Cancel, ClientGoneError } from "../proxy/cancel.js";
 import type { ForwardOutcome, ForwardRequest } from "../proxy/forward.js";
+import { RELAYED_HEADER } from "../proxy/leader-relay.js";
 import { writeError } from "../proxy/write-error.js";
 import type { RequestTrace } from "../tracing/request-trace.js";
 import type { LoraLoader } from "../workers/lora-loader.js";
@@ -24,6 +25,9 @@ import { lingerOnUnreadBody } from "./linger.js";
  *
  *   receive   intake/      Intake.open: the body's lease, the body in its bounds, one parse, the
  *                          routing facts, the RoutingRequest against the fleet as it is now
+ *   relay     proxy/       LeaderRelay: a request that would claim a new prefix goes whole to the
+ *                          leader replica (--state-advertise-url), which runs every stage below;
+ *                          back here only when the leader could not take it
  *   admit     admission/   Admission.pass: quotas, the queue; the pass carries the engine's
  *                          priority (--engine-priority) and where the request has room
  *   schedule  scheduling/  Scheduler.schedule, per attempt, from the forward stage's retry loop
@@ -76,12 +80,15 @@ export async function handleInference(
     bodyRead?.end();
     if (ctx.loraLoader !== undefined)
       opened = await withAdapterLoaded(ctx, ctx.loraLoader, opened, client);
-    outcome = await admitAndForward(ctx, incoming, res, opened, {
-      requestId,
-      startedAt,
-      clientSignal: client,
-      trace,
-    });
+    const relayed = await relayToLeader(ctx, incoming, res, opened, requestId, startedAt, client);
+    outcome =
+      relayed ??
+      (await admitAndForward(ctx, incoming, res, opened, {
+        requestId,
+        startedAt,
+        clientSignal: client,
+        trace,
+      }));
   } catch (err) {
     outcome = failed(err, incoming, res, requestId, ctx);
   } finally {
@@ -92,6 +99,35 @@ export async function handleInference(
   }
   observe(ctx, endpoint, incoming, requestId, startedAt, outcome);
   trace?.end(outcome);
+}
+
+/**
+ * The relay stage: a request that would claim a new prefix goes to the leader replica, which
+ * decides it (proxy/leader-relay.ts); undefined when it is decided here. A request a peer relayed
+ * here is told at once (102 Processing) that this replica has it, so its relay stops waiting to
+ * fall back: from then on it runs here, whatever this replica's rank.
+ */
+async function relayToLeader(
+  ctx: RouterContext,
+  incoming: IncomingMessage,
+  res: ServerResponse,
+  opened: OpenedRequest,
+  requestId: string,
+  startedAt: number,
+  client: Cancel,
+): Promise<ForwardOutcome | undefined> {
+  if (incoming.headers[RELAYED_HEADER] !== undefined) {
+    if (!res.headersSent) res.writeProcessing();
+    return undefined;
+  }
+  const relay = ctx.leaderRelay;
+  const leader = relay?.target(incoming.headers, opened.routing);
+  if (relay === undefined || leader === undefined) return undefined;
+  return relay.send(
+    leader,
+    { incoming, body: opened.received.body, requestId, startedAt, client },
+    res,
+  );
 }
 
 /** The admit, forward and complete stages of a received request. */

@@ -139,6 +139,12 @@ export class Scheduler {
    * or moves a prefix before taking it (decideAgreed); 0 = never.
    */
   rankHoldMs = 0;
+  /**
+   * This replica is the one decider of new prefixes (the leader, while its peers relay such
+   * requests to it: --state-advertise-url): it takes them at once and claims nothing, as one
+   * router would. Undefined = never.
+   */
+  decidesAlone: (() => boolean) | undefined;
   /** Resolves after `ms` (the replay's model clock replaces it). */
   wait: (ms: number) => Promise<void> = (ms) =>
     new Promise((resolve) => {
@@ -305,7 +311,12 @@ export class Scheduler {
     decision: RouteDecision<W>,
   ): Decision<W> | undefined | Promise<Decision<W> | undefined> {
     const claims = this.claims;
-    if (claims === undefined || !this.usesIndex(request) || decision.branch === "session") {
+    if (
+      claims === undefined ||
+      !this.usesIndex(request) ||
+      decision.branch === "session" ||
+      this.decidesAlone?.() === true
+    ) {
       return this.record(candidates, request, decision, this.matched, this.fill);
     }
     const { text, model } = request;
@@ -347,6 +358,27 @@ export class Scheduler {
         return this.follow(candidates, request, decision, claim, i, end, queuedBefore);
       }),
     );
+  }
+
+  /**
+   * Whether the request's first attempt would claim its prefix (agree's condition: the index in
+   * use, no session holding it, no worker singled out by the index), on the index as it is now,
+   * deciding nothing: among the workers the fleet lists for it (`side`: a pair's prefill side).
+   * False without claims, and for a request whose index needs its asynchronous step first (the
+   * precise index's tokenizing), which is then decided here as before.
+   */
+  wouldClaim(request: ScheduledRequest, side?: WorkerType): boolean {
+    const fleet = this.fleet;
+    if (this.claims === undefined || fleet === undefined || !this.usesIndex(request)) return false;
+    if (request.tokenizeInput !== undefined) return false;
+    const candidates = fleet.candidates(undefined, side, request.plan);
+    if (candidates.length < 2) return false;
+    if (request.session !== undefined) {
+      const bound = this.sessions?.workerFor(request.session);
+      if (bound !== undefined && candidates.some((c) => c.id === bound)) return false;
+    }
+    this.prefix.match(request, candidates, this.matched);
+    return newPrefixClaimEnd(request.text.length, this.matched, candidates.length) >= 0;
   }
 
   /**

@@ -32,6 +32,18 @@ export interface LoadSyncOptions {
   peerName?: (replicaId: string) => string;
   /** When this replica started (epoch ms; default: when the LoadSync was made): its rank's key. */
   startedAt?: number;
+  /** Where peers reach this replica over HTTP (--state-advertise-url), published with its load. */
+  advertiseUrl?: string | undefined;
+}
+
+/** The first-started live replica (rank 0), as the last exchange saw it. */
+export interface LeaderView {
+  /** This replica leads. */
+  readonly self: boolean;
+  /** Where the leader says peers reach it (its advertised URL); undefined when it says none. */
+  readonly url: string | undefined;
+  /** This replica and the leader both advertise a URL: new prefixes are relayed to the leader. */
+  readonly relaying: boolean;
 }
 
 /** A load key lives this many intervals: a replica that stops publishing drops out after it. */
@@ -70,6 +82,10 @@ export class LoadSync {
   private readonly startedAt: number;
   /** This replica's rank as of the last exchange; undefined before the first. */
   rank: number | undefined;
+  /** The leader as of the last exchange; undefined before the first. */
+  leader: LeaderView | undefined;
+  /** --state-advertise-url, or the URL a test or bench learned after listening (advertise). */
+  private advertiseUrl: string | undefined;
 
   constructor(
     private readonly link: RedisLink,
@@ -77,6 +93,12 @@ export class LoadSync {
   ) {
     this.ttlMs = loadTtlMs(options.intervalMs);
     this.startedAt = options.startedAt ?? Date.now();
+    this.advertiseUrl = options.advertiseUrl;
+  }
+
+  /** Publishes `url` as where peers reach this replica, from the next exchange on. */
+  advertise(url: string): void {
+    this.advertiseUrl = url;
   }
 
   /** Publishes at once (peers learn this replica, and it its rank, before it serves), then every interval. */
@@ -101,7 +123,7 @@ export class LoadSync {
 
   private async exchange(): Promise<boolean> {
     const { keys, replicaId } = this.options;
-    const own: Record<string, number | Record<string, PendingPair>> = {};
+    const own: Record<string, number | string | Record<string, PendingPair>> = {};
     const pending: Record<string, PendingPair> = {};
     for (const worker of this.options.workers()) {
       if (worker.ownInFlight > 0) own[worker.id] = worker.ownInFlight;
@@ -112,6 +134,7 @@ export class LoadSync {
     own[PENDING_KEY] = pending;
     own[COVERS_KEY] = lastSeqSent();
     own[SINCE_KEY] = this.startedAt;
+    if (this.advertiseUrl !== undefined) own[URL_KEY] = this.advertiseUrl;
     const key = keys.load(replicaId);
     const json = JSON.stringify(own);
     const value = `${this.options.secret.sign(key, [json])} ${json}`;
@@ -131,6 +154,11 @@ export class LoadSync {
       const peers = others.filter((id) => skip?.(id) !== true);
       const totals = new Map<string, number>();
       let rank = 0;
+      // The earliest started so far (this replica, until a peer started before it).
+      const own = this.advertiseUrl;
+      let leader: LeaderView = { self: true, url: own, relaying: own !== undefined };
+      let leaderSince = this.startedAt;
+      let leaderId = replicaId;
       if (others.length > 0) {
         const loads = await redis.mget(others.map((id) => keys.load(id)));
         const gone: string[] = [];
@@ -144,12 +172,20 @@ export class LoadSync {
           }
           const parsed = this.readSigned(keys.load(peer), raw);
           if (parsed === undefined) return;
-          if (startedBefore(parsed[SINCE_KEY], peer, this.startedAt, replicaId)) rank++;
+          const since = parsed[SINCE_KEY];
+          if (startedBefore(since, peer, this.startedAt, replicaId)) rank++;
+          if (startedBefore(since, peer, leaderSince, leaderId)) {
+            leaderSince = since as number;
+            leaderId = peer;
+            const url = advertisedUrl(parsed[URL_KEY]);
+            leader = { self: false, url, relaying: own !== undefined && url !== undefined };
+          }
           if (counted) this.add(totals, parsed, peer);
         });
         if (gone.length > 0) void redis.srem(keys.replicas, ...gone).catch(() => {});
       }
       this.rank = rank;
+      this.leader = leader;
       for (const worker of this.options.workers())
         worker.setPeerInFlight(totals.get(worker.id) ?? 0);
       const heard = new Set(peers);
@@ -200,6 +236,8 @@ export class LoadSync {
   }
 
   private forgetPeers(): void {
+    // Nobody is known to lead: no relaying until the next exchange.
+    this.leader = undefined;
     for (const worker of this.options.workers()) worker.setPeerInFlight(0);
     this.heard.clear();
     const { pending, peerName } = this.options;
@@ -228,6 +266,29 @@ const PENDING_KEY = "~p";
 const COVERS_KEY = "~q";
 /** When the replica started (epoch ms): its rank among the replicas. */
 const SINCE_KEY = "~s";
+/** Where peers reach the replica over HTTP (--state-advertise-url). */
+const URL_KEY = "~u";
+
+/** Longest advertised URL taken from a peer's value. */
+const MAX_URL_CHARS = 2048;
+
+/**
+ * A peer's advertised URL when it is an http(s) origin without credentials (as the setting
+ * checks it); anything else reads as none, so a replica never relays to what it cannot trust the
+ * shape of. The value is signed, so only a holder of --state-secret can name it.
+ */
+function advertisedUrl(raw: unknown): string | undefined {
+  if (typeof raw !== "string" || raw.length > MAX_URL_CHARS) return undefined;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return undefined;
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") return undefined;
+  if (url.username !== "" || url.password !== "") return undefined;
+  return url.origin;
+}
 
 /** A load value's JSON, or undefined when it is not an object. */
 function parseLoad(raw: string): Record<string, unknown> | undefined {

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { PrefixClaims } from "../index/prefix-claims.js";
 import type { Logger } from "../logger.js";
-import { LoadSync, loadTtlMs } from "./load-sync.js";
+import { type LeaderView, LoadSync, loadTtlMs } from "./load-sync.js";
 import { OpOrder } from "./op-order.js";
 import { OpsPublisher } from "./ops-publisher.js";
 import { OpsReader } from "./ops-reader.js";
@@ -152,6 +152,25 @@ export class RedisTransport implements Transport {
     return this.load?.rank;
   }
 
+  /** The first-started live replica, and the URL it advertises (load-sync.ts). */
+  leader(): LeaderView | undefined {
+    return this.load?.leader;
+  }
+
+  /**
+   * Publishes `url` as where peers reach this replica, as --state-advertise-url does: for a
+   * replica that learns its URL only once it listens (port 0, in tests and benches).
+   */
+  advertise(url: string): void {
+    this.load?.advertise(url);
+    void this.load?.tick();
+  }
+
+  /** A request this replica relayed to the leader, or tried to and decided itself (fallback). */
+  countRelay(outcome: "relayed" | "fallback"): void {
+    this.metrics?.relays.inc({ outcome });
+  }
+
   /** The ops stream went backwards: the reader starts over; membership is reconciled again. */
   private streamReset(): void {
     this.metrics?.resets.inc();
@@ -200,6 +219,7 @@ export class RedisTransport implements Transport {
       ...(this.sibling !== undefined ? { skipReplica: this.sibling } : {}),
       secret: this.secret,
       onRejected: (reason) => this.metrics?.rejected.inc({ reason }),
+      advertiseUrl: this.options.advertiseUrl,
     });
     if (hash !== undefined)
       this.link.onChange((up) => {

@@ -4,7 +4,7 @@ import type { PrefixIndex } from "../index/prefix-index.js";
 import type { Logger } from "../logger.js";
 import type { WorkerRegistry } from "../workers/registry.js";
 import type { Worker } from "../workers/worker.js";
-import type { LoadWorker } from "./load-sync.js";
+import type { LeaderView, LoadWorker } from "./load-sync.js";
 import { PeerInFlight, type PeerSource } from "./peer-in-flight.js";
 import { PeerPending } from "./peer-pending.js";
 import { PublishingIndex } from "./publishing-index.js";
@@ -35,6 +35,11 @@ export interface Transport {
    * they are, the same order on every replica. Undefined until known.
    */
   rank?(): number | undefined;
+  /**
+   * The first-started live replica and where it says peers reach it (--state-advertise-url):
+   * the same on every replica. Undefined until known, or on a transport that carries no URLs.
+   */
+  leader?(): LeaderView | undefined;
   /** Connects, and replays what its peers decided before this replica serves (bounded wait). */
   start(): Promise<void>;
   stop(): Promise<void> | void;
@@ -127,6 +132,33 @@ export class Replication {
       if (rank !== undefined) return rank;
     }
     return 0;
+  }
+
+  /**
+   * The leader as the first transport that knows it sees it; undefined while none does (the
+   * cluster's channel carries no URLs: only Redis names one).
+   */
+  leader(): LeaderView | undefined {
+    for (const t of this.transports) {
+      const leader = t.leader?.();
+      if (leader !== undefined) return leader;
+    }
+    return undefined;
+  }
+
+  /**
+   * Where this replica relays the requests that start a new prefix: the leader's URL while both
+   * advertise one and the leader is another replica; undefined = decide them here.
+   */
+  relayTarget(): string | undefined {
+    const leader = this.leader();
+    return leader !== undefined && !leader.self && leader.relaying ? leader.url : undefined;
+  }
+
+  /** This replica is the leader its peers relay new prefixes to: it decides them alone. */
+  decidesAlone(): boolean {
+    const leader = this.leader();
+    return leader?.self === true && leader.relaying;
   }
 
   /** The index the router uses: `index`, publishing its decisions on every transport. */

@@ -37,6 +37,10 @@ export interface StateConfig {
   snapshotIntervalMs: number;
   /** --state-snapshot-max-bytes: the largest snapshot written or read. */
   snapshotMaxBytes: number;
+  /** --state-advertise-url: where peers reach this replica (new prefixes relayed); undefined = none. */
+  advertiseUrl: string | undefined;
+  /** --state-relay-timeout-ms: how long a relay waits for the leader to say it has the request. */
+  relayTimeoutMs: number;
 }
 
 /** The Redis transport's options: the state section when it is on (a URL, and so a secret). */
@@ -79,6 +83,28 @@ const stateSecret: Parser<string | undefined> = (raw, flag) => {
       `must be at least ${MIN_STATE_SECRET_CHARS} characters (e.g. openssl rand -hex 32), got ${raw.length}`,
     );
   return raw;
+};
+
+/**
+ * An http:// or https:// URL without credentials: peers send whole client requests there, with
+ * the client's own Authorization, so the URL itself must carry no secret of this replica's.
+ */
+const advertiseUrl: Parser<string | undefined> = (raw, flag) => {
+  const trimmed = raw.trim();
+  if (trimmed === "") return undefined;
+  let url: URL;
+  try {
+    url = new URL(trimmed);
+  } catch {
+    throw new ConfigError(flag, `must be a URL like http://10.0.0.7:8080, got "${trimmed}"`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:")
+    throw new ConfigError(flag, `must start with http:// or https://, got ${url.protocol}//`);
+  if (url.username !== "" || url.password !== "")
+    throw new ConfigError(flag, "must not carry credentials (user:password@)");
+  if ((url.pathname !== "/" && url.pathname !== "") || url.search !== "" || url.hash !== "")
+    throw new ConfigError(flag, `must be an origin only (scheme, host, port), got "${trimmed}"`);
+  return url.origin;
 };
 
 const keyPrefix: Parser<string> = (raw, flag) => {
@@ -214,6 +240,22 @@ export const STATE_SETTINGS = section<StateConfig>(
         "The largest index snapshot written or read (--state-file, --state-url): each worker gets an equal share, its newest texts first; a larger one found is refused.",
       default: 64 * 1024 * 1024,
       parse: integer(4096, 512 * 1024 * 1024),
+    },
+    advertiseUrl: {
+      flag: "--state-advertise-url",
+      arg: "<url>",
+      description:
+        "With --state-url: where the other replicas reach this one over HTTP (an origin, e.g. http://10.0.0.7:8080; no credentials), published with its load. When every replica sets it, a replica that gets a request starting a new prefix (one it would claim) relays the whole request to the first-started replica, which decides every new prefix alone, on its own index, without claims; a relay that finds that replica unreachable or silent for --state-relay-timeout-ms falls back to a claim, and relays pause for a second. Needs claims (--state-claim-timeout-ms above 0); not in radixgate-cluster. Unset = no relaying: claims as before.",
+      default: undefined,
+      parse: advertiseUrl,
+    },
+    relayTimeoutMs: {
+      flag: "--state-relay-timeout-ms",
+      arg: "<ms>",
+      description:
+        "With --state-advertise-url: how long a relayed request waits for the leader replica to say it has read it (an interim 102 answer); past it, or on a refused connection, the request is decided here with a claim (nothing was sent to the client yet) and relays pause for a second. Longer than a claim's wait: the leader reads and parses the whole body first.",
+      default: 250,
+      parse: integer(1, 10_000),
     },
   },
   (s) => {

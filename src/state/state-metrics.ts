@@ -14,6 +14,7 @@ export class StateMetrics {
   readonly claims: Counter<"outcome">;
   readonly claimSeconds: Histogram<never>;
   readonly opDelaySeconds: Histogram<never>;
+  readonly relays: Counter<"outcome">;
 
   constructor(registry: Registry, read: { connected: () => boolean; pending: () => number }) {
     const registers = [registry];
@@ -80,6 +81,12 @@ export class StateMetrics {
       name: "radixgate_state_op_delay_seconds",
       help: "From a peer's sending of a routing decision (its op's signed time) to this replica applying it: how long the peers' decisions stay unseen here. Across hosts it includes the hosts' clock offset.",
       buckets: LAG_BUCKETS,
+      registers,
+    });
+    this.relays = new Counter({
+      name: "radixgate_state_relays_total",
+      help: "Requests starting a new prefix that this replica relayed whole to the leader replica (--state-advertise-url), by outcome: relayed (the leader took it and answered), fallback (unreachable, refused or silent for --state-relay-timeout-ms: decided here, with a claim).",
+      labelNames: ["outcome"],
       registers,
     });
   }

@@ -1,0 +1,293 @@
+import { randomBytes } from "node:crypto";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { createServer as createNetServer, type Server as NetServer, type Socket } from "node:net";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { ConfigOverrides } from "../../src/config.js";
+import type { RunningRouter } from "../../src/server.js";
+import {
+  redisSkipReason,
+  startRedis,
+  TEST_STATE_SECRET,
+  type TestRedis,
+} from "../helpers/redis.js";
+import { startTestRouter, waitFor } from "../helpers/router.js";
+
+/** One streamed completion a gated worker holds open: the test sends its chunks. */
+interface HeldStream {
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  /** Set when the router closed the request before the worker ended it (its client left). */
+  aborted: boolean;
+}
+
+/**
+ * A worker whose streamed answers the test writes chunk by chunk: each completion it gets is held
+ * (headers sent) until the test writes and ends it. Any GET (health, models) is a plain 200.
+ */
+async function gatedWorker(arrivals: HeldStream[]) {
+  const held: HeldStream[] = [];
+  const server: Server = createServer((req, res) => {
+    if (req.method !== "POST") {
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end('{"object":"list","data":[]}');
+      return;
+    }
+    req.resume();
+    req.on("end", () => {
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      res.flushHeaders();
+      const stream: HeldStream = { req, res, aborted: false };
+      res.on("close", () => {
+        if (!res.writableFinished) stream.aborted = true;
+      });
+      held.push(stream);
+      arrivals.push(stream);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return {
+    url,
+    held,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+type GatedWorker = Awaited<ReturnType<typeof gatedWorker>>;
+
+const chunk = (text: string) =>
+  `data: ${JSON.stringify({ choices: [{ index: 0, text, finish_reason: null }] })}\n\n`;
+
+/** A prompt no worker holds: long enough to be a new prefix worth a claim. */
+const freshPrompt = () =>
+  `Tenant ${randomBytes(6).toString("hex")}. ${"Answer as the tenant's policies say. ".repeat(20)}`;
+
+/** A streamed completion whose body the test reads chunk by chunk. */
+async function openStream(
+  routerUrl: string,
+  prompt: string,
+  options: { headers?: Record<string, string>; signal?: AbortSignal } = {},
+) {
+  const res = await fetch(`${routerUrl}/v1/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...options.headers },
+    body: JSON.stringify({ model: "m", prompt, max_tokens: 4, stream: true }),
+    ...(options.signal !== undefined ? { signal: options.signal } : {}),
+  });
+  const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+  const decoder = new TextDecoder();
+  return {
+    res,
+    /** The next piece of the body as it arrives; undefined at its end. */
+    async next(): Promise<string | undefined> {
+      const { done, value } = await reader.read();
+      return done ? undefined : decoder.decode(value);
+    },
+  };
+}
+
+const inFlight = (router: RunningRouter) =>
+  router.context.registry.list().reduce((sum, w) => sum + w.ownInFlight, 0);
+
+const metricText = (router: RunningRouter, name: string) =>
+  router.context.metrics.registry.getSingleMetricAsString(name);
+
+const relays = async (router: RunningRouter, outcome: string) => {
+  const text = await metricText(router, "radixgate_state_relays_total");
+  return Number(new RegExp(`outcome="${outcome}"} (\\d+)`).exec(text)?.[1] ?? 0);
+};
+
+/** Every completion the workers got, in order of arrival. */
+const arrivals: HeldStream[] = [];
+
+/** The held stream the next request reaches, on whichever worker. */
+const nextHeld = async (before: number) => {
+  await waitFor(() => arrivals.length > before, 10_000, "the request at a worker");
+  return arrivals[before]!;
+};
+const heldCount = () => arrivals.length;
+
+describe.skipIf(redisSkipReason !== undefined)(
+  `new prefixes relayed to the leader replica${redisSkipReason ? ` (skipped: ${redisSkipReason})` : ""}`,
+  () => {
+    let redis: TestRedis;
+    let workers: GatedWorker[] = [];
+    const routers: RunningRouter[] = [];
+
+    beforeAll(async () => {
+      redis = await startRedis();
+      workers = [await gatedWorker(arrivals), await gatedWorker(arrivals)];
+    });
+    afterAll(async () => {
+      for (const w of workers) for (const h of w.held) h.res.destroy();
+      await Promise.allSettled(routers.map((r) => r.stop(100)));
+      await Promise.allSettled(workers.map((w) => w.close()));
+      await redis?.stop();
+    });
+
+    const replica = async (prefix: string, overrides: ConfigOverrides = {}) => {
+      const router = await startTestRouter({
+        workerUrls: workers.map((w) => w.url),
+        stateUrl: redis.url,
+        stateSecret: TEST_STATE_SECRET,
+        stateKeyPrefix: prefix,
+        stateLoadIntervalMs: 50,
+        // Wide: on a loaded machine the default 50 ms could run out and hide the relay.
+        stateClaimTimeoutMs: 5000,
+        ...overrides,
+      });
+      routers.push(router);
+      return router;
+    };
+
+    /**
+     * A leader (started first) and a follower, each advertising the URL it listens on (port 0:
+     * known only once listening), once the follower relays to the leader.
+     */
+    const relayingPair = async (overrides: ConfigOverrides = {}, leaderUrl?: string) => {
+      const prefix = `relay-${randomBytes(4).toString("hex")}`;
+      const leader = await replica(prefix, overrides);
+      const follower = await replica(prefix, overrides);
+      leader.context.sharedState!.advertise(leaderUrl ?? leader.url);
+      follower.context.sharedState!.advertise(follower.url);
+      const target = leaderUrl ?? leader.url;
+      await waitFor(
+        () =>
+          follower.context.replication?.relayTarget() === target &&
+          leader.context.replication?.decidesAlone() === true,
+        10_000,
+        "the follower relaying to the leader",
+      );
+      return { leader, follower };
+    };
+
+    it("a follower relays a new prefix whole: the leader decides, counts and streams it back chunk by chunk", async () => {
+      const { leader, follower } = await relayingPair();
+      const before = heldCount();
+      const stream = await openStream(follower.url, freshPrompt(), {
+        headers: { "x-request-id": "relay-me-1" },
+      });
+      const held = await nextHeld(before);
+      expect(stream.res.status).toBe(200);
+      expect(stream.res.headers.get("content-type")).toMatch(/^text\/event-stream/);
+      // The leader chose the worker (its header), and sent the request on as a relayed one.
+      expect(stream.res.headers.get("x-radixgate-worker")).not.toBeNull();
+      expect(held.req.headers["x-radixgate-relayed"]).toBe("1");
+      expect(held.req.headers["x-request-id"]).toBe("relay-me-1");
+      // The leader counts it until its end; the follower holds no lease for it.
+      expect(inFlight(leader)).toBe(1);
+      expect(inFlight(follower)).toBe(0);
+      // Chunk by chunk: each reaches the client before the next is written.
+      held.res.write(chunk("one"));
+      expect(await stream.next()).toContain('"one"');
+      held.res.write(chunk("two"));
+      expect(await stream.next()).toContain('"two"');
+      expect(inFlight(leader)).toBe(1);
+      held.res.end("data: [DONE]\n\n");
+      let rest = "";
+      for (let piece = await stream.next(); piece !== undefined; piece = await stream.next())
+        rest += piece;
+      expect(rest).toContain("[DONE]");
+      await waitFor(() => inFlight(leader) === 0, 5000, "the leader's count back to 0");
+      expect(inFlight(follower)).toBe(0);
+      expect(await relays(follower, "relayed")).toBe(1);
+      // The leader decided it alone: no claim made on either side.
+      expect(await metricText(leader, "radixgate_state_claims_total")).not.toMatch(/outcome=/);
+      expect(await metricText(follower, "radixgate_state_claims_total")).not.toMatch(/outcome=/);
+    });
+
+    it("a request already relayed is decided where it lands, never relayed again", async () => {
+      const { leader, follower } = await relayingPair();
+      const before = heldCount();
+      const stream = await openStream(follower.url, freshPrompt(), {
+        headers: { "x-radixgate-relayed": "1" },
+      });
+      const held = await nextHeld(before);
+      expect(stream.res.status).toBe(200);
+      expect(inFlight(follower)).toBe(1);
+      expect(inFlight(leader)).toBe(0);
+      held.res.end("data: [DONE]\n\n");
+      while ((await stream.next()) !== undefined) {}
+      expect(await relays(follower, "relayed")).toBe(0);
+      // Decided here as without relaying: with a claim.
+      expect(await metricText(follower, "radixgate_state_claims_total")).toMatch(
+        /outcome="won"} 1/,
+      );
+    });
+
+    it("a leader that cannot be reached or says nothing: decided here with a claim, relays paused", async () => {
+      // Accepts connections and never answers.
+      const sockets: Socket[] = [];
+      const silent: NetServer = createNetServer((socket) => {
+        sockets.push(socket);
+        socket.resume();
+      });
+      await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+      const silentUrl = `http://127.0.0.1:${(silent.address() as AddressInfo).port}`;
+      try {
+        const { leader, follower } = await relayingPair({ stateRelayTimeoutMs: 300 }, silentUrl);
+        const before = heldCount();
+        const started = Date.now();
+        const stream = await openStream(follower.url, freshPrompt());
+        const held = await nextHeld(before);
+        expect(stream.res.status).toBe(200);
+        expect(Date.now() - started).toBeGreaterThanOrEqual(290);
+        expect(inFlight(follower)).toBe(1);
+        expect(inFlight(leader)).toBe(0);
+        held.res.end("data: [DONE]\n\n");
+        while ((await stream.next()) !== undefined) {}
+        expect(await relays(follower, "fallback")).toBe(1);
+        expect(await metricText(follower, "radixgate_state_claims_total")).toMatch(
+          /outcome="won"} 1/,
+        );
+        // Paused for a second: the next new prefix is not sent to the silent leader again.
+        const next = await openStream(follower.url, freshPrompt());
+        const again = await nextHeld(before + 1);
+        again.res.end("data: [DONE]\n\n");
+        while ((await next.next()) !== undefined) {}
+        expect(await relays(follower, "fallback")).toBe(1);
+      } finally {
+        for (const s of sockets) s.destroy();
+        silent.close();
+      }
+    });
+
+    it("a leader that refuses the connection: decided here, answered", async () => {
+      const closed = createNetServer();
+      await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
+      const deadUrl = `http://127.0.0.1:${(closed.address() as AddressInfo).port}`;
+      await new Promise<void>((resolve) => closed.close(() => resolve()));
+      const { follower } = await relayingPair({}, deadUrl);
+      const before = heldCount();
+      const stream = await openStream(follower.url, freshPrompt());
+      const held = await nextHeld(before);
+      expect(stream.res.status).toBe(200);
+      held.res.write(chunk("here"));
+      expect(await stream.next()).toContain('"here"');
+      held.res.end("data: [DONE]\n\n");
+      while ((await stream.next()) !== undefined) {}
+      expect(await relays(follower, "fallback")).toBe(1);
+      expect(await relays(follower, "relayed")).toBe(0);
+    });
+
+    it("the client leaving mid-stream ends the leader's request to its worker", async () => {
+      const { leader, follower } = await relayingPair();
+      const before = heldCount();
+      const client = new AbortController();
+      const stream = await openStream(follower.url, freshPrompt(), { signal: client.signal });
+      const held = await nextHeld(before);
+      held.res.write(chunk("first"));
+      expect(await stream.next()).toContain('"first"');
+      expect(inFlight(leader)).toBe(1);
+      client.abort();
+      await waitFor(() => held.aborted, 5000, "the worker's request closed");
+      await waitFor(() => inFlight(leader) === 0, 5000, "the leader's count back to 0");
+      expect(inFlight(follower)).toBe(0);
+    });
+  },
+);
