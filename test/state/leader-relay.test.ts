@@ -137,8 +137,9 @@ describe.skipIf(redisSkipReason !== undefined)(
         stateSecret: TEST_STATE_SECRET,
         stateKeyPrefix: prefix,
         stateLoadIntervalMs: 50,
-        // Wide: on a loaded machine the default 50 ms could run out and hide the relay.
+        // Wide: on a loaded machine the defaults could run out and hide the relay or the claim.
         stateClaimTimeoutMs: 5000,
+        stateRelayTimeoutMs: 5000,
         ...overrides,
       });
       routers.push(router);
@@ -273,6 +274,70 @@ describe.skipIf(redisSkipReason !== undefined)(
       while ((await stream.next()) !== undefined) {}
       expect(await relays(follower, "fallback")).toBe(1);
       expect(await relays(follower, "relayed")).toBe(0);
+    });
+
+    /** A stand-in leader whose answer to a relayed request `answer` writes (then it may break). */
+    const fakeLeader = async (answer: (res: ServerResponse) => void) => {
+      const server = createServer((req, res) => {
+        req.resume();
+        req.on("end", () => answer(res));
+      });
+      await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+      return {
+        url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+        close: () => {
+          server.closeAllConnections();
+          server.close();
+        },
+      };
+    };
+
+    it("a leader that breaks after saying it has the request: a 502, never decided again here", async () => {
+      const leader = await fakeLeader((res) => {
+        res.writeProcessing();
+        setTimeout(() => res.socket?.destroy(), 20);
+      });
+      try {
+        const { follower } = await relayingPair({}, leader.url);
+        const before = heldCount();
+        const res = await fetch(`${follower.url}/v1/completions`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ model: "m", prompt: freshPrompt(), max_tokens: 4 }),
+        });
+        expect(res.status).toBe(502);
+        expect(((await res.json()) as { error: { code: string } }).error.code).toBe(
+          "upstream_error",
+        );
+        // It may have run at the leader: not sent to a worker from here too.
+        expect(heldCount()).toBe(before);
+        expect(await relays(follower, "fallback")).toBe(0);
+      } finally {
+        leader.close();
+      }
+    });
+
+    it("a leader's stream that breaks mid-way ends the client's stream with an error event", async () => {
+      const leader = await fakeLeader((res) => {
+        res.writeProcessing();
+        res.writeHead(200, { "content-type": "text/event-stream" });
+        res.write(chunk("partial"));
+        setTimeout(() => res.socket?.destroy(), 50);
+      });
+      try {
+        const { follower } = await relayingPair({}, leader.url);
+        const before = heldCount();
+        const stream = await openStream(follower.url, freshPrompt());
+        expect(stream.res.status).toBe(200);
+        let body = "";
+        for (let piece = await stream.next(); piece !== undefined; piece = await stream.next())
+          body += piece;
+        expect(body).toContain('"partial"');
+        expect(body).toMatch(/data: \{"error":\{.*"code":"upstream_error"/);
+        expect(heldCount()).toBe(before);
+      } finally {
+        leader.close();
+      }
     });
 
     it("the client leaving mid-stream ends the leader's request to its worker", async () => {
