@@ -245,7 +245,7 @@ export const STATE_SETTINGS = section<StateConfig>(
       flag: "--state-advertise-url",
       arg: "<url>",
       description:
-        "With --state-url: where the other replicas reach this one over HTTP (an origin, e.g. http://10.0.0.7:8080; no credentials), published with its load. When every replica sets it, a replica that gets a request starting a new prefix (one it would claim) relays the whole request to the first-started replica, which decides every new prefix alone, on its own index, without claims; a relay that finds that replica unreachable or silent for --state-relay-timeout-ms falls back to a claim, and relays pause for a second. Needs claims (--state-claim-timeout-ms above 0); not in radixgate-cluster. Unset = no relaying: claims as before.",
+        "With --state-url: where the other replicas reach this one over HTTP (an origin, e.g. http://10.0.0.7:8080; no credentials), published with its load. When every replica sets it, a replica that gets a request starting a new prefix (one it would claim) relays the whole request to the first-started replica, which decides every new prefix alone, on its own index, without claims; a relay that finds that replica unreachable or silent for --state-relay-timeout-ms falls back to a claim, and relays pause for a second. Needs claims (--state-claim-timeout-ms above 0); not in radixgate-cluster. Measured to beat the claims only with peers' load fresh (--state-load-interval-ms 50; docs/benchmarks.md). Unset = no relaying: claims as before.",
       default: undefined,
       parse: advertiseUrl,
     },
