@@ -245,7 +245,9 @@ export function deviationLines(summaries: readonly CellSummary[]): string[] {
  * held beyond what its engine had, less a block of rounding.
  */
 /** The router's --state-load-interval-ms and --state-claim-ttl-ms defaults (real ms). */
-const STATE_LOAD_INTERVAL_MS = 250;
+const STATE_LOAD_INTERVAL_MS = 50;
+/** The interval before 2026-11-30 (row knob `slow-load`). */
+const SLOW_LOAD_INTERVAL_MS = 250;
 const STATE_CLAIM_TTL_MS = 2000;
 
 export async function replayCell(
@@ -291,7 +293,9 @@ export async function replayCell(
                 replicas: {
                   count: replicas.count,
                   delayMs: replicas.delayMs / scale,
-                  loadIntervalMs: STATE_LOAD_INTERVAL_MS / scale,
+                  loadIntervalMs:
+                    (knobs.includes("slow-load") ? SLOW_LOAD_INTERVAL_MS : STATE_LOAD_INTERVAL_MS) /
+                    scale,
                   claimTtlMs: STATE_CLAIM_TTL_MS / scale,
                   rankHoldMs: knobs.includes("rank-hold") ? SUGGESTED_RANK_HOLD_MS / scale : 0,
                   seed: firstSeed + i,

@@ -32,8 +32,8 @@ import { SUGGESTED_RANK_HOLD_MS } from "../../src/state/settings.js";
  * - `relay`: each replica advertises the URL it listens on (--state-advertise-url), so the replicas
  *   relay new prefixes whole to the leader (proxy/leader-relay.ts); with --replicas N
  *   --shared-state, real time only (the replay models it as `leader-new`).
- * - `fast-load`: replicas publish and read their in-flight counts every 50 ms
- *   (--state-load-interval-ms 50, against 250); 10 and 25 measured no better.
+ * - `slow-load`: replicas publish and read their in-flight counts every 250 ms
+ *   (--state-load-interval-ms 250), the default before 50 ms (10 and 25 measured no better than 50).
  * - `leader`, `leader-new`, `tenant-owner`, `text-owner`: with --replay --replicas, another replica
  *   decides (bench/lib/ttft-replay.ts ReplicaDecider): a model only, no router setting.
  * - `leader-built`: the one decider of new prefixes as it was built in the router, in the replay;
@@ -67,7 +67,7 @@ export const ROW_KNOBS = [
   "tier-blind",
   "rank-hold",
   "relay",
-  "fast-load",
+  "slow-load",
   ...MODEL_ONLY,
 ] as const;
 export type RowKnob = (typeof ROW_KNOBS)[number];
@@ -108,7 +108,7 @@ export function knobOverrides(
     if (knob === "churn") o.prefixCostChurnHalfLife = SUGGESTED_CHURN_HALF_LIFE;
     if (knob === "tier-blind") o.kvTierWeights = "gpu=1,cpu=0,disk=0";
     if (knob === "rank-hold") o.stateRankHoldMs = SUGGESTED_RANK_HOLD_MS;
-    if (knob === "fast-load") o.stateLoadIntervalMs = 50;
+    if (knob === "slow-load") o.stateLoadIntervalMs = 250;
   }
   return o;
 }

@@ -48,10 +48,15 @@ export interface LeaderView {
 
 /** A load key lives this many intervals: a replica that stops publishing drops out after it. */
 const TTL_INTERVALS = 3;
+/**
+ * And never less: at a short interval, a replica whose event loop stalls for a few hundred ms
+ * (a large body parsed, a GC pause) would otherwise drop out, and the rank and the leader move.
+ */
+const MIN_TTL_MS = 750;
 
 /** How long a replica's load value lives at --state-load-interval-ms `intervalMs`. */
 export function loadTtlMs(intervalMs: number): number {
-  return intervalMs * TTL_INTERVALS;
+  return Math.max(intervalMs * TTL_INTERVALS, MIN_TTL_MS);
 }
 
 /** Longest load value read (a count per worker: far more workers than a fleet has). */

@@ -173,8 +173,8 @@ export const STATE_SETTINGS = section<StateConfig>(
       flag: "--state-load-interval-ms",
       arg: "<ms>",
       description:
-        "With --state-url: how often each replica publishes its in-flight counts and reads its peers' (a peer's count expires after 3 intervals).",
-      default: 250,
+        "With --state-url: how often each replica publishes its in-flight counts and reads its peers' (a peer's count expires after 3 intervals, at least 750 ms). A request lasts about as long as the default: counts much older than that are another moment's.",
+      default: 50,
       parse: integer(10, 60_000),
     },
     queueSize: {
@@ -245,7 +245,7 @@ export const STATE_SETTINGS = section<StateConfig>(
       flag: "--state-advertise-url",
       arg: "<url>",
       description:
-        "With --state-url: where the other replicas reach this one over HTTP (an origin, e.g. http://10.0.0.7:8080; no credentials), published with its load. When every replica sets it, a replica that gets a request starting a new prefix (one it would claim) relays the whole request to the first-started replica, which decides every new prefix alone, on its own index, without claims; a relay that finds that replica unreachable or silent for --state-relay-timeout-ms falls back to a claim, and relays pause for a second. Needs claims (--state-claim-timeout-ms above 0); not in radixgate-cluster. Measured to beat the claims only with peers' load fresh (--state-load-interval-ms 50; docs/benchmarks.md). Unset = no relaying: claims as before.",
+        "With --state-url: where the other replicas reach this one over HTTP (an origin, e.g. http://10.0.0.7:8080; no credentials), published with its load. When every replica sets it, a replica that gets a request starting a new prefix (one it would claim) relays the whole request to the first-started replica, which decides every new prefix alone, on its own index, without claims; a relay that finds that replica unreachable or silent for --state-relay-timeout-ms falls back to a claim, and relays pause for a second. Needs claims (--state-claim-timeout-ms above 0); not in radixgate-cluster. Measured to beat the claims only with peers' load fresh (--state-load-interval-ms 50, the default; docs/benchmarks.md). Unset = no relaying: claims as before.",
       default: undefined,
       parse: advertiseUrl,
     },
