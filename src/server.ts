@@ -206,8 +206,9 @@ export function createRouter(
       sender: nginx?.relays,
     },
   );
-  // --state-advertise-url: new prefixes relayed to the leader, who decides them alone. Not in a
-  // radixgate-cluster, whose processes share one port (a relay could land on any of them).
+  // --state-advertise-url: new prefixes (or, --state-relay all, every request) relayed to the
+  // leader, who decides them alone. Not in a radixgate-cluster, whose processes share one port (a
+  // relay could land on any of them).
   const leaderRelay =
     replication === undefined ||
     sharedState === undefined ||
@@ -216,6 +217,7 @@ export function createRouter(
       ? undefined
       : new LeaderRelay({
           leaderUrl: () => replication.relayTarget(),
+          mode: config.state.relay,
           wouldClaim: (routing) => decider.wouldClaim(routing, pd ? "prefill" : undefined),
           timeoutMs: config.state.relayTimeoutMs,
           idleTimeoutMs: proxy.idleTimeoutMs,

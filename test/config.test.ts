@@ -126,6 +126,25 @@ describe("config", () => {
     );
   });
 
+  it("--state-relay takes new-prefixes (the default) or all; all without what it relays through is refused at startup", () => {
+    const shared = ["--state-url", "redis://127.0.0.1:6379/0", "--state-secret", "s".repeat(32)];
+    const advertised = [...shared, "--state-advertise-url", "http://10.0.0.7:8080"];
+    expect(configFromArgv(advertised).stateRelay).toBe("new-prefixes");
+    expect(configFromArgv([...advertised, "--state-relay", "all"]).stateRelay).toBe("all");
+    expect(() => configFromArgv([...advertised, "--state-relay", "everything"])).toThrow(
+      /--state-relay must be one of new-prefixes, all, got "everything"/,
+    );
+    expect(() => configFromArgv([...shared, "--state-relay", "all"])).toThrow(
+      /--state-relay all relays every request to the leader and needs --state-advertise-url/,
+    );
+    expect(() =>
+      configFromArgv(["--state-advertise-url", "http://10.0.0.7:8080", "--state-relay", "all"]),
+    ).toThrow(/--state-relay all .* needs --state-url/);
+    expect(() =>
+      configFromArgv([...advertised, "--state-claim-timeout-ms", "0", "--state-relay", "all"]),
+    ).toThrow(/--state-relay all .* needs claims \(--state-claim-timeout-ms above 0/);
+  });
+
   // Issue 20: without a secret, anyone who can write to Redis could add workers to every replica.
   it("--state-url needs a --state-secret of at least 16 characters, and errors never show it", () => {
     expect(() => configFromArgv(["--state-url", "redis://127.0.0.1:6379/0"])).toThrow(

@@ -19,7 +19,7 @@ import { SUGGESTED_RANK_HOLD_MS } from "../../src/state/settings.js";
 import { fmt } from "./latency.js";
 import { pollPhaseMs, rangeOf, SD_FOR_SPREAD_GOAL, sampleSd } from "./routing-repeats.js";
 import { ORACLE_ROW, type RowResult, type WorkloadReport } from "./routing-runner.js";
-import { parseRowLabel, type RowKnob } from "./routing-variants.js";
+import { parseRowLabel, type RowKnob, relaysToLeader } from "./routing-variants.js";
 import {
   type PreparedWorkload,
   prepareWorkload,
@@ -275,9 +275,9 @@ export async function replayCell(
     const base = replayTiming(p, w, firstSeed + i, jitter);
     for (const label of rows) {
       const { base: name, knobs } = parseRowLabel(label);
-      if (knobs.includes("relay"))
+      if (relaysToLeader(knobs))
         throw new Error(
-          `row knob "relay" runs real replicas: drop --replay (its model is leader-new)`,
+          `row knobs "relay" and "relay-all" run real replicas: drop --replay (the model of "relay" is leader-new)`,
         );
       let result: ReplayResult;
       if (name === ORACLE_ROW) {

@@ -33,7 +33,13 @@ import {
   type RowRun,
   type RowSpread,
 } from "./routing-repeats.js";
-import { applyKnobs, knobOverrides, parseRowLabel, type RowKnob } from "./routing-variants.js";
+import {
+  applyKnobs,
+  knobOverrides,
+  parseRowLabel,
+  type RowKnob,
+  relaysToLeader,
+} from "./routing-variants.js";
 import {
   type PreparedWorkload,
   prepareWorkload,
@@ -335,7 +341,7 @@ async function runRow(
   }
   const pollTimers: NodeJS.Timeout[] = [];
   const phaseMs = scheduleEnginePolls([...routers, ...pinned], knobs, timingSeed, pollTimers);
-  if (knobs.includes("relay")) await relaysKnown(routers);
+  if (relaysToLeader(knobs)) await relaysKnown(routers);
   let diagnosis: RoutingDiagnosis | undefined;
   if (o.diagnose === true && routers.length > 0) {
     const sims = fleet.sims;
@@ -556,8 +562,8 @@ async function startPreciseRouter(
 }
 
 /**
- * Row knob `relay`: waits (at most 5 s) until every replica but the leader relays to it, so the
- * row's first requests are not decided with claims while the advertised URLs spread.
+ * Row knobs `relay`, `relay-all`: waits (at most 5 s) until every replica but the leader relays to
+ * it, so the row's first requests are not decided with claims while the advertised URLs spread.
  */
 async function relaysKnown(routers: readonly RunningRouter[]): Promise<void> {
   if (routers.length < 2) return;

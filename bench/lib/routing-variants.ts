@@ -32,6 +32,8 @@ import { SUGGESTED_RANK_HOLD_MS } from "../../src/state/settings.js";
  * - `relay`: each replica advertises the URL it listens on (--state-advertise-url), so the replicas
  *   relay new prefixes whole to the leader (proxy/leader-relay.ts); with --replicas N
  *   --shared-state, real time only (the replay models it as `leader-new`).
+ * - `relay-all`: as `relay`, with every request relayed to the leader (--state-relay all), so the
+ *   leader decides, admits and serves them all; real time only.
  * - `slow-load`: replicas publish and read their in-flight counts every 250 ms
  *   (--state-load-interval-ms 250), the default before 50 ms (10 and 25 measured no better than 50).
  * - `leader`, `leader-new`, `tenant-owner`, `text-owner`: with --replay --replicas, another replica
@@ -67,6 +69,7 @@ export const ROW_KNOBS = [
   "tier-blind",
   "rank-hold",
   "relay",
+  "relay-all",
   "slow-load",
   ...MODEL_ONLY,
 ] as const;
@@ -109,6 +112,7 @@ export function knobOverrides(
     if (knob === "tier-blind") o.kvTierWeights = "gpu=1,cpu=0,disk=0";
     if (knob === "rank-hold") o.stateRankHoldMs = SUGGESTED_RANK_HOLD_MS;
     if (knob === "slow-load") o.stateLoadIntervalMs = 250;
+    if (knob === "relay-all") o.stateRelay = "all";
   }
   return o;
 }
@@ -121,5 +125,10 @@ export function applyKnobs(router: RunningRouter, knobs: readonly RowKnob[]): vo
   if (knobs.includes("poll-frozen")) router.context.introspection.stop();
   if (knobs.includes("no-feedback")) router.context.decider.reported = () => 0;
   // Replicas listen on port 0: the URL is known only now.
-  if (knobs.includes("relay")) router.context.sharedState?.advertise(router.url);
+  if (relaysToLeader(knobs)) router.context.sharedState?.advertise(router.url);
+}
+
+/** The row's replicas relay to the leader (knob `relay` or `relay-all`): real replicas only. */
+export function relaysToLeader(knobs: readonly RowKnob[]): boolean {
+  return knobs.includes("relay") || knobs.includes("relay-all");
 }

@@ -26,6 +26,8 @@ export interface LeaderRelayOptions {
    * the leader is another replica); undefined = decide here.
    */
   readonly leaderUrl: () => string | undefined;
+  /** --state-relay: `all` relays every request, `new-prefixes` only those that would claim. */
+  readonly mode: "new-prefixes" | "all";
   /** Whether this request would claim its prefix (Scheduler.wouldClaim, on the index as it is now). */
   readonly wouldClaim: (routing: RoutingRequest) => boolean;
   /** --state-relay-timeout-ms: how long the leader may take to say it has the request. */
@@ -62,8 +64,8 @@ class LeaderSilent extends Error {
 }
 
 /**
- * One decider for new prefixes, by relaying the request itself: a replica that would claim a new
- * prefix sends the whole HTTP request (method, path, the body it read, the client's headers minus
+ * One decider for new prefixes (or for every request, --state-relay all), by relaying the request
+ * itself: a replica that would claim a new prefix sends the whole HTTP request (method, path, the body it read, the client's headers minus
  * hop-by-hop ones) to the leader replica and streams the leader's answer back. The leader runs it
  * as a request of its own: its admission, its scheduler on its own tree, its lease and counts
  * until the end, its op published at once (docs/benchmarks.md, "New prefixes relayed to the
@@ -88,12 +90,17 @@ export class LeaderRelay {
     });
   }
 
-  /** The leader's URL when this request goes there; undefined = decide it here. */
+  /**
+   * The leader's URL when this request goes there; undefined = decide it here. Whatever the mode,
+   * a request already relayed, or one of the precise index (its tokenizing comes first, and its
+   * picture is the engines' own KV events), stays here.
+   */
   target(headers: IncomingHttpHeaders, routing: RoutingRequest): string | undefined {
     if (headers[RELAYED_HEADER] !== undefined || Date.now() < this.pausedUntil) return undefined;
+    if (routing.tokenizeInput !== undefined) return undefined;
     const url = this.options.leaderUrl();
     if (url === undefined) return undefined;
-    return this.options.wouldClaim(routing) ? url : undefined;
+    return this.options.mode === "all" || this.options.wouldClaim(routing) ? url : undefined;
   }
 
   /**

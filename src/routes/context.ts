@@ -77,7 +77,7 @@ export interface RouterContext {
   tracing?: Tracing;
   /** --lora-load-on-demand: loads a requested adapter no worker holds, before it is routed. */
   loraLoader?: LoraLoader;
-  /** --state-advertise-url: new prefixes relayed whole to the leader replica. */
+  /** --state-advertise-url: new prefixes (--state-relay all: every request) relayed whole to the leader. */
   leaderRelay?: LeaderRelay;
   /** radixgate-cluster: the replication's transport to the sibling processes. */
   siblingState?: ClusterTransport;

@@ -25,9 +25,10 @@ import { lingerOnUnreadBody } from "./linger.js";
  *
  *   receive   intake/      Intake.open: the body's lease, the body in its bounds, one parse, the
  *                          routing facts, the RoutingRequest against the fleet as it is now
- *   relay     proxy/       LeaderRelay: a request that would claim a new prefix goes whole to the
- *                          leader replica (--state-advertise-url), which runs every stage below;
- *                          back here only when the leader could not take it
+ *   relay     proxy/       LeaderRelay: a request that would claim a new prefix (--state-relay
+ *                          all: any request) goes whole to the leader replica
+ *                          (--state-advertise-url), which runs every stage below; back here only
+ *                          when the leader could not take it
  *   admit     admission/   Admission.pass: quotas, the queue; the pass carries the engine's
  *                          priority (--engine-priority) and where the request has room
  *   schedule  scheduling/  Scheduler.schedule, per attempt, from the forward stage's retry loop
@@ -102,9 +103,9 @@ export async function handleInference(
 }
 
 /**
- * The relay stage: a request that would claim a new prefix goes to the leader replica, which
- * decides it (proxy/leader-relay.ts); undefined when it is decided here. A request a peer relayed
- * here is told at once (102 Processing) that this replica has it, so its relay stops waiting to
+ * The relay stage: a request that would claim a new prefix (or any, with --state-relay all) goes
+ * to the leader replica, which decides it (proxy/leader-relay.ts); undefined when it is decided
+ * here. A request a peer relayed here is told at once (102 Processing) that this replica has it, so its relay stops waiting to
  * fall back: from then on it runs here, whatever this replica's rank.
  */
 async function relayToLeader(

@@ -2,7 +2,7 @@
  * --state-url and the shared state's settings; `sharedStateOptions` makes the Redis transport's options
  * when it is on.
  */
-import { integer, type Parser } from "../config-kit/parsers.js";
+import { integer, oneOf, type Parser } from "../config-kit/parsers.js";
 import { section } from "../config-kit/setting.js";
 import { ConfigError } from "../errors.js";
 import { MIN_STATE_SECRET_CHARS } from "./state-secret.js";
@@ -41,7 +41,16 @@ export interface StateConfig {
   advertiseUrl: string | undefined;
   /** --state-relay-timeout-ms: how long a relay waits for the leader to say it has the request. */
   relayTimeoutMs: number;
+  /** --state-relay: which requests a replica relays to the leader (proxy/leader-relay.ts). */
+  relay: StateRelayMode;
 }
+
+/**
+ * --state-relay: `new-prefixes` relays only a request that would claim a new prefix; `all` relays
+ * every request, so that the leader decides, admits, counts and serves all of them.
+ */
+export const STATE_RELAY_MODES = ["new-prefixes", "all"] as const;
+export type StateRelayMode = (typeof STATE_RELAY_MODES)[number];
 
 /** The Redis transport's options: the state section when it is on (a URL, and so a secret). */
 export interface SharedStateOptions extends Omit<StateConfig, "url" | "secret" | "file"> {
@@ -257,11 +266,37 @@ export const STATE_SETTINGS = section<StateConfig>(
       default: 250,
       parse: integer(1, 10_000),
     },
+    relay: {
+      flag: "--state-relay",
+      arg: "<mode>",
+      description:
+        "With --state-advertise-url: which requests a replica other than the leader relays to it. new-prefixes (the default): only those starting a new prefix (they would claim it); the rest are decided, admitted and served where they arrive, so the data plane stays spread over the replicas. all: every inference request, so the leader decides, admits, counts and serves each one as one router would. Its cost: every byte of every request and answer then passes through the leader's process (its CPU and the data plane are one process again) and the others add a hop; the replicas then give failover, not throughput. Either way a relay that finds the leader unreachable falls back to deciding here with a claim, and requests of the precise index (--kv-events) stay where they arrive.",
+      default: "new-prefixes",
+      parse: oneOf(STATE_RELAY_MODES),
+    },
   },
   (s) => {
     if (s.url !== undefined) requireStateSecret(s);
+    if (s.relay === "all") requireRelaying(s);
   },
 );
+
+/** --state-relay all relays through what --state-advertise-url builds: refused without it. */
+function requireRelaying(s: StateConfig): void {
+  const missing =
+    s.url === undefined
+      ? "--state-url (the replicas' shared state, through which they find the leader)"
+      : s.advertiseUrl === undefined
+        ? "--state-advertise-url (where the other replicas reach this one; every replica sets its own)"
+        : s.claimTimeoutMs === 0
+          ? "claims (--state-claim-timeout-ms above 0: a relay the leader cannot take falls back to one)"
+          : undefined;
+  if (missing !== undefined)
+    throw new ConfigError(
+      "--state-relay",
+      `all relays every request to the leader and needs ${missing}`,
+    );
+}
 
 /** The Redis transport's options when --state-url is given, else undefined. */
 export function sharedStateOptions(config: StateConfig): SharedStateOptions | undefined {

@@ -85,7 +85,7 @@ export class StateMetrics {
     });
     this.relays = new Counter({
       name: "radixgate_state_relays_total",
-      help: "Requests starting a new prefix that this replica relayed whole to the leader replica (--state-advertise-url), by outcome: relayed (the leader took it and answered), fallback (unreachable, refused or silent for --state-relay-timeout-ms: decided here, with a claim).",
+      help: "Requests starting a new prefix (every request with --state-relay all) that this replica relayed whole to the leader replica (--state-advertise-url), by outcome: relayed (the leader took it and answered), fallback (unreachable, refused or silent for --state-relay-timeout-ms: decided here, with a claim).",
       labelNames: ["outcome"],
       registers,
     });

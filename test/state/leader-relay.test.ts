@@ -202,6 +202,66 @@ describe.skipIf(redisSkipReason !== undefined)(
       expect(await metricText(follower, "radixgate_state_claims_total")).not.toMatch(/outcome=/);
     });
 
+    /**
+     * A prompt the leader served (its own request, never relayed) once the follower's index holds
+     * it too, so that the follower would not claim it: a held prefix, not a new one.
+     */
+    const heldOnBoth = async (leader: RunningRouter, follower: RunningRouter) => {
+      const prompt = freshPrompt();
+      const before = heldCount();
+      const first = await openStream(leader.url, prompt);
+      const held = await nextHeld(before);
+      expect(held.req.headers["x-radixgate-relayed"]).toBeUndefined();
+      held.res.end("data: [DONE]\n\n");
+      while ((await first.next()) !== undefined) {}
+      expect(await relays(leader, "relayed")).toBe(0);
+      const workers = follower.context.registry.list();
+      const matched: number[] = [];
+      await waitFor(
+        () => {
+          // The workers list no models: the index keeps their texts under none.
+          follower.context.index.match(prompt, undefined, workers, matched);
+          return Math.max(...matched) >= prompt.length;
+        },
+        10_000,
+        "the leader's decision in the follower's index",
+      );
+      return prompt;
+    };
+
+    it("--state-relay all: a follower relays a request on a prefix it holds; the leader serves and counts it", async () => {
+      const { leader, follower } = await relayingPair({ stateRelay: "all" });
+      const prompt = await heldOnBoth(leader, follower);
+      const before = heldCount();
+      const stream = await openStream(follower.url, prompt);
+      const held = await nextHeld(before);
+      expect(stream.res.status).toBe(200);
+      expect(held.req.headers["x-radixgate-relayed"]).toBe("1");
+      expect(inFlight(leader)).toBe(1);
+      expect(inFlight(follower)).toBe(0);
+      held.res.write(chunk("served"));
+      expect(await stream.next()).toContain('"served"');
+      held.res.end("data: [DONE]\n\n");
+      while ((await stream.next()) !== undefined) {}
+      expect(await relays(follower, "relayed")).toBe(1);
+      expect(await relays(leader, "relayed")).toBe(0);
+    });
+
+    it("--state-relay new-prefixes (the default): the same request on a held prefix is decided where it arrives", async () => {
+      const { leader, follower } = await relayingPair();
+      const prompt = await heldOnBoth(leader, follower);
+      const before = heldCount();
+      const stream = await openStream(follower.url, prompt);
+      const held = await nextHeld(before);
+      expect(stream.res.status).toBe(200);
+      expect(held.req.headers["x-radixgate-relayed"]).toBeUndefined();
+      expect(inFlight(follower)).toBe(1);
+      expect(inFlight(leader)).toBe(0);
+      held.res.end("data: [DONE]\n\n");
+      while ((await stream.next()) !== undefined) {}
+      expect(await relays(follower, "relayed")).toBe(0);
+    });
+
     it("a request already relayed is decided where it lands, never relayed again", async () => {
       const { leader, follower } = await relayingPair();
       const before = heldCount();
