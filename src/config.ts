@@ -131,6 +131,14 @@ export function validateConfig(config: Config): Config {
       "nginx does not relay prefill/decode pairs yet: use --data-plane node with --pd-disaggregation or --vllm-pd-disaggregation",
     );
   }
+  if (config.dataPlane.dataPlane === "nginx" && config.state.advertiseUrl !== undefined) {
+    // nginx asks this replica only where to send a request and carries its bytes itself: the
+    // relay stage would send nginx's decision call whole to the leader and answer it with a reply.
+    throw new ConfigError(
+      "--state-advertise-url",
+      "relaying requests to the leader replica needs --data-plane node: nginx carries the bytes itself and asks radixgate only for decisions",
+    );
+  }
   return config;
 }
 

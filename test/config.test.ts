@@ -126,6 +126,12 @@ describe("config", () => {
     );
   });
 
+  it("--state-advertise-url is refused with --data-plane nginx, which asks only for decisions", () => {
+    expect(() =>
+      configFromArgv(["--data-plane", "nginx", "--state-advertise-url", "http://10.0.0.7:8080"]),
+    ).toThrow(/--state-advertise-url relaying requests to the leader replica needs --data-plane node/);
+  });
+
   it("--state-relay takes new-prefixes (the default) or all; all without what it relays through is refused at startup", () => {
     const shared = ["--state-url", "redis://127.0.0.1:6379/0", "--state-secret", "s".repeat(32)];
     const advertised = [...shared, "--state-advertise-url", "http://10.0.0.7:8080"];

@@ -79,17 +79,19 @@ export async function handleInference(
     const bodyRead = trace?.phase("body_read");
     opened = await ctx.intake.open(incoming, endpoint);
     bodyRead?.end();
-    if (ctx.loraLoader !== undefined)
-      opened = await withAdapterLoaded(ctx, ctx.loraLoader, opened, client);
+    // Relayed before an adapter is loaded: the leader loads it where it sends the request.
     const relayed = await relayToLeader(ctx, incoming, res, opened, requestId, startedAt, client);
-    outcome =
-      relayed ??
-      (await admitAndForward(ctx, incoming, res, opened, {
+    if (relayed !== undefined) outcome = relayed;
+    else {
+      if (ctx.loraLoader !== undefined)
+        opened = await withAdapterLoaded(ctx, ctx.loraLoader, opened, client);
+      outcome = await admitAndForward(ctx, incoming, res, opened, {
         requestId,
         startedAt,
         clientSignal: client,
         trace,
-      }));
+      });
+    }
   } catch (err) {
     outcome = failed(err, incoming, res, requestId, ctx);
   } finally {
