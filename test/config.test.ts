@@ -129,7 +129,9 @@ describe("config", () => {
   it("--state-advertise-url is refused with --data-plane nginx, which asks only for decisions", () => {
     expect(() =>
       configFromArgv(["--data-plane", "nginx", "--state-advertise-url", "http://10.0.0.7:8080"]),
-    ).toThrow(/--state-advertise-url relaying requests to the leader replica needs --data-plane node/);
+    ).toThrow(
+      /--state-advertise-url relaying requests to the leader replica needs --data-plane node/,
+    );
   });
 
   it("--state-relay takes new-prefixes (the default) or all; all without what it relays through is refused at startup", () => {
