@@ -179,7 +179,11 @@ async function admitAndForward(
           adminAllowed(
             ctx.config.adminApiKey,
             incoming.headers.authorization,
-            incoming.socket.remoteAddress,
+            // A relayed request's socket is the relaying replica's, which may be on loopback:
+            // its client is not. (A client sending the header itself only loses the privilege.)
+            incoming.headers[RELAYED_HEADER] === undefined
+              ? incoming.socket.remoteAddress
+              : undefined,
           ),
         onAnswerChunk:
           opened.received.endpoint === "responses"

@@ -53,6 +53,36 @@ describe("the route header's match rate goes only to admin clients or with --exp
     expect(res.headers.get("x-radixgate-route")).toMatch(/;match=\d\.\d\d/);
   });
 
+  // Without an admin key a loopback client is an admin; a request relayed by another replica
+  // comes from that replica's socket, which may be loopback while its client is anywhere.
+  it("without an admin key, a loopback client sees it, and a relayed request does not", async () => {
+    const open = await startTestRouter({ workerUrls: [sim.url] });
+    try {
+      const ask = async (user: string, headers: Record<string, string>) => {
+        const res = await fetch(`${open.url}/v1/chat/completions`, {
+          method: "POST",
+          headers: { "content-type": "application/json", ...headers },
+          body: JSON.stringify({
+            model: "m",
+            messages: [
+              { role: "system", content: SYSTEM },
+              { role: "user", content: user },
+            ],
+            max_tokens: 2,
+          }),
+        });
+        await res.arrayBuffer();
+        return res.headers.get("x-radixgate-route") ?? "";
+      };
+      expect(await ask("fifth", {})).toMatch(/;match=\d\.\d\d/);
+      const relayed = await ask("sixth", { "x-radixgate-relayed": "1" });
+      expect(relayed).not.toBe("");
+      expect(relayed).not.toContain("match=");
+    } finally {
+      await open.stop(100);
+    }
+  });
+
   it("with --explain-header every client sees it (the operator's choice)", async () => {
     const res = await postChat(explaining, SYSTEM, "fourth");
     await res.arrayBuffer();
