@@ -400,6 +400,39 @@ describe.skipIf(redisSkipReason !== undefined)(
       }
     });
 
+    it("the leader stopped: the next replica by start order leads once its load value expires, and the last relays there", async () => {
+      const prefix = `relay-${randomBytes(4).toString("hex")}`;
+      const first = await replica(prefix, { stateRelay: "all" });
+      const second = await replica(prefix, { stateRelay: "all" });
+      const third = await replica(prefix, { stateRelay: "all" });
+      for (const r of [first, second, third]) r.context.sharedState!.advertise(r.url);
+      await waitFor(
+        () =>
+          third.context.replication?.relayTarget() === first.url &&
+          second.context.replication?.relayTarget() === first.url,
+        10_000,
+        "both followers relaying to the first",
+      );
+      await first.stop(100);
+      // Its value lives 750 ms past its last publish; then the second is the first-started alive.
+      await waitFor(
+        () =>
+          second.context.replication?.decidesAlone() === true &&
+          third.context.replication?.relayTarget() === second.url,
+        10_000,
+        "the second leading and the third relaying to it",
+      );
+      const before = heldCount();
+      const stream = await openStream(third.url, freshPrompt());
+      const held = await nextHeld(before);
+      expect(stream.res.status).toBe(200);
+      expect(held.req.headers["x-radixgate-relayed"]).toBe("1");
+      expect(inFlight(second)).toBe(1);
+      expect(inFlight(third)).toBe(0);
+      held.res.end("data: [DONE]\n\n");
+      while ((await stream.next()) !== undefined) {}
+    });
+
     it("the client leaving mid-stream ends the leader's request to its worker", async () => {
       const { leader, follower } = await relayingPair();
       const before = heldCount();
