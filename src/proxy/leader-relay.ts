@@ -137,7 +137,7 @@ export class LeaderRelay {
         {
           origin: leader,
           path: incoming.url ?? "/",
-          method: incoming.method === "GET" ? "GET" : "POST",
+          method: "POST", // the relay stage sees only the data plane's POSTs with a body
           headers,
           body: request.body ?? null,
         },

@@ -1,3 +1,4 @@
+import { parseAdvertisedUrl } from "./advertised-url.js";
 import { type PeerPending, type PendingLoad, readPendingPairs } from "./peer-pending.js";
 import type { RedisLink } from "./redis-link.js";
 import type { StateKeys } from "./state-keys.js";
@@ -278,21 +279,14 @@ const URL_KEY = "~u";
 const MAX_URL_CHARS = 2048;
 
 /**
- * A peer's advertised URL when it is an http(s) origin without credentials (as the setting
- * checks it); anything else reads as none, so a replica never relays to what it cannot trust the
- * shape of. The value is signed, so only a holder of --state-secret can name it.
+ * A peer's advertised URL when it passes the setting's own check; anything else reads as none, so
+ * a replica never relays to what it cannot trust the shape of. The value is signed, so only a
+ * holder of --state-secret can name it.
  */
 function advertisedUrl(raw: unknown): string | undefined {
   if (typeof raw !== "string" || raw.length > MAX_URL_CHARS) return undefined;
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    return undefined;
-  }
-  if (url.protocol !== "http:" && url.protocol !== "https:") return undefined;
-  if (url.username !== "" || url.password !== "") return undefined;
-  return url.origin;
+  const parsed = parseAdvertisedUrl(raw);
+  return "origin" in parsed ? parsed.origin : undefined;
 }
 
 /** A load value's JSON, or undefined when it is not an object. */

@@ -5,6 +5,7 @@
 import { integer, oneOf, type Parser } from "../config-kit/parsers.js";
 import { section } from "../config-kit/setting.js";
 import { ConfigError } from "../errors.js";
+import { parseAdvertisedUrl } from "./advertised-url.js";
 import { MIN_STATE_SECRET_CHARS } from "./state-secret.js";
 
 /**
@@ -94,26 +95,13 @@ const stateSecret: Parser<string | undefined> = (raw, flag) => {
   return raw;
 };
 
-/**
- * An http:// or https:// URL without credentials: peers send whole client requests there, with
- * the client's own Authorization, so the URL itself must carry no secret of this replica's.
- */
+/** --state-advertise-url: an http(s) origin without credentials (advertised-url.ts). */
 const advertiseUrl: Parser<string | undefined> = (raw, flag) => {
   const trimmed = raw.trim();
   if (trimmed === "") return undefined;
-  let url: URL;
-  try {
-    url = new URL(trimmed);
-  } catch {
-    throw new ConfigError(flag, `must be a URL like http://10.0.0.7:8080, got "${trimmed}"`);
-  }
-  if (url.protocol !== "http:" && url.protocol !== "https:")
-    throw new ConfigError(flag, `must start with http:// or https://, got ${url.protocol}//`);
-  if (url.username !== "" || url.password !== "")
-    throw new ConfigError(flag, "must not carry credentials (user:password@)");
-  if ((url.pathname !== "/" && url.pathname !== "") || url.search !== "" || url.hash !== "")
-    throw new ConfigError(flag, `must be an origin only (scheme, host, port), got "${trimmed}"`);
-  return url.origin;
+  const parsed = parseAdvertisedUrl(trimmed);
+  if ("problem" in parsed) throw new ConfigError(flag, parsed.problem);
+  return parsed.origin;
 };
 
 const keyPrefix: Parser<string> = (raw, flag) => {
