@@ -27,7 +27,9 @@ export function settingsTable(): string {
   const rows = SETTINGS.map((s) => {
     const def =
       s.secret || s.default === undefined
-        ? "none"
+        ? s.shownDefault === undefined || s.secret
+          ? "none"
+          : `\`${s.shownDefault}\``
         : Array.isArray(s.default)
           ? s.default.length > 0
             ? `\`${s.default.join(" ")}\``

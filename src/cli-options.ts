@@ -31,7 +31,8 @@ function buildProgram(): Command {
     );
   for (const s of SETTINGS) {
     const option = new Option(`${s.flag} ${s.arg}`, s.description).env(envName(s.flag));
-    if (s.secret || s.default === undefined) option.default(undefined, "none");
+    if (s.secret || s.default === undefined)
+      option.default(undefined, (!s.secret && s.shownDefault) || "none");
     else if (Array.isArray(s.default))
       option.default(undefined, s.default.length > 0 ? s.default.join(" ") : "none");
     else option.default(String(s.default));

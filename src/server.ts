@@ -28,6 +28,8 @@ import { accessLogger, createLogger, type Logger } from "./logger.js";
 import { Metrics } from "./metrics.js";
 import { viaToken } from "./proxy/headers.js";
 import { LeaderRelay } from "./proxy/leader-relay.js";
+import { PeerOrOwnAttempts, RemoteRelays } from "./proxy/remote-relay.js";
+import { NodeAttempts } from "./proxy/send-attempt.js";
 import { forwardSettings } from "./proxy/settings.js";
 import { namedPolicy, routerPolicy } from "./router-policy.js";
 import type { RouterContext } from "./routes/context.js";
@@ -35,7 +37,9 @@ import { decisionListener } from "./routes/decision.js";
 import { registerMetricsRoute } from "./routes/ops.js";
 import { fileDecisionTrace } from "./scheduling/decision-trace.js";
 import type { SiblingLink } from "./state/cluster-channel.js";
+import { relayMode, requireStateSecret } from "./state/settings.js";
 import { StateFile } from "./state/state-file.js";
+import { StateSecret } from "./state/state-secret.js";
 import { tracingOptions } from "./tracing/settings.js";
 import { startTracing } from "./tracing/start-tracing.js";
 import { type EvictionTimer, startEvictionTimer } from "./tree/eviction-timer.js";
@@ -176,6 +180,29 @@ export function createRouter(
     apiKey: routes.apiKey,
     modelRouting: workers.modelRouting,
   });
+  // --state-advertise-url: every request decided by the leader (--state-relay decisions, the
+  // default, or all; new-prefixes: only new prefixes), which decides them alone. Not in a radixgate-cluster, whose processes
+  // share one port (a relay could land on any of them).
+  const relaying =
+    replication !== undefined &&
+    sharedState !== undefined &&
+    options.siblings === undefined &&
+    config.state.claimTimeoutMs > 0;
+  // --state-relay decisions: as leader, the attempts of a request a replica relays for it are
+  // that replica's to carry (proxy/leader-decisions.ts); the secret signs the replicas' calls.
+  const peerCalls =
+    relaying && relayMode(config.state) === "decisions"
+      ? {
+          relays: new RemoteRelays({
+            upstreamOrigin: (worker) => new URL(worker.url).origin,
+            readsUsage: false,
+            waitHeader: config.admission.queueWaitHeader,
+            sendsWorkerAuth: false,
+            firstByte: "reported",
+          }),
+          secret: new StateSecret(requireStateSecret(config.state)),
+        }
+      : undefined;
   const { decider, forwarder, cacheLedger } = buildDataPlane(
     {
       forward,
@@ -203,21 +230,18 @@ export function createRouter(
         ? {}
         : { replicaRank: () => replication.rank(), rankHoldMs: config.state.rankHoldMs }),
       logger,
-      sender: nginx?.relays,
+      sender:
+        peerCalls === undefined
+          ? nginx?.relays
+          : new PeerOrOwnAttempts(peerCalls.relays, new NodeAttempts(forward.maxCoolDownMs)),
     },
   );
-  // --state-advertise-url: new prefixes (or, --state-relay all, every request) relayed to the
-  // leader, who decides them alone. Not in a radixgate-cluster, whose processes share one port (a
-  // relay could land on any of them).
   const leaderRelay =
-    replication === undefined ||
-    sharedState === undefined ||
-    options.siblings !== undefined ||
-    config.state.claimTimeoutMs === 0
+    !relaying || replication === undefined || sharedState === undefined
       ? undefined
       : new LeaderRelay({
           leaderUrl: () => replication.relayTarget(),
-          mode: config.state.relay,
+          mode: relayMode(config.state),
           wouldClaim: (routing) => decider.wouldClaim(routing, pd ? "prefill" : undefined),
           timeoutMs: config.state.relayTimeoutMs,
           idleTimeoutMs: proxy.idleTimeoutMs,
@@ -225,6 +249,19 @@ export function createRouter(
           connectTimeoutMs: workers.connectTimeoutMs,
           via: viaToken(forward.instanceId),
           onOutcome: (outcome) => sharedState.countRelay(outcome),
+          decisions:
+            peerCalls === undefined
+              ? undefined
+              : {
+                  secret: peerCalls.secret,
+                  worker: (id) => registry.get(id),
+                  forwardAuthorization: forward.forwardAuthorization,
+                  firstByteTimeoutMs: forward.firstByteTimeoutMs,
+                  streamFirstByteTimeoutMs: forward.streamFirstByteTimeoutMs,
+                  idleTimeoutMs: proxy.idleTimeoutMs,
+                  waitHeader: config.admission.queueWaitHeader,
+                  explainHeader: config.cacheAccount.explainHeader,
+                },
         });
   if (leaderRelay !== undefined) decider.decidesAlone = () => replication?.decidesAlone() === true;
   const membership = new WorkerMembership({
@@ -295,6 +332,7 @@ export function createRouter(
     ...(replication !== undefined ? { replication } : {}),
     ...(sharedState !== undefined ? { sharedState } : {}),
     ...(leaderRelay !== undefined ? { leaderRelay } : {}),
+    ...(peerCalls !== undefined ? { peerCalls } : {}),
     ...(siblingState !== undefined ? { siblingState } : {}),
     ...(stateFile !== undefined ? { stateFile } : {}),
     ...(config.lora.loraLoadOnDemand

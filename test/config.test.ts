@@ -10,6 +10,7 @@ import {
   SETTINGS,
 } from "../src/config.js";
 import { ConfigError } from "../src/errors.js";
+import { relayMode } from "../src/state/settings.js";
 
 // The configuration by setting name, in the flags' units (Config itself is nested by feature).
 const configFromArgv = (argv: string[]) => flagValues(nestedFromArgv(argv));
@@ -134,13 +135,25 @@ describe("config", () => {
     );
   });
 
-  it("--state-relay takes new-prefixes (the default) or all; all without what it relays through is refused at startup", () => {
+  it("--state-relay takes decisions (the default), new-prefixes or all; all and decisions without what they relay through are refused at startup", () => {
     const shared = ["--state-url", "redis://127.0.0.1:6379/0", "--state-secret", "s".repeat(32)];
     const advertised = [...shared, "--state-advertise-url", "http://10.0.0.7:8080"];
-    expect(configFromArgv(advertised).stateRelay).toBe("new-prefixes");
+    // Not given: decisions, and nothing is asked of a fleet that does not relay.
+    expect(configFromArgv(advertised).stateRelay).toBeUndefined();
+    expect(relayMode(nestedFromArgv(advertised).state)).toBe("decisions");
+    expect(relayMode(nestedFromArgv(shared).state)).toBe("decisions");
+    expect(configFromArgv([...advertised, "--state-relay", "new-prefixes"]).stateRelay).toBe(
+      "new-prefixes",
+    );
     expect(configFromArgv([...advertised, "--state-relay", "all"]).stateRelay).toBe("all");
     expect(() => configFromArgv([...advertised, "--state-relay", "everything"])).toThrow(
-      /--state-relay must be one of new-prefixes, all, got "everything"/,
+      /--state-relay must be one of new-prefixes, all, decisions, got "everything"/,
+    );
+    expect(configFromArgv([...advertised, "--state-relay", "decisions"]).stateRelay).toBe(
+      "decisions",
+    );
+    expect(() => configFromArgv([...shared, "--state-relay", "decisions"])).toThrow(
+      /--state-relay decisions relays every request to the leader and needs --state-advertise-url/,
     );
     expect(() => configFromArgv([...shared, "--state-relay", "all"])).toThrow(
       /--state-relay all relays every request to the leader and needs --state-advertise-url/,

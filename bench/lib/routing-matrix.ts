@@ -277,7 +277,7 @@ export async function replayCell(
       const { base: name, knobs } = parseRowLabel(label);
       if (relaysToLeader(knobs))
         throw new Error(
-          `row knobs "relay" and "relay-all" run real replicas: drop --replay (the model of "relay" is leader-new)`,
+          `row knobs "relay", "relay-all" and "relay-decisions" run real replicas: drop --replay (the model of "relay" is leader-new)`,
         );
       let result: ReplayResult;
       if (name === ORACLE_ROW) {

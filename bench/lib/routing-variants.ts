@@ -29,11 +29,13 @@ import { SUGGESTED_RANK_HOLD_MS } from "../../src/state/settings.js";
  *   blocks the engines offloaded to a CPU or storage tier count for nothing.
  * - `rank-hold`: replicas hold a decision that places a prefix by their rank (--state-rank-hold-ms
  *   2); with --replicas.
- * - `relay`: each replica advertises the URL it listens on (--state-advertise-url), so the replicas
- *   relay new prefixes whole to the leader (proxy/leader-relay.ts); with --replicas N
+ * - `relay`: each replica advertises the URL it listens on (--state-advertise-url) and relays new
+ *   prefixes whole to the leader (--state-relay new-prefixes, proxy/leader-relay.ts); with --replicas N
  *   --shared-state, real time only (the replay models it as `leader-new`).
  * - `relay-all`: as `relay`, with every request relayed to the leader (--state-relay all), so the
  *   leader decides, admits and serves them all; real time only.
+ * - `relay-decisions`: as `relay`, with the leader deciding, admitting and counting every request
+ *   while the replica that got it carries its bytes to the worker (--state-relay decisions).
  * - `slow-load`: replicas publish and read their in-flight counts every 250 ms
  *   (--state-load-interval-ms 250), the default before 50 ms (10 and 25 measured no better than 50).
  * - `leader`, `leader-new`, `tenant-owner`, `text-owner`: with --replay --replicas, another replica
@@ -70,6 +72,7 @@ export const ROW_KNOBS = [
   "rank-hold",
   "relay",
   "relay-all",
+  "relay-decisions",
   "slow-load",
   ...MODEL_ONLY,
 ] as const;
@@ -112,7 +115,9 @@ export function knobOverrides(
     if (knob === "tier-blind") o.kvTierWeights = "gpu=1,cpu=0,disk=0";
     if (knob === "rank-hold") o.stateRankHoldMs = SUGGESTED_RANK_HOLD_MS;
     if (knob === "slow-load") o.stateLoadIntervalMs = 250;
+    if (knob === "relay") o.stateRelay = "new-prefixes";
     if (knob === "relay-all") o.stateRelay = "all";
+    if (knob === "relay-decisions") o.stateRelay = "decisions";
   }
   return o;
 }
@@ -128,7 +133,9 @@ export function applyKnobs(router: RunningRouter, knobs: readonly RowKnob[]): vo
   if (relaysToLeader(knobs)) router.context.sharedState?.advertise(router.url);
 }
 
-/** The row's replicas relay to the leader (knob `relay` or `relay-all`): real replicas only. */
+/** The row's replicas relay to the leader (knob `relay`, `relay-all`, `relay-decisions`): real replicas only. */
 export function relaysToLeader(knobs: readonly RowKnob[]): boolean {
-  return knobs.includes("relay") || knobs.includes("relay-all");
+  return (
+    knobs.includes("relay") || knobs.includes("relay-all") || knobs.includes("relay-decisions")
+  );
 }

@@ -54,6 +54,8 @@ export class NginxPlane {
       upstreamOrigin: (worker) => this.upstreamOrigin(worker.url),
       readsUsage: true,
       waitHeader: o.waitHeader,
+      sendsWorkerAuth: true,
+      firstByte: "unseen",
     });
   }
 

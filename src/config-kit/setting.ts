@@ -18,6 +18,11 @@ export interface RowSpec<T> {
   /** Never print the value (help, logs, docs). */
   secret?: boolean;
   /**
+   * What --help and the docs show as the default when `default` is undefined but means a value
+   * (a mode resolved later, so that only a value given is checked against other settings).
+   */
+  shownDefault?: string;
+  /**
    * The setting's name in flag-keyed records (raw values, test overrides): by default the flag
    * in camelCase (`--worker-urls` → `workerUrls`).
    */

@@ -29,7 +29,7 @@ import {
 } from "./no-worker-answers.js";
 import type { PairProtocol, PairResult, PairTry, PairView, Side } from "./pair.js";
 import { routeHeader } from "./route-header.js";
-import type { AttemptResult, AttemptSender } from "./send-attempt.js";
+import type { AttemptResult, AttemptSender, FirstByteSeen } from "./send-attempt.js";
 import type { ForwardSettings } from "./settings.js";
 import type { AttemptFailure } from "./upstream-failure.js";
 import type { ReportedUsage } from "./usage-tap.js";
@@ -394,7 +394,7 @@ export class Forwarder {
       uncachedChars,
       rank,
       stream: routed.stream,
-      firstByteBounded: this.sender.boundsFirstByte === true,
+      firstByte: this.sender.firstByte?.(res) ?? "timed",
       // Not searched where the engine sends no counts (a stream without include_usage).
       readUsage: this.readsUsage && req.method === "POST" && routed.answerHasUsage !== false,
       onAnswerChunk: req.onAnswerChunk,
@@ -453,7 +453,7 @@ export class Forwarder {
           rank: undefined,
           stream: routed.stream && (side === "decode" || pairs.protocol.prefillStreams),
           // A pair's sides are called from here, whatever the data plane.
-          firstByteBounded: false,
+          firstByte: "timed",
           // The decode side's answer is the one the client gets, and it reports the whole
           // request's tokens (the prompt and all generated): what a tenant quota charges.
           readUsage: side === "decode" && req.method === "POST",
@@ -500,8 +500,8 @@ export class Forwarder {
       rank: number | undefined;
       /** Whether this worker's answer streams (its first-byte limit is the streaming one). */
       stream: boolean;
-      /** The sender bounds the first byte itself (AttemptSender.boundsFirstByte): no timer here. */
-      firstByteBounded: boolean;
+      /** Who sees the first byte (AttemptSender.firstByte): only `timed` sets a timer here. */
+      firstByte: FirstByteSeen;
       readUsage: boolean;
       /** Shown each chunk of a successful answer (ForwardRequest.onAnswerChunk). */
       onAnswerChunk?: ForwardRequest["onAnswerChunk"];
@@ -520,16 +520,17 @@ export class Forwarder {
         uncachedChars: how.uncachedChars,
         rank: how.rank,
         enginePriority: priority,
-        firstByteVisible: how.stream && !how.firstByteBounded,
+        firstByteVisible: how.stream && how.firstByte !== "unseen",
       },
       requestId: req.requestId,
       startedAt: req.startedAt,
       deadline,
-      firstByteMs: how.firstByteBounded
-        ? undefined
-        : how.stream
-          ? this.settings.streamFirstByteTimeoutMs
-          : this.settings.firstByteTimeoutMs,
+      firstByteMs:
+        how.firstByte !== "timed"
+          ? undefined
+          : how.stream
+            ? this.settings.streamFirstByteTimeoutMs
+            : this.settings.firstByteTimeoutMs,
       stream: routed.stream,
       clientSignal: req.clientSignal,
       route,

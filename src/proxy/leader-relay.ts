@@ -1,12 +1,20 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
 import { Agent } from "undici";
-import { errorBody, RouterError } from "../errors.js";
+import { RouterError } from "../errors.js";
 import { ClientAbort } from "./abort-reasons.js";
 import { Cancel, ClientGoneError } from "./cancel.js";
 import type { ForwardOutcome } from "./forward-contract.js";
 import { passedResponseHeaders, upstreamRequestHeaders } from "./headers.js";
+import {
+  LeaderDecisions,
+  type LeaderDecisionsOptions,
+  PEER_SIGNATURE_HEADER,
+  signPeerCall,
+  stream,
+} from "./leader-decisions.js";
+import { CALL_HEADER } from "./remote-relay.js";
 import type { RoutingRequest } from "./routing-request.js";
-import type { BodySink, UpstreamAnswer } from "./upstream-call.js";
+import type { UpstreamAnswer } from "./upstream-call.js";
 import { callUpstream } from "./upstream-call.js";
 import { writeError } from "./write-error.js";
 
@@ -26,8 +34,13 @@ export interface LeaderRelayOptions {
    * the leader is another replica); undefined = decide here.
    */
   readonly leaderUrl: () => string | undefined;
-  /** --state-relay: `all` relays every request, `new-prefixes` only those that would claim. */
-  readonly mode: "new-prefixes" | "all";
+  /**
+   * --state-relay: `all` relays every request, `new-prefixes` only those that would claim;
+   * `decisions` asks the leader where every request goes and carries it there from here.
+   */
+  readonly mode: "new-prefixes" | "all" | "decisions";
+  /** With mode `decisions`: what following the leader's decisions needs. */
+  readonly decisions?: LeaderDecisionsOptions | undefined;
   /** Whether this request would claim its prefix (Scheduler.wouldClaim, on the index as it is now). */
   readonly wouldClaim: (routing: RoutingRequest) => boolean;
   /** --state-relay-timeout-ms: how long the leader may take to say it has the request. */
@@ -54,6 +67,8 @@ export interface RelayedRequest {
   readonly startedAt: number;
   /** The client's signal: the client gone, the relay ends and the leader's request with it. */
   readonly client: Cancel;
+  /** Whether the answer streams (mode `decisions`: the worker's first-byte bound). */
+  readonly stream: boolean;
 }
 
 /** The leader did not say it had the request within the bound. */
@@ -78,6 +93,7 @@ class LeaderSilent extends Error {
  */
 export class LeaderRelay {
   private readonly agent: Agent;
+  private readonly decisions: LeaderDecisions | undefined;
   private pausedUntil = 0;
 
   constructor(private readonly options: LeaderRelayOptions) {
@@ -88,6 +104,11 @@ export class LeaderRelay {
       headersTimeout: options.requestTimeoutMs,
       bodyTimeout: options.idleTimeoutMs,
     });
+    if (options.mode === "decisions") {
+      if (options.decisions === undefined)
+        throw new Error("--state-relay decisions needs its options");
+      this.decisions = new LeaderDecisions(options.decisions, this.agent);
+    }
   }
 
   /**
@@ -100,7 +121,9 @@ export class LeaderRelay {
     if (routing.tokenizeInput !== undefined) return undefined;
     const url = this.options.leaderUrl();
     if (url === undefined) return undefined;
-    return this.options.mode === "all" || this.options.wouldClaim(routing) ? url : undefined;
+    return this.options.mode !== "new-prefixes" || this.options.wouldClaim(routing)
+      ? url
+      : undefined;
   }
 
   /**
@@ -126,6 +149,11 @@ export class LeaderRelay {
       this.options.via,
     );
     headers[RELAYED_HEADER] = "1";
+    const decisions = this.options.decisions;
+    if (decisions !== undefined) {
+      headers[CALL_HEADER] = "decide";
+      headers[PEER_SIGNATURE_HEADER] = signPeerCall(decisions.secret, "decide", request.requestId);
+    }
     let taken = false;
     const timer = setTimeout(() => {
       if (!taken) cancel.abort(new LeaderSilent());
@@ -159,9 +187,35 @@ export class LeaderRelay {
     clearTimeout(timer);
     this.options.onOutcome?.("relayed");
     try {
-      return await new Promise((resolve) =>
-        new RelayedAnswer(answer, res, cancel, request.startedAt, resolve).start(),
+      if (this.decisions === undefined)
+        return await stream(
+          answer,
+          res,
+          cancel,
+          request.startedAt,
+          passedResponseHeaders(answer.headers),
+        );
+      return await this.decisions.follow(
+        leader,
+        answer,
+        {
+          path: incoming.url ?? "/",
+          headers: incoming.headers,
+          body: request.body,
+          requestId: request.requestId,
+          startedAt: request.startedAt,
+          stream: request.stream,
+        },
+        res,
+        cancel,
       );
+    } catch (err) {
+      if (err instanceof ClientGoneError) throw err;
+      if (res.headersSent) {
+        res.destroy();
+        return { status: 502, attempts: 1, branch: "relayed", error: "stream" };
+      }
+      return this.brokenBeforeAnswer(res, request.requestId, err);
     } finally {
       client.off("abort", clientGone);
     }
@@ -182,76 +236,5 @@ export class LeaderRelay {
   /** Drops the pooled connections to the leader. */
   async close(): Promise<void> {
     await this.agent.close().catch(() => {});
-  }
-}
-
-/** The leader's answer streamed to the client with back-pressure, ended on every path. */
-class RelayedAnswer implements BodySink {
-  private ttfbMs: number | undefined;
-  private settled = false;
-  private readonly status: number;
-  private readonly isEventStream: boolean;
-  private readonly onClientClose = () => {
-    if (this.res.writableFinished) return;
-    this.cancel.abort(new ClientAbort());
-    this.finish({ status: 499, upstreamStatus: this.status, error: "client_abort" });
-  };
-  private readonly onDrain = () => this.answer.resume();
-
-  constructor(
-    private readonly answer: UpstreamAnswer,
-    private readonly res: ServerResponse,
-    private readonly cancel: Cancel,
-    private readonly startedAt: number,
-    private readonly resolve: (outcome: ForwardOutcome) => void,
-  ) {
-    this.status = answer.statusCode;
-    const contentType = answer.headers["content-type"];
-    this.isEventStream =
-      typeof contentType === "string" && contentType.startsWith("text/event-stream");
-  }
-
-  start(): void {
-    this.res.writeHead(this.status, passedResponseHeaders(this.answer.headers));
-    // A stream's headers go at once, as the leader sent them: the client sees the 200 while
-    // prefill runs.
-    if (this.isEventStream) this.res.flushHeaders();
-    this.res.on("close", this.onClientClose);
-    this.answer.pipeTo(this);
-  }
-
-  onData(chunk: Buffer): void {
-    this.ttfbMs ??= Date.now() - this.startedAt;
-    if (!this.res.write(chunk)) {
-      this.answer.pause();
-      this.res.once("drain", this.onDrain);
-    }
-  }
-
-  onEnd(): void {
-    this.res.end();
-    this.finish({ status: this.status });
-  }
-
-  onError(err: Error): void {
-    if (this.settled) return;
-    // A stream learns in-band that it broke; a cut JSON body must not look complete.
-    if (this.isEventStream && !this.res.destroyed) {
-      const message = `The leader replica's answer broke mid-stream: ${err.message}`;
-      this.res.end(`data: ${JSON.stringify(errorBody("upstream_error", message))}\n\n`);
-    } else this.res.destroy();
-    this.finish({ status: this.status, error: "stream" });
-  }
-
-  private finish(o: { status: number; upstreamStatus?: number; error?: string }): void {
-    if (this.settled) return;
-    this.settled = true;
-    this.res.off("close", this.onClientClose);
-    this.res.off("drain", this.onDrain);
-    const outcome: ForwardOutcome = { status: o.status, attempts: 1, branch: "relayed" };
-    if (this.ttfbMs !== undefined) outcome.ttfbMs = this.ttfbMs;
-    if (o.error !== undefined) outcome.error = o.error;
-    if (o.upstreamStatus !== undefined) outcome.upstreamStatus = o.upstreamStatus;
-    this.resolve(outcome);
   }
 }

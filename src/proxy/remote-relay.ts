@@ -21,7 +21,7 @@ import { bodyForRank, headersWithRank } from "./dp-rank.js";
 import { bodyWithPriority } from "./engine-priority.js";
 import type { ForwardRequest } from "./forward-contract.js";
 import { withWorkerAuth } from "./headers.js";
-import type { AttemptResult, AttemptSender } from "./send-attempt.js";
+import type { AttemptResult, AttemptSender, FirstByteSeen } from "./send-attempt.js";
 import type { AttemptFailure } from "./upstream-failure.js";
 import type { ReportedUsage } from "./usage-tap.js";
 import { writeError } from "./write-error.js";
@@ -99,15 +99,41 @@ export interface RemoteRelayOptions {
   readsUsage: boolean;
   /** --queue-wait-header: its value, set by the pipeline on the call, goes to the relay. */
   waitHeader: string | undefined;
+  /**
+   * Whether the decision carries the worker's API key (nginx, on its private socket). A replica
+   * relaying for the leader has the fleet's workers and their keys itself: none go over its link.
+   */
+  sendsWorkerAuth: boolean;
+  /**
+   * How the attempt's first byte is seen: `unseen` (nginx: at the end only) or `reported` (a
+   * replica's first-byte call, RemoteRelays.firstByteCame).
+   */
+  firstByte: "unseen" | "reported";
 }
 
 export class RemoteRelays implements AttemptSender {
-  /** nginx's proxy_read_timeout bounds the worker's response header (nginx/config.ts). */
-  readonly boundsFirstByte = true;
   private readonly byCall = new WeakMap<ServerResponse, Exchange>();
   private readonly byId = new Map<string, Exchange>();
 
   constructor(private readonly options: RemoteRelayOptions) {}
+
+  /** The relay bounds the worker's first byte itself (nginx's proxy_read_timeout, nginx/config.ts). */
+  firstByte(): FirstByteSeen {
+    return this.options.firstByte;
+  }
+
+  /** Whether `first` is a decision call of this relay's (the pipeline's response to it). */
+  has(first: ServerResponse): boolean {
+    return this.byCall.has(first);
+  }
+
+  /** The relay saw the worker's first byte: the attempt's prefill is over. False when unknown. */
+  firstByteCame(requestId: string): boolean {
+    const pending = this.byId.get(requestId)?.pending;
+    if (pending === undefined) return false;
+    pending.attempt.firstByte();
+    return true;
+  }
 
   /** Attempts waiting for their relay's end. */
   get pending(): number {
@@ -293,7 +319,7 @@ export class RemoteRelays implements AttemptSender {
       worker.id,
     ];
     put(decision, RELAY_VALUES.rg_route, attempt.route);
-    put(decision, RELAY_VALUES.rg_auth, upstream.authorization);
+    if (this.options.sendsWorkerAuth) put(decision, RELAY_VALUES.rg_auth, upstream.authorization);
     put(decision, RELAY_VALUES.rg_via, upstream.via);
     put(decision, RELAY_VALUES.rg_tp, upstream.traceparent);
     put(decision, RELAY_VALUES.rg_ts, upstream.tracestate);
@@ -335,5 +361,34 @@ export class RemoteRelays implements AttemptSender {
       exchange.reply.writeHead(200, decision);
       exchange.reply.end();
     });
+  }
+}
+
+/**
+ * A leader's attempts (--state-relay decisions): those of a request a replica relays for it (a
+ * decide call, `peers.has`) are carried by that replica; the rest by this process.
+ */
+export class PeerOrOwnAttempts implements AttemptSender {
+  constructor(
+    readonly peers: RemoteRelays,
+    private readonly own: AttemptSender,
+  ) {}
+
+  firstByte(res: ServerResponse): FirstByteSeen {
+    return this.peers.has(res) ? this.peers.firstByte() : (this.own.firstByte?.(res) ?? "timed");
+  }
+
+  send(
+    attempt: Attempt,
+    req: ForwardRequest,
+    headers: Record<string, string | string[]>,
+    rank: number | undefined,
+    res: ServerResponse,
+    canRetry: () => boolean,
+    closed: boolean,
+    inProgress: Set<Cancel>,
+  ): Promise<AttemptResult> {
+    const sender = this.peers.has(res) ? this.peers : this.own;
+    return sender.send(attempt, req, headers, rank, res, canRetry, closed, inProgress);
   }
 }

@@ -31,6 +31,9 @@ export type AttemptResult =
   | { kind: "done"; outcome: Omit<ForwardOutcome, "attempts">; usage?: ReportedUsage }
   | { kind: "failed"; failure: AttemptFailure };
 
+/** How an attempt's first byte is seen (AttemptSender.firstByte). */
+export type FirstByteSeen = "timed" | "reported" | "unseen";
+
 /**
  * Who carries one attempt to its worker and the answer to the client: this process
  * (NodeAttempts, the default data plane) or another that relays for it (--data-plane nginx:
@@ -40,10 +43,13 @@ export type AttemptResult =
  */
 export interface AttemptSender {
   /**
-   * The sender bounds the worker's first byte itself (nginx's read timeout): the attempt sets no
-   * first-byte timer of its own, one timer fewer for every request.
+   * Who sees the first byte of the attempt answering `res`: `timed` here (the forwarder's
+   * first-byte timer runs, and a stream's prefill is seen to end); `reported` (the sender bounds
+   * it and says when it came: a replica relaying for the leader); `unseen` (the sender bounds it,
+   * nginx's read timeout, and the end is all that is seen: one timer fewer per request).
+   * Absent: timed.
    */
-  readonly boundsFirstByte?: boolean;
+  firstByte?(res: ServerResponse): FirstByteSeen;
   send(
     attempt: Attempt,
     req: ForwardRequest,

@@ -11,11 +11,13 @@ import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
 import type { Forwarder } from "../proxy/forward.js";
 import type { LeaderRelay } from "../proxy/leader-relay.js";
+import type { RemoteRelays } from "../proxy/remote-relay.js";
 import type { Scheduler } from "../scheduling/scheduler.js";
 import type { ClusterTransport } from "../state/cluster-transport.js";
 import type { RedisTransport } from "../state/redis-transport.js";
 import type { Replication } from "../state/replication.js";
 import type { StateFile } from "../state/state-file.js";
+import type { StateSecret } from "../state/state-secret.js";
 import type { Tracing } from "../tracing/request-trace.js";
 import type { HealthChecker } from "../workers/health.js";
 import type { EngineIntrospector } from "../workers/introspection.js";
@@ -79,6 +81,11 @@ export interface RouterContext {
   loraLoader?: LoraLoader;
   /** --state-advertise-url: new prefixes (--state-relay all: every request) relayed whole to the leader. */
   leaderRelay?: LeaderRelay;
+  /**
+   * --state-relay decisions, as the leader: the replicas' calls (routes/decision.ts) and the
+   * attempts they carry; the fleet's secret checks each call's signature.
+   */
+  peerCalls?: { relays: RemoteRelays; secret: StateSecret };
   /** radixgate-cluster: the replication's transport to the sibling processes. */
   siblingState?: ClusterTransport;
 }

@@ -31,21 +31,13 @@ import type { IncomingMessage, RequestListener, ServerResponse } from "node:http
 import type { Socket } from "node:net";
 import type { HttpBindings } from "@hono/node-server";
 import type { Hono } from "hono";
-import { RouterError } from "../errors.js";
 import { CALL_HEADER, type RemoteRelays } from "../proxy/remote-relay.js";
-import { writeError } from "../proxy/write-error.js";
 import type { RouterContext } from "./context.js";
 import { INFERENCE_ROUTES } from "./inference.js";
-import { handleInference } from "./pipeline.js";
+import { answerRelayCall } from "./relay-call.js";
 import { routerListener } from "./router-listener.js";
 
 export const CLIENT_ADDRESS_HEADER = "x-radixgate-client-addr";
-
-/** The last status of nginx's $upstream_status ("200 : 502" after a redirect: 502). */
-function lastStatus(value: string | string[] | undefined): number {
-  const text = typeof value === "string" ? value : "";
-  return Number(text.split(/[ ,:]+/).pop());
-}
 
 const CLIENT_ADDRESS = Symbol("radixgate.clientAddress");
 type NamedSocket = Socket & { [CLIENT_ADDRESS]?: { address: string | undefined } };
@@ -95,44 +87,15 @@ export function decisionListener(
     // copy leaves out a header without a value.
     headers[CLIENT_ADDRESS_HEADER] = undefined;
     headers[CALL_HEADER] = undefined;
-    const id = headers["x-radixgate-request"];
-    if (call === "retry") {
-      const requestId = typeof id === "string" ? id : "";
-      if (!relays.retry(requestId, res, lastStatus(headers["x-radixgate-failed"]))) {
-        const error = new RouterError(
-          "upstream_error",
-          "The worker could not be reached and the request is no longer known to the router.",
-        );
-        writeError(res, error, requestId);
-      }
-      incoming.resume();
-      return;
-    }
-    if (call === "body") {
-      const body = typeof id === "string" ? relays.body(id) : undefined;
-      if (body === undefined) {
-        writeError(res, new RouterError("not_found", "No rewritten body for this request."), "");
-      } else {
-        res.writeHead(200, { "content-length": body.length });
-        res.end(body);
-      }
-      incoming.resume();
-      return;
-    }
     const url = incoming.url ?? "/";
     const query = url.indexOf("?");
-    const endpoint = endpoints.get(query === -1 ? url : url.slice(0, query));
-    if (call !== "decide" || incoming.method !== "POST" || endpoint === undefined) {
-      writeError(res, new RouterError("not_found", `No inference route ${url}.`), "");
-      incoming.resume();
-      return;
-    }
-    relays.open(res);
-    // One reaction to the request's end, not a catch and a finally (two more promises a call).
-    const close = () => relays.close(res);
-    handleInference(ctx, incoming, res, endpoint).then(close, (err: unknown) => {
-      ctx.logger.error({ err }, "unhandled error in the data plane");
-      close();
-    });
+    answerRelayCall(
+      ctx,
+      relays,
+      incoming,
+      res,
+      call,
+      endpoints.get(query === -1 ? url : url.slice(0, query)),
+    );
   };
 }

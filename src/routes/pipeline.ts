@@ -128,7 +128,14 @@ async function relayToLeader(
   if (relay === undefined || leader === undefined) return undefined;
   return relay.send(
     leader,
-    { incoming, body: opened.received.body, requestId, startedAt, client },
+    {
+      incoming,
+      body: opened.received.body,
+      requestId,
+      startedAt,
+      client,
+      stream: opened.routing.stream,
+    },
     res,
   );
 }

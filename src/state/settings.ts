@@ -38,19 +38,24 @@ export interface StateConfig {
   snapshotIntervalMs: number;
   /** --state-snapshot-max-bytes: the largest snapshot written or read. */
   snapshotMaxBytes: number;
-  /** --state-advertise-url: where peers reach this replica (new prefixes relayed); undefined = none. */
+  /** --state-advertise-url: where peers reach this replica (to relay to it as leader); undefined = none. */
   advertiseUrl: string | undefined;
   /** --state-relay-timeout-ms: how long a relay waits for the leader to say it has the request. */
   relayTimeoutMs: number;
-  /** --state-relay: which requests a replica relays to the leader (proxy/leader-relay.ts). */
-  relay: StateRelayMode;
+  /**
+   * --state-relay: how a replica defers to the leader (proxy/leader-relay.ts); undefined = not
+   * given: `decisions` when relaying at all (relayMode).
+   */
+  relay: StateRelayMode | undefined;
 }
 
 /**
- * --state-relay: `new-prefixes` relays only a request that would claim a new prefix; `all` relays
- * every request, so that the leader decides, admits, counts and serves all of them.
+ * --state-relay: `decisions` (the default) asks the leader where every request goes (it admits
+ * and counts it) and carries it there; `all` relays every request whole, so that the leader
+ * decides, admits, counts and serves all of them; `new-prefixes` relays only a request that would
+ * claim a new prefix.
  */
-export const STATE_RELAY_MODES = ["new-prefixes", "all"] as const;
+export const STATE_RELAY_MODES = ["new-prefixes", "all", "decisions"] as const;
 export type StateRelayMode = (typeof STATE_RELAY_MODES)[number];
 
 /** The Redis transport's options: the state section when it is on (a URL, and so a secret). */
@@ -242,7 +247,7 @@ export const STATE_SETTINGS = section<StateConfig>(
       flag: "--state-advertise-url",
       arg: "<url>",
       description:
-        "With --state-url: where the other replicas reach this one over HTTP (an origin, e.g. http://10.0.0.7:8080; no credentials), published with its load. When every replica sets it, a replica that gets a request starting a new prefix (one it would claim) relays the whole request to the first-started replica, which decides every new prefix alone, on its own index, without claims; a relay that finds that replica unreachable or silent for --state-relay-timeout-ms falls back to a claim, and relays pause for a second. Needs claims (--state-claim-timeout-ms above 0); not in radixgate-cluster. Measured to beat the claims only with peers' load fresh (--state-load-interval-ms 50, the default; docs/benchmarks.md). Unset = no relaying: claims as before.",
+        "With --state-url: where the other replicas reach this one over HTTP (an origin, e.g. http://10.0.0.7:8080; no credentials), published with its load. When every replica sets it, the first-started replica (the leader) decides for all of them: by default (--state-relay decisions) every request is decided, admitted and counted there, the replica that got it carrying its bytes to the worker, so replicas decide as one router would (measured within 1.5 points of one router's hit rate with 2 and 4 replicas; without it they decide apart with claims, 1-3 points under; docs/benchmarks.md). A replica that finds the leader unreachable or silent for --state-relay-timeout-ms decides the request itself with a claim, and relays pause for a second; when the leader stops, the next replica by start order leads. Needs claims (--state-claim-timeout-ms above 0); not in radixgate-cluster; not with --data-plane nginx. Unset = no relaying: claims as before.",
       default: undefined,
       parse: advertiseUrl,
     },
@@ -258,18 +263,25 @@ export const STATE_SETTINGS = section<StateConfig>(
       flag: "--state-relay",
       arg: "<mode>",
       description:
-        "With --state-advertise-url: which requests a replica other than the leader relays to it. new-prefixes (the default): only those starting a new prefix (they would claim it); the rest are decided, admitted and served where they arrive, so the data plane stays spread over the replicas. all: every inference request, so the leader decides, admits, counts and serves each one as one router would (measured within 1.5 points of one router's hit rate with 2 and 4 replicas; docs/benchmarks.md). Its cost: every byte of every request and answer then passes through the leader's process (its CPU and the data plane are one process again) and the others add a hop; the replicas then give failover, not throughput. Either way a relay that finds the leader unreachable falls back to deciding here with a claim, and requests of the precise index (--kv-events) stay where they arrive.",
-      default: "new-prefixes",
+        "With --state-advertise-url: how a replica other than the leader defers to it. decisions (the default): the leader decides, admits and counts every inference request until it ends, as one router would, and the replica that got it carries its bytes straight to the worker: it asks the leader where (a call signed with --state-secret, carrying the request), sends it there and tells the leader when the first byte came and how it ended (the protocol nginx speaks with --data-plane nginx); measured within 1.5 points of one router's hit rate with 2 and 4 replicas (docs/benchmarks.md), at one round trip to the leader per request. all: the whole request goes through the leader, which serves it too (every byte then passes through the leader's process: failover, not throughput). new-prefixes: only a request starting a new prefix (one it would claim) goes whole to the leader; the rest are decided here (measured no better than claims). Every way, a relay that finds the leader unreachable or silent falls back to deciding here with a claim, and requests of the precise index (--kv-events) stay where they arrive. With prefill/decode disaggregation the leader relays a pair's answer itself.",
+      // Unset = decisions (relayMode); a mode given without what it relays through is refused.
+      default: undefined,
+      shownDefault: "decisions",
       parse: oneOf(STATE_RELAY_MODES),
     },
   },
   (s) => {
     if (s.url !== undefined) requireStateSecret(s);
-    if (s.relay === "all") requireRelaying(s);
+    if (s.relay === "all" || s.relay === "decisions") requireRelaying(s);
   },
 );
 
-/** --state-relay all relays through what --state-advertise-url builds: refused without it. */
+/** The --state-relay mode in force: decisions unless another was given. */
+export function relayMode(config: Pick<StateConfig, "relay">): StateRelayMode {
+  return config.relay ?? "decisions";
+}
+
+/** --state-relay all and decisions (given) relay through what --state-advertise-url builds: refused without it. */
 function requireRelaying(s: StateConfig): void {
   const missing =
     s.url === undefined
@@ -282,7 +294,7 @@ function requireRelaying(s: StateConfig): void {
   if (missing !== undefined)
     throw new ConfigError(
       "--state-relay",
-      `all relays every request to the leader and needs ${missing}`,
+      `${s.relay} relays every request to the leader and needs ${missing}`,
     );
 }
 

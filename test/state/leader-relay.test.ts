@@ -4,7 +4,9 @@ import type { AddressInfo } from "node:net";
 import { createServer as createNetServer, type Server as NetServer, type Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ConfigOverrides } from "../../src/config.js";
+import { signPeerCall } from "../../src/proxy/leader-decisions.js";
 import type { RunningRouter } from "../../src/server.js";
+import { StateSecret } from "../../src/state/state-secret.js";
 import {
   redisSkipReason,
   startRedis,
@@ -167,8 +169,8 @@ describe.skipIf(redisSkipReason !== undefined)(
       return { leader, follower };
     };
 
-    it("a follower relays a new prefix whole: the leader decides, counts and streams it back chunk by chunk", async () => {
-      const { leader, follower } = await relayingPair();
+    it("--state-relay new-prefixes: a follower relays a new prefix whole: the leader decides, counts and streams it back chunk by chunk", async () => {
+      const { leader, follower } = await relayingPair({ stateRelay: "new-prefixes" });
       const before = heldCount();
       const stream = await openStream(follower.url, freshPrompt(), {
         headers: { "x-request-id": "relay-me-1" },
@@ -247,8 +249,8 @@ describe.skipIf(redisSkipReason !== undefined)(
       expect(await relays(leader, "relayed")).toBe(0);
     });
 
-    it("--state-relay new-prefixes (the default): the same request on a held prefix is decided where it arrives", async () => {
-      const { leader, follower } = await relayingPair();
+    it("--state-relay new-prefixes: the same request on a held prefix is decided where it arrives", async () => {
+      const { leader, follower } = await relayingPair({ stateRelay: "new-prefixes" });
       const prompt = await heldOnBoth(leader, follower);
       const before = heldCount();
       const stream = await openStream(follower.url, prompt);
@@ -446,6 +448,199 @@ describe.skipIf(redisSkipReason !== undefined)(
       await waitFor(() => held.aborted, 5000, "the worker's request closed");
       await waitFor(() => inFlight(leader) === 0, 5000, "the leader's count back to 0");
       expect(inFlight(follower)).toBe(0);
+    });
+
+    /** The router's id of the gated worker a held stream reached. */
+    const workerOf = (router: RunningRouter, held: HeldStream) => {
+      const gated = workers.find((w) => w.held.includes(held));
+      return router.context.registry.get(gated?.url ?? "")!;
+    };
+
+    it("--state-relay decisions (the default): the leader decides and counts every request; the follower carries it to the worker and reports its first byte and its end", async () => {
+      const { leader, follower } = await relayingPair();
+      // A prefix both hold: decided by the leader anyway.
+      const prompt = await heldOnBoth(leader, follower);
+      const before = heldCount();
+      const stream = await openStream(follower.url, prompt, {
+        headers: { "x-request-id": "decide-me-1" },
+      });
+      const held = await nextHeld(before);
+      expect(stream.res.status).toBe(200);
+      expect(stream.res.headers.get("content-type")).toMatch(/^text\/event-stream/);
+      // From the follower straight to the worker: none of the replicas' own headers reach it.
+      expect(held.req.headers["x-radixgate-relayed"]).toBeUndefined();
+      expect(held.req.headers["x-radixgate-call"]).toBeUndefined();
+      expect(held.req.headers["x-radixgate-peer"]).toBeUndefined();
+      expect(held.req.headers["x-request-id"]).toBe("decide-me-1");
+      const worker = workerOf(leader, held);
+      expect(stream.res.headers.get("x-radixgate-worker")).toBe(worker.id);
+      expect(stream.res.headers.get("x-radixgate-route")).not.toBeNull();
+      // The leader counts it (prefill under way) until the follower says otherwise.
+      expect(inFlight(leader)).toBe(1);
+      expect(inFlight(follower)).toBe(0);
+      expect(worker.pendingPrefillRequests).toBe(1);
+      held.res.write(chunk("one"));
+      expect(await stream.next()).toContain('"one"');
+      await waitFor(
+        () => worker.pendingPrefillRequests === 0,
+        5000,
+        "the first byte at the leader",
+      );
+      expect(inFlight(leader)).toBe(1);
+      held.res.write(chunk("two"));
+      expect(await stream.next()).toContain('"two"');
+      held.res.end("data: [DONE]\n\n");
+      let rest = "";
+      for (let piece = await stream.next(); piece !== undefined; piece = await stream.next())
+        rest += piece;
+      expect(rest).toContain("[DONE]");
+      await waitFor(() => inFlight(leader) === 0, 5000, "the end at the leader");
+      expect(await relays(follower, "relayed")).toBe(1);
+    });
+
+    it("--state-relay decisions: the engine's token counts in the answer reach the leader", async () => {
+      const { leader, follower } = await relayingPair({ stateRelay: "decisions" });
+      const before = heldCount();
+      const answer = fetch(`${follower.url}/v1/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({
+          model: "m",
+          prompt: freshPrompt(),
+          max_tokens: 4,
+          stream: true,
+          stream_options: { include_usage: true },
+        }),
+      });
+      const held = await nextHeld(before);
+      const worker = workerOf(leader, held);
+      held.res.write(chunk("done"));
+      const usage = { prompt_tokens: 4321, completion_tokens: 4, total_tokens: 4325 };
+      held.res.write(`data: ${JSON.stringify({ choices: [], usage })}\n\n`);
+      held.res.end("data: [DONE]\n\n");
+      const res = await answer;
+      expect(await res.text()).toContain('"prompt_tokens":4321');
+      await waitFor(
+        async () =>
+          (await metricText(leader, "radixgate_engine_prompt_tokens_total")).includes(
+            `worker="${worker.id}"} 4321`,
+          ),
+        5000,
+        "the leader's count of the engine's prompt tokens",
+      );
+      expect(await metricText(follower, "radixgate_engine_prompt_tokens_total")).not.toContain(
+        "4321",
+      );
+    });
+
+    it("--state-relay decisions: a worker the follower cannot reach is tried again as the leader chooses", async () => {
+      const closed = createNetServer();
+      await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
+      const deadUrl = `http://127.0.0.1:${(closed.address() as AddressInfo).port}`;
+      await new Promise<void>((resolve) => closed.close(() => resolve()));
+      const { leader, follower } = await relayingPair({
+        stateRelay: "decisions",
+        workerUrls: [deadUrl, workers[0]!.url],
+      });
+      // The live worker busy with one of the leader's own: a new prefix is cheaper on the other.
+      const before = heldCount();
+      const busy = await openStream(leader.url, freshPrompt());
+      const held = await nextHeld(before);
+      const retries = async () =>
+        Number(/} (\d+)/.exec(await metricText(leader, "radixgate_retries_total"))?.[1] ?? 0);
+      const retriedBefore = await retries();
+      const stream = await openStream(follower.url, freshPrompt());
+      const next = await nextHeld(before + 1);
+      expect(stream.res.status).toBe(200);
+      expect(workerOf(leader, next).url).toBe(workers[0]!.url);
+      expect(await retries()).toBeGreaterThan(retriedBefore);
+      next.res.end("data: [DONE]\n\n");
+      held.res.end("data: [DONE]\n\n");
+      while ((await stream.next()) !== undefined) {}
+      while ((await busy.next()) !== undefined) {}
+      await waitFor(() => inFlight(leader) === 0, 5000, "the leader's count back to 0");
+    });
+
+    it("--state-relay decisions: the client leaving mid-stream ends the worker's request and the leader's count", async () => {
+      const { leader, follower } = await relayingPair({ stateRelay: "decisions" });
+      const before = heldCount();
+      const client = new AbortController();
+      const stream = await openStream(follower.url, freshPrompt(), { signal: client.signal });
+      const held = await nextHeld(before);
+      held.res.write(chunk("first"));
+      expect(await stream.next()).toContain('"first"');
+      expect(inFlight(leader)).toBe(1);
+      client.abort();
+      await waitFor(() => held.aborted, 5000, "the worker's request closed");
+      await waitFor(() => inFlight(leader) === 0, 5000, "the leader's count back to 0");
+    });
+
+    it("--state-relay decisions: a call not signed with the fleet's secret is refused (403) and reaches no worker", async () => {
+      const { leader, follower } = await relayingPair({ stateRelay: "decisions" });
+      const before = heldCount();
+      const body = JSON.stringify({ model: "m", prompt: freshPrompt(), max_tokens: 4 });
+      const secret = new StateSecret(TEST_STATE_SECRET);
+      const other = new StateSecret("another fleet's secret, long enough");
+      const attempts: Record<string, string>[] = [
+        { "x-radixgate-call": "decide", "x-request-id": "forged-1" },
+        {
+          "x-radixgate-call": "decide",
+          "x-request-id": "forged-2",
+          "x-radixgate-peer": signPeerCall(other, "decide", "forged-2"),
+        },
+        {
+          "x-radixgate-call": "decide",
+          "x-request-id": "forged-3",
+          "x-radixgate-peer": signPeerCall(secret, "decide", "forged-3", Date.now() - 120_000),
+        },
+        {
+          "x-radixgate-call": "decide",
+          "x-request-id": "forged-4",
+          "x-radixgate-peer": signPeerCall(secret, "complete", "forged-4"),
+        },
+      ];
+      for (const router of [leader, follower]) {
+        for (const headers of attempts) {
+          const res = await fetch(`${router.url}/v1/completions`, {
+            method: "POST",
+            headers: { "content-type": "application/json", ...headers },
+            body,
+          });
+          expect(res.status).toBe(403);
+          expect(((await res.json()) as { error: { code: string } }).error.code).toBe("forbidden");
+        }
+      }
+      expect(heldCount()).toBe(before);
+      // Signed: a decision, an empty answer naming the worker (its key never in it).
+      const signed = await fetch(`${leader.url}/v1/completions`, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          "x-radixgate-call": "decide",
+          "x-request-id": "signed-1",
+          "x-radixgate-peer": signPeerCall(secret, "decide", "signed-1"),
+        },
+        body,
+      });
+      expect(signed.status).toBe(200);
+      expect(signed.headers.get("x-accel-redirect")).toMatch(/^@/);
+      expect(signed.headers.get("x-rg-worker")).not.toBeNull();
+      expect(signed.headers.get("x-rg-auth")).toBeNull();
+      expect(await signed.text()).toBe("");
+      expect(inFlight(leader)).toBe(1);
+      const complete = await fetch(`${leader.url}/v1/completions`, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          "x-radixgate-call": "complete",
+          "x-radixgate-request": "signed-1",
+          "x-radixgate-peer": signPeerCall(secret, "complete", "signed-1"),
+        },
+        body: JSON.stringify({ status: 200, upstream_status: 200, header_ms: 3 }),
+      });
+      expect(complete.status).toBe(204);
+      await waitFor(() => inFlight(leader) === 0, 5000, "the leader's count back to 0");
+      expect(heldCount()).toBe(before);
     });
   },
 );

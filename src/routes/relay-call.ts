@@ -1,0 +1,175 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { RouterError } from "../errors.js";
+import type { Endpoint } from "../intake/routing-text.js";
+import type { CompletionRecord, RemoteRelays } from "../proxy/remote-relay.js";
+import { writeError } from "../proxy/write-error.js";
+import type { RouterContext } from "./context.js";
+import { handleInference } from "./pipeline.js";
+
+/** The last status of nginx's $upstream_status ("200 : 502" after a redirect: 502). */
+function lastStatus(value: string | string[] | undefined): number {
+  const text = typeof value === "string" ? value : "";
+  return Number(text.split(/[ ,:]+/).pop());
+}
+/**
+ * One call of a relay about a request (nginx's, or a replica's relaying for this one as leader,
+ * proxy/leader-decisions.ts): `decide` runs the request's pipeline, whose attempts answer it;
+ * `retry`, `body`, `first-byte` and `complete` are about a request decided before (by its
+ * x-radixgate-request id). `complete` carries the relay's completion record as JSON (nginx's come
+ * through its log instead). The call header is already taken off.
+ */
+export function answerRelayCall(
+  ctx: RouterContext,
+  relays: RemoteRelays,
+  incoming: IncomingMessage,
+  res: ServerResponse,
+  call: string | string[],
+  endpoint: Endpoint | undefined,
+): void {
+  const headers = incoming.headers;
+  const id = headers["x-radixgate-request"];
+  const requestId = typeof id === "string" ? id : "";
+  if (call === "retry") {
+    if (!relays.retry(requestId, res, lastStatus(headers["x-radixgate-failed"]))) {
+      const error = new RouterError(
+        "upstream_error",
+        "The worker could not be reached and the request is no longer known to the router.",
+      );
+      writeError(res, error, requestId);
+    }
+    incoming.resume();
+    return;
+  }
+  if (call === "body") {
+    const body = relays.body(requestId);
+    if (body === undefined) {
+      writeError(res, new RouterError("not_found", "No rewritten body for this request."), "");
+    } else {
+      res.writeHead(200, { "content-length": body.length });
+      res.end(body);
+    }
+    incoming.resume();
+    return;
+  }
+  if (call === "first-byte") {
+    relays.firstByteCame(requestId);
+    res.writeHead(204).end();
+    incoming.resume();
+    return;
+  }
+  if (call === "complete") {
+    readCompletion(incoming, requestId).then(
+      (record) => {
+        if (record !== undefined) relays.complete(record);
+        if (record === undefined)
+          writeError(
+            res,
+            new RouterError("invalid_request", "Not a completion record."),
+            requestId,
+          );
+        else res.writeHead(204).end();
+      },
+      () => res.destroy(),
+    );
+    return;
+  }
+  const url = incoming.url ?? "/";
+  if (call !== "decide" || incoming.method !== "POST" || endpoint === undefined) {
+    writeError(res, new RouterError("not_found", `No inference route ${url}.`), "");
+    incoming.resume();
+    return;
+  }
+  relays.open(res);
+  // One reaction to the request's end, not a catch and a finally (two more promises a call).
+  const close = () => relays.close(res);
+  handleInference(ctx, incoming, res, endpoint).then(close, (err: unknown) => {
+    ctx.logger.error({ err }, "unhandled error in the data plane");
+    close();
+  });
+}
+
+/** The most a completion record's JSON may take (a few numbers: far below). */
+const MAX_COMPLETION_BYTES = 4096;
+/** How long its few bytes may take to arrive. */
+const COMPLETION_READ_MS = 5000;
+
+/** A `complete` call's record, checked field by field; undefined when it is not one. */
+async function readCompletion(
+  incoming: IncomingMessage,
+  requestId: string,
+): Promise<CompletionRecord | undefined> {
+  const text = await readSmall(incoming, MAX_COMPLETION_BYTES, COMPLETION_READ_MS);
+  if (text === undefined) return undefined;
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  return completionRecord(value, requestId);
+}
+
+/** The record a replica sends (LeaderDecisions' CompletionBody), or undefined. */
+export function completionRecord(value: unknown, requestId: string): CompletionRecord | undefined {
+  if (requestId === "" || typeof value !== "object" || value === null || Array.isArray(value))
+    return undefined;
+  const o = value as Record<string, unknown>;
+  const status = count(o.status);
+  if (status === undefined || status < 100 || status > 599) return undefined;
+  const upstream = count(o.upstream_status);
+  const usage =
+    count(o.prompt_tokens) === undefined
+      ? undefined
+      : {
+          promptTokens: count(o.prompt_tokens) as number,
+          cachedTokens: count(o.cached_tokens),
+          completionTokens: count(o.completion_tokens),
+        };
+  return {
+    requestId,
+    status,
+    upstreamStatus:
+      upstream !== undefined && upstream >= 100 && upstream <= 599 ? upstream : undefined,
+    headerMs: count(o.header_ms),
+    usage,
+  };
+}
+
+/** A whole number from 0 to 2^40, else undefined. */
+function count(v: unknown): number | undefined {
+  return typeof v === "number" && Number.isInteger(v) && v >= 0 && v <= 2 ** 40 ? v : undefined;
+}
+
+/** A short body as text: undefined past `max` bytes or `timeoutMs`. */
+function readSmall(
+  incoming: IncomingMessage,
+  max: number,
+  timeoutMs: number,
+): Promise<string | undefined> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const timer = setTimeout(() => done(undefined), timeoutMs);
+    const done = (text: string | undefined) => {
+      clearTimeout(timer);
+      incoming.off("data", onData);
+      incoming.off("end", onEnd);
+      incoming.off("error", onError);
+      if (text === undefined) incoming.resume();
+      resolve(text);
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > max) done(undefined);
+      else chunks.push(chunk);
+    };
+    const onEnd = () => done(Buffer.concat(chunks).toString("utf8"));
+    const onError = (err: Error) => {
+      clearTimeout(timer);
+      reject(err);
+    };
+    incoming.on("data", onData);
+    incoming.on("end", onEnd);
+    incoming.on("error", onError);
+  });
+}
