@@ -9,6 +9,9 @@
  *   npm run bench:replicas -- --workload multi-turn --replicas 1,4
  *   npm run bench:replicas -- --cluster --replicas 1,2    radixgate-cluster: its processes sharing
  *                                                         over the local channel, and --no-share
+ *   npm run bench:replicas -- --workload tenants --state-relay claims,decisions,all
+ *                                                 shared rows per way replicas decide: claims (no
+ *                                                 --state-advertise-url), or a --state-relay mode
  *
  * Prints, per workload, the fleet's prefix-cache hit rate (the workers' own counters) and mean
  * client TTFT for each configuration side by side, plus Redis traffic per 1,000 requests (bytes
@@ -20,6 +23,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { Redis } from "ioredis";
+import { freePort } from "../sim/free-port.js";
 import { mulberry32 } from "../sim/prng.js";
 import { findRedisServer, type LocalRedis, startLocalRedis } from "../sim/redis-server.js";
 import { defaultConfig } from "../src/config.js";
@@ -28,6 +32,7 @@ import { createLogger } from "../src/logger.js";
 import type { PolicyName } from "../src/scheduling/policy.js";
 import { PublishingIndex } from "../src/state/publishing-index.js";
 import { RedisTransport } from "../src/state/redis-transport.js";
+import { STATE_RELAY_MODES, type StateRelayMode } from "../src/state/settings.js";
 import { type BuiltRouter, startBuiltCluster } from "./lib/built-router.js";
 import { commandLine, machineSummary, runIfEntryPoint, writeResults } from "./lib/entry.js";
 import { childFleetHost, type FleetHost } from "./lib/fleet.js";
@@ -62,6 +67,8 @@ interface ConfigResult {
   hitRate: number;
   meanTtftMs: number;
   p50TtftMs: number;
+  /** Shared rows: `claims` (no --state-advertise-url) or the --state-relay mode. */
+  relay?: string;
   /** Bytes into / out of redis-server per 1,000 requests (shared rows only). */
   redisInPer1k?: number;
   redisOutPer1k?: number;
@@ -80,6 +87,8 @@ async function runCluster(
   processes: number,
   share: boolean,
   policy: PolicyName,
+  /** `claims`, or the --state-relay mode each replica runs with its advertised URL. */
+  relay = "claims",
 ): Promise<ConfigResult> {
   const fleet = await host.startFleet({
     count: preset.workers,
@@ -143,6 +152,8 @@ async function runConfig(
   replicas: number,
   redis: LocalRedis | undefined,
   policy: PolicyName,
+  /** `claims`, or the --state-relay mode each replica runs with its advertised URL. */
+  relay = "claims",
 ): Promise<ConfigResult> {
   const fleet = await host.startFleet({
     count: preset.workers,
@@ -155,15 +166,27 @@ async function runConfig(
   const admin = redis === undefined ? undefined : new Redis(redis.url);
   try {
     for (let i = 0; i < replicas; i++) {
+      // A relaying replica advertises where it listens: its port is chosen before it starts.
+      const port = redis !== undefined && relay !== "claims" ? await freePort() : undefined;
       routers.push(
-        await startRouterProcess({
-          ...routerConfig(policy, urls),
-          ...(redis !== undefined
-            ? { stateUrl: redis.url, stateSecret: BENCH_STATE_SECRET, stateKeyPrefix: prefix }
-            : {}),
-        }),
+        await startRouterProcess(
+          routerConfig(policy, urls, {
+            ...(redis !== undefined
+              ? { stateUrl: redis.url, stateSecret: BENCH_STATE_SECRET, stateKeyPrefix: prefix }
+              : {}),
+            ...(port !== undefined
+              ? {
+                  port,
+                  stateAdvertiseUrl: `http://127.0.0.1:${port}`,
+                  stateRelay: relay as StateRelayMode,
+                }
+              : {}),
+          }),
+        ),
       );
     }
+    // The leader's URL reaches the others with its load value (every 50 ms).
+    if (redis !== undefined && relay !== "claims") await new Promise((r) => setTimeout(r, 500));
     // The L4 balancer: each request (each turn of a chat too) to a replica drawn at random.
     const rng = mulberry32(preset.seed + replicas);
     const turnIds = new Map<string, string>();
@@ -191,6 +214,7 @@ async function runConfig(
     return {
       replicas,
       shared: redis !== undefined,
+      ...(redis !== undefined ? { relay } : {}),
       requests: run.outcomes.length,
       errors: run.outcomes.length - ok.length,
       hitRate: prompt === 0 ? 0 : cached / prompt,
@@ -298,12 +322,14 @@ async function main(): Promise<void> {
       replicas: { type: "string", default: "1,2,4" },
       cluster: { type: "boolean", default: false },
       policy: { type: "string", default: "cache_aware" },
+      "state-relay": { type: "string", default: "claims" },
       help: { type: "boolean", default: false },
     },
   });
   if (values.help) {
     console.log(
-      "usage: npm run bench:replicas -- [--full] [--workload a,b] [--replicas 1,2,4] [--cluster] [--policy p]\n" +
+      "usage: npm run bench:replicas -- [--full] [--workload a,b] [--replicas 1,2,4] [--cluster] [--policy p] [--state-relay claims,decisions,...]\n" +
+        "  --state-relay: the shared rows, one per way: claims (no --state-advertise-url) or a --state-relay mode\n" +
         "  --cluster: radixgate-cluster rows (processes sharing over the local channel, and --no-share) instead of replicas\n" +
         `  workloads: ${WORKLOADS.join(", ")} (default ${DEFAULT_WORKLOADS.join(", ")})`,
     );
@@ -314,6 +340,11 @@ async function main(): Promise<void> {
   const workloads = values.workload.split(",").map((w) => {
     if (!(WORKLOADS as readonly string[]).includes(w)) throw new Error(`unknown workload ${w}`);
     return w as WorkloadName;
+  });
+  const relays = values["state-relay"].split(",").map((mode) => {
+    if (mode !== "claims" && !(STATE_RELAY_MODES as readonly string[]).includes(mode))
+      throw new Error(`--state-relay: ${mode} is not claims, ${STATE_RELAY_MODES.join(", ")}`);
+    return mode;
   });
   const counts = values.replicas.split(",").map((n) => {
     const v = Number(n);
@@ -342,10 +373,14 @@ async function main(): Promise<void> {
           continue;
         }
         for (const shared of n === 1 ? [false] : [false, true]) {
-          process.stderr.write(
-            `${name}: ${n} replica(s), ${shared ? "shared state" : "local state"}...\n`,
-          );
-          results.push(await runConfig(w, preset, host, n, shared ? redis : undefined, policy));
+          for (const relay of shared ? relays : ["claims"]) {
+            process.stderr.write(
+              `${name}: ${n} replica(s), ${shared ? `shared state, ${relay}` : "local state"}...\n`,
+            );
+            results.push(
+              await runConfig(w, preset, host, n, shared ? redis : undefined, policy, relay),
+            );
+          }
         }
       }
       report[name] = results;
@@ -366,7 +401,7 @@ async function main(): Promise<void> {
           r.replicas,
           r.cluster === undefined
             ? r.shared
-              ? "--state-url"
+              ? `--state-url${r.relay === undefined || r.relay === "claims" ? "" : `, --state-relay ${r.relay}`}`
               : "local"
             : r.cluster
               ? "cluster, shared locally"

@@ -580,17 +580,18 @@ async function relaysKnown(routers: readonly RunningRouter[]): Promise<void> {
   }
 }
 
-/** The real router's defaults, listening on a free loopback port, silent. */
+/** The real router's defaults, listening on a free loopback port (unless given one), silent. */
 export function routerConfig(
   policy: PolicyName,
   workerUrls: string[],
   overrides: ConfigOverrides = {},
 ): Config {
   return configWith({
-    ...overrides,
     host: "127.0.0.1",
     port: 0,
     logLevel: "silent",
+    // A port of its own only where a replica advertises it (bench:replicas' relaying rows).
+    ...overrides,
     policy,
     workerUrls,
   });
