@@ -596,6 +596,15 @@ export async function startRouter(
     },
     "radixgate listening",
   );
+  // Replicas without a leader to defer to decide apart, each with its own picture: say so once.
+  if (
+    context.sharedState !== undefined &&
+    options.siblings === undefined &&
+    config.state.advertiseUrl === undefined
+  )
+    logger.warn(
+      "shared state without --state-advertise-url: replicas decide apart, with claims (1-3 points of hit rate under one router in docs/benchmarks.md); give every replica the URL its peers reach it at, so that one decides for all",
+    );
 
   let stopping: Promise<void> | undefined;
   const stop = (graceMs = shutdownGraceMs): Promise<void> => {

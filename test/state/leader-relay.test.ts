@@ -7,6 +7,7 @@ import type { ConfigOverrides } from "../../src/config.js";
 import { signPeerCall } from "../../src/proxy/leader-decisions.js";
 import type { RunningRouter } from "../../src/server.js";
 import { StateSecret } from "../../src/state/state-secret.js";
+import { captureLogs } from "../helpers/log-capture.js";
 import {
   redisSkipReason,
   startRedis,
@@ -641,6 +642,29 @@ describe.skipIf(redisSkipReason !== undefined)(
       expect(complete.status).toBe(204);
       await waitFor(() => inFlight(leader) === 0, 5000, "the leader's count back to 0");
       expect(heldCount()).toBe(before);
+    });
+
+    it("shared state without --state-advertise-url says once at startup that replicas decide apart; with it, nothing", async () => {
+      const prefix = `relay-${randomBytes(4).toString("hex")}`;
+      const options = {
+        workerUrls: workers.map((w) => w.url),
+        stateUrl: redis.url,
+        stateSecret: TEST_STATE_SECRET,
+        stateKeyPrefix: prefix,
+      };
+      const apart = captureLogs("warn");
+      routers.push(await startTestRouter(options, apart.logger));
+      const said = (lines: string[]) =>
+        lines.filter((l) => l.includes("without --state-advertise-url")).length;
+      expect(said(apart.lines)).toBe(1);
+      const deferring = captureLogs("warn");
+      routers.push(
+        await startTestRouter(
+          { ...options, stateAdvertiseUrl: "http://127.0.0.1:9" },
+          deferring.logger,
+        ),
+      );
+      expect(said(deferring.lines)).toBe(0);
     });
   },
 );
