@@ -20,6 +20,7 @@
 import type { OutgoingHttpHeaders, ServerResponse } from "node:http";
 import type { Agent } from "undici";
 import { errorBody, RouterError } from "../errors.js";
+import { ResponseIdSniffer } from "../workers/response-holders.js";
 import type { Worker } from "../workers/worker.js";
 import { ClientAbort } from "./abort-reasons.js";
 import { Cancel, ClientGoneError } from "./cancel.js";
@@ -103,6 +104,8 @@ export interface DecidedRequest {
   readonly startedAt: number;
   /** Whether the answer streams (its first byte has the streaming bound). */
   readonly stream: boolean;
+  /** A Responses API request: the answer's id goes to the leader, which records its holder. */
+  readonly responses: boolean;
 }
 
 /** A decision's values, read from its headers. */
@@ -235,6 +238,8 @@ export class LeaderDecisions {
       }
       const headerMs = Date.now() - sentAt;
       const tap = decision.usage ? new UsageTap() : undefined;
+      const sniffer = request.responses ? new ResponseIdSniffer() : undefined;
+      let responseId: string | undefined;
       let firstByte = true;
       const headers = responseHeaders(upstream.headers, worker.id, decision.route, decision.id);
       if (this.options.waitHeader !== undefined && decision.wait !== undefined)
@@ -247,12 +252,14 @@ export class LeaderDecisions {
           this.notify(leader, request.path, "first-byte", decision.id);
         }
         tap?.write(chunk);
+        if (sniffer !== undefined) responseId ??= sniffer.write(chunk);
       });
       const usage = tap?.result();
       this.complete(leader, request.path, decision.id, {
         status: outcome.status,
         upstream_status: upstream.statusCode,
         header_ms: headerMs,
+        ...(responseId !== undefined ? { response_id: responseId } : {}),
         ...(usage === undefined
           ? {}
           : {

@@ -69,6 +69,8 @@ export interface RelayedRequest {
   readonly client: Cancel;
   /** Whether the answer streams (mode `decisions`: the worker's first-byte bound). */
   readonly stream: boolean;
+  /** A Responses API request (mode `decisions`: its answer's id goes to the leader). */
+  readonly responses: boolean;
 }
 
 /** The leader did not say it had the request within the bound. */
@@ -205,6 +207,7 @@ export class LeaderRelay {
           requestId: request.requestId,
           startedAt: request.startedAt,
           stream: request.stream,
+          responses: request.responses,
         },
         res,
         cancel,

@@ -46,6 +46,8 @@ export interface CompletionRecord {
   /** From connecting to the worker to its response header, ms. */
   readonly headerMs: number | undefined;
   readonly usage: ReportedUsage | undefined;
+  /** A Responses API answer's id, as a replica read it going by (nginx's log has none). */
+  readonly responseId?: string | undefined;
 }
 
 /** The header that marks nginx's calls to the decision endpoint (routes/decision.ts). */
@@ -203,11 +205,14 @@ export class RemoteRelays implements AttemptSender {
     return this.byId.get(requestId)?.pending?.body;
   }
 
-  /** The relay's record of a request's end: its attempt ends as a relayed answer does. */
-  complete(record: CompletionRecord): boolean {
+  /**
+   * The relay's record of a request's end: its attempt ends as a relayed answer does. Returns the
+   * attempt's worker; undefined when the request is not known (anymore).
+   */
+  complete(record: CompletionRecord): Worker | undefined {
     const exchange = this.byId.get(record.requestId);
     const pending = exchange?.pending;
-    if (exchange === undefined || pending === undefined) return false;
+    if (exchange === undefined || pending === undefined) return undefined;
     exchange.pending = undefined;
     const { attempt } = pending;
     const worker = attempt.worker;
@@ -235,7 +240,7 @@ export class RemoteRelays implements AttemptSender {
       },
       ...(record.usage !== undefined ? { usage: record.usage } : {}),
     });
-    return true;
+    return worker;
   }
 
   /** The relay process died: none of its records will come. Returns how many were waiting. */

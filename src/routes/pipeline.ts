@@ -135,6 +135,7 @@ async function relayToLeader(
       startedAt,
       client,
       stream: opened.routing.stream,
+      responses: opened.received.endpoint === "responses",
     },
     res,
   );

@@ -3,6 +3,7 @@ import { RouterError } from "../errors.js";
 import type { Endpoint } from "../intake/routing-text.js";
 import type { CompletionRecord, RemoteRelays } from "../proxy/remote-relay.js";
 import { writeError } from "../proxy/write-error.js";
+import { isResponseId } from "../workers/response-holders.js";
 import type { RouterContext } from "./context.js";
 import { handleInference } from "./pipeline.js";
 
@@ -60,7 +61,10 @@ export function answerRelayCall(
   if (call === "complete") {
     readCompletion(incoming, requestId).then(
       (record) => {
-        if (record !== undefined) relays.complete(record);
+        const worker = record === undefined ? undefined : relays.complete(record);
+        // The replica carried the answer: the leader learns which worker holds the response.
+        if (worker !== undefined && record?.responseId !== undefined)
+          ctx.responseHolders.record(record.responseId, worker.id);
         if (record === undefined)
           writeError(
             res,
@@ -132,6 +136,8 @@ export function completionRecord(value: unknown, requestId: string): CompletionR
       upstream !== undefined && upstream >= 100 && upstream <= 599 ? upstream : undefined,
     headerMs: count(o.header_ms),
     usage,
+    responseId:
+      typeof o.response_id === "string" && isResponseId(o.response_id) ? o.response_id : undefined,
   };
 }
 

@@ -46,7 +46,15 @@ export class ResponseHolders {
 
 /** Bytes of an answer searched for its response id: the engines send it first. */
 const SNIFF_BYTES = 8192;
-const RESPONSE_ID = /"id"\s*:\s*"(resp[A-Za-z0-9_.:-]{1,200})"/;
+/** What an engine's response id looks like (vLLM and SGLang: `resp_` and a uuid's hex). */
+const ID = "resp[A-Za-z0-9_.:-]{1,200}";
+const RESPONSE_ID = new RegExp(`"id"\\s*:\\s*"(${ID})"`);
+const WHOLE_ID = new RegExp(`^${ID}$`);
+
+/** Whether `text` is a response id in the engines' shape (one a replica reports, say). */
+export function isResponseId(text: string): boolean {
+  return WHOLE_ID.test(text);
+}
 
 /**
  * Finds a Responses answer's id in its first bytes as they go by, without holding any back: the

@@ -66,6 +66,14 @@ describe("a replica's completion record", () => {
     });
   });
 
+  it("carries a Responses answer's id only in the engines' shape", () => {
+    expect(completionRecord({ status: 200, response_id: "resp_abc-1" }, "r")?.responseId).toBe(
+      "resp_abc-1",
+    );
+    for (const bad of ["abc", "resp", `resp_${"x".repeat(201)}`, "resp_a b", 7])
+      expect(completionRecord({ status: 200, response_id: bad }, "r")?.responseId).toBeUndefined();
+  });
+
   it("is refused when it is not one, and drops fields that are not counts", () => {
     for (const bad of [null, [], "200", 200, {}, { status: 99 }, { status: 600 }, { status: 2.5 }])
       expect(completionRecord(bad, "req-1")).toBeUndefined();

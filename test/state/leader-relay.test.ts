@@ -666,5 +666,27 @@ describe.skipIf(redisSkipReason !== undefined)(
       );
       expect(said(deferring.lines)).toBe(0);
     });
+
+    it("--state-relay decisions: the leader learns which worker holds a Responses answer the follower carried", async () => {
+      const { leader, follower } = await relayingPair();
+      const before = heldCount();
+      const answer = fetch(`${follower.url}/v1/responses`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ model: "m", input: freshPrompt(), stream: true }),
+      });
+      const held = await nextHeld(before);
+      const id = `resp_${randomBytes(6).toString("hex")}`;
+      const created = { type: "response.created", response: { id, status: "in_progress" } };
+      held.res.write(`event: response.created\ndata: ${JSON.stringify(created)}\n\n`);
+      held.res.end();
+      expect(await (await answer).text()).toContain(id);
+      const worker = workerOf(leader, held);
+      await waitFor(
+        () => leader.context.responseHolders.holder(id) === worker.id,
+        5000,
+        "the response's holder at the leader",
+      );
+    });
   },
 );
