@@ -87,8 +87,6 @@ async function runCluster(
   processes: number,
   share: boolean,
   policy: PolicyName,
-  /** `claims`, or the --state-relay mode each replica runs with its advertised URL. */
-  relay = "claims",
 ): Promise<ConfigResult> {
   const fleet = await host.startFleet({
     count: preset.workers,

@@ -201,14 +201,24 @@ export class LeaderDecisions {
         this.call(leader, request.path, "retry", decision.id, cancel, undefined, {
           [FAILED_HEADER]: String(status),
         });
+      // A call that fails, or the client gone meanwhile, ends the request here: the leader is
+      // told, if it still hears, so that its count does not wait for its deadline.
+      const ended = (err: unknown): never => {
+        const status = err instanceof ClientGoneError ? 499 : 502;
+        this.complete(leader, request.path, decision.id, { status });
+        throw err;
+      };
       const worker = this.options.worker(decision.worker);
       if (worker === undefined) {
         // Not in this replica's registry yet (or any more): for the leader to choose again.
-        answer = await this.orGone(failed(502), cancel);
+        answer = await this.orGone(failed(502), cancel).catch(ended);
         continue;
       }
       const body = decision.rewritten
-        ? await this.orGone(this.fetchBody(leader, request.path, decision.id, cancel), cancel)
+        ? await this.orGone(
+            this.fetchBody(leader, request.path, decision.id, cancel),
+            cancel,
+          ).catch(ended)
         : request.body;
       const sentAt = Date.now();
       let upstream: UpstreamAnswer;
@@ -233,7 +243,7 @@ export class LeaderDecisions {
           throw new ClientGoneError();
         }
         const timeout = (err as { code?: string }).code === "UND_ERR_HEADERS_TIMEOUT";
-        answer = await this.orGone(failed(timeout ? 504 : 502), cancel);
+        answer = await this.orGone(failed(timeout ? 504 : 502), cancel).catch(ended);
         continue;
       }
       const headerMs = Date.now() - sentAt;
