@@ -250,7 +250,8 @@ export class LeaderDecisions {
       const tap = decision.usage ? new UsageTap() : undefined;
       const sniffer = request.responses ? new ResponseIdSniffer() : undefined;
       let responseId: string | undefined;
-      let firstByte = true;
+      // A whole answer's first byte is its end: the leader sees that in the completion.
+      let firstByte = request.stream;
       const headers = responseHeaders(upstream.headers, worker.id, decision.route, decision.id);
       if (this.options.waitHeader !== undefined && decision.wait !== undefined)
         headers[this.options.waitHeader] = decision.wait;
