@@ -181,8 +181,8 @@ export function createRouter(
     modelRouting: workers.modelRouting,
   });
   // --state-advertise-url: every request decided by the leader (--state-relay decisions, the
-  // default, or all; new-prefixes: only new prefixes), which decides them alone. Not in a radixgate-cluster, whose processes
-  // share one port (a relay could land on any of them).
+  // default, or all; new-prefixes: only new prefixes), which decides them alone. Not in a
+  // radixgate-cluster, whose processes share one port (a relay could land on any of them).
   const relaying =
     replication !== undefined &&
     sharedState !== undefined &&

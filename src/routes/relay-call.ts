@@ -12,6 +12,7 @@ function lastStatus(value: string | string[] | undefined): number {
   const text = typeof value === "string" ? value : "";
   return Number(text.split(/[ ,:]+/).pop());
 }
+
 /**
  * One call of a relay about a request (nginx's, or a replica's relaying for this one as leader,
  * proxy/leader-decisions.ts): `decide` runs the request's pipeline, whose attempts answer it;
@@ -113,7 +114,7 @@ async function readCompletion(
   return completionRecord(value, requestId);
 }
 
-/** The record a replica sends (LeaderDecisions' CompletionBody), or undefined. */
+/** The record in a replica's `complete` call (proxy/leader-decisions.ts), or undefined. */
 export function completionRecord(value: unknown, requestId: string): CompletionRecord | undefined {
   if (requestId === "" || typeof value !== "object" || value === null || Array.isArray(value))
     return undefined;
