@@ -688,5 +688,30 @@ describe.skipIf(redisSkipReason !== undefined)(
         "the response's holder at the leader",
       );
     });
+
+    it("--state-relay decisions: when no worker can be reached the leader's last answer reaches the client, and nothing is left counted", async () => {
+      const deadUrls: string[] = [];
+      for (let i = 0; i < 2; i++) {
+        const closed = createNetServer();
+        await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
+        deadUrls.push(`http://127.0.0.1:${(closed.address() as AddressInfo).port}`);
+        await new Promise<void>((resolve) => closed.close(() => resolve()));
+      }
+      const { leader, follower } = await relayingPair({ workerUrls: deadUrls });
+      const res = await fetch(`${follower.url}/v1/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ model: "m", prompt: freshPrompt(), max_tokens: 4 }),
+      });
+      expect(res.status).toBeGreaterThanOrEqual(502);
+      const body = (await res.json()) as { error: { code: string; message: string } };
+      expect(body.error.code).toMatch(/upstream_error|no_workers_available/);
+      await waitFor(() => inFlight(leader) === 0, 5000, "the leader's count back to 0");
+      expect(inFlight(follower)).toBe(0);
+      // The first failure was tried again elsewhere, as the leader's own retry loop would.
+      expect(
+        Number(/} (\d+)/.exec(await metricText(leader, "radixgate_retries_total"))?.[1] ?? 0),
+      ).toBeGreaterThanOrEqual(1);
+    });
   },
 );
