@@ -100,7 +100,10 @@ export async function handleInference(
     ctx.state.active -= 1;
     connection.leave();
   }
-  observe(ctx, endpoint, incoming, requestId, startedAt, outcome);
+  // A replica's decide call (--state-relay decisions) is its client's request, counted there:
+  // here it is one access line, so the fleet's request metrics add up to its clients' requests.
+  const decideCall = ctx.peerCalls?.relays.has(res) === true;
+  observe(ctx, endpoint, incoming, requestId, startedAt, outcome, decideCall);
   trace?.end(outcome);
 }
 
@@ -317,13 +320,17 @@ function observe(
   requestId: string,
   startedAt: number,
   outcome: ForwardOutcome,
+  /** A replica's decide call: an access line only (its request is counted at the replica). */
+  decideCall = false,
 ): void {
   const durationMs = Date.now() - startedAt;
-  const status = String(outcome.status);
-  ctx.metrics.requests.inc({ endpoint, status });
-  ctx.metrics.requestDuration.observe({ endpoint }, durationMs / 1000);
-  if (outcome.ttfbMs !== undefined)
-    ctx.metrics.timeToFirstByte.observe({ endpoint }, outcome.ttfbMs / 1000);
+  if (!decideCall) {
+    const status = String(outcome.status);
+    ctx.metrics.requests.inc({ endpoint, status });
+    ctx.metrics.requestDuration.observe({ endpoint }, durationMs / 1000);
+    if (outcome.ttfbMs !== undefined)
+      ctx.metrics.timeToFirstByte.observe({ endpoint }, outcome.ttfbMs / 1000);
+  }
   ctx.accessLog.info(
     {
       request_id: requestId,
@@ -340,6 +347,7 @@ function observe(
       duration_ms: durationMs,
       ttfb_ms: outcome.ttfbMs,
       error: outcome.error,
+      decided_for_peer: decideCall || undefined,
     },
     "request",
   );

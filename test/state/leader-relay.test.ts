@@ -497,6 +497,13 @@ describe.skipIf(redisSkipReason !== undefined)(
       expect(rest).toContain("[DONE]");
       await waitFor(() => inFlight(leader) === 0, 5000, "the end at the leader");
       expect(await relays(follower, "relayed")).toBe(1);
+      // Counted once in the fleet, where its client is: the leader counts only its own request.
+      const served = async (router: RunningRouter) =>
+        /radixgate_requests_total\{endpoint="completions",status="200"\} (\d+)/.exec(
+          await metricText(router, "radixgate_requests_total"),
+        )?.[1];
+      expect(await served(follower)).toBe("1");
+      expect(await served(leader)).toBe("1");
     });
 
     it("--state-relay decisions: the engine's token counts in the answer reach the leader", async () => {
