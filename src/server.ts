@@ -159,6 +159,9 @@ export function createRouter(
     cacheLedger.window.forgetWorker(worker.id);
   };
   const fleet = capacity;
+  // Responses API: which worker holds each response, read by intake, written where an answer
+  // goes by (the forwarder's chunks, or a relay's completion record).
+  const responseHolders = new ResponseHolders(routes.maxResponseIds, routes.responseIdTtlMs);
   // --data-plane nginx: nginx relays, this process decides (assembly/nginx-plane.ts).
   const nginx =
     config.dataPlane.dataPlane === "nginx"
@@ -199,6 +202,8 @@ export function createRouter(
             waitHeader: config.admission.queueWaitHeader,
             sendsWorkerAuth: false,
             firstByte: "reported",
+            // The replica carried the answer: the leader learns which worker holds a response.
+            onResponseId: (id, worker) => responseHolders.record(id, worker.id),
           }),
           secret: new StateSecret(requireStateSecret(config.state)),
         }
@@ -292,8 +297,6 @@ export function createRouter(
     intake.maxBodyBufferBytes,
     bodyShareOfClient(intake.maxBodyBufferBytesPerClient, intake.maxPayloadSize),
   );
-  // Responses API: which worker holds each response, read by intake, written by the routes.
-  const responseHolders = new ResponseHolders(routes.maxResponseIds, routes.responseIdTtlMs);
   const context: RouterContext = {
     config: routeOptions(config),
     logger,

@@ -46,7 +46,7 @@ export interface CompletionRecord {
   /** From connecting to the worker to its response header, ms. */
   readonly headerMs: number | undefined;
   readonly usage: ReportedUsage | undefined;
-  /** A Responses API answer's id, as a replica read it going by (nginx's log has none). */
+  /** A Responses API answer's id, as the relay read it going by. */
   readonly responseId?: string | undefined;
 }
 
@@ -111,6 +111,11 @@ export interface RemoteRelayOptions {
    * replica's first-byte call, RemoteRelays.firstByteCame).
    */
   firstByte: "unseen" | "reported";
+  /**
+   * A Responses answer's id the relay read, with the worker that produced it (ResponseHolders:
+   * a follow-up's previous_response_id is routed there).
+   */
+  onResponseId?: ((responseId: string, worker: Worker) => void) | undefined;
 }
 
 export class RemoteRelays implements AttemptSender {
@@ -205,14 +210,11 @@ export class RemoteRelays implements AttemptSender {
     return this.byId.get(requestId)?.pending?.body;
   }
 
-  /**
-   * The relay's record of a request's end: its attempt ends as a relayed answer does. Returns the
-   * attempt's worker; undefined when the request is not known (anymore).
-   */
-  complete(record: CompletionRecord): Worker | undefined {
+  /** The relay's record of a request's end: its attempt ends as a relayed answer does. */
+  complete(record: CompletionRecord): boolean {
     const exchange = this.byId.get(record.requestId);
     const pending = exchange?.pending;
-    if (exchange === undefined || pending === undefined) return undefined;
+    if (exchange === undefined || pending === undefined) return false;
     exchange.pending = undefined;
     const { attempt } = pending;
     const worker = attempt.worker;
@@ -240,7 +242,8 @@ export class RemoteRelays implements AttemptSender {
       },
       ...(record.usage !== undefined ? { usage: record.usage } : {}),
     });
-    return worker;
+    if (record.responseId !== undefined) this.options.onResponseId?.(record.responseId, worker);
+    return true;
   }
 
   /** The relay process died: none of its records will come. Returns how many were waiting. */

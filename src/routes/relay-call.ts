@@ -62,10 +62,7 @@ export function answerRelayCall(
   if (call === "complete") {
     readCompletion(incoming, requestId).then(
       (record) => {
-        const worker = record === undefined ? undefined : relays.complete(record);
-        // The replica carried the answer: the leader learns which worker holds the response.
-        if (worker !== undefined && record?.responseId !== undefined)
-          ctx.responseHolders.record(record.responseId, worker.id);
+        if (record !== undefined) relays.complete(record);
         if (record === undefined)
           writeError(
             res,
