@@ -175,6 +175,7 @@ export function createRouter(
             maxBodyBytes: intake.maxPayloadSize,
             waitHeader: config.admission.queueWaitHeader,
             explainHeader: config.cacheAccount.explainHeader,
+            onResponseId: (id, worker) => responseHolders.record(id, worker.id),
           },
           logger,
         )

@@ -15,6 +15,7 @@ import { freePort, NginxSupervisor, njsModulePath } from "../nginx/supervisor.js
 import { RemoteRelays } from "../proxy/remote-relay.js";
 import { INFERENCE_ROUTES } from "../routes/inference.js";
 import type { WorkerRegistry } from "../workers/registry.js";
+import type { Worker } from "../workers/worker.js";
 
 export interface NginxPlaneOptions {
   readonly binary: string;
@@ -25,6 +26,8 @@ export interface NginxPlaneOptions {
   readonly maxBodyBytes: number;
   readonly waitHeader: string | undefined;
   readonly explainHeader: string | undefined;
+  /** A Responses answer's id nginx read, with its worker (RemoteRelayOptions.onResponseId). */
+  readonly onResponseId?: ((responseId: string, worker: Worker) => void) | undefined;
 }
 
 export class NginxPlane {
@@ -56,6 +59,7 @@ export class NginxPlane {
       waitHeader: o.waitHeader,
       sendsWorkerAuth: true,
       firstByte: "unseen",
+      onResponseId: o.onResponseId,
     });
   }
 

@@ -174,6 +174,7 @@ http {
   js_var $rg_pt;
   js_var $rg_ct;
   js_var $rg_gt;
+  js_var $rg_ri;
   client_body_temp_path ${d}/body;
   proxy_temp_path ${d}/proxy;
   fastcgi_temp_path ${d}/fastcgi;
@@ -187,7 +188,7 @@ http {
   recursive_error_pages on;
   # A refusal never reaches a relay location: its $rg_* are unset, and that is not worth a warning.
   uninitialized_variable_warn off;
-  log_format rg escape=json '{"id":"$rg_rid","w":"$rg_worker","s":"$status","us":"$upstream_status","ht":"$upstream_header_time","b":"$body_bytes_sent","pt":"$rg_pt","ct":"$rg_ct","gt":"$rg_gt"}';
+  log_format rg escape=json '{"id":"$rg_rid","w":"$rg_worker","s":"$status","us":"$upstream_status","ht":"$upstream_header_time","b":"$body_bytes_sent","pt":"$rg_pt","ct":"$rg_ct","gt":"$rg_gt","ri":"$rg_ri"}';
   access_log syslog:server=127.0.0.1:${o.logPort},tag=radixgate,nohostname rg if=$rg_rid;
   # Every inference request makes a decision call, and admission holds the calls of queued
   # requests: as many idle connections are kept as calls may be under way at once, so that a

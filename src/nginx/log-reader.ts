@@ -7,6 +7,7 @@
  */
 import { createSocket, type Socket } from "node:dgram";
 import type { CompletionRecord } from "../proxy/remote-relay.js";
+import { isResponseId } from "../workers/response-holders.js";
 
 /** The log_format's fields read here (config.ts): every value a string, "" or "-" when unset. */
 interface LogLine {
@@ -17,6 +18,7 @@ interface LogLine {
   readonly pt?: string | undefined;
   readonly ct?: string | undefined;
   readonly gt?: string | undefined;
+  readonly ri?: string | undefined;
 }
 
 /**
@@ -45,6 +47,7 @@ export function parseRecord(datagram: string): CompletionRecord | undefined {
       prompt === undefined
         ? undefined
         : { promptTokens: prompt, cachedTokens: cached, completionTokens: completion },
+    responseId: typeof line.ri === "string" && isResponseId(line.ri) ? line.ri : undefined,
   };
 }
 
@@ -59,6 +62,7 @@ function flatFields(text: string, start: number): LogLine | undefined {
   // The values by field number (fieldAt), the record made once at the end: a store keyed by the
   // field's name went through V8's generic store for every field of every record.
   const values: (string | undefined)[] = [
+    undefined,
     undefined,
     undefined,
     undefined,
@@ -88,6 +92,7 @@ function flatFields(text: string, start: number): LogLine | undefined {
         pt: values[PT],
         ct: values[CT],
         gt: values[GT],
+        ri: values[RI],
       };
     }
     if (next !== COMMA) return undefined;
@@ -103,6 +108,7 @@ const HT = 3;
 const PT = 4;
 const CT = 5;
 const GT = 6;
+const RI = 7;
 
 /** The number of the field named by text[from, to), or -1 when it is none of them. */
 function fieldAt(text: string, from: number, to: number): number {
@@ -118,6 +124,7 @@ function fieldAt(text: string, from: number, to: number): number {
     return -1;
   }
   if (a === 0x69 && b === 0x64) return ID;
+  if (a === 0x72 && b === 0x69) return RI;
   if (a === 0x75 && b === 0x73) return US;
   return -1;
 }

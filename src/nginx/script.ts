@@ -11,6 +11,9 @@
  * - usage: a body filter that reads the engine's token counts (the last value wins, as
  *   proxy/usage-tap.ts does) from the answer's last four reads, at its end, into variables the
  *   access log carries back to radixgate. It is attached only where the engine sends counts.
+ *   For the Responses API it also reads the answer's id from its first read (the engines write
+ *   it first, workers/response-holders.ts ResponseIdSniffer), so that radixgate learns which
+ *   worker holds the response.
  */
 export const NJS_SCRIPT = `
 function body(r) {
@@ -34,6 +37,7 @@ function body(r) {
 // memory page (proxy_buffer_size); the engines write their counts last, in one chunk of a few
 // hundred bytes (SGLang: python/sglang/srt/entrypoints/openai/usage_processor.py; vLLM:
 // vllm/entrypoints/openai/serving_chat.py, its final usage chunk) that at most [DONE] follows.
+var head = null;
 var tail0 = null;
 var tail1 = null;
 var tail2 = null;
@@ -75,13 +79,26 @@ function lastCount(buf, key) {
 // meta_info of a JSON answer), and the last value wins, as in proxy/usage-tap.ts.
 function usage(r, data, flags) {
   if (data.length > 0) {
+    if (head === null) head = data;
     tail0 = tail1;
     tail1 = tail2;
     tail2 = tail3;
     tail3 = data;
   }
-  if (flags.last && tail3 !== null) counts(r);
+  if (flags.last && tail3 !== null) {
+    counts(r);
+    if (r.uri === '/v1/responses') responseId(r);
+  }
   r.sendBuffer(data, flags);
+}
+
+// The id of a Responses answer: first in a JSON answer, in a stream's first event
+// (response.created). The same shape as ResponseIdSniffer's.
+var RESPONSE_ID = /"id"\\s*:\\s*"(resp[A-Za-z0-9_.:-]{1,200})"/;
+
+function responseId(r) {
+  var m = RESPONSE_ID.exec(head.toString());
+  if (m !== null) r.variables.rg_ri = m[1];
 }
 
 function counts(r) {

@@ -526,3 +526,51 @@ describe.skipIf(!HAVE_NGINX)("--data-plane nginx token counts", () => {
     }
   });
 });
+
+describe.skipIf(!HAVE_NGINX)("--data-plane nginx Responses API", () => {
+  it("a follow-up naming previous_response_id reaches the worker holding the response, streamed or not", async () => {
+    const sims = await Promise.all(
+      ["n1", "n2", "n3"].map((id) => startSimWorker({ id, timeScale: 0 })),
+    );
+    // round_robin: without the holder learned from nginx's record, a follow-up would move on.
+    const router = await startTestRouter({
+      workerUrls: sims.map((s) => s.url),
+      dataPlane: "nginx",
+      policy: "round_robin",
+    });
+    try {
+      for (const stream of [false, true]) {
+        const first = await postJson(`${router.url}/v1/responses`, {
+          model: "m",
+          input: `Tell me a story (${stream ? "streamed" : "whole"}).`,
+          max_output_tokens: 4,
+          stream,
+        });
+        expect(first.status).toBe(200);
+        const holder = first.headers.get("x-radixgate-worker");
+        const id = /"id"\s*:\s*"(resp[^"]+)"/.exec(await first.text())?.[1];
+        expect(id).toBeDefined();
+        await waitFor(
+          () => router.context.responseHolders.holder(id as string) !== undefined,
+          5000,
+          "nginx's record of the response's worker",
+        );
+        for (let turn = 0; turn < 3; turn++) {
+          const next = await postJson(`${router.url}/v1/responses`, {
+            model: "m",
+            input: "And then?",
+            previous_response_id: id,
+            max_output_tokens: 2,
+          });
+          expect(next.status).toBe(200);
+          expect(next.headers.get("x-radixgate-worker")).toBe(holder);
+          await next.text();
+        }
+      }
+      await settled(router);
+    } finally {
+      await router.stop(100);
+      await Promise.all(sims.map((s) => s.close()));
+    }
+  });
+});

@@ -28,6 +28,14 @@ describe("parseRecord", () => {
     expect(record).toMatchObject({ status: 499, upstreamStatus: undefined, headerMs: undefined });
   });
 
+  it("reads a Responses answer's id when it has the engines' shape, and nothing else", () => {
+    expect(parseRecord(line({ ri: "resp_0f3a9c" }))?.responseId).toBe("resp_0f3a9c");
+    for (const ri of ["", "-", "chatcmpl-1", "resp", `resp_${"x".repeat(201)}`])
+      expect(parseRecord(line({ ri }))?.responseId).toBeUndefined();
+    // The flat reader and JSON.parse (a line with an escape) agree.
+    expect(parseRecord(line({ ri: "resp_1", w: 'a"b' }))?.responseId).toBe("resp_1");
+  });
+
   it("ignores what is not a record", () => {
     expect(parseRecord("garbage")).toBeUndefined();
     expect(parseRecord("<190>x radixgate: {not json")).toBeUndefined();
