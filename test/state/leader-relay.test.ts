@@ -105,6 +105,15 @@ const relays = async (router: RunningRouter, outcome: string) => {
   return Number(new RegExp(`outcome="${outcome}"} (\\d+)`).exec(text)?.[1] ?? 0);
 };
 
+/** A loopback URL nothing listens on: connecting to it is refused. */
+async function refusingUrl(): Promise<string> {
+  const closed = createNetServer();
+  await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
+  const url = `http://127.0.0.1:${(closed.address() as AddressInfo).port}`;
+  await new Promise<void>((resolve) => closed.close(() => resolve()));
+  return url;
+}
+
 /** Every completion the workers got, in order of arrival. */
 const arrivals: HeldStream[] = [];
 
@@ -322,10 +331,7 @@ describe.skipIf(redisSkipReason !== undefined)(
     });
 
     it("a leader that refuses the connection: decided here, answered", async () => {
-      const closed = createNetServer();
-      await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
-      const deadUrl = `http://127.0.0.1:${(closed.address() as AddressInfo).port}`;
-      await new Promise<void>((resolve) => closed.close(() => resolve()));
+      const deadUrl = await refusingUrl();
       const { follower } = await relayingPair({}, deadUrl);
       const before = heldCount();
       const stream = await openStream(follower.url, freshPrompt());
@@ -436,20 +442,23 @@ describe.skipIf(redisSkipReason !== undefined)(
       while ((await stream.next()) !== undefined) {}
     });
 
-    it("the client leaving mid-stream ends the leader's request to its worker", async () => {
-      const { leader, follower } = await relayingPair();
-      const before = heldCount();
-      const client = new AbortController();
-      const stream = await openStream(follower.url, freshPrompt(), { signal: client.signal });
-      const held = await nextHeld(before);
-      held.res.write(chunk("first"));
-      expect(await stream.next()).toContain('"first"');
-      expect(inFlight(leader)).toBe(1);
-      client.abort();
-      await waitFor(() => held.aborted, 5000, "the worker's request closed");
-      await waitFor(() => inFlight(leader) === 0, 5000, "the leader's count back to 0");
-      expect(inFlight(follower)).toBe(0);
-    });
+    it.each(["decisions", "all"] as const)(
+      "--state-relay %s: the client leaving mid-stream ends the worker's request and the leader's count",
+      async (stateRelay) => {
+        const { leader, follower } = await relayingPair({ stateRelay });
+        const before = heldCount();
+        const client = new AbortController();
+        const stream = await openStream(follower.url, freshPrompt(), { signal: client.signal });
+        const held = await nextHeld(before);
+        held.res.write(chunk("first"));
+        expect(await stream.next()).toContain('"first"');
+        expect(inFlight(leader)).toBe(1);
+        client.abort();
+        await waitFor(() => held.aborted, 5000, "the worker's request closed");
+        await waitFor(() => inFlight(leader) === 0, 5000, "the leader's count back to 0");
+        expect(inFlight(follower)).toBe(0);
+      },
+    );
 
     /** The router's id of the gated worker a held stream reached. */
     const workerOf = (router: RunningRouter, held: HeldStream) => {
@@ -542,10 +551,7 @@ describe.skipIf(redisSkipReason !== undefined)(
     });
 
     it("--state-relay decisions: a worker the follower cannot reach is tried again as the leader chooses", async () => {
-      const closed = createNetServer();
-      await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
-      const deadUrl = `http://127.0.0.1:${(closed.address() as AddressInfo).port}`;
-      await new Promise<void>((resolve) => closed.close(() => resolve()));
+      const deadUrl = await refusingUrl();
       const { leader, follower } = await relayingPair({
         stateRelay: "decisions",
         workerUrls: [deadUrl, workers[0]!.url],
@@ -566,20 +572,6 @@ describe.skipIf(redisSkipReason !== undefined)(
       held.res.end("data: [DONE]\n\n");
       while ((await stream.next()) !== undefined) {}
       while ((await busy.next()) !== undefined) {}
-      await waitFor(() => inFlight(leader) === 0, 5000, "the leader's count back to 0");
-    });
-
-    it("--state-relay decisions: the client leaving mid-stream ends the worker's request and the leader's count", async () => {
-      const { leader, follower } = await relayingPair({ stateRelay: "decisions" });
-      const before = heldCount();
-      const client = new AbortController();
-      const stream = await openStream(follower.url, freshPrompt(), { signal: client.signal });
-      const held = await nextHeld(before);
-      held.res.write(chunk("first"));
-      expect(await stream.next()).toContain('"first"');
-      expect(inFlight(leader)).toBe(1);
-      client.abort();
-      await waitFor(() => held.aborted, 5000, "the worker's request closed");
       await waitFor(() => inFlight(leader) === 0, 5000, "the leader's count back to 0");
     });
 
@@ -697,13 +689,7 @@ describe.skipIf(redisSkipReason !== undefined)(
     });
 
     it("--state-relay decisions: when no worker can be reached the leader's last answer reaches the client, and nothing is left counted", async () => {
-      const deadUrls: string[] = [];
-      for (let i = 0; i < 2; i++) {
-        const closed = createNetServer();
-        await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
-        deadUrls.push(`http://127.0.0.1:${(closed.address() as AddressInfo).port}`);
-        await new Promise<void>((resolve) => closed.close(() => resolve()));
-      }
+      const deadUrls = [await refusingUrl(), await refusingUrl()];
       const { leader, follower } = await relayingPair({ workerUrls: deadUrls });
       const res = await fetch(`${follower.url}/v1/completions`, {
         method: "POST",
