@@ -1,7 +1,7 @@
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import { dirname } from "node:path";
-import { pathToFileURL } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 
 /** How this run was started, as an npm command (recorded next to the figures it produced). */
 export function commandLine(script: string): string {
@@ -13,9 +13,24 @@ export function commandLine(script: string): string {
 export function runIfEntryPoint(moduleUrl: string, main: () => Promise<void>): void {
   if (process.argv[1] === undefined || moduleUrl !== pathToFileURL(process.argv[1]).href) return;
   main().catch((err: unknown) => {
+    // A flag the benchmark does not take: its header says how it runs, not a stack trace.
+    if ((err as { code?: string }).code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") {
+      const asked = process.argv.includes("--help") || process.argv.includes("-h");
+      if (!asked) console.error(`${(err as Error).message}\n`);
+      console.error(usageOf(fileURLToPath(moduleUrl)));
+      process.exit(asked ? 0 : 2);
+    }
     console.error(err);
     process.exit(1);
   });
+}
+
+/** A benchmark file's opening comment, its usage: the lines of its first block comment. */
+export function usageOf(file: string): string {
+  const text = readFileSync(file, "utf8");
+  const block = /\/\*\*([\s\S]*?)\*\//.exec(text)?.[1] ?? "";
+  const lines = block.split("\n").map((line) => line.replace(/^\s*\* ?/, ""));
+  return lines.join("\n").trim() || `no usage written in ${file}`;
 }
 
 /** The oldest Node.js the project runs on (package.json `engines`, scripts/with-node.sh). */
