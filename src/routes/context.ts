@@ -79,7 +79,7 @@ export interface RouterContext {
   tracing?: Tracing;
   /** --lora-load-on-demand: loads a requested adapter no worker holds, before it is routed. */
   loraLoader?: LoraLoader;
-  /** --state-advertise-url: new prefixes (--state-relay all: every request) relayed whole to the leader. */
+  /** --state-advertise-url: requests sent to the leader replica (proxy/leader-relay.ts). */
   leaderRelay?: LeaderRelay;
   /**
    * --state-relay decisions, as the leader: the replicas' calls (routes/decision.ts) and the

@@ -189,6 +189,10 @@ export class RedisTransport implements Transport {
       this.metrics = new StateMetrics(side.metricsRegistry, {
         connected: () => this.link.up,
         pending: () => this.publisher.pending,
+        leads: () => {
+          const leader = this.leader();
+          return leader?.self === true && leader.relaying;
+        },
       });
     const { membership } = side;
     const hash =

@@ -16,8 +16,19 @@ export class StateMetrics {
   readonly opDelaySeconds: Histogram<never>;
   readonly relays: Counter<"outcome">;
 
-  constructor(registry: Registry, read: { connected: () => boolean; pending: () => number }) {
+  constructor(
+    registry: Registry,
+    read: { connected: () => boolean; pending: () => number; leads: () => boolean },
+  ) {
     const registers = [registry];
+    new Gauge({
+      name: "radixgate_state_leader",
+      help: "1 while this replica decides for its peers (every replica sets --state-advertise-url and this one started first): they relay their requests here; 0 while it defers to another or decides apart.",
+      registers,
+      collect() {
+        this.set(read.leads() ? 1 : 0);
+      },
+    });
     new Gauge({
       name: "radixgate_state_connected",
       help: "1 while this replica is connected to the shared-state Redis (--state-url).",
@@ -85,7 +96,7 @@ export class StateMetrics {
     });
     this.relays = new Counter({
       name: "radixgate_state_relays_total",
-      help: "Requests starting a new prefix (every request with --state-relay all) that this replica relayed whole to the leader replica (--state-advertise-url), by outcome: relayed (the leader took it and answered), fallback (unreachable, refused or silent for --state-relay-timeout-ms: decided here, with a claim).",
+      help: "Requests this replica sent to the leader replica (--state-advertise-url; every request with --state-relay decisions or all, those starting a new prefix with new-prefixes), by outcome: relayed (the leader took it), fallback (unreachable, refused or silent for --state-relay-timeout-ms: decided here, with a claim).",
       labelNames: ["outcome"],
       registers,
     });

@@ -468,6 +468,13 @@ describe.skipIf(redisSkipReason !== undefined)(
 
     it("--state-relay decisions (the default): the leader decides and counts every request; the follower carries it to the worker and reports its first byte and its end", async () => {
       const { leader, follower } = await relayingPair();
+      // Which replica decides, as Grafana reads it.
+      expect(await metricText(leader, "radixgate_state_leader")).toMatch(
+        /radixgate_state_leader 1/,
+      );
+      expect(await metricText(follower, "radixgate_state_leader")).toMatch(
+        /radixgate_state_leader 0/,
+      );
       // A prefix both hold: decided by the leader anyway.
       const prompt = await heldOnBoth(leader, follower);
       const before = heldCount();
