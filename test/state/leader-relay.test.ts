@@ -409,38 +409,47 @@ describe.skipIf(redisSkipReason !== undefined)(
       }
     });
 
-    it("the leader stopped: the next replica by start order leads once its load value expires, and the last relays there", async () => {
-      const prefix = `relay-${randomBytes(4).toString("hex")}`;
-      const first = await replica(prefix, { stateRelay: "all" });
-      const second = await replica(prefix, { stateRelay: "all" });
-      const third = await replica(prefix, { stateRelay: "all" });
-      for (const r of [first, second, third]) r.context.sharedState!.advertise(r.url);
-      await waitFor(
-        () =>
-          third.context.replication?.relayTarget() === first.url &&
-          second.context.replication?.relayTarget() === first.url,
-        10_000,
-        "both followers relaying to the first",
-      );
-      await first.stop(100);
-      // Its value lives 750 ms past its last publish; then the second is the first-started alive.
-      await waitFor(
-        () =>
-          second.context.replication?.decidesAlone() === true &&
-          third.context.replication?.relayTarget() === second.url,
-        10_000,
-        "the second leading and the third relaying to it",
-      );
-      const before = heldCount();
-      const stream = await openStream(third.url, freshPrompt());
-      const held = await nextHeld(before);
-      expect(stream.res.status).toBe(200);
-      expect(held.req.headers["x-radixgate-relayed"]).toBe("1");
-      expect(inFlight(second)).toBe(1);
-      expect(inFlight(third)).toBe(0);
-      held.res.end("data: [DONE]\n\n");
-      while ((await stream.next()) !== undefined) {}
-    });
+    it.each(["decisions", "all"] as const)(
+      "--state-relay %s: the leader stopped, the next replica by start order leads once its load value expires, and the last defers to it",
+      async (stateRelay) => {
+        const prefix = `relay-${randomBytes(4).toString("hex")}`;
+        const first = await replica(prefix, { stateRelay });
+        const second = await replica(prefix, { stateRelay });
+        const third = await replica(prefix, { stateRelay });
+        for (const r of [first, second, third]) r.context.sharedState!.advertise(r.url);
+        await waitFor(
+          () =>
+            third.context.replication?.relayTarget() === first.url &&
+            second.context.replication?.relayTarget() === first.url,
+          10_000,
+          "both followers relaying to the first",
+        );
+        await first.stop(100);
+        // Its value lives 750 ms past its last publish; then the second is the first-started alive.
+        await waitFor(
+          () =>
+            second.context.replication?.decidesAlone() === true &&
+            third.context.replication?.relayTarget() === second.url,
+          10_000,
+          "the second leading and the third relaying to it",
+        );
+        const before = heldCount();
+        const stream = await openStream(third.url, freshPrompt());
+        const held = await nextHeld(before);
+        expect(stream.res.status).toBe(200);
+        // Served by the new leader (all), or carried by the last one on its decision (decisions).
+        expect(held.req.headers["x-radixgate-relayed"]).toBe(
+          stateRelay === "all" ? "1" : undefined,
+        );
+        expect(inFlight(second)).toBe(1);
+        expect(inFlight(third)).toBe(0);
+        expect(await metricText(second, "radixgate_state_leader")).toMatch(
+          /radixgate_state_leader 1/,
+        );
+        held.res.end("data: [DONE]\n\n");
+        while ((await stream.next()) !== undefined) {}
+      },
+    );
 
     it.each(["decisions", "all"] as const)(
       "--state-relay %s: the client leaving mid-stream ends the worker's request and the leader's count",
