@@ -188,8 +188,8 @@ http {
   recursive_error_pages on;
   # A refusal never reaches a relay location: its $rg_* are unset, and that is not worth a warning.
   uninitialized_variable_warn off;
-  log_format rg escape=json '{"id":"$rg_rid","w":"$rg_worker","s":"$status","us":"$upstream_status","ht":"$upstream_header_time","b":"$body_bytes_sent","pt":"$rg_pt","ct":"$rg_ct","gt":"$rg_gt","ri":"$rg_ri"}';
-  access_log syslog:server=127.0.0.1:${o.logPort},tag=radixgate,nohostname rg if=$rg_rid;
+  log_format rg escape=json '{"id":"$rg_key","w":"$rg_worker","s":"$status","us":"$upstream_status","ht":"$upstream_header_time","b":"$body_bytes_sent","pt":"$rg_pt","ct":"$rg_ct","gt":"$rg_gt","ri":"$rg_ri"}';
+  access_log syslog:server=127.0.0.1:${o.logPort},tag=radixgate,nohostname rg if=$rg_key;
   # Every inference request makes a decision call, and admission holds the calls of queued
   # requests: as many idle connections are kept as calls may be under way at once, so that a
   # burst does not end in closes and reconnects.
@@ -226,7 +226,7 @@ ${valueSets(o, true).join("\n")}
       internal;
       proxy_pass http://radixgate;
 ${toRadixgate("body").join("\n")}
-      proxy_set_header X-Radixgate-Request $rg_rid;
+      proxy_set_header X-Radixgate-Request $rg_key;
       proxy_pass_request_body off;
       proxy_set_header Content-Length "";
       subrequest_output_buffer_size 2m;
@@ -238,7 +238,7 @@ ${relayLocation("@relay_u_b", o, { sets: false, usage: true, body: true })}
     location @retry {
       proxy_pass http://radixgate;
 ${toRadixgate("retry").join("\n")}
-      proxy_set_header X-Radixgate-Request $rg_rid;
+      proxy_set_header X-Radixgate-Request $rg_key;
       proxy_set_header X-Radixgate-Failed $upstream_status;
       proxy_pass_request_body off;
       proxy_set_header Content-Length "";

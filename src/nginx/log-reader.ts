@@ -39,7 +39,7 @@ export function parseRecord(datagram: string): CompletionRecord | undefined {
   const cached = count(line.ct);
   const completion = count(line.gt);
   return {
-    requestId: line.id,
+    key: line.id,
     status,
     upstreamStatus: lastNumber(line.us),
     headerMs: headerSecs === undefined ? undefined : headerSecs * 1000,

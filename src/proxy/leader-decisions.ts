@@ -33,7 +33,7 @@ import { UsageTap } from "./usage-tap.js";
 
 /** The signature of a replica's call: `<epoch ms>.<HMAC of the call, its request id and the time>`. */
 export const PEER_SIGNATURE_HEADER = "x-radixgate-peer";
-/** Which request a call after the first is about (the decision's x-rg-id). */
+/** Which exchange a call after the first is about (the decision's x-rg-key). */
 export const REQUEST_HEADER = "x-radixgate-request";
 /** A retry call's reason: 502 (no connection) or 504 (no header in time), as nginx's. */
 export const FAILED_HEADER = "x-radixgate-failed";
@@ -110,7 +110,10 @@ export interface DecidedRequest {
 
 /** A decision's values, read from its headers. */
 interface Decision {
+  /** The request's id (X-Request-Id to the worker and in the answer). */
   readonly id: string;
+  /** What the later calls name the exchange by (RemoteRelays: unique, unlike the id). */
+  readonly key: string;
   readonly worker: string;
   readonly route: string;
   readonly via: string | undefined;
@@ -135,16 +138,19 @@ function decisionOf(answer: UpstreamAnswer): Decision | undefined {
   const redirect = one(h["x-accel-redirect"]);
   const id = one(h[RELAY_VALUES.rg_rid]);
   const worker = one(h[RELAY_VALUES.rg_worker]);
+  const key = one(h[RELAY_VALUES.rg_key]);
   if (
     answer.statusCode !== 200 ||
     redirect === undefined ||
     id === undefined ||
-    worker === undefined
+    worker === undefined ||
+    key === undefined
   )
     return undefined;
   const next = one(h[RELAY_VALUES.rg_next]) ?? redirect;
   return {
     id,
+    key,
     worker,
     route: one(h[RELAY_VALUES.rg_route]) ?? "",
     via: one(h[RELAY_VALUES.rg_via]),
@@ -198,14 +204,14 @@ export class LeaderDecisions {
       answer.dump();
       attempts += 1;
       const failed = (status: number) =>
-        this.call(leader, request.path, "retry", decision.id, cancel, undefined, {
+        this.call(leader, request.path, "retry", decision.key, cancel, undefined, {
           [FAILED_HEADER]: String(status),
         });
       // A call that fails, or the client gone meanwhile, ends the request here: the leader is
       // told, if it still hears, so that its count does not wait for its deadline.
       const ended = (err: unknown): never => {
         const status = err instanceof ClientGoneError ? 499 : 502;
-        this.complete(leader, request.path, decision.id, { status });
+        this.complete(leader, request.path, decision.key, { status });
         throw err;
       };
       const worker = this.options.worker(decision.worker);
@@ -216,7 +222,7 @@ export class LeaderDecisions {
       }
       const body = decision.rewritten
         ? await this.orGone(
-            this.fetchBody(leader, request.path, decision.id, cancel),
+            this.fetchBody(leader, request.path, decision.key, cancel),
             cancel,
           ).catch(ended)
         : request.body;
@@ -239,7 +245,7 @@ export class LeaderDecisions {
         );
       } catch (err) {
         if (cancel.reason instanceof ClientAbort) {
-          this.complete(leader, request.path, decision.id, { status: 499 });
+          this.complete(leader, request.path, decision.key, { status: 499 });
           throw new ClientGoneError();
         }
         const timeout = (err as { code?: string }).code === "UND_ERR_HEADERS_TIMEOUT";
@@ -260,13 +266,13 @@ export class LeaderDecisions {
       const outcome = await stream(upstream, res, cancel, request.startedAt, headers, (chunk) => {
         if (firstByte) {
           firstByte = false;
-          this.notify(leader, request.path, "first-byte", decision.id);
+          this.notify(leader, request.path, "first-byte", decision.key);
         }
         tap?.write(chunk);
         if (sniffer !== undefined) responseId ??= sniffer.write(chunk);
       });
       const usage = tap?.result();
-      this.complete(leader, request.path, decision.id, {
+      this.complete(leader, request.path, decision.key, {
         status: outcome.status,
         upstream_status: upstream.statusCode,
         header_ms: headerMs,

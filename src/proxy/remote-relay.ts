@@ -10,6 +10,7 @@
  * A record that never comes (lost datagram, relay restarted) is expired by the attempt's own
  * --request-timeout-secs timer, or all at once when the relay process dies.
  */
+import { randomBytes } from "node:crypto";
 import type { ServerResponse } from "node:http";
 import { RouterError } from "../errors.js";
 import { FAILED, NEUTRAL } from "../workers/lease.js";
@@ -38,7 +39,8 @@ function put(
 
 /** How the relay ended one request (one access-log line). */
 export interface CompletionRecord {
-  readonly requestId: string;
+  /** The exchange's key, from its decision (x-rg-key): never the client's request id. */
+  readonly key: string;
   /** The status the client got (499: it went away). */
   readonly status: number;
   /** The worker's own status, when one answered. */
@@ -60,6 +62,8 @@ export const CALL_HEADER = "x-radixgate-call";
 export const RELAY_VALUES = {
   rg_up: "x-rg-up",
   rg_rid: "x-rg-id",
+  /** The exchange's key: what the relay's retry, body and completion name it by. */
+  rg_key: "x-rg-key",
   rg_worker: "x-rg-worker",
   rg_route: "x-rg-route",
   rg_auth: "x-rg-auth",
@@ -86,7 +90,15 @@ interface Pending {
 interface Exchange {
   /** The relay's call being answered: the first decision call, then each retry call. */
   reply: ServerResponse;
+  /** The request's id, for the error bodies answered here. */
   id: string | undefined;
+  /**
+   * What the relay names the exchange by in its later calls and its record: made here, unique,
+   * never the client's request id, which two requests may share (a client retrying with the
+   * same X-Request-Id, or one naming another's): a shared id once let one request's body call
+   * fetch the other's rewritten body.
+   */
+  key: string | undefined;
   pending: Pending | undefined;
   lastFailure: AttemptFailure | undefined;
 }
@@ -120,7 +132,10 @@ export interface RemoteRelayOptions {
 
 export class RemoteRelays implements AttemptSender {
   private readonly byCall = new WeakMap<ServerResponse, Exchange>();
-  private readonly byId = new Map<string, Exchange>();
+  private readonly byKey = new Map<string, Exchange>();
+  /** Keys start with this process's own prefix: a record from before a restart matches nothing. */
+  private readonly keyPrefix = randomBytes(6).toString("base64url");
+  private keys = 0;
 
   constructor(private readonly options: RemoteRelayOptions) {}
 
@@ -135,8 +150,8 @@ export class RemoteRelays implements AttemptSender {
   }
 
   /** The relay saw the worker's first byte: the attempt's prefill is over. False when unknown. */
-  firstByteCame(requestId: string): boolean {
-    const pending = this.byId.get(requestId)?.pending;
+  firstByteCame(key: string): boolean {
+    const pending = this.byKey.get(key)?.pending;
     if (pending === undefined) return false;
     pending.attempt.firstByte();
     return true;
@@ -145,13 +160,19 @@ export class RemoteRelays implements AttemptSender {
   /** Attempts waiting for their relay's end. */
   get pending(): number {
     let n = 0;
-    for (const exchange of this.byId.values()) if (exchange.pending !== undefined) n += 1;
+    for (const exchange of this.byKey.values()) if (exchange.pending !== undefined) n += 1;
     return n;
   }
 
   /** A decision call begins: its request's attempts answer `reply` (until a retry call). */
   open(reply: ServerResponse): void {
-    this.byCall.set(reply, { reply, id: undefined, pending: undefined, lastFailure: undefined });
+    this.byCall.set(reply, {
+      reply,
+      id: undefined,
+      key: undefined,
+      pending: undefined,
+      lastFailure: undefined,
+    });
   }
 
   /**
@@ -162,8 +183,7 @@ export class RemoteRelays implements AttemptSender {
     const exchange = this.byCall.get(first);
     if (exchange === undefined) return;
     this.byCall.delete(first);
-    if (exchange.id !== undefined && this.byId.get(exchange.id) === exchange)
-      this.byId.delete(exchange.id);
+    if (exchange.key !== undefined) this.byKey.delete(exchange.key);
     if (exchange.reply === first || exchange.reply.headersSent) return;
     const failure = exchange.lastFailure;
     const error =
@@ -178,8 +198,8 @@ export class RemoteRelays implements AttemptSender {
    * the client: the attempt fails, and the loop's next choice answers `reply`. False when the
    * request is not known (anymore).
    */
-  retry(requestId: string, reply: ServerResponse, status: number): boolean {
-    const exchange = this.byId.get(requestId);
+  retry(key: string, reply: ServerResponse, status: number): boolean {
+    const exchange = this.byKey.get(key);
     const pending = exchange?.pending;
     if (exchange === undefined || pending === undefined) return false;
     exchange.reply = reply;
@@ -206,13 +226,13 @@ export class RemoteRelays implements AttemptSender {
   }
 
   /** The rewritten body of the request's attempt under way, for the relay to send. */
-  body(requestId: string): Buffer | undefined {
-    return this.byId.get(requestId)?.pending?.body;
+  body(key: string): Buffer | undefined {
+    return this.byKey.get(key)?.pending?.body;
   }
 
   /** The relay's record of a request's end: its attempt ends as a relayed answer does. */
   complete(record: CompletionRecord): boolean {
-    const exchange = this.byId.get(record.requestId);
+    const exchange = this.byKey.get(record.key);
     const pending = exchange?.pending;
     if (exchange === undefined || pending === undefined) return false;
     exchange.pending = undefined;
@@ -249,7 +269,7 @@ export class RemoteRelays implements AttemptSender {
   /** The relay process died: none of its records will come. Returns how many were waiting. */
   expireAll(): number {
     let n = 0;
-    for (const exchange of this.byId.values()) {
+    for (const exchange of this.byKey.values()) {
       const pending = exchange.pending;
       if (pending === undefined) continue;
       exchange.pending = undefined;
@@ -292,9 +312,10 @@ export class RemoteRelays implements AttemptSender {
         done({ kind: "done", outcome: { status: 499, worker, error: "client_abort" } }),
       );
     }
-    if (exchange.id === undefined) {
+    if (exchange.key === undefined) {
       exchange.id = req.requestId;
-      this.byId.set(req.requestId, exchange);
+      exchange.key = `${this.keyPrefix}.${++this.keys}`;
+      this.byKey.set(exchange.key, exchange);
     }
     const upstream = withWorkerAuth(
       headersWithRank(attempt.traced(headers), rank),
@@ -325,6 +346,8 @@ export class RemoteRelays implements AttemptSender {
       req.requestId,
       RELAY_VALUES.rg_worker,
       worker.id,
+      RELAY_VALUES.rg_key,
+      exchange.key,
     ];
     put(decision, RELAY_VALUES.rg_route, attempt.route);
     if (this.options.sendsWorkerAuth) put(decision, RELAY_VALUES.rg_auth, upstream.authorization);

@@ -9,9 +9,12 @@
  * passes here):
  *
  *   decide  POST <the client's path and query>, the client's headers and body: the first decision
- *   retry   x-radixgate-request: <id>, x-radixgate-failed: <$upstream_status>: the relay failed
+ *   retry   x-radixgate-request: <key>, x-radixgate-failed: <$upstream_status>: the relay failed
  *           before any byte reached the client; radixgate fails that attempt and decides again
- *   body    x-radixgate-request: <id>: the body radixgate rewrote for the attempt under way
+ *   body    x-radixgate-request: <key>: the body radixgate rewrote for the attempt under way
+ *
+ * <key> is the decision's x-rg-key, made by the relays for that request alone: never the client's
+ * request id, which two requests in flight may share.
  *
  * A decision is an empty 200 answer whose X-Accel-Redirect names the relay location, with the
  * relay's values in x-rg-* headers (nginx/config.ts copies them into variables there). Anything

@@ -16,8 +16,8 @@ function lastStatus(value: string | string[] | undefined): number {
 /**
  * One call of a relay about a request (nginx's, or a replica's relaying for this one as leader,
  * proxy/leader-decisions.ts): `decide` runs the request's pipeline, whose attempts answer it;
- * `retry`, `body`, `first-byte` and `complete` are about a request decided before (by its
- * x-radixgate-request id). `complete` carries the relay's completion record as JSON (nginx's come
+ * `retry`, `body`, `first-byte` and `complete` are about a request decided before (by the key its
+ * decision gave, in x-radixgate-request). `complete` carries the relay's completion record as JSON (nginx's come
  * through its log instead). The call header is already taken off.
  */
 export function answerRelayCall(
@@ -29,21 +29,22 @@ export function answerRelayCall(
   endpoint: Endpoint | undefined,
 ): void {
   const headers = incoming.headers;
-  const id = headers["x-radixgate-request"];
-  const requestId = typeof id === "string" ? id : "";
+  // The exchange's key from the decision (x-rg-key), not the client's request id.
+  const named = headers["x-radixgate-request"];
+  const key = typeof named === "string" ? named : "";
   if (call === "retry") {
-    if (!relays.retry(requestId, res, lastStatus(headers["x-radixgate-failed"]))) {
+    if (!relays.retry(key, res, lastStatus(headers["x-radixgate-failed"]))) {
       const error = new RouterError(
         "upstream_error",
         "The worker could not be reached and the request is no longer known to the router.",
       );
-      writeError(res, error, requestId);
+      writeError(res, error, "");
     }
     incoming.resume();
     return;
   }
   if (call === "body") {
-    const body = relays.body(requestId);
+    const body = relays.body(key);
     if (body === undefined) {
       writeError(res, new RouterError("not_found", "No rewritten body for this request."), "");
     } else {
@@ -54,21 +55,17 @@ export function answerRelayCall(
     return;
   }
   if (call === "first-byte") {
-    relays.firstByteCame(requestId);
+    relays.firstByteCame(key);
     res.writeHead(204).end();
     incoming.resume();
     return;
   }
   if (call === "complete") {
-    readCompletion(incoming, requestId).then(
+    readCompletion(incoming, key).then(
       (record) => {
         if (record !== undefined) relays.complete(record);
         if (record === undefined)
-          writeError(
-            res,
-            new RouterError("invalid_request", "Not a completion record."),
-            requestId,
-          );
+          writeError(res, new RouterError("invalid_request", "Not a completion record."), "");
         else res.writeHead(204).end();
       },
       () => res.destroy(),
@@ -98,7 +95,7 @@ const COMPLETION_READ_MS = 5000;
 /** A `complete` call's record, checked field by field; undefined when it is not one. */
 async function readCompletion(
   incoming: IncomingMessage,
-  requestId: string,
+  key: string,
 ): Promise<CompletionRecord | undefined> {
   const text = await readSmall(incoming, MAX_COMPLETION_BYTES, COMPLETION_READ_MS);
   if (text === undefined) return undefined;
@@ -108,12 +105,12 @@ async function readCompletion(
   } catch {
     return undefined;
   }
-  return completionRecord(value, requestId);
+  return completionRecord(value, key);
 }
 
 /** The record in a replica's `complete` call (proxy/leader-decisions.ts), or undefined. */
-export function completionRecord(value: unknown, requestId: string): CompletionRecord | undefined {
-  if (requestId === "" || typeof value !== "object" || value === null || Array.isArray(value))
+export function completionRecord(value: unknown, key: string): CompletionRecord | undefined {
+  if (key === "" || typeof value !== "object" || value === null || Array.isArray(value))
     return undefined;
   const o = value as Record<string, unknown>;
   const status = count(o.status);
@@ -128,7 +125,7 @@ export function completionRecord(value: unknown, requestId: string): CompletionR
           completionTokens: count(o.completion_tokens),
         };
   return {
-    requestId,
+    key,
     status,
     upstreamStatus:
       upstream !== undefined && upstream >= 100 && upstream <= 599 ? upstream : undefined,

@@ -8,7 +8,7 @@ const line = (fields: Record<string, string>) =>
 describe("parseRecord", () => {
   it("reads a relayed request's end, with the engine's token counts", () => {
     expect(parseRecord(line({ pt: "120", ct: "96", gt: "7" }))).toEqual({
-      requestId: "r1",
+      key: "r1",
       status: 200,
       upstreamStatus: 200,
       headerMs: 12,
@@ -72,7 +72,7 @@ describe("parseRecord, every field, whatever the values", () => {
           const text = `<190>Nov 29 05:00:00 radixgate: ${JSON.stringify(Object.fromEntries(entries))}`;
           const record = parseRecord(text);
           expect(record).toEqual({
-            requestId: fields.id,
+            key: fields.id,
             status: Number(fields.s),
             upstreamStatus: fields.us === "-" ? undefined : Number(fields.us),
             headerMs: fields.ht === "-" ? undefined : Number(fields.ht) * 1000,

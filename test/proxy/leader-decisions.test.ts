@@ -50,7 +50,7 @@ describe("a replica's completion record", () => {
         "req-1",
       ),
     ).toEqual({
-      requestId: "req-1",
+      key: "req-1",
       status: 200,
       upstreamStatus: 200,
       headerMs: 12,
@@ -58,7 +58,7 @@ describe("a replica's completion record", () => {
     });
     // The client gone before any worker answered: only a status.
     expect(completionRecord({ status: 499 }, "req-2")).toEqual({
-      requestId: "req-2",
+      key: "req-2",
       status: 499,
       upstreamStatus: undefined,
       headerMs: undefined,
@@ -83,7 +83,7 @@ describe("a replica's completion record", () => {
       "req-1",
     );
     expect(record).toEqual({
-      requestId: "req-1",
+      key: "req-1",
       status: 200,
       upstreamStatus: undefined,
       headerMs: undefined,

@@ -644,13 +644,16 @@ describe.skipIf(redisSkipReason !== undefined)(
       expect(signed.headers.get("x-rg-auth")).toBeNull();
       expect(await signed.text()).toBe("");
       expect(inFlight(leader)).toBe(1);
+      // Later calls name the exchange by the leader's own key, never by the request id.
+      const key = signed.headers.get("x-rg-key") as string;
+      expect(key).not.toBe("signed-1");
       const complete = await fetch(`${leader.url}/v1/completions`, {
         method: "POST",
         headers: {
           "content-type": "application/json",
           "x-radixgate-call": "complete",
-          "x-radixgate-request": "signed-1",
-          "x-radixgate-peer": signPeerCall(secret, "complete", "signed-1"),
+          "x-radixgate-request": key,
+          "x-radixgate-peer": signPeerCall(secret, "complete", key),
         },
         body: JSON.stringify({ status: 200, upstream_status: 200, header_ms: 3 }),
       });
