@@ -13,6 +13,7 @@
 import { randomBytes } from "node:crypto";
 import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
+import { freePort } from "../sim/free-port.js";
 import {
   findRedisServer,
   type LocalRedis,
@@ -199,17 +200,26 @@ async function startDemoRouter(
   stateUrl?: string,
 ): Promise<RunningRouter> {
   const port = o.port ?? DEFAULT_PORT;
+  const host = o.host ?? "127.0.0.1";
+  // Replicas decide as one router: each says where its peers reach it, so its port is known first.
+  const shared = async (listenPort: number) => {
+    if (stateUrl === undefined) return {};
+    const state = { stateUrl, stateSecret: DEMO_STATE_SECRET, stateKeyPrefix: "radixgate-demo" };
+    // nginx carries the bytes itself and asks this process for decisions only: no relaying.
+    if ((o.dataPlane ?? "node") !== "node") return state;
+    const known = listenPort === 0 ? await freePort() : listenPort;
+    const reach = host === "0.0.0.0" || host === "::" || host.includes(":") ? "127.0.0.1" : host;
+    return { ...state, port: known, stateAdvertiseUrl: `http://${reach}:${known}` };
+  };
   const config: Config = configWith({
-    host: o.host ?? "127.0.0.1",
+    host,
     port,
     policy: o.policy ?? defaultConfig().policies.policy,
     logLevel: o.logLevel ?? "warn",
     workerUrls: workers.map((w) => w.url),
     shutdownGraceSecs: 2,
     dataPlane: o.dataPlane ?? "node",
-    ...(stateUrl !== undefined
-      ? { stateUrl, stateSecret: DEMO_STATE_SECRET, stateKeyPrefix: "radixgate-demo" }
-      : {}),
+    ...(await shared(port)),
   });
   const logger = createLogger({ level: config.server.logLevel });
   try {
@@ -217,7 +227,7 @@ async function startDemoRouter(
   } catch (err) {
     if (!(err instanceof ListenError) || port === 0) throw err;
     print(`radixgate demo: ${err.message}; using a free port instead (choose one with --port).`);
-    return startRouter(configWith({ port: 0 }, config), { logger });
+    return startRouter(configWith({ port: 0, ...(await shared(0)) }, config), { logger });
   }
 }
 
@@ -244,7 +254,10 @@ function printBanner(
     [
       `radixgate demo: ${workers.length} simulated SGLang workers, policy ${o.policy ?? defaultConfig().policies.policy}, ` +
         `time scale ${o.timeScale ?? 1}${(o.trafficRate ?? 0) > 0 ? `, background traffic ${o.trafficRate} req/s` : ""}`,
-      ...routers.map((r) => `  router   ${r.url}`),
+      ...routers.map(
+        (r, i) =>
+          `  router   ${r.url}${routers.length > 1 && (o.dataPlane ?? "node") === "node" ? (i === 0 ? "  (decides for every replica)" : "  (asks the first where each request goes)") : ""}`,
+      ),
       ...(redis !== undefined
         ? [`  redis    ${redis.url}  (the replicas share decisions, load and workers through it)`]
         : []),

@@ -138,13 +138,19 @@ describe("npm run demo (startDemo)", () => {
   });
 
   it.skipIf(redisSkipReason !== undefined)(
-    `--replicas 2: two routers and a redis-server; the second knows where the first sent a prompt${redisSkipReason ? ` (skipped: ${redisSkipReason})` : ""}`,
+    `--replicas 2: two routers and a redis-server, the first deciding for both; the second knows where the first sent a prompt${redisSkipReason ? ` (skipped: ${redisSkipReason})` : ""}`,
     async () => {
       const demo = await startDemo({ port: 0, quiet: true, timeScale: 0, replicas: 2, workers: 3 });
       demos.push(demo);
       expect(demo.routers).toHaveLength(2);
       expect(demo.redis?.url).toMatch(/^redis:\/\/127\.0\.0\.1:\d+\/0$/);
       const [first, second] = demo.routers;
+      // Each says where it listens, so the second defers to the first, which decides for both.
+      await waitFor(
+        () => second!.context.replication?.relayTarget() === first!.url,
+        10_000,
+        "the second replica deferring to the first",
+      );
       const res = await chat(first!.url, { messages: MESSAGES, max_tokens: 2 });
       const worker = res.headers.get("x-radixgate-worker")!;
       await res.text();
