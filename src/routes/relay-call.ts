@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { RouterError } from "../errors.js";
+import { type BodyReadLimits, readBody } from "../intake/read-body.js";
 import type { Endpoint } from "../intake/routing-text.js";
 import type { CompletionRecord, RemoteRelays } from "../proxy/remote-relay.js";
 import { writeError } from "../proxy/write-error.js";
@@ -61,15 +62,15 @@ export function answerRelayCall(
     return;
   }
   if (call === "complete") {
-    readCompletion(incoming, key).then(
-      (record) => {
-        if (record !== undefined) relays.complete(record);
-        if (record === undefined)
-          writeError(res, new RouterError("invalid_request", "Not a completion record."), "");
-        else res.writeHead(204).end();
-      },
-      () => res.destroy(),
-    );
+    // Never rejects: a body that is not a record is answered 400.
+    void readCompletion(incoming, key).then((record) => {
+      if (record === undefined) {
+        writeError(res, new RouterError("invalid_request", "Not a completion record."), "");
+        return;
+      }
+      relays.complete(record);
+      res.writeHead(204).end();
+    });
     return;
   }
   const url = incoming.url ?? "/";
@@ -87,21 +88,24 @@ export function answerRelayCall(
   });
 }
 
-/** The most a completion record's JSON may take (a few numbers: far below). */
-const MAX_COMPLETION_BYTES = 4096;
-/** How long its few bytes may take to arrive. */
-const COMPLETION_READ_MS = 5000;
+/** A completion record's JSON: a few numbers, far below 4 KB, within 5 s. */
+const COMPLETION_LIMITS: BodyReadLimits = {
+  maxBytes: 4096,
+  totalTimeoutMs: 5000,
+  idleTimeoutMs: 5000,
+  minBytesPerSec: 0,
+};
 
-/** A `complete` call's record, checked field by field; undefined when it is not one. */
+/** A `complete` call's record, checked field by field; undefined when it is not one (or unread). */
 async function readCompletion(
   incoming: IncomingMessage,
   key: string,
 ): Promise<CompletionRecord | undefined> {
-  const text = await readSmall(incoming, MAX_COMPLETION_BYTES, COMPLETION_READ_MS);
-  if (text === undefined) return undefined;
   let value: unknown;
   try {
-    value = JSON.parse(text);
+    // The intake's reader, in its bounds: a record is a few numbers.
+    const body = await readBody(incoming, COMPLETION_LIMITS);
+    value = JSON.parse(body.toString("utf8"));
   } catch {
     return undefined;
   }
@@ -139,38 +143,4 @@ export function completionRecord(value: unknown, key: string): CompletionRecord 
 /** A whole number from 0 to 2^40, else undefined. */
 function count(v: unknown): number | undefined {
   return typeof v === "number" && Number.isInteger(v) && v >= 0 && v <= 2 ** 40 ? v : undefined;
-}
-
-/** A short body as text: undefined past `max` bytes or `timeoutMs`. */
-function readSmall(
-  incoming: IncomingMessage,
-  max: number,
-  timeoutMs: number,
-): Promise<string | undefined> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const timer = setTimeout(() => done(undefined), timeoutMs);
-    const done = (text: string | undefined) => {
-      clearTimeout(timer);
-      incoming.off("data", onData);
-      incoming.off("end", onEnd);
-      incoming.off("error", onError);
-      if (text === undefined) incoming.resume();
-      resolve(text);
-    };
-    const onData = (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > max) done(undefined);
-      else chunks.push(chunk);
-    };
-    const onEnd = () => done(Buffer.concat(chunks).toString("utf8"));
-    const onError = (err: Error) => {
-      clearTimeout(timer);
-      reject(err);
-    };
-    incoming.on("data", onData);
-    incoming.on("end", onEnd);
-    incoming.on("error", onError);
-  });
 }

@@ -47,6 +47,11 @@ export interface LeaderView {
   readonly relaying: boolean;
 }
 
+/** This replica is the leader its peers relay to: it decides for them (and claims nothing). */
+export function leadsPeers(view: LeaderView | undefined): boolean {
+  return view?.self === true && view.relaying;
+}
+
 /** A load key lives this many intervals: a replica that stops publishing drops out after it. */
 const TTL_INTERVALS = 3;
 /**

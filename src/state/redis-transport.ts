@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { PrefixClaims } from "../index/prefix-claims.js";
 import type { Logger } from "../logger.js";
-import { type LeaderView, LoadSync, loadTtlMs } from "./load-sync.js";
+import { type LeaderView, LoadSync, leadsPeers, loadTtlMs } from "./load-sync.js";
 import { OpOrder } from "./op-order.js";
 import { OpsPublisher } from "./ops-publisher.js";
 import { OpsReader } from "./ops-reader.js";
@@ -189,10 +189,7 @@ export class RedisTransport implements Transport {
       this.metrics = new StateMetrics(side.metricsRegistry, {
         connected: () => this.link.up,
         pending: () => this.publisher.pending,
-        leads: () => {
-          const leader = this.leader();
-          return leader?.self === true && leader.relaying;
-        },
+        leads: () => leadsPeers(this.leader()),
       });
     const { membership } = side;
     const hash =

@@ -4,7 +4,7 @@ import type { PrefixIndex } from "../index/prefix-index.js";
 import type { Logger } from "../logger.js";
 import type { WorkerRegistry } from "../workers/registry.js";
 import type { Worker } from "../workers/worker.js";
-import type { LeaderView, LoadWorker } from "./load-sync.js";
+import { type LeaderView, type LoadWorker, leadsPeers } from "./load-sync.js";
 import { PeerInFlight, type PeerSource } from "./peer-in-flight.js";
 import { PeerPending } from "./peer-pending.js";
 import { PublishingIndex } from "./publishing-index.js";
@@ -157,8 +157,7 @@ export class Replication {
 
   /** This replica is the leader its peers relay new prefixes to: it decides them alone. */
   decidesAlone(): boolean {
-    const leader = this.leader();
-    return leader?.self === true && leader.relaying;
+    return leadsPeers(this.leader());
   }
 
   /** The index the router uses: `index`, publishing its decisions on every transport. */
