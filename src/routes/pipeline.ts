@@ -25,10 +25,12 @@ import { lingerOnUnreadBody } from "./linger.js";
  *
  *   receive   intake/      Intake.open: the body's lease, the body in its bounds, one parse, the
  *                          routing facts, the RoutingRequest against the fleet as it is now
- *   relay     proxy/       LeaderRelay: a request that would claim a new prefix (--state-relay
- *                          all: any request) goes whole to the leader replica
- *                          (--state-advertise-url), which runs every stage below; back here only
- *                          when the leader could not take it
+ *   relay     proxy/       LeaderRelay (--state-advertise-url): the leader replica runs every
+ *                          stage below for the request; with --state-relay decisions its forward
+ *                          stage answers with a decision that this replica carries out
+ *                          (proxy/leader-decisions.ts), with all or new-prefixes (a new prefix
+ *                          only) it serves the request too; back here only when the leader could
+ *                          not take it
  *   admit     admission/   Admission.pass: quotas, the queue; the pass carries the engine's
  *                          priority (--engine-priority) and where the request has room
  *   schedule  scheduling/  Scheduler.schedule, per attempt, from the forward stage's retry loop
@@ -80,7 +82,9 @@ export async function handleInference(
     opened = await ctx.intake.open(incoming, endpoint);
     bodyRead?.end();
     // Relayed before an adapter is loaded: the leader loads it where it sends the request.
-    const relayed = await relayToLeader(ctx, incoming, res, opened, requestId, startedAt, client);
+    // Awaited only when it relays: no promise and no turn for the requests decided here.
+    const relaying = relayToLeader(ctx, incoming, res, opened, requestId, startedAt, client);
+    const relayed = relaying === undefined ? undefined : await relaying;
     if (relayed !== undefined) outcome = relayed;
     else {
       if (ctx.loraLoader !== undefined)
@@ -108,12 +112,13 @@ export async function handleInference(
 }
 
 /**
- * The relay stage: a request that would claim a new prefix (or any, with --state-relay all) goes
- * to the leader replica, which decides it (proxy/leader-relay.ts); undefined when it is decided
- * here. A request a peer relayed here is told at once (102 Processing) that this replica has it, so its relay stops waiting to
- * fall back: from then on it runs here, whatever this replica's rank.
+ * The relay stage: a request goes to the leader replica, which decides it (proxy/leader-relay.ts:
+ * every request with --state-relay decisions or all, one that would claim a new prefix with
+ * new-prefixes); undefined when it is decided here. A request a peer relayed here is told at once
+ * (102 Processing) that this replica has it, so its relay stops waiting to fall back: from then on
+ * it runs here, whatever this replica's rank.
  */
-async function relayToLeader(
+function relayToLeader(
   ctx: RouterContext,
   incoming: IncomingMessage,
   res: ServerResponse,
@@ -121,7 +126,7 @@ async function relayToLeader(
   requestId: string,
   startedAt: number,
   client: Cancel,
-): Promise<ForwardOutcome | undefined> {
+): Promise<ForwardOutcome | undefined> | undefined {
   if (incoming.headers[RELAYED_HEADER] !== undefined) {
     if (!res.headersSent) res.writeProcessing();
     return undefined;
