@@ -562,7 +562,7 @@ async function startPreciseRouter(
 }
 
 /**
- * Row knobs `relay`, `relay-all`: waits (at most 5 s) until every replica but the leader relays to
+ * Row knobs `relay`, `relay-all`, `relay-decisions`: waits (at most 5 s) until every replica but the leader relays to
  * it, so the row's first requests are not decided with claims while the advertised URLs spread.
  */
 async function relaysKnown(routers: readonly RunningRouter[]): Promise<void> {
